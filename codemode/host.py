@@ -1,0 +1,86 @@
+"""The embedding API: a tool host that runs JavaScript against Python tools.
+
+    host = ToolHost("path/to/repo")
+
+    @host.tool
+    async def word_count(text: str) -> int:
+        "Count the words in a text."
+        return len(text.split())
+
+    result = await host.execute("return await tools.word_count({text: 'a b c'})")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from codemode.js_runtime.bridge import Bridge, EventSink
+from codemode.js_runtime.models import ExecResult, Limits
+from codemode.tools.base import ToolContext
+from codemode.tools.builtin import builtin_registry
+from codemode.tools.registry import ToolRegistry
+from codemode.tools.typescript import typescript_declarations
+
+
+class ToolHost:
+    """Runs code-mode programs in a workspace with the built-in tools plus your own.
+
+    ``engine`` is "quickjs" (default) or "v8"; ``persistent=True`` keeps globals
+    between ``execute`` calls. A host belongs to the event loop that first uses it.
+    """
+
+    def __init__(
+        self,
+        workspace: str | Path = ".",
+        *,
+        engine: str = "quickjs",
+        limits: Limits | None = None,
+        persistent: bool = False,
+        registry: ToolRegistry | None = None,
+        globals: dict[str, Any] | None = None,
+    ) -> None:
+        self.registry = registry if registry is not None else builtin_registry()
+        self.context = ToolContext(workspace=Path(workspace).resolve())
+        self._bridge = Bridge(
+            self.registry,
+            self.context,
+            engine=engine,
+            limits=limits,
+            persistent=persistent,
+            globals=globals,
+        )
+
+    @property
+    def workspace(self) -> Path:
+        return self.context.workspace
+
+    def tool(
+        self,
+        fn: Callable[..., Any] | None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+    ) -> Any:
+        """Decorator: expose an async function to programs as ``tools.<name>``."""
+        return self.registry.tool(fn, name=name, description=description)
+
+    async def execute(
+        self, code: str, *, on_event: EventSink | None = None, limits: Limits | None = None
+    ) -> ExecResult:
+        """Run one program; never raises for a failing program (see ``ExecResult.error``)."""
+        return await self._bridge.execute(code, on_event=on_event, limits=limits)
+
+    def typescript(self) -> str:
+        """TypeScript declarations of the tools, as given to a model in code mode."""
+        return typescript_declarations(self.registry)
+
+    def close(self) -> None:
+        self._bridge.close()
+
+    def __enter__(self) -> ToolHost:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

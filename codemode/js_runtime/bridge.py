@@ -1,0 +1,333 @@
+"""The bridge: runs one program in an isolate and serves its tool calls.
+
+The loop is the same for every engine:
+
+1. evaluate the wrapped program; the engine runs Promise jobs and hands back the
+   prelude's drained state (console lines, new tool calls, whether it finished);
+2. start each new tool call as an asyncio task, so ``Promise.all`` really overlaps;
+3. wait for the first results (or the deadline), settle their Promises in the isolate,
+   and go back to 2 until the program finishes or a limit stops it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from codemode.js_runtime import errors
+from codemode.js_runtime.engine import (
+    Engine,
+    EngineOutOfMemory,
+    EngineTimeout,
+    ScriptError,
+    create_engine,
+)
+from codemode.js_runtime.models import (
+    ExecError,
+    ExecEvent,
+    ExecResult,
+    LimitName,
+    Limits,
+    LogEvent,
+    ToolCallFinished,
+    ToolCallRecord,
+    ToolCallStarted,
+)
+from codemode.js_runtime.output import CappedOutput
+from codemode.js_runtime.source import Program, prepare
+from codemode.tools.base import ToolContext, ToolError
+from codemode.tools.registry import ToolRegistry
+
+EventSink = Callable[[ExecEvent], None]
+_TIMER = "__timer"
+
+
+@cache
+def _prelude() -> str:
+    return resources.files("codemode.js_runtime").joinpath("prelude.js").read_text("utf-8")
+
+
+class LimitReached(Exception):
+    def __init__(self, limit: LimitName, message: str) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class Bridge:
+    """Runs programs against a tool registry in one engine.
+
+    Not persistent (the default): every program gets a fresh isolate. Persistent:
+    globals survive from one program to the next, until a limit forces a new isolate.
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        context: ToolContext,
+        *,
+        engine: str = "quickjs",
+        limits: Limits | None = None,
+        persistent: bool = False,
+        globals: dict[str, Any] | None = None,
+    ) -> None:
+        self.registry = registry
+        self.context = context
+        self.engine_name = engine
+        self.limits = limits or Limits()
+        self.persistent = persistent
+        self.globals = dict(globals or {})
+        self._engine: Engine | None = None
+        self._engine_loop: asyncio.AbstractEventLoop | None = None
+
+    async def execute(
+        self, source: str, *, on_event: EventSink | None = None, limits: Limits | None = None
+    ) -> ExecResult:
+        """Run one program to completion, a limit, or cancellation."""
+        run = _Run(self, prepare(source), limits or self.limits, on_event)
+        try:
+            return await run.go()
+        finally:
+            if not self.persistent:
+                self._discard_engine()
+
+    async def new_engine(self, deadline: float, limits: Limits) -> Engine:
+        """A fresh isolate with the prelude installed and configured."""
+        engine = create_engine(self.engine_name, limits.memory_mb * 1024 * 1024)
+        setup = [
+            _prelude(),
+            "\n//# sourceURL=codemode-prelude.js\n",
+            f"__cm.configure({json.dumps(self.registry.names())}, {limits.max_tool_calls});",
+        ]
+        for name, value in self.globals.items():
+            setup.append(
+                f"Object.defineProperty(globalThis, {json.dumps(name)}, "
+                f"{{value: JSON.parse({json.dumps(json.dumps(value))}), writable: true}});"
+            )
+        try:
+            await engine.step("\n".join(setup), _remaining(deadline))
+        except BaseException:
+            engine.close()
+            raise
+        return engine
+
+    async def engine_for(self, deadline: float, limits: Limits) -> tuple[Engine, bool]:
+        """The engine to run the next program in; True when it carries earlier globals."""
+        loop = asyncio.get_running_loop()
+        if self._engine is not None and self._engine_loop is loop:
+            return self._engine, True
+        self._discard_engine()
+        self._engine = await self.new_engine(deadline, limits)
+        self._engine_loop = loop
+        return self._engine, False
+
+    def _discard_engine(self) -> None:
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.close()
+
+    def close(self) -> None:
+        """Free the isolate (a persistent host keeps one between programs)."""
+        self._discard_engine()
+
+
+def _fresh(script: str) -> str:
+    # Same line as the wrapper's first, so program line numbers do not move.
+    return "__cm.reset(); " + script
+
+
+def _remaining(deadline: float) -> float:
+    return deadline - asyncio.get_running_loop().time()
+
+
+class _Run:
+    """The state of one program's execution."""
+
+    def __init__(
+        self, bridge: Bridge, program: Program, limits: Limits, on_event: EventSink | None
+    ) -> None:
+        self.bridge = bridge
+        self.program = program
+        self.limits = limits
+        self.on_event = on_event
+        self.output = CappedOutput(limits.output_chars)
+        self.records: dict[int, ToolCallRecord] = {}
+        self.tasks: dict[int, asyncio.Task[tuple[bool, Any]]] = {}
+        self.ready: list[int] = []
+        self.wakeup: asyncio.Future[None] | None = None
+        self.tool_names = bridge.registry.names()
+
+    async def go(self) -> ExecResult:
+        loop = asyncio.get_running_loop()
+        started = time.perf_counter()
+        deadline = loop.time() + self.limits.timeout_s
+        reset = False
+        value: Any = None
+        error: ExecError | None = None
+        try:
+            value, error = await self._drive(deadline)
+        except LimitReached as exc:
+            error = ExecError(kind="limit", name="LimitError", message=str(exc), limit=exc.limit)
+        except BaseException:
+            self._cancel_tasks()
+            self.bridge._discard_engine()
+            raise
+        if error is not None and error.kind == "limit":
+            # A timed-out or exhausted isolate is not trusted again.
+            reset = self.bridge.persistent and self.bridge._engine is not None
+            self.bridge._discard_engine()
+        self._cancel_tasks()
+        return ExecResult(
+            ok=error is None,
+            value=value,
+            output=self.output.text(),
+            logs=self.output.entries(),
+            output_truncated=self.output.truncated,
+            tool_calls=list(self.records.values()),
+            error=error,
+            duration_ms=(time.perf_counter() - started) * 1000,
+            engine=self.bridge.engine_name,
+            isolate_reset=reset,
+        )
+
+    async def _drive(self, deadline: float) -> tuple[Any, ExecError | None]:
+        program = self.program
+        try:
+            engine, _ = await self.bridge.engine_for(deadline, self.limits)
+            if program.might_be_expression():
+                try:
+                    state = await self._step(engine, _fresh(program.as_expression()), deadline)
+                except ScriptError:
+                    # Not an expression after all; nothing ran, so run it as statements.
+                    state = await self._step(engine, _fresh(program.as_statements()), deadline)
+            else:
+                state = await self._step(engine, _fresh(program.as_statements()), deadline)
+        except ScriptError as exc:
+            return None, errors.from_script_error(exc.text, program, self.tool_names)
+
+        while True:
+            done = self._absorb(state)
+            if done is not None:
+                if done["ok"]:
+                    return done.get("value"), None
+                err = done["error"]
+                return None, errors.from_thrown(
+                    err["name"], err["message"], err["stack"], program, self.tool_names
+                )
+            if not self.tasks:
+                return None, ExecError(
+                    kind="runtime",
+                    name="Error",
+                    message="the program is waiting on a Promise that nothing will settle",
+                    hint="await only tool calls, timers, or Promises your code resolves",
+                )
+            results = await self._wait_for_results(deadline)
+            payload = json.dumps(results, default=str)
+            state = await self._step(
+                engine, f"__cm.settle(JSON.parse({json.dumps(payload)}));", deadline
+            )
+
+    async def _step(self, engine: Engine, script: str, deadline: float) -> dict[str, Any]:
+        remaining = _remaining(deadline)
+        if remaining <= 0:
+            raise self._timeout()
+        try:
+            raw = await engine.step(f"{script}\n//# sourceURL=program.js", remaining)
+        except EngineTimeout:
+            raise self._timeout() from None
+        except EngineOutOfMemory:
+            raise LimitReached(
+                "memory", f"program stopped: memory limit of {self.limits.memory_mb} MB reached"
+            ) from None
+        return json.loads(raw)
+
+    def _timeout(self) -> LimitReached:
+        return LimitReached(
+            "timeout", f"program stopped: time limit of {self.limits.timeout_s:g} s reached"
+        )
+
+    def _absorb(self, state: dict[str, Any]) -> dict[str, Any] | None:
+        """Take in one drained state: stream logs, start calls; the outcome if finished."""
+        for level, text in state["logs"]:
+            shown = self.output.add(level, text)
+            if shown is not None and self.on_event is not None:
+                self.on_event(LogEvent(level=level, text=shown))
+        for call_id, name, args in state["calls"]:
+            self._start_call(call_id, name, args)
+        if state["overLimit"]:
+            raise LimitReached(
+                "tool_calls",
+                f"program stopped: more than {self.limits.max_tool_calls} tool calls",
+            )
+        return state["done"]
+
+    def _start_call(self, call_id: int, name: str, args: Any) -> None:
+        if name == _TIMER:
+            coro = _sleep(args)
+        else:
+            record = ToolCallRecord(id=call_id, name=name, args=args)
+            self.records[call_id] = record
+            if self.on_event is not None:
+                self.on_event(ToolCallStarted(call=record))
+            coro = self._invoke(record)
+        task = asyncio.ensure_future(coro)
+        self.tasks[call_id] = task
+        task.add_done_callback(lambda _t, i=call_id: self._on_done(i))
+
+    async def _invoke(self, record: ToolCallRecord) -> tuple[bool, Any]:
+        started = time.perf_counter()
+        try:
+            payload = await self.bridge.registry.invoke(
+                record.name, record.args, self.bridge.context
+            )
+            ok = True
+        except ToolError as exc:
+            ok, payload = False, str(exc)
+        except Exception as exc:  # a tool must never take the session down
+            ok, payload = False, f"tools.{record.name} failed: {type(exc).__name__}: {exc}"
+        record.ok = ok
+        record.duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        record.error = None if ok else payload
+        if self.on_event is not None:
+            self.on_event(ToolCallFinished(call=record))
+        return ok, payload
+
+    def _on_done(self, call_id: int) -> None:
+        self.ready.append(call_id)
+        if self.wakeup is not None and not self.wakeup.done():
+            self.wakeup.set_result(None)
+
+    async def _wait_for_results(self, deadline: float) -> list[list[Any]]:
+        if not self.ready:
+            self.wakeup = asyncio.get_running_loop().create_future()
+            try:
+                await asyncio.wait_for(self.wakeup, max(_remaining(deadline), 0))
+            except TimeoutError:
+                raise self._timeout() from None
+            finally:
+                self.wakeup = None
+        results = []
+        for call_id in self.ready:
+            task = self.tasks.pop(call_id)
+            ok, payload = task.result()
+            results.append([call_id, ok, payload])
+        self.ready.clear()
+        return results
+
+    def _cancel_tasks(self) -> None:
+        for call_id, task in self.tasks.items():
+            if not task.done():
+                task.cancel()
+                record = self.records.get(call_id)
+                if record is not None and record.ok is None:
+                    record.error = "cancelled: the program ended before this call finished"
+        self.tasks.clear()
+
+
+async def _sleep(args: dict[str, Any]) -> tuple[bool, Any]:
+    await asyncio.sleep(max(float(args.get("ms", 0)), 0) / 1000)
+    return True, None

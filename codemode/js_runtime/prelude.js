@@ -1,0 +1,244 @@
+// The host side of code mode, as the isolate sees it. Evaluated once per isolate.
+//
+// Neither engine may call into Python while a time limit is armed, so a tool call is
+// not a callback: it is pushed onto an outbox, the Promise it returns is parked in
+// `pending`, and the host drains the outbox between evaluations and settles the
+// Promises with the results. Console output is buffered the same way.
+//
+// Every function here is named __cm_*: the host drops frames with that prefix when it
+// reports where an error happened, so the model sees only its own code.
+(function __cm_install(global) {
+  "use strict";
+
+  // No ambient authority: tools are the only door out of the isolate.
+  for (const name of [
+    "SharedArrayBuffer", "Atomics", "WebAssembly", "setTimeout", "clearTimeout",
+    "setInterval", "clearInterval", "__timer_manager", "__TimerManager",
+    "require", "process", "fetch", "XMLHttpRequest", "std", "os", "print", "console",
+  ]) {
+    try { delete global[name]; } catch (e) { /* non-configurable: left as is */ }
+  }
+
+  // Globals declared with `var` by an embedder (mini-racer's setTimeout) cannot be
+  // redefined, only overwritten.
+  function __cm_define(name, value, writable = true) {
+    try {
+      Object.defineProperty(global, name, { value, writable, configurable: writable });
+    } catch (e) {
+      global[name] = value;
+    }
+  }
+
+  let outbox = [];
+  let logs = [];
+  let pending = new Map();
+  let nextId = 1;
+  let done = null;
+  let calls = 0;
+  let overLimit = false;
+  let toolNames = [];
+  let maxCalls = Infinity;
+
+  function __cm_render(value, seen) {
+    if (typeof value === "string") return value;
+    if (value === undefined) return "undefined";
+    if (typeof value === "function") return `[Function ${value.name || "anonymous"}]`;
+    if (typeof value === "symbol" || typeof value === "bigint") return String(value);
+    if (value instanceof Error) return value.stack && value.stack.includes(value.message)
+      ? value.stack : `${value.name}: ${value.message}`;
+    try {
+      return JSON.stringify(value, __cm_replacer(), 2) ?? String(value);
+    } catch (e) {
+      return String(value);
+    }
+  }
+
+  // JSON.stringify that shows what a developer expects instead of throwing or
+  // dropping: cycles, Maps, Sets, undefined in arrays, BigInts, Errors.
+  function __cm_replacer() {
+    const stack = [];
+    return function __cm_replace(key, value) {
+      if (typeof value === "bigint") return value.toString();
+      if (typeof value === "function") return `[Function ${value.name || "anonymous"}]`;
+      if (value instanceof Error) return { name: value.name, message: value.message };
+      if (value instanceof Map) return Object.fromEntries(value);
+      if (value instanceof Set) return [...value];
+      if (value !== null && typeof value === "object") {
+        while (stack.length && stack[stack.length - 1] !== this) stack.pop();
+        if (stack.includes(value)) return "[Circular]";
+        stack.push(value);
+      }
+      return value;
+    };
+  }
+
+  function __cm_emit(level) {
+    return function __cm_log(...args) {
+      logs.push([level, args.map((a) => __cm_render(a)).join(" ")]);
+    };
+  }
+
+  const console = {
+    log: __cm_emit("log"), info: __cm_emit("info"), warn: __cm_emit("warn"),
+    error: __cm_emit("error"), debug: __cm_emit("debug"),
+  };
+  __cm_define("console", console);
+  __cm_define("print", console.log);
+
+  class ToolError extends Error {
+    constructor(message, tool) {
+      super(message);
+      this.name = "ToolError";
+      this.tool = tool;
+    }
+  }
+  __cm_define("ToolError", ToolError);
+
+  function __cm_distance(a, b) {
+    const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+    for (let i = 1; i <= a.length; i++) {
+      let prev = row[0];
+      row[0] = i;
+      for (let j = 1; j <= b.length; j++) {
+        const cur = row[j];
+        row[j] = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+        prev = cur;
+      }
+    }
+    return row[b.length];
+  }
+
+  function __cm_unknownTool(name) {
+    let best = null;
+    let bestScore = Infinity;
+    for (const known of toolNames) {
+      const d = __cm_distance(name.toLowerCase(), known.toLowerCase());
+      if (d < bestScore) { best = known; bestScore = d; }
+    }
+    const close = best !== null && bestScore <= Math.max(2, Math.floor(best.length / 3));
+    const hint = close ? ` — did you mean tools.${best}?` : ` — available: ${toolNames.join(", ")}`;
+    return function __cm_missing() {
+      throw new TypeError(`tools.${name} is not a function${hint}`);
+    };
+  }
+
+  function __cm_call(name, args) {
+    if (overLimit) return new Promise(() => {});
+    if (++calls > maxCalls) {
+      // The host stops the program when it sees this; the Promise never settles so
+      // the program cannot catch its way around the cap.
+      overLimit = true;
+      return new Promise(() => {});
+    }
+    const id = nextId++;
+    outbox.push([id, name, args === undefined ? {} : args]);
+    // Captured now so that a failed call is reported at the line that made it.
+    const site = new Error();
+    return new Promise((resolve, reject) => pending.set(id, [resolve, reject, name, site]));
+  }
+
+  const toolCache = new Map();
+  const tools = new Proxy({}, {
+    get: function __cm_get(_, name) {
+      if (typeof name !== "string") return undefined;
+      let fn = toolCache.get(name);
+      if (fn === undefined) {
+        fn = toolNames.includes(name)
+          ? function __cm_tool(args) { return __cm_call(name, args); }
+          : __cm_unknownTool(name);
+        toolCache.set(name, fn);
+      }
+      return fn;
+    },
+    has(_, name) { return toolNames.includes(name); },
+    ownKeys() { return [...toolNames]; },
+    getOwnPropertyDescriptor(_, name) {
+      return toolNames.includes(name)
+        ? { value: tools[name], enumerable: true, configurable: true } : undefined;
+    },
+  });
+  __cm_define("tools", tools, false);
+
+  // Timers run through the host too, so `await new Promise(r => setTimeout(r, 50))`
+  // works in both engines and counts against the program's wall-clock limit.
+  let timerSeq = 0;
+  const timers = new Map();
+  function __cm_setTimeout(fn, ms, ...args) {
+    const tid = ++timerSeq;
+    const id = nextId++;
+    timers.set(tid, id);
+    outbox.push([id, "__timer", { ms: Number(ms) || 0 }]);
+    pending.set(id, [() => { if (timers.delete(tid)) fn(...args); }, () => {}, "__timer"]);
+    return tid;
+  }
+  function __cm_clearTimeout(tid) { timers.delete(tid); }
+  __cm_define("setTimeout", __cm_setTimeout);
+  __cm_define("clearTimeout", __cm_clearTimeout);
+
+  function __cm_frames(error) {
+    return String(error.stack || "").split("\n").filter((l) => /^\s*at /.test(l)).join("\n");
+  }
+
+  function __cm_describe(error) {
+    if (error instanceof Error || (error && typeof error === "object" && "message" in error)) {
+      return {
+        name: String(error.name || "Error"),
+        message: String(error.message),
+        stack: typeof error.stack === "string" ? error.stack : "",
+      };
+    }
+    return { name: "Error", message: `Uncaught ${__cm_render(error)}`, stack: "" };
+  }
+
+  function __cm_serialize(value) {
+    if (value === undefined) return undefined;
+    try {
+      return JSON.parse(JSON.stringify(value, __cm_replacer()) ?? "null");
+    } catch (e) {
+      return String(value);
+    }
+  }
+
+  const host = {
+    // Called by the host once the tool names and limits are known.
+    configure: function __cm_configure(names, limit) {
+      toolNames = names;
+      maxCalls = limit;
+      toolCache.clear();
+    },
+    // A fresh program: forget the previous one's state but keep the globals.
+    reset: function __cm_reset() {
+      outbox = []; logs = []; pending = new Map(); done = null; calls = 0; overLimit = false;
+      timers.clear();
+    },
+    start: function __cm_start(promise) {
+      promise.then(
+        (value) => { done = { ok: true, value: __cm_serialize(value) }; },
+        (error) => { done = { ok: false, error: __cm_describe(error) }; },
+      );
+    },
+    // Results arrive as [id, ok, payload]; payload is the value or the error message.
+    settle: function __cm_settle(results) {
+      for (const [id, ok, payload] of results) {
+        const entry = pending.get(id);
+        if (entry === undefined) continue;
+        pending.delete(id);
+        if (ok) entry[0](payload);
+        else {
+          const error = new ToolError(payload, entry[2]);
+          if (entry[3]) error.stack = `ToolError: ${payload}\n${__cm_frames(entry[3])}`;
+          entry[1](error);
+        }
+      }
+    },
+    drain: function __cm_drain() {
+      const state = JSON.stringify({
+        calls: outbox, logs, done, overLimit, pending: pending.size,
+      }, __cm_replacer());
+      outbox = [];
+      logs = [];
+      return state;
+    },
+  };
+  __cm_define("__cm", host, false);
+})(globalThis);

@@ -1,0 +1,62 @@
+"""V8 backend through mini-racer: a JIT for CPU-heavy programs.
+
+mini-racer runs V8 on a thread of its own and we await its evaluations. Promise
+continuations run at the microtask checkpoint *between* evaluations, outside the reach
+of an evaluation's timeout; a loop that starts after an ``await`` can therefore only be
+stopped by closing the isolate. The bridge closes an engine after any timeout, so that
+is always what happens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import ClassVar
+
+from py_mini_racer import (
+    JSEvalException,
+    JSOOMException,
+    JSTimeoutException,
+    MiniRacer,
+)
+
+from codemode.js_runtime.engine import EngineOutOfMemory, EngineTimeout, ScriptError
+
+_DRAIN = "__cm.drain()"
+
+
+class V8Engine:
+    """An Engine over one mini-racer isolate."""
+
+    name: ClassVar[str] = "v8"
+
+    def __init__(self, memory_bytes: int) -> None:
+        self._mr: MiniRacer | None = MiniRacer()
+        self._mr.set_hard_memory_limit(memory_bytes)
+
+    async def step(self, script: str, timeout: float) -> str:
+        mr = self._mr
+        assert mr is not None, "engine used after close()"
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        try:
+            await asyncio.wait_for(mr.eval_cancelable(script), max(timeout, 0.001))
+            # The checkpoint before this second evaluation runs the continuations
+            # the first one queued; then the outbox holds what they asked for.
+            remaining = max(deadline - loop.time(), 0.001)
+            state = await asyncio.wait_for(mr.eval_cancelable(_DRAIN), remaining)
+        except (TimeoutError, JSTimeoutException):
+            raise EngineTimeout() from None
+        except JSOOMException:
+            raise EngineOutOfMemory() from None
+        except JSEvalException as exc:
+            if mr.was_hard_memory_limit_reached():
+                raise EngineOutOfMemory() from None
+            raise ScriptError(str(exc)) from None
+        if not isinstance(state, str):
+            raise ScriptError("internal error: drain() did not return a string")
+        return state
+
+    def close(self) -> None:
+        mr, self._mr = self._mr, None
+        if mr is not None:
+            mr.close()

@@ -1,0 +1,3 @@
+"""Providers: streaming wire clients (chat completions, responses, anthropic messages) and the
+provider catalog. Filled in by the agent-loop issue.
+"""

@@ -1,0 +1,217 @@
+"""The one definition of a tool, from which every surface is generated.
+
+A tool is a name, a description, a pydantic model for its arguments, a pydantic model
+for its result, and an async handler. The classic dialect (JSON schema), the code
+dialect (``tools.<name>()`` in the isolate plus TypeScript declarations) and, later,
+the MCP server are all derived from this one object.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+
+class ToolError(Exception):
+    """A failure a tool reports to its caller; the message is shown to the program as-is.
+
+    Handlers raise this for expected failures (missing file, path outside the
+    workspace). Any other exception is reported too, but as ``TypeName: message``.
+    """
+
+
+class StrictArgs(BaseModel):
+    """Base for argument models: unknown fields are an error, so a misspelt field
+    name is reported instead of silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class ToolContext:
+    """What a handler may know about the session that called it."""
+
+    workspace: Path
+    # Extra writable roots beyond the workspace (the sandbox issue configures these).
+    writable_roots: list[Path] = field(default_factory=list)
+
+    def resolve(self, path: str | Path) -> Path:
+        """Resolve ``path`` against the workspace; the result is absolute and normalised."""
+        p = Path(path).expanduser()
+        if not p.is_absolute():
+            p = self.workspace / p
+        return Path(_normalise(p))
+
+    def resolve_writable(self, path: str | Path) -> Path:
+        """Resolve ``path`` for writing; refuses anything outside the writable roots."""
+        p = self.resolve(path)
+        real = p.resolve()
+        for root in [self.workspace, *self.writable_roots]:
+            if real == root.resolve() or real.is_relative_to(root.resolve()):
+                return p
+        raise ToolError(f"refusing to write outside the workspace: {path}")
+
+    def display(self, path: Path) -> str:
+        """A path as the program should see it: relative to the workspace when inside."""
+        try:
+            return path.relative_to(self.workspace).as_posix() or "."
+        except ValueError:
+            return str(path)
+
+
+def _normalise(p: Path) -> str:
+    import os.path
+
+    return os.path.normpath(p)
+
+
+Handler = Callable[[Any, ToolContext], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool, defined once. ``handler(args, ctx)`` receives a validated ``args_model``."""
+
+    name: str
+    description: str
+    args_model: type[BaseModel]
+    result_model: type[BaseModel] | None
+    handler: Handler
+
+    def validate(self, raw: Any) -> BaseModel:
+        """Validate raw JSON arguments; raises ToolError naming the offending fields."""
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, dict):
+            raise ToolError(
+                f"tools.{self.name}: expected an object of arguments, got {_js_type(raw)}"
+            )
+        try:
+            return self.args_model.model_validate(raw)
+        except ValidationError as exc:
+            raise ToolError(describe_validation_error(self, exc)) from None
+
+    async def call(self, raw_args: Any, ctx: ToolContext) -> Any:
+        """Validate, run the handler and return a JSON-ready result."""
+        args = self.validate(raw_args)
+        result = await self.handler(args, ctx)
+        return to_json(result)
+
+
+def to_json(value: Any) -> Any:
+    """Turn a handler's result into plain JSON data."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list | tuple):
+        return [to_json(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def _js_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+_TYPE_WORDS = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "a boolean",
+    "bool_parsing": "a boolean",
+    "list_type": "an array",
+    "dict_type": "an object",
+    "model_type": "an object",
+}
+
+
+def describe_validation_error(tool: Tool, exc: ValidationError) -> str:
+    """One line per problem, each naming the field, e.g. ``"command" is required``."""
+    problems = []
+    fields = sorted(tool.args_model.model_fields)
+    for err in exc.errors():
+        loc = ".".join(str(part) for part in err["loc"]) or "(arguments)"
+        kind = err["type"]
+        if kind == "missing":
+            problems.append(f'"{loc}" is required')
+        elif kind == "extra_forbidden":
+            problems.append(f'unknown field "{loc}" (fields: {", ".join(fields)})')
+        elif kind in _TYPE_WORDS:
+            got = _js_type(err.get("input"))
+            problems.append(f'"{loc}" must be {_TYPE_WORDS[kind]}, got {got}')
+        else:
+            problems.append(f'"{loc}": {err["msg"]}')
+    return f"tools.{tool.name}: " + "; ".join(problems)
+
+
+def define_tool(
+    fn: Callable[..., Awaitable[Any]],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+) -> Tool:
+    """Build a Tool from a plain async function, the way embedders write them.
+
+    Either the function takes one pydantic-model parameter (the arguments), optionally
+    followed by a ``ToolContext``; or it takes keyword parameters with type hints, from
+    which the argument model is generated.
+    """
+    if not inspect.iscoroutinefunction(fn):
+        raise TypeError(f"tool {fn.__name__!r} must be an async function")
+    tool_name = name or fn.__name__
+    doc = description or inspect.getdoc(fn) or ""
+    hints = get_type_hints(fn)
+    params = [p for p in inspect.signature(fn).parameters.values() if p.name != "return"]
+    wants_ctx = [p.name for p in params if hints.get(p.name) is ToolContext]
+    data_params = [p for p in params if hints.get(p.name) is not ToolContext]
+    result_hint = hints.get("return")
+    result_model = (
+        result_hint
+        if isinstance(result_hint, type) and issubclass(result_hint, BaseModel)
+        else None
+    )
+
+    first = hints.get(data_params[0].name) if len(data_params) == 1 else None
+    if isinstance(first, type) and issubclass(first, BaseModel):
+        args_model: type[BaseModel] = first
+        arg_name = data_params[0].name
+
+        async def handler(args: BaseModel, ctx: ToolContext) -> Any:
+            extra = {n: ctx for n in wants_ctx}
+            return await fn(**{arg_name: args}, **extra)
+
+    else:
+        model_fields: dict[str, Any] = {}
+        for p in data_params:
+            default = ... if p.default is inspect.Parameter.empty else p.default
+            model_fields[p.name] = (hints.get(p.name, Any), default)
+        args_model = create_model(  # type: ignore[call-overload]
+            f"{tool_name}_args", __base__=StrictArgs, **model_fields
+        )
+
+        async def handler(args: BaseModel, ctx: ToolContext) -> Any:
+            values = {p.name: getattr(args, p.name) for p in data_params}
+            extra = {n: ctx for n in wants_ctx}
+            return await fn(**values, **extra)
+
+    return Tool(tool_name, doc, args_model, result_model, handler)

@@ -1,0 +1,81 @@
+"""The registry: which tools a session has, and the one path every call goes through."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from codemode.tools.base import Tool, ToolContext, ToolError, define_tool
+
+
+class ToolRegistry:
+    """An ordered set of tools with a single ``invoke`` path.
+
+    Every surface (code mode, classic function calls, MCP) calls ``invoke``; later the
+    sandbox's policy check and approval hook in here, so no surface is a side door.
+    """
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self.add(t)
+
+    def add(self, tool: Tool) -> Tool:
+        """Register ``tool``, replacing any tool of the same name."""
+        if not tool.name.isidentifier():
+            raise ValueError(f"tool name {tool.name!r} is not a valid identifier")
+        self._tools[tool.name] = tool
+        return tool
+
+    def tool(
+        self,
+        fn: Callable[..., Any] | None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+    ) -> Any:
+        """Decorator registering an async function as a tool (see ``define_tool``)."""
+
+        def register(f: Callable[..., Any]) -> Callable[..., Any]:
+            self.add(define_tool(f, name=name, description=description))
+            return f
+
+        return register(fn) if fn is not None else register
+
+    def copy(self) -> ToolRegistry:
+        return ToolRegistry(self._tools.values())
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def closest(self, name: str) -> str | None:
+        """The registered name nearest to a misspelt one, if any is close."""
+        match = difflib.get_close_matches(name, self.names(), n=1, cutoff=0.5)
+        return match[0] if match else None
+
+    async def invoke(self, name: str, raw_args: Any, ctx: ToolContext) -> Any:
+        """Validate and run one call; every failure becomes a ToolError with a clean message."""
+        tool = self._tools.get(name)
+        if tool is None:
+            hint = self.closest(name)
+            suffix = f" — did you mean tools.{hint}?" if hint else ""
+            raise ToolError(f"tools.{name} is not a tool{suffix}")
+        try:
+            return await tool.call(raw_args, ctx)
+        except ToolError:
+            raise
+        except OSError as exc:
+            where = f": {exc.filename}" if exc.filename else ""
+            raise ToolError(f"tools.{name}: {exc.strerror or exc}{where}") from None
+        except Exception as exc:
+            raise ToolError(f"tools.{name} failed: {type(exc).__name__}: {exc}") from None

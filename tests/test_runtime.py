@@ -1,0 +1,357 @@
+"""The code-mode contract, run against both engines."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from codemode.js_runtime import Bridge, Limits, LogEvent, ToolCallFinished
+from codemode.tools.base import ToolContext
+from codemode.tools.registry import ToolRegistry
+
+ENGINES = ["quickjs", "v8"]
+
+
+def make_registry(seen_logs: list[str] | None = None) -> ToolRegistry:
+    reg = ToolRegistry()
+
+    @reg.tool
+    async def sleep(ms: int) -> dict:
+        """Sleep for ms milliseconds."""
+        await asyncio.sleep(ms / 1000)
+        return {"slept": ms, "at": time.monotonic()}
+
+    @reg.tool
+    async def noop() -> dict:
+        """Do nothing."""
+        return {}
+
+    @reg.tool
+    async def boom(message: str = "kaboom") -> dict:
+        """Always fails with a Python exception."""
+        raise RuntimeError(message)
+
+    @reg.tool
+    async def shell(command: str, timeout_ms: int = 1000) -> dict:
+        """A stand-in with the real shell tool's argument names, for validation tests."""
+        return {"command": command}
+
+    @reg.tool
+    async def logs_seen() -> list:
+        """What the on_event callback has received so far."""
+        return list(seen_logs or [])
+
+    return reg
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+def bridge(engine: str, tmp_path: Path, **kw) -> Bridge:
+    limits = kw.pop("limits", Limits(timeout_s=5, memory_mb=64))
+    return Bridge(
+        kw.pop("registry", make_registry()),
+        ToolContext(workspace=tmp_path),
+        engine=engine,
+        limits=limits,
+        **kw,
+    )
+
+
+async def run(engine: str, tmp_path: Path, code: str, **kw):
+    return await bridge(engine, tmp_path, **kw).execute(code)
+
+
+# -- async program, return value --------------------------------------------------
+
+
+async def test_top_level_await_and_return(engine, tmp_path):
+    r = await run(engine, tmp_path, "const a = await tools.sleep({ms: 1});\nreturn a.slept + 41")
+    assert r.ok, r.error
+    assert r.value == 42
+
+
+async def test_bare_expression_is_its_own_value(engine, tmp_path):
+    r = await run(engine, tmp_path, "await tools.sleep({ms: 1})")
+    assert r.ok and r.value["slept"] == 1
+    r = await run(engine, tmp_path, "[1, 2, 3].map(x => x * 2)")
+    assert r.value == [2, 4, 6]
+
+
+async def test_markdown_fences_are_stripped(engine, tmp_path):
+    r = await run(engine, tmp_path, "```javascript\nconst x = 2;\nreturn x * 3;\n```\n")
+    assert r.ok and r.value == 6
+    r = await run(engine, tmp_path, "```js\n\nfoo()\n```")
+    # line numbers refer to the text as sent, fence line included
+    assert r.error.line == 3
+
+
+async def test_tool_results_are_objects(engine, tmp_path):
+    code = "const r = await tools.sleep({ms: 1}); return [typeof r, r.slept, Array.isArray(r)]"
+    r = await run(engine, tmp_path, code)
+    assert r.value == ["object", 1, False]
+
+
+async def test_promise_all_runs_tools_concurrently(engine, tmp_path):
+    code = """
+    const t0 = Date.now();
+    const rs = await Promise.all([1, 2, 3, 4].map(() => tools.sleep({ms: 100})));
+    return {elapsed: Date.now() - t0, n: rs.length};
+    """
+    r = await run(engine, tmp_path, code)
+    assert r.ok, r.error
+    assert r.value["n"] == 4
+    assert r.value["elapsed"] < 300  # four sequential sleeps would take 400 ms
+    assert r.duration_ms < 350
+    assert [c.name for c in r.tool_calls] == ["sleep"] * 4
+    assert all(c.ok and c.duration_ms >= 99 for c in r.tool_calls)
+
+
+async def test_timers_go_through_the_host(engine, tmp_path):
+    code = "const t0 = Date.now(); await new Promise(r => setTimeout(r, 60)); return Date.now() - t0"
+    r = await run(engine, tmp_path, code)
+    assert r.ok and r.value >= 55
+    assert r.tool_calls == []  # timers are not tool calls
+
+
+# -- console ----------------------------------------------------------------------
+
+
+async def test_console_levels_in_order_and_objects_as_json(engine, tmp_path):
+    code = """
+    console.log("one", 1);
+    console.info({a: [1, 2]});
+    console.warn("three");
+    console.error(new Error("four"));
+    print("five");
+    await tools.noop();
+    console.log(undefined, null, [undefined]);
+    """
+    r = await run(engine, tmp_path, code)
+    assert r.ok, r.error
+    assert [e.level for e in r.logs] == ["log", "info", "warn", "error", "log", "log"]
+    assert r.logs[0].text == "one 1"
+    assert r.logs[1].text.replace(" ", "").replace("\n", "") == '{"a":[1,2]}'
+    assert "four" in r.logs[3].text
+    assert r.logs[4].text == "five"
+    assert r.logs[5].text == "undefined null [\n  null\n]"
+
+
+async def test_output_streams_while_the_program_runs(engine, tmp_path):
+    seen: list[str] = []
+    b = bridge(engine, tmp_path, registry=make_registry(seen))
+
+    def on_event(ev):
+        if isinstance(ev, LogEvent):
+            seen.append(ev.text)
+
+    code = 'console.log("before"); const s = await tools.logs_seen(); console.log("after"); return s'
+    r = await b.execute(code, on_event=on_event)
+    assert r.ok, r.error
+    assert r.value == ["before"]  # delivered before the program reached its tool call
+    assert seen == ["before", "after"]
+
+
+async def test_tool_call_events(engine, tmp_path):
+    events = []
+    b = bridge(engine, tmp_path)
+    await b.execute("await tools.sleep({ms: 5}); await tools.boom()", on_event=events.append)
+    finished = [e.call for e in events if isinstance(e, ToolCallFinished)]
+    assert [(c.name, c.ok) for c in finished] == [("sleep", True), ("boom", False)]
+    assert [e.type for e in events].count("tool_call.started") == 2
+
+
+async def test_output_cap_keeps_head_and_tail(engine, tmp_path):
+    limits = Limits(timeout_s=5, memory_mb=64, output_chars=1000)
+    code = "for (let i = 0; i < 1000; i++) console.log(`line ${i}`)"
+    r = await run(engine, tmp_path, code, limits=limits)
+    assert r.ok
+    assert r.output_truncated
+    assert r.output.startswith("line 0\nline 1\n")
+    assert r.output.endswith("line 998\nline 999")
+    assert "characters of output elided" in r.output
+    assert len(r.output) < 1200
+    assert any(e.level == "elided" for e in r.logs)
+
+
+# -- limits -----------------------------------------------------------------------
+
+
+def _cpu_burn_after(seconds: float) -> float:
+    before = time.process_time()
+    time.sleep(seconds)
+    return time.process_time() - before
+
+
+LIMIT_CASES = {
+    "busy loop": ("while (true) {}", "timeout"),
+    "loop after await": ("await tools.noop(); while (true) {}", "timeout"),
+    "loop after timer": ("await new Promise(r => setTimeout(r, 5)); for(;;) {}", "timeout"),
+    "allocation bomb": (
+        "const a = []; while (true) a.push('x'.repeat(1000) + Math.random());",
+        "memory",
+    ),
+    "tool call cap": ("for (let i = 0; i < 100; i++) await tools.noop();", "tool_calls"),
+    "caught tool call cap": (
+        "for (let i = 0; i < 100; i++) { try { await tools.noop() } catch (e) {} }",
+        "tool_calls",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(LIMIT_CASES))
+async def test_limits_stop_the_program_and_the_host_recovers(engine, tmp_path, case):
+    code, limit = LIMIT_CASES[case]
+    limits = Limits(timeout_s=1.0, memory_mb=48, max_tool_calls=20)
+    b = bridge(engine, tmp_path, limits=limits, persistent=True)
+    started = time.monotonic()
+    r = await b.execute(code)
+    assert not r.ok
+    assert r.error.kind == "limit" and r.error.limit == limit, r.error
+    assert time.monotonic() - started < 4
+    words = {"timeout": "time limit", "memory": "memory limit", "tool_calls": "tool calls"}
+    assert words[limit] in r.error.message
+    # the host runs the next program normally
+    nxt = await b.execute("const r = await tools.sleep({ms: 1}); return r.slept + 1")
+    assert nxt.ok and nxt.value == 2, nxt.error
+    # and no engine thread keeps burning CPU
+    assert _cpu_burn_after(0.5) < 0.25
+    b.close()
+
+
+async def test_timeout_cancels_running_tools(engine, tmp_path):
+    r = await run(engine, tmp_path, "await tools.sleep({ms: 5000})", limits=Limits(timeout_s=0.3))
+    assert r.error.limit == "timeout"
+    assert r.tool_calls[0].ok is None and "cancelled" in r.tool_calls[0].error
+
+
+# -- no ambient authority -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["require", "process", "fetch", "XMLHttpRequest", "WebAssembly", "SharedArrayBuffer",
+     "Atomics"],
+)  # fmt: skip
+async def test_no_ambient_globals(engine, tmp_path, name):
+    r = await run(engine, tmp_path, f"return typeof {name}")
+    assert r.ok and r.value == "undefined"
+    r = await run(engine, tmp_path, f"{name}")
+    assert r.error.name == "ReferenceError"
+
+
+async def test_no_dynamic_import(engine, tmp_path):
+    r = await run(engine, tmp_path, "const fs = await import('fs'); return typeof fs.readFileSync")
+    assert not r.ok
+
+
+async def test_no_static_import(engine, tmp_path):
+    r = await run(engine, tmp_path, "import fs from 'fs';\nreturn 1")
+    assert not r.ok and r.error.name == "SyntaxError"
+
+
+async def test_function_constructor_cannot_reach_process(engine, tmp_path):
+    r = await run(engine, tmp_path, "return this.constructor.constructor('return process')()")
+    assert not r.ok and r.error.name == "ReferenceError"
+    assert "process" in r.error.message
+    r = await run(engine, tmp_path, "return Function('return typeof globalThis.process')()")
+    assert r.value == "undefined"
+
+
+# -- errors -----------------------------------------------------------------------
+
+
+async def test_runtime_error_location_and_stack(engine, tmp_path):
+    code = "const a = 1;\nfunction f() {\n  return missing.x;\n}\nf();"
+    r = await run(engine, tmp_path, code)
+    err = r.error
+    assert err.name == "ReferenceError" and "missing" in err.message
+    # QuickJS points at the identifier, V8 at the statement
+    assert err.line == 3 and err.column in (3, 10)
+    assert f"program.js:3:{err.column}" in err.stack and "program.js:5:" in err.stack
+    assert "__cm" not in err.stack and "prelude" not in err.stack
+
+
+async def test_syntax_error_location(engine, tmp_path):
+    r = await run(engine, tmp_path, "const a = 1;\nconst b = = 2;")
+    assert r.error.kind == "syntax" and r.error.name == "SyntaxError"
+    assert r.error.line == 2
+    assert r.error.column in (11, 12)
+    assert r.error.one_line().startswith("SyntaxError at 2:")
+
+
+async def test_thrown_non_error_value(engine, tmp_path):
+    r = await run(engine, tmp_path, "throw {code: 7}")
+    assert not r.ok and "code" in r.error.message
+
+
+async def test_python_exception_reaches_js_as_error(engine, tmp_path):
+    code = """
+    try { await tools.boom({message: "disk on fire"}); }
+    catch (e) { return {isError: e instanceof Error, isToolError: e instanceof ToolError,
+                        name: e.name, message: e.message, tool: e.tool}; }
+    """
+    r = await run(engine, tmp_path, code)
+    assert r.value == {
+        "isError": True,
+        "isToolError": True,
+        "name": "ToolError",
+        "message": "tools.boom failed: RuntimeError: disk on fire",
+        "tool": "boom",
+    }
+
+
+async def test_uncaught_tool_error_points_at_the_call(engine, tmp_path):
+    r = await run(engine, tmp_path, "const x = 1;\nawait tools.boom();")
+    assert r.error.name == "ToolError" and r.error.line == 2
+    assert "Traceback" not in r.error.stack and ".py" not in r.error.stack
+
+
+async def test_validation_errors_name_the_field(engine, tmp_path):
+    r = await run(engine, tmp_path, "await tools.shell({})")
+    assert r.error.message == 'tools.shell: "command" is required'
+    code = "try { await tools.shell({command: 1}) } catch (e) { return e.message }"
+    r = await run(engine, tmp_path, code)
+    assert r.value == 'tools.shell: "command" must be a string, got number'
+    r = await run(engine, tmp_path, "await tools.shell({command: 'ls', cwd: '/'})")
+    assert 'unknown field "cwd"' in r.error.message
+
+
+async def test_unknown_tool_suggests_the_closest(engine, tmp_path):
+    r = await run(engine, tmp_path, "\nawait tools.shel({command: 'ls'})")
+    assert r.error.name == "TypeError"
+    assert "tools.shel is not a function — did you mean tools.shell?" in r.error.message
+    assert r.error.line == 2
+
+
+async def test_hint_for_tool_called_as_a_global(engine, tmp_path):
+    r = await run(engine, tmp_path, "await shell({command: 'ls'})")
+    assert r.error.hint and "tools.shell" in r.error.hint
+
+
+async def test_promise_that_never_settles_is_reported(engine, tmp_path):
+    r = await run(engine, tmp_path, "await new Promise(() => {})")
+    assert not r.ok and "never" not in r.error.message and "nothing will settle" in r.error.message
+
+
+# -- persistence --------------------------------------------------------------------
+
+
+async def test_persistent_globals_survive(engine, tmp_path):
+    b = bridge(engine, tmp_path, persistent=True)
+    assert (await b.execute("globalThis.counter = 41; seen = 'yes'")).ok
+    r = await b.execute("return [++counter, seen]")
+    assert r.value == [42, "yes"]
+    b.close()
+
+
+async def test_without_persistence_each_program_starts_fresh(engine, tmp_path):
+    b = bridge(engine, tmp_path)
+    await b.execute("globalThis.counter = 41")
+    r = await b.execute("return typeof counter")
+    assert r.value == "undefined"
