@@ -1,13 +1,13 @@
 """The embedding API: a tool host that runs JavaScript against Python tools.
 
-    host = ToolHost("path/to/repo")
+host = ToolHost("path/to/repo")
 
-    @host.tool
-    async def word_count(text: str) -> int:
-        "Count the words in a text."
-        return len(text.split())
+@host.tool
+async def word_count(text: str) -> int:
+    "Count the words in a text."
+    return len(text.split())
 
-    result = await host.execute("return await tools.word_count({text: 'a b c'})")
+result = await host.execute("return await tools.word_count({text: 'a b c'})")
 """
 
 from __future__ import annotations

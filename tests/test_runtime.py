@@ -113,7 +113,9 @@ async def test_promise_all_runs_tools_concurrently(engine, tmp_path):
 
 
 async def test_timers_go_through_the_host(engine, tmp_path):
-    code = "const t0 = Date.now(); await new Promise(r => setTimeout(r, 60)); return Date.now() - t0"
+    code = (
+        "const t0 = Date.now(); await new Promise(r => setTimeout(r, 60)); return Date.now() - t0"
+    )
     r = await run(engine, tmp_path, code)
     assert r.ok and r.value >= 55
     assert r.tool_calls == []  # timers are not tool calls
@@ -150,7 +152,9 @@ async def test_output_streams_while_the_program_runs(engine, tmp_path):
         if isinstance(ev, LogEvent):
             seen.append(ev.text)
 
-    code = 'console.log("before"); const s = await tools.logs_seen(); console.log("after"); return s'
+    code = (
+        'console.log("before"); const s = await tools.logs_seen(); console.log("after"); return s'
+    )
     r = await b.execute(code, on_event=on_event)
     assert r.ok, r.error
     assert r.value == ["before"]  # delivered before the program reached its tool call

@@ -19,9 +19,7 @@ _FRAME = re.compile(
     r"^\s*at (?:(?P<fn>.+?) \()?(?P<file><input>|program\.js):(?P<line>\d+):(?P<col>\d+)\)?\s*$"
 )
 # V8 parse errors: `program.js:3: SyntaxError: ...` then the line and a caret line.
-_V8_PARSE = re.compile(
-    r"^(?:program\.js|<anonymous>):(?P<line>\d+): (?P<name>\w+): (?P<msg>.*)$"
-)
+_V8_PARSE = re.compile(r"^(?:program\.js|<anonymous>):(?P<line>\d+): (?P<name>\w+): (?P<msg>.*)$")
 _HEAD = re.compile(r"^(?P<name>[A-Z]\w*(?:Error|Exception)): (?P<msg>.*)$")
 
 _NO_SUCH_GLOBAL = {
@@ -117,8 +115,10 @@ def hint_for(name: str, message: str, tool_names: Sequence[str]) -> str | None:
             "await works at the top level and inside async functions: mark the callback "
             "async, or use a for...of loop instead of forEach"
         )
-    if "could not load module" in lowered or message == "Not supported" or (
-        name == "SyntaxError" and ("import" in lowered or "export" in lowered)
+    if (
+        "could not load module" in lowered
+        or message == "Not supported"
+        or (name == "SyntaxError" and ("import" in lowered or "export" in lowered))
     ):
         return "there are no modules here: call tools.* directly"
     return None

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 LimitName = Literal["timeout", "memory", "tool_calls"]
 
 
-class Limits(BaseModel):
+class _Model(BaseModel):
+    # Built on first validation, not at import, to keep `interpreter run` start-up low.
+    model_config = ConfigDict(defer_build=True)
+
+
+class Limits(_Model):
     """Per-program limits. A limit stops the program; the host stays usable."""
 
     timeout_s: float = Field(30.0, gt=0, description="Wall-clock budget for one program.")
@@ -20,12 +25,12 @@ class Limits(BaseModel):
     )
 
 
-class LogEntry(BaseModel):
+class LogEntry(_Model):
     level: Literal["log", "info", "warn", "error", "debug", "elided"]
     text: str
 
 
-class ToolCallRecord(BaseModel):
+class ToolCallRecord(_Model):
     """One tool call a program made, as shown in ``--json`` and session logs."""
 
     id: int
@@ -36,7 +41,7 @@ class ToolCallRecord(BaseModel):
     error: str | None = None
 
 
-class ExecError(BaseModel):
+class ExecError(_Model):
     """Why a program did not finish normally, located in the program's own source."""
 
     kind: Literal["syntax", "runtime", "limit", "internal"]
@@ -55,7 +60,7 @@ class ExecError(BaseModel):
         return f"{self.name}{where}: {self.message}{hint}"
 
 
-class ExecResult(BaseModel):
+class ExecResult(_Model):
     """The outcome of one program."""
 
     ok: bool
@@ -71,18 +76,18 @@ class ExecResult(BaseModel):
     isolate_reset: bool = False
 
 
-class LogEvent(BaseModel):
+class LogEvent(_Model):
     type: Literal["log"] = "log"
     level: str
     text: str
 
 
-class ToolCallStarted(BaseModel):
+class ToolCallStarted(_Model):
     type: Literal["tool_call.started"] = "tool_call.started"
     call: ToolCallRecord
 
 
-class ToolCallFinished(BaseModel):
+class ToolCallFinished(_Model):
     type: Literal["tool_call.finished"] = "tool_call.finished"
     call: ToolCallRecord
 

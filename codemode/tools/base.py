@@ -29,7 +29,15 @@ class StrictArgs(BaseModel):
     """Base for argument models: unknown fields are an error, so a misspelt field
     name is reported instead of silently ignored."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Validators are built on first use, not at import: `interpreter run` of a script
+    # that calls two tools should not pay for building all of them.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+class ToolResult(BaseModel):
+    """Base for result models (built lazily, like StrictArgs)."""
+
+    model_config = ConfigDict(defer_build=True)
 
 
 @dataclass

@@ -10,6 +10,11 @@ from pydantic import BaseModel
 from codemode.tools.registry import ToolRegistry
 
 
+def _doc(text: str) -> str:
+    """Text safe inside a /** */ comment (glob examples like `**/*.py` would end it)."""
+    return " ".join(text.split()).replace("*/", "*\\/")
+
+
 def _pascal(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
 
@@ -33,7 +38,7 @@ class _Emitter:
         for prop, sub in schema.get("properties", {}).items():
             doc = sub.get("description")
             if doc:
-                lines.append(f"  /** {doc} */")
+                lines.append(f"  /** {_doc(doc)} */")
             opt = "" if prop in required else "?"
             lines.append(f"  {prop}{opt}: {self.type(sub, name + _pascal(prop))};")
         lines.append("}")
@@ -83,7 +88,7 @@ def typescript_declarations(registry: ToolRegistry) -> str:
             if tool.result_model is not None
             else "unknown"
         )
-        doc = " ".join(tool.description.split())
+        doc = _doc(tool.description)
         methods.append(f"  /** {doc} */\n  {tool.name}(args: {args}): Promise<{result}>;")
     body = "\n".join(methods)
     decls = "\n\n".join(v for v in emit.interfaces.values() if v)

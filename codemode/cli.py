@@ -1,0 +1,143 @@
+"""The `interpreter` command line: argument handling only; the work lives elsewhere.
+
+Heavy modules (JavaScript engines, pydantic models, HTTP clients) are imported inside
+the commands, so `interpreter --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+ENGINE_CHOICES = ("quickjs", "v8")
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="codemode", prog_name="interpreter")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """codemode: a coding agent where the model writes JavaScript against your tools."""
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+
+
+@cli.command(context_settings={"ignore_unknown_options": False})
+@click.argument("script", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.argument("args", nargs=-1)
+@click.option("--engine", type=click.Choice(ENGINE_CHOICES), default="quickjs", show_default=True)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=300.0,
+    show_default=True,
+    help="Wall-clock limit in seconds.",
+)
+@click.option(
+    "--memory",
+    type=click.IntRange(min=1),
+    default=512,
+    show_default=True,
+    help="Isolate memory cap in MB.",
+)
+@click.option(
+    "--max-tool-calls",
+    type=click.IntRange(min=1),
+    default=100_000,
+    show_default=True,
+    help="Tool calls allowed before the script is stopped.",
+)
+@click.option(
+    "--cwd",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=".",
+    help="Workspace the tools work in (default: current directory).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result.")
+@click.option("-v", "--verbose", is_flag=True, help="Show each tool call on stderr.")
+def run(
+    script: str,
+    args: tuple[str, ...],
+    engine: str,
+    timeout: float,
+    memory: int,
+    max_tool_calls: int,
+    cwd: Path,
+    as_json: bool,
+    verbose: bool,
+) -> None:
+    """Run SCRIPT (a .js file, or - for stdin) against the tools, without a model.
+
+    ARGS after the script are available to it as the array `argv`.
+    Exit status: 0 done, 1 script error, 2 usage error, 3 a limit was hit.
+    """
+    from codemode.js_runtime.models import Limits
+    from codemode.run import run_script
+
+    limits = Limits(
+        timeout_s=timeout,
+        memory_mb=memory,
+        max_tool_calls=max_tool_calls,
+        output_chars=10_000_000,
+    )
+    status = run_script(
+        script,
+        cwd=cwd,
+        engine=engine,
+        limits=limits,
+        argv=list(args),
+        as_json=as_json,
+        verbose=verbose,
+    )
+    sys.exit(status)
+
+
+@cli.command()
+@click.option("--dts", is_flag=True, help="Print TypeScript declarations (the code dialect).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON schemas (the classic dialect).")
+def tools(dts: bool, as_json: bool) -> None:
+    """List the built-in tools."""
+    from codemode.tools.builtin import builtin_registry
+
+    registry = builtin_registry()
+    if dts:
+        from codemode.tools.typescript import typescript_declarations
+
+        click.echo(typescript_declarations(registry), nl=False)
+    elif as_json:
+        import json
+
+        schemas = [
+            {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.args_model.model_json_schema(),
+            }
+            for t in registry
+        ]
+        click.echo(json.dumps(schemas, indent=2))
+    else:
+        width = max(len(t.name) for t in registry)
+        for t in registry:
+            first = (t.description.strip().splitlines() or [""])[0]
+            click.echo(f"{t.name.ljust(width)}  {first}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: usage errors are one line on stderr and exit status 2."""
+    try:
+        status = cli.main(args=argv, prog_name="interpreter", standalone_mode=False)
+    except click.UsageError as exc:
+        name = exc.ctx.command_path if exc.ctx else "interpreter"
+        click.echo(f"{name}: error: {exc.format_message()}", err=True)
+        sys.exit(2)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    sys.exit(status if isinstance(status, int) else 0)

@@ -1,0 +1,292 @@
+"""File tools: ``read_file``, ``write_file`` and ``list_dir``.
+
+Reads may look anywhere (the model often needs a system header or a sibling project);
+writes are confined to the writable roots by ``ToolContext.resolve_writable``. The
+blocking filesystem work runs in a worker thread so the event loop stays responsive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import stat
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
+
+MAX_READ_BYTES = 20 * 1024 * 1024
+# A NUL byte this early is the same heuristic git and grep use to call a file binary.
+BINARY_SNIFF_BYTES = 8192
+MAX_LIST_ENTRIES = 2000
+
+
+def looks_binary(head: bytes) -> bool:
+    """Whether a file whose first bytes are ``head`` should be treated as binary."""
+    return b"\0" in head[:BINARY_SNIFF_BYTES]
+
+
+def split_lines(text: str) -> list[str]:
+    """Split ``text`` into lines, each keeping its ending.
+
+    Only ``\\n`` ends a line (unlike ``str.splitlines``, which also breaks on form feeds
+    and other separators), so line numbers agree with editors, git and grep, and a
+    ``\\r\\n`` ending comes back intact.
+    """
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+# --- read_file -------------------------------------------------------------------------
+
+
+class ReadFileArgs(StrictArgs):
+    path: str = Field(
+        description="File to read, relative to the workspace or absolute. "
+        "Files outside the workspace may be read."
+    )
+    offset: int | None = Field(
+        default=None,
+        ge=1,
+        description="1-based number of the first line to return. Defaults to 1.",
+    )
+    limit: int | None = Field(
+        default=None,
+        ge=1,
+        description="Most lines to return. Omit to read to the end of the file.",
+    )
+
+
+class ReadFileResult(ToolResult):
+    path: str = Field(description="The file, relative to the workspace when inside it.")
+    content: str = Field(
+        description="The selected lines joined together, each with its original line ending."
+    )
+    start_line: int = Field(description="1-based number of the first line returned (0 if none).")
+    end_line: int = Field(description="1-based number of the last line returned (0 if none).")
+    total_lines: int = Field(description="How many lines the whole file has.")
+    truncated: bool = Field(
+        description="True when the file continues after end_line; read on with offset."
+    )
+
+
+def _read_file_sync(args: ReadFileArgs, ctx: ToolContext) -> ReadFileResult:
+    path = ctx.resolve(args.path)
+    shown = ctx.display(path)
+    if not path.exists():
+        raise ToolError(f"read_file: no such file: {shown}")
+    if path.is_dir():
+        raise ToolError(f"read_file: {shown} is a directory; use tools.list_dir")
+    size = path.stat().st_size
+    if size > MAX_READ_BYTES:
+        raise ToolError(
+            f"read_file: {shown} is {size} bytes, over the {MAX_READ_BYTES} byte limit; "
+            "search it with tools.grep or read part of it with tools.shell"
+        )
+    data = path.read_bytes()
+    if looks_binary(data):
+        raise ToolError(f"read_file: {shown} looks like a binary file")
+    lines = split_lines(data.decode("utf-8", errors="replace"))
+    total = len(lines)
+    first = args.offset or 1
+    # An empty file still has a "line 1" to start at, so offset 1 is always valid.
+    if first > max(total, 1):
+        raise ToolError(
+            f"read_file: offset {first} is past the end of {shown}, "
+            f"which has {total} line{'' if total == 1 else 's'}"
+        )
+    stop = total if args.limit is None else min(total, first - 1 + args.limit)
+    selected = lines[first - 1 : stop]
+    return ReadFileResult(
+        path=shown,
+        content="".join(selected),
+        start_line=first if selected else 0,
+        end_line=stop if selected else 0,
+        total_lines=total,
+        truncated=stop < total,
+    )
+
+
+async def read_file(args: ReadFileArgs, ctx: ToolContext) -> ReadFileResult:
+    """Read a text file, optionally a window of its lines."""
+    return await asyncio.to_thread(_read_file_sync, args, ctx)
+
+
+READ_FILE = Tool(
+    name="read_file",
+    description=(
+        "Read a UTF-8 text file. Returns the whole file unless offset/limit pick a range "
+        "of lines; total_lines and truncated tell you whether there is more. Binary files "
+        "and files over 20 MB are refused."
+    ),
+    args_model=ReadFileArgs,
+    result_model=ReadFileResult,
+    handler=read_file,
+)
+
+
+# --- write_file ------------------------------------------------------------------------
+
+
+class WriteFileArgs(StrictArgs):
+    path: str = Field(
+        description="File to write, relative to the workspace. Missing parent directories "
+        "are created. Paths outside the workspace are refused."
+    )
+    content: str = Field(
+        description="The complete new contents of the file; it replaces what was there."
+    )
+
+
+class WriteFileResult(ToolResult):
+    path: str = Field(description="The file written, relative to the workspace.")
+    bytes_written: int = Field(description="Size of the new file in bytes (UTF-8).")
+    created: bool = Field(description="True if the file did not exist before.")
+
+
+def _write_file_sync(args: WriteFileArgs, ctx: ToolContext) -> WriteFileResult:
+    path = ctx.resolve_writable(args.path)
+    # Write through a symlink to its target rather than replacing the link itself;
+    # resolve_writable has already checked that the target is writable.
+    target = path.resolve() if path.is_symlink() else path
+    if target.is_dir():
+        raise ToolError(f"write_file: {ctx.display(path)} is a directory")
+    old_mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = args.content.encode("utf-8")
+    # A temp file in the same directory plus os.replace means readers see either the
+    # old file or the new one, never a half-written mix.
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    # Mode 0o666 lets the umask decide a new file's permissions, as a normal create would.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            if old_mode is not None:
+                os.fchmod(f.fileno(), old_mode)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return WriteFileResult(
+        path=ctx.display(path), bytes_written=len(data), created=old_mode is None
+    )
+
+
+async def write_file(args: WriteFileArgs, ctx: ToolContext) -> WriteFileResult:
+    """Create or overwrite a file inside the workspace, atomically."""
+    return await asyncio.to_thread(_write_file_sync, args, ctx)
+
+
+WRITE_FILE = Tool(
+    name="write_file",
+    description=(
+        "Create a file or replace its entire contents. Parent directories are created as "
+        "needed and an existing file keeps its permissions. Only paths inside the "
+        "workspace can be written."
+    ),
+    args_model=WriteFileArgs,
+    result_model=WriteFileResult,
+    handler=write_file,
+)
+
+
+# --- list_dir --------------------------------------------------------------------------
+
+EntryType = Literal["file", "dir", "symlink", "other"]
+
+
+class ListDirArgs(StrictArgs):
+    path: str = Field(
+        default=".", description="Directory to list, relative to the workspace or absolute."
+    )
+    depth: int = Field(
+        default=1,
+        ge=1,
+        le=5,
+        description="How many levels to descend: 1 lists only the directory's own entries.",
+    )
+    include_hidden: bool = Field(
+        default=False,
+        description="Also list entries whose names start with a dot (.git is never listed).",
+    )
+
+
+class DirEntry(ToolResult):
+    path: str = Field(description="Path relative to the listed directory, with / separators.")
+    type: EntryType = Field(description="What the entry is; symlinks are not followed.")
+    size: int | None = Field(description="Size in bytes for files; null for anything else.")
+
+
+class ListDirResult(ToolResult):
+    entries: list[DirEntry] = Field(description="The entries found, sorted by path.")
+    truncated: bool = Field(
+        description=f"True when listing stopped at {MAX_LIST_ENTRIES} entries; "
+        "list a subdirectory or lower the depth to see the rest."
+    )
+
+
+def _kind(entry: os.DirEntry[str]) -> EntryType:
+    if entry.is_symlink():
+        return "symlink"
+    if entry.is_dir(follow_symlinks=False):
+        return "dir"
+    if entry.is_file(follow_symlinks=False):
+        return "file"
+    return "other"
+
+
+def _list_dir_sync(args: ListDirArgs, ctx: ToolContext) -> ListDirResult:
+    root = ctx.resolve(args.path)
+    if not root.exists():
+        raise ToolError(f"list_dir: no such directory: {ctx.display(root)}")
+    if not root.is_dir():
+        raise ToolError(f"list_dir: {ctx.display(root)} is not a directory; use tools.read_file")
+    entries: list[DirEntry] = []
+
+    def visit(directory: Path, prefix: str, level: int) -> bool:
+        """Add the entries under ``directory``; False once the cap is reached."""
+        try:
+            with os.scandir(directory) as it:
+                found = sorted(it, key=lambda e: e.name)
+        except OSError:
+            return True  # an unreadable subdirectory should not sink the whole listing
+        for e in found:
+            if e.name == ".git" or (not args.include_hidden and e.name.startswith(".")):
+                continue
+            if len(entries) >= MAX_LIST_ENTRIES:
+                return False
+            kind = _kind(e)
+            size = e.stat(follow_symlinks=False).st_size if kind == "file" else None
+            entries.append(DirEntry(path=prefix + e.name, type=kind, size=size))
+            if kind == "dir" and level < args.depth:
+                if not visit(Path(e.path), f"{prefix}{e.name}/", level + 1):
+                    return False
+        return True
+
+    complete = visit(root, "", 1)
+    entries.sort(key=lambda e: e.path)
+    return ListDirResult(entries=entries, truncated=not complete)
+
+
+async def list_dir(args: ListDirArgs, ctx: ToolContext) -> ListDirResult:
+    """List a directory, optionally a few levels deep."""
+    return await asyncio.to_thread(_list_dir_sync, args, ctx)
+
+
+LIST_DIR = Tool(
+    name="list_dir",
+    description=(
+        "List the files and subdirectories of a directory, optionally several levels deep. "
+        "Hidden entries are left out unless include_hidden is set."
+    ),
+    args_model=ListDirArgs,
+    result_model=ListDirResult,
+    handler=list_dir,
+)

@@ -1,0 +1,131 @@
+"""Walking a directory tree the way git sees it: ``.git/`` and ignored paths left out.
+
+Each ``.gitignore`` applies to the directory holding it and everything below, and a
+deeper file overrides a shallower one, as in git. ``.gitignore`` files above the walked
+directory count too, up to the repository root, so searching ``src/`` still honours the
+rules in the project's top-level ``.gitignore``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pathspec
+
+
+@dataclass(frozen=True)
+class _Rules:
+    """One ``.gitignore``; ``prefix + rel[strip:]`` turns a walk-relative path into one
+    relative to the directory holding the file, which is what its patterns match."""
+
+    spec: pathspec.PathSpec
+    prefix: str
+    strip: int
+
+    def verdict(self, rel: str) -> bool | None:
+        """True if ignored, False if re-included by a ``!`` pattern, None if no pattern applies."""
+        path = self.prefix + rel[self.strip :]
+        # The last matching pattern decides, as in git. Going through the patterns
+        # ourselves (rather than match_file) tells "no match" apart from "negated".
+        for pattern in reversed(self.spec.patterns):
+            if pattern.include is not None and pattern.match_file(path) is not None:
+                return bool(pattern.include)
+        return None
+
+
+def _load(directory: Path, prefix: str, strip: int) -> _Rules | None:
+    try:
+        text = (directory / ".gitignore").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines())
+    return _Rules(spec, prefix, strip) if spec.patterns else None
+
+
+def _inherited_rules(root: Path, top: Path | None) -> list[_Rules]:
+    """Rules from ``.gitignore`` files in the ancestors of ``root``, outermost first.
+
+    The ancestors considered run up to ``top`` or, if that lies inside a git repository,
+    up to the repository root, but never past the filesystem root.
+    """
+    if top is None or not (root == top or root.is_relative_to(top)):
+        top = root
+    # Widen to the enclosing repository so a workspace that is a subfolder of a repo
+    # still sees the repo's top-level rules.
+    for candidate in [top, *top.parents]:
+        if (candidate / ".git").exists():
+            top = candidate
+            break
+    rules = []
+    ancestors = [root, *root.parents]
+    for directory in reversed(ancestors[1 : ancestors.index(top) + 1]):
+        below = root.relative_to(directory).as_posix() + "/"
+        found = _load(directory, below, 0)
+        if found:
+            rules.append(found)
+    return rules
+
+
+def walk_files(
+    root: Path,
+    *,
+    respect_gitignore: bool = True,
+    ignore_top: Path | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> Iterator[str]:
+    """Yield the files under ``root`` as posix paths relative to it, depth first.
+
+    ``.git`` directories are always skipped. With ``respect_gitignore``, paths ignored
+    by ``.gitignore`` files (in ``root``, below it, or in its ancestors up to
+    ``ignore_top``/the repository root) are skipped too. Symlinked directories are not
+    followed; symlinks to files are yielded. ``stop`` is polled between directories so a
+    long walk can be abandoned.
+    """
+    inherited = _inherited_rules(root, ignore_top) if respect_gitignore else []
+    yield from _walk(root, "", inherited, respect_gitignore, stop)
+
+
+def _walk(
+    directory: Path,
+    rel_dir: str,
+    rules: list[_Rules],
+    respect: bool,
+    stop: Callable[[], bool] | None,
+) -> Iterator[str]:
+    if stop is not None and stop():
+        return
+    if respect:
+        own = _load(directory, "", len(rel_dir) + 1 if rel_dir else 0)
+        if own:
+            rules = [*rules, own]
+    try:
+        with os.scandir(directory) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return  # unreadable directories are skipped, as find and rg do
+    for entry in entries:
+        if entry.name == ".git":
+            continue
+        rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            continue
+        if respect and _ignored(rules, rel + "/" if is_dir else rel):
+            continue
+        if is_dir:
+            yield from _walk(Path(entry.path), rel, rules, respect, stop)
+        elif entry.is_file():  # follows symlinks: broken links and sockets drop out here
+            yield rel
+
+
+def _ignored(rules: list[_Rules], rel: str) -> bool:
+    # Deeper .gitignore files take precedence over shallower ones.
+    for r in reversed(rules):
+        verdict = r.verdict(rel)
+        if verdict is not None:
+            return verdict
+    return False

@@ -1,0 +1,244 @@
+"""The ``shell`` tool: run one command non-interactively and collect its output.
+
+The command runs in its own session (process group) so that on timeout or cancellation
+everything it started can be killed together, background jobs included. stdout and
+stderr share one pipe so the output reads in the order it was written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pydantic import Field
+
+from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
+
+# Most characters of output returned; beyond this the middle is elided.
+MAX_OUTPUT_CHARS = 1_000_000
+TIMEOUT_EXIT_CODE = 124  # what coreutils' timeout(1) reports, so the number is familiar
+# Once the shell has exited, how long leftover background processes that still hold
+# the output pipe get to finish writing before they are killed.
+_DRAIN_GRACE_S = 0.5
+_READ_CHUNK = 64 * 1024
+
+# Keep commands from paging, colouring or otherwise assuming a human at a terminal.
+_ENV_OVERRIDES = {"PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb", "NO_COLOR": "1"}
+
+
+class ShellArgs(StrictArgs):
+    command: str = Field(
+        description="Command line run with `bash -c` (or `sh -c` where bash is missing). "
+        "It gets no stdin and no terminal; pipes, && and redirects all work."
+    )
+    workdir: str | None = Field(
+        default=None,
+        description="Directory to run in, relative to the workspace or absolute; "
+        "the workspace if omitted.",
+    )
+    timeout_ms: int = Field(
+        default=10_000,
+        gt=0,
+        description="Milliseconds before the command and everything it started are killed.",
+    )
+
+
+class ShellResult(ToolResult):
+    exit_code: int = Field(
+        description="The command's exit status: 0 is success, 128+N means killed by "
+        f"signal N, and {TIMEOUT_EXIT_CODE} means it timed out."
+    )
+    output: str = Field(description="stdout and stderr together, in the order they were written.")
+    truncated: bool = Field(
+        description=f"True when the output exceeded {MAX_OUTPUT_CHARS} characters and its "
+        "middle was replaced by a marker line."
+    )
+    duration_ms: float = Field(description="Wall-clock time the command took.")
+    timed_out: bool = Field(description="True when the command was killed for running too long.")
+
+
+async def spawn(
+    argv: Sequence[str], cwd: Path, env: Mapping[str, str], output_fd: int
+) -> asyncio.subprocess.Process:
+    """Start ``argv`` in a new session, stdout and stderr both writing to ``output_fd``.
+
+    This is the only place a process is created, so confinement (e.g. bubblewrap) can
+    wrap it without touching the rest of the tool.
+    """
+    return await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=cwd,
+        env=dict(env),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=output_fd,
+        stderr=output_fd,
+        start_new_session=True,
+    )
+
+
+def shell_argv(command: str) -> list[str]:
+    """The argv that runs ``command``: bash when installed, POSIX sh otherwise."""
+    bash = shutil.which("bash")
+    return [bash, "-c", command] if bash else ["/bin/sh", "-c", command]
+
+
+class _Capture:
+    """Keeps the start and end of a byte stream, counting what falls in between.
+
+    Memory stays bounded however much a command prints. The windows are kept in bytes
+    and sized so that even 4-byte UTF-8 characters fill half of MAX_OUTPUT_CHARS each.
+    """
+
+    _WINDOW = 2 * MAX_OUTPUT_CHARS
+
+    def __init__(self) -> None:
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped_chars = 0  # characters discarded between head and tail
+
+    def add(self, chunk: bytes) -> None:
+        room = self._WINDOW - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        excess = len(self.tail) - self._WINDOW
+        if excess > 0:
+            # Count characters, not bytes: UTF-8 continuation bytes don't start one.
+            self.dropped_chars += excess - _count_continuations(self.tail[:excess])
+            del self.tail[:excess]
+
+    def text(self) -> tuple[str, bool]:
+        """The output, decoded and cut to MAX_OUTPUT_CHARS; and whether it was cut."""
+        if not self.dropped_chars:
+            whole = (self.head + self.tail).decode("utf-8", errors="replace")
+            return truncate_middle(whole, MAX_OUTPUT_CHARS)
+        head = self.head.decode("utf-8", errors="replace")
+        tail = self.tail.decode("utf-8", errors="replace")
+        half = MAX_OUTPUT_CHARS // 2
+        elided = self.dropped_chars + max(0, len(head) - half) + max(0, len(tail) - half)
+        return _join_elided(head[:half], elided, tail[-half:]), True
+
+
+_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
+
+
+def _count_continuations(data: bytes | bytearray) -> int:
+    return len(data) - len(data.translate(None, _CONTINUATION_BYTES))
+
+
+def truncate_middle(text: str, limit: int) -> tuple[str, bool]:
+    """Cut ``text`` to about ``limit`` characters by eliding its middle.
+
+    The start and the end of command output are usually what matter (what ran, how it
+    ended), so both are kept. Returns the text and whether anything was cut.
+    """
+    if len(text) <= limit:
+        return text, False
+    half = limit // 2
+    return _join_elided(text[:half], len(text) - 2 * half, text[-half:]), True
+
+
+def _join_elided(head: str, elided: int, tail: str) -> str:
+    sep = "" if head.endswith("\n") or not head else "\n"
+    return f"{head}{sep}[... {elided} characters elided ...]\n{tail}"
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    # start_new_session made the shell a group leader, so its pid is the group id.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+async def _pump(stream: asyncio.StreamReader, capture: _Capture) -> None:
+    while chunk := await stream.read(_READ_CHUNK):
+        capture.add(chunk)
+
+
+async def run_shell(args: ShellArgs, ctx: ToolContext) -> ShellResult:
+    """Run ``args.command`` and return its exit code and combined output."""
+    cwd = ctx.resolve(args.workdir) if args.workdir is not None else ctx.workspace
+    if not cwd.is_dir():
+        raise ToolError(f"shell: workdir is not a directory: {ctx.display(cwd)}")
+    env = {**os.environ, **_ENV_OVERRIDES}
+    loop = asyncio.get_running_loop()
+
+    # Our own pipe rather than stdout=PIPE: asyncio's Process.wait() may wait for its
+    # pipes to close, which a leftover background job can postpone indefinitely.
+    read_fd, write_fd = os.pipe()
+    pipe = os.fdopen(read_fd, "rb", buffering=0)
+    started = time.monotonic()
+    try:
+        proc = await spawn(shell_argv(args.command), cwd, env, write_fd)
+    except BaseException:
+        pipe.close()
+        raise
+    finally:
+        os.close(write_fd)  # the child has its copy; ours would keep EOF from arriving
+
+    capture = _Capture()
+    stream = asyncio.StreamReader(limit=_READ_CHUNK)
+    transport: asyncio.BaseTransport | None = None
+    pump: asyncio.Task[None] | None = None
+    timed_out = False
+    finished = False
+    try:
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(stream), pipe
+        )
+        pump = asyncio.create_task(_pump(stream, capture))
+        try:
+            async with asyncio.timeout(args.timeout_ms / 1000):
+                await proc.wait()
+                try:
+                    await asyncio.wait_for(asyncio.shield(pump), _DRAIN_GRACE_S)
+                except TimeoutError:
+                    # The shell is gone but something it started still holds the pipe.
+                    _kill_group(proc)
+        except TimeoutError:
+            timed_out = True
+            _kill_group(proc)
+        # After a kill the pipe closes promptly; collect what was written up to then.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(pump), _DRAIN_GRACE_S)
+        await proc.wait()
+        finished = True
+    finally:
+        if not finished:  # cancelled (or failed): leave nothing running behind us
+            _kill_group(proc)
+        if pump is not None:
+            pump.cancel()
+        if transport is not None:
+            transport.close()
+        else:
+            pipe.close()
+
+    duration_ms = (time.monotonic() - started) * 1000
+    output, truncated = capture.text()
+    code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
+    return ShellResult(
+        exit_code=TIMEOUT_EXIT_CODE if timed_out else (128 - code if code < 0 else code),
+        output=output,
+        truncated=truncated,
+        duration_ms=round(duration_ms, 1),
+        timed_out=timed_out,
+    )
+
+
+SHELL = Tool(
+    name="shell",
+    description=(
+        "Run a shell command in the workspace and return its exit code and combined "
+        "stdout/stderr. Non-interactive: no stdin, no terminal, pagers disabled. The "
+        "command and any processes it started are killed when timeout_ms runs out."
+    ),
+    args_model=ShellArgs,
+    result_model=ShellResult,
+    handler=run_shell,
+)
