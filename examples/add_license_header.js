@@ -30,4 +30,4 @@ for (const path of matches) {
 
 for (const path of added) console.log(`${path}: header added`);
 console.log(`${added.length} of ${matches.length} .${ext} files changed`);
-return { changed: added, total: matches.length };
+return { changed: added.length, total: matches.length };
