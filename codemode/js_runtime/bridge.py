@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Coroutine, Generator
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -157,7 +158,8 @@ class _Run:
         self.output = CappedOutput(limits.output_chars)
         self.records: dict[int, ToolCallRecord] = {}
         self.tasks: dict[int, asyncio.Task[tuple[bool, Any]]] = {}
-        self.ready: list[int] = []
+        # Finished calls whose results the isolate has not seen yet: (id, (ok, payload)).
+        self.ready: list[tuple[int, tuple[bool, Any]]] = []
         self.wakeup: asyncio.Future[None] | None = None
         self.tool_names = bridge.registry.names()
 
@@ -169,7 +171,12 @@ class _Run:
         value: Any = None
         error: ExecError | None = None
         try:
-            value, error = await self._drive(deadline)
+            # One deadline for the whole program: engine steps and tool waits alike.
+            # (QuickJS runs synchronously, so its engine also arms its own interrupt.)
+            async with asyncio.timeout_at(deadline):
+                value, error = await self._drive(deadline)
+        except TimeoutError:
+            error = self._timeout_error()
         except LimitReached as exc:
             error = ExecError(kind="limit", name="LimitError", message=str(exc), limit=exc.limit)
         except BaseException:
@@ -218,36 +225,40 @@ class _Run:
                 return None, errors.from_thrown(
                     err["name"], err["message"], err["stack"], program, self.tool_names
                 )
-            if not self.tasks:
+            if not self.tasks and not self.ready:
                 return None, ExecError(
                     kind="runtime",
                     name="Error",
                     message="the program is waiting on a Promise that nothing will settle",
                     hint="await only tool calls, timers, or Promises your code resolves",
                 )
-            results = await self._wait_for_results(deadline)
-            payload = json.dumps(results, default=str)
-            state = await self._step(
-                engine, f"__cm.settle(JSON.parse({json.dumps(payload)}));", deadline
-            )
+            results = await self._wait_for_results()
+            state = await self._settle(engine, json.dumps(results, default=str), deadline)
 
     async def _step(self, engine: Engine, script: str, deadline: float) -> dict[str, Any]:
-        remaining = _remaining(deadline)
-        if remaining <= 0:
-            raise self._timeout()
+        source = f"{script}\n//# sourceURL=program.js"
+        return await self._engine_call(engine.step(source, _remaining(deadline)))
+
+    async def _settle(self, engine: Engine, results: str, deadline: float) -> dict[str, Any]:
+        return await self._engine_call(engine.settle(results, _remaining(deadline)))
+
+    async def _engine_call(self, call: Coroutine[Any, Any, str]) -> dict[str, Any]:
         try:
-            raw = await engine.step(f"{script}\n//# sourceURL=program.js", remaining)
+            raw = await call
         except EngineTimeout:
-            raise self._timeout() from None
+            raise TimeoutError from None
         except EngineOutOfMemory:
             raise LimitReached(
                 "memory", f"program stopped: memory limit of {self.limits.memory_mb} MB reached"
             ) from None
         return json.loads(raw)
 
-    def _timeout(self) -> LimitReached:
-        return LimitReached(
-            "timeout", f"program stopped: time limit of {self.limits.timeout_s:g} s reached"
+    def _timeout_error(self) -> ExecError:
+        return ExecError(
+            kind="limit",
+            name="LimitError",
+            message=f"program stopped: time limit of {self.limits.timeout_s:g} s reached",
+            limit="timeout",
         )
 
     def _absorb(self, state: dict[str, Any]) -> dict[str, Any] | None:
@@ -274,9 +285,16 @@ class _Run:
             if self.on_event is not None:
                 self.on_event(ToolCallStarted(call=record))
             coro = self._invoke(record)
-        task = asyncio.ensure_future(coro)
+        # Start the handler eagerly (what Python 3.12 calls an eager task): most tools
+        # finish without waiting on I/O, and those then cost no trip through the loop.
+        try:
+            waiting_on = coro.send(None)
+        except StopIteration as finished:
+            self.ready.append((call_id, finished.value))
+            return
+        task = asyncio.ensure_future(_resume(coro, waiting_on))
         self.tasks[call_id] = task
-        task.add_done_callback(lambda _t, i=call_id: self._on_done(i))
+        task.add_done_callback(lambda t, i=call_id: self._on_done(i, t))
 
     async def _invoke(self, record: ToolCallRecord) -> tuple[bool, Any]:
         started = time.perf_counter()
@@ -296,25 +314,22 @@ class _Run:
             self.on_event(ToolCallFinished(call=record))
         return ok, payload
 
-    def _on_done(self, call_id: int) -> None:
-        self.ready.append(call_id)
+    def _on_done(self, call_id: int, task: asyncio.Task[tuple[bool, Any]]) -> None:
+        self.tasks.pop(call_id, None)
+        if task.cancelled():
+            return
+        self.ready.append((call_id, task.result()))
         if self.wakeup is not None and not self.wakeup.done():
             self.wakeup.set_result(None)
 
-    async def _wait_for_results(self, deadline: float) -> list[list[Any]]:
+    async def _wait_for_results(self) -> list[list[Any]]:
         if not self.ready:
             self.wakeup = asyncio.get_running_loop().create_future()
             try:
-                await asyncio.wait_for(self.wakeup, max(_remaining(deadline), 0))
-            except TimeoutError:
-                raise self._timeout() from None
+                await self.wakeup
             finally:
                 self.wakeup = None
-        results = []
-        for call_id in self.ready:
-            task = self.tasks.pop(call_id)
-            ok, payload = task.result()
-            results.append([call_id, ok, payload])
+        results = [[call_id, ok, payload] for call_id, (ok, payload) in self.ready]
         self.ready.clear()
         return results
 
@@ -326,6 +341,24 @@ class _Run:
                 if record is not None and record.ok is None:
                     record.error = "cancelled: the program ended before this call finished"
         self.tasks.clear()
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, Any], waiting_on: Any) -> Generator[Any, Any, Any]:
+    """Carry on a coroutine that was started by hand, exactly as ``await`` would."""
+    while True:
+        try:
+            sent = yield waiting_on
+        except BaseException as exc:
+            try:
+                waiting_on = coro.throw(exc)
+            except StopIteration as finished:
+                return finished.value
+        else:
+            try:
+                waiting_on = coro.send(sent)
+            except StopIteration as finished:
+                return finished.value
 
 
 async def _sleep(args: dict[str, Any]) -> tuple[bool, Any]:

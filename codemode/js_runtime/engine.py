@@ -43,6 +43,11 @@ class Engine(Protocol):
         """
         ...
 
+    async def settle(self, results_json: str, timeout: float) -> str:
+        """Pass finished tool calls (a JSON array of ``[id, ok, payload]``) to
+        ``__cm.settle``, then as ``step``: run jobs, return the drained state."""
+        ...
+
     def close(self) -> None:
         """Free the isolate; stops any JavaScript still running in it."""
         ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -30,8 +31,13 @@ class LogEntry(_Model):
     text: str
 
 
-class ToolCallRecord(_Model):
-    """One tool call a program made, as shown in ``--json`` and session logs."""
+@dataclass(slots=True)
+class ToolCallRecord:
+    """One tool call a program made, as shown in ``--json`` and session logs.
+
+    A plain dataclass, not a pydantic model: it is created and updated on the hot path
+    of every call, and pydantic still validates and serialises it inside ExecResult.
+    """
 
     id: int
     name: str

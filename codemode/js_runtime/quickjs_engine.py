@@ -9,6 +9,7 @@ run inline on the event loop's thread. Its interrupt handler checks the time lim
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import ClassVar
 
 import quickjs
@@ -29,17 +30,32 @@ class QuickJSEngine:
         self._ctx = quickjs.Context()
         self._ctx.set_memory_limit(memory_bytes)
         self._ctx.set_max_stack_size(_STACK_BYTES)
+        self._settle: quickjs.Object | None = None
+        self._drain: quickjs.Object | None = None
 
     async def step(self, script: str, timeout: float) -> str:
+        return self._run(lambda ctx: ctx.eval(script), timeout)
+
+    async def settle(self, results_json: str, timeout: float) -> str:
+        # A call into a compiled function costs half an eval of fresh source; this is
+        # the hot path of every tool call.
+        if self._settle is None:
+            self._settle = self._ctx.eval("(json) => __cm.settle(JSON.parse(json))")
+        settle = self._settle
+        return self._run(lambda _: settle(results_json), timeout)
+
+    def _run(self, start: Callable[[quickjs.Context], object], timeout: float) -> str:
         ctx = self._ctx
-        # The limit is measured from the start of each eval / job, so it is re-armed
-        # with what is left of the budget before every call into the engine.
+        # The limit is measured from the start of each eval / call / job, so it is
+        # re-armed with what is left of the budget before every call into the engine.
         ctx.set_time_limit(max(timeout, 0.001))
         try:
-            ctx.eval(script)
+            start(ctx)
             while ctx.execute_pending_job():
                 pass
-            state = ctx.eval("__cm.drain()")
+            if self._drain is None:
+                self._drain = ctx.eval("() => __cm.drain()")
+            state = self._drain()
         except quickjs.JSException as exc:
             raise _classify(str(exc)) from None
         if not isinstance(state, str):
@@ -50,7 +66,7 @@ class QuickJSEngine:
 
     def close(self) -> None:
         # Dropping the last reference frees the runtime; nothing runs in the background.
-        self._ctx = None  # type: ignore[assignment]
+        self._ctx = self._settle = self._drain = None  # type: ignore[assignment]
 
 
 def _ran_out_of_memory(state: str) -> bool:
