@@ -83,9 +83,7 @@ def test_run_warn_and_error_go_to_stderr(tmp_path: Path) -> None:
 def test_run_streams_console_output(tmp_path: Path) -> None:
     prog = script(
         tmp_path,
-        'console.log("first");\n'
-        'await tools.shell({command: "sleep 1"});\n'
-        'console.log("second");\n',
+        'console.log("first");\nawait tools.shell({command: "sleep 1"});\nconsole.log("second");\n',
     )
     start = time.monotonic()
     proc = subprocess.Popen(
@@ -247,7 +245,7 @@ def test_run_tool_call_limit_exit_3(tmp_path: Path, engine: str) -> None:
     prog = script(
         tmp_path,
         "for (let i = 0; i < 10; i++) {\n"
-        '  await tools.write_file({path: `f${i}.txt`, content: String(i)});\n'
+        "  await tools.write_file({path: `f${i}.txt`, content: String(i)});\n"
         "}\n",
     )
     proc = interp("run", "--engine", engine, "--max-tool-calls", "3", prog, cwd=tmp_path)
@@ -303,7 +301,8 @@ def test_usage_non_numeric_memory(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "option", [["--timeout", "0"], ["--timeout", "-1"], ["--memory", "0"], ["--max-tool-calls", "0"]]
+    "option",
+    [["--timeout", "0"], ["--timeout", "-1"], ["--memory", "0"], ["--max-tool-calls", "0"]],
 )
 def test_usage_out_of_range_limits(tmp_path: Path, option: list[str]) -> None:
     prog = script(tmp_path, "return 1;\n")
