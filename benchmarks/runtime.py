@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from codemode.js_runtime import Bridge, Limits
-from codemode.tools.base import ToolContext
+from codemode.tools.context import ToolContext
 from codemode.tools.registry import ToolRegistry
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,10 +18,9 @@ from typing import Any
 
 from codemode.js_runtime.bridge import Bridge, EventSink
 from codemode.js_runtime.models import ExecResult, Limits
-from codemode.tools.base import ToolContext
 from codemode.tools.builtin import builtin_registry
+from codemode.tools.context import ToolContext
 from codemode.tools.registry import ToolRegistry
-from codemode.tools.typescript import typescript_declarations
 
 
 class ToolHost:
@@ -74,6 +73,8 @@ class ToolHost:
 
     def typescript(self) -> str:
         """TypeScript declarations of the tools, as given to a model in code mode."""
+        from codemode.tools.typescript import typescript_declarations
+
         return typescript_declarations(self.registry)
 
     def close(self) -> None:

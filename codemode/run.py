@@ -64,7 +64,7 @@ async def run_source(
     finally:
         host.close()
     if as_json:
-        print(result.model_dump_json(indent=2), file=out)
+        print(result.to_json(indent=2), file=out)
     else:
         if result.output_truncated:
             # The head streamed as it came; the elision marker and the tail follow.

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from codemode.js_runtime import Bridge, Limits, LogEvent, ToolCallFinished
-from codemode.tools.base import ToolContext
+from codemode.tools.context import ToolContext
 from codemode.tools.registry import ToolRegistry
 
 ENGINES = ["quickjs", "v8"]

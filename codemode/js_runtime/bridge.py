@@ -41,7 +41,7 @@ from codemode.js_runtime.models import (
 )
 from codemode.js_runtime.output import CappedOutput
 from codemode.js_runtime.source import Program, prepare
-from codemode.tools.base import ToolContext, ToolError
+from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.registry import ToolRegistry
 
 EventSink = Callable[[ExecEvent], None]

@@ -1,43 +1,46 @@
-"""Data at the runtime's boundary: limits in, events out, one result per program."""
+"""Data at the runtime's boundary: limits in, events out, one result per program.
+
+These are stdlib dataclasses rather than pydantic models: importing pydantic costs
+more than the rest of `interpreter run hello.js` together, and none of this data
+comes from outside. Pydantic still reads and writes them where a schema is wanted
+(``pydantic.TypeAdapter(ExecResult)``).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import json
+from dataclasses import dataclass, field
 from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 LimitName = Literal["timeout", "memory", "tool_calls"]
 
 
-class _Model(BaseModel):
-    # Built on first validation, not at import, to keep `interpreter run` start-up low.
-    model_config = ConfigDict(defer_build=True)
-
-
-class Limits(_Model):
+@dataclass(frozen=True)
+class Limits:
     """Per-program limits. A limit stops the program; the host stays usable."""
 
-    timeout_s: float = Field(30.0, gt=0, description="Wall-clock budget for one program.")
-    memory_mb: int = Field(256, gt=0, description="Isolate heap cap.")
-    max_tool_calls: int = Field(1000, gt=0, description="Tool calls allowed per program.")
-    output_chars: int = Field(
-        50_000, gt=0, description="Console output kept; beyond it the head and tail survive."
-    )
+    timeout_s: float = 30.0  # wall-clock budget for one program
+    memory_mb: int = 256  # isolate heap cap
+    max_tool_calls: int = 1000  # tool calls allowed per program
+    output_chars: int = 50_000  # console output kept; beyond it the head and tail survive
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"Limits.{f.name} must be a positive number, got {value!r}")
 
 
-class LogEntry(_Model):
+@dataclass(slots=True)
+class LogEntry:
     level: Literal["log", "info", "warn", "error", "debug", "elided"]
     text: str
 
 
 @dataclass(slots=True)
 class ToolCallRecord:
-    """One tool call a program made, as shown in ``--json`` and session logs.
-
-    A plain dataclass, not a pydantic model: it is created and updated on the hot path
-    of every call, and pydantic still validates and serialises it inside ExecResult.
-    """
+    """One tool call a program made, as shown in ``--json`` and session logs."""
 
     id: int
     name: str
@@ -47,7 +50,8 @@ class ToolCallRecord:
     error: str | None = None
 
 
-class ExecError(_Model):
+@dataclass
+class ExecError:
     """Why a program did not finish normally, located in the program's own source."""
 
     kind: Literal["syntax", "runtime", "limit", "internal"]
@@ -66,36 +70,46 @@ class ExecError(_Model):
         return f"{self.name}{where}: {self.message}{hint}"
 
 
-class ExecResult(_Model):
+@dataclass
+class ExecResult:
     """The outcome of one program."""
 
     ok: bool
     value: Any = None
     output: str = ""
-    logs: list[LogEntry] = Field(default_factory=list)
+    logs: list[LogEntry] = field(default_factory=list)
     output_truncated: bool = False
-    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
     error: ExecError | None = None
     duration_ms: float = 0.0
     engine: str = ""
     # True when a limit forced a fresh isolate, so persistent globals were lost.
     isolate_reset: bool = False
 
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
-class LogEvent(_Model):
-    type: Literal["log"] = "log"
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, default=str)
+
+
+@dataclass(slots=True)
+class LogEvent:
     level: str
     text: str
+    type: Literal["log"] = "log"
 
 
-class ToolCallStarted(_Model):
+@dataclass(slots=True)
+class ToolCallStarted:
+    call: ToolCallRecord
     type: Literal["tool_call.started"] = "tool_call.started"
+
+
+@dataclass(slots=True)
+class ToolCallFinished:
     call: ToolCallRecord
-
-
-class ToolCallFinished(_Model):
     type: Literal["tool_call.finished"] = "tool_call.finished"
-    call: ToolCallRecord
 
 
 ExecEvent = LogEvent | ToolCallStarted | ToolCallFinished

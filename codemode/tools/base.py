@@ -10,19 +10,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-
-class ToolError(Exception):
-    """A failure a tool reports to its caller; the message is shown to the program as-is.
-
-    Handlers raise this for expected failures (missing file, path outside the
-    workspace). Any other exception is reported too, but as ``TypeName: message``.
-    """
+from codemode.tools.context import ToolContext, ToolError
 
 
 class StrictArgs(BaseModel):
@@ -38,44 +32,6 @@ class ToolResult(BaseModel):
     """Base for result models (built lazily, like StrictArgs)."""
 
     model_config = ConfigDict(defer_build=True)
-
-
-@dataclass
-class ToolContext:
-    """What a handler may know about the session that called it."""
-
-    workspace: Path
-    # Extra writable roots beyond the workspace (the sandbox issue configures these).
-    writable_roots: list[Path] = field(default_factory=list)
-
-    def resolve(self, path: str | Path) -> Path:
-        """Resolve ``path`` against the workspace; the result is absolute and normalised."""
-        p = Path(path).expanduser()
-        if not p.is_absolute():
-            p = self.workspace / p
-        return Path(_normalise(p))
-
-    def resolve_writable(self, path: str | Path) -> Path:
-        """Resolve ``path`` for writing; refuses anything outside the writable roots."""
-        p = self.resolve(path)
-        real = p.resolve()
-        for root in [self.workspace, *self.writable_roots]:
-            if real == root.resolve() or real.is_relative_to(root.resolve()):
-                return p
-        raise ToolError(f"refusing to write outside the workspace: {path}")
-
-    def display(self, path: Path) -> str:
-        """A path as the program should see it: relative to the workspace when inside."""
-        try:
-            return path.relative_to(self.workspace).as_posix() or "."
-        except ValueError:
-            return str(path)
-
-
-def _normalise(p: Path) -> str:
-    import os.path
-
-    return os.path.normpath(p)
 
 
 Handler = Callable[[Any, ToolContext], Awaitable[Any]]

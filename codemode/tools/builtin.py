@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
-from codemode.tools.base import Tool
-from codemode.tools.files import LIST_DIR, READ_FILE, WRITE_FILE
+from typing import TYPE_CHECKING
+
 from codemode.tools.registry import ToolRegistry
-from codemode.tools.search import GLOB, GREP
-from codemode.tools.shell import SHELL
 
+if TYPE_CHECKING:
+    from codemode.tools.base import Tool
 
-def builtin_tools() -> list[Tool]:
-    """The built-in tools, in the order they are presented to the model."""
-    return [SHELL, READ_FILE, WRITE_FILE, LIST_DIR, GLOB, GREP]
+# In the order they are presented to the model. Each module is imported on first use.
+BUILTIN_TOOLS = {
+    "shell": "codemode.tools.shell:SHELL",
+    "read_file": "codemode.tools.files:READ_FILE",
+    "write_file": "codemode.tools.files:WRITE_FILE",
+    "list_dir": "codemode.tools.files:LIST_DIR",
+    "glob": "codemode.tools.search:GLOB",
+    "grep": "codemode.tools.search:GREP",
+}
 
 
 def builtin_registry() -> ToolRegistry:
     """A fresh registry holding the built-in tools, ready for embedders to extend."""
-    return ToolRegistry(builtin_tools())
+    registry = ToolRegistry()
+    for name, spec in BUILTIN_TOOLS.items():
+        registry.add_lazy(name, spec)
+    return registry
+
+
+def builtin_tools() -> list[Tool]:
+    """The built-in tools, loaded."""
+    return list(builtin_registry())

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from codemode.tools.base import Tool, ToolContext, ToolError, define_tool
+from codemode.tools.context import ToolContext, ToolError
+
+if TYPE_CHECKING:
+    from codemode.tools.base import Tool
 
 
 class ToolRegistry:
@@ -17,9 +21,16 @@ class ToolRegistry:
     """
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
-        self._tools: dict[str, Tool] = {}
+        # A value is a Tool, or "module:ATTRIBUTE" naming one not imported yet: a
+        # program that calls two tools should not load (and build models for) six.
+        self._tools: dict[str, Tool | str] = {}
         for t in tools:
             self.add(t)
+
+    def add_lazy(self, name: str, spec: str) -> None:
+        """Register the Tool at ``spec`` ("package.module:ATTRIBUTE") under ``name``,
+        importing it on first use."""
+        self._tools[name] = spec
 
     def add(self, tool: Tool) -> Tool:
         """Register ``tool``, replacing any tool of the same name."""
@@ -37,6 +48,8 @@ class ToolRegistry:
     ) -> Any:
         """Decorator registering an async function as a tool (see ``define_tool``)."""
 
+        from codemode.tools.base import define_tool
+
         def register(f: Callable[..., Any]) -> Callable[..., Any]:
             self.add(define_tool(f, name=name, description=description))
             return f
@@ -44,16 +57,22 @@ class ToolRegistry:
         return register(fn) if fn is not None else register
 
     def copy(self) -> ToolRegistry:
-        return ToolRegistry(self._tools.values())
+        clone = ToolRegistry()
+        clone._tools = dict(self._tools)
+        return clone
 
     def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
+        tool = self._tools.get(name)
+        if isinstance(tool, str):
+            module, _, attribute = tool.partition(":")
+            tool = self._tools[name] = getattr(importlib.import_module(module), attribute)
+        return tool
 
     def names(self) -> list[str]:
         return list(self._tools)
 
     def __iter__(self) -> Iterator[Tool]:
-        return iter(self._tools.values())
+        return iter([self.get(name) for name in self._tools])  # type: ignore[misc]
 
     def __len__(self) -> int:
         return len(self._tools)
@@ -65,7 +84,7 @@ class ToolRegistry:
 
     async def invoke(self, name: str, raw_args: Any, ctx: ToolContext) -> Any:
         """Validate and run one call; every failure becomes a ToolError with a clean message."""
-        tool = self._tools.get(name)
+        tool = self.get(name)
         if tool is None:
             hint = self.closest(name)
             suffix = f" — did you mean tools.{hint}?" if hint else ""
