@@ -69,7 +69,8 @@ def run(
 ) -> None:
     """Run SCRIPT (a .js file, or - for stdin) against the tools, without a model.
 
-    ARGS after the script are available to it as the array `argv`.
+    ARGS after the script are available to it as the array `argv` (put `--` before
+    them if one starts with a dash).
     Exit status: 0 done, 1 script error, 2 usage error, 3 a limit was hit.
     """
     from codemode.js_runtime.models import Limits

@@ -12,6 +12,8 @@ const old = esc(oldModule);
 const rules = [
   [new RegExp(`^(\\s*from\\s+)${old}(\\s+import\\b)`, "gm"), `$1${newModule}$2`],
   [new RegExp(`^(\\s*import\\s+)${old}(\\s+as\\b|\\s*$)`, "gm"), `$1${newModule}$2`],
+  // After a plain `import OLD`, the code says OLD.attr: those uses move too.
+  [new RegExp(`(?<![\\w.])${old}(\\.\\w)`, "g"), `${newModule}$1`],
   [new RegExp(`(\\bfrom\\s+["'])${old}(["'])`, "g"), `$1${newModule}$2`],
   [new RegExp(`(\\brequire\\(\\s*["'])${old}(["']\\s*\\))`, "g"), `$1${newModule}$2`],
 ];

@@ -9,8 +9,10 @@ if (!/^[A-Za-z_$][\w$]*$/.test(oldName) || !/^[A-Za-z_$][\w$]*$/.test(newName)) 
   throw new Error(`both names must be identifiers, got "${oldName}" and "${newName}"`);
 }
 
-const word = new RegExp(`(?<![\\w$])${oldName}(?![\\w$])`, "g");
-const hits = await tools.grep({ pattern: `\\b${oldName}\\b`, glob: fileGlob, max_results: 100000 });
+// `$` is legal in JS identifiers and special in regexes and replacement strings.
+const escaped = oldName.replace(/\$/g, "\\$");
+const word = new RegExp(`(?<![\\w$])${escaped}(?![\\w$])`, "g");
+const hits = await tools.grep({ pattern: escaped, glob: fileGlob, max_results: 100000 });
 const files = [...new Set(hits.matches.map((m) => m.path))];
 
 let total = 0;
@@ -19,7 +21,7 @@ await Promise.all(files.map(async (path) => {
   const { content } = await tools.read_file({ path });
   const count = (content.match(word) || []).length;
   if (count === 0) return;
-  await tools.write_file({ path, content: content.replace(word, newName) });
+  await tools.write_file({ path, content: content.replace(word, () => newName) });
   total += count;
   changed.push({ path, count });
 }));

@@ -350,3 +350,24 @@ def test_hello_under_node(tmp_path: Path) -> None:
     assert theirs.returncode == 0, theirs.stderr
     assert theirs.stdout == "Hello from code mode!\n"
     assert ours.stdout == theirs.stdout
+
+
+def test_rename_identifier_with_dollar_signs(repo: Path) -> None:
+    (repo / "web" / "dom.js").write_text("const $el = find();\n$el.show(); x$el = 1;\n")
+    proc = run_example("rename_identifier.js", repo, "$el", "$$node")
+    assert proc.returncode == 0, proc.stderr
+    assert (repo / "web" / "dom.js").read_text() == (
+        "const $$node = find();\n$$node.show(); x$el = 1;\n"
+    )
+
+
+def test_migrate_import_moves_attribute_uses(repo: Path) -> None:
+    use = repo / "src" / "use.py"
+    use.write_text("import shop.legacy_utils\n\nprint(shop.legacy_utils.money(5))\n")
+    proc = run_example("migrate_import.js", repo, "shop.legacy_utils", "shop.text")
+    assert proc.returncode == 0, proc.stderr
+    assert use.read_text() == "import shop.text\n\nprint(shop.text.money(5))\n"
+    out = subprocess.run(
+        [sys.executable, "use.py"], cwd=repo / "src", capture_output=True, text=True
+    )
+    assert out.returncode == 0 and out.stdout == "$0.05\n", out.stderr
