@@ -116,15 +116,15 @@ class Bridge:
             raise
         return engine
 
-    async def engine_for(self, deadline: float, limits: Limits) -> tuple[Engine, bool]:
-        """The engine to run the next program in; True when it carries earlier globals."""
+    async def engine_for(self, deadline: float, limits: Limits) -> Engine:
+        """The engine to run the next program in: the kept one, or a fresh one."""
         loop = asyncio.get_running_loop()
         if self._engine is not None and self._engine_loop is loop:
-            return self._engine, True
+            return self._engine
         self._discard_engine()
         self._engine = await self.new_engine(deadline, limits)
         self._engine_loop = loop
-        return self._engine, False
+        return self._engine
 
     def _discard_engine(self) -> None:
         engine, self._engine = self._engine, None
@@ -204,7 +204,7 @@ class _Run:
     async def _drive(self, deadline: float) -> tuple[Any, ExecError | None]:
         program = self.program
         try:
-            engine, _ = await self.bridge.engine_for(deadline, self.limits)
+            engine = await self.bridge.engine_for(deadline, self.limits)
             if program.might_be_expression():
                 try:
                     state = await self._step(engine, _fresh(program.as_expression()), deadline)
