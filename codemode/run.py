@@ -82,26 +82,8 @@ def _tail_note(result: ExecResult) -> str:
     return "\n".join(tail[marker:])
 
 
-def run_script(
-    script: str,
-    *,
-    cwd: Path,
-    engine: str,
-    limits: Limits,
-    argv: list[str],
-    as_json: bool = False,
-    verbose: bool = False,
-) -> int:
-    """Read ``script`` (``-`` for stdin) and run it; returns the exit status."""
+def run_script(script: str, **options: Any) -> int:
+    """Read ``script`` (``-`` for stdin) and run it with ``run_source``'s options;
+    returns the exit status."""
     source = sys.stdin.read() if script == "-" else Path(script).read_text(encoding="utf-8")
-    return asyncio.run(
-        run_source(
-            source,
-            cwd=cwd,
-            engine=engine,
-            limits=limits,
-            argv=argv,
-            as_json=as_json,
-            verbose=verbose,
-        )
-    )
+    return asyncio.run(run_source(source, **options))
