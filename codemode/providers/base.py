@@ -1,0 +1,214 @@
+"""The one seam between the agent and a model service: ``Provider``.
+
+The agent speaks a small neutral conversation (``Message`` items, ``ToolSpec`` offers,
+``StreamEvent`` results). Each wire module (chat completions, responses, anthropic
+messages) translates that to and from its own JSON and SSE; nothing outside
+``codemode.providers`` sees a wire's shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+WireApi = Literal["chat", "responses", "anthropic"]
+
+
+# --- what the model is offered -------------------------------------------------------
+
+
+class FreeformSpec(BaseModel):
+    """A tool whose input is raw text rather than JSON (Responses "custom" tools).
+
+    Wires without freeform tools offer the tool as a function taking one string
+    property named ``field``; the agent unwraps it the same way either way.
+    """
+
+    field: str = "input"
+    # A lark grammar constraining the text, where the wire supports one.
+    grammar: str | None = None
+
+
+class ToolSpec(BaseModel):
+    name: str
+    description: str
+    # JSON Schema of the arguments object (also the fallback shape of a freeform tool).
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    freeform: FreeformSpec | None = None
+
+
+# --- the conversation ----------------------------------------------------------------
+
+
+class ToolCall(BaseModel):
+    id: str
+    name: str
+    # Exactly what the model sent: a JSON text for function calls (possibly malformed;
+    # the harness repairs or reports it), the raw input for freeform calls.
+    arguments: str
+    freeform: bool = False
+
+
+class UserMessage(BaseModel):
+    role: Literal["user"] = "user"
+    text: str
+
+
+class AssistantMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    # Wire-specific items that must be sent back verbatim on the same wire (Anthropic
+    # thinking blocks with signatures, Responses reasoning items); ignored elsewhere.
+    opaque: list[dict[str, Any]] = Field(default_factory=list)
+    wire: WireApi | None = None
+
+
+class ToolResultMessage(BaseModel):
+    role: Literal["tool"] = "tool"
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+    freeform: bool = False
+
+
+Message = Annotated[UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")]
+
+
+class ModelRequest(BaseModel):
+    model: str
+    instructions: str = ""
+    messages: list[Message] = Field(default_factory=list)
+    tools: list[ToolSpec] = Field(default_factory=list)
+    parallel_tool_calls: bool = True
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    reasoning_effort: str | None = None
+
+
+# --- what comes back -----------------------------------------------------------------
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+
+class TextDelta(BaseModel):
+    kind: Literal["text"] = "text"
+    text: str
+
+
+class ReasoningDelta(BaseModel):
+    kind: Literal["reasoning"] = "reasoning"
+    text: str
+
+
+class ToolCallDelta(BaseModel):
+    """Part of a tool call as it streams (lets a UI show code being written)."""
+
+    kind: Literal["tool_call"] = "tool_call"
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+class StreamRestarted(BaseModel):
+    """The stream broke and the request is being sent again: drop the partial deltas."""
+
+    kind: Literal["restarted"] = "restarted"
+    attempt: int
+    delay_s: float
+    reason: str
+
+
+class Completed(BaseModel):
+    kind: Literal["completed"] = "completed"
+    message: AssistantMessage
+    usage: Usage
+    # "stop", "tool_calls", "length", "content_filter" or what the wire said.
+    stop_reason: str = "stop"
+
+
+StreamEvent = TextDelta | ReasoningDelta | ToolCallDelta | StreamRestarted | Completed
+
+
+# --- errors --------------------------------------------------------------------------
+
+
+class ProviderError(Exception):
+    """A model request that failed; ``retryable`` says whether sending it again may help."""
+
+    retryable = False
+
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class AuthenticationError(ProviderError):
+    """401/403 or a missing key; the message names the environment variable to set."""
+
+
+class ModelNotFoundError(ProviderError):
+    """The provider does not know the model name."""
+
+
+class ContextOverflowError(ProviderError):
+    """The request is longer than the model's context window."""
+
+
+class BadRequestError(ProviderError):
+    """Any other 4xx the provider will keep refusing."""
+
+
+class RateLimitError(ProviderError):
+    retryable = True
+
+
+class TransientError(ProviderError):
+    """5xx, connection failures, timeouts and streams cut midway."""
+
+    retryable = True
+
+
+# --- the seam ------------------------------------------------------------------------
+
+
+class Provider(Protocol):
+    """A streaming client for one model service on one wire."""
+
+    name: str
+    wire: WireApi
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Send ``request``; yield deltas, then exactly one ``Completed``.
+
+        Raises a ``ProviderError`` subclass on failure. Retrying is not done here
+        (see ``codemode.providers.retry``), so one call is one HTTP request.
+        """
+        ...
+
+    async def aclose(self) -> None: ...
