@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -123,6 +124,110 @@ def tools(dts: bool, as_json: bool) -> None:
         for t in registry:
             first = (t.description.strip().splitlines() or [""])[0]
             click.echo(f"{t.name.ljust(width)}  {first}")
+
+
+def session_options(fn: Any) -> Any:
+    """The options every agent command shares (exec, resume, and later the interactive one)."""
+    options = [
+        click.option("-m", "--model", help="Model name, as the provider spells it."),
+        click.option("--provider", help="Provider from the catalog or [model_providers.NAME]."),
+        click.option(
+            "--code-mode/--classic",
+            "code_mode",
+            default=None,
+            help="Code dialect (one exec tool running JavaScript) or classic tool calls.",
+        ),
+        click.option("--harness", help="Harness (prompt and tool surface); default: native."),
+        click.option(
+            "-C",
+            "--cwd",
+            "--cd",
+            "cwd",
+            type=click.Path(exists=True, file_okay=False, path_type=Path),
+            default=".",
+            help="Workspace (default: current directory).",
+        ),
+        click.option(
+            "--max-turns",
+            type=click.IntRange(min=1),
+            help="Most model requests in one turn before it stops.",
+        ),
+        click.option(
+            "-c",
+            "--config",
+            "overrides",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Override a config key (dotted for tables; VALUE is TOML or a plain string).",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print JSON Lines events."),
+        click.option("--experimental-json", "as_json", is_flag=True, hidden=True),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _read_prompt(prompt: str | None) -> str | None:
+    if prompt == "-" or (prompt is None and not sys.stdin.isatty()):
+        return sys.stdin.read()
+    return prompt
+
+
+def _run_agent(**kwargs: Any) -> None:
+    from codemode.agent.exec import ExecOptions, UsageProblem, run_exec
+
+    try:
+        status = run_exec(ExecOptions(**kwargs))
+    except UsageProblem as exc:
+        raise click.UsageError(str(exc)) from None
+    sys.exit(status)
+
+
+@cli.command("exec")
+@click.argument("prompt", required=False)
+@session_options
+@click.option(
+    "--replay",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Replay the model side of a recorded session (no network); tools run for real.",
+)
+def exec_(prompt: str | None, replay: Path | None, overrides: tuple[str, ...], **kw: Any) -> None:
+    """Run PROMPT to completion without asking anything (- reads it from stdin).
+
+    Progress goes to stderr, the final answer to stdout. Exit status: 0 done,
+    1 the turn failed, 2 usage or configuration error, 130 interrupted.
+    """
+    if replay is None:
+        prompt = _read_prompt(prompt)
+    _run_agent(prompt=prompt, replay=replay, overrides=list(overrides), **kw)
+
+
+@cli.command()
+@click.argument("args", nargs=-1)
+@click.option("--last", is_flag=True, help="Continue the most recent session.")
+@session_options
+def resume(args: tuple[str, ...], last: bool, overrides: tuple[str, ...], **kw: Any) -> None:
+    """Continue a recorded session: resume SESSION_ID [PROMPT] or resume --last [PROMPT].
+
+    The session keeps its file, model and dialect unless options override them.
+    """
+    if last:
+        if len(args) > 1:
+            raise click.UsageError("with --last, pass at most a PROMPT")
+        ref, prompt = "", (args[0] if args else None)
+    else:
+        if not args:
+            raise click.UsageError("pass a SESSION_ID or --last")
+        ref, prompt = args[0], (args[1] if len(args) > 1 else None)
+        if len(args) > 2:
+            raise click.UsageError("too many arguments: resume SESSION_ID [PROMPT]")
+    prompt = _read_prompt(prompt)
+    if prompt is None:
+        raise click.UsageError(
+            "pass a PROMPT to continue with (the interactive session is not built yet)"
+        )
+    _run_agent(prompt=prompt, resume=ref, overrides=list(overrides), **kw)
 
 
 def main(argv: list[str] | None = None) -> None:

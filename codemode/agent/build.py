@@ -1,0 +1,194 @@
+"""Putting a session together from configuration and command-line options."""
+
+from __future__ import annotations
+
+import platform
+import shutil
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from codemode.agent.instructions import project_docs
+from codemode.agent.loop import Session
+from codemode.agent.rollout import (
+    SESSIONS_DIR,
+    RecordedSession,
+    Rollout,
+    SessionMeta,
+    close_dangling_calls,
+    new_session_id,
+)
+from codemode.agent.runner import Emit, ToolRunner
+from codemode.config import Config, ConfigError, codemode_home
+from codemode.harnesses.base import Dialect, PromptEnv
+from codemode.harnesses.catalog import get_harness
+from codemode.js_runtime.models import Limits
+from codemode.providers.base import Provider
+from codemode.tools.builtin import builtin_registry
+from codemode.tools.context import ToolContext
+from codemode.tools.registry import ToolRegistry
+
+
+@dataclass
+class SessionOptions:
+    """What the command line may set; None means "from the config"."""
+
+    cwd: Path
+    overrides: list[str] = field(default_factory=list)
+    model: str | None = None
+    provider: str | None = None
+    code_mode: bool | None = None
+    harness: str | None = None
+    max_turns: int | None = None
+
+
+def session_registry() -> ToolRegistry:
+    """The tools an agent session has: the built-ins plus the plan tool."""
+    registry = builtin_registry()
+    registry.add_lazy("update_plan", "codemode.tools.plan:UPDATE_PLAN")
+    return registry
+
+
+def resolve_provider(config: Config, name: str | None) -> tuple[Provider, str]:
+    """Open the configured provider; returns it and its name."""
+    from codemode.providers.catalog import ProviderInfo, builtin_providers, open_provider
+
+    name = name or config.model_provider
+    catalog = builtin_providers()
+    if name is None:
+        raise ConfigError(
+            "no model provider configured: pass --provider NAME or set model_provider in "
+            f"{codemode_home() / 'config.toml'} (built in: {', '.join(sorted(catalog))})"
+        )
+    override = config.model_providers.get(name, {})
+    if name not in catalog and not override:
+        raise ConfigError(
+            f"unknown provider {name!r}: define [model_providers.{name}] with base_url and "
+            f"wire_api, or use one of: {', '.join(sorted(catalog))}"
+        )
+    base = catalog[name].model_dump() if name in catalog else {"name": name}
+    try:
+        info = ProviderInfo.model_validate({**base, **override, "name": name})
+    except ValueError as exc:
+        raise ConfigError(f"[model_providers.{name}]: {exc}") from None
+    return open_provider(info), name
+
+
+def pick_model(config: Config, provider_name: str, model: str | None) -> str:
+    from codemode.providers.catalog import builtin_providers
+
+    chosen = model or config.model
+    if chosen is None:
+        info = builtin_providers().get(provider_name)
+        override = config.model_providers.get(provider_name, {})
+        chosen = override.get("default_model") or (info.default_model if info else None)
+    if not chosen:
+        raise ConfigError(f"no model chosen for provider {provider_name!r}: pass --model NAME")
+    return chosen
+
+
+def _cli_version() -> str:
+    try:
+        return version("codemode")
+    except PackageNotFoundError:
+        return ""
+
+
+def build_session(
+    config: Config,
+    options: SessionOptions,
+    listeners: list[Emit],
+    *,
+    provider: Provider | None = None,
+    provider_name: str | None = None,
+    resume: RecordedSession | None = None,
+    record: bool = True,
+) -> Session:
+    """A ready session. ``provider`` replaces the configured one (replay, tests);
+    ``resume`` continues a recorded session in its own file."""
+    home = codemode_home()
+    cwd = options.cwd.resolve()
+    if resume is not None:
+        meta = resume.meta
+        provider_name = options.provider or provider_name or meta.provider
+        model = options.model or config.model or meta.model
+        harness_name = options.harness or meta.harness
+        dialect: Dialect = (
+            ("code" if options.code_mode else "classic")
+            if options.code_mode is not None
+            else meta.dialect  # type: ignore[assignment]
+        )
+    else:
+        harness_name = options.harness or config.harness or "native"
+        code_mode = options.code_mode if options.code_mode is not None else config.code_mode
+        dialect = "code" if code_mode else "classic"
+        model = ""
+    harness = get_harness(harness_name, dialect)
+    if provider is None:
+        provider, provider_name = resolve_provider(config, provider_name or options.provider)
+    assert provider_name is not None
+    if resume is None:
+        model = pick_model(config, provider_name, options.model)
+
+    context = ToolContext(workspace=cwd)
+    session_ref: list[Session] = []
+
+    def emit(event: object) -> None:
+        session_ref[0].emit(event)  # type: ignore[arg-type]
+
+    runner = ToolRunner(
+        session_registry(),
+        context,
+        emit,
+        engine=config.engine,
+        limits=Limits(timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=30_000),
+    )
+    env = PromptEnv(
+        cwd=str(cwd),
+        date=date.today().isoformat(),
+        platform=f"{platform.system()} {platform.machine()}",
+        shell="bash" if shutil.which("bash") else "sh",
+        sandbox_mode=config.sandbox_mode,
+        approval_policy=config.approval_policy,
+        project_docs=project_docs(cwd, home, config.project_doc_max_chars),
+    )
+    rollout: Rollout | None = None
+    messages = []
+    if resume is not None:
+        messages = close_dangling_calls(resume.messages)
+        runner.skip_ids(resume.item_count + len(resume.messages))
+        if record:
+            rollout = Rollout.append_to(resume.path)
+            for added in messages[len(resume.messages) :]:
+                rollout.record_message(added)
+        session_id = resume.meta.id
+    else:
+        session_id = new_session_id()
+        if record:
+            meta = SessionMeta(
+                id=session_id,
+                created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                cwd=str(cwd),
+                provider=provider_name,
+                model=model,
+                harness=harness.name,
+                dialect=dialect,
+                cli_version=_cli_version(),
+            )
+            rollout = Rollout.create(home / SESSIONS_DIR, meta)
+    session = Session(
+        session_id=session_id,
+        provider=provider,
+        model=model,
+        harness=harness,
+        runner=runner,
+        instructions=harness.instructions(env),
+        rollout=rollout,
+        messages=messages,
+        max_turns=options.max_turns or config.max_turns,
+        reasoning_effort=config.model_reasoning_effort,
+    )
+    session_ref.append(session)
+    session.listeners.extend(listeners)
+    return session

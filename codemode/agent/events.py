@@ -1,0 +1,226 @@
+"""What a session reports while it runs.
+
+One stream of these feeds the terminal printer, ``exec --json`` and the session log.
+The public events and items follow the shapes of Codex's ``exec --json`` output
+(``thread.started``, ``turn.started``, ``item.started|updated|completed``,
+``turn.completed``, ``turn.failed``, ``error``) so tools written for it can read ours.
+Two item types are ours: ``code_execution`` (a code-mode program) and ``tool_call``
+(a tool Codex has no item for, such as ``read_file``); a call a program makes carries
+its program's item id in ``parent_id``. Deltas and notices are for live display only
+and are left out of ``--json``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from codemode.providers.base import Usage
+
+ItemStatus = Literal["in_progress", "completed", "failed", "declined"]
+
+
+class _Item(BaseModel):
+    id: str
+    parent_id: str | None = None
+
+
+class AgentMessageItem(_Item):
+    type: Literal["agent_message"] = "agent_message"
+    text: str = ""
+
+
+class ReasoningItem(_Item):
+    type: Literal["reasoning"] = "reasoning"
+    text: str = ""
+
+
+class CommandExecutionItem(_Item):
+    type: Literal["command_execution"] = "command_execution"
+    command: str
+    aggregated_output: str = ""
+    exit_code: int | None = None
+    status: ItemStatus = "in_progress"
+
+
+class FileUpdate(BaseModel):
+    path: str
+    kind: Literal["add", "update", "delete", "move"]
+
+
+class FileChangeItem(_Item):
+    type: Literal["file_change"] = "file_change"
+    changes: list[FileUpdate] = Field(default_factory=list)
+    diff: str = ""
+    status: ItemStatus = "in_progress"
+
+
+class McpToolCallItem(_Item):
+    type: Literal["mcp_tool_call"] = "mcp_tool_call"
+    server: str
+    tool: str
+    arguments: Any = None
+    result: Any = None
+    error: str | None = None
+    status: ItemStatus = "in_progress"
+
+
+class TodoEntry(BaseModel):
+    text: str
+    completed: bool
+
+
+class TodoListItem(_Item):
+    type: Literal["todo_list"] = "todo_list"
+    items: list[TodoEntry] = Field(default_factory=list)
+
+
+class ToolCallItem(_Item):
+    type: Literal["tool_call"] = "tool_call"
+    name: str
+    arguments: Any = None
+    result: Any = None
+    error: str | None = None
+    status: ItemStatus = "in_progress"
+
+
+class CodeExecutionItem(_Item):
+    type: Literal["code_execution"] = "code_execution"
+    code: str
+    output: str = ""
+    value: Any = None
+    error: str | None = None
+    tool_calls: int = 0
+    status: ItemStatus = "in_progress"
+
+
+class ErrorItem(_Item):
+    type: Literal["error"] = "error"
+    message: str
+
+
+Item = Annotated[
+    AgentMessageItem
+    | ReasoningItem
+    | CommandExecutionItem
+    | FileChangeItem
+    | McpToolCallItem
+    | TodoListItem
+    | ToolCallItem
+    | CodeExecutionItem
+    | ErrorItem,
+    Field(discriminator="type"),
+]
+
+
+class ThreadStarted(BaseModel):
+    type: Literal["thread.started"] = "thread.started"
+    thread_id: str
+
+
+class TurnStarted(BaseModel):
+    type: Literal["turn.started"] = "turn.started"
+
+
+class ItemStarted(BaseModel):
+    type: Literal["item.started"] = "item.started"
+    item: Item
+
+
+class ItemUpdated(BaseModel):
+    type: Literal["item.updated"] = "item.updated"
+    item: Item
+
+
+class ItemCompleted(BaseModel):
+    type: Literal["item.completed"] = "item.completed"
+    item: Item
+
+
+class TurnUsage(BaseModel):
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    @classmethod
+    def of(cls, usage: Usage) -> TurnUsage:
+        return cls(**usage.model_dump())
+
+
+class TurnCompleted(BaseModel):
+    type: Literal["turn.completed"] = "turn.completed"
+    usage: TurnUsage
+    # Ours: the whole session's usage so far, and how many model round trips this took.
+    total_usage: TurnUsage | None = None
+    model_requests: int = 0
+
+
+class TurnError(BaseModel):
+    message: str
+
+
+class TurnFailed(BaseModel):
+    type: Literal["turn.failed"] = "turn.failed"
+    error: TurnError
+
+
+class StreamError(BaseModel):
+    type: Literal["error"] = "error"
+    message: str
+
+
+# --- live-only events (not in --json) ------------------------------------------------
+
+
+class TextDeltaEvent(BaseModel):
+    type: Literal["delta.text"] = "delta.text"
+    item_id: str
+    text: str
+
+
+class ReasoningDeltaEvent(BaseModel):
+    type: Literal["delta.reasoning"] = "delta.reasoning"
+    item_id: str
+    text: str
+
+
+class OutputDeltaEvent(BaseModel):
+    """A line a running code-mode program printed."""
+
+    type: Literal["delta.output"] = "delta.output"
+    item_id: str
+    level: str
+    text: str
+
+
+class Notice(BaseModel):
+    """Something the user should see that is not part of the conversation (a retry)."""
+
+    type: Literal["notice"] = "notice"
+    message: str
+
+
+Event = Annotated[
+    ThreadStarted
+    | TurnStarted
+    | ItemStarted
+    | ItemUpdated
+    | ItemCompleted
+    | TurnCompleted
+    | TurnFailed
+    | StreamError
+    | TextDeltaEvent
+    | ReasoningDeltaEvent
+    | OutputDeltaEvent
+    | Notice,
+    Field(discriminator="type"),
+]
+
+LIVE_ONLY = frozenset({"delta.text", "delta.reasoning", "delta.output", "notice"})
+
+
+def is_public(event: BaseModel) -> bool:
+    """Whether ``event`` belongs in ``--json`` output."""
+    return getattr(event, "type", "") not in LIVE_ONLY

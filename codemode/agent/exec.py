@@ -1,0 +1,93 @@
+"""``interpreter exec`` (and ``resume``): run turns without a human, report, exit.
+
+Exit status: 0 every turn completed, 1 a turn failed, 2 bad configuration or usage,
+130 interrupted (the session file then ends with the failed turn and resumes cleanly).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+
+from codemode.agent.build import SessionOptions, build_session
+from codemode.agent.events import ThreadStarted
+from codemode.agent.loop import Session
+from codemode.agent.printers import HumanPrinter, JsonPrinter
+from codemode.agent.rollout import SESSIONS_DIR, RolloutError, find_session, read_session
+from codemode.config import ConfigError, codemode_home, load_config
+from codemode.harnesses.catalog import UnknownHarnessError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class UsageProblem(Exception):
+    """Bad options or configuration: one line on stderr, exit status 2."""
+
+
+@dataclass
+class ExecOptions(SessionOptions):
+    prompt: str | None = None
+    as_json: bool = False
+    replay: Path | None = None
+    # A session to continue: an id, a path, or "" for the newest.
+    resume: str | None = None
+
+
+def run_exec(options: ExecOptions) -> int:
+    """Run the command; returns its exit status. Raises UsageProblem for bad input."""
+    try:
+        return asyncio.run(_run(options))
+    except (ConfigError, RolloutError, UnknownHarnessError) as exc:
+        raise UsageProblem(str(exc)) from None
+
+
+async def _run(options: ExecOptions) -> int:
+    config = load_config(options.overrides)
+    printer = JsonPrinter() if options.as_json else HumanPrinter()
+    prompts: list[str]
+    if options.replay is not None:
+        from codemode.agent.replay import replay_plan
+
+        recorded = read_session(options.replay)
+        prompts, provider = replay_plan(recorded)
+        if options.prompt is not None:
+            raise UsageProblem("--replay runs the recorded prompts; do not pass a PROMPT")
+        if not prompts:
+            raise UsageProblem(f"{options.replay} has no recorded prompts to replay")
+        options.harness = options.harness or recorded.meta.harness
+        if options.code_mode is None:
+            options.code_mode = recorded.meta.dialect == "code"
+        options.model = options.model or recorded.meta.model
+        session = build_session(
+            config, options, [printer], provider=provider, provider_name="replay"
+        )
+    else:
+        if not options.prompt or not options.prompt.strip():
+            raise UsageProblem("no prompt given (pass PROMPT, or - to read it from stdin)")
+        prompts = [options.prompt]
+        resume = None
+        if options.resume is not None:
+            path = find_session(codemode_home() / SESSIONS_DIR, options.resume or None)
+            resume = read_session(path)
+        session = build_session(config, options, [printer], resume=resume)
+    return await _drive(session, prompts)
+
+
+async def _drive(session: Session, prompts: list[str]) -> int:
+    session.emit(ThreadStarted(thread_id=session.id))
+    status = EXIT_OK
+    try:
+        for prompt in prompts:
+            result = await session.run_turn(prompt)
+            if not result.ok:
+                status = EXIT_FAILED
+                break
+    except asyncio.CancelledError:
+        status = EXIT_INTERRUPTED
+    finally:
+        session.runner.close()
+        if session.rollout is not None:
+            session.rollout.close()
+        await session.provider.aclose()
+    return status

@@ -1,0 +1,49 @@
+"""AGENTS.md discovery: the user's own instructions, then the repository's.
+
+``~/.codemode/AGENTS.md`` applies everywhere. In a repository, every AGENTS.md from
+the repository root down to the working directory applies, outermost first, so a
+subdirectory's file can refine the root's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DOC_NAME = "AGENTS.md"
+
+
+def repository_root(cwd: Path) -> Path | None:
+    """The nearest directory at or above ``cwd`` holding ``.git``."""
+    for directory in [cwd, *cwd.parents]:
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def project_docs(cwd: Path, home: Path, max_chars: int) -> list[tuple[str, str]]:
+    """(label, text) for each AGENTS.md that applies in ``cwd``."""
+    cwd = cwd.resolve()
+    candidates = [home / DOC_NAME]
+    root = repository_root(cwd) or cwd
+    chain = [cwd, *cwd.parents]
+    candidates += [d / DOC_NAME for d in reversed(chain[: chain.index(root) + 1])]
+    docs = []
+    for path in candidates:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if not text.strip() or max_chars == 0:
+            continue
+        if len(text) > max_chars:
+            text = text[:max_chars] + f"\n[... cut at {max_chars} characters]"
+        label = "~/.codemode/AGENTS.md" if path.parent == home else _relative(path, cwd)
+        docs.append((label, text))
+    return docs
+
+
+def _relative(path: Path, cwd: Path) -> str:
+    try:
+        return path.relative_to(cwd).as_posix()
+    except ValueError:
+        return str(path)

@@ -1,0 +1,248 @@
+"""The turn loop: model -> actions -> results -> model, until the model answers.
+
+A ``Session`` owns the conversation, a provider, a harness and a tool runner. It
+reports everything through one ``emit`` callback; the terminal printer, ``--json``
+and the session file all listen to that same stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+from codemode.agent.events import (
+    AgentMessageItem,
+    ItemCompleted,
+    Notice,
+    ReasoningDeltaEvent,
+    ReasoningItem,
+    TextDeltaEvent,
+    TurnCompleted,
+    TurnError,
+    TurnFailed,
+    TurnStarted,
+    TurnUsage,
+    is_public,
+)
+from codemode.agent.rollout import Rollout, close_dangling_calls
+from codemode.agent.runner import ToolRunner
+from codemode.harnesses.base import Harness
+from codemode.providers.base import (
+    AssistantMessage,
+    Completed,
+    ContextOverflowError,
+    Message,
+    ModelRequest,
+    Provider,
+    ProviderError,
+    ReasoningDelta,
+    StreamRestarted,
+    TextDelta,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+
+# Consecutive replies with neither an action nor an answer before the turn gives up.
+MAX_FORMAT_REMINDERS = 3
+# Tool results kept whole when old ones are cut down to fit the context window.
+KEEP_RECENT_RESULTS = 2
+_COMPACTED = "[output removed to fit the context window; run the call again if needed]"
+
+Listener = Callable[[BaseModel], None]
+
+
+@dataclass
+class TurnResult:
+    ok: bool
+    final_message: str = ""
+    usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+    model_requests: int = 0
+
+
+class TurnFailure(Exception):
+    """Ends a turn with a message for the user."""
+
+
+class Session:
+    """One conversation with a model, driving tools through a harness."""
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        provider: Provider,
+        model: str,
+        harness: Harness,
+        runner: ToolRunner,
+        instructions: str,
+        rollout: Rollout | None = None,
+        messages: list[Message] | None = None,
+        max_turns: int = 50,
+        reasoning_effort: str | None = None,
+        retry_policy: object | None = None,
+    ) -> None:
+        self.id = session_id
+        self.provider = provider
+        self.model = model
+        self.runner = runner
+        self.instructions = instructions
+        self.rollout = rollout
+        self.messages: list[Message] = list(messages or [])
+        self.max_turns = max_turns
+        self.reasoning_effort = reasoning_effort
+        self.retry_policy = retry_policy
+        self.total_usage = Usage()
+        self.listeners: list[Listener] = []
+        self.set_harness(harness)
+
+    def set_harness(self, harness: Harness) -> None:
+        self.harness = harness
+        self._tool_specs: list[ToolSpec] = harness.tool_specs(self.runner.registry)
+
+    # --- events ----------------------------------------------------------------------
+
+    def emit(self, event: BaseModel) -> None:
+        if self.rollout is not None and is_public(event):
+            self.rollout.record_event(event)
+        for listener in self.listeners:
+            listener(event)
+
+    def _append(self, message: Message, usage: Usage | None = None, prompt: bool = False) -> None:
+        self.messages.append(message)
+        if self.rollout is not None:
+            self.rollout.record_message(message, usage, prompt=prompt)
+
+    # --- the turn --------------------------------------------------------------------
+
+    async def run_turn(self, prompt: str) -> TurnResult:
+        """Run one user turn to its end; never raises for model or tool failures
+        (the result says what went wrong). Cancellation propagates after the turn is
+        recorded as failed."""
+        self.emit(TurnStarted())
+        self._append(UserMessage(text=prompt), prompt=True)
+        result = TurnResult(ok=False)
+        try:
+            await self._loop(result)
+        except asyncio.CancelledError:
+            self._fail(result, "interrupted")
+            raise
+        except (TurnFailure, ProviderError) as exc:
+            self._fail(result, str(exc))
+        else:
+            result.ok = True
+            self.emit(
+                TurnCompleted(
+                    usage=TurnUsage.of(result.usage),
+                    total_usage=TurnUsage.of(self.total_usage),
+                    model_requests=result.model_requests,
+                )
+            )
+        finally:
+            if self.rollout is not None:
+                self.rollout.sync()
+        return result
+
+    def _fail(self, result: TurnResult, message: str) -> None:
+        # Calls left without results (an interrupted tool) get one, so the next turn's
+        # conversation is well formed.
+        repaired = close_dangling_calls(self.messages)
+        for added in repaired[len(self.messages) :]:
+            self._append(added)
+        result.ok, result.error = False, message
+        self.emit(TurnFailed(error=TurnError(message=message)))
+
+    async def _loop(self, result: TurnResult) -> None:
+        reminders = 0
+        for _ in range(self.max_turns):
+            message, usage = await self._sample()
+            result.model_requests += 1
+            result.usage += usage
+            self.total_usage += usage
+            self._append(message, usage)
+            actions = self.harness.actions(message)
+            if actions.reminder is not None:
+                reminders += 1
+                if reminders >= MAX_FORMAT_REMINDERS:
+                    raise TurnFailure(
+                        f"the model replied {reminders} times in a row without a valid "
+                        "action or a final answer; stopping"
+                    )
+                self._append(UserMessage(text=actions.reminder))
+                continue
+            reminders = 0
+            if not actions.calls:
+                result.final_message = message.text
+                return
+            outcomes = await asyncio.gather(
+                *(self.harness.execute(call, self.runner) for call in actions.calls)
+            )
+            for reply in self.harness.result_messages(actions.calls, list(outcomes)):
+                self._append(reply)
+        raise TurnFailure(
+            f"stopped after {self.max_turns} model requests without a final answer "
+            "(raise --max-turns to allow more)"
+        )
+
+    async def _sample(self) -> tuple[AssistantMessage, Usage]:
+        """One model request, streamed; retried after compaction on context overflow."""
+        try:
+            return await self._stream_once()
+        except ContextOverflowError as exc:
+            if not compact_tool_results(self.messages):
+                raise TurnFailure(f"{exc} (nothing left to compact)") from None
+            self.emit(Notice(message="context window full: old tool outputs removed, retrying"))
+            return await self._stream_once()
+
+    async def _stream_once(self) -> tuple[AssistantMessage, Usage]:
+        from codemode.providers.retry import stream_with_retries
+
+        request = ModelRequest(
+            model=self.model,
+            instructions=self.instructions,
+            messages=self.messages,
+            tools=self._tool_specs,
+            reasoning_effort=self.reasoning_effort,
+        )
+        text_id: str | None = None
+        reasoning_id: str | None = None
+        async for event in stream_with_retries(self.provider, request, self.retry_policy):
+            if isinstance(event, TextDelta):
+                text_id = text_id or self.runner.next_id()
+                self.emit(TextDeltaEvent(item_id=text_id, text=event.text))
+            elif isinstance(event, ReasoningDelta):
+                reasoning_id = reasoning_id or self.runner.next_id()
+                self.emit(ReasoningDeltaEvent(item_id=reasoning_id, text=event.text))
+            elif isinstance(event, StreamRestarted):
+                self.emit(
+                    Notice(
+                        message=f"model request failed ({event.reason}); retrying in "
+                        f"{event.delay_s:.1f}s (attempt {event.attempt})"
+                    )
+                )
+            elif isinstance(event, Completed):
+                message = event.message
+                if message.reasoning:
+                    item_id = reasoning_id or self.runner.next_id()
+                    self.emit(ItemCompleted(item=ReasoningItem(id=item_id, text=message.reasoning)))
+                if message.text:
+                    item_id = text_id or self.runner.next_id()
+                    self.emit(ItemCompleted(item=AgentMessageItem(id=item_id, text=message.text)))
+                return message, event.usage
+        raise TurnFailure("the model stream ended without a complete reply")
+
+
+def compact_tool_results(messages: list[Message], keep: int = KEEP_RECENT_RESULTS) -> int:
+    """Cut the content of all but the last ``keep`` long tool results; returns how many."""
+    results = [m for m in messages if isinstance(m, ToolResultMessage)]
+    cut = 0
+    for message in results[: max(0, len(results) - keep)]:
+        if len(message.content) > len(_COMPACTED):
+            message.content = _COMPACTED
+            cut += 1
+    return cut

@@ -1,0 +1,124 @@
+"""Showing a session's events: plain progress text, or JSON Lines for machines."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+from pydantic import BaseModel
+
+from codemode.agent.events import is_public
+from codemode.agent.runner import describe_args
+
+_OUTPUT_LINES = 6  # lines of command output shown under a command
+
+
+class JsonPrinter:
+    """``--json``: one public event per line on stdout, flushed as it happens."""
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+
+    def __call__(self, event: BaseModel) -> None:
+        if is_public(event):
+            self.out.write(json.dumps(event.model_dump(mode="json"), ensure_ascii=False) + "\n")
+            self.out.flush()
+
+
+class HumanPrinter:
+    """Progress on stderr as plain text; the turn's final answer on stdout.
+
+    An agent message is held back until something follows it: if the turn then ends,
+    it was the answer (stdout); if a tool call follows, it was commentary (stderr).
+    """
+
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self._held: str | None = None
+
+    def __call__(self, event: BaseModel) -> None:
+        kind = getattr(event, "type", "")
+        handler = getattr(self, "_on_" + kind.replace(".", "_"), None)
+        if handler is not None:
+            handler(event)
+
+    def _say(self, text: str, depth: int = 0) -> None:
+        pad = "  " * depth
+        for line in text.splitlines() or [""]:
+            print(pad + line, file=self.err)
+        self.err.flush()
+
+    def _release_held(self) -> None:
+        if self._held is not None:
+            self._say(self._held)
+            self._held = None
+
+    def _on_thread_started(self, event: Any) -> None:
+        self._say(f"session {event.thread_id}")
+
+    def _on_notice(self, event: Any) -> None:
+        self._say(f"! {event.message}")
+
+    def _on_delta_output(self, event: Any) -> None:
+        self._say(f"> {event.text}", depth=1)
+
+    def _on_item_started(self, event: Any) -> None:
+        self._release_held()
+        item = event.item
+        depth = 1 if item.parent_id else 0
+        if item.type == "command_execution":
+            self._say(f"$ {item.command}", depth)
+        elif item.type == "code_execution":
+            self._say("exec:")
+            self._say("\n".join(f"│ {line}" for line in item.code.splitlines()), 1)
+
+    def _on_item_completed(self, event: Any) -> None:
+        item = event.item
+        depth = 1 if item.parent_id else 0
+        if item.type == "agent_message":
+            self._release_held()
+            self._held = item.text
+        elif item.type == "reasoning":
+            first = item.text.strip().splitlines()[0] if item.text.strip() else ""
+            self._say(f"thinking: {first[:160]}")
+        elif item.type == "command_execution":
+            lines = item.aggregated_output.rstrip("\n").splitlines()
+            shown = lines[-_OUTPUT_LINES:]
+            if len(lines) > len(shown):
+                shown.insert(0, f"[... {len(lines) - len(shown)} lines]")
+            self._say("\n".join(shown), depth + 1) if shown else None
+            self._say(f"exit {item.exit_code}", depth + 1)
+        elif item.type == "file_change":
+            marks = {"add": "A", "update": "M", "delete": "D", "move": "R"}
+            for change in item.changes:
+                self._say(f"{marks[change.kind]} {change.path}", depth + 1)
+            if item.status == "failed":
+                self._say("patch failed", depth + 1)
+        elif item.type == "todo_list":
+            for entry in item.items:
+                self._say(f"[{'x' if entry.completed else ' '}] {entry.text}", depth)
+        elif item.type == "tool_call":
+            status = "ok" if item.status == "completed" else f"failed: {item.error}"
+            self._say(f"· {item.name} {describe_args(item.arguments)} {status}", depth)
+        elif item.type == "code_execution":
+            calls = f"{item.tool_calls} tool call{'s' if item.tool_calls != 1 else ''}"
+            outcome = f"error: {item.error}" if item.error else "done"
+            self._say(f"{outcome} ({calls})", 1)
+
+    def _on_turn_completed(self, event: Any) -> None:
+        if self._held is not None:
+            print(self._held, file=self.out)
+            self.out.flush()
+            self._held = None
+        u = event.usage
+        cached = f" ({u.cached_input_tokens} cached)" if u.cached_input_tokens else ""
+        self._say(
+            f"tokens: {u.input_tokens} in{cached}, {u.output_tokens} out · "
+            f"{event.model_requests} model request{'s' if event.model_requests != 1 else ''}"
+        )
+
+    def _on_turn_failed(self, event: Any) -> None:
+        self._release_held()
+        self._say(f"error: {event.error.message}")

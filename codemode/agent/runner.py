@@ -1,0 +1,186 @@
+"""Running a session's tool calls and reporting each one as an item.
+
+Classic calls and the calls a code-mode program makes take the same path:
+``ToolRunner.call_tool`` -> ``ToolRegistry.invoke`` (where policy and approval sit).
+A program's calls reach it through ``_ObservedRegistry``, which the isolate bridge
+calls like any registry, so nested calls show up as items under their program.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+
+from codemode.agent.events import (
+    CodeExecutionItem,
+    CommandExecutionItem,
+    FileChangeItem,
+    FileUpdate,
+    ItemCompleted,
+    ItemStarted,
+    OutputDeltaEvent,
+    TodoEntry,
+    TodoListItem,
+    ToolCallItem,
+)
+from codemode.harnesses.base import ToolOutput
+from codemode.js_runtime.bridge import Bridge
+from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
+from codemode.tools.context import ToolContext, ToolError
+from codemode.tools.registry import ToolRegistry
+
+Emit = Callable[[BaseModel], None]
+
+
+class _ObservedRegistry(ToolRegistry):
+    """The registry as a program sees it: every call is reported under the program's item."""
+
+    def __init__(self, runner: ToolRunner) -> None:
+        super().__init__()
+        self._runner = runner
+        self._tools = runner.registry._tools
+        self.parent_id: str | None = None
+
+    async def invoke(self, name: str, raw_args: Any, ctx: ToolContext) -> Any:
+        return await self._runner.invoke_reported(name, raw_args, parent_id=self.parent_id)
+
+
+class ToolRunner:
+    """Executes tool calls and programs for one session, emitting items as they go."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        context: ToolContext,
+        emit: Emit,
+        *,
+        engine: str = "quickjs",
+        limits: Limits | None = None,
+    ) -> None:
+        self.registry = registry
+        self.context = context
+        self.emit = emit
+        self._ids = itertools.count()
+        self._observed = _ObservedRegistry(self)
+        # Persistent: a model that stores results on globalThis finds them next time.
+        self._bridge = Bridge(
+            self._observed, context, engine=engine, limits=limits, persistent=True
+        )
+
+    def next_id(self) -> str:
+        return f"item_{next(self._ids)}"
+
+    def skip_ids(self, count: int) -> None:
+        """Continue numbering after ``count`` items (a resumed session)."""
+        self._ids = itertools.count(count)
+
+    async def call_tool(self, name: str, args: Any) -> ToolOutput:
+        try:
+            value = await self.invoke_reported(name, args, parent_id=None)
+        except ToolError as exc:
+            return ToolOutput(ok=False, error=str(exc))
+        return ToolOutput(ok=True, value=value)
+
+    async def invoke_reported(self, name: str, args: Any, *, parent_id: str | None) -> Any:
+        """Invoke ``name`` through the registry, reporting it as an item."""
+        item = _start_item(name, args, self.next_id(), parent_id)
+        self.emit(ItemStarted(item=item))
+        try:
+            value = await self.registry.invoke(name, args, self.context)
+        except ToolError as exc:
+            _finish_item(item, None, str(exc))
+            self.emit(ItemCompleted(item=item))
+            raise
+        except BaseException:
+            _finish_item(item, None, "interrupted")
+            self.emit(ItemCompleted(item=item))
+            raise
+        _finish_item(item, value, None)
+        self.emit(ItemCompleted(item=item))
+        return value
+
+    async def run_program(self, code: str) -> ExecResult:
+        item = CodeExecutionItem(id=self.next_id(), code=code)
+        self.emit(ItemStarted(item=item))
+
+        def on_event(event: ExecEvent) -> None:
+            if event.type == "log":
+                self.emit(OutputDeltaEvent(item_id=item.id, level=event.level, text=event.text))
+
+        self._observed.parent_id = item.id
+        try:
+            result = await self._bridge.execute(code, on_event=on_event)
+        except BaseException:
+            item.status, item.error = "failed", "interrupted"
+            self.emit(ItemCompleted(item=item))
+            raise
+        finally:
+            self._observed.parent_id = None
+        item.output = result.output
+        item.value = result.value
+        item.tool_calls = len(result.tool_calls)
+        item.error = result.error.one_line() if result.error else None
+        item.status = "completed" if result.ok else "failed"
+        self.emit(ItemCompleted(item=item))
+        return result
+
+    def close(self) -> None:
+        self._bridge.close()
+
+
+def _start_item(name: str, args: Any, item_id: str, parent_id: str | None) -> BaseModel:
+    if name == "shell" and isinstance(args, dict):
+        return CommandExecutionItem(
+            id=item_id, parent_id=parent_id, command=str(args.get("command", ""))
+        )
+    if name == "apply_patch":
+        return FileChangeItem(id=item_id, parent_id=parent_id)
+    if name == "update_plan" and isinstance(args, dict):
+        return TodoListItem(id=item_id, parent_id=parent_id, items=_todo_entries(args))
+    return ToolCallItem(id=item_id, parent_id=parent_id, name=name, arguments=args)
+
+
+def _todo_entries(args: dict[str, Any]) -> list[TodoEntry]:
+    entries = []
+    for step in args.get("plan") or []:
+        if isinstance(step, dict):
+            done = step.get("status") == "completed"
+            entries.append(TodoEntry(text=str(step.get("step", "")), completed=done))
+    return entries
+
+
+def _finish_item(item: Any, value: Any, error: str | None) -> None:
+    failed = error is not None
+    if isinstance(item, CommandExecutionItem):
+        if isinstance(value, dict):
+            item.aggregated_output = str(value.get("output", ""))
+            item.exit_code = value.get("exit_code")
+            failed = item.exit_code != 0
+        else:
+            item.aggregated_output = error or ""
+        item.status = "failed" if failed else "completed"
+    elif isinstance(item, FileChangeItem):
+        if isinstance(value, dict):
+            item.changes = [
+                FileUpdate(path=str(c.get("path", "")), kind=c.get("kind", "update"))
+                for c in value.get("changes", [])
+                if c.get("kind") in ("add", "update", "delete", "move")
+            ]
+            item.diff = str(value.get("diff", ""))
+        item.status = "failed" if failed else "completed"
+    elif isinstance(item, TodoListItem):
+        pass  # the plan was shown when the call started
+    elif isinstance(item, ToolCallItem):
+        item.result = value
+        item.error = error
+        item.status = "failed" if failed else "completed"
+
+
+def describe_args(args: Any) -> str:
+    """Arguments in one short line, for printers."""
+    text = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= 120 else text[:117] + "..."
