@@ -214,6 +214,17 @@ async def test_freeform_tool_without_grammar_is_plain_text() -> None:
     assert server.requests[-1].body["tools"][0]["format"] == {"type": "text"}
 
 
+async def test_length_stop_reason(wire: str) -> None:
+    with ScriptedModelServer([ScriptedReply(text="cut sh", stop_reason="length")]) as server:
+        events = await collect(connect(server, wire), ask(max_output_tokens=5))
+    done = completed(events)
+    assert done.stop_reason == "length"
+    assert done.message.text == "cut sh"
+    body = server.requests[-1].body
+    field = {"chat": "max_tokens", "responses": "max_output_tokens", "anthropic": "max_tokens"}
+    assert body[field[wire]] == 5
+
+
 async def test_usage(wire: str) -> None:
     usage = Usage(input_tokens=1200, cached_input_tokens=1000, output_tokens=80,
                   reasoning_tokens=30)

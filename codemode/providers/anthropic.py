@@ -5,6 +5,7 @@ led to. Also spoken by several other services' Anthropic-compatible endpoints.""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,18 +76,20 @@ class AnthropicProvider(WireProvider):
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         state = _MessagesStream()
         ctx = self.transport.context(request.model)
-        async for sse in self.transport.events("messages", self.build_body(request),
-                                               model=request.model):
-            if not sse.data.strip():
-                continue
-            event = loads_event(self.name, sse.data)
-            kind = (event.get("type") if isinstance(event, dict) else None) or sse.event
-            if kind == "error":
-                raise classify(ctx, status=None, payload=event, in_stream=True)
-            for out in state.feed(kind, event):
-                yield out
-            if kind == "message_stop":
-                break
+        body = self.build_body(request)
+        async with aclosing(self.transport.events("messages", body,
+                                                  model=request.model)) as events:
+            async for sse in events:
+                if not sse.data.strip():
+                    continue
+                event = loads_event(self.name, sse.data)
+                kind = (event.get("type") if isinstance(event, dict) else None) or sse.event
+                if kind == "error":
+                    raise classify(ctx, status=None, payload=event, in_stream=True)
+                for out in state.feed(kind, event):
+                    yield out
+                if kind == "message_stop":
+                    break
         if not state.stopped:
             raise stream_cut(self.name, "message_stop")
         yield state.completed()
@@ -161,6 +164,7 @@ class _MessagesStream:
     blocks: dict[int, _Block] = field(default_factory=dict)
     order: list[int] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    counts: dict[str, int] = field(default_factory=dict)
     stop_reason: str | None = None
     stopped: bool = False
     calls: int = 0
@@ -183,16 +187,19 @@ class _MessagesStream:
         return []
 
     def _usage(self, raw: dict[str, Any]) -> None:
+        # message_start and message_delta each carry some counts; the latest of each wins.
+        for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
+                    "output_tokens"):
+            if isinstance(raw.get(key), int):
+                self.counts[key] = raw[key]
         # Anthropic's input_tokens leaves out cached tokens; ours counts them (as OpenAI's
         # prompt_tokens do), with the cached share in cached_input_tokens.
-        fresh = raw.get("input_tokens")
-        read = raw.get("cache_read_input_tokens")
-        written = raw.get("cache_creation_input_tokens")
-        if fresh is not None or read is not None or written is not None:
-            self.usage.input_tokens = int(fresh or 0) + int(read or 0) + int(written or 0)
-            self.usage.cached_input_tokens = int(read or 0)
-        if raw.get("output_tokens") is not None:
-            self.usage.output_tokens = int(raw["output_tokens"])
+        self.usage = Usage(
+            input_tokens=sum(self.counts.get(k, 0) for k in (
+                "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")),
+            cached_input_tokens=self.counts.get("cache_read_input_tokens", 0),
+            output_tokens=self.counts.get("output_tokens", 0),
+        )
 
     def _start(self, index: int, raw: dict[str, Any]) -> list[StreamEvent]:
         block = _Block(kind=raw.get("type") or "text")

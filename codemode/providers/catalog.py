@@ -36,6 +36,8 @@ class ProviderInfo(BaseModel):
     # Chat wire only: send an assistant turn's reasoning back as reasoning_content on
     # tool-calling turns (DeepSeek and Kimi thinking modes need it).
     send_reasoning: bool = True
+    # Chat wire only: the request field for the output limit.
+    max_tokens_field: str = "max_tokens"
 
     @property
     def needs_key(self) -> bool:
@@ -99,4 +101,6 @@ def open_provider(
         return AnthropicProvider(**common)
     from codemode.providers.chat import ChatProvider
 
-    return ChatProvider(send_reasoning=info.send_reasoning, **common)
+    return ChatProvider(
+        send_reasoning=info.send_reasoning, max_tokens_field=info.max_tokens_field, **common
+    )

@@ -5,6 +5,7 @@ Ollama, LM Studio, vLLM, llama.cpp)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,8 @@ from codemode.providers.wire import WireProvider, function_parameters, json_argu
 class ChatProvider(WireProvider):
     """A Chat Completions client.
 
+    ``max_tokens_field``: the name of the output limit (OpenAI's reasoning models want
+    ``max_completion_tokens``; most other services only know ``max_tokens``).
     ``send_reasoning``: put an assistant turn's reasoning back as ``reasoning_content``
     when that turn called tools (DeepSeek and Kimi require it in thinking mode; services
     that do not know the field ignore it).
@@ -38,9 +41,12 @@ class ChatProvider(WireProvider):
 
     wire = "chat"
 
-    def __init__(self, *, send_reasoning: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self, *, send_reasoning: bool = True, max_tokens_field: str = "max_tokens", **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.send_reasoning = send_reasoning
+        self.max_tokens_field = max_tokens_field
 
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -53,7 +59,7 @@ class ChatProvider(WireProvider):
             body["tools"] = [render_tool(spec) for spec in request.tools]
             body["parallel_tool_calls"] = request.parallel_tool_calls
         if request.max_output_tokens is not None:
-            body["max_tokens"] = request.max_output_tokens
+            body[self.max_tokens_field] = request.max_output_tokens
         if request.temperature is not None:
             body["temperature"] = request.temperature
         if request.reasoning_effort is not None:
@@ -63,20 +69,21 @@ class ChatProvider(WireProvider):
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         state = _ChatStream()
         ctx = self.transport.context(request.model)
-        events = self.transport.events("chat/completions", self.build_body(request),
-                                       model=request.model)
-        async for sse in events:
-            data = sse.data.strip()
-            if data == "[DONE]":
-                state.done = True
-                break
-            if not data:
-                continue
-            chunk = loads_event(self.name, data)
-            if sse.event == "error" or (isinstance(chunk, dict) and chunk.get("error")):
-                raise classify(ctx, status=None, payload=chunk, in_stream=True)
-            for event in state.feed(chunk):
-                yield event
+        body = self.build_body(request)
+        async with aclosing(self.transport.events("chat/completions", body,
+                                                  model=request.model)) as events:
+            async for sse in events:
+                data = sse.data.strip()
+                if data == "[DONE]":
+                    state.done = True
+                    break
+                if not data:
+                    continue
+                chunk = loads_event(self.name, data)
+                if sse.event == "error" or (isinstance(chunk, dict) and chunk.get("error")):
+                    raise classify(ctx, status=None, payload=chunk, in_stream=True)
+                for event in state.feed(chunk):
+                    yield event
         # Some local servers end with a finish_reason and no [DONE]; that answer is whole.
         if not state.done and state.finish_reason is None:
             raise stream_cut(self.name, "[DONE]")
@@ -153,11 +160,12 @@ class _ChatStream:
             if choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
-            for key in ("reasoning_content", "reasoning"):
-                piece = delta.get(key)
-                if isinstance(piece, str) and piece:
-                    self.reasoning.append(piece)
-                    events.append(ReasoningDelta(text=piece))
+            # Servers name it reasoning_content (DeepSeek, Kimi, Qwen, vLLM, llama.cpp) or
+            # reasoning (OpenRouter, newer vLLM); a few send both with the same text.
+            piece = delta.get("reasoning_content") or delta.get("reasoning")
+            if isinstance(piece, str) and piece:
+                self.reasoning.append(piece)
+                events.append(ReasoningDelta(text=piece))
             piece = delta.get("content")
             if isinstance(piece, str) and piece:
                 self.text.append(piece)

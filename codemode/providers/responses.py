@@ -5,6 +5,7 @@ back encrypted because nothing is stored server-side (``store: false``)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,18 +62,20 @@ class ResponsesProvider(WireProvider):
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         state = _ResponsesStream()
         ctx = self.transport.context(request.model)
-        async for sse in self.transport.events("responses", self.build_body(request),
-                                               model=request.model):
-            if not sse.data.strip():
-                continue
-            event = loads_event(self.name, sse.data)
-            kind = (event.get("type") if isinstance(event, dict) else None) or sse.event
-            if kind in ("error", "response.failed"):
-                raise classify(ctx, status=None, payload=event, in_stream=True)
-            for out in state.feed(kind, event):
-                yield out
-            if kind in _TERMINAL:
-                break
+        body = self.build_body(request)
+        async with aclosing(self.transport.events("responses", body,
+                                                  model=request.model)) as events:
+            async for sse in events:
+                if not sse.data.strip():
+                    continue
+                event = loads_event(self.name, sse.data)
+                kind = (event.get("type") if isinstance(event, dict) else None) or sse.event
+                if kind in ("error", "response.failed"):
+                    raise classify(ctx, status=None, payload=event, in_stream=True)
+                for out in state.feed(kind, event):
+                    yield out
+                if kind in _TERMINAL:
+                    break
         if state.finished is None:
             raise stream_cut(self.name, "response.completed")
         yield state.completed()
@@ -100,6 +103,13 @@ def render_tool(spec: ToolSpec) -> dict[str, Any]:
 
 def render_input(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
+    # A result's item type must match its call's (custom or function), whatever the
+    # result message says.
+    freeform_calls = {
+        call.id: call.freeform
+        for message in messages if isinstance(message, AssistantMessage)
+        for call in message.tool_calls
+    }
     for message in messages:
         if isinstance(message, UserMessage):
             items.append({
@@ -108,7 +118,8 @@ def render_input(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list
                 "content": [{"type": "input_text", "text": message.text}],
             })
         elif isinstance(message, ToolResultMessage):
-            kind = "custom_tool_call_output" if message.freeform else "function_call_output"
+            freeform = freeform_calls.get(message.call_id, message.freeform)
+            kind = "custom_tool_call_output" if freeform else "function_call_output"
             items.append({"type": kind, "call_id": message.call_id, "output": message.content})
         else:
             if message.wire == "responses":
@@ -168,7 +179,7 @@ class _ResponsesStream:
             return [ReasoningDelta(text=piece)] if piece else []
         if kind == "response.reasoning_summary_part.added" and self.reasoning:
             self.reasoning.append("\n\n")
-            return []
+            return [ReasoningDelta(text="\n\n")]
         if kind == "response.output_item.added":
             return self._item_added(event.get("item") or {}, event)
         if kind in ("response.function_call_arguments.delta",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
 
 from pydantic import BaseModel, Field
 
@@ -61,8 +62,10 @@ async def stream_with_retries(
     attempt = 1
     while True:
         try:
-            async for event in provider.stream(request):
-                yield event
+            # Closed at once on a break or a failure, so its connection goes back now.
+            async with aclosing(provider.stream(request)) as events:
+                async for event in events:
+                    yield event
             return
         except ProviderError as error:
             if not error.retryable:

@@ -41,7 +41,7 @@ class Transport:
         self.provider = provider
         self.base_url = base_url.rstrip("/")
         self.env_key = env_key
-        self._headers = dict(headers or {})
+        self._headers = {"User-Agent": _user_agent(), **(headers or {})}
         if api_key:
             if auth_style == "bearer":
                 self._headers.setdefault("Authorization", f"Bearer {api_key}")
@@ -114,6 +114,15 @@ class Transport:
                 await client.aclose()
             except RuntimeError:
                 pass  # its event loop is gone; the sockets went with it
+
+
+def _user_agent() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"codemode/{version('codemode')}"
+    except PackageNotFoundError:
+        return "codemode"
 
 
 def stream_cut(provider: str, terminal: str) -> TransientError:

@@ -60,6 +60,11 @@ class ScriptedReply(BaseModel):
     tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
     # Default: a deterministic estimate from the request and reply sizes.
     usage: Usage | None = None
+    # The neutral stop reason to report ("stop", "tool_calls", "length", ...); by
+    # default "tool_calls" when there are tool calls, else "stop". "length" is each
+    # wire's own form (finish_reason "length", stop_reason "max_tokens",
+    # response.incomplete with reason "max_output_tokens").
+    stop_reason: str | None = None
     # Faults. A status other than 200 answers with that error and no stream.
     status: int = 200
     error_message: str | None = None
@@ -366,6 +371,10 @@ def _call_arguments(request: RecordedRequest, call: ScriptedToolCall, wire: str)
 Event = tuple[str | None, str]
 
 
+def _stop(reply: ScriptedReply) -> str:
+    return reply.stop_reason or ("tool_calls" if reply.tool_calls else "stop")
+
+
 def render_events(
     wire: str, request: RecordedRequest, reply: ScriptedReply, seq: int
 ) -> Iterator[Event]:
@@ -398,7 +407,7 @@ def _chat_events(request: RecordedRequest, reply: ScriptedReply, seq: int) -> It
         yield chunk({"tool_calls": [head]})
         for piece in split_args(_call_arguments(request, call, "chat")):
             yield chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
-    yield chunk({}, "tool_calls" if reply.tool_calls else "stop")
+    yield chunk({}, _stop(reply))
     usage = estimate_usage(request, reply)
     raw_usage = {
         "prompt_tokens": usage.input_tokens,
@@ -486,8 +495,13 @@ def _responses_events(request: RecordedRequest, reply: ScriptedReply, seq: int) 
         "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
         "total_tokens": usage.total_tokens,
     }
-    yield event("response.completed",
-                response={**response, "status": "completed", "output": output, "usage": raw_usage})
+    if _stop(reply) == "length":
+        yield event("response.incomplete", response={
+            **response, "status": "incomplete", "output": output, "usage": raw_usage,
+            "incomplete_details": {"reason": "max_output_tokens"}})
+    else:
+        yield event("response.completed", response={
+            **response, "status": "completed", "output": output, "usage": raw_usage})
 
 
 def _anthropic_events(request: RecordedRequest, reply: ScriptedReply, seq: int) -> Iterator[Event]:
@@ -535,7 +549,8 @@ def _anthropic_events(request: RecordedRequest, reply: ScriptedReply, seq: int) 
                         delta={"type": "input_json_delta", "partial_json": piece})
         yield event("content_block_stop", index=index)
         index += 1
-    stop = "tool_use" if reply.tool_calls else "end_turn"
+    stop = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}.get(
+        _stop(reply), _stop(reply))
     yield event("message_delta", delta={"stop_reason": stop, "stop_sequence": None},
                 usage={"output_tokens": usage.output_tokens})
     yield event("message_stop")
