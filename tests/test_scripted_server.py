@@ -75,6 +75,10 @@ def test_from_file_and_invalid_files(tmp_path: Path) -> None:
     script.write_text(json.dumps([{"text": "a"}, {"status": 429, "retry_after": 2}]))
     server = ScriptedModelServer.from_file(script)
     assert server.remaining == 2
+    typo = tmp_path / "typo.json"
+    typo.write_text('[{"txt": "misspelt"}]')
+    with pytest.raises(ValueError, match="txt"):
+        ScriptedModelServer.from_file(typo)
     bad = tmp_path / "bad.json"
     bad.write_text('{"text": "not a list"}')
     with pytest.raises(ValueError, match="list of replies"):

@@ -33,12 +33,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Self
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from codemode.providers.base import Usage
 
 
 class ScriptedToolCall(BaseModel):
+    # A misspelt field in a script is an error, not a silently different reply.
+    model_config = ConfigDict(extra="forbid")
+
     name: str
     # A dict is sent as its JSON; a string is sent as is (malformed JSON included).
     arguments: str | dict[str, Any] = Field(default_factory=dict)
@@ -54,6 +57,8 @@ class ScriptedToolCall(BaseModel):
 
 class ScriptedReply(BaseModel):
     """One answer of the scripted model, and the faults of the attempt that gets it."""
+
+    model_config = ConfigDict(extra="forbid")
 
     text: str = ""
     reasoning: str = ""
