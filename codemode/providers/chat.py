@@ -1,0 +1,237 @@
+"""The Chat Completions wire (``POST /chat/completions`` with ``stream: true``): OpenAI and
+the many services that copy it (DeepSeek, Moonshot, DashScope, Z.ai, OpenRouter, Groq,
+Ollama, LM Studio, vLLM, llama.cpp)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any
+
+from codemode.providers.base import (
+    AssistantMessage,
+    Completed,
+    Message,
+    ModelRequest,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+from codemode.providers.errors import classify
+from codemode.providers.transport import loads_event, stream_cut
+from codemode.providers.wire import WireProvider, function_parameters, json_arguments
+
+
+class ChatProvider(WireProvider):
+    """A Chat Completions client.
+
+    ``max_tokens_field``: the name of the output limit (OpenAI's reasoning models want
+    ``max_completion_tokens``; most other services only know ``max_tokens``).
+    ``send_reasoning``: put an assistant turn's reasoning back as ``reasoning_content``
+    when that turn called tools (DeepSeek and Kimi require it in thinking mode; services
+    that do not know the field ignore it).
+    """
+
+    wire = "chat"
+
+    def __init__(
+        self, *, send_reasoning: bool = True, max_tokens_field: str = "max_tokens", **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.send_reasoning = send_reasoning
+        self.max_tokens_field = max_tokens_field
+
+    def build_body(self, request: ModelRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": request.model,
+            "messages": render_messages(request, send_reasoning=self.send_reasoning),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            body["tools"] = [render_tool(spec) for spec in request.tools]
+            body["parallel_tool_calls"] = request.parallel_tool_calls
+        if request.max_output_tokens is not None:
+            body[self.max_tokens_field] = request.max_output_tokens
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.reasoning_effort is not None:
+            body["reasoning_effort"] = request.reasoning_effort
+        return body
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        state = _ChatStream()
+        ctx = self.transport.context(request.model)
+        body = self.build_body(request)
+        async with aclosing(self.transport.events("chat/completions", body,
+                                                  model=request.model)) as events:
+            async for sse in events:
+                data = sse.data.strip()
+                if data == "[DONE]":
+                    state.done = True
+                    break
+                if not data:
+                    continue
+                chunk = loads_event(self.name, data)
+                if sse.event == "error" or (isinstance(chunk, dict) and chunk.get("error")):
+                    raise classify(ctx, status=None, payload=chunk, in_stream=True)
+                for event in state.feed(chunk):
+                    yield event
+        # Some local servers end with a finish_reason and no [DONE]; that answer is whole.
+        if not state.done and state.finish_reason is None:
+            raise stream_cut(self.name, "[DONE]")
+        yield state.completed()
+
+
+def render_tool(spec: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": function_parameters(spec),
+        },
+    }
+
+
+def render_messages(request: ModelRequest, *, send_reasoning: bool = True) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if request.instructions:
+        out.append({"role": "system", "content": request.instructions})
+    for message in request.messages:
+        out.append(render_message(message, request.tools, send_reasoning=send_reasoning))
+    return out
+
+
+def render_message(
+    message: Message, tools: Sequence[ToolSpec], *, send_reasoning: bool = True
+) -> dict[str, Any]:
+    if isinstance(message, UserMessage):
+        return {"role": "user", "content": message.text}
+    if isinstance(message, ToolResultMessage):
+        return {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
+    item: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+    if message.tool_calls:
+        item["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": json_arguments(call, tools)},
+            }
+            for call in message.tool_calls
+        ]
+        if send_reasoning and message.reasoning:
+            item["reasoning_content"] = message.reasoning
+    return item
+
+
+@dataclass
+class _Call:
+    id: str
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _ChatStream:
+    """Assembles one streamed answer: text, reasoning and tool calls by index."""
+
+    text: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    calls: dict[Any, _Call] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None
+    done: bool = False
+
+    def feed(self, chunk: Any) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        if not isinstance(chunk, dict):
+            return events
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = usage_from(chunk["usage"])
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            # Servers name it reasoning_content (DeepSeek, Kimi, Qwen, vLLM, llama.cpp) or
+            # reasoning (OpenRouter, newer vLLM); a few send both with the same text.
+            piece = delta.get("reasoning_content") or delta.get("reasoning")
+            if isinstance(piece, str) and piece:
+                self.reasoning.append(piece)
+                events.append(ReasoningDelta(text=piece))
+            piece = delta.get("content")
+            if isinstance(piece, str) and piece:
+                self.text.append(piece)
+                events.append(TextDelta(text=piece))
+            for raw in delta.get("tool_calls") or []:
+                events.append(self._tool_delta(raw))
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+        return events
+
+    def _tool_delta(self, raw: dict[str, Any]) -> ToolCallDelta:
+        # Calls are keyed by index; a server that omits it is keyed by id, and a chunk
+        # with neither continues the latest call.
+        key = raw.get("index")
+        if key is None:
+            key = raw.get("id") or (next(reversed(self.calls)) if self.calls else 0)
+        fn = raw.get("function") or {}
+        call = self.calls.get(key)
+        if call is None:
+            # Some local servers send no id; the agent needs one to pair the result.
+            call = self.calls[key] = _Call(id=raw.get("id") or f"call_{len(self.calls)}")
+        if fn.get("name") and not call.name:
+            call.name = fn["name"]
+        args = fn.get("arguments")
+        if isinstance(args, dict):  # a few servers send the object, not its text
+            import json
+
+            args = json.dumps(args)
+        if args:
+            call.arguments.append(args)
+        return ToolCallDelta(
+            index=list(self.calls).index(key),
+            id=raw.get("id"),
+            name=fn.get("name"),
+            arguments=args or "",
+        )
+
+    def completed(self) -> Completed:
+        calls = [
+            ToolCall(id=c.id, name=c.name, arguments="".join(c.arguments) or "{}")
+            for c in self.calls.values()
+        ]
+        stop = self.finish_reason or "stop"
+        if calls and stop == "stop":
+            stop = "tool_calls"
+        message = AssistantMessage(
+            text="".join(self.text),
+            reasoning="".join(self.reasoning),
+            tool_calls=calls,
+            wire="chat",
+        )
+        return Completed(message=message, usage=self.usage, stop_reason=stop)
+
+
+def usage_from(raw: dict[str, Any]) -> Usage:
+    prompt_details = raw.get("prompt_tokens_details") or {}
+    completion_details = raw.get("completion_tokens_details") or {}
+    cached = (
+        prompt_details.get("cached_tokens")
+        or raw.get("prompt_cache_hit_tokens")  # DeepSeek
+        or raw.get("cached_tokens")  # Moonshot
+        or 0
+    )
+    return Usage(
+        input_tokens=int(raw.get("prompt_tokens") or 0),
+        cached_input_tokens=int(cached),
+        output_tokens=int(raw.get("completion_tokens") or 0),
+        reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
+    )

@@ -1,0 +1,79 @@
+"""Sending a model request again when it failed in a way that may pass: rate limits,
+5xx, connection faults, timeouts, streams cut midway.
+
+Tools run only after ``Completed``, so a stream cut before it has run nothing; the
+consumer is told with ``StreamRestarted`` to drop the partial deltas it has shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
+
+from pydantic import BaseModel, Field
+
+from codemode.providers.base import (
+    ModelRequest,
+    Provider,
+    ProviderError,
+    StreamEvent,
+    StreamRestarted,
+)
+
+
+class RetryPolicy(BaseModel):
+    """How often and how long to wait. Delays grow exponentially with full jitter
+    (a random wait between 0 and the cap), unless the service said how long to wait."""
+
+    max_attempts: int = Field(default=5, ge=1)
+    base_delay_s: float = Field(default=0.5, ge=0)
+    max_delay_s: float = Field(default=30.0, ge=0)
+    # A Retry-After longer than this is cut down to it, so a session never sleeps for
+    # an hour on one header.
+    max_retry_after_s: float = Field(default=120.0, ge=0)
+
+    def delay(self, attempt: int, error: ProviderError) -> float:
+        """The wait before attempt ``attempt + 1`` after ``error`` ended attempt ``attempt``."""
+        if error.retry_after is not None:
+            return min(error.retry_after, self.max_retry_after_s)
+        cap = min(self.max_delay_s, self.base_delay_s * (2 ** (attempt - 1)))
+        return random.uniform(0, cap)
+
+
+Sleep = Callable[[float], Awaitable[object]]
+
+
+async def stream_with_retries(
+    provider: Provider,
+    request: ModelRequest,
+    policy: RetryPolicy | None = None,
+    *,
+    sleep: Sleep = asyncio.sleep,
+) -> AsyncIterator[StreamEvent]:
+    """``provider.stream(request)``, sent again on retryable errors.
+
+    Yields ``StreamRestarted(attempt, delay_s, reason)`` before each new attempt
+    (``attempt`` is the number of the attempt about to start). Raises the last error
+    when it is not retryable or the attempts are used up.
+    """
+    policy = policy or RetryPolicy()
+    attempt = 1
+    while True:
+        try:
+            # Closed at once on a break or a failure, so its connection goes back now.
+            async with aclosing(provider.stream(request)) as events:
+                async for event in events:
+                    yield event
+            return
+        except ProviderError as error:
+            if not error.retryable:
+                raise
+            if attempt >= policy.max_attempts:
+                error.add_note(f"gave up after {attempt} attempts")
+                raise
+            delay = policy.delay(attempt, error)
+            attempt += 1
+            yield StreamRestarted(attempt=attempt, delay_s=delay, reason=str(error))
+            await sleep(delay)

@@ -1,0 +1,139 @@
+"""One streaming POST to a model service, as server-sent events, with every failure
+turned into a ``ProviderError``. The wire modules build bodies and read events; this
+module owns httpx, timeouts, authentication headers and the HTTP error mapping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from codemode.providers.base import BadRequestError, ProviderError, TransientError
+from codemode.providers.errors import ErrorContext, classify, parse_body
+
+AuthStyle = Literal["bearer", "x-api-key"]
+
+
+@dataclass
+class SseEvent:
+    event: str
+    data: str
+
+
+class Transport:
+    """An httpx client for one provider, opened on first use and reopened if the
+    event loop changed (a client's pooled connections belong to one loop)."""
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        base_url: str,
+        api_key: str | None,
+        env_key: str | None,
+        headers: Mapping[str, str] | None = None,
+        auth_style: AuthStyle = "bearer",
+        timeout_s: float = 600.0,
+        connect_timeout_s: float = 10.0,
+    ) -> None:
+        self.provider = provider
+        self.base_url = base_url.rstrip("/")
+        self.env_key = env_key
+        self._headers = {"User-Agent": _user_agent(), **(headers or {})}
+        if api_key:
+            if auth_style == "bearer":
+                self._headers.setdefault("Authorization", f"Bearer {api_key}")
+            else:
+                self._headers.setdefault("x-api-key", api_key)
+        self._timeout_s = timeout_s
+        self._connect_timeout_s = connect_timeout_s
+        self._client: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def context(self, model: str) -> ErrorContext:
+        return ErrorContext(self.provider, model, self.env_key, self.base_url)
+
+    def _http(self) -> Any:
+        import httpx
+
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self._timeout_s, connect=self._connect_timeout_s),
+                headers=self._headers,
+            )
+            self._loop = loop
+        return self._client
+
+    async def events(
+        self, path: str, body: dict[str, Any], *, model: str
+    ) -> AsyncIterator[SseEvent]:
+        """POST ``body`` to ``base_url + path`` and yield its server-sent events."""
+        import httpx
+        import httpx_sse
+
+        url = f"{self.base_url}/{path.lstrip('/')}"
+        ctx = self.context(model)
+        try:
+            async with self._http().stream(
+                "POST", url, json=body, headers={"Accept": "text/event-stream"}
+            ) as response:
+                if response.status_code >= 300:
+                    text = (await response.aread()).decode("utf-8", "replace")
+                    raise classify(ctx, status=response.status_code, payload=parse_body(text),
+                                   headers=response.headers)
+                ctype = response.headers.get("content-type", "")
+                if "text/event-stream" not in ctype:
+                    text = (await response.aread()).decode("utf-8", "replace")
+                    payload = parse_body(text)
+                    if isinstance(payload, dict) and "error" in payload:
+                        raise classify(ctx, status=None, payload=payload, headers=response.headers)
+                    raise BadRequestError(
+                        f"{self.provider}: expected an event stream from {url}, got "
+                        f"{ctype or 'no content type'}: {text[:300]}"
+                    )
+                async for sse in httpx_sse.EventSource(response).aiter_sse():
+                    yield SseEvent(sse.event, sse.data)
+        except ProviderError:
+            raise
+        except httpx.TimeoutException as exc:
+            raise TransientError(
+                f"{self.provider}: request to {url} timed out ({type(exc).__name__})"
+            ) from exc
+        except (httpx.TransportError, httpx_sse.SSEError) as exc:
+            raise TransientError(
+                f"{self.provider}: connection to {url} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            try:
+                await client.aclose()
+            except RuntimeError:
+                pass  # its event loop is gone; the sockets went with it
+
+
+def _user_agent() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"codemode/{version('codemode')}"
+    except PackageNotFoundError:
+        return "codemode"
+
+
+def stream_cut(provider: str, terminal: str) -> TransientError:
+    return TransientError(f"{provider}: the stream ended before {terminal}")
+
+
+def loads_event(provider: str, data: str) -> Any:
+    """An event's JSON data; a garbled event is a transient fault (the stream got cut)."""
+    import json
+
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        raise TransientError(f"{provider}: unreadable stream event: {data[:200]!r}") from exc

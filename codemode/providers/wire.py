@@ -1,0 +1,90 @@
+"""What the three wire clients share: construction, closing, and the function-shaped
+fallback for freeform tools on wires that have no freeform tools."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from codemode.providers.base import ToolCall, ToolSpec, WireApi
+from codemode.providers.transport import AuthStyle, Transport
+
+
+class WireProvider:
+    """Base of the wire clients; ``stream`` is each wire's own."""
+
+    wire: ClassVar[WireApi]
+    auth_style: ClassVar[AuthStyle] = "bearer"
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        base_url: str,
+        api_key: str | None = None,
+        env_key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout_s: float = 600.0,
+        connect_timeout_s: float = 10.0,
+    ) -> None:
+        self.name = name
+        self.base_url = base_url.rstrip("/")
+        self.transport = Transport(
+            provider=name,
+            base_url=base_url,
+            api_key=api_key,
+            env_key=env_key,
+            headers=headers,
+            auth_style=self.auth_style,
+            timeout_s=timeout_s,
+            connect_timeout_s=connect_timeout_s,
+        )
+
+    async def aclose(self) -> None:
+        await self.transport.aclose()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"
+
+
+def function_parameters(spec: ToolSpec) -> dict[str, Any]:
+    """The JSON schema a tool is offered with on a wire without freeform tools."""
+    if spec.freeform is None:
+        return spec.parameters
+    field = spec.freeform.field
+    return {
+        "type": "object",
+        "properties": {field: {"type": "string", "description": f"The {field} text."}},
+        "required": [field],
+        "additionalProperties": False,
+    }
+
+
+def freeform_field(tools: Sequence[ToolSpec], name: str) -> str:
+    for spec in tools:
+        if spec.name == name and spec.freeform is not None:
+            return spec.freeform.field
+    return "input"
+
+
+def json_arguments(call: ToolCall, tools: Sequence[ToolSpec]) -> str:
+    """A call's arguments as JSON text, wrapping raw freeform input in its field."""
+    if call.freeform:
+        return json.dumps({freeform_field(tools, call.name): call.arguments})
+    return call.arguments or "{}"
+
+
+def arguments_object(call: ToolCall, tools: Sequence[ToolSpec]) -> dict[str, Any]:
+    """A call's arguments as a JSON object (Anthropic's ``tool_use.input`` must be one).
+
+    Malformed JSON from the model is kept, wrapped, rather than dropped: the model sees
+    in its own history what it sent.
+    """
+    if call.freeform:
+        return {freeform_field(tools, call.name): call.arguments}
+    try:
+        value = json.loads(call.arguments or "{}")
+    except ValueError:
+        return {"_raw_arguments": call.arguments}
+    return value if isinstance(value, dict) else {"_raw_arguments": call.arguments}
