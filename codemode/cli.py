@@ -230,6 +230,20 @@ def resume(args: tuple[str, ...], last: bool, overrides: tuple[str, ...], **kw: 
     _run_agent(prompt=prompt, resume=ref, overrides=list(overrides), **kw)
 
 
+@cli.command()
+@click.option("-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True)
+def sessions(limit: int) -> None:
+    """List recorded sessions, newest first (ids for `interpreter resume`)."""
+    from codemode.agent.rollout import SESSIONS_DIR, list_sessions
+    from codemode.config import codemode_home
+
+    rows = list_sessions(codemode_home() / SESSIONS_DIR)[:limit]
+    if not rows:
+        click.echo("no sessions recorded yet", err=True)
+    for row in rows:
+        click.echo(f"{row.id}  {row.model:<24} {row.dialect:<7} {row.first_prompt}")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors are one line on stderr and exit status 2."""
     try:

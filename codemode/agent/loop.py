@@ -50,7 +50,7 @@ from codemode.providers.base import (
 # Consecutive replies with neither an action nor an answer before the turn gives up.
 MAX_FORMAT_REMINDERS = 3
 # Tool results kept whole when old ones are cut down to fit the context window.
-KEEP_RECENT_RESULTS = 2
+KEEP_RECENT_RESULTS = 1
 _COMPACTED = "[output removed to fit the context window; run the call again if needed]"
 
 Listener = Callable[[BaseModel], None]

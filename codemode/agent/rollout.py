@@ -198,3 +198,35 @@ def find_session(sessions_dir: Path, ref: str | None) -> Path:
         raise RolloutError(f"no session {ref!r} in {sessions_dir}")
     names = ", ".join(p.stem for p in matches[:5])
     raise RolloutError(f"session id {ref!r} is ambiguous: {names}")
+
+
+class SessionSummary(BaseModel):
+    id: str
+    path: Path
+    model: str
+    dialect: str
+    first_prompt: str
+
+
+def list_sessions(sessions_dir: Path) -> list[SessionSummary]:
+    """Recorded sessions, newest first; unreadable files are left out."""
+    if not sessions_dir.is_dir():
+        return []
+    files = sorted(sessions_dir.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)
+    rows = []
+    for path in files:
+        try:
+            recorded = read_session(path)
+        except RolloutError:
+            continue
+        prompt = next((recorded.messages[i].text for i in recorded.prompt_indexes), "")
+        rows.append(
+            SessionSummary(
+                id=recorded.meta.id,
+                path=path,
+                model=recorded.meta.model,
+                dialect=recorded.meta.dialect,
+                first_prompt=" ".join(prompt.split())[:60],  # type: ignore[union-attr]
+            )
+        )
+    return rows
