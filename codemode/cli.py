@@ -244,6 +244,34 @@ def sessions(limit: int) -> None:
         click.echo(f"{row.id}  {row.model:<24} {row.dialect:<7} {row.first_prompt}")
 
 
+@cli.command()
+@click.option("-c", "--config", "overrides", multiple=True, metavar="KEY=VALUE")
+def providers(overrides: tuple[str, ...]) -> None:
+    """List the model providers: the built-in catalog plus your [model_providers]."""
+    import os
+
+    from codemode.config import ConfigError, load_config
+    from codemode.providers.catalog import builtin_providers
+
+    try:
+        config = load_config(list(overrides))
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    catalog = {name: info.model_dump() for name, info in builtin_providers().items()}
+    for name, override in config.model_providers.items():
+        catalog[name] = {**catalog.get(name, {}), **override}
+    for name in sorted(catalog):
+        entry = catalog[name]
+        key = entry.get("env_key")
+        if not key:
+            state = "no key needed"
+        else:
+            state = f"{key} {'set' if os.environ.get(key) else 'not set'}"
+        mark = "*" if name == config.model_provider else " "
+        wire = entry.get("wire_api", "?")
+        click.echo(f"{mark} {name:<18} {wire:<9} {entry.get('base_url', '?'):<52} {state}")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors are one line on stderr and exit status 2."""
     try:
