@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from codemode.testing import RecordedRequest, ScriptedModelServer, ScriptedReply
+from codemode.testing.scripted_server import RecordedRequest, ScriptedModelServer, ScriptedReply
 
 CHAT = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
 
