@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from codemode.sandbox.cli_options import resolve_modes, sandbox_options
+
 ENGINE_CHOICES = ("quickjs", "v8")
 
 
@@ -57,6 +59,7 @@ def cli(ctx: click.Context) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result.")
 @click.option("-v", "--verbose", is_flag=True, help="Show each tool call on stderr.")
+@sandbox_options
 def run(
     script: str,
     args: tuple[str, ...],
@@ -67,6 +70,9 @@ def run(
     cwd: Path,
     as_json: bool,
     verbose: bool,
+    sandbox_mode: str | None,
+    approval_policy: str | None,
+    full_auto: bool,
 ) -> None:
     """Run SCRIPT (a .js file, or - for stdin) against the tools, without a model.
 
@@ -74,8 +80,10 @@ def run(
     them if one starts with a dash).
     Exit status: 0 done, 1 script error, 2 usage error, 3 a limit was hit.
     """
+    mode, policy = resolve_modes(sandbox_mode, approval_policy, full_auto)
     from codemode.js_runtime.models import Limits
     from codemode.run import run_script
+    from codemode.sandbox.settings import SandboxSettings
 
     limits = Limits(
         timeout_s=timeout,
@@ -91,6 +99,7 @@ def run(
         argv=list(args),
         as_json=as_json,
         verbose=verbose,
+        sandbox=SandboxSettings(sandbox_mode=mode, approval_policy=policy),  # type: ignore[arg-type]
     )
     sys.exit(status)
 
@@ -270,6 +279,45 @@ def providers(overrides: tuple[str, ...]) -> None:
         mark = "*" if name == config.model_provider else " "
         wire = entry.get("wire_api", "?")
         click.echo(f"{mark} {name:<18} {wire:<9} {entry.get('base_url', '?'):<52} {state}")
+@cli.group()
+def policy() -> None:
+    """Execpolicy: how commands are judged before they run."""
+
+
+@policy.command("check", context_settings={"allow_interspersed_args": False})
+@click.option(
+    "--rules",
+    "rules_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A .rules file to load besides the built-in, user and repository rules (repeatable).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the evaluation as JSON.")
+@click.option(
+    "--cwd",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=".",
+    help="Workspace the command would run in (default: current directory).",
+)
+@click.argument("command", nargs=-1, required=True)
+def policy_check(
+    rules_files: tuple[Path, ...], as_json: bool, cwd: Path, command: tuple[str, ...]
+) -> None:
+    """Print the decision for COMMAND (allow, prompt, forbidden, or unmatched), the simple
+    command and rule that decided it, and the justification.
+
+    COMMAND is one shell command line (quote it) or an argv after `--`:
+    `interpreter policy check -- git push --force`.
+    """
+    from codemode.sandbox.check_cli import evaluate, render
+    from codemode.sandbox.rules import RulesError
+
+    try:
+        ev = evaluate(command, cwd=cwd, rules_files=rules_files)
+    except RulesError as exc:
+        click.echo(f"interpreter policy check: error: {exc}", err=True)
+        sys.exit(2)
+    click.echo(render(ev, as_json=as_json))
 
 
 def main(argv: list[str] | None = None) -> None:
