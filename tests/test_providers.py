@@ -559,3 +559,24 @@ async def test_exhausted_script_fails_at_once_and_clearly(wire: str) -> None:
             await collect_retrying(connect(server, wire), ask())
     assert "script exhausted after 1 replies" in str(info.value)
     assert len(server.requests) == 2  # the retry loop did not hammer it
+
+
+async def test_tool_calls_without_text_render_without_empty_content(wire: str) -> None:
+    request = ModelRequest(model="m", tools=[SHELL], messages=[
+        UserMessage(text="go"),
+        AssistantMessage(tool_calls=[ToolCall(id="c1", name="shell", arguments="{not json")]),
+        ToolResultMessage(call_id="c1", name="shell", content="bad arguments", is_error=True),
+    ])
+    with ScriptedModelServer([ScriptedReply(text="ok")]) as server:
+        await collect(connect(server, wire), request)
+    body = server.requests[-1].body
+    if wire == "chat":
+        assert body["messages"][1]["content"] is None
+        assert body["messages"][1]["tool_calls"][0]["function"]["arguments"] == "{not json"
+    elif wire == "anthropic":
+        assert body["messages"][1]["content"] == [
+            {"type": "tool_use", "id": "c1", "name": "shell",
+             "input": {"_raw_arguments": "{not json"}}]
+    else:
+        assert [i["type"] for i in body["input"]] == ["message", "function_call",
+                                                      "function_call_output"]
