@@ -297,8 +297,18 @@ async def test_chat_renders_the_conversation() -> None:
         {"role": "user", "content": "thanks"},
     ]
     assert body["stream_options"] == {"include_usage": True}
-    assert body["parallel_tool_calls"] is True
+    assert "parallel_tool_calls" not in body
     assert server.requests[-1].headers["authorization"] == "Bearer sk-test"
+
+
+async def test_parallel_tool_calls_can_be_turned_off(wire: str) -> None:
+    with ScriptedModelServer([ScriptedReply(text="ok")]) as server:
+        await collect(connect(server, wire), ask(tools=[SHELL], parallel_tool_calls=False))
+    body = server.requests[-1].body
+    if wire == "anthropic":
+        assert body["tool_choice"] == {"type": "auto", "disable_parallel_tool_use": True}
+    else:
+        assert body["parallel_tool_calls"] is False
 
 
 async def test_chat_can_leave_reasoning_out() -> None:
@@ -337,7 +347,8 @@ async def test_anthropic_renders_the_conversation() -> None:
     with ScriptedModelServer([ScriptedReply(text="ok")]) as server:
         await collect(connect(server, "anthropic"), conversation("anthropic"))
     request = server.requests[-1]
-    assert request.body["system"] == "Be brief."
+    assert request.body["system"] == [{"type": "text", "text": "Be brief.",
+                                       "cache_control": {"type": "ephemeral"}}]
     assert request.body["max_tokens"] == 8192
     assert request.body["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "list files"}]},
@@ -350,7 +361,7 @@ async def test_anthropic_renders_the_conversation() -> None:
         {"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": "c1", "content": "a.txt"},
             {"type": "tool_result", "tool_use_id": "c2", "content": "1", "is_error": True},
-            {"type": "text", "text": "thanks"},
+            {"type": "text", "text": "thanks", "cache_control": {"type": "ephemeral"}},
         ]},
     ]
     assert request.body["tools"][0] == {"name": "shell", "description": "Run a command.",

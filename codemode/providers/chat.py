@@ -57,7 +57,10 @@ class ChatProvider(WireProvider):
         }
         if request.tools:
             body["tools"] = [render_tool(spec) for spec in request.tools]
-            body["parallel_tool_calls"] = request.parallel_tool_calls
+            if not request.parallel_tool_calls:
+                # Sent only to turn it off: parallel calls are the default, and several
+                # compatible servers refuse fields they do not know.
+                body["parallel_tool_calls"] = False
         if request.max_output_tokens is not None:
             body[self.max_tokens_field] = request.max_output_tokens
         if request.temperature is not None:
