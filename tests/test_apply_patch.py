@@ -394,8 +394,8 @@ def test_parse_errors_say_where_and_show_the_format(tmp_path: Path) -> None:
         "*** Begin Patch\n*** Delete File: a.txt\n*** Move to: b.txt\n*** End Patch\n": (
             "Line 3 of the patch: '*** Move to: b.txt' must come right after its"
         ),
-        "*** Begin Patch\n*** Update File: a.txt\n@@\n@@\n-a\n*** End Patch\n": (
-            "the '@@' line at line 3 is not followed by any ' ', '-' or '+' line."
+        "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+b\n@@ x\n*** End Patch\n": (
+            "the '@@ x' line at line 6 is not followed by any ' ', '-' or '+' line."
         ),
         "*** Begin Patch\n*** Add File:\n+a\n*** End Patch\n": "'*** Add File:' names no path.",
     }

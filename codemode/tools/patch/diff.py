@@ -6,7 +6,7 @@ the diff costs time in proportion to the change, not to the file.
 
 from __future__ import annotations
 
-from codemode.tools.patch.edit import Edit, content, ending
+from codemode.tools.patch.edit import Edit
 
 CONTEXT = 3
 _NO_NEWLINE = "\\ No newline at end of file\n"
@@ -86,5 +86,8 @@ def _range(sign: str, start: int, count: int) -> str:
 
 
 def _line(sign: str, line: str) -> str:
-    text = f"{sign}{content(line)}\n"
-    return text if ending(line) else text + _NO_NEWLINE
+    if line.endswith("\r\n"):
+        return f"{sign}{line[:-2]}\n"
+    if line.endswith("\n"):
+        return f"{sign}{line}"
+    return f"{sign}{line}\n{_NO_NEWLINE}"

@@ -6,7 +6,7 @@ ending of the line it replaces, else of the line before it, else the file's usua
 ending. A UTF-8 byte order mark is kept. The result always ends with a line ending.
 
 Chunks apply in order: each is sought from where the previous one ended (after its
-``@@`` anchor, if it has one). Two slips are forgiven: an anchor that is also the
+``@@`` anchors, if it has any). Two slips are forgiven: an anchor that is also the
 chunk's first context line, and blank context lines at a chunk's edges that the file
 does not have. A chunk found only before the previous one is accepted when it does not
 overlap an earlier chunk.
@@ -76,8 +76,15 @@ def apply_chunks(text: str, chunks: list[Chunk], shown: str) -> EditedText:
     """The file's new text after ``chunks``; raises ChunkProblems naming every chunk
     that does not apply."""
     bom = text.startswith(BOM)
-    lines = split_lines(text[1:] if bom else text)
-    keys = [content(line) for line in lines]
+    if bom:
+        text = text[1:]
+    parts = text.split("\n")
+    tail = parts.pop()  # what follows the last line ending ("" if the text ends with one)
+    lines = [part + "\n" for part in parts]
+    keys = [part[:-1] if part[-1:] == "\r" else part for part in parts]
+    if tail:
+        lines.append(tail)
+        keys.append(tail)
     matcher = Matcher(keys)
     edits: list[Edit] = []
     claimed: list[tuple[int, int]] = []
@@ -86,13 +93,19 @@ def apply_chunks(text: str, chunks: list[Chunk], shown: str) -> EditedText:
     for chunk in chunks:
         label = f"{shown}, chunk {chunk.number} (patch line {chunk.line})"
         anchor_at = None
-        if chunk.anchor is not None:
-            anchor_at = matcher.find([chunk.anchor], cursor)
-            if anchor_at is None:
-                anchor_at = matcher.find([chunk.anchor], 0)
-            if anchor_at is None:
-                problems.append(_anchor_problem(label, chunk.anchor, keys, cursor))
-                continue
+        missing = None
+        for anchor in chunk.anchors:
+            start = cursor if anchor_at is None else anchor_at + 1
+            found_at = matcher.find([anchor], start)
+            if found_at is None and anchor_at is None:
+                found_at = matcher.find([anchor], 0)  # chunks out of order
+            if found_at is None:
+                missing = anchor
+                break
+            anchor_at = found_at
+        if missing is not None:
+            problems.append(_anchor_problem(label, missing, keys))
+            continue
         if not chunk.old_lines:
             at = len(keys)
             if not chunk.at_end and anchor_at is not None:
@@ -116,7 +129,8 @@ def apply_chunks(text: str, chunks: list[Chunk], shown: str) -> EditedText:
     if problems:
         raise ChunkProblems(problems)
     _ensure_final_newline(lines, edits)
-    new_lines = _build(lines, edits)
+    crlf = text.count("\r\n")
+    new_lines = _build(lines, edits, "\r\n" if crlf > text.count("\n") - crlf else "\n")
     return EditedText(lines, new_lines, edits, (BOM if bom else "") + "".join(new_lines))
 
 
@@ -201,10 +215,8 @@ def _ensure_final_newline(lines: list[str], edits: list[Edit]) -> None:
     edits.insert(index, fix)
 
 
-def _build(lines: list[str], edits: list[Edit]) -> list[str]:
-    crlf = sum(1 for line in lines if line.endswith("\r\n"))
-    lf = sum(1 for line in lines if line.endswith("\n")) - crlf
-    usual = "\r\n" if crlf > lf else "\n"
+def _build(lines: list[str], edits: list[Edit], usual: str) -> list[str]:
+    """The new lines; ``usual`` is the file's more common line ending."""
     out: list[str] = []
     cursor = 0
     for e in edits:
@@ -222,7 +234,7 @@ def _build(lines: list[str], edits: list[Edit]) -> list[str]:
     return out
 
 
-def _anchor_problem(label: str, anchor: str, keys: list[str], cursor: int) -> str:
+def _anchor_problem(label: str, anchor: str, keys: list[str]) -> str:
     message = f"{label}: the '@@ {anchor}' line was not found in the file."
     norm = [normalize(key) for key in keys]
     close = difflib.get_close_matches(normalize(anchor), [k for k in norm if k], n=3, cutoff=0.6)
@@ -239,7 +251,7 @@ def _mismatch_problem(label: str, chunk: Chunk, keys: list[str], anchor_at: int 
     expected = chunk.old_lines
     where = ""
     if anchor_at is not None:
-        where = f" after line {anchor_at + 1} ('@@ {chunk.anchor}')"
+        where = f" after line {anchor_at + 1} ('@@ {chunk.anchors[-1]}')"
     if chunk.at_end:
         where += " at the end of the file ('*** End of File')"
     message = f"{label}: these lines were not found{where}:\n{quote_lines(expected)}"

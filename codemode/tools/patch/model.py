@@ -16,7 +16,9 @@ class Chunk:
 
     number: int  # 1-based, within its file
     line: int  # where it starts in the patch text, 1-based
-    anchor: str | None = None  # the text after "@@ ", sought before the lines
+    # The text after "@@ " on the chunk's header lines, sought in turn before the lines
+    # (several "@@" lines narrow down: a class, then a method in it).
+    anchors: list[str] = field(default_factory=list)
     lines: list[tuple[LineOp, str]] = field(default_factory=list)
     at_end: bool = False  # "*** End of File": the lines must end the file
     # 0-based line index suggested by a unified-diff header ("@@ -12,3 +12,4 @@").

@@ -125,14 +125,14 @@ class _Build(Transformer):
         if children[-1].type == "END_OF_FILE":
             chunk.at_end = True
             children = children[:-1]
-        if children[0].type == "CHUNK_HEADER":
+        while children[0].type == "CHUNK_HEADER":
             header = _value(children[0])[3:]
             m = _RANGE_HEADER.fullmatch(header)
             if m is not None:
                 start, count = int(m.group(1)), m.group(2)
                 chunk.hint = start if count == "0" else max(start - 1, 0)
             elif header.strip():
-                chunk.anchor = header
+                chunk.anchors.append(header)
             children = children[1:]
         chunk.lines = [(_value(t)[:1] or " ", _value(t)[1:]) for t in children]  # type: ignore[misc]
         return chunk
