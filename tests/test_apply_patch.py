@@ -22,7 +22,6 @@ from codemode import ToolHost
 from codemode.tools import ToolContext, ToolError, builtin_registry
 from codemode.tools.apply_patch import APPLY_PATCH
 from codemode.tools.patch import PatchError, apply_patch_text
-from codemode.tools.patch.edit import content, ending
 from codemode.tools.patch.intercept import match_shell_patch
 from codemode.tools.patch.lenient import unwrap
 from codemode.tools.patch.lexer import canonical_text, lex
@@ -607,4 +606,22 @@ def test_engine_runs_without_a_tool_context(tmp_path: Path) -> None:
     assert outcome.summary() == "M f.txt\n"
     assert (tmp_path / "f.txt").read_bytes() == b"a\r\nc\r\nb\r\n"
     assert os.listdir(tmp_path) == ["f.txt"]
-    assert ending("x\r\n") == "\r\n" and content("x\r\n") == "x"
+
+
+def test_non_utf8_and_binary_content_is_reported_printably(tmp_path: Path) -> None:
+    (tmp_path / "latin.txt").write_bytes(b"caf\xe9\nold\n")
+    (tmp_path / "blob.bin").write_bytes(b"\x00\x01\xff")
+    outcome = apply_patch_text(
+        "*** Begin Patch\n*** Update File: latin.txt\n@@\n caf\ufffd\n-old\n+new\n"
+        "*** Delete File: blob.bin\n*** End Patch\n",
+        tmp_path,
+    )
+    assert (tmp_path / "latin.txt").read_bytes() == b"caf\xe9\nnew\n"
+    assert " caf\ufffd\n-old\n+new\n" in outcome.diff
+    assert "Binary files a/blob.bin and /dev/null differ\n" in outcome.diff
+    outcome.diff.encode("utf-8")  # no lone surrogates left
+    with pytest.raises(PatchError) as info:
+        apply_patch_text(
+            "*** Begin Patch\n*** Update File: latin.txt\n@@\n-caf\udce9 x\n", tmp_path
+        )
+    assert "caf\ufffd" in str(info.value)

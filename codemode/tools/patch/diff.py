@@ -17,6 +17,8 @@ def added_file_diff(path: str, lines: list[str]) -> str:
 
 
 def deleted_file_diff(path: str, lines: list[str]) -> str:
+    if any("\0" in line for line in lines[:200]):
+        return f"Binary files a/{path} and /dev/null differ\n"
     return _header(f"a/{path}", "/dev/null") + _whole(lines, "-", "-1", "+0,0")
 
 

@@ -67,11 +67,6 @@ def ending(line: str) -> str:
     return "\n" if line.endswith("\n") else ""
 
 
-def content(line: str) -> str:
-    """A line without its ending."""
-    return line[: len(line) - len(ending(line))]
-
-
 def apply_chunks(text: str, chunks: list[Chunk], shown: str) -> EditedText:
     """The file's new text after ``chunks``; raises ChunkProblems naming every chunk
     that does not apply."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from codemode.tools.context import ToolContext
 from codemode.tools.patch.commit import commit
-from codemode.tools.patch.errors import PatchError
+from codemode.tools.patch.errors import PatchError, printable
 from codemode.tools.patch.model import Change
 from codemode.tools.patch.parser import parse_patch
 from codemode.tools.patch.plan import make_plan
@@ -50,4 +50,4 @@ def apply_patch_text(text: str, cwd: str | Path, ctx: ToolContext | None = None)
     with _LOCK:
         plan = make_plan(patch, base, ctx)
         commit(plan.removals, plan.writes, plan.originals)
-    return PatchOutcome(plan.changes, plan.diff)
+    return PatchOutcome(plan.changes, printable(plan.diff))

@@ -33,7 +33,13 @@ class PatchError(ToolError):
         parts = [self.headline, *self.problems]
         if self.show_format:
             parts.append(format_reminder())
-        return "\n\n".join(parts)
+        return printable("\n\n".join(parts))
+
+
+def printable(text: str) -> str:
+    """``text`` with bytes that were not UTF-8 (kept as surrogate escapes so files
+    round-trip) shown as U+FFFD, so it can be printed and sent as JSON."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def format_reminder() -> str:

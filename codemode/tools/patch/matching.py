@@ -2,9 +2,9 @@
 
 Comparisons, loosest last: exact; ignoring trailing whitespace; ignoring leading and
 trailing whitespace; and also reading typographic punctuation (dashes, curly quotes,
-non-breaking spaces, see ``punctuation.json``) as ASCII. The first comparison that finds
-the lines anywhere after the start position wins, so an exact match is never passed
-over for a loose one.
+non-breaking spaces, see ``punctuation.json``) as ASCII and undecodable bytes as U+FFFD.
+The first comparison that finds the lines anywhere after the start position wins, so an
+exact match is never passed over for a loose one.
 
 ``closest_region`` is for error messages: the part of the file that looks most like
 what the chunk expected, so the model can see what it got wrong.
@@ -22,12 +22,15 @@ from importlib.resources import files
 @cache
 def _punctuation_table() -> dict[int, str]:
     raw = json.loads(files("codemode.tools.patch").joinpath("punctuation.json").read_text("utf-8"))
-    return {
+    table = {
         ord(char): ascii_text
         for ascii_text, chars in raw.items()
         if not ascii_text.startswith("_")
         for char in chars
     }
+    # Bytes that are not UTF-8 are held as surrogate escapes; a model saw them as U+FFFD.
+    table.update({code: "\ufffd" for code in range(0xDC80, 0xDD00)})
+    return table
 
 
 def normalize(text: str) -> str:
