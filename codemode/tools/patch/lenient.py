@@ -1,14 +1,16 @@
 """Unwrapping what low-cost models put around a patch.
 
-Before the lines are lexed: carriage returns are dropped, blank lines around the patch,
-markdown fences, a shell heredoc (``apply_patch <<'EOF'`` ... ``EOF``, optionally after
-``cd DIR &&``) and prose before ``*** Begin Patch`` or after ``*** End Patch`` are
-removed. Only whole lines at either end are dropped, so line numbers in error messages
-still point into the text the model sent.
+Before the lines are lexed: a patch escaped twice (one line with literal ``\\n``) is
+unescaped; carriage returns are dropped; blank lines around the patch, markdown fences,
+a shell heredoc (``apply_patch <<'EOF'`` ... ``EOF``, optionally after ``cd DIR &&``)
+and prose before ``*** Begin Patch`` or after ``*** End Patch`` are removed. Only whole
+lines at either end are dropped, so line numbers in error messages still point into the
+text the model sent.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from codemode.tools.patch.intercept import parse_heredoc_opener
@@ -25,6 +27,7 @@ class Unwrapped:
 
 def unwrap(text: str) -> Unwrapped:
     """The patch's own lines, with the wrapping around them removed."""
+    text = _unescape(text)
     lines = text.split("\n")
     for i, line in enumerate(lines):
         if line.endswith("\r"):
@@ -58,6 +61,19 @@ def unwrap(text: str) -> Unwrapped:
     if begins and ends and ends[-1] < hi - 1:
         hi = ends[-1] + 1  # prose or a fence after it
     return Unwrapped(lines[lo:hi], lo + 1, workdir)
+
+
+def _unescape(text: str) -> str:
+    """A patch escaped once too often (a JSON string inside a JSON string arrives as one
+    line with literal backslash-n sequences) is unescaped; nothing else is touched."""
+    stripped = text.strip()
+    if "\n" in stripped or "\\n" not in stripped or not stripped.startswith("*** Begin Patch"):
+        return text
+    try:
+        decoded = json.loads(f'"{stripped}"')
+    except ValueError:
+        return stripped.replace("\\r\\n", "\n").replace("\\n", "\n")
+    return decoded if isinstance(decoded, str) else text
 
 
 def _is(line: str, marker: str) -> bool:
