@@ -279,6 +279,8 @@ def providers(overrides: tuple[str, ...]) -> None:
         mark = "*" if name == config.model_provider else " "
         wire = entry.get("wire_api", "?")
         click.echo(f"{mark} {name:<18} {wire:<9} {entry.get('base_url', '?'):<52} {state}")
+
+
 @cli.group()
 def policy() -> None:
     """Execpolicy: how commands are judged before they run."""
@@ -318,6 +320,27 @@ def policy_check(
         click.echo(f"interpreter policy check: error: {exc}", err=True)
         sys.exit(2)
     click.echo(render(ev, as_json=as_json))
+
+
+@cli.command("apply-patch")
+@click.argument("patch", default="-", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option(
+    "--cwd",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=".",
+    help="Directory the patch's paths are relative to, and the only one it may change.",
+)
+def apply_patch(patch: str, cwd: Path) -> None:
+    """Apply PATCH (a file, or - for stdin, the default) to the files under --cwd.
+
+    PATCH is in the apply_patch format (*** Begin Patch ... *** End Patch) or a unified
+    diff. It applies completely or not at all. Prints one line per file (A added,
+    M modified, D deleted, R old -> new renamed) and exits 0; on failure prints why to
+    stderr and exits 1, with no file changed.
+    """
+    from codemode.tools.patch.command import run_apply_patch_command
+
+    sys.exit(run_apply_patch_command(patch, cwd.resolve()))
 
 
 def main(argv: list[str] | None = None) -> None:
