@@ -82,7 +82,6 @@ def run(
     mode, policy = resolve_modes(sandbox_mode, approval_policy, full_auto)
     from codemode.js_runtime.models import Limits
     from codemode.run import run_script
-    from codemode.sandbox.settings import SandboxSettings
 
     limits = Limits(
         timeout_s=timeout,
@@ -98,7 +97,7 @@ def run(
         argv=list(args),
         as_json=as_json,
         verbose=verbose,
-        sandbox=SandboxSettings(sandbox_mode=mode, approval_policy=policy),  # type: ignore[arg-type]
+        sandbox={"sandbox_mode": mode, "approval_policy": policy},
     )
     sys.exit(status)
 
