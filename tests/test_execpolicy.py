@@ -147,6 +147,12 @@ def test_destructive_commands_prompt_or_are_forbidden(script: str, decision: str
         "git -C .. push --force",
         "X=1 command rm -rf /outside",
         "find / -name outside -exec rm -rf {} +",
+        "trap 'rm -rf /outside' EXIT",
+        "coproc rm -rf /outside",
+        "bash <<< 'rm -rf /outside'",
+        "echo ${X:-$(rm -rf /outside)}",
+        "{rm,-rf,/outside}",
+        "exec -a name rm -rf /outside",
     ],
 )
 def test_bypass_attempts_are_caught(script: str, ws: Path) -> None:
