@@ -174,6 +174,15 @@ def policy_check(
     click.echo(render(ev, as_json=as_json))
 
 
+@policy.command("confinement")
+def policy_confinement() -> None:
+    """Which confinement backends work on this machine (bubblewrap, Landlock, seccomp)."""
+    from codemode.sandbox.confine import probe
+
+    for name, why in probe().to_json().items():
+        click.echo(f"{name:<10}  {'works' if why is None else 'unavailable: ' + why}")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors are one line on stderr and exit status 2."""
     try:

@@ -296,6 +296,16 @@ def test_policy_check_with_rules_file_and_load_error(ws: Path, tmp_path: Path) -
     assert f"{rules}:1: match example 'yarn x' does not match" in proc.stderr
 
 
+def test_policy_confinement_lists_the_backends(ws: Path) -> None:
+    proc = subprocess.run(
+        [str(INTERPRETER), "policy", "confinement"], capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 0, proc.stderr
+    names = [line.split()[0] for line in proc.stdout.splitlines()]
+    assert names == ["bubblewrap", "landlock", "seccomp"]
+    assert all(" works" in line or "unavailable: " in line for line in proc.stdout.splitlines())
+
+
 def test_help_does_not_import_tree_sitter(tmp_path: Path) -> None:
     code = (
         "import sys\nfrom codemode.cli import main\n"

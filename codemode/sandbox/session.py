@@ -230,12 +230,21 @@ class SandboxSession:
         tool: str | None = None,
     ) -> asyncio.subprocess.Process:
         """Authorize and start ``argv`` confined; raises CommandRefused / ToolError."""
-        from codemode.sandbox.confine import ConfinementUnavailable, spawn_confined
+        from codemode.sandbox.confine import (
+            ConfinementUnavailable,
+            choose_backend,
+            spawn_confined,
+        )
 
+        tool = tool or approval_context.current_tool()
+        s = self.settings
+        try:
+            choose_backend(s)  # before asking anyone: an approval for nothing is no use
+        except ConfinementUnavailable as exc:
+            raise ToolError(f"tools.{tool}: {exc}") from None
         argv = list(argv)
         script = _shell_script(argv)
         await self.authorize(script if script is not None else shlex.join(argv), cwd=cwd, tool=tool)
-        s = self.settings
         child_env = scrub_environment(env, allow=s.env_allowlist, deny=s.env_denylist)
         writable = self.writable_roots()
         if s.restricted:
@@ -254,7 +263,7 @@ class SandboxSession:
                 writable=writable or [],
             )
         except ConfinementUnavailable as exc:
-            raise ToolError(f"tools.{tool or approval_context.current_tool()}: {exc}") from None
+            raise ToolError(f"tools.{tool}: {exc}") from None
 
     def close(self) -> None:
         if self._scratch is not None:
