@@ -395,7 +395,8 @@ async def test_approval_request_carries_the_program(ws: Path) -> None:
         seen.append(request)
         return "deny"
 
-    host = ToolHost(ws, sandbox=SandboxSettings(), approver=approver)
+    settings = SandboxSettings(sandbox_mode="danger-full-access")
+    host = ToolHost(ws, sandbox=settings, approver=approver)
     code = 'try { await tools.shell({command: "git reset --hard"}) } catch (e) { return e.message }'
     try:
         r = await host.execute(code)

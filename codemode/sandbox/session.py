@@ -197,12 +197,21 @@ class SandboxSession:
             program=approval_context.current_program(),
             can_remember=all(v.words for v in needing),
         )
+        self._ensure_confinement(tool)  # asking for something that cannot run is no use
         choice = await self.approver(request)
         if choice == "deny":
             raise CommandRefused(f"tools.{tool}: the user declined to run `{d.command}`", ev)
         if choice == "always" and request.can_remember:
             self.remember(needing)
         return ev
+
+    def _ensure_confinement(self, tool: str) -> None:
+        from codemode.sandbox.confine import ConfinementUnavailable, choose_backend
+
+        try:
+            choose_backend(self.settings)
+        except ConfinementUnavailable as exc:
+            raise ToolError(f"tools.{tool}: {exc}") from None
 
     def remember(self, verdicts: Sequence[CommandVerdict]) -> None:
         """Allow these commands' prefixes from now on, in this session and the next."""
@@ -230,18 +239,10 @@ class SandboxSession:
         tool: str | None = None,
     ) -> asyncio.subprocess.Process:
         """Authorize and start ``argv`` confined; raises CommandRefused / ToolError."""
-        from codemode.sandbox.confine import (
-            ConfinementUnavailable,
-            choose_backend,
-            spawn_confined,
-        )
+        from codemode.sandbox.confine import ConfinementUnavailable, spawn_confined
 
         tool = tool or approval_context.current_tool()
         s = self.settings
-        try:
-            choose_backend(s)  # before asking anyone: an approval for nothing is no use
-        except ConfinementUnavailable as exc:
-            raise ToolError(f"tools.{tool}: {exc}") from None
         argv = list(argv)
         script = _shell_script(argv)
         await self.authorize(script if script is not None else shlex.join(argv), cwd=cwd, tool=tool)
