@@ -83,7 +83,6 @@ def run(
     mode, policy = resolve_modes(sandbox_mode, approval_policy, full_auto)
     from codemode.js_runtime.models import Limits
     from codemode.run import run_script
-    from codemode.sandbox.settings import SandboxSettings
 
     limits = Limits(
         timeout_s=timeout,
@@ -99,7 +98,7 @@ def run(
         argv=list(args),
         as_json=as_json,
         verbose=verbose,
-        sandbox=SandboxSettings(sandbox_mode=mode, approval_policy=policy),  # type: ignore[arg-type]
+        sandbox={"sandbox_mode": mode, "approval_policy": policy},
     )
     sys.exit(status)
 
@@ -341,6 +340,15 @@ def apply_patch(patch: str, cwd: Path) -> None:
     from codemode.tools.patch.command import run_apply_patch_command
 
     sys.exit(run_apply_patch_command(patch, cwd.resolve()))
+
+
+@policy.command("confinement")
+def policy_confinement() -> None:
+    """Which confinement backends work on this machine (bubblewrap, Landlock, seccomp)."""
+    from codemode.sandbox.confine import probe
+
+    for name, why in probe().to_json().items():
+        click.echo(f"{name:<10}  {'works' if why is None else 'unavailable: ' + why}")
 
 
 def main(argv: list[str] | None = None) -> None:
