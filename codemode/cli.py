@@ -244,6 +244,63 @@ def sessions(limit: int) -> None:
         click.echo(f"{row.id}  {row.model:<24} {row.dialect:<7} {row.first_prompt}")
 
 
+# --- skills -----------------------------------------------------------------------
+
+
+@cli.group()
+def skills() -> None:
+    """Skills: folders with a SKILL.md in .agents/skills/ (repository) and ~/.agents/skills/."""
+
+
+@skills.command("list")
+@click.option(
+    "-C",
+    "--cwd",
+    "--cd",
+    "cwd",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=".",
+    help="Where to look from (default: current directory).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def skills_list(cwd: Path, as_json: bool) -> None:
+    """Show the skills found, where from, and any SKILL.md that could not be read.
+
+    Exit status 1 when a SKILL.md is malformed (the others are still listed).
+    """
+    from codemode.skills.discovery import discover_skills
+
+    found = discover_skills(cwd)
+    if as_json:
+        import json
+
+        data = {
+            "skills": [
+                {
+                    "name": s.name,
+                    "description": s.description,
+                    "scope": s.scope,
+                    "path": str(s.skill_file),
+                    "helpers": sorted(s.helpers),
+                }
+                for s in found.skills
+            ],
+            "problems": [{"path": str(p.path), "message": p.message} for p in found.problems],
+            "searched": [{"path": str(d), "scope": scope} for d, scope in found.searched],
+        }
+        click.echo(json.dumps(data, indent=2))
+    else:
+        if not found.skills and not found.problems:
+            places = ", ".join(str(d) for d, _ in found.searched)
+            click.echo(f"no skills found (searched {places})", err=True)
+        for s in found.skills:
+            helpers = f"  [helpers: {', '.join(sorted(s.helpers))}]" if s.helpers else ""
+            click.echo(f"{s.name}  ({s.scope}: {s.directory}){helpers}\n    {s.description}")
+        for p in found.problems:
+            click.echo(f"error: {p.path}: {p.message}", err=True)
+    sys.exit(1 if found.problems else 0)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors are one line on stderr and exit status 2."""
     try:

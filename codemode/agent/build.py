@@ -41,6 +41,8 @@ class SessionOptions:
     code_mode: bool | None = None
     harness: str | None = None
     max_turns: int | None = None
+    # Writable roots beyond the workspace (exec --add-dir).
+    writable_roots: list[Path] = field(default_factory=list)
 
 
 def session_registry() -> ToolRegistry:
@@ -95,6 +97,22 @@ def _cli_version() -> str:
         return ""
 
 
+def _add_skills(registry: ToolRegistry, cwd: Path, dialect: Dialect) -> tuple[str, list[str]]:
+    """Offer the skills found from ``cwd``: the load_skill tool, the prompt section and,
+    in code mode, the isolate's ``skills.require``."""
+    from codemode.skills.discovery import discover_skills
+
+    skills = discover_skills(cwd)
+    if not skills.skills:
+        return "", []
+    from codemode.skills.prompt import loader_script, skills_instructions
+    from codemode.skills.tool import skill_tool
+
+    registry.add(skill_tool(skills))
+    code = dialect == "code"
+    return "\n" + skills_instructions(skills, code_mode=code), [loader_script()] if code else []
+
+
 def build_session(
     config: Config,
     options: SessionOptions,
@@ -131,18 +149,23 @@ def build_session(
     if resume is None:
         model = pick_model(config, provider_name, options.model)
 
-    context = ToolContext(workspace=cwd)
+    context = ToolContext(
+        workspace=cwd, writable_roots=[Path(p).resolve() for p in options.writable_roots]
+    )
+    registry = session_registry()
+    skills_prompt, setup_scripts = _add_skills(registry, cwd, dialect)
     session_ref: list[Session] = []
 
     def emit(event: object) -> None:
         session_ref[0].emit(event)  # type: ignore[arg-type]
 
     runner = ToolRunner(
-        session_registry(),
+        registry,
         context,
         emit,
         engine=config.engine,
         limits=Limits(timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=30_000),
+        setup_scripts=setup_scripts,
     )
     env = PromptEnv(
         cwd=str(cwd),
@@ -183,7 +206,7 @@ def build_session(
         model=model,
         harness=harness,
         runner=runner,
-        instructions=harness.instructions(env),
+        instructions=harness.instructions(env) + skills_prompt,
         rollout=rollout,
         messages=messages,
         max_turns=options.max_turns or config.max_turns,
