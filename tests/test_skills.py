@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from agent_support import provider_flags, run_cli
+
 from codemode.skills.discovery import discover_skills
 from codemode.testing.scripted_server import ScriptedModelServer
 
