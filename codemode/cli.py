@@ -184,23 +184,107 @@ def _run_agent(**kwargs: Any) -> None:
     sys.exit(status)
 
 
+def codex_exec_options(fn: Any) -> Any:
+    """The Codex ``exec`` options the Codex SDK passes (see codemode/agent/codex_compat.py)."""
+    options = [
+        click.option(
+            "-s",
+            "--sandbox",
+            "sandbox_mode",
+            type=click.Choice(["read-only", "workspace-write", "danger-full-access"]),
+            help="Sandbox mode for this run (same as -c sandbox_mode=MODE).",
+        ),
+        click.option(
+            "--add-dir",
+            "add_dirs",
+            multiple=True,
+            type=click.Path(exists=True, file_okay=False, path_type=Path),
+            help="Another directory the tools may write in (repeatable).",
+        ),
+        click.option(
+            "--skip-git-repo-check",
+            is_flag=True,
+            help="Accepted for Codex compatibility; codemode never requires a git repository.",
+        ),
+        click.option(
+            "--output-schema",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="JSON Schema the final answer must satisfy (it is checked, with one retry).",
+        ),
+        click.option(
+            "-i",
+            "--image",
+            "images",
+            multiple=True,
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="Attach an image to the prompt (repeatable).",
+        ),
+        click.option("--last", is_flag=True, help="With resume: continue the newest session."),
+        # Passed by some SDK versions; nothing to do with them here.
+        click.option("--thread-source", hidden=True),
+        click.option("--cyber-access-program", hidden=True),
+        click.option("--color", hidden=True),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
 @cli.command("exec")
-@click.argument("prompt", required=False)
+@click.argument("args", nargs=-1)
 @session_options
+@codex_exec_options
 @click.option(
     "--replay",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Replay the model side of a recorded session (no network); tools run for real.",
 )
-def exec_(prompt: str | None, replay: Path | None, overrides: tuple[str, ...], **kw: Any) -> None:
-    """Run PROMPT to completion without asking anything (- reads it from stdin).
+def exec_(
+    args: tuple[str, ...],
+    replay: Path | None,
+    overrides: tuple[str, ...],
+    add_dirs: tuple[Path, ...],
+    images: tuple[Path, ...],
+    last: bool,
+    skip_git_repo_check: bool,
+    thread_source: str | None,
+    cyber_access_program: str | None,
+    color: str | None,
+    **kw: Any,
+) -> None:
+    """Run PROMPT to completion without asking anything: exec [PROMPT], or
+    exec resume SESSION_ID [PROMPT] (or exec resume --last [PROMPT]) to continue a session.
+    A PROMPT of -, or none with stdin not a terminal, is read from stdin.
 
     Progress goes to stderr, the final answer to stdout. Exit status: 0 done,
     1 the turn failed, 2 usage or configuration error, 130 interrupted.
     """
+    resume: str | None = None
+    if args[:1] == ("resume",) and (len(args) > 1 or last):
+        if last:
+            resume, rest = "", args[1:]
+        else:
+            resume, rest = args[1], args[2:]
+    else:
+        if last:
+            raise click.UsageError("--last goes with resume: exec resume --last [PROMPT]")
+        rest = args
+    if len(rest) > 1:
+        raise click.UsageError(f"too many arguments: {' '.join(rest[1:])!r} (quote the PROMPT)")
+    prompt = rest[0] if rest else None
     if replay is None:
         prompt = _read_prompt(prompt)
-    _run_agent(prompt=prompt, replay=replay, overrides=list(overrides), **kw)
+        if resume is not None and prompt is None:
+            raise click.UsageError("pass a PROMPT to continue the session with")
+    _run_agent(
+        prompt=prompt,
+        replay=replay,
+        resume=resume,
+        overrides=list(overrides),
+        writable_roots=list(add_dirs),
+        images=list(images),
+        **kw,
+    )
 
 
 @cli.command()

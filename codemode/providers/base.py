@@ -51,9 +51,21 @@ class ToolCall(BaseModel):
     freeform: bool = False
 
 
+class ImageInput(BaseModel):
+    """An image attached to a user message, carried inline (base64)."""
+
+    mime_type: str
+    data: str  # base64
+
+    @property
+    def data_url(self) -> str:
+        return f"data:{self.mime_type};base64,{self.data}"
+
+
 class UserMessage(BaseModel):
     role: Literal["user"] = "user"
     text: str
+    images: list[ImageInput] = Field(default_factory=list)
 
 
 class AssistantMessage(BaseModel):

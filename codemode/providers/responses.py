@@ -115,7 +115,8 @@ def render_input(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list
             items.append({
                 "type": "message",
                 "role": "user",
-                "content": [{"type": "input_text", "text": message.text}],
+                "content": [{"type": "input_text", "text": message.text}]
+                + [{"type": "input_image", "image_url": i.data_url} for i in message.images],
             })
         elif isinstance(message, ToolResultMessage):
             freeform = freeform_calls.get(message.call_id, message.freeform)
