@@ -385,6 +385,42 @@ def skills_list(cwd: Path, as_json: bool) -> None:
     sys.exit(1 if found.problems else 0)
 
 
+# --- acp ----------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("-m", "--model", help="Model name, as the provider spells it.")
+@click.option("--provider", help="Provider from the catalog or [model_providers.NAME].")
+@click.option("--code-mode/--classic", "code_mode", default=None, help="Dialect of the sessions.")
+@click.option(
+    "-c",
+    "--config",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a config key (dotted for tables; VALUE is TOML or a plain string).",
+)
+def acp(
+    model: str | None, provider: str | None, code_mode: bool | None, overrides: tuple[str, ...]
+) -> None:
+    """Run as an Agent Client Protocol agent on stdin/stdout (for editors such as Zed).
+
+    Sessions, streamed messages and tool calls, permission requests, file reads and
+    writes through the editor when it offers them, cancellation. Logs go to stderr.
+    """
+    import asyncio
+
+    from codemode.acp.server import AcpOptions, serve
+
+    options = AcpOptions(
+        overrides=list(overrides), model=model, provider=provider, code_mode=code_mode
+    )
+    try:
+        asyncio.run(serve(options))
+    except KeyboardInterrupt:
+        pass
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors are one line on stderr and exit status 2."""
     try:

@@ -9,6 +9,10 @@ from __future__ import annotations
 import os.path
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codemode.tools.client import ToolClient
 
 
 class ToolError(Exception):
@@ -26,6 +30,8 @@ class ToolContext:
     workspace: Path
     # Extra writable roots beyond the workspace (the sandbox issue configures these).
     writable_roots: list[Path] = field(default_factory=list)
+    # The user's editor (ACP), when a session has one: file I/O and approvals go there.
+    client: ToolClient | None = None
 
     def resolve(self, path: str | Path) -> Path:
         """Resolve ``path`` against the workspace; the result is absolute and normalised."""
