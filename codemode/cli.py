@@ -421,6 +421,38 @@ def acp(
         pass
 
 
+# --- doctor -------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option(
+    "-C",
+    "--cwd",
+    "--cd",
+    "cwd",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=".",
+    help="Repository to look at (default: current directory).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
+def doctor(cwd: Path, as_json: bool) -> None:
+    """Show where user data lives and check the environment, with a fix for each problem.
+
+    Exit status 1 when something needs fixing (warn or FAIL lines).
+    """
+    from codemode.doctor import render, run_checks
+
+    report = run_checks(cwd)
+    if as_json:
+        import dataclasses
+        import json
+
+        click.echo(json.dumps([dataclasses.asdict(c) for c in report.checks], indent=2))
+    else:
+        click.echo(render(report))
+    sys.exit(1 if report.problems else 0)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors are one line on stderr and exit status 2."""
     try:
