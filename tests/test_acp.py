@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
@@ -172,3 +172,48 @@ async def test_acp_full_turn_with_permissions_and_cancel(dirs: dict[str, Path]) 
     assert program_update.raw_output["value"] == 2
     # The model saw the program's output in its next request.
     assert "declined" in json.dumps(server.requests[1].body)
+
+
+async def test_acp_classic_without_fs_capability_and_a_failed_turn(
+    dirs: dict[str, Path],
+) -> None:
+    work = dirs["work"]
+    script = [
+        {"tool_calls": [
+            {"name": "read_file", "arguments": {"path": "notes.txt"}},
+            {"name": "write_file", "arguments": {"path": "copy.txt", "content": "copied"}},
+        ]},
+        {"text": "Copied."},
+        {"status": 400, "error_message": "scripted refusal"},
+    ]
+    client = RecordingClient({}, [])
+    with ScriptedModelServer(script) as server:
+        async with spawn_agent_process(
+            client,
+            str(INTERPRETER),
+            "acp",
+            *provider_flags(server.base_url, "anthropic"),
+            env=cli_env(dirs["home"]),
+            cwd=work,
+        ) as (conn, _process):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(work), mcp_servers=[])
+            done = await asyncio.wait_for(
+                conn.prompt(session_id=session.session_id, prompt=[text_block("copy")]), 60
+            )
+            assert done.stop_reason == "end_turn"
+            with pytest.raises(RequestError) as failed:
+                await asyncio.wait_for(
+                    conn.prompt(session_id=session.session_id, prompt=[text_block("again")]), 60
+                )
+            assert "scripted refusal" in str(failed.value)
+            with pytest.raises(RequestError):
+                await conn.prompt(session_id="no-such-session", prompt=[text_block("x")])
+    # No fs capability: the tools used the disk, and the client saw no fs requests.
+    assert client.reads == [] and client.writes == {}
+    assert (work / "copy.txt").read_text() == "copied"
+    assert "saved on disk" in json.dumps(server.requests[1].body)
+    kinds = {
+        u.title.split(" ")[0]: u.kind for u in client.updates if u.session_update == "tool_call"
+    }
+    assert kinds == {"read_file": "read", "write_file": "edit"}

@@ -200,3 +200,18 @@ def test_codex_config_keys_and_api_key(home: Path, work: Path) -> None:
     assert request.wire == "responses"  # the openai provider's wire
     assert request.headers["authorization"] == "Bearer sk-from-sdk"
     assert request.body["model"] == "gpt-test"
+
+
+def test_exec_resume_last_and_usage_errors(home: Path, work: Path) -> None:
+    with ScriptedModelServer([{"text": "one"}, {"text": "two"}]) as server:
+        flags = provider_flags(server.base_url, "chat")
+        first = run_cli(["exec", "--json", *flags, "start"], home=home, cwd=work)
+        again = run_cli(["exec", "--json", *flags, "resume", "--last", "go on"], home=home,
+                        cwd=work)
+    assert first.code == 0 and again.code == 0, again.stderr
+    assert again.events()[0]["thread_id"] == first.events()[0]["thread_id"]
+    assert "one" in json.dumps(server.requests[1].body)
+    misplaced = run_cli(["exec", "--last", "hi"], home=home, cwd=work)
+    assert misplaced.code == 2 and "--last goes with resume" in misplaced.stderr
+    extra = run_cli(["exec", "one", "two"], home=home, cwd=work)
+    assert extra.code == 2 and "too many arguments: 'two'" in extra.stderr

@@ -104,6 +104,8 @@ def test_classic_session_lists_skills_and_loads_a_body_on_request(
             HOME=str(layout["user"]),
         )
     assert run.code == 0, run.stderr
+    broken = layout["repo"] / ".agents/skills/broken-yaml/SKILL.md"
+    assert f"! skill not loaded: {broken}: front matter is not valid YAML" in run.stderr
     first = _system_text(server.requests[0].body)
     # Names and descriptions are listed; bodies are not sent until asked for.
     assert "release-notes: Write release notes from the changelog." in first

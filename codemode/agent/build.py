@@ -9,6 +9,7 @@ from datetime import UTC, date, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from codemode.agent.events import Notice
 from codemode.agent.instructions import project_docs
 from codemode.agent.loop import Session
 from codemode.agent.rollout import (
@@ -97,20 +98,24 @@ def _cli_version() -> str:
         return ""
 
 
-def _add_skills(registry: ToolRegistry, cwd: Path, dialect: Dialect) -> tuple[str, list[str]]:
+def _add_skills(
+    registry: ToolRegistry, cwd: Path, dialect: Dialect
+) -> tuple[str, list[str], list[str]]:
     """Offer the skills found from ``cwd``: the load_skill tool, the prompt section and,
-    in code mode, the isolate's ``skills.require``."""
+    in code mode, the isolate's ``skills.require``. Also returns the problems found."""
     from codemode.skills.discovery import discover_skills
 
     skills = discover_skills(cwd)
+    problems = [f"skill not loaded: {problem}" for problem in skills.problems]
     if not skills.skills:
-        return "", []
+        return "", [], problems
     from codemode.skills.prompt import loader_script, skills_instructions
     from codemode.skills.tool import skill_tool
 
     registry.add(skill_tool(skills))
     code = dialect == "code"
-    return "\n" + skills_instructions(skills, code_mode=code), [loader_script()] if code else []
+    prompt = "\n" + skills_instructions(skills, code_mode=code)
+    return prompt, [loader_script()] if code else [], problems
 
 
 def build_session(
@@ -153,7 +158,7 @@ def build_session(
         workspace=cwd, writable_roots=[Path(p).resolve() for p in options.writable_roots]
     )
     registry = session_registry()
-    skills_prompt, setup_scripts = _add_skills(registry, cwd, dialect)
+    skills_prompt, setup_scripts, skill_problems = _add_skills(registry, cwd, dialect)
     session_ref: list[Session] = []
 
     def emit(event: object) -> None:
@@ -214,4 +219,6 @@ def build_session(
     )
     session_ref.append(session)
     session.listeners.extend(listeners)
+    for problem in skill_problems:
+        session.emit(Notice(message=problem))
     return session
