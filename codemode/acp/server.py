@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,6 +153,10 @@ class CodemodeAcpAgent:
         from codemode.harnesses.catalog import UnknownHarnessError
 
         workspace = Path(cwd)
+        if mcp_servers:
+            names = ", ".join(str(getattr(m, "name", "?")) for m in mcp_servers)
+            print(f"codemode acp: MCP servers from the client are not started: {names}",
+                  file=sys.stderr)
         if not workspace.is_dir():
             raise RequestError.invalid_params({"message": f"cwd is not a directory: {cwd}"})
         listener: list[_Live] = []
