@@ -7,10 +7,12 @@ Exit status: 0 every turn completed, 1 a turn failed, 2 bad configuration or usa
 from __future__ import annotations
 
 import asyncio
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from codemode.agent.build import SessionOptions, build_session
+from codemode.agent.codex_compat import translate_overrides
 from codemode.agent.events import ThreadStarted
 from codemode.agent.images import ImageProblem, load_image
 from codemode.agent.loop import Session
@@ -19,6 +21,7 @@ from codemode.agent.printers import HumanPrinter, JsonPrinter
 from codemode.agent.rollout import SESSIONS_DIR, RolloutError, find_session, read_session
 from codemode.config import ConfigError, codemode_home, load_config
 from codemode.harnesses.catalog import UnknownHarnessError
+from codemode.providers.base import ImageInput
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -49,10 +52,6 @@ def run_exec(options: ExecOptions) -> int:
 
 
 async def _run(options: ExecOptions) -> int:
-    import sys
-
-    from codemode.agent.codex_compat import translate_overrides
-
     compat = translate_overrides(options.overrides)
     for notice in compat.notices:
         print(f"note: {notice}", file=sys.stderr)
@@ -99,7 +98,9 @@ async def _run(options: ExecOptions) -> int:
     return await _drive(session, prompts, images)
 
 
-async def _drive(session: Session, prompts: list[str], images: list | None = None) -> int:
+async def _drive(
+    session: Session, prompts: list[str], images: list[ImageInput] | None = None
+) -> int:
     session.emit(ThreadStarted(thread_id=session.id))
     status = EXIT_OK
     try:

@@ -100,8 +100,9 @@ class Session:
         self.retry_policy = retry_policy
         self.total_usage = Usage()
         self.listeners: list[Listener] = []
-        # Checks a final answer: None when it is acceptable, else what to tell the model
-        # (exec --output-schema). One failed check is sent back; a second fails the turn.
+        # Checks a final answer: None when it is acceptable, else what is wrong with it
+        # (exec --output-schema). The first problem is sent back to the model, a second
+        # fails the turn.
         self.final_check: Callable[[str], str | None] | None = None
         self.set_harness(harness)
 
@@ -188,8 +189,15 @@ class Session:
                 if problem is not None:
                     checks_failed += 1
                     if checks_failed > 1:
-                        raise TurnFailure(f"the final answer was not accepted: {problem}")
-                    self._append(UserMessage(text=problem))
+                        raise TurnFailure(
+                            f"the final answer was not accepted, even after a retry: {problem}"
+                        )
+                    self._append(
+                        UserMessage(
+                            text=f"Your final answer was not accepted: {problem}. "
+                            "Reply again with a corrected final answer."
+                        )
+                    )
                     continue
                 result.final_message = message.text
                 return

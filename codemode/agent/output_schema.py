@@ -71,8 +71,8 @@ def final_check(schema: dict[str, Any]) -> Callable[[str], str | None]:
         if problem is None:
             return None
         return (
-            f"Your final answer was not accepted: {problem}. Reply again with only a JSON "
-            "value that matches the output schema: no prose, no code fences."
+            f"{problem}; it must be exactly one JSON value valid for the output schema, "
+            "with no prose and no code fences"
         )
 
     return check
