@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
+from acp.core import AgentSideConnection, ClientSideConnection
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
+    DeniedOutcome,
     FileSystemCapabilities,
     ReadTextFileResponse,
     RequestPermissionResponse,
@@ -21,6 +25,8 @@ from acp.schema import (
 )
 from agent_support import INTERPRETER, cli_env, provider_flags
 
+from codemode.acp.client import AcpApprover
+from codemode.acp.server import AcpOptions, CodemodeAcpAgent
 from codemode.testing.scripted_server import ScriptedModelServer
 
 
@@ -46,6 +52,8 @@ class RecordingClient:
     ) -> RequestPermissionResponse:
         self.permissions.append((tool_call, [o.option_id for o in options]))
         choice = self.answers.pop(0)
+        if choice == "cancelled":
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(
             outcome=AllowedOutcome(outcome="selected", option_id=choice)
         )
@@ -217,3 +225,62 @@ async def test_acp_classic_without_fs_capability_and_a_failed_turn(
         u.title.split(" ")[0]: u.kind for u in client.updates if u.session_update == "tool_call"
     }
     assert kinds == {"read_file": "read", "write_file": "edit"}
+
+
+@dataclass(frozen=True)
+class SandboxShapedRequest:
+    """The fields of the sandbox's ApprovalRequest that an approver reads."""
+
+    tool: str
+    command: str
+    justification: str | None
+    rule: str | None
+    program: str | None
+    can_remember: bool
+
+    def summary(self) -> str:
+        return f"{self.tool} wants to run: {self.command}\nreason: {self.justification}"
+
+
+async def test_acp_approver_answers_sandbox_shaped_requests() -> None:
+    """The approver over a real ACP connection pair (a socket pair), as the sandbox will
+    call it: the waiting call is referenced, "always" is not offered when it cannot be
+    remembered, and a cancelled question is a denial."""
+    left, right = socket.socketpair()
+    agent_reader, agent_writer = await asyncio.open_connection(sock=left)
+    client_reader, client_writer = await asyncio.open_connection(sock=right)
+    client = RecordingClient({}, ["once", "cancelled"])
+    agent_conn = AgentSideConnection(
+        CodemodeAcpAgent(AcpOptions()), agent_writer, agent_reader
+    )
+    ClientSideConnection(client, client_writer, client_reader)
+    flushed: list[bool] = []
+
+    async def flush() -> None:
+        flushed.append(True)
+
+    approver = AcpApprover(
+        agent_conn, "s1", open_call_for=lambda tool: "item_7" if tool == "shell" else None,
+        flush=flush,
+    )
+    request = SandboxShapedRequest(
+        tool="shell",
+        command="git push origin main",
+        justification="pushing needs a person",
+        rule='prefix_rule(pattern=["git", "push"], decision="prompt")',
+        program='await tools.shell({command: "git push origin main"})',
+        can_remember=False,
+    )
+    assert await approver(request) == "once"
+    call, options = client.permissions[0]
+    assert call.tool_call_id == "item_7" and call.kind == "execute"
+    assert call.title == "shell wants to run: git push origin main"
+    assert call.raw_input["rule"].startswith("prefix_rule(")
+    assert call.raw_input["program"].startswith("await tools.shell")
+    assert options == ["once", "deny"]
+    assert flushed == [True]
+
+    other = SandboxShapedRequest("write_file", "write /etc/x", None, None, None, True)
+    assert await approver(other) == "deny"
+    for writer in (agent_writer, client_writer):
+        writer.close()

@@ -56,6 +56,7 @@ class AcpApprover:
             "command": request.command,
             "justification": getattr(request, "justification", None),
             "rule": getattr(request, "rule", None),
+            "program": getattr(request, "program", None),
         }
         response = await self._conn.request_permission(
             session_id=self._session_id,
