@@ -193,6 +193,7 @@ async def test_acp_classic_without_fs_capability_and_a_failed_turn(
         ]},
         {"text": "Copied."},
         {"status": 400, "error_message": "scripted refusal"},
+        {"text": "Continued where we left off."},
     ]
     client = RecordingClient({}, [])
     with ScriptedModelServer(script) as server:
@@ -215,8 +216,26 @@ async def test_acp_classic_without_fs_capability_and_a_failed_turn(
                     conn.prompt(session_id=session.session_id, prompt=[text_block("again")]), 60
                 )
             assert "scripted refusal" in str(failed.value)
-            with pytest.raises(RequestError):
+            with pytest.raises(RequestError, match="no session 'no-such-session'"):
                 await conn.prompt(session_id="no-such-session", prompt=[text_block("x")])
+        # A new agent process loads the recorded session: history first, then a new turn.
+        reloaded = RecordingClient({}, [])
+        async with spawn_agent_process(
+            reloaded,
+            str(INTERPRETER),
+            "acp",
+            *provider_flags(server.base_url, "anthropic"),
+            env=cli_env(dirs["home"]),
+            cwd=work,
+        ) as (conn, _process):
+            init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            assert init.agent_capabilities.load_session
+            await conn.load_session(cwd=str(work), session_id=session.session_id, mcp_servers=[])
+            history = list(reloaded.updates)
+            more = await asyncio.wait_for(
+                conn.prompt(session_id=session.session_id, prompt=[text_block("more")]), 60
+            )
+            assert more.stop_reason == "end_turn"
     # No fs capability: the tools used the disk, and the client saw no fs requests.
     assert client.reads == [] and client.writes == {}
     assert (work / "copy.txt").read_text() == "copied"
@@ -225,6 +244,23 @@ async def test_acp_classic_without_fs_capability_and_a_failed_turn(
         u.title.split(" ")[0]: u.kind for u in client.updates if u.session_update == "tool_call"
     }
     assert kinds == {"read_file": "read", "write_file": "edit"}
+    shown = [
+        (u.session_update, getattr(getattr(u, "content", None), "text", None)) for u in history
+    ]
+    assert ("user_message_chunk", "copy") in shown
+    assert ("agent_message_chunk", "Copied.") in shown
+    assert ("user_message_chunk", "again") in shown
+    assert [u.status for u in history if u.session_update == "tool_call_update"] == [
+        "completed", "completed"
+    ]
+    # The loaded session continued with its provider and its whole conversation.
+    last = json.dumps(server.requests[-1].body)
+    assert "Copied." in last and "more" in last
+    said = "".join(
+        u.content.text for u in reloaded.updates[len(history):]
+        if u.session_update == "agent_message_chunk"
+    )
+    assert said == "Continued where we left off."
 
 
 @dataclass(frozen=True)

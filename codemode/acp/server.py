@@ -22,6 +22,7 @@ from acp.schema import (
     ClientCapabilities,
     Implementation,
     InitializeResponse,
+    LoadSessionResponse,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
@@ -29,9 +30,9 @@ from acp.schema import (
 from pydantic import BaseModel
 
 from codemode.acp.client import AcpApprover, AcpToolClient
-from codemode.acp.updates import UpdateMapper
+from codemode.acp.updates import UpdateMapper, history_updates
 from codemode.agent.loop import Session
-from codemode.providers.base import ImageInput
+from codemode.providers.base import ImageInput, UserMessage
 
 
 @dataclass
@@ -86,6 +87,11 @@ class _Live:
         await self.session.provider.aclose()
 
 
+def _invalid(message: str) -> RequestError:
+    """Invalid params, with the specific problem as the error message."""
+    return RequestError(-32602, message, {"message": message})
+
+
 def prompt_input(blocks: list[Any]) -> tuple[str, list[ImageInput]]:
     """The text and images of an ACP prompt. Linked resources are named in the text;
     embedded ones are included in it."""
@@ -134,7 +140,7 @@ class CodemodeAcpAgent:
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
-                load_session=False,
+                load_session=True,
                 prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
             ),
             agent_info=Implementation(
@@ -148,6 +154,33 @@ class CodemodeAcpAgent:
     async def new_session(
         self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
     ) -> NewSessionResponse:
+        live = self._open(cwd, mcp_servers, None)
+        return NewSessionResponse(session_id=live.session.id)
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> LoadSessionResponse:
+        """Continue a recorded session; its conversation is sent to the client first."""
+        from codemode.agent.rollout import SESSIONS_DIR, RolloutError, find_session, read_session
+        from codemode.config import codemode_home
+
+        if session_id in self.sessions:
+            raise _invalid(f"session {session_id} is open")
+        try:
+            recorded = read_session(find_session(codemode_home() / SESSIONS_DIR, session_id))
+        except RolloutError as exc:
+            raise _invalid(str(exc)) from None
+        live = self._open(cwd, mcp_servers, recorded)
+        prompts = set(recorded.prompt_indexes)
+        for index, message in enumerate(recorded.messages):
+            if isinstance(message, UserMessage) and index not in prompts:
+                continue  # reminders and retries the harness added
+            for update in history_updates(message):
+                live.queue.put_nowait(update)
+        await live.flush()
+        return LoadSessionResponse()
+
+    def _open(self, cwd: str, mcp_servers: list[Any] | None, recorded: Any) -> _Live:
         from codemode.agent.build import SessionOptions, build_session
         from codemode.config import ConfigError, load_config
         from codemode.harnesses.catalog import UnknownHarnessError
@@ -158,7 +191,7 @@ class CodemodeAcpAgent:
             print(f"codemode acp: MCP servers from the client are not started: {names}",
                   file=sys.stderr)
         if not workspace.is_dir():
-            raise RequestError.invalid_params({"message": f"cwd is not a directory: {cwd}"})
+            raise _invalid(f"cwd is not a directory: {cwd}")
         listener: list[_Live] = []
         try:
             config = load_config(self.options.overrides)
@@ -172,9 +205,10 @@ class CodemodeAcpAgent:
                     code_mode=self.options.code_mode,
                 ),
                 [lambda event: listener[0].on_event(event)],
+                resume=recorded,
             )
         except (ConfigError, UnknownHarnessError) as exc:
-            raise RequestError.invalid_params({"message": str(exc)}) from None
+            raise _invalid(str(exc)) from None
         live = _Live(self.conn, session, str(workspace.resolve()))
         listener.append(live)
         approver = AcpApprover(
@@ -184,18 +218,18 @@ class CodemodeAcpAgent:
             self.conn, session.id, self.capabilities.fs, approver
         )
         self.sessions[session.id] = live
-        return NewSessionResponse(session_id=session.id)
+        return live
 
     def _live(self, session_id: str) -> _Live:
         live = self.sessions.get(session_id)
         if live is None:
-            raise RequestError.invalid_params({"message": f"no session {session_id!r}"})
+            raise _invalid(f"no session {session_id!r}")
         return live
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
         live = self._live(session_id)
         if live.turn is not None:
-            raise RequestError.invalid_request({"message": "a turn is already running"})
+            raise RequestError(-32600, "a turn is already running")
         text, images = prompt_input(prompt)
         turn = asyncio.create_task(live.session.run_turn(text, images))
         live.turn = turn
