@@ -108,6 +108,9 @@ def test_output_schema_retries_once_with_the_validation_error(home: Path, work: 
     assert "Final answer format" in first and '\\"additionalProperties\\": false' in first
     retry = json.dumps(server.requests[1].body)
     assert "it is not valid JSON" in retry
+    # A strict-compatible schema is also enforced by the responses wire itself.
+    fmt = server.requests[0].body["text"]["format"]
+    assert fmt["type"] == "json_schema" and fmt["schema"] == SCHEMA and fmt["strict"] is True
 
     good = [{"text": "```json\n{}\n```"}, {"text": '{"files": 2, "summary": "two files"}'}]
     with ScriptedModelServer(good) as server:
@@ -215,3 +218,22 @@ def test_exec_resume_last_and_usage_errors(home: Path, work: Path) -> None:
     assert misplaced.code == 2 and "--last goes with resume" in misplaced.stderr
     extra = run_cli(["exec", "one", "two"], home=home, cwd=work)
     assert extra.code == 2 and "too many arguments: 'two'" in extra.stderr
+
+
+def test_strict_compatible_schemas() -> None:
+    from codemode.agent.output_schema import strict_compatible
+
+    assert strict_compatible(SCHEMA)
+    assert not strict_compatible({"type": "object", "properties": {"a": {"type": "string"}}})
+    nested = {
+        "type": "object",
+        "properties": {"items": {"type": "array", "items": {
+            "type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"],
+        }}},
+        "required": ["items"],
+        "additionalProperties": False,
+    }
+    assert not strict_compatible(nested)  # the inner object allows extra properties
+    nested["properties"]["items"]["items"]["additionalProperties"] = False
+    assert strict_compatible(nested)
+    assert strict_compatible({"type": "string"})

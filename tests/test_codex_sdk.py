@@ -106,6 +106,7 @@ def test_codex_sdk_thread_start_and_resume(tmp_path: Path) -> None:
     # What the SDK sent reached the model: the schema, the image, its key and base URL.
     first_body = json.dumps(server.requests[0].body)
     assert "Final answer format" in first_body and '\\"count\\"' in first_body
+    assert server.requests[0].body["text"]["format"]["schema"]["required"] == ["count"]
     assert server.requests[0].headers["authorization"] == "Bearer sk-from-the-sdk"
     assert server.requests[0].body["model"] == "scripted-model"
     resumed = json.dumps(server.requests[2].body)

@@ -16,7 +16,12 @@ from codemode.agent.codex_compat import translate_overrides
 from codemode.agent.events import ThreadStarted
 from codemode.agent.images import ImageProblem, load_image
 from codemode.agent.loop import Session
-from codemode.agent.output_schema import SchemaProblem, final_check, load_schema
+from codemode.agent.output_schema import (
+    SchemaProblem,
+    final_check,
+    load_schema,
+    strict_compatible,
+)
 from codemode.agent.printers import HumanPrinter, JsonPrinter
 from codemode.agent.rollout import SESSIONS_DIR, RolloutError, find_session, read_session
 from codemode.config import ConfigError, codemode_home, load_config
@@ -95,6 +100,8 @@ async def _run(options: ExecOptions) -> int:
 
         session.instructions += schema_instructions(schema)
         session.final_check = final_check(schema)
+        if strict_compatible(schema):
+            session.output_schema = schema
     return await _drive(session, prompts, images)
 
 

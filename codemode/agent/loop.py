@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -104,6 +105,8 @@ class Session:
         # (exec --output-schema). The first problem is sent back to the model, a second
         # fails the turn.
         self.final_check: Callable[[str], str | None] | None = None
+        # Sent to wires that enforce it (ModelRequest.output_schema).
+        self.output_schema: dict[str, Any] | None = None
         self.set_harness(harness)
 
     def set_harness(self, harness: Harness) -> None:
@@ -230,6 +233,7 @@ class Session:
             messages=self.messages,
             tools=self._tool_specs,
             reasoning_effort=self.reasoning_effort,
+            output_schema=self.output_schema,
         )
         text_id: str | None = None
         reasoning_id: str | None = None

@@ -63,6 +63,28 @@ def answer_problem(schema: dict[str, Any], answer: str) -> str | None:
     return f"it does not match the schema at {where}: {first.message}{more}"
 
 
+def strict_compatible(schema: Any) -> bool:
+    """Whether a wire's strict structured output accepts ``schema`` as it is: every
+    object lists all its properties as required and forbids others. Other schemas are
+    still enforced, by the check after the answer."""
+    if isinstance(schema, list):
+        return all(strict_compatible(s) for s in schema)
+    if not isinstance(schema, dict):
+        return True
+    if schema.get("type") == "object" or "properties" in schema:
+        props = schema.get("properties", {})
+        if schema.get("additionalProperties") is not False:
+            return False
+        if set(schema.get("required", [])) != set(props):
+            return False
+    children: list[Any] = []
+    for key in ("properties", "$defs", "definitions"):
+        if isinstance(schema.get(key), dict):
+            children.extend(schema[key].values())
+    children += [schema[key] for key in ("items", "anyOf", "oneOf", "allOf") if key in schema]
+    return all(strict_compatible(child) for child in children)
+
+
 def final_check(schema: dict[str, Any]) -> Callable[[str], str | None]:
     """A ``Session.final_check`` enforcing ``schema``."""
 

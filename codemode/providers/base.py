@@ -100,6 +100,9 @@ class ModelRequest(BaseModel):
     max_output_tokens: int | None = None
     temperature: float | None = None
     reasoning_effort: str | None = None
+    # A JSON Schema (strict-mode compatible) the final text must follow, for wires that
+    # can enforce it (responses: text.format); others ignore it.
+    output_schema: dict[str, Any] | None = None
 
 
 # --- what comes back -----------------------------------------------------------------

@@ -57,6 +57,15 @@ class ResponsesProvider(WireProvider):
             body["reasoning"] = {"effort": request.reasoning_effort, "summary": "auto"}
             # With store=false a reasoning item can only be sent back encrypted.
             body["include"] = ["reasoning.encrypted_content"]
+        if request.output_schema is not None:
+            body["text"] = {
+                "format": {
+                    "type": "json_schema",
+                    "name": "output",
+                    "schema": request.output_schema,
+                    "strict": True,
+                }
+            }
         return body
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
