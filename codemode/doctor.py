@@ -205,6 +205,9 @@ def node(report: Report) -> None:
 
 
 def engines(report: Report) -> None:
+    import sys
+
+    report.add("environment", "python", "info", f"{sys.version.split()[0]} ({sys.executable})")
     for module, label in (("quickjs", "quickjs-ng"), ("py_mini_racer", "V8 (mini-racer)")):
         try:
             __import__(module)

@@ -231,6 +231,8 @@ class CodemodeAcpAgent:
         if live.turn is not None:
             raise RequestError(-32600, "a turn is already running")
         text, images = prompt_input(prompt)
+        if not text.strip() and not images:
+            raise _invalid("the prompt has no text or image content")
         turn = asyncio.create_task(live.session.run_turn(text, images))
         live.turn = turn
         try:
