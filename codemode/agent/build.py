@@ -10,6 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from codemode.agent.events import Notice
 from codemode.agent.instructions import project_docs
 from codemode.agent.loop import Session
 from codemode.agent.rollout import (
@@ -45,6 +46,9 @@ class SessionOptions:
     sandbox_mode: str | None = None
     approval_policy: str | None = None
     full_auto: bool = False
+    # Writable roots beyond the workspace (exec --add-dir).
+    writable_roots: list[Path] = field(default_factory=list)
+
 
 
 def sandbox_for(config: Config, options: SessionOptions, cwd: Path, approver: Any = None) -> Any:
@@ -64,6 +68,8 @@ def sandbox_for(config: Config, options: SessionOptions, cwd: Path, approver: An
         extra = SandboxOptions.model_validate(config.sandbox)
     except ValueError as exc:
         raise ConfigError(f"[sandbox]: {exc}") from None
+    # exec --add-dir: more writable roots for this session only.
+    extra.writable_roots = [*extra.writable_roots, *(p.resolve() for p in options.writable_roots)]
     settings = SandboxSettings.combine(mode, policy, extra)  # type: ignore[arg-type]
     return SandboxSession(cwd, settings, approver=approver)
 
@@ -120,6 +126,26 @@ def _cli_version() -> str:
         return ""
 
 
+def _add_skills(
+    registry: ToolRegistry, cwd: Path, dialect: Dialect
+) -> tuple[str, list[str], list[str]]:
+    """Offer the skills found from ``cwd``: the load_skill tool, the prompt section and,
+    in code mode, the isolate's ``skills.require``. Also returns the problems found."""
+    from codemode.skills.discovery import discover_skills
+
+    skills = discover_skills(cwd)
+    problems = [f"skill not loaded: {problem}" for problem in skills.problems]
+    if not skills.skills:
+        return "", [], problems
+    from codemode.skills.prompt import loader_script, skills_instructions
+    from codemode.skills.tool import skill_tool
+
+    registry.add(skill_tool(skills))
+    code = dialect == "code"
+    prompt = "\n" + skills_instructions(skills, code_mode=code)
+    return prompt, [loader_script()] if code else [], problems
+
+
 def build_session(
     config: Config,
     options: SessionOptions,
@@ -159,17 +185,20 @@ def build_session(
 
     sandbox = sandbox_for(config, options, cwd, approver)
     context = ToolContext(workspace=cwd, sandbox=sandbox)
+    registry = session_registry()
+    skills_prompt, setup_scripts, skill_problems = _add_skills(registry, cwd, dialect)
     session_ref: list[Session] = []
 
     def emit(event: object) -> None:
         session_ref[0].emit(event)  # type: ignore[arg-type]
 
     runner = ToolRunner(
-        session_registry(),
+        registry,
         context,
         emit,
         engine=config.engine,
         limits=Limits(timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=30_000),
+        setup_scripts=setup_scripts,
     )
     env = PromptEnv(
         cwd=str(cwd),
@@ -210,7 +239,7 @@ def build_session(
         model=model,
         harness=harness,
         runner=runner,
-        instructions=harness.instructions(env),
+        instructions=harness.instructions(env) + skills_prompt,
         rollout=rollout,
         messages=messages,
         max_turns=options.max_turns or config.max_turns,
@@ -218,4 +247,6 @@ def build_session(
     )
     session_ref.append(session)
     session.listeners.extend(listeners)
+    for problem in skill_problems:
+        session.emit(Notice(message=problem))
     return session

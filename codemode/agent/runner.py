@@ -60,6 +60,7 @@ class ToolRunner:
         *,
         engine: str = "quickjs",
         limits: Limits | None = None,
+        setup_scripts: list[str] | None = None,
     ) -> None:
         self.registry = registry
         self.context = context
@@ -68,7 +69,12 @@ class ToolRunner:
         self._observed = _ObservedRegistry(self)
         # Persistent: a model that stores results on globalThis finds them next time.
         self._bridge = Bridge(
-            self._observed, context, engine=engine, limits=limits, persistent=True
+            self._observed,
+            context,
+            engine=engine,
+            limits=limits,
+            persistent=True,
+            setup_scripts=setup_scripts,
         )
 
     def next_id(self) -> str:
