@@ -10,7 +10,7 @@ line seen with its neighbours:
 - in an updated file, a blank line is an empty context line (between chunks it is
   skipped), and a line without its leading space is a context line;
 - in an added file, blank lines between ``+`` lines are empty lines of the file;
-- ``@@ -12,3 +12,4 @@`` unified-diff hunk headers;
+- ``@@ -12,3 +12,4 @@`` unified-diff hunk headers, and ``@@ text @@`` closed like one;
 - paths wrapped in backticks or quotes.
 
 Inside a chunk, a line made of exactly one space and then marker text (`` *** End of
@@ -151,6 +151,8 @@ class _Lexer:
         if stripped.startswith("@@") and (raw.startswith("@@") or not _one_space(raw, in_chunk)):
             rest = stripped[2:]
             anchor = rest[1:] if rest.startswith(" ") else rest
+            if anchor.endswith(" @@") and not anchor.startswith("-"):
+                anchor = anchor[:-3].rstrip()  # "@@ def f(): @@", closed like a diff header
             self.emit("CHUNK_HEADER", f"@@ {anchor}" if anchor.strip() else "@@", i)
             self.state = "chunk"
         elif not raw:
