@@ -4,8 +4,8 @@ This is where slips in low-cost model output are forgiven, because only here is 
 line seen with its neighbours:
 
 - markers padded with whitespace (`` *** Update File: a.py ``) and in any letter case;
-- a missing ``*** Begin Patch`` before the first file header, a missing ``*** End
-  Patch`` at the end, and two patches glued together (``*** End Patch`` directly
+- prose and a missing ``*** Begin Patch`` before the first file header, a missing
+  ``*** End Patch`` at the end, and two patches glued together (``*** End Patch`` directly
   followed by ``*** Begin Patch``);
 - in an updated file, a blank line is an empty context line (between chunks it is
   skipped), and a line without its leading space is a context line;
@@ -122,9 +122,11 @@ class _Lexer:
         state = self.state
         if marker is not None:
             self.marker_line(i, raw, marker)
-        elif state in ("start", "top"):
+        elif state == "top":
             if stripped:
                 self.stray(i, raw)
+        elif state == "start":
+            pass  # prose before the first file header
         elif state == "add":
             if raw.startswith("+"):
                 for blank in self.blank_run:
