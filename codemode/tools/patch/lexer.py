@@ -34,8 +34,8 @@ from codemode.tools.patch.errors import PatchError
 State = Literal["start", "top", "add", "update", "chunk", "after_eof"]
 
 _MARKER = re.compile(
-    r"\*\*\*\s*(begin patch|end patch|end of file|add file|delete file|update file|move to)"
-    r"\s*(?::\s*(.*))?",
+    r"\*\*\*\s*(begin patch|end patch|end of file|add file|delete file|update file|move to)\b"
+    r"\s*:?\s*(.*)",
     re.IGNORECASE,
 )
 _HEADERS = {
@@ -180,12 +180,12 @@ class _Lexer:
                 f"Line {self.first_line + i} of the patch: a second '*** Begin Patch' "
                 "inside the patch."
             )
-        if keyword == "unknown":
-            self.stray(i, raw)
         if self.state == "start":
             if keyword not in ("add file", "update file", "delete file"):
-                self.stray(i, raw)
+                return  # prose before the first file header
             self.emit("BEGIN_PATCH", "*** Begin Patch", i)
+        if keyword == "unknown":
+            self.stray(i, raw)
         if keyword == "end patch":
             self.emit("END_PATCH", "*** End Patch", i)
             self.state = "top"
