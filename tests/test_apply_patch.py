@@ -625,3 +625,15 @@ def test_non_utf8_and_binary_content_is_reported_printably(tmp_path: Path) -> No
             "*** Begin Patch\n*** Update File: latin.txt\n@@\n-caf\udce9 x\n", tmp_path
         )
     assert "caf\ufffd" in str(info.value)
+
+
+def test_many_problems_are_capped(tmp_path: Path) -> None:
+    (tmp_path / "f.txt").write_text("".join(f"line {i}\n" for i in range(100)))
+    chunks = "".join(f"@@\n-missing {i}\n+x\n" for i in range(25))
+    with pytest.raises(PatchError) as info:
+        apply_patch_text(f"*** Begin Patch\n*** Update File: f.txt\n{chunks}", tmp_path)
+    message = str(info.value)
+    assert "f.txt, chunk 10 (patch line 30)" in message
+    assert "chunk 11 " not in message
+    assert "... and 15 more problems." in message
+    assert message.endswith("send the whole patch again (none of it was applied).")

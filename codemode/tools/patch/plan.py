@@ -24,6 +24,8 @@ from codemode.tools.patch.model import AddFile, Change, DeleteFile, Patch, Updat
 
 # A NUL byte this early marks a binary file, as git and grep decide it.
 _BINARY_SNIFF = 8192
+# Problems listed in one error; past this the rest are counted, to spare the context.
+_MAX_PROBLEMS = 10
 _RETRY = (
     "Re-read the files named above, copy context lines exactly as they are, and send "
     "the whole patch again (none of it was applied)."
@@ -249,9 +251,12 @@ class Planner:
             else:
                 self.update(op)
         if self.problems:
+            problems = self.problems[:_MAX_PROBLEMS]
+            if len(self.problems) > _MAX_PROBLEMS:
+                problems.append(f"... and {len(self.problems) - _MAX_PROBLEMS} more problems.")
             if self.chunk_failed:
-                self.problems.append(_RETRY)
-            raise PatchError(self.problems)
+                problems.append(_RETRY)
+            raise PatchError(problems)
         result = Plan(changes=self.changes, diff="".join(self.diffs))
         for path, entry in self.view.items():
             original = self.disk.get(path)
