@@ -1,4 +1,4 @@
-"""Lines to tokens: one token per patch line, for the LALR parser.
+"""Lines to tokens for the LALR parser: one per marker line, one per run of change lines.
 
 This is where slips in low-cost model output are forgiven, because only here is each
 line seen with its neighbours:
@@ -19,7 +19,10 @@ patched too. The last ``*** End Patch`` line always ends the patch.
 
 Each token's value is the line in canonical form (what ``apply_patch.lark`` accepts),
 its ``line`` the 1-based line number in the text the model sent, and its ``start_pos``
-its index in the token list (used to word parse errors).
+its index in the token list (used to word parse errors). Consecutive lines of one
+change type (``+``, ``-`` or `` ``) make one token whose value is those lines joined by
+newlines: the grammar reads them the same way (``change+``), and the parser takes one
+step per run instead of one per line.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ _HEADERS = {
     "move to": ("MOVE_TO", "*** Move to: "),
 }
 _CHANGE_TYPES = {"+": "ADDED_LINE", "-": "REMOVED_LINE", " ": "CONTEXT_LINE"}
+_RUN_TYPES = frozenset(_CHANGE_TYPES.values())
 _NO_NEWLINE = "\\ No newline at end of file"
 
 
@@ -69,11 +73,32 @@ class _Lexer:
         self.tokens: list[Token] = []
         self.state: State = "start"
         self.blank_run: list[int] = []  # blank lines seen inside an added file
+        # Consecutive lines of one change type, not yet made a token.
+        self.run_kind: str | None = None
+        self.run_values: list[str] = []
+        self.run_start = 0
 
     def emit(self, kind: str, value: str, index: int) -> None:
+        if kind in _RUN_TYPES:
+            if kind != self.run_kind:
+                self.flush()
+                self.run_kind, self.run_start = kind, index
+            self.run_values.append(value)
+            return
+        self.flush()
         self.tokens.append(
             Token(kind, value, start_pos=len(self.tokens), line=self.first_line + index)
         )
+
+    def flush(self) -> None:
+        """Make the pending run of like lines one token (its value holds the lines
+        joined by newlines), so the parser handles a 5,000-line added file in one step."""
+        if self.run_kind is None:
+            return
+        value = "\n".join(self.run_values)
+        line = self.first_line + self.run_start
+        self.tokens.append(Token(self.run_kind, value, start_pos=len(self.tokens), line=line))
+        self.run_kind, self.run_values = None, []
 
     def run(self) -> list[Token]:
         lines = self.lines
@@ -99,6 +124,7 @@ class _Lexer:
                 show_format=True,
             )
         self.emit("END_PATCH", "*** End Patch", end if end is not None else len(lines))
+        self.flush()
         return self.tokens
 
     def _begin_follows(self, i: int, stop: int) -> bool:
