@@ -42,6 +42,9 @@ class _Entry:
 
 @dataclass
 class Plan:
+    """A checked patch, ready to commit: what to remove and write, what to restore if a
+    write fails, and what to report."""
+
     changes: list[Change] = field(default_factory=list)
     diff: str = ""
     removals: list[Removal] = field(default_factory=list)
@@ -50,13 +53,15 @@ class Plan:
 
 
 class _DirectoryMarker:
-    pass
+    """Stands for a path that is a directory (which no operation may replace)."""
 
 
 _DIRECTORY = _DirectoryMarker()
 
 
 class Planner:
+    """Walks a patch's operations over an in-memory view of the files they touch."""
+
     def __init__(self, base: Path, ctx: ToolContext) -> None:
         self.base = base
         self.ctx = ctx
