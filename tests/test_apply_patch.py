@@ -26,6 +26,7 @@ from codemode.tools.patch.intercept import match_shell_patch
 from codemode.tools.patch.lenient import unwrap
 from codemode.tools.patch.lexer import canonical_text, lex
 from codemode.tools.patch.parser import grammar_text, parse_canonical, parse_patch
+from codemode.tools.patch.unified import looks_unified
 from codemode.tools.typescript import typescript_declarations
 
 SCENARIOS = Path(__file__).parent / "patch_scenarios"
@@ -110,19 +111,40 @@ def _shape(patch: Any) -> Any:
     return data
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def _parses_as_apply_patch(case: Path) -> bool:
+    """Scenarios in the apply_patch format that parse (rejected ones have no canonical
+    form, and unified diffs have their own reader)."""
+    lines = unwrap((case / "patch.txt").read_bytes().decode("utf-8")).lines
+    if looks_unified(lines):
+        return False
+    try:
+        lex(lines)
+    except PatchError:
+        return False
+    return True
+
+
+CANONICAL = [c for c in CASES if _parses_as_apply_patch(c)]
+
+
+def test_most_scenarios_have_a_canonical_form() -> None:
+    assert len(CANONICAL) >= 45
+
+
+@pytest.mark.parametrize("case", CANONICAL, ids=[c.name for c in CANONICAL])
 def test_line_lexer_agrees_with_the_grammar(case: Path) -> None:
     """What the lenient line lexer makes of a patch is canonical text that lark parses,
     with the grammar's own terminals, into the same patch."""
     text = (case / "patch.txt").read_bytes().decode("utf-8")
     wrapped = unwrap(text)
+    tokens = lex(wrapped.lines, wrapped.first_line)
     try:
         patch, _ = parse_patch(text)
-        tokens = lex(wrapped.lines, wrapped.first_line)
     except PatchError:
-        return  # rejected input has no canonical form (the scenario checks the error)
-    if "--- " in text and "+++ " in text and "*** Begin Patch" not in text:
-        return  # unified diffs are read by their own reader
+        # The line lexer accepted it, so lark must reject the canonical text as well.
+        with pytest.raises(PatchError):
+            parse_canonical(canonical_text(tokens))
+        return
     assert _shape(parse_canonical(canonical_text(tokens))) == _shape(patch)
 
 
