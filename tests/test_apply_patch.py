@@ -659,3 +659,19 @@ def test_many_problems_are_capped(tmp_path: Path) -> None:
     assert "chunk 11 " not in message
     assert "... and 15 more problems." in message
     assert message.endswith("send the whole patch again (none of it was applied).")
+
+
+async def test_concurrent_patches_to_one_file_both_apply(tmp_path: Path) -> None:
+    import asyncio
+
+    (tmp_path / "f.txt").write_text("".join(f"line {i}\n" for i in range(200)))
+    registry = builtin_registry()
+    ctx = ToolContext(workspace=tmp_path)
+
+    def patch(i: int) -> str:
+        return f"*** Begin Patch\n*** Update File: f.txt\n@@\n-line {i}\n+LINE {i}\n"
+
+    await asyncio.gather(*(registry.invoke("apply_patch", patch(i * 10), ctx) for i in range(20)))
+    text = (tmp_path / "f.txt").read_text()
+    assert all(f"LINE {i * 10}\n" in text for i in range(20))
+    assert text.count("\n") == 200
