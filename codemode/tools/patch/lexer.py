@@ -107,6 +107,13 @@ class _Lexer:
         skip_begin = False
         for i in range(stop):
             raw = lines[i]
+            kind = self.plain_change(raw)
+            if kind is not None:  # the common case, kept cheap: a +, - or context line
+                if kind == self.run_kind:
+                    self.run_values.append(raw)
+                else:
+                    self.emit(kind, raw, i)
+                continue
             stripped = raw.strip()
             if skip_begin and stripped:
                 skip_begin = False
@@ -126,6 +133,20 @@ class _Lexer:
         self.emit("END_PATCH", "*** End Patch", end if end is not None else len(lines))
         self.flush()
         return self.tokens
+
+    def plain_change(self, raw: str) -> str | None:
+        """The token type of a line that can only be a change line here, else None."""
+        first = raw[:1]
+        if self.state == "chunk":
+            if first in ("+", "-"):
+                return _CHANGE_TYPES[first]
+            if first == " " and (
+                raw[1:2] not in (" ", "\t") or not raw.lstrip().startswith(("***", "@@"))
+            ):
+                return "CONTEXT_LINE"
+        elif self.state == "add" and first == "+" and not self.blank_run:
+            return "ADDED_LINE"
+        return None
 
     def _begin_follows(self, i: int, stop: int) -> bool:
         for raw in self.lines[i + 1 : stop]:
