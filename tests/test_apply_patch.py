@@ -606,11 +606,12 @@ def test_cli_apply_patch(tmp_path: Path) -> None:
     assert "cannot read" in proc.stderr
 
 
-def test_help_does_not_import_lark(tmp_path: Path) -> None:
+def test_help_and_the_shell_tool_do_not_import_lark(tmp_path: Path) -> None:
     code = (
         "import sys\nimport codemode.cli\n"
         "for argv in (['--help'], ['apply-patch', '--help']):\n"
         "    try:\n        codemode.cli.main(argv)\n    except SystemExit:\n        pass\n"
+        "import codemode.tools.shell, codemode.tools.patch.intercept\n"
         "print('LARK', sorted(m for m in sys.modules if m.split('.')[0] == 'lark'))\n"
     )
     proc = subprocess.run(
