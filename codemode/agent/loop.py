@@ -176,14 +176,20 @@ class Session:
                 self._append(UserMessage(text=actions.reminder))
                 continue
             reminders = 0
-            if not actions.calls:
-                result.final_message = message.text
+            if actions.final_answer is not None or not actions.calls:
+                result.final_message = (
+                    actions.final_answer if actions.final_answer is not None else message.text
+                )
                 return
             outcomes = await asyncio.gather(
                 *(self.harness.execute(call, self.runner) for call in actions.calls)
             )
             for reply in self.harness.result_messages(actions.calls, list(outcomes)):
                 self._append(reply)
+            done = [o.final_answer for o in outcomes if o.final_answer is not None]
+            if done:
+                result.final_message = done[0]
+                return
         raise TurnFailure(
             f"stopped after {self.max_turns} model requests without a final answer "
             "(raise --max-turns to allow more)"
