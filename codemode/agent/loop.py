@@ -176,10 +176,11 @@ class Session:
                 self._append(UserMessage(text=actions.reminder))
                 continue
             reminders = 0
-            if actions.final_answer is not None or not actions.calls:
-                result.final_message = (
-                    actions.final_answer if actions.final_answer is not None else message.text
-                )
+            if actions.final_answer is not None:
+                self._finish_with(result, actions.final_answer)
+                return
+            if not actions.calls:
+                result.final_message = message.text
                 return
             outcomes = await asyncio.gather(
                 *(self.harness.execute(call, self.runner) for call in actions.calls)
@@ -188,12 +189,17 @@ class Session:
                 self._append(reply)
             done = [o.final_answer for o in outcomes if o.final_answer is not None]
             if done:
-                result.final_message = done[0]
+                self._finish_with(result, done[0])
                 return
         raise TurnFailure(
             f"stopped after {self.max_turns} model requests without a final answer "
             "(raise --max-turns to allow more)"
         )
+
+    def _finish_with(self, result: TurnResult, answer: str) -> None:
+        """End the turn on a harness's completion signal, with ``answer`` as the reply."""
+        result.final_message = answer
+        self.emit(ItemCompleted(item=AgentMessageItem(id=self.runner.next_id(), text=answer)))
 
     async def _sample(self) -> tuple[AssistantMessage, Usage]:
         """One model request, streamed; retried after compaction on context overflow."""

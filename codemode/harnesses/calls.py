@@ -4,7 +4,7 @@ call or one program, and sending the results back."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codemode.harnesses.base import Actions, Outcome, ToolRunner
 from codemode.harnesses.render import render_exec_result
@@ -25,6 +25,9 @@ from codemode.providers.base import (
     ToolSpec,
     UserMessage,
 )
+
+if TYPE_CHECKING:
+    from codemode.js_runtime.models import ExecResult
 
 EXEC_TOOL = "exec"
 _JS_FENCE_LANGS = ("```js", "```javascript", "```ts", "```typescript")
@@ -80,25 +83,29 @@ async def run_classic_call(
 
 async def run_exec_call(call: ToolCall, runner: ToolRunner) -> Outcome:
     """Run the program in an ``exec`` call and render what it did."""
+    return (await exec_call(call, runner))[0]
+
+
+async def exec_call(call: ToolCall, runner: ToolRunner) -> tuple[Outcome, ExecResult | None]:
+    """Run the program in an ``exec`` call: its rendered outcome, and the raw result
+    (None when no program ran)."""
     if call.name != EXEC_TOOL:
         names = runner.registry.names()
         if call.name in names:
             hint = f"call tools.{call.name}(...) from inside a program instead"
         else:
             hint = unknown_tool_message(call.name, names, prefix="tools.")
-        return Outcome(
-            f"unknown tool {call.name!r}: in code mode the only tool is {EXEC_TOOL}; {hint}",
-            is_error=True,
-        )
+        message = f"unknown tool {call.name!r}: in code mode the only tool is {EXEC_TOOL}; {hint}"
+        return Outcome(message, is_error=True), None
     try:
         args: Any = call.arguments if call.freeform else parse_call_arguments(call)
         code = unwrap_program(args)
     except ArgumentError as exc:
-        return Outcome(str(exc), is_error=True)
+        return Outcome(str(exc), is_error=True), None
     if not code:
-        return Outcome('exec needs {"code": "<JavaScript program>"}', is_error=True)
+        return Outcome('exec needs {"code": "<JavaScript program>"}', is_error=True), None
     result = await runner.run_program(code)
-    return Outcome(render_exec_result(result), is_error=not result.ok)
+    return Outcome(render_exec_result(result), is_error=not result.ok), result
 
 
 def result_messages(calls: list[ToolCall], outcomes: list[Outcome]) -> list[Message]:

@@ -25,6 +25,7 @@ from codemode.harnesses.base import (
 )
 from codemode.harnesses.calls import (
     EXEC_TOOL,
+    exec_call,
     function_call_actions,
     result_messages,
     run_classic_call,
@@ -178,14 +179,37 @@ def render_adapted(runner: ToolRunner, name: str, args: Any, value: Any) -> str:
             for m in matches:
                 counts[m["path"]] = counts.get(m["path"], 0) + 1
             return "\n".join(f"{p}:{c}" for p, c in counts.items()) or "No matches found"
-    if tool.target in ("edit", "write_file", "update_plan") and isinstance(value, dict):
-        if tool.target == "edit":
+    target = tool.target or _target_of(value) or ""
+    if isinstance(value, dict) and not target:
+        if "replacements" in value:
+            target = "edit"
+        elif "bytes_written" in value:
+            target = "write_file"
+        elif "entries" in value:
+            return "\n".join(
+                e["path"] + ("/" if e["type"] == "dir" else "") for e in value["entries"]
+            )
+    if target in ("edit", "write_file", "update_plan") and isinstance(value, dict):
+        if target == "edit":
             return f"Edited {value['path']} ({value['replacements']} replacement(s))."
-        if tool.target == "write_file":
+        if target == "write_file":
             verb = "Created" if value.get("created") else "Wrote"
             return f"{verb} {value['path']} ({value['bytes_written']} bytes)."
         return str(value.get("message", "Todo list updated."))
-    return render_result(tool.target or name, value)
+    return render_result(tool.target or _target_of(value) or name, value)
+
+
+def _target_of(value: Any) -> str | None:
+    """Which of our tools produced ``value`` (for adapters that call several)."""
+    if not isinstance(value, dict):
+        return None
+    if "start_line" in value and "content" in value:
+        return "read_file"
+    if "entries" in value:
+        return None
+    if "exit_code" in value:
+        return "shell"
+    return None
 
 
 # --- text-parsed harnesses ---------------------------------------------------------------
@@ -309,8 +333,8 @@ class TextHarness:
 
     async def execute(self, call: ToolCall, runner: ToolRunner) -> Outcome:
         if self.dialect == "code":
-            outcome = await run_exec_call(call, runner)
-            return self._check_sentinel(outcome, outcome.content)
+            outcome, result = await exec_call(call, runner)
+            return self._check_sentinel(outcome, result.output if result is not None else "")
         body = call.arguments
         first = body.split(None, 1)[0] if body.split() else ""
         tool = runner.registry.get(first)
