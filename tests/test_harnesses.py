@@ -71,7 +71,8 @@ def test_claude_code_classic(home: Path, work: Path) -> None:
     app = str(work / "src" / "app.py")
     script = [
         {"tool_calls": [call("Read", {"file_path": app}),
-                        call("Grep", {"pattern": "TODO", "output_mode": "files_with_matches"})]},
+                        call("Grep", {"pattern": "TODO", "output_mode": "files_with_matches"}),
+                        call("Grep", {"pattern": "TODO", "output_mode": "content", "-i": True})]},
         {"tool_calls": [call("Edit", {"file_path": app, "old_string": "'hello '",
                                       "new_string": "'hi '", "replace_all": False})]},
         {"tool_calls": [call("Bash", {"command": "grep -c hi src/app.py", "timeout": 5000,
@@ -95,6 +96,7 @@ def test_claude_code_classic(home: Path, work: Path) -> None:
     second = sent(server, 1)
     assert "1\\tdef greet(name):" in second  # Read shows numbered lines
     assert "notes.txt" in second  # Grep in files_with_matches mode
+    assert "notes.txt:1: TODO: one" in second  # and in content mode
     assert "exit code: 0" in sent(server, 3)
 
 
@@ -391,3 +393,20 @@ def test_harness_cli(home: Path, work: Path) -> None:
     assert "Edit(args: EditArgs): Promise<EditResult>;" in code.stdout
     bad = run_cli(["harness", "show", "claude-cod"], home=home, cwd=work)
     assert bad.code == 2 and "did you mean claude-code?" in bad.stderr
+
+
+def test_code_mode_programs_are_unwrapped_however_they_come(home: Path, work: Path) -> None:
+    """A program as a JSON string, as raw text on a function wire, or in a fence."""
+    script = [
+        {"tool_calls": [call("exec", json.dumps("console.log('one')"))]},
+        {"tool_calls": [call("exec", "console.log('two')")]},
+        {"tool_calls": [call("exec", {"code": "```javascript\nconsole.log('three')\n```"})]},
+        {"tool_calls": [call("exec", "{not json")]},
+        {"text": "ok"},
+    ]
+    run, server = exec_run(script, ["--code-mode", "x"], home=home, cwd=work)
+    assert run.code == 0, run.stderr
+    assert results(server, 1)[-1].startswith("one")
+    assert results(server, 2)[-1].startswith("two")
+    assert results(server, 3)[-1].startswith("three")
+    assert "the arguments of exec are not valid JSON" in results(server, 4)[-1]

@@ -98,7 +98,14 @@ async def exec_call(call: ToolCall, runner: ToolRunner) -> tuple[Outcome, ExecRe
         message = f"unknown tool {call.name!r}: in code mode the only tool is {EXEC_TOOL}; {hint}"
         return Outcome(message, is_error=True), None
     try:
-        args: Any = call.arguments if call.freeform else parse_call_arguments(call)
+        args: Any = call.arguments
+        if not call.freeform:
+            try:
+                args = parse_call_arguments(call)
+            except ArgumentError:
+                # Raw JavaScript sent where a JSON object was due: still a program.
+                if call.arguments.lstrip().startswith("{"):
+                    raise
         code = unwrap_program(args)
     except ArgumentError as exc:
         return Outcome(str(exc), is_error=True), None

@@ -34,7 +34,7 @@ from codemode.harnesses.calls import (
 from codemode.harnesses.render import render_result
 from codemode.harnesses.repair import RECOVERED_PREFIX, ArgumentError
 from codemode.harnesses.schema import parameters_schema
-from codemode.harnesses.spec import HarnessTable
+from codemode.harnesses.spec import HarnessTable, ToolTable
 from codemode.providers.base import (
     AssistantMessage,
     FreeformSpec,
@@ -80,16 +80,26 @@ def exec_spec(registry: ToolRegistry, table: HarnessTable) -> ToolSpec:
     )
 
 
+def arg_for_role(tool: ToolTable, role: str) -> str | None:
+    """The emulated argument that plays ``role`` (an argument without a mapping plays
+    the role of its own name)."""
+    for arg, mapped in tool.roles.items():
+        if mapped == role:
+            return arg
+    props = tool.parameters.get("properties", {})
+    return role if role in props and role not in tool.roles else None
+
+
 def _example(table: HarnessTable) -> str:
     """A two-call example using this surface's own names, built from the table."""
     by_kind = {t.adapter: t for t in table.tools}
     shell, grep = by_kind.get("shell"), by_kind.get("grep")
     if shell is None:
         return ""
-    cmd_arg = next((k for k, v in shell.roles.items() if v == "command"), "command")
+    cmd_arg = arg_for_role(shell, "command") or "command"
     lines = ["```js"]
     if grep is not None:
-        pat_arg = next((k for k, v in grep.roles.items() if v == "pattern"), "pattern")
+        pat_arg = arg_for_role(grep, "pattern") or "pattern"
         lines.append(
             f'const [hits, run] = await Promise.all([\n'
             f'  tools.{grep.name}({{ {pat_arg}: "TODO" }}),\n'
@@ -166,7 +176,7 @@ def render_adapted(runner: ToolRunner, name: str, args: Any, value: Any) -> str:
         return render_result(name, value)
     table = tool.table
     if tool.target == "grep" and isinstance(value, dict) and isinstance(args, dict):
-        mode_arg = next((k for k, v in table.roles.items() if v == "output_mode"), None)
+        mode_arg = arg_for_role(table, "output_mode")
         mode = (args.get(mode_arg) if mode_arg else None) or table.options.get(
             "output_mode_default", "content"
         )
@@ -346,7 +356,7 @@ class TextHarness:
                 return Outcome(str(exc), is_error=True)
             name = first
         else:
-            cmd_arg = next((k for k, v in shell.roles.items() if v == "command"), "command")
+            cmd_arg = arg_for_role(shell, "command") or "command"
             args, name = {cmd_arg: body}, shell.name
         output = await runner.call_tool(name, args)
         if not output.ok:
