@@ -410,3 +410,16 @@ def test_code_mode_programs_are_unwrapped_however_they_come(home: Path, work: Pa
     assert results(server, 2)[-1].startswith("two")
     assert results(server, 3)[-1].startswith("three")
     assert "the arguments of exec are not valid JSON" in results(server, 4)[-1]
+
+
+def test_resume_keeps_the_recorded_harness_and_dialect(home: Path, work: Path) -> None:
+    script = [{"text": "first"}, {"text": "second"}]
+    with ScriptedModelServer(script) as server:
+        flags = provider_flags(server.base_url, "chat")
+        first = run_cli(["exec", *flags, "--harness", "kimi-cli", "--code-mode", "one"],
+                        home=home, cwd=work)
+        again = run_cli(["resume", *flags, "--last", "two"], home=home, cwd=work)
+    assert first.code == 0 and again.code == 0, again.stderr
+    assert list(offered(server.requests[1].body)) == ["exec"]
+    description = server.requests[1].body["tools"][0]["function"]["description"]
+    assert "StrReplaceFile(args: StrReplaceFileArgs)" in description
