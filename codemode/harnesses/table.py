@@ -31,10 +31,11 @@ from codemode.harnesses.calls import (
     run_classic_call,
     run_exec_call,
 )
+from codemode.harnesses.present import arg_for_role, render_value
 from codemode.harnesses.render import render_result
 from codemode.harnesses.repair import RECOVERED_PREFIX, ArgumentError
 from codemode.harnesses.schema import parameters_schema
-from codemode.harnesses.spec import HarnessTable, ToolTable
+from codemode.harnesses.spec import HarnessTable
 from codemode.providers.base import (
     AssistantMessage,
     FreeformSpec,
@@ -78,16 +79,6 @@ def exec_spec(registry: ToolRegistry, table: HarnessTable) -> ToolSpec:
         },
         freeform=FreeformSpec(field="code"),
     )
-
-
-def arg_for_role(tool: ToolTable, role: str) -> str | None:
-    """The emulated argument that plays ``role`` (an argument without a mapping plays
-    the role of its own name)."""
-    for arg, mapped in tool.roles.items():
-        if mapped == role:
-            return arg
-    props = tool.parameters.get("properties", {})
-    return role if role in props and role not in tool.roles else None
 
 
 def _example(table: HarnessTable) -> str:
@@ -174,52 +165,7 @@ def render_adapted(runner: ToolRunner, name: str, args: Any, value: Any) -> str:
     tool = runner.registry.get(name)
     if not isinstance(tool, AdapterTool) or tool.table is None:
         return render_result(name, value)
-    table = tool.table
-    if tool.target == "grep" and isinstance(value, dict) and isinstance(args, dict):
-        mode_arg = arg_for_role(table, "output_mode")
-        mode = (args.get(mode_arg) if mode_arg else None) or table.options.get(
-            "output_mode_default", "content"
-        )
-        matches = value.get("matches", [])
-        if mode == "files_with_matches":
-            files = list(dict.fromkeys(m["path"] for m in matches))
-            return "\n".join(files) or "No files found"
-        if mode in ("count", "count_matches"):
-            counts: dict[str, int] = {}
-            for m in matches:
-                counts[m["path"]] = counts.get(m["path"], 0) + 1
-            return "\n".join(f"{p}:{c}" for p, c in counts.items()) or "No matches found"
-    target = tool.target or _target_of(value) or ""
-    if isinstance(value, dict) and not target:
-        if "replacements" in value:
-            target = "edit"
-        elif "bytes_written" in value:
-            target = "write_file"
-        elif "entries" in value:
-            return "\n".join(
-                e["path"] + ("/" if e["type"] == "dir" else "") for e in value["entries"]
-            )
-    if target in ("edit", "write_file", "update_plan") and isinstance(value, dict):
-        if target == "edit":
-            return f"Edited {value['path']} ({value['replacements']} replacement(s))."
-        if target == "write_file":
-            verb = "Created" if value.get("created") else "Wrote"
-            return f"{verb} {value['path']} ({value['bytes_written']} bytes)."
-        return str(value.get("message", "Todo list updated."))
-    return render_result(tool.target or _target_of(value) or name, value)
-
-
-def _target_of(value: Any) -> str | None:
-    """Which of our tools produced ``value`` (for adapters that call several)."""
-    if not isinstance(value, dict):
-        return None
-    if "start_line" in value and "content" in value:
-        return "read_file"
-    if "entries" in value:
-        return None
-    if "exit_code" in value:
-        return "shell"
-    return None
+    return render_value(tool.table, tool.target, args, value)
 
 
 # --- text-parsed harnesses ---------------------------------------------------------------
