@@ -423,3 +423,26 @@ def test_resume_keeps_the_recorded_harness_and_dialect(home: Path, work: Path) -
     assert list(offered(server.requests[1].body)) == ["exec"]
     description = server.requests[1].body["tools"][0]["function"]["description"]
     assert "StrReplaceFile(args: StrReplaceFileArgs)" in description
+
+
+def test_qwen_code_mode_feels_like_qwen_codes_own(home: Path, work: Path) -> None:
+    """text() emits output and results carry `output`, as in Qwen Code's code mode."""
+    program = (
+        "const results = await Promise.allSettled([\n"
+        "  tools.read_file({file_path: 'src/app.py'}),\n"
+        "  tools.grep_search({pattern: 'TODO'}),\n"
+        "  tools.read_file({file_path: 'missing.py'})]);\n"
+        "for (const r of results) text(r.status === 'fulfilled' ? r.value.output"
+        " : String(r.reason));"
+    )
+    script = [{"tool_calls": [call("exec", {"code": program})]}, {"text": "ok"}]
+    run, server = exec_run(script, ["--harness", "qwen-code", "--code-mode", "x"], home=home,
+                           cwd=work)
+    assert run.code == 0, run.stderr
+    description = server.requests[0].body["tools"][0]["function"]["description"]
+    assert "text(value)" in description
+    assert "output: string;" in description.split("interface ReadFileResult")[1].split("}")[0]
+    out = results(server, 1)[0]
+    assert out.startswith("1\tdef greet(name):\n2\t    return 'hello ' + name\n")
+    assert "notes.txt:1: TODO: one" in out
+    assert "missing.py" in out.splitlines()[3]

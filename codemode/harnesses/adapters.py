@@ -287,26 +287,39 @@ def _roles(values: dict[str, Any], table: ToolTable) -> dict[str, Any]:
     return out
 
 
-def adapter_tool(table: ToolTable, base: ToolRegistry) -> AdapterTool:
-    """The adapter for one emulated tool, calling through ``base``."""
+def adapter_tool(table: ToolTable, base: ToolRegistry, *, text: bool = False) -> AdapterTool:
+    """The adapter for one emulated tool, calling through ``base``. With ``text``, each
+    result also carries ``output``: the text a direct call would have shown."""
+    from codemode.harnesses.present import render_value
+
     if table.adapter not in ADAPTERS:
         raise ValueError(f"tool {table.name}: unknown adapter {table.adapter!r}")
     target, translate = ADAPTERS[table.adapter]
     model = model_from_schema(_pascal(table.name) + "Args", table.parameters)
     target_tool = base.get(target) if target else None
+    result_model = target_tool.result_model if target_tool is not None else None
+    if text and result_model is not None and "output" not in result_model.model_fields:
+        result_model = create_model(
+            _pascal(table.name) + "Result",
+            __base__=result_model,
+            output=(str, Field(description="The result as text, as a direct call shows it.")),
+        )
 
     async def handler(args: BaseModel, ctx: ToolContext) -> Any:
         async def invoke(name: str, raw: dict[str, Any]) -> Any:
             return await base.invoke(name, raw, ctx)
 
         values = args.model_dump(by_alias=True, exclude_none=True)
-        return await translate(_roles(values, table), table, invoke)
+        value = await translate(_roles(values, table), table, invoke)
+        if text and isinstance(value, dict) and "output" not in value:
+            value = {**value, "output": render_value(table, target, values, value)}
+        return value
 
     return AdapterTool(
         name=table.name,
         description=" ".join(table.description.split()),
         args_model=model,
-        result_model=target_tool.result_model if target_tool is not None else None,
+        result_model=result_model,
         handler=handler,
         target=target,
         table=table,
@@ -320,7 +333,7 @@ def adapter_registry(harness: HarnessTable, base: ToolRegistry) -> ToolRegistry:
         base.add_lazy("edit", "codemode.tools.edit:EDIT")
     registry = ToolRegistry()
     for table in harness.tools:
-        registry.add(adapter_tool(table, base))
+        registry.add(adapter_tool(table, base, text=harness.result_text))
     for name in base.names():
         if name not in COVERED and name not in registry.names():
             tool = base.get(name)

@@ -81,14 +81,17 @@ async def run_classic_call(
     return Outcome(render(call.name, args, output.value))
 
 
-async def run_exec_call(call: ToolCall, runner: ToolRunner) -> Outcome:
+async def run_exec_call(call: ToolCall, runner: ToolRunner, prelude: str = "") -> Outcome:
     """Run the program in an ``exec`` call and render what it did."""
-    return (await exec_call(call, runner))[0]
+    return (await exec_call(call, runner, prelude))[0]
 
 
-async def exec_call(call: ToolCall, runner: ToolRunner) -> tuple[Outcome, ExecResult | None]:
+async def exec_call(
+    call: ToolCall, runner: ToolRunner, prelude: str = ""
+) -> tuple[Outcome, ExecResult | None]:
     """Run the program in an ``exec`` call: its rendered outcome, and the raw result
-    (None when no program ran)."""
+    (None when no program ran). ``prelude`` goes in front of the program, on its first
+    line so that line numbers in errors stay the model's own."""
     if call.name != EXEC_TOOL:
         names = runner.registry.names()
         if call.name in names:
@@ -111,7 +114,7 @@ async def exec_call(call: ToolCall, runner: ToolRunner) -> tuple[Outcome, ExecRe
         return Outcome(str(exc), is_error=True), None
     if not code:
         return Outcome('exec needs {"code": "<JavaScript program>"}', is_error=True), None
-    result = await runner.run_program(code)
+    result = await runner.run_program(f"{prelude} {code}" if prelude else code)
     return Outcome(render_exec_result(result), is_error=not result.ok), result
 
 

@@ -52,6 +52,15 @@ class HarnessTable(BaseModel):
     # Text harnesses: a reply whose command is exactly this ends the task.
     submit_command: str | None = None
     tools: list[ToolTable] = Field(default_factory=list)
+    # Code dialect: JavaScript run before a program that matches ``code_prelude_if``
+    # (helpers the emulated agent's own code mode provides), and extra notes for the
+    # exec tool's description.
+    code_prelude: str = ""
+    code_prelude_if: str = ""
+    code_notes: str = ""
+    # Code dialect: every adapter result also carries ``output``, its text as a direct
+    # call would show it (for agents whose code mode returns text results).
+    result_text: bool = False
     # Reuse another table's tools: ``tools_from`` names it, ``tool_names`` picks some.
     tools_from: str | None = None
     tool_names: list[str] = Field(default_factory=list)

@@ -64,11 +64,12 @@ def exec_spec(registry: ToolRegistry, table: HarnessTable) -> ToolSpec:
         {
             "declarations": typescript_declarations(registry).strip(),
             "example": _example(table),
+            "notes": " ".join(table.code_notes.split()),
         },
     )
     return ToolSpec(
         name=EXEC_TOOL,
-        description=description.strip(),
+        description=re.sub(r"\n{3,}", "\n\n", description).strip(),
         parameters={
             "type": "object",
             "properties": {
@@ -151,10 +152,16 @@ class TableHarness:
 
     async def execute(self, call: ToolCall, runner: ToolRunner) -> Outcome:
         if self.dialect == "code":
-            return await run_exec_call(call, runner)
+            return await run_exec_call(call, runner, self._prelude(call))
         return await run_classic_call(
             call, runner, lambda name, args, value: render_adapted(runner, name, args, value)
         )
+
+    def _prelude(self, call: ToolCall) -> str:
+        table = self.table
+        if table.code_prelude and re.search(table.code_prelude_if or ".", call.arguments):
+            return " ".join(table.code_prelude.split())
+        return ""
 
     def result_messages(self, calls: list[ToolCall], outcomes: list[Outcome]) -> list[Message]:
         return result_messages(calls, outcomes)
