@@ -288,6 +288,9 @@ def harness_show(name: str, code_mode: bool, as_json: bool) -> None:
             click.echo(json.dumps(tool["parameters"], indent=2, ensure_ascii=False))
     if not shown["tools"]:
         click.echo("\n## actions are parsed from the reply text (no function calling)")
+        for command in shown.get("commands", []):
+            click.echo(f"\n### command {command['name']}\n\n{command['description']}")
+            click.echo(json.dumps(command["parameters"], indent=2, ensure_ascii=False))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -391,6 +391,10 @@ def test_harness_cli(home: Path, work: Path) -> None:
     assert str(work) in data["instructions"]
     code = run_cli(["harness", "show", "claude-code", "--code-mode"], home=home, cwd=work)
     assert "Edit(args: EditArgs): Promise<EditResult>;" in code.stdout
+    text = run_cli(["harness", "show", "swe-agent", "--json"], home=home, cwd=work)
+    commands = json.loads(text.stdout)["commands"]
+    assert [c["name"] for c in commands] == ["bash", "str_replace_editor"]
+    assert "old_str" in commands[1]["parameters"]["properties"]
     bad = run_cli(["harness", "show", "claude-cod"], home=home, cwd=work)
     assert bad.code == 2 and "did you mean claude-code?" in bad.stderr
 

@@ -38,6 +38,15 @@ def describe_harness(name: str, dialect: Dialect, cwd: Path) -> dict[str, Any]:
         ],
         "tool_names": registry.names(),
     }
+    if not specs:
+        # Text-parsed harness: its commands, as the argument shapes they parse into.
+        from codemode.harnesses.adapters import AdapterTool
+
+        shown["commands"] = [
+            {"name": t.name, "description": t.description, "parameters": t.table.parameters}
+            for t in registry
+            if isinstance(t, AdapterTool) and t.table is not None
+        ]
     if dialect == "code":
         from codemode.tools.typescript import typescript_declarations
 
