@@ -152,7 +152,9 @@ async def test_acp_full_turn_with_permissions_and_cancel(dirs: dict[str, Path]) 
     said = "".join(u.content.text for u in first_turn if u.session_update == "agent_message_chunk")
     assert said == "Let me look.Done: upper.txt written, one outside write allowed."
     starts = {u.tool_call_id: u for u in first_turn if u.session_update == "tool_call"}
-    program_id = next(i for i, u in starts.items() if u.raw_input.get("code") == program)
+    program_id = next(
+        i for i, u in starts.items() if (u.raw_input.get("code") or "").strip() == program.strip()
+    )
     nested = [u for u in starts.values() if u.field_meta["codemode"]["parent_id"] == program_id]
     assert [u.title.split(" ")[0] for u in nested] == [
         "read_file",

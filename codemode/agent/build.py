@@ -119,6 +119,21 @@ def pick_model(config: Config, provider_name: str, model: str | None) -> str:
     return chosen
 
 
+def _family_harness(config: Config, provider_name: str | None) -> str:
+    """The default harness for the provider's model family (Kimi -> kimi-code, ...)."""
+    from codemode.harnesses.catalog import DEFAULT_HARNESS, default_harness
+    from codemode.providers.catalog import builtin_providers
+
+    name = provider_name or config.model_provider
+    if name is None:
+        return DEFAULT_HARNESS
+    family = config.model_providers.get(name, {}).get("family")
+    if family is None:
+        info = builtin_providers().get(name)
+        family = info.family if info is not None else None
+    return default_harness(family)
+
+
 def _cli_version() -> str:
     try:
         return version("codemode")
@@ -172,7 +187,9 @@ def build_session(
             else meta.dialect  # type: ignore[assignment]
         )
     else:
-        harness_name = options.harness or config.harness or "native"
+        harness_name = options.harness or config.harness or _family_harness(
+            config, options.provider or provider_name
+        )
         code_mode = options.code_mode if options.code_mode is not None else config.code_mode
         dialect = "code" if code_mode else "classic"
         model = ""
@@ -193,7 +210,7 @@ def build_session(
         session_ref[0].emit(event)  # type: ignore[arg-type]
 
     runner = ToolRunner(
-        registry,
+        harness.registry(registry),
         context,
         emit,
         engine=config.engine,

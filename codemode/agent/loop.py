@@ -187,6 +187,9 @@ class Session:
                 self._append(UserMessage(text=actions.reminder))
                 continue
             reminders = 0
+            if actions.final_answer is not None:
+                self._finish_with(result, actions.final_answer)
+                return
             if not actions.calls:
                 problem = self.final_check(message.text) if self.final_check else None
                 if problem is not None:
@@ -209,10 +212,19 @@ class Session:
             )
             for reply in self.harness.result_messages(actions.calls, list(outcomes)):
                 self._append(reply)
+            done = [o.final_answer for o in outcomes if o.final_answer is not None]
+            if done:
+                self._finish_with(result, done[0])
+                return
         raise TurnFailure(
             f"stopped after {self.max_turns} model requests without a final answer "
             "(raise --max-turns to allow more)"
         )
+
+    def _finish_with(self, result: TurnResult, answer: str) -> None:
+        """End the turn on a harness's completion signal, with ``answer`` as the reply."""
+        result.final_message = answer
+        self.emit(ItemCompleted(item=AgentMessageItem(id=self.runner.next_id(), text=answer)))
 
     async def _sample(self) -> tuple[AssistantMessage, Usage]:
         """One model request, streamed; retried after compaction on context overflow."""

@@ -229,7 +229,9 @@ async def _writable(raw: str, ctx: ToolContext) -> Path:
         if choice == "deny":
             raise ToolError(f"write_file: the user declined writing {path}") from None
         if choice == "always":
-            ctx.writable_roots.append(path.parent)
+            # The sandbox session, when there is one, keeps its own roots.
+            roots = ctx.sandbox.settings.writable_roots if ctx.sandbox else ctx.writable_roots
+            roots.append(path.parent)
         return path
 
 
