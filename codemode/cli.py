@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from codemode.batch.cli_options import batch_options, refuse_without_repos
+
 ENGINE_CHOICES = ("quickjs", "v8")
 
 
@@ -57,6 +59,7 @@ def cli(ctx: click.Context) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result.")
 @click.option("-v", "--verbose", is_flag=True, help="Show each tool call on stderr.")
+@batch_options
 def run(
     script: str,
     args: tuple[str, ...],
@@ -67,13 +70,26 @@ def run(
     cwd: Path,
     as_json: bool,
     verbose: bool,
+    repos: tuple[Path, ...],
+    **batch: Any,
 ) -> None:
     """Run SCRIPT (a .js file, or - for stdin) against the tools, without a model.
 
     ARGS after the script are available to it as the array `argv` (put `--` before
     them if one starts with a dash).
     Exit status: 0 done, 1 script error, 2 usage error, 3 a limit was hit.
+
+    With --repos, SCRIPT runs in each repository in parallel, confined to it, and
+    writes a JSON Lines report; exit status 0 all done, 1 any failed.
     """
+    if repos:
+        from codemode.batch.command import run_batch_command
+
+        if as_json:
+            raise click.UsageError("--json is for single runs; a batch writes --report")
+        limits = {"timeout": timeout, "memory": memory, "max_tool_calls": max_tool_calls}
+        sys.exit(run_batch_command(script, args, engine=engine, repos=repos, **limits, **batch))
+    refuse_without_repos(batch)
     from codemode.js_runtime.models import Limits
     from codemode.run import run_script
 

@@ -9,6 +9,10 @@ from __future__ import annotations
 import os.path
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codemode.tools.dry_run import DryRun
 
 
 class ToolError(Exception):
@@ -26,6 +30,9 @@ class ToolContext:
     workspace: Path
     # Extra writable roots beyond the workspace (the sandbox issue configures these).
     writable_roots: list[Path] = field(default_factory=list)
+    # Set for a dry run: writing tools record changes here instead of on disk, and
+    # read_file sees them (codemode.tools.dry_run).
+    dry_run: DryRun | None = None
 
     def resolve(self, path: str | Path) -> Path:
         """Resolve ``path`` against the workspace; the result is absolute and normalised."""
