@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from codemode.batch.cli_options import batch_options, refuse_without_repos
+from codemode.sandbox.cli_options import resolve_modes, sandbox_options
 
 ENGINE_CHOICES = ("quickjs", "v8")
 
@@ -59,6 +60,7 @@ def cli(ctx: click.Context) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result.")
 @click.option("-v", "--verbose", is_flag=True, help="Show each tool call on stderr.")
+@sandbox_options
 @batch_options
 def run(
     script: str,
@@ -70,6 +72,9 @@ def run(
     cwd: Path,
     as_json: bool,
     verbose: bool,
+    sandbox_mode: str | None,
+    approval_policy: str | None,
+    full_auto: bool,
     repos: tuple[Path, ...],
     **batch: Any,
 ) -> None:
@@ -82,16 +87,24 @@ def run(
     With --repos, SCRIPT runs in each repository in parallel, confined to it, and
     writes a JSON Lines report; exit status 0 all done, 1 any failed.
     """
+    mode, policy = resolve_modes(sandbox_mode, approval_policy, full_auto)
+    from codemode.js_runtime.models import Limits
+    from codemode.run import run_script
+    from codemode.sandbox.settings import SandboxSettings
+
+    sandbox = SandboxSettings(sandbox_mode=mode, approval_policy=policy)  # type: ignore[arg-type]
     if repos:
         from codemode.batch.command import run_batch_command
 
         if as_json:
             raise click.UsageError("--json is for single runs; a batch writes --report")
-        limits = {"timeout": timeout, "memory": memory, "max_tool_calls": max_tool_calls}
-        sys.exit(run_batch_command(script, args, engine=engine, repos=repos, **limits, **batch))
+        caps = {"timeout": timeout, "memory": memory, "max_tool_calls": max_tool_calls}
+        sys.exit(
+            run_batch_command(
+                script, args, engine=engine, repos=repos, sandbox=sandbox, **caps, **batch
+            )
+        )
     refuse_without_repos(batch)
-    from codemode.js_runtime.models import Limits
-    from codemode.run import run_script
 
     limits = Limits(
         timeout_s=timeout,
@@ -107,6 +120,7 @@ def run(
         argv=list(args),
         as_json=as_json,
         verbose=verbose,
+        sandbox=sandbox,
     )
     sys.exit(status)
 
@@ -181,7 +195,7 @@ def session_options(fn: Any) -> Any:
     ]
     for option in reversed(options):
         fn = option(fn)
-    return fn
+    return sandbox_options(fn)
 
 
 def _read_prompt(prompt: str | None) -> str | None:
@@ -258,6 +272,96 @@ def sessions(limit: int) -> None:
         click.echo("no sessions recorded yet", err=True)
     for row in rows:
         click.echo(f"{row.id}  {row.model:<24} {row.dialect:<7} {row.first_prompt}")
+
+
+@cli.command()
+@click.option("-c", "--config", "overrides", multiple=True, metavar="KEY=VALUE")
+def providers(overrides: tuple[str, ...]) -> None:
+    """List the model providers: the built-in catalog plus your [model_providers]."""
+    import os
+
+    from codemode.config import ConfigError, load_config
+    from codemode.providers.catalog import builtin_providers
+
+    try:
+        config = load_config(list(overrides))
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    catalog = {name: info.model_dump() for name, info in builtin_providers().items()}
+    for name, override in config.model_providers.items():
+        catalog[name] = {**catalog.get(name, {}), **override}
+    for name in sorted(catalog):
+        entry = catalog[name]
+        key = entry.get("env_key")
+        if not key:
+            state = "no key needed"
+        else:
+            state = f"{key} {'set' if os.environ.get(key) else 'not set'}"
+        mark = "*" if name == config.model_provider else " "
+        wire = entry.get("wire_api", "?")
+        click.echo(f"{mark} {name:<18} {wire:<9} {entry.get('base_url', '?'):<52} {state}")
+
+
+@cli.group()
+def policy() -> None:
+    """Execpolicy: how commands are judged before they run."""
+
+
+@policy.command("check", context_settings={"allow_interspersed_args": False})
+@click.option(
+    "--rules",
+    "rules_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A .rules file to load besides the built-in, user and repository rules (repeatable).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the evaluation as JSON.")
+@click.option(
+    "--cwd",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=".",
+    help="Workspace the command would run in (default: current directory).",
+)
+@click.argument("command", nargs=-1, required=True)
+def policy_check(
+    rules_files: tuple[Path, ...], as_json: bool, cwd: Path, command: tuple[str, ...]
+) -> None:
+    """Print the decision for COMMAND (allow, prompt, forbidden, or unmatched), the simple
+    command and rule that decided it, and the justification.
+
+    COMMAND is one shell command line (quote it) or an argv after `--`:
+    `interpreter policy check -- git push --force`.
+    """
+    from codemode.sandbox.check_cli import evaluate, render
+    from codemode.sandbox.rules import RulesError
+
+    try:
+        ev = evaluate(command, cwd=cwd, rules_files=rules_files)
+    except RulesError as exc:
+        click.echo(f"interpreter policy check: error: {exc}", err=True)
+        sys.exit(2)
+    click.echo(render(ev, as_json=as_json))
+
+
+@cli.command("apply-patch")
+@click.argument("patch", default="-", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option(
+    "--cwd",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=".",
+    help="Directory the patch's paths are relative to, and the only one it may change.",
+)
+def apply_patch(patch: str, cwd: Path) -> None:
+    """Apply PATCH (a file, or - for stdin, the default) to the files under --cwd.
+
+    PATCH is in the apply_patch format (*** Begin Patch ... *** End Patch) or a unified
+    diff. It applies completely or not at all. Prints one line per file (A added,
+    M modified, D deleted, R old -> new renamed) and exits 0; on failure prints why to
+    stderr and exits 1, with no file changed.
+    """
+    from codemode.tools.patch.command import run_apply_patch_command
+
+    sys.exit(run_apply_patch_command(patch, cwd.resolve()))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codemode.js_runtime.bridge import Bridge, EventSink
 from codemode.js_runtime.models import ExecResult, Limits
@@ -22,12 +22,22 @@ from codemode.tools.builtin import builtin_registry
 from codemode.tools.context import ToolContext
 from codemode.tools.registry import ToolRegistry
 
+if TYPE_CHECKING:
+    from codemode.sandbox.approval import Approver
+    from codemode.sandbox.session import SandboxSession
+    from codemode.sandbox.settings import SandboxSettings
+
 
 class ToolHost:
     """Runs code-mode programs in a workspace with the built-in tools plus your own.
 
     ``engine`` is "quickjs" (default) or "v8"; ``persistent=True`` keeps globals
     between ``execute`` calls. A host belongs to the event loop that first uses it.
+
+    ``sandbox`` (a ``SandboxSettings`` or a ready ``SandboxSession``) turns on the
+    execpolicy, approvals (through ``approver``) and confinement for every command the
+    tools start. Without it commands run unconfined and unchecked, as the embedding
+    process itself would run them; file tools still write only inside the workspace.
     """
 
     def __init__(
@@ -39,9 +49,20 @@ class ToolHost:
         persistent: bool = False,
         registry: ToolRegistry | None = None,
         globals: dict[str, Any] | None = None,
+        sandbox: SandboxSettings | SandboxSession | None = None,
+        approver: Approver | None = None,
     ) -> None:
         self.registry = registry if registry is not None else builtin_registry()
-        self.context = ToolContext(workspace=Path(workspace).resolve())
+        root = Path(workspace).resolve()
+        session = None
+        if sandbox is not None:
+            from codemode.sandbox.session import SandboxSession
+
+            if isinstance(sandbox, SandboxSession):
+                session = sandbox
+            else:
+                session = SandboxSession(root, sandbox, approver=approver)
+        self.context = ToolContext(workspace=root, sandbox=session)
         self._bridge = Bridge(
             self.registry,
             self.context,
@@ -69,7 +90,10 @@ class ToolHost:
         self, code: str, *, on_event: EventSink | None = None, limits: Limits | None = None
     ) -> ExecResult:
         """Run one program; never raises for a failing program (see ``ExecResult.error``)."""
-        return await self._bridge.execute(code, on_event=on_event, limits=limits)
+        from codemode.sandbox.approval_context import program_context
+
+        with program_context(code):  # approval requests show the program making the call
+            return await self._bridge.execute(code, on_event=on_event, limits=limits)
 
     def typescript(self) -> str:
         """TypeScript declarations of the tools, as given to a model in code mode."""
@@ -79,6 +103,8 @@ class ToolHost:
 
     def close(self) -> None:
         self._bridge.close()
+        if self.context.sandbox is not None:
+            self.context.sandbox.close()
 
     def __enter__(self) -> ToolHost:
         return self

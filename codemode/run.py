@@ -10,10 +10,13 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from codemode.host import ToolHost
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
+
+if TYPE_CHECKING:
+    from codemode.sandbox.settings import SandboxSettings
 
 EXIT_OK, EXIT_SCRIPT_ERROR, EXIT_USAGE, EXIT_LIMIT = 0, 1, 2, 3
 
@@ -53,11 +56,17 @@ async def run_source(
     argv: list[str],
     as_json: bool = False,
     verbose: bool = False,
+    sandbox: SandboxSettings | None = None,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
 ) -> int:
-    """Run one script and report it; returns the exit status."""
-    host = ToolHost(cwd, engine=engine, limits=limits, globals={"argv": argv})
+    """Run one script and report it; returns the exit status.
+
+    ``sandbox`` confines the commands the script's tools start; there is no one to
+    approve anything, so a command needing approval is refused (the script sees a
+    catchable exception) unless the approval policy is ``never``.
+    """
+    host = ToolHost(cwd, engine=engine, limits=limits, globals={"argv": argv}, sandbox=sandbox)
     try:
         on_event = None if as_json else _printer(verbose, out, err)
         result = await host.execute(source, on_event=on_event)

@@ -158,6 +158,9 @@ for (const path of [`../${a}/pwned.txt`, `${repo.path}/../${b}/pwned.txt`, "/tmp
 }
 await tools.write_file({path: "mine.txt", content: "ok"});
 if (refused.length < 3) throw new Error("escaped: " + (3 - refused.length));
+// Commands are confined to the repository too (by the sandbox, on by default).
+const command = `echo x > ../${a}/escaped.txt; echo mine > shell.txt`;
+try { await tools.shell({command}); } catch (e) { refused.push(e.message); }
 return refused;
 """
     )
@@ -169,9 +172,11 @@ return refused;
     report = read_report(workdir / "r.jsonl")
     for line in report.values():
         assert line["status"] == "ok"
-        assert all("refusing to write outside the workspace" in m for m in line["value"])
+        assert all("outside the writable roots" in m for m in line["value"][:3])
     for repo in repos:
         assert not (repo / "pwned.txt").exists()
+        assert not (repo / "escaped.txt").exists()
+        assert (repo / "shell.txt").read_text() == "mine\n"
         assert (repo / "mine.txt").read_text() == "ok"
 
 
@@ -186,6 +191,48 @@ def test_dry_run_records_diffs_and_changes_nothing(workdir: Path) -> None:
     check_bump_report(read_report(workdir / "r.jsonl"), dry_run=True)
     assert {r: (r / "version.txt").read_text() for r in repos} == before
     assert not any(p.name.endswith(".tmp") for r in repos for p in r.iterdir())
+
+
+PATCH_AFTER_WRITE = """
+await tools.write_file({path: "notes.txt", content: "draft\\n"});
+await tools.apply_patch(`*** Begin Patch
+*** Update File: notes.txt
+@@
+-draft
++final
+*** Update File: version.txt
+@@
+-1.0.0
++2.0.0
+*** Delete File: src/main.txt
+*** End Patch`);
+const notes = await tools.read_file({path: "notes.txt"});
+let gone = false;
+try { await tools.read_file({path: "src/main.txt"}); } catch (e) { gone = true; }
+return {notes: notes.content, gone};
+"""
+
+
+def test_dry_run_covers_apply_patch(workdir: Path) -> None:
+    repos = make_repos(workdir / "repos", 2)
+    (workdir / "patch.js").write_text(PATCH_AFTER_WRITE)
+    for repo in repos:
+        (repo / "version.txt").write_text("1.0.0\n")
+    proc = interp(
+        "run", "patch.js", "--repos", "repos", "--dry-run", "--report", "r.jsonl", cwd=workdir
+    )
+    assert proc.returncode == 0, proc.stderr
+    for name, line in read_report(workdir / "r.jsonl").items():
+        # The patch applied on top of the dry run's own write, and reads see both.
+        assert line["value"] == {"notes": "final\n", "gone": True}, name
+        assert line["changed_files"] == ["notes.txt", "src/main.txt", "version.txt"]
+        assert "+++ b/notes.txt\n@@ -0,0 +1 @@\n+final\n" in line["diff"]
+        assert "--- a/src/main.txt\n+++ /dev/null\n" in line["diff"]
+        assert "-1.0.0\n+2.0.0\n" in line["diff"]
+    for i, repo in enumerate(repos):
+        assert (repo / "version.txt").read_text() == "1.0.0\n"
+        assert (repo / "src" / "main.txt").read_text() == f"repository {i}\n"
+        assert not (repo / "notes.txt").exists()
 
 
 def test_dry_run_refuses_the_shell(workdir: Path) -> None:

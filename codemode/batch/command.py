@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,6 +14,9 @@ from codemode.batch.report import default_report_path
 from codemode.batch.repos import RepoListError, find_repositories
 from codemode.batch.runner import BatchOptions, BatchUsageError, run_batch
 from codemode.js_runtime.models import Limits
+
+if TYPE_CHECKING:
+    from codemode.sandbox.settings import SandboxSettings
 
 
 def run_batch_command(
@@ -29,6 +33,7 @@ def run_batch_command(
     dry_run: bool | None,
     backend: str | None,
     ray_address: str | None,
+    sandbox: SandboxSettings | None = None,
 ) -> int:
     """`interpreter run SCRIPT --repos ...`: returns the exit status."""
     if ray_address and backend != "ray":
@@ -53,6 +58,7 @@ def run_batch_command(
             output_chars=OUTPUT_CHARS,
         ),
         argv=list(args),
+        sandbox=sandbox,
     )
     try:
         return run_batch(source, options)

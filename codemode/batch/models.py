@@ -7,11 +7,14 @@ only; ``RepoResult`` is also the report's line format.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from codemode.js_runtime.models import Limits
+
+if TYPE_CHECKING:
+    from codemode.sandbox.settings import SandboxSettings
 
 Status = Literal["ok", "failed"]
 # How a failed run failed: the runtime's kinds, plus "worker" when the process or Ray
@@ -32,6 +35,9 @@ class RepoTask:
     limits: Limits = field(default_factory=Limits)
     argv: tuple[str, ...] = ()
     dry_run: bool = False
+    # How the commands the script's tools start are checked and confined (None: not at
+    # all); each repository gets its own sandbox session rooted at it.
+    sandbox: SandboxSettings | None = None
 
 
 class RepoResult(BaseModel):

@@ -6,12 +6,15 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import TYPE_CHECKING, Literal, TextIO
 
 from codemode.batch.models import RepoResult, RepoTask
 from codemode.batch.progress import BatchProgress
 from codemode.batch.report import ReportWriter
 from codemode.js_runtime.models import Limits
+
+if TYPE_CHECKING:
+    from codemode.sandbox.settings import SandboxSettings
 
 Backend = Literal["local", "ray"]
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -34,6 +37,7 @@ class BatchOptions:
     engine: str = "quickjs"
     limits: Limits = field(default_factory=Limits)
     argv: list[str] = field(default_factory=list)
+    sandbox: SandboxSettings | None = None
 
 
 def run_batch(source: str, options: BatchOptions, stream: TextIO | None = None) -> int:
@@ -53,6 +57,7 @@ def run_batch(source: str, options: BatchOptions, stream: TextIO | None = None) 
             limits=options.limits,
             argv=tuple(options.argv),
             dry_run=options.dry_run,
+            sandbox=options.sandbox,
         )
         for repo in options.repositories
     ]

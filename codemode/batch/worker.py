@@ -1,8 +1,8 @@
 """One repository's run, inside a worker process (or a Ray task).
 
-Each repository gets a fresh ``ToolHost`` — its own isolate and a ``ToolContext``
-whose only writable root is that repository — so a script cannot write into a
-sibling, and whatever confinement the host applies to commands applies here too.
+Each repository gets a fresh ``ToolHost`` — its own isolate, a ``ToolContext`` whose
+only writable root is that repository, and its own sandbox session rooted there — so
+neither the file tools nor the commands a script starts can write into a sibling.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ async def _run(task: RepoTask, started: float) -> RepoResult:
         limits=task.limits,
         registry=registry,
         globals={"argv": list(task.argv), "repo": repo_global},
+        sandbox=task.sandbox,
     )
     host.context.dry_run = dry_run
     try:

@@ -1,11 +1,6 @@
 """Test support shipped with codemode: the scripted model server (the one stand-in for a
-model service) used by the test suite, benchmarks and terminal tests."""
+model service) used by the test suite, benchmarks and terminal tests.
 
-from codemode.testing.scripted_server import (
-    RecordedRequest,
-    ScriptedModelServer,
-    ScriptedReply,
-    ScriptedToolCall,
-)
-
-__all__ = ["RecordedRequest", "ScriptedModelServer", "ScriptedReply", "ScriptedToolCall"]
+Import it from ``codemode.testing.scripted_server``; this package stays empty so that
+``python -m codemode.testing.scripted_server`` runs without a double import.
+"""

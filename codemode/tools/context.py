@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from codemode.sandbox.session import SandboxSession
     from codemode.tools.dry_run import DryRun
 
 
@@ -25,11 +26,20 @@ class ToolError(Exception):
 
 @dataclass
 class ToolContext:
-    """What a handler may know about the session that called it."""
+    """What a handler may know about the session that called it.
+
+    ``sandbox`` carries the session's sandbox state (settings, rules, approver). Without
+    one (the default, e.g. for ToolHost embedders) commands run unconfined and unchecked
+    as before, credentials are still withheld from subprocesses, and the file tools
+    write only inside the workspace and ``writable_roots`` (never ``.codemode/`` or
+    ``.git/hooks``).
+    """
 
     workspace: Path
-    # Extra writable roots beyond the workspace (the sandbox issue configures these).
+    # Extra writable roots beyond the workspace, used when there is no sandbox session
+    # (a sandbox session has its own, from its settings).
     writable_roots: list[Path] = field(default_factory=list)
+    sandbox: SandboxSession | None = None
     # Set for a dry run: writing tools record changes here instead of on disk, and
     # read_file sees them (codemode.tools.dry_run).
     dry_run: DryRun | None = None
@@ -42,13 +52,23 @@ class ToolContext:
         return Path(os.path.normpath(p))
 
     def resolve_writable(self, path: str | Path) -> Path:
-        """Resolve ``path`` for writing; refuses anything outside the writable roots."""
+        """Resolve ``path`` for writing; refuses anything outside the writable roots.
+
+        Symlinks and ``..`` are resolved before the check; ``.codemode/`` and
+        ``.git/hooks`` inside a root stay read-only; in read-only sandbox mode every
+        write is refused.
+        """
         p = self.resolve(path)
-        real = p.resolve()
-        for root in [self.workspace, *self.writable_roots]:
-            if real == root.resolve() or real.is_relative_to(root.resolve()):
-                return p
-        raise ToolError(f"refusing to write outside the workspace: {path}")
+        if self.sandbox is not None:
+            return self.sandbox.check_writable(p, path)
+        from codemode.sandbox.paths import write_refusal
+
+        reason = write_refusal(p, [self.workspace, *self.writable_roots])
+        if reason == "outside the writable roots":
+            raise ToolError(f"refusing to write outside the workspace: {path}")
+        if reason is not None:
+            raise ToolError(f"refusing to write {path}: {reason}")
+        return p
 
     def display(self, path: Path) -> str:
         """A path as the program should see it: relative to the workspace when inside."""

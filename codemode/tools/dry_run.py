@@ -13,21 +13,32 @@ shell, or one a plugin adds) would change files that the diff never shows.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.registry import ToolRegistry
 
 # Tools allowed in a dry run: the readers, and the writers that record into the overlay.
 # A writer joins this set once it writes through ``DryRun.write``/``DryRun.remove``.
-DRY_RUN_TOOLS = frozenset({"read_file", "write_file", "list_dir", "glob", "grep", "update_plan"})
+DRY_RUN_TOOLS = frozenset(
+    {"read_file", "write_file", "apply_patch", "list_dir", "glob", "grep", "update_plan"}
+)
 
 
 # What diff and git print after a last line that has no line ending.
 NO_NEWLINE = "\\ No newline at end of file\n"
+
+
+class Removed(Protocol):
+    path: Path
+
+
+class Written(Protocol):
+    path: Path
+    data: bytes
 
 
 @dataclass(frozen=True)
@@ -92,6 +103,19 @@ class DryRun:
         key = _key(path)
         self._remember(key)
         self._after[key] = None
+
+    def record(self, removals: Iterable[Removed], writes: Iterable[Written]) -> None:
+        """Record a set of removals and writes (apply_patch's plan) together: either all
+        are recorded or, when one cannot be (ToolError), none is."""
+        before = (dict(self._after), dict(self._before))
+        try:
+            for removal in removals:
+                self.remove(removal.path)
+            for write in writes:
+                self.write(write.path, write.data)
+        except ToolError:
+            self._after, self._before = before
+            raise
 
     def _remember(self, key: Path) -> None:
         if key not in self._before:

@@ -7,6 +7,7 @@ import importlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from codemode.sandbox.approval_context import tool_call
 from codemode.tools.context import ToolContext, ToolError
 
 if TYPE_CHECKING:
@@ -16,8 +17,9 @@ if TYPE_CHECKING:
 class ToolRegistry:
     """An ordered set of tools with a single ``invoke`` path.
 
-    Every surface (code mode, classic function calls, MCP) calls ``invoke``; later the
-    sandbox's policy check and approval hook in here, so no surface is a side door.
+    Every surface (code mode, classic function calls, MCP) calls ``invoke``. Whatever a
+    tool starts goes through ``ToolContext.sandbox`` (policy check, approval,
+    confinement) and is attributed to the tool named here, so no surface is a side door.
     """
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
@@ -90,7 +92,8 @@ class ToolRegistry:
             suffix = f" — did you mean tools.{hint}?" if hint else ""
             raise ToolError(f"tools.{name} is not a tool{suffix}")
         try:
-            return await tool.call(raw_args, ctx)
+            with tool_call(name):
+                return await tool.call(raw_args, ctx)
         except ToolError:
             raise
         except OSError as exc:

@@ -64,17 +64,27 @@ class ShellResult(ToolResult):
 
 
 async def spawn(
-    argv: Sequence[str], cwd: Path, env: Mapping[str, str], output_fd: int
+    argv: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    output_fd: int,
+    ctx: ToolContext | None = None,
 ) -> asyncio.subprocess.Process:
     """Start ``argv`` in a new session, stdout and stderr both writing to ``output_fd``.
 
-    This is the only place a process is created, so confinement (e.g. bubblewrap) can
-    wrap it without touching the rest of the tool.
+    This is the only place a process is created. With a sandbox session on ``ctx`` the
+    command is checked against the execpolicy, approved if needed and started confined
+    (``SandboxSession.spawn``); without one it starts as it is. Either way the child
+    does not inherit credentials (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``...).
     """
+    if ctx is not None and ctx.sandbox is not None:
+        return await ctx.sandbox.spawn(argv, cwd=cwd, env=env, output_fd=output_fd)
+    from codemode.sandbox.env import scrub_environment
+
     return await asyncio.create_subprocess_exec(
         *argv,
         cwd=cwd,
-        env=dict(env),
+        env=scrub_environment(env),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=output_fd,
         stderr=output_fd,
@@ -163,6 +173,12 @@ async def _pump(stream: asyncio.StreamReader, capture: _Capture) -> None:
 
 async def run_shell(args: ShellArgs, ctx: ToolContext) -> ShellResult:
     """Run ``args.command`` and return its exit code and combined output."""
+    if "apply_patch" in args.command or "applypatch" in args.command:
+        # `apply_patch <<'EOF' ...` is no program here: the patch engine applies it.
+        from codemode.tools.patch.intercept import shell_patch_result
+
+        if (patched := await shell_patch_result(args.command, args.workdir, ctx)) is not None:
+            return patched
     cwd = ctx.resolve(args.workdir) if args.workdir is not None else ctx.workspace
     if not cwd.is_dir():
         raise ToolError(f"shell: workdir is not a directory: {ctx.display(cwd)}")
@@ -175,7 +191,7 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ShellResult:
     pipe = os.fdopen(read_fd, "rb", buffering=0)
     started = time.monotonic()
     try:
-        proc = await spawn(shell_argv(args.command), cwd, env, write_fd)
+        proc = await spawn(shell_argv(args.command), cwd, env, write_fd, ctx)
     except BaseException:
         pipe.close()
         raise

@@ -1,0 +1,64 @@
+"""The ``--sandbox`` / ``--approval`` / ``--full-auto`` options, shared by every command
+that runs tools (``interpreter run``, ``interpreter exec``, the interactive session)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from codemode.sandbox.modes import (
+    APPROVAL_POLICIES,
+    DEFAULT_APPROVAL_POLICY,
+    DEFAULT_SANDBOX_MODE,
+    FULL_AUTO,
+    SANDBOX_MODES,
+)
+
+
+def sandbox_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Add ``--sandbox MODE``, ``--approval POLICY`` and ``--full-auto`` to a command; it
+    receives ``sandbox_mode``, ``approval_policy`` (None when not given) and ``full_auto``."""
+    f = click.option(
+        "--full-auto",
+        is_flag=True,
+        help="Work without asking, confined: same as --sandbox workspace-write --approval never.",
+    )(f)
+    f = click.option(
+        "--approval",
+        "approval_policy",
+        type=click.Choice(APPROVAL_POLICIES),
+        default=None,
+        help="When to ask before running a command: untrusted (anything the rules do not "
+        "allow), on-request (what the rules mark prompt), never (run it, confined). "
+        f"Without a person to ask, a command needing approval is refused. [default: "
+        f"{DEFAULT_APPROVAL_POLICY}]",
+    )(f)
+    f = click.option(
+        "--sandbox",
+        "sandbox_mode",
+        type=click.Choice(SANDBOX_MODES),
+        default=None,
+        help="How commands are confined: read-only, workspace-write (writes only in the "
+        "workspace, no network) or danger-full-access (no confinement). "
+        f"[default: {DEFAULT_SANDBOX_MODE}]",
+    )(f)
+    return f
+
+
+def resolve_modes(
+    sandbox_mode: str | None,
+    approval_policy: str | None,
+    full_auto: bool,
+    *,
+    default_mode: str = DEFAULT_SANDBOX_MODE,
+    default_policy: str = DEFAULT_APPROVAL_POLICY,
+) -> tuple[str, str]:
+    """The (sandbox_mode, approval_policy) the options ask for; the defaults normally
+    come from the config file. Raises click.UsageError for contradictory options."""
+    if full_auto:
+        if sandbox_mode is not None or approval_policy is not None:
+            raise click.UsageError("--full-auto cannot be combined with --sandbox or --approval")
+        return FULL_AUTO
+    return sandbox_mode or default_mode, approval_policy or default_policy

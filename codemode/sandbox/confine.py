@@ -1,0 +1,142 @@
+"""Starting a subprocess confined according to the sandbox mode.
+
+``danger-full-access`` starts it as it is. The restricted modes use bubblewrap (plus the
+seccomp filter) when it works here, otherwise Landlock plus seccomp in the child. When
+neither works the command is refused with a message naming what is missing: a restricted
+mode never silently runs a command unconfined.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from codemode.sandbox import bwrap, landlock, seccomp
+from codemode.sandbox.settings import SandboxSettings
+
+
+class ConfinementUnavailable(RuntimeError):
+    """A restricted sandbox mode was asked for but nothing here can enforce it."""
+
+
+@dataclass(frozen=True)
+class Backends:
+    """What works on this machine; each field is None when it works, else why not."""
+
+    bubblewrap: str | None
+    landlock: str | None
+    seccomp: str | None
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"bubblewrap": self.bubblewrap, "landlock": self.landlock, "seccomp": self.seccomp}
+
+
+@functools.cache
+def probe() -> Backends:
+    """Find out (once per process) which confinement backends work here."""
+    return Backends(bwrap.available(), landlock.available(), seccomp.available())
+
+
+def choose_backend(settings: SandboxSettings) -> str:
+    """``"none"``, ``"bubblewrap"`` or ``"landlock"``; raises ConfinementUnavailable."""
+    if not settings.restricted:
+        return "none"
+    found = probe()
+    wanted = settings.backend
+    reasons: list[str] = []
+    if wanted in ("auto", "bubblewrap"):
+        if found.bubblewrap is None:
+            return "bubblewrap"
+        reasons.append(found.bubblewrap)
+    if wanted in ("auto", "landlock"):
+        network_ok = (
+            settings.network_access
+            or (settings.seccomp and found.seccomp is None)
+            or landlock.abi_version() >= 4
+        )
+        if found.landlock is not None:
+            reasons.append(found.landlock)
+        elif network_ok:
+            return "landlock"
+        else:
+            reasons.append(
+                f"Landlock ABI {landlock.abi_version()} cannot block the network and "
+                f"seccomp is unavailable ({found.seccomp})"
+            )
+    raise ConfinementUnavailable(
+        f"sandbox mode {settings.sandbox_mode} cannot be enforced here: "
+        + "; ".join(reasons)
+        + ". Install bubblewrap (apt-get install bubblewrap), or run with "
+        "--sandbox danger-full-access to run commands unconfined."
+    )
+
+
+async def spawn_confined(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    output_fd: int,
+    settings: SandboxSettings,
+    writable: Sequence[Path],
+) -> asyncio.subprocess.Process:
+    """Start ``argv`` under the confinement ``settings`` ask for.
+
+    ``writable`` are the directories the command may write (empty in read-only mode).
+    stdin is /dev/null; stdout and stderr go to ``output_fd``; the process leads a new
+    session so its whole group can be killed.
+    """
+    backend = choose_backend(settings)
+    deny_network = settings.restricted and not settings.network_access
+    use_seccomp = settings.restricted and settings.seccomp and probe().seccomp is None
+    start = functools.partial(
+        asyncio.create_subprocess_exec,
+        cwd=cwd,
+        env=dict(env),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=output_fd,
+        stderr=output_fd,
+        start_new_session=True,
+    )
+    if backend == "none":
+        return await start(*argv)
+    if backend == "bubblewrap":
+        pass_fds: tuple[int, ...] = ()
+        read_fd = None
+        if use_seccomp:
+            program = seccomp.bpf_program(deny_network)
+            read_fd, write_fd = os.pipe()
+            try:
+                os.write(write_fd, program)  # a few hundred bytes: fits the pipe buffer
+            finally:
+                os.close(write_fd)
+            pass_fds = (read_fd,)
+        try:
+            cmd = bwrap.argv(
+                argv, cwd=cwd, writable=writable, network=not deny_network, seccomp_fd=read_fd
+            )
+            return await start(*cmd, pass_fds=pass_fds)
+        finally:
+            if read_fd is not None:
+                os.close(read_fd)
+    ruleset = landlock.Ruleset(writable, deny_network=deny_network)
+    filt = seccomp.prepared(deny_network) if use_seccomp else None
+    try:
+        return await start(*argv, preexec_fn=_child_setup(ruleset, filt))
+    finally:
+        ruleset.close()
+
+
+def _child_setup(
+    ruleset: landlock.Ruleset, filt: seccomp.PreparedFilter | None
+) -> Callable[[], None]:
+    def setup() -> None:
+        ruleset.apply()
+        if filt is not None:
+            filt.install()
+
+    return setup

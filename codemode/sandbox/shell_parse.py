@@ -1,0 +1,344 @@
+"""Every simple command of a shell script, found with tree-sitter-bash.
+
+A simple command is what bash actually executes: a name and its arguments. They hide
+inside pipelines, lists (``&&``, ``||``, ``;``, newlines), subshells, braces, loops,
+conditionals, functions, ``$(...)``, backticks, process substitutions and here-documents;
+the walk below visits every node of the tree, so none is missed. What bash would run
+indirectly (``bash -c``, ``env``, ``xargs``, ``find -exec``...) is looked through by
+``unwrap``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from codemode.sandbox.words import (
+    Word,
+    decode_ansi_c,
+    finish,
+    unescape_double_quoted,
+    unquoted_chars,
+)
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
+
+# Scripts nested deeper than this (bash -c inside bash -c ...) are not followed.
+MAX_DEPTH = 8
+# Output redirections to these do not write anything worth asking about.
+HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+_SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
+_UNSPLIT_DYNAMIC = frozenset({"arithmetic_expansion", "process_substitution"})
+
+
+@dataclass(frozen=True)
+class SimpleCommand:
+    """One command bash would execute, with its words unquoted."""
+
+    words: tuple[Word, ...]
+    source: str  # the text as written in the script
+    open_ended: bool = False  # more arguments are added at run time (xargs, find -exec)
+    writes: tuple[str, ...] = ()  # files its output is redirected to
+    via: tuple[str, ...] = ()  # wrappers looked through to reach it (env, sudo, bash -c...)
+    strict_only: bool = False  # a wrapper's own words: only prompt/forbidden rules apply
+
+    @property
+    def name(self) -> Word:
+        return self.words[0]
+
+    def display(self) -> str:
+        """The command as bash would run it (unknowable words as written)."""
+        import shlex
+
+        shown = [w.text if w.kind == "dynamic" else shlex.quote(w.text) for w in self.words]
+        return " ".join(shown) + (" ..." if self.open_ended else "")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something that keeps a script from being checked; it always needs approval."""
+
+    source: str
+    reason: str
+
+
+@dataclass
+class ParsedScript:
+    commands: list[SimpleCommand] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    def extend(self, other: ParsedScript) -> None:
+        self.commands.extend(other.commands)
+        self.problems.extend(other.problems)
+
+
+@functools.cache
+def _parser() -> Parser:
+    # Imported here: tree-sitter is only needed once a shell command is checked.
+    import tree_sitter
+    import tree_sitter_bash
+
+    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+
+
+def parse_script(script: str, *, depth: int = 0) -> ParsedScript:
+    """All simple commands of ``script`` (recursively through wrappers), plus problems."""
+    from codemode.sandbox import unwrap
+
+    result = ParsedScript()
+    if depth > MAX_DEPTH:
+        result.problems.append(Problem(script, f"shell scripts nested more than {MAX_DEPTH} deep"))
+        return result
+    if "\0" in script:
+        result.problems.append(Problem(script, "the command contains a NUL character"))
+        return result
+    src = script.encode("utf-8", errors="surrogateescape")
+    parser = _parser()
+    tree = parser.parse(src)
+    joined = _join_continuations(src, tree.root_node)
+    if joined != src:
+        src, tree = joined, parser.parse(joined)
+    root = tree.root_node
+    if root.has_error:
+        where = _first_error(root)
+        result.problems.append(
+            Problem(script, f"the command does not parse cleanly as bash (near {where!r})")
+        )
+    walker = _Walker(src, depth)
+    walker.visit(root)
+    result.problems.extend(walker.problems)
+    for cmd, stdin in walker.found:
+        result.extend(unwrap.expand(cmd, depth=depth, stdin=stdin))
+    return result
+
+
+def _first_error(root: Node) -> str:
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type == "ERROR" or n.is_missing:
+            return _text_of(n)[:40] or n.type
+        stack.extend(reversed(n.children))
+    return ""
+
+
+def _text_of(node: Node) -> str:
+    return (node.text or b"").decode("utf-8", errors="replace")
+
+
+# A line continuation is a backslash-newline whose backslash is not itself escaped.
+_CONTINUATION = re.compile(rb"(?<!\\)(?:\\\\)*\\\n")
+# Where bash keeps a backslash-newline as it is.
+_VERBATIM = frozenset({"raw_string", "ansi_c_string", "comment"})
+
+
+def _join_continuations(src: bytes, root: Node) -> bytes:
+    """Remove line continuations the way bash does before it splits words.
+
+    tree-sitter-bash treats ``r\\<newline>m`` as two words, bash as ``rm``; matching on
+    tree-sitter's view would let ``r\\<newline>m -rf /`` through.
+    """
+    if b"\\\n" not in src:
+        return src
+    keep: list[tuple[int, int]] = []
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type in _VERBATIM or (n.type == "heredoc_body" and _quoted_heredoc(n)):
+            keep.append((n.start_byte, n.end_byte))
+            continue
+        stack.extend(n.children)
+    cuts = []
+    for m in _CONTINUATION.finditer(src):
+        at = m.end() - 2
+        if not any(a <= at < b for a, b in keep):
+            cuts.append(at)
+    if not cuts:
+        return src
+    out = bytearray()
+    pos = 0
+    for at in cuts:
+        out += src[pos:at]
+        pos = at + 2
+    out += src[pos:]
+    return bytes(out)
+
+
+def _quoted_heredoc(body: Node) -> bool:
+    start = body.prev_sibling
+    while start is not None and start.type != "heredoc_start":
+        start = start.prev_sibling
+    return start is not None and any(q in _text_of(start) for q in "'\"\\")
+
+
+class _Walker:
+    """Visits every node, collecting each ``command`` with its redirections."""
+
+    def __init__(self, src: bytes, depth: int) -> None:
+        self.src = src
+        self.depth = depth
+        self.found: list[tuple[SimpleCommand, Any]] = []
+        self.problems: list[Problem] = []
+
+    def text(self, node: Node) -> str:
+        return self.src[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
+
+    def visit(self, node: Node) -> None:
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if n.type == "command":
+                self.command(n)
+            stack.extend(reversed(n.children))
+
+    def command(self, node: Node) -> None:
+        name = node.child_by_field_name("name")
+        if name is None:
+            return  # only assignments
+        parts: list[Node] = [name, *node.children_by_field_name("argument")]
+        redirects = [c for c in node.children if c.type.endswith("_redirect")]
+        # Redirections written around the command (redirected_statement) apply to it,
+        # up to the nearest $(...) or <(...), whose output goes elsewhere.
+        outer = node.parent
+        while outer is not None and outer.type not in _SUBSTITUTIONS:
+            if outer.type == "redirected_statement":
+                redirects.extend(c for c in outer.children if c.type.endswith("_redirect"))
+            outer = outer.parent
+        writes: list[str] = []
+        stdin: Any = None
+        for r in redirects:
+            dests = r.children_by_field_name("destination")
+            if len(dests) > 1 and _same(_redirect_owner(r), node):
+                # bash: `cmd > f x` is `cmd x > f`; tree-sitter files x under the redirect.
+                parts.extend(dests[1:])
+            op = next((c.type for c in r.children if not c.is_named), "")
+            if r.type == "file_redirect" and dests and (">" in op and op not in (">&", "<&")):
+                w = self.word(dests[0])
+                if not (w.literal and w.text in HARMLESS_TARGETS):
+                    writes.append(w.text)
+            elif r.type == "file_redirect" and dests and op in (">&", "&>", "&>>"):
+                w = self.word(dests[0])
+                if not w.text.isdigit() and w.text != "-" and w.text not in HARMLESS_TARGETS:
+                    writes.append(w.text)
+            elif r.type == "file_redirect" and op == "<" and dests:
+                stdin = ("file", self.word(dests[0]))
+            elif r.type == "heredoc_redirect" and _same(_redirect_owner(r), node):
+                stdin = self.heredoc(r)
+            elif r.type == "herestring_redirect" and _same(_redirect_owner(r), node):
+                value = next((c for c in r.children if c.is_named), None)
+                stdin = ("text", self.word(value) if value is not None else Word(""))
+        parts.sort(key=lambda n: n.start_byte)
+        words = tuple(self.word(p) for p in parts)
+        if _in_pipe(node):
+            stdin = stdin or ("pipe", None)
+        self.found.append(
+            (SimpleCommand(words=words, source=self.text(node), writes=tuple(writes)), stdin)
+        )
+
+    def heredoc(self, redirect: Node) -> tuple[str, Word]:
+        body = next((c for c in redirect.children if c.type == "heredoc_body"), None)
+        if body is None:
+            return ("text", Word(""))
+        text = self.text(body)
+        if _quoted_heredoc(body):
+            return ("text", Word(text))
+        if any(
+            c.type in ("simple_expansion", "expansion", "command_substitution")
+            for c in body.children
+        ):
+            return ("text", Word(text, "dynamic"))
+        return ("text", Word(unescape_double_quoted(text)))
+
+    def word(self, node: Node) -> Word:
+        """The value of one word node, or a dynamic Word when it depends on run time."""
+        t = node.type
+        source = self.text(node)
+        if t == "command_name":
+            inner = node.named_children
+            return self.word(inner[0]) if len(inner) == 1 else Word(source, "dynamic", True)
+        if t in ("concatenation", "word", "number", "string", "raw_string", "ansi_c_string"):
+            chars, dynamic, splits = self.chars(node)
+            return finish(chars, dynamic=dynamic, splits=splits, source=source)
+        return Word(source, "dynamic", t not in _UNSPLIT_DYNAMIC)
+
+    def chars(self, node: Node) -> tuple[list[tuple[str, bool]], bool, bool]:
+        t = node.type
+        text = self.text(node)
+        if t in ("word", "number"):
+            return unquoted_chars(text), False, False
+        if t == "raw_string":
+            return [(c, True) for c in text[1:-1]], False, False
+        if t == "ansi_c_string":
+            return [(c, True) for c in decode_ansi_c(text[2:-1])], False, False
+        if t == "string":
+            out: list[tuple[str, bool]] = []
+            dynamic = False
+            pos = node.start_byte + 1
+            for c in node.children:
+                if not c.is_named:
+                    continue
+                gap = self.src[pos : c.start_byte].decode("utf-8", errors="replace")
+                out += [(ch, True) for ch in unescape_double_quoted(gap)]
+                if c.type == "string_content":
+                    out += [(ch, True) for ch in unescape_double_quoted(self.text(c))]
+                else:
+                    dynamic = True  # "$x" is one word, but its value is unknown
+                pos = c.end_byte
+            tail = self.src[pos : max(pos, node.end_byte - 1)].decode("utf-8", errors="replace")
+            out += [(ch, True) for ch in unescape_double_quoted(tail)]
+            return out, dynamic, False
+        if t == "concatenation":
+            out = []
+            dynamic = splits = False
+            for c in node.children:
+                if c.type in (
+                    "word",
+                    "number",
+                    "string",
+                    "raw_string",
+                    "ansi_c_string",
+                    "concatenation",
+                ):
+                    sub, d, s = self.chars(c)
+                    out += sub
+                    dynamic, splits = dynamic or d, splits or s
+                else:
+                    dynamic = True
+                    splits = splits or c.type not in _UNSPLIT_DYNAMIC
+            return out, dynamic, splits
+        return [], True, t not in _UNSPLIT_DYNAMIC
+
+
+def _same(a: Node | None, b: Node | None) -> bool:
+    return a is not None and b is not None and a.id == b.id
+
+
+def _redirect_owner(redirect: Node) -> Node | None:
+    """The command a redirection belongs to (the body of its redirected_statement)."""
+    parent = redirect.parent
+    if parent is None:
+        return None
+    if parent.type == "command":
+        return parent
+    if parent.type == "redirected_statement":
+        body = parent.child_by_field_name("body")
+        return body if body is not None and body.type == "command" else None
+    return None
+
+
+def _in_pipe(node: Node) -> bool:
+    """Whether ``node`` reads its standard input from a pipe (not first in a pipeline)."""
+    child, parent = node, node.parent
+    while parent is not None and parent.type == "redirected_statement":
+        child, parent = parent, parent.parent
+    if parent is None or parent.type != "pipeline":
+        return False
+    first = next((c for c in parent.children if c.is_named), None)
+    return first is not None and not _same(first, child)
+
+
+def with_words(cmd: SimpleCommand, words: list[Word], **changes: Any) -> SimpleCommand:
+    return replace(cmd, words=tuple(words), **changes)
