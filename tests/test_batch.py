@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -245,6 +247,51 @@ def test_dry_run_refuses_the_shell(workdir: Path) -> None:
     line = read_report(workdir / "r.jsonl")["repo-00"]
     assert "tools.shell is refused in a dry run" in line["error"]
     assert not (workdir / "repos" / "repo-00" / "created").exists()
+
+
+def processes_running(needle: bytes) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+            except OSError:
+                continue
+            if cmdline.startswith(needle):
+                found.append(int(entry.name))
+    return found
+
+
+def test_interrupt_stops_workers_and_their_commands(workdir: Path) -> None:
+    make_repos(workdir / "repos", 6)
+    # A unique duration marks the commands (bwrap's PID namespace hides their pids).
+    (workdir / "slow.js").write_text(
+        'await tools.shell({command: "sleep 31.4159", timeout_ms: 60000});\n'
+    )
+    proc = subprocess.Popen(
+        [INTERPRETER, "run", "slow.js", "--repos", "repos", "--jobs", "2", "--report", "r.jsonl"],
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while len(processes_running(b"sleep 31.4159")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(processes_running(b"sleep 31.4159")) == 2
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "6 repositories: 0 done, 0 failed, 6 not run" in stderr
+    assert stderr.splitlines()[-1] == "interrupted"
+    assert (workdir / "r.jsonl").read_text() == ""
+    deadline = time.monotonic() + 5
+    while processes_running(b"sleep 31.4159") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_running(b"sleep 31.4159") == []
 
 
 def test_batch_usage_errors(workdir: Path) -> None:

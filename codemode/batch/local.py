@@ -10,6 +10,7 @@ failed, so one bad repository cannot sink the rest of the batch.
 from __future__ import annotations
 
 import multiprocessing
+import signal
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -18,6 +19,12 @@ from codemode.batch.models import RepoResult, RepoTask, worker_failure
 from codemode.batch.worker import run_repository
 
 OnResult = Callable[[RepoResult], None]
+
+
+def _init_worker() -> None:
+    """Workers leave Ctrl-C to the parent, which stops them with SIGTERM (a running
+    script is then cancelled: see ``run_repository``)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def run_local(tasks: list[RepoTask], jobs: int, on_result: OnResult) -> None:
@@ -35,10 +42,12 @@ def _run_pool(
     """One pool's worth of work; returns the tasks to retry after the pool broke."""
     retry: list[RepoTask] = []
     context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=max(1, min(jobs, len(tasks))), mp_context=context)
+    pool = ProcessPoolExecutor(
+        max_workers=max(1, min(jobs, len(tasks))), mp_context=context, initializer=_init_worker
+    )
     try:
         futures: dict[Future[RepoResult], RepoTask] = {
-            pool.submit(run_repository, task): task for task in tasks
+            pool.submit(run_repository, task, cancel_on_sigterm=True): task for task in tasks
         }
         for future in as_completed(futures):
             task = futures[future]
@@ -56,8 +65,12 @@ def _run_pool(
                 result = worker_failure(task.repository, f"{type(exc).__name__}: {exc}")
             on_result(result)
     except BaseException:
-        # Interrupted: drop what has not started; the running ones end with the pool.
+        # Interrupted: drop what has not started and stop what is running. The pool has
+        # no public way to stop its workers before Python 3.14, hence _processes.
+        running = list((getattr(pool, "_processes", None) or {}).values())
         pool.shutdown(wait=False, cancel_futures=True)
+        for process in running:
+            process.terminate()
         raise
     finally:
         pool.shutdown(wait=True)

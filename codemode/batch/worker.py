@@ -8,17 +8,30 @@ neither the file tools nor the commands a script starts can write into a sibling
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 from pathlib import Path
 
 from codemode.batch.models import RepoResult, RepoTask
 
 
-def run_repository(task: RepoTask) -> RepoResult:
-    """Run ``task``'s script in its repository; never raises (a crash becomes a result)."""
+def run_repository(task: RepoTask, cancel_on_sigterm: bool = False) -> RepoResult:
+    """Run ``task``'s script in its repository; a failure becomes a result.
+
+    With ``cancel_on_sigterm`` (a pool worker's main thread), SIGTERM cancels the run
+    the way Ctrl-C cancels `interpreter run` (the tools clean up: a running command's
+    process group is killed), then the process exits.
+    """
     started = time.perf_counter()
     try:
-        return asyncio.run(_run(task, started))
+        return asyncio.run(_run(task, started, cancel_on_sigterm))
+    except asyncio.CancelledError:
+        if cancel_on_sigterm:
+            # Stopped by the parent, and cleaned up: exit rather than take the next task
+            # the pool had already queued here.
+            os._exit(128 + signal.SIGTERM)
+        raise
     except Exception as exc:  # a bug here must fail one repository, not the batch
         return RepoResult(
             repository=task.repository,
@@ -30,9 +43,14 @@ def run_repository(task: RepoTask) -> RepoResult:
         )
 
 
-async def _run(task: RepoTask, started: float) -> RepoResult:
+async def _run(task: RepoTask, started: float, cancel_on_sigterm: bool) -> RepoResult:
     from codemode.host import ToolHost
     from codemode.tools.builtin import builtin_registry
+
+    if cancel_on_sigterm:
+        current = asyncio.current_task()
+        assert current is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, current.cancel)
 
     root = Path(task.repository)
     registry = builtin_registry()
