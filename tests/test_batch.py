@@ -294,6 +294,32 @@ def test_interrupt_stops_workers_and_their_commands(workdir: Path) -> None:
     assert processes_running(b"sleep 31.4159") == []
 
 
+def test_a_dying_worker_fails_only_its_repository(workdir: Path) -> None:
+    repos = make_repos(workdir / "repos", 6)
+    (repos[2] / "KILL").write_text("")
+    # The shell's parent is the worker process: killing it breaks the pool.
+    (workdir / "die.js").write_text(
+        """
+const names = (await tools.list_dir({})).entries.map(e => e.path);
+if (names.includes("KILL")) await tools.shell({command: "kill -9 $PPID; sleep 5"});
+await tools.write_file({path: "done.txt", content: repo.name});
+return "ok";
+"""
+    )
+    proc = interp(
+        "run", "die.js", "--repos", "repos", "--jobs", "2", "--report", "r.jsonl",
+        "--sandbox", "danger-full-access", "--approval", "never", cwd=workdir,
+    )
+    assert proc.returncode == 1, proc.stderr
+    report = read_report(workdir / "r.jsonl")
+    assert len(report) == 6
+    dead = report.pop("repo-02")
+    assert dead["status"] == "failed" and dead["error_kind"] == "worker"
+    assert "worker process died while running this repository" in dead["error"]
+    assert all(line["status"] == "ok" for line in report.values()), report
+    assert [(r / "done.txt").exists() for r in repos] == [True, True, False, True, True, True]
+
+
 def test_batch_usage_errors(workdir: Path) -> None:
     (workdir / "plain").mkdir()
     (workdir / "empty.txt").write_text("# nothing\n")

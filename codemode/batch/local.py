@@ -1,19 +1,23 @@
 """The local backend: a process pool, one repository per task.
 
 Workers are spawned (not forked): the parent runs a progress thread, and forking a
-threaded process is unsafe. A worker that dies (killed for memory, a crash in native
-code) breaks the whole pool; the repositories that were unfinished then get one more
-try in a fresh pool, and those still unfinished after a second break are reported
-failed, so one bad repository cannot sink the rest of the batch.
+threaded process is unsafe. The pool is handed at most ``jobs`` repositories at a time,
+so that when a worker dies (killed for memory, a crash in native code) — which breaks
+the whole pool — the repositories in flight are exactly the suspects. Each suspect is
+then run again on its own in a fresh one-worker pool, where a second death can only be
+its own and is reported as its failure; the rest of the batch goes on in a new pool.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import signal
-from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 
 from codemode.batch.models import RepoResult, RepoTask, worker_failure
 from codemode.batch.worker import run_repository
@@ -30,43 +34,21 @@ def _init_worker() -> None:
 def run_local(tasks: list[RepoTask], jobs: int, on_result: OnResult) -> None:
     """Run every task on up to ``jobs`` worker processes, calling ``on_result`` (in this
     process) as each finishes."""
-    attempts: dict[str, int] = {}
-    todo = list(tasks)
+    todo = deque(tasks)
     while todo:
-        todo = _run_pool(todo, jobs, on_result, attempts)
+        for suspect in _run_pool(todo, jobs, on_result):
+            _run_alone(suspect, on_result)
 
 
-def _run_pool(
-    tasks: list[RepoTask], jobs: int, on_result: OnResult, attempts: dict[str, int]
-) -> list[RepoTask]:
-    """One pool's worth of work; returns the tasks to retry after the pool broke."""
-    retry: list[RepoTask] = []
+@contextmanager
+def _pool(workers: int) -> Iterator[ProcessPoolExecutor]:
     context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(
-        max_workers=max(1, min(jobs, len(tasks))), mp_context=context, initializer=_init_worker
-    )
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker)
     try:
-        futures: dict[Future[RepoResult], RepoTask] = {
-            pool.submit(run_repository, task, cancel_on_sigterm=True): task for task in tasks
-        }
-        for future in as_completed(futures):
-            task = futures[future]
-            try:
-                result = future.result()
-            except BrokenProcessPool:
-                attempts[task.repository] = attempts.get(task.repository, 0) + 1
-                if attempts[task.repository] < 2:
-                    retry.append(task)
-                    continue
-                result = worker_failure(
-                    task.repository, "the worker process died twice while this repository ran"
-                )
-            except Exception as exc:  # e.g. a result that could not be pickled back
-                result = worker_failure(task.repository, f"{type(exc).__name__}: {exc}")
-            on_result(result)
+        yield pool
     except BaseException:
-        # Interrupted: drop what has not started and stop what is running. The pool has
-        # no public way to stop its workers before Python 3.14, hence _processes.
+        # Interrupted: stop the running workers now. The pool has no public way to do
+        # that before Python 3.14, hence _processes.
         running = list((getattr(pool, "_processes", None) or {}).values())
         pool.shutdown(wait=False, cancel_futures=True)
         for process in running:
@@ -74,4 +56,54 @@ def _run_pool(
         raise
     finally:
         pool.shutdown(wait=True)
-    return retry
+
+
+def _submit(pool: ProcessPoolExecutor, task: RepoTask) -> Future[RepoResult]:
+    return pool.submit(run_repository, task, cancel_on_sigterm=True)
+
+
+def _run_pool(todo: deque[RepoTask], jobs: int, on_result: OnResult) -> list[RepoTask]:
+    """Work through ``todo`` until it is empty or the pool breaks; returns the tasks that
+    were in flight when it broke."""
+    with _pool(max(1, min(jobs, len(todo)))) as pool:
+        in_flight: dict[Future[RepoResult], RepoTask] = {}
+        while todo or in_flight:
+            while todo and len(in_flight) < jobs:
+                task = todo.popleft()
+                in_flight[_submit(pool, task)] = task
+            done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+            broken = False
+            for future in done:
+                try:
+                    result = future.result()
+                except BrokenProcessPool:
+                    broken = True
+                    continue
+                except Exception as exc:  # e.g. a result that could not be pickled back
+                    result = worker_failure(in_flight[future].repository, _describe(exc))
+                del in_flight[future]
+                on_result(result)
+            if broken:
+                return list(in_flight.values())
+    return []
+
+
+def _run_alone(task: RepoTask, on_result: OnResult) -> None:
+    started = time.perf_counter()
+    with _pool(1) as pool:
+        try:
+            result = _submit(pool, task).result()
+        except BrokenProcessPool:
+            result = worker_failure(
+                task.repository,
+                "the worker process died while running this repository "
+                "(killed, out of memory, or a crash)",
+                duration_s=round(time.perf_counter() - started, 4),
+            )
+        except Exception as exc:
+            result = worker_failure(task.repository, _describe(exc))
+    on_result(result)
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
