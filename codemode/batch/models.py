@@ -6,6 +6,7 @@ only; ``RepoResult`` is also the report's line format.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -64,7 +65,12 @@ class RepoResult(BaseModel):
 
     def report_line(self) -> str:
         """This result as one JSON Lines line (no newline); dry-run fields only in a dry run."""
-        return self.model_dump_json(exclude_none=False, exclude=self._absent())
+        try:
+            return self.model_dump_json(exclude=self._absent())
+        except ValueError:
+            # A JavaScript string may hold a lone surrogate, which UTF-8 cannot encode;
+            # JSON can, as a \\u escape.
+            return json.dumps(self.model_dump(exclude=self._absent()), ensure_ascii=True)
 
     def _absent(self) -> set[str]:
         return {"changed_files", "diff"} if self.changed_files is None else set()

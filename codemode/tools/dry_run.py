@@ -174,7 +174,8 @@ def _lines(data: bytes | None) -> list[str]:
         return []
     from codemode.tools.files import split_lines
 
-    return split_lines(data.decode("utf-8", errors="surrogateescape"))
+    # The diff is for people (and the JSON report): undecodable bytes show as U+FFFD.
+    return split_lines(data.decode("utf-8", errors="replace"))
 
 
 class DryRunRegistry(ToolRegistry):
