@@ -440,3 +440,25 @@ def test_ray_backend_gives_the_same_report(workdir: Path) -> None:
     # The local instance ran on the loopback address, and is gone.
     assert raylet_logs and all("node_manager address: 127.0.0.1:" in log for log in raylet_logs)
     assert ray_processes() <= already
+
+
+def test_live_progress_counts_and_shows_failures() -> None:
+    import io
+
+    from codemode.batch.models import RepoResult
+    from codemode.batch.progress import BatchProgress
+
+    stream = io.StringIO()
+    with BatchProgress(3, stream, live=True) as progress:
+        for name, ok in [("a", True), ("b[1]", False), ("c", True)]:
+            error = None if ok else "Error: [bold]no[/bold]"
+            status = "ok" if ok else "failed"
+            result = RepoResult(
+                repository=f"/r/{name}", status=status, duration_s=0.1, tool_calls=1, error=error
+            )
+            progress.add(result)
+    text = stream.getvalue()
+    # Brackets in paths and messages are shown as they are, not read as markup.
+    assert "failed /r/b[1]: Error: [bold]no[/bold]" in text
+    assert "2 done  1 failed  0 remaining" in text
+    assert progress.summary().startswith("3 repositories: 2 done, 1 failed, 0 not run")
