@@ -13,7 +13,7 @@ shell, or one a plugin adds) would change files that the diff never shows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -129,9 +129,6 @@ class DryRun:
             if before != after:
                 found.append(FileChange(key, before, after))
         return found
-
-    def __iter__(self) -> Iterator[FileChange]:
-        return iter(self.changes())
 
     def diff(self, root: Path) -> str:
         """Every change as a unified diff, paths relative to ``root`` where inside it."""
