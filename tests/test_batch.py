@@ -334,7 +334,7 @@ def test_batch_usage_errors(workdir: Path) -> None:
     (workdir / "empty.txt").write_text("# nothing\n")
     (workdir / "missing.txt").write_text("repos/nope\n")
     cases = [
-        (["--dry-run"], "--dry-run only apply to batch runs"),
+        (["--dry-run"], "--dry-run only applies to batch runs"),
         (["--jobs", "2", "--report", "x.jsonl"], "--jobs, --report only apply to batch runs"),
         (["--repos", "plain"], "is not a working copy and has no subdirectory"),
         (["--repos", "empty.txt"], "names no repository"),

@@ -66,4 +66,5 @@ def refuse_without_repos(given: dict[str, Any]) -> None:
     used = [name for name in BATCH_ONLY if given.get(name) is not None]
     if used:
         flags = ", ".join("--" + name.replace("_", "-") for name in used)
-        raise click.UsageError(f"{flags} only apply to batch runs: add --repos FILE|DIR")
+        verb = "applies" if len(used) == 1 else "apply"
+        raise click.UsageError(f"{flags} only {verb} to batch runs: add --repos FILE|DIR")
