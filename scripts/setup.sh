@@ -27,3 +27,5 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     || { echo "setup: installing codemode failed" >&2; exit 1; }
   echo "$want" > "$stamp"
 fi
+# Third-party MCP servers for the tests (never fails setup; see the script).
+bash scripts/setup-test-servers.sh

@@ -22,6 +22,7 @@ from agent_support import (
     run_cli,
     session_files,
 )
+
 from codemode.testing.scripted_server import ScriptedModelServer
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

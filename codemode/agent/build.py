@@ -9,6 +9,7 @@ from datetime import UTC, date, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from codemode.agent.events import Notice
 from codemode.agent.instructions import project_docs
 from codemode.agent.loop import Session
 from codemode.agent.rollout import (
@@ -43,10 +44,23 @@ class SessionOptions:
     max_turns: int | None = None
 
 
-def session_registry() -> ToolRegistry:
-    """The tools an agent session has: the built-ins plus the plan tool."""
+def session_registry(
+    config: Config | None = None, notices: list[str] | None = None
+) -> ToolRegistry:
+    """The tools an agent session has: the built-ins, the plan tool, and the tools of the
+    configured MCP servers (started here, when the session first needs their tool list;
+    a server that fails to start adds a line to ``notices`` and no tools)."""
     registry = builtin_registry()
     registry.add_lazy("update_plan", "codemode.tools.plan:UPDATE_PLAN")
+    if config is not None and config.mcp_servers:
+        from codemode.mcp.adapter import add_configured_servers
+
+        _manager, statuses = add_configured_servers(
+            registry, config.mcp_servers, codemode_home() / "logs"
+        )
+        for status in statuses:
+            if status.error and notices is not None:
+                notices.append(f"mcp server {status.name}: {status.error}")
     return registry
 
 
@@ -137,8 +151,9 @@ def build_session(
     def emit(event: object) -> None:
         session_ref[0].emit(event)  # type: ignore[arg-type]
 
+    notices: list[str] = []
     runner = ToolRunner(
-        session_registry(),
+        session_registry(config, notices),
         context,
         emit,
         engine=config.engine,
@@ -191,4 +206,6 @@ def build_session(
     )
     session_ref.append(session)
     session.listeners.extend(listeners)
+    for notice in notices:
+        session.emit(Notice(message=notice))
     return session

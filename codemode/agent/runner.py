@@ -22,6 +22,7 @@ from codemode.agent.events import (
     FileUpdate,
     ItemCompleted,
     ItemStarted,
+    McpToolCallItem,
     OutputDeltaEvent,
     TodoEntry,
     TodoListItem,
@@ -31,7 +32,7 @@ from codemode.harnesses.base import ToolOutput
 from codemode.js_runtime.bridge import Bridge
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
 from codemode.tools.context import ToolContext, ToolError
-from codemode.tools.registry import ToolRegistry
+from codemode.tools.registry import ToolRegistry, split_namespace
 
 Emit = Callable[[BaseModel], None]
 
@@ -141,6 +142,11 @@ def _start_item(name: str, args: Any, item_id: str, parent_id: str | None) -> Ba
         return FileChangeItem(id=item_id, parent_id=parent_id)
     if name == "update_plan" and isinstance(args, dict):
         return TodoListItem(id=item_id, parent_id=parent_id, items=_todo_entries(args))
+    mcp = split_namespace(name)
+    if mcp is not None:
+        return McpToolCallItem(
+            id=item_id, parent_id=parent_id, server=mcp[0], tool=mcp[1], arguments=args
+        )
     return ToolCallItem(id=item_id, parent_id=parent_id, name=name, arguments=args)
 
 
@@ -174,7 +180,7 @@ def _finish_item(item: Any, value: Any, error: str | None) -> None:
         item.status = "failed" if failed else "completed"
     elif isinstance(item, TodoListItem):
         pass  # the plan was shown when the call started
-    elif isinstance(item, ToolCallItem):
+    elif isinstance(item, ToolCallItem | McpToolCallItem):
         item.result = value
         item.error = error
         item.status = "failed" if failed else "completed"

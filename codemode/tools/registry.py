@@ -13,6 +13,25 @@ if TYPE_CHECKING:
     from codemode.tools.base import Tool
 
 
+# Namespaced tools (an MCP server's) are registered as `mcp__NS__NAME`: that is their
+# name in the classic dialect, and code mode calls them as `tools.NS.NAME(args)`.
+NAMESPACE_PREFIX = "mcp__"
+
+
+def split_namespace(name: str) -> tuple[str, str] | None:
+    """``mcp__NS__NAME`` -> ("NS", "NAME"); None for a plain tool name."""
+    if not name.startswith(NAMESPACE_PREFIX):
+        return None
+    ns, sep, member = name[len(NAMESPACE_PREFIX) :].partition("__")
+    return (ns, member) if sep and ns and member else None
+
+
+def code_name(name: str) -> str:
+    """How a program spells the tool: ``shell`` or ``NS.NAME``."""
+    parts = split_namespace(name)
+    return f"{parts[0]}.{parts[1]}" if parts else name
+
+
 class ToolRegistry:
     """An ordered set of tools with a single ``invoke`` path.
 
@@ -70,6 +89,19 @@ class ToolRegistry:
 
     def names(self) -> list[str]:
         return list(self._tools)
+
+    def flat_names(self) -> list[str]:
+        """Names called as ``tools.NAME`` (everything not namespaced)."""
+        return [n for n in self._tools if split_namespace(n) is None]
+
+    def namespaces(self) -> dict[str, dict[str, str]]:
+        """``{NS: {NAME: registry name}}`` for tools called as ``tools.NS.NAME``."""
+        spaces: dict[str, dict[str, str]] = {}
+        for full in self._tools:
+            parts = split_namespace(full)
+            if parts is not None:
+                spaces.setdefault(parts[0], {})[parts[1]] = full
+        return spaces
 
     def __iter__(self) -> Iterator[Tool]:
         return iter([self.get(name) for name in self._tools])  # type: ignore[misc]
