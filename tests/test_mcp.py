@@ -132,6 +132,11 @@ def test_namespaced_tools_are_nested_in_the_isolate(engine: str, tmp_path: Path)
     assert "tools.srv.ecko is not a function — did you mean tools.srv.echo?" in typo.error.message
     flat_typo = run(bridge, "return await tools.plian({})")
     assert flat_typo.error is not None and "did you mean tools.plain?" in flat_typo.error.message
+    no_server = run(bridge, "return await tools.svr.echo({text: 'x'})")
+    assert no_server.error is not None
+    assert no_server.error.message == (
+        "tools.svr.echo is not a function: there is no tools.svr — did you mean tools.srv?"
+    )
 
 
 def test_declarations_nest_namespaced_tools() -> None:
@@ -248,8 +253,9 @@ def test_a_call_past_tool_timeout_fails_and_the_server_comes_back(
         "return {slow, next: await tools.probe.add({a: 1, b: 1})};",
     )
     assert result.ok, result.error
-    assert "mcp server probe timed out after 0.5 s (tool_timeout_s) calling wait-ms" in (
-        result.value["slow"]
+    assert (
+        "mcp server probe timed out after 0.5 s (tool_timeout_s) calling wait-ms"
+        in (result.value["slow"])
     )
     assert result.value["next"] == {"total": 2}
 
@@ -337,14 +343,21 @@ def test_a_server_over_streamable_http(tmp_path: Path, servers: list[McpManager]
     )
     try:
         _wait_for_port(port, proc)
-        bridge, _ = host(
-            tmp_path,
-            servers,
-            {"web": {"url": f"http://127.0.0.1:{port}/mcp", "headers": {"X-Test": "1"}}},
-        )
+        url = f"http://127.0.0.1:{port}/mcp"
+        bridge, _ = host(tmp_path, servers, {"web": {"url": url, "headers": {"X-Test": "1"}}})
         result = run(bridge, "return (await tools.web.add({a: 20, b: 22})).total")
         assert result.ok, result.error
         assert result.value == 42
+        manager = McpManager(
+            parse_mcp_servers({"web": {"url": url, "env_headers": {"X-Key": "CM_NO_SUCH_VAR"}}}),
+            tmp_path / "logs",
+        )
+        servers.append(manager)
+        (status,) = manager.start_all()
+        assert status.state == "failed"
+        assert "environment variable CM_NO_SUCH_VAR (for header X-Key) is not set" in (
+            status.error or ""
+        )
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -549,9 +562,7 @@ def test_our_server_discloses_many_tools_progressively(tmp_path: Path) -> None:
         )
         return listed, found, described, unknown, ran
 
-    listed, found, described, unknown, ran = asyncio.run(
-        _with_our_server(home, work, body=body)
-    )
+    listed, found, described, unknown, ran = asyncio.run(_with_our_server(home, work, body=body))
     names = {t.name: t for t in listed.tools}
     assert set(names) == {"execute", "search_tools", "describe_tool"}
     assert "search_tools" in names["execute"].description

@@ -131,6 +131,7 @@ class ToolRunner:
 
     def close(self) -> None:
         self._bridge.close()
+        self.registry.close()
 
 
 def _start_item(name: str, args: Any, item_id: str, parent_id: str | None) -> BaseModel:

@@ -118,9 +118,19 @@
     const hint = close
       ? ` — did you mean tools.${prefix}${best}?`
       : ` — available: ${known.map((k) => prefix + k).join(", ")}`;
-    return function __cm_missing() {
+    const missing = function __cm_missing() {
       throw new TypeError(`tools.${prefix}${name} is not a function${hint}`);
     };
+    // `tools.nosuch.tool(...)`: say that tools.nosuch is missing, not just "not a function".
+    return new Proxy(missing, {
+      get: function __cm_missingMember(target, key) {
+        if (typeof key !== "string" || key === "then" || key in target) return target[key];
+        return function __cm_missing() {
+          throw new TypeError(
+            `tools.${prefix}${name}.${key} is not a function: there is no tools.${prefix}${name}${hint}`);
+        };
+      },
+    });
   }
 
   function __cm_call(name, args) {

@@ -235,4 +235,5 @@ def add_configured_servers(
     from codemode.mcp.config import parse_mcp_servers
 
     manager = McpManager(parse_mcp_servers(tables), log_dir)
+    registry.on_close(manager.close)
     return manager, add_mcp_tools(registry, manager)

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from codemode.config import ConfigError
 from codemode.mcp.config import McpServerConfig
 from codemode.tools.context import ToolError
 
@@ -64,9 +65,7 @@ class ServerStatus:
             "state": self.state,
             "error": self.error,
             "log": str(self.log) if self.log else None,
-            "tools": [
-                {"name": t.name, "description": t.description or ""} for t in self.tools
-            ],
+            "tools": [{"name": t.name, "description": t.description or ""} for t in self.tools],
         }
 
 
@@ -162,7 +161,8 @@ class _Server:
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
-            http = await stack.enter_async_context(create_mcp_http_client(headers=config.headers))
+            headers = config.http_headers()
+            http = await stack.enter_async_context(create_mcp_http_client(headers=headers))
             return streamable_http_client(config.url, http_client=http)
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -293,6 +293,8 @@ def _describe(exc: BaseException) -> str:
         return f"command not found: {exc.filename}"
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
+    if isinstance(exc, ToolError | ConfigError):
+        return str(exc)
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
@@ -325,9 +327,7 @@ class McpManager:
         with self._guard:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
-                thread = threading.Thread(
-                    target=loop.run_forever, name="codemode-mcp", daemon=True
-                )
+                thread = threading.Thread(target=loop.run_forever, name="codemode-mcp", daemon=True)
                 thread.start()
                 self._loop, self._thread = loop, thread
                 _live.add(self)

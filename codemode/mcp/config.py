@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ class McpServerConfig(BaseModel):
     cwd: Path | None = None
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
+    # Header name -> environment variable holding its value (keeps tokens out of the file).
+    env_headers: dict[str, str] = Field(default_factory=dict)
     enabled: bool = True
     startup_timeout_s: float = Field(default=10.0, gt=0)
     tool_timeout_s: float = Field(default=60.0, gt=0)
@@ -39,7 +42,7 @@ class McpServerConfig(BaseModel):
             raise ValueError("set either command (stdio) or url (streamable HTTP), not both")
         if self.url is not None and (self.args or self.env or self.cwd):
             raise ValueError("args, env and cwd apply to a command, not to a url")
-        if self.command is not None and self.headers:
+        if self.command is not None and (self.headers or self.env_headers):
             raise ValueError("headers apply to a url, not to a command")
         if self.url is not None and not re.match(r"^https?://", self.url):
             raise ValueError(f"url must start with http:// or https://, got {self.url!r}")
@@ -48,6 +51,18 @@ class McpServerConfig(BaseModel):
     @property
     def transport(self) -> str:
         return "stdio" if self.command is not None else "http"
+
+    def http_headers(self) -> dict[str, str]:
+        """``headers`` plus ``env_headers`` read from the environment now."""
+        headers = dict(self.headers)
+        for header, variable in self.env_headers.items():
+            value = os.environ.get(variable)
+            if value is None:
+                raise ConfigError(
+                    f"environment variable {variable} (for header {header}) is not set"
+                )
+            headers[header] = value
+        return headers
 
     def wants_tool(self, name: str) -> bool:
         """Whether the server's tool ``name`` passes enabled_tools / disabled_tools."""

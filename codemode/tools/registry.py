@@ -43,8 +43,21 @@ class ToolRegistry:
         # A value is a Tool, or "module:ATTRIBUTE" naming one not imported yet: a
         # program that calls two tools should not load (and build models for) six.
         self._tools: dict[str, Tool | str] = {}
+        # Called by close(): resources behind some tools (MCP server connections).
+        self._closers: list[Callable[[], None]] = []
         for t in tools:
             self.add(t)
+
+    def on_close(self, closer: Callable[[], None]) -> None:
+        """Run ``closer`` when the registry is closed (its tools' resources)."""
+        self._closers.append(closer)
+
+    def close(self) -> None:
+        """Release what the tools hold (stops MCP servers); the registry stays usable
+        for built-in tools."""
+        closers, self._closers = self._closers, []
+        for closer in closers:
+            closer()
 
     def add_lazy(self, name: str, spec: str) -> None:
         """Register the Tool at ``spec`` ("package.module:ATTRIBUTE") under ``name``,
@@ -78,6 +91,7 @@ class ToolRegistry:
     def copy(self) -> ToolRegistry:
         clone = ToolRegistry()
         clone._tools = dict(self._tools)
+        clone._closers = list(self._closers)
         return clone
 
     def get(self, name: str) -> Tool | None:
