@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 from agent_support import INTERPRETER, cli_env, provider_flags, run_cli
 
-from codemode.config import ConfigError
+from codemode.config import Config, ConfigError
 from codemode.js_runtime.bridge import Bridge
 from codemode.js_runtime.models import ExecResult
 from codemode.mcp.adapter import add_configured_servers, normalize_schema, registry_name
@@ -84,6 +85,18 @@ def test_config_tables_are_validated_with_the_table_named() -> None:
             parse_mcp_servers({name: table})
         assert f"[mcp_servers.{name}]" in str(caught.value)
         assert expected in str(caught.value)
+
+
+def test_the_example_config_is_valid() -> None:
+    data = tomllib.loads((ROOT / "examples" / "mcp" / "config.toml").read_text())
+    config = Config.model_validate(data)
+    parsed = parse_mcp_servers(config.mcp_servers)
+    assert {name: s.transport for name, s in parsed.items()} == {
+        "fs": "stdio",
+        "time": "stdio",
+        "docs": "http",
+    }
+    assert parsed["fs"].wants_tool("read_text_file") and not parsed["fs"].wants_tool("move_file")
 
 
 def test_names_and_schemas_from_a_server_fit_every_surface() -> None:
