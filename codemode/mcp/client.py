@@ -137,9 +137,9 @@ class _Server:
 
     async def _run(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
         """Own the connection for its whole life: the SDK wants one task to open and close it."""
-        from mcp import Client
-
         try:
+            from mcp import Client
+
             async with AsyncExitStack() as stack:
                 transport = await self._transport(stack)
                 client = await stack.enter_async_context(Client(transport))
