@@ -479,7 +479,12 @@ def test_exec_in_the_classic_dialect_calls_an_mcp_tool(tmp_path: Path) -> None:
     work.mkdir()
     _write_config(home, {"probe": probe()})
     script = [
-        {"tool_calls": [{"name": "mcp__probe__add", "arguments": {"a": 1, "b": 2}}]},
+        {
+            "tool_calls": [
+                {"name": "mcp__probe__add", "arguments": {"a": 1, "b": 2}},
+                {"name": "mcp__probe__shout", "arguments": {"text": "plain text"}},
+            ]
+        },
         {"text": "3"},
     ]
     with ScriptedModelServer(script) as server:
@@ -492,7 +497,8 @@ def test_exec_in_the_classic_dialect_calls_an_mcp_tool(tmp_path: Path) -> None:
     names = [t["function"]["name"] for t in server.requests[0].body["tools"]]
     assert "mcp__probe__add" in names and "mcp__probe__wait_ms" in names
     results = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"]
-    assert [json.loads(m["content"]) for m in results] == [{"total": 3}]
+    # structuredContent as JSON; text-only content blocks as their text
+    assert [m["content"] for m in results] == ['{"total":3}', "PLAIN TEXT"]
 
 
 # --- our server, driven by the SDK's client --------------------------------------------
