@@ -21,11 +21,16 @@ from agent_support import INTERPRETER, cli_env, provider_flags, run_cli
 from codemode.config import Config, ConfigError
 from codemode.js_runtime.bridge import Bridge
 from codemode.js_runtime.models import ExecResult
-from codemode.mcp.adapter import add_configured_servers, normalize_schema, registry_name
+from codemode.mcp.adapter import (
+    add_configured_servers,
+    normalize_schema,
+    registry_name,
+    schema_model,
+)
 from codemode.mcp.client import McpManager
 from codemode.mcp.config import parse_mcp_servers
 from codemode.testing.scripted_server import ScriptedModelServer
-from codemode.tools import ToolContext, ToolRegistry, builtin_registry, define_tool
+from codemode.tools import Tool, ToolContext, ToolRegistry, builtin_registry, define_tool
 from codemode.tools.typescript import typescript_declarations
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -117,6 +122,28 @@ def test_names_and_schemas_from_a_server_fit_every_surface() -> None:
     assert schema["properties"]["odd"] == {}
     assert schema["$defs"]["Item"] == {"type": "object", "properties": {}}
     assert normalize_schema(None) == {"type": "object", "properties": {}}
+    # A schema as servers write them, straight into declarations.
+    registry = ToolRegistry()
+
+    async def handler(args: Any, ctx: ToolContext) -> Any:
+        return None
+
+    args = schema_model(
+        "mcp__s__t_args",
+        normalize_schema(
+            {
+                "type": "object",
+                "properties": {
+                    "when": {"type": ["string", "null"], "description": "ISO date"},
+                    "tags": {"type": "array", "items": {"enum": ["a", "b"]}},
+                },
+                "required": ["tags"],
+            }
+        ),
+    )
+    registry.add(Tool("mcp__s__t", "Do it.", args, None, handler))
+    dts = typescript_declarations(registry)
+    assert "  /** ISO date */\n  when?: string | null;\n  tags: (\"a\" | \"b\")[];" in dts
 
 
 # --- namespaced tools in the isolate (no server needed) --------------------------------

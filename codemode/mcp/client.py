@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import os
 import threading
 import weakref
 from collections.abc import Coroutine
@@ -170,7 +171,8 @@ class _Server:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = stack.enter_context(self.log_path.open("a", encoding="utf-8"))
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
-        log.write(f"--- {stamp} starting: {config.command} {' '.join(config.args)}\n")
+        command = " ".join([config.command, *config.args])
+        log.write(f"--- {stamp} codemode pid {os.getpid()} starting: {command}\n")
         log.flush()
         self._log_offset = log.tell()
         params = StdioServerParameters(

@@ -57,6 +57,8 @@ class _Emitter:
             if key in s:
                 return " | ".join(self.type(sub, hint) for sub in s[key])
         t = s.get("type")
+        if isinstance(t, list):  # JSON Schema's ["string", "null"] (MCP servers use it)
+            return " | ".join(self.type({**s, "type": one}, hint) for one in t) or "unknown"
         if t == "string":
             return "string"
         if t in ("integer", "number"):
