@@ -143,7 +143,7 @@ def test_names_and_schemas_from_a_server_fit_every_surface() -> None:
     )
     registry.add(Tool("mcp__s__t", "Do it.", args, None, handler))
     dts = typescript_declarations(registry)
-    assert "  /** ISO date */\n  when?: string | null;\n  tags: (\"a\" | \"b\")[];" in dts
+    assert '  /** ISO date */\n  when?: string | null;\n  tags: ("a" | "b")[];' in dts
 
 
 # --- namespaced tools in the isolate (no server needed) --------------------------------
