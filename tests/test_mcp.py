@@ -261,6 +261,29 @@ def test_a_server_that_dies_mid_call_is_restarted_once(
     assert "dying on request" not in capfd.readouterr().err  # never on the terminal
 
 
+def test_a_server_that_exits_between_calls_is_restarted_without_failing_one(
+    tmp_path: Path, servers: list[McpManager]
+) -> None:
+    bridge, manager = host(tmp_path, servers, {"probe": probe()})
+    first = run(
+        bridge,
+        "const p = await tools.probe.pid({});\n"
+        "await tools.probe.die_soon({after_ms: 50});\n"
+        "return p.total;",
+    )
+    assert first.ok, first.error
+    # Wait (no fixed sleep) until the client has seen the connection close.
+    deadline = time.monotonic() + 30
+    while not manager.servers["probe"]._lost():
+        assert time.monotonic() < deadline, "the exit was never noticed"
+        time.sleep(0.05)
+    second = run(bridge, "return (await tools.probe.pid({})).total")
+    assert second.ok, second.error  # no call failed: the server was restarted first
+    assert second.value != first.value
+    assert "probe: exiting between calls" in (tmp_path / "logs" / "mcp-probe.log").read_text()
+    assert manager.statuses()[0].state == "ready"
+
+
 def test_a_server_that_fails_again_after_its_restart_stays_down(
     tmp_path: Path, servers: list[McpManager]
 ) -> None:

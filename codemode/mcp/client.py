@@ -94,11 +94,15 @@ class _Server:
 
     async def ensure(self) -> Client:
         """The live client, starting (or restarting) the server when needed."""
-        if self.state == "ready" and self._client is not None:
+        if self.state == "ready" and self._client is not None and not self._lost():
             return self._client
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
+            if self.state == "ready" and self._lost():
+                # It exited between calls: restart it now rather than fail a call that
+                # had nothing to do with it (this counts as its one restart).
+                self._retire(f"exited between calls{self._stderr_tail()}")
             if self.state == "ready" and self._client is not None:
                 return self._client
             if self.state == "disabled":
@@ -244,26 +248,40 @@ class _Server:
     async def _broken(self, generation: int, why: str, *, tail: bool = True) -> str:
         """Stop a server that crashed or hung; the message for the failed call."""
         if generation == self._generation and self.state == "ready":
-            # Shut the old connection down in the background: a hung server takes the
-            # SDK a few seconds to kill, and the failed call should not wait for that.
-            self._client = None
-            task, self._task = self._task, None
-            if self._stop is not None:
-                self._stop.set()
-            if task is not None:
-                self._stopping.add(task)
-                task.add_done_callback(self._stopping.discard)
-            if self._restarted:
-                self.state = "failed"
-                self.error = f"{why}, again after a restart; not restarting it"
-            else:
-                self.state = "crashed"
-                self.error = why
-            if tail:
-                self.error += self._stderr_tail()
+            self._retire(why + (self._stderr_tail() if tail else ""))
         if self.state == "failed":
             return f"mcp server {self.name} {self.error}"
         return f"mcp server {self.name} {self.error}; it will be restarted on the next call"
+
+    def _retire(self, why: str) -> None:
+        """Mark a broken connection crashed (or failed, if it was already restarted) and
+        shut it down in the background: a hung server takes the SDK a few seconds to
+        kill, and the failed call should not wait for that."""
+        self._client = None
+        task, self._task = self._task, None
+        if self._stop is not None:
+            self._stop.set()
+        if task is not None:
+            self._stopping.add(task)
+            task.add_done_callback(self._stopping.discard)
+        if self._restarted:
+            self.state = "failed"
+            self.error = f"{why}, again after a restart; not restarting it"
+        else:
+            self.state = "crashed"
+            self.error = why
+
+    def _lost(self) -> bool:
+        """Whether the connection closed under us while no call was running.
+
+        Reads the SDK dispatcher's private flag; if a later SDK drops it, an idle death
+        is found by the next call instead (that call then fails and the server restarts).
+        """
+        if self._task is not None and self._task.done():
+            return True
+        session = getattr(self._client, "_session", None)
+        dispatcher = getattr(session, "_dispatcher", None)
+        return bool(getattr(dispatcher, "_closed", False))
 
     def status(self) -> ServerStatus:
         return ServerStatus(

@@ -55,6 +55,18 @@ async def die(after_ms: int = 0) -> str:
 
 
 @server.tool()
+async def die_soon(after_ms: int) -> str:
+    """Answer, then exit the server process after_ms later (between calls)."""
+
+    def exit_now() -> None:
+        print("probe: exiting between calls", file=sys.stderr, flush=True)
+        os._exit(4)
+
+    asyncio.get_running_loop().call_later(after_ms / 1000, exit_now)
+    return "bye"
+
+
+@server.tool()
 def refuse(reason: str) -> str:
     """Fail with an MCP tool error."""
     raise ToolError(reason)
