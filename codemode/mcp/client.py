@@ -8,9 +8,11 @@ next to a JSON-RPC round trip).
 
 Failure policy, per server: a crash (the connection closes) or a tool call that runs
 past ``tool_timeout_s`` fails that call with a ToolError the program can catch and
-stops the server; the next call starts it again. If the restarted server fails again
-before any call has succeeded, it stays down for the rest of the session, so a server
-that crashes on every call cannot loop. A server that fails to start is down too.
+stops the server; the next call starts it again (a server that exited between calls
+is restarted before the next call, which then goes through). If the restarted server
+fails again before any call has succeeded, it stays down for the rest of the session,
+so a server that crashes on every call cannot loop. A server that fails to start is
+down too.
 Stderr of stdio servers goes to ``LOG_DIR/mcp-NAME.log``, never to the terminal.
 """
 
