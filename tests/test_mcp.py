@@ -30,7 +30,14 @@ from codemode.mcp.adapter import (
 from codemode.mcp.client import McpManager
 from codemode.mcp.config import parse_mcp_servers
 from codemode.testing.scripted_server import ScriptedModelServer
-from codemode.tools import Tool, ToolContext, ToolRegistry, builtin_registry, define_tool
+from codemode.tools import (
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolRegistry,
+    builtin_registry,
+    define_tool,
+)
 from codemode.tools.typescript import typescript_declarations
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -670,3 +677,51 @@ def test_our_server_over_http_binds_loopback(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+# --- policy for calls over MCP, and import hygiene -------------------------------------
+
+
+def test_policy_without_a_human() -> None:
+    from codemode.mcp.approval import ApprovingRegistry, policy_decider
+
+    untrusted = policy_decider("untrusted", "workspace-write", frozenset({"mcp__fs__read"}))
+    assert untrusted("read_file", {}).verdict == "allow"
+    assert untrusted("mcp__fs__read", {}).verdict == "allow"  # readOnlyHint
+    assert untrusted("mcp__fs__write", {}).verdict == "prompt"
+    assert untrusted("shell", {}).verdict == "prompt"
+    read_only = policy_decider("never", "read-only")
+    assert read_only("write_file", {}).verdict == "forbidden"
+    assert read_only("shell", {}).verdict == "prompt"
+    assert read_only("grep", {}).verdict == "allow"
+    assert policy_decider("never", "workspace-write")("shell", {}).verdict == "allow"
+
+    async def write_file(path: str) -> str:
+        return "written"
+
+    guarded = ApprovingRegistry(ToolRegistry([define_tool(write_file)]), read_only)
+    ctx = ToolContext(workspace=Path("."))
+    with pytest.raises(ToolError) as caught:
+        asyncio.run(guarded.invoke("write_file", {"path": "x"}, ctx))
+    assert str(caught.value) == (
+        "tools.write_file is forbidden: sandbox_mode is read-only: write_file writes files"
+    )
+
+
+def test_cli_help_does_not_import_the_mcp_sdk(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "import codemode.cli\n"
+        "for argv in (['--help'], ['mcp', '--help'], ['mcp-server', '--help']):\n"
+        "    try:\n"
+        "        codemode.cli.main(argv)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "heavy = {'mcp', 'mcp_types', 'anyio', 'jsonschema', 'uvicorn', 'starlette'}\n"
+        "print('HEAVY', sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "mcp-server" in proc.stdout and "HEAVY []\n" in proc.stdout, proc.stdout
