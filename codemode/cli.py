@@ -295,10 +295,10 @@ def mcp_server(http_port: int | None, cwd: Path, overrides: tuple[str, ...]) -> 
     from codemode.mcp.commands import serve
 
     try:
-        config = load_config(overrides)
+        status = serve(load_config(overrides), cwd, http_port=http_port)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
-    sys.exit(serve(config, cwd, http_port=http_port))
+    sys.exit(status)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -725,3 +725,20 @@ def test_cli_help_does_not_import_the_mcp_sdk(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "mcp-server" in proc.stdout and "HEAVY []\n" in proc.stdout, proc.stdout
+
+
+def test_a_bad_mcp_table_is_a_usage_error_everywhere(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _write_config(home, {"x": {"command": "a", "url": "http://b"}})
+    expected = "[mcp_servers.x]: set either command (stdio) or url (streamable HTTP), not both"
+    with ScriptedModelServer([{"text": "unused"}]) as server:
+        runs = [
+            run_cli(
+                ["exec", *provider_flags(server.base_url, "chat"), "hi"], home=home, cwd=tmp_path
+            ),
+            run_cli(["mcp", "list"], home=home, cwd=tmp_path),
+            run_cli(["mcp-server"], home=home, cwd=tmp_path),
+        ]
+    for done in runs:
+        assert done.code == 2 and expected in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
