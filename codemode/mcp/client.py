@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import logging
 import os
 import threading
 import weakref
@@ -122,6 +123,9 @@ class _Server:
         self._generation += 1
         self._stop = asyncio.Event()
         ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+        # Its exception may arrive after we stopped waiting (a startup timeout): mark it
+        # seen, or asyncio would print "exception was never retrieved" on the terminal.
+        ready.add_done_callback(lambda f: f.cancelled() or f.exception())
         self._task = asyncio.create_task(self._run(ready, self._stop))
         timeout = self.config.startup_timeout_s
         try:
@@ -319,6 +323,11 @@ def _describe(exc: BaseException) -> str:
         return str(exc)
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
+
+# The SDK logs a dying server's broken pipe as an error. With no logging configured,
+# Python would print that on the user's terminal; this handler keeps it off (records
+# still reach handlers an application configured, as in `interpreter mcp-server`).
+logging.getLogger("mcp").addHandler(logging.NullHandler())
 
 _live: weakref.WeakSet[McpManager] = weakref.WeakSet()
 
