@@ -220,19 +220,22 @@ def test_two_mcp_tools_run_concurrently_with_promise_all(
 
 
 def test_results_structured_plain_and_errors(tmp_path: Path, servers: list[McpManager]) -> None:
-    bridge, _ = host(tmp_path, servers, {"probe": probe()})
+    table = probe(cwd=str(tmp_path), env={"PROBE_MARKER": "from-config"})
+    bridge, _ = host(tmp_path, servers, {"probe": table})
     result = run(
         bridge,
+        "const where = await tools.probe.where({});\n"
         "const plain = await tools.probe.shout({text: 'hi'});\n"
         "const waited = await tools.probe.wait_ms({ms: 1});\n"
         "let refused = null, invalid = null;\n"
         "try { await tools.probe.refuse({reason: 'no thanks'}) }"
         " catch (e) { refused = [e.name, e.message] }\n"
         "try { await tools.probe.add({a: 'x'}) } catch (e) { invalid = e.message }\n"
-        "return {plain, waited, refused, invalid};",
+        "return {where, plain, waited, refused, invalid};",
     )
     assert result.ok, result.error
     value = result.value
+    assert value["where"] == {"cwd": str(tmp_path), "marker": "from-config"}
     assert value["plain"] == {"content": [{"type": "text", "text": "HI"}]}
     assert value["waited"] == {"total": 1}  # `wait-ms` on the server: renamed, still called
     assert value["refused"][0] == "ToolError"

@@ -41,6 +41,12 @@ async def wait_ms(ms: int, label: str = "") -> Sum:
 
 
 @server.tool()
+def where() -> dict[str, str | None]:
+    """The server's working directory and $PROBE_MARKER."""
+    return {"cwd": os.getcwd(), "marker": os.environ.get("PROBE_MARKER")}
+
+
+@server.tool()
 def pid() -> Sum:
     """This server process's id."""
     return Sum(total=os.getpid())
