@@ -745,3 +745,27 @@ def test_a_bad_mcp_table_is_a_usage_error_everywhere(tmp_path: Path) -> None:
     for done in runs:
         assert done.code == 2 and expected in done.stderr, done.stderr
         assert "Traceback" not in done.stderr
+
+
+def test_our_server_applies_the_execpolicy_and_confinement(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    outside = tmp_path / "outside.txt"
+
+    async def body(client: Any) -> Any:
+        return await client.call_tool(
+            "execute",
+            {
+                "code": "let refused = null;\n"
+                "try { await tools.shell({command: 'git reset --hard'}) }"
+                " catch (e) { refused = e.message }\n"
+                f"const w = await tools.shell({{command: 'echo x > {outside}'}});\n"
+                "return {refused, exit: w.exit_code};"
+            },
+        )
+
+    result = asyncio.run(_with_our_server(home, work, body=body))
+    value = result.structured_content["value"]
+    assert "discards uncommitted changes" in value["refused"]  # prompt, and nobody to ask
+    assert value["exit"] != 0 and not outside.exists()  # confined to the workspace

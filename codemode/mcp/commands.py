@@ -45,6 +45,7 @@ def list_servers(config: Config, *, as_json: bool) -> int:
 
 def serve(config: Config, cwd: Path, *, http_port: int | None) -> int:
     """Serve the tool host over stdio, or streamable HTTP on 127.0.0.1:PORT."""
+    from codemode.agent.build import SessionOptions, sandbox_for
     from codemode.js_runtime.models import Limits
     from codemode.mcp.adapter import add_configured_servers
     from codemode.mcp.approval import policy_decider
@@ -52,6 +53,7 @@ def serve(config: Config, cwd: Path, *, http_port: int | None) -> int:
     from codemode.tools.builtin import builtin_registry
 
     registry = builtin_registry()
+    sandbox = sandbox_for(config, SessionOptions(cwd=cwd), cwd.resolve())
     read_only: frozenset[str] = frozenset()
     if config.mcp_servers:
         manager, statuses = add_configured_servers(
@@ -67,6 +69,7 @@ def serve(config: Config, cwd: Path, *, http_port: int | None) -> int:
         decide=policy_decider(config.approval_policy, config.sandbox_mode, read_only),
         engine=config.engine,
         limits=Limits(timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=30_000),
+        sandbox=sandbox,
     )
     server = build_server(service)
     if http_port is None:

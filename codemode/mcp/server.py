@@ -52,10 +52,13 @@ class HostService:
         decide: Decider,
         engine: str = "quickjs",
         limits: Limits | None = None,
+        sandbox: Any = None,
     ) -> None:
         self.registry = registry
         self.guarded = ApprovingRegistry(registry, decide)
-        self.context = ToolContext(workspace=workspace.resolve())
+        # ``sandbox`` (a SandboxSession with no approver: nobody to ask) checks and
+        # confines the commands programs run, as in any other session.
+        self.context = ToolContext(workspace=workspace.resolve(), sandbox=sandbox)
         self.engine = engine
         self.limits = limits or Limits()
 
