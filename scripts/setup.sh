@@ -11,6 +11,19 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
 fi
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 
+# The sandbox confines commands with bubblewrap (and seccomp through libseccomp). Install
+# them where we can; without them the sandbox falls back to Landlock, or refuses to run
+# commands in a restricted mode. Never fails the setup.
+need=()
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so' || need+=(libseccomp2)
+if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+         apt-get install -y -qq --no-install-recommends "${need[@]}"; } >/dev/null 2>&1; then
+    echo "setup: could not install ${need[*]} (the sandbox falls back to Landlock)" >&2
+  fi
+fi
+
 stamp=.venv/.codemode-installed
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
@@ -27,3 +40,19 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     || { echo "setup: installing codemode failed" >&2; exit 1; }
   echo "$want" > "$stamp"
 fi
+
+# The official Codex SDK, for the drop-in test (tests/test_codex_sdk.py). Optional: without
+# npm or a registry this step is skipped and that test says why. --omit=optional leaves
+# out Codex's own binaries: the test points the SDK at our executable.
+sdk_version=${CODEX_SDK_VERSION:-0.163.0}
+sdk_dir=.cache/codex-sdk
+if [ ! -f "$sdk_dir/node_modules/@openai/codex-sdk/package.json" ] && command -v npm >/dev/null; then
+  mkdir -p "$sdk_dir"
+  if ! (cd "$sdk_dir" && timeout 300 npm install --omit=optional --no-audit --no-fund \
+          --no-save "@openai/codex-sdk@$sdk_version") >"$sdk_dir/install.log" 2>&1; then
+    echo "setup: could not install @openai/codex-sdk (see $sdk_dir/install.log);" \
+         "tests/test_codex_sdk.py will be skipped" >&2
+  fi
+fi
+# Third-party MCP servers for the tests (never fails setup; see the script).
+bash scripts/setup-test-servers.sh

@@ -75,6 +75,7 @@ class Bridge:
         limits: Limits | None = None,
         persistent: bool = False,
         globals: dict[str, Any] | None = None,
+        setup_scripts: list[str] | None = None,
     ) -> None:
         self.registry = registry
         self.context = context
@@ -82,6 +83,8 @@ class Bridge:
         self.limits = limits or Limits()
         self.persistent = persistent
         self.globals = dict(globals or {})
+        # Extra JavaScript run in each new isolate after the prelude (skill loader).
+        self.setup_scripts = list(setup_scripts or [])
         self._engine: Engine | None = None
         self._engine_loop: asyncio.AbstractEventLoop | None = None
 
@@ -102,13 +105,15 @@ class Bridge:
         setup = [
             _prelude(),
             "\n//# sourceURL=codemode-prelude.js\n",
-            f"__cm.configure({json.dumps(self.registry.names())}, {limits.max_tool_calls});",
+            f"__cm.configure({json.dumps(self.registry.flat_names())}, "
+            f"{limits.max_tool_calls}, {json.dumps(self.registry.namespaces())});",
         ]
         for name, value in self.globals.items():
             setup.append(
                 f"Object.defineProperty(globalThis, {json.dumps(name)}, "
                 f"{{value: JSON.parse({json.dumps(json.dumps(value))}), writable: true}});"
             )
+        setup.extend(self.setup_scripts)
         try:
             await engine.step("\n".join(setup), _remaining(deadline))
         except BaseException:
@@ -161,7 +166,7 @@ class _Run:
         # Finished calls whose results the isolate has not seen yet: (id, (ok, payload)).
         self.ready: list[tuple[int, tuple[bool, Any]]] = []
         self.wakeup: asyncio.Future[None] | None = None
-        self.tool_names = bridge.registry.names()
+        self.tool_names = [*bridge.registry.flat_names(), *bridge.registry.namespaces()]
 
     async def go(self) -> ExecResult:
         loop = asyncio.get_running_loop()

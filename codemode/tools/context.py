@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from codemode.sandbox.session import SandboxSession
+    from codemode.tools.client import ToolClient
     from codemode.tools.dry_run import DryRun
 
 
@@ -40,6 +41,8 @@ class ToolContext:
     # (a sandbox session has its own, from its settings).
     writable_roots: list[Path] = field(default_factory=list)
     sandbox: SandboxSession | None = None
+    # The user's editor (ACP), when a session has one: file I/O and approvals go there.
+    client: ToolClient | None = None
     # Set for a dry run: writing tools record changes here instead of on disk, and
     # read_file sees them (codemode.tools.dry_run).
     dry_run: DryRun | None = None
