@@ -359,3 +359,13 @@ async def test_without_persistence_each_program_starts_fresh(engine, tmp_path):
     await b.execute("globalThis.counter = 41")
     r = await b.execute("return typeof counter")
     assert r.value == "undefined"
+
+
+async def test_lone_surrogates_become_replacement_characters(engine, tmp_path):
+    r = await run(
+        engine, tmp_path, 'console.log("a\\uD800b"); return {k: "\\uDFFFx", ok: "\\uD83D\\uDE00"}'
+    )
+    assert r.ok, r.error
+    assert r.output == "a\ufffdb"
+    assert r.value == {"k": "\ufffdx", "ok": "😀"}
+    r.to_json().encode("utf-8")  # printable and storable as UTF-8

@@ -507,3 +507,17 @@ def test_run_sandbox_options(ws: Path) -> None:
     proc = interp("--full-auto", "--approval", "never", cwd=ws, input=prog)
     assert proc.returncode == 2
     assert "--full-auto cannot be combined" in proc.stderr
+
+
+async def test_a_confined_command_leaves_no_empty_codemode_folder(ws: Path) -> None:
+    host = ToolHost(ws, sandbox=SandboxSettings())
+    try:
+        r = await host.execute(
+            "const r = await tools.shell({command: 'mkdir .codemode/x; echo ok > made.txt'});"
+            "return r.exit_code"
+        )
+    finally:
+        host.close()
+    assert r.ok, r.error
+    assert (ws / "made.txt").read_text() == "ok\n"  # the command ran, confined
+    assert not (ws / ".codemode").exists()  # it could not create it, and nothing is left

@@ -146,6 +146,16 @@ def _fresh(script: str) -> str:
     return "__cm.reset(); " + script
 
 
+def _well_formed(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [_well_formed(v) for v in value]
+    if isinstance(value, dict):
+        return {_well_formed(k): _well_formed(v) for k, v in value.items()}
+    return value
+
+
 def _remaining(deadline: float) -> float:
     return deadline - asyncio.get_running_loop().time()
 
@@ -256,7 +266,10 @@ class _Run:
             raise LimitReached(
                 "memory", f"program stopped: memory limit of {self.limits.memory_mb} MB reached"
             ) from None
-        return json.loads(raw)
+        state = json.loads(raw)
+        # JavaScript strings may hold lone surrogates ("\uD800"), which no UTF-8 output
+        # (terminal, JSON Lines, HTTP) can carry: they become U+FFFD here, once.
+        return _well_formed(state) if "\\ud" in raw.lower() else state
 
     def _timeout_error(self) -> ExecError:
         return ExecError(

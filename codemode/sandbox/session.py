@@ -8,6 +8,7 @@ check → approval (if required) → confined execution. ``check_writable`` is w
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shlex
 import shutil
@@ -62,6 +63,7 @@ class SandboxSession:
         self._policy = policy
         self._rules_file = rules_file
         self._scratch: Path | None = None
+        self._placeholders: set[Path] = set()
 
     @property
     def settings(self) -> SandboxSettings:
@@ -254,6 +256,11 @@ class SandboxSession:
             writable = [*(writable or []), scratch]
         if s.login_shell and script is not None and len(argv) == 3:
             argv = [argv[0], "-lc", argv[2]]
+        # bubblewrap needs a mount point to keep a missing .codemode/ from being
+        # created, and leaves it behind as an empty folder: removed again at close().
+        self._placeholders.update(
+            p for root in writable or [] if not (p := root / ".codemode").exists()
+        )
         try:
             return await spawn_confined(
                 argv,
@@ -270,6 +277,10 @@ class SandboxSession:
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
+        for placeholder in self._placeholders:
+            with contextlib.suppress(OSError):  # gone, or no longer empty: keep it
+                placeholder.rmdir()
+        self._placeholders.clear()
 
 
 def _rule_note(rule: str | None, source: str | None) -> str:
