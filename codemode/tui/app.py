@@ -1,0 +1,268 @@
+"""The interactive loop: read a message or a slash command, run it, repeat.
+
+A turn runs as a task; Ctrl-C cancels that task (the session records the turn as
+interrupted, tool processes are killed) and the prompt comes back. At the prompt,
+Ctrl-C clears the line, twice on an empty line exits; Ctrl-D exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from codemode.agent.build import SessionOptions, build_session, prompt_env
+from codemode.agent.events import ThreadStarted
+from codemode.agent.loop import Session
+from codemode.agent.rollout import SESSIONS_DIR, RecordedSession, find_session, read_session
+from codemode.config import Config, ConfigError, codemode_home, load_config
+from codemode.harnesses.catalog import get_harness
+from codemode.tui.approval import TerminalApprover
+from codemode.tui.mentions import expand_mentions
+from codemode.tui.render import TerminalRenderer, make_console
+from codemode.tui.snapshots import Snapshots
+
+EXIT_OK, EXIT_USAGE = 0, 2
+
+
+@dataclass
+class InteractiveOptions(SessionOptions):
+    prompt: str | None = None
+    sandbox_mode: str | None = None
+    approval_policy: str | None = None
+    # A session to reopen: an id or path, or "" for the newest.
+    resume: str | None = None
+
+
+class UsageProblem(Exception):
+    """Bad options or configuration, found before the session starts."""
+
+
+class InteractiveApp:
+    """One interactive run: the current session plus everything around it."""
+
+    def __init__(self, options: InteractiveOptions, config: Config) -> None:
+        from codemode.tui.commands import COMMANDS
+
+        self.options = options
+        self.config = config
+        self.cwd = options.cwd.resolve()
+        self.console = make_console()
+        self.renderer = TerminalRenderer(self.console)
+        self.reader: Any
+        if sys.stdin.isatty() and sys.stdout.isatty():
+            from codemode.tui.input import TerminalReader
+
+            self.reader = TerminalReader(codemode_home() / "history", self.cwd, COMMANDS)
+        else:
+            from codemode.tui.input import PlainReader
+
+            self.reader = PlainReader()
+        self.approver = TerminalApprover(self.renderer, self.reader.ask)
+        self.sandbox_mode = options.sandbox_mode or config.sandbox_mode
+        self.approval_policy = options.approval_policy or config.approval_policy
+        self.session: Session | None = None
+        self.snapshots = Snapshots(self.cwd)
+        # Said to the model with the next message (after /undo).
+        self.pending_note: str | None = None
+        self._provider_name = "?"
+        self.done = False
+
+    # --- sessions --------------------------------------------------------------------
+
+    def open_session(self, resume: RecordedSession | None = None) -> Session:
+        """Build a session (new or resumed) with the sandbox and approver attached."""
+        session = build_session(self.config, self.options, [self.renderer], resume=resume)
+        self._provider_name = (
+            self.options.provider
+            or (resume.meta.provider if resume is not None else None)
+            or self.config.model_provider
+            or "?"
+        )
+        self._attach_sandbox(session)
+        self.session = session
+        session.emit(ThreadStarted(thread_id=session.id))
+        if resume is not None:
+            turns = len(resume.prompt_indexes)
+            self.renderer.note(
+                f"resumed {session.model} · {session.harness.name} "
+                f"{getattr(session.harness, 'dialect', '')} · {turns} earlier "
+                f"turn{'s' if turns != 1 else ''}"
+            )
+            for index in resume.prompt_indexes[-3:]:
+                text = str(getattr(resume.messages[index], "text", ""))
+                self.renderer.note(f"  › {' '.join(text.split())[:100]}")
+        return session
+
+    def provider_name(self) -> str:
+        return self.options.provider or self._provider_name
+
+    def _attach_sandbox(self, session: Session) -> None:
+        from codemode.sandbox.session import SandboxSession
+        from codemode.sandbox.settings import SandboxOptions, SandboxSettings
+
+        try:
+            options = SandboxOptions.model_validate(self.config.sandbox)
+        except ValueError as exc:
+            raise ConfigError(f"[sandbox]: {exc}") from None
+        settings = SandboxSettings.combine(
+            self.sandbox_mode,  # type: ignore[arg-type]
+            self.approval_policy,  # type: ignore[arg-type]
+            options,
+        )
+        context = session.runner.context
+        context.sandbox = SandboxSession(self.cwd, settings, approver=self.approver)
+
+    def set_permissions(self, sandbox_mode: str, approval_policy: str) -> None:
+        self.sandbox_mode, self.approval_policy = sandbox_mode, approval_policy
+        sandbox = self.session.runner.context.sandbox if self.session else None
+        if sandbox is not None:
+            sandbox.settings = sandbox.settings.model_copy(
+                update={"sandbox_mode": sandbox_mode, "approval_policy": approval_policy}
+            )
+
+    def switch_harness(self, name: str, dialect: str) -> None:
+        """Use harness ``name`` in ``dialect`` from the next model request on."""
+        assert self.session is not None
+        harness = get_harness(name, dialect)  # type: ignore[arg-type]
+        self.session.set_harness(harness)
+        self.config = self.config.model_copy(
+            update={"sandbox_mode": self.sandbox_mode, "approval_policy": self.approval_policy}
+        )
+        self.session.instructions = harness.instructions(prompt_env(self.config, self.cwd))
+        self.options.harness = name
+        self.options.code_mode = dialect == "code"
+
+    async def close_session(self) -> None:
+        session, self.session = self.session, None
+        if session is None:
+            return
+        session.runner.close()
+        sandbox = session.runner.context.sandbox
+        if sandbox is not None:
+            sandbox.close()
+        if session.rollout is not None:
+            session.rollout.close()
+        await session.provider.aclose()
+
+    async def replace_session(self, resume: RecordedSession | None = None) -> None:
+        """/new and /resume: close this session, open another in its place."""
+        await self.close_session()
+        self.snapshots.close()
+        self.snapshots = Snapshots(self.cwd)
+        self.open_session(resume)
+
+    # --- turns -----------------------------------------------------------------------
+
+    async def run_turn(self, text: str) -> None:
+        assert self.session is not None
+        expanded = expand_mentions(text, self.cwd)
+        for problem in expanded.problems:
+            self.renderer.note(f"! {problem}", style="yellow")
+        if expanded.attached:
+            self.renderer.note(f"attached: {', '.join(expanded.attached)}")
+        prompt = expanded.text
+        if self.pending_note:
+            prompt = f"{self.pending_note}\n\n{prompt}"
+            self.pending_note = None
+        await asyncio.to_thread(self.snapshots.begin_turn)
+        task = asyncio.create_task(self.session.run_turn(prompt))
+        loop = asyncio.get_running_loop()
+        handled = _on_sigint(loop, task.cancel)
+        try:
+            await task
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                raise
+            self.renderer.note("interrupted: the turn was stopped; the session goes on")
+        finally:
+            if handled:
+                loop.remove_signal_handler(signal.SIGINT)
+        changes = await asyncio.to_thread(self.snapshots.end_turn)
+        if changes is not None:
+            paths = changes.paths()
+            shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+            self.renderer.note(f"changed: {shown} (/undo reverts, /diff shows)")
+
+    async def handle(self, line: str) -> None:
+        from codemode.tui.commands import run_command
+
+        if line.startswith("/") and not line.startswith("//"):
+            await run_command(self, line)
+        elif line.strip():
+            await self.run_turn(line[1:] if line.startswith("//") else line)
+
+    # --- the loop --------------------------------------------------------------------
+
+    async def loop(self) -> int:
+        if self.options.prompt:
+            self.console.print(f"› {self.options.prompt}", highlight=False, markup=False)
+            await self.handle(self.options.prompt)
+        interrupts = 0
+        while not self.done:
+            try:
+                line = await self.reader.read()
+            except KeyboardInterrupt:
+                interrupts += 1
+                if interrupts >= 2:
+                    break
+                self.renderer.note("(Ctrl-C again or Ctrl-D to exit)")
+                continue
+            except EOFError:
+                break
+            interrupts = 0
+            await self.handle(line)
+        return EXIT_OK
+
+
+def _on_sigint(loop: asyncio.AbstractEventLoop, callback: Any) -> bool:
+    """Route SIGINT (Ctrl-C while no input line is active) to ``callback``."""
+    try:
+        loop.add_signal_handler(signal.SIGINT, callback)
+    except (NotImplementedError, RuntimeError, ValueError):
+        return False
+    return True
+
+
+def run_interactive(options: InteractiveOptions) -> int:
+    """The ``interpreter`` command; returns the exit status. Raises UsageProblem."""
+    from codemode.agent.rollout import RolloutError
+    from codemode.harnesses.catalog import UnknownHarnessError
+
+    try:
+        return asyncio.run(_main(options))
+    except (ConfigError, RolloutError, UnknownHarnessError) as exc:
+        raise UsageProblem(str(exc)) from None
+
+
+async def _main(options: InteractiveOptions) -> int:
+    config = load_config(options.overrides)
+    app = InteractiveApp(options, config)
+    resume = None
+    if options.resume is not None:
+        path = find_session(codemode_home() / SESSIONS_DIR, options.resume or None)
+        resume = read_session(path)
+    elif config.model_provider is None and options.provider is None and app.reader.interactive:
+        from codemode.tui.wizard import first_run_setup
+
+        if not await first_run_setup(app):
+            return EXIT_USAGE
+        app.config = config = load_config(options.overrides)
+    try:
+        app.open_session(resume)
+        app.renderer.note("/help lists commands · Ctrl-C interrupts · Ctrl-D exits")
+        return await app.loop()
+    finally:
+        session = app.session
+        await app.close_session()
+        app.snapshots.close()
+        if session is not None and session.rollout is not None:
+            app.renderer.note(f"session saved · interpreter resume {session.id}")
+
+
+def session_path(session: Session) -> Path | None:
+    return session.rollout.path if session.rollout is not None else None
+

@@ -1,0 +1,183 @@
+"""Per-turn file snapshots, so ``/undo`` can put back what a turn changed.
+
+Works with or without git, and whatever changed the files (a patch, ``write_file``, a
+shell command). At the start of a turn every workspace file (as git would see it:
+``.git/`` and ignored paths left out) is recorded by size and mtime, and its content
+is copied into a content-addressed store unless an identical copy is already there —
+so after the first turn only files that changed cost anything. At the end of the turn
+the walk is repeated; every file added, changed or removed is remembered with its
+content from the start. ``undo`` restores the newest such turn.
+
+Files over ``max_file_bytes``, and files beyond ``max_total_bytes`` of content, are
+not copied: a turn that changes one of them says so, and ``undo`` leaves it alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codemode.tools.ignore import walk_files
+
+MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_TOTAL_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class _Entry:
+    size: int
+    mtime_ns: int
+    blob: str | None  # content hash in the store; None when too big to keep
+
+
+@dataclass
+class TurnChanges:
+    """What one turn did to the workspace: path -> its blob before the turn
+    (None: the file did not exist)."""
+
+    before: dict[str, str | None] = field(default_factory=dict)
+    unrestorable: list[str] = field(default_factory=list)
+
+    def paths(self) -> list[str]:
+        return sorted([*self.before, *self.unrestorable])
+
+
+@dataclass
+class UndoResult:
+    restored: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+class Snapshots:
+    """Snapshots of one workspace for one interactive session."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        store: Path | None = None,
+        max_file_bytes: int = MAX_FILE_BYTES,
+        max_total_bytes: int = MAX_TOTAL_BYTES,
+    ) -> None:
+        self.root = root.resolve()
+        self._own_store = store is None
+        self.store = store or Path(tempfile.mkdtemp(prefix="codemode-undo-"))
+        self.max_file_bytes = max_file_bytes
+        self.max_total_bytes = max_total_bytes
+        self._stored_bytes = 0
+        self._blobs: set[str] = set()
+        self._start: dict[str, _Entry] | None = None
+        self.turns: list[TurnChanges] = []
+
+    # --- recording -------------------------------------------------------------------
+
+    def begin_turn(self) -> None:
+        """Record the workspace as it is before a turn."""
+        previous = self._start or {}
+        self._start = self._scan(previous, store=True)
+
+    def end_turn(self) -> TurnChanges | None:
+        """Compare with the start of the turn; remember and return the changes (None
+        when the turn changed nothing)."""
+        if self._start is None:
+            return None
+        start = self._start
+        now = self._scan(start, store=False)
+        changes = TurnChanges()
+        for rel in sorted(set(start) | set(now)):
+            old, new = start.get(rel), now.get(rel)
+            if old is not None and new is not None and old.blob == new.blob and old.blob:
+                continue
+            if old is not None and new is not None and (old.size, old.mtime_ns) == (
+                new.size,
+                new.mtime_ns,
+            ):
+                continue
+            if old is None:
+                changes.before[rel] = None
+            elif old.blob is None:
+                changes.unrestorable.append(rel)
+            else:
+                changes.before[rel] = old.blob
+        self._start = None
+        if not changes.before and not changes.unrestorable:
+            return None
+        self.turns.append(changes)
+        return changes
+
+    def _scan(self, known: dict[str, _Entry], *, store: bool) -> dict[str, _Entry]:
+        entries: dict[str, _Entry] = {}
+        for rel in walk_files(self.root):
+            path = self.root / rel
+            try:
+                st = path.lstat()
+            except OSError:
+                continue
+            if not path.is_file() or path.is_symlink():
+                continue
+            old = known.get(rel)
+            if old is not None and (old.size, old.mtime_ns) == (st.st_size, st.st_mtime_ns):
+                entries[rel] = old
+                continue
+            blob = self._hash_and_store(path, st.st_size, store=store)
+            entries[rel] = _Entry(st.st_size, st.st_mtime_ns, blob)
+        return entries
+
+    def _hash_and_store(self, path: Path, size: int, *, store: bool) -> str | None:
+        if size > self.max_file_bytes:
+            return None
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        digest = hashlib.sha256(data).hexdigest()
+        if store and digest not in self._blobs:
+            if self._stored_bytes + len(data) > self.max_total_bytes:
+                return None
+            (self.store / digest).write_bytes(data)
+            self._blobs.add(digest)
+            self._stored_bytes += len(data)
+        return digest if digest in self._blobs or not store else None
+
+    # --- undoing ---------------------------------------------------------------------
+
+    def undo(self) -> UndoResult | None:
+        """Put back the files the newest recorded turn changed; None if there is none."""
+        if not self.turns:
+            return None
+        changes = self.turns.pop()
+        result = UndoResult(skipped=list(changes.unrestorable))
+        for rel, blob in sorted(changes.before.items()):
+            path = self.root / rel
+            if blob is None:
+                if path.is_file() or path.is_symlink():
+                    path.unlink()
+                    result.removed.append(rel)
+                    _remove_empty_parents(path.parent, self.root)
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.codemode-undo")
+            shutil.copyfile(self.store / blob, tmp)
+            if path.exists():
+                shutil.copymode(path, tmp)
+            os.replace(tmp, path)
+            result.restored.append(rel)
+        return result
+
+    def close(self) -> None:
+        if self._own_store:
+            shutil.rmtree(self.store, ignore_errors=True)
+
+
+def _remove_empty_parents(directory: Path, root: Path) -> None:
+    while directory != root and directory.is_relative_to(root):
+        try:
+            directory.rmdir()
+        except OSError:
+            return
+        directory = directory.parent
