@@ -204,7 +204,7 @@ def session_options(fn: Any) -> Any:
     ]
     for option in reversed(options):
         fn = option(fn)
-    return fn
+    return sandbox_options(fn)
 
 
 def _read_prompt(prompt: str | None) -> str | None:

@@ -22,6 +22,7 @@ from agent_support import (
     run_cli,
     session_files,
 )
+
 from codemode.testing.scripted_server import ScriptedModelServer
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -386,8 +387,23 @@ def test_kill_9_mid_turn_then_resume_last(home: Path, work: Path) -> None:
     assert "long job" in sent and "what happened?" in sent
 
 
+def _processes_running(needle: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if needle in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
 def test_sigint_stops_the_turn_and_kills_the_command(home: Path, work: Path) -> None:
-    script = [{"tool_calls": [call("shell", {"command": "echo $$ > pid.txt; sleep 60"})]}]
+    # A unique duration marks the command's process (PIDs inside a sandbox's PID
+    # namespace are not the host's, so the test looks the process up by command line).
+    script = [{"tool_calls": [call("shell", {"command": "touch started; sleep 61.2345"})]}]
     with ScriptedModelServer(script) as server:
         proc = subprocess.Popen(
             [str(INTERPRETER), "exec", *provider_flags(server.base_url, "chat"), "go"],
@@ -398,15 +414,16 @@ def test_sigint_stops_the_turn_and_kills_the_command(home: Path, work: Path) -> 
             text=True,
         )
         deadline = time.monotonic() + 30
-        while not (work / "pid.txt").exists() and time.monotonic() < deadline:
+        while not _processes_running("sleep 61.2345") and time.monotonic() < deadline:
             time.sleep(0.05)
-        time.sleep(0.2)
+        assert _processes_running("sleep 61.2345")
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=20)
     assert proc.returncode == 130, err
-    shell_pid = int((work / "pid.txt").read_text())
-    with pytest.raises(ProcessLookupError):
-        os.kill(shell_pid, 0)
+    deadline = time.monotonic() + 5
+    while _processes_running("sleep 61.2345") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _processes_running("sleep 61.2345") == []
     [path] = session_files(home)
     events = [r["event"]["type"] for r in records(path) if r["type"] == "event"]
     assert events[-1] == "turn.failed"
@@ -440,3 +457,58 @@ def test_replay_runs_the_recorded_model_side_against_real_tools(home: Path, tmp_
         if e["type"] == "item.completed" and e["item"]["type"] == "code_execution"
     ]
     assert program_items and "OK" in program_items[0]["output"]
+
+
+# --- the sandbox under exec ------------------------------------------------------------
+
+
+def test_exec_refuses_a_command_needing_approval(home: Path, work: Path) -> None:
+    outside = work.parent / "outside.txt"
+    outside.write_text("keep me", encoding="utf-8")
+    script = [
+        {"tool_calls": [call("shell", {"command": f"rm -rf {outside}"})]},
+        {"text": "could not"},
+    ]
+    with ScriptedModelServer(script) as server:
+        run = exec_cli(server, "chat", "--json", "delete it", home=home, cwd=work)
+    assert run.code == 0, run.stderr
+    assert outside.read_text() == "keep me"
+    sent = tool_results(server.requests[1].body)
+    assert "approval" in sent and str(outside) in sent
+
+
+def test_a_refused_call_is_a_catchable_exception_in_code_mode(home: Path, work: Path) -> None:
+    program = (
+        "try {\n"
+        "  await tools.shell({command: 'git reset --hard'});\n"
+        "  console.log('RAN' + '-MARK');\n"
+        "} catch (e) {\n"
+        "  console.log('caught:', e.message);\n"
+        "}"
+    )
+    script = [{"tool_calls": [call("exec", program, freeform=True)]}, {"text": "ok"}]
+    with ScriptedModelServer(script) as server:
+        run = exec_cli(server, "responses", "--code-mode", "reset", home=home, cwd=work)
+    assert run.code == 0, run.stderr
+    sent = tool_results(server.requests[1].body)
+    assert "caught:" in sent and "discards uncommitted changes" in sent
+    assert "RAN-MARK" not in sent
+
+
+def test_approval_never_runs_it_confined(home: Path, work: Path) -> None:
+    (work / "victim").mkdir()
+    outside = work.parent / "escape.txt"
+    script = [
+        {
+            "tool_calls": [
+                call("shell", {"command": "rm -rf victim"}),
+                call("shell", {"command": f"echo x > {outside}"}),
+            ]
+        },
+        {"text": "done"},
+    ]
+    with ScriptedModelServer(script) as server:
+        run = exec_cli(server, "chat", "--approval", "never", "go", home=home, cwd=work)
+    assert run.code == 0, run.stderr
+    assert not (work / "victim").exists()  # prompt-level, allowed by --approval never
+    assert not outside.exists()  # but confinement still keeps writes in the workspace

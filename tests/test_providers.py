@@ -297,8 +297,18 @@ async def test_chat_renders_the_conversation() -> None:
         {"role": "user", "content": "thanks"},
     ]
     assert body["stream_options"] == {"include_usage": True}
-    assert body["parallel_tool_calls"] is True
+    assert "parallel_tool_calls" not in body
     assert server.requests[-1].headers["authorization"] == "Bearer sk-test"
+
+
+async def test_parallel_tool_calls_can_be_turned_off(wire: str) -> None:
+    with ScriptedModelServer([ScriptedReply(text="ok")]) as server:
+        await collect(connect(server, wire), ask(tools=[SHELL], parallel_tool_calls=False))
+    body = server.requests[-1].body
+    if wire == "anthropic":
+        assert body["tool_choice"] == {"type": "auto", "disable_parallel_tool_use": True}
+    else:
+        assert body["parallel_tool_calls"] is False
 
 
 async def test_chat_can_leave_reasoning_out() -> None:
@@ -337,7 +347,8 @@ async def test_anthropic_renders_the_conversation() -> None:
     with ScriptedModelServer([ScriptedReply(text="ok")]) as server:
         await collect(connect(server, "anthropic"), conversation("anthropic"))
     request = server.requests[-1]
-    assert request.body["system"] == "Be brief."
+    assert request.body["system"] == [{"type": "text", "text": "Be brief.",
+                                       "cache_control": {"type": "ephemeral"}}]
     assert request.body["max_tokens"] == 8192
     assert request.body["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "list files"}]},
@@ -350,7 +361,7 @@ async def test_anthropic_renders_the_conversation() -> None:
         {"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": "c1", "content": "a.txt"},
             {"type": "tool_result", "tool_use_id": "c2", "content": "1", "is_error": True},
-            {"type": "text", "text": "thanks"},
+            {"type": "text", "text": "thanks", "cache_control": {"type": "ephemeral"}},
         ]},
     ]
     assert request.body["tools"][0] == {"name": "shell", "description": "Run a command.",
@@ -559,3 +570,24 @@ async def test_exhausted_script_fails_at_once_and_clearly(wire: str) -> None:
             await collect_retrying(connect(server, wire), ask())
     assert "script exhausted after 1 replies" in str(info.value)
     assert len(server.requests) == 2  # the retry loop did not hammer it
+
+
+async def test_tool_calls_without_text_render_without_empty_content(wire: str) -> None:
+    request = ModelRequest(model="m", tools=[SHELL], messages=[
+        UserMessage(text="go"),
+        AssistantMessage(tool_calls=[ToolCall(id="c1", name="shell", arguments="{not json")]),
+        ToolResultMessage(call_id="c1", name="shell", content="bad arguments", is_error=True),
+    ])
+    with ScriptedModelServer([ScriptedReply(text="ok")]) as server:
+        await collect(connect(server, wire), request)
+    body = server.requests[-1].body
+    if wire == "chat":
+        assert body["messages"][1]["content"] is None
+        assert body["messages"][1]["tool_calls"][0]["function"]["arguments"] == "{not json"
+    elif wire == "anthropic":
+        assert body["messages"][1]["content"] == [
+            {"type": "tool_use", "id": "c1", "name": "shell",
+             "input": {"_raw_arguments": "{not json"}}]
+    else:
+        assert [i["type"] for i in body["input"]] == ["message", "function_call",
+                                                      "function_call_output"]

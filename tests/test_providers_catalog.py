@@ -160,3 +160,71 @@ def test_retry_after_is_honoured_up_to_a_cap() -> None:
     assert policy.delay(1, RateLimitError("x", retry_after=12)) == 12
     assert policy.delay(1, RateLimitError("x", retry_after=3600)) == 60
     assert not ProviderError("x").retryable
+
+
+def test_responses_error_event_shape() -> None:
+    event = {"type": "error", "code": "rate_limit_exceeded", "message": "slow down",
+             "param": None}
+    error = classify(CTX, status=None, payload=event, in_stream=True)
+    assert isinstance(error, RateLimitError) and "slow down" in str(error)
+
+
+# --- stream assembly from shapes the scripted server does not produce -----------------
+
+
+def test_chat_assembly_tolerates_loose_servers() -> None:
+    from codemode.providers.chat import _ChatStream
+
+    state = _ChatStream()
+    chunks = [
+        # reasoning under both names with the same text: counted once
+        {"choices": [{"delta": {"reasoning_content": "hm", "reasoning": "hm"}}]},
+        # no index, no id: a server that sends each call whole
+        {"choices": [{"delta": {"tool_calls": [
+            {"function": {"name": "shell", "arguments": {"cmd": "ls"}}}]}}]},
+        {"choices": [{"delta": {"tool_calls": [
+            {"id": "b", "function": {"name": "grep", "arguments": '{"q": 1}'}}]}}]},
+        {"choices": [{"delta": {}, "finish_reason": "stop"}],
+         "usage": {"prompt_tokens": 10, "completion_tokens": 2, "prompt_cache_hit_tokens": 4}},
+    ]
+    for chunk in chunks:
+        state.feed(chunk)
+    done = state.completed()
+    assert done.message.reasoning == "hm"
+    assert [(c.id, c.name, c.arguments) for c in done.message.tool_calls] == [
+        ("call_0", "shell", '{"cmd": "ls"}'), ("b", "grep", '{"q": 1}')]
+    assert done.stop_reason == "tool_calls"
+    assert (done.usage.input_tokens, done.usage.cached_input_tokens) == (10, 4)
+
+
+def test_responses_assembly_from_done_items_alone() -> None:
+    from codemode.providers.responses import _ResponsesStream
+
+    state = _ResponsesStream()
+    state.feed("response.output_item.done", {"output_index": 0, "item": {
+        "type": "message", "content": [{"type": "output_text", "text": "whole"}]}})
+    state.feed("response.output_item.done", {"output_index": 1, "item": {
+        "type": "function_call", "id": "fc_1", "call_id": "c1", "name": "shell",
+        "arguments": '{"cmd": "ls"}'}})
+    state.feed("response.incomplete", {"response": {
+        "incomplete_details": {"reason": "max_output_tokens"}, "usage": {"input_tokens": 3}}})
+    done = state.completed()
+    assert done.message.text == "whole"
+    assert [(c.id, c.arguments) for c in done.message.tool_calls] == [("c1", '{"cmd": "ls"}')]
+    assert done.stop_reason == "length"
+    assert done.usage.input_tokens == 3
+
+
+def test_anthropic_usage_merges_start_and_delta() -> None:
+    from codemode.providers.anthropic import _MessagesStream
+
+    state = _MessagesStream()
+    state.feed("message_start", {"message": {"usage": {
+        "input_tokens": 10, "cache_read_input_tokens": 90, "output_tokens": 1}}})
+    state.feed("message_delta", {"delta": {"stop_reason": "max_tokens"},
+                                 "usage": {"input_tokens": 10, "output_tokens": 40}})
+    state.feed("message_stop", {})
+    done = state.completed()
+    assert (done.usage.input_tokens, done.usage.cached_input_tokens,
+            done.usage.output_tokens) == (100, 90, 40)
+    assert done.stop_reason == "length"

@@ -114,3 +114,21 @@ def test_standalone_command_reports_a_missing_script(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert "nope.json" in proc.stderr
+
+
+def test_push_and_wait_for_requests() -> None:
+    import threading
+
+    with ScriptedModelServer([]) as server:
+        server.push({"text": "pushed"})
+        thread = threading.Thread(
+            target=lambda: httpx.post(f"{server.base_url}/chat/completions", json=CHAT))
+        thread.start()
+        seen = server.wait_for_requests(1, timeout_s=10)
+        thread.join()
+        with pytest.raises(TimeoutError, match="1 of 2 requests"):
+            server.wait_for_requests(2, timeout_s=0.05)
+    assert seen[0].body["messages"] == CHAT["messages"]
+    assert server.remaining == 0
+    with pytest.raises(TypeError):
+        ScriptedModelServer(lambda r: {"text": "x"}).push({"text": "y"})

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 from codemode.agent.instructions import project_docs
 from codemode.agent.loop import Session
@@ -41,6 +42,30 @@ class SessionOptions:
     code_mode: bool | None = None
     harness: str | None = None
     max_turns: int | None = None
+    sandbox_mode: str | None = None
+    approval_policy: str | None = None
+    full_auto: bool = False
+
+
+def sandbox_for(config: Config, options: SessionOptions, cwd: Path, approver: Any = None) -> Any:
+    """The session's SandboxSession: config values, overridden by the command line."""
+    from codemode.sandbox.cli_options import resolve_modes
+    from codemode.sandbox.session import SandboxSession
+    from codemode.sandbox.settings import SandboxOptions, SandboxSettings
+
+    mode, policy = resolve_modes(
+        options.sandbox_mode,
+        options.approval_policy,
+        options.full_auto,
+        default_mode=config.sandbox_mode,
+        default_policy=config.approval_policy,
+    )
+    try:
+        extra = SandboxOptions.model_validate(config.sandbox)
+    except ValueError as exc:
+        raise ConfigError(f"[sandbox]: {exc}") from None
+    settings = SandboxSettings.combine(mode, policy, extra)  # type: ignore[arg-type]
+    return SandboxSession(cwd, settings, approver=approver)
 
 
 def session_registry() -> ToolRegistry:
@@ -104,6 +129,7 @@ def build_session(
     provider_name: str | None = None,
     resume: RecordedSession | None = None,
     record: bool = True,
+    approver: Any = None,
 ) -> Session:
     """A ready session. ``provider`` replaces the configured one (replay, tests);
     ``resume`` continues a recorded session in its own file."""
@@ -131,7 +157,8 @@ def build_session(
     if resume is None:
         model = pick_model(config, provider_name, options.model)
 
-    context = ToolContext(workspace=cwd)
+    sandbox = sandbox_for(config, options, cwd, approver)
+    context = ToolContext(workspace=cwd, sandbox=sandbox)
     session_ref: list[Session] = []
 
     def emit(event: object) -> None:
@@ -149,8 +176,8 @@ def build_session(
         date=date.today().isoformat(),
         platform=f"{platform.system()} {platform.machine()}",
         shell="bash" if shutil.which("bash") else "sh",
-        sandbox_mode=config.sandbox_mode,
-        approval_policy=config.approval_policy,
+        sandbox_mode=sandbox.settings.sandbox_mode,
+        approval_policy=sandbox.settings.approval_policy,
         project_docs=project_docs(cwd, home, config.project_doc_max_chars),
     )
     rollout: Rollout | None = None

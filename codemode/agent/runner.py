@@ -111,9 +111,12 @@ class ToolRunner:
             if event.type == "log":
                 self.emit(OutputDeltaEvent(item_id=item.id, level=event.level, text=event.text))
 
+        from codemode.sandbox.approval_context import program_context
+
         self._observed.parent_id = item.id
         try:
-            result = await self._bridge.execute(code, on_event=on_event)
+            with program_context(code):  # an approval request shows the calling program
+                result = await self._bridge.execute(code, on_event=on_event)
         except BaseException:
             item.status, item.error = "failed", "interrupted"
             self.emit(ItemCompleted(item=item))
@@ -130,6 +133,8 @@ class ToolRunner:
 
     def close(self) -> None:
         self._bridge.close()
+        if self.context.sandbox is not None:
+            self.context.sandbox.close()
 
 
 def _start_item(name: str, args: Any, item_id: str, parent_id: str | None) -> BaseModel:

@@ -32,6 +32,8 @@ ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 8192
 # Thinking budgets for the neutral reasoning efforts.
 _BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576, "xhigh": 32000}
+# Anthropic caches a prompt prefix only up to explicit breakpoints.
+_CACHE = {"type": "ephemeral"}
 _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls",
                  "max_tokens": "length", "refusal": "content_filter"}
 
@@ -56,7 +58,14 @@ class AnthropicProvider(WireProvider):
             "stream": True,
         }
         if request.instructions:
-            body["system"] = request.instructions
+            body["system"] = [{"type": "text", "text": request.instructions,
+                               "cache_control": dict(_CACHE)}]
+        if body["messages"]:
+            # A second cache breakpoint at the end of the conversation: the next request
+            # (same prefix plus one step) reads everything up to here from the cache.
+            last = body["messages"][-1]["content"][-1]
+            if last.get("type") in ("text", "tool_result", "tool_use"):  # not on thinking
+                last["cache_control"] = dict(_CACHE)
         if request.tools:
             body["tools"] = [render_tool(spec) for spec in request.tools]
             choice: dict[str, Any] = {"type": "auto"}

@@ -33,8 +33,8 @@ class ProviderInfo(BaseModel):
     family: str = "other"
     default_model: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
-    # Chat wire only: send an assistant turn's reasoning back as reasoning_content on
-    # tool-calling turns (DeepSeek and Kimi thinking modes need it).
+    # Chat wire only: send an assistant message's reasoning back as reasoning_content
+    # (DeepSeek and Kimi thinking modes need it on tool-calling steps).
     send_reasoning: bool = True
     # Chat wire only: the request field for the output limit.
     max_tokens_field: str = "max_tokens"

@@ -34,9 +34,9 @@ class ChatProvider(WireProvider):
 
     ``max_tokens_field``: the name of the output limit (OpenAI's reasoning models want
     ``max_completion_tokens``; most other services only know ``max_tokens``).
-    ``send_reasoning``: put an assistant turn's reasoning back as ``reasoning_content``
-    when that turn called tools (DeepSeek and Kimi require it in thinking mode; services
-    that do not know the field ignore it).
+    ``send_reasoning``: put an assistant message's reasoning back as ``reasoning_content``
+    (DeepSeek and Kimi require it on tool-calling steps in thinking mode and ignore it
+    elsewhere; most services that do not know the field ignore it too).
     """
 
     wire = "chat"
@@ -57,7 +57,10 @@ class ChatProvider(WireProvider):
         }
         if request.tools:
             body["tools"] = [render_tool(spec) for spec in request.tools]
-            body["parallel_tool_calls"] = request.parallel_tool_calls
+            if not request.parallel_tool_calls:
+                # Sent only to turn it off: parallel calls are the default, and several
+                # compatible servers refuse fields they do not know.
+                body["parallel_tool_calls"] = False
         if request.max_output_tokens is not None:
             body[self.max_tokens_field] = request.max_output_tokens
         if request.temperature is not None:
@@ -118,6 +121,8 @@ def render_message(
     if isinstance(message, ToolResultMessage):
         return {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
     item: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+    if send_reasoning and message.reasoning:
+        item["reasoning_content"] = message.reasoning
     if message.tool_calls:
         item["tool_calls"] = [
             {
@@ -127,8 +132,6 @@ def render_message(
             }
             for call in message.tool_calls
         ]
-        if send_reasoning and message.reasoning:
-            item["reasoning_content"] = message.reasoning
     return item
 
 

@@ -119,6 +119,7 @@ class ScriptedModelServer:
         self._port = port
         self._record_path = Path(record_path) if record_path else None
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._ids = 0
@@ -144,6 +145,24 @@ class ScriptedModelServer:
     def remaining(self) -> int | None:
         """Replies not yet consumed (None for a callable script)."""
         return None if self._replies is None else len(self._replies) - self.replies_used
+
+    def push(self, *replies: ScriptedReply | dict[str, Any]) -> None:
+        """Append replies to a running list script (an interactive test's next answers)."""
+        if self._replies is None:
+            raise TypeError("scripted server: push() needs a list script, not a callable")
+        with self._lock:
+            self._replies.extend(_as_reply(r) for r in replies)
+            self._arrived.notify_all()
+
+    def wait_for_requests(self, count: int, timeout_s: float = 10.0) -> list[RecordedRequest]:
+        """Block until ``count`` requests have arrived; raises TimeoutError naming how many did."""
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: len(self.requests) >= count, timeout_s):
+                raise TimeoutError(
+                    f"scripted server: {len(self.requests)} of {count} requests arrived "
+                    f"within {timeout_s}s"
+                )
+            return list(self.requests)
 
     def start(self) -> Self:
         handler = type("_Handler", (_Handler,), {"scripted": self})
@@ -176,6 +195,7 @@ class ScriptedModelServer:
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
             self.requests.append(request)
+            self._arrived.notify_all()
             if self._record_path is not None:
                 with self._record_path.open("a", encoding="utf-8") as out:
                     out.write(request.model_dump_json() + "\n")
