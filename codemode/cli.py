@@ -269,9 +269,6 @@ def resume(args: tuple[str, ...], last: bool, overrides: tuple[str, ...], **kw: 
             prompt=None,
             resume=ref,
             overrides=overrides,
-            sandbox_mode=None,
-            approval_policy=None,
-            full_auto=False,
             **kw,
         )
     prompt = _read_prompt(prompt)
@@ -365,38 +362,22 @@ def policy_check(
 
 
 def _interactive_params() -> list[click.Parameter]:
-    """exec's options (less --json) plus --sandbox/--approval/--full-auto, in order."""
+    """exec's options (--sandbox/--approval/--full-auto included), less --json, in order."""
 
     def holder() -> None: ...
 
-    decorated: Any = session_options(sandbox_options(holder))
+    decorated: Any = session_options(holder)
     return [p for p in reversed(decorated.__click_params__) if p.name != "as_json"]
 
 
 cli.params.extend(_interactive_params())
 
 
-def _run_interactive(
-    *,
-    overrides: tuple[str, ...],
-    sandbox_mode: str | None,
-    approval_policy: str | None,
-    full_auto: bool,
-    **kw: Any,
-) -> None:
-    if full_auto:
-        sandbox_mode, approval_policy = resolve_modes(sandbox_mode, approval_policy, full_auto)
+def _run_interactive(*, overrides: tuple[str, ...], **kw: Any) -> None:
     from codemode.tui.app import InteractiveOptions, UsageProblem, run_interactive
 
     try:
-        status = run_interactive(
-            InteractiveOptions(
-                overrides=list(overrides),
-                sandbox_mode=sandbox_mode,
-                approval_policy=approval_policy,
-                **kw,
-            )
-        )
+        status = run_interactive(InteractiveOptions(overrides=list(overrides), **kw))
     except UsageProblem as exc:
         raise click.UsageError(str(exc)) from None
     sys.exit(status)

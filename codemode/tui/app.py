@@ -31,8 +31,6 @@ EXIT_OK, EXIT_USAGE = 0, 2
 @dataclass
 class InteractiveOptions(SessionOptions):
     prompt: str | None = None
-    sandbox_mode: str | None = None
-    approval_policy: str | None = None
     # A session to reopen: an id or path, or "" for the newest.
     resume: str | None = None
 
@@ -62,8 +60,8 @@ class InteractiveApp:
 
             self.reader = PlainReader()
         self.approver = TerminalApprover(self.renderer, self.reader.ask)
-        self.sandbox_mode = options.sandbox_mode or config.sandbox_mode
-        self.approval_policy = options.approval_policy or config.approval_policy
+        self.sandbox_mode: str = config.sandbox_mode
+        self.approval_policy: str = config.approval_policy
         self.session: Session | None = None
         self.snapshots = Snapshots(self.cwd)
         # Said to the model with the next message (after /undo).
@@ -75,14 +73,19 @@ class InteractiveApp:
 
     def open_session(self, resume: RecordedSession | None = None) -> Session:
         """Build a session (new or resumed) with the sandbox and approver attached."""
-        session = build_session(self.config, self.options, [self.renderer], resume=resume)
+        session = build_session(
+            self.config, self.options, [self.renderer], resume=resume, approver=self.approver
+        )
+        sandbox = session.runner.context.sandbox
+        if sandbox is not None:
+            self.sandbox_mode = sandbox.settings.sandbox_mode
+            self.approval_policy = sandbox.settings.approval_policy
         self._provider_name = (
             self.options.provider
             or (resume.meta.provider if resume is not None else None)
             or self.config.model_provider
             or "?"
         )
-        self._attach_sandbox(session)
         self.session = session
         session.emit(ThreadStarted(thread_id=session.id))
         if resume is not None:
@@ -100,24 +103,11 @@ class InteractiveApp:
     def provider_name(self) -> str:
         return self.options.provider or self._provider_name
 
-    def _attach_sandbox(self, session: Session) -> None:
-        from codemode.sandbox.session import SandboxSession
-        from codemode.sandbox.settings import SandboxOptions, SandboxSettings
-
-        try:
-            options = SandboxOptions.model_validate(self.config.sandbox)
-        except ValueError as exc:
-            raise ConfigError(f"[sandbox]: {exc}") from None
-        settings = SandboxSettings.combine(
-            self.sandbox_mode,  # type: ignore[arg-type]
-            self.approval_policy,  # type: ignore[arg-type]
-            options,
-        )
-        context = session.runner.context
-        context.sandbox = SandboxSession(self.cwd, settings, approver=self.approver)
-
     def set_permissions(self, sandbox_mode: str, approval_policy: str) -> None:
         self.sandbox_mode, self.approval_policy = sandbox_mode, approval_policy
+        # A session built later (/new, /resume) keeps them.
+        self.options.sandbox_mode, self.options.approval_policy = sandbox_mode, approval_policy
+        self.options.full_auto = False
         sandbox = self.session.runner.context.sandbox if self.session else None
         if sandbox is not None:
             sandbox.settings = sandbox.settings.model_copy(
@@ -129,10 +119,8 @@ class InteractiveApp:
         assert self.session is not None
         harness = get_harness(name, dialect)  # type: ignore[arg-type]
         self.session.set_harness(harness)
-        self.config = self.config.model_copy(
-            update={"sandbox_mode": self.sandbox_mode, "approval_policy": self.approval_policy}
-        )
-        self.session.instructions = harness.instructions(prompt_env(self.config, self.cwd))
+        env = prompt_env(self.config, self.cwd, self.sandbox_mode, self.approval_policy)
+        self.session.instructions = harness.instructions(env)
         self.options.harness = name
         self.options.code_mode = dialect == "code"
 
@@ -141,9 +129,6 @@ class InteractiveApp:
         if session is None:
             return
         session.runner.close()
-        sandbox = session.runner.context.sandbox
-        if sandbox is not None:
-            sandbox.close()
         if session.rollout is not None:
             session.rollout.close()
         await session.provider.aclose()

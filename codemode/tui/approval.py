@@ -50,7 +50,12 @@ class TerminalApprover:
         choices = {key: answer for _, key, answer in CHOICES}
         if not getattr(request, "can_remember", True):
             choices.pop("a")
-        labels = "  ".join(f"[{key}] {label}" for label, key, _ in CHOICES if key in choices)
+        prefixes = [" ".join(v.words) for v in getattr(request, "commands", ()) if v.words]
+        labels = "  ".join(
+            f"[{key}] {label}" + (f" ({'; '.join(prefixes)})" if key == "a" and prefixes else "")
+            for label, key, _ in CHOICES
+            if key in choices
+        )
         answer = await self.ask(f"{labels} › ", choices)
         style = "green" if answer != "deny" else "red"
         console.print(Text(f"→ {dict((a, lbl) for lbl, _, a in CHOICES)[answer]}", style=style))

@@ -83,8 +83,8 @@ class TerminalReader:
 
     async def ask_text(self, question: str, default: str = "") -> str:
         session: Any = PromptSession()
-        answer = await session.prompt_async(question, default=default)
-        return answer.strip()
+        answer = await session.prompt_async(question)
+        return answer.strip() or default
 
 
 def _exit_with(answer: str) -> Any:
