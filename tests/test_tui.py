@@ -165,6 +165,10 @@ def test_classic_turn_streams_and_records(
         },
         {"text": "Done: **gamma** added.\n\n- notes.txt has 3 lines\n"},
     ]
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=work, check=True)
+    subprocess.run([*git, "add", "notes.txt"], cwd=work, check=True)
+    subprocess.run([*git, "commit", "-qm", "start"], cwd=work, check=True)
     with ScriptedModelServer(script) as server:
         term = start(terminals, server, "add gamma to @notes.txt", home=home, cwd=work)
         term.expect("attached: notes.txt")
@@ -175,6 +179,10 @@ def test_classic_turn_streams_and_records(
         term.expect("Done: gamma added.")
         term.expect("notes.txt has 3 lines")
         term.expect("2 requests")
+        term.prompt()
+        term.send_line("/diff")
+        term.expect("+++ b/notes.txt")
+        term.expect("+gamma")
         term.prompt()
         term.send_line("/status")
         term.expect("dialect    classic")
@@ -310,7 +318,9 @@ def test_harness_and_code_mode_switching(
         term.send_line("/code-mode on")
         term.expect("dialect: code mode")
         term.prompt()
-        term.send_line("first")
+        term.child.send("first line")
+        term.child.sendcontrol("j")  # a newline, not the end of the message
+        term.send_line("second line")
         term.expect("code reply")
         term.prompt()
         term.send_line("/code-mode")
@@ -327,6 +337,7 @@ def test_harness_and_code_mode_switching(
     classic_tools = [t["function"]["name"] for t in server.requests[1].body["tools"]]
     assert code_tools == ["exec"]
     assert "shell" in classic_tools and "exec" not in classic_tools
+    assert server.requests[0].body["messages"][-1]["content"] == "first line\nsecond line"
     # The instructions follow the dialect.
     assert "JavaScript" in server.requests[0].body["messages"][0]["content"]
     assert "JavaScript" not in server.requests[1].body["messages"][0]["content"]

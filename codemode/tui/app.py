@@ -68,6 +68,7 @@ class InteractiveApp:
         self.pending_note: str | None = None
         self._provider_name = "?"
         self.done = False
+        self._foreground: asyncio.Task[None] | None = None
 
     # --- sessions --------------------------------------------------------------------
 
@@ -154,31 +155,51 @@ class InteractiveApp:
             prompt = f"{self.pending_note}\n\n{prompt}"
             self.pending_note = None
         await asyncio.to_thread(self.snapshots.begin_turn)
-        task = asyncio.create_task(self.session.run_turn(prompt))
+        try:
+            await self.session.run_turn(prompt)
+        finally:
+            # An interrupted turn's changes can be undone too.
+            changes = await asyncio.to_thread(self.snapshots.end_turn)
+            if changes is not None:
+                paths = changes.paths()
+                more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+                self.renderer.note(f"changed: {', '.join(paths[:5])}{more} (/undo reverts)")
+
+    async def handle(self, line: str) -> None:
+        """Run a message or a slash command in the foreground: Ctrl-C cancels it."""
+        from codemode.tui.commands import run_command
+
+        if line.startswith("/") and not line.startswith("//"):
+            work = run_command(self, line)
+        elif line.strip():
+            work = self.run_turn(line[1:] if line.startswith("//") else line)
+        else:
+            return
+        task = asyncio.create_task(work)
+        self._foreground = task
+        # Installed for each task: prompt-toolkit removes SIGINT handlers when its input
+        # line closes.
         loop = asyncio.get_running_loop()
-        handled = _on_sigint(loop, task.cancel)
+        try:
+            loop.add_signal_handler(signal.SIGINT, self.interrupt)
+            routed = True
+        except (NotImplementedError, RuntimeError, ValueError):
+            routed = False  # not the main thread, or no signals here
         try:
             await task
         except asyncio.CancelledError:
             if not task.cancelled():
                 raise
-            self.renderer.note("interrupted: the turn was stopped; the session goes on")
+            self.renderer.note("interrupted · the session goes on")
         finally:
-            if handled:
+            self._foreground = None
+            if routed:
                 loop.remove_signal_handler(signal.SIGINT)
-        changes = await asyncio.to_thread(self.snapshots.end_turn)
-        if changes is not None:
-            paths = changes.paths()
-            shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
-            self.renderer.note(f"changed: {shown} (/undo reverts, /diff shows)")
 
-    async def handle(self, line: str) -> None:
-        from codemode.tui.commands import run_command
-
-        if line.startswith("/") and not line.startswith("//"):
-            await run_command(self, line)
-        elif line.strip():
-            await self.run_turn(line[1:] if line.startswith("//") else line)
+    def interrupt(self) -> None:
+        """SIGINT (Ctrl-C while no input line is up): stop what runs in the foreground."""
+        if self._foreground is not None:
+            self._foreground.cancel()
 
     # --- the loop --------------------------------------------------------------------
 
@@ -201,15 +222,6 @@ class InteractiveApp:
             interrupts = 0
             await self.handle(line)
         return EXIT_OK
-
-
-def _on_sigint(loop: asyncio.AbstractEventLoop, callback: Any) -> bool:
-    """Route SIGINT (Ctrl-C while no input line is active) to ``callback``."""
-    try:
-        loop.add_signal_handler(signal.SIGINT, callback)
-    except (NotImplementedError, RuntimeError, ValueError):
-        return False
-    return True
 
 
 def run_interactive(options: InteractiveOptions) -> int:

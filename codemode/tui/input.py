@@ -79,7 +79,8 @@ class TerminalReader:
             kb.add(key)(_exit_with("deny"))
         kb.add("<any>")(lambda event: None)  # other keys do nothing
         session: Any = PromptSession(key_bindings=kb)
-        return await session.prompt_async(question)
+        # Asked in the middle of a turn: leave the turn's SIGINT handler in place.
+        return await session.prompt_async(question, handle_sigint=False)
 
     async def ask_text(self, question: str, default: str = "") -> str:
         session: Any = PromptSession()

@@ -8,8 +8,10 @@ so after the first turn only files that changed cost anything. At the end of the
 the walk is repeated; every file added, changed or removed is remembered with its
 content from the start. ``undo`` restores the newest such turn.
 
-Files over ``max_file_bytes``, and files beyond ``max_total_bytes`` of content, are
-not copied: a turn that changes one of them says so, and ``undo`` leaves it alone.
+A file that appears during a turn but is older than the turn (it was ignored when the
+turn began) is not taken for one the turn created. Files over ``max_file_bytes``, and
+files beyond ``max_total_bytes`` of content, are not copied: a turn that changes one
+of them says so, and ``undo`` leaves it alone.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +28,8 @@ from codemode.tools.ignore import walk_files
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_TOTAL_BYTES = 256 * 1024 * 1024
+# File times come from a coarser clock than time.time_ns(): allow for the difference.
+_CLOCK_SLACK_NS = 50_000_000
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,9 @@ class _Entry:
     size: int
     mtime_ns: int
     blob: str | None  # content hash in the store; None when too big to keep
+    # Modified so close to the scan that a later change in the same clock tick would
+    # keep size and mtime (git's "racy" entries): such an entry is hashed again.
+    racy: bool = False
 
 
 @dataclass
@@ -72,14 +80,16 @@ class Snapshots:
         self._stored_bytes = 0
         self._blobs: set[str] = set()
         self._start: dict[str, _Entry] | None = None
+        self._started_ns = 0
+        self._last: dict[str, _Entry] = {}  # the latest scan: unchanged files are not read again
         self.turns: list[TurnChanges] = []
 
     # --- recording -------------------------------------------------------------------
 
     def begin_turn(self) -> None:
         """Record the workspace as it is before a turn."""
-        previous = self._start or {}
-        self._start = self._scan(previous, store=True)
+        self._started_ns = time.time_ns()
+        self._start = self._scan(self._last, store=True)
 
     def end_turn(self) -> TurnChanges | None:
         """Compare with the start of the turn; remember and return the changes (None
@@ -93,18 +103,21 @@ class Snapshots:
             old, new = start.get(rel), now.get(rel)
             if old is not None and new is not None and old.blob == new.blob and old.blob:
                 continue
-            if old is not None and new is not None and (old.size, old.mtime_ns) == (
-                new.size,
-                new.mtime_ns,
-            ):
-                continue
+            if old is not None and new is not None and old.blob is None and new.blob is None:
+                if (old.size, old.mtime_ns) == (new.size, new.mtime_ns):
+                    continue  # too big to hash: size and mtime are all there is
             if old is None:
+                if new is not None and new.mtime_ns < self._started_ns - _CLOCK_SLACK_NS:
+                    # Older than the turn: a file that was ignored when it began (its
+                    # .gitignore line went away), not one the turn created.
+                    continue
                 changes.before[rel] = None
             elif old.blob is None:
                 changes.unrestorable.append(rel)
             else:
                 changes.before[rel] = old.blob
         self._start = None
+        self._last = now
         if not changes.before and not changes.unrestorable:
             return None
         self.turns.append(changes)
@@ -112,6 +125,7 @@ class Snapshots:
 
     def _scan(self, known: dict[str, _Entry], *, store: bool) -> dict[str, _Entry]:
         entries: dict[str, _Entry] = {}
+        racy_after = time.time_ns() - _CLOCK_SLACK_NS
         for rel in walk_files(self.root):
             path = self.root / rel
             try:
@@ -121,11 +135,14 @@ class Snapshots:
             if not path.is_file() or path.is_symlink():
                 continue
             old = known.get(rel)
-            if old is not None and (old.size, old.mtime_ns) == (st.st_size, st.st_mtime_ns):
+            same = old is not None and (old.size, old.mtime_ns) == (st.st_size, st.st_mtime_ns)
+            stored = old is not None and (old.blob is None or old.blob in self._blobs or not store)
+            if old is not None and same and not old.racy and stored:
                 entries[rel] = old
                 continue
             blob = self._hash_and_store(path, st.st_size, store=store)
-            entries[rel] = _Entry(st.st_size, st.st_mtime_ns, blob)
+            racy = st.st_mtime_ns >= racy_after
+            entries[rel] = _Entry(st.st_size, st.st_mtime_ns, blob, racy)
         return entries
 
     def _hash_and_store(self, path: Path, size: int, *, store: bool) -> str | None:
