@@ -309,7 +309,9 @@ def test_harness_and_code_mode_switching(
     with ScriptedModelServer(script) as server:
         term = start(terminals, server, home=home, cwd=work)
         term.prompt()
-        term.send_line("/harness")
+        term.child.send("/harn\t")  # Tab completes the command
+        term.expect("/harness")
+        term.send_line("")
         term.expect("* native")
         term.prompt()
         term.send_line("/harness nosuch")
@@ -326,6 +328,9 @@ def test_harness_and_code_mode_switching(
         term.send_line("/code-mode")
         term.expect("dialect: classic")
         term.prompt()
+        term.send_line("/model other-model")
+        term.expect("now using other-model via scripted")
+        term.prompt()
         term.send_line("second")
         term.expect("classic reply")
         term.prompt()
@@ -336,6 +341,7 @@ def test_harness_and_code_mode_switching(
     code_tools = [t["function"]["name"] for t in server.requests[0].body["tools"]]
     classic_tools = [t["function"]["name"] for t in server.requests[1].body["tools"]]
     assert code_tools == ["exec"]
+    assert server.requests[1].body["model"] == "other-model"
     assert "shell" in classic_tools and "exec" not in classic_tools
     assert server.requests[0].body["messages"][-1]["content"] == "first line\nsecond line"
     # The instructions follow the dialect.
@@ -372,7 +378,13 @@ def test_ctrl_c_kills_a_long_command_and_the_session_goes_on(
         term.send_line("are you there?")
         term.expect("still here")
         term.prompt()
-        assert term.finish() == 0
+        term.child.sendintr()  # at an empty prompt: a hint, then the second one exits
+        term.expect("Ctrl-C again")
+        term.prompt()
+        term.child.sendintr()
+        term.child.expect(pexpect.EOF, timeout=WAIT)
+        term.child.close()
+        assert term.child.exitstatus == 0
     # The interrupted call was answered, so the next request was well formed.
     assert "interrupted" in sent_text(server, 1)
     assert "LATE_2" not in sent_text(server, 1)
@@ -429,6 +441,8 @@ def test_undo_reverts_the_last_turn_without_git(
         term = start(terminals, server, home=home, cwd=work)
         term.prompt()
         term.send_line("edit things")
+        term.expect("A sub/new.txt")  # the write as a diff
+        term.expect("+fresh")
         term.expect("Edited.")
         term.expect("changed: notes.txt, sub/new.txt")
         term.prompt()

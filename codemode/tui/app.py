@@ -49,7 +49,7 @@ class InteractiveApp:
         self.config = config
         self.cwd = options.cwd.resolve()
         self.console = make_console()
-        self.renderer = TerminalRenderer(self.console)
+        self.renderer = TerminalRenderer(self.console, workspace=self.cwd)
         self.reader: Any
         if sys.stdin.isatty() and sys.stdout.isatty():
             from codemode.tui.input import TerminalReader
@@ -164,6 +164,12 @@ class InteractiveApp:
                 paths = changes.paths()
                 more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
                 self.renderer.note(f"changed: {', '.join(paths[:5])}{more} (/undo reverts)")
+                if changes.unrestorable:
+                    self.renderer.note(
+                        f"! /undo cannot restore (too big to snapshot): "
+                        f"{', '.join(changes.unrestorable[:5])}",
+                        style="yellow",
+                    )
 
     async def handle(self, line: str) -> None:
         """Run a message or a slash command in the foreground: Ctrl-C cancels it."""

@@ -10,8 +10,10 @@ On a non-terminal stdout nothing is redrawn: whole items are printed as plain te
 
 from __future__ import annotations
 
+import difflib
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -23,6 +25,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 _OUTPUT_LINES = 8  # lines of a command's output shown under it
+_DIFF_LINES = 60  # lines of a diff shown under a file change
 _REDRAWS_PER_S = 15
 _COLLAPSED_REASONING_LINES = 3
 
@@ -116,8 +119,13 @@ class _Stream:
 class TerminalRenderer:
     """A session listener that draws events on ``console``."""
 
-    def __init__(self, console: Console, *, show_reasoning: bool = False) -> None:
+    def __init__(
+        self, console: Console, *, show_reasoning: bool = False, workspace: Path | None = None
+    ) -> None:
         self.console = console
+        self.workspace = workspace
+        # write_file calls in flight: item id -> (path shown, the file's text before).
+        self._writes: dict[str, tuple[str, str]] = {}
         self.show_reasoning = show_reasoning
         self._streams: dict[str, _Stream] = {}
         self._turn_started = 0.0
@@ -189,6 +197,8 @@ class TerminalRenderer:
             self._print(
                 Syntax(item.code, "javascript", theme="ansi_dark", line_numbers=True), depth=1
             )
+        elif item.type == "tool_call" and item.name == "write_file":
+            self._remember_write(item)
         elif item.type == "todo_list":
             for entry in item.items:
                 mark = "[x]" if entry.completed else "[ ]"
@@ -247,7 +257,29 @@ class TerminalRenderer:
         if item.status == "failed":
             self._print(Text("✗ patch failed", style="red"), depth=depth + 1)
 
+    def _remember_write(self, item: Any) -> None:
+        args = item.arguments if isinstance(item.arguments, dict) else {}
+        path = args.get("path")
+        if self.workspace is None or not isinstance(path, str):
+            return
+        target = self.workspace / path
+        try:
+            before = target.read_text(encoding="utf-8") if target.is_file() else ""
+        except (OSError, UnicodeDecodeError):
+            return
+        self._writes[item.id] = (path, before)
+
     def _done_tool_call(self, item: Any, depth: int) -> None:
+        written = self._writes.pop(item.id, None)
+        if written is not None and item.status == "completed":
+            path, before = written
+            after = str((item.arguments or {}).get("content", ""))
+            kind = "M" if before else "A"
+            self._print(Text(f"{kind} {path}", style="bold"), depth=depth)
+            diff = unified_diff(path, before, after)
+            if diff:
+                self._print(diff_renderable(diff), depth=depth + 1)
+            return
         args = describe_args(item.arguments)
         if item.status == "completed":
             line = Text.assemble(("· ", "dim"), (item.name, "bold"), f" {args} ", ("✓", "green"))
@@ -297,6 +329,22 @@ class TerminalRenderer:
             f"─ {usage.input_tokens} in{cached} · {usage.output_tokens} out · "
             f"{requests} request{plural} · {self.elapsed()}"
         )
+
+
+def unified_diff(path: str, before: str, after: str, max_lines: int = _DIFF_LINES) -> str:
+    """A unified diff of one file, cut to ``max_lines`` lines."""
+    lines = list(
+        difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            fromfile=f"a/{path}" if before else "/dev/null",
+            tofile=f"b/{path}",
+        )
+    )
+    text = "".join(line if line.endswith("\n") else line + "\n" for line in lines[:max_lines])
+    if len(lines) > max_lines:
+        text += f"… {len(lines) - max_lines} more diff lines\n"
+    return text
 
 
 def diff_renderable(diff: str) -> Text:
