@@ -113,7 +113,6 @@ def run(
     mode, policy = resolve_modes(sandbox_mode, approval_policy, full_auto)
     from codemode.js_runtime.models import Limits
     from codemode.run import run_script
-    from codemode.sandbox.settings import SandboxSettings
 
     limits = Limits(
         timeout_s=timeout,
@@ -129,7 +128,7 @@ def run(
         argv=list(args),
         as_json=as_json,
         verbose=verbose,
-        sandbox=SandboxSettings(sandbox_mode=mode, approval_policy=policy),  # type: ignore[arg-type]
+        sandbox={"sandbox_mode": mode, "approval_policy": policy},
     )
     sys.exit(status)
 
@@ -317,6 +316,8 @@ def providers(overrides: tuple[str, ...]) -> None:
         mark = "*" if name == config.model_provider else " "
         wire = entry.get("wire_api", "?")
         click.echo(f"{mark} {name:<18} {wire:<9} {entry.get('base_url', '?'):<52} {state}")
+
+
 @cli.group()
 def policy() -> None:
     """Execpolicy: how commands are judged before they run."""
@@ -356,6 +357,36 @@ def policy_check(
         click.echo(f"interpreter policy check: error: {exc}", err=True)
         sys.exit(2)
     click.echo(render(ev, as_json=as_json))
+
+
+@cli.command("apply-patch")
+@click.argument("patch", default="-", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option(
+    "--cwd",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=".",
+    help="Directory the patch's paths are relative to, and the only one it may change.",
+)
+def apply_patch(patch: str, cwd: Path) -> None:
+    """Apply PATCH (a file, or - for stdin, the default) to the files under --cwd.
+
+    PATCH is in the apply_patch format (*** Begin Patch ... *** End Patch) or a unified
+    diff. It applies completely or not at all. Prints one line per file (A added,
+    M modified, D deleted, R old -> new renamed) and exits 0; on failure prints why to
+    stderr and exits 1, with no file changed.
+    """
+    from codemode.tools.patch.command import run_apply_patch_command
+
+    sys.exit(run_apply_patch_command(patch, cwd.resolve()))
+
+
+@policy.command("confinement")
+def policy_confinement() -> None:
+    """Which confinement backends work on this machine (bubblewrap, Landlock, seccomp)."""
+    from codemode.sandbox.confine import probe
+
+    for name, why in probe().to_json().items():
+        click.echo(f"{name:<10}  {'works' if why is None else 'unavailable: ' + why}")
 
 
 # --- the interactive session ---------------------------------------------------------

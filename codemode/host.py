@@ -12,7 +12,7 @@ result = await host.execute("return await tools.word_count({text: 'a b c'})")
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,7 @@ class ToolHost:
     ``engine`` is "quickjs" (default) or "v8"; ``persistent=True`` keeps globals
     between ``execute`` calls. A host belongs to the event loop that first uses it.
 
-    ``sandbox`` (a ``SandboxSettings`` or a ready ``SandboxSession``) turns on the
+    ``sandbox`` (``SandboxSettings``, a dict of its fields, or a ``SandboxSession``) turns on the
     execpolicy, approvals (through ``approver``) and confinement for every command the
     tools start. Without it commands run unconfined and unchecked, as the embedding
     process itself would run them; file tools still write only inside the workspace.
@@ -49,7 +49,7 @@ class ToolHost:
         persistent: bool = False,
         registry: ToolRegistry | None = None,
         globals: dict[str, Any] | None = None,
-        sandbox: SandboxSettings | SandboxSession | None = None,
+        sandbox: SandboxSettings | SandboxSession | Mapping[str, Any] | None = None,
         approver: Approver | None = None,
     ) -> None:
         self.registry = registry if registry is not None else builtin_registry()

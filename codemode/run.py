@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -56,7 +57,7 @@ async def run_source(
     argv: list[str],
     as_json: bool = False,
     verbose: bool = False,
-    sandbox: SandboxSettings | None = None,
+    sandbox: SandboxSettings | Mapping[str, Any] | None = None,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
 ) -> int:

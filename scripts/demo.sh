@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Quick start, part one: set up, then run two batch refactors on a copy of the bundled
-# sample repository and show what they changed. No model and no API key involved.
+# Quick start, part one: set up, run batch refactors on a copy of the bundled sample
+# repository and show what they changed, then replay a recorded agent session in which
+# a model fixes a failing test. No model service and no API key involved.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -20,3 +21,15 @@ run examples/add_license_header.js --cwd "$work/repo" py "SPDX-License-Identifie
 echo; echo "What changed in the sample repository:"
 git -C "$work/repo" --no-pager diff --stat
 git -C "$work/repo" --no-pager diff -- src/shop/receipt.py
+
+echo
+echo "A recorded code-mode session: the model fixes a failing test in examples/bugfix-repo."
+echo "Its replies are replayed from examples/sessions/fix-failing-test.jsonl; the tools run for real."
+cp -r examples/bugfix-repo "$work/bugfix"
+echo "\$ python3 -m unittest -q   (before)"
+(cd "$work/bugfix" && python3 -m unittest -q 2>&1 | tail -1) || true
+echo "\$ interpreter exec --replay examples/sessions/fix-failing-test.jsonl"
+CODEMODE_HOME="$work/home" .venv/bin/interpreter exec \
+  --replay examples/sessions/fix-failing-test.jsonl -C "$work/bugfix"
+echo "\$ python3 -m unittest -q   (after)"
+(cd "$work/bugfix" && python3 -m unittest -q 2>&1 | tail -1)

@@ -11,6 +11,19 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
 fi
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 
+# The sandbox confines commands with bubblewrap (and seccomp through libseccomp). Install
+# them where we can; without them the sandbox falls back to Landlock, or refuses to run
+# commands in a restricted mode. Never fails the setup.
+need=()
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so' || need+=(libseccomp2)
+if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+         apt-get install -y -qq --no-install-recommends "${need[@]}"; } >/dev/null 2>&1; then
+    echo "setup: could not install ${need[*]} (the sandbox falls back to Landlock)" >&2
+  fi
+fi
+
 stamp=.venv/.codemode-installed
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then

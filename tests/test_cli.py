@@ -422,7 +422,7 @@ def test_json_limit_keeps_exit_3(tmp_path: Path) -> None:
 
 # --- tools -----------------------------------------------------------------------------
 
-TOOL_NAMES = ["shell", "read_file", "write_file", "list_dir", "glob", "grep"]
+TOOL_NAMES = ["shell", "apply_patch", "read_file", "write_file", "list_dir", "glob", "grep"]
 
 
 def test_tools_dts(tmp_path: Path) -> None:
@@ -432,7 +432,7 @@ def test_tools_dts(tmp_path: Path) -> None:
     assert "declare const tools" in dts
     assert "shell(args: ShellArgs): Promise<ShellResult>;" in dts
     for name in TOOL_NAMES:
-        assert re.search(rf"^\s*{name}\(args: \w+\): Promise<\w+>;", dts, re.M), name
+        assert re.search(rf"^\s*{name}\(args: (?:string \| )?\w+\): Promise<\w+>;", dts, re.M), name
 
 
 def test_tools_dts_doc_comments_close_only_at_their_end(tmp_path: Path) -> None:

@@ -371,3 +371,34 @@ def test_migrate_import_moves_attribute_uses(repo: Path) -> None:
         [sys.executable, "use.py"], cwd=repo / "src", capture_output=True, text=True
     )
     assert out.returncode == 0 and out.stdout == "$0.05\n", out.stderr
+
+
+def test_the_recorded_demo_session_fixes_the_bugfix_repo(tmp_path: Path) -> None:
+    """The quick start's replayed session: the recorded model side, real tools."""
+    repo = tmp_path / "bugfix"
+    shutil.copytree(EXAMPLES / "bugfix-repo", repo)
+    before = subprocess.run(
+        [sys.executable, "-m", "unittest", "-q"], cwd=repo, capture_output=True, text=True
+    )
+    assert before.returncode != 0
+    interpreter = Path(sys.executable).parent / "interpreter"
+    replay = subprocess.run(
+        [
+            str(interpreter),
+            "exec",
+            "--replay",
+            str(EXAMPLES / "sessions/fix-failing-test.jsonl"),
+            "-C",
+            str(repo),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CODEMODE_HOME": str(tmp_path / "home")},
+        timeout=60,
+    )
+    assert replay.returncode == 0, replay.stderr
+    assert "All 5 tests pass" in replay.stdout
+    after = subprocess.run(
+        [sys.executable, "-m", "unittest", "-q"], cwd=repo, capture_output=True, text=True
+    )
+    assert after.returncode == 0, after.stderr

@@ -48,6 +48,7 @@ def pid_alive(pid: int) -> bool:
 def test_builtin_order() -> None:
     assert [t.name for t in builtin_tools()] == [
         "shell",
+        "apply_patch",
         "read_file",
         "write_file",
         "list_dir",

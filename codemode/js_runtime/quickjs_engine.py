@@ -9,6 +9,7 @@ run inline on the event loop's thread. Its interrupt handler checks the time lim
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -49,6 +50,7 @@ class QuickJSEngine:
         # The limit is measured from the start of each eval / call / job, so it is
         # re-armed with what is left of the budget before every call into the engine.
         ctx.set_time_limit(max(timeout, 0.001))
+        started = time.monotonic()
         try:
             start(ctx)
             while ctx.execute_pending_job():
@@ -61,6 +63,10 @@ class QuickJSEngine:
         if not isinstance(state, str):
             raise ScriptError("internal error: drain() did not return a string")
         if _ran_out_of_memory(state):
+            # At the memory cap even the error's message may not fit, and then an
+            # interrupt looks the same as running out of memory: the clock decides.
+            if time.monotonic() - started >= timeout:
+                raise EngineTimeout()
             raise EngineOutOfMemory()
         return state
 
@@ -71,14 +77,16 @@ class QuickJSEngine:
 
 def _ran_out_of_memory(state: str) -> bool:
     """Inside an async function QuickJS's out-of-memory error is catchable and arrives as
-    a rejection: an InternalError, or null when even the error object could not be made."""
+    a rejection: an InternalError, one without a message when the message could not be
+    allocated, or null when even the error object could not be made."""
     if '"InternalError"' not in state and '"Uncaught null"' not in state:
         return False
     done = json.loads(state).get("done") or {}
     error = done.get("error") or {}
-    return (error.get("name") == "InternalError" and "out of memory" in error["message"]) or (
-        error.get("message") == "Uncaught null"
-    )
+    if error.get("name") == "InternalError":
+        message = error.get("message") or ""
+        return message == "" or "out of memory" in message
+    return error.get("message") == "Uncaught null"
 
 
 def _classify(text: str) -> Exception:

@@ -14,9 +14,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-# Inside a writable root these stay read-only: the agent's own rules and settings, and
-# git hooks (code git would run later, outside the sandbox).
-PROTECTED_SUBPATHS = (".codemode", ".git/hooks")
+from codemode.sandbox.paths import PROTECTED_SUBPATHS
 
 
 def executable() -> str | None:

@@ -14,9 +14,12 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codemode.sandbox import bwrap, landlock, seccomp
-from codemode.sandbox.settings import SandboxSettings
+
+if TYPE_CHECKING:
+    from codemode.sandbox.settings import SandboxSettings
 
 
 class ConfinementUnavailable(RuntimeError):

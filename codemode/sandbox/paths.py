@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from codemode.sandbox.bwrap import PROTECTED_SUBPATHS
+# Inside a writable root these stay read-only: the agent's own rules and settings, and
+# git hooks (code git would run later, outside the sandbox).
+PROTECTED_SUBPATHS = (".codemode", ".git/hooks")
 
 
 def write_refusal(path: Path, roots: Sequence[Path] | None) -> str | None:

@@ -11,20 +11,23 @@ import asyncio
 import os
 import shlex
 import shutil
-import tempfile
-import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from codemode.sandbox import approval
-from codemode.sandbox.approval import ApprovalChoice, ApprovalRequest, Approver
-from codemode.sandbox.confine import ConfinementUnavailable, spawn_confined
+from codemode.sandbox import approval_context
 from codemode.sandbox.env import scrub_environment
 from codemode.sandbox.paths import write_refusal
-from codemode.sandbox.policy import Evaluation, Policy, PolicyContext, codemode_home
-from codemode.sandbox.rules import PrefixRule, RulesError, append_allow_rule
-from codemode.sandbox.settings import SandboxSettings
 from codemode.tools.context import ToolError
+
+if TYPE_CHECKING:
+    from codemode.sandbox.approval import Approver
+    from codemode.sandbox.policy import CommandVerdict, Evaluation, Policy, PolicyContext
+    from codemode.sandbox.settings import SandboxSettings
+
+# Cheap to construct: settings are validated (pydantic), rules loaded and tree-sitter
+# imported only when the first command or write needs them, so a script that never
+# calls a tool pays nothing.
 
 
 class CommandRefused(ToolError):
@@ -39,25 +42,47 @@ class SandboxSession:
     """Settings, loaded rules and the approver of one session.
 
     ``approver`` is None on non-interactive surfaces: a command needing approval is then
-    refused, unless ``approval_policy`` is ``never``.
+    refused, unless ``approval_policy`` is ``never``. ``settings`` may also be a plain
+    mapping of SandboxSettings fields, validated on first use.
     """
 
     def __init__(
         self,
         workspace: str | Path,
-        settings: SandboxSettings | None = None,
+        settings: SandboxSettings | Mapping[str, Any] | None = None,
         *,
         approver: Approver | None = None,
         policy: Policy | None = None,
         rules_file: Path | None = None,
     ) -> None:
         self.workspace = Path(workspace).resolve()
-        self.settings = settings if settings is not None else SandboxSettings()
+        self._settings_input = settings
+        self._settings: SandboxSettings | None = None
         self.approver = approver
         self._policy = policy
-        # Where "always" approvals are saved.
-        self.rules_file = rules_file or codemode_home() / "rules" / "default.rules"
+        self._rules_file = rules_file
         self._scratch: Path | None = None
+
+    @property
+    def settings(self) -> SandboxSettings:
+        if self._settings is None:
+            from codemode.sandbox.settings import SandboxSettings
+
+            raw = self._settings_input
+            if raw is None:
+                self._settings = SandboxSettings()
+            elif isinstance(raw, SandboxSettings):
+                self._settings = raw
+            else:
+                self._settings = SandboxSettings.model_validate(dict(raw))
+        return self._settings
+
+    @property
+    def rules_file(self) -> Path:
+        """Where "always" approvals are saved."""
+        from codemode.sandbox.policy import codemode_home
+
+        return self._rules_file or codemode_home() / "rules" / "default.rules"
 
     # --- rules -----------------------------------------------------------------------
 
@@ -65,12 +90,16 @@ class SandboxSession:
     def policy(self) -> Policy:
         """The rules, loaded on first use (raises RulesError for a broken rules file)."""
         if self._policy is None:
+            from codemode.sandbox.policy import Policy
+
             self._policy = Policy.load(
                 self.workspace, extra_files=[Path(p).expanduser() for p in self.settings.rules]
             )
         return self._policy
 
     def policy_context(self, cwd: Path) -> PolicyContext:
+        from codemode.sandbox.policy import PolicyContext
+
         return PolicyContext(
             cwd=cwd, writable_roots=(self.workspace, *self.settings.expanded_roots())
         )
@@ -98,6 +127,9 @@ class SandboxSession:
     def scratch_dir(self) -> Path:
         """A private temporary directory (TMPDIR) writable by confined commands."""
         if self._scratch is None:
+            import tempfile
+            import weakref
+
             self._scratch = Path(tempfile.mkdtemp(prefix="codemode-tmp-"))
             weakref.finalize(self, shutil.rmtree, str(self._scratch), True)
         return self._scratch
@@ -110,7 +142,10 @@ class SandboxSession:
         Returns the evaluation when the command may run; raises CommandRefused (a
         ToolError, so a code-mode program sees an exception it can catch) otherwise.
         """
-        tool = tool or approval.current_tool()
+        from codemode.sandbox.approval import ApprovalRequest
+        from codemode.sandbox.rules import RulesError
+
+        tool = tool or approval_context.current_tool()
         try:
             policy = self.policy
         except RulesError as exc:
@@ -159,18 +194,29 @@ class SandboxSession:
             sandbox_mode=self.settings.sandbox_mode,
             approval_policy=self.settings.approval_policy,
             commands=needing,
-            program=approval.current_program(),
+            program=approval_context.current_program(),
             can_remember=all(v.words for v in needing),
         )
-        choice: ApprovalChoice = await self.approver(request)
+        self._ensure_confinement(tool)  # asking for something that cannot run is no use
+        choice = await self.approver(request)
         if choice == "deny":
             raise CommandRefused(f"tools.{tool}: the user declined to run `{d.command}`", ev)
         if choice == "always" and request.can_remember:
             self.remember(needing)
         return ev
 
-    def remember(self, verdicts: Sequence[approval.CommandVerdict]) -> None:
+    def _ensure_confinement(self, tool: str) -> None:
+        from codemode.sandbox.confine import ConfinementUnavailable, choose_backend
+
+        try:
+            choose_backend(self.settings)
+        except ConfinementUnavailable as exc:
+            raise ToolError(f"tools.{tool}: {exc}") from None
+
+    def remember(self, verdicts: Sequence[CommandVerdict]) -> None:
         """Allow these commands' prefixes from now on, in this session and the next."""
+        from codemode.sandbox.rules import PrefixRule, append_allow_rule
+
         for v in verdicts:
             pattern = list(v.words)
             rule_source = f"{self.rules_file}:appended"
@@ -193,10 +239,13 @@ class SandboxSession:
         tool: str | None = None,
     ) -> asyncio.subprocess.Process:
         """Authorize and start ``argv`` confined; raises CommandRefused / ToolError."""
+        from codemode.sandbox.confine import ConfinementUnavailable, spawn_confined
+
+        tool = tool or approval_context.current_tool()
+        s = self.settings
         argv = list(argv)
         script = _shell_script(argv)
         await self.authorize(script if script is not None else shlex.join(argv), cwd=cwd, tool=tool)
-        s = self.settings
         child_env = scrub_environment(env, allow=s.env_allowlist, deny=s.env_denylist)
         writable = self.writable_roots()
         if s.restricted:
@@ -215,7 +264,7 @@ class SandboxSession:
                 writable=writable or [],
             )
         except ConfinementUnavailable as exc:
-            raise ToolError(f"tools.{tool or approval.current_tool()}: {exc}") from None
+            raise ToolError(f"tools.{tool}: {exc}") from None
 
     def close(self) -> None:
         if self._scratch is not None:

@@ -67,6 +67,8 @@ def expand(cmd: SimpleCommand, *, depth: int, stdin: Any = None) -> ParsedScript
         return _shell(cmd, depth, stdin)
     if base == "eval":
         return _script_of(cmd, cmd.words[1:], depth, "eval")
+    if base == "trap":
+        return _trap(cmd, depth)
     if base == "find":
         return _find(cmd, depth)
     if base == "git":
@@ -226,6 +228,14 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
     )
     out.extend(expand(inner, depth=depth))
     return out
+
+
+def _trap(cmd: SimpleCommand, depth: int) -> ParsedScript:
+    """``trap SCRIPT SIGNAL...`` runs SCRIPT later, in this shell."""
+    args = [w for w in cmd.words[1:] if not (w.literal and w.text in ("--", "-p", "-l", "-P"))]
+    if len(args) < 2 or (args[0].literal and args[0].text == "-"):
+        return ParsedScript([cmd])
+    return _script_of(cmd, args[:1], depth, "trap")
 
 
 def _find(cmd: SimpleCommand, depth: int) -> ParsedScript:

@@ -46,11 +46,18 @@ class Tool:
     args_model: type[BaseModel]
     result_model: type[BaseModel] | None
     handler: Handler
+    # The one string field a raw-text call fills: with it, `tools.x("text")` means
+    # `tools.x({field: "text"})`, and wires with freeform tools send the text as is.
+    freeform_field: str | None = None
+    # A lark grammar for that text, for wires that constrain freeform tool input.
+    grammar: str | None = None
 
     def validate(self, raw: Any) -> BaseModel:
         """Validate raw JSON arguments; raises ToolError naming the offending fields."""
         if raw is None:
             raw = {}
+        if isinstance(raw, str) and self.freeform_field is not None:
+            raw = {self.freeform_field: raw}
         if not isinstance(raw, dict):
             raise ToolError(
                 f"tools.{self.name}: expected an object of arguments, got {_js_type(raw)}"

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 # In the order they are presented to the model. Each module is imported on first use.
 BUILTIN_TOOLS = {
     "shell": "codemode.tools.shell:SHELL",
+    "apply_patch": "codemode.tools.apply_patch:APPLY_PATCH",
     "read_file": "codemode.tools.files:READ_FILE",
     "write_file": "codemode.tools.files:WRITE_FILE",
     "list_dir": "codemode.tools.files:LIST_DIR",

@@ -173,6 +173,12 @@ async def _pump(stream: asyncio.StreamReader, capture: _Capture) -> None:
 
 async def run_shell(args: ShellArgs, ctx: ToolContext) -> ShellResult:
     """Run ``args.command`` and return its exit code and combined output."""
+    if "apply_patch" in args.command or "applypatch" in args.command:
+        # `apply_patch <<'EOF' ...` is no program here: the patch engine applies it.
+        from codemode.tools.patch.intercept import shell_patch_result
+
+        if (patched := await shell_patch_result(args.command, args.workdir, ctx)) is not None:
+            return patched
     cwd = ctx.resolve(args.workdir) if args.workdir is not None else ctx.workspace
     if not cwd.is_dir():
         raise ToolError(f"shell: workdir is not a directory: {ctx.display(cwd)}")

@@ -88,6 +88,8 @@ def typescript_declarations(registry: ToolRegistry) -> str:
             if tool.result_model is not None
             else "unknown"
         )
+        if tool.freeform_field is not None:
+            args = f"string | {args}"  # the text itself, or the object holding it
         doc = _doc(tool.description)
         methods.append(f"  /** {doc} */\n  {tool.name}(args: {args}): Promise<{result}>;")
     body = "\n".join(methods)

@@ -47,7 +47,7 @@ const patch = await tools.apply_patch(`*** Begin Patch
 +    return sum(len(w) for w in found) / len(found)
 *** End Patch`);
 console.log(patch.changes);
-const run = await tools.shell({ command: "python3 -m unittest -q 2>&1 | tail -3" });
+const run = await tools.shell({ command: "python3 -m unittest -q" });
 console.log(run.exit_code === 0 ? "all tests pass" : run.output);
 """
 

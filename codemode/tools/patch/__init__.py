@@ -1,0 +1,31 @@
+"""The patch engine behind ``apply_patch``: the Codex ``*** Begin Patch`` format (and
+unified diffs), applied all-or-nothing.
+
+    outcome = apply_patch_text(text, cwd)      # raises PatchError, changing nothing
+    outcome.changes, outcome.diff, outcome.summary()
+
+Modules, in the order a patch flows through them: ``lenient`` (unwrap fences and shell
+heredocs), ``lexer`` (classify lines, forgiving common slips), ``parser`` (lark LALR over
+the grammar in ``apply_patch.lark``; ``unified`` for unified diffs), ``plan`` (every
+operation checked and computed in memory, with ``edit`` and ``matching``), ``commit``
+(temp files and renames, rolled back on failure), ``diff`` (the unified diff of what
+changed). ``intercept`` recognises ``apply_patch <<'EOF'`` sent to the shell tool.
+"""
+
+from __future__ import annotations
+
+from codemode.tools.patch.engine import PatchOutcome, apply_patch_text
+from codemode.tools.patch.errors import PatchError
+from codemode.tools.patch.model import AddFile, Change, Chunk, DeleteFile, Patch, UpdateFile
+
+__all__ = [
+    "AddFile",
+    "Change",
+    "Chunk",
+    "DeleteFile",
+    "Patch",
+    "PatchError",
+    "PatchOutcome",
+    "UpdateFile",
+    "apply_patch_text",
+]

@@ -1,0 +1,32 @@
+"""``interpreter apply-patch``: apply a patch file to a directory from the command line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def run_apply_patch_command(source: str, cwd: Path) -> int:
+    """Apply the patch in ``source`` (a path, or ``-`` for stdin) under ``cwd``.
+
+    Prints one ``A/M/D/R`` line per file and returns 0; on failure prints the error to
+    stderr and returns 1, with no file changed.
+    """
+    from codemode.tools.patch.engine import apply_patch_text
+    from codemode.tools.patch.errors import PatchError
+
+    try:
+        if source == "-":
+            text = sys.stdin.buffer.read().decode("utf-8", "surrogateescape")
+        else:
+            text = Path(source).read_bytes().decode("utf-8", "surrogateescape")
+    except OSError as exc:
+        print(f"apply-patch: cannot read {source}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    try:
+        outcome = apply_patch_text(text, cwd)
+    except PatchError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    sys.stdout.write(outcome.summary())
+    return 0

@@ -1,0 +1,53 @@
+"""The engine's front door: patch text in, files changed (all of them or none)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from codemode.tools.context import ToolContext
+from codemode.tools.patch.commit import commit
+from codemode.tools.patch.errors import PatchError, printable
+from codemode.tools.patch.model import Change
+from codemode.tools.patch.parser import parse_patch
+from codemode.tools.patch.plan import make_plan
+
+# One patch at a time per process: two patches planned against the same files at once
+# would each commit over the other's work.
+_LOCK = threading.Lock()
+
+
+@dataclass
+class PatchOutcome:
+    """What an applied patch changed."""
+
+    changes: list[Change]
+    diff: str  # unified diff of every change, in patch order
+
+    def summary(self) -> str:
+        """One line per file: ``A path``, ``M path``, ``D path``, ``R old -> new``."""
+        return "".join(f"{change.summary()}\n" for change in self.changes)
+
+
+def apply_patch_text(text: str, cwd: str | Path, ctx: ToolContext | None = None) -> PatchOutcome:
+    """Apply ``text`` (the apply_patch format, or a unified diff) to the files under
+    ``cwd``, which relative paths in the patch are taken from.
+
+    ``ctx`` decides where writing is allowed (its workspace and writable roots); without
+    one, the workspace is ``cwd``. Every operation is checked in memory first; if any
+    fails, or a write fails partway (the writes made are then undone), PatchError is
+    raised and no file has changed.
+    """
+    base = Path(cwd).absolute()
+    if ctx is None:
+        ctx = ToolContext(workspace=base)
+    patch, workdir = parse_patch(text)
+    if workdir is not None:
+        base = ctx.resolve(base / Path(workdir).expanduser())
+        if not base.is_dir():
+            raise PatchError(f"'cd {workdir}': no such directory.")
+    with _LOCK:
+        plan = make_plan(patch, base, ctx)
+        commit(plan.removals, plan.writes, plan.originals)
+    return PatchOutcome(plan.changes, printable(plan.diff))

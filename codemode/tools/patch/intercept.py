@@ -1,0 +1,114 @@
+"""``apply_patch`` sent through the shell tool.
+
+Models trained on other harnesses often run ``apply_patch <<'EOF' ... EOF`` (or
+``cd DIR && apply_patch <<'EOF'``) as a shell command. There is no such program; the
+shell tool asks ``match_shell_patch`` first and, on a match, applies the patch with this
+engine instead of running anything. This module stays light: the engine is imported
+only when a command matches.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codemode.tools.context import ToolContext
+    from codemode.tools.shell import ShellResult
+
+_NAMES = ("apply_patch", "applypatch")
+
+_OPENER = re.compile(
+    r"""\s*
+    (?:cd\s+(?P<dir>'[^']*'|"[^"]*"|[^\s;&|'"]+)\s*&&\s*)?
+    (?:apply_patch|applypatch)\s*
+    <<-?\s*(?P<quote>['"]?)(?P<tag>[A-Za-z_][A-Za-z0-9_]*)(?P=quote)\s*""",
+    re.VERBOSE,
+)
+
+
+def parse_heredoc_opener(line: str) -> tuple[str | None, str] | None:
+    """For a first line like ``cd src && apply_patch <<'EOF'``: the directory (or None)
+    and the heredoc's end tag. None when the line is something else."""
+    m = _OPENER.fullmatch(line)
+    if m is None:
+        return None
+    directory = m.group("dir")
+    if directory is not None and directory[:1] in "'\"":
+        directory = directory[1:-1]
+    return directory, m.group("tag")
+
+
+def match_shell_patch(command: str) -> tuple[str | None, str] | None:
+    """If ``command`` only applies a patch, return (the ``cd`` directory or None, the
+    patch text); otherwise None, and the command runs as usual.
+
+    Recognised: ``apply_patch <<'EOF'`` / ``<<EOF`` / ``<<"EOF"`` followed by the patch
+    and the end tag (a missing end tag is forgiven, as bash does), optionally after
+    ``cd DIR &&``; and ``apply_patch 'PATCH'`` with the patch as one quoted argument.
+    """
+    head, newline, body = command.lstrip().partition("\n")
+    opener = parse_heredoc_opener(head)
+    if opener is not None and newline:
+        directory, tag = opener
+        lines = body.split("\n")
+        for i, line in enumerate(lines):
+            if line.strip() == tag:
+                if any(rest.strip() for rest in lines[i + 1 :]):
+                    return None  # more commands follow the heredoc: not ours to run
+                lines = lines[:i]
+                break
+        return directory, "\n".join(lines) + "\n"
+    if not command.lstrip().startswith(_NAMES) and not command.lstrip().startswith("cd "):
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if len(words) == 5 and words[0] == "cd" and words[2] == "&&":
+        directory, words = words[1], words[3:]
+    else:
+        directory = None
+    if len(words) == 2 and words[0] in _NAMES and "*** Begin Patch" in words[1]:
+        return directory, words[1]
+    return None
+
+
+async def shell_patch_result(
+    command: str, workdir: str | None, ctx: ToolContext
+) -> ShellResult | None:
+    """Apply the patch in ``command`` if it is an ``apply_patch`` invocation, returning
+    what the shell tool reports: exit 0 and one ``A/M/D/R path`` line per file, or exit 1
+    and the error (with no file changed). None when ``command`` is not one."""
+    matched = match_shell_patch(command)
+    if matched is None:
+        return None
+    import asyncio
+
+    from codemode.tools.patch.engine import apply_patch_text
+    from codemode.tools.patch.errors import PatchError
+    from codemode.tools.shell import ShellResult
+
+    directory, text = matched
+    started = time.monotonic()
+    base = ctx.resolve(workdir) if workdir is not None else ctx.workspace
+    if directory is not None:
+        base = ctx.resolve(base / Path(directory).expanduser())
+    if not base.is_dir():
+        code, output = 1, f"cd: {directory or workdir}: No such directory\n"
+    else:
+        try:
+            outcome = await asyncio.to_thread(apply_patch_text, text, base, ctx)
+            code, output = 0, outcome.summary()
+        except PatchError as exc:
+            code, output = 1, f"{exc}\n"
+    return ShellResult(
+        exit_code=code,
+        output=output,
+        truncated=False,
+        duration_ms=round((time.monotonic() - started) * 1000, 1),
+        timed_out=False,
+    )

@@ -1,0 +1,278 @@
+"""Checking and computing every operation of a patch in memory, before any write.
+
+The plan walks the operations in order over an in-memory view of the files it touched
+(so an Add followed by an Update of the same file, or a Move onto a file added
+earlier, behave as if applied one by one), collecting every problem rather than
+stopping at the first, so one error message lists all that must be fixed. The result
+is the final content of each touched file, the originals to restore on rollback, the
+changes to report and their diff.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codemode.tools.context import ToolContext, ToolError
+from codemode.tools.patch import diff as diffs
+from codemode.tools.patch.commit import Original, Removal, Write, default_mode
+from codemode.tools.patch.edit import ChunkProblems, Edit, apply_chunks, split_lines
+from codemode.tools.patch.errors import PatchError
+from codemode.tools.patch.model import AddFile, Change, DeleteFile, Patch, UpdateFile
+
+# A NUL byte this early marks a binary file, as git and grep decide it.
+_BINARY_SNIFF = 8192
+_RETRY = (
+    "Re-read the files named above, copy context lines exactly as they are, and send "
+    "the whole patch again (none of it was applied)."
+)
+
+
+@dataclass
+class _Entry:
+    """A file as the plan sees it: text None means absent."""
+
+    text: str | None
+    mode: int | None
+
+
+@dataclass
+class Plan:
+    changes: list[Change] = field(default_factory=list)
+    diff: str = ""
+    removals: list[Removal] = field(default_factory=list)
+    writes: list[Write] = field(default_factory=list)
+    originals: dict[Path, Original] = field(default_factory=dict)
+
+
+class _DirectoryMarker:
+    pass
+
+
+_DIRECTORY = _DirectoryMarker()
+
+
+class Planner:
+    def __init__(self, base: Path, ctx: ToolContext) -> None:
+        self.base = base
+        self.ctx = ctx
+        self.view: dict[Path, _Entry] = {}
+        self.disk: dict[Path, Original | None] = {}
+        self.shown: dict[Path, str] = {}
+        self.problems: list[str] = []
+        self.chunk_failed = False
+        self.changes: list[Change] = []
+        self.diffs: list[str] = []
+
+    # --- paths and files ---------------------------------------------------------------
+
+    def resolve(self, raw: str, header: str) -> Path | None:
+        if raw.endswith(("/", os.sep)):
+            self.problems.append(f"'{header}: {raw}' names a directory, not a file.")
+            return None
+        candidate = Path(raw).expanduser()
+        full = candidate if candidate.is_absolute() else self.base / candidate
+        try:
+            path = self.ctx.resolve_writable(full)
+        except ToolError:
+            self.problems.append(
+                f"'{header}: {raw}' is outside the workspace ({self.ctx.workspace}). Paths "
+                "are relative to the working directory and may not leave the workspace."
+            )
+            return None
+        self.shown.setdefault(path, self.display(path))
+        return path
+
+    def display(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.base).as_posix()
+        except ValueError:
+            return self.ctx.display(path)
+
+    def current(self, path: Path) -> _Entry | _DirectoryMarker:
+        if path in self.view:
+            return self.view[path]
+        original = self.read(path)
+        if original is _DIRECTORY:
+            return _DIRECTORY
+        assert not isinstance(original, _DirectoryMarker)
+        if original is None:
+            return _Entry(None, None)
+        return _Entry(original.data.decode("utf-8", "surrogateescape"), original.mode)
+
+    def read(self, path: Path) -> Original | _DirectoryMarker | None:
+        """The file on disk (cached): its bytes and mode, None if absent."""
+        if path in self.disk:
+            return self.disk[path]
+        shown = self.shown.get(path, str(path))
+        try:
+            st = path.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            self.disk[path] = None
+            return None
+        except OSError as exc:
+            raise PatchError(f"{shown}: {exc.strerror or exc}.") from None
+        if stat.S_ISDIR(st.st_mode):
+            return _DIRECTORY
+        if not stat.S_ISREG(st.st_mode):
+            raise PatchError(f"{shown} is not a regular file.")
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise PatchError(f"{shown}: cannot read it: {exc.strerror or exc}.") from None
+        original = Original(data, stat.S_IMODE(st.st_mode))
+        self.disk[path] = original
+        return original
+
+    def blocked_by_file(self, path: Path) -> Path | None:
+        """An ancestor of ``path`` that is (or will be) a file, which blocks creating it."""
+        for parent in path.parents:
+            if parent in self.view:
+                if self.view[parent].text is not None:
+                    return parent
+                continue
+            if parent.is_dir():
+                return None
+            if parent.exists():
+                return parent
+        return None
+
+    def text_of(self, path: Path, header: str) -> str | None:
+        entry = self.current(path)
+        shown = self.shown[path]
+        if isinstance(entry, _DirectoryMarker):
+            self.problems.append(f"'{header}: {shown}': {shown} is a directory.")
+            return None
+        if entry.text is None:
+            hint = " To create it, use '*** Add File:'." if header.endswith("Update File") else ""
+            self.problems.append(f"'{header}: {shown}': no such file.{hint}")
+            return None
+        if "\0" in entry.text[:_BINARY_SNIFF]:
+            self.problems.append(f"'{header}: {shown}': {shown} is a binary file.")
+            return None
+        return entry.text
+
+    def creatable(self, path: Path, header: str) -> bool:
+        shown = self.shown[path]
+        if isinstance(self.current(path), _DirectoryMarker):
+            self.problems.append(f"'{header}: {shown}': {shown} is a directory.")
+            return False
+        blocker = self.blocked_by_file(path)
+        if blocker is not None:
+            self.problems.append(
+                f"'{header}: {shown}': cannot create it, {self.display(blocker)} is a file."
+            )
+            return False
+        return True
+
+    # --- operations ---------------------------------------------------------------------
+
+    def add(self, op: AddFile) -> None:
+        header = "*** Add File"
+        path = self.resolve(op.path, header)
+        if path is None or not self.creatable(path, header):
+            return
+        before = self.current(path)
+        mode = before.mode if isinstance(before, _Entry) else None
+        text = "".join(f"{line}\n" for line in op.lines)
+        shown = self.shown[path]
+        new_lines = split_lines(text)
+        if isinstance(before, _Entry) and before.text is not None:
+            old_lines = split_lines(before.text)
+            edit = Edit(0, old=old_lines, new=new_lines)
+            self.diffs.append(diffs.update_diff(shown, shown, old_lines, [edit]))
+        else:
+            self.diffs.append(diffs.added_file_diff(shown, new_lines))
+        self.view[path] = _Entry(text, mode)
+        self.changes.append(Change(shown, "add"))
+
+    def delete(self, op: DeleteFile) -> None:
+        header = "*** Delete File"
+        path = self.resolve(op.path, header)
+        if path is None:
+            return
+        entry = self.current(path)
+        shown = self.shown[path]
+        if isinstance(entry, _DirectoryMarker):
+            self.problems.append(
+                f"'{header}: {shown}': {shown} is a directory; only files can be deleted."
+            )
+            return
+        if entry.text is None:
+            self.problems.append(f"'{header}: {shown}': no such file.")
+            return
+        self.diffs.append(diffs.deleted_file_diff(shown, split_lines(entry.text)))
+        self.view[path] = _Entry(None, None)
+        self.changes.append(Change(shown, "delete"))
+
+    def update(self, op: UpdateFile) -> None:
+        header = "*** Update File"
+        path = self.resolve(op.path, header)
+        dest = self.resolve(op.move_to, "*** Move to") if op.move_to is not None else None
+        if path is None or (op.move_to is not None and dest is None):
+            return
+        text = self.text_of(path, header)
+        if text is None:
+            return
+        shown = self.shown[path]
+        try:
+            edited = apply_chunks(text, op.chunks, shown)
+        except ChunkProblems as exc:
+            self.problems.extend(exc.problems)
+            self.chunk_failed = True
+            return
+        entry = self.current(path)
+        assert isinstance(entry, _Entry)
+        if dest is None or dest == path:
+            self.diffs.append(diffs.update_diff(shown, shown, edited.old_lines, edited.edits))
+            self.view[path] = _Entry(edited.text, entry.mode)
+            self.changes.append(Change(shown, "update"))
+            return
+        if not self.creatable(dest, "*** Move to"):
+            return
+        dest_shown = self.shown[dest]
+        self.diffs.append(diffs.update_diff(shown, dest_shown, edited.old_lines, edited.edits))
+        self.view[path] = _Entry(None, None)
+        self.view[dest] = _Entry(edited.text, entry.mode)
+        self.changes.append(Change(shown, "move", move_to=dest_shown))
+
+    # --- the plan -----------------------------------------------------------------------
+
+    def plan(self, patch: Patch) -> Plan:
+        for op in patch.operations:
+            if isinstance(op, AddFile):
+                self.add(op)
+            elif isinstance(op, DeleteFile):
+                self.delete(op)
+            else:
+                self.update(op)
+        if self.problems:
+            if self.chunk_failed:
+                self.problems.append(_RETRY)
+            raise PatchError(self.problems)
+        result = Plan(changes=self.changes, diff="".join(self.diffs))
+        for path, entry in self.view.items():
+            original = self.disk.get(path)
+            shown = self.shown.get(path, str(path))
+            if entry.text is None:
+                if original is not None:
+                    result.removals.append(Removal(path, shown))
+                    result.originals[path] = original
+                continue
+            data = entry.text.encode("utf-8", "surrogateescape")
+            mode = entry.mode if entry.mode is not None else default_mode()
+            if original is not None and original.data == data and original.mode == mode:
+                continue
+            target = Path(os.path.realpath(path)) if path.is_symlink() else path
+            if original is not None:
+                result.originals[target] = original
+            result.writes.append(Write(target, data, mode, shown))
+        return result
+
+
+def make_plan(patch: Patch, base: Path, ctx: ToolContext) -> Plan:
+    """Check every operation of ``patch`` against the files under ``base`` and compute
+    the result in memory; raises PatchError listing every problem found."""
+    return Planner(base, ctx).plan(patch)

@@ -1,0 +1,3 @@
+def a():
+    """Docstring."""
+    return 1

@@ -1,0 +1,2 @@
+import os
+X = 1
