@@ -109,11 +109,18 @@ class InteractiveApp:
         # A session built later (/new, /resume) keeps them.
         self.options.sandbox_mode, self.options.approval_policy = sandbox_mode, approval_policy
         self.options.full_auto = False
-        sandbox = self.session.runner.context.sandbox if self.session else None
-        if sandbox is not None:
-            sandbox.settings = sandbox.settings.model_copy(
+        context = self.session.runner.context if self.session else None
+        old = context.sandbox if context is not None else None
+        if context is not None and old is not None:
+            from codemode.sandbox.session import SandboxSession
+
+            settings = old.settings.model_copy(
                 update={"sandbox_mode": sandbox_mode, "approval_policy": approval_policy}
             )
+            # Rules are read again on first use, "always" answers included (they are
+            # saved in the rules file).
+            context.sandbox = SandboxSession(old.workspace, settings, approver=old.approver)
+            old.close()
 
     def switch_harness(self, name: str, dialect: str) -> None:
         """Use harness ``name`` in ``dialect`` from the next model request on."""
