@@ -418,10 +418,23 @@ def test_resume_last_reopens_interactively(
         again.send_line("what was the word?")
         again.expect("second answer")
         again.prompt()
+        assert len(session_files(home)) == 1  # the same session file, continued
+        first_id = session_files(home)[0].stem
+        again.send_line("/new")
+        again.expect("session ")
+        again.prompt()
+        again.send_line("/resume")
+        again.expect(first_id)  # listed
+        again.prompt()
+        again.send_line(f"/resume {first_id[-6:]}")
+        again.expect("resumed test-model")
+        again.expect("what was the word?")
+        again.prompt()
         assert again.finish() == 0
     assert "kumquat" in sent_text(server, 1) and "first answer" in sent_text(server, 1)
-    assert len(session_files(home)) == 1  # the same session file, continued
-    prompts = [r for r in records(session_files(home)[0]) if r.get("prompt")]
+    files = session_files(home)
+    assert len(files) == 2  # /new made one more
+    prompts = [r for r in records(home / "sessions" / f"{first_id}.jsonl") if r.get("prompt")]
     assert len(prompts) == 2
 
 
@@ -453,6 +466,9 @@ def test_undo_reverts_the_last_turn_without_git(
         term.prompt()
         term.send_line("/undo")
         term.expect("nothing to undo")
+        term.prompt()
+        term.send_line("/compact")
+        term.expect("compacted ")
         term.prompt()
         assert term.finish() == 0
     assert server.requests  # the turn reached the model

@@ -55,7 +55,12 @@ def _split_committed(text: str) -> tuple[str, str]:
 
 
 class _Stream:
-    """One item streaming into a live region (agent text or reasoning)."""
+    """One item streaming into a live region (agent text or reasoning).
+
+    The live region is transient: whatever stays on screen is printed for good with
+    ``console.print`` (finished paragraphs as they complete, the rest at the end), so
+    nothing is drawn twice.
+    """
 
     def __init__(self, console: Console, kind: str) -> None:
         self.console = console
@@ -63,6 +68,7 @@ class _Stream:
         self.text = ""
         self.committed = 0  # characters of ``text`` printed for good
         self.live: Live | None = None
+        self.summarized = False  # reasoning: its one-line summary is out
         self._last = 0.0
 
     def _renderable(self, text: str) -> Any:
@@ -73,47 +79,48 @@ class _Stream:
 
     def add(self, delta: str) -> None:
         self.text += delta
-        if not self.console.is_terminal:
+        if not self.console.is_terminal or self.summarized:
             return
         if self.kind == "text":
             done, _ = _split_committed(self.text[self.committed :])
             if done:
-                self._stop_live()
+                self.clear()
                 self.console.print(Markdown(done))
+                self.console.print()  # the blank line markdown puts between blocks
                 self.committed += len(done)
         pending = self.text[self.committed :]
+        if not pending.strip():
+            return
         if self.live is None:
             self.live = Live(
                 self._renderable(pending),
                 console=self.console,
                 auto_refresh=False,
-                transient=self.kind == "reasoning",
+                transient=True,
                 vertical_overflow="crop",
             )
-            self.live.start()
+            self.live.start(refresh=True)
+            self._last = time.monotonic()
+            return
         now = time.monotonic()
         if now - self._last >= 1 / _REDRAWS_PER_S:
             self._last = now
             self.live.update(self._renderable(pending), refresh=True)
 
-    def _stop_live(self) -> None:
+    def clear(self) -> None:
+        """Take the live region off the screen."""
         if self.live is not None:
-            self.live.update(self._renderable(self.text[self.committed :]), refresh=True)
             self.live.stop()
             self.live = None
 
     def finish(self, final: str | None = None) -> str:
-        """End the stream; returns the text that still has to be printed for good."""
+        """End the stream; returns the text not yet printed for good."""
         if final is not None and final.startswith(self.text):
             self.text = final
-        if self.live is not None:
-            if self.kind == "reasoning":
-                self.live.stop()  # transient: the collapsed summary replaces it
-                self.live = None
-            else:
-                self._stop_live()
-                self.committed = len(self.text)
-        return self.text[self.committed :]
+        self.clear()
+        rest = self.text[self.committed :]
+        self.committed = len(self.text)
+        return rest
 
 
 class TerminalRenderer:
@@ -144,10 +151,16 @@ class TerminalRenderer:
             handler(event)
 
     def flush_streams(self) -> None:
-        """Stop every live region (before something else is printed or asked)."""
-        for stream in self._streams.values():
-            if stream.live is not None:
-                stream.finish()
+        """End every live region (before something else is printed or asked)."""
+        for item_id, stream in self._streams.items():
+            if stream.live is None:
+                continue
+            if stream.kind == "text":
+                rest = stream.finish()
+                if rest.strip():
+                    self.console.print(Markdown(rest))
+            else:
+                self._summarize(item_id, stream)
 
     def _print(self, *renderables: Any, depth: int = 0) -> None:
         for r in renderables:
@@ -171,6 +184,10 @@ class TerminalRenderer:
         self.note(f"! {event.message}", style="yellow")
 
     def _on_delta_text(self, event: Any) -> None:
+        # The answer starts: the reasoning before it is done.
+        for item_id, stream in self._streams.items():
+            if stream.kind == "reasoning" and not stream.summarized:
+                self._summarize(item_id, stream)
         self._stream(event.item_id, "text").add(event.text)
 
     def _on_delta_reasoning(self, event: Any) -> None:
@@ -218,10 +235,18 @@ class TerminalRenderer:
             self.console.print(Markdown(rest))
 
     def _done_reasoning(self, item: Any, depth: int) -> None:
-        stream = self._streams.pop(item.id, None)
-        if stream is not None:
-            stream.finish(item.text)
-        text = item.text.strip()
+        stream = self._streams.get(item.id)
+        if stream is None:
+            stream = self._streams[item.id] = _Stream(self.console, "reasoning")
+        if not stream.summarized:
+            stream.text = item.text or stream.text
+            self._summarize(item.id, stream)
+
+    def _summarize(self, item_id: str, stream: _Stream) -> None:
+        """Replace a reasoning stream by its summary line (or all of it, if shown)."""
+        stream.clear()
+        stream.summarized = True
+        text = stream.text.strip()
         if not text:
             return
         if self.show_reasoning:
