@@ -11,7 +11,6 @@ import asyncio
 import signal
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from codemode.agent.build import SessionOptions, build_session, prompt_env
@@ -204,6 +203,8 @@ class InteractiveApp:
             if not task.cancelled():
                 raise
             self.renderer.note("interrupted · the session goes on")
+        except Exception as exc:  # a bug in one turn must not end the session
+            self.renderer.note(f"internal error: {type(exc).__name__}: {exc}", style="red")
         finally:
             self._foreground = None
             if routed:
@@ -271,8 +272,4 @@ async def _main(options: InteractiveOptions) -> int:
         app.snapshots.close()
         if session is not None and session.rollout is not None:
             app.renderer.note(f"session saved · interpreter resume {session.id}")
-
-
-def session_path(session: Session) -> Path | None:
-    return session.rollout.path if session.rollout is not None else None
 
