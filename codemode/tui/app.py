@@ -68,6 +68,7 @@ class InteractiveApp:
         self._provider_name = "?"
         self.done = False
         self._foreground: asyncio.Task[None] | None = None
+        self._prepared: asyncio.Future[None] | None = None
 
     # --- sessions --------------------------------------------------------------------
 
@@ -87,6 +88,8 @@ class InteractiveApp:
             or "?"
         )
         self.session = session
+        # The first snapshot for /undo is taken while the user types.
+        self._prepared = asyncio.ensure_future(asyncio.to_thread(self.snapshots.prepare))
         session.emit(ThreadStarted(thread_id=session.id))
         if resume is not None:
             turns = len(resume.prompt_indexes)
@@ -143,6 +146,8 @@ class InteractiveApp:
     async def replace_session(self, resume: RecordedSession | None = None) -> None:
         """/new and /resume: close this session, open another in its place."""
         await self.close_session()
+        if self._prepared is not None:
+            await asyncio.shield(self._prepared)
         self.snapshots.close()
         self.snapshots = Snapshots(self.cwd)
         self.open_session(resume)
@@ -160,6 +165,10 @@ class InteractiveApp:
         if self.pending_note:
             prompt = f"{self.pending_note}\n\n{prompt}"
             self.pending_note = None
+        if self._prepared is not None:
+            # Shielded: a Ctrl-C here must not leave the scan running beside the next.
+            await asyncio.shield(self._prepared)
+            self._prepared = None
         await asyncio.to_thread(self.snapshots.begin_turn)
         try:
             await self.session.run_turn(prompt)
@@ -269,6 +278,8 @@ async def _main(options: InteractiveOptions) -> int:
     finally:
         session = app.session
         await app.close_session()
+        if app._prepared is not None:
+            await asyncio.shield(app._prepared)
         app.snapshots.close()
         if session is not None and session.rollout is not None:
             app.renderer.note(f"session saved · interpreter resume {session.id}")

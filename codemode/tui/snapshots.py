@@ -86,6 +86,11 @@ class Snapshots:
 
     # --- recording -------------------------------------------------------------------
 
+    def prepare(self) -> None:
+        """Read and store the workspace ahead of the first turn (the costly part of
+        the first ``begin_turn``; the interactive session runs it while the user types)."""
+        self._last = self._scan(self._last, store=True)
+
     def begin_turn(self) -> None:
         """Record the workspace as it is before a turn."""
         self._started_ns = time.time_ns()
