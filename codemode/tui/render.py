@@ -257,21 +257,20 @@ class TerminalRenderer:
             self._print(Text(f"thinking: {lines[0][:150]}{more}", style="dim italic"))
 
     def _done_command_execution(self, item: Any, depth: int) -> None:
+        if item.exit_code is None:  # it never ran, or was stopped: the output is why
+            reason = item.aggregated_output.strip() or "interrupted"
+            self._print(Text(f"✗ {reason}", style="red"), depth=depth + 1)
+            return
         lines = item.aggregated_output.rstrip("\n").splitlines()
         shown = lines[-_OUTPUT_LINES:]
         if len(lines) > len(shown):
             shown.insert(0, f"… {len(lines) - len(shown)} more lines")
         if shown:
             self._print(Text("\n".join(shown), style="dim"), depth=depth + 1)
-        if item.exit_code is None:
-            status = Text(f"✗ {item.aggregated_output or 'interrupted'}", style="red")
-            if shown:
-                status = Text("✗ interrupted", style="red")
-        elif item.exit_code == 0:
-            status = Text("✓ exit 0", style="green")
+        if item.exit_code == 0:
+            self._print(Text("✓ exit 0", style="green"), depth=depth + 1)
         else:
-            status = Text(f"✗ exit {item.exit_code}", style="red")
-        self._print(status, depth=depth + 1)
+            self._print(Text(f"✗ exit {item.exit_code}", style="red"), depth=depth + 1)
 
     def _done_file_change(self, item: Any, depth: int) -> None:
         marks = {"add": "A", "update": "M", "delete": "D", "move": "R"}
