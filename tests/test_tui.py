@@ -511,7 +511,7 @@ def test_first_run_wizard_writes_the_config_and_keeps_its_content(
 def test_plain_output_without_a_terminal(home: Path, work: Path) -> None:
     script = [
         {"tool_calls": [call("shell", {"command": "echo piped-run"})]},
-        {"text": "Plain **answer**."},
+        {"text": "Plain **answer**. " + "long " * 40},
     ]
     with ScriptedModelServer(script) as server:
         proc = subprocess.run(
@@ -527,8 +527,9 @@ def test_plain_output_without_a_terminal(home: Path, work: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "\x1b" not in proc.stdout
     assert "$ echo piped-run" in proc.stdout and "piped-run" in proc.stdout
-    assert "Plain answer." in proc.stdout
+    assert "Plain **answer**." in proc.stdout  # the model's markdown as written
     assert "dialect    classic" in proc.stdout
+    assert "long " * 40 in proc.stdout  # not folded at 80 columns
 
 
 def test_no_color_in_a_terminal(home: Path, work: Path, terminals: list[Terminal]) -> None:

@@ -33,7 +33,10 @@ _COLLAPSED_REASONING_LINES = 3
 def make_console() -> Console:
     """The console for the session: colour and redraws only on a terminal; NO_COLOR
     (read by rich) turns colour off."""
-    return Console(highlight=False, emoji=False)
+    console = Console(highlight=False, emoji=False)
+    # Piped: lines as long as they are, not folded at an assumed 80 columns.
+    console.soft_wrap = not console.is_terminal
+    return console
 
 
 def _split_committed(text: str) -> tuple[str, str]:
@@ -158,13 +161,22 @@ class TerminalRenderer:
             if stream.kind == "text":
                 rest = stream.finish()
                 if rest.strip():
-                    self.console.print(Markdown(rest))
+                    self.console.print(self._markdown(rest))
             else:
                 self._summarize(item_id, stream)
 
     def _print(self, *renderables: Any, depth: int = 0) -> None:
         for r in renderables:
-            self.console.print(Padding(r, (0, 0, 0, 2 * depth)) if depth else r)
+            if depth and isinstance(r, Text):
+                pad = Text("  " * depth)
+                r = Text("\n").join(pad + line for line in r.split("\n"))
+            elif depth:
+                r = Padding(r, (0, 0, 0, 2 * depth), expand=False)
+            self.console.print(r)
+
+    def _markdown(self, text: str) -> Any:
+        """The model's text: rendered on a terminal, as written elsewhere."""
+        return Markdown(text) if self.console.is_terminal else Text(text.rstrip("\n"))
 
     def note(self, message: str, style: str = "dim") -> None:
         """A line from the interactive session itself (slash commands, hints)."""
@@ -232,7 +244,7 @@ class TerminalRenderer:
         stream = self._streams.pop(item.id, None)
         rest = stream.finish(item.text) if stream is not None else item.text
         if rest.strip():
-            self.console.print(Markdown(rest))
+            self.console.print(self._markdown(rest))
 
     def _done_reasoning(self, item: Any, depth: int) -> None:
         stream = self._streams.get(item.id)
