@@ -222,23 +222,100 @@ def _run_agent(**kwargs: Any) -> None:
     sys.exit(status)
 
 
+def codex_exec_options(fn: Any) -> Any:
+    """The Codex ``exec`` options the Codex SDK passes (see codemode/agent/codex_compat.py)."""
+    options = [
+        click.option(
+            "--add-dir",
+            "add_dirs",
+            multiple=True,
+            type=click.Path(exists=True, file_okay=False, path_type=Path),
+            help="Another directory the tools may write in (repeatable).",
+        ),
+        click.option(
+            "--skip-git-repo-check",
+            is_flag=True,
+            help="Accepted for Codex compatibility; codemode never requires a git repository.",
+        ),
+        click.option(
+            "--output-schema",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="JSON Schema the final answer must satisfy (it is checked, with one retry).",
+        ),
+        click.option(
+            "-i",
+            "--image",
+            "images",
+            multiple=True,
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="Attach an image to the prompt (repeatable).",
+        ),
+        click.option("--last", is_flag=True, help="With resume: continue the newest session."),
+        # Passed by some SDK versions; nothing to do with them here.
+        click.option("--thread-source", hidden=True),
+        click.option("--cyber-access-program", hidden=True),
+        click.option("--color", hidden=True),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
 @cli.command("exec")
-@click.argument("prompt", required=False)
+@click.argument("args", nargs=-1)
 @session_options
+@codex_exec_options
 @click.option(
     "--replay",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Replay the model side of a recorded session (no network); tools run for real.",
 )
-def exec_(prompt: str | None, replay: Path | None, overrides: tuple[str, ...], **kw: Any) -> None:
-    """Run PROMPT to completion without asking anything (- reads it from stdin).
+def exec_(
+    args: tuple[str, ...],
+    replay: Path | None,
+    overrides: tuple[str, ...],
+    add_dirs: tuple[Path, ...],
+    images: tuple[Path, ...],
+    last: bool,
+    skip_git_repo_check: bool,
+    thread_source: str | None,
+    cyber_access_program: str | None,
+    color: str | None,
+    **kw: Any,
+) -> None:
+    """Run PROMPT to completion without asking anything: exec [PROMPT], or
+    exec resume SESSION_ID [PROMPT] (or exec resume --last [PROMPT]) to continue a session.
+    A PROMPT of -, or none with stdin not a terminal, is read from stdin.
 
     Progress goes to stderr, the final answer to stdout. Exit status: 0 done,
     1 the turn failed, 2 usage or configuration error, 130 interrupted.
     """
+    resume: str | None = None
+    if args[:1] == ("resume",) and (len(args) > 1 or last):
+        if last:
+            resume, rest = "", args[1:]
+        else:
+            resume, rest = args[1], args[2:]
+    else:
+        if last:
+            raise click.UsageError("--last goes with resume: exec resume --last [PROMPT]")
+        rest = args
+    if len(rest) > 1:
+        raise click.UsageError(f"too many arguments: {' '.join(rest[1:])!r} (quote the PROMPT)")
+    prompt = rest[0] if rest else None
     if replay is None:
         prompt = _read_prompt(prompt)
-    _run_agent(prompt=prompt, replay=replay, overrides=list(overrides), **kw)
+        if resume is not None and prompt is None:
+            raise click.UsageError("pass a PROMPT to continue the session with")
+    _run_agent(
+        prompt=prompt,
+        replay=replay,
+        resume=resume,
+        overrides=list(overrides),
+        writable_roots=list(add_dirs),
+        images=list(images),
+        **kw,
+    )
 
 
 @cli.command()
@@ -387,6 +464,176 @@ def policy_confinement() -> None:
 
     for name, why in probe().to_json().items():
         click.echo(f"{name:<10}  {'works' if why is None else 'unavailable: ' + why}")
+# --- skills -----------------------------------------------------------------------
+
+
+@cli.group()
+def skills() -> None:
+    """Skills: folders with a SKILL.md in .agents/skills/ (repository) and ~/.agents/skills/."""
+
+
+@skills.command("list")
+@click.option(
+    "-C",
+    "--cwd",
+    "--cd",
+    "cwd",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=".",
+    help="Where to look from (default: current directory).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def skills_list(cwd: Path, as_json: bool) -> None:
+    """Show the skills found, where from, and any SKILL.md that could not be read.
+
+    Exit status 1 when a SKILL.md is malformed (the others are still listed).
+    """
+    from codemode.skills.discovery import discover_skills
+
+    found = discover_skills(cwd)
+    if as_json:
+        import json
+
+        data = {
+            "skills": [
+                {
+                    "name": s.name,
+                    "description": s.description,
+                    "scope": s.scope,
+                    "path": str(s.skill_file),
+                    "helpers": sorted(s.helpers),
+                }
+                for s in found.skills
+            ],
+            "problems": [{"path": str(p.path), "message": p.message} for p in found.problems],
+            "searched": [{"path": str(d), "scope": scope} for d, scope in found.searched],
+        }
+        click.echo(json.dumps(data, indent=2))
+    else:
+        if not found.skills and not found.problems:
+            places = ", ".join(str(d) for d, _ in found.searched)
+            click.echo(f"no skills found (searched {places})", err=True)
+        for s in found.skills:
+            helpers = f"  [helpers: {', '.join(sorted(s.helpers))}]" if s.helpers else ""
+            click.echo(f"{s.name}  ({s.scope}: {s.directory}){helpers}\n    {s.description}")
+        for p in found.problems:
+            click.echo(f"error: {p.path}: {p.message}", err=True)
+    sys.exit(1 if found.problems else 0)
+
+
+# --- acp ----------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("-m", "--model", help="Model name, as the provider spells it.")
+@click.option("--provider", help="Provider from the catalog or [model_providers.NAME].")
+@click.option("--code-mode/--classic", "code_mode", default=None, help="Dialect of the sessions.")
+@click.option(
+    "-c",
+    "--config",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a config key (dotted for tables; VALUE is TOML or a plain string).",
+)
+def acp(
+    model: str | None, provider: str | None, code_mode: bool | None, overrides: tuple[str, ...]
+) -> None:
+    """Run as an Agent Client Protocol agent on stdin/stdout (for editors such as Zed).
+
+    Sessions, streamed messages and tool calls, permission requests, file reads and
+    writes through the editor when it offers them, cancellation. Logs go to stderr.
+    """
+    import asyncio
+
+    from codemode.acp.server import AcpOptions, serve
+
+    options = AcpOptions(
+        overrides=list(overrides), model=model, provider=provider, code_mode=code_mode
+    )
+    try:
+        asyncio.run(serve(options))
+    except KeyboardInterrupt:
+        pass
+
+
+# --- doctor -------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option(
+    "-C",
+    "--cwd",
+    "--cd",
+    "cwd",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=".",
+    help="Repository to look at (default: current directory).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
+def doctor(cwd: Path, as_json: bool) -> None:
+    """Show where user data lives and check the environment, with a fix for each problem.
+
+    Exit status 1 when something needs fixing (warn or FAIL lines).
+    """
+    from codemode.doctor import render, run_checks
+
+    report = run_checks(cwd)
+    if as_json:
+        import dataclasses
+        import json
+
+        click.echo(json.dumps([dataclasses.asdict(c) for c in report.checks], indent=2))
+    else:
+        click.echo(render(report))
+    sys.exit(1 if report.problems else 0)
+# --- harnesses (issue 5) ------------------------------------------------------------------
+
+
+@cli.group()
+def harness() -> None:
+    """List and inspect harnesses (a model family's prompt and tool surface)."""
+
+
+@harness.command("list")
+def harness_list() -> None:
+    """Every harness: name, dialects, description."""
+    from codemode.harnesses.catalog import harness_infos
+
+    infos = harness_infos()
+    width = max(len(i.name) for i in infos)
+    for info in infos:
+        click.echo(f"{info.name.ljust(width)}  {'+'.join(info.dialects):<13} {info.description}")
+
+
+@harness.command("show")
+@click.argument("name")
+@click.option("--code-mode/--classic", "code_mode", default=False, help="Show the code dialect.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def harness_show(name: str, code_mode: bool, as_json: bool) -> None:
+    """The rendered prompt of harness NAME and its tools (schemas, or TypeScript in code mode)."""
+    import json
+
+    from codemode.harnesses.show import describe_harness
+
+    try:
+        shown = describe_harness(name, "code" if code_mode else "classic", Path.cwd())
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(shown, indent=2, ensure_ascii=False))
+        return
+    click.echo(f"# harness {shown['name']} ({shown['dialect']})\n")
+    click.echo(shown["instructions"])
+    for tool in shown["tools"]:
+        click.echo(f"\n## tool {tool['name']}\n\n{tool['description']}")
+        if tool["name"] != "exec":
+            click.echo(json.dumps(tool["parameters"], indent=2, ensure_ascii=False))
+    if not shown["tools"]:
+        click.echo("\n## actions are parsed from the reply text (no function calling)")
+        for command in shown.get("commands", []):
+            click.echo(f"\n### command {command['name']}\n\n{command['description']}")
+            click.echo(json.dumps(command["parameters"], indent=2, ensure_ascii=False))
 
 
 # --- the interactive session ---------------------------------------------------------

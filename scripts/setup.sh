@@ -40,3 +40,17 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     || { echo "setup: installing codemode failed" >&2; exit 1; }
   echo "$want" > "$stamp"
 fi
+
+# The official Codex SDK, for the drop-in test (tests/test_codex_sdk.py). Optional: without
+# npm or a registry this step is skipped and that test says why. --omit=optional leaves
+# out Codex's own binaries: the test points the SDK at our executable.
+sdk_version=${CODEX_SDK_VERSION:-0.163.0}
+sdk_dir=.cache/codex-sdk
+if [ ! -f "$sdk_dir/node_modules/@openai/codex-sdk/package.json" ] && command -v npm >/dev/null; then
+  mkdir -p "$sdk_dir"
+  if ! (cd "$sdk_dir" && timeout 300 npm install --omit=optional --no-audit --no-fund \
+          --no-save "@openai/codex-sdk@$sdk_version") >"$sdk_dir/install.log" 2>&1; then
+    echo "setup: could not install @openai/codex-sdk (see $sdk_dir/install.log);" \
+         "tests/test_codex_sdk.py will be skipped" >&2
+  fi
+fi

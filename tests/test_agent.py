@@ -512,3 +512,21 @@ def test_approval_never_runs_it_confined(home: Path, work: Path) -> None:
     assert run.code == 0, run.stderr
     assert not (work / "victim").exists()  # prompt-level, allowed by --approval never
     assert not outside.exists()  # but confinement still keeps writes in the workspace
+
+
+def test_an_emulated_harness_reports_commands_as_command_executions(home: Path, work: Path) -> None:
+    todos = {"todos": [{"content": "look", "status": "completed", "activeForm": "Looking"}]}
+    script = [
+        {"tool_calls": [call("Bash", {"command": "echo hi"}), call("TodoWrite", todos)]},
+        {"text": "ok"},
+    ]
+    with ScriptedModelServer(script) as server:
+        run = exec_cli(
+            server, "anthropic", "--harness", "claude-code", "--json", "go", home=home, cwd=work
+        )
+    assert run.code == 0, run.stderr
+    items = [e["item"] for e in run.events() if e["type"] == "item.completed"]
+    command = next(i for i in items if i["type"] == "command_execution")
+    assert command["command"] == "echo hi" and command["exit_code"] == 0
+    todo = next(i for i in items if i["type"] == "todo_list")
+    assert todo["items"] == [{"text": "look", "completed": True}]

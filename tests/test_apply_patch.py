@@ -26,6 +26,7 @@ from codemode.tools.patch.intercept import match_shell_patch
 from codemode.tools.patch.lenient import unwrap
 from codemode.tools.patch.lexer import canonical_text, lex
 from codemode.tools.patch.parser import grammar_text, parse_canonical, parse_patch
+from codemode.tools.patch.unified import looks_unified
 from codemode.tools.typescript import typescript_declarations
 
 SCENARIOS = Path(__file__).parent / "patch_scenarios"
@@ -110,19 +111,40 @@ def _shape(patch: Any) -> Any:
     return data
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def _parses_as_apply_patch(case: Path) -> bool:
+    """Scenarios in the apply_patch format that parse (rejected ones have no canonical
+    form, and unified diffs have their own reader)."""
+    lines = unwrap((case / "patch.txt").read_bytes().decode("utf-8")).lines
+    if looks_unified(lines):
+        return False
+    try:
+        lex(lines)
+    except PatchError:
+        return False
+    return True
+
+
+CANONICAL = [c for c in CASES if _parses_as_apply_patch(c)]
+
+
+def test_most_scenarios_have_a_canonical_form() -> None:
+    assert len(CANONICAL) >= 45
+
+
+@pytest.mark.parametrize("case", CANONICAL, ids=[c.name for c in CANONICAL])
 def test_line_lexer_agrees_with_the_grammar(case: Path) -> None:
     """What the lenient line lexer makes of a patch is canonical text that lark parses,
     with the grammar's own terminals, into the same patch."""
     text = (case / "patch.txt").read_bytes().decode("utf-8")
     wrapped = unwrap(text)
+    tokens = lex(wrapped.lines, wrapped.first_line)
     try:
         patch, _ = parse_patch(text)
-        tokens = lex(wrapped.lines, wrapped.first_line)
     except PatchError:
-        return  # rejected input has no canonical form (the scenario checks the error)
-    if "--- " in text and "+++ " in text and "*** Begin Patch" not in text:
-        return  # unified diffs are read by their own reader
+        # The line lexer accepted it, so lark must reject the canonical text as well.
+        with pytest.raises(PatchError):
+            parse_canonical(canonical_text(tokens))
+        return
     assert _shape(parse_canonical(canonical_text(tokens))) == _shape(patch)
 
 
@@ -584,11 +606,12 @@ def test_cli_apply_patch(tmp_path: Path) -> None:
     assert "cannot read" in proc.stderr
 
 
-def test_help_does_not_import_lark(tmp_path: Path) -> None:
+def test_help_and_the_shell_tool_do_not_import_lark(tmp_path: Path) -> None:
     code = (
         "import sys\nimport codemode.cli\n"
         "for argv in (['--help'], ['apply-patch', '--help']):\n"
         "    try:\n        codemode.cli.main(argv)\n    except SystemExit:\n        pass\n"
+        "import codemode.tools.shell, codemode.tools.patch.intercept\n"
         "print('LARK', sorted(m for m in sys.modules if m.split('.')[0] == 'lark'))\n"
     )
     proc = subprocess.run(
@@ -625,3 +648,31 @@ def test_non_utf8_and_binary_content_is_reported_printably(tmp_path: Path) -> No
             "*** Begin Patch\n*** Update File: latin.txt\n@@\n-caf\udce9 x\n", tmp_path
         )
     assert "caf\ufffd" in str(info.value)
+
+
+def test_many_problems_are_capped(tmp_path: Path) -> None:
+    (tmp_path / "f.txt").write_text("".join(f"line {i}\n" for i in range(100)))
+    chunks = "".join(f"@@\n-missing {i}\n+x\n" for i in range(25))
+    with pytest.raises(PatchError) as info:
+        apply_patch_text(f"*** Begin Patch\n*** Update File: f.txt\n{chunks}", tmp_path)
+    message = str(info.value)
+    assert "f.txt, chunk 10 (patch line 30)" in message
+    assert "chunk 11 " not in message
+    assert "... and 15 more problems." in message
+    assert message.endswith("send the whole patch again (none of it was applied).")
+
+
+async def test_concurrent_patches_to_one_file_both_apply(tmp_path: Path) -> None:
+    import asyncio
+
+    (tmp_path / "f.txt").write_text("".join(f"line {i}\n" for i in range(200)))
+    registry = builtin_registry()
+    ctx = ToolContext(workspace=tmp_path)
+
+    def patch(i: int) -> str:
+        return f"*** Begin Patch\n*** Update File: f.txt\n@@\n-line {i}\n+LINE {i}\n"
+
+    await asyncio.gather(*(registry.invoke("apply_patch", patch(i * 10), ctx) for i in range(20)))
+    text = (tmp_path / "f.txt").read_text()
+    assert all(f"LINE {i * 10}\n" in text for i in range(20))
+    assert text.count("\n") == 200

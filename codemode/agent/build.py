@@ -10,6 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from codemode.agent.events import Notice
 from codemode.agent.instructions import project_docs
 from codemode.agent.loop import Session
 from codemode.agent.rollout import (
@@ -45,6 +46,9 @@ class SessionOptions:
     sandbox_mode: str | None = None
     approval_policy: str | None = None
     full_auto: bool = False
+    # Writable roots beyond the workspace (exec --add-dir).
+    writable_roots: list[Path] = field(default_factory=list)
+
 
 
 def sandbox_for(config: Config, options: SessionOptions, cwd: Path, approver: Any = None) -> Any:
@@ -64,6 +68,8 @@ def sandbox_for(config: Config, options: SessionOptions, cwd: Path, approver: An
         extra = SandboxOptions.model_validate(config.sandbox)
     except ValueError as exc:
         raise ConfigError(f"[sandbox]: {exc}") from None
+    # exec --add-dir: more writable roots for this session only.
+    extra.writable_roots = [*extra.writable_roots, *(p.resolve() for p in options.writable_roots)]
     settings = SandboxSettings.combine(mode, policy, extra)  # type: ignore[arg-type]
     return SandboxSession(cwd, settings, approver=approver)
 
@@ -127,11 +133,46 @@ def prompt_env(config: Config, cwd: Path, sandbox_mode: str, approval_policy: st
     )
 
 
+def _family_harness(config: Config, provider_name: str | None) -> str:
+    """The default harness for the provider's model family (Kimi -> kimi-code, ...)."""
+    from codemode.harnesses.catalog import DEFAULT_HARNESS, default_harness
+    from codemode.providers.catalog import builtin_providers
+
+    name = provider_name or config.model_provider
+    if name is None:
+        return DEFAULT_HARNESS
+    family = config.model_providers.get(name, {}).get("family")
+    if family is None:
+        info = builtin_providers().get(name)
+        family = info.family if info is not None else None
+    return default_harness(family)
+
+
 def _cli_version() -> str:
     try:
         return version("codemode")
     except PackageNotFoundError:
         return ""
+
+
+def _add_skills(
+    registry: ToolRegistry, cwd: Path, dialect: Dialect
+) -> tuple[str, list[str], list[str]]:
+    """Offer the skills found from ``cwd``: the load_skill tool, the prompt section and,
+    in code mode, the isolate's ``skills.require``. Also returns the problems found."""
+    from codemode.skills.discovery import discover_skills
+
+    skills = discover_skills(cwd)
+    problems = [f"skill not loaded: {problem}" for problem in skills.problems]
+    if not skills.skills:
+        return "", [], problems
+    from codemode.skills.prompt import loader_script, skills_instructions
+    from codemode.skills.tool import skill_tool
+
+    registry.add(skill_tool(skills))
+    code = dialect == "code"
+    prompt = "\n" + skills_instructions(skills, code_mode=code)
+    return prompt, [loader_script()] if code else [], problems
 
 
 def build_session(
@@ -160,7 +201,9 @@ def build_session(
             else meta.dialect  # type: ignore[assignment]
         )
     else:
-        harness_name = options.harness or config.harness or "native"
+        harness_name = options.harness or config.harness or _family_harness(
+            config, options.provider or provider_name
+        )
         code_mode = options.code_mode if options.code_mode is not None else config.code_mode
         dialect = "code" if code_mode else "classic"
         model = ""
@@ -173,17 +216,20 @@ def build_session(
 
     sandbox = sandbox_for(config, options, cwd, approver)
     context = ToolContext(workspace=cwd, sandbox=sandbox)
+    registry = session_registry()
+    skills_prompt, setup_scripts, skill_problems = _add_skills(registry, cwd, dialect)
     session_ref: list[Session] = []
 
     def emit(event: object) -> None:
         session_ref[0].emit(event)  # type: ignore[arg-type]
 
     runner = ToolRunner(
-        session_registry(),
+        harness.registry(registry),
         context,
         emit,
         engine=config.engine,
         limits=Limits(timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=30_000),
+        setup_scripts=setup_scripts,
     )
     env = prompt_env(config, cwd, sandbox.settings.sandbox_mode, sandbox.settings.approval_policy)
     rollout: Rollout | None = None
@@ -216,7 +262,7 @@ def build_session(
         model=model,
         harness=harness,
         runner=runner,
-        instructions=harness.instructions(env),
+        instructions=harness.instructions(env) + skills_prompt,
         rollout=rollout,
         messages=messages,
         max_turns=options.max_turns or config.max_turns,
@@ -224,4 +270,6 @@ def build_session(
     )
     session_ref.append(session)
     session.listeners.extend(listeners)
+    for problem in skill_problems:
+        session.emit(Notice(message=problem))
     return session

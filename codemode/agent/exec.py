@@ -7,16 +7,26 @@ Exit status: 0 every turn completed, 1 a turn failed, 2 bad configuration or usa
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from codemode.agent.build import SessionOptions, build_session
+from codemode.agent.codex_compat import translate_overrides
 from codemode.agent.events import ThreadStarted
+from codemode.agent.images import ImageProblem, load_image
 from codemode.agent.loop import Session
+from codemode.agent.output_schema import (
+    SchemaProblem,
+    final_check,
+    load_schema,
+    strict_compatible,
+)
 from codemode.agent.printers import HumanPrinter, JsonPrinter
 from codemode.agent.rollout import SESSIONS_DIR, RolloutError, find_session, read_session
 from codemode.config import ConfigError, codemode_home, load_config
 from codemode.harnesses.catalog import UnknownHarnessError
+from codemode.providers.base import ImageInput
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -32,18 +42,29 @@ class ExecOptions(SessionOptions):
     replay: Path | None = None
     # A session to continue: an id, a path, or "" for the newest.
     resume: str | None = None
+    # Codex-compatible exec options (the Codex SDK passes these).
+    images: list[Path] = field(default_factory=list)
+    output_schema: Path | None = None
 
 
 def run_exec(options: ExecOptions) -> int:
     """Run the command; returns its exit status. Raises UsageProblem for bad input."""
     try:
         return asyncio.run(_run(options))
-    except (ConfigError, RolloutError, UnknownHarnessError) as exc:
+    except (ConfigError, RolloutError, UnknownHarnessError, ImageProblem, SchemaProblem) as exc:
         raise UsageProblem(str(exc)) from None
 
 
 async def _run(options: ExecOptions) -> int:
+    compat = translate_overrides(options.overrides)
+    for notice in compat.notices:
+        print(f"note: {notice}", file=sys.stderr)
+    options.overrides = compat.overrides
     config = load_config(options.overrides)
+    if compat.openai_base_url and config.model_provider is None and options.provider is None:
+        options.provider = "openai"
+    images = [load_image(path) for path in options.images]
+    schema = load_schema(options.output_schema) if options.output_schema else None
     printer = JsonPrinter() if options.as_json else HumanPrinter()
     prompts: list[str]
     if options.replay is not None:
@@ -71,15 +92,24 @@ async def _run(options: ExecOptions) -> int:
             path = find_session(codemode_home() / SESSIONS_DIR, options.resume or None)
             resume = read_session(path)
         session = build_session(config, options, [printer], resume=resume)
-    return await _drive(session, prompts)
+    if schema is not None:
+        from codemode.agent.output_schema import schema_instructions
+
+        session.instructions += schema_instructions(schema)
+        session.final_check = final_check(schema)
+        if strict_compatible(schema):
+            session.output_schema = schema
+    return await _drive(session, prompts, images)
 
 
-async def _drive(session: Session, prompts: list[str]) -> int:
+async def _drive(
+    session: Session, prompts: list[str], images: list[ImageInput] | None = None
+) -> int:
     session.emit(ThreadStarted(thread_id=session.id))
     status = EXIT_OK
     try:
-        for prompt in prompts:
-            result = await session.run_turn(prompt)
+        for i, prompt in enumerate(prompts):
+            result = await session.run_turn(prompt, images if i == 0 else None)
             if not result.ok:
                 status = EXIT_FAILED
                 break

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -34,6 +35,7 @@ from codemode.providers.base import (
     AssistantMessage,
     Completed,
     ContextOverflowError,
+    ImageInput,
     Message,
     ModelRequest,
     Provider,
@@ -99,6 +101,12 @@ class Session:
         self.retry_policy = retry_policy
         self.total_usage = Usage()
         self.listeners: list[Listener] = []
+        # Checks a final answer: None when it is acceptable, else what is wrong with it
+        # (exec --output-schema). The first problem is sent back to the model, a second
+        # fails the turn.
+        self.final_check: Callable[[str], str | None] | None = None
+        # Sent to wires that enforce it (ModelRequest.output_schema).
+        self.output_schema: dict[str, Any] | None = None
         self.set_harness(harness)
 
     def set_harness(self, harness: Harness) -> None:
@@ -120,12 +128,14 @@ class Session:
 
     # --- the turn --------------------------------------------------------------------
 
-    async def run_turn(self, prompt: str) -> TurnResult:
+    async def run_turn(
+        self, prompt: str, images: list[ImageInput] | None = None
+    ) -> TurnResult:
         """Run one user turn to its end; never raises for model or tool failures
         (the result says what went wrong). Cancellation propagates after the turn is
         recorded as failed."""
         self.emit(TurnStarted())
-        self._append(UserMessage(text=prompt), prompt=True)
+        self._append(UserMessage(text=prompt, images=images or []), prompt=True)
         result = TurnResult(ok=False)
         try:
             await self._loop(result)
@@ -159,6 +169,7 @@ class Session:
 
     async def _loop(self, result: TurnResult) -> None:
         reminders = 0
+        checks_failed = 0
         for _ in range(self.max_turns):
             message, usage = await self._sample()
             result.model_requests += 1
@@ -176,7 +187,24 @@ class Session:
                 self._append(UserMessage(text=actions.reminder))
                 continue
             reminders = 0
+            if actions.final_answer is not None:
+                self._finish_with(result, actions.final_answer)
+                return
             if not actions.calls:
+                problem = self.final_check(message.text) if self.final_check else None
+                if problem is not None:
+                    checks_failed += 1
+                    if checks_failed > 1:
+                        raise TurnFailure(
+                            f"the final answer was not accepted, even after a retry: {problem}"
+                        )
+                    self._append(
+                        UserMessage(
+                            text=f"Your final answer was not accepted: {problem}. "
+                            "Reply again with a corrected final answer."
+                        )
+                    )
+                    continue
                 result.final_message = message.text
                 return
             outcomes = await asyncio.gather(
@@ -184,10 +212,19 @@ class Session:
             )
             for reply in self.harness.result_messages(actions.calls, list(outcomes)):
                 self._append(reply)
+            done = [o.final_answer for o in outcomes if o.final_answer is not None]
+            if done:
+                self._finish_with(result, done[0])
+                return
         raise TurnFailure(
             f"stopped after {self.max_turns} model requests without a final answer "
             "(raise --max-turns to allow more)"
         )
+
+    def _finish_with(self, result: TurnResult, answer: str) -> None:
+        """End the turn on a harness's completion signal, with ``answer`` as the reply."""
+        result.final_message = answer
+        self.emit(ItemCompleted(item=AgentMessageItem(id=self.runner.next_id(), text=answer)))
 
     async def _sample(self) -> tuple[AssistantMessage, Usage]:
         """One model request, streamed; retried after compaction on context overflow."""
@@ -208,6 +245,7 @@ class Session:
             messages=self.messages,
             tools=self._tool_specs,
             reasoning_effort=self.reasoning_effort,
+            output_schema=self.output_schema,
         )
         text_id: str | None = None
         reasoning_id: str | None = None

@@ -60,6 +60,7 @@ class ToolRunner:
         *,
         engine: str = "quickjs",
         limits: Limits | None = None,
+        setup_scripts: list[str] | None = None,
     ) -> None:
         self.registry = registry
         self.context = context
@@ -68,7 +69,12 @@ class ToolRunner:
         self._observed = _ObservedRegistry(self)
         # Persistent: a model that stores results on globalThis finds them next time.
         self._bridge = Bridge(
-            self._observed, context, engine=engine, limits=limits, persistent=True
+            self._observed,
+            context,
+            engine=engine,
+            limits=limits,
+            persistent=True,
+            setup_scripts=setup_scripts,
         )
 
     def next_id(self) -> str:
@@ -87,7 +93,11 @@ class ToolRunner:
 
     async def invoke_reported(self, name: str, args: Any, *, parent_id: str | None) -> Any:
         """Invoke ``name`` through the registry, reporting it as an item."""
-        item = _start_item(name, args, self.next_id(), parent_id)
+        # An emulated harness's tool (Bash, run_shell_command...) is shown as the tool
+        # of ours it stands for, so a command is a command_execution whatever its name.
+        tool = self.registry.get(name)
+        kind = getattr(tool, "target", "") or name
+        item = _start_item(kind, name, args, self.next_id(), parent_id)
         self.emit(ItemStarted(item=item))
         try:
             value = await self.registry.invoke(name, args, self.context)
@@ -137,24 +147,29 @@ class ToolRunner:
             self.context.sandbox.close()
 
 
-def _start_item(name: str, args: Any, item_id: str, parent_id: str | None) -> BaseModel:
-    if name == "shell" and isinstance(args, dict):
+def _start_item(
+    kind: str, name: str, args: Any, item_id: str, parent_id: str | None
+) -> BaseModel:
+    if kind == "shell" and isinstance(args, dict):
         return CommandExecutionItem(
             id=item_id, parent_id=parent_id, command=str(args.get("command", ""))
         )
-    if name == "apply_patch":
+    if kind == "apply_patch":
         return FileChangeItem(id=item_id, parent_id=parent_id)
-    if name == "update_plan" and isinstance(args, dict):
+    if kind == "update_plan" and isinstance(args, dict):
         return TodoListItem(id=item_id, parent_id=parent_id, items=_todo_entries(args))
     return ToolCallItem(id=item_id, parent_id=parent_id, name=name, arguments=args)
 
 
 def _todo_entries(args: dict[str, Any]) -> list[TodoEntry]:
+    # Our plan is {plan: [{step, status}]}; emulated todo tools send {todos: [{content,
+    # status}]} and similar.
     entries = []
-    for step in args.get("plan") or []:
+    for step in args.get("plan") or args.get("todos") or []:
         if isinstance(step, dict):
-            done = step.get("status") == "completed"
-            entries.append(TodoEntry(text=str(step.get("step", "")), completed=done))
+            done = step.get("status") in ("completed", "done")
+            text = step.get("step") or step.get("content") or step.get("title") or ""
+            entries.append(TodoEntry(text=str(text), completed=done))
     return entries
 
 

@@ -51,6 +51,9 @@ class Outcome:
 
     content: str
     is_error: bool = False
+    # Set when this action's result completes the task (a completion sentinel in a
+    # command's output): the loop ends the turn with this as the final answer.
+    final_answer: str | None = None
 
 
 @dataclass
@@ -59,11 +62,14 @@ class Actions:
 
     ``calls`` empty and ``reminder`` None means the reply is the final answer. A
     ``reminder`` means the reply was neither an action nor an answer in the form this
-    harness expects; the loop sends it back to the model as a user message.
+    harness expects; the loop sends it back to the model as a user message. A
+    ``final_answer`` ends the turn with that text (a harness's explicit completion
+    signal, such as a ``submit`` command).
     """
 
     calls: list[ToolCall] = field(default_factory=list)
     reminder: str | None = None
+    final_answer: str | None = None
 
 
 class ToolRunner(Protocol):
@@ -81,6 +87,11 @@ class Harness(Protocol):
 
     name: str
     dialect: Dialect
+
+    def registry(self, base: ToolRegistry) -> ToolRegistry:
+        """The tools this harness's session runs, built over the session's ``base`` tools
+        (an emulated surface wraps them in adapters that still call ``base``)."""
+        ...
 
     def instructions(self, env: PromptEnv) -> str:
         """The system prompt."""

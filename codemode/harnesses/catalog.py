@@ -1,6 +1,8 @@
-"""Which harnesses exist, and the one a session uses."""
+"""Which harnesses exist, the one a session uses, and the default per model family."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from codemode.harnesses.base import Dialect, Harness
 
@@ -9,8 +11,43 @@ class UnknownHarnessError(ValueError):
     pass
 
 
+# Model family (ProviderInfo.family) -> the harness its models were trained in.
+FAMILY_DEFAULTS = {"kimi": "kimi-code", "qwen": "qwen-code", "anthropic": "claude-code"}
+DEFAULT_HARNESS = "native"
+
+
+@dataclass(frozen=True)
+class HarnessInfo:
+    name: str
+    dialects: tuple[str, ...]
+    description: str
+
+
 def harness_names() -> list[str]:
-    return ["native"]
+    from codemode.harnesses.spec import table_names
+
+    return ["native", *table_names()]
+
+
+def harness_infos() -> list[HarnessInfo]:
+    """Every harness with its dialects and a one-line description."""
+    from codemode.harnesses.spec import load_table, table_names
+
+    infos = [
+        HarnessInfo(
+            "native", ("classic", "code"), "codemode's own prompt and tools (shell, read_file, "
+            "write_file, list_dir, glob, grep, update_plan)"
+        )
+    ]
+    for name in table_names():
+        table = load_table(name)
+        infos.append(HarnessInfo(name, tuple(table.dialects), " ".join(table.description.split())))
+    return infos
+
+
+def default_harness(family: str | None) -> str:
+    """The harness for a model family when neither --harness nor config names one."""
+    return FAMILY_DEFAULTS.get((family or "").lower(), DEFAULT_HARNESS)
 
 
 def get_harness(name: str, dialect: Dialect) -> Harness:
@@ -19,4 +56,23 @@ def get_harness(name: str, dialect: Dialect) -> Harness:
         from codemode.harnesses.native import NativeHarness
 
         return NativeHarness(dialect)
-    raise UnknownHarnessError(f"unknown harness {name!r} (available: {', '.join(harness_names())})")
+    from codemode.harnesses.spec import load_table, table_names
+
+    if name not in table_names():
+        from codemode.harnesses.repair import closest_name
+
+        hint = closest_name(name, harness_names())
+        raise UnknownHarnessError(
+            f"unknown harness {name!r}{f' (did you mean {hint}?)' if hint else ''}; "
+            f"available: {', '.join(harness_names())}"
+        )
+    table = load_table(name)
+    if dialect not in table.dialects:
+        raise UnknownHarnessError(
+            f"harness {name!r} has no {dialect} dialect (it has: {', '.join(table.dialects)})"
+        )
+    from codemode.harnesses.table import TableHarness, TextHarness
+
+    if table.parser == "function_calls":
+        return TableHarness(table, dialect)
+    return TextHarness(table, dialect)

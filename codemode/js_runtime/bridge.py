@@ -75,6 +75,7 @@ class Bridge:
         limits: Limits | None = None,
         persistent: bool = False,
         globals: dict[str, Any] | None = None,
+        setup_scripts: list[str] | None = None,
     ) -> None:
         self.registry = registry
         self.context = context
@@ -82,6 +83,8 @@ class Bridge:
         self.limits = limits or Limits()
         self.persistent = persistent
         self.globals = dict(globals or {})
+        # Extra JavaScript run in each new isolate after the prelude (skill loader).
+        self.setup_scripts = list(setup_scripts or [])
         self._engine: Engine | None = None
         self._engine_loop: asyncio.AbstractEventLoop | None = None
 
@@ -109,6 +112,7 @@ class Bridge:
                 f"Object.defineProperty(globalThis, {json.dumps(name)}, "
                 f"{{value: JSON.parse({json.dumps(json.dumps(value))}), writable: true}});"
             )
+        setup.extend(self.setup_scripts)
         try:
             await engine.step("\n".join(setup), _remaining(deadline))
         except BaseException:

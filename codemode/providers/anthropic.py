@@ -129,7 +129,14 @@ def render_messages(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> l
 
 def _blocks(message: Message, tools: Sequence[ToolSpec]) -> tuple[str, list[dict[str, Any]]]:
     if isinstance(message, UserMessage):
-        return "user", [{"type": "text", "text": message.text}]
+        images = [
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": i.mime_type, "data": i.data},
+            }
+            for i in message.images
+        ]
+        return "user", [*images, {"type": "text", "text": message.text}]
     if isinstance(message, ToolResultMessage):
         block: dict[str, Any] = {
             "type": "tool_result",

@@ -51,9 +51,21 @@ class ToolCall(BaseModel):
     freeform: bool = False
 
 
+class ImageInput(BaseModel):
+    """An image attached to a user message, carried inline (base64)."""
+
+    mime_type: str
+    data: str  # base64
+
+    @property
+    def data_url(self) -> str:
+        return f"data:{self.mime_type};base64,{self.data}"
+
+
 class UserMessage(BaseModel):
     role: Literal["user"] = "user"
     text: str
+    images: list[ImageInput] = Field(default_factory=list)
 
 
 class AssistantMessage(BaseModel):
@@ -88,6 +100,9 @@ class ModelRequest(BaseModel):
     max_output_tokens: int | None = None
     temperature: float | None = None
     reasoning_effort: str | None = None
+    # A JSON Schema (strict-mode compatible) the final text must follow, for wires that
+    # can enforce it (responses: text.format); others ignore it.
+    output_schema: dict[str, Any] | None = None
 
 
 # --- what comes back -----------------------------------------------------------------

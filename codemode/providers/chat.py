@@ -117,7 +117,11 @@ def render_message(
     message: Message, tools: Sequence[ToolSpec], *, send_reasoning: bool = True
 ) -> dict[str, Any]:
     if isinstance(message, UserMessage):
-        return {"role": "user", "content": message.text}
+        if not message.images:
+            return {"role": "user", "content": message.text}
+        parts: list[dict[str, Any]] = [{"type": "text", "text": message.text}]
+        parts += [{"type": "image_url", "image_url": {"url": i.data_url}} for i in message.images]
+        return {"role": "user", "content": parts}
     if isinstance(message, ToolResultMessage):
         return {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
     item: dict[str, Any] = {"role": "assistant", "content": message.text or None}

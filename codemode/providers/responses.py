@@ -57,6 +57,15 @@ class ResponsesProvider(WireProvider):
             body["reasoning"] = {"effort": request.reasoning_effort, "summary": "auto"}
             # With store=false a reasoning item can only be sent back encrypted.
             body["include"] = ["reasoning.encrypted_content"]
+        if request.output_schema is not None:
+            body["text"] = {
+                "format": {
+                    "type": "json_schema",
+                    "name": "output",
+                    "schema": request.output_schema,
+                    "strict": True,
+                }
+            }
         return body
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
@@ -115,7 +124,8 @@ def render_input(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list
             items.append({
                 "type": "message",
                 "role": "user",
-                "content": [{"type": "input_text", "text": message.text}],
+                "content": [{"type": "input_text", "text": message.text}]
+                + [{"type": "input_image", "image_url": i.data_url} for i in message.images],
             })
         elif isinstance(message, ToolResultMessage):
             freeform = freeform_calls.get(message.call_id, message.freeform)

@@ -36,6 +36,7 @@ def sandbox_options(f: Callable[..., Any]) -> Callable[..., Any]:
         f"{DEFAULT_APPROVAL_POLICY}]",
     )(f)
     f = click.option(
+        "-s",
         "--sandbox",
         "sandbox_mode",
         type=click.Choice(SANDBOX_MODES),

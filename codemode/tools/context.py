@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from codemode.sandbox.session import SandboxSession
+    from codemode.tools.client import ToolClient
 
 
 class ToolError(Exception):
@@ -39,6 +40,8 @@ class ToolContext:
     # (a sandbox session has its own, from its settings).
     writable_roots: list[Path] = field(default_factory=list)
     sandbox: SandboxSession | None = None
+    # The user's editor (ACP), when a session has one: file I/O and approvals go there.
+    client: ToolClient | None = None
 
     def resolve(self, path: str | Path) -> Path:
         """Resolve ``path`` against the workspace; the result is absolute and normalised."""

@@ -92,7 +92,11 @@ def _read_file_sync(args: ReadFileArgs, ctx: ToolContext) -> ReadFileResult:
     data = path.read_bytes()
     if looks_binary(data):
         raise ToolError(f"read_file: {shown} looks like a binary file")
-    lines = split_lines(data.decode("utf-8", errors="replace"))
+    return _window(data.decode("utf-8", errors="replace"), shown, args)
+
+
+def _window(text: str, shown: str, args: ReadFileArgs) -> ReadFileResult:
+    lines = split_lines(text)
     total = len(lines)
     first = args.offset or 1
     # An empty file still has a "line 1" to start at, so offset 1 is always valid.
@@ -115,6 +119,15 @@ def _read_file_sync(args: ReadFileArgs, ctx: ToolContext) -> ReadFileResult:
 
 async def read_file(args: ReadFileArgs, ctx: ToolContext) -> ReadFileResult:
     """Read a text file, optionally a window of its lines."""
+    client = ctx.client
+    if client is not None and client.reads_files:
+        # The editor's copy, unsaved changes included.
+        path = ctx.resolve(args.path)
+        try:
+            text = await client.read_text(path)
+        except Exception as exc:
+            raise ToolError(f"read_file: {ctx.display(path)}: {exc}") from None
+        return _window(text, ctx.display(path), args)
     return await asyncio.to_thread(_read_file_sync, args, ctx)
 
 
@@ -150,8 +163,7 @@ class WriteFileResult(ToolResult):
     created: bool = Field(description="True if the file did not exist before.")
 
 
-def _write_file_sync(args: WriteFileArgs, ctx: ToolContext) -> WriteFileResult:
-    path = ctx.resolve_writable(args.path)
+def _write_file_sync(args: WriteFileArgs, ctx: ToolContext, path: Path) -> WriteFileResult:
     # Write through a symlink to its target rather than replacing the link itself;
     # resolve_writable has already checked that the target is writable.
     target = path.resolve() if path.is_symlink() else path
@@ -181,7 +193,46 @@ def _write_file_sync(args: WriteFileArgs, ctx: ToolContext) -> WriteFileResult:
 
 async def write_file(args: WriteFileArgs, ctx: ToolContext) -> WriteFileResult:
     """Create or overwrite a file inside the workspace, atomically."""
-    return await asyncio.to_thread(_write_file_sync, args, ctx)
+    path = await _writable(args.path, ctx)
+    client = ctx.client
+    if client is not None and client.writes_files:
+        created = not path.exists()
+        if path.is_dir():
+            raise ToolError(f"write_file: {ctx.display(path)} is a directory")
+        try:
+            await client.write_text(path, args.content)
+        except Exception as exc:
+            raise ToolError(f"write_file: {ctx.display(path)}: {exc}") from None
+        size = len(args.content.encode("utf-8"))
+        return WriteFileResult(path=ctx.display(path), bytes_written=size, created=created)
+    return await asyncio.to_thread(_write_file_sync, args, ctx, path)
+
+
+async def _writable(raw: str, ctx: ToolContext) -> Path:
+    """``raw`` resolved for writing. A path the roots refuse is put to the user when the
+    session has a client to ask; "always" makes its directory writable for the session."""
+    try:
+        return ctx.resolve_writable(raw)
+    except ToolError as refusal:
+        if ctx.client is None:
+            raise
+        from codemode.tools.client import ApprovalRequest
+
+        path = ctx.resolve(raw)
+        request = ApprovalRequest(
+            tool="write_file",
+            command=f"write {path}",
+            justification=str(refusal),
+            cwd=ctx.workspace,
+        )
+        choice = await ctx.client.approve(request)
+        if choice == "deny":
+            raise ToolError(f"write_file: the user declined writing {path}") from None
+        if choice == "always":
+            # The sandbox session, when there is one, keeps its own roots.
+            roots = ctx.sandbox.settings.writable_roots if ctx.sandbox else ctx.writable_roots
+            roots.append(path.parent)
+        return path
 
 
 WRITE_FILE = Tool(

@@ -40,7 +40,8 @@ class _Emitter:
             if doc:
                 lines.append(f"  /** {_doc(doc)} */")
             opt = "" if prop in required else "?"
-            lines.append(f"  {prop}{opt}: {self.type(sub, name + _pascal(prop))};")
+            key = prop if prop.isidentifier() else json.dumps(prop)  # e.g. "-i"
+            lines.append(f"  {key}{opt}: {self.type(sub, name + _pascal(prop))};")
         lines.append("}")
         self.interfaces[name] = "\n".join(lines)
         return name

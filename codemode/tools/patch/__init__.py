@@ -14,9 +14,23 @@ changed). ``intercept`` recognises ``apply_patch <<'EOF'`` sent to the shell too
 
 from __future__ import annotations
 
-from codemode.tools.patch.engine import PatchOutcome, apply_patch_text
+from typing import TYPE_CHECKING, Any
+
 from codemode.tools.patch.errors import PatchError
 from codemode.tools.patch.model import AddFile, Change, Chunk, DeleteFile, Patch, UpdateFile
+
+if TYPE_CHECKING:
+    from codemode.tools.patch.engine import PatchOutcome, apply_patch_text
+
+
+def __getattr__(name: str) -> Any:
+    # The engine (and lark with it) loads on first use, so that importing a light part
+    # of the package, such as ``intercept`` from the shell tool, stays cheap.
+    if name in ("PatchOutcome", "apply_patch_text"):
+        from codemode.tools.patch import engine
+
+        return getattr(engine, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "AddFile",

@@ -99,7 +99,7 @@ def apply_chunks(text: str, chunks: list[Chunk], shown: str) -> EditedText:
                 break
             anchor_at = found_at
         if missing is not None:
-            problems.append(_anchor_problem(label, missing, keys))
+            problems.append(_anchor_problem(label, missing, matcher))
             continue
         if not chunk.old_lines:
             at = len(keys)
@@ -112,7 +112,7 @@ def apply_chunks(text: str, chunks: list[Chunk], shown: str) -> EditedText:
             continue
         found = _locate(matcher, chunk, cursor, anchor_at, claimed)
         if found is None:
-            problems.append(_mismatch_problem(label, chunk, keys, anchor_at))
+            problems.append(_mismatch_problem(label, chunk, matcher, anchor_at))
             continue
         pos, ops = found
         length = sum(1 for op, _ in ops if op != "+")
@@ -229,20 +229,21 @@ def _build(lines: list[str], edits: list[Edit], usual: str) -> list[str]:
     return out
 
 
-def _anchor_problem(label: str, anchor: str, keys: list[str]) -> str:
+def _anchor_problem(label: str, anchor: str, matcher: Matcher) -> str:
     message = f"{label}: the '@@ {anchor}' line was not found in the file."
-    norm = [normalize(key) for key in keys]
-    close = difflib.get_close_matches(normalize(anchor), [k for k in norm if k], n=3, cutoff=0.6)
+    norm = matcher.normalized()
+    known = [text for text in dict.fromkeys(norm) if text][:20_000]
+    close = difflib.get_close_matches(normalize(anchor), known, n=3, cutoff=0.6)
     if close:
         shown = []
         for text in close:
             i = norm.index(text)
-            shown.append(f"{i + 1:>5} | {keys[i]}")
+            shown.append(f"{i + 1:>5} | {matcher.lines[i]}")
         message += "\nLines that look like it:\n" + "\n".join(shown)
     return message
 
 
-def _mismatch_problem(label: str, chunk: Chunk, keys: list[str], anchor_at: int | None) -> str:
+def _mismatch_problem(label: str, chunk: Chunk, matcher: Matcher, anchor_at: int | None) -> str:
     expected = chunk.old_lines
     where = ""
     if anchor_at is not None:
@@ -250,7 +251,7 @@ def _mismatch_problem(label: str, chunk: Chunk, keys: list[str], anchor_at: int 
     if chunk.at_end:
         where += " at the end of the file ('*** End of File')"
     message = f"{label}: these lines were not found{where}:\n{quote_lines(expected)}"
-    region = closest_region(keys, expected)
+    region = closest_region(matcher, expected)
     if region is None:
         return message + "\nNothing in the file resembles them."
     start, length = region
@@ -258,5 +259,5 @@ def _mismatch_problem(label: str, chunk: Chunk, keys: list[str], anchor_at: int 
     lines = f"line {end}" if length == 1 else f"lines {start + 1}-{end}"
     return (
         f"{message}\nThe closest text in the file, {lines}:\n"
-        f"{quote_lines(keys[start:end], first_number=start + 1)}"
+        f"{quote_lines(matcher.lines[start:end], first_number=start + 1)}"
     )

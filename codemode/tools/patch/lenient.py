@@ -27,11 +27,8 @@ class Unwrapped:
 
 def unwrap(text: str) -> Unwrapped:
     """The patch's own lines, with the wrapping around them removed."""
-    text = _unescape(text)
+    text = _unescape(text).replace("\r\n", "\n")
     lines = text.split("\n")
-    for i, line in enumerate(lines):
-        if line.endswith("\r"):
-            lines[i] = line[:-1]
     lo, hi = _trim(lines, 0, len(lines))
     workdir = None
     changed = True
@@ -54,12 +51,12 @@ def unwrap(text: str) -> Unwrapped:
             changed = True
         lo, hi = _trim(lines, lo, hi)
 
-    begins = [i for i in range(lo, hi) if _is(lines[i], "*** begin patch")]
-    if begins and begins[0] > lo:
-        lo = begins[0]  # prose or a fence before the patch
-    ends = [i for i in range(lo, hi) if _is(lines[i], "*** end patch")]
-    if begins and ends and ends[-1] < hi - 1:
-        hi = ends[-1] + 1  # prose or a fence after it
+    begin = next((i for i in range(lo, hi) if _is(lines[i], "*** begin patch")), None)
+    if begin is not None:
+        lo = begin  # past any prose or fence before the patch
+        end = next((i for i in range(hi - 1, lo, -1) if _is(lines[i], "*** end patch")), None)
+        if end is not None:
+            hi = end + 1  # and after it
     return Unwrapped(lines[lo:hi], lo + 1, workdir)
 
 

@@ -1,16 +1,16 @@
-"""Lines to tokens: one token per patch line, for the LALR parser.
+"""Lines to tokens for the LALR parser: one per marker line, one per run of change lines.
 
 This is where slips in low-cost model output are forgiven, because only here is each
 line seen with its neighbours:
 
 - markers padded with whitespace (`` *** Update File: a.py ``) and in any letter case;
-- a missing ``*** Begin Patch`` before the first file header, a missing ``*** End
-  Patch`` at the end, and two patches glued together (``*** End Patch`` directly
+- prose and a missing ``*** Begin Patch`` before the first file header, a missing
+  ``*** End Patch`` at the end, and two patches glued together (``*** End Patch`` directly
   followed by ``*** Begin Patch``);
 - in an updated file, a blank line is an empty context line (between chunks it is
   skipped), and a line without its leading space is a context line;
 - in an added file, blank lines between ``+`` lines are empty lines of the file;
-- ``@@ -12,3 +12,4 @@`` unified-diff hunk headers;
+- ``@@ -12,3 +12,4 @@`` unified-diff hunk headers, and ``@@ text @@`` closed like one;
 - paths wrapped in backticks or quotes.
 
 Inside a chunk, a line made of exactly one space and then marker text (`` *** End of
@@ -19,7 +19,10 @@ patched too. The last ``*** End Patch`` line always ends the patch.
 
 Each token's value is the line in canonical form (what ``apply_patch.lark`` accepts),
 its ``line`` the 1-based line number in the text the model sent, and its ``start_pos``
-its index in the token list (used to word parse errors).
+its index in the token list (used to word parse errors). Consecutive lines of one
+change type (``+``, ``-`` or `` ``) make one token whose value is those lines joined by
+newlines: the grammar reads them the same way (``change+``), and the parser takes one
+step per run instead of one per line.
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ from codemode.tools.patch.errors import PatchError
 State = Literal["start", "top", "add", "update", "chunk", "after_eof"]
 
 _MARKER = re.compile(
-    r"\*\*\*\s*(begin patch|end patch|end of file|add file|delete file|update file|move to)"
-    r"\s*(?::\s*(.*))?",
+    r"\*\*\*\s*(begin patch|end patch|end of file|add file|delete file|update file|move to)\b"
+    r"\s*:?\s*(.*)",
     re.IGNORECASE,
 )
 _HEADERS = {
@@ -45,6 +48,7 @@ _HEADERS = {
     "move to": ("MOVE_TO", "*** Move to: "),
 }
 _CHANGE_TYPES = {"+": "ADDED_LINE", "-": "REMOVED_LINE", " ": "CONTEXT_LINE"}
+_RUN_TYPES = frozenset(_CHANGE_TYPES.values())
 _NO_NEWLINE = "\\ No newline at end of file"
 
 
@@ -69,11 +73,32 @@ class _Lexer:
         self.tokens: list[Token] = []
         self.state: State = "start"
         self.blank_run: list[int] = []  # blank lines seen inside an added file
+        # Consecutive lines of one change type, not yet made a token.
+        self.run_kind: str | None = None
+        self.run_values: list[str] = []
+        self.run_start = 0
 
     def emit(self, kind: str, value: str, index: int) -> None:
+        if kind in _RUN_TYPES:
+            if kind != self.run_kind:
+                self.flush()
+                self.run_kind, self.run_start = kind, index
+            self.run_values.append(value)
+            return
+        self.flush()
         self.tokens.append(
             Token(kind, value, start_pos=len(self.tokens), line=self.first_line + index)
         )
+
+    def flush(self) -> None:
+        """Make the pending run of like lines one token (its value holds the lines
+        joined by newlines), so the parser handles a 5,000-line added file in one step."""
+        if self.run_kind is None:
+            return
+        value = "\n".join(self.run_values)
+        line = self.first_line + self.run_start
+        self.tokens.append(Token(self.run_kind, value, start_pos=len(self.tokens), line=line))
+        self.run_kind, self.run_values = None, []
 
     def run(self) -> list[Token]:
         lines = self.lines
@@ -82,6 +107,13 @@ class _Lexer:
         skip_begin = False
         for i in range(stop):
             raw = lines[i]
+            kind = self.plain_change(raw)
+            if kind is not None:  # the common case, kept cheap: a +, - or context line
+                if kind == self.run_kind:
+                    self.run_values.append(raw)
+                else:
+                    self.emit(kind, raw, i)
+                continue
             stripped = raw.strip()
             if skip_begin and stripped:
                 skip_begin = False
@@ -99,7 +131,22 @@ class _Lexer:
                 show_format=True,
             )
         self.emit("END_PATCH", "*** End Patch", end if end is not None else len(lines))
+        self.flush()
         return self.tokens
+
+    def plain_change(self, raw: str) -> str | None:
+        """The token type of a line that can only be a change line here, else None."""
+        first = raw[:1]
+        if self.state == "chunk":
+            if first in ("+", "-"):
+                return _CHANGE_TYPES[first]
+            if first == " " and (
+                raw[1:2] not in (" ", "\t") or not raw.lstrip().startswith(("***", "@@"))
+            ):
+                return "CONTEXT_LINE"
+        elif self.state == "add" and first == "+" and not self.blank_run:
+            return "ADDED_LINE"
+        return None
 
     def _begin_follows(self, i: int, stop: int) -> bool:
         for raw in self.lines[i + 1 : stop]:
@@ -122,9 +169,11 @@ class _Lexer:
         state = self.state
         if marker is not None:
             self.marker_line(i, raw, marker)
-        elif state in ("start", "top"):
+        elif state == "top":
             if stripped:
                 self.stray(i, raw)
+        elif state == "start":
+            pass  # prose before the first file header
         elif state == "add":
             if raw.startswith("+"):
                 for blank in self.blank_run:
@@ -151,6 +200,8 @@ class _Lexer:
         if stripped.startswith("@@") and (raw.startswith("@@") or not _one_space(raw, in_chunk)):
             rest = stripped[2:]
             anchor = rest[1:] if rest.startswith(" ") else rest
+            if anchor.endswith(" @@") and not anchor.startswith("-"):
+                anchor = anchor[:-3].rstrip()  # "@@ def f(): @@", closed like a diff header
             self.emit("CHUNK_HEADER", f"@@ {anchor}" if anchor.strip() else "@@", i)
             self.state = "chunk"
         elif not raw:
@@ -176,12 +227,12 @@ class _Lexer:
                 f"Line {self.first_line + i} of the patch: a second '*** Begin Patch' "
                 "inside the patch."
             )
-        if keyword == "unknown":
-            self.stray(i, raw)
         if self.state == "start":
             if keyword not in ("add file", "update file", "delete file"):
-                self.stray(i, raw)
+                return  # prose before the first file header
             self.emit("BEGIN_PATCH", "*** Begin Patch", i)
+        if keyword == "unknown":
+            self.stray(i, raw)
         if keyword == "end patch":
             self.emit("END_PATCH", "*** End Patch", i)
             self.state = "top"

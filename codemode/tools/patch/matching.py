@@ -55,6 +55,10 @@ class Matcher:
             lines = self._forms[level] = list(map(_COMPARISONS[level - 1], self.lines))
         return lines
 
+    def normalized(self) -> list[str]:
+        """The file's lines in the loosest form (see ``normalize``)."""
+        return self.form(len(_COMPARISONS))
+
     def find(
         self, pattern: list[str], start: int, *, at_end: bool = False, near: int | None = None
     ) -> int | None:
@@ -101,14 +105,17 @@ def _search(
 # Past this many lines of file, the error-message search samples candidate positions
 # from matching lines only (the exact search above has no such limit).
 _MAX_CANDIDATES = 2000
+# The most distinct lines compared one by one for similarity (difflib is slow).
+_MAX_SIMILAR = 20_000
 
 
-def closest_region(lines: list[str], pattern: list[str]) -> tuple[int, int] | None:
-    """(start, length) of the file region most like ``pattern``, or None if nothing
-    in the file resembles it."""
+def closest_region(matcher: Matcher, pattern: list[str]) -> tuple[int, int] | None:
+    """(start, length) of the region of ``matcher``'s file most like ``pattern``, or
+    None if nothing in the file resembles it."""
+    lines = matcher.lines
     if not lines or not pattern:
         return None
-    norm_file = [normalize(line) for line in lines]
+    norm_file = matcher.normalized()
     norm_pat = [normalize(line) for line in pattern]
     where: dict[str, list[int]] = {}
     for i, text in enumerate(norm_file):
@@ -120,7 +127,7 @@ def closest_region(lines: list[str], pattern: list[str]) -> tuple[int, int] | No
             candidates.add(i - j)
     if not candidates:
         # No line matches even loosely: look for lines that are merely similar.
-        keys = list(where)
+        keys = list(where)[:_MAX_SIMILAR]
         for j, text in enumerate(norm_pat):
             if not text:
                 continue

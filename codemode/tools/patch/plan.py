@@ -24,6 +24,8 @@ from codemode.tools.patch.model import AddFile, Change, DeleteFile, Patch, Updat
 
 # A NUL byte this early marks a binary file, as git and grep decide it.
 _BINARY_SNIFF = 8192
+# Problems listed in one error; past this the rest are counted, to spare the context.
+_MAX_PROBLEMS = 10
 _RETRY = (
     "Re-read the files named above, copy context lines exactly as they are, and send "
     "the whole patch again (none of it was applied)."
@@ -40,6 +42,9 @@ class _Entry:
 
 @dataclass
 class Plan:
+    """A checked patch, ready to commit: what to remove and write, what to restore if a
+    write fails, and what to report."""
+
     changes: list[Change] = field(default_factory=list)
     diff: str = ""
     removals: list[Removal] = field(default_factory=list)
@@ -48,13 +53,15 @@ class Plan:
 
 
 class _DirectoryMarker:
-    pass
+    """Stands for a path that is a directory (which no operation may replace)."""
 
 
 _DIRECTORY = _DirectoryMarker()
 
 
 class Planner:
+    """Walks a patch's operations over an in-memory view of the files they touch."""
+
     def __init__(self, base: Path, ctx: ToolContext) -> None:
         self.base = base
         self.ctx = ctx
@@ -249,9 +256,12 @@ class Planner:
             else:
                 self.update(op)
         if self.problems:
+            problems = self.problems[:_MAX_PROBLEMS]
+            if len(self.problems) > _MAX_PROBLEMS:
+                problems.append(f"... and {len(self.problems) - _MAX_PROBLEMS} more problems.")
             if self.chunk_failed:
-                self.problems.append(_RETRY)
-            raise PatchError(self.problems)
+                problems.append(_RETRY)
+            raise PatchError(problems)
         result = Plan(changes=self.changes, diff="".join(self.diffs))
         for path, entry in self.view.items():
             original = self.disk.get(path)

@@ -35,14 +35,18 @@ _DEV_NULL = "/dev/null"
 def looks_unified(lines: list[str]) -> bool:
     """Whether ``lines`` read as a unified diff rather than an apply_patch patch."""
     for i, line in enumerate(lines):
-        stripped = line.strip()
-        if stripped.startswith("***") and not stripped.startswith("*** /"):
+        if line.strip().startswith("***"):
             return False  # an apply_patch marker comes first
-        if line.startswith("diff --git "):
-            return True
-        if line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
+        if _starts_section(lines, i):
             return True
     return False
+
+
+def _starts_section(lines: list[str], i: int) -> bool:
+    line = lines[i]
+    if line.startswith("diff --git "):
+        return True
+    return line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
 
 
 def parse_unified(lines: list[str], first_line: int = 1) -> Patch:
@@ -77,6 +81,8 @@ class _Reader:
         lines = self.lines
         # What the last "diff --git" header announced, until a "---" section settles it.
         git: dict[str, str] | None = None
+        while self.i < len(lines) and not _starts_section(lines, self.i):
+            self.i += 1  # prose before the diff
         while self.i < len(lines):
             line = lines[self.i]
             if m := _GIT_HEADER.fullmatch(line):

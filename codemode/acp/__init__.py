@@ -1,0 +1,1 @@
+"""``interpreter acp``: the agent for editors, over the Agent Client Protocol on stdio."""

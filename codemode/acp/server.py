@@ -1,0 +1,283 @@
+"""The ACP agent: sessions, prompt turns, cancellation, over stdio.
+
+One ACP session is one of our ``Session`` objects (recorded like any other, so
+``interpreter resume`` can continue it). Its events are mapped to session updates and
+sent in order by one sender task per session; a prompt returns only after everything
+its turn produced has been sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp.schema import (
+    AgentCapabilities,
+    ClientCapabilities,
+    Implementation,
+    InitializeResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+)
+from pydantic import BaseModel
+
+from codemode.acp.client import AcpApprover, AcpToolClient
+from codemode.acp.updates import UpdateMapper, history_updates
+from codemode.agent.loop import Session
+from codemode.providers.base import ImageInput, UserMessage
+
+
+@dataclass
+class AcpOptions:
+    """What ``interpreter acp`` was started with; applies to every session."""
+
+    overrides: list[str] = field(default_factory=list)
+    model: str | None = None
+    provider: str | None = None
+    code_mode: bool | None = None
+
+
+class _Live:
+    """One ACP session: our session, its update sender, and the running turn."""
+
+    def __init__(self, conn: Any, session: Session, cwd: str) -> None:
+        self.conn = conn
+        self.session = session
+        self.mapper = UpdateMapper(cwd)
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.sender = asyncio.create_task(self._send())
+        self.turn: asyncio.Task[Any] | None = None
+
+    def on_event(self, event: BaseModel) -> None:
+        for update in self.mapper.updates(event):
+            self.queue.put_nowait(update)
+
+    async def _send(self) -> None:
+        while True:
+            update = await self.queue.get()
+            try:
+                await self.conn.session_update(session_id=self.session.id, update=update)
+            except Exception:  # a client that went away: nothing left to tell
+                pass
+            finally:
+                self.queue.task_done()
+
+    async def flush(self) -> None:
+        await self.queue.join()
+
+    async def close(self) -> None:
+        if self.turn is not None:
+            self.turn.cancel()
+            with contextlib.suppress(BaseException):
+                await self.turn
+        self.sender.cancel()
+        with contextlib.suppress(BaseException):
+            await self.sender
+        self.session.runner.close()
+        if self.session.rollout is not None:
+            self.session.rollout.close()
+        await self.session.provider.aclose()
+
+
+def _invalid(message: str) -> RequestError:
+    """Invalid params, with the specific problem as the error message."""
+    return RequestError(-32602, message, {"message": message})
+
+
+def prompt_input(blocks: list[Any]) -> tuple[str, list[ImageInput]]:
+    """The text and images of an ACP prompt. Linked resources are named in the text;
+    embedded ones are included in it."""
+    parts: list[str] = []
+    images: list[ImageInput] = []
+    for block in blocks:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            parts.append(block.text)
+        elif kind == "image":
+            images.append(ImageInput(mime_type=block.mime_type, data=block.data))
+        elif kind == "resource_link":
+            parts.append(f"[{block.name}]({block.uri})")
+        elif kind == "resource":
+            res = block.resource
+            text = getattr(res, "text", None)
+            if text is None:
+                blob = base64.b64decode(getattr(res, "blob", "") or "")
+                text = f"({len(blob)} bytes of binary content)"
+            parts.append(f'<context uri="{res.uri}">\n{text}\n</context>')
+    return "\n\n".join(parts), images
+
+
+class CodemodeAcpAgent:
+    """The ``acp.Agent`` implementation."""
+
+    def __init__(self, options: AcpOptions) -> None:
+        self.options = options
+        self.conn: Any = None
+        self.capabilities = ClientCapabilities()
+        self.sessions: dict[str, _Live] = {}
+
+    def on_connect(self, conn: Any) -> None:
+        self.conn = conn
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        from codemode.agent.build import _cli_version
+
+        self.capabilities = client_capabilities or ClientCapabilities()
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
+            ),
+            agent_info=Implementation(
+                name="codemode", title="codemode", version=_cli_version() or "0"
+            ),
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
+        return None
+
+    async def new_session(
+        self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> NewSessionResponse:
+        live = self._open(cwd, mcp_servers, None)
+        return NewSessionResponse(session_id=live.session.id)
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> LoadSessionResponse:
+        """Continue a recorded session; its conversation is sent to the client first."""
+        from codemode.agent.rollout import SESSIONS_DIR, RolloutError, find_session, read_session
+        from codemode.config import codemode_home
+
+        if session_id in self.sessions:
+            raise _invalid(f"session {session_id} is open")
+        try:
+            recorded = read_session(find_session(codemode_home() / SESSIONS_DIR, session_id))
+        except RolloutError as exc:
+            raise _invalid(str(exc)) from None
+        live = self._open(cwd, mcp_servers, recorded)
+        prompts = set(recorded.prompt_indexes)
+        for index, message in enumerate(recorded.messages):
+            if isinstance(message, UserMessage) and index not in prompts:
+                continue  # reminders and retries the harness added
+            for update in history_updates(message):
+                live.queue.put_nowait(update)
+        await live.flush()
+        return LoadSessionResponse()
+
+    def _open(self, cwd: str, mcp_servers: list[Any] | None, recorded: Any) -> _Live:
+        from codemode.agent.build import SessionOptions, build_session
+        from codemode.config import ConfigError, load_config
+        from codemode.harnesses.catalog import UnknownHarnessError
+
+        workspace = Path(cwd)
+        if mcp_servers:
+            names = ", ".join(str(getattr(m, "name", "?")) for m in mcp_servers)
+            print(f"codemode acp: MCP servers from the client are not started: {names}",
+                  file=sys.stderr)
+        if not workspace.is_dir():
+            raise _invalid(f"cwd is not a directory: {cwd}")
+        listener: list[_Live] = []
+        try:
+            config = load_config(self.options.overrides)
+            session = build_session(
+                config,
+                SessionOptions(
+                    cwd=workspace,
+                    overrides=self.options.overrides,
+                    model=self.options.model,
+                    provider=self.options.provider,
+                    code_mode=self.options.code_mode,
+                ),
+                [lambda event: listener[0].on_event(event)],
+                resume=recorded,
+            )
+        except (ConfigError, UnknownHarnessError) as exc:
+            raise _invalid(str(exc)) from None
+        live = _Live(self.conn, session, str(workspace.resolve()))
+        listener.append(live)
+        approver = AcpApprover(
+            self.conn, session.id, open_call_for=live.mapper.open_call_for, flush=live.flush
+        )
+        session.runner.context.client = AcpToolClient(
+            self.conn, session.id, self.capabilities.fs, approver
+        )
+        if session.runner.context.sandbox is not None:
+            # Commands the execpolicy marks `prompt` are asked about in the editor too.
+            session.runner.context.sandbox.approver = approver
+        self.sessions[session.id] = live
+        return live
+
+    def _live(self, session_id: str) -> _Live:
+        live = self.sessions.get(session_id)
+        if live is None:
+            raise _invalid(f"no session {session_id!r}")
+        return live
+
+    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+        live = self._live(session_id)
+        if live.turn is not None:
+            raise RequestError(-32600, "a turn is already running")
+        text, images = prompt_input(prompt)
+        if not text.strip() and not images:
+            raise _invalid("the prompt has no text or image content")
+        turn = asyncio.create_task(live.session.run_turn(text, images))
+        live.turn = turn
+        try:
+            await asyncio.wait({turn})
+        finally:
+            live.turn = None
+        await live.flush()
+        if turn.cancelled():
+            return PromptResponse(stop_reason="cancelled")
+        result = turn.result()
+        if result.ok:
+            return PromptResponse(stop_reason="end_turn")
+        if result.error and "model requests without a final answer" in result.error:
+            return PromptResponse(stop_reason="max_turn_requests")
+        raise RequestError(-32603, result.error or "the turn failed")
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        live = self.sessions.get(session_id)
+        if live is not None and live.turn is not None:
+            live.turn.cancel()
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> None:
+        raise RequestError.method_not_found("session/set_mode")
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+    async def close(self) -> None:
+        for live in list(self.sessions.values()):
+            await live.close()
+        self.sessions.clear()
+
+
+async def serve(options: AcpOptions) -> None:
+    """Run the agent on stdin/stdout until the client closes the connection."""
+    from acp import run_agent
+
+    agent = CodemodeAcpAgent(options)
+    try:
+        await run_agent(agent)
+    finally:
+        await agent.close()

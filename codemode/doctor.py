@@ -1,0 +1,296 @@
+"""``interpreter doctor``: where user data lives, and whether this machine has what the
+agent needs. Every check that finds something missing says how to fix it.
+
+Only reads and probes: it never creates a file or changes a setting.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+Status = Literal["ok", "info", "warn", "error"]
+
+RULES_DIR = "rules"
+SESSIONS_DIR = "sessions"
+MIN_NODE_MAJOR = 18
+
+
+@dataclass
+class Check:
+    section: str
+    label: str
+    status: Status
+    detail: str
+    fix: str | None = None
+
+
+@dataclass
+class Report:
+    checks: list[Check] = field(default_factory=list)
+
+    def add(self, *args: object, **kwargs: object) -> None:
+        self.checks.append(Check(*args, **kwargs))  # type: ignore[arg-type]
+
+    @property
+    def problems(self) -> list[Check]:
+        return [c for c in self.checks if c.status in ("warn", "error")]
+
+
+# --- user data -------------------------------------------------------------------------
+
+
+def _count(directory: Path, pattern: str) -> int:
+    try:
+        return sum(1 for _ in directory.glob(pattern))
+    except OSError:
+        return 0
+
+
+def user_data(report: Report, cwd: Path) -> None:
+    from codemode.agent.instructions import DOC_NAME, project_docs, repository_root
+    from codemode.config import CONFIG_FILE, ConfigError, codemode_home, load_config
+    from codemode.skills.discovery import discover_skills
+
+    home = codemode_home()
+    where = "$CODEMODE_HOME" if os.environ.get("CODEMODE_HOME") else "default"
+    report.add("data", "home", "info", f"{home} ({where}; set CODEMODE_HOME to move it)")
+
+    config_path = home / CONFIG_FILE
+    try:
+        config = load_config()
+    except ConfigError as exc:
+        report.add("data", "config", "error", str(exc), f"edit {config_path}")
+        config = None
+    else:
+        state = "found" if config_path.is_file() else "not created yet (defaults apply)"
+        report.add("data", "config", "ok", f"{config_path}: {state}")
+
+    rules = [home / RULES_DIR, cwd / ".codemode" / RULES_DIR]
+    for directory in rules:
+        n = _count(directory, "*.rules")
+        label = "rules (user)" if directory == rules[0] else "rules (repo)"
+        report.add("data", label, "info", f"{directory}: {n} .rules file{'s' if n != 1 else ''}")
+
+    sessions = home / SESSIONS_DIR
+    n = _count(sessions, "*.jsonl")
+    report.add("data", "sessions", "info", f"{sessions}: {n} recorded")
+
+    skills = discover_skills(cwd)
+    for directory, scope in skills.searched:
+        found = [s for s in skills.skills if s.directory.parent == directory]
+        state = f"{len(found)} skill{'s' if len(found) != 1 else ''}" if directory.is_dir() else (
+            "none (folder absent)"
+        )
+        report.add("data", f"skills ({scope})", "info", f"{directory}: {state}")
+    for problem in skills.problems:
+        report.add(
+            "data", "skills", "warn", f"{problem.path}: {problem.message}",
+            f"fix the front matter of {problem.path} (name and description)",
+        )
+
+    max_chars = config.project_doc_max_chars if config else 32_000
+    docs = project_docs(cwd, home, max_chars)
+    root = repository_root(cwd.resolve())
+    if docs:
+        for label, text in docs:
+            report.add("data", "AGENTS.md", "ok", f"{label} ({len(text)} characters)")
+    else:
+        report.add(
+            "data", "AGENTS.md", "info",
+            f"none found (looked in {home / DOC_NAME} and from {root or cwd} down to {cwd})",
+        )
+
+
+# --- environment -----------------------------------------------------------------------
+
+
+def _run(argv: list[str], timeout: float = 10) -> tuple[int, str]:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return -1, str(exc)
+    return proc.returncode, (proc.stdout + proc.stderr).strip()
+
+
+def bubblewrap(report: Report) -> None:
+    exe = shutil.which("bwrap")
+    if exe is None:
+        report.add(
+            "environment", "bubblewrap", "warn", "bwrap not found: shell commands cannot be "
+            "confined (read-only and workspace-write sandbox modes)",
+            "install it: sudo apt-get install bubblewrap (Fedora: sudo dnf install bubblewrap)",
+        )
+        return
+    code, out = _run([exe, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net",
+                      "--die-with-parent", "--", "true"])
+    if code != 0:
+        report.add(
+            "environment", "bubblewrap", "warn", f"{exe} is installed but cannot create a "
+            f"sandbox here: {out.splitlines()[-1] if out else 'failed'}",
+            "allow unprivileged user namespaces: sudo sysctl -w kernel.unprivileged_userns_clone=1"
+            " (Ubuntu 24.04+: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0); "
+            "in a container, run it with --privileged or a seccomp profile allowing clone",
+        )
+        return
+    report.add("environment", "bubblewrap", "ok", f"{exe} works")
+
+
+def seccomp(report: Report) -> None:
+    lib = ctypes.util.find_library("seccomp")
+    if lib is None:
+        report.add(
+            "environment", "seccomp", "warn", "libseccomp not found: network and ptrace "
+            "system calls cannot be filtered",
+            "install it: sudo apt-get install libseccomp2 (Fedora: sudo dnf install libseccomp)",
+        )
+        return
+    try:
+        import pyseccomp  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        report.add(
+            "environment", "seccomp", "warn", f"{lib} found, but the pyseccomp module is not "
+            "installed in this Python", "install it into codemode's Python: pip install pyseccomp",
+        )
+        return
+    report.add("environment", "seccomp", "ok", f"{lib} with pyseccomp")
+
+
+def landlock(report: Report) -> None:
+    try:
+        lsms = Path("/sys/kernel/security/lsm").read_text().strip().split(",")
+    except OSError:
+        report.add("environment", "landlock", "info", "cannot tell (no /sys/kernel/security/lsm)")
+        return
+    if "landlock" in lsms:
+        report.add("environment", "landlock", "ok", "enabled in the kernel")
+    else:
+        report.add(
+            "environment", "landlock", "info", f"not enabled (LSMs: {', '.join(lsms)}); "
+            "bubblewrap still confines writes",
+            "optional: boot with lsm=landlock,... (kernel 5.13+)",
+        )
+
+
+def node(report: Report) -> None:
+    exe = shutil.which("node")
+    npx = shutil.which("npx")
+    if exe is None:
+        report.add(
+            "environment", "node", "warn", "node not found: MCP servers started with npx or "
+            "node will not run", f"install Node.js {MIN_NODE_MAJOR} or newer "
+            "(https://nodejs.org, or sudo apt-get install nodejs npm)",
+        )
+        return
+    code, out = _run([exe, "--version"])
+    version = out.lstrip("v")
+    try:
+        major = int(version.split(".")[0])
+    except ValueError:
+        major = 0
+    if code != 0 or major < MIN_NODE_MAJOR:
+        report.add(
+            "environment", "node", "warn", f"{exe} is {out or 'not runnable'}; MCP servers "
+            f"usually need Node.js {MIN_NODE_MAJOR}+", f"upgrade Node.js to {MIN_NODE_MAJOR}+",
+        )
+        return
+    extra = "" if npx else " (npx missing: install npm for npx-launched MCP servers)"
+    report.add("environment", "node", "ok" if npx else "warn", f"{exe} v{version}{extra}",
+               None if npx else "install npm: sudo apt-get install npm")
+
+
+def engines(report: Report) -> None:
+    import sys
+
+    report.add("environment", "python", "info", f"{sys.version.split()[0]} ({sys.executable})")
+    for module, label in (("quickjs", "quickjs-ng"), ("py_mini_racer", "V8 (mini-racer)")):
+        try:
+            __import__(module)
+        except Exception as exc:  # a broken wheel raises more than ImportError
+            report.add("environment", label, "error", f"cannot import {module}: {exc}",
+                       "reinstall codemode: pip install --force-reinstall codemode")
+        else:
+            report.add("environment", label, "ok", "importable")
+
+
+def provider_keys(report: Report) -> None:
+    from codemode.config import ConfigError, load_config
+    from codemode.providers.catalog import builtin_providers
+
+    try:
+        config = load_config()
+    except ConfigError:
+        config = None
+    chosen = config.model_provider if config else None
+    catalog = {name: info.env_key for name, info in builtin_providers().items()}
+    if config:
+        for name, table in config.model_providers.items():
+            if "env_key" in table:
+                catalog[name] = table["env_key"] or None
+    if chosen is None:
+        report.add(
+            "providers", "model_provider", "warn", "none configured",
+            "set model_provider = \"NAME\" in config.toml, or pass --provider NAME",
+        )
+    elif chosen not in catalog and not (config and chosen in config.model_providers):
+        report.add("providers", "model_provider", "error", f"{chosen!r} is not a known provider",
+                   f"define [model_providers.{chosen}] with base_url and wire_api")
+    by_key: dict[str, list[str]] = {}
+    for name, env_key in catalog.items():
+        if env_key:
+            by_key.setdefault(env_key, []).append(name)
+    for env_key, names in sorted(by_key.items()):
+        present = bool(os.environ.get(env_key, "").strip())
+        used = chosen in names
+        label = env_key
+        who = ", ".join(sorted(names))
+        if present:
+            report.add("providers", label, "ok", f"set (for {who})")
+        elif used:
+            report.add("providers", label, "error", f"not set, and {chosen} needs it",
+                       f"export {env_key}=... (the key for {chosen})")
+        else:
+            report.add("providers", label, "info", f"not set (needed only for {who})")
+    keyless = sorted(name for name, env_key in catalog.items() if not env_key)
+    report.add("providers", "no key needed", "info", ", ".join(keyless))
+
+
+def run_checks(cwd: Path) -> Report:
+    """Every check, in the order they are printed."""
+    cwd = cwd.resolve()
+    report = Report()
+    user_data(report, cwd)
+    bubblewrap(report)
+    seccomp(report)
+    landlock(report)
+    node(report)
+    engines(report)
+    provider_keys(report)
+    return report
+
+
+_MARKS = {"ok": "ok  ", "info": "    ", "warn": "warn", "error": "FAIL"}
+_TITLES = {"data": "User data", "environment": "Environment", "providers": "Provider keys"}
+
+
+def render(report: Report) -> str:
+    lines: list[str] = []
+    section = None
+    width = max(len(c.label) for c in report.checks)
+    for check in report.checks:
+        if check.section != section:
+            section = check.section
+            lines.append(("" if not lines else "\n") + _TITLES.get(section, section))
+        lines.append(f"  {_MARKS[check.status]}  {check.label.ljust(width)}  {check.detail}")
+        if check.fix and check.status != "ok":
+            lines.append(f"        {' ' * width}  fix: {check.fix}")
+    problems = len(report.problems)
+    lines.append(
+        f"\n{problems} problem{'s' if problems != 1 else ''} found" if problems else "\nall good"
+    )
+    return "\n".join(lines)

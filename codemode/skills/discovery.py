@@ -1,0 +1,175 @@
+"""Finding skills: ``.agents/skills/`` in the repository and ``~/.agents/skills/``.
+
+A skill is a folder holding ``SKILL.md``: YAML front matter with ``name`` and
+``description``, then a Markdown body of instructions. Only names and descriptions are
+shown to the model up front; the body (and any ``.js`` helpers in the folder) are read
+when the model asks for them. A malformed ``SKILL.md`` becomes a ``SkillProblem`` naming
+the file and what is wrong, and the other skills still load.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+SKILL_FILE = "SKILL.md"
+SKILLS_DIR = Path(".agents") / "skills"
+NAME_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+MAX_NAME = 64
+MAX_DESCRIPTION = 1024
+# Folders inside a skill that never hold helpers worth offering.
+_SKIP_DIRS = {"node_modules", ".git"}
+
+Scope = Literal["repo", "user"]
+
+
+@dataclass(frozen=True)
+class Skill:
+    """A skill found on disk; the body is read on demand, not at discovery."""
+
+    name: str
+    description: str
+    directory: Path
+    scope: Scope
+    # Helper name (path inside the skill folder, without ".js") -> file.
+    helpers: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def skill_file(self) -> Path:
+        return self.directory / SKILL_FILE
+
+    def body(self) -> str:
+        """The instructions after the front matter."""
+        text = self.skill_file.read_text(encoding="utf-8", errors="replace")
+        return split_front_matter(text)[1].strip()
+
+
+@dataclass(frozen=True)
+class SkillProblem:
+    path: Path
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+@dataclass
+class SkillSet:
+    skills: list[Skill] = field(default_factory=list)
+    problems: list[SkillProblem] = field(default_factory=list)
+    # Directories searched, in order, with their scope.
+    searched: list[tuple[Path, Scope]] = field(default_factory=list)
+
+    def get(self, name: str) -> Skill | None:
+        return next((s for s in self.skills if s.name == name), None)
+
+
+class FrontMatterError(ValueError):
+    pass
+
+
+def split_front_matter(text: str) -> tuple[str | None, str]:
+    """(front matter, body). The front matter is the block between a first line ``---``
+    and the next line ``---``; None when the file does not start with one."""
+    lines = text.lstrip("\ufeff").splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        return None, text
+    for i, line in enumerate(lines[1:], start=1):
+        if line.strip() == "---":
+            return "".join(lines[1:i]), "".join(lines[i + 1 :])
+    raise FrontMatterError("front matter starts with --- but never ends (no closing --- line)")
+
+
+def parse_skill_file(path: Path) -> tuple[str, str]:
+    """(name, description) from ``path``; raises FrontMatterError saying what is wrong."""
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise FrontMatterError("not UTF-8 text") from None
+    front, _ = split_front_matter(text)
+    if front is None:
+        raise FrontMatterError("no front matter: the file must start with a --- line")
+    try:
+        data = yaml.safe_load(front)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 2})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise FrontMatterError(f"front matter is not valid YAML{where}: {problem}") from None
+    if not isinstance(data, dict):
+        raise FrontMatterError("front matter must be a mapping with name and description")
+    name, description = data.get("name"), data.get("description")
+    if name is None:
+        raise FrontMatterError('missing "name" in the front matter')
+    if not isinstance(name, str) or not NAME_PATTERN.match(name) or len(name) > MAX_NAME:
+        raise FrontMatterError(
+            f'"name" must be lowercase letters, digits and hyphens, at most {MAX_NAME} '
+            f"characters; got {name!r}"
+        )
+    if description is None:
+        raise FrontMatterError('missing "description" in the front matter')
+    if not isinstance(description, str) or not description.strip():
+        raise FrontMatterError('"description" must be a non-empty string')
+    if len(description) > MAX_DESCRIPTION:
+        raise FrontMatterError(
+            f'"description" is {len(description)} characters, over {MAX_DESCRIPTION}'
+        )
+    return name, " ".join(description.split())
+
+
+def find_helpers(directory: Path) -> dict[str, Path]:
+    """``.js`` files in a skill folder, named by their path without the extension."""
+    helpers: dict[str, Path] = {}
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+        for name in sorted(files):
+            if name.endswith(".js"):
+                path = Path(root) / name
+                helpers[path.relative_to(directory).with_suffix("").as_posix()] = path
+    return helpers
+
+
+def user_skills_dir() -> Path:
+    """``~/.agents/skills`` (``$HOME`` decides where ``~`` is)."""
+    return Path.home() / SKILLS_DIR
+
+
+def repo_skills_dirs(cwd: Path) -> list[Path]:
+    """``.agents/skills`` in each directory from the repository root down to ``cwd``,
+    outermost first (a subproject may add its own)."""
+    from codemode.agent.instructions import repository_root
+
+    cwd = cwd.resolve()
+    root = repository_root(cwd) or cwd
+    chain = [cwd, *cwd.parents]
+    return [d / SKILLS_DIR for d in reversed(chain[: chain.index(root) + 1])]
+
+
+def discover_skills(cwd: Path, *, user_dir: Path | None = None) -> SkillSet:
+    """Every skill visible from ``cwd``. A repository skill hides a user skill of the
+    same name (the repository knows its own conventions better)."""
+    found = SkillSet()
+    places: list[tuple[Path, Scope]] = [(user_dir or user_skills_dir(), "user")]
+    places += [(d, "repo") for d in repo_skills_dirs(cwd)]
+    by_name: dict[str, Skill] = {}
+    for base, scope in places:
+        found.searched.append((base, scope))
+        if not base.is_dir():
+            continue
+        for entry in sorted(base.iterdir()):
+            skill_file = entry / SKILL_FILE
+            if not entry.is_dir() or not skill_file.is_file():
+                continue
+            try:
+                name, description = parse_skill_file(skill_file)
+            except (FrontMatterError, OSError) as exc:
+                found.problems.append(SkillProblem(skill_file, str(exc)))
+                continue
+            by_name[name] = Skill(name, description, entry, scope, find_helpers(entry))
+    found.skills = sorted(by_name.values(), key=lambda s: s.name)
+    return found

@@ -1,0 +1,85 @@
+"""``load_skill``: the model reads a skill's instructions, or one of its ``.js`` helpers.
+
+Registered in a session only when skills were found. In code mode a program loads a
+helper with ``await skills.require(SKILL, HELPER)`` (see ``loader.js``), which calls this
+tool for the source, so the read is an ordinary, reported tool call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from pydantic import Field
+
+from codemode.skills.discovery import SkillSet
+from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
+
+MAX_HELPER_BYTES = 512 * 1024
+
+
+class LoadSkillArgs(StrictArgs):
+    name: str = Field(description="The skill's name, as listed under Skills.")
+    helper: str | None = Field(
+        default=None,
+        description="A .js helper of the skill (its path without .js) to get the source of; "
+        "omit to get the skill's instructions.",
+    )
+
+
+class LoadSkillResult(ToolResult):
+    name: str = Field(description="The skill.")
+    path: str = Field(description="The file that was read.")
+    instructions: str | None = Field(
+        default=None, description="The skill's instructions (when no helper was asked for)."
+    )
+    helpers: list[str] = Field(
+        default_factory=list, description="The skill's .js helpers, by name."
+    )
+    source: str | None = Field(default=None, description="The helper's source (with helper).")
+
+
+def skill_tool(skills: SkillSet) -> Tool:
+    """The ``load_skill`` tool over the skills found for one session."""
+
+    def load(args: LoadSkillArgs) -> LoadSkillResult:
+        skill = skills.get(args.name)
+        if skill is None:
+            known = ", ".join(s.name for s in skills.skills) or "none"
+            raise ToolError(f"load_skill: no skill named {args.name!r} (skills: {known})")
+        helpers = sorted(skill.helpers)
+        if args.helper is None:
+            return LoadSkillResult(
+                name=skill.name,
+                path=str(skill.skill_file),
+                instructions=skill.body(),
+                helpers=helpers,
+            )
+        helper = args.helper.removesuffix(".js")
+        path = skill.helpers.get(helper)
+        if path is None:
+            listed = ", ".join(helpers) or "none"
+            raise ToolError(
+                f"load_skill: skill {skill.name!r} has no helper {helper!r} (helpers: {listed})"
+            )
+        if path.stat().st_size > MAX_HELPER_BYTES:
+            raise ToolError(f"load_skill: {path} is over {MAX_HELPER_BYTES} bytes")
+        return LoadSkillResult(
+            name=skill.name,
+            path=str(path),
+            helpers=helpers,
+            source=path.read_text(encoding="utf-8", errors="replace"),
+        )
+
+    async def handler(args: LoadSkillArgs, ctx: ToolContext) -> LoadSkillResult:
+        return await asyncio.to_thread(load, args)
+
+    return Tool(
+        name="load_skill",
+        description=(
+            "Load a skill listed under Skills: returns its instructions (follow them) and "
+            "the names of its .js helpers. With helper, returns that helper's source."
+        ),
+        args_model=LoadSkillArgs,
+        result_model=LoadSkillResult,
+        handler=handler,
+    )

@@ -1,0 +1,91 @@
+"""The ``edit`` tool: replace an exact piece of text in a file.
+
+Many agents edit by naming the text to change rather than by patch: the emulated
+harnesses (``Edit{file_path, old_string, new_string, replace_all}`` and its relatives)
+all land here. The old text must match exactly once unless ``replace_all`` is set, so
+an ambiguous edit is refused instead of changing the wrong place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from pydantic import Field
+
+from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
+from codemode.tools.files import WriteFileArgs, write_file
+
+
+class EditArgs(StrictArgs):
+    path: str = Field(description="File to edit, relative to the workspace or absolute.")
+    old_string: str = Field(
+        description="The exact text to replace, whitespace included. Empty creates the file "
+        "with new_string as its content (only when the file does not exist)."
+    )
+    new_string: str = Field(description="The text to put in its place.")
+    replace_all: bool = Field(
+        default=False, description="Replace every occurrence instead of exactly one."
+    )
+
+
+class EditResult(ToolResult):
+    path: str = Field(description="The file edited, relative to the workspace.")
+    replacements: int = Field(description="How many occurrences were replaced.")
+    created: bool = Field(description="True when the edit created the file.")
+
+
+def _plan_edit(args: EditArgs, ctx: ToolContext) -> tuple[str, EditResult]:
+    """The file's new content and the result to report, or a ToolError."""
+    path = ctx.resolve(args.path)
+    shown = ctx.display(path)
+    if args.old_string == "":
+        if path.exists():
+            raise ToolError(
+                f"edit: old_string is empty but {shown} exists; give the text to replace"
+            )
+        return args.new_string, EditResult(path=shown, replacements=1, created=True)
+    if not path.is_file():
+        raise ToolError(f"edit: {shown} does not exist" if not path.exists() else
+                        f"edit: {shown} is not a file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"edit: {shown} is not UTF-8 text") from None
+    if args.old_string == args.new_string:
+        raise ToolError("edit: old_string and new_string are the same; nothing to change")
+    count = text.count(args.old_string)
+    if count == 0:
+        hint = ""
+        if text.count(args.old_string.strip()) > 0:
+            hint = " (it matches once leading/trailing whitespace is dropped: check indentation)"
+        raise ToolError(f"edit: old_string was not found in {shown}{hint}; read the file first")
+    if count > 1 and not args.replace_all:
+        raise ToolError(
+            f"edit: old_string occurs {count} times in {shown}; add surrounding lines to make "
+            "it unique, or set replace_all"
+        )
+    new = text.replace(args.old_string, args.new_string, -1 if args.replace_all else 1)
+    replaced = count if args.replace_all else 1
+    return new, EditResult(path=shown, replacements=replaced, created=False)
+
+
+async def edit(args: EditArgs, ctx: ToolContext) -> EditResult:
+    """Replace exact text in a file (once, or everywhere with replace_all).
+
+    The write goes through ``write_file``, so it obeys the same writable roots and,
+    in an editor session, lands in the editor's buffer."""
+    content, result = await asyncio.to_thread(_plan_edit, args, ctx)
+    await write_file(WriteFileArgs(path=args.path, content=content), ctx)
+    return result
+
+
+EDIT = Tool(
+    name="edit",
+    description=(
+        "Replace an exact string in a file. old_string must occur exactly once unless "
+        "replace_all is true; an empty old_string creates a new file."
+    ),
+    args_model=EditArgs,
+    result_model=EditResult,
+    handler=edit,
+)

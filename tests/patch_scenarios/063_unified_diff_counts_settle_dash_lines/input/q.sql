@@ -1,0 +1,3 @@
+select 1;
+-- old comment
+select 2;
