@@ -103,6 +103,19 @@ def test_ignored_files_are_left_alone_and_big_files_are_reported(tree: Path) -> 
     assert (tree / "build" / "out.bin").read_bytes() == b"changed"
 
 
+def test_too_many_files_turn_snapshots_off(tree: Path) -> None:
+    snaps = Snapshots(tree, max_files=2)
+    try:
+        snaps.prepare()
+        snaps.begin_turn()
+        (tree / "src" / "a.py").write_text("changed\n")
+        assert snaps.end_turn() is None
+        assert snaps.undo() is None
+        assert snaps.disabled == "the workspace has more than 2 files"
+    finally:
+        snaps.close()
+
+
 # --- mentions --------------------------------------------------------------------------
 
 

@@ -69,6 +69,7 @@ class InteractiveApp:
         self.done = False
         self._foreground: asyncio.Task[None] | None = None
         self._prepared: asyncio.Future[None] | None = None
+        self._told_disabled = False
 
     # --- sessions --------------------------------------------------------------------
 
@@ -91,6 +92,11 @@ class InteractiveApp:
         # The first snapshot for /undo is taken while the user types.
         self._prepared = asyncio.ensure_future(asyncio.to_thread(self.snapshots.prepare))
         session.emit(ThreadStarted(thread_id=session.id))
+        self.renderer.note(
+            f"{session.model} via {self.provider_name()} · {session.harness.name} harness, "
+            f"{getattr(session.harness, 'dialect', '?')} dialect · sandbox {self.sandbox_mode}, "
+            f"approval {self.approval_policy}"
+        )
         if resume is not None:
             turns = len(resume.prompt_indexes)
             self.renderer.note(
@@ -170,6 +176,9 @@ class InteractiveApp:
             await asyncio.shield(self._prepared)
             self._prepared = None
         await asyncio.to_thread(self.snapshots.begin_turn)
+        if self.snapshots.disabled and not self._told_disabled:
+            self._told_disabled = True
+            self.renderer.note(f"! /undo is off: {self.snapshots.disabled}", style="yellow")
         try:
             await self.session.run_turn(prompt)
         finally:

@@ -236,6 +236,9 @@ async def _git(app: InteractiveApp, *args: str) -> str | None:
 @command("/undo", "/undo", "revert the file changes of the last turn")
 async def _undo(app: InteractiveApp, arg: str) -> None:
     result = await asyncio.to_thread(app.snapshots.undo)
+    if result is None and app.snapshots.disabled:
+        _say(app, f"/undo is off: {app.snapshots.disabled}")
+        return
     if result is None:
         _say(app, "nothing to undo: no turn of this session changed a file")
         return

@@ -11,7 +11,8 @@ content from the start. ``undo`` restores the newest such turn.
 A file that appears during a turn but is older than the turn (it was ignored when the
 turn began) is not taken for one the turn created. Files over ``max_file_bytes``, and
 files beyond ``max_total_bytes`` of content, are not copied: a turn that changes one
-of them says so, and ``undo`` leaves it alone.
+of them says so, and ``undo`` leaves it alone. A workspace of more than ``max_files``
+files turns snapshots off (``disabled`` says why).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from codemode.tools.ignore import walk_files
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_TOTAL_BYTES = 256 * 1024 * 1024
+# Beyond this many files a walk per turn costs seconds: snapshots are turned off.
+MAX_FILES = 50_000
 # File times come from a coarser clock than time.time_ns(): allow for the difference.
 _CLOCK_SLACK_NS = 50_000_000
 
@@ -71,12 +74,16 @@ class Snapshots:
         store: Path | None = None,
         max_file_bytes: int = MAX_FILE_BYTES,
         max_total_bytes: int = MAX_TOTAL_BYTES,
+        max_files: int = MAX_FILES,
     ) -> None:
         self.root = root.resolve()
         self._own_store = store is None
         self.store = store or Path(tempfile.mkdtemp(prefix="codemode-undo-"))
         self.max_file_bytes = max_file_bytes
         self.max_total_bytes = max_total_bytes
+        self.max_files = max_files
+        # Why snapshots are off (too many files), or None while they work.
+        self.disabled: str | None = None
         self._stored_bytes = 0
         self._blobs: set[str] = set()
         self._start: dict[str, _Entry] | None = None
@@ -89,12 +96,13 @@ class Snapshots:
     def prepare(self) -> None:
         """Read and store the workspace ahead of the first turn (the costly part of
         the first ``begin_turn``; the interactive session runs it while the user types)."""
-        self._last = self._scan(self._last, store=True)
+        if self.disabled is None:
+            self._last = self._scan(self._last, store=True) or {}
 
     def begin_turn(self) -> None:
         """Record the workspace as it is before a turn."""
         self._started_ns = time.time_ns()
-        self._start = self._scan(self._last, store=True)
+        self._start = self._scan(self._last, store=True) if self.disabled is None else None
 
     def end_turn(self) -> TurnChanges | None:
         """Compare with the start of the turn; remember and return the changes (None
@@ -103,6 +111,9 @@ class Snapshots:
             return None
         start = self._start
         now = self._scan(start, store=False)
+        if now is None:
+            self._start = None
+            return None
         changes = TurnChanges()
         for rel in sorted(set(start) | set(now)):
             old, new = start.get(rel), now.get(rel)
@@ -128,10 +139,15 @@ class Snapshots:
         self.turns.append(changes)
         return changes
 
-    def _scan(self, known: dict[str, _Entry], *, store: bool) -> dict[str, _Entry]:
+    def _scan(self, known: dict[str, _Entry], *, store: bool) -> dict[str, _Entry] | None:
+        """The workspace's files now; None (and snapshots off) when there are too many."""
         entries: dict[str, _Entry] = {}
         racy_after = time.time_ns() - _CLOCK_SLACK_NS
         for rel in walk_files(self.root):
+            if len(entries) >= self.max_files:
+                self.disabled = f"the workspace has more than {self.max_files} files"
+                self._last, self._start = {}, None
+                return None
             path = self.root / rel
             try:
                 st = path.lstat()
