@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from codemode.batch.cli_options import batch_options, refuse_without_repos
 from codemode.sandbox.cli_options import resolve_modes, sandbox_options
 
 ENGINE_CHOICES = ("quickjs", "v8")
@@ -90,6 +91,7 @@ def cli(ctx: click.Context, **kw: Any) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result.")
 @click.option("-v", "--verbose", is_flag=True, help="Show each tool call on stderr.")
 @sandbox_options
+@batch_options
 def run(
     script: str,
     args: tuple[str, ...],
@@ -103,16 +105,37 @@ def run(
     sandbox_mode: str | None,
     approval_policy: str | None,
     full_auto: bool,
+    repos: tuple[Path, ...],
+    **batch: Any,
 ) -> None:
     """Run SCRIPT (a .js file, or - for stdin) against the tools, without a model.
 
     ARGS after the script are available to it as the array `argv` (put `--` before
     them if one starts with a dash).
     Exit status: 0 done, 1 script error, 2 usage error, 3 a limit was hit.
+
+    With --repos, SCRIPT runs in each repository in parallel, confined to it, and
+    writes a JSON Lines report; exit status 0 all done, 1 any failed.
     """
     mode, policy = resolve_modes(sandbox_mode, approval_policy, full_auto)
     from codemode.js_runtime.models import Limits
     from codemode.run import run_script
+
+    if repos:
+        from codemode.batch.command import run_batch_command
+        from codemode.sandbox.settings import SandboxSettings
+
+        sandbox = SandboxSettings(sandbox_mode=mode, approval_policy=policy)  # type: ignore[arg-type]
+
+        if as_json:
+            raise click.UsageError("--json is for single runs; a batch writes --report")
+        caps = {"timeout": timeout, "memory": memory, "max_tool_calls": max_tool_calls}
+        sys.exit(
+            run_batch_command(
+                script, args, engine=engine, repos=repos, sandbox=sandbox, **caps, **batch
+            )
+        )
+    refuse_without_repos(batch)
 
     limits = Limits(
         timeout_s=timeout,
@@ -464,6 +487,8 @@ def policy_confinement() -> None:
 
     for name, why in probe().to_json().items():
         click.echo(f"{name:<10}  {'works' if why is None else 'unavailable: ' + why}")
+
+
 # --- skills -----------------------------------------------------------------------
 
 
@@ -587,6 +612,8 @@ def doctor(cwd: Path, as_json: bool) -> None:
     else:
         click.echo(render(report))
     sys.exit(1 if report.problems else 0)
+
+
 # --- harnesses (issue 5) ------------------------------------------------------------------
 
 

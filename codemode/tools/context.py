@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from codemode.sandbox.session import SandboxSession
     from codemode.tools.client import ToolClient
+    from codemode.tools.dry_run import DryRun
 
 
 class ToolError(Exception):
@@ -42,6 +43,9 @@ class ToolContext:
     sandbox: SandboxSession | None = None
     # The user's editor (ACP), when a session has one: file I/O and approvals go there.
     client: ToolClient | None = None
+    # Set for a dry run: writing tools record changes here instead of on disk, and
+    # read_file sees them (codemode.tools.dry_run).
+    dry_run: DryRun | None = None
 
     def resolve(self, path: str | Path) -> Path:
         """Resolve ``path`` against the workspace; the result is absolute and normalised."""

@@ -76,9 +76,13 @@ class ReadFileResult(ToolResult):
     )
 
 
-def _read_file_sync(args: ReadFileArgs, ctx: ToolContext) -> ReadFileResult:
-    path = ctx.resolve(args.path)
-    shown = ctx.display(path)
+def _read_bytes(path: Path, shown: str, ctx: ToolContext) -> bytes:
+    if ctx.dry_run is not None and path in ctx.dry_run:
+        # A dry run's own writes win over the disk, so reading back is consistent.
+        recorded = ctx.dry_run.content(path)
+        if recorded is None:
+            raise ToolError(f"read_file: no such file: {shown}")
+        return recorded
     if not path.exists():
         raise ToolError(f"read_file: no such file: {shown}")
     if path.is_dir():
@@ -89,7 +93,13 @@ def _read_file_sync(args: ReadFileArgs, ctx: ToolContext) -> ReadFileResult:
             f"read_file: {shown} is {size} bytes, over the {MAX_READ_BYTES} byte limit; "
             "search it with tools.grep or read part of it with tools.shell"
         )
-    data = path.read_bytes()
+    return path.read_bytes()
+
+
+def _read_file_sync(args: ReadFileArgs, ctx: ToolContext) -> ReadFileResult:
+    path = ctx.resolve(args.path)
+    shown = ctx.display(path)
+    data = _read_bytes(path, shown, ctx)
     if looks_binary(data):
         raise ToolError(f"read_file: {shown} looks like a binary file")
     return _window(data.decode("utf-8", errors="replace"), shown, args)
@@ -169,9 +179,12 @@ def _write_file_sync(args: WriteFileArgs, ctx: ToolContext, path: Path) -> Write
     target = path.resolve() if path.is_symlink() else path
     if target.is_dir():
         raise ToolError(f"write_file: {ctx.display(path)} is a directory")
+    data = args.content.encode("utf-8")
+    if ctx.dry_run is not None:
+        created = ctx.dry_run.write(target, data)
+        return WriteFileResult(path=ctx.display(path), bytes_written=len(data), created=created)
     old_mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else None
     target.parent.mkdir(parents=True, exist_ok=True)
-    data = args.content.encode("utf-8")
     # A temp file in the same directory plus os.replace means readers see either the
     # old file or the new one, never a half-written mix.
     tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")

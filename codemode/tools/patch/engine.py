@@ -49,5 +49,8 @@ def apply_patch_text(text: str, cwd: str | Path, ctx: ToolContext | None = None)
             raise PatchError(f"'cd {workdir}': no such directory.")
     with _LOCK:
         plan = make_plan(patch, base, ctx)
-        commit(plan.removals, plan.writes, plan.originals)
+        if ctx.dry_run is not None:
+            ctx.dry_run.record(plan.removals, plan.writes)
+        else:
+            commit(plan.removals, plan.writes, plan.originals)
     return PatchOutcome(plan.changes, printable(plan.diff))

@@ -113,6 +113,12 @@ class Planner:
         """The file on disk (cached): its bytes and mode, None if absent."""
         if path in self.disk:
             return self.disk[path]
+        if self.ctx.dry_run is not None and path in self.ctx.dry_run:
+            # In a dry run, earlier recorded writes are what the patch applies to.
+            data = self.ctx.dry_run.content(path)
+            mode = stat.S_IMODE(path.stat().st_mode) if path.is_file() else default_mode()
+            self.disk[path] = None if data is None else Original(data, mode)
+            return self.disk[path]
         shown = self.shown.get(path, str(path))
         try:
             st = path.stat()

@@ -1,0 +1,70 @@
+"""The batch options of `interpreter run`, kept apart so cli.py gains one decorator.
+
+Only click is imported here: `interpreter --help` must stay fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+BATCH_ONLY = ("jobs", "report", "dry_run", "backend", "ray_address")
+
+
+def batch_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Add --repos, --jobs, --report, --dry-run, --backend and --ray-address."""
+    options = [
+        click.option(
+            "--repos",
+            multiple=True,
+            type=click.Path(exists=True, path_type=Path),
+            metavar="FILE|DIR",
+            help="Run the script in many repositories (repeatable): a FILE lists one path "
+            "per line; a DIR is one working copy, or holds them as subdirectories.",
+        ),
+        click.option(
+            "-j",
+            "--jobs",
+            type=click.IntRange(min=1),
+            help="Repositories run at once (default: the CPU count).",
+        ),
+        click.option(
+            "--report",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="JSON Lines report, one line per repository "
+            "(default: codemode-batch-DATE-TIME.jsonl in the current directory).",
+        ),
+        click.option(
+            "--dry-run",
+            is_flag=True,
+            default=None,
+            help="Record file changes as diffs in the report instead of writing them "
+            "(the shell tool is refused).",
+        ),
+        click.option(
+            "--backend",
+            type=click.Choice(["local", "ray"]),
+            help="local: a process pool on this machine (default); ray: a Ray cluster.",
+        ),
+        click.option(
+            "--ray-address",
+            metavar="ADDRESS",
+            help="Ray cluster to use (ray://HOST:10001, HOST:6379 or auto; "
+            "default: start a local instance).",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def refuse_without_repos(given: dict[str, Any]) -> None:
+    """Batch-only options make no sense for a single run: say so instead of ignoring them."""
+    used = [name for name in BATCH_ONLY if given.get(name) is not None]
+    if used:
+        flags = ", ".join("--" + name.replace("_", "-") for name in used)
+        verb = "applies" if len(used) == 1 else "apply"
+        raise click.UsageError(f"{flags} only {verb} to batch runs: add --repos FILE|DIR")

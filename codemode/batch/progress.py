@@ -1,0 +1,90 @@
+"""Progress of a batch run on stderr: done / failed / remaining.
+
+On a terminal it is a live rich progress bar, with each failure printed above it as
+it happens; otherwise (a pipe, a CI log) one plain line per finished repository.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, TextIO
+
+from codemode.batch.models import RepoResult
+
+
+class BatchProgress:
+    """Counts results as they arrive and shows them; use as a context manager."""
+
+    def __init__(self, total: int, stream: TextIO | None = None, live: bool | None = None) -> None:
+        self.total = total
+        self.stream = stream if stream is not None else sys.stderr
+        self.live = self.stream.isatty() if live is None else live
+        self.done = 0
+        self.failed = 0
+        self.started = time.monotonic()
+        self._bar: Any = None
+        self._task: Any = None
+
+    @property
+    def remaining(self) -> int:
+        return self.total - self.done - self.failed
+
+    def __enter__(self) -> BatchProgress:
+        if self.live:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                TextColumn(
+                    "[green]{task.fields[done]} done[/]  [red]{task.fields[failed]} failed[/]"
+                    "  {task.fields[remaining]} remaining"
+                ),
+                TimeElapsedColumn(),
+                console=Console(file=self.stream),
+            )
+            self._task = self._bar.add_task("batch", total=self.total, **self._fields())
+            self._bar.start()
+        return self
+
+    def _fields(self) -> dict[str, int]:
+        return {"done": self.done, "failed": self.failed, "remaining": self.remaining}
+
+    def add(self, result: RepoResult) -> None:
+        """Count one finished repository and show it."""
+        if result.ok:
+            self.done += 1
+        else:
+            self.failed += 1
+        if self._bar is not None:
+            if not result.ok:
+                from rich.text import Text
+
+                # A Text, not markup: paths and messages may hold square brackets.
+                line = Text.assemble(("failed", "red"), f" {result.repository}: {result.error}")
+                self._bar.console.print(line, highlight=False)
+            self._bar.update(self._task, advance=1, **self._fields())
+        else:
+            finished = self.done + self.failed
+            width = len(str(self.total))
+            line = (
+                f"[{finished:>{width}}/{self.total}] {result.status:<6} "
+                f"{result.duration_s:6.2f}s  {result.repository}"
+            )
+            if not result.ok:
+                line += f": {result.error}"
+            print(line, file=self.stream, flush=True)
+
+    def summary(self) -> str:
+        """One closing line: counts and wall-clock time."""
+        elapsed = time.monotonic() - self.started
+        return (
+            f"{self.total} repositories: {self.done} done, {self.failed} failed, "
+            f"{self.remaining} not run ({elapsed:.1f} s)"
+        )
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()

@@ -1,0 +1,93 @@
+"""The Ray backend: one Ray task per repository, on a cluster or a local instance.
+
+Ray places and retries the tasks; this module only submits them and collects results
+as they finish. With no address it starts a private local instance with ``jobs`` CPUs,
+every Ray server listening on 127.0.0.1 only and no dashboard, and shuts it down
+afterwards; with an address (``ray://host:10001``, ``host:6379`` or ``auto``) it
+connects to that cluster, whose own resources then decide how many tasks run at once.
+
+On a cluster, every node needs codemode installed (``pip install 'codemode[ray]'``)
+and must see the repositories at the same paths (a shared filesystem); the script's
+source travels with each task.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from codemode.batch.models import RepoResult, RepoTask, worker_failure
+from codemode.batch.worker import run_repository
+
+OnResult = Callable[[RepoResult], None]
+
+
+# Ray reads this at import: "0" makes a local instance use 127.0.0.1 as its node address
+# and bind every server there, instead of this machine's network address.
+_LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+_OBJECT_STORE_BYTES = 256 * 1024 * 1024
+
+
+class RayUnavailable(RuntimeError):
+    """Ray is not installed, or the cluster could not be reached."""
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise RayUnavailable("the Ray backend needs Ray: pip install 'codemode[ray]'") from None
+    return ray
+
+
+def run_ray(
+    tasks: list[RepoTask], jobs: int, on_result: OnResult, address: str | None = None
+) -> None:
+    """Submit one Ray task per repository and call ``on_result`` as each finishes."""
+    if not address and "ray" not in sys.modules:
+        os.environ.setdefault(_LOOPBACK_ONLY, "0")
+    ray = _import_ray()
+    quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
+    try:
+        if address:
+            ray.init(address=address, **quiet)
+        else:
+            ray.init(
+                address="local",
+                num_cpus=jobs,
+                include_dashboard=False,
+                # Results are small; Ray's default reserves 30% of the machine's memory.
+                object_store_memory=_OBJECT_STORE_BYTES,
+                _node_ip_address="127.0.0.1",
+                **quiet,
+            )
+    except Exception as exc:
+        where = address or "a local instance"
+        raise RayUnavailable(f"cannot start Ray on {where}: {exc}") from None
+    try:
+        remote = ray.remote(num_cpus=1, max_retries=1)(run_repository)
+        refs = {remote.remote(task): task for task in tasks}
+        pending = list(refs)
+        try:
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                for ref in ready:
+                    on_result(_collect(ray, ref, refs[ref]))
+        except BaseException:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            raise
+    finally:
+        ray.shutdown()
+
+
+def _collect(ray: Any, ref: Any, task: RepoTask) -> RepoResult:
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayError as exc:
+        # The task's process died (twice, counting Ray's retry) or the node was lost.
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return worker_failure(task.repository, f"Ray task failed: {first}")
