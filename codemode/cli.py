@@ -663,6 +663,63 @@ def harness_show(name: str, code_mode: bool, as_json: bool) -> None:
             click.echo(json.dumps(command["parameters"], indent=2, ensure_ascii=False))
 
 
+@cli.group()
+def mcp() -> None:
+    """MCP servers configured as [mcp_servers.NAME]: their tools join every session."""
+
+
+@mcp.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option(
+    "-c", "--config", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key."
+)
+def mcp_list(as_json: bool, overrides: tuple[str, ...]) -> None:
+    """Start the configured servers and show each one's state and tools (exit 1 if one failed)."""
+    from codemode.config import ConfigError, load_config
+    from codemode.mcp.commands import list_servers
+
+    try:
+        config = load_config(overrides)
+        sys.exit(list_servers(config, as_json=as_json))
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+@cli.command("mcp-server")
+@click.option(
+    "--http",
+    "http_port",
+    type=click.IntRange(min=1, max=65535),
+    help="Serve streamable HTTP on 127.0.0.1:PORT instead of stdio.",
+)
+@click.option(
+    "-C",
+    "--cwd",
+    "--cd",
+    "cwd",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=".",
+    help="Workspace the tools work in (default: current directory).",
+)
+@click.option(
+    "-c", "--config", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key."
+)
+def mcp_server(http_port: int | None, cwd: Path, overrides: tuple[str, ...]) -> None:
+    """Serve the tool host over MCP: `execute` runs JavaScript against the tools.
+
+    The configured sandbox and approval policy apply; a call that would need a human's
+    approval is refused with the reason, since none is attached.
+    """
+    from codemode.config import ConfigError, load_config
+    from codemode.mcp.commands import serve
+
+    try:
+        status = serve(load_config(overrides), cwd, http_port=http_port)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    sys.exit(status)
+
+
 # --- the interactive session ---------------------------------------------------------
 
 

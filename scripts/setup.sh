@@ -54,3 +54,5 @@ if [ ! -f "$sdk_dir/node_modules/@openai/codex-sdk/package.json" ] && command -v
          "tests/test_codex_sdk.py will be skipped" >&2
   fi
 fi
+# Third-party MCP servers for the tests (never fails setup; see the script).
+bash scripts/setup-test-servers.sh

@@ -271,8 +271,8 @@ def test_a_missing_key_names_the_env_var(home: Path, work: Path) -> None:
             home=home,
             cwd=work,
         )
-    assert run.code in (1, 2)
-    assert "SCRIPTED_API_KEY" in run.stderr
+    assert run.code == 2
+    assert "SCRIPTED_API_KEY" in run.stderr and "Traceback" not in run.stderr
     assert server.requests == []
 
 

@@ -50,7 +50,6 @@ class SessionOptions:
     writable_roots: list[Path] = field(default_factory=list)
 
 
-
 def sandbox_for(config: Config, options: SessionOptions, cwd: Path, approver: Any = None) -> Any:
     """The session's SandboxSession: config values, overridden by the command line."""
     from codemode.sandbox.cli_options import resolve_modes
@@ -74,10 +73,23 @@ def sandbox_for(config: Config, options: SessionOptions, cwd: Path, approver: An
     return SandboxSession(cwd, settings, approver=approver)
 
 
-def session_registry() -> ToolRegistry:
-    """The tools an agent session has: the built-ins plus the plan tool."""
+def session_registry(
+    config: Config | None = None, notices: list[str] | None = None
+) -> ToolRegistry:
+    """The tools an agent session has: the built-ins, the plan tool, and the tools of the
+    configured MCP servers (started here, when the session first needs their tool list;
+    a server that fails to start adds a line to ``notices`` and no tools)."""
     registry = builtin_registry()
     registry.add_lazy("update_plan", "codemode.tools.plan:UPDATE_PLAN")
+    if config is not None and config.mcp_servers:
+        from codemode.mcp.adapter import add_configured_servers
+
+        _manager, statuses = add_configured_servers(
+            registry, config.mcp_servers, codemode_home() / "logs"
+        )
+        for status in statuses:
+            if status.error and notices is not None:
+                notices.append(f"mcp server {status.name}: {status.error}")
     return registry
 
 
@@ -201,8 +213,10 @@ def build_session(
             else meta.dialect  # type: ignore[assignment]
         )
     else:
-        harness_name = options.harness or config.harness or _family_harness(
-            config, options.provider or provider_name
+        harness_name = (
+            options.harness
+            or config.harness
+            or _family_harness(config, options.provider or provider_name)
         )
         code_mode = options.code_mode if options.code_mode is not None else config.code_mode
         dialect = "code" if code_mode else "classic"
@@ -216,15 +230,19 @@ def build_session(
 
     sandbox = sandbox_for(config, options, cwd, approver)
     context = ToolContext(workspace=cwd, sandbox=sandbox)
-    registry = session_registry()
+    notices: list[str] = []
+    registry = session_registry(config, notices)
     skills_prompt, setup_scripts, skill_problems = _add_skills(registry, cwd, dialect)
     session_ref: list[Session] = []
 
     def emit(event: object) -> None:
         session_ref[0].emit(event)  # type: ignore[arg-type]
 
+    surface = harness.registry(registry)
+    if surface is not registry:
+        surface.on_close(registry.close)  # an adapter registry: stop the MCP servers too
     runner = ToolRunner(
-        harness.registry(registry),
+        surface,
         context,
         emit,
         engine=config.engine,
@@ -272,4 +290,6 @@ def build_session(
     session.listeners.extend(listeners)
     for problem in skill_problems:
         session.emit(Notice(message=problem))
+    for notice in notices:
+        session.emit(Notice(message=notice))
     return session

@@ -21,8 +21,16 @@ from dataclasses import dataclass, field
 from codemode.config import parse_override
 
 # Codex keys with no counterpart here: accepted, reported, dropped.
-IGNORED_KEYS = frozenset({"web_search", "tools.web_search", "model_reasoning_summary",
-                          "model_verbosity", "show_raw_agent_reasoning", "hide_agent_reasoning"})
+IGNORED_KEYS = frozenset(
+    {
+        "web_search",
+        "tools.web_search",
+        "model_reasoning_summary",
+        "model_verbosity",
+        "show_raw_agent_reasoning",
+        "hide_agent_reasoning",
+    }
+)
 RENAMED_KEYS = {
     "openai_base_url": "model_providers.openai.base_url",
     "sandbox_workspace_write.network_access": "sandbox.network_access",

@@ -26,7 +26,7 @@ from codemode.agent.printers import HumanPrinter, JsonPrinter
 from codemode.agent.rollout import SESSIONS_DIR, RolloutError, find_session, read_session
 from codemode.config import ConfigError, codemode_home, load_config
 from codemode.harnesses.catalog import UnknownHarnessError
-from codemode.providers.base import ImageInput
+from codemode.providers.base import AuthenticationError, ImageInput
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -51,7 +51,14 @@ def run_exec(options: ExecOptions) -> int:
     """Run the command; returns its exit status. Raises UsageProblem for bad input."""
     try:
         return asyncio.run(_run(options))
-    except (ConfigError, RolloutError, UnknownHarnessError, ImageProblem, SchemaProblem) as exc:
+    except (
+        ConfigError,
+        RolloutError,
+        UnknownHarnessError,
+        ImageProblem,
+        SchemaProblem,
+        AuthenticationError,
+    ) as exc:
         raise UsageProblem(str(exc)) from None
 
 

@@ -128,9 +128,7 @@ class Session:
 
     # --- the turn --------------------------------------------------------------------
 
-    async def run_turn(
-        self, prompt: str, images: list[ImageInput] | None = None
-    ) -> TurnResult:
+    async def run_turn(self, prompt: str, images: list[ImageInput] | None = None) -> TurnResult:
         """Run one user turn to its end; never raises for model or tool failures
         (the result says what went wrong). Cancellation propagates after the turn is
         recorded as failed."""

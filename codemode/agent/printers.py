@@ -102,6 +102,10 @@ class HumanPrinter:
         elif item.type == "tool_call":
             status = "ok" if item.status == "completed" else f"failed: {item.error}"
             self._say(f"· {item.name} {describe_args(item.arguments)} {status}", depth)
+        elif item.type == "mcp_tool_call":
+            status = "ok" if item.status == "completed" else f"failed: {item.error}"
+            name = f"{item.server}.{item.tool}"
+            self._say(f"· {name} {describe_args(item.arguments)} {status}", depth)
         elif item.type == "code_execution":
             calls = f"{item.tool_calls} tool call{'s' if item.tool_calls != 1 else ''}"
             outcome = f"error: {item.error}" if item.error else "done"

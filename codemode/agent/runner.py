@@ -22,6 +22,7 @@ from codemode.agent.events import (
     FileUpdate,
     ItemCompleted,
     ItemStarted,
+    McpToolCallItem,
     OutputDeltaEvent,
     TodoEntry,
     TodoListItem,
@@ -31,7 +32,7 @@ from codemode.harnesses.base import ToolOutput
 from codemode.js_runtime.bridge import Bridge
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
 from codemode.tools.context import ToolContext, ToolError
-from codemode.tools.registry import ToolRegistry
+from codemode.tools.registry import ToolRegistry, split_namespace
 
 Emit = Callable[[BaseModel], None]
 
@@ -145,11 +146,10 @@ class ToolRunner:
         self._bridge.close()
         if self.context.sandbox is not None:
             self.context.sandbox.close()
+        self.registry.close()
 
 
-def _start_item(
-    kind: str, name: str, args: Any, item_id: str, parent_id: str | None
-) -> BaseModel:
+def _start_item(kind: str, name: str, args: Any, item_id: str, parent_id: str | None) -> BaseModel:
     if kind == "shell" and isinstance(args, dict):
         return CommandExecutionItem(
             id=item_id, parent_id=parent_id, command=str(args.get("command", ""))
@@ -158,6 +158,11 @@ def _start_item(
         return FileChangeItem(id=item_id, parent_id=parent_id)
     if kind == "update_plan" and isinstance(args, dict):
         return TodoListItem(id=item_id, parent_id=parent_id, items=_todo_entries(args))
+    mcp = split_namespace(name)
+    if mcp is not None:
+        return McpToolCallItem(
+            id=item_id, parent_id=parent_id, server=mcp[0], tool=mcp[1], arguments=args
+        )
     return ToolCallItem(id=item_id, parent_id=parent_id, name=name, arguments=args)
 
 
@@ -194,7 +199,7 @@ def _finish_item(item: Any, value: Any, error: str | None) -> None:
         item.status = "failed" if failed else "completed"
     elif isinstance(item, TodoListItem):
         pass  # the plan was shown when the call started
-    elif isinstance(item, ToolCallItem):
+    elif isinstance(item, ToolCallItem | McpToolCallItem):
         item.result = value
         item.error = error
         item.status = "failed" if failed else "completed"

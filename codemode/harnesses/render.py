@@ -66,8 +66,22 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
 }
 
 
+def _mcp_content(r: dict[str, Any]) -> str | None:
+    """An MCP result of text blocks only, as its text; None for anything else."""
+    blocks = r.get("content")
+    if set(r) != {"content"} or not isinstance(blocks, list):
+        return None
+    if not all(isinstance(b, dict) and b.get("type") == "text" for b in blocks):
+        return None
+    return "\n".join(str(b.get("text", "")) for b in blocks)
+
+
 def render_result(tool: str, value: Any) -> str:
     """A tool's JSON result as text for the model."""
+    if tool.startswith("mcp__") and isinstance(value, dict):
+        text = _mcp_content(value)
+        if text is not None:
+            return text
     renderer = RENDERERS.get(tool)
     if renderer is not None and isinstance(value, dict):
         try:

@@ -105,7 +105,8 @@ class Bridge:
         setup = [
             _prelude(),
             "\n//# sourceURL=codemode-prelude.js\n",
-            f"__cm.configure({json.dumps(self.registry.names())}, {limits.max_tool_calls});",
+            f"__cm.configure({json.dumps(self.registry.flat_names())}, "
+            f"{limits.max_tool_calls}, {json.dumps(self.registry.namespaces())});",
         ]
         for name, value in self.globals.items():
             setup.append(
@@ -165,7 +166,7 @@ class _Run:
         # Finished calls whose results the isolate has not seen yet: (id, (ok, payload)).
         self.ready: list[tuple[int, tuple[bool, Any]]] = []
         self.wakeup: asyncio.Future[None] | None = None
-        self.tool_names = bridge.registry.names()
+        self.tool_names = [*bridge.registry.flat_names(), *bridge.registry.namespaces()]
 
     async def go(self) -> ExecResult:
         loop = asyncio.get_running_loop()

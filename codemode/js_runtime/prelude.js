@@ -36,7 +36,6 @@
   let done = null;
   let calls = 0;
   let overLimit = false;
-  let toolNames = [];
   let maxCalls = Infinity;
 
   function __cm_render(value, seen) {
@@ -108,18 +107,30 @@
     return row[b.length];
   }
 
-  function __cm_unknownTool(name) {
+  function __cm_unknownTool(prefix, name, known) {
     let best = null;
     let bestScore = Infinity;
-    for (const known of toolNames) {
-      const d = __cm_distance(name.toLowerCase(), known.toLowerCase());
-      if (d < bestScore) { best = known; bestScore = d; }
+    for (const candidate of known) {
+      const d = __cm_distance(name.toLowerCase(), candidate.toLowerCase());
+      if (d < bestScore) { best = candidate; bestScore = d; }
     }
     const close = best !== null && bestScore <= Math.max(2, Math.floor(best.length / 3));
-    const hint = close ? ` — did you mean tools.${best}?` : ` — available: ${toolNames.join(", ")}`;
-    return function __cm_missing() {
-      throw new TypeError(`tools.${name} is not a function${hint}`);
+    const hint = close
+      ? ` — did you mean tools.${prefix}${best}?`
+      : ` — available: ${known.map((k) => prefix + k).join(", ")}`;
+    const missing = function __cm_missing() {
+      throw new TypeError(`tools.${prefix}${name} is not a function${hint}`);
     };
+    // `tools.nosuch.tool(...)`: say that tools.nosuch is missing, not just "not a function".
+    return new Proxy(missing, {
+      get: function __cm_missingMember(target, key) {
+        if (typeof key !== "string" || key === "then" || key in target) return target[key];
+        return function __cm_missing() {
+          throw new TypeError(
+            `tools.${prefix}${name}.${key} is not a function: there is no tools.${prefix}${name}${hint}`);
+        };
+      },
+    });
   }
 
   function __cm_call(name, args) {
@@ -137,26 +148,46 @@
     return new Promise((resolve, reject) => pending.set(id, [resolve, reject, name, site]));
   }
 
-  const toolCache = new Map();
+  // `tools.NAME(args)`, and `tools.NS.NAME(args)` for namespaced tools (an MCP server's
+  // tools are `tools.SERVER.TOOL`): `members` maps what the program writes to the
+  // registry name the host is called with.
+  function __cm_toolbox(prefix, members) {
+    const cache = new Map();
+    const box = new Proxy({}, {
+      get: function __cm_get(_, name) {
+        if (typeof name !== "string") return undefined;
+        let value = cache.get(name);
+        if (value === undefined) {
+          const target = members.get(name);
+          if (typeof target === "string") {
+            value = function __cm_tool(args) { return __cm_call(target, args); };
+          } else if (target !== undefined) {
+            value = __cm_toolbox(`${prefix}${name}.`, target);
+          } else {
+            value = __cm_unknownTool(prefix, name, [...members.keys()]);
+          }
+          cache.set(name, value);
+        }
+        return value;
+      },
+      has(_, name) { return members.has(name); },
+      ownKeys() { return [...members.keys()]; },
+      getOwnPropertyDescriptor(_, name) {
+        return members.has(name)
+          ? { value: box[name], enumerable: true, configurable: true } : undefined;
+      },
+    });
+    return box;
+  }
+
+  let toolMembers = new Map();
   const tools = new Proxy({}, {
-    get: function __cm_get(_, name) {
-      if (typeof name !== "string") return undefined;
-      let fn = toolCache.get(name);
-      if (fn === undefined) {
-        fn = toolNames.includes(name)
-          ? function __cm_tool(args) { return __cm_call(name, args); }
-          : __cm_unknownTool(name);
-        toolCache.set(name, fn);
-      }
-      return fn;
-    },
-    has(_, name) { return toolNames.includes(name); },
-    ownKeys() { return [...toolNames]; },
-    getOwnPropertyDescriptor(_, name) {
-      return toolNames.includes(name)
-        ? { value: tools[name], enumerable: true, configurable: true } : undefined;
-    },
+    get: function __cm_get(_, name) { return toolRoot[name]; },
+    has(_, name) { return name in toolRoot; },
+    ownKeys() { return Reflect.ownKeys(toolRoot); },
+    getOwnPropertyDescriptor(_, name) { return Reflect.getOwnPropertyDescriptor(toolRoot, name); },
   });
+  let toolRoot = __cm_toolbox("", toolMembers);
   __cm_define("tools", tools, false);
 
   // Timers run through the host too, so `await new Promise(r => setTimeout(r, 50))`
@@ -201,10 +232,14 @@
 
   const host = {
     // Called by the host once the tool names and limits are known.
-    configure: function __cm_configure(names, limit) {
-      toolNames = names;
+    // `namespaces` is optional: {NS: {NAME: registryName}} for tools called as tools.NS.NAME.
+    configure: function __cm_configure(names, limit, namespaces) {
       maxCalls = limit;
-      toolCache.clear();
+      toolMembers = new Map(names.map((n) => [n, n]));
+      for (const [ns, members] of Object.entries(namespaces || {})) {
+        if (!toolMembers.has(ns)) toolMembers.set(ns, new Map(Object.entries(members)));
+      }
+      toolRoot = __cm_toolbox("", toolMembers);
     },
     // A fresh program: forget the previous one's state but keep the globals.
     reset: function __cm_reset() {

@@ -14,6 +14,25 @@ if TYPE_CHECKING:
     from codemode.tools.base import Tool
 
 
+# Namespaced tools (an MCP server's) are registered as `mcp__NS__NAME`: that is their
+# name in the classic dialect, and code mode calls them as `tools.NS.NAME(args)`.
+NAMESPACE_PREFIX = "mcp__"
+
+
+def split_namespace(name: str) -> tuple[str, str] | None:
+    """``mcp__NS__NAME`` -> ("NS", "NAME"); None for a plain tool name."""
+    if not name.startswith(NAMESPACE_PREFIX):
+        return None
+    ns, sep, member = name[len(NAMESPACE_PREFIX) :].partition("__")
+    return (ns, member) if sep and ns and member else None
+
+
+def code_name(name: str) -> str:
+    """How a program spells the tool: ``shell`` or ``NS.NAME``."""
+    parts = split_namespace(name)
+    return f"{parts[0]}.{parts[1]}" if parts else name
+
+
 class ToolRegistry:
     """An ordered set of tools with a single ``invoke`` path.
 
@@ -26,8 +45,21 @@ class ToolRegistry:
         # A value is a Tool, or "module:ATTRIBUTE" naming one not imported yet: a
         # program that calls two tools should not load (and build models for) six.
         self._tools: dict[str, Tool | str] = {}
+        # Called by close(): resources behind some tools (MCP server connections).
+        self._closers: list[Callable[[], None]] = []
         for t in tools:
             self.add(t)
+
+    def on_close(self, closer: Callable[[], None]) -> None:
+        """Run ``closer`` when the registry is closed (its tools' resources)."""
+        self._closers.append(closer)
+
+    def close(self) -> None:
+        """Release what the tools hold (stops MCP servers); the registry stays usable
+        for built-in tools."""
+        closers, self._closers = self._closers, []
+        for closer in closers:
+            closer()
 
     def add_lazy(self, name: str, spec: str) -> None:
         """Register the Tool at ``spec`` ("package.module:ATTRIBUTE") under ``name``,
@@ -61,6 +93,7 @@ class ToolRegistry:
     def copy(self) -> ToolRegistry:
         clone = ToolRegistry()
         clone._tools = dict(self._tools)
+        clone._closers = list(self._closers)
         return clone
 
     def get(self, name: str) -> Tool | None:
@@ -72,6 +105,19 @@ class ToolRegistry:
 
     def names(self) -> list[str]:
         return list(self._tools)
+
+    def flat_names(self) -> list[str]:
+        """Names called as ``tools.NAME`` (everything not namespaced)."""
+        return [n for n in self._tools if split_namespace(n) is None]
+
+    def namespaces(self) -> dict[str, dict[str, str]]:
+        """``{NS: {NAME: registry name}}`` for tools called as ``tools.NS.NAME``."""
+        spaces: dict[str, dict[str, str]] = {}
+        for full in self._tools:
+            parts = split_namespace(full)
+            if parts is not None:
+                spaces.setdefault(parts[0], {})[parts[1]] = full
+        return spaces
 
     def __iter__(self) -> Iterator[Tool]:
         return iter([self.get(name) for name in self._tools])  # type: ignore[misc]

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from codemode.tools.registry import ToolRegistry
+from codemode.tools.registry import ToolRegistry, split_namespace
 
 
 def _doc(text: str) -> str:
@@ -58,6 +58,8 @@ class _Emitter:
             if key in s:
                 return " | ".join(self.type(sub, hint) for sub in s[key])
         t = s.get("type")
+        if isinstance(t, list):  # JSON Schema's ["string", "null"] (MCP servers use it)
+            return " | ".join(self.type({**s, "type": one}, hint) for one in t) or "unknown"
         if t == "string":
             return "string"
         if t in ("integer", "number"):
@@ -79,20 +81,38 @@ class _Emitter:
 
 
 def typescript_declarations(registry: ToolRegistry) -> str:
-    """Declarations of ``tools.*`` as the program in the isolate sees them."""
+    """Declarations of ``tools.*`` as the program in the isolate sees them.
+
+    Namespaced tools (``mcp__NS__NAME``) are declared as ``tools.NS.NAME``. A result
+    model may name its interface with a ``ts_name`` class attribute (MCP tools without
+    an output schema share one ``CallToolResult``).
+    """
     emit = _Emitter()
     methods = []
+    spaces: dict[str, list[str]] = {}
     for tool in registry:
         args = emit.model(tool.args_model, _pascal(tool.name) + "Args")
         result = (
-            emit.model(tool.result_model, _pascal(tool.name) + "Result")
+            emit.model(
+                tool.result_model,
+                getattr(tool.result_model, "ts_name", None) or _pascal(tool.name) + "Result",
+            )
             if tool.result_model is not None
             else "unknown"
         )
         if tool.freeform_field is not None:
             args = f"string | {args}"  # the text itself, or the object holding it
         doc = _doc(tool.description)
-        methods.append(f"  /** {doc} */\n  {tool.name}(args: {args}): Promise<{result}>;")
+        parts = split_namespace(tool.name)
+        if parts is None:
+            methods.append(f"  /** {doc} */\n  {tool.name}(args: {args}): Promise<{result}>;")
+        else:
+            spaces.setdefault(parts[0], []).append(
+                f"    /** {doc} */\n    {parts[1]}(args: {args}): Promise<{result}>;"
+            )
+    for ns, members in spaces.items():
+        joined = "\n".join(members)
+        methods.append(f"  /** Tools of the MCP server {ns}. */\n  {ns}: {{\n{joined}\n  }};")
     body = "\n".join(methods)
     decls = "\n\n".join(v for v in emit.interfaces.values() if v)
     return (

@@ -1,0 +1,82 @@
+"""Approval for calls that arrive over MCP, where no human is attached to answer a prompt.
+
+Until the sandbox's approver is in place this is the whole policy: a ``Decider`` says
+allow, prompt or forbidden for each call, and a ``prompt`` is refused with the reason,
+because the MCP client is a program, not a person. ``ApprovingRegistry`` puts the check
+in front of ``ToolRegistry.invoke``, sharing the tools of the registry it wraps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from codemode.tools.context import ToolContext, ToolError
+from codemode.tools.registry import ToolRegistry, code_name, split_namespace
+
+Verdict = Literal["allow", "prompt", "forbidden"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    reason: str = ""
+
+
+Decider = Callable[[str, Any], Decision]
+
+# Built-in tools that only read.
+READ_ONLY_TOOLS = frozenset({"read_file", "list_dir", "glob", "grep", "update_plan"})
+WRITING_TOOLS = frozenset({"write_file", "apply_patch"})
+
+
+def policy_decider(
+    approval_policy: str,
+    sandbox_mode: str,
+    read_only_tools: frozenset[str] = frozenset(),
+) -> Decider:
+    """The configured policy, as far as it can be applied without the sandbox.
+
+    ``read_only_tools`` adds tools known not to write (MCP tools whose server marks them
+    ``readOnlyHint``). ``never`` and ``on-request`` allow what the sandbox mode allows;
+    ``untrusted`` asks before anything that is not read-only; ``read-only`` forbids
+    writing tools and asks before the shell (nothing confines it yet).
+    """
+    readers = READ_ONLY_TOOLS | read_only_tools
+
+    def decide(name: str, args: Any) -> Decision:
+        if name in readers:
+            return Decision("allow")
+        if sandbox_mode == "read-only":
+            if name in WRITING_TOOLS:
+                return Decision("forbidden", f"sandbox_mode is read-only: {name} writes files")
+            if name == "shell" or split_namespace(name) is not None:
+                return Decision("prompt", f"sandbox_mode is read-only and {name} may write")
+        if approval_policy == "untrusted":
+            return Decision("prompt", f"approval_policy is untrusted and {name} is not read-only")
+        return Decision("allow")
+
+    return decide
+
+
+class ApprovingRegistry(ToolRegistry):
+    """``registry``'s tools behind a decider; ``prompt`` is refused (no one can answer)."""
+
+    def __init__(self, registry: ToolRegistry, decide: Decider) -> None:
+        super().__init__()
+        self._tools = registry._tools
+        self._inner = registry
+        self._decide = decide
+
+    async def invoke(self, name: str, raw_args: Any, ctx: ToolContext) -> Any:
+        decision = self._decide(name, raw_args)
+        shown = f"tools.{code_name(name)}"
+        if decision.verdict == "forbidden":
+            raise ToolError(f"{shown} is forbidden: {decision.reason}")
+        if decision.verdict == "prompt":
+            raise ToolError(
+                f"{shown} needs approval ({decision.reason}), and no one is attached to this "
+                "MCP server to approve it: refused"
+            )
+        return await self._inner.invoke(name, raw_args, ctx)

@@ -1,0 +1,80 @@
+"""What ``interpreter mcp list`` and ``interpreter mcp-server`` do (the CLI only parses)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from codemode.config import Config, codemode_home
+
+
+def list_servers(config: Config, *, as_json: bool) -> int:
+    """Start the configured servers, print each one's state and tools; 1 if any failed."""
+    from codemode.mcp.client import McpManager
+    from codemode.mcp.config import parse_mcp_servers
+
+    manager = McpManager(parse_mcp_servers(config.mcp_servers), codemode_home() / "logs")
+    try:
+        statuses = manager.start_all()
+    finally:
+        manager.close()
+    if as_json:
+        listed = []
+        for status in statuses:
+            entry = status.to_json()
+            wants = manager.servers[status.name].config.wants_tool
+            for tool in entry["tools"]:
+                tool["enabled"] = wants(tool["name"])
+            listed.append(entry)
+        print(json.dumps({"servers": listed}, indent=2))
+    elif not statuses:
+        print("no MCP servers configured (add [mcp_servers.NAME] to the config file)")
+    for status in [] if as_json else statuses:
+        config_entry = manager.servers[status.name].config
+        where = config_entry.url or " ".join([config_entry.command or "", *config_entry.args])
+        print(f"{status.name}  {status.state}  {status.transport}: {where}")
+        if status.error:
+            print(f"  error: {status.error}")
+        for tool in status.tools:
+            wanted = "" if config_entry.wants_tool(tool.name) else "  (disabled)"
+            summary = " ".join((tool.description or "").split())[:90]
+            print(f"  {tool.name}{wanted}  {summary}")
+    return 1 if any(s.state == "failed" for s in statuses) else 0
+
+
+def serve(config: Config, cwd: Path, *, http_port: int | None) -> int:
+    """Serve the tool host over stdio, or streamable HTTP on 127.0.0.1:PORT."""
+    from codemode.agent.build import SessionOptions, sandbox_for
+    from codemode.js_runtime.models import Limits
+    from codemode.mcp.adapter import add_configured_servers
+    from codemode.mcp.approval import policy_decider
+    from codemode.mcp.server import HostService, build_server
+    from codemode.tools.builtin import builtin_registry
+
+    registry = builtin_registry()
+    sandbox = sandbox_for(config, SessionOptions(cwd=cwd), cwd.resolve())
+    read_only: frozenset[str] = frozenset()
+    if config.mcp_servers:
+        manager, statuses = add_configured_servers(
+            registry, config.mcp_servers, codemode_home() / "logs"
+        )
+        for status in statuses:
+            if status.error:
+                print(f"mcp server {status.name}: {status.error}", file=sys.stderr)
+        read_only = frozenset(manager.read_only_tools)
+    service = HostService(
+        registry,
+        cwd,
+        decide=policy_decider(config.approval_policy, config.sandbox_mode, read_only),
+        engine=config.engine,
+        limits=Limits(timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=30_000),
+        sandbox=sandbox,
+    )
+    server = build_server(service)
+    if http_port is None:
+        server.run("stdio")
+    else:
+        print(f"serving MCP on http://127.0.0.1:{http_port}/mcp", file=sys.stderr, flush=True)
+        server.run("streamable-http", host="127.0.0.1", port=http_port)
+    return 0

@@ -1,0 +1,198 @@
+"""Our tool host served over MCP: ``execute`` runs a JavaScript program against the tools.
+
+With a handful of tools, ``execute``'s description carries their TypeScript
+declarations. With more, it names a few and the client discovers the rest through
+``search_tools`` and ``describe_tool`` (progressive disclosure), so the description
+stays short however many MCP servers feed the host.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import Field
+
+from codemode.harnesses.base import render_template
+from codemode.harnesses.render import render_exec_result
+from codemode.js_runtime.bridge import Bridge
+from codemode.js_runtime.models import Limits
+from codemode.mcp.approval import ApprovingRegistry, Decider
+from codemode.tools.context import ToolContext
+from codemode.tools.registry import ToolRegistry, code_name
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.types import CallToolResult
+
+# "More than a handful": beyond this many tools, declarations move behind search_tools.
+DISCLOSURE_THRESHOLD = 8
+
+
+def _prompt(name: str) -> str:
+    return (resources.files("codemode.mcp") / "prompts" / f"{name}.md").read_text("utf-8")
+
+
+def _summary(description: str) -> str:
+    first = " ".join(description.split())
+    cut = re.search(r"(?<=[.!?])\s", first)
+    return first[: cut.start()] if cut else first
+
+
+class HostService:
+    """What the MCP tools do, apart from the protocol: run programs, search, describe."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        workspace: Path,
+        *,
+        decide: Decider,
+        engine: str = "quickjs",
+        limits: Limits | None = None,
+        sandbox: Any = None,
+    ) -> None:
+        self.registry = registry
+        self.guarded = ApprovingRegistry(registry, decide)
+        # ``sandbox`` (a SandboxSession with no approver: nobody to ask) checks and
+        # confines the commands programs run, as in any other session.
+        self.context = ToolContext(workspace=workspace.resolve(), sandbox=sandbox)
+        self.engine = engine
+        self.limits = limits or Limits()
+
+    @property
+    def progressive(self) -> bool:
+        return len(self.registry) > DISCLOSURE_THRESHOLD
+
+    def execute_description(self) -> str:
+        if self.progressive:
+            sample = ", ".join(f"tools.{code_name(n)}" for n in self.registry.names()[:6])
+            tools = render_template(
+                _prompt("execute_search"), {"count": str(len(self.registry)), "sample": sample}
+            )
+        else:
+            from codemode.tools.typescript import typescript_declarations
+
+            tools = render_template(
+                _prompt("execute_declarations"),
+                {"declarations": typescript_declarations(self.registry).strip()},
+            )
+        text = render_template(
+            _prompt("execute"), {"workspace": str(self.context.workspace), "tools": tools}
+        )
+        return text.strip()
+
+    async def execute(self, code: str) -> CallToolResult:
+        from mcp.types import CallToolResult, TextContent
+
+        # A bridge per program: concurrent execute calls must not share an isolate.
+        bridge = Bridge(self.guarded, self.context, engine=self.engine, limits=self.limits)
+        try:
+            result = await bridge.execute(code)
+        finally:
+            bridge.close()
+        structured = {
+            "ok": result.ok,
+            "value": result.value,
+            "output": result.output,
+            "error": result.error.one_line() if result.error else None,
+            "tool_calls": len(result.tool_calls),
+        }
+        return CallToolResult(
+            content=[TextContent(type="text", text=render_exec_result(result))],
+            structured_content=structured,
+            is_error=not result.ok,
+        )
+
+    def search(self, query: str, limit: int) -> list[dict[str, str]]:
+        words = [w for w in re.split(r"\W+", query.lower()) if w]
+        scored = []
+        for index, tool in enumerate(self.registry):
+            name = code_name(tool.name)
+            hay = f"{name} {tool.description}".lower()
+            score = sum(3 if w in name.lower() else 1 for w in words if w in hay)
+            if score or not words:
+                scored.append((-score, index, name, _summary(tool.description)))
+        scored.sort()
+        return [{"name": n, "description": d} for _, _, n, d in scored[:limit]]
+
+    def lookup(self, name: str) -> str | None:
+        """The registry name for what a client typed: ``fs.read_file``, ``tools.shell``..."""
+        name = name.strip().removeprefix("tools.")
+        for full in self.registry.names():
+            if name in (full, code_name(full)):
+                return full
+        return None
+
+    def describe(self, name: str) -> str:
+        from codemode.tools.typescript import typescript_declarations
+
+        full = self.lookup(name)
+        if full is None:
+            hint = self.registry.closest(name.replace(".", "__"))
+            suggestion = f" — did you mean {code_name(hint)}?" if hint else ""
+            raise LookupError(f"no tool named {name!r}{suggestion}")
+        tool = self.registry.get(full)
+        assert tool is not None
+        return typescript_declarations(ToolRegistry([tool])).split("\n/** Raised")[0].strip()
+
+
+def build_server(service: HostService) -> MCPServer:
+    """The MCP server exposing ``service``: execute, and search_tools/describe_tool if many."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError as McpToolError
+    from mcp.types import CallToolResult
+
+    server = MCPServer(
+        "codemode",
+        instructions="Run JavaScript programs against the host's tools with `execute`.",
+    )
+
+    async def execute(code: str) -> CallToolResult:
+        return await service.execute(code)
+
+    # This module postpones annotations, and the SDK reads them to build input schemas:
+    # give it the objects (CallToolResult is imported here, not at module level).
+    execute.__annotations__ = {
+        "code": Annotated[str, Field(description="The JavaScript program to run.")],
+        "return": CallToolResult,
+    }
+    server.add_tool(execute, name="execute", description=service.execute_description())
+    if not service.progressive:
+        return server
+
+    def search_tools(query: str, limit: int = 20) -> dict[str, Any]:
+        return {"tools": service.search(query, limit)}
+
+    def describe_tool(name: str) -> str:
+        try:
+            return service.describe(name)
+        except LookupError as exc:
+            raise McpToolError(str(exc)) from None
+
+    search_tools.__annotations__ = {
+        "query": Annotated[
+            str, Field(description="Words to look for in tool names and descriptions.")
+        ],
+        "limit": Annotated[int, Field(ge=1, le=100, description="Most results.")],
+        "return": dict[str, Any],
+    }
+    describe_tool.__annotations__ = {
+        "name": Annotated[str, Field(description="A tool name as search_tools gives it.")],
+        "return": str,
+    }
+    server.add_tool(
+        search_tools,
+        name="search_tools",
+        description="Find the host's tools by words in their names and descriptions; "
+        "an empty query lists them all.",
+    )
+    server.add_tool(
+        describe_tool,
+        name="describe_tool",
+        description="The TypeScript declaration of one tool: its arguments and result.",
+        structured_output=False,
+    )
+    return server
