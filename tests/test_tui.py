@@ -334,6 +334,9 @@ def test_harness_and_code_mode_switching(
         term.send_line("second")
         term.expect("classic reply")
         term.prompt()
+        term.send_line("/help")
+        term.expect("/undo")
+        term.prompt()
         term.send_line("/nonsense")
         term.expect("unknown command /nonsense")
         term.prompt()
@@ -509,15 +512,19 @@ def test_first_run_wizard_writes_the_config_and_keeps_its_content(
 
 
 def test_plain_output_without_a_terminal(home: Path, work: Path) -> None:
+    (home / "rules").mkdir()
+    (home / "rules" / "team.rules").write_text(
+        'prefix_rule(pattern=["touch"], decision="prompt")\n', encoding="utf-8"
+    )
     script = [
-        {"tool_calls": [call("shell", {"command": "echo piped-run"})]},
+        {"tool_calls": [call("shell", {"command": "touch piped.txt; echo piped-run"})]},
         {"text": "Plain **answer**. " + "long " * 40},
     ]
     with ScriptedModelServer(script) as server:
         proc = subprocess.run(
             [str(INTERPRETER), *provider_flags(server.base_url, "chat"), "--sandbox",
              "danger-full-access"],
-            input="say something\n/status\n",
+            input="say something\ny\n/status\n",  # y: the approval
             capture_output=True,
             text=True,
             cwd=work,
@@ -526,7 +533,8 @@ def test_plain_output_without_a_terminal(home: Path, work: Path) -> None:
         )
     assert proc.returncode == 0, proc.stderr
     assert "\x1b" not in proc.stdout
-    assert "$ echo piped-run" in proc.stdout and "piped-run" in proc.stdout
+    assert "approval needed" in proc.stdout and (work / "piped.txt").exists()
+    assert "$ touch piped.txt; echo piped-run" in proc.stdout and "piped-run" in proc.stdout
     assert "Plain **answer**." in proc.stdout  # the model's markdown as written
     assert "dialect    classic" in proc.stdout
     assert "long " * 40 in proc.stdout  # not folded at 80 columns

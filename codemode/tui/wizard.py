@@ -1,9 +1,9 @@
 """First run: no provider configured, so ask which one and write it to config.toml.
 
-Offers the local servers of the catalog (Ollama, LM Studio, …; the ones answering are
-listed with their models), any other OpenAI-compatible endpoint, and the API-key
-providers (with the environment variable to set). The choice is written into
-``$CODEMODE_HOME/config.toml``, keeping whatever the file already holds.
+Offers the local servers of the catalog (Ollama, LM Studio, …), any other
+OpenAI-compatible endpoint, and the API-key providers (with the environment variable
+to set). For a local server the models it offers are listed, when it answers. The
+choice is written into ``$CODEMODE_HOME/config.toml``, keeping what the file holds.
 """
 
 from __future__ import annotations
