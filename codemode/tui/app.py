@@ -74,10 +74,16 @@ class InteractiveApp:
     # --- sessions --------------------------------------------------------------------
 
     def open_session(self, resume: RecordedSession | None = None) -> Session:
-        """Build a session (new or resumed) with the sandbox and approver attached."""
-        session = build_session(
+        """Build a session (new or resumed) with the sandbox and approver attached,
+        and make it the current one."""
+        return self._install(self._build(resume), resume)
+
+    def _build(self, resume: RecordedSession | None) -> Session:
+        return build_session(
             self.config, self.options, [self.renderer], resume=resume, approver=self.approver
         )
+
+    def _install(self, session: Session, resume: RecordedSession | None) -> Session:
         sandbox = session.runner.context.sandbox
         if sandbox is not None:
             self.sandbox_mode = sandbox.settings.sandbox_mode
@@ -150,13 +156,25 @@ class InteractiveApp:
         await session.provider.aclose()
 
     async def replace_session(self, resume: RecordedSession | None = None) -> None:
-        """/new and /resume: close this session, open another in its place."""
+        """/new and /resume: open another session in place of this one (which stays
+        if the other cannot be opened)."""
+        session = self._build(resume)
         await self.close_session()
-        if self._prepared is not None:
-            await asyncio.shield(self._prepared)
+        await self._wait_prepared()
         self.snapshots.close()
         self.snapshots = Snapshots(self.cwd)
-        self.open_session(resume)
+        self._install(session, resume)
+
+    async def _wait_prepared(self) -> None:
+        """Let the background snapshot finish (shielded: a Ctrl-C must not leave it
+        running beside the next scan)."""
+        if self._prepared is None:
+            return
+        try:
+            await asyncio.shield(self._prepared)
+        except Exception as exc:
+            self.renderer.note(f"! /undo snapshot failed: {exc}", style="yellow")
+        self._prepared = None
 
     # --- turns -----------------------------------------------------------------------
 
@@ -171,11 +189,11 @@ class InteractiveApp:
         if self.pending_note:
             prompt = f"{self.pending_note}\n\n{prompt}"
             self.pending_note = None
-        if self._prepared is not None:
-            # Shielded: a Ctrl-C here must not leave the scan running beside the next.
-            await asyncio.shield(self._prepared)
-            self._prepared = None
-        await asyncio.to_thread(self.snapshots.begin_turn)
+        await self._wait_prepared()
+        try:
+            await asyncio.to_thread(self.snapshots.begin_turn)
+        except Exception as exc:  # the turn matters more than its undo
+            self.renderer.note(f"! /undo unavailable for this turn: {exc}", style="yellow")
         if self.snapshots.disabled and not self._told_disabled:
             self._told_disabled = True
             self.renderer.note(f"! /undo is off: {self.snapshots.disabled}", style="yellow")
@@ -183,7 +201,11 @@ class InteractiveApp:
             await self.session.run_turn(prompt)
         finally:
             # An interrupted turn's changes can be undone too.
-            changes = await asyncio.to_thread(self.snapshots.end_turn)
+            try:
+                changes = await asyncio.to_thread(self.snapshots.end_turn)
+            except Exception as exc:
+                changes = None
+                self.renderer.note(f"! /undo unavailable for this turn: {exc}", style="yellow")
             if changes is not None:
                 paths = changes.paths()
                 more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
@@ -287,8 +309,7 @@ async def _main(options: InteractiveOptions) -> int:
     finally:
         session = app.session
         await app.close_session()
-        if app._prepared is not None:
-            await asyncio.shield(app._prepared)
+        await app._wait_prepared()
         app.snapshots.close()
         if session is not None and session.rollout is not None:
             app.renderer.note(f"session saved · interpreter resume {session.id}")
