@@ -107,7 +107,7 @@ async def first_run_setup(app: InteractiveApp) -> bool:
         if info is None or not info.needs_key:
             models = await list_models(base_url)
             if models is None:
-                say(f"{base_url} is not answering now; choose the model anyway", "yellow")
+                say(f"no model list from {base_url} (not running, or no /models)", "yellow")
             elif models:
                 say(f"models there: {', '.join(models[:12])}")
                 default = default or models[0]
