@@ -226,3 +226,34 @@ def test_options_after_the_prompt_are_refused(tmp_path: Path) -> None:
 def test_resume_without_a_terminal_still_needs_a_prompt(tmp_path: Path) -> None:
     run = run_cli(["resume", "--last"], home=tmp_path, cwd=tmp_path, stdin="")
     assert run.code == 2 and "no prompt given" in run.stderr
+
+
+async def test_wizard_lists_a_local_servers_models() -> None:
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from codemode.tui.wizard import list_models
+
+    class Models(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            found = self.path == "/v1/models"
+            body = json.dumps({"data": [{"id": "qwen3-coder"}, {"id": "llama"}]}).encode()
+            self.send_response(200 if found else 404)
+            self.send_header("Content-Length", str(len(body) if found else 0))
+            self.end_headers()
+            if found:
+                self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Models)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_port}"
+        assert await list_models(base + "/v1") == ["qwen3-coder", "llama"]
+        assert await list_models(base + "/nothing") is None
+    finally:
+        server.shutdown()
+        server.server_close()
