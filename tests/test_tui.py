@@ -463,6 +463,10 @@ def test_undo_reverts_the_last_turn_without_git(
         term.expect("changed: notes.txt, sub/new.txt")
         term.prompt()
         assert (work / "notes.txt").read_text() == "changed\n"
+        term.send_line("/diff")  # no git here: the files the turns changed
+        term.expect("not a git repository")
+        term.expect("sub/new.txt")
+        term.prompt()
         term.send_line("/undo")
         term.expect("restored notes.txt")
         term.expect("removed sub/new.txt")
