@@ -35,6 +35,11 @@ class RayUnavailable(RuntimeError):
     """Ray is not installed, or the cluster could not be reached."""
 
 
+def _is_loopback(address: str) -> bool:
+    host = address.removeprefix("ray://").rsplit(":", 1)[0].strip("[]")
+    return host == "localhost" or host.startswith("127.") or host == "::1"
+
+
 def _import_ray() -> Any:
     try:
         import ray
@@ -47,7 +52,9 @@ def run_ray(
     tasks: list[RepoTask], jobs: int, on_result: OnResult, address: str | None = None
 ) -> None:
     """Submit one Ray task per repository and call ``on_result`` as each finishes."""
-    if not address and "ray" not in sys.modules:
+    if (not address or _is_loopback(address)) and "ray" not in sys.modules:
+        # Also for a cluster on this machine's loopback: otherwise Ray would rewrite
+        # 127.0.0.1 in the address to the machine's network address and never connect.
         os.environ.setdefault(_LOOPBACK_ONLY, "0")
     ray = _import_ray()
     quiet = {"logging_level": logging.WARNING, "log_to_driver": False}

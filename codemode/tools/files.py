@@ -130,7 +130,7 @@ def _window(text: str, shown: str, args: ReadFileArgs) -> ReadFileResult:
 async def read_file(args: ReadFileArgs, ctx: ToolContext) -> ReadFileResult:
     """Read a text file, optionally a window of its lines."""
     client = ctx.client
-    if client is not None and client.reads_files:
+    if client is not None and client.reads_files and ctx.dry_run is None:
         # The editor's copy, unsaved changes included.
         path = ctx.resolve(args.path)
         try:
@@ -208,7 +208,8 @@ async def write_file(args: WriteFileArgs, ctx: ToolContext) -> WriteFileResult:
     """Create or overwrite a file inside the workspace, atomically."""
     path = await _writable(args.path, ctx)
     client = ctx.client
-    if client is not None and client.writes_files:
+    # A dry run records the write instead (below), whoever else could take it.
+    if client is not None and client.writes_files and ctx.dry_run is None:
         created = not path.exists()
         if path.is_dir():
             raise ToolError(f"write_file: {ctx.display(path)} is a directory")
