@@ -18,13 +18,43 @@ from codemode.sandbox.cli_options import resolve_modes, sandbox_options
 ENGINE_CHOICES = ("quickjs", "v8")
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+class _SessionGroup(click.Group):
+    """A group whose first word is a subcommand if it names one, else the PROMPT of an
+    interactive session (``interpreter "fix the bug"``)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        rest = super().parse_args(ctx, args)
+        attr = "_protected_args" if hasattr(ctx, "_protected_args") else "protected_args"
+        head: list[str] = getattr(ctx, attr)
+        if head and self.get_command(ctx, head[0]) is None:
+            words = [*head, *ctx.args]
+            if any(w.startswith("-") for w in words[1:]):
+                raise click.UsageError(
+                    "put options before the PROMPT: interpreter [OPTIONS] [PROMPT]"
+                )
+            ctx.meta["codemode.prompt"] = " ".join(words)
+            setattr(ctx, attr, [])
+            ctx.args = []
+            return []
+        return rest
+
+
+@click.group(
+    cls=_SessionGroup,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    subcommand_metavar="[PROMPT] | COMMAND [ARGS]...",
+)
 @click.version_option(package_name="codemode", prog_name="interpreter")
 @click.pass_context
-def cli(ctx: click.Context) -> None:
-    """codemode: a coding agent where the model writes JavaScript against your tools."""
+def cli(ctx: click.Context, **kw: Any) -> None:
+    """codemode: a coding agent where the model writes JavaScript against your tools.
+
+    Without a command, starts an interactive session in the workspace (PROMPT, if
+    given, is its first message). /help inside lists what it can do.
+    """
     if ctx.invoked_subcommand is None:
-        click.echo(ctx.get_help())
+        _run_interactive(prompt=ctx.meta.get("codemode.prompt"), **kw)
 
 
 @cli.command(context_settings={"ignore_unknown_options": False})
@@ -318,7 +348,8 @@ def exec_(
 def resume(args: tuple[str, ...], last: bool, overrides: tuple[str, ...], **kw: Any) -> None:
     """Continue a recorded session: resume SESSION_ID [PROMPT] or resume --last [PROMPT].
 
-    The session keeps its file, model and dialect unless options override them.
+    The session keeps its file, model and dialect unless options override them. Without
+    a PROMPT, in a terminal, the session reopens interactively.
     """
     if last:
         if len(args) > 1:
@@ -330,11 +361,18 @@ def resume(args: tuple[str, ...], last: bool, overrides: tuple[str, ...], **kw: 
         ref, prompt = args[0], (args[1] if len(args) > 1 else None)
         if len(args) > 2:
             raise click.UsageError("too many arguments: resume SESSION_ID [PROMPT]")
+    if prompt is None and sys.stdin.isatty():
+        if kw.pop("as_json"):
+            raise click.UsageError("--json needs a PROMPT (it is for non-interactive runs)")
+        _run_interactive(
+            prompt=None,
+            resume=ref,
+            overrides=overrides,
+            **kw,
+        )
     prompt = _read_prompt(prompt)
     if prompt is None:
-        raise click.UsageError(
-            "pass a PROMPT to continue with (the interactive session is not built yet)"
-        )
+        raise click.UsageError("pass a PROMPT to continue with (or run it in a terminal)")
     _run_agent(prompt=prompt, resume=ref, overrides=list(overrides), **kw)
 
 
@@ -678,6 +716,31 @@ def mcp_server(http_port: int | None, cwd: Path, overrides: tuple[str, ...]) -> 
     try:
         status = serve(load_config(overrides), cwd, http_port=http_port)
     except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    sys.exit(status)
+
+
+# --- the interactive session ---------------------------------------------------------
+
+
+def _interactive_params() -> list[click.Parameter]:
+    """exec's options (--sandbox/--approval/--full-auto included), less --json, in order."""
+
+    def holder() -> None: ...
+
+    decorated: Any = session_options(holder)
+    return [p for p in reversed(decorated.__click_params__) if p.name != "as_json"]
+
+
+cli.params.extend(_interactive_params())
+
+
+def _run_interactive(*, overrides: tuple[str, ...], **kw: Any) -> None:
+    from codemode.tui.app import InteractiveOptions, UsageProblem, run_interactive
+
+    try:
+        status = run_interactive(InteractiveOptions(overrides=list(overrides), **kw))
+    except UsageProblem as exc:
         raise click.UsageError(str(exc)) from None
     sys.exit(status)
 

@@ -131,6 +131,20 @@ def pick_model(config: Config, provider_name: str, model: str | None) -> str:
     return chosen
 
 
+def prompt_env(config: Config, cwd: Path, sandbox_mode: str, approval_policy: str) -> PromptEnv:
+    """The facts a harness prompt mentions (the interactive session rebuilds the
+    instructions with it when the harness or dialect changes)."""
+    return PromptEnv(
+        cwd=str(cwd),
+        date=date.today().isoformat(),
+        platform=f"{platform.system()} {platform.machine()}",
+        shell="bash" if shutil.which("bash") else "sh",
+        sandbox_mode=sandbox_mode,
+        approval_policy=approval_policy,
+        project_docs=project_docs(cwd, codemode_home(), config.project_doc_max_chars),
+    )
+
+
 def _family_harness(config: Config, provider_name: str | None) -> str:
     """The default harness for the provider's model family (Kimi -> kimi-code, ...)."""
     from codemode.harnesses.catalog import DEFAULT_HARNESS, default_harness
@@ -235,15 +249,7 @@ def build_session(
         limits=Limits(timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=30_000),
         setup_scripts=setup_scripts,
     )
-    env = PromptEnv(
-        cwd=str(cwd),
-        date=date.today().isoformat(),
-        platform=f"{platform.system()} {platform.machine()}",
-        shell="bash" if shutil.which("bash") else "sh",
-        sandbox_mode=sandbox.settings.sandbox_mode,
-        approval_policy=sandbox.settings.approval_policy,
-        project_docs=project_docs(cwd, home, config.project_doc_max_chars),
-    )
+    env = prompt_env(config, cwd, sandbox.settings.sandbox_mode, sandbox.settings.approval_policy)
     rollout: Rollout | None = None
     messages = []
     if resume is not None:

@@ -1,0 +1,154 @@
+"""Reading what the user types: prompt-toolkit on a terminal, plain lines otherwise.
+
+On a terminal: history (kept in ``$CODEMODE_HOME/history``), Enter sends, Alt-Enter or
+Ctrl-J inserts a newline (pasted text keeps its newlines), Tab completes slash
+commands and ``@path`` mentions. Ctrl-C raises KeyboardInterrupt, Ctrl-D EOFError,
+as the interactive loop expects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.history import FileHistory, InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings
+
+PROMPT = "› "
+
+
+class PlainReader:
+    """Lines from stdin (not a terminal): one line is one message."""
+
+    def __init__(self) -> None:
+        self.interactive = False
+
+    async def read(self) -> str:
+        line = await asyncio.to_thread(sys.stdin.readline)
+        if not line:
+            raise EOFError
+        return line.rstrip("\n")
+
+    async def ask(self, question: str, choices: dict[str, str]) -> str:
+        print(question, flush=True)
+        line = (await asyncio.to_thread(sys.stdin.readline)).strip().lower()
+        return choices.get(line[:1], "deny")
+
+    async def ask_text(self, question: str, default: str = "") -> str:
+        print(question, flush=True)
+        line = await asyncio.to_thread(sys.stdin.readline)
+        if not line:
+            raise EOFError
+        return line.strip() or default
+
+
+class TerminalReader:
+    """The prompt-toolkit input line."""
+
+    def __init__(self, history_file: Path, cwd: Path, commands: Iterable[str]) -> None:
+        self.interactive = True
+        try:
+            history_file.parent.mkdir(parents=True, exist_ok=True)
+            history: Any = FileHistory(str(history_file))
+        except OSError:
+            history = InMemoryHistory()
+        self._session: Any = PromptSession(
+            history=history,
+            completer=_Completer(cwd, sorted(commands)),
+            complete_while_typing=False,
+            key_bindings=_bindings(),
+            multiline=False,
+            enable_open_in_editor=False,
+        )
+
+    async def read(self) -> str:
+        return await self._session.prompt_async(PROMPT)
+
+    async def ask(self, question: str, choices: dict[str, str]) -> str:
+        """One key picks an answer; Ctrl-C, Ctrl-D or Escape deny."""
+        kb = KeyBindings()
+        for key, answer in choices.items():
+            kb.add(key)(_exit_with(answer))
+        for key in ("c-c", "c-d", "escape"):
+            kb.add(key)(_exit_with("deny"))
+        kb.add("<any>")(lambda event: None)  # other keys do nothing
+        session: Any = PromptSession(key_bindings=kb)
+        # Asked in the middle of a turn: leave the turn's SIGINT handler in place.
+        return await session.prompt_async(question, handle_sigint=False)
+
+    async def ask_text(self, question: str, default: str = "") -> str:
+        session: Any = PromptSession()
+        answer = await session.prompt_async(question)
+        return answer.strip() or default
+
+
+def _exit_with(answer: str) -> Any:
+    def handler(event: Any) -> None:
+        event.app.exit(result=answer)
+
+    return handler
+
+
+def _bindings() -> Any:
+    kb = KeyBindings()
+
+    @kb.add("c-c")
+    def _interrupt(event: Any) -> None:
+        # Ctrl-C clears a line being typed; on an empty line it is the way out.
+        buffer = event.current_buffer
+        if buffer.text:
+            buffer.reset()
+        else:
+            event.app.exit(exception=KeyboardInterrupt, style="class:aborting")
+
+    @kb.add("escape", "enter")
+    @kb.add("c-j")
+    def _newline(event: Any) -> None:
+        event.current_buffer.insert_text("\n")
+
+    return kb
+
+
+class _Completer(Completer):
+    """Slash commands at the start of the line; paths after ``@``."""
+
+    def __init__(self, cwd: Path, commands: list[str]) -> None:
+        self.cwd = cwd
+        self.commands = commands
+
+    def get_completions(self, document: Any, complete_event: Any) -> Iterator[Completion]:
+        text = document.text_before_cursor
+        if text.startswith("/") and " " not in text:
+            for name in self.commands:
+                if name.startswith(text):
+                    yield Completion(name, start_position=-len(text))
+            return
+        word = text.split()[-1] if text and not text[-1].isspace() else ""
+        if word.startswith("@"):
+            for candidate in complete_path(self.cwd, word[1:]):
+                yield Completion("@" + candidate, start_position=-len(word))
+
+
+def complete_path(cwd: Path, partial: str, limit: int = 50) -> list[str]:
+    """Workspace paths starting with ``partial`` (directories end with ``/``)."""
+    head, _, tail = partial.rpartition("/")
+    base = (cwd / head) if head else cwd
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        if not name.startswith(tail) or (name.startswith(".") and not tail.startswith(".")):
+            continue
+        rel = f"{head}/{name}" if head else name
+        out.append(rel + "/" if (base / name).is_dir() else rel)
+        if len(out) >= limit:
+            break
+    return out

@@ -1,0 +1,409 @@
+"""Showing a session's events in the terminal as they happen.
+
+The model's text streams as markdown: finished paragraphs are printed for good and
+only the paragraph being written is redrawn (a live region taller than the screen
+cannot be redrawn, so it is kept short). Reasoning is dimmed and collapsed to one line
+unless expanded with ``/reasoning``. Each tool call is a compact block; a code-mode
+program is shown highlighted, then its console output and nested calls as they happen.
+On a non-terminal stdout nothing is redrawn: whole items are printed as plain text.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.padding import Padding
+from rich.syntax import Syntax
+from rich.text import Text
+
+_OUTPUT_LINES = 8  # lines of a command's output shown under it
+_DIFF_LINES = 60  # lines of a diff shown under a file change
+_REDRAWS_PER_S = 15
+_COLLAPSED_REASONING_LINES = 3
+
+
+def make_console() -> Console:
+    """The console for the session: colour and redraws only on a terminal; NO_COLOR
+    (read by rich) turns colour off."""
+    console = Console(highlight=False, emoji=False)
+    # Piped: lines as long as they are, not folded at an assumed 80 columns.
+    console.soft_wrap = not console.is_terminal
+    return console
+
+
+def _split_committed(text: str) -> tuple[str, str]:
+    """Split streamed markdown at the last paragraph break outside a code fence:
+    (finished part, part still being written)."""
+    cut = -1
+    in_fence = False
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        if stripped.startswith("```") or stripped.startswith("~~~"):
+            in_fence = not in_fence
+        pos += len(line)
+        if not in_fence and stripped == "" and line.endswith("\n") and pos < len(text):
+            cut = pos
+    if cut <= 0:
+        return "", text
+    return text[:cut], text[cut:]
+
+
+class _Stream:
+    """One item streaming into a live region (agent text or reasoning).
+
+    The live region is transient: whatever stays on screen is printed for good with
+    ``console.print`` (finished paragraphs as they complete, the rest at the end), so
+    nothing is drawn twice.
+    """
+
+    def __init__(self, console: Console, kind: str) -> None:
+        self.console = console
+        self.kind = kind
+        self.text = ""
+        self.committed = 0  # characters of ``text`` printed for good
+        self.live: Live | None = None
+        self.summarized = False  # reasoning: its one-line summary is out
+        self._last = 0.0
+
+    def _renderable(self, text: str) -> Any:
+        if self.kind == "reasoning":
+            lines = text.rstrip("\n").splitlines()[-_COLLAPSED_REASONING_LINES:]
+            return Text("\n".join(lines), style="dim italic")
+        return Markdown(text)
+
+    def add(self, delta: str) -> None:
+        self.text += delta
+        if not self.console.is_terminal or self.summarized:
+            return
+        if self.kind == "text":
+            done, _ = _split_committed(self.text[self.committed :])
+            if done:
+                self.clear()
+                self.console.print(Markdown(done))
+                self.console.print()  # the blank line markdown puts between blocks
+                self.committed += len(done)
+        pending = self.text[self.committed :]
+        if not pending.strip():
+            return
+        if self.live is None:
+            self.live = Live(
+                self._renderable(pending),
+                console=self.console,
+                auto_refresh=False,
+                transient=True,
+                vertical_overflow="crop",
+            )
+            self.live.start(refresh=True)
+            self._last = time.monotonic()
+            return
+        now = time.monotonic()
+        if now - self._last >= 1 / _REDRAWS_PER_S:
+            self._last = now
+            self.live.update(self._renderable(pending), refresh=True)
+
+    def clear(self) -> None:
+        """Take the live region off the screen."""
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+    def finish(self, final: str | None = None) -> str:
+        """End the stream; returns the text not yet printed for good."""
+        if final is not None and final.startswith(self.text):
+            self.text = final
+        self.clear()
+        rest = self.text[self.committed :]
+        self.committed = len(self.text)
+        return rest
+
+
+class TerminalRenderer:
+    """A session listener that draws events on ``console``."""
+
+    def __init__(
+        self, console: Console, *, show_reasoning: bool = False, workspace: Path | None = None
+    ) -> None:
+        self.console = console
+        self.workspace = workspace
+        # write_file calls in flight: item id -> (path shown, the file's text before).
+        self._writes: dict[str, tuple[str, str]] = {}
+        self.show_reasoning = show_reasoning
+        self._streams: dict[str, _Stream] = {}
+        self._turn_started = 0.0
+        # The program running now, and its source: the approver shows it around the
+        # nested call that needs approval.
+        self.current_program: str | None = None
+
+    # --- plumbing --------------------------------------------------------------------
+
+    def __call__(self, event: BaseModel) -> None:
+        kind = getattr(event, "type", "")
+        if kind not in ("delta.text", "delta.reasoning"):
+            self.flush_streams()
+        handler = getattr(self, "_on_" + kind.replace(".", "_"), None)
+        if handler is not None:
+            handler(event)
+
+    def flush_streams(self) -> None:
+        """End every live region (before something else is printed or asked)."""
+        for item_id, stream in self._streams.items():
+            if stream.live is None:
+                continue
+            if stream.kind == "text":
+                rest = stream.finish()
+                if rest.strip():
+                    self.console.print(self._markdown(rest))
+            else:
+                self._summarize(item_id, stream)
+
+    def _print(self, *renderables: Any, depth: int = 0) -> None:
+        for r in renderables:
+            if depth and isinstance(r, Text):
+                pad = Text("  " * depth)
+                r = Text("\n").join(pad + line for line in r.split("\n"))
+            elif depth:
+                r = Padding(r, (0, 0, 0, 2 * depth), expand=False)
+            self.console.print(r)
+
+    def _markdown(self, text: str) -> Any:
+        """The model's text: rendered on a terminal, as written elsewhere."""
+        return Markdown(text) if self.console.is_terminal else Text(text.rstrip("\n"))
+
+    def note(self, message: str, style: str = "dim") -> None:
+        """A line from the interactive session itself (slash commands, hints)."""
+        self.flush_streams()
+        self.console.print(Text(message, style=style))
+
+    # --- events ----------------------------------------------------------------------
+
+    def _on_thread_started(self, event: Any) -> None:
+        self.note(f"session {event.thread_id}")
+
+    def _on_turn_started(self, event: Any) -> None:
+        self._turn_started = time.monotonic()
+        self._streams.clear()
+
+    def _on_notice(self, event: Any) -> None:
+        self.note(f"! {event.message}", style="yellow")
+
+    def _on_delta_text(self, event: Any) -> None:
+        # The answer starts: the reasoning before it is done.
+        for item_id, stream in self._streams.items():
+            if stream.kind == "reasoning" and not stream.summarized:
+                self._summarize(item_id, stream)
+        self._stream(event.item_id, "text").add(event.text)
+
+    def _on_delta_reasoning(self, event: Any) -> None:
+        self._stream(event.item_id, "reasoning").add(event.text)
+
+    def _stream(self, item_id: str, kind: str) -> _Stream:
+        stream = self._streams.get(item_id)
+        if stream is None:
+            stream = self._streams[item_id] = _Stream(self.console, kind)
+        return stream
+
+    def _on_delta_output(self, event: Any) -> None:
+        style = "red" if event.level in ("error", "warn") else ""
+        self._print(Text(f"│ {event.text}", style=style), depth=1)
+
+    def _on_item_started(self, event: Any) -> None:
+        item = event.item
+        depth = 1 if item.parent_id else 0
+        if item.type == "command_execution":
+            self._print(Text(f"$ {item.command}", style="bold"), depth=depth)
+        elif item.type == "code_execution":
+            self.current_program = item.code
+            self._print(Text("exec", style="bold cyan"))
+            self._print(
+                Syntax(item.code, "javascript", theme="ansi_dark", line_numbers=True), depth=1
+            )
+        elif item.type == "tool_call" and item.name == "write_file":
+            self._remember_write(item)
+        elif item.type == "todo_list":
+            for entry in item.items:
+                mark = "[x]" if entry.completed else "[ ]"
+                self._print(Text(f"{mark} {entry.text}"), depth=depth)
+
+    def _on_item_completed(self, event: Any) -> None:
+        item = event.item
+        depth = 1 if item.parent_id else 0
+        handler = getattr(self, "_done_" + item.type, None)
+        if handler is not None:
+            handler(item, depth)
+
+    def _done_agent_message(self, item: Any, depth: int) -> None:
+        stream = self._streams.pop(item.id, None)
+        rest = stream.finish(item.text) if stream is not None else item.text
+        if rest.strip():
+            self.console.print(self._markdown(rest))
+
+    def _done_reasoning(self, item: Any, depth: int) -> None:
+        stream = self._streams.get(item.id)
+        if stream is None:
+            stream = self._streams[item.id] = _Stream(self.console, "reasoning")
+        if not stream.summarized:
+            stream.text = item.text or stream.text
+            self._summarize(item.id, stream)
+
+    def _summarize(self, item_id: str, stream: _Stream) -> None:
+        """Replace a reasoning stream by its summary line (or all of it, if shown)."""
+        stream.clear()
+        stream.summarized = True
+        text = stream.text.strip()
+        if not text:
+            return
+        if self.show_reasoning:
+            self._print(Text(text, style="dim italic"))
+        else:
+            lines = text.splitlines()
+            more = f"  (+{len(lines) - 1} lines, /reasoning shows all)" if len(lines) > 1 else ""
+            self._print(Text(f"thinking: {lines[0][:150]}{more}", style="dim italic"))
+
+    def _done_command_execution(self, item: Any, depth: int) -> None:
+        if item.exit_code is None:  # it never ran, or was stopped: the output is why
+            reason = item.aggregated_output.strip() or "interrupted"
+            self._print(Text(f"✗ {reason}", style="red"), depth=depth + 1)
+            return
+        lines = item.aggregated_output.rstrip("\n").splitlines()
+        shown = lines[-_OUTPUT_LINES:]
+        if len(lines) > len(shown):
+            shown.insert(0, f"… {len(lines) - len(shown)} more lines")
+        if shown:
+            self._print(Text("\n".join(shown), style="dim"), depth=depth + 1)
+        if item.exit_code == 0:
+            self._print(Text("✓ exit 0", style="green"), depth=depth + 1)
+        else:
+            self._print(Text(f"✗ exit {item.exit_code}", style="red"), depth=depth + 1)
+
+    def _done_file_change(self, item: Any, depth: int) -> None:
+        marks = {"add": "A", "update": "M", "delete": "D", "move": "R"}
+        for change in item.changes:
+            self._print(Text(f"{marks[change.kind]} {change.path}", style="bold"), depth=depth)
+        if item.diff.strip():
+            self._print(diff_renderable(item.diff), depth=depth + 1)
+        if item.status == "failed":
+            self._print(Text("✗ patch failed", style="red"), depth=depth + 1)
+
+    def _remember_write(self, item: Any) -> None:
+        args = item.arguments if isinstance(item.arguments, dict) else {}
+        path = args.get("path")
+        if self.workspace is None or not isinstance(path, str):
+            return
+        target = self.workspace / path
+        try:
+            before = target.read_text(encoding="utf-8") if target.is_file() else ""
+        except (OSError, UnicodeDecodeError):
+            return
+        self._writes[item.id] = (path, before)
+
+    def _done_tool_call(self, item: Any, depth: int) -> None:
+        written = self._writes.pop(item.id, None)
+        if written is not None and item.status == "completed":
+            path, before = written
+            after = str((item.arguments or {}).get("content", ""))
+            kind = "M" if before else "A"
+            self._print(Text(f"{kind} {path}", style="bold"), depth=depth)
+            diff = unified_diff(path, before, after)
+            if diff:
+                self._print(diff_renderable(diff), depth=depth + 1)
+            return
+        args = describe_args(item.arguments)
+        if item.status == "completed":
+            line = Text.assemble(("· ", "dim"), (item.name, "bold"), f" {args} ", ("✓", "green"))
+        else:
+            line = Text.assemble(
+                ("· ", "dim"), (item.name, "bold"), f" {args} ", (f"✗ {item.error}", "red")
+            )
+        self._print(line, depth=depth)
+
+    def _done_mcp_tool_call(self, item: Any, depth: int) -> None:
+        ok = item.status == "completed"
+        mark = ("✓", "green") if ok else (f"✗ {item.error}", "red")
+        self._print(Text.assemble(("· ", "dim"), f"{item.server}.{item.tool} ", mark), depth=depth)
+
+    def _done_code_execution(self, item: Any, depth: int) -> None:
+        self.current_program = None
+        calls = f"{item.tool_calls} tool call{'s' if item.tool_calls != 1 else ''}"
+        if item.error:
+            self._print(Text(f"✗ {item.error} ({calls})", style="red"), depth=1)
+            return
+        if item.value is not None:
+            value = json.dumps(item.value, ensure_ascii=False)
+            value = value if len(value) <= 200 else value[:197] + "..."
+            self._print(Text(f"→ {value}", style="dim"), depth=1)
+        self._print(Text(f"✓ done ({calls})", style="green"), depth=1)
+
+    def _done_error(self, item: Any, depth: int) -> None:
+        self._print(Text(f"error: {item.message}", style="red"))
+
+    def _on_turn_completed(self, event: Any) -> None:
+        self.console.print(Text(self.status_line(event.usage, event.model_requests), style="dim"))
+
+    def _on_turn_failed(self, event: Any) -> None:
+        self.console.print(Text(f"✗ {event.error.message}", style="red"))
+        self.console.print(Text(self.elapsed(), style="dim"))
+
+    def _on_error(self, event: Any) -> None:
+        self.console.print(Text(f"error: {event.message}", style="red"))
+
+    def elapsed(self) -> str:
+        return f"{time.monotonic() - self._turn_started:.1f}s"
+
+    def status_line(self, usage: Any, requests: int) -> str:
+        cached = f" ({usage.cached_input_tokens} cached)" if usage.cached_input_tokens else ""
+        plural = "s" if requests != 1 else ""
+        return (
+            f"─ {usage.input_tokens} in{cached} · {usage.output_tokens} out · "
+            f"{requests} request{plural} · {self.elapsed()}"
+        )
+
+
+def unified_diff(path: str, before: str, after: str, max_lines: int = _DIFF_LINES) -> str:
+    """A unified diff of one file, cut to ``max_lines`` lines."""
+    lines = list(
+        difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            fromfile=f"a/{path}" if before else "/dev/null",
+            tofile=f"b/{path}",
+        )
+    )
+    text = "".join(line if line.endswith("\n") else line + "\n" for line in lines[:max_lines])
+    if len(lines) > max_lines:
+        text += f"… {len(lines) - max_lines} more diff lines\n"
+    return text
+
+
+def diff_renderable(diff: str) -> Text:
+    """A unified diff with added lines green and removed lines red."""
+    text = Text()
+    for line in diff.rstrip("\n").splitlines():
+        if line.startswith(("+++", "---")):
+            style = "bold"
+        elif line.startswith("+"):
+            style = "green"
+        elif line.startswith("-"):
+            style = "red"
+        elif line.startswith("@@"):
+            style = "cyan"
+        else:
+            style = ""
+        text.append(line + "\n", style=style)
+    text.rstrip()
+    return text
+
+
+def describe_args(args: Any) -> str:
+    """Arguments on one short line."""
+    text = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= 100 else text[:97] + "..."
+

@@ -1,0 +1,221 @@
+"""Per-turn file snapshots, so ``/undo`` can put back what a turn changed.
+
+Works with or without git, and whatever changed the files (a patch, ``write_file``, a
+shell command). At the start of a turn every workspace file (as git would see it:
+``.git/`` and ignored paths left out) is recorded by size and mtime, and its content
+is copied into a content-addressed store unless an identical copy is already there —
+so after the first turn only files that changed cost anything. At the end of the turn
+the walk is repeated; every file added, changed or removed is remembered with its
+content from the start. ``undo`` restores the newest such turn.
+
+A file that appears during a turn but is older than the turn (it was ignored when the
+turn began) is not taken for one the turn created. Files over ``max_file_bytes``, and
+files beyond ``max_total_bytes`` of content, are not copied: a turn that changes one
+of them says so, and ``undo`` leaves it alone. A workspace of more than ``max_files``
+files turns snapshots off (``disabled`` says why).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codemode.tools.ignore import walk_files
+
+MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_TOTAL_BYTES = 256 * 1024 * 1024
+# Beyond this many files a walk per turn costs seconds: snapshots are turned off.
+MAX_FILES = 50_000
+# File times come from a coarser clock than time.time_ns(): allow for the difference.
+_CLOCK_SLACK_NS = 50_000_000
+
+
+@dataclass(frozen=True)
+class _Entry:
+    size: int
+    mtime_ns: int
+    blob: str | None  # content hash in the store; None when too big to keep
+    # Modified so close to the scan that a later change in the same clock tick would
+    # keep size and mtime (git's "racy" entries): such an entry is hashed again.
+    racy: bool = False
+
+
+@dataclass
+class TurnChanges:
+    """What one turn did to the workspace: path -> its blob before the turn
+    (None: the file did not exist)."""
+
+    before: dict[str, str | None] = field(default_factory=dict)
+    unrestorable: list[str] = field(default_factory=list)
+
+    def paths(self) -> list[str]:
+        return sorted([*self.before, *self.unrestorable])
+
+
+@dataclass
+class UndoResult:
+    restored: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+class Snapshots:
+    """Snapshots of one workspace for one interactive session."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        store: Path | None = None,
+        max_file_bytes: int = MAX_FILE_BYTES,
+        max_total_bytes: int = MAX_TOTAL_BYTES,
+        max_files: int = MAX_FILES,
+    ) -> None:
+        self.root = root.resolve()
+        self._own_store = store is None
+        self.store = store or Path(tempfile.mkdtemp(prefix="codemode-undo-"))
+        self.max_file_bytes = max_file_bytes
+        self.max_total_bytes = max_total_bytes
+        self.max_files = max_files
+        # Why snapshots are off (too many files), or None while they work.
+        self.disabled: str | None = None
+        self._stored_bytes = 0
+        self._blobs: set[str] = set()
+        self._start: dict[str, _Entry] | None = None
+        self._started_ns = 0
+        self._last: dict[str, _Entry] = {}  # the latest scan: unchanged files are not read again
+        self.turns: list[TurnChanges] = []
+
+    # --- recording -------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Read and store the workspace ahead of the first turn (the costly part of
+        the first ``begin_turn``; the interactive session runs it while the user types)."""
+        if self.disabled is None:
+            self._last = self._scan(self._last, store=True) or {}
+
+    def begin_turn(self) -> None:
+        """Record the workspace as it is before a turn."""
+        self._started_ns = time.time_ns()
+        self._start = self._scan(self._last, store=True) if self.disabled is None else None
+
+    def end_turn(self) -> TurnChanges | None:
+        """Compare with the start of the turn; remember and return the changes (None
+        when the turn changed nothing)."""
+        if self._start is None:
+            return None
+        start = self._start
+        now = self._scan(start, store=False)
+        if now is None:
+            self._start = None
+            return None
+        changes = TurnChanges()
+        for rel in sorted(set(start) | set(now)):
+            old, new = start.get(rel), now.get(rel)
+            if old is not None and new is not None and old.blob == new.blob and old.blob:
+                continue
+            if old is not None and new is not None and old.blob is None and new.blob is None:
+                if (old.size, old.mtime_ns) == (new.size, new.mtime_ns):
+                    continue  # too big to hash: size and mtime are all there is
+            if old is None:
+                if new is not None and new.mtime_ns < self._started_ns - _CLOCK_SLACK_NS:
+                    # Older than the turn: a file that was ignored when it began (its
+                    # .gitignore line went away), not one the turn created.
+                    continue
+                changes.before[rel] = None
+            elif old.blob is None:
+                changes.unrestorable.append(rel)
+            else:
+                changes.before[rel] = old.blob
+        self._start = None
+        self._last = now
+        if not changes.before and not changes.unrestorable:
+            return None
+        self.turns.append(changes)
+        return changes
+
+    def _scan(self, known: dict[str, _Entry], *, store: bool) -> dict[str, _Entry] | None:
+        """The workspace's files now; None (and snapshots off) when there are too many."""
+        entries: dict[str, _Entry] = {}
+        racy_after = time.time_ns() - _CLOCK_SLACK_NS
+        for rel in walk_files(self.root):
+            if len(entries) >= self.max_files:
+                self.disabled = f"the workspace has more than {self.max_files} files"
+                self._last, self._start = {}, None
+                return None
+            path = self.root / rel
+            try:
+                st = path.lstat()
+            except OSError:
+                continue
+            if not path.is_file() or path.is_symlink():
+                continue
+            old = known.get(rel)
+            same = old is not None and (old.size, old.mtime_ns) == (st.st_size, st.st_mtime_ns)
+            stored = old is not None and (old.blob is None or old.blob in self._blobs or not store)
+            if old is not None and same and not old.racy and stored:
+                entries[rel] = old
+                continue
+            blob = self._hash_and_store(path, st.st_size, store=store)
+            racy = st.st_mtime_ns >= racy_after
+            entries[rel] = _Entry(st.st_size, st.st_mtime_ns, blob, racy)
+        return entries
+
+    def _hash_and_store(self, path: Path, size: int, *, store: bool) -> str | None:
+        if size > self.max_file_bytes:
+            return None
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        digest = hashlib.sha256(data).hexdigest()
+        if store and digest not in self._blobs:
+            if self._stored_bytes + len(data) > self.max_total_bytes:
+                return None
+            (self.store / digest).write_bytes(data)
+            self._blobs.add(digest)
+            self._stored_bytes += len(data)
+        return digest if digest in self._blobs or not store else None
+
+    # --- undoing ---------------------------------------------------------------------
+
+    def undo(self) -> UndoResult | None:
+        """Put back the files the newest recorded turn changed; None if there is none."""
+        if not self.turns:
+            return None
+        changes = self.turns.pop()
+        result = UndoResult(skipped=list(changes.unrestorable))
+        for rel, blob in sorted(changes.before.items()):
+            path = self.root / rel
+            if blob is None:
+                if path.is_file() or path.is_symlink():
+                    path.unlink()
+                    result.removed.append(rel)
+                    _remove_empty_parents(path.parent, self.root)
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.codemode-undo")
+            shutil.copyfile(self.store / blob, tmp)
+            if path.exists():
+                shutil.copymode(path, tmp)
+            os.replace(tmp, path)
+            result.restored.append(rel)
+        return result
+
+    def close(self) -> None:
+        if self._own_store:
+            shutil.rmtree(self.store, ignore_errors=True)
+
+
+def _remove_empty_parents(directory: Path, root: Path) -> None:
+    while directory != root and directory.is_relative_to(root):
+        try:
+            directory.rmdir()
+        except OSError:
+            return
+        directory = directory.parent

@@ -1,0 +1,137 @@
+"""First run: no provider configured, so ask which one and write it to config.toml.
+
+Offers the local servers of the catalog (Ollama, LM Studio, …), any other
+OpenAI-compatible endpoint, and the API-key providers (with the environment variable
+to set). For a local server the models it offers are listed, when it answers. The
+choice is written into ``$CODEMODE_HOME/config.toml``, keeping what the file holds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from codemode.tui.app import InteractiveApp
+
+CUSTOM_PROVIDER = "local"
+
+
+def write_provider_choice(
+    path: Path, provider: str, model: str, provider_table: dict[str, Any] | None = None
+) -> None:
+    """Set ``model_provider`` and ``model`` (and ``[model_providers.PROVIDER]`` when given)
+    in the TOML file at ``path``, preserving its other content and comments."""
+    import tomlkit
+
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    doc = tomlkit.parse(text)
+    doc["model_provider"] = provider
+    doc["model"] = model
+    if provider_table:
+        providers = doc.get("model_providers")
+        if providers is None:
+            providers = tomlkit.table(is_super_table=True)
+            doc["model_providers"] = providers
+        table = tomlkit.table()
+        for key, value in provider_table.items():
+            table[key] = value
+        providers[provider] = table
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".toml.tmp")
+    tmp.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    tmp.replace(path)
+
+
+async def list_models(base_url: str, timeout_s: float = 1.5) -> list[str] | None:
+    """Model ids a local OpenAI-compatible server offers, or None when it does not answer."""
+    import httpx
+
+    try:
+        async with httpx.AsyncClient(timeout=timeout_s) as client:
+            reply = await client.get(base_url.rstrip("/") + "/models")
+            reply.raise_for_status()
+            data = reply.json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    rows = data.get("data") if isinstance(data, dict) else None
+    return [str(r.get("id")) for r in rows or [] if isinstance(r, dict) and r.get("id")]
+
+
+async def first_run_setup(app: InteractiveApp) -> bool:
+    """Ask, write the config; False when the user gave up (nothing is written then)."""
+    import os
+
+    from codemode.config import CONFIG_FILE, codemode_home
+    from codemode.providers.catalog import builtin_providers
+
+    say = app.renderer.note
+    ask = app.reader.ask_text
+    catalog = builtin_providers()
+    local = [info for info in catalog.values() if not info.needs_key]
+    remote = [info for info in catalog.values() if info.needs_key]
+    say("No model provider is configured yet. Which one should codemode use?", style="bold")
+    options: list[tuple[str, Any]] = []
+    for info in local:
+        options.append((f"{info.name:<16} {info.description} ({info.base_url})", info))
+    options.append(("other            another OpenAI-compatible endpoint (you give the URL)", None))
+    for info in remote:
+        state = "set" if os.environ.get(info.env_key or "") else "not set"
+        options.append((f"{info.name:<16} {info.description} (${info.env_key}, {state})", info))
+    for n, (label, _) in enumerate(options, 1):
+        say(f"  {n:>2}  {label}", style="")
+    try:
+        while True:
+            answer = await ask("provider (number or name) › ", "1")
+            info, ok = _pick(options, answer)
+            if ok:
+                break
+            say(f"! {answer!r} is not on the list", style="yellow")
+        table: dict[str, Any] | None = None
+        if info is None:
+            name = CUSTOM_PROVIDER
+            base_url = await ask("base URL (for example http://127.0.0.1:8000/v1) › ")
+            if not base_url.startswith(("http://", "https://")):
+                say("! the URL must start with http:// or https://; nothing written", "red")
+                return False
+            wire = await ask("wire (chat, responses or anthropic) [chat] › ", "chat")
+            if wire not in ("chat", "responses", "anthropic"):
+                say(f"! unknown wire {wire!r}; nothing written", "red")
+                return False
+            table = {"base_url": base_url, "wire_api": wire}
+            default = ""
+        else:
+            name, base_url, default = info.name, info.base_url, info.default_model or ""
+            if info.needs_key and not os.environ.get(info.env_key or ""):
+                say(f"set {info.env_key} in your environment before the first message", "yellow")
+        if info is None or not info.needs_key:
+            models = await list_models(base_url)
+            if models is None:
+                say(f"no model list from {base_url} (not running, or no /models)", "yellow")
+            elif models:
+                say(f"models there: {', '.join(models[:12])}")
+                default = default or models[0]
+        prompt = f"model [{default}] › " if default else "model › "
+        model = await ask(prompt, default)
+        if not model:
+            say("! no model given; nothing written", "red")
+            return False
+    except (EOFError, KeyboardInterrupt):
+        say("setup cancelled; nothing written", "yellow")
+        return False
+    path = codemode_home() / CONFIG_FILE
+    write_provider_choice(path, name, model, table)
+    say(f"wrote {path}: model_provider = {name!r}, model = {model!r}", "green")
+    return True
+
+
+def _pick(options: list[tuple[str, Any]], answer: str) -> tuple[Any, bool]:
+    answer = answer.strip()
+    if answer.isdigit() and 1 <= int(answer) <= len(options):
+        return options[int(answer) - 1][1], True
+    for _, info in options:
+        if info is not None and info.name == answer:
+            return info, True
+    if answer == "other":
+        return None, True
+    return None, False
