@@ -18,6 +18,19 @@ from codemode.sandbox.cli_options import resolve_modes, sandbox_options
 ENGINE_CHOICES = ("quickjs", "v8")
 
 
+def cwd_option(help: str) -> Any:
+    """``-C/--cwd/--cd DIR`` (an existing directory, default: the current one)."""
+    return click.option(
+        "-C",
+        "--cwd",
+        "--cd",
+        "cwd",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        default=".",
+        help=help,
+    )
+
+
 class _SessionGroup(click.Group):
     """A group whose first word is a subcommand if it names one, else the PROMPT of an
     interactive session (``interpreter "fix the bug"``)."""
@@ -199,15 +212,7 @@ def session_options(fn: Any) -> Any:
             help="Code dialect (one exec tool running JavaScript) or classic tool calls.",
         ),
         click.option("--harness", help="Harness (prompt and tool surface); default: native."),
-        click.option(
-            "-C",
-            "--cwd",
-            "--cd",
-            "cwd",
-            type=click.Path(exists=True, file_okay=False, path_type=Path),
-            default=".",
-            help="Workspace (default: current directory).",
-        ),
+        cwd_option("Workspace (default: current directory)."),
         click.option(
             "--max-turns",
             type=click.IntRange(min=1),
@@ -498,15 +503,7 @@ def skills() -> None:
 
 
 @skills.command("list")
-@click.option(
-    "-C",
-    "--cwd",
-    "--cd",
-    "cwd",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=".",
-    help="Where to look from (default: current directory).",
-)
+@cwd_option("Where to look from (default: current directory).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def skills_list(cwd: Path, as_json: bool) -> None:
     """Show the skills found, where from, and any SKILL.md that could not be read.
@@ -586,15 +583,7 @@ def acp(
 
 
 @cli.command()
-@click.option(
-    "-C",
-    "--cwd",
-    "--cd",
-    "cwd",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=".",
-    help="Repository to look at (default: current directory).",
-)
+@cwd_option("Repository to look at (default: current directory).")
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
 def doctor(cwd: Path, as_json: bool) -> None:
     """Show where user data lives and check the environment, with a fix for each problem.
@@ -692,15 +681,7 @@ def mcp_list(as_json: bool, overrides: tuple[str, ...]) -> None:
     type=click.IntRange(min=1, max=65535),
     help="Serve streamable HTTP on 127.0.0.1:PORT instead of stdio.",
 )
-@click.option(
-    "-C",
-    "--cwd",
-    "--cd",
-    "cwd",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=".",
-    help="Workspace the tools work in (default: current directory).",
-)
+@cwd_option("Workspace the tools work in (default: current directory).")
 @click.option(
     "-c", "--config", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key."
 )

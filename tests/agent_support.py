@@ -65,3 +65,8 @@ def session_files(home: Path) -> list[Path]:
 
 def records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def call(name: str, args: Any, **kw: Any) -> dict[str, Any]:
+    """A scripted tool call (see ScriptedToolCall)."""
+    return {"name": name, "arguments": args, **kw}

@@ -16,6 +16,7 @@ import pytest
 from agent_support import (
     INTERPRETER,
     WIRES,
+    call,
     cli_env,
     provider_flags,
     records,
@@ -26,25 +27,6 @@ from agent_support import (
 from codemode.testing.scripted_server import ScriptedModelServer
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-
-
-def call(name: str, args: Any, **kw: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": args, **kw}
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    h = tmp_path / "home"
-    h.mkdir()
-    return h
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    w = tmp_path / "work"
-    w.mkdir()
-    (w / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
-    return w
 
 
 def exec_cli(server: ScriptedModelServer, wire: str, *args: str, home: Path, cwd: Path, **kw: Any):

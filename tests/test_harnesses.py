@@ -9,22 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_support import provider_flags, run_cli
+from agent_support import call, provider_flags, run_cli
 
 from codemode.testing.scripted_server import ScriptedModelServer
 
 SOURCE = "def greet(name):\n    return 'hello ' + name\n"
-
-
-def call(name: str, args: Any, **kw: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": args, **kw}
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    h = tmp_path / "home"
-    h.mkdir()
-    return h
 
 
 @pytest.fixture

@@ -11,21 +11,16 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pexpect
 import pytest
-from agent_support import INTERPRETER, cli_env, provider_flags, records, session_files
+from agent_support import INTERPRETER, call, cli_env, provider_flags, records, session_files
 
 from codemode.testing.scripted_server import ScriptedModelServer
 
 # Generous: the machine running the suite may be busy.
 WAIT = 30
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b[=>]")
-
-
-def call(name: str, args: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": args}
 
 
 class Terminal:
@@ -105,21 +100,6 @@ def _cut_after(raw: str, text: str) -> str:
         if text in ANSI.sub("", raw[:end]):
             return raw[end:]
     return ""
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    h = tmp_path / "home"
-    h.mkdir()
-    return h
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    w = tmp_path / "work"
-    w.mkdir()
-    (w / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
-    return w
 
 
 @pytest.fixture
@@ -302,9 +282,7 @@ def test_approval_once_deny_always_and_code_mode_program_shown(
 # --- slash commands ------------------------------------------------------------------
 
 
-def test_harness_and_code_mode_switching(
-    home: Path, work: Path, terminals: list[Terminal]
-) -> None:
+def test_harness_and_code_mode_switching(home: Path, work: Path, terminals: list[Terminal]) -> None:
     script = [{"text": "code reply"}, {"text": "classic reply"}]
     with ScriptedModelServer(script) as server:
         term = start(terminals, server, home=home, cwd=work)
@@ -526,8 +504,12 @@ def test_plain_output_without_a_terminal(home: Path, work: Path) -> None:
     ]
     with ScriptedModelServer(script) as server:
         proc = subprocess.run(
-            [str(INTERPRETER), *provider_flags(server.base_url, "chat"), "--sandbox",
-             "danger-full-access"],
+            [
+                str(INTERPRETER),
+                *provider_flags(server.base_url, "chat"),
+                "--sandbox",
+                "danger-full-access",
+            ],
             input="say something\ny\n/status\n",  # y: the approval
             capture_output=True,
             text=True,
