@@ -180,6 +180,10 @@ def test_classic_turn_streams_and_records(
         term.expect("notes.txt has 3 lines")
         term.expect("2 requests")
         term.prompt()
+        term.send_line("/reasoning")
+        term.expect("reasoning: shown in full")
+        term.expect("A shell call does it.")  # the line the summary left out
+        term.prompt()
         term.send_line("/diff")
         term.expect("+++ b/notes.txt")
         term.expect("+gamma")

@@ -288,7 +288,9 @@ async def _resume(app: InteractiveApp, arg: str) -> None:
     await app.replace_session(recorded)
 
 
-@command("/reasoning", "/reasoning", "show the model's reasoning in full, or collapse it again")
+@command("/reasoning", "/reasoning", "show reasoning in full (the last one too), or collapse it")
 async def _reasoning(app: InteractiveApp, arg: str) -> None:
     app.renderer.show_reasoning = not app.renderer.show_reasoning
     _say(app, f"reasoning: {'shown in full' if app.renderer.show_reasoning else 'collapsed'}")
+    if app.renderer.show_reasoning and app.renderer.last_reasoning:
+        _say(app, app.renderer.last_reasoning, "dim italic")
