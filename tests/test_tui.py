@@ -422,6 +422,9 @@ def test_resume_last_reopens_interactively(
         again.expect("resumed test-model")
         again.expect("remember the word kumquat")
         again.prompt()
+        again.send_line("/code-mode")  # recorded: the next resume is in code mode
+        again.expect("dialect: code mode")
+        again.prompt()
         again.send_line("what was the word?")
         again.expect("second answer")
         again.prompt()
@@ -433,8 +436,11 @@ def test_resume_last_reopens_interactively(
         again.send_line("/resume")
         again.expect(first_id)  # listed
         again.prompt()
+        again.send_line("/code-mode off")
+        again.expect("dialect: classic")
+        again.prompt()
         again.send_line(f"/resume {first_id[-6:]}")
-        again.expect("resumed test-model")
+        again.expect("resumed test-model · native code")
         again.expect("what was the word?")
         again.prompt()
         assert again.finish() == 0

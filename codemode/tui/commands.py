@@ -132,6 +132,7 @@ async def _model(app: InteractiveApp, arg: str) -> None:
     if model:
         s.model = model
         app.options.model = model
+    app.record_settings()
     _say(app, f"now using {s.model} via {app.provider_name()}", "green")
 
 
