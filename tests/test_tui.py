@@ -160,6 +160,10 @@ def test_classic_turn_streams_and_records(
         term.expect("notes.txt has 3 lines")
         term.expect("2 requests")
         term.prompt()
+        term.send_line("/reasoning")
+        term.expect("reasoning: shown in full")
+        term.expect("A shell call does it.")  # the line the summary left out
+        term.prompt()
         term.send_line("/diff")
         term.expect("+++ b/notes.txt")
         term.expect("+gamma")
@@ -396,6 +400,9 @@ def test_resume_last_reopens_interactively(
         again.expect("resumed test-model")
         again.expect("remember the word kumquat")
         again.prompt()
+        again.send_line("/code-mode")  # recorded: the next resume is in code mode
+        again.expect("dialect: code mode")
+        again.prompt()
         again.send_line("what was the word?")
         again.expect("second answer")
         again.prompt()
@@ -407,8 +414,11 @@ def test_resume_last_reopens_interactively(
         again.send_line("/resume")
         again.expect(first_id)  # listed
         again.prompt()
+        again.send_line("/code-mode off")
+        again.expect("dialect: classic")
+        again.prompt()
         again.send_line(f"/resume {first_id[-6:]}")
-        again.expect("resumed test-model")
+        again.expect("resumed test-model · native code")
         again.expect("what was the word?")
         again.prompt()
         assert again.finish() == 0

@@ -84,6 +84,11 @@ class Rollout:
     def record_event(self, event: BaseModel) -> None:
         self._write({"type": "event", "event": event.model_dump(mode="json")})
 
+    def record_meta(self, meta: SessionMeta) -> None:
+        """Record settings changed mid-session (the interactive /model, /harness,
+        /code-mode): when the file is read, the last ``session_meta`` wins."""
+        self._write({"type": "session_meta", "meta": meta.model_dump(mode="json")})
+
     def sync(self) -> None:
         """Make everything written so far durable (called at each turn's end)."""
         self._handle.flush()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from codemode.agent.build import SessionOptions, build_session, prompt_env
@@ -45,6 +45,7 @@ class InteractiveApp:
         from codemode.tui.commands import COMMANDS
 
         self.options = options
+        self._cli_options = replace(options)  # as given, before any slash command
         self.config = config
         self.cwd = options.cwd.resolve()
         self.console = make_console()
@@ -79,9 +80,26 @@ class InteractiveApp:
         return self._install(self._build(resume), resume)
 
     def _build(self, resume: RecordedSession | None) -> Session:
-        return build_session(
-            self.config, self.options, [self.renderer], resume=resume, approver=self.approver
+        options = self.options
+        if resume is not None:
+            # A resumed session keeps its recorded settings unless the command line set
+            # them; switches made in this session (/model, /code-mode, …) do not carry.
+            cli = self._cli_options
+            options = replace(
+                options,
+                model=cli.model,
+                provider=cli.provider,
+                harness=cli.harness,
+                code_mode=cli.code_mode,
+            )
+        session = build_session(
+            self.config, options, [self.renderer], resume=resume, approver=self.approver
         )
+        if resume is not None:  # what /new starts with from now on
+            self.options.model, self.options.harness = session.model, session.harness.name
+            self.options.provider = options.provider or resume.meta.provider
+            self.options.code_mode = getattr(session.harness, "dialect", "classic") == "code"
+        return session
 
     def _install(self, session: Session, resume: RecordedSession | None) -> Session:
         sandbox = session.runner.context.sandbox
@@ -145,6 +163,23 @@ class InteractiveApp:
         self.session.instructions = harness.instructions(env)
         self.options.harness = name
         self.options.code_mode = dialect == "code"
+        self.record_settings()
+
+    def record_settings(self) -> None:
+        """Note the current provider, model, harness and dialect in the session file,
+        so that resuming it continues with them."""
+        session = self.session
+        if session is None or session.rollout is None:
+            return
+        meta = read_session(session.rollout.path).meta.model_copy(
+            update={
+                "provider": self.provider_name(),
+                "model": session.model,
+                "harness": session.harness.name,
+                "dialect": getattr(session.harness, "dialect", "classic"),
+            }
+        )
+        session.rollout.record_meta(meta)
 
     async def close_session(self) -> None:
         session, self.session = self.session, None

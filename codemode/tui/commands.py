@@ -132,6 +132,7 @@ async def _model(app: InteractiveApp, arg: str) -> None:
     if model:
         s.model = model
         app.options.model = model
+    app.record_settings()
     _say(app, f"now using {s.model} via {app.provider_name()}", "green")
 
 
@@ -288,7 +289,9 @@ async def _resume(app: InteractiveApp, arg: str) -> None:
     await app.replace_session(recorded)
 
 
-@command("/reasoning", "/reasoning", "show the model's reasoning in full, or collapse it again")
+@command("/reasoning", "/reasoning", "show reasoning in full (the last one too), or collapse it")
 async def _reasoning(app: InteractiveApp, arg: str) -> None:
     app.renderer.show_reasoning = not app.renderer.show_reasoning
     _say(app, f"reasoning: {'shown in full' if app.renderer.show_reasoning else 'collapsed'}")
+    if app.renderer.show_reasoning and app.renderer.last_reasoning:
+        _say(app, app.renderer.last_reasoning, "dim italic")

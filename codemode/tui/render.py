@@ -142,6 +142,7 @@ class TerminalRenderer:
         # The program running now, and its source: the approver shows it around the
         # nested call that needs approval.
         self.current_program: str | None = None
+        self.last_reasoning = ""  # for /reasoning to show in full
 
     # --- plumbing --------------------------------------------------------------------
 
@@ -261,6 +262,7 @@ class TerminalRenderer:
         text = stream.text.strip()
         if not text:
             return
+        self.last_reasoning = text
         if self.show_reasoning:
             self._print(Text(text, style="dim italic"))
         else:
