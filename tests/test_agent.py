@@ -512,3 +512,23 @@ def test_an_emulated_harness_reports_commands_as_command_executions(home: Path, 
     assert command["command"] == "echo hi" and command["exit_code"] == 0
     todo = next(i for i in items if i["type"] == "todo_list")
     assert todo["items"] == [{"text": "look", "completed": True}]
+
+
+def test_a_session_without_a_message_leaves_no_file(
+    home: Path, work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codemode.agent.build import SessionOptions, build_session
+    from codemode.agent.replay import ReplayProvider
+    from codemode.config import load_config
+
+    session = build_session(
+        load_config(home=home),
+        SessionOptions(cwd=work),
+        [],
+        provider=ReplayProvider([]),
+        provider_name="replay",
+    )
+    assert session.rollout is not None
+    session.runner.close()
+    session.rollout.close()
+    assert session_files(home) == []

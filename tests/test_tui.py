@@ -424,7 +424,7 @@ def test_resume_last_reopens_interactively(
         assert again.finish() == 0
     assert "kumquat" in sent_text(server, 1) and "first answer" in sent_text(server, 1)
     files = session_files(home)
-    assert len(files) == 2  # /new made one more
+    assert len(files) == 1  # the session /new opened got no message, so it left no file
     prompts = [r for r in records(home / "sessions" / f"{first_id}.jsonl") if r.get("prompt")]
     assert len(prompts) == 2
 

@@ -45,19 +45,35 @@ def new_session_id() -> str:
 
 
 class Rollout:
-    """Appends a session's records to its file."""
+    """Appends a session's records to its file.
 
-    def __init__(self, path: Path, handle: IO[str]) -> None:
+    A new session's file appears with its first conversation message: records before
+    it are held in memory, so a session opened and left without a word (``/new``,
+    an interactive session quit at once) leaves no empty file behind.
+    """
+
+    def __init__(self, path: Path, handle: IO[str] | None) -> None:
         self.path = path
         self._handle = handle
+        self._held: list[str] = []
+        # The settings last recorded by this object (None for a resumed file until
+        # they change: read them from the file).
+        self.meta: SessionMeta | None = None
 
     @classmethod
     def create(cls, sessions_dir: Path, meta: SessionMeta) -> Rollout:
-        sessions_dir.mkdir(parents=True, exist_ok=True)
         path = sessions_dir / f"{meta.id}.jsonl"
-        rollout = cls(path, path.open("x", encoding="utf-8"))
-        rollout._write({"type": "session_meta", "meta": meta.model_dump(mode="json")})
+        rollout = cls(path, None)
+        rollout.record_meta(meta)
         return rollout
+
+    def _open(self) -> IO[str]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = self.path.open("x", encoding="utf-8")
+        handle.writelines(self._held)
+        self._held = []
+        self._handle = handle
+        return handle
 
     @classmethod
     def append_to(cls, path: Path) -> Rollout:
@@ -79,6 +95,8 @@ class Rollout:
             record["prompt"] = True
         if usage is not None:
             record["usage"] = usage.model_dump(mode="json")
+        if self._handle is None:
+            self._open()
         self._write(record)
 
     def record_event(self, event: BaseModel) -> None:
@@ -87,21 +105,27 @@ class Rollout:
     def record_meta(self, meta: SessionMeta) -> None:
         """Record settings changed mid-session (the interactive /model, /harness,
         /code-mode): when the file is read, the last ``session_meta`` wins."""
+        self.meta = meta
         self._write({"type": "session_meta", "meta": meta.model_dump(mode="json")})
 
     def sync(self) -> None:
         """Make everything written so far durable (called at each turn's end)."""
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+        if self._handle is not None:
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
 
     def close(self) -> None:
-        if not self._handle.closed:
+        if self._handle is not None and not self._handle.closed:
             self.sync()
             self._handle.close()
 
     def _write(self, record: dict[str, Any]) -> None:
         record["ts"] = datetime.now(UTC).isoformat(timespec="milliseconds")
-        self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        if self._handle is None:
+            self._held.append(line)
+            return
+        self._handle.write(line)
         self._handle.flush()
 
 

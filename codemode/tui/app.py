@@ -171,7 +171,8 @@ class InteractiveApp:
         session = self.session
         if session is None or session.rollout is None:
             return
-        meta = read_session(session.rollout.path).meta.model_copy(
+        recorded = session.rollout.meta or read_session(session.rollout.path).meta
+        meta = recorded.model_copy(
             update={
                 "provider": self.provider_name(),
                 "model": session.model,
