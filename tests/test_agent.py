@@ -521,9 +521,10 @@ def test_a_session_without_a_message_leaves_no_file(
     from codemode.agent.replay import ReplayProvider
     from codemode.config import load_config
 
+    monkeypatch.setenv("CODEMODE_HOME", str(home))
     session = build_session(
         load_config(home=home),
-        SessionOptions(cwd=work),
+        SessionOptions(cwd=work, model="m"),
         [],
         provider=ReplayProvider([]),
         provider_name="replay",
