@@ -39,7 +39,11 @@ class Config(BaseModel):
     model_reasoning_effort: str | None = None
     code_mode: bool = False
     harness: str | None = None
-    engine: Literal["quickjs", "v8"] = "quickjs"
+    # The isolate for code-mode programs. Unset: QuickJS (fastest to start and to call
+    # tools), except in the interactive session, which uses V8 because only a V8
+    # program can be stopped at once by Ctrl-C (QuickJS runs on the event-loop thread
+    # and stops only at its time limit).
+    engine: Literal["quickjs", "v8"] | None = None
     max_turns: int = Field(default=50, gt=0)
     sandbox_mode: Literal["read-only", "workspace-write", "danger-full-access"] = "workspace-write"
     approval_policy: Literal["untrusted", "on-request", "never"] = "on-request"

@@ -375,6 +375,32 @@ def test_ctrl_c_kills_a_long_command_and_the_session_goes_on(
     assert "LATE_2" not in sent_text(server, 1)
 
 
+def test_ctrl_c_stops_a_program_spinning_in_javascript(
+    home: Path, work: Path, terminals: list[Terminal]
+) -> None:
+    # exec_timeout_s is long: only Ctrl-C can end this program within the test.
+    spin = "console.log('spinning'); while (true) {}"
+    script = [
+        {"tool_calls": [call("exec", {"code": spin})]},
+        {"text": "back again"},
+    ]
+    with ScriptedModelServer(script) as server:
+        term = start(
+            terminals, server, "--code-mode", "-c", "exec_timeout_s=600", home=home, cwd=work
+        )
+        term.prompt()
+        term.send_line("spin")
+        term.expect("spinning")
+        started = time.monotonic()
+        term.child.sendintr()
+        term.expect("interrupted")
+        term.prompt()
+        assert time.monotonic() - started < WAIT
+        term.send_line("still there?")
+        term.expect("back again")
+        term.prompt()
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -197,6 +197,7 @@ def build_session(
     resume: RecordedSession | None = None,
     record: bool = True,
     approver: Any = None,
+    default_engine: str = "quickjs",
 ) -> Session:
     """A ready session. ``provider`` replaces the configured one (replay, tests);
     ``resume`` continues a recorded session in its own file."""
@@ -245,7 +246,7 @@ def build_session(
         surface,
         context,
         emit,
-        engine=config.engine,
+        engine=config.engine or default_engine,
         limits=Limits(timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=30_000),
         setup_scripts=setup_scripts,
     )

@@ -67,7 +67,7 @@ def serve(config: Config, cwd: Path, *, http_port: int | None) -> int:
         registry,
         cwd,
         decide=policy_decider(config.approval_policy, config.sandbox_mode, read_only),
-        engine=config.engine,
+        engine=config.engine or "quickjs",
         limits=Limits(timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=30_000),
         sandbox=sandbox,
     )

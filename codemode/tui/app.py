@@ -93,7 +93,12 @@ class InteractiveApp:
                 code_mode=cli.code_mode,
             )
         session = build_session(
-            self.config, options, [self.renderer], resume=resume, approver=self.approver
+            self.config,
+            options,
+            [self.renderer],
+            resume=resume,
+            approver=self.approver,
+            default_engine="v8",  # Ctrl-C stops a runaway program at once
         )
         if resume is not None:  # what /new starts with from now on
             self.options.model, self.options.harness = session.model, session.harness.name
