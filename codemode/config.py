@@ -40,9 +40,9 @@ class Config(BaseModel):
     code_mode: bool = False
     harness: str | None = None
     # The isolate for code-mode programs. Unset: QuickJS (fastest to start and to call
-    # tools), except in the interactive session, which uses V8 because only a V8
-    # program can be stopped at once by Ctrl-C (QuickJS runs on the event-loop thread
-    # and stops only at its time limit).
+    # tools), except where a person can interrupt a turn (the interactive session,
+    # ACP): there V8, because only a V8 program can be stopped at once (QuickJS runs on
+    # the event-loop thread and stops only at its time limit).
     engine: Literal["quickjs", "v8"] | None = None
     max_turns: int = Field(default=50, gt=0)
     sandbox_mode: Literal["read-only", "workspace-write", "danger-full-access"] = "workspace-write"
