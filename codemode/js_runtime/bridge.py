@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import types
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Callable, Coroutine
 from functools import cache
 from importlib import resources
 from typing import Any
 
 from codemode.js_runtime import errors
+from codemode.js_runtime.eager import resume
 from codemode.js_runtime.engine import (
     Engine,
     EngineOutOfMemory,
@@ -310,7 +310,7 @@ class _Run:
         except StopIteration as finished:
             self.ready.append((call_id, finished.value))
             return
-        task = asyncio.ensure_future(_resume(coro, waiting_on))
+        task = asyncio.ensure_future(resume(coro, waiting_on))
         self.tasks[call_id] = task
         task.add_done_callback(lambda t, i=call_id: self._on_done(i, t))
 
@@ -359,24 +359,6 @@ class _Run:
                 if record is not None and record.ok is None:
                     record.error = "cancelled: the program ended before this call finished"
         self.tasks.clear()
-
-
-@types.coroutine
-def _resume(coro: Coroutine[Any, Any, Any], waiting_on: Any) -> Generator[Any, Any, Any]:
-    """Carry on a coroutine that was started by hand, exactly as ``await`` would."""
-    while True:
-        try:
-            sent = yield waiting_on
-        except BaseException as exc:
-            try:
-                waiting_on = coro.throw(exc)
-            except StopIteration as finished:
-                return finished.value
-        else:
-            try:
-                waiting_on = coro.send(sent)
-            except StopIteration as finished:
-                return finished.value
 
 
 async def _sleep(args: dict[str, Any]) -> tuple[bool, Any]:

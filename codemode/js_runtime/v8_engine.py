@@ -9,7 +9,7 @@ is always what happens.
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 from typing import ClassVar
 
@@ -20,6 +20,7 @@ from py_mini_racer import (
     MiniRacer,
 )
 
+from codemode.js_runtime.eager import resume
 from codemode.js_runtime.engine import EngineOutOfMemory, EngineTimeout, ScriptError
 
 _DRAIN = "__cm.drain()"
@@ -42,23 +43,26 @@ class V8Engine:
         # the second crossing to the V8 thread overlaps the first (~40% less per tool
         # call). The bridge bounds the whole program with asyncio.timeout; cancelling
         # an evaluation terminates the JavaScript it runs.
-        run = asyncio.ensure_future(mr.eval_cancelable(script))
-        drain = asyncio.ensure_future(mr.eval_cancelable(_DRAIN))
+        run = mr.eval_cancelable(script)
+        drain = mr.eval_cancelable(_DRAIN)
         try:
-            await run
-        except asyncio.CancelledError:
-            drain.cancel()
-            raise
-        except JSEvalException as exc:
-            # Let the queued drain finish, so nothing is left running in the isolate.
-            await asyncio.wait([drain])
-            if not drain.cancelled():
-                drain.exception()
-            raise self._translate(exc) from None
-        try:
-            state = await drain
-        except JSEvalException as exc:
-            raise self._translate(exc) from None
+            # Each coroutine posts its task to the V8 thread in its first step.
+            run_waits, drain_waits = run.send(None), drain.send(None)
+            try:
+                await resume(run, run_waits)
+            except JSEvalException as exc:
+                # Let the queued drain finish, so nothing is left running in the isolate.
+                with contextlib.suppress(JSEvalException):
+                    await resume(drain, drain_waits)
+                raise self._translate(exc) from None
+            try:
+                state = await resume(drain, drain_waits)
+            except JSEvalException as exc:
+                raise self._translate(exc) from None
+        finally:
+            # Cancelled (or failed) midway: whatever is still queued is cancelled too.
+            run.close()
+            drain.close()
         if not isinstance(state, str):
             raise ScriptError("internal error: drain() did not return a string")
         return state
