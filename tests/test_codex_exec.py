@@ -31,13 +31,6 @@ def tiny_png() -> bytes:
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    h = tmp_path / "home"
-    h.mkdir()
-    return h
-
-
-@pytest.fixture
 def work(tmp_path: Path) -> Path:
     w = tmp_path / "work"
     w.mkdir()
@@ -95,8 +88,14 @@ def test_output_schema_retries_once_with_the_validation_error(home: Path, work: 
     ]
     with ScriptedModelServer(script) as server:
         run = run_cli(
-            ["exec", *provider_flags(server.base_url, "responses"), "--json",
-             "--output-schema", str(schema), "count"],
+            [
+                "exec",
+                *provider_flags(server.base_url, "responses"),
+                "--json",
+                "--output-schema",
+                str(schema),
+                "count",
+            ],
             home=home,
             cwd=work,
         )
@@ -115,8 +114,13 @@ def test_output_schema_retries_once_with_the_validation_error(home: Path, work: 
     good = [{"text": "```json\n{}\n```"}, {"text": '{"files": 2, "summary": "two files"}'}]
     with ScriptedModelServer(good) as server:
         run = run_cli(
-            ["exec", *provider_flags(server.base_url, "chat"), "--output-schema", str(schema),
-             "count"],
+            [
+                "exec",
+                *provider_flags(server.base_url, "chat"),
+                "--output-schema",
+                str(schema),
+                "count",
+            ],
             home=home,
             cwd=work,
         )
@@ -128,8 +132,13 @@ def test_output_schema_file_must_be_a_schema(home: Path, work: Path) -> None:
     bad = work / "bad.json"
     bad.write_text('{"type": 12}')
     run = run_cli(
-        ["exec", *provider_flags("http://127.0.0.1:9/v1", "chat"), "--output-schema", str(bad),
-         "x"],
+        [
+            "exec",
+            *provider_flags("http://127.0.0.1:9/v1", "chat"),
+            "--output-schema",
+            str(bad),
+            "x",
+        ],
         home=home,
         cwd=work,
     )
@@ -145,10 +154,11 @@ def test_add_dir_sandbox_skip_git_and_resume_form(home: Path, work: Path, tmp_pa
     script = [
         {
             "tool_calls": [
-                {"name": "write_file", "arguments": {"path": str(extra / "a.txt"),
-                                                     "content": "A"}},
-                {"name": "write_file", "arguments": {"path": str(outside / "b.txt"),
-                                                     "content": "B"}},
+                {"name": "write_file", "arguments": {"path": str(extra / "a.txt"), "content": "A"}},
+                {
+                    "name": "write_file",
+                    "arguments": {"path": str(outside / "b.txt"), "content": "B"},
+                },
             ]
         },
         {"text": "wrote one"},
@@ -157,8 +167,17 @@ def test_add_dir_sandbox_skip_git_and_resume_form(home: Path, work: Path, tmp_pa
     with ScriptedModelServer(script) as server:
         flags = provider_flags(server.base_url, "chat")
         first = run_cli(
-            ["exec", "--experimental-json", *flags, "--sandbox", "workspace-write",
-             "--add-dir", str(extra), "--skip-git-repo-check", "write"],
+            [
+                "exec",
+                "--experimental-json",
+                *flags,
+                "--sandbox",
+                "workspace-write",
+                "--add-dir",
+                str(extra),
+                "--skip-git-repo-check",
+                "write",
+            ],
             home=home,
             cwd=work,
         )
@@ -187,12 +206,21 @@ def test_add_dir_sandbox_skip_git_and_resume_form(home: Path, work: Path, tmp_pa
 def test_codex_config_keys_and_api_key(home: Path, work: Path) -> None:
     with ScriptedModelServer([{"text": "hello"}]) as server:
         run = run_cli(
-            ["exec", "--experimental-json",
-             "--config", f'openai_base_url="{server.base_url}"',
-             "--config", 'web_search="disabled"',
-             "--config", "sandbox_workspace_write.network_access=false",
-             "--config", 'approval_policy="never"',
-             "--model", "gpt-test", "hi"],
+            [
+                "exec",
+                "--experimental-json",
+                "--config",
+                f'openai_base_url="{server.base_url}"',
+                "--config",
+                'web_search="disabled"',
+                "--config",
+                "sandbox_workspace_write.network_access=false",
+                "--config",
+                'approval_policy="never"',
+                "--model",
+                "gpt-test",
+                "hi",
+            ],
             home=home,
             cwd=work,
             CODEX_API_KEY="sk-from-sdk",
@@ -209,8 +237,9 @@ def test_exec_resume_last_and_usage_errors(home: Path, work: Path) -> None:
     with ScriptedModelServer([{"text": "one"}, {"text": "two"}]) as server:
         flags = provider_flags(server.base_url, "chat")
         first = run_cli(["exec", "--json", *flags, "start"], home=home, cwd=work)
-        again = run_cli(["exec", "--json", *flags, "resume", "--last", "go on"], home=home,
-                        cwd=work)
+        again = run_cli(
+            ["exec", "--json", *flags, "resume", "--last", "go on"], home=home, cwd=work
+        )
     assert first.code == 0 and again.code == 0, again.stderr
     assert again.events()[0]["thread_id"] == first.events()[0]["thread_id"]
     assert "one" in json.dumps(server.requests[1].body)
@@ -227,9 +256,16 @@ def test_strict_compatible_schemas() -> None:
     assert not strict_compatible({"type": "object", "properties": {"a": {"type": "string"}}})
     nested = {
         "type": "object",
-        "properties": {"items": {"type": "array", "items": {
-            "type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"],
-        }}},
+        "properties": {
+            "items": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"x": {"type": "integer"}},
+                    "required": ["x"],
+                },
+            }
+        },
         "required": ["items"],
         "additionalProperties": False,
     }

@@ -9,9 +9,14 @@ from typing import Any, TextIO
 from pydantic import BaseModel
 
 from codemode.agent.events import is_public
-from codemode.agent.runner import describe_args
 
 _OUTPUT_LINES = 6  # lines of command output shown under a command
+
+
+def describe_args(args: Any, width: int = 120) -> str:
+    """Tool-call arguments as one line of at most ``width`` characters."""
+    text = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 class JsonPrinter:

@@ -9,7 +9,6 @@ calls like any registry, so nested calls show up as items under their program.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -203,9 +202,3 @@ def _finish_item(item: Any, value: Any, error: str | None) -> None:
         item.result = value
         item.error = error
         item.status = "failed" if failed else "completed"
-
-
-def describe_args(args: Any) -> str:
-    """Arguments in one short line, for printers."""
-    text = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
-    return text if len(text) <= 120 else text[:117] + "..."

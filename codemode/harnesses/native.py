@@ -6,8 +6,6 @@ Classic: each tool is a function the model calls with JSON arguments. Code: one
 
 from __future__ import annotations
 
-from typing import Any
-
 from codemode.harnesses.base import (
     Actions,
     Dialect,
@@ -26,7 +24,7 @@ from codemode.harnesses.calls import (
     run_exec_call,
 )
 from codemode.harnesses.render import render_result
-from codemode.harnesses.repair import ArgumentError, parse_call_arguments
+from codemode.harnesses.repair import ArgumentError
 from codemode.harnesses.schema import parameters_schema
 from codemode.providers.base import (
     AssistantMessage,
@@ -37,17 +35,12 @@ from codemode.providers.base import (
 )
 from codemode.tools.registry import ToolRegistry
 
-__all__ = ["EXEC_TOOL", "ArgumentError", "NativeHarness", "exec_tool_spec", "parse_arguments"]
+__all__ = ["EXEC_TOOL", "ArgumentError", "NativeHarness", "exec_tool_spec"]
 
 NUDGE = (
     "Your last reply was empty: it had no tool call and no answer. Call a tool to make "
     "progress, or reply with your final answer."
 )
-
-
-def parse_arguments(call: ToolCall, freeform_field: str | None) -> Any:
-    """The arguments of a function call as JSON data, repaired where that is safe."""
-    return parse_call_arguments(call, freeform_field)
 
 
 class NativeHarness:
@@ -89,9 +82,7 @@ class NativeHarness:
         return base
 
     def actions(self, message: AssistantMessage) -> Actions:
-        return function_call_actions(
-            message, self._specs, NUDGE, code=self.dialect == "code"
-        )
+        return function_call_actions(message, self._specs, NUDGE, code=self.dialect == "code")
 
     async def execute(self, call: ToolCall, runner: ToolRunner) -> Outcome:
         if self.dialect == "code":

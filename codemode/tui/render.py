@@ -24,6 +24,8 @@ from rich.padding import Padding
 from rich.syntax import Syntax
 from rich.text import Text
 
+from codemode.agent.printers import describe_args
+
 _OUTPUT_LINES = 8  # lines of a command's output shown under it
 _DIFF_LINES = 60  # lines of a diff shown under a file change
 _REDRAWS_PER_S = 15
@@ -318,7 +320,7 @@ class TerminalRenderer:
             if diff:
                 self._print(diff_renderable(diff), depth=depth + 1)
             return
-        args = describe_args(item.arguments)
+        args = describe_args(item.arguments, width=100)
         if item.status == "completed":
             line = Text.assemble(("· ", "dim"), (item.name, "bold"), f" {args} ", ("✓", "green"))
         else:
@@ -402,10 +404,3 @@ def diff_renderable(diff: str) -> Text:
         text.append(line + "\n", style=style)
     text.rstrip()
     return text
-
-
-def describe_args(args: Any) -> str:
-    """Arguments on one short line."""
-    text = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
-    return text if len(text) <= 100 else text[:97] + "..."
-
