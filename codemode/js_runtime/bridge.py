@@ -269,7 +269,8 @@ class _Run:
         state = json.loads(raw)
         # JavaScript strings may hold lone surrogates ("\uD800"), which no UTF-8 output
         # (terminal, JSON Lines, HTTP) can carry: they become U+FFFD here, once.
-        return _well_formed(state) if "\\ud" in raw.lower() else state
+        suspect = "\\ud" in raw or "\\uD" in raw  # no lower-cased copy on the hot path
+        return _well_formed(state) if suspect else state
 
     def _timeout_error(self) -> ExecError:
         return ExecError(
