@@ -228,6 +228,10 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ShellResult:
     finally:
         if not finished:  # cancelled (or failed): leave nothing running behind us
             _kill_group(proc)
+            # Reap it too: a child still unreaped when the event loop closes makes
+            # asyncio's child watcher complain on stderr ("Loop ... is closed").
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(asyncio.shield(proc.wait()), _DRAIN_GRACE_S)
         if pump is not None:
             pump.cancel()
         if transport is not None:
