@@ -369,3 +369,10 @@ async def test_lone_surrogates_become_replacement_characters(engine, tmp_path):
     assert r.output == "a\ufffdb"
     assert r.value == {"k": "\ufffdx", "ok": "😀"}
     r.to_json().encode("utf-8")  # printable and storable as UTF-8
+
+
+async def test_lone_surrogates_in_the_source_itself_do_not_crash_the_host(engine, tmp_path):
+    # A model's JSON arguments can decode to a source holding a raw lone surrogate.
+    r = await run(engine, tmp_path, 'return "x\ud800y"')
+    assert r.ok, r.error
+    assert r.value == "x\ufffdy"

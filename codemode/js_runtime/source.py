@@ -46,8 +46,17 @@ class Program:
 
 
 def prepare(source: str) -> Program:
-    """Strip markdown fences around a program (models add them) and normalise newlines."""
+    """Strip markdown fences around a program (models add them) and normalise newlines.
+
+    Lone surrogates (a model's JSON can carry ``"\\ud800"`` into the source) become
+    U+FFFD: no engine takes them, and the runtime's output treats them the same way.
+    """
     text = source.replace("\r\n", "\n")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     offset = 0
     opened = _FENCE_OPEN.match(text)
     if opened:

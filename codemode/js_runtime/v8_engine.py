@@ -1,85 +1,54 @@
-"""V8 backend through mini-racer: a JIT for CPU-heavy programs.
+"""V8 backend: a JIT for CPU-heavy programs, over mini-racer's library.
 
-mini-racer runs V8 on a thread of its own and we await its evaluations. Promise
-continuations run at the microtask checkpoint *between* evaluations, outside the reach
-of an evaluation's timeout; a loop that starts after an ``await`` can therefore only be
-stopped by closing the isolate. The bridge closes an engine after any timeout, so that
-is always what happens.
+V8 runs on a thread of its own (``v8_isolate.py``). Promise continuations run at the
+microtask checkpoint *between* evaluations, outside the reach of an evaluation's
+timeout; a loop that starts after an ``await`` can therefore only be stopped by closing
+the isolate. The bridge closes an engine after any timeout, so that is always what
+happens.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 from typing import ClassVar
 
-from py_mini_racer import (
-    JSEvalException,
-    JSOOMException,
-    JSTimeoutException,
-    MiniRacer,
-)
-
-from codemode.js_runtime.eager import resume
 from codemode.js_runtime.engine import EngineOutOfMemory, EngineTimeout, ScriptError
+from codemode.js_runtime.v8_isolate import Isolate, V8Error
 
 _DRAIN = "__cm.drain()"
 
 
 class V8Engine:
-    """An Engine over one mini-racer isolate."""
+    """An Engine over one V8 isolate."""
 
     name: ClassVar[str] = "v8"
 
     def __init__(self, memory_bytes: int) -> None:
-        self._mr: MiniRacer | None = MiniRacer()
-        self._mr.set_hard_memory_limit(memory_bytes)
+        self._isolate = Isolate(memory_bytes)
 
     async def step(self, script: str, timeout: float) -> str:
-        mr = self._mr
-        assert mr is not None, "engine used after close()"
-        # Both evaluations are queued at once: V8 runs them in order with its microtask
-        # checkpoint in between (where the continuations the first one queued run), and
-        # the second crossing to the V8 thread overlaps the first (~40% less per tool
-        # call). The bridge bounds the whole program with asyncio.timeout; cancelling
-        # an evaluation terminates the JavaScript it runs.
-        run = mr.eval_cancelable(script)
-        drain = mr.eval_cancelable(_DRAIN)
-        try:
-            # Each coroutine posts its task to the V8 thread in its first step.
-            run_waits, drain_waits = run.send(None), drain.send(None)
-            try:
-                await resume(run, run_waits)
-            except JSEvalException as exc:
-                # Let the queued drain finish, so nothing is left running in the isolate.
-                with contextlib.suppress(JSEvalException):
-                    await resume(drain, drain_waits)
-                raise self._translate(exc) from None
-            try:
-                state = await resume(drain, drain_waits)
-            except JSEvalException as exc:
-                raise self._translate(exc) from None
-        finally:
-            # Cancelled (or failed) midway: whatever is still queued is cancelled too.
-            run.close()
-            drain.close()
+        # Both evaluations are posted at once: V8 runs them in order with its microtask
+        # checkpoint in between (where the continuations the first one queued run), so
+        # one round trip serves both. The bridge bounds the whole program with
+        # asyncio.timeout; cancelling terminates the JavaScript still running.
+        isolate = self._isolate
+        run, state = await isolate.finish([isolate.post(script), isolate.post(_DRAIN)])
+        for outcome in (run, state):
+            if isinstance(outcome, V8Error):
+                raise self._translate(outcome)
         if not isinstance(state, str):
             raise ScriptError("internal error: drain() did not return a string")
         return state
 
-    def _translate(self, exc: JSEvalException) -> Exception:
-        if isinstance(exc, JSTimeoutException):
+    def _translate(self, error: V8Error) -> Exception:
+        if error.kind == "timeout":
             return EngineTimeout()
-        if isinstance(exc, JSOOMException) or (
-            self._mr is not None and self._mr.was_hard_memory_limit_reached()
-        ):
+        if error.kind == "oom" or self._isolate.memory_limit_reached():
             return EngineOutOfMemory()
-        return ScriptError(str(exc))
+        return ScriptError(str(error))
 
     async def settle(self, results_json: str, timeout: float) -> str:
         return await self.step(f"__cm.settle(JSON.parse({json.dumps(results_json)}));", timeout)
 
     def close(self) -> None:
-        mr, self._mr = self._mr, None
-        if mr is not None:
-            mr.close()
+        self._isolate.close()

@@ -1,0 +1,192 @@
+"""A lean asynchronous binding to the V8 library that mini-racer ships.
+
+mini-racer's ``init_mini_racer()`` hands back its native library with every ``mr_*``
+function typed. We drive that C API directly instead of going through the MiniRacer
+class, for the one thing the bridge does thousands of times a program: evaluate a short
+script and get back a string. Two differences matter for speed:
+
+- A result comes back through our own callback, which only files it; no Future, handle
+  wrapper or object factory per evaluation.
+- After posting work, the event loop's thread first waits for it on a plain lock, with
+  the GIL released, for at most ``BLOCK_S``. Settling a tool call takes V8 a few tens
+  of microseconds; handing the result to a thread blocked on a lock costs one wake-up,
+  where a trip through the event loop costs two more plus a GIL hand-over that can
+  stall (the V8 thread needs the GIL for its callback). Work that runs longer is
+  awaited as usual, so the event loop is never held for more than ``BLOCK_S``.
+
+The C API (the ``mr_*`` functions and the value struct) is mini-racer's own contract
+between its Python and C++ halves, so ``pyproject.toml`` pins mini-racer's minor version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import itertools
+import threading
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from py_mini_racer import init_mini_racer
+
+# How long the event loop's thread may block on V8 before it awaits instead. The steps
+# of a tool-call round trip take 20-60 µs; anything slower than this is real work.
+BLOCK_S = 300e-6
+
+# Value types in mini-racer's value struct (mini_racer.cc).
+_STRING = 5
+ErrorKind = Literal["execute", "parse", "oom", "timeout", "terminated", "value", "key"]
+_ERRORS: dict[int, ErrorKind] = {
+    200: "execute",
+    201: "parse",
+    202: "oom",
+    203: "timeout",
+    204: "terminated",
+    205: "value",
+    206: "key",
+}
+
+
+class V8Error(Exception):
+    """An evaluation ended in an exception; ``kind`` says which (see mini_racer.cc)."""
+
+    def __init__(self, kind: ErrorKind, message: str) -> None:
+        super().__init__(message or f"JavaScript {kind} error")
+        self.kind = kind
+
+
+@dataclass
+class Evaluation:
+    """One script posted to the isolate's thread."""
+
+    callback_id: int
+    task_id: int
+    code_handle: Any  # the source's value handle, alive until the result arrives
+
+
+class Isolate:
+    """One V8 isolate on its own thread (mini-racer runs one per context).
+
+    Used from one event loop's thread; only ``_on_result`` runs on the V8 thread.
+    """
+
+    def __init__(self, memory_bytes: int) -> None:
+        self._dll = init_mini_racer(ignore_duplicate_init=True)
+        # Results filed by the V8 thread, by callback id, and the futures of those the
+        # event loop sleeps on.
+        self._results: dict[int, Any] = {}
+        self._waiters: dict[int, asyncio.Future[None]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # Released by the V8 thread when the result the loop's thread blocks on is
+        # filed. Only a hint: ``_results`` is the truth, so a stray release costs a
+        # trip through the event loop and nothing else.
+        self._filed = threading.Lock()
+        self._filed.acquire()
+        self._blocking_on: int | None = None
+        self._ids = itertools.count(1)  # 0 is mini-racer's "nobody waits" id
+        # The callback type comes from the library's own signature; the object must
+        # live as long as the context.
+        callback_type = self._dll.mr_init_context.argtypes[0]
+        self._callback = callback_type(self._on_result)
+        self._ctx: int | None = self._dll.mr_init_context(self._callback)
+        self._dll.mr_set_hard_memory_limit(self._ctx, memory_bytes)
+
+    def _on_result(self, callback_id: int, raw: Any) -> None:
+        # On the V8 thread, which is blocked until we return: file it and go.
+        self._results[callback_id] = raw
+        if callback_id == self._blocking_on:
+            self._blocking_on = None
+            with contextlib.suppress(RuntimeError):  # still released from a lost race
+                self._filed.release()
+        waiter = self._waiters.get(callback_id)
+        if waiter is not None and self._loop is not None:
+            self._loop.call_soon_threadsafe(_wake, waiter)
+
+    def post(self, code: str) -> Evaluation:
+        """Queue ``code`` for evaluation; scripts run in the order they are posted."""
+        ctx = self._context()
+        source = code.encode("utf-8", "surrogatepass")
+        handle = self._dll.mr_alloc_string_val(ctx, source, len(source), _STRING)
+        callback_id = next(self._ids)
+        task_id = self._dll.mr_eval(ctx, handle, callback_id)
+        return Evaluation(callback_id, task_id, handle)
+
+    async def finish(self, evaluations: list[Evaluation]) -> list[str | V8Error | None]:
+        """Wait for posted evaluations (in posting order) and take their outcomes.
+
+        A string result comes back as ``str``, an exception as a ``V8Error`` (returned,
+        not raised, so that one failure does not strand the others), anything else as
+        None. Cancelled midway, the unfinished ones are cancelled in the isolate.
+        """
+        self._loop = asyncio.get_running_loop()
+        last = evaluations[-1].callback_id
+        if last not in self._results:
+            self._blocking_on = last
+            if last not in self._results:  # else it was filed before we said so
+                self._filed.acquire(timeout=BLOCK_S)
+            self._blocking_on = None
+            self._filed.acquire(blocking=False)  # a release that came after the timeout
+        try:
+            return [await self._outcome(evaluation) for evaluation in evaluations]
+        except BaseException:
+            for evaluation in evaluations:
+                if evaluation.callback_id not in self._results and self._ctx is not None:
+                    self._dll.mr_cancel_task(self._ctx, evaluation.task_id)
+            raise
+
+    async def _outcome(self, evaluation: Evaluation) -> str | V8Error | None:
+        callback_id = evaluation.callback_id
+        if callback_id not in self._results:
+            waiter = self._loop.create_future()  # type: ignore[union-attr]
+            self._waiters[callback_id] = waiter
+            try:
+                # Filed between our check and the waiter's registration: no wake comes.
+                if callback_id not in self._results:
+                    await waiter
+            finally:
+                del self._waiters[callback_id]
+        raw = self._results.pop(callback_id)
+        try:
+            return self._convert(raw)
+        finally:
+            self._free(raw)
+            self._free(evaluation.code_handle)
+
+    def _convert(self, raw: Any) -> str | V8Error | None:
+        value = raw.contents
+        kind = value.type
+        if kind == _STRING or kind in _ERRORS:
+            text = ctypes.string_at(value.value.value_ptr, value.len) if value.len else b""
+            decoded = text.decode("utf-8", "replace")
+            return decoded if kind == _STRING else V8Error(_ERRORS[kind], decoded)
+        return None
+
+    def _free(self, raw: Any) -> None:
+        if self._ctx is not None:
+            self._dll.mr_free_value(self._ctx, raw)
+
+    def memory_limit_reached(self) -> bool:
+        return self._ctx is not None and bool(self._dll.mr_hard_memory_limit_reached(self._ctx))
+
+    def _context(self) -> int:
+        if self._ctx is None:
+            raise RuntimeError("isolate used after close()")
+        return self._ctx
+
+    def close(self) -> None:
+        """Free the context; stops JavaScript still running and frees every value."""
+        ctx, self._ctx = self._ctx, None
+        if ctx is not None:
+            self._dll.mr_free_context(ctx)
+        self._results.clear()
+
+    def __del__(self) -> None:
+        # An isolate dropped without close() would keep its V8 thread and heap.
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
