@@ -4,11 +4,15 @@
 
 - isolate_ms: a fresh isolate with the tools prelude installed (median);
 - tool_call_us: one awaited no-op tool call, round trip (median of runs of 10,000 calls);
-- hello_vs_node: whole-process `interpreter run examples/hello.js` against
+- hello_vs_node: whole-process `interpreter run examples/hello.js --engine E` against
   `node examples/hello.js`, medians of alternating runs measured here, and their ratio.
 
+And once, `hello`: the command as a user types it (`interpreter run examples/hello.js`,
+the default engine) against node, which is what the start-up target is for.
+
 Targets: quickjs isolate <= 1 ms and call <= 25 µs; v8 isolate <= 5 ms and call
-<= 150 µs; `interpreter run hello.js` <= 2x node.
+<= 150 µs; `interpreter run hello.js` <= 2x node. V8's own start-up (mapping its 74 MB
+library, ~16 ms, and starting V8, ~7 ms) is reported but has no target.
 """
 
 from __future__ import annotations
@@ -79,9 +83,10 @@ def _time(argv: list[str]) -> float:
     return (time.perf_counter() - t0) * 1000
 
 
-def hello_vs_node(engine: str, runs: int) -> dict[str, float | None]:
+def hello_vs_node(engine: str | None, runs: int) -> dict[str, float | None]:
     interpreter = str(Path(sys.executable).parent / "interpreter")
-    ours = [interpreter, "run", "examples/hello.js", "--engine", engine]
+    ours = [interpreter, "run", "examples/hello.js"]
+    ours += ["--engine", engine] if engine else []
     node = shutil.which("node")
     _time(ours)
     ours_ms, node_ms = [], []
@@ -112,13 +117,19 @@ async def main() -> None:
             "isolate_ms": round(iso, 3),
             "tool_call_us": round(call, 1),
             "hello_vs_node": hello,
-            "targets": {**target, "hello_ratio": 2.0},
+            "targets": target,
             "meets": {
                 "isolate": iso <= target["isolate_ms"],
                 "tool_call": call <= target["tool_call_us"],
-                "hello": hello["ratio"] is not None and hello["ratio"] <= 2.0,
             },
         }
+    hello = hello_vs_node(None, 3 if quick else 15)
+    report["hello"] = {
+        "command": "interpreter run examples/hello.js",
+        **hello,
+        "target_ratio": 2.0,
+        "meets": hello["ratio"] is not None and hello["ratio"] <= 2.0,
+    }
     print(json.dumps(report, indent=2))
 
 

@@ -1,7 +1,6 @@
 """A lean asynchronous binding to the V8 library that mini-racer ships.
 
-mini-racer's ``init_mini_racer()`` hands back its native library with every ``mr_*``
-function typed. We drive that C API directly instead of going through the MiniRacer
+We drive its C API (``v8_abi.py``) directly instead of going through the MiniRacer
 class, for the one thing the bridge does thousands of times a program: evaluate a short
 script and get back a string. Two differences matter for speed:
 
@@ -13,9 +12,6 @@ script and get back a string. Two differences matter for speed:
   where a trip through the event loop costs two more plus a GIL hand-over that can
   stall (the V8 thread needs the GIL for its callback). Work that runs longer is
   awaited as usual, so the event loop is never held for more than ``BLOCK_S``.
-
-The C API (the ``mr_*`` functions and the value struct) is mini-racer's own contract
-between its Python and C++ halves, so ``pyproject.toml`` pins mini-racer's minor version.
 """
 
 from __future__ import annotations
@@ -26,32 +22,19 @@ import ctypes
 import itertools
 import threading
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from py_mini_racer import init_mini_racer
+from codemode.js_runtime.v8_abi import CALLBACK, ERRORS, STRING, library
 
 # How long the event loop's thread may block on V8 before it awaits instead. The steps
 # of a tool-call round trip take 20-60 µs; anything slower than this is real work.
 BLOCK_S = 300e-6
 
-# Value types in mini-racer's value struct (mini_racer.cc).
-_STRING = 5
-ErrorKind = Literal["execute", "parse", "oom", "timeout", "terminated", "value", "key"]
-_ERRORS: dict[int, ErrorKind] = {
-    200: "execute",
-    201: "parse",
-    202: "oom",
-    203: "timeout",
-    204: "terminated",
-    205: "value",
-    206: "key",
-}
-
 
 class V8Error(Exception):
-    """An evaluation ended in an exception; ``kind`` says which (see mini_racer.cc)."""
+    """An evaluation ended in an exception; ``kind`` says which (``v8_abi.ERRORS``)."""
 
-    def __init__(self, kind: ErrorKind, message: str) -> None:
+    def __init__(self, kind: str, message: str) -> None:
         super().__init__(message or f"JavaScript {kind} error")
         self.kind = kind
 
@@ -72,7 +55,7 @@ class Isolate:
     """
 
     def __init__(self, memory_bytes: int) -> None:
-        self._dll = init_mini_racer(ignore_duplicate_init=True)
+        self._dll = library()
         # Results filed by the V8 thread, by callback id, and the futures of those the
         # event loop sleeps on.
         self._results: dict[int, Any] = {}
@@ -85,10 +68,7 @@ class Isolate:
         self._filed.acquire()
         self._blocking_on: int | None = None
         self._ids = itertools.count(1)  # 0 is mini-racer's "nobody waits" id
-        # The callback type comes from the library's own signature; the object must
-        # live as long as the context.
-        callback_type = self._dll.mr_init_context.argtypes[0]
-        self._callback = callback_type(self._on_result)
+        self._callback = CALLBACK(self._on_result)  # must live as long as the context
         self._ctx: int | None = self._dll.mr_init_context(self._callback)
         self._dll.mr_set_hard_memory_limit(self._ctx, memory_bytes)
 
@@ -107,7 +87,7 @@ class Isolate:
         """Queue ``code`` for evaluation; scripts run in the order they are posted."""
         ctx = self._context()
         source = code.encode("utf-8", "surrogatepass")
-        handle = self._dll.mr_alloc_string_val(ctx, source, len(source), _STRING)
+        handle = self._dll.mr_alloc_string_val(ctx, source, len(source), STRING)
         callback_id = next(self._ids)
         task_id = self._dll.mr_eval(ctx, handle, callback_id)
         return Evaluation(callback_id, task_id, handle)
@@ -156,10 +136,10 @@ class Isolate:
     def _convert(self, raw: Any) -> str | V8Error | None:
         value = raw.contents
         kind = value.type
-        if kind == _STRING or kind in _ERRORS:
+        if kind == STRING or kind in ERRORS:
             text = ctypes.string_at(value.value.value_ptr, value.len) if value.len else b""
             decoded = text.decode("utf-8", "replace")
-            return decoded if kind == _STRING else V8Error(_ERRORS[kind], decoded)
+            return decoded if kind == STRING else V8Error(ERRORS[kind], decoded)
         return None
 
     def _free(self, raw: Any) -> None:

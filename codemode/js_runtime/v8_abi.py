@@ -1,0 +1,88 @@
+"""The C API of the V8 library that the mini-racer package ships, declared for ctypes.
+
+We load ``libmini_racer`` from the installed package ourselves rather than importing
+``py_mini_racer``: its Python layer costs ~23 ms to import, a fifth of a whole
+``interpreter run --engine v8``, and ``v8_isolate.py`` needs none of it. The functions,
+the value struct and the type codes are mini-racer's own contract between its Python
+and C++ halves (``mini_racer.cc``), which is why ``pyproject.toml`` pins its minor
+version; the V8 tests exercise every declaration here.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+# The flags mini-racer itself starts V8 with; V8 can be initialised once per process
+# (a second mr_init_v8 is ignored), so ours and a MiniRacer's must agree.
+_FLAGS = b"--single-threaded"
+
+STRING = 5  # a value's type: UTF-8 text at value_ptr, len bytes
+ERRORS = {  # a value's type when an evaluation failed; the message is UTF-8 text
+    200: "execute",
+    201: "parse",
+    202: "oom",
+    203: "timeout",
+    204: "terminated",
+    205: "value",
+    206: "key",
+}
+
+
+class _Payload(ctypes.Union):
+    _fields_ = [
+        ("value_ptr", ctypes.c_void_p),
+        ("int_val", ctypes.c_int64),
+        ("double_val", ctypes.c_double),
+    ]
+
+
+class Value(ctypes.Structure):
+    """A value handed across the API; freed with ``mr_free_value``."""
+
+    _pack_ = 1
+    _fields_ = [
+        ("value", _Payload),
+        ("len", ctypes.c_size_t),
+        ("type", ctypes.c_uint8),
+    ]
+
+
+ValuePtr = ctypes.POINTER(Value)
+# Called on the V8 thread with (callback id given to the call, result value).
+CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_uint64, ValuePtr)
+
+_u64, _size = ctypes.c_uint64, ctypes.c_size_t
+_SIGNATURES: dict[str, tuple[list[Any], Any]] = {
+    "mr_init_v8": ([ctypes.c_char_p, ctypes.c_char_p], None),
+    "mr_init_context": ([CALLBACK], _u64),
+    "mr_free_context": ([_u64], None),
+    "mr_set_hard_memory_limit": ([_u64, _size], None),
+    "mr_hard_memory_limit_reached": ([_u64], ctypes.c_bool),
+    "mr_alloc_string_val": ([_u64, ctypes.c_char_p, _size, ctypes.c_uint8], ValuePtr),
+    "mr_free_value": ([_u64, ValuePtr], None),
+    "mr_eval": ([_u64, ValuePtr, _u64], _u64),
+    "mr_cancel_task": ([_u64, _u64], None),
+}
+
+
+@cache
+def library() -> ctypes.CDLL:
+    """The loaded library with V8 initialised; the first call takes ~25 ms (a 74 MB
+    library to map and relocate, then V8's own start)."""
+    spec = importlib.util.find_spec("py_mini_racer")  # finds it without importing it
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("the V8 engine needs the mini-racer package (pip install mini-racer)")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    suffix = {"darwin": ".dylib", "win32": ".dll"}.get(sys.platform, ".so")
+    name = ("" if sys.platform == "win32" else "lib") + "mini_racer" + suffix
+    dll = ctypes.CDLL(str(folder / name))
+    for function, (argtypes, restype) in _SIGNATURES.items():
+        getattr(dll, function).argtypes = argtypes
+        getattr(dll, function).restype = restype
+    dll.mr_init_v8(_FLAGS, str(folder / "icudtl.dat").encode())
+    return dll
