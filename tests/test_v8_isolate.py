@@ -1,0 +1,99 @@
+"""The V8 binding under the V8 engine: ordering, outcomes, the event loop, cleanup."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from codemode.js_runtime import Bridge, Limits
+from codemode.js_runtime.v8_isolate import BLOCK_S, Isolate, V8Error
+from codemode.tools.context import ToolContext
+from codemode.tools.registry import ToolRegistry
+
+
+def _threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+async def test_posted_scripts_run_in_order_and_each_outcome_comes_back() -> None:
+    isolate = Isolate(64 * 1024 * 1024)
+    try:
+        outcomes = await isolate.finish(
+            [
+                isolate.post("globalThis.trail = ['a']; 'first'"),
+                isolate.post("throw new TypeError('second failed')"),
+                isolate.post("trail.push('c'); trail.join('')"),
+                isolate.post("({not: 'a string'})"),
+                isolate.post("let = ;"),
+            ]
+        )
+    finally:
+        isolate.close()
+    first, second, third, fourth, fifth = outcomes
+    assert first == "first"
+    assert isinstance(second, V8Error) and second.kind == "execute"
+    assert "TypeError: second failed" in str(second)
+    assert third == "ac"  # the failure in between did not stop the queue
+    assert fourth is None  # only strings are converted; the handle is freed
+    assert isinstance(fifth, V8Error) and fifth.kind == "parse"
+
+
+async def test_text_crosses_intact_both_ways() -> None:
+    isolate = Isolate(64 * 1024 * 1024)
+    try:
+        (echoed,) = await isolate.finish([isolate.post("'héllo ✓ 😀 ' + 'x'.repeat(100000)")])
+        (empty,) = await isolate.finish([isolate.post("''")])
+    finally:
+        isolate.close()
+    assert echoed == "héllo ✓ 😀 " + "x" * 100000
+    assert empty == ""
+
+
+async def test_a_closed_isolate_refuses_work() -> None:
+    isolate = Isolate(64 * 1024 * 1024)
+    isolate.close()
+    isolate.close()  # twice is fine
+    with pytest.raises(RuntimeError, match="after close"):
+        isolate.post("1")
+
+
+async def test_the_event_loop_keeps_running_while_v8_computes(tmp_path: Path) -> None:
+    # The loop's thread blocks on V8 for at most BLOCK_S per step; a long computation
+    # is awaited, so other tasks (output, a TUI, other sessions) keep running.
+    ticks: list[float] = []
+
+    async def ticker() -> None:
+        while True:
+            ticks.append(time.monotonic())
+            await asyncio.sleep(0.01)
+
+    bridge = Bridge(ToolRegistry(), ToolContext(workspace=tmp_path), engine="v8")
+    task = asyncio.ensure_future(ticker())
+    try:
+        result = await bridge.execute(
+            "const end = Date.now() + 400; let n = 0; while (Date.now() < end) n++; return n > 0"
+        )
+    finally:
+        task.cancel()
+    assert result.ok and result.value is True, result.error
+    gaps = [b - a for a, b in itertools.pairwise(ticks)]
+    assert len(ticks) >= 20, ticks
+    assert max(gaps) < 0.1, max(gaps)
+    assert BLOCK_S < 0.01
+
+
+async def test_isolates_leave_no_threads_behind(tmp_path: Path) -> None:
+    bridge = Bridge(ToolRegistry(), ToolContext(workspace=tmp_path), engine="v8")
+    await bridge.execute("1")  # the library and V8 itself are loaded once per process
+    before = _threads()
+    for _ in range(15):
+        result = await bridge.execute("return 6 * 7")
+        assert result.value == 42
+    timed_out = await bridge.execute("while (true) {}", limits=Limits(timeout_s=0.2))
+    assert timed_out.error is not None and timed_out.error.limit == "timeout"
+    assert _threads() <= before
