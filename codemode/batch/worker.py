@@ -50,7 +50,17 @@ async def _run(task: RepoTask, started: float, cancel_on_sigterm: bool) -> RepoR
     if cancel_on_sigterm:
         current = asyncio.current_task()
         assert current is not None
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, current.cancel)
+        loop = asyncio.get_running_loop()
+
+        def stop() -> None:
+            # Once is enough. The pool sends SIGTERM again when it sees another worker
+            # exit; a second one would cut the cleanup short (a command left unreaped)
+            # or land while the loop closes its wake-up pipe (EBADF on stderr).
+            loop.remove_signal_handler(signal.SIGTERM)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            current.cancel()
+
+        loop.add_signal_handler(signal.SIGTERM, stop)
 
     root = Path(task.repository)
     registry = builtin_registry()

@@ -46,6 +46,9 @@ from codemode.tools.registry import ToolRegistry
 
 EventSink = Callable[[ExecEvent], None]
 _TIMER = "__timer"
+# How long cancelled tool calls get to clean up (a shell call kills and reaps its
+# process group in well under this) before a program's result is returned anyway.
+_CLEANUP_S = 2.0
 
 
 @cache
@@ -195,14 +198,14 @@ class _Run:
         except LimitReached as exc:
             error = ExecError(kind="limit", name="LimitError", message=str(exc), limit=exc.limit)
         except BaseException:
-            self._cancel_tasks()
             self.bridge._discard_engine()
+            await self._cancel_tasks()
             raise
         if error is not None and error.kind == "limit":
             # A timed-out or exhausted isolate is not trusted again.
             reset = self.bridge.persistent and self.bridge._engine is not None
             self.bridge._discard_engine()
-        self._cancel_tasks()
+        await self._cancel_tasks()
         return ExecResult(
             ok=error is None,
             value=value,
@@ -352,14 +355,20 @@ class _Run:
         self.ready.clear()
         return results
 
-    def _cancel_tasks(self) -> None:
+    async def _cancel_tasks(self) -> None:
+        """Cancel the calls still running and give them a moment to clean up, so that
+        nothing a program started (a command's processes) outlives ``execute``."""
+        cancelled = []
         for call_id, task in self.tasks.items():
             if not task.done():
                 task.cancel()
+                cancelled.append(task)
                 record = self.records.get(call_id)
                 if record is not None and record.ok is None:
                     record.error = "cancelled: the program ended before this call finished"
         self.tasks.clear()
+        if cancelled:
+            await asyncio.wait(cancelled, timeout=_CLEANUP_S)
 
 
 async def _sleep(args: dict[str, Any]) -> tuple[bool, Any]:
