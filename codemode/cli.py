@@ -31,6 +31,28 @@ def cwd_option(help: str) -> Any:
     )
 
 
+def config_option() -> Any:
+    """``-c/--config KEY=VALUE`` (repeatable): override a key of the config file."""
+    return click.option(
+        "-c",
+        "--config",
+        "overrides",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="Override a config key (dotted for tables; VALUE is TOML or a plain string).",
+    )
+
+
+def load_config_or_usage(overrides: tuple[str, ...] | list[str]) -> Any:
+    """The configuration, or a usage error (exit 2) naming what is wrong with it."""
+    from codemode.config import ConfigError, load_config
+
+    try:
+        return load_config(list(overrides))
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 class _SessionGroup(click.Group):
     """A group whose first word is a subcommand if it names one, else the PROMPT of an
     interactive session (``interpreter "fix the bug"``)."""
@@ -103,6 +125,7 @@ def cli(ctx: click.Context, **kw: Any) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result.")
 @click.option("-v", "--verbose", is_flag=True, help="Show each tool call on stderr.")
+@config_option()
 @sandbox_options
 @batch_options
 def run(
@@ -115,6 +138,7 @@ def run(
     cwd: Path,
     as_json: bool,
     verbose: bool,
+    overrides: tuple[str, ...],
     sandbox_mode: str | None,
     approval_policy: str | None,
     full_auto: bool,
@@ -124,7 +148,8 @@ def run(
     """Run SCRIPT (a .js file, or - for stdin) against the tools, without a model.
 
     ARGS after the script are available to it as the array `argv` (put `--` before
-    them if one starts with a dash).
+    them if one starts with a dash). The configured MCP servers that SCRIPT names
+    (`tools.SERVER.tool(...)`) are started and their tools offered.
     Exit status: 0 done, 1 script error, 2 usage error, 3 a limit was hit.
 
     With --repos, SCRIPT runs in each repository in parallel, confined to it, and
@@ -132,9 +157,16 @@ def run(
     """
     mode, policy = resolve_modes(sandbox_mode, approval_policy, full_auto)
     from codemode.js_runtime.models import Limits
-    from codemode.run import run_script
+    from codemode.run import read_script, run_script
 
+    source = read_script(script)
+    servers = _mcp_servers_named_in(source, overrides)
     if repos:
+        if servers:
+            raise click.UsageError(
+                "MCP servers are not started for batch runs (--repos), and the script "
+                f"uses {', '.join(sorted(servers))}"
+            )
         from codemode.batch.command import run_batch_command
         from codemode.sandbox.settings import SandboxSettings
 
@@ -145,7 +177,7 @@ def run(
         caps = {"timeout": timeout, "memory": memory, "max_tool_calls": max_tool_calls}
         sys.exit(
             run_batch_command(
-                script, args, engine=engine, repos=repos, sandbox=sandbox, **caps, **batch
+                source, args, engine=engine, repos=repos, sandbox=sandbox, **caps, **batch
             )
         )
     refuse_without_repos(batch)
@@ -156,27 +188,68 @@ def run(
         max_tool_calls=max_tool_calls,
         output_chars=10_000_000,
     )
-    status = run_script(
-        script,
-        cwd=cwd,
-        engine=engine,
-        limits=limits,
-        argv=list(args),
-        as_json=as_json,
-        verbose=verbose,
-        sandbox={"sandbox_mode": mode, "approval_policy": policy},
-    )
+    from codemode.config_file import ConfigError
+
+    try:
+        status = run_script(
+            source,
+            mcp_servers=servers,
+            cwd=cwd,
+            engine=engine,
+            limits=limits,
+            argv=list(args),
+            as_json=as_json,
+            verbose=verbose,
+            sandbox={"sandbox_mode": mode, "approval_policy": policy},
+        )
+    except ConfigError as exc:  # a bad [mcp_servers] table
+        raise click.UsageError(str(exc)) from None
     sys.exit(status)
+
+
+def _mcp_servers_named_in(source: str, overrides: tuple[str, ...]) -> dict[str, Any]:
+    """The ``[mcp_servers.*]`` tables of the servers ``source`` names, validated. The raw
+    file is read first: validating needs pydantic (~50 ms), which most scripts can skip."""
+    from codemode.config_file import ConfigError, raw_config
+    from codemode.mcp.referenced import servers_named_in
+
+    try:
+        tables = raw_config(overrides)[1].get("mcp_servers")
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    if not isinstance(tables, dict) or not servers_named_in(source, tables):
+        return {}
+    return servers_named_in(source, load_config_or_usage(overrides).mcp_servers)
 
 
 @cli.command()
 @click.option("--dts", is_flag=True, help="Print TypeScript declarations (the code dialect).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON schemas (the classic dialect).")
-def tools(dts: bool, as_json: bool) -> None:
-    """List the built-in tools."""
+@config_option()
+def tools(dts: bool, as_json: bool, overrides: tuple[str, ...]) -> None:
+    """List the tools: the built-in ones and those of the configured MCP servers
+    (started to ask them; one that fails is reported on stderr)."""
+    from codemode.config import ConfigError, codemode_home
+    from codemode.mcp.referenced import add_servers
     from codemode.tools.builtin import builtin_registry
 
-    registry = builtin_registry()
+    notices: list[str] = []
+    tables = load_config_or_usage(overrides).mcp_servers
+    try:
+        registry = add_servers(builtin_registry(), tables, codemode_home() / "logs", notices)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    try:
+        for notice in notices:
+            click.echo(f"warning: {notice}", err=True)
+        _print_tools(registry, dts=dts, as_json=as_json)
+    finally:
+        registry.close()
+
+
+def _print_tools(registry: Any, *, dts: bool, as_json: bool) -> None:
+    from codemode.tools.registry import code_name
+
     if dts:
         from codemode.tools.typescript import typescript_declarations
 
@@ -194,10 +267,10 @@ def tools(dts: bool, as_json: bool) -> None:
         ]
         click.echo(json.dumps(schemas, indent=2))
     else:
-        width = max(len(t.name) for t in registry)
+        width = max(len(code_name(t.name)) for t in registry)
         for t in registry:
             first = (t.description.strip().splitlines() or [""])[0]
-            click.echo(f"{t.name.ljust(width)}  {first}")
+            click.echo(f"{code_name(t.name).ljust(width)}  {first}")
 
 
 def session_options(fn: Any) -> Any:
@@ -218,14 +291,7 @@ def session_options(fn: Any) -> Any:
             type=click.IntRange(min=1),
             help="Most model requests in one turn before it stops.",
         ),
-        click.option(
-            "-c",
-            "--config",
-            "overrides",
-            multiple=True,
-            metavar="KEY=VALUE",
-            help="Override a config key (dotted for tables; VALUE is TOML or a plain string).",
-        ),
+        config_option(),
         click.option("--json", "as_json", is_flag=True, help="Print JSON Lines events."),
         click.option("--experimental-json", "as_json", is_flag=True, hidden=True),
     ]
@@ -396,18 +462,14 @@ def sessions(limit: int) -> None:
 
 
 @cli.command()
-@click.option("-c", "--config", "overrides", multiple=True, metavar="KEY=VALUE")
+@config_option()
 def providers(overrides: tuple[str, ...]) -> None:
     """List the model providers: the built-in catalog plus your [model_providers]."""
     import os
 
-    from codemode.config import ConfigError, load_config
     from codemode.providers.catalog import builtin_providers
 
-    try:
-        config = load_config(list(overrides))
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
+    config = load_config_or_usage(overrides)
     catalog = {name: info.model_dump() for name, info in builtin_providers().items()}
     for name, override in config.model_providers.items():
         catalog[name] = {**catalog.get(name, {}), **override}
@@ -550,14 +612,7 @@ def skills_list(cwd: Path, as_json: bool) -> None:
 @click.option("-m", "--model", help="Model name, as the provider spells it.")
 @click.option("--provider", help="Provider from the catalog or [model_providers.NAME].")
 @click.option("--code-mode/--classic", "code_mode", default=None, help="Dialect of the sessions.")
-@click.option(
-    "-c",
-    "--config",
-    "overrides",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Override a config key (dotted for tables; VALUE is TOML or a plain string).",
-)
+@config_option()
 def acp(
     model: str | None, provider: str | None, code_mode: bool | None, overrides: tuple[str, ...]
 ) -> None:
@@ -659,9 +714,7 @@ def mcp() -> None:
 
 @mcp.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option(
-    "-c", "--config", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key."
-)
+@config_option()
 def mcp_list(as_json: bool, overrides: tuple[str, ...]) -> None:
     """Start the configured servers and show each one's state and tools (exit 1 if one failed)."""
     from codemode.config import ConfigError, load_config
@@ -682,9 +735,7 @@ def mcp_list(as_json: bool, overrides: tuple[str, ...]) -> None:
     help="Serve streamable HTTP on 127.0.0.1:PORT instead of stdio.",
 )
 @cwd_option("Workspace the tools work in (default: current directory).")
-@click.option(
-    "-c", "--config", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key."
-)
+@config_option()
 def mcp_server(http_port: int | None, cwd: Path, overrides: tuple[str, ...]) -> None:
     """Serve the tool host over MCP: `execute` runs JavaScript against the tools.
 

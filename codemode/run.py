@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from codemode.host import ToolHost
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
+from codemode.tools.registry import ToolRegistry, code_name
 
 if TYPE_CHECKING:
     from codemode.sandbox.settings import SandboxSettings
@@ -39,7 +40,8 @@ def _printer(verbose: bool, out: TextIO, err: TextIO) -> Any:
             args = json.dumps(call.args, ensure_ascii=False)
             if len(args) > 120:
                 args = args[:117] + "..."
-            print(f"· tools.{call.name}({args}) {call.duration_ms:.0f} ms {status}", file=err)
+            name = code_name(call.name)
+            print(f"· tools.{name}({args}) {call.duration_ms:.0f} ms {status}", file=err)
 
     return on_event
 
@@ -58,6 +60,7 @@ async def run_source(
     as_json: bool = False,
     verbose: bool = False,
     sandbox: SandboxSettings | Mapping[str, Any] | None = None,
+    registry: ToolRegistry | None = None,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
 ) -> int:
@@ -67,7 +70,14 @@ async def run_source(
     approve anything, so a command needing approval is refused (the script sees a
     catchable exception) unless the approval policy is ``never``.
     """
-    host = ToolHost(cwd, engine=engine, limits=limits, globals={"argv": argv}, sandbox=sandbox)
+    host = ToolHost(
+        cwd,
+        engine=engine,
+        limits=limits,
+        registry=registry,
+        globals={"argv": argv},
+        sandbox=sandbox,
+    )
     try:
         on_event = None if as_json else _printer(verbose, out, err)
         result = await host.execute(source, on_event=on_event)
@@ -92,8 +102,31 @@ def _tail_note(result: ExecResult) -> str:
     return "\n".join(tail[marker:])
 
 
-def run_script(script: str, **options: Any) -> int:
-    """Read ``script`` (``-`` for stdin) and run it with ``run_source``'s options;
-    returns the exit status."""
-    source = sys.stdin.read() if script == "-" else Path(script).read_text(encoding="utf-8")
-    return asyncio.run(run_source(source, **options))
+def read_script(script: str) -> str:
+    """The text of ``script``, a file's path or ``-`` for stdin."""
+    return sys.stdin.read() if script == "-" else Path(script).read_text(encoding="utf-8")
+
+
+def run_script(
+    source: str, *, mcp_servers: Mapping[str, dict[str, Any]] | None = None, **options: Any
+) -> int:
+    """Run ``source`` with ``run_source``'s options; returns the exit status.
+
+    ``mcp_servers`` (``[mcp_servers.*]`` tables) are started first and their tools
+    offered as ``tools.SERVER.*``; one that fails to start is a warning on stderr, and
+    the script then fails only if it calls it. Raises ConfigError for a bad table.
+    """
+    from codemode.config_file import codemode_home
+    from codemode.mcp.referenced import add_servers
+    from codemode.tools.builtin import builtin_registry
+
+    notices: list[str] = []
+    registry = add_servers(
+        builtin_registry(), dict(mcp_servers or {}), codemode_home() / "logs", notices
+    )
+    try:
+        for notice in notices:
+            print(f"warning: {notice}", file=options.get("err", sys.stderr), flush=True)
+        return asyncio.run(run_source(source, registry=registry, **options))
+    finally:
+        registry.close()

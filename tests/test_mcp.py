@@ -498,6 +498,74 @@ def test_mcp_list_shows_state_and_tools(tmp_path: Path) -> None:
     assert f"off  disabled  stdio: {sys.executable}" in text.stdout
 
 
+def test_run_starts_the_servers_a_script_names(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    _write_config(home, {"probe": probe(), "other": probe()})
+    (work / "sum.js").write_text(
+        "const [sum, loud] = await Promise.all([\n"
+        "  tools.probe.add({a: 40, b: 2}), tools['probe'].shout({text: 'ok'})]);\n"
+        "console.log(sum.total, loud.content[0].text);\n"
+        "try { await tools.probe.add({a: 'x'}) } catch (e) { console.log(e.message) }\n"
+    )
+    done = run_cli(["run", "sum.js", "-v"], home=home, cwd=work)
+    assert done.code == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "42 OK"
+    assert "tools.probe.add" in done.stdout.splitlines()[1]  # a catchable, named error
+    assert "tools.probe.add(" in done.stderr  # -v shows MCP calls like any other
+    assert (home / "logs" / "mcp-probe.log").exists()
+    assert not (home / "logs" / "mcp-other.log").exists()  # not named, not started
+
+    # A script naming no server starts none.
+    (home / "logs" / "mcp-probe.log").unlink()
+    plain = run_cli(["run", "-"], home=home, cwd=work, stdin="console.log(1 + 1)")
+    assert plain.code == 0 and plain.stdout == "2\n", plain.stderr
+    assert not (home / "logs" / "mcp-probe.log").exists()
+
+
+def test_run_reports_a_named_server_that_cannot_start(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    _write_config(home, {"gone": {"command": "/no/such/server"}})
+    script = "try { await tools.gone.thing({}) } catch (e) { console.log('caught:', e.message) }"
+    done = run_cli(["run", "-"], home=home, cwd=work, stdin=script)
+    assert done.code == 0, done.stderr
+    assert "warning: mcp server gone: could not start" in done.stderr
+    assert done.stdout.startswith("caught:")
+    batch = run_cli(["run", "-", "--repos", str(work)], home=home, cwd=work, stdin=script)
+    assert batch.code == 2
+    assert "MCP servers are not started for batch runs (--repos), and the script uses gone" in (
+        batch.stderr
+    )
+
+
+def test_servers_named_in_a_script() -> None:
+    from codemode.mcp.referenced import servers_named_in
+
+    tables = {"probe": {}, "gh": {}, "fs_2": {}}
+    assert set(servers_named_in("await tools.probe.add({})", tables)) == {"probe"}
+    assert set(servers_named_in("tools?.gh . list(); tools[ 'fs_2' ]", tables)) == {"gh", "fs_2"}
+    assert set(servers_named_in('tools["gh"].x(); tools[`probe`]', tables)) == {"gh", "probe"}
+    assert servers_named_in("mytools.probe.add(); tools.prober(); tools.ghost", tables) == {}
+    assert servers_named_in("tools['gh\"]", tables) == {}  # quotes must match
+
+
+def test_tools_lists_mcp_tools_too(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _write_config(home, {"probe": probe(disabled_tools=["die"]), "gone": {"command": "/nope"}})
+    listed = run_cli(["tools"], home=home, cwd=tmp_path)
+    assert listed.code == 0, listed.stderr
+    names = [line.split()[0] for line in listed.stdout.splitlines()]
+    assert {"shell", "read_file", "probe.add", "probe.wait_ms"} <= set(names)
+    assert "probe.die" not in names  # disabled in the config
+    assert "warning: mcp server gone: could not start" in listed.stderr
+    dts = run_cli(["tools", "--dts"], home=home, cwd=tmp_path)
+    assert "probe: {" in dts.stdout and "add(args: McpProbeAddArgs)" in dts.stdout
+    schemas = json.loads(run_cli(["tools", "--json"], home=home, cwd=tmp_path).stdout)
+    add = next(t for t in schemas if t["name"] == "mcp__probe__add")
+    assert add["parameters"]["required"] == ["a", "b"]
+
+
 def test_exec_in_code_mode_calls_an_mcp_tool(tmp_path: Path) -> None:
     home, work = tmp_path / "home", tmp_path / "work"
     work.mkdir()
@@ -741,6 +809,8 @@ def test_a_bad_mcp_table_is_a_usage_error_everywhere(tmp_path: Path) -> None:
             ),
             run_cli(["mcp", "list"], home=home, cwd=tmp_path),
             run_cli(["mcp-server"], home=home, cwd=tmp_path),
+            run_cli(["tools"], home=home, cwd=tmp_path),
+            run_cli(["run", "-"], home=home, cwd=tmp_path, stdin="await tools.x.y()"),
         ]
     for done in runs:
         assert done.code == 2 and expected in done.stderr, done.stderr

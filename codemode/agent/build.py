@@ -79,18 +79,13 @@ def session_registry(
     """The tools an agent session has: the built-ins, the plan tool, and the tools of the
     configured MCP servers (started here, when the session first needs their tool list;
     a server that fails to start adds a line to ``notices`` and no tools)."""
+    from codemode.mcp.referenced import add_servers
+
     registry = builtin_registry()
     registry.add_lazy("update_plan", "codemode.tools.plan:UPDATE_PLAN")
-    if config is not None and config.mcp_servers:
-        from codemode.mcp.adapter import add_configured_servers
-
-        _manager, statuses = add_configured_servers(
-            registry, config.mcp_servers, codemode_home() / "logs"
-        )
-        for status in statuses:
-            if status.error and notices is not None:
-                notices.append(f"mcp server {status.name}: {status.error}")
-    return registry
+    tables = config.mcp_servers if config is not None else {}
+    notices = [] if notices is None else notices
+    return add_servers(registry, tables, codemode_home() / "logs", notices)
 
 
 def resolve_provider(config: Config, name: str | None) -> tuple[Provider, str]:

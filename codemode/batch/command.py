@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +19,7 @@ if TYPE_CHECKING:
 
 
 def run_batch_command(
-    script: str,
+    source: str,
     args: tuple[str, ...],
     *,
     engine: str,
@@ -35,14 +34,13 @@ def run_batch_command(
     ray_address: str | None,
     sandbox: SandboxSettings | None = None,
 ) -> int:
-    """`interpreter run SCRIPT --repos ...`: returns the exit status."""
+    """`interpreter run SCRIPT --repos ...` with the script's text: returns the exit status."""
     if ray_address and backend != "ray":
         raise click.UsageError("--ray-address needs --backend ray")
     try:
         repositories = find_repositories(repos)
     except RepoListError as exc:
         raise click.UsageError(str(exc)) from None
-    source = sys.stdin.read() if script == "-" else Path(script).read_text(encoding="utf-8")
     options = BatchOptions(
         repositories=repositories,
         report=report or default_report_path(),
