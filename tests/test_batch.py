@@ -3,6 +3,7 @@ through the real console script, worker processes and isolates."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -463,3 +464,68 @@ def test_live_progress_counts_and_shows_failures() -> None:
     assert "failed /r/b[1]: Error: [bold]no[/bold]" in text
     assert "2 done  1 failed  0 remaining" in text
     assert progress.summary().startswith("3 repositories: 2 done, 1 failed, 0 not run")
+
+
+def cluster_processes(marker: str) -> set[int]:
+    """Pids whose command line names ``marker`` (one cluster's temp dir), and their
+    descendants (the agents and workers its raylet started)."""
+    parents: dict[int, int] = {}
+    found: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        pid = int(entry.name)
+        parents[pid] = int(stat.rsplit(")", 1)[1].split()[1])
+        if marker.encode() in cmdline:
+            found.add(pid)
+    while new := {p for p, parent in parents.items() if parent in found} - found:
+        found |= new
+    return found - {os.getpid()}
+
+
+def test_ray_joins_an_existing_cluster(workdir: Path) -> None:
+    make_repos(workdir / "repos", 4)
+    (workdir / "name.js").write_text("return repo.name\n")
+    with tempfile.TemporaryDirectory(prefix="ray", dir="/tmp") as ray_tmp:
+        env = {k: v for k, v in os.environ.items() if k not in ("RAY_AUTH_MODE", "RAY_ADDRESS")}
+        # Every Ray server on 127.0.0.1, its files in a private (short) temp dir.
+        env.update(RAY_TMPDIR=ray_tmp, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+        head = [
+            str(INTERPRETER.parent / "ray"), "start", "--head", "--node-ip-address=127.0.0.1",
+            "--port=0", "--num-cpus=2", "--include-dashboard=false", f"--temp-dir={ray_tmp}",
+            "--object-store-memory=134217728", "--disable-usage-stats",
+        ]  # fmt: skip
+        try:
+            started = subprocess.run(head, env=env, capture_output=True, text=True, timeout=120)
+            assert started.returncode == 0, started.stderr
+            address = (Path(ray_tmp) / "ray_current_cluster").read_text().strip()
+            assert address.startswith("127.0.0.1:"), address
+            run = ["run", "name.js", "--repos", "repos", "--backend", "ray", "--ray-address"]
+            joined = interp(
+                *run, address, "--report", "joined.jsonl", cwd=workdir,
+                env={**env, "RAY_AUTH_MODE": "token"},
+            )  # fmt: skip
+            assert joined.returncode == 0, joined.stderr
+            report = read_report(workdir / "joined.jsonl")
+            assert sorted(line["value"] for line in report.values()) == [
+                f"repo-{i:02d}" for i in range(4)
+            ]
+            # `ray start` turns token authentication on, and Ray sends its token only to
+            # a cluster it finds by itself: without RAY_AUTH_MODE=token the error says so.
+            refused = interp(*run, address, "--report", "refused.jsonl", cwd=workdir, env=env)
+            assert refused.returncode == 2, refused.stderr
+            assert f"cannot start Ray on {address}" in refused.stderr
+            assert "set RAY_AUTH_MODE=token" in refused.stderr
+        finally:
+            for pid in cluster_processes(ray_tmp):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while cluster_processes(ray_tmp) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert cluster_processes(ray_tmp) == set()

@@ -5,6 +5,9 @@ as they finish. With no address it starts a private local instance with ``jobs``
 every Ray server listening on 127.0.0.1 only and no dashboard, and shuts it down
 afterwards; with an address (``ray://host:10001``, ``host:6379`` or ``auto``) it
 connects to that cluster, whose own resources then decide how many tasks run at once.
+A cluster that uses token authentication (``ray start``'s default) needs
+``RAY_AUTH_MODE=token`` for an explicit address: Ray sends its token on its own only to
+a cluster it finds itself (``auto``).
 
 On a cluster, every node needs codemode installed (``pip install 'codemode[ray]'``)
 and must see the repositories at the same paths (a shared filesystem); the script's
@@ -29,6 +32,7 @@ OnResult = Callable[[RepoResult], None]
 # and bind every server there, instead of this machine's network address.
 _LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 _OBJECT_STORE_BYTES = 256 * 1024 * 1024
+_AUTH_MODE = "RAY_AUTH_MODE"
 
 
 class RayUnavailable(RuntimeError):
@@ -73,7 +77,15 @@ def run_ray(
             )
     except Exception as exc:
         where = address or "a local instance"
-        raise RayUnavailable(f"cannot start Ray on {where}: {exc}") from None
+        hint = ""
+        if address and address != "auto" and os.environ.get(_AUTH_MODE) is None:
+            # Ray sends its token only to a cluster it finds by itself ("auto"), never
+            # to an address it is given, and `ray start` turns token auth on by default.
+            hint = (
+                f" (if the cluster uses token authentication, set {_AUTH_MODE}=token and "
+                "provide the token: RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)"
+            )
+        raise RayUnavailable(f"cannot start Ray on {where}: {exc}{hint}") from None
     try:
         remote = ray.remote(num_cpus=1, max_retries=1)(run_repository)
         refs = {remote.remote(task): task for task in tasks}
