@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from codemode.js_runtime import Bridge, Limits
+from codemode.js_runtime import Bridge, Limits, LogEvent
 from codemode.js_runtime.v8_isolate import BLOCK_S, Isolate, V8Error
 from codemode.tools.context import ToolContext
 from codemode.tools.registry import ToolRegistry
@@ -97,3 +97,53 @@ async def test_isolates_leave_no_threads_behind(tmp_path: Path) -> None:
     timed_out = await bridge.execute("while (true) {}", limits=Limits(timeout_s=0.2))
     assert timed_out.error is not None and timed_out.error.limit == "timeout"
     assert _threads() <= before
+
+
+async def test_console_output_streams_while_synchronous_code_runs(tmp_path: Path) -> None:
+    # No await between the lines: only the live console can show them before the end.
+    arrived: list[tuple[str, float]] = []
+
+    def on_event(event: object) -> None:
+        if isinstance(event, LogEvent):
+            arrived.append((event.text, time.monotonic()))
+
+    bridge = Bridge(ToolRegistry(), ToolContext(workspace=tmp_path), engine="v8")
+    program = (
+        "for (let i = 0; i < 4; i++) {\n"
+        "  console.log(`tick ${i}`, {i});\n"
+        "  const end = Date.now() + 150; while (Date.now() < end) {}\n"
+        "}\n"
+        "console.warn('\\uD800 lone'); return 'done'"
+    )
+    result = await bridge.execute(program, on_event=on_event)
+    finished = time.monotonic()
+    assert result.ok and result.value == "done", result.error
+    texts = [text for text, _ in arrived]
+    assert texts[:4] == [f"tick {i} {{\n  \"i\": {i}\n}}" for i in range(4)]
+    assert texts[4] == "\ufffd lone"
+    assert finished - arrived[0][1] > 0.3  # the first line came while the loop ran
+    assert [e.level for e in result.logs] == ["log"] * 4 + ["warn"]
+    assert result.output.splitlines()[0] == "tick 0 {"
+
+
+async def test_more_console_output_than_the_live_buffer_holds(tmp_path: Path) -> None:
+    # 400 lines of 2,000 characters overflow the 512 KB buffer within one step: the
+    # rest waits for the drain, and nothing is lost or reordered.
+    seen: list[str] = []
+
+    def on_event(event: object) -> None:
+        if isinstance(event, LogEvent):
+            seen.append(event.text)
+
+    limits = Limits(output_chars=10_000_000)
+    bridge = Bridge(ToolRegistry(), ToolContext(workspace=tmp_path), engine="v8", limits=limits)
+    program = (
+        "for (let i = 0; i < 400; i++) console.log(String(i).padStart(4, '0') + 'x'.repeat(1996));"
+        "await new Promise((r) => setTimeout(r, 1));"  # a step boundary: the buffer starts over
+        "for (let i = 0; i < 3; i++) console.log('after ' + i)"
+    )
+    result = await bridge.execute(program, on_event=on_event)
+    assert result.ok, result.error
+    assert [line[:4] for line in seen[:400]] == [f"{i:04d}" for i in range(400)]
+    assert all(len(line) == 2000 for line in seen[:400])
+    assert seen[400:] == ["after 0", "after 1", "after 2"]

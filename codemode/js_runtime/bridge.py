@@ -223,6 +223,7 @@ class _Run:
         program = self.program
         try:
             engine = await self.bridge.engine_for(deadline, self.limits)
+            engine.on_log = self._log
             if program.might_be_expression():
                 try:
                     state = await self._step(engine, _fresh(program.as_expression()), deadline)
@@ -286,9 +287,7 @@ class _Run:
     def _absorb(self, state: dict[str, Any]) -> dict[str, Any] | None:
         """Take in one drained state: stream logs, start calls; the outcome if finished."""
         for level, text in state["logs"]:
-            shown = self.output.add(level, text)
-            if shown is not None and self.on_event is not None:
-                self.on_event(LogEvent(level=level, text=shown))
+            self._log(level, text)
         for call_id, name, args in state["calls"]:
             self._start_call(call_id, name, args)
         if state["overLimit"]:
@@ -297,6 +296,11 @@ class _Run:
                 f"program stopped: more than {self.limits.max_tool_calls} tool calls",
             )
         return state["done"]
+
+    def _log(self, level: str, text: str) -> None:
+        shown = self.output.add(level, text)
+        if shown is not None and self.on_event is not None:
+            self.on_event(LogEvent(level=level, text=shown))
 
     def _start_call(self, call_id: int, name: str, args: Any) -> None:
         if name == _TIMER:

@@ -7,6 +7,7 @@ code and both backends behave the same.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar, Protocol
 
 
@@ -33,6 +34,10 @@ class Engine(Protocol):
     """One isolate. Used from one thread only: the one whose event loop created it."""
 
     name: ClassVar[str]
+    # Where console output goes that the engine can report while a step still runs
+    # (V8: see "live console" in prelude.js); the rest comes back in the drained state.
+    # Set by the bridge for each program.
+    on_log: Callable[[str, str], None] | None
 
     async def step(self, script: str, timeout: float) -> str:
         """Run ``script``, let every queued Promise job run, then return ``__cm.drain()``.

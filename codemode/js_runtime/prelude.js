@@ -10,6 +10,9 @@
 (function __cm_install(global) {
   "use strict";
 
+  // Kept before Atomics goes: the live console below publishes with it.
+  const atomicStore = typeof Atomics === "object" ? Atomics.store : null;
+
   // No ambient authority: tools are the only door out of the isolate.
   for (const name of [
     "SharedArrayBuffer", "Atomics", "WebAssembly", "setTimeout", "clearTimeout",
@@ -71,9 +74,35 @@
     };
   }
 
+  // The live console: an engine whose host can read memory while a step runs (V8, on
+  // its own thread) hands over an ArrayBuffer, and console lines go there as they are
+  // written, so the output of a long synchronous stretch shows as it happens. Int32 0 is
+  // how many UTF-16 units are written after the 8-byte header; a record is the level's
+  // index, the text's length as two units (low, high), then the text. A line that does
+  // not fit goes to `logs`, and so does every later one until the next drain, to keep
+  // the order.
+  const LEVELS = ["log", "info", "warn", "error", "debug"];
+  let live = null;
+  let liveAt = 0;
+
+  function __cm_toLive(level, text) {
+    if (live === null || logs.length) return false;
+    const units = live.units;
+    const at = liveAt;
+    if (at + 3 + text.length > units.length) return false;
+    units[at] = LEVELS.indexOf(level);
+    units[at + 1] = text.length & 0xffff;
+    units[at + 2] = text.length >>> 16;
+    for (let i = 0; i < text.length; i++) units[at + 3 + i] = text.charCodeAt(i);
+    liveAt = at + 3 + text.length;
+    atomicStore(live.head, 0, liveAt);  // after the text: the host reads up to here
+    return true;
+  }
+
   function __cm_emit(level) {
     return function __cm_log(...args) {
-      logs.push([level, args.map((a) => __cm_render(a)).join(" ")]);
+      const text = args.map((a) => __cm_render(a)).join(" ");
+      if (!__cm_toLive(level, text)) logs.push([level, text]);
     };
   }
 
@@ -267,12 +296,23 @@
       }
     },
     drain: function __cm_drain() {
+      // `live`: units of live console written this step; they come before `logs`.
       const state = JSON.stringify({
-        calls: outbox, logs, done, overLimit, pending: pending.size,
+        calls: outbox, logs, done, overLimit, pending: pending.size, live: liveAt,
       }, __cm_replacer());
       outbox = [];
       logs = [];
+      if (live !== null) {
+        liveAt = 0;
+        atomicStore(live.head, 0, 0);
+      }
       return state;
+    },
+    // The host's buffer for the live console (see __cm_toLive); returns it back.
+    live: function __cm_live(buffer) {
+      if (atomicStore === null) return null;
+      live = { head: new Int32Array(buffer, 0, 2), units: new Uint16Array(buffer, 8) };
+      return buffer;
     },
   };
   __cm_define("__cm", host, false);

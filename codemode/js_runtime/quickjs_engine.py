@@ -33,6 +33,8 @@ class QuickJSEngine:
         self._ctx.set_max_stack_size(_STACK_BYTES)
         self._settle: quickjs.Object | None = None
         self._drain: quickjs.Object | None = None
+        # QuickJS runs on the caller's thread: nothing can be read while a step runs.
+        self.on_log: Callable[[str, str], None] | None = None
 
     async def step(self, script: str, timeout: float) -> str:
         return self._run(lambda ctx: ctx.eval(script), timeout)

@@ -22,6 +22,7 @@ from typing import Any
 _FLAGS = b"--single-threaded"
 
 STRING = 5  # a value's type: UTF-8 text at value_ptr, len bytes
+ARRAY_BUFFER = 102  # an ArrayBuffer: its bytes at value_ptr, len of them
 ERRORS = {  # a value's type when an evaluation failed; the message is UTF-8 text
     200: "execute",
     201: "parse",

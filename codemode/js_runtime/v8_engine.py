@@ -5,17 +5,26 @@ microtask checkpoint *between* evaluations, outside the reach of an evaluation's
 timeout; a loop that starts after an ``await`` can therefore only be stopped by closing
 the isolate. The bridge closes an engine after any timeout, so that is always what
 happens.
+
+Because V8 runs elsewhere, the event loop's thread can read console output while a
+step is still running: the prelude writes it into an ArrayBuffer whose bytes we read
+in place (``live console`` in ``prelude.js``), so a long synchronous stretch of a
+program shows its output as it happens.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
+from collections.abc import Callable
 from typing import ClassVar
 
 from codemode.js_runtime.engine import EngineOutOfMemory, EngineTimeout, ScriptError
-from codemode.js_runtime.v8_isolate import Isolate, V8Error
+from codemode.js_runtime.v8_isolate import Isolate, Memory, V8Error
 
 _DRAIN = "__cm.drain()"
+_LIVE_BYTES = 512 * 1024  # 8 bytes of header, then UTF-16 units
+_LEVELS = ("log", "info", "warn", "error", "debug")
 
 
 class V8Engine:
@@ -25,6 +34,10 @@ class V8Engine:
 
     def __init__(self, memory_bytes: int) -> None:
         self._isolate = Isolate(memory_bytes)
+        self.on_log: Callable[[str, str], None] | None = None
+        self._live: Memory | None = None
+        self._live_read = 0  # units of the live console already passed to on_log
+        self._first_step = True
 
     async def step(self, script: str, timeout: float) -> str:
         # Both evaluations are posted at once: V8 runs them in order with its microtask
@@ -32,13 +45,48 @@ class V8Engine:
         # one round trip serves both. The bridge bounds the whole program with
         # asyncio.timeout; cancelling terminates the JavaScript still running.
         isolate = self._isolate
-        run, state = await isolate.finish([isolate.post(script), isolate.post(_DRAIN)])
+        posted = [isolate.post(script), isolate.post(_DRAIN)]
+        if self._first_step:  # it installs the prelude: then hand the prelude a buffer
+            self._first_step = False
+            posted.append(isolate.post(f"__cm.live(new ArrayBuffer({_LIVE_BYTES}))"))
+        outcomes = await isolate.finish(posted, self._read_live if self.on_log else None)
+        run, state = outcomes[:2]
+        if len(outcomes) == 3 and isinstance(outcomes[2], Memory):
+            self._live = outcomes[2]
         for outcome in (run, state):
             if isinstance(outcome, V8Error):
                 raise self._translate(outcome)
         if not isinstance(state, str):
             raise ScriptError("internal error: drain() did not return a string")
+        written = _live_units(state)
+        if written:
+            # The step is over, so what is left in the buffer is complete and still.
+            self._read_live(upto=written)
+        self._live_read = 0
         return state
+
+    def _read_live(self, upto: int | None = None) -> None:
+        """Pass the console lines written since the last read to ``on_log``."""
+        live, on_log = self._live, self.on_log
+        if live is None or on_log is None:
+            return
+        capacity = (live.size - 8) // 2
+        written = ctypes.c_int32.from_address(live.address).value if upto is None else upto
+        if not self._live_read < written <= capacity:
+            return
+        start = self._live_read
+        data = ctypes.string_at(live.address + 8 + 2 * start, 2 * (written - start))
+        units = memoryview(data).cast("H")
+        at = 0
+        while at + 3 <= len(units):
+            level, low, high = units[at], units[at + 1], units[at + 2]
+            end = at + 3 + (low | high << 16)
+            if level >= len(_LEVELS) or end > len(units):
+                break  # not a record: nothing the prelude wrote
+            # Lone surrogates (possible in JavaScript strings) become U+FFFD, as elsewhere.
+            on_log(_LEVELS[level], units[at + 3 : end].tobytes().decode("utf-16-le", "replace"))
+            at = end
+        self._live_read = start + at
 
     def _translate(self, error: V8Error) -> Exception:
         if error.kind == "timeout":
@@ -52,3 +100,10 @@ class V8Engine:
 
     def close(self) -> None:
         self._isolate.close()
+        self._live = None
+
+
+def _live_units(state: str) -> int:
+    """The drained state's ``live`` count, its last key, read without parsing it all."""
+    at = state.rfind('"live":')
+    return int(state[at + 7 : -1]) if at != -1 and state.endswith("}") else 0

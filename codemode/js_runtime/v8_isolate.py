@@ -21,14 +21,17 @@ import contextlib
 import ctypes
 import itertools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from codemode.js_runtime.v8_abi import CALLBACK, ERRORS, STRING, library
+from codemode.js_runtime.v8_abi import ARRAY_BUFFER, CALLBACK, ERRORS, STRING, library
 
 # How long the event loop's thread may block on V8 before it awaits instead. The steps
 # of a tool-call round trip take 20-60 µs; anything slower than this is real work.
 BLOCK_S = 300e-6
+# How often ``finish`` calls its ``tick`` while a long evaluation runs.
+TICK_S = 0.05
 
 
 class V8Error(Exception):
@@ -37,6 +40,18 @@ class V8Error(Exception):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message or f"JavaScript {kind} error")
         self.kind = kind
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Where an ArrayBuffer's bytes are. They stay put while the isolate lives and
+    JavaScript holds the buffer; reading them races with JavaScript writing them."""
+
+    address: int
+    size: int
+
+
+Outcome = str | V8Error | Memory | None
 
 
 @dataclass
@@ -92,12 +107,16 @@ class Isolate:
         task_id = self._dll.mr_eval(ctx, handle, callback_id)
         return Evaluation(callback_id, task_id, handle)
 
-    async def finish(self, evaluations: list[Evaluation]) -> list[str | V8Error | None]:
+    async def finish(
+        self, evaluations: list[Evaluation], tick: Callable[[], None] | None = None
+    ) -> list[Outcome]:
         """Wait for posted evaluations (in posting order) and take their outcomes.
 
         A string result comes back as ``str``, an exception as a ``V8Error`` (returned,
-        not raised, so that one failure does not strand the others), anything else as
-        None. Cancelled midway, the unfinished ones are cancelled in the isolate.
+        not raised, so that one failure does not strand the others), an ArrayBuffer as
+        its ``Memory``, anything else as None. While the last one is still running after
+        the first wait, ``tick`` is called every ``TICK_S``. Cancelled midway, the
+        unfinished ones are cancelled in the isolate.
         """
         self._loop = asyncio.get_running_loop()
         last = evaluations[-1].callback_id
@@ -108,22 +127,27 @@ class Isolate:
             self._blocking_on = None
             self._filed.acquire(blocking=False)  # a release that came after the timeout
         try:
-            return [await self._outcome(evaluation) for evaluation in evaluations]
+            return [await self._outcome(evaluation, tick) for evaluation in evaluations]
         except BaseException:
             for evaluation in evaluations:
                 if evaluation.callback_id not in self._results and self._ctx is not None:
                     self._dll.mr_cancel_task(self._ctx, evaluation.task_id)
             raise
 
-    async def _outcome(self, evaluation: Evaluation) -> str | V8Error | None:
+    async def _outcome(self, evaluation: Evaluation, tick: Callable[[], None] | None) -> Outcome:
         callback_id = evaluation.callback_id
         if callback_id not in self._results:
             waiter = self._loop.create_future()  # type: ignore[union-attr]
             self._waiters[callback_id] = waiter
             try:
                 # Filed between our check and the waiter's registration: no wake comes.
-                if callback_id not in self._results:
-                    await waiter
+                while callback_id not in self._results:
+                    if tick is None:
+                        await waiter
+                        continue
+                    await asyncio.wait([waiter], timeout=TICK_S)
+                    if not waiter.done():
+                        tick()
             finally:
                 del self._waiters[callback_id]
         raw = self._results.pop(callback_id)
@@ -133,13 +157,15 @@ class Isolate:
             self._free(raw)
             self._free(evaluation.code_handle)
 
-    def _convert(self, raw: Any) -> str | V8Error | None:
+    def _convert(self, raw: Any) -> Outcome:
         value = raw.contents
         kind = value.type
         if kind == STRING or kind in ERRORS:
             text = ctypes.string_at(value.value.value_ptr, value.len) if value.len else b""
             decoded = text.decode("utf-8", "replace")
             return decoded if kind == STRING else V8Error(ERRORS[kind], decoded)
+        if kind == ARRAY_BUFFER and value.value.value_ptr:
+            return Memory(value.value.value_ptr, value.len)
         return None
 
     def _free(self, raw: Any) -> None:
