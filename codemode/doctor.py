@@ -205,17 +205,38 @@ def node(report: Report) -> None:
 
 
 def engines(report: Report) -> None:
+    import asyncio
     import sys
 
+    from codemode.js_runtime import Bridge
+    from codemode.tools.context import ToolContext
+    from codemode.tools.registry import ToolRegistry
+
     report.add("environment", "python", "info", f"{sys.version.split()[0]} ({sys.executable})")
-    for module, label in (("quickjs", "quickjs-ng"), ("py_mini_racer", "V8 (mini-racer)")):
+    for engine, label in (("quickjs", "quickjs-ng"), ("v8", "V8 (mini-racer)")):
+        # Run a program: an engine that imports but cannot run (a mini-racer whose C
+        # API moved, a broken wheel) fails here rather than in a session.
+        bridge = Bridge(ToolRegistry(), ToolContext(workspace=Path.cwd()), engine=engine)
         try:
-            __import__(module)
+            result = asyncio.run(bridge.execute("return 6 * 7"))
+            problem = None if result.value == 42 else (result.error or result.value)
         except Exception as exc:  # a broken wheel raises more than ImportError
-            report.add("environment", label, "error", f"cannot import {module}: {exc}",
-                       "reinstall codemode: pip install --force-reinstall codemode")
+            problem = f"{type(exc).__name__}: {exc}"
+        if problem is None:
+            report.add("environment", label, "ok", f"runs programs{_engine_version(engine)}")
         else:
-            report.add("environment", label, "ok", "importable")
+            report.add("environment", label, "error", f"cannot run a program: {problem}",
+                       "reinstall codemode: pip install --force-reinstall codemode")
+
+
+def _engine_version(engine: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    package = {"quickjs": "quickjs-ng", "v8": "mini-racer"}[engine]
+    try:
+        return f" ({package} {version(package)})"
+    except PackageNotFoundError:
+        return ""
 
 
 def provider_keys(report: Report) -> None:

@@ -71,7 +71,9 @@ def test_doctor_json_and_present_key(tmp_path: Path) -> None:
     checks = {(c["section"], c["label"]): c for c in json.loads(run.stdout)}
     key = checks[("providers", "OPENAI_API_KEY")]
     assert key["status"] == "ok" and "openai" in key["detail"]
-    assert checks[("environment", "quickjs-ng")]["status"] == "ok"
+    for engine in ("quickjs-ng", "V8 (mini-racer)"):  # each ran a program
+        assert checks[("environment", engine)]["status"] == "ok"
+        assert checks[("environment", engine)]["detail"].startswith("runs programs (")
     if shutil.which("node"):
         assert checks[("environment", "node")]["status"] in ("ok", "warn")
         assert "node not found" not in checks[("environment", "node")]["detail"]
