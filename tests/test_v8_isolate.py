@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
 import time
 from pathlib import Path
@@ -147,3 +148,16 @@ async def test_more_console_output_than_the_live_buffer_holds(tmp_path: Path) ->
     assert [line[:4] for line in seen[:400]] == [f"{i:04d}" for i in range(400)]
     assert all(len(line) == 2000 for line in seen[:400])
     assert seen[400:] == ["after 0", "after 1", "after 2"]
+
+
+async def test_without_a_log_sink_live_lines_come_back_in_the_state() -> None:
+    from codemode.js_runtime.bridge import _prelude
+    from codemode.js_runtime.v8_engine import V8Engine
+
+    engine = V8Engine(64 * 1024 * 1024)
+    try:
+        await engine.step(_prelude() + "\n__cm.configure([], 10, {});", 5)
+        state = await engine.step("console.log('a'); console.error('b')", 5)
+    finally:
+        engine.close()
+    assert json.loads(state)["logs"] == [["log", "a"], ["error", "b"]]

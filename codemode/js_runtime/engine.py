@@ -36,8 +36,8 @@ class Engine(Protocol):
     name: ClassVar[str]
     # Where console output goes that the engine can report while a step still runs
     # (V8: see "live console" in prelude.js); the rest comes back in the drained state.
-    # The bridge sets it before each program's first step; while it is None, such an
-    # engine drops that output, so anything else driving an engine must set it too.
+    # Set by the bridge for each program; while it is None, that output comes back in
+    # the drained state like the rest, at the end of the step.
     on_log: Callable[[str, str], None] | None
 
     async def step(self, script: str, timeout: float) -> str:

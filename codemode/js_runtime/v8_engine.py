@@ -61,32 +61,48 @@ class V8Engine:
         written = _live_units(state)
         if written:
             # The step is over, so what is left in the buffer is complete and still.
-            self._read_live(upto=written)
+            lines = self._live_lines(written)
+            if self.on_log is not None:
+                for level, text in lines:
+                    self.on_log(level, text)
+            else:  # nobody to tell while it ran: they go first in the drained state
+                drained = json.loads(state)
+                drained["logs"] = [*lines, *drained["logs"]]
+                state = json.dumps(drained)
         self._live_read = 0
         return state
 
-    def _read_live(self, upto: int | None = None) -> None:
+    def _read_live(self) -> None:
         """Pass the console lines written since the last read to ``on_log``."""
-        live, on_log = self._live, self.on_log
-        if live is None or on_log is None:
-            return
+        if self.on_log is not None:
+            for level, text in self._live_lines(None):
+                self.on_log(level, text)
+
+    def _live_lines(self, upto: int | None) -> list[tuple[str, str]]:
+        """The live console's lines from the last read up to ``upto`` units (None: up to
+        what the prelude has published so far)."""
+        live = self._live
+        if live is None:
+            return []
         capacity = (live.size - 8) // 2
         written = ctypes.c_int32.from_address(live.address).value if upto is None else upto
         if not self._live_read < written <= capacity:
-            return
+            return []
         start = self._live_read
         data = ctypes.string_at(live.address + 8 + 2 * start, 2 * (written - start))
         units = memoryview(data).cast("H")
-        at = 0
+        lines, at = [], 0
         while at + 3 <= len(units):
             level, low, high = units[at], units[at + 1], units[at + 2]
             end = at + 3 + (low | high << 16)
             if level >= len(_LEVELS) or end > len(units):
                 break  # not a record: nothing the prelude wrote
             # Lone surrogates (possible in JavaScript strings) become U+FFFD, as elsewhere.
-            on_log(_LEVELS[level], units[at + 3 : end].tobytes().decode("utf-16-le", "replace"))
+            text = units[at + 3 : end].tobytes().decode("utf-16-le", "replace")
+            lines.append((_LEVELS[level], text))
             at = end
         self._live_read = start + at
+        return lines
 
     def _translate(self, error: V8Error) -> Exception:
         if error.kind == "timeout":
