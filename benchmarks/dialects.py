@@ -70,7 +70,12 @@ def _seed_tiktoken_cache() -> str | None:
 
 def tokenizer() -> tuple[Callable[[str], int], str]:
     """A token counter and a description of where the encoding came from."""
-    import tiktoken
+    try:
+        import tiktoken
+    except ImportError:
+        raise SystemExit(
+            "this benchmark counts tokens with tiktoken: pip install -e '.[bench]'"
+        ) from None
 
     try:
         enc = tiktoken.get_encoding("o200k_base")
