@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
+import os
 import sys
-from functools import cache
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -71,19 +72,50 @@ _SIGNATURES: dict[str, tuple[list[Any], Any]] = {
 }
 
 
-@cache
+_lock = threading.Lock()
+_loaded: ctypes.CDLL | None = None
+
+
 def library() -> ctypes.CDLL:
     """The loaded library with V8 initialised; the first call takes ~25 ms (a 74 MB
-    library to map and relocate, then V8's own start)."""
+    library to map and relocate, then V8's own start), or waits for ``preload``."""
+    global _loaded
+    with _lock:
+        if _loaded is None:
+            _loaded = _load()
+        return _loaded
+
+
+def preload() -> None:
+    """Start ``library()`` on a thread, so that its ~25 ms overlap the caller's imports.
+
+    Both halves run without the GIL: the library is mapped by calling the C library's
+    ``dlopen`` through ctypes (``ctypes.CDLL`` would hold the GIL while it maps), and
+    ``mr_init_v8`` is a ctypes call.
+    """
+    threading.Thread(target=library, name="codemode-v8-preload", daemon=True).start()
+
+
+def _load() -> ctypes.CDLL:
     spec = importlib.util.find_spec("py_mini_racer")  # finds it without importing it
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("the V8 engine needs the mini-racer package (pip install mini-racer)")
     folder = Path(next(iter(spec.submodule_search_locations)))
     suffix = {"darwin": ".dylib", "win32": ".dll"}.get(sys.platform, ".so")
-    name = ("" if sys.platform == "win32" else "lib") + "mini_racer" + suffix
-    dll = ctypes.CDLL(str(folder / name))
+    path = str(folder / (("" if sys.platform == "win32" else "lib") + "mini_racer" + suffix))
+    _map_without_the_gil(path)
+    dll = ctypes.CDLL(path)  # already mapped: only looks it up
     for function, (argtypes, restype) in _SIGNATURES.items():
         getattr(dll, function).argtypes = argtypes
         getattr(dll, function).restype = restype
     dll.mr_init_v8(_FLAGS, str(folder / "icudtl.dat").encode())
     return dll
+
+
+def _map_without_the_gil(path: str) -> None:
+    dlopen = getattr(ctypes.CDLL(None), "dlopen", None) if sys.platform != "win32" else None
+    if dlopen is None:
+        return  # ctypes.CDLL maps it then
+    dlopen.argtypes, dlopen.restype = [ctypes.c_char_p, ctypes.c_int], ctypes.c_void_p
+    # The handle is deliberately kept: the library stays loaded for the process anyway.
+    dlopen(path.encode(), os.RTLD_NOW | os.RTLD_LOCAL)
