@@ -6,6 +6,8 @@ import asyncio
 import itertools
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -120,7 +122,7 @@ async def test_console_output_streams_while_synchronous_code_runs(tmp_path: Path
     finished = time.monotonic()
     assert result.ok and result.value == "done", result.error
     texts = [text for text, _ in arrived]
-    assert texts[:4] == [f"tick {i} {{\n  \"i\": {i}\n}}" for i in range(4)]
+    assert texts[:4] == [f'tick {i} {{\n  "i": {i}\n}}' for i in range(4)]
     assert texts[4] == "\ufffd lone"
     assert finished - arrived[0][1] > 0.3  # the first line came while the loop ran
     assert [e.level for e in result.logs] == ["log"] * 4 + ["warn"]
@@ -161,3 +163,22 @@ async def test_without_a_log_sink_live_lines_come_back_in_the_state() -> None:
     finally:
         engine.close()
     assert json.loads(state)["logs"] == [["log", "a"], ["error", "b"]]
+
+
+def test_preloading_overlaps_and_yields_the_same_library() -> None:
+    # In a fresh process: the preload thread maps the library and starts V8 while the
+    # main thread goes on; library() then waits for it and both see one library.
+    code = (
+        "import threading, time\n"
+        "from codemode.js_runtime import v8_abi\n"
+        "v8_abi.preload()\n"
+        "started = time.perf_counter(); spins = 0\n"
+        "while any(t.name == 'codemode-v8-preload' for t in threading.enumerate()):\n"
+        "    spins += 1\n"  # the main thread kept running while the library loaded
+        "lib = v8_abi.library()\n"
+        "assert lib is v8_abi.library()\n"
+        "print(spins > 1000, 'libmini_racer' in open('/proc/self/maps').read())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"]
