@@ -161,9 +161,12 @@ def run(
 
         preload()  # V8's ~25 ms start overlaps the imports below
     from codemode.js_runtime.models import Limits
-    from codemode.run import read_script, run_script
+    from codemode.run import UnreadableScript, read_script, run_script
 
-    source = read_script(script)
+    try:
+        source = read_script(script)
+    except UnreadableScript as exc:
+        raise click.UsageError(str(exc)) from None
     servers = _mcp_servers_named_in(source, overrides)
     if repos:
         if servers:
@@ -306,7 +309,9 @@ def session_options(fn: Any) -> Any:
 
 def _read_prompt(prompt: str | None) -> str | None:
     if prompt == "-" or (prompt is None and not sys.stdin.isatty()):
-        return sys.stdin.read()
+        # Bytes that are not UTF-8 become U+FFFD: a prompt is text for a model, and
+        # neither a traceback nor an unencodable request helps.
+        return sys.stdin.buffer.read().decode("utf-8", "replace")
     return prompt
 
 

@@ -102,9 +102,23 @@ def _tail_note(result: ExecResult) -> str:
     return "\n".join(tail[marker:])
 
 
+class UnreadableScript(Exception):
+    """The script could not be read as UTF-8 text; the message says why."""
+
+
 def read_script(script: str) -> str:
     """The text of ``script``, a file's path or ``-`` for stdin."""
-    return sys.stdin.read() if script == "-" else Path(script).read_text(encoding="utf-8")
+    name = "stdin" if script == "-" else script
+    try:
+        data = sys.stdin.buffer.read() if script == "-" else Path(script).read_bytes()
+    except OSError as exc:
+        raise UnreadableScript(f"cannot read {name}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UnreadableScript(
+            f"{name} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from None
 
 
 def run_script(

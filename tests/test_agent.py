@@ -176,6 +176,20 @@ def test_prompt_from_stdin(home: Path, work: Path) -> None:
     assert "prompt via stdin" in json.dumps(server.requests[0].body["messages"])
 
 
+def test_a_prompt_on_stdin_that_is_not_utf8_is_read_with_replacement(
+    home: Path, work: Path
+) -> None:
+    with ScriptedModelServer([{"text": "read it"}]) as server:
+        proc = subprocess.run(
+            [str(INTERPRETER), "exec", *provider_flags(server.base_url, "chat"), "-"],
+            input="fix the caf\u00e9 bug".encode("latin-1"),
+            capture_output=True, cwd=work, env=cli_env(home), timeout=60,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    messages = json.dumps(server.requests[0].body["messages"], ensure_ascii=False)
+    assert "fix the caf\ufffd bug" in messages
+
+
 # --- faults ------------------------------------------------------------------------------
 
 

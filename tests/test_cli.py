@@ -72,6 +72,23 @@ def test_run_reads_script_from_stdin(tmp_path: Path) -> None:
     assert proc.stdout.splitlines() == ["from stdin", "7"]
 
 
+def test_run_refuses_a_script_that_is_not_utf8(tmp_path: Path) -> None:
+    (tmp_path / "latin1.js").write_bytes('console.log("caf\u00e9")'.encode("latin-1"))
+    for args, stdin, name in (
+        (["latin1.js"], None, "latin1.js"),
+        (["-"], (tmp_path / "latin1.js").read_bytes(), "stdin"),
+        (["latin1.js", "--repos", str(tmp_path)], None, "latin1.js"),
+    ):
+        proc = subprocess.run(
+            [str(INTERPRETER), "run", *args], cwd=tmp_path, input=stdin, capture_output=True,
+            timeout=30,
+        )  # fmt: skip
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.decode().splitlines() == [
+            f"interpreter run: error: {name} is not UTF-8 text (byte 0xe9 at offset 16)"
+        ]
+
+
 def test_run_warn_and_error_go_to_stderr(tmp_path: Path) -> None:
     prog = script(tmp_path, 'console.log("out");\nconsole.error("err");\nconsole.warn("warn");\n')
     proc = interp("run", prog, cwd=tmp_path)
