@@ -237,11 +237,16 @@ def build_session(
     surface = harness.registry(registry)
     if surface is not registry:
         surface.on_close(registry.close)  # an adapter registry: stop the MCP servers too
+    engine = config.engine or default_engine
+    if engine == "v8" and dialect == "code":
+        from codemode.js_runtime.v8_abi import preload
+
+        preload()  # loaded while the model thinks, not when its first program arrives
     runner = ToolRunner(
         surface,
         context,
         emit,
-        engine=config.engine or default_engine,
+        engine=engine,
         limits=Limits(timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=30_000),
         setup_scripts=setup_scripts,
     )
