@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -493,8 +494,15 @@ def test_ray_joins_an_existing_cluster(workdir: Path) -> None:
     (workdir / "name.js").write_text("return repo.name\n")
     with tempfile.TemporaryDirectory(prefix="ray", dir="/tmp") as ray_tmp:
         env = {k: v for k, v in os.environ.items() if k not in ("RAY_AUTH_MODE", "RAY_ADDRESS")}
-        # Every Ray server on 127.0.0.1, its files in a private (short) temp dir.
-        env.update(RAY_TMPDIR=ray_tmp, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+        # Every Ray server on 127.0.0.1, its files in a private (short) temp dir, and
+        # the token `ray start` makes in ~/.ray under a home of the test's own.
+        env.update(
+            RAY_TMPDIR=ray_tmp, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", HOME=str(workdir / "home")
+        )
+        # With a token in ~/.ray (a local ray.init() leaves one), `ray start` turns
+        # token authentication on; this test makes sure there is one.
+        (workdir / "home" / ".ray").mkdir(parents=True)
+        (workdir / "home" / ".ray" / "auth_token").write_text(secrets.token_hex(32))
         head = [
             str(INTERPRETER.parent / "ray"), "start", "--head", "--node-ip-address=127.0.0.1",
             "--port=0", "--num-cpus=2", "--include-dashboard=false", f"--temp-dir={ray_tmp}",
@@ -515,8 +523,8 @@ def test_ray_joins_an_existing_cluster(workdir: Path) -> None:
             assert sorted(line["value"] for line in report.values()) == [
                 f"repo-{i:02d}" for i in range(4)
             ]
-            # `ray start` turns token authentication on, and Ray sends its token only to
-            # a cluster it finds by itself: without RAY_AUTH_MODE=token the error says so.
+            # Ray sends its token only to a cluster it finds by itself, never to a given
+            # address: without RAY_AUTH_MODE=token the error says what to do.
             refused = interp(*run, address, "--report", "refused.jsonl", cwd=workdir, env=env)
             assert refused.returncode == 2, refused.stderr
             assert f"cannot start Ray on {address}" in refused.stderr

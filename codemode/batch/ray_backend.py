@@ -5,7 +5,8 @@ as they finish. With no address it starts a private local instance with ``jobs``
 every Ray server listening on 127.0.0.1 only and no dashboard, and shuts it down
 afterwards; with an address (``ray://host:10001``, ``host:6379`` or ``auto``) it
 connects to that cluster, whose own resources then decide how many tasks run at once.
-A cluster that uses token authentication (``ray start``'s default) needs
+A cluster that uses token authentication (``ray start`` turns it on when it finds a
+token in ``~/.ray/auth_token``, which a local ``ray.init()`` leaves behind) needs
 ``RAY_AUTH_MODE=token`` for an explicit address: Ray sends its token on its own only to
 a cluster it finds itself (``auto``).
 
@@ -80,7 +81,7 @@ def run_ray(
         hint = ""
         if address and address != "auto" and os.environ.get(_AUTH_MODE) is None:
             # Ray sends its token only to a cluster it finds by itself ("auto"), never
-            # to an address it is given, and `ray start` turns token auth on by default.
+            # to an address it is given (see the module's docstring).
             hint = (
                 f" (if the cluster uses token authentication, set {_AUTH_MODE}=token and "
                 "provide the token: RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)"
