@@ -417,8 +417,9 @@ def test_ray_backend_gives_the_same_report(workdir: Path) -> None:
     make_repos(workdir / "repos")
     already = ray_processes()
     with tempfile.TemporaryDirectory(prefix="ray", dir="/tmp") as ray_tmp:
-        # A short private temp dir: Ray's socket paths must fit in 107 bytes.
-        env = {**os.environ, "RAY_TMPDIR": ray_tmp}
+        # A short private temp dir: Ray's socket paths must fit in 107 bytes. A home of
+        # its own too: a local Ray instance leaves an auth token in ~/.ray.
+        env = {**os.environ, "RAY_TMPDIR": ray_tmp, "HOME": str(workdir / "home")}
         proc = interp(
             "run", "bump.js", "--repos", "repos", "--backend", "ray", "--jobs", "2",
             "--report", "ray.jsonl", "--dry-run", cwd=workdir, env=env, timeout=180,
