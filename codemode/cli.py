@@ -224,9 +224,11 @@ def _mcp_servers_named_in(source: str, overrides: tuple[str, ...]) -> dict[str, 
         tables = raw_config(overrides)[1].get("mcp_servers")
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
-    if not isinstance(tables, dict) or not servers_named_in(source, tables):
+    named = servers_named_in(source, tables) if isinstance(tables, dict) else {}
+    if not named:
         return {}
-    return servers_named_in(source, load_config_or_usage(overrides).mcp_servers)
+    validated = load_config_or_usage(overrides).mcp_servers
+    return {name: validated[name] for name in named}
 
 
 @cli.command()
