@@ -81,7 +81,7 @@
   // index, the text's length as two units (low, high), then the text. A line that does
   // not fit goes to `logs`, and so does every later one until the next drain, to keep
   // the order.
-  const LEVELS = ["log", "info", "warn", "error", "debug"];
+  const LEVELS = ["log", "info", "warn", "error", "debug"];  // v8_engine.py's _LEVELS too
   let live = null;
   let liveAt = 0;
 

@@ -24,7 +24,7 @@ from codemode.js_runtime.v8_isolate import Isolate, Memory, V8Error
 
 _DRAIN = "__cm.drain()"
 _LIVE_BYTES = 512 * 1024  # 8 bytes of header, then UTF-16 units
-_LEVELS = ("log", "info", "warn", "error", "debug")
+_LEVELS = ("log", "info", "warn", "error", "debug")  # the prelude's LEVELS, same order
 
 
 class V8Engine:
