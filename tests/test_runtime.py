@@ -228,6 +228,33 @@ async def test_limits_stop_the_program_and_the_host_recovers(engine, tmp_path, c
     b.close()
 
 
+KEPT_OUTPUT_CASES = {
+    "busy loop": ('console.log("start"); while (true) {}', "timeout", ["start"]),
+    "busy loop after await": (
+        'console.log("start"); await tools.noop(); console.warn("again"); for (;;) {}',
+        "timeout",
+        ["start", "again"],
+    ),
+    "allocation bomb": (
+        'console.log("before"); const a = []; while (true) a.push("x".repeat(1000) + a.length);',
+        "memory",
+        ["before"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(KEPT_OUTPUT_CASES))
+async def test_output_printed_before_a_limit_is_kept(engine, tmp_path, case):
+    # What a runaway program printed is what shows where it got to.
+    code, limit, lines = KEPT_OUTPUT_CASES[case]
+    seen: list[str] = []
+    b = bridge(engine, tmp_path, limits=Limits(timeout_s=0.5, memory_mb=48))
+    r = await b.execute(code, on_event=lambda e: seen.append(e.text) if e.type == "log" else None)
+    assert r.error is not None and r.error.limit == limit, r.error
+    assert r.output.splitlines() == lines
+    assert seen == lines
+
+
 async def test_timeout_cancels_running_tools(engine, tmp_path):
     r = await run(engine, tmp_path, "await tools.sleep({ms: 5000})", limits=Limits(timeout_s=0.3))
     assert r.error.limit == "timeout"

@@ -20,6 +20,8 @@ from codemode.js_runtime.engine import EngineOutOfMemory, EngineTimeout, ScriptE
 # QuickJS's default 256 KB stack is shallow for recursive programs; 8 MB threads
 # (the glibc default) leave room for 4 MB.
 _STACK_BYTES = 4 * 1024 * 1024
+# Time allowed to collect the output of a step that hit a limit.
+_SALVAGE_S = 1.0
 
 
 class QuickJSEngine:
@@ -61,16 +63,36 @@ class QuickJSEngine:
                 self._drain = ctx.eval("() => __cm.drain()")
             state = self._drain()
         except quickjs.JSException as exc:
-            raise _classify(str(exc)) from None
+            error = _classify(str(exc))
+            if not isinstance(error, ScriptError):
+                self._salvage_logs()
+            raise error from None
         if not isinstance(state, str):
             raise ScriptError("internal error: drain() did not return a string")
         if _ran_out_of_memory(state):
+            self._salvage_logs(state)
             # At the memory cap even the error's message may not fit, and then an
             # interrupt looks the same as running out of memory: the clock decides.
             if time.monotonic() - started >= timeout:
                 raise EngineTimeout()
             raise EngineOutOfMemory()
         return state
+
+    def _salvage_logs(self, state: str | None = None) -> None:
+        """After an interrupt or at the memory cap, pass what the step printed before it
+        stopped to ``on_log``: the lines that show where a runaway program got to.
+        ``state`` is the step's drained state when there is one."""
+        if self.on_log is None or self._drain is None:
+            return
+        try:
+            if state is None:
+                self._ctx.set_time_limit(_SALVAGE_S)
+                state = self._drain()
+            logs = json.loads(state).get("logs", [])
+        except Exception:  # out of memory even for this: nothing to show
+            return
+        for level, text in logs:
+            self.on_log(level, text)
 
     def close(self) -> None:
         # Dropping the last reference frees the runtime; nothing runs in the background.

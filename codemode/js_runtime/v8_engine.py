@@ -49,7 +49,11 @@ class V8Engine:
         if self._first_step:  # it installs the prelude: then hand the prelude a buffer
             self._first_step = False
             posted.append(isolate.post(f"__cm.live(new ArrayBuffer({_LIVE_BYTES}))"))
-        outcomes = await isolate.finish(posted, self._read_live if self.on_log else None)
+        try:
+            outcomes = await isolate.finish(posted, self._read_live if self.on_log else None)
+        except BaseException:
+            self._read_live()  # stopped (a time limit): what it printed up to then
+            raise
         run, state = outcomes[:2]
         if len(outcomes) == 3 and isinstance(outcomes[2], Memory):
             self._live = outcomes[2]
