@@ -72,6 +72,23 @@ def test_run_reads_script_from_stdin(tmp_path: Path) -> None:
     assert proc.stdout.splitlines() == ["from stdin", "7"]
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_run_ends_cleanly_with_calls_left_unawaited(tmp_path: Path, engine: str) -> None:
+    # The program ends while its calls are still running (one about to fail, one slow):
+    # they are cancelled, and nothing about them reaches stderr.
+    prog = script(
+        tmp_path,
+        'tools.read_file({path: "missing.txt"});\n'
+        'tools.shell({command: "sleep 5"});\n'
+        'tools.glob({pattern: "**/*"});\n'
+        'console.log("done");\n',
+    )
+    proc = interp("run", prog, "--engine", engine, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "done\n"
+    assert proc.stderr == ""
+
+
 def test_run_refuses_a_script_that_is_not_utf8(tmp_path: Path) -> None:
     (tmp_path / "latin1.js").write_bytes('console.log("caf\u00e9")'.encode("latin-1"))
     for args, stdin, name in (

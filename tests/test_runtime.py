@@ -403,3 +403,30 @@ async def test_lone_surrogates_in_the_source_itself_do_not_crash_the_host(engine
     r = await run(engine, tmp_path, 'return "x\ud800y"')
     assert r.ok, r.error
     assert r.value == "x\ufffdy"
+
+
+async def test_a_hand_started_coroutine_resumes_in_a_task_or_an_await():
+    from codemode.js_runtime.eager import resume
+
+    loop = asyncio.get_running_loop()
+
+    async def doubled(fut):
+        return 2 * await fut
+
+    for via_task in (True, False):
+        fut = loop.create_future()
+        coro = doubled(fut)
+        waiting_on = coro.send(None)
+        assert waiting_on is fut
+        loop.call_soon(fut.set_result, 21)
+        resumed = resume(coro, waiting_on)
+        assert (await (asyncio.ensure_future(resumed) if via_task else resumed)) == 42
+
+    # Cancelled before its Task ever ran: the future it waited on is cancelled too.
+    fut = loop.create_future()
+    coro = doubled(fut)
+    task = asyncio.ensure_future(resume(coro, coro.send(None)))
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert fut.cancelled()
