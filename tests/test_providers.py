@@ -150,7 +150,7 @@ async def test_reasoning_streams_and_is_kept(wire: str) -> None:
                                    "signature": "sig_1"}]
         assert server.requests[-1].body["thinking"]["type"] == "enabled"
     elif wire == "responses":
-        assert [item["type"] for item in message.opaque] == ["reasoning"]
+        assert [item["type"] for item in message.opaque] == ["reasoning", "message"]
         assert message.opaque[0]["encrypted_content"]
         assert server.requests[-1].body["include"] == ["reasoning.encrypted_content"]
     else:
@@ -253,7 +253,8 @@ def conversation(wire: str) -> ModelRequest:
     elif wire == "responses":
         opaque = [{"type": "reasoning", "id": "rs_1", "status": "completed",
                    "summary": [{"type": "summary_text", "text": "Look first."}],
-                   "encrypted_content": "enc_abc"}]
+                   "encrypted_content": "enc_abc"},
+                  {"type": "message", "id": "msg_7", "status": "completed"}]
     return ModelRequest(
         model="test-model",
         instructions="Be brief.",
@@ -331,8 +332,8 @@ async def test_responses_renders_the_conversation() -> None:
         {"type": "reasoning", "id": "rs_1",
          "summary": [{"type": "summary_text", "text": "Look first."}],
          "encrypted_content": "enc_abc"},
-        {"type": "message", "role": "assistant", "content": [{"type": "output_text",
-                                                              "text": "Listing."}]},
+        {"type": "message", "role": "assistant", "id": "msg_7", "status": "completed",
+         "content": [{"type": "output_text", "text": "Listing.", "annotations": []}]},
         {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": '{"cmd": "ls"}'},
         {"type": "custom_tool_call", "call_id": "c2", "name": "exec", "input": "console.log(1)"},
         {"type": "function_call_output", "call_id": "c1", "output": "a.txt"},
@@ -341,6 +342,43 @@ async def test_responses_renders_the_conversation() -> None:
                                                          "text": "thanks"}]},
     ]
     assert [t["type"] for t in body["tools"]] == ["function", "custom"]
+
+
+# The keys the openai SDK's request types mark Required for a replayed assistant message
+# (ResponseOutputMessageParam) and its text part (ResponseOutputTextParam).
+OUTPUT_MESSAGE_REQUIRED = {"id", "content", "role", "status", "type"}
+OUTPUT_TEXT_REQUIRED = {"annotations", "text", "type"}
+
+
+def _assistant_items(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [item for item in body["input"]
+            if item.get("type") == "message" and item.get("role") == "assistant"]
+
+
+async def test_responses_replays_assistant_messages_with_their_id_and_status() -> None:
+    """The id the service gave a message comes back with it; a message from another wire
+    gets a well-formed, stable one; every documented required key is there."""
+    with ScriptedModelServer([ScriptedReply(text="First."), ScriptedReply(text="ok"),
+                              ScriptedReply(text="ok")]) as server:
+        provider = connect(server, "responses")
+        request = ask()
+        first = completed([e async for e in provider.stream(request)]).message
+        foreign = AssistantMessage(text="From chat.", wire="chat")
+        request.messages += [first, UserMessage(text="more"), foreign, UserMessage(text="go")]
+        await collect(connect(server, "responses"), request)
+        await collect(connect(server, "responses"), request)
+    bodies = [r.body for r in server.requests[1:]]
+    replayed = _assistant_items(bodies[0])
+    assert [item["content"][0]["text"] for item in replayed] == ["First.", "From chat."]
+    served_id = first.opaque[-1]["id"]
+    assert replayed[0]["id"] == served_id and served_id.startswith("msg_")
+    assert replayed[1]["id"].startswith("msg_") and replayed[1]["id"] != served_id
+    for item in replayed:
+        assert OUTPUT_MESSAGE_REQUIRED <= set(item), item
+        assert item["status"] in ("in_progress", "completed", "incomplete")
+        for part in item["content"]:
+            assert OUTPUT_TEXT_REQUIRED <= set(part), part
+    assert _assistant_items(bodies[1]) == replayed  # the same history, the same bytes
 
 
 async def test_anthropic_renders_the_conversation() -> None:

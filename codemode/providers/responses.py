@@ -4,6 +4,7 @@ back encrypted because nothing is stored server-side (``store: false``)."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -119,7 +120,7 @@ def render_input(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list
         for message in messages if isinstance(message, AssistantMessage)
         for call in message.tool_calls
     }
-    for message in messages:
+    for position, message in enumerate(messages):
         if isinstance(message, UserMessage):
             items.append({
                 "type": "message",
@@ -136,11 +137,7 @@ def render_input(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list
                 items.extend(_reasoning_item(item) for item in message.opaque
                              if item.get("type") == "reasoning" and item.get("encrypted_content"))
             if message.text:
-                items.append({
-                    "type": "message",
-                    "role": "assistant",
-                    "content": [{"type": "output_text", "text": message.text}],
-                })
+                items.append(_assistant_item(message, position))
             for call in message.tool_calls:
                 if call.freeform:
                     items.append({"type": "custom_tool_call", "call_id": call.id,
@@ -149,6 +146,32 @@ def render_input(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list
                     items.append({"type": "function_call", "call_id": call.id,
                                   "name": call.name, "arguments": json_arguments(call, tools)})
     return items
+
+
+def _assistant_item(message: AssistantMessage, position: int) -> dict[str, Any]:
+    """An assistant message as the API documents it (``ResponseOutputMessageParam``):
+    ``id`` and ``status`` are required, and so are an output_text part's ``annotations``.
+
+    The id is the one the service gave the message when it came from this wire; a
+    message from another wire or an older recording gets a stable made-up one (the same
+    history renders to the same bytes, so prefix caching keeps working).
+    """
+    ids = [item for item in message.opaque if item.get("type") == "message"]
+    if message.wire == "responses" and ids and isinstance(ids[0].get("id"), str):
+        item_id = ids[0]["id"]
+        status = ids[0].get("status") or "completed"
+    else:
+        digest = hashlib.sha256(f"{position}\0{message.text}".encode()).hexdigest()[:32]
+        item_id, status = f"msg_{digest}", "completed"
+    if status not in ("in_progress", "completed", "incomplete"):
+        status = "completed"
+    return {
+        "type": "message",
+        "role": "assistant",
+        "id": item_id,
+        "status": status,
+        "content": [{"type": "output_text", "text": message.text, "annotations": []}],
+    }
 
 
 def _reasoning_item(item: dict[str, Any]) -> dict[str, Any]:
@@ -240,6 +263,9 @@ class _ResponsesStream:
                 summary = [p.get("text", "") for p in item.get("summary") or []]
                 self.reasoning.append("\n\n".join(s for s in summary if s))
         elif kind == "message":
+            if isinstance(item.get("id"), str):  # sent back with the message next turn
+                self.opaque.append({"type": "message", "id": item["id"],
+                                    "status": item.get("status") or "completed"})
             for part in item.get("content") or []:
                 if part.get("type") == "output_text":
                     self.done_text.append(part.get("text") or "")
