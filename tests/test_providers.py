@@ -236,6 +236,16 @@ async def test_usage(wire: str) -> None:
     assert got == usage
 
 
+async def test_anthropic_reports_prompt_cache_writes() -> None:
+    usage = Usage(input_tokens=1500, cached_input_tokens=1000, cache_write_input_tokens=300,
+                  output_tokens=80)
+    with ScriptedModelServer([ScriptedReply(text="ok", usage=usage)]) as server:
+        events = await collect(connect(server, "anthropic"), ask())
+    assert completed(events).usage == usage
+    assert (Usage(cache_write_input_tokens=2) + Usage(cache_write_input_tokens=3)
+            ).cache_write_input_tokens == 5
+
+
 async def test_default_usage_is_an_estimate(wire: str) -> None:
     with ScriptedModelServer([ScriptedReply(text="a reply of some length")]) as server:
         events = await collect(connect(server, wire), ask("x" * 400))

@@ -537,9 +537,10 @@ def _anthropic_events(request: RecordedRequest, reply: ScriptedReply, seq: int) 
         return kind, json.dumps({"type": kind, **fields})
 
     start_usage = {
-        "input_tokens": usage.input_tokens - usage.cached_input_tokens,
+        "input_tokens": usage.input_tokens - usage.cached_input_tokens
+        - usage.cache_write_input_tokens,
         "cache_read_input_tokens": usage.cached_input_tokens,
-        "cache_creation_input_tokens": 0,
+        "cache_creation_input_tokens": usage.cache_write_input_tokens,
         "output_tokens": 1,
     }
     yield event("message_start", message={
