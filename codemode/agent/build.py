@@ -88,26 +88,27 @@ def session_registry(
     return add_servers(registry, tables, codemode_home() / "logs", notices)
 
 
-def resolve_provider(config: Config, name: str | None) -> tuple[Provider, str]:
-    """Open the configured provider; returns it and its name."""
-    from codemode.providers.catalog import ProviderInfo, builtin_providers, open_provider
+def resolve_provider(
+    config: Config, name: str | None, notices: list[str] | None = None
+) -> tuple[Provider, str]:
+    """Open the configured provider; returns it and its name. Keys of its table that
+    have no effect here add a line to ``notices``."""
+    from codemode.providers.catalog import builtin_providers, open_provider, provider_info
 
     name = name or config.model_provider
-    catalog = builtin_providers()
+    known = ", ".join(sorted(builtin_providers()))
     if name is None:
         raise ConfigError(
             "no model provider configured: pass --provider NAME or set model_provider in "
-            f"{codemode_home() / 'config.toml'} (built in: {', '.join(sorted(catalog))})"
+            f"{codemode_home() / 'config.toml'} (built in: {known})"
         )
-    override = config.model_providers.get(name, {})
-    if name not in catalog and not override:
+    try:
+        info = provider_info(name, config.model_providers.get(name, {}), notices)
+    except KeyError:
         raise ConfigError(
             f"unknown provider {name!r}: define [model_providers.{name}] with base_url and "
-            f"wire_api, or use one of: {', '.join(sorted(catalog))}"
-        )
-    base = catalog[name].model_dump() if name in catalog else {"name": name}
-    try:
-        info = ProviderInfo.model_validate({**base, **override, "name": name})
+            f"wire_api, or use one of: {known}"
+        ) from None
     except ValueError as exc:
         raise ConfigError(f"[model_providers.{name}]: {exc}") from None
     return open_provider(info), name
@@ -218,15 +219,17 @@ def build_session(
         dialect = "code" if code_mode else "classic"
         model = ""
     harness = get_harness(harness_name, dialect)
+    notices: list[str] = []
     if provider is None:
-        provider, provider_name = resolve_provider(config, provider_name or options.provider)
+        provider, provider_name = resolve_provider(
+            config, provider_name or options.provider, notices
+        )
     assert provider_name is not None
     if resume is None:
         model = pick_model(config, provider_name, options.model)
 
     sandbox = sandbox_for(config, options, cwd, approver)
     context = ToolContext(workspace=cwd, sandbox=sandbox)
-    notices: list[str] = []
     registry = session_registry(config, notices)
     skills_prompt, setup_scripts, skill_problems = _add_skills(registry, cwd, dialect)
     session_ref: list[Session] = []

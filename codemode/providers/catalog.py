@@ -9,39 +9,12 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from codemode.providers.base import Provider, WireApi
+from codemode.providers.base import AuthenticationError, Provider
 from codemode.providers.errors import missing_key_error
+from codemode.providers.provider_info import ProviderInfo
 
-
-class ProviderInfo(BaseModel):
-    """One model service: where it is, how to authenticate, which wire it speaks.
-
-    Every field but ``base_url`` has a default, so a user's ``[model_providers.NAME]``
-    table can be as short as a base URL (a local server on the chat wire).
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = ""
-    description: str = ""
-    base_url: str
-    # Environment variable holding the API key; None (or "") means no key is needed.
-    env_key: str | None = None
-    wire_api: WireApi = "chat"
-    family: str = "other"
-    default_model: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
-    # Chat wire only: send an assistant message's reasoning back as reasoning_content
-    # (DeepSeek and Kimi thinking modes need it on tool-calling steps).
-    send_reasoning: bool = True
-    # Chat wire only: the request field for the output limit.
-    max_tokens_field: str = "max_tokens"
-
-    @property
-    def needs_key(self) -> bool:
-        return bool(self.env_key)
+__all__ = ["ProviderInfo", "builtin_providers", "open_provider", "provider_info",
+           "resolve_api_key"]
 
 
 @lru_cache(maxsize=1)
@@ -58,19 +31,44 @@ def builtin_providers() -> dict[str, ProviderInfo]:
     }
 
 
+def provider_info(
+    name: str, override: dict[str, Any] | None = None, notices: list[str] | None = None
+) -> ProviderInfo:
+    """The provider ``name``: its catalog entry (if any) with the user's table over it.
+
+    Raises KeyError for a name neither knows, ValueError for a bad table.
+    """
+    entry = _catalog().get(name)
+    override = dict(override or {})
+    if entry is None and not override:
+        raise KeyError(name)
+    # A table's own `name` is Codex's display name; ours is the catalog key.
+    display = override.pop("name", None)
+    if isinstance(display, str) and display and "description" not in override:
+        override["description"] = display
+    return ProviderInfo.from_table({**(entry or {}), **override, "name": name}, notices)
+
+
 def resolve_api_key(info: ProviderInfo, api_key: str | None = None) -> str | None:
-    """The key to send: ``api_key`` if given, else ``$env_key``; None when none is needed.
+    """The key to send: ``api_key`` if given, else the key variable's value, else the
+    table's ``experimental_bearer_token``; None when none is needed.
 
     Raises AuthenticationError naming the variable when it is needed and unset.
     """
     if api_key:
         return api_key
-    if not info.env_key:
+    variable = info.key_variable
+    value = os.environ.get(variable, "").strip() if variable else ""
+    if value:
+        return value
+    if info.experimental_bearer_token:
+        return info.experimental_bearer_token
+    if not variable:
         return None
-    value = os.environ.get(info.env_key, "").strip()
-    if not value:
-        raise missing_key_error(info.name or info.base_url, info.env_key)
-    return value
+    error = missing_key_error(info.name or info.base_url, variable)
+    if info.env_key_instructions:
+        raise AuthenticationError(f"{error}. {info.env_key_instructions.strip()}")
+    raise error
 
 
 def open_provider(
@@ -82,25 +80,41 @@ def open_provider(
 ) -> Provider:
     """A streaming client for ``info`` on its wire (no request is sent yet)."""
     key = resolve_api_key(info, api_key)
+    if info.stream_idle_timeout_ms is not None:
+        # httpx's read timeout is the longest silence between two chunks.
+        timeout_s = info.stream_idle_timeout_ms / 1000
     common: dict[str, Any] = {
         "name": info.name or info.base_url,
         "base_url": info.base_url,
         "api_key": key,
-        "env_key": info.env_key or None,
-        "headers": info.headers,
+        "env_key": info.key_variable,
+        "headers": info.all_headers(),
+        "query_params": info.query_params,
         "timeout_s": timeout_s,
         "connect_timeout_s": connect_timeout_s,
     }
+    provider: Any
     if info.wire_api == "responses":
         from codemode.providers.responses import ResponsesProvider
 
-        return ResponsesProvider(**common)
-    if info.wire_api == "anthropic":
+        provider = ResponsesProvider(**common)
+    elif info.wire_api == "anthropic":
         from codemode.providers.anthropic import AnthropicProvider
 
-        return AnthropicProvider(**common)
-    from codemode.providers.chat import ChatProvider
+        provider = AnthropicProvider(**common)
+    else:
+        from codemode.providers.chat import ChatProvider
 
-    return ChatProvider(
-        send_reasoning=info.send_reasoning, max_tokens_field=info.max_tokens_field, **common
-    )
+        provider = ChatProvider(
+            send_reasoning=info.send_reasoning, max_tokens_field=info.max_tokens_field, **common
+        )
+    if info.request_max_retries is not None or info.stream_max_retries is not None:
+        from codemode.providers.retry import RetryPolicy
+
+        default = RetryPolicy()
+        provider.retry_policy = RetryPolicy(
+            max_attempts=(info.request_max_retries if info.request_max_retries is not None
+                          else default.max_attempts - 1) + 1,
+            max_stream_retries=info.stream_max_retries,
+        )
+    return provider

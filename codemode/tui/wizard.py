@@ -94,8 +94,8 @@ async def first_run_setup(app: InteractiveApp) -> bool:
             if not base_url.startswith(("http://", "https://")):
                 say("! the URL must start with http:// or https://; nothing written", "red")
                 return False
-            wire = await ask("wire (chat, responses or anthropic) [chat] › ", "chat")
-            if wire not in ("chat", "responses", "anthropic"):
+            wire = await ask("wire (chat, responses or messages) [chat] › ", "chat")
+            if wire not in ("chat", "responses", "messages", "anthropic"):
                 say(f"! unknown wire {wire!r}; nothing written", "red")
                 return False
             table = {"base_url": base_url, "wire_api": wire}
