@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codemode.agent.events import Notice
 from codemode.agent.instructions import project_docs
@@ -30,6 +30,10 @@ from codemode.providers.base import Provider
 from codemode.tools.builtin import builtin_registry
 from codemode.tools.context import ToolContext
 from codemode.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from codemode.harnesses.base import Harness
+    from codemode.providers.catalog import ModelFacts
 
 
 @dataclass
@@ -156,6 +160,40 @@ def _family_harness(config: Config, provider_name: str | None) -> str:
     return default_harness(family)
 
 
+# The harness for a model that cannot call tools: its actions are read from the text.
+TEXT_HARNESS = "mini-swe-agent"
+
+
+def _catalog_facts(provider_name: str, model: str) -> ModelFacts | None:
+    from codemode.providers.catalog import model_facts
+
+    return model_facts(provider_name, model) if model else None
+
+
+def _fit_harness(
+    harness: Harness,
+    facts: ModelFacts | None,
+    model: str,
+    dialect: Dialect,
+    chosen: bool,
+    notices: list[str],
+) -> Harness:
+    """The harness for a model the catalog says cannot call tools: one whose actions are
+    read from the reply text, unless one was chosen (then a warning)."""
+    from codemode.harnesses.table import TextHarness
+
+    if facts is None or facts.tool_calling or isinstance(harness, TextHarness):
+        return harness
+    if chosen:
+        notices.append(f"warning: the catalog says {model} cannot call tools, which the "
+                       f"{harness.name} harness needs; --harness {TEXT_HARNESS} reads "
+                       "actions from the reply text")
+        return harness
+    notices.append(f"the catalog says {model} cannot call tools: using the {TEXT_HARNESS} "
+                   "harness, which reads actions from the reply text")
+    return get_harness(TEXT_HARNESS, dialect)
+
+
 def _cli_version() -> str:
     try:
         return version("codemode")
@@ -227,6 +265,14 @@ def build_session(
     assert provider_name is not None
     if resume is None:
         model = pick_model(config, provider_name, options.model)
+    chose_harness = bool(options.harness or config.harness or resume is not None)
+    facts = _catalog_facts(provider_name, model)
+    harness = _fit_harness(harness, facts, model, dialect, chose_harness, notices)
+    reasoning_effort = config.model_reasoning_effort
+    if facts is not None and not facts.reasoning and reasoning_effort:
+        notices.append(f"model_reasoning_effort is not sent: the catalog says {model} "
+                       "does not reason")
+        reasoning_effort = None
 
     sandbox = sandbox_for(config, options, cwd, approver)
     context = ToolContext(workspace=cwd, sandbox=sandbox)
@@ -288,8 +334,10 @@ def build_session(
         rollout=rollout,
         messages=messages,
         max_turns=options.max_turns or config.max_turns,
-        reasoning_effort=config.model_reasoning_effort,
+        reasoning_effort=reasoning_effort,
     )
+    session.model_facts = facts
+    session.context_window = facts.context_window if facts is not None else None
     session_ref.append(session)
     session.listeners.extend(listeners)
     for problem in skill_problems:
