@@ -4,7 +4,6 @@ back encrypted because nothing is stored server-side (``store: false``)."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -120,7 +119,7 @@ def render_input(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list
         for message in messages if isinstance(message, AssistantMessage)
         for call in message.tool_calls
     }
-    for position, message in enumerate(messages):
+    for message in messages:
         if isinstance(message, UserMessage):
             items.append({
                 "type": "message",
@@ -137,7 +136,7 @@ def render_input(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list
                 items.extend(_reasoning_item(item) for item in message.opaque
                              if item.get("type") == "reasoning" and item.get("encrypted_content"))
             if message.text:
-                items.append(_assistant_item(message, position))
+                items.append(_assistant_item(message))
             for call in message.tool_calls:
                 if call.freeform:
                     items.append({"type": "custom_tool_call", "call_id": call.id,
@@ -148,30 +147,27 @@ def render_input(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list
     return items
 
 
-def _assistant_item(message: AssistantMessage, position: int) -> dict[str, Any]:
-    """An assistant message as the API documents it (``ResponseOutputMessageParam``):
-    ``id`` and ``status`` are required, and so are an output_text part's ``annotations``.
+def _assistant_item(message: AssistantMessage) -> dict[str, Any]:
+    """An assistant message in one of the two forms the API documents for input.
 
-    The id is the one the service gave the message when it came from this wire; a
-    message from another wire or an older recording gets a stable made-up one (the same
-    history renders to the same bytes, so prefix caching keeps working).
+    One this wire received goes back as the output item it was
+    (``ResponseOutputMessageParam``: ``id`` and ``status`` required, and an output_text
+    part's ``annotations``). One without a service id (another wire's, an older
+    recording's) is an ``EasyInputMessageParam``, role and text: an id made up here
+    would name an item the service never stored.
     """
     ids = [item for item in message.opaque if item.get("type") == "message"]
     if message.wire == "responses" and ids and isinstance(ids[0].get("id"), str):
-        item_id = ids[0]["id"]
-        status = ids[0].get("status") or "completed"
-    else:
-        digest = hashlib.sha256(f"{position}\0{message.text}".encode()).hexdigest()[:32]
-        item_id, status = f"msg_{digest}", "completed"
-    if status not in ("in_progress", "completed", "incomplete"):
-        status = "completed"
-    return {
-        "type": "message",
-        "role": "assistant",
-        "id": item_id,
-        "status": status,
-        "content": [{"type": "output_text", "text": message.text, "annotations": []}],
-    }
+        status = ids[0].get("status")
+        return {
+            "type": "message",
+            "role": "assistant",
+            "id": ids[0]["id"],
+            "status": status if status in ("in_progress", "completed", "incomplete")
+            else "completed",
+            "content": [{"type": "output_text", "text": message.text, "annotations": []}],
+        }
+    return {"type": "message", "role": "assistant", "content": message.text}
 
 
 def _reasoning_item(item: dict[str, Any]) -> dict[str, Any]:
