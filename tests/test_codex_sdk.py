@@ -163,7 +163,8 @@ def test_codex_sdk_reads_events_with_its_own_field_names_and_types(tmp_path: Pat
     driver = tmp_path / "driver.mjs"
     driver.write_text(STREAM_DRIVER % {"entry": json.dumps(entry.as_uri())})
     script = [
-        {"tool_calls": [{"name": "apply_patch", "arguments": PATCH, "freeform": True}]},
+        {"tool_calls": [{"name": "apply_patch", "arguments": PATCH, "freeform": True},
+                        {"name": "shell", "arguments": {"command": "echo hi"}}]},
         {"tool_calls": [{"name": "mcp__probe__add", "arguments": {"a": 2, "b": 3}},
                         {"name": "mcp__probe__shout", "arguments": {"text": "hi"}},
                         {"name": "mcp__probe__refuse", "arguments": {"reason": "no way"}}]},
@@ -199,6 +200,8 @@ def test_codex_sdk_reads_events_with_its_own_field_names_and_types(tmp_path: Pat
     assert patch_done["status"] == "completed"
     assert [{k: c[k] for k in ("path", "kind")} for c in patch_done["changes"]] == expected
     assert (work / "old.txt").read_text() == "new\n"
+    command = next(i for i in completed if i["type"] == "command_execution")
+    assert command["exit_code"] == 0 and command["aggregated_output"].strip() == "hi"
 
     calls = {i["tool"]: i for i in completed if i["type"] == "mcp_tool_call"}
     add, shout, refuse = calls["add"], calls["shout"], calls["refuse"]
@@ -209,6 +212,10 @@ def test_codex_sdk_reads_events_with_its_own_field_names_and_types(tmp_path: Pat
     assert shout["result"]["content"] == [{"type": "text", "text": "HI"}]
     assert refuse["status"] == "failed" and "result" not in refuse
     assert isinstance(refuse["error"]["message"], str) and "no way" in refuse["error"]["message"]
+
+    # A running command has no exit code yet (undefined, not null).
+    running = [i for i in started if i["type"] == "command_execution"]
+    assert running and all("exit_code" not in i for i in running)
 
     kinds = [e["type"] for e in failed]
     assert kinds[-2:] == ["error", "turn.failed"], kinds

@@ -10,6 +10,8 @@ Two items carry more here than Codex's types allow, and are reshaped on the way 
   returning structured content to send as well.
 - ``file_change``: a change's kind is ``add``, ``update`` or ``delete``; a move is an
   ``update`` of its old path, with the new one in ``move_to``.
+- ``command_execution``: ``exit_code`` is left out while the command runs (the SDK
+  types it ``exit_code?: number``; null would not be undefined).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ def codex_event(event: BaseModel) -> dict[str, Any]:
     if isinstance(item, dict):
         if item.get("type") == "mcp_tool_call":
             _mcp_call(item)
+        elif item.get("type") == "command_execution" and item.get("exit_code") is None:
+            item.pop("exit_code", None)
         elif item.get("type") == "file_change":
             for change in item.get("changes") or []:
                 if change.get("kind") == "move":
