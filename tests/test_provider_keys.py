@@ -171,6 +171,28 @@ def test_ignored_keys_are_named(tmp_path: Path) -> None:
     assert all(n.startswith("[model_providers.mine]") for n in notices)
 
 
+@pytest.mark.parametrize("table", [
+    {"http_headers": {"X Bad": "v"}},
+    {"http_headers": {"X-Ok": "v\r\nInjected: 1"}},
+    {"env_http_headers": {"Bad:Name": "HOME"}},
+])
+def test_headers_that_cannot_be_sent_are_config_errors(table: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match=r"\[model_providers\.mine\].*header"):
+        opened({"base_url": "http://h", **table})
+
+
+async def test_an_env_header_with_a_line_break_is_left_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MINE_EVIL", "a\r\nInjected: 1")
+    with ScriptedModelServer([ScriptedReply(text="ok")]) as server:
+        events = await run(opened({"base_url": server.base_url,
+                                   "env_http_headers": {"X-Evil": "MINE_EVIL"}}))
+    assert events[-1].message.text == "ok"
+    assert "x-evil" not in server.requests[0].headers
+    assert "injected" not in server.requests[0].headers
+
+
 def test_unknown_keys_are_still_errors() -> None:
     with pytest.raises(ConfigError, match="bse_url"):
         opened({"base_url": "http://h", "bse_url": "http://h"})

@@ -114,8 +114,20 @@ def resolve_provider(
             f"wire_api, or use one of: {known}"
         ) from None
     except ValueError as exc:
-        raise ConfigError(f"[model_providers.{name}]: {exc}") from None
+        raise ConfigError(f"[model_providers.{name}]: {_problems(exc)}") from None
     return open_provider(info), name
+
+
+def _problems(exc: ValueError) -> str:
+    """A validation error as one line: ``key: what is wrong; ...``."""
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc'])}: {err['msg'].removeprefix('Value error, ')}"
+        for err in exc.errors()
+    )
 
 
 def pick_model(config: Config, provider_name: str, model: str | None) -> str:

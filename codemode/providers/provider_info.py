@@ -14,6 +14,7 @@ other unknown key is an error.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -25,6 +26,10 @@ IGNORED_KEYS = {
     "supports_websockets": "requests go over HTTP streams, not websockets",
     "websocket_connect_timeout_ms": "requests go over HTTP streams, not websockets",
 }
+
+# An HTTP header name (RFC 9110 token) and a value that cannot end the header early.
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_BAD_VALUE = re.compile(r"[\r\n\x00]")
 
 # The wire names a table may give, by the wire they mean.
 _WIRE_NAMES = {"chat": "chat", "responses": "responses", "messages": "anthropic",
@@ -89,6 +94,16 @@ class ProviderInfo(BaseModel):
             )
         return value
 
+    @field_validator("headers", "http_headers", "env_http_headers")
+    @classmethod
+    def _header_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not a valid HTTP header name")
+            if _BAD_VALUE.search(text):
+                raise ValueError(f"the value of header {name!r} has a line break or NUL")
+        return value
+
     @property
     def needs_key(self) -> bool:
         return bool(self.key_variable)
@@ -105,7 +120,8 @@ class ProviderInfo(BaseModel):
         out = {**self.headers, **self.http_headers}
         for header, variable in self.env_http_headers.items():
             value = os.environ.get(variable, "").strip()
-            if value:
+            # Unset, empty or not sendable (a line break): left out, as Codex does.
+            if value and not _BAD_VALUE.search(value):
                 out[header] = value
         return out
 
