@@ -487,8 +487,9 @@ def providers(overrides: tuple[str, ...]) -> None:
 
 
 @cli.command()
+@config_option()
 @click.argument("provider")
-def models(provider: str) -> None:
+def models(overrides: tuple[str, ...], provider: str) -> None:
     """List the catalog's models of PROVIDER, with context window, reasoning and tool use."""
     from codemode.providers.catalog import _catalog, provider_models
     from codemode.providers.listing import models_table
@@ -496,7 +497,7 @@ def models(provider: str) -> None:
     if not provider_models(provider):
         from codemode.harnesses.repair import closest_name
 
-        if provider in _catalog():
+        if provider in _catalog() or provider in load_config_or_usage(overrides).model_providers:
             click.echo(f"the catalog lists no models for {provider!r} (a local server: ask "
                        "it, e.g. GET /v1/models)", err=True)
             raise click.exceptions.Exit(1)

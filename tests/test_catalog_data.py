@@ -109,3 +109,6 @@ def test_models_of_an_unknown_provider(home: Path, tmp_path: Path) -> None:
     assert "did you mean anthropic?" in run.stderr and "Traceback" not in run.stderr
     run = run_cli(["models", "ollama"], home=home, cwd=tmp_path)
     assert run.code == 1 and "no models" in run.stderr and "Traceback" not in run.stderr
+    run = run_cli(["models", "-c", "model_providers.mine.base_url=http://127.0.0.1:9/v1",
+                   "mine"], home=home, cwd=tmp_path)
+    assert run.code == 1 and "no models for 'mine'" in run.stderr
