@@ -101,3 +101,24 @@ def test_old_outputs_are_cut_before_the_context_window_fills(home: Path, work: P
     assert "alpha alpha" not in sent[3] and "removed to fit the context window" in sent[3]
     assert "beta beta" in sent[3]  # the latest result is kept
     assert "nearly full" in run.stderr
+
+
+def test_the_interactive_session_shows_the_facts(home: Path, work: Path) -> None:
+    """/status says what the catalog knows about the model; /reasoning warns when the
+    model does not reason (piped, so the session reads commands from stdin)."""
+    import subprocess
+
+    from agent_support import INTERPRETER, cli_env
+
+    with ScriptedModelServer([{"text": "hello"}]) as server:
+        proc = subprocess.run(
+            [str(INTERPRETER), *catalog_flags("deepseek", server.base_url, "deepseek-chat")],
+            input="hi\n/status\n/reasoning\n", capture_output=True, text=True, cwd=work,
+            env=cli_env(home, DEEPSEEK_API_KEY="sk-test"), timeout=60,
+        )
+    assert proc.returncode == 0, proc.stderr
+    facts = model_facts("deepseek", "deepseek-chat")
+    assert facts is not None and facts.context_window
+    assert (f"catalog    {facts.context_window:,}-token context, does not reason, calls tools"
+            in proc.stdout)
+    assert "the catalog says deepseek-chat does not reason" in proc.stdout
