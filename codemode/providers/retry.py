@@ -27,10 +27,11 @@ class RetryPolicy(BaseModel):
     """How often and how long to wait. Delays grow exponentially with full jitter
     (a random wait between 0 and the cap), unless the service said how long to wait."""
 
-    # Attempts for a request that failed before any of its answer came.
+    # Attempts in all; with max_stream_retries set, attempts that failed before any of
+    # the answer came (Codex's request_max_retries + 1).
     max_attempts: int = Field(default=5, ge=1)
-    # Restarts of a request whose stream broke after it had begun; None: as many as
-    # max_attempts allows (Codex counts the two apart: stream_max_retries).
+    # Restarts after a stream broke midway, counted apart (Codex's stream_max_retries);
+    # None: those count against max_attempts like any other failure.
     max_stream_retries: int | None = Field(default=None, ge=0)
     base_delay_s: float = Field(default=0.5, ge=0)
     max_delay_s: float = Field(default=30.0, ge=0)
