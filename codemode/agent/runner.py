@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -165,15 +165,23 @@ def _start_item(kind: str, name: str, args: Any, item_id: str, parent_id: str | 
     return ToolCallItem(id=item_id, parent_id=parent_id, name=name, arguments=args)
 
 
+_STEP_STATUS: dict[str, Literal["pending", "in_progress", "completed"]] = {
+    "completed": "completed", "done": "completed", "in_progress": "in_progress",
+    "inprogress": "in_progress", "active": "in_progress",
+}
+
+
 def _todo_entries(args: dict[str, Any]) -> list[TodoEntry]:
     # Our plan is {plan: [{step, status}]}; emulated todo tools send {todos: [{content,
     # status}]} and similar.
     entries = []
     for step in args.get("plan") or args.get("todos") or []:
         if isinstance(step, dict):
-            done = step.get("status") in ("completed", "done")
+            raw = str(step.get("status") or "").lower().replace("-", "_").replace(" ", "_")
+            status = _STEP_STATUS.get(raw, "pending")
             text = step.get("step") or step.get("content") or step.get("title") or ""
-            entries.append(TodoEntry(text=str(text), completed=done))
+            entries.append(TodoEntry(text=str(text), completed=status == "completed",
+                                     status=status))
     return entries
 
 
