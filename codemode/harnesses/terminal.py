@@ -91,7 +91,9 @@ async def terminal(
     except (TypeError, ValueError):
         raise ToolError(f"{t.name}: duration must be a number of seconds") from None
     timeout = min(max(wait, min_timeout), max_timeout)
-    cwd: str = state.setdefault("cwd", ".")
+    if "cwd" not in state:  # show where the terminal starts, as a real prompt would
+        _, _, state["cwd"] = await _run_line("cd .", ".", min_timeout, invoke)
+    cwd: str = state["cwd"]
     pending: str = state.get("pending", "")
     shown: list[str] = []
     ran: list[dict[str, Any]] = []
