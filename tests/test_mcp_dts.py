@@ -205,3 +205,28 @@ def test_hostile_definition_names_do_not_shadow_the_standard_library() -> None:
     assert "interface MyItem {" in dts
     assert "    t(args?: McpSTArgs): Promise<unknown>;" in dts
     assert "/**  */" not in dts
+
+
+def test_recursive_and_absurdly_deep_schemas_declare_without_overflowing() -> None:
+    from codemode.mcp.adapter import normalize_schema, schema_model
+
+    async def handler(args: Any, ctx: Any) -> Any:
+        return None
+
+    node = {"type": "object", "properties": {
+        "kids": {"type": "array", "items": {"$ref": "#/$defs/Node"}}, "v": {"type": "string"}}}
+    recursive = normalize_schema({"type": "object", "properties": {"n": {"$ref": "#/$defs/Node"}},
+                                  "$defs": {"Node": node}})
+    deep: dict[str, Any] = {"type": "object", "properties": {}}
+    cursor = deep
+    for _ in range(5000):  # a hostile server's schema, far past Python's recursion limit
+        cursor["properties"]["x"] = {"type": "object", "properties": {}}
+        cursor = cursor["properties"]["x"]
+    registry = ToolRegistry([
+        Tool("mcp__s__tree", "Tree.", schema_model("t", recursive), None, handler),
+        Tool("mcp__s__deep", "Deep.", schema_model("d", normalize_schema(deep)), None, handler),
+    ])
+    dts = typescript_declarations(registry)
+    assert "interface Node {\n  kids?: Node[];\n  v?: string;\n}" in dts
+    assert dts.count("interface McpSDeepArgs {") == 1
+    assert len(dts) < 20_000  # cut to "unknown" some levels down, not written out

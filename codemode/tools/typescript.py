@@ -39,6 +39,11 @@ _RESERVED = frozenset(
 )
 
 
+# Deeper types are written as ``unknown``: no real schema nests this far, and a hostile
+# one must not overflow the stack.
+_MAX_DEPTH = 64
+
+
 def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
@@ -53,6 +58,7 @@ class _Emitter:
         self._shapes: dict[tuple[str, str], str] = {}  # (wanted name, shape) -> name
         self._defs: dict[str, Any] = {}
         self._scope = ""
+        self._depth = 0
 
     def model(self, model: type[BaseModel], name: str) -> str:
         schema = model.model_json_schema(mode="serialization")
@@ -95,6 +101,13 @@ class _Emitter:
         return name
 
     def type(self, s: dict[str, Any], hint: str) -> str:
+        self._depth += 1
+        try:
+            return "unknown" if self._depth > _MAX_DEPTH else self._type(s, hint)
+        finally:
+            self._depth -= 1
+
+    def _type(self, s: dict[str, Any], hint: str) -> str:
         if "$ref" in s:
             ref = str(s["$ref"]).rsplit("/", 1)[-1]
             target = self._defs.get(ref)
