@@ -161,7 +161,7 @@ def test_pi_classic_with_several_edits(home: Path, work: Path) -> None:
     assert edited.startswith("Edited src/app.py (2 replacement")
     assert shell == "exit code: 0\n42"
     assert read == "2\t    return 'hey ' + name.upper()"
-    assert "was not found in src/app.py" in failed
+    assert failed == "edit: oldText was not found in src/app.py; read the file first"
 
 
 def test_zcode_classic_on_the_messages_wire_with_grep_context(home: Path, work: Path) -> None:

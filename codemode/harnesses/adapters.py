@@ -334,6 +334,26 @@ ADAPTERS: dict[str, tuple[str, Translate]] = {
 ADAPTER_RESULTS: dict[str, type[BaseModel]] = {"terminal": TerminalResult}
 
 
+# Our tools' argument names -> the adapter role they come from, to name in an error the
+# argument the model actually sent (pi's oldText rather than our old_string).
+# (Only names no path or message would contain by chance.)
+_OUR_ARGS = {"old_string": "old", "new_string": "new", "replace_all": "replace_all",
+             "timeout_ms": "timeout_ms"}
+
+
+def _in_own_words(message: str, table: ToolTable, target: str) -> str:
+    """An error from one of our tools, worded with the emulated tool's names."""
+    from codemode.harnesses.present import arg_for_role
+
+    if target and message.startswith(f"{target}: "):
+        message = f"{table.name}: " + message[len(target) + 2 :]
+    for ours, role in _OUR_ARGS.items():
+        theirs = arg_for_role(table, role)
+        if theirs and theirs != ours:
+            message = re.sub(rf"(?<![\w/.-]){re.escape(ours)}(?![\w/.-])", theirs, message)
+    return message
+
+
 def _roles(values: dict[str, Any], table: ToolTable) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in values.items():
@@ -370,7 +390,10 @@ def adapter_tool(table: ToolTable, base: ToolRegistry, *, text: bool = False) ->
             return await base.invoke(name, raw, ctx)
 
         values = args.model_dump(by_alias=True, exclude_none=True)
-        value = await translate(_roles(values, table), table, invoke, state)
+        try:
+            value = await translate(_roles(values, table), table, invoke, state)
+        except ToolError as exc:
+            raise ToolError(_in_own_words(str(exc), table, target)) from None
         if text and isinstance(value, dict) and "output" not in value:
             value = {**value, "output": render_value(table, target, values, value)}
         return value
