@@ -416,3 +416,47 @@ def test_terminus_reply_parsing() -> None:
     done, problems, _ = parse_reply('{"analysis": "a", "plan": "p", "task_complete": true}',
                                     code=True)
     assert done is not None and done.task_complete and problems == []
+
+
+def test_terminal_keys_limits_and_screen(tmp_path: Path) -> None:
+    import asyncio
+
+    from codemode.harnesses.adapters import adapter_registry
+    from codemode.harnesses.spec import load_table
+    from codemode.tools.builtin import builtin_registry
+    from codemode.tools.context import ToolContext, ToolError
+
+    registry = adapter_registry(load_table("terminus-2"), builtin_registry())
+    ctx = ToolContext(workspace=tmp_path)
+
+    async def keys(text: str, **more: Any) -> Any:
+        return await registry.invoke("send_keys", {"keystrokes": text, **more}, ctx)
+
+    async def session() -> list[Any]:
+        out = [await keys("echo half")]          # typed, not entered
+        out.append(await keys("Up"))              # a key with no effect here
+        out.append(await keys("C-c"))             # clears the waiting line
+        out.append(await keys("seq 1 100\n", duration=0.2))
+        out.append(await keys("python3 -c \"print('y' * 5000)\"\n"))
+        out.append(await keys("mkdir -p d/e && cd d/e\ncd d/e\n"))
+        out.append(await keys("cd\n"))
+        try:
+            await keys("x" * 100_001)
+        except ToolError as exc:
+            out.append(str(exc))
+        return out
+
+    half, up, cleared, many, wide, into, back, refused = asyncio.run(session())
+    assert half["screen"].endswith("$ echo half") and half["commands"] == []
+    assert up["screen"] == half["screen"]
+    assert cleared["screen"].splitlines()[0].endswith("$ echo half^C")
+    assert cleared["screen"].splitlines()[-1].endswith("$ ")
+    lines = many["screen"].splitlines()
+    assert len(lines) == 61 and lines[0] == "[42 earlier lines scrolled off]"
+    assert lines[-2] == "100" and many["commands"] == [{"command": "seq 1 100", "exit_code": 0}]
+    assert wide["screen"].splitlines()[1] == "y" * 2000 + " [...line cut]"
+    # `cd` is remembered (one chained with && stays in that line's own shell), and a
+    # bare `cd` returns to where the terminal started
+    assert into["cwd"] == f"{tmp_path}/d/e" and into["screen"].endswith(f"{tmp_path}/d/e$ ")
+    assert back["cwd"] == str(tmp_path)
+    assert refused == "send_keys: at most 100000 keystrokes at a time"

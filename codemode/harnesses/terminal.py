@@ -13,6 +13,7 @@ interactive programs (editors, REPLs, pagers) do not carry over.
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -60,10 +61,13 @@ def _prompt(cwd: str) -> str:
     return f"{cwd}$ "
 
 
-async def _run_line(line: str, cwd: str, timeout_s: float, invoke: Any) -> tuple[str, int, str]:
+async def _run_line(
+    line: str, cwd: str, timeout_s: float, invoke: Any, root: str = "."
+) -> tuple[str, int, str]:
     """Run one entered line: (output, exit code, working directory afterwards)."""
     cd = _CD.fullmatch(line)
-    command = f"cd {cd.group('dir') or '~'} && pwd" if cd else line
+    # A bare `cd` goes back to where the terminal started (the workspace), not $HOME.
+    command = f"cd {cd.group('dir') or shlex.quote(root)} && pwd" if cd else line
     args = {"command": command, "workdir": cwd, "timeout_ms": int(timeout_s * 1000)}
     try:
         result = await invoke("shell", args)
@@ -93,7 +97,9 @@ async def terminal(
     timeout = min(max(wait, min_timeout), max_timeout)
     if "cwd" not in state:  # show where the terminal starts, as a real prompt would
         _, _, state["cwd"] = await _run_line("cd .", ".", min_timeout, invoke)
+        state["root"] = state["cwd"]
     cwd: str = state["cwd"]
+    root: str = state["root"]
     pending: str = state.get("pending", "")
     shown: list[str] = []
     ran: list[dict[str, Any]] = []
@@ -116,11 +122,13 @@ async def terminal(
             shown.append(_prompt(cwd) + line)
             if not line.strip():
                 continue
-            output, code, cwd = await _run_line(line, cwd, timeout, invoke)
+            output, code, cwd = await _run_line(line, cwd, timeout, invoke, root)
             shown.extend(output.rstrip("\n").split("\n") if output.strip() else [])
             ran.append({"command": line, "exit_code": code})
     state["cwd"], state["pending"] = cwd, pending
     shown.append(_prompt(cwd) + pending)
+    width = int(t.options.get("line_chars", 2000))  # a terminal wraps; we cut, and say so
+    shown = [line if len(line) <= width else line[:width] + " [...line cut]" for line in shown]
     if len(shown) > screen_lines:
         cut = len(shown) - screen_lines
         shown = [f"[{cut} earlier lines scrolled off]", *shown[cut:]]
