@@ -262,7 +262,7 @@ def _print_tools(registry: Any, *, dts: bool, as_json: bool) -> None:
     if dts:
         from codemode.tools.typescript import typescript_declarations
 
-        click.echo(typescript_declarations(registry), nl=False)
+        click.echo(typescript_declarations(registry, standalone=True), nl=False)
     elif as_json:
         import json
 

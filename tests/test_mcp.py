@@ -721,6 +721,39 @@ def test_our_server_discloses_many_tools_progressively(tmp_path: Path) -> None:
     assert ran.structured_content["value"] == 2
 
 
+def test_our_server_reports_its_version_and_whole_first_sentences(tmp_path: Path) -> None:
+    from importlib.metadata import version
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    _write_config(home, {"probe": probe()})
+
+    async def body(client: Any) -> Any:
+        found = await client.call_tool("search_tools", {"query": "lookup key table"})
+        return client.server_info, found
+
+    info, found = asyncio.run(_with_our_server(home, work, body=body))
+    assert info.name == "codemode"
+    assert info.version == version("codemode") != ""
+    summary = found.structured_content["tools"][0]
+    assert summary["name"] == "probe.lookup"
+    # the first sentence whole: not cut after "e.g." or "i.e."
+    assert summary["description"] == (
+        'Look a key up in a small table, e.g. "alpha" or "beta", i.e. one of two known keys.'
+    )
+
+
+def test_summaries_skip_abbreviations() -> None:
+    from codemode.mcp.server import _summary
+
+    assert _summary("Read a file, e.g. a config. Then more.") == "Read a file, e.g. a config."
+    assert _summary("Made in the U.S. today. Next.") == "Made in the U.S. today."
+    assert _summary("Reads config.toml. Next.") == "Reads config.toml."
+    assert _summary("Compare main vs. HEAD first. Then\nmore.") == "Compare main vs. HEAD first."
+    assert _summary("Done! Really.") == "Done!"
+    assert _summary("No full stop") == "No full stop"
+
+
 def test_our_server_over_http_binds_loopback(tmp_path: Path) -> None:
     from mcp import Client
 

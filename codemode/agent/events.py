@@ -77,6 +77,9 @@ class McpToolCallItem(_Item):
 class TodoEntry(BaseModel):
     text: str
     completed: bool
+    # Ours (Codex has only ``completed``): the step's own status, so an editor can show
+    # the step in progress.
+    status: Literal["pending", "in_progress", "completed"] | None = None
 
 
 class TodoListItem(_Item):

@@ -12,7 +12,7 @@ import itertools
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -213,15 +213,23 @@ def _planned_changes(args: Any, workspace: Path) -> tuple[list[FileUpdate], Path
     return changes, base
 
 
+_STEP_STATUS: dict[str, Literal["pending", "in_progress", "completed"]] = {
+    "completed": "completed", "done": "completed", "in_progress": "in_progress",
+    "inprogress": "in_progress", "active": "in_progress",
+}
+
+
 def _todo_entries(args: dict[str, Any]) -> list[TodoEntry]:
     # Our plan is {plan: [{step, status}]}; emulated todo tools send {todos: [{content,
     # status}]} and similar.
     entries = []
     for step in args.get("plan") or args.get("todos") or []:
         if isinstance(step, dict):
-            done = step.get("status") in ("completed", "done")
+            raw = str(step.get("status") or "").lower().replace("-", "_").replace(" ", "_")
+            status = _STEP_STATUS.get(raw, "pending")
             text = step.get("step") or step.get("content") or step.get("title") or ""
-            entries.append(TodoEntry(text=str(text), completed=done))
+            entries.append(TodoEntry(text=str(text), completed=status == "completed",
+                                     status=status))
     return entries
 
 

@@ -33,10 +33,30 @@ def _read_file(r: dict[str, Any]) -> str:
 
 
 def _grep(r: dict[str, Any]) -> str:
-    lines = [f"{m['path']}:{m['line']}: {m['text']}" for m in r["matches"]]
+    if r.get("context"):
+        lines = _with_context(r["matches"], r["context"])
+    else:
+        lines = [f"{m['path']}:{m['line']}: {m['text']}" for m in r["matches"]]
     if r.get("truncated"):
         lines.append("[more matches left out; narrow the pattern or raise max_results]")
     return "\n".join(lines) or f"no matches ({r.get('files_searched', 0)} files searched)"
+
+
+def _with_context(matches: list[dict[str, Any]], context: list[dict[str, Any]]) -> list[str]:
+    """Matches and their context lines as grep -C prints them: ``path:N: text`` for a
+    match, ``path-N- text`` for context, ``--`` between groups that do not touch."""
+    rows = [(m["path"], m["line"], ":", m["text"]) for m in matches]
+    rows += [(c["path"], c["line"], "-", c["text"]) for c in context]
+    order = {path: i for i, path in enumerate(dict.fromkeys(m["path"] for m in matches))}
+    rows.sort(key=lambda row: (order.get(row[0], len(order)), row[1]))
+    lines: list[str] = []
+    last: tuple[str, int] | None = None
+    for path, n, mark, text in rows:
+        if last is not None and (last[0] != path or n > last[1] + 1):
+            lines.append("--")
+        lines.append(f"{path}{mark}{n}{mark} {text}")
+        last = (path, n)
+    return lines
 
 
 def _glob(r: dict[str, Any]) -> str:

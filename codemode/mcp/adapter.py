@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from mcp.types import CallToolResult as McpCallToolResult
     from mcp.types import Tool as McpToolSpec
 
+# Schemas nested deeper than this are cut to "any" (a hostile server's 10,000 levels
+# would otherwise overflow the stack of every writer that walks them).
+MAX_SCHEMA_DEPTH = 48
 # OpenAI-style wires cap function names at 64 characters.
 _MAX_NAME = 64
 
@@ -121,9 +124,11 @@ def normalize_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
                 return "#/$defs/" + target[len(prefix) :]
         return None
 
-    def walk(node: Any) -> Any:
+    def walk(node: Any, depth: int = 0) -> Any:
         if not isinstance(node, dict):
             return node
+        if depth > MAX_SCHEMA_DEPTH:
+            return {}  # deeper than any real schema: "any" from here down
         out: dict[str, Any] = {}
         for key, value in node.items():
             if key in ("title", "$schema", "definitions", "$defs", "$id"):
@@ -134,11 +139,11 @@ def normalize_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
                     return {}
                 out[key] = fixed
             elif key in ("properties", "patternProperties") and isinstance(value, dict):
-                out[key] = {k: walk(v) for k, v in value.items()}
+                out[key] = {k: walk(v, depth + 1) for k, v in value.items()}
             elif key in ("items", "additionalProperties", "not") and isinstance(value, dict):
-                out[key] = walk(value)
+                out[key] = walk(value, depth + 1)
             elif key in ("anyOf", "oneOf", "allOf", "prefixItems") and isinstance(value, list):
-                out[key] = [walk(v) for v in value]
+                out[key] = [walk(v, depth + 1) for v in value]
             else:
                 out[key] = value
         return out
