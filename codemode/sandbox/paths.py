@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-# Inside a writable root these stay read-only: the agent's own rules and settings, and
-# git hooks (code git would run later, outside the sandbox).
-PROTECTED_SUBPATHS = (".codemode", ".git/hooks")
+from codemode.sandbox.protected import protected_reason
 
 
 def write_refusal(path: Path, roots: Sequence[Path] | None) -> str | None:
@@ -15,7 +13,8 @@ def write_refusal(path: Path, roots: Sequence[Path] | None) -> str | None:
 
     ``roots`` None means anywhere (danger-full-access); an empty list means nowhere
     (read-only). Symlinks are resolved first, so a link inside the workspace that
-    points outside it does not open a door; ``..`` is resolved the same way.
+    points outside it does not open a door; ``..`` is resolved the same way. Inside a
+    root, ``codemode.sandbox.protected`` decides what stays read-only.
     """
     if roots is not None and not roots:
         return "the sandbox is read-only"
@@ -23,11 +22,11 @@ def write_refusal(path: Path, roots: Sequence[Path] | None) -> str | None:
     if roots is None:
         return None
     real_roots = [r.resolve() for r in roots]
-    if not any(real == r or real.is_relative_to(r) for r in real_roots):
+    inside = [r for r in real_roots if real == r or real.is_relative_to(r)]
+    if not inside:
         return "outside the writable roots"
-    for r in real_roots:
-        for sub in PROTECTED_SUBPATHS:
-            protected = r / sub
-            if real == protected or real.is_relative_to(protected):
-                return f"{sub}/ is read-only"
+    for r in inside:
+        reason = protected_reason(real.relative_to(r))
+        if reason is not None:
+            return reason
     return None
