@@ -64,6 +64,7 @@ class SandboxSession:
         self._rules_file = rules_file
         self._scratch: Path | None = None
         self._placeholders: set[Path] = set()
+        self._guards: dict[int, Any] = {}
 
     @property
     def settings(self) -> SandboxSettings:
@@ -256,13 +257,28 @@ class SandboxSession:
             writable = [*(writable or []), scratch]
         if s.login_shell and script is not None and len(argv) == 3:
             argv = [argv[0], "-lc", argv[2]]
-        # bubblewrap needs a mount point to keep a missing .codemode/ from being
-        # created, and leaves it behind as an empty folder: removed again at close().
-        self._placeholders.update(
-            p for root in writable or [] if not (p := root / ".codemode").exists()
-        )
+        backend = "none"
+        if s.restricted:
+            from codemode.sandbox.confine import choose_backend
+
+            try:
+                backend = choose_backend(s)
+            except ConfinementUnavailable as exc:
+                raise ToolError(f"tools.{tool}: {exc}") from None
+        guarded = [r for r in writable or [] if r != self._scratch]
+        if backend == "bubblewrap":
+            from codemode.sandbox.bwrap import placeholders
+
+            # bubblewrap needs a mount point to keep a missing .codemode/ or .git from
+            # being created, and leaves it behind as an empty folder: removed at close().
+            self._placeholders.update(p for root in guarded for p in placeholders(root))
+        guard = None
+        if backend != "none" and guarded:
+            from codemode.sandbox import git_guard
+
+            guard = git_guard.take(guarded, full=backend == "landlock")
         try:
-            return await spawn_confined(
+            proc = await spawn_confined(
                 argv,
                 cwd=cwd,
                 env=child_env,
@@ -272,6 +288,24 @@ class SandboxSession:
             )
         except ConfinementUnavailable as exc:
             raise ToolError(f"tools.{tool}: {exc}") from None
+        except BaseException:
+            if guard is not None:
+                self._repair(guard)
+            raise
+        if guard is not None:
+            self._guards[proc.pid] = guard
+        return proc
+
+    def after_command(self, proc: asyncio.subprocess.Process) -> list[str]:
+        """Call once ``proc`` (from ``spawn``) has exited: puts back any protected git
+        or ``.codemode/`` entry the command changed; one line per repair."""
+        guard = self._guards.pop(proc.pid, None)
+        return self._repair(guard) if guard is not None else []
+
+    def _repair(self, guard: Any) -> list[str]:
+        from codemode.sandbox import git_guard
+
+        return [f"[sandbox] {note}" for note in git_guard.repair(guard)]
 
     def close(self) -> None:
         if self._scratch is not None:

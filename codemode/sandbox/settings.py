@@ -14,6 +14,7 @@ a ``[sandbox]`` table (``SandboxOptions``)::
     backend = "auto"                     # auto | bubblewrap | landlock
     seccomp = true
     rules = ["~/team.rules"]             # extra .rules files
+    allow_unix_sockets = ["/run/user/1000/podman/podman.sock"]   # default: none
 """
 
 from __future__ import annotations
@@ -65,6 +66,11 @@ class SandboxOptions(BaseModel):
     )
     rules: list[Path] = Field(
         default_factory=list, description="Extra .rules files, loaded after the user's."
+    )
+    allow_unix_sockets: list[Path] = Field(
+        default_factory=list,
+        description="Unix socket files confined commands may connect to (all others, and "
+        "abstract sockets, are denied in the restricted modes).",
     )
 
 
