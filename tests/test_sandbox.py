@@ -204,7 +204,7 @@ async def test_network_access_setting_lets_it_through(
     assert r["output"] == "connected\n"
 
 
-async def test_seccomp_denies_ip_sockets_and_ptrace(ws: Path, backend: str) -> None:
+async def test_seccomp_denies_ip_and_unix_sockets_and_ptrace(ws: Path, backend: str) -> None:
     if probe().seccomp is not None:
         pytest.skip(f"seccomp cannot run on this machine: {probe().seccomp}")
     ctx = ctx_for(ws, backend=backend, approval_policy="never")
@@ -214,13 +214,16 @@ async def test_seccomp_denies_ip_sockets_and_ptrace(ws: Path, backend: str) -> N
         try:
             socket.socket(socket.AF_INET, socket.SOCK_DGRAM); print("udp ok")
         except PermissionError: print("udp denied")
-        socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); print("unix ok")
+        try:
+            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); print("unix ok")
+        except PermissionError: print("unix denied")
+        socket.socketpair(); print("socketpair ok")
         libc = ctypes.CDLL(None, use_errno=True)
         print("ptrace", libc.ptrace(0, 0, 0, 0), ctypes.get_errno())
         """
     )
     r = await shell(ctx, f"python3 -c '{code}'")
-    assert r["output"].splitlines() == ["udp denied", "unix ok", "ptrace -1 1"], r["output"]
+    assert r["output"].splitlines() == ["udp denied", "unix denied", "socketpair ok", "ptrace -1 1"], r["output"]
 
 
 # --- processes -------------------------------------------------------------------------
