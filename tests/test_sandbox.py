@@ -223,7 +223,8 @@ async def test_seccomp_denies_ip_and_unix_sockets_and_ptrace(ws: Path, backend: 
         """
     )
     r = await shell(ctx, f"python3 -c '{code}'")
-    assert r["output"].splitlines() == ["udp denied", "unix denied", "socketpair ok", "ptrace -1 1"], r["output"]
+    expected = ["udp denied", "unix denied", "socketpair ok", "ptrace -1 1"]
+    assert r["output"].splitlines() == expected, r["output"]
 
 
 # --- processes -------------------------------------------------------------------------
