@@ -71,11 +71,15 @@ def repair(state: GuardState) -> list[str]:
         now = _identity(p)
         if now is not None and now[:2] == ident[:2] and stat.S_ISDIR(now[2]):
             continue
-        gone.append(p)
-        if now is None:
-            notes.append(f"the command removed or moved {p}")
-        else:
+        if now is not None:
             notes.append(_quarantine(p))
+        original = _find_moved(p.parent, ident)
+        if original is not None and not os.path.lexists(p):
+            os.rename(original, p)
+            notes.append(f"the command moved {p} to {original.name}; moved it back")
+        else:
+            gone.append(p)
+            notes.append(f"the command removed or moved {p}, and it was not found again")
     for p, before in state.copies.items():
         if before == "?" or any(p.is_relative_to(g) for g in gone):
             continue
@@ -92,6 +96,22 @@ def repair(state: GuardState) -> list[str]:
             "later, outside the sandbox)"
         )
     return notes
+
+
+def _find_moved(parent: Path, ident: tuple[int, int, int]) -> Path | None:
+    """The entry of ``parent`` that is the folder ``ident`` names (after ``mv .git .g``)."""
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return None
+    for e in entries:
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == ident[:2] and stat.S_ISDIR(st.st_mode):
+            return Path(e.path)
+    return None
 
 
 def _quarantine(p: Path) -> str:
