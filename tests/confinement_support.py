@@ -90,7 +90,8 @@ def run_shell(
     env = {**os.environ, "CODEMODE_HOME": str(ws.parent / "codemode-home"), **(extra_env or {})}
     if user == "nobody":
         env["PYTHONPATH"] = f"{REPO}:{_site_packages()}"
-        env["HOME"] = str(ws.parent)
+        if "HOME" not in (extra_env or {}):
+            env["HOME"] = str(ws.parent)
         argv = [*_as_nobody(), SYSTEM_PYTHON]
     else:
         argv = [sys.executable]

@@ -167,3 +167,28 @@ async def test_codemode_dir_cannot_be_planted_at_the_root(
     r = run_shell(user, ws, "mkdir -p .codemode/rules && echo x > .codemode/rules/x.rules",
                   backend=backend)
     assert not (ws / ".codemode" / "rules").exists(), r["output"]
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        'git config --global core.fsmonitor "touch {mark}"',
+        "printf '[core]\\n\\tfsmonitor = touch {mark}\\n' > ~/.gitconfig",
+        "mkdir -p ~/.config/git && printf '[core]\\n\\tfsmonitor = touch {mark}\\n' "
+        "> ~/.config/git/config",
+    ],
+)
+async def test_a_home_folder_workspace_keeps_the_global_git_config(
+    shared_dir: Path, user: str, backend: str, attack: str
+) -> None:
+    skip_unless(user, backend)
+    ws, mark = make_repo(shared_dir, user)
+    home = {"HOME": str(ws), "XDG_CONFIG_HOME": str(ws / ".config")}
+    r = run_shell(user, ws, attack.format(mark=mark), backend=backend, extra_env=home)
+    assert (not (ws / ".gitconfig").exists() and not (ws / ".config" / "git").exists()) or (
+        "config" not in os.listdir(ws / ".config" / "git")), r["output"]
+    env = {**os.environ, **home}
+    for args in (["status"], ["diff"]):
+        subprocess.run(["git", "-c", "safe.directory=*", *args], cwd=ws, env=env,
+                       capture_output=True)
+    assert not mark.exists(), r["output"]

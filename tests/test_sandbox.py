@@ -108,6 +108,12 @@ async def test_workspace_write_allows_the_workspace_and_tmpdir(ws: Path, backend
         "mkdir {o}/dir",
         'python3 -c \'open("{o}/victim.txt", "w").write("pwned")\'',
         "cd .. && echo pwned > outside/victim.txt",
+        # known escapes from other sandboxes
+        "echo pwned > /proc/self/root{o}/victim.txt",
+        "echo pwned > /proc/$$/root{o}/victim.txt",
+        "cp /usr/bin/touch ./t && ./t {o}/created",
+        "/lib64/ld-linux-x86-64.so.2 /usr/bin/touch {o}/created",
+        "env -i PATH=/usr/bin:/bin CODEMODE_SANDBOX=off touch {o}/created",
     ],
 )
 async def test_shell_cannot_write_outside(
@@ -423,6 +429,11 @@ async def test_approval_request_carries_the_program(ws: Path) -> None:
         "linkfile",
         ".git/hooks/pre-commit",
         ".codemode/rules/evil.rules",
+        "sub/.codemode/rules/evil.rules",
+        ".git/config",
+        ".git/modules/sub/hooks/post-checkout",
+        "sub/.git",
+        "/proc/self/root{o}/victim.txt",
     ],
 )
 async def test_file_tools_cannot_write_outside(ws: Path, outside: Path, path: str) -> None:

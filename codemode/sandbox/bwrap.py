@@ -20,7 +20,13 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from codemode.sandbox.protected import CODEMODE_DIR, GIT_DIR, GIT_PROTECTED, git_dirs
+from codemode.sandbox.protected import (
+    CODEMODE_DIR,
+    GIT_DIR,
+    GIT_PROTECTED,
+    git_dirs,
+    host_config_paths,
+)
 
 # Options every confined command gets (see the module docstring).
 ISOLATION = (
@@ -126,6 +132,9 @@ def protect_binds(root: Path) -> list[str]:
         out += _ro(git)  # a worktree's or submodule's "gitdir: ..." file
     elif not git.exists():
         out += ["--tmpfs", str(git), "--remount-ro", str(git)]
+    for p in host_config_paths():  # a workspace that is the home folder
+        if p.exists() and p.resolve().is_relative_to(root):
+            out += _ro(p.resolve())
     folders: set[Path] = set()
     entries: list[str] = []
     for gitdir in git_dirs(root):

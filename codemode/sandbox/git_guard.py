@@ -22,7 +22,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codemode.sandbox.protected import CODEMODE_DIR, GIT_DIR, GIT_PROTECTED, git_dirs
+from codemode.sandbox.protected import (
+    CODEMODE_DIR,
+    GIT_DIR,
+    GIT_PROTECTED,
+    git_dirs,
+    host_config_paths,
+)
 
 # A copy larger than this is not kept: the entry is then only checked, not restored.
 _MAX_COPY_BYTES = 4 << 20
@@ -51,6 +57,14 @@ def take(roots: Sequence[Path], *, full: bool) -> GuardState:
             state.copies[cm] = _copy(cm, budget)
             if not gitp.is_dir() or gitp.is_symlink():
                 state.copies[gitp] = _copy(gitp, budget)  # a "gitdir:" file, or absent
+        gitconfig, xdg_git, home = host_config_paths()
+        for p in (gitconfig, xdg_git / "config", home / "config.toml", home / "rules"):
+            if not _inside(p, root):
+                continue
+            if full:
+                state.copies[p] = _copy(p, budget)
+            elif not os.path.lexists(p):
+                state.copies[p] = None
         for gitdir in git_dirs(root):
             for name in GIT_PROTECTED:
                 p = gitdir / name
@@ -96,6 +110,13 @@ def repair(state: GuardState) -> list[str]:
             "later, outside the sandbox)"
         )
     return notes
+
+
+def _inside(p: Path, root: Path) -> bool:
+    try:
+        return Path(os.path.realpath(p)).is_relative_to(root)
+    except OSError:
+        return False
 
 
 def _find_moved(parent: Path, ident: tuple[int, int, int]) -> Path | None:

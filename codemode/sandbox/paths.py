@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from codemode.sandbox.protected import protected_reason
+from codemode.sandbox.protected import host_config_reason, protected_reason
 
 
 def write_refusal(path: Path, roots: Sequence[Path] | None) -> str | None:
@@ -25,8 +26,12 @@ def write_refusal(path: Path, roots: Sequence[Path] | None) -> str | None:
     inside = [r for r in real_roots if real == r or real.is_relative_to(r)]
     if not inside:
         return "outside the writable roots"
+    lexical = Path(os.path.normpath(path.absolute()))
     for r in inside:
         reason = protected_reason(real.relative_to(r))
+        if reason is None and lexical.is_relative_to(r):
+            # a symlink named .codemode or .git inside the root is protected as well
+            reason = protected_reason(lexical.relative_to(r))
         if reason is not None:
             return reason
-    return None
+    return host_config_reason(real)

@@ -90,6 +90,28 @@ def _git_refusal(parts: Sequence[str]) -> str:
     )
 
 
+def host_config_paths() -> list[Path]:
+    """Settings outside any repository that host git and codemode read: protected too
+    when a writable root contains them (a workspace that is the home folder)."""
+    from codemode.config_file import codemode_home
+
+    home = Path.home()
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    return [home / ".gitconfig", xdg / "git", codemode_home()]
+
+
+def host_config_reason(real: Path) -> str | None:
+    """Why the resolved path ``real`` is one of ``host_config_paths``, or None."""
+    for p in host_config_paths():
+        try:
+            p = Path(os.path.realpath(p))
+        except OSError:
+            continue
+        if real == p or real.is_relative_to(p):
+            return f"{p} is read-only (settings git or codemode read on the host)"
+    return None
+
+
 # --- concrete paths, for the shell's bind mounts ----------------------------------------
 
 
