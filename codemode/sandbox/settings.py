@@ -80,7 +80,8 @@ class SandboxSettings(SandboxOptions):
     sandbox_mode: SandboxMode = Field(
         default="workspace-write",
         description="read-only: nothing may be written; workspace-write: only the workspace "
-        "and writable_roots (never .codemode/ or .git/hooks); danger-full-access: no "
+        "and writable_roots (never .codemode/ or git's config, hooks and info); "
+        "danger-full-access: no "
         "confinement.",
     )
     approval_policy: ApprovalPolicy = Field(
