@@ -192,3 +192,29 @@ async def test_a_home_folder_workspace_keeps_the_global_git_config(
         subprocess.run(["git", "-c", "safe.directory=*", *args], cwd=ws, env=env,
                        capture_output=True)
     assert not mark.exists(), r["output"]
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "mkdir -p sub/.codemode/rules && echo x > sub/.codemode/rules/x.rules",
+        "mkdir -p a/b/c && mkdir -p a/b/c/.codemode/rules",
+        "mkdir -p t/x/.codemode && mv t deep",
+        "echo x > existing/.codemode/rules/x.rules",
+    ],
+)
+async def test_codemode_dir_cannot_be_planted_at_any_depth(
+    shared_dir: Path, user: str, backend: str, attack: str
+) -> None:
+    skip_unless(user, backend)
+    ws, _ = make_repo(shared_dir, user)
+    (ws / "existing" / ".codemode" / "rules").mkdir(parents=True)
+    give(ws, user)
+    r = run_shell(user, ws, attack, backend=backend)
+    # whatever the command made is no longer where a later run would read it
+    found = [p for p in ws.rglob("*.rules") if ".codemode" in p.relative_to(ws).parts]
+    assert found == [], r["output"]
+    existing = ws / "existing" / ".codemode"
+    planted = [p for p in ws.rglob(".codemode") if p.parent != ws and p != existing]
+    assert planted == [], r["output"]
+    assert "[sandbox] the command " in r["output"] or r["exit_code"] != 0

@@ -72,11 +72,13 @@ def argv(
     network: bool,
     seccomp_fd: int | None,
     hide_sockets: Iterable[Path] = (),
+    read_only: Iterable[Path] = (),
 ) -> list[str]:
     """The bwrap command line that runs ``command`` confined.
 
     ``hide_sockets``: Unix socket files covered with an empty file (used when some
-    sockets are allowed, so that only those stay reachable).
+    sockets are allowed, so that only those stay reachable). ``read_only``: more
+    folders inside the writable roots to bind read-only (``.codemode/`` below the top).
     """
     exe = executable() or "bwrap"
     out = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -84,6 +86,9 @@ def argv(
         out += ["--bind", str(root), str(root)]
     for root in writable:
         out += protect_binds(root)
+    for p in read_only:
+        if p.is_dir() and not p.is_symlink():
+            out += _ro(p)
     for sock in hide_sockets:
         out += ["--ro-bind", "/dev/null", str(sock)]
     out += ISOLATION

@@ -86,10 +86,12 @@ async def spawn_confined(
     output_fd: int,
     settings: SandboxSettings,
     writable: Sequence[Path],
+    read_only: Sequence[Path] = (),
 ) -> asyncio.subprocess.Process:
     """Start ``argv`` under the confinement ``settings`` ask for.
 
-    ``writable`` are the directories the command may write (empty in read-only mode).
+    ``writable`` are the directories the command may write (empty in read-only mode);
+    ``read_only`` folders inside them that stay read-only besides the built-in ones.
     stdin is /dev/null; stdout and stderr go to ``output_fd``; the process leads a new
     session so its whole group can be killed.
     """
@@ -128,6 +130,7 @@ async def spawn_confined(
                 network=not deny_network,
                 seccomp_fd=read_fd,
                 hide_sockets=hide,
+                read_only=read_only,
             )
             return await start(*cmd, pass_fds=pass_fds)
         finally:

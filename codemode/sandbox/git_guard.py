@@ -46,10 +46,14 @@ class GuardState:
     identities: dict[Path, tuple[int, int, int] | None] = field(default_factory=dict)
 
 
-def take(roots: Sequence[Path], *, full: bool) -> GuardState:
-    """Note the protected entries of ``roots`` (copies of them when ``full``)."""
+def take(roots: Sequence[Path], *, full: bool, extra: Sequence[Path] = ()) -> GuardState:
+    """Note the protected entries of ``roots`` (copies of them, and of ``extra``, when
+    ``full``)."""
     state = GuardState(full)
     budget = [_MAX_COPY_BYTES]
+    if full:
+        for p in extra:
+            state.copies[p] = _copy(p, budget)
     for root in roots:
         if full:
             gitp, cm = root / GIT_DIR, root / CODEMODE_DIR
@@ -106,8 +110,8 @@ def repair(state: GuardState) -> list[str]:
             continue
         what = "created" if before is None else "changed"
         notes.append(
-            f"the command {what} {p}; put back as it was (git would run or read it "
-            "later, outside the sandbox)"
+            f"the command {what} {p}; put back as it was (git or codemode would run or "
+            "read it later, outside the sandbox)"
         )
     return notes
 

@@ -65,6 +65,7 @@ class SandboxSession:
         self._scratch: Path | None = None
         self._placeholders: set[Path] = set()
         self._guards: dict[int, Any] = {}
+        self._watch: Any = None
 
     @property
     def settings(self) -> SandboxSettings:
@@ -273,10 +274,13 @@ class SandboxSession:
             # being created, and leaves it behind as an empty folder: removed at close().
             self._placeholders.update(p for root in guarded for p in placeholders(root))
         guard = None
+        deeper: list[Path] = []  # .codemode/ folders below the roots' tops
         if backend != "none" and guarded:
             from codemode.sandbox import git_guard
 
-            guard = git_guard.take(guarded, full=backend == "landlock")
+            watch = self._codemode_watch(guarded)
+            deeper = sorted(watch.existing)
+            guard = git_guard.take(guarded, full=backend == "landlock", extra=deeper)
         try:
             proc = await spawn_confined(
                 argv,
@@ -285,6 +289,7 @@ class SandboxSession:
                 output_fd=output_fd,
                 settings=s,
                 writable=writable or [],
+                read_only=deeper,
             )
         except ConfinementUnavailable as exc:
             raise ToolError(f"tools.{tool}: {exc}") from None
@@ -300,7 +305,23 @@ class SandboxSession:
         """Call once ``proc`` (from ``spawn``) has exited: puts back any protected git
         or ``.codemode/`` entry the command changed; one line per repair."""
         guard = self._guards.pop(proc.pid, None)
-        return self._repair(guard) if guard is not None else []
+        if guard is None:
+            return []
+        notes = self._repair(guard)
+        if self._watch is not None:
+            from codemode.sandbox.codemode_watch import set_aside
+
+            notes += [f"[sandbox] {n}" for n in set_aside(self._watch.drain())]
+        return notes
+
+    def _codemode_watch(self, roots: list[Path]) -> Any:
+        from codemode.sandbox.codemode_watch import CodemodeWatch
+
+        if self._watch is None or self._watch.roots != roots:
+            if self._watch is not None:
+                self._watch.close()
+            self._watch = CodemodeWatch(roots)
+        return self._watch
 
     def _repair(self, guard: Any) -> list[str]:
         from codemode.sandbox import git_guard
@@ -308,6 +329,9 @@ class SandboxSession:
         return [f"[sandbox] {note}" for note in git_guard.repair(guard)]
 
     def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
