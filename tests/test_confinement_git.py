@@ -218,3 +218,12 @@ async def test_codemode_dir_cannot_be_planted_at_any_depth(
     planted = [p for p in ws.rglob(".codemode") if p.parent != ws and p != existing]
     assert planted == [], r["output"]
     assert "[sandbox] the command " in r["output"] or r["exit_code"] != 0
+
+
+async def test_a_refused_git_write_says_why(shared_dir: Path) -> None:
+    skip_unless("self", "bubblewrap")
+    ws, _ = make_repo(shared_dir, "self")
+    r = run_shell("self", ws, "git config core.fsmonitor true", backend="bubblewrap")
+    assert r["exit_code"] != 0
+    assert "[sandbox] git's config, hooks and info, .git itself and .codemode/ are read-only" in (
+        r["output"]), r["output"]

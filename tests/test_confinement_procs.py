@@ -186,3 +186,27 @@ async def test_leftover_processes_end_with_the_command(
             break
         time.sleep(0.05)
     assert not alive, f"sleep {t} outlived the command"
+
+
+async def test_allow_list_copes_with_sockets_it_cannot_reach(
+    ws: Path, shared_dir: Path, listeners: tuple
+) -> None:
+    # a socket in another user's private folder: nothing to cover (bubblewrap could not)
+    skip_unless("self", "bubblewrap")
+    _seccomp()
+    if os.geteuid() != 0:
+        pytest.skip("needs root to make a folder of another user")
+    private = shared_dir / "private"
+    private.mkdir()
+    hidden = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    hidden.bind(str(private / "x.sock"))
+    hidden.listen(1)
+    os.chown(private, 1000, 1000)
+    private.chmod(0o700)
+    try:
+        name = listeners[3]
+        r = _connect("self", ws, shared_dir, name, backend="bubblewrap",
+                     allow_unix_sockets=[str(shared_dir / "allowed.sock")])
+        assert "allowed connected" in r["output"], r["output"]
+    finally:
+        hidden.close()

@@ -2,11 +2,11 @@
 
 The command sees the whole filesystem read-only (``--ro-bind / /``) with the writable
 roots bound read-write on top. Inside them what ``codemode.sandbox.protected`` names is
-bound read-only again (``git_binds``). The command runs in a new user namespace with
-every capability dropped (also when codemode runs as root: no mount, no sethostname, no
-clock setting, no module loading, no raw I/O) and may not create further user
-namespaces; it gets a fresh ``/dev`` and ``/proc``, its own PID, IPC and UTS
-namespaces, no network namespace access unless allowed, and dies with its parent. When
+bound read-only again (``protect_binds``). The command holds no capability in any set,
+also when codemode runs as root (no mount, no sethostname, no clock setting, no module
+loading, no raw I/O; ``isolation`` says how), and runs with no_new_privs; it gets a
+fresh ``/dev`` and ``/proc``, its own PID, IPC and UTS namespaces, no network namespace
+access unless allowed, and dies with its parent. When
 its first process exits, the PID namespace ends and with it every process the command
 left behind, ``setsid`` and double-forked ones included.
 """
@@ -29,17 +29,22 @@ from codemode.sandbox.protected import (
 )
 
 # Options every confined command gets (see the module docstring).
-ISOLATION = (
-    "--unshare-user",
-    "--disable-userns",
-    "--cap-drop",
-    "ALL",
-    "--unshare-pid",
-    "--unshare-ipc",
-    "--unshare-uts",
-    "--die-with-parent",
-    "--new-session",
-)
+_COMMON = ("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session")
+# Not root: a user namespace in which the command holds nothing and may make no other.
+_UNPRIVILEGED = ("--unshare-user", "--disable-userns", "--cap-drop", "ALL")
+# Root: no user namespace (in one, root could not even enter another user's folders to
+# set up the mounts); bubblewrap drops every capability but CAP_SETPCAP, which setpriv
+# uses to empty the bounding set before it runs the command with nothing.
+_ROOT = ("--cap-drop", "ALL", "--cap-add", "CAP_SETPCAP")
+_ROOT_PREFIX = ("--bounding-set=-all", "--inh-caps=-all", "--ambient-caps=-all", "--")
+
+
+def isolation() -> tuple[list[str], list[str]]:
+    """bwrap options, and the words to put before the command."""
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() == 0 and setpriv is not None:
+        return [*_ROOT, *_COMMON], [setpriv, *_ROOT_PREFIX]
+    return [*_UNPRIVILEGED, *_COMMON], []
 
 
 def executable() -> str | None:
@@ -53,7 +58,8 @@ def available() -> str | None:
     if exe is None:
         return "bubblewrap (bwrap) is not installed"
     probe = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    probe += [*ISOLATION, "--unshare-net", "--", "true"]
+    opts, prefix = isolation()
+    probe += [*opts, "--unshare-net", "--", *prefix, "true"]
     try:
         proc = subprocess.run(probe, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -91,12 +97,13 @@ def argv(
             out += _ro(p)
     for sock in hide_sockets:
         out += ["--ro-bind", "/dev/null", str(sock)]
-    out += ISOLATION
+    opts, prefix = isolation()
+    out += opts
     if not network:
         out.append("--unshare-net")
     if seccomp_fd is not None:
         out += ["--seccomp", str(seccomp_fd)]
-    out += ["--chdir", str(cwd), "--", *command]
+    out += ["--chdir", str(cwd), "--", *prefix, *command]
     return out
 
 

@@ -21,6 +21,7 @@ binds come from ``git_protected_paths`` and ``codemode_dirs``.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePath
 
@@ -88,6 +89,23 @@ def _git_refusal(parts: Sequence[str]) -> str:
         f".git/{'/'.join(parts)} is read-only (git would run or read it later, outside "
         "the sandbox)"
     )
+
+
+_KERNEL_REFUSALS = ("Read-only file system", "Device or resource busy")
+_PROTECTED_MARKERS = re.compile(r"(?<![\w.])\.(codemode|git)(?=$|[/\s'\"`:\u2019])")
+
+
+def refusal_hint(output: str) -> str | None:
+    """The reason to add when command output shows the kernel refusing a write to a
+    protected path (its message says only "Read-only file system" or "busy")."""
+    for line in output.splitlines():
+        if any(r in line for r in _KERNEL_REFUSALS) and _PROTECTED_MARKERS.search(line):
+            return (
+                "git's config, hooks and info, .git itself and .codemode/ are read-only "
+                "inside the sandbox: git or codemode would run or read them later, outside "
+                "it. Change them yourself, outside codemode, if that is really wanted."
+            )
+    return None
 
 
 def host_config_paths() -> list[Path]:

@@ -5,7 +5,8 @@ sockets (``socket(AF_UNIX, ...)``; ``socketpair`` stays, it reaches nothing) unl
 are allowed; ``ptrace`` and cross-process memory access; io_uring (its operations would
 bypass the socket rule); and, behind the capability drop, everything that changes the
 host: mounts, host and domain names, the clocks, kernel modules, kexec, reboot, swap,
-raw port I/O, process accounting, BPF and the kernel keyrings.
+raw port I/O, process accounting, BPF, the kernel keyrings, and new user namespaces
+(``clone3`` fails with ENOSYS, so the C library falls back to ``clone``).
 
 The filter is compiled once with pyseccomp (libseccomp) into a classic BPF program and
 a hand-written prefix is put in front of it: on x86-64 every x32-ABI system call (number
@@ -74,6 +75,7 @@ DENIED_ALWAYS = (
     "keyctl",
 )
 
+CLONE_NEWUSER = 0x10000000
 _AUDIT_ARCH_X86_64 = 0xC000003E
 _X32_SYSCALL_BIT = 0x40000000
 _SECCOMP_RET_ERRNO = 0x00050000
@@ -115,6 +117,13 @@ def bpf_program(deny_network: bool, deny_unix: bool = True) -> bytes:
         except (RuntimeError, ValueError, OSError):
             pass  # not a system call on this architecture
     low32 = 0xFFFFFFFF
+    # no new user namespace (one would hold capabilities, if only over itself); clone3
+    # passes its flags in memory a filter cannot read, so it reports ENOSYS and the C
+    # library falls back to clone, whose flags it can
+    newuser = pyseccomp.Arg(0, pyseccomp.MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER)
+    flt.add_rule(deny, "unshare", newuser)
+    flt.add_rule(deny, "clone", newuser)
+    flt.add_rule(pyseccomp.ERRNO(errno.ENOSYS), "clone3")
     if deny_network and deny_unix:
         flt.add_rule(deny, "socket")
     elif deny_network:

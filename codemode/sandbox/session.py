@@ -314,6 +314,16 @@ class SandboxSession:
             notes += [f"[sandbox] {n}" for n in set_aside(self._watch.drain())]
         return notes
 
+    def explain_refusals(self, output: str) -> list[str]:
+        """A line saying why, when ``output`` shows a write to a protected path refused
+        by the kernel (whose own message names no reason)."""
+        if not self.settings.restricted:
+            return []
+        from codemode.sandbox.protected import refusal_hint
+
+        hint = refusal_hint(output)
+        return [f"[sandbox] {hint}"] if hint else []
+
     def _codemode_watch(self, roots: list[Path]) -> Any:
         from codemode.sandbox.codemode_watch import CodemodeWatch
 

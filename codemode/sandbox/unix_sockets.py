@@ -40,10 +40,37 @@ def to_hide(allowed: Iterable[Path]) -> list[Path]:
         if real in keep or real in seen:
             continue
         try:
-            if not stat.S_ISSOCK(os.lstat(real).st_mode):
+            if not stat.S_ISSOCK(os.lstat(real).st_mode) or not _reachable(Path(real)):
                 continue
         except OSError:
             continue
         seen.add(real)
         out.append(Path(real))
     return out
+
+
+def _reachable(sock: Path) -> bool:
+    """Whether a process with this uid and groups but no capabilities could connect to
+    ``sock`` (search permission on every folder above it, write permission on it).
+    Unreachable ones need no cover, and bubblewrap could not bind over them. An ACL
+    anywhere on the way counts as reachable, to err on the side of covering."""
+    uid, gids = os.getuid(), {os.getgid(), *os.getgroups()}
+
+    def allows(p: Path, bit: int) -> bool:
+        st = os.stat(p)
+        if _has_acl(p):
+            return True
+        shift = 6 if st.st_uid == uid else 3 if st.st_gid in gids else 0
+        return bool((st.st_mode >> shift) & bit)
+
+    try:
+        return all(allows(d, 1) for d in sock.parents) and allows(sock, 2)
+    except OSError:
+        return True
+
+
+def _has_acl(p: Path) -> bool:
+    try:
+        return "system.posix_acl_access" in os.listxattr(p)
+    except OSError:
+        return False

@@ -243,6 +243,8 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ShellResult:
 
     duration_ms = (time.monotonic() - started) * 1000
     output, truncated = capture.text()
+    if ctx.sandbox is not None:
+        notes += ctx.sandbox.explain_refusals(output)
     if notes:
         output += ("" if not output or output.endswith("\n") else "\n") + "\n".join(notes) + "\n"
     code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
