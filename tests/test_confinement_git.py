@@ -227,3 +227,31 @@ async def test_a_refused_git_write_says_why(shared_dir: Path) -> None:
     assert r["exit_code"] != 0
     assert "[sandbox] git's config, hooks and info, .git itself and .codemode/ are read-only" in (
         r["output"]), r["output"]
+
+
+async def test_landlock_guard_keeps_the_first_baseline_across_parallel_commands(
+    shared_dir: Path,
+) -> None:
+    import asyncio
+
+    from codemode.sandbox.session import SandboxSession
+    from codemode.sandbox.settings import SandboxSettings
+    from codemode.tools import ToolContext, builtin_registry
+
+    skip_unless("self", "landlock")
+    ws, mark = make_repo(shared_dir, "self")
+    config = (ws / ".git" / "config").read_bytes()
+    s = SandboxSession(ws, SandboxSettings(backend="landlock", approval_policy="never"))
+    ctx = ToolContext(workspace=ws, sandbox=s)
+
+    async def run(cmd: str, delay: float) -> None:
+        await asyncio.sleep(delay)
+        await builtin_registry().invoke("shell", {"command": cmd}, ctx)
+
+    try:
+        planted = f"printf '[core]\\n\\tfsmonitor = touch {mark}\\n' >> .git/config; sleep 1"
+        # the second starts while the first has planted its setting, and ends after it
+        await asyncio.gather(run(planted, 0), run("sleep 1.5", 0.4))
+    finally:
+        s.close()
+    assert (ws / ".git" / "config").read_bytes() == config

@@ -65,6 +65,7 @@ class SandboxSession:
         self._scratch: Path | None = None
         self._placeholders: set[Path] = set()
         self._guards: dict[int, Any] = {}
+        self._baseline: Any = None
         self._watch: Any = None
 
     @property
@@ -280,7 +281,13 @@ class SandboxSession:
 
             watch = self._codemode_watch(guarded)
             deeper = sorted(watch.existing)
-            guard = git_guard.take(guarded, full=backend == "landlock", extra=deeper)
+            # While other commands run, their changes are no baseline: keep the first one
+            # (a later command's snapshot could hold what an earlier one planted).
+            if self._baseline is None or not self._guards:
+                self._baseline = git_guard.take(
+                    guarded, full=backend == "landlock", extra=deeper
+                )
+            guard = self._baseline
         try:
             proc = await spawn_confined(
                 argv,
