@@ -255,3 +255,44 @@ async def test_landlock_guard_keeps_the_first_baseline_across_parallel_commands(
     finally:
         s.close()
     assert (ws / ".git" / "config").read_bytes() == config
+
+
+NESTED = (
+    "mkdir evil && cd evil && git init -q && "
+    "git -c user.name=t -c user.email=t@t commit -q --allow-empty -m e && {plant} && cd .. && "
+    "git update-index --add --cacheinfo 160000,$(git -C evil rev-parse HEAD),evil"
+)
+
+
+@pytest.mark.parametrize(
+    "plant",
+    [
+        'git config core.fsmonitor "touch {mark}; false"',
+        HOOK.format(mark="{mark}", path=".git/hooks/post-checkout"),
+        "printf '[include]\\n\\tpath = ../x\\n' >> .git/config",
+    ],
+)
+async def test_a_new_repository_registered_as_a_submodule_runs_nothing(
+    shared_dir: Path, user: str, backend: str, plant: str
+) -> None:
+    # a plain `git status` at the top runs git inside every checked-out submodule
+    skip_unless(user, backend)
+    ws, mark = make_repo(shared_dir, user)
+    r = run_shell(user, ws, NESTED.format(plant=plant.format(mark=mark)), backend=backend)
+    assert "[sandbox] the command created the repository" in r["output"], r["output"]
+    host_git_runs_nothing(ws, mark)
+
+
+async def test_a_clean_new_repository_is_kept_and_then_protected(
+    shared_dir: Path, user: str, backend: str
+) -> None:
+    skip_unless(user, backend)
+    ws, mark = make_repo(shared_dir, user)
+    r = run_shell(user, ws, NESTED.format(plant="true"), backend=backend)
+    assert r["exit_code"] == 0 and "[sandbox]" not in r["output"], r["output"]
+    assert (ws / "evil" / ".git" / "HEAD").is_file()
+    # later commands of the same session would find it protected; a fresh session too
+    r = run_shell(user, ws, 'git -C evil config core.fsmonitor "touch ' + str(mark) + '"',
+                  backend=backend)
+    host_git_runs_nothing(ws, mark)
+    assert "fsmonitor" not in (ws / "evil" / ".git" / "config").read_text(), r["output"]

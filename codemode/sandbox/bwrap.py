@@ -79,12 +79,14 @@ def argv(
     seccomp_fd: int | None,
     hide_sockets: Iterable[Path] = (),
     read_only: Iterable[Path] = (),
+    nested_git: Iterable[Path] = (),
 ) -> list[str]:
     """The bwrap command line that runs ``command`` confined.
 
     ``hide_sockets``: Unix socket files covered with an empty file (used when some
     sockets are allowed, so that only those stay reachable). ``read_only``: more
     folders inside the writable roots to bind read-only (``.codemode/`` below the top).
+    ``nested_git``: ``.git`` entries below the tops, protected like the top ones.
     """
     exe = executable() or "bwrap"
     out = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -95,6 +97,9 @@ def argv(
     for p in read_only:
         if p.is_dir() and not p.is_symlink():
             out += _ro(p)
+    for g in nested_git:
+        if os.path.lexists(g):
+            out += git_binds(g.parent, top=False)
     for sock in hide_sockets:
         out += ["--ro-bind", "/dev/null", str(sock)]
     opts, prefix = isolation()
@@ -136,17 +141,24 @@ def protect_binds(root: Path) -> list[str]:
         out += _ro(cm)
     elif not cm.exists():
         out += ["--tmpfs", str(cm), "--remount-ro", str(cm)]
+    for p in host_config_paths():  # a workspace that is the home folder
+        if p.exists() and p.resolve().is_relative_to(root):
+            out += _ro(p.resolve())
+    return out + git_binds(root, top=True)
+
+
+def git_binds(root: Path, *, top: bool) -> list[str]:
+    """The binds for ``root/.git`` and the git directories it leads to; ``top``: the
+    top of a writable root, where a missing ``.git`` gets a stand-in."""
+    out: list[str] = []
     git = root / GIT_DIR
     if git.is_symlink() or (git.exists() and not (git.is_dir() or git.is_file())):
         target = git.resolve()
         out += _ro(target) if target.exists() else []
     elif git.is_file():
         out += _ro(git)  # a worktree's or submodule's "gitdir: ..." file
-    elif not git.exists():
+    elif not git.exists() and top:
         out += ["--tmpfs", str(git), "--remount-ro", str(git)]
-    for p in host_config_paths():  # a workspace that is the home folder
-        if p.exists() and p.resolve().is_relative_to(root):
-            out += _ro(p.resolve())
     folders: set[Path] = set()
     entries: list[str] = []
     for gitdir in git_dirs(root):

@@ -1,4 +1,4 @@
-"""``.codemode/`` folders a confined command creates below a writable root's top.
+"""``.codemode/`` folders (and ``.git`` entries) a command creates below a root's top.
 
 A mount can hold the place of a missing ``.codemode/`` at the top of a root, but not at
 every depth, and a later run started in ``sub/`` reads ``sub/.codemode/``. So the session
@@ -7,6 +7,9 @@ watches the writable roots with inotify: the folders that exist are walked once 
 created or moved in later is walked when its event arrives, and a ``.codemode`` entry
 that appears is moved aside (``.codemode-refused-N``) once the command ends, with a line
 in its output. Without inotify (no instance or watch left) every check walks the roots.
+
+The same watch finds the ``.git`` entries below the tops (nested repositories): those
+that exist are protected like the top one, new ones are checked by ``git_sanity``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ class CodemodeWatch:
     def __init__(self, roots: Sequence[Path]) -> None:
         self.roots = [Path(r) for r in roots]
         self.existing: set[Path] = set()  # .codemode folders below the tops, found so far
+        self.git: set[Path] = set()  # .git entries below the tops, found so far
+        self.new_git: set[Path] = set()  # found by the last drain()
         self._wd: dict[int, Path] = {}
         self._fd = -1
         self.complete = True  # False: inotify could not cover everything; walk each time
@@ -51,6 +56,7 @@ class CodemodeWatch:
             self._finalizer = weakref.finalize(self, os.close, fd)
         for root in self.roots:
             self.existing.update(self._walk(root, watch=self.complete))
+        self.new_git.clear()  # those existing before the session are the user's
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -85,7 +91,10 @@ class CodemodeWatch:
                         yield Path(e.path)
                     continue
                 if e.name == GIT_DIR:
-                    continue  # never read from inside a git directory
+                    if d not in self.roots and Path(e.path) not in self.git:
+                        self.git.add(Path(e.path))
+                        self.new_git.add(Path(e.path))
+                    continue  # .codemode is never read from inside a git directory
                 with contextlib.suppress(OSError):
                     if e.is_dir(follow_symlinks=False):
                         stack.append(Path(e.path))
@@ -95,11 +104,12 @@ class CodemodeWatch:
         walked and watched as well)."""
         if not self.complete:
             found: set[Path] = set()
+            self.git = {g for g in self.git if os.path.lexists(g)}
             for root in self.roots:
                 found.update(self._walk(root, watch=False))
-            new = sorted(found - self.existing)
-            self.existing = found - set(new)
-            return new
+            walked = sorted(found - self.existing)
+            self.existing = found - set(walked)
+            return walked
         new: list[Path] = []
         for path, mask in self._events():
             if mask & IN_Q_OVERFLOW:
@@ -107,6 +117,10 @@ class CodemodeWatch:
                 return self.drain()
             if path.name == CODEMODE_DIR and path.parent not in self.roots:
                 new.append(path)
+            elif path.name == GIT_DIR:
+                if path.parent not in self.roots:
+                    self.git.add(path)
+                    self.new_git.add(path)
             elif mask & IN_ISDIR:
                 new.extend(self._walk(path, watch=True))
         if not self.complete:  # ran out of watches while adding the new folders

@@ -87,11 +87,13 @@ async def spawn_confined(
     settings: SandboxSettings,
     writable: Sequence[Path],
     read_only: Sequence[Path] = (),
+    nested_git: Sequence[Path] = (),
 ) -> asyncio.subprocess.Process:
     """Start ``argv`` under the confinement ``settings`` ask for.
 
     ``writable`` are the directories the command may write (empty in read-only mode);
-    ``read_only`` folders inside them that stay read-only besides the built-in ones.
+    ``read_only`` folders inside them that stay read-only besides the built-in ones, and
+    ``nested_git`` the ``.git`` entries of repositories below their tops.
     stdin is /dev/null; stdout and stderr go to ``output_fd``; the process leads a new
     session so its whole group can be killed.
     """
@@ -131,6 +133,7 @@ async def spawn_confined(
                 seccomp_fd=read_fd,
                 hide_sockets=hide,
                 read_only=read_only,
+                nested_git=nested_git,
             )
             return await start(*cmd, pass_fds=pass_fds)
         finally:

@@ -46,9 +46,15 @@ class GuardState:
     identities: dict[Path, tuple[int, int, int] | None] = field(default_factory=dict)
 
 
-def take(roots: Sequence[Path], *, full: bool, extra: Sequence[Path] = ()) -> GuardState:
-    """Note the protected entries of ``roots`` (copies of them, and of ``extra``, when
-    ``full``)."""
+def take(
+    roots: Sequence[Path],
+    *,
+    full: bool,
+    extra: Sequence[Path] = (),
+    nested: Sequence[Path] = (),
+) -> GuardState:
+    """Note the protected entries of ``roots`` and the git directories of the
+    repositories at ``nested`` (copies of them, and of ``extra``, when ``full``)."""
     state = GuardState(full)
     budget = [_MAX_COPY_BYTES]
     if full:
@@ -69,6 +75,7 @@ def take(roots: Sequence[Path], *, full: bool, extra: Sequence[Path] = ()) -> Gu
                 state.copies[p] = _copy(p, budget)
             elif not os.path.lexists(p):
                 state.copies[p] = None
+    for root in [*roots, *nested]:
         for gitdir in git_dirs(root):
             for name in GIT_PROTECTED:
                 p = gitdir / name

@@ -276,16 +276,21 @@ class SandboxSession:
             self._placeholders.update(p for root in guarded for p in placeholders(root))
         guard = None
         deeper: list[Path] = []  # .codemode/ folders below the roots' tops
+        nested: list[Path] = []  # .git entries below them
         if backend != "none" and guarded:
             from codemode.sandbox import git_guard
 
             watch = self._codemode_watch(guarded)
             deeper = sorted(watch.existing)
+            nested = sorted(g for g in watch.git if os.path.lexists(g))
             # While other commands run, their changes are no baseline: keep the first one
             # (a later command's snapshot could hold what an earlier one planted).
             if self._baseline is None or not self._guards:
                 self._baseline = git_guard.take(
-                    guarded, full=backend == "landlock", extra=deeper
+                    guarded,
+                    full=backend == "landlock",
+                    extra=deeper,
+                    nested=[g.parent for g in nested],
                 )
             guard = self._baseline
         try:
@@ -297,6 +302,7 @@ class SandboxSession:
                 settings=s,
                 writable=writable or [],
                 read_only=deeper,
+                nested_git=nested,
             )
         except ConfinementUnavailable as exc:
             raise ToolError(f"tools.{tool}: {exc}") from None
@@ -316,9 +322,18 @@ class SandboxSession:
             return []
         notes = self._repair(guard)
         if self._watch is not None:
+            from codemode.sandbox import git_sanity
             from codemode.sandbox.codemode_watch import set_aside
 
-            notes += [f"[sandbox] {n}" for n in set_aside(self._watch.drain())]
+            watch = self._watch
+            notes += [f"[sandbox] {n}" for n in set_aside(watch.drain())]
+            writable = [*watch.roots, *([self._scratch] if self._scratch else [])]
+            for entry in sorted(watch.new_git):
+                why = git_sanity.unsafe_reason(entry, writable) if os.path.lexists(entry) else None
+                if why is not None:
+                    notes.append(f"[sandbox] {git_sanity.set_aside(entry, why)}")
+                    watch.git.discard(entry)
+            watch.new_git.clear()
         return notes
 
     def explain_refusals(self, output: str) -> list[str]:
