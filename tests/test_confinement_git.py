@@ -296,3 +296,18 @@ async def test_a_clean_new_repository_is_kept_and_then_protected(
                   backend=backend)
     host_git_runs_nothing(ws, mark)
     assert "fsmonitor" not in (ws / "evil" / ".git" / "config").read_text(), r["output"]
+
+
+async def test_landlock_repair_never_writes_through_a_swapped_folder(
+    shared_dir: Path,
+) -> None:
+    # .git/modules swapped for a link to a folder outside: putting back
+    # modules/sub/config must not write there
+    skip_unless("self", "landlock")
+    ws, mark = make_repo(shared_dir, "self")
+    target = shared_dir / "outside" / "elsewhere"
+    target.mkdir()
+    attack = f"mv .git/modules .git/m && ln -s {target} .git/modules"
+    r = run_shell("self", ws, attack, backend="landlock")
+    assert list(target.iterdir()) == [], r["output"]
+    assert not (ws / ".git" / "modules").is_symlink(), r["output"]

@@ -108,6 +108,10 @@ def repair(state: GuardState) -> list[str]:
     for p, before in state.copies.items():
         if before == "?" or any(p.is_relative_to(g) for g in gone):
             continue
+        swapped = _symlinked_parent(p)
+        if swapped is not None:
+            # never write through it: it could lead anywhere on the host
+            notes.append(_quarantine(swapped))
         if _copy(p, [_MAX_COPY_BYTES]) == before:
             continue
         try:
@@ -143,6 +147,15 @@ def _find_moved(parent: Path, ident: tuple[int, int, int]) -> Path | None:
             continue
         if (st.st_dev, st.st_ino) == ident[:2] and stat.S_ISDIR(st.st_mode):
             return Path(e.path)
+    return None
+
+
+def _symlinked_parent(p: Path) -> Path | None:
+    """The outermost folder above ``p`` that is now a symlink (or no folder), if any.
+    Writable roots are resolved paths, so any such link was made by a command."""
+    for a in reversed(p.parents):
+        if os.path.islink(a) or (os.path.lexists(a) and not os.path.isdir(a)):
+            return a
     return None
 
 

@@ -87,6 +87,8 @@ def _inside(p: Path, root: Path) -> bool:
 
 
 def set_aside(entry: Path, why: str) -> str:
+    if os.path.realpath(entry.parent) != str(entry.parent):
+        return f"the command created the repository {entry.parent}, and {why}; it moved away"
     n = 1
     while os.path.lexists(dest := entry.with_name(f".git.codemode-refused-{n}")):
         n += 1
