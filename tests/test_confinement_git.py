@@ -304,7 +304,7 @@ async def test_landlock_repair_never_writes_through_a_swapped_folder(
     # .git/modules swapped for a link to a folder outside: putting back
     # modules/sub/config must not write there
     skip_unless("self", "landlock")
-    ws, mark = make_repo(shared_dir, "self")
+    ws, _ = make_repo(shared_dir, "self")
     target = shared_dir / "outside" / "elsewhere"
     target.mkdir()
     attack = f"mv .git/modules .git/m && ln -s {target} .git/modules"
