@@ -39,6 +39,7 @@ _ROOT = ("--cap-drop", "ALL", "--cap-add", "CAP_SETPCAP")
 _ROOT_PREFIX = ("--bounding-set=-all", "--inh-caps=-all", "--ambient-caps=-all", "--")
 
 
+@functools.cache
 def isolation() -> tuple[list[str], list[str]]:
     """bwrap options, and the words to put before the command."""
     setpriv = shutil.which("setpriv")
@@ -103,12 +104,12 @@ def argv(
     for sock in hide_sockets:
         out += ["--ro-bind", "/dev/null", str(sock)]
     opts, prefix = isolation()
-    out += opts
+    out += [*opts]
     if not network:
         out.append("--unshare-net")
     if seccomp_fd is not None:
         out += ["--seccomp", str(seccomp_fd)]
-    out += ["--chdir", str(cwd), "--", *prefix, *command]
+    out += ["--chdir", str(cwd), "--", *prefix, *command]  # (copies: isolation is cached)
     return out
 
 
