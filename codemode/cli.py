@@ -572,12 +572,28 @@ def apply_patch(patch: str, cwd: Path) -> None:
 
 
 @policy.command("confinement")
-def policy_confinement() -> None:
-    """Which confinement backends work on this machine (bubblewrap, Landlock, seccomp)."""
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def policy_confinement(as_json: bool) -> None:
+    """Which confinement backends work on this machine, and which promises each keeps."""
     from codemode.sandbox.confine import probe
+    from codemode.sandbox.promises import promises
 
+    table = promises()
+    if as_json:
+        import json
+
+        click.echo(json.dumps({"backends": probe().to_json(),
+                               "promises": {p.key: p.to_json() for p in table}}, indent=2))
+        return
     for name, why in probe().to_json().items():
         click.echo(f"{name:<10}  {'works' if why is None else 'unavailable: ' + why}")
+    for backend in ("bubblewrap", "landlock"):
+        click.echo(f"\n{backend}:")
+        for p in table:
+            why = getattr(p, backend)
+            click.echo(f"  {'kept' if why is None else 'NOT KEPT'}  {p.text}")
+            if why is not None:
+                click.echo(f"            {why}")
 
 
 # --- skills -----------------------------------------------------------------------

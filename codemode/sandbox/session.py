@@ -64,6 +64,9 @@ class SandboxSession:
         self._rules_file = rules_file
         self._scratch: Path | None = None
         self._placeholders: set[Path] = set()
+        self._guards: dict[int, Any] = {}
+        self._baseline: Any = None
+        self._watch: Any = None
 
     @property
     def settings(self) -> SandboxSettings:
@@ -256,24 +259,111 @@ class SandboxSession:
             writable = [*(writable or []), scratch]
         if s.login_shell and script is not None and len(argv) == 3:
             argv = [argv[0], "-lc", argv[2]]
-        # bubblewrap needs a mount point to keep a missing .codemode/ from being
-        # created, and leaves it behind as an empty folder: removed again at close().
-        self._placeholders.update(
-            p for root in writable or [] if not (p := root / ".codemode").exists()
-        )
+        backend = "none"
+        if s.restricted:
+            from codemode.sandbox.confine import choose_backend
+
+            try:
+                backend = choose_backend(s)
+            except ConfinementUnavailable as exc:
+                raise ToolError(f"tools.{tool}: {exc}") from None
+        guarded = [r for r in writable or [] if r != self._scratch]
+        if backend == "bubblewrap":
+            from codemode.sandbox.bwrap import placeholders
+
+            # bubblewrap needs a mount point to keep a missing .codemode/ or .git from
+            # being created, and leaves it behind as an empty folder: removed at close().
+            self._placeholders.update(p for root in guarded for p in placeholders(root))
+        guard = None
+        deeper: list[Path] = []  # .codemode/ folders below the roots' tops
+        nested: list[Path] = []  # .git entries below them
+        if backend != "none" and guarded:
+            from codemode.sandbox import git_guard
+
+            watch = self._codemode_watch(guarded)
+            deeper = sorted(watch.existing)
+            nested = sorted(g for g in watch.git if os.path.lexists(g))
+            # While other commands run, their changes are no baseline: keep the first one
+            # (a later command's snapshot could hold what an earlier one planted).
+            if self._baseline is None or not self._guards:
+                self._baseline = git_guard.take(
+                    guarded,
+                    full=backend == "landlock",
+                    extra=deeper,
+                    nested=[g.parent for g in nested],
+                )
+            guard = self._baseline
         try:
-            return await spawn_confined(
+            proc = await spawn_confined(
                 argv,
                 cwd=cwd,
                 env=child_env,
                 output_fd=output_fd,
                 settings=s,
                 writable=writable or [],
+                read_only=deeper,
+                nested_git=nested,
             )
         except ConfinementUnavailable as exc:
             raise ToolError(f"tools.{tool}: {exc}") from None
+        except BaseException:
+            if guard is not None:
+                self._repair(guard)
+            raise
+        if guard is not None:
+            self._guards[proc.pid] = guard
+        return proc
+
+    def after_command(self, proc: asyncio.subprocess.Process) -> list[str]:
+        """Call once ``proc`` (from ``spawn``) has exited: puts back any protected git
+        or ``.codemode/`` entry the command changed; one line per repair."""
+        guard = self._guards.pop(proc.pid, None)
+        if guard is None:
+            return []
+        notes = self._repair(guard)
+        if self._watch is not None:
+            from codemode.sandbox import git_sanity
+            from codemode.sandbox.codemode_watch import set_aside
+
+            watch = self._watch
+            notes += [f"[sandbox] {n}" for n in set_aside(watch.drain())]
+            writable = [*watch.roots, *([self._scratch] if self._scratch else [])]
+            for entry in sorted(watch.new_git):
+                why = git_sanity.unsafe_reason(entry, writable) if os.path.lexists(entry) else None
+                if why is not None:
+                    notes.append(f"[sandbox] {git_sanity.set_aside(entry, why)}")
+                    watch.git.discard(entry)
+            watch.new_git.clear()
+        return notes
+
+    def explain_refusals(self, output: str) -> list[str]:
+        """A line saying why, when ``output`` shows a write to a protected path refused
+        by the kernel (whose own message names no reason)."""
+        if not self.settings.restricted:
+            return []
+        from codemode.sandbox.protected import refusal_hint
+
+        hint = refusal_hint(output)
+        return [f"[sandbox] {hint}"] if hint else []
+
+    def _codemode_watch(self, roots: list[Path]) -> Any:
+        from codemode.sandbox.codemode_watch import CodemodeWatch
+
+        if self._watch is None or self._watch.roots != roots:
+            if self._watch is not None:
+                self._watch.close()
+            self._watch = CodemodeWatch(roots)
+        return self._watch
+
+    def _repair(self, guard: Any) -> list[str]:
+        from codemode.sandbox import git_guard
+
+        return [f"[sandbox] {note}" for note in git_guard.repair(guard)]
 
     def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None

@@ -238,9 +238,15 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ShellResult:
             transport.close()
         else:
             pipe.close()
+        # what the sandbox put back (protected git files the command changed)
+        notes = ctx.sandbox.after_command(proc) if ctx.sandbox is not None else []
 
     duration_ms = (time.monotonic() - started) * 1000
     output, truncated = capture.text()
+    if ctx.sandbox is not None:
+        notes += ctx.sandbox.explain_refusals(output)
+    if notes:
+        output += ("" if not output or output.endswith("\n") else "\n") + "\n".join(notes) + "\n"
     code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
     return ShellResult(
         exit_code=TIMEOUT_EXIT_CODE if timed_out else (128 - code if code < 0 else code),

@@ -216,9 +216,9 @@ async def _diff(app: InteractiveApp, arg: str) -> None:
             for path in paths:
                 _say(app, f"  {path}")
         return
-    diff = await _git(app, "--no-pager", "diff", "HEAD", "--no-color") or ""
+    diff = await _git(app, "diff", "--no-color", "HEAD") or ""
     if not diff.strip():
-        diff = await _git(app, "--no-pager", "diff", "--no-color") or ""
+        diff = await _git(app, "diff", "--no-color") or ""
     untracked = await _git(app, "ls-files", "--others", "--exclude-standard") or ""
     if not diff.strip() and not untracked.strip():
         _say(app, "no changes")
@@ -231,11 +231,15 @@ async def _diff(app: InteractiveApp, arg: str) -> None:
 
 
 async def _git(app: InteractiveApp, *args: str) -> str | None:
+    # hardened: a program may have planted config, hooks or attributes that run commands
+    from codemode.sandbox.host_git import git_argv, git_env
+
     try:
         proc = await asyncio.create_subprocess_exec(
-            "git",
-            *args,
+            *git_argv(*args),
             cwd=app.cwd,
+            env=git_env(),
+            stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
         )
