@@ -28,7 +28,7 @@ echo "Its replies are replayed from examples/sessions/fix-failing-test.jsonl; th
 cp -r examples/bugfix-repo "$work/bugfix"
 echo "\$ python3 -m unittest -q   (before)"
 (cd "$work/bugfix" && python3 -m unittest -q 2>&1 | tail -1) || true
-echo "\$ interpreter exec --replay examples/sessions/fix-failing-test.jsonl"
+echo "\$ interpreter exec --replay examples/sessions/fix-failing-test.jsonl -C $work/bugfix"
 CODEMODE_HOME="$work/home" .venv/bin/interpreter exec \
   --replay examples/sessions/fix-failing-test.jsonl -C "$work/bugfix"
 echo "\$ python3 -m unittest -q   (after)"

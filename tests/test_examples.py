@@ -402,3 +402,34 @@ def test_the_recorded_demo_session_fixes_the_bugfix_repo(tmp_path: Path) -> None
         [sys.executable, "-m", "unittest", "-q"], cwd=repo, capture_output=True, text=True
     )
     assert after.returncode == 0, after.stderr
+
+
+def test_a_replay_whose_tools_fail_where_the_recording_succeeded_says_so(tmp_path: Path) -> None:
+    """Run from the repository root (no -C): every tool call fails there. The recorded
+    final answer claims success; the replay must not pass that off as a success."""
+    interpreter = Path(sys.executable).parent / "interpreter"
+    before = subprocess.run(["git", "status", "--porcelain"], cwd=EXAMPLES.parent,
+                            capture_output=True, text=True)
+    replay = subprocess.run(
+        [str(interpreter), "exec", "--replay", "examples/sessions/fix-failing-test.jsonl"],
+        cwd=EXAMPLES.parent,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CODEMODE_HOME": str(tmp_path / "home")},
+        timeout=60,
+    )
+    assert replay.returncode == 1, replay.stderr
+    last = replay.stderr.strip().splitlines()[-1]
+    assert "did not do what they did in the recording" in last
+    assert "read_file (call 2): failed now, completed in the recording" in last
+    assert "-C DIR" in last and "Traceback" not in replay.stderr
+    after = subprocess.run(["git", "status", "--porcelain"], cwd=EXAMPLES.parent,
+                           capture_output=True, text=True)
+    assert after.stdout == before.stdout  # nothing in the checkout was touched
+
+
+def test_demo_prints_the_replay_command_it_runs() -> None:
+    """The command demo.sh shows must be the one that works (with -C)."""
+    demo = (EXAMPLES.parent / "scripts/demo.sh").read_text()
+    shown = [line for line in demo.splitlines() if "interpreter exec" in line and "echo" in line]
+    assert shown and all("-C" in line for line in shown), shown
