@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from codemode.batch.cli_options import batch_options, refuse_without_repos
+from codemode.batch.cli_options import BatchCommand, batch_options, refuse_without_repos
 from codemode.sandbox.cli_options import resolve_modes, sandbox_options
 
 ENGINE_CHOICES = ("quickjs", "v8")
@@ -92,7 +92,7 @@ def cli(ctx: click.Context, **kw: Any) -> None:
         _run_interactive(prompt=ctx.meta.get("codemode.prompt"), **kw)
 
 
-@cli.command(context_settings={"ignore_unknown_options": False})
+@cli.command(cls=BatchCommand, context_settings={"ignore_unknown_options": False})
 @click.argument("script", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.argument("args", nargs=-1)
 @click.option("--engine", type=click.Choice(ENGINE_CHOICES), default="quickjs", show_default=True)

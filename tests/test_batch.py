@@ -150,6 +150,29 @@ def test_repository_list_file_and_exit_zero(workdir: Path) -> None:
     assert (repos[0] / "version.txt").read_text() == "1.0.0\n"  # not listed, not touched
 
 
+def test_repos_takes_a_shell_glob_as_typed(workdir: Path) -> None:
+    """`--repos repos/repo-0*` expands to several words: every one is a repository, and
+    the words after them (not directories) stay the script's argv."""
+    make_repos(workdir / "repos", 4)
+    (workdir / "argv.js").write_text("return argv;")
+    proc = subprocess.run(
+        ["sh", "-c", f'"{INTERPRETER}" run argv.js --repos repos/repo-0* old new --report r.jsonl'],
+        cwd=workdir, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = read_report(workdir / "r.jsonl")
+    assert sorted(report) == ["repo-00", "repo-01", "repo-02", "repo-03"]
+    assert all(line["value"] == ["old", "new"] for line in report.values())
+    assert "4 repositories: 4 done" in proc.stderr.splitlines()[-1]
+    # A directory meant as a script argument goes after `--`.
+    proc = interp("run", "argv.js", "--repos", "repos/repo-00", "--report", "r2.jsonl",
+                  "--", "repos/repo-01", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    assert [line["value"] for line in read_report(workdir / "r2.jsonl").values()] == [
+        ["repos/repo-01"]
+    ]
+
+
 def test_each_repository_is_confined_to_itself(workdir: Path) -> None:
     repos = make_repos(workdir / "repos", 3)
     (workdir / "escape.js").write_text(
