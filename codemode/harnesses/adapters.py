@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field, create_model
 from codemode.harnesses.spec import HarnessTable, ToolTable
 from codemode.tools.base import StrictArgs, Tool
 from codemode.tools.context import ToolContext, ToolError
+from codemode.tools.doc_text import unwrap
 from codemode.tools.registry import ToolRegistry
 
 Invoke = Callable[[str, dict[str, Any]], Awaitable[Any]]
@@ -317,7 +318,7 @@ def adapter_tool(table: ToolTable, base: ToolRegistry, *, text: bool = False) ->
 
     return AdapterTool(
         name=table.name,
-        description=" ".join(table.description.split()),
+        description=unwrap(table.description),
         args_model=model,
         result_model=result_model,
         handler=handler,

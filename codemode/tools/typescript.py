@@ -7,12 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from codemode.tools.doc_text import jsdoc
 from codemode.tools.registry import ToolRegistry, split_namespace
-
-
-def _doc(text: str) -> str:
-    """Text safe inside a /** */ comment (glob examples like `**/*.py` would end it)."""
-    return " ".join(text.split()).replace("*/", "*\\/")
 
 
 def _pascal(name: str) -> str:
@@ -38,7 +34,7 @@ class _Emitter:
         for prop, sub in schema.get("properties", {}).items():
             doc = sub.get("description")
             if doc:
-                lines.append(f"  /** {_doc(doc)} */")
+                lines.append(jsdoc(doc, "  "))
             opt = "" if prop in required else "?"
             key = prop if prop.isidentifier() else json.dumps(prop)  # e.g. "-i"
             lines.append(f"  {key}{opt}: {self.type(sub, name + _pascal(prop))};")
@@ -102,13 +98,14 @@ def typescript_declarations(registry: ToolRegistry) -> str:
         )
         if tool.freeform_field is not None:
             args = f"string | {args}"  # the text itself, or the object holding it
-        doc = _doc(tool.description)
         parts = split_namespace(tool.name)
         if parts is None:
-            methods.append(f"  /** {doc} */\n  {tool.name}(args: {args}): Promise<{result}>;")
+            doc = jsdoc(tool.description, "  ")
+            methods.append(f"{doc}\n  {tool.name}(args: {args}): Promise<{result}>;")
         else:
+            doc = jsdoc(tool.description, "    ")
             spaces.setdefault(parts[0], []).append(
-                f"    /** {doc} */\n    {parts[1]}(args: {args}): Promise<{result}>;"
+                f"{doc}\n    {parts[1]}(args: {args}): Promise<{result}>;"
             )
     for ns, members in spaces.items():
         joined = "\n".join(members)
