@@ -344,7 +344,8 @@ async def _main(options: InteractiveOptions) -> int:
             return EXIT_USAGE
         app.config = config = load_config(options.overrides)
     try:
-        app.open_session(resume)
+        if not await _open_first_session(app, resume):
+            return EXIT_USAGE
         app.renderer.note("/help lists commands · Ctrl-C interrupts · Ctrl-D exits")
         return await app.loop()
     finally:
@@ -355,3 +356,17 @@ async def _main(options: InteractiveOptions) -> int:
         if session is not None and session.rollout is not None:
             app.renderer.note(f"session saved · interpreter resume {session.id}")
 
+
+
+async def _open_first_session(app: InteractiveApp, resume: RecordedSession | None) -> bool:
+    """Open the session; a provider key that is not set can be fixed on the spot."""
+    from codemode.providers.base import MissingKeyError
+    from codemode.tui.missing_key import fix_missing_key
+
+    while True:
+        try:
+            app.open_session(resume)
+            return True
+        except MissingKeyError as problem:
+            if not await fix_missing_key(app, problem):
+                return False
