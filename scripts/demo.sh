@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Quick start, part one: set up, run batch refactors on a copy of the bundled sample
+# Quick start, part one: set up the runtime, run batch refactors on a copy of the bundled sample
 # repository and show what they changed, then replay a recorded agent session in which
 # a model fixes a failing test. No model service and no API key involved.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup-runtime.sh  # the runtime only: the test tools are scripts/setup.sh
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Create .venv with codemode and what it needs to run — nothing for the tests (that is
+# scripts/setup.sh). Safe to run again: it only reinstalls when pyproject.toml changed.
+# `bash scripts/demo.sh` runs this; so does scripts/setup.sh before adding the test tools.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python=${PYTHON:-python3}
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  echo "codemode needs Python 3.11 or newer (set PYTHON=/path/to/python3.11)" >&2
+  exit 1
+fi
+
+# The sandbox confines commands with bubblewrap (and seccomp through libseccomp). Install
+# them where we can; without them the sandbox falls back to Landlock, or refuses to run
+# commands in a restricted mode. Never fails the setup.
+need=()
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so' || need+=(libseccomp2)
+if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+         apt-get install -y -qq --no-install-recommends "${need[@]}"; } >/dev/null 2>&1; then
+    echo "setup: could not install ${need[*]} (the sandbox falls back to Landlock)" >&2
+  fi
+fi
+
+stamp=.venv/.codemode-runtime
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+[ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && [ -x .venv/bin/interpreter ] && exit 0
+
+# The fast way: a venv without its own pip (~3 s saved), filled by the host's pip; else
+# a venv with pip. --no-compile: modules are compiled when first imported instead.
+mkdir -p .venv
+log=.venv/install.log
+flags=(-q --disable-pip-version-check --no-compile)
+# A path-file editable install: the import-hook kind costs ~7 ms at every start.
+target=(-e . --config-settings editable_mode=compat)
+if [ ! -x .venv/bin/python ] && "$python" -m pip --version >/dev/null 2>&1; then
+  "$python" -m venv --without-pip .venv
+fi
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+if .venv/bin/python -m pip --version >/dev/null 2>&1; then
+  install=(.venv/bin/python -m pip install)
+else
+  install=("$python" -m pip --python .venv/bin/python install)
+fi
+if ! "${install[@]}" "${flags[@]}" "${target[@]}" >"$log" 2>&1; then
+  cat "$log" >&2
+  echo "setup: installing codemode failed (log above, also in $log)" >&2
+  exit 1
+fi
+.venv/bin/python -c 'import codemode, quickjs, py_mini_racer' \
+  || { echo "setup: installing codemode failed" >&2; exit 1; }
+echo "$want" > "$stamp"
