@@ -28,23 +28,30 @@ stamp=.venv/.codemode-runtime
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && [ -x .venv/bin/interpreter ] && exit 0
 
-# The fast way: a venv without its own pip (~3 s saved), filled by the host's pip; else
-# a venv with pip. --no-compile: modules are compiled when first imported instead.
-mkdir -p .venv
+# Quick where it can be: a venv without its own pip (~3 s saved) that the host's pip
+# fills; the dependencies and setuptools first, then codemode itself built in place
+# without an isolated build environment (~4 s saved); no .pyc compiled ahead (modules
+# are compiled when first imported).
 log=.venv/install.log
-flags=(-q --disable-pip-version-check --no-compile)
-# A path-file editable install: the import-hook kind costs ~7 ms at every start.
-target=(-e . --config-settings editable_mode=compat)
+mkdir -p .venv
 if [ ! -x .venv/bin/python ] && "$python" -m pip --version >/dev/null 2>&1; then
   "$python" -m venv --without-pip .venv
 fi
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 if .venv/bin/python -m pip --version >/dev/null 2>&1; then
-  install=(.venv/bin/python -m pip install)
+  install=(.venv/bin/python -m pip install -q --disable-pip-version-check --no-compile)
 else
-  install=("$python" -m pip --python .venv/bin/python install)
+  install=("$python" -m pip --python .venv/bin/python install -q --disable-pip-version-check
+           --no-compile)
 fi
-if ! "${install[@]}" "${flags[@]}" "${target[@]}" >"$log" 2>&1; then
+mapfile -t deps < <("$python" -c '
+import tomllib
+project = tomllib.load(open("pyproject.toml", "rb"))
+print(*project["build-system"]["requires"], *project["project"]["dependencies"], sep="\n")')
+# A path-file editable install: the import-hook kind costs ~7 ms at every start.
+if ! { "${install[@]}" "${deps[@]}" \
+       && "${install[@]}" --no-deps --no-build-isolation -e . \
+            --config-settings editable_mode=compat; } >"$log" 2>&1; then
   cat "$log" >&2
   echo "setup: installing codemode failed (log above, also in $log)" >&2
   exit 1
