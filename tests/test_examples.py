@@ -433,3 +433,20 @@ def test_demo_prints_the_replay_command_it_runs() -> None:
     demo = (EXAMPLES.parent / "scripts/demo.sh").read_text()
     shown = [line for line in demo.splitlines() if "interpreter exec" in line and "echo" in line]
     assert shown and all("-C" in line for line in shown), shown
+
+
+def test_the_demo_sets_up_the_runtime_only_and_the_readme_stays_in_the_repository() -> None:
+    root = EXAMPLES.parent
+    demo = (root / "scripts/demo.sh").read_text()
+    assert "scripts/setup-runtime.sh" in demo and "scripts/setup.sh" not in demo
+    runtime = (root / "scripts/setup-runtime.sh").read_text()
+    assert "[test]" not in runtime and "npm" not in runtime and "setup-test-servers" not in runtime
+    assert "scripts/setup-runtime.sh" in (root / "scripts/setup.sh").read_text()
+    readme = (root / "README.md").read_text()
+    assert "../shared" not in readme and "/work/" not in readme
+    for target in re.findall(r"\]\(([^)#]+)\)", readme):
+        if "://" not in target:
+            assert (root / target).exists(), target
+    assert (root / "docs/DESIGN.md").exists()
+    design = (root / "docs/DESIGN.md").read_text()
+    assert "../shared" not in design and "/work/" not in design
