@@ -4,7 +4,7 @@
 # a model fixes a failing test. No model service and no API key involved.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup-runtime.sh  # the runtime only: the test tools are scripts/setup.sh
+bash scripts/setup-runtime.sh  # the runtime only, none of the test tools
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
