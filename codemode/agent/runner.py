@@ -8,6 +8,7 @@ calls like any registry, so nested calls show up as items under their program.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +18,7 @@ from pydantic import BaseModel
 from codemode.agent.events import (
     CodeExecutionItem,
     CommandExecutionItem,
+    CommandOutputDeltaEvent,
     FileChangeItem,
     FileUpdate,
     ItemCompleted,
@@ -100,7 +102,7 @@ class ToolRunner:
         item = _start_item(kind, name, args, self.next_id(), parent_id)
         self.emit(ItemStarted(item=item))
         try:
-            value = await self.registry.invoke(name, args, self.context)
+            value = await self.registry.invoke(name, args, self._context_for(item))
         except ToolError as exc:
             _finish_item(item, None, str(exc))
             self.emit(ItemCompleted(item=item))
@@ -112,6 +114,18 @@ class ToolRunner:
         _finish_item(item, value, None)
         self.emit(ItemCompleted(item=item))
         return value
+
+    def _context_for(self, item: BaseModel) -> ToolContext:
+        """The context of one call: for a command, one whose output goes out as live
+        events while it runs."""
+        if not isinstance(item, CommandExecutionItem):
+            return self.context
+        from codemode.tools.live_output import text_feed
+
+        def sink(text: str) -> None:
+            self.emit(CommandOutputDeltaEvent(item_id=item.id, text=text))
+
+        return dataclasses.replace(self.context, live_output=text_feed(sink))
 
     async def run_program(self, code: str) -> ExecResult:
         item = CodeExecutionItem(id=self.next_id(), code=code)

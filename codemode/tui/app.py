@@ -238,9 +238,11 @@ class InteractiveApp:
         if self.snapshots.disabled and not self._told_disabled:
             self._told_disabled = True
             self.renderer.note(f"! /undo is off: {self.snapshots.disabled}", style="yellow")
+        self.renderer.activity.model = self.session.model
         try:
             await self.session.run_turn(prompt)
         finally:
+            self.renderer.activity.end_turn()
             # An interrupted turn's changes can be undone too.
             try:
                 changes = await asyncio.to_thread(self.snapshots.end_turn)
