@@ -184,7 +184,8 @@ def run(
         caps = {"timeout": timeout, "memory": memory, "max_tool_calls": max_tool_calls}
         sys.exit(
             run_batch_command(
-                source, args, engine=engine, repos=repos, sandbox=sandbox, **caps, **batch
+                source, args, engine=engine, repos=repos, sandbox=sandbox, verbose=verbose,
+                **caps, **batch,
             )
         )
     refuse_without_repos(batch)
@@ -208,6 +209,7 @@ def run(
             as_json=as_json,
             verbose=verbose,
             sandbox={"sandbox_mode": mode, "approval_policy": policy},
+            dry_run=bool(batch.get("dry_run")),
         )
     except ConfigError as exc:  # a bad [mcp_servers] table
         raise click.UsageError(str(exc)) from None

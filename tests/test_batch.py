@@ -355,12 +355,59 @@ def test_report_survives_strings_utf8_cannot_encode(workdir: Path) -> None:
     assert (line["output"], line["value"]) == ("half \ufffd pair", "\ufffd")
 
 
+def test_a_single_run_dry_run_prints_the_diff_and_writes_nothing(workdir: Path) -> None:
+    [repo] = make_repos(workdir / "repos", 1)
+    (workdir / "one.js").write_text(BUMP.replace("repo.name", "'repo-00'"))
+    proc = interp("run", workdir / "one.js", "--dry-run", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert (repo / "version.txt").read_text() == "1.0.0\n"  # nothing written
+    assert proc.stdout.startswith("repo-00: 1.0.0 -> 1.0.1\n")  # the read-back saw it
+    assert proc.stdout.endswith(
+        "diff --git a/version.txt b/version.txt\n--- a/version.txt\n+++ b/version.txt\n"
+        "@@ -1 +1 @@\n-1.0.0\n+1.0.1\n"
+    ), proc.stdout
+    assert "dry run: 1 file would change (nothing written)" in proc.stderr
+    as_json = interp("run", workdir / "one.js", "--dry-run", "--json", cwd=repo)
+    data = json.loads(as_json.stdout)
+    assert data["changed_files"] == ["version.txt"] and "+1.0.1" in data["diff"]
+    assert not list(repo.glob("*.jsonl"))
+
+
+def test_batch_report_goes_under_codemode_home_and_v_shows_each_output(
+    workdir: Path,
+) -> None:
+    make_repos(workdir / "repos", 3)
+    home = workdir / "home"
+    env = {**os.environ, "CODEMODE_HOME": str(home)}
+    proc = interp("run", "bump.js", "--repos", "repos", "-v", "--jobs", "1", cwd=workdir,
+                  env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert not list(workdir.glob("*.jsonl"))  # not in the current directory
+    [report] = (home / "batch").glob("codemode-batch-*.jsonl")
+    assert str(report) in proc.stderr.splitlines()[-1]
+    for i in range(3):
+        assert f"  repo-{i:02d}: 1.{i}.0 -> 1.{i}.1" in proc.stderr  # the console output
+        assert f'  → {{"name": "repo-{i:02d}", "version": "1.{i}.1"}}' in proc.stderr
+
+
+def test_a_syntax_error_is_reported_once_before_any_repository_runs(workdir: Path) -> None:
+    repos = make_repos(workdir / "repos", 4)
+    (workdir / "bad.js").write_text("await tools.write_file({path: 'x', content: 'y'});\n"
+                                    "const a = ;\n")
+    proc = interp("run", "bad.js", "--repos", "repos", "--report", "r.jsonl", cwd=workdir)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert sum("SyntaxError" in line for line in lines) == 1, proc.stderr
+    assert "at 2:11" in proc.stderr and "no repository was run" in proc.stderr
+    assert not (workdir / "r.jsonl").exists()
+    assert not any((r / "x").exists() for r in repos)
+
+
 def test_batch_usage_errors(workdir: Path) -> None:
     (workdir / "plain").mkdir()
     (workdir / "empty.txt").write_text("# nothing\n")
     (workdir / "missing.txt").write_text("repos/nope\n")
     cases = [
-        (["--dry-run"], "--dry-run only applies to batch runs"),
         (["--jobs", "2", "--report", "x.jsonl"], "--jobs, --report only apply to batch runs"),
         (["--repos", "plain"], "is not a working copy and has no subdirectory"),
         (["--repos", "empty.txt"], "names no repository"),

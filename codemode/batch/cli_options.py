@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-BATCH_ONLY = ("jobs", "report", "dry_run", "backend", "ray_address")
+BATCH_ONLY = ("jobs", "report", "backend", "ray_address")
 
 
 def spread_repos(args: list[str]) -> list[str]:
@@ -72,14 +72,14 @@ def batch_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "--report",
             type=click.Path(dir_okay=False, path_type=Path),
             help="JSON Lines report, one line per repository "
-            "(default: codemode-batch-DATE-TIME.jsonl in the current directory).",
+            "(default: $CODEMODE_HOME/batch/codemode-batch-DATE-TIME.jsonl).",
         ),
         click.option(
             "--dry-run",
             is_flag=True,
             default=None,
-            help="Record file changes as diffs in the report instead of writing them "
-            "(the shell tool is refused).",
+            help="Write no file: print the unified diff of what would change (with "
+            "--repos, put it in the report); the shell tool is refused.",
         ),
         click.option(
             "--backend",
