@@ -55,7 +55,7 @@ _CLEANUP_S = 2.0
 def _prelude() -> str:
     # inspect.js first: the prelude's console takes its formatter from it.
     here = resources.files("codemode.js_runtime")
-    return here.joinpath("inspect.js").read_text("utf-8") + here.joinpath("prelude.js").read_text("utf-8")
+    return "".join(here.joinpath(n).read_text("utf-8") for n in ("inspect.js", "prelude.js"))
 
 
 class LimitReached(Exception):
