@@ -210,6 +210,7 @@ def run(
             verbose=verbose,
             sandbox={"sandbox_mode": mode, "approval_policy": policy},
             dry_run=bool(batch.get("dry_run")),
+            filename="stdin" if script == "-" else script,
         )
     except ConfigError as exc:  # a bad [mcp_servers] table
         raise click.UsageError(str(exc)) from None

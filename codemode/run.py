@@ -64,6 +64,7 @@ async def run_source(
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
     dry_run: bool = False,
+    filename: str = "program.js",
 ) -> int:
     """Run one script and report it; returns the exit status.
 
@@ -109,7 +110,9 @@ async def run_source(
         if result.ok and result.value is not None:
             print(_render_value(result.value), file=out)
         if result.error is not None:
-            print(result.error.one_line(), file=err)
+            from codemode.js_runtime.error_render import render_error
+
+            print(render_error(result.error, source, filename), file=err)
         if changes is not None:
             _print_dry_run(diff or "", changes.changed_paths(host.workspace), out, err)
     return exit_status(result)

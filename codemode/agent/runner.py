@@ -150,7 +150,10 @@ class ToolRunner:
         item.output = result.output
         item.value = result.value
         item.tool_calls = len(result.tool_calls)
-        item.error = result.error.one_line() if result.error else None
+        if result.error is not None:
+            from codemode.js_runtime.error_render import render_error
+
+            item.error = render_error(result.error, code)  # what the model reads too
         item.status = "completed" if result.ok else "failed"
         self.emit(ItemCompleted(item=item))
         return result

@@ -360,7 +360,8 @@ class TerminalRenderer:
         self.current_program = None
         calls = f"{item.tool_calls} tool call{'s' if item.tool_calls != 1 else ''}"
         if item.error:
-            self._print(Text(f"✗ {item.error} ({calls})", style="red"), depth=1)
+            self._print(Text(f"✗ error ({calls})", style="red"), depth=1)
+            self._print(Text(item.error, style="red"), depth=2)
             return
         if item.value is not None:
             value = json.dumps(item.value, ensure_ascii=False)
