@@ -24,7 +24,7 @@ from codemode.tui.mentions import expand_mentions
 from codemode.tui.render import TerminalRenderer, make_console
 from codemode.tui.snapshots import Snapshots
 
-EXIT_OK, EXIT_USAGE = 0, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 @dataclass
@@ -71,6 +71,8 @@ class InteractiveApp:
         self._foreground: asyncio.Task[None] | None = None
         self._prepared: asyncio.Future[None] | None = None
         self._told_disabled = False
+        # A turn failed: with input piped in (no one watching), the exit status says so.
+        self.turn_failed = False
 
     # --- sessions --------------------------------------------------------------------
 
@@ -240,7 +242,8 @@ class InteractiveApp:
             self.renderer.note(f"! /undo is off: {self.snapshots.disabled}", style="yellow")
         self.renderer.activity.model = self.session.model
         try:
-            await self.session.run_turn(prompt)
+            result = await self.session.run_turn(prompt)
+            self.turn_failed = self.turn_failed or not result.ok
         finally:
             self.renderer.activity.end_turn()
             # An interrupted turn's changes can be undone too.
@@ -287,6 +290,7 @@ class InteractiveApp:
                 raise
             self.renderer.note("interrupted · the session goes on")
         except Exception as exc:  # a bug in one turn must not end the session
+            self.turn_failed = True
             self.renderer.note(f"internal error: {type(exc).__name__}: {exc}", style="red")
         finally:
             self._foreground = None
@@ -318,6 +322,8 @@ class InteractiveApp:
                 break
             interrupts = 0
             await self.handle(line)
+        if self.turn_failed and not self.reader.interactive:
+            return EXIT_FAILED
         return EXIT_OK
 
 
