@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codemode.agent.build import SessionOptions, build_session
+from codemode.agent.build import REPLAY_PROVIDER, SessionOptions, build_session
 from codemode.agent.codex_compat import translate_overrides
 from codemode.agent.events import ThreadStarted
 from codemode.agent.images import ImageProblem, load_image
@@ -92,7 +92,8 @@ async def _run(options: ExecOptions) -> int:
 
         replayed = Outcomes()
         session = build_session(
-            config, options, [printer, replayed], provider=provider, provider_name="replay"
+            config, options, [printer, replayed], provider=provider,
+            provider_name=REPLAY_PROVIDER,
         )
     else:
         if not options.prompt or not options.prompt.strip():

@@ -8,6 +8,7 @@ Ctrl-C clears the line, twice on an empty line exits; Ctrl-D exits.
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 import sys
 from dataclasses import dataclass, replace
@@ -36,6 +37,17 @@ class InteractiveOptions(SessionOptions):
 
 class UsageProblem(Exception):
     """Bad options or configuration, found before the session starts."""
+
+
+# What the session itself put before a message (after /undo), not what the user typed.
+_INTERNAL_NOTE = re.compile(r"^\[The user reverted [^\]]*\]\s*")
+
+
+def _live_provider(resume: RecordedSession) -> str | None:
+    """The recorded provider, unless it was a replay's (no live model behind it)."""
+    from codemode.agent.build import REPLAY_PROVIDER
+
+    return None if resume.meta.provider == REPLAY_PROVIDER else resume.meta.provider
 
 
 class InteractiveApp:
@@ -104,7 +116,7 @@ class InteractiveApp:
         )
         if resume is not None:  # what /new starts with from now on
             self.options.model, self.options.harness = session.model, session.harness.name
-            self.options.provider = options.provider or resume.meta.provider
+            self.options.provider = options.provider or _live_provider(resume)
             self.options.code_mode = getattr(session.harness, "dialect", "classic") == "code"
         return session
 
@@ -115,7 +127,7 @@ class InteractiveApp:
             self.approval_policy = sandbox.settings.approval_policy
         self._provider_name = (
             self.options.provider
-            or (resume.meta.provider if resume is not None else None)
+            or (_live_provider(resume) if resume is not None else None)
             or self.config.model_provider
             or "?"
         )
@@ -136,7 +148,7 @@ class InteractiveApp:
                 f"turn{'s' if turns != 1 else ''}"
             )
             for index in resume.prompt_indexes[-3:]:
-                text = str(getattr(resume.messages[index], "text", ""))
+                text = _INTERNAL_NOTE.sub("", str(getattr(resume.messages[index], "text", "")))
                 self.renderer.note(f"  › {' '.join(text.split())[:100]}")
         return session
 
