@@ -64,10 +64,8 @@ class Activity:
 
     def output(self, item_id: str, text: str) -> None:
         task = self._tasks.get(item_id)
-        if task is not None:
+        if task is not None:  # drawn at the next refresh (8 a second), not per chunk
             task.output = (task.output + text)[-_KEEP_CHARS:]
-            if self._live is not None:
-                self._live.refresh()
 
     @property
     def running(self) -> bool:
