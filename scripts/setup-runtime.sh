@@ -38,6 +38,20 @@ if [ ! -x .venv/bin/python ] && "$python" -m pip --version >/dev/null 2>&1; then
   "$python" -m venv --without-pip .venv
 fi
 [ -x .venv/bin/python ] || "$python" -m venv .venv
+# uv installs the same packages in ~3 s instead of ~12 s. The one on PATH, else one
+# fetched once (~4 s) into a cache outside the clone, keyed by its version; without it
+# (CODEMODE_NO_UV=1, or no way to fetch it) pip does the work.
+uv_version=0.13.8
+uv_dir=${XDG_CACHE_HOME:-$HOME/.cache}/codemode/uv-$uv_version
+uv=$(command -v uv 2>/dev/null || true)
+if [ -z "$uv" ] && [ -z "${CODEMODE_NO_UV:-}" ]; then
+  if [ ! -x "$uv_dir/bin/uv" ] && "$python" -m pip --version >/dev/null 2>&1; then
+    "$python" -m pip install -q --disable-pip-version-check --target "$uv_dir" \
+      "uv==$uv_version" >/dev/null 2>&1 || rm -rf "$uv_dir"
+  fi
+  [ -x "$uv_dir/bin/uv" ] && uv=$uv_dir/bin/uv
+fi
+[ -n "${CODEMODE_NO_UV:-}" ] && uv=
 if .venv/bin/python -m pip --version >/dev/null 2>&1; then
   install=(.venv/bin/python -m pip install -q --disable-pip-version-check --no-compile)
 else
@@ -49,9 +63,13 @@ import tomllib
 project = tomllib.load(open("pyproject.toml", "rb"))
 print(*project["build-system"]["requires"], *project["project"]["dependencies"], sep="\n")')
 # A path-file editable install: the import-hook kind costs ~7 ms at every start.
-if ! { "${install[@]}" "${deps[@]}" \
-       && "${install[@]}" --no-deps --no-build-isolation -e . \
-            --config-settings editable_mode=compat; } >"$log" 2>&1; then
+fill() {
+  "$@" "${deps[@]}" \
+    && "$@" --no-deps --no-build-isolation -e . --config-settings editable_mode=compat
+}
+# uv first where there is one; pip if uv fails (an index only pip is configured for).
+if ! { { [ -n "$uv" ] && fill "$uv" pip install -q --python .venv/bin/python; } \
+       || fill "${install[@]}"; } >"$log" 2>&1; then
   cat "$log" >&2
   echo "setup: installing codemode failed (log above, also in $log)" >&2
   exit 1
