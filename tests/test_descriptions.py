@@ -89,6 +89,13 @@ def _rendered(cwd: Path) -> dict[str, str]:
             out[f"{where} instructions"] = shown["instructions"]
             for tool in shown["tools"] + shown.get("commands", []):
                 out[f"{where} tool {tool['name']}"] = tool["description"]
+    # The MCP server's execute tool, with its declarations and with tool search.
+    from codemode.mcp.approval import policy_decider
+    from codemode.mcp.server import HostService
+    from codemode.tools.builtin import builtin_registry
+
+    service = HostService(builtin_registry(), cwd, decide=policy_decider("never", "read-only"))
+    out["mcp-server execute"] = service.execute_description()
     return out
 
 
