@@ -12,10 +12,12 @@ from typing import Any
 
 import click
 
-from codemode.batch.cli_options import batch_options, refuse_without_repos
+from codemode.batch.cli_options import BatchCommand, batch_options, refuse_without_repos
 from codemode.sandbox.cli_options import resolve_modes, sandbox_options
 
 ENGINE_CHOICES = ("quickjs", "v8")
+# `policy check`: the exit status says the decision, for scripts.
+POLICY_EXIT = {"allow": 0, "unmatched": 1, "prompt": 3, "forbidden": 4}
 
 
 def cwd_option(help: str) -> Any:
@@ -63,6 +65,17 @@ class _SessionGroup(click.Group):
         head: list[str] = getattr(ctx, attr)
         if head and self.get_command(ctx, head[0]) is None:
             words = [*head, *ctx.args]
+            if len(words) == 1:
+                from codemode.cli_hints import near_names
+
+                close = [n for n in near_names(words[0], self.list_commands(ctx))
+                         if not n.startswith(words[0]) or len(words[0]) >= 3]
+                if close and words[0].isalpha():
+                    offer = " or ".join(f"`interpreter {n}`" for n in close[:3])
+                    raise click.UsageError(
+                        f"{words[0]!r} is not a command; did you mean {offer}? (To ask "
+                        "the model, start `interpreter` and type it at the prompt.)"
+                    )
             if any(w.startswith("-") for w in words[1:]):
                 raise click.UsageError(
                     "put options before the PROMPT: interpreter [OPTIONS] [PROMPT]"
@@ -92,10 +105,16 @@ def cli(ctx: click.Context, **kw: Any) -> None:
         _run_interactive(prompt=ctx.meta.get("codemode.prompt"), **kw)
 
 
-@cli.command(context_settings={"ignore_unknown_options": False})
+@cli.command(cls=BatchCommand, context_settings={"ignore_unknown_options": False})
 @click.argument("script", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.argument("args", nargs=-1)
-@click.option("--engine", type=click.Choice(ENGINE_CHOICES), default="quickjs", show_default=True)
+@click.option(
+    "--engine",
+    type=click.Choice(ENGINE_CHOICES),
+    default="quickjs",
+    show_default=True,
+    help="quickjs: starts in ~0.4 ms; v8: JIT-compiled, for CPU-heavy scripts.",
+)
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
@@ -117,12 +136,7 @@ def cli(ctx: click.Context, **kw: Any) -> None:
     show_default=True,
     help="Tool calls allowed before the script is stopped.",
 )
-@click.option(
-    "--cwd",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=".",
-    help="Workspace the tools work in (default: current directory).",
-)
+@cwd_option("Workspace the tools work in (default: current directory).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result.")
 @click.option("-v", "--verbose", is_flag=True, help="Show each tool call on stderr.")
 @config_option()
@@ -184,7 +198,8 @@ def run(
         caps = {"timeout": timeout, "memory": memory, "max_tool_calls": max_tool_calls}
         sys.exit(
             run_batch_command(
-                source, args, engine=engine, repos=repos, sandbox=sandbox, **caps, **batch
+                source, args, engine=engine, repos=repos, sandbox=sandbox, verbose=verbose,
+                **caps, **batch,
             )
         )
     refuse_without_repos(batch)
@@ -208,6 +223,8 @@ def run(
             as_json=as_json,
             verbose=verbose,
             sandbox={"sandbox_mode": mode, "approval_policy": policy},
+            dry_run=bool(batch.get("dry_run")),
+            filename="stdin" if script == "-" else script,
         )
     except ConfigError as exc:  # a bad [mcp_servers] table
         raise click.UsageError(str(exc)) from None
@@ -293,7 +310,12 @@ def session_options(fn: Any) -> Any:
             default=None,
             help="Code dialect (one exec tool running JavaScript) or classic tool calls.",
         ),
-        click.option("--harness", help="Harness (prompt and tool surface); default: native."),
+        click.option(
+            "--harness",
+            help="Harness (prompt and tool surface; `interpreter harness list`); default: "
+            "the one of the provider's model family (claude-code for Anthropic, kimi-code "
+            "for Kimi, qwen-code for Qwen), else native.",
+        ),
         cwd_option("Workspace (default: current directory)."),
         click.option(
             "--max-turns",
@@ -459,7 +481,14 @@ def resume(args: tuple[str, ...], last: bool, overrides: tuple[str, ...], **kw: 
 
 
 @cli.command()
-@click.option("-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option(
+    "-n",
+    "--limit",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="How many sessions to list.",
+)
 def sessions(limit: int) -> None:
     """List recorded sessions, newest first (ids for `interpreter resume`)."""
     from codemode.agent.rollout import SESSIONS_DIR, list_sessions
@@ -469,7 +498,9 @@ def sessions(limit: int) -> None:
     if not rows:
         click.echo("no sessions recorded yet", err=True)
     for row in rows:
-        click.echo(f"{row.id}  {row.model:<24} {row.dialect:<7} {row.first_prompt}")
+        click.echo(
+            f"{row.id}  {row.model:<24} {row.dialect:<7} {row.cwd or '?'}  {row.first_prompt}"
+        )
 
 
 @cli.command()
@@ -523,12 +554,7 @@ def policy() -> None:
     help="A .rules file to load besides the built-in, user and repository rules (repeatable).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the evaluation as JSON.")
-@click.option(
-    "--cwd",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=".",
-    help="Workspace the command would run in (default: current directory).",
-)
+@cwd_option("Workspace the command would run in (default: current directory).")
 @click.argument("command", nargs=-1, required=True)
 def policy_check(
     rules_files: tuple[Path, ...], as_json: bool, cwd: Path, command: tuple[str, ...]
@@ -538,6 +564,9 @@ def policy_check(
 
     COMMAND is one shell command line (quote it) or an argv after `--`:
     `interpreter policy check -- git push --force`.
+
+    Exit status: 0 allow, 1 unmatched (no rule: the approval policy decides), 3 prompt,
+    4 forbidden, 2 usage error.
     """
     from codemode.sandbox.check_cli import evaluate, render
     from codemode.sandbox.rules import RulesError
@@ -548,16 +577,12 @@ def policy_check(
         click.echo(f"interpreter policy check: error: {exc}", err=True)
         sys.exit(2)
     click.echo(render(ev, as_json=as_json))
+    sys.exit(POLICY_EXIT.get(str(ev.decision), 0))
 
 
 @cli.command("apply-patch")
 @click.argument("patch", default="-", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option(
-    "--cwd",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=".",
-    help="Directory the patch's paths are relative to, and the only one it may change.",
-)
+@cwd_option("Directory the patch's paths are relative to, and the only one it may change.")
 def apply_patch(patch: str, cwd: Path) -> None:
     """Apply PATCH (a file, or - for stdin, the default) to the files under --cwd.
 
@@ -822,6 +847,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         status = cli.main(args=argv, prog_name="interpreter", standalone_mode=False)
     except click.UsageError as exc:
+        if isinstance(exc, click.NoSuchOption):
+            from codemode.cli_hints import near_options
+
+            exc.possibilities = near_options(exc.option_name, exc.possibilities or [])
         name = exc.ctx.command_path if exc.ctx else "interpreter"
         click.echo(f"{name}: error: {exc.format_message()}", err=True)
         sys.exit(2)

@@ -270,7 +270,7 @@ def check(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_policy_check_text_and_json(ws: Path) -> None:
     proc = check("ls; git push origin main --force", cwd=ws)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 3, proc.stderr  # the exit status says "prompt"
     lines = proc.stdout.splitlines()
     assert lines[0] == "decision: prompt"
     assert lines[1] == "command: git push origin main --force"

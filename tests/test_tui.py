@@ -517,6 +517,9 @@ def test_first_run_wizard_writes_the_config_and_keeps_its_content(
         term.send_line("")
         term.expect("model")
         term.send_line("wizard-model")
+        term.expect("Code mode: the model writes short JavaScript programs")
+        term.expect("use code mode? [Y/n]")
+        term.send_line("")
         term.expect("wrote")
         term.prompt()
         term.send_line("hi")
@@ -526,7 +529,10 @@ def test_first_run_wizard_writes_the_config_and_keeps_its_content(
     text = config.read_text(encoding="utf-8")
     assert "# my settings" in text and "max_turns = 7" in text
     assert 'model_provider = "local"' in text and 'model = "wizard-model"' in text
+    assert "code_mode = true" in text
     assert server.requests[0].body["model"] == "wizard-model"
+    tools = server.requests[0].body.get("tools") or []
+    assert [t["function"]["name"] for t in tools] == ["exec"]  # the code dialect
 
 
 def test_plain_output_without_a_terminal(home: Path, work: Path) -> None:

@@ -179,6 +179,7 @@ class CodemodeAcpAgent:
         from codemode.agent.build import SessionOptions, build_session
         from codemode.config import ConfigError, load_config
         from codemode.harnesses.catalog import UnknownHarnessError
+        from codemode.providers.base import AuthenticationError
 
         workspace = Path(cwd)
         if mcp_servers:
@@ -205,6 +206,8 @@ class CodemodeAcpAgent:
             )
         except (ConfigError, UnknownHarnessError) as exc:
             raise _invalid(str(exc)) from None
+        except AuthenticationError as exc:  # no key: ACP's "authentication required"
+            raise RequestError(-32000, str(exc), {"message": str(exc)}) from None
         live = _Live(self.conn, session, str(workspace.resolve()))
         listener.append(live)
         approver = AcpApprover(

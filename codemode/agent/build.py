@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from codemode.harnesses.base import Harness
     from codemode.providers.catalog import ModelFacts
 
+# The provider name a replayed session is recorded under (codemode.agent.replay).
+REPLAY_PROVIDER = "replay"
+
 
 @dataclass
 class SessionOptions:
@@ -251,8 +254,17 @@ def build_session(
     cwd = options.cwd.resolve()
     if resume is not None:
         meta = resume.meta
-        provider_name = options.provider or provider_name or meta.provider
-        model = options.model or config.model or meta.model
+        # A replay's model was a recording: going on needs a live provider, the one
+        # given or configured (with its own model).
+        live = None if meta.provider == REPLAY_PROVIDER else meta.provider
+        provider_name = options.provider or provider_name or live or config.model_provider
+        if provider_name is None:
+            raise ConfigError(
+                f"session {meta.id} is a replay of a recording: there is no model to "
+                "continue it with; pass --provider NAME (or set model_provider in "
+                f"{home / 'config.toml'})"
+            )
+        model = options.model or config.model or (meta.model if live else "")
         harness_name = options.harness or meta.harness
         dialect: Dialect = (
             ("code" if options.code_mode else "classic")
@@ -275,7 +287,7 @@ def build_session(
             config, provider_name or options.provider, notices
         )
     assert provider_name is not None
-    if resume is None:
+    if not model:
         model = pick_model(config, provider_name, options.model)
     chose_harness = bool(options.harness or config.harness or resume is not None)
     facts = _catalog_facts(provider_name, model)

@@ -24,6 +24,7 @@ from codemode.harnesses.spec import HarnessTable, ToolTable
 from codemode.harnesses.terminal import TerminalResult, terminal
 from codemode.tools.base import StrictArgs, Tool
 from codemode.tools.context import ToolContext, ToolError
+from codemode.tools.doc_text import unwrap
 from codemode.tools.registry import ToolRegistry
 
 Invoke = Callable[[str, dict[str, Any]], Awaitable[Any]]
@@ -400,7 +401,7 @@ def adapter_tool(table: ToolTable, base: ToolRegistry, *, text: bool = False) ->
 
     return AdapterTool(
         name=table.name,
-        description=" ".join(table.description.split()),
+        description=unwrap(table.description),
         args_model=model,
         result_model=result_model,
         handler=handler,

@@ -113,8 +113,9 @@ def render_result(tool: str, value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def render_exec_result(result: ExecResult) -> str:
-    """A code-mode program's outcome: its output, return value and any error."""
+def render_exec_result(result: ExecResult, source: str | None = None) -> str:
+    """A code-mode program's outcome: its output, return value and any error (shown in
+    ``source``, the program, as Node shows an uncaught error)."""
     parts = []
     if result.output:
         parts.append(result.output.rstrip("\n"))
@@ -126,7 +127,9 @@ def render_exec_result(result: ExecResult) -> str:
         )
         parts.append(f"[return value]\n{value}")
     if result.error is not None:
-        parts.append(f"[error] {result.error.one_line()}")
+        from codemode.js_runtime.error_render import render_error
+
+        parts.append(f"[error]\n{render_error(result.error, source)}")
         if result.isolate_reset:
             parts.append("[the isolate was reset: globals from earlier programs are gone]")
     calls = len(result.tool_calls)

@@ -123,7 +123,7 @@ class HostService:
             "tool_calls": len(result.tool_calls),
         }
         return CallToolResult(
-            content=[TextContent(type="text", text=render_exec_result(result))],
+            content=[TextContent(type="text", text=render_exec_result(result, code))],
             structured_content=structured,
             is_error=not result.ok,
         )

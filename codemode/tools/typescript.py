@@ -8,12 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from codemode.tools.doc_text import jsdoc
 from codemode.tools.registry import ToolRegistry, split_namespace
-
-
-def _doc(text: str) -> str:
-    """Text safe inside a /** */ comment (glob examples like `**/*.py` would end it)."""
-    return " ".join(text.split()).replace("*/", "*\\/")
 
 
 def _pascal(name: str) -> str:
@@ -92,7 +88,7 @@ class _Emitter:
             sub = sub if isinstance(sub, dict) else {}
             doc = sub.get("description")
             if isinstance(doc, str) and doc.strip():
-                lines.append(f"  /** {_doc(doc)} */")
+                lines.append(jsdoc(doc, "  "))
             opt = "" if prop in required else "?"
             key = prop if re.fullmatch(r"[A-Za-z_$][A-Za-z0-9_$]*", prop) else json.dumps(prop)
             lines.append(f"  {key}{opt}: {self.type(sub, name + _pascal(_ident(prop)))};")
@@ -157,7 +153,8 @@ def _optional_args(model: type[BaseModel]) -> bool:
 
 
 def _comment(doc: str, indent: str) -> str:
-    return f"{indent}/** {doc} */\n" if doc else ""
+    """A doc comment and its line break, or nothing for a tool without a description."""
+    return f"{jsdoc(doc, indent)}\n" if doc and doc.strip() else ""
 
 
 _STANDALONE = (
@@ -201,15 +198,14 @@ def typescript_declarations(registry: ToolRegistry, *, standalone: bool = False)
         if tool.freeform_field is not None:
             args = f"string | {args}"  # the text itself, or the object holding it
         param = "args?" if _optional_args(tool.args_model) else "args"
-        doc = _doc(tool.description)
         parts = split_namespace(tool.name)
         if parts is None:
-            methods.append(
-                f"{_comment(doc, '  ')}  {tool.name}({param}: {args}): Promise<{result}>;"
-            )
+            doc = _comment(tool.description, "  ")
+            methods.append(f"{doc}  {tool.name}({param}: {args}): Promise<{result}>;")
         else:
+            doc = _comment(tool.description, "    ")
             spaces.setdefault(parts[0], []).append(
-                f"{_comment(doc, '    ')}    {parts[1]}({param}: {args}): Promise<{result}>;"
+                f"{doc}    {parts[1]}({param}: {args}): Promise<{result}>;"
             )
     for ns, members in spaces.items():
         joined = "\n".join(members)

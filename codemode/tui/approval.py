@@ -44,6 +44,7 @@ class TerminalApprover:
     async def __call__(self, request: ApprovalRequest) -> ApprovalChoice:
         self.asked += 1
         self.renderer.flush_streams()
+        self.renderer.activity.hold()  # the question needs the screen
         console = self.renderer.console
         for renderable in describe_request(request, self.renderer.current_program):
             console.print(renderable)
@@ -56,7 +57,10 @@ class TerminalApprover:
             for label, key, _ in CHOICES
             if key in choices
         )
-        answer = await self.ask(f"{labels} › ", choices)
+        try:
+            answer = await self.ask(f"{labels} › ", choices)
+        finally:
+            self.renderer.activity.release()
         style = "green" if answer != "deny" else "red"
         console.print(Text(f"→ {dict((a, lbl) for lbl, _, a in CHOICES)[answer]}", style=style))
         return answer  # type: ignore[return-value]

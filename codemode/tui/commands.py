@@ -42,7 +42,9 @@ async def run_command(app: InteractiveApp, line: str) -> None:
     name, _, arg = line.strip().partition(" ")
     found = COMMANDS.get(name)
     if found is None:
-        close = [n for n in COMMANDS if n.startswith(name)]
+        from codemode.cli_hints import near_names
+
+        close = near_names(name, COMMANDS)
         hint = f" (did you mean {', '.join(close)}?)" if close else " (/help lists them)"
         app.renderer.note(f"unknown command {name}{hint}", style="red")
         return
