@@ -18,7 +18,8 @@ example is a load error naming the file and line.
 Two codemode extensions to ``prefix_rule`` (not understood by Codex) let the built-in
 defaults look past the prefix: ``any_argument=[GLOB, ...]`` (the rule applies only when
 some later argument matches one of the globs) and ``no_argument=[GLOB, ...]`` (only when
-none does).
+none does). A third, ``allow_command(command="...")``, allows one exact command line and
+nothing else: that is what answering "always" to an approval stores by default.
 """
 
 from __future__ import annotations
@@ -157,6 +158,18 @@ def _fnmatch_any(text: str, globs: Iterable[str]) -> bool:
     return any(fnmatch.fnmatchcase(text, g) for g in globs)
 
 
+@dataclass(frozen=True)
+class ExactRule:
+    """``allow_command(command=...)``: exactly this command line, nothing more."""
+
+    command: str
+    source: str = "<memory>"
+    layer: Layer = "user"
+
+    def describe(self) -> str:
+        return f"allow_command(command={_starlark(self.command)})"
+
+
 @dataclass
 class RuleSet:
     """The rules of one layer (built-in defaults, the user's, the repository's)."""
@@ -164,9 +177,11 @@ class RuleSet:
     rules: list[PrefixRule] = field(default_factory=list)
     executables: dict[str, tuple[str, ...]] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
+    exact: list[ExactRule] = field(default_factory=list)
 
     def extend(self, other: RuleSet) -> None:
         self.rules.extend(other.rules)
+        self.exact.extend(other.exact)
         for name, paths in other.executables.items():
             self.executables[name] = self.executables.get(name, ()) + paths
         self.files.extend(other.files)
@@ -200,6 +215,13 @@ def parse_rules(text: str, path: str, layer: Layer = "user") -> RuleSet:
             kwargs[kw.arg] = _literal(kw.value, path)
         if call.func.id == "prefix_rule":
             out.rules.append(_prefix_rule(kwargs, path, line, layer))
+        elif call.func.id == "allow_command":
+            command = kwargs.get("command")
+            if set(kwargs) - {"command", "justification"} or not isinstance(command, str):
+                raise RulesError(path, line, "allow_command() needs command= a command line")
+            if not command.strip():
+                raise RulesError(path, line, "allow_command() needs a non-empty command")
+            out.exact.append(ExactRule(command.strip(), f"{path}:{line}", layer))
         elif call.func.id == "host_executable":
             name, paths = _host_executable(kwargs, path, line)
             out.executables[name] = out.executables.get(name, ()) + paths
@@ -207,7 +229,8 @@ def parse_rules(text: str, path: str, layer: Layer = "user") -> RuleSet:
             raise RulesError(
                 path,
                 line,
-                f"unknown function {call.func.id}(); expected prefix_rule or host_executable",
+                f"unknown function {call.func.id}(); expected prefix_rule, allow_command "
+                "or host_executable",
             )
     return out
 
@@ -335,11 +358,20 @@ def load_rules_dir(directory: Path, layer: Layer) -> RuleSet:
 
 def append_allow_rule(path: Path, pattern: Sequence[str], justification: str | None = None) -> None:
     """Append ``prefix_rule(pattern=..., decision="allow")`` to the rules file ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     line = f'prefix_rule(pattern={_starlark(list(pattern))}, decision="allow"'
     if justification:
         line += f", justification={_starlark(justification)}"
     line += ")\n"
+    _append_line(path, line)
+
+
+def append_exact_rule(path: Path, command: str) -> None:
+    """Append ``allow_command(command=...)`` (this exact command line) to ``path``."""
+    _append_line(path, f"allow_command(command={_starlark(command.strip())})\n")
+
+
+def _append_line(path: Path, line: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
     prefix = ""
     if path.exists() and path.stat().st_size:
         with path.open("rb") as f:

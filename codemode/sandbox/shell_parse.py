@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from codemode.sandbox import code_checks
 from codemode.sandbox.words import (
     Word,
     decode_ansi_c,
@@ -42,6 +43,7 @@ class SimpleCommand:
     source: str  # the text as written in the script
     open_ended: bool = False  # more arguments are added at run time (xargs, find -exec)
     writes: tuple[str, ...] = ()  # files its output is redirected to
+    write_words: tuple[Word, ...] = ()  # the same, as words (for the device check)
     via: tuple[str, ...] = ()  # wrappers looked through to reach it (env, sudo, bash -c...)
     strict_only: bool = False  # a wrapper's own words: only prompt/forbidden rules apply
 
@@ -110,6 +112,10 @@ def parse_script(script: str, *, depth: int = 0) -> ParsedScript:
     walker = _Walker(src, depth)
     walker.visit(root)
     result.problems.extend(walker.problems)
+    for payload, why in walker.payloads:
+        inner = parse_script(payload, depth=depth + 1)
+        result.extend(inner)
+        result.problems.append(Problem(payload, why))
     for cmd, stdin in walker.found:
         result.extend(unwrap.expand(cmd, depth=depth, stdin=stdin))
     return result
@@ -182,6 +188,8 @@ class _Walker:
         self.depth = depth
         self.found: list[tuple[SimpleCommand, Any]] = []
         self.problems: list[Problem] = []
+        self.code_nodes: list[Node] = []
+        self.payloads: list[tuple[str, str]] = []  # (script, why): decided as commands
 
     def text(self, node: Node) -> str:
         return self.src[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
@@ -192,7 +200,10 @@ class _Walker:
             n = stack.pop()
             if n.type == "command":
                 self.command(n)
+            elif n.type in code_checks.NODE_TYPES:
+                self.code_nodes.append(n)
             stack.extend(reversed(n.children))
+        self.problems.extend(code_checks.check(self, self.code_nodes, self.depth))
 
     def command(self, node: Node) -> None:
         name = node.child_by_field_name("name")
@@ -208,6 +219,7 @@ class _Walker:
                 redirects.extend(c for c in outer.children if c.type.endswith("_redirect"))
             outer = outer.parent
         writes: list[str] = []
+        write_words: list[Word] = []
         stdin: Any = None
         for r in redirects:
             dests = r.children_by_field_name("destination")
@@ -217,12 +229,14 @@ class _Walker:
             op = next((c.type for c in r.children if not c.is_named), "")
             if r.type == "file_redirect" and dests and (">" in op and op not in (">&", "<&")):
                 w = self.word(dests[0])
-                if not (w.literal and w.text in HARMLESS_TARGETS):
+                if not (w.literal and _harmless_target(w.text)):
                     writes.append(w.text)
+                    write_words.append(w)
             elif r.type == "file_redirect" and dests and op in (">&", "&>", "&>>"):
                 w = self.word(dests[0])
-                if not w.text.isdigit() and w.text != "-" and w.text not in HARMLESS_TARGETS:
+                if not w.text.isdigit() and w.text != "-" and not _harmless_target(w.text):
                     writes.append(w.text)
+                    write_words.append(w)
             elif r.type == "file_redirect" and op == "<" and dests:
                 stdin = ("file", self.word(dests[0]))
             elif r.type == "heredoc_redirect" and _same(_redirect_owner(r), node):
@@ -235,7 +249,15 @@ class _Walker:
         if _in_pipe(node):
             stdin = stdin or ("pipe", None)
         self.found.append(
-            (SimpleCommand(words=words, source=self.text(node), writes=tuple(writes)), stdin)
+            (
+                SimpleCommand(
+                    words=words,
+                    source=self.text(node),
+                    writes=tuple(writes),
+                    write_words=tuple(write_words),
+                ),
+                stdin,
+            )
         )
 
     def heredoc(self, redirect: Node) -> tuple[str, Word]:
@@ -310,6 +332,13 @@ class _Walker:
                     splits = splits or c.type not in _UNSPLIT_DYNAMIC
             return out, dynamic, splits
         return [], True, t not in _UNSPLIT_DYNAMIC
+
+
+def _harmless_target(text: str) -> bool:
+    return text in HARMLESS_TARGETS or bool(_FD_TARGET.match(text))
+
+
+_FD_TARGET = re.compile(r"/dev/fd/\d+\Z")
 
 
 def _same(a: Node | None, b: Node | None) -> bool:

@@ -6,6 +6,11 @@ documents fed to a shell and ``find -exec``. Wrappers such as ``env``, ``sudo``,
 own options to reach the command they run. ``git``'s global options are dropped so that
 ``git -C dir push --force`` reads as ``git push --force``.
 
+Builtins that take code as data (``alias NAME=VALUE``, ``hash -p PATH NAME``,
+``mapfile -C CALLBACK``, ``compgen -C``/``complete -C``) have their payload parsed the
+same way; the builtin itself is judged too (it needs approval: see ``always_prompt`` in
+``safe_commands.toml``), so a forbidden payload stays forbidden and any other one asks.
+
 Each wrapper also stays in the result as a *strict-only* command, so a rule such as
 ``prefix_rule(pattern=["sudo"], decision="prompt")`` still applies, while an ``allow``
 for the wrapper alone can never let an unchecked inner command through.
@@ -26,13 +31,14 @@ from codemode.sandbox.shell_parse import (
     parse_script,
     with_words,
 )
+from codemode.sandbox.variables import risky_variable
 from codemode.sandbox.words import Word
 
 _GIT_VALUE_OPTIONS = frozenset(
     {"-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--list-cmds"}
 )
 # Global git options through which configuration can name programs for git to run.
-_GIT_RISKY_OPTIONS = frozenset({"-c", "--config-env", "--exec-path"})
+_GIT_RISKY_OPTIONS = frozenset({"--config-env", "--exec-path"})
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 
 
@@ -72,7 +78,9 @@ def expand(cmd: SimpleCommand, *, depth: int, stdin: Any = None) -> ParsedScript
     if base == "find":
         return _find(cmd, depth)
     if base == "git":
-        return _git(cmd)
+        return _git(cmd, depth)
+    if base in _PAYLOAD_BUILTINS:
+        return _payload_builtin(cmd, base, depth)
     if base in table and isinstance(table[base], dict):
         return _wrapper(cmd, table[base], depth)
     out.commands.append(cmd)
@@ -110,6 +118,7 @@ def _tag(inner: SimpleCommand, via: str, outer: SimpleCommand) -> SimpleCommand:
         via=(via, *inner.via),
         open_ended=inner.open_ended or outer.open_ended,
         writes=inner.writes + outer.writes,
+        write_words=inner.write_words + outer.write_words,
     )
 
 
@@ -132,8 +141,12 @@ def _shell(cmd: SimpleCommand, depth: int, stdin: Any) -> ParsedScript:
         if t in ("--", "-"):
             i += 1
             break
+        if t in ("--rcfile", "--init-file"):
+            out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
+            out.problems.append(Problem(cmd.source, f"{base} {t} runs a startup file"))
+            return out
         if t.startswith("--"):
-            i += 2 if t in ("--rcfile", "--init-file") else 1
+            i += 1
             continue
         if len(t) > 1 and t[0] in "-+":
             flags = t[1:]
@@ -143,6 +156,11 @@ def _shell(cmd: SimpleCommand, depth: int, stdin: Any) -> ParsedScript:
             continue
         break
     rest = words[i:]
+    if rest and not command_mode and not read_stdin and not rest[0].literal:
+        out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
+        why = f"{base} runs the script {rest[0].text}, only known at run time"
+        out.problems.append(Problem(cmd.source, why))
+        return out
     if command_mode:
         if not rest:
             return ParsedScript([cmd])
@@ -167,9 +185,33 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
     value_options = set(spec.get("value_options", []))
     script_options = set(spec.get("script_options", []))
     stops = set(spec.get("not_wrapping_options", []))
+    shell_options = set(spec.get("shell_options", []))
+    output_options = set(spec.get("output_options", []))
+    pair_options = set(spec.get("pair_options", []))
+    command_options = set(spec.get("command_options", []))
+    command_keys = {k.lower() for k in spec.get("command_keys", [])}
+    takes_value = value_options | script_options | output_options | command_options
     out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
+    writes: list[str] = []
+    joined = bool(spec.get("joins_to_shell"))
+    script: list[Word] | None = None
+
+    def handle(option: str, value: Word | None, i: int) -> None:
+        nonlocal script
+        if value is None:
+            return
+        if option in output_options:
+            writes.append(value.text)
+        if option in command_options:
+            key, _, payload = value.text.replace(" ", "=", 1).partition("=")
+            if key.lower() in command_keys:
+                out.extend(_script_of(cmd, [Word(payload, value.kind)], depth, base, record=False))
+                out.problems.append(Problem(cmd.source, f"{base} {option} {key} runs a command"))
+        if option in script_options and script is None:
+            script = [value, *words[i:]] if base == "env" else [value]
+
     i = 1
-    while i < len(words):
+    while i < len(words) and script is None:
         w = words[i]
         if not w.literal:
             if w.text.startswith("-") or spec.get("assignments"):
@@ -183,37 +225,72 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
             i += 1
             break
         if spec.get("assignments") and "=" in t and t.split("=", 1)[0].isidentifier():
+            name, value = t.split("=", 1)
+            if risky_variable(name):
+                out.problems.append(
+                    Problem(cmd.source, f"{base} sets {name}, which changes what runs")
+                )
+                if value.strip("|: "):
+                    named = Word(value.lstrip("|"))
+                    out.extend(_script_of(cmd, [named], depth, base, record=False))
             i += 1
             continue
         if not t.startswith("-") or t == "-":
             break
-        option, eq, attached = t.partition("=")
-        short = not t.startswith("--")
-        if short and len(t) > 2 and t[:2] in value_options | script_options:
-            option, attached, eq = t[:2], t[2:], "="
-        if option in stops:
-            return ParsedScript([cmd])
-        if option in script_options:
-            if eq:
-                value, i = Word(attached) if w.literal else w, i + 1
-            elif i + 1 < len(words):
-                value, i = words[i + 1], i + 2
-            else:
-                break
-            inner = _script_of(
-                cmd, [value, *words[i:]] if base == "env" else [value], depth, base, record=False
-            )
-            out.extend(inner)
-            if base == "env" or not spec.get("runs_command", True):
-                return out
+        if t.startswith("--"):
+            option, eq, attached = t.partition("=")
+            if option in stops:
+                return ParsedScript([cmd])
+            i += 1
+            if option in shell_options:
+                joined = True
+            elif option in pair_options:
+                i += 2
+            elif option in takes_value:
+                value = Word(attached) if eq else (words[i] if i < len(words) else None)
+                i += 0 if eq else 1
+                handle(option, value, i)
             continue
-        i += 1 if eq else (2 if option in value_options else 1)
+        i += 1
+        for j in range(1, len(t)):
+            option = "-" + t[j]
+            if option in stops:
+                return ParsedScript([cmd])
+            if option in shell_options:
+                joined = True
+            elif option in takes_value:
+                rest = t[j + 1 :]
+                value = Word(rest) if rest else (words[i] if i < len(words) else None)
+                i += 0 if rest else 1
+                handle(option, value, i)
+                break
+    if script is None and spec.get("script_anywhere"):
+        for k in range(i, len(words)):
+            w = words[k]
+            if w.literal and w.text in script_options and k + 1 < len(words):
+                script = [words[k + 1]]
+                break
+            if w.literal and w.text[:2] in script_options and len(w.text) > 2:
+                script = [Word(w.text[2:])]
+                break
+    if writes:
+        out.commands[0] = with_words(
+            cmd,
+            list(words),
+            strict_only=True,
+            writes=cmd.writes + tuple(writes),
+            write_words=cmd.write_words + tuple(Word(t) for t in writes),
+        )
+    if script is not None:
+        out.extend(_script_of(cmd, script, depth, base, record=False))
+        return out
     if not spec.get("runs_command", True):
         return out
     i += spec.get("positionals", 0)
     inner_words = list(words[i:])
-    if spec.get("joins_to_shell"):
-        out.extend(_script_of(cmd, inner_words, depth, base, record=False))
+    if joined:
+        if inner_words:
+            out.extend(_script_of(cmd, inner_words, depth, base, record=False))
         return out
     if not inner_words:
         default = spec.get("default")
@@ -260,22 +337,78 @@ def _find(cmd: SimpleCommand, depth: int) -> ParsedScript:
     return out
 
 
-def _git(cmd: SimpleCommand) -> ParsedScript:
+def _git(cmd: SimpleCommand, depth: int) -> ParsedScript:
     words = list(cmd.words)
     out = ParsedScript()
     i = 1
+    risky = False
     while i < len(words) and words[i].text.startswith("-"):
         w = words[i]
-        option = w.text.partition("=")[0]
-        if not w.literal or option in _GIT_RISKY_OPTIONS:
-            out.commands.append(with_words(cmd, words, strict_only=True))
+        option, eq, _ = w.text.partition("=")
+        if not w.literal:
+            out.problems.append(
+                Problem(cmd.source, f"git option {w.text} is only known at run time")
+            )
+            risky = True
+            break
+        if option == "-c" or (option.startswith("-c") and len(option) > 2):
+            setting = (
+                w.text[2:]
+                if len(w.text) > 2
+                else (words[i + 1] if i + 1 < len(words) else Word(""))
+            )
+            setting = setting if isinstance(setting, Word) else Word(setting)
+            key, _, value = setting.text.partition("=")
+            out.problems.append(
+                Problem(cmd.source, f"git -c {key} sets configuration that can run programs")
+            )
+            out.extend(_script_of(cmd, [Word(value, setting.kind)], depth, "git -c", record=False))
+            risky = True
+            i += 1 if len(w.text) > 2 else 2
+            continue
+        if option in _GIT_RISKY_OPTIONS and (option != "--exec-path" or eq):
             out.problems.append(
                 Problem(cmd.source, f"git {option} can make git run arbitrary programs")
             )
-            return out
+            risky = True
+        elif option in ("-p", "--paginate"):
+            out.problems.append(Problem(cmd.source, f"git {option} runs a pager"))
+            risky = True
         i += 2 if w.text in _GIT_VALUE_OPTIONS else 1
     if i == 1:
         out.commands.append(cmd)
     else:
         out.commands.append(with_words(cmd, [words[0], *words[i:]]))
+    if risky:
+        out.commands.append(with_words(cmd, words, strict_only=True))
+    return out
+
+
+_PAYLOAD_BUILTINS = frozenset({"alias", "hash", "mapfile", "readarray", "compgen", "complete"})
+
+
+def _payload_builtin(cmd: SimpleCommand, base: str, depth: int) -> ParsedScript:
+    """Builtins that store code to run later: their payload is decided as a command."""
+    out = ParsedScript([cmd])
+    args = list(cmd.words[1:])
+    payloads: list[Word] = []
+    if base == "alias":
+        for w in args:
+            _, eq, value = w.text.partition("=")
+            if eq and w.literal:
+                payloads.append(Word(value))
+            elif eq or not w.literal:
+                payloads.append(Word(w.text, "dynamic"))
+    elif base == "hash":
+        for k, w in enumerate(args):
+            if w.text == "-p" and k + 1 < len(args):
+                payloads.append(args[k + 1])
+    else:  # mapfile / readarray / compgen / complete: -C COMMAND
+        for k, w in enumerate(args):
+            if w.text == "-C" and k + 1 < len(args):
+                payloads.append(args[k + 1])
+            elif w.literal and w.text.startswith("-C") and len(w.text) > 2:
+                payloads.append(Word(w.text[2:]))
+    for p in payloads:
+        out.extend(_script_of(cmd, [p], depth, base, record=False))
     return out
