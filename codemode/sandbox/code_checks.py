@@ -157,6 +157,8 @@ def check(walker: Any, nodes: list[Node], depth: int) -> list[Any]:
                     payload(w.text.lstrip("|"), f"{base} names a program to run")
                     continue
             if w is not None:
+                if w.literal:
+                    walker.literals.setdefault(base, set()).add(w.text)
                 if w.literal and holds_code(w.text):
                     payload(w.text, f"the value assigned to {base} holds code bash may run")
         elif t == "declaration_command":
@@ -194,8 +196,10 @@ def check(walker: Any, nodes: list[Node], depth: int) -> list[Any]:
                 elif eq and holds_code(value):
                     payload(value, f"the value assigned to {base} holds code bash may run")
         elif t == "unset_command":
-            for arg in n.named_children[1:] if n.named_children else []:
+            for arg in n.named_children:
                 w = walker.word(arg)
+                if w.literal and w.text.startswith("-"):
+                    continue
                 if not w.literal:
                     problems.append(_problem(src, f"unset {w.text}: a subscript may be code"))
                 elif "[" in w.text:

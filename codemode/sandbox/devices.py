@@ -12,6 +12,7 @@ import fnmatch
 import functools
 import os
 import os.path
+import re
 import tomllib
 from collections.abc import Sequence
 from importlib import resources
@@ -129,4 +130,24 @@ def written_paths(name: str, args: Sequence[Word]) -> list[Word]:
         out += plain
     elif spec["positionals"] == "last" and len(plain) >= 2:
         out.append(plain[-1])
+    return out
+
+
+_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def resolve(word: Word, literals: dict[str, set[str]]) -> list[Word]:
+    """``word``, and for ``$NAME`` / ``"${NAME}"`` words the literal values the script
+    assigns to NAME (``d=/dev/sda; cat x > $d``)."""
+    if word.kind != "dynamic" or not literals:
+        return [word]
+    names = {a or b for a, b in _VAR.findall(word.text)}
+    if len(names) != 1:
+        return [word]
+    (name,) = names
+    out = [word]
+    for value in literals.get(name, ()):
+        text = _VAR.sub(lambda _m, v=value: v, word.text).replace('"', "")
+        if "$" not in text and "`" not in text:
+            out.append(Word(text))
     return out

@@ -209,7 +209,7 @@ class Policy:
             )
         cwds, cwd_unknown = rm_checks.candidate_cwds(parsed.commands, ctx)
         for cmd in parsed.commands:
-            v = self._judge(cmd, ctx, cwds, cwd_unknown, depth)
+            v = self._judge(cmd, ctx, cwds, cwd_unknown, depth, parsed.literals)
             if v is not None:
                 verdicts.append(v)
         deciding = max(verdicts, key=lambda v: STRICTNESS[v.verdict]) if verdicts else None
@@ -237,6 +237,7 @@ class Policy:
         cwds: list[Path],
         cwd_unknown: bool,
         depth: int,
+        literals: dict[str, set[str]],
     ) -> CommandVerdict | None:
         words = list(cmd.words)
         shown = cmd.display()
@@ -258,7 +259,7 @@ class Policy:
                     hard.append(v)
                 else:
                     soft.append(v)
-        hard += self._devices(cmd, cwds, shown, literal_words)
+        hard += self._devices(cmd, cwds, shown, literal_words, literals)
         root = rm_checks.rm_root_check(cmd, ctx, cwds, shown, literal_words)
         if root is not None:
             hard.append(root)
@@ -323,7 +324,7 @@ class Policy:
             os.path.dirname(os.path.normpath(name)) in TRUSTED_BIN_DIRS
             or name in executables.get(base, ())
         )
-        finding = safe_args.check(base, cmd.words[1:])
+        finding = safe_args.check(base, cmd.words[1:], open_ended=cmd.open_ended)
         rule = f"{BUILTIN}: safe_commands.toml [{base}]"
         for text, why in finding.payloads:
             if depth >= MAX_DEPTH:
@@ -352,7 +353,7 @@ class Policy:
                 soft.append(CommandVerdict(shown, "prompt", rule, None, why, words))
         if finding.level == "prompt":
             soft.append(CommandVerdict(shown, "prompt", rule, None, finding.reason, words))
-        if finding.level == "unknown" or cmd.open_ended or not trusted:
+        if finding.level == "unknown" or not trusted:
             if finding.level == "unknown":
                 self._device_args(cmd, shown, words, soft)
             return None
@@ -368,7 +369,12 @@ class Policy:
         return None
 
     def _devices(
-        self, cmd: SimpleCommand, cwds: list[Path], shown: str, words: tuple[str, ...]
+        self,
+        cmd: SimpleCommand,
+        cwds: list[Path],
+        shown: str,
+        words: tuple[str, ...],
+        literals: dict[str, set[str]],
     ) -> list[CommandVerdict]:
         """Forbidden verdicts for writes to devices: redirections, writers, disk tools."""
         out = []
@@ -376,6 +382,7 @@ class Policy:
         base = os.path.basename(cmd.words[0].text) if cmd.words and cmd.words[0].literal else ""
         args = list(cmd.words[1:])
         targets += devices.written_paths(base, args)
+        targets = [r for t in targets for r in devices.resolve(t, literals)]
         for t in targets:
             dev = devices.device_target(t, cwds)
             if dev is not None:

@@ -235,8 +235,10 @@ def _positionals(spec: Spec, f: Finding, present: set[str], label: str) -> None:
     plain = f.plain
     if spec.requires and not present & set(spec.requires):
         f.raise_to("prompt", f"{label} without {' or '.join(spec.requires)} changes something")
-    if plain and spec.positionals_with and present & set(spec.positionals_with):
-        return
+    if plain and spec.positionals_with:
+        if present & set(spec.positionals_with):
+            return
+        f.raise_to("prompt", f"{label} {plain[0].text} changes something")
     if spec.positionals == "none" and plain:
         f.raise_to("prompt", f"{label} with an argument ({plain[0].text}) changes something")
     elif isinstance(spec.positionals, int) and len(plain) > spec.positionals:
@@ -306,8 +308,18 @@ def _inline_code(name: str, args: Sequence[Word]) -> Finding | None:
     return None
 
 
-def check(name: str, args: Sequence[Word]) -> Finding:
-    """The finding for the program ``name`` (a bare name) run with ``args``."""
+def check(name: str, args: Sequence[Word], *, open_ended: bool = False) -> Finding:
+    """The finding for the program ``name`` (a bare name) run with ``args``;
+    ``open_ended``: more arguments are added at run time (xargs, find -exec)."""
+    f = _check(name, args)
+    if open_ended and f.level == "allow":
+        spec = programs().get(name)
+        if spec is None or not spec.plain:
+            f.raise_to("unmatched", f"{name} gets more arguments at run time")
+    return f
+
+
+def _check(name: str, args: Sequence[Word]) -> Finding:
     if _versions(name, args):
         return Finding()
     if name in always_prompt():

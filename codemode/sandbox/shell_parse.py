@@ -71,10 +71,14 @@ class Problem:
 class ParsedScript:
     commands: list[SimpleCommand] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    # literal values the script assigns to each variable (to resolve `> $dev`)
+    literals: dict[str, set[str]] = field(default_factory=dict)
 
     def extend(self, other: ParsedScript) -> None:
         self.commands.extend(other.commands)
         self.problems.extend(other.problems)
+        for name, values in other.literals.items():
+            self.literals.setdefault(name, set()).update(values)
 
 
 @functools.cache
@@ -112,6 +116,7 @@ def parse_script(script: str, *, depth: int = 0) -> ParsedScript:
     walker = _Walker(src, depth)
     walker.visit(root)
     result.problems.extend(walker.problems)
+    result.literals = walker.literals
     for payload, why in walker.payloads:
         inner = parse_script(payload, depth=depth + 1)
         result.extend(inner)
@@ -189,6 +194,7 @@ class _Walker:
         self.found: list[tuple[SimpleCommand, Any]] = []
         self.problems: list[Problem] = []
         self.code_nodes: list[Node] = []
+        self.literals: dict[str, set[str]] = {}
         self.payloads: list[tuple[str, str]] = []  # (script, why): decided as commands
 
     def text(self, node: Node) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import os.path
+import re
 import tomllib
 from importlib import resources
 from typing import Any
@@ -203,7 +204,7 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
         if option in output_options:
             writes.append(value.text)
         if option in command_options:
-            key, _, payload = value.text.replace(" ", "=", 1).partition("=")
+            key, _, payload = _key_value(value.text)
             if key.lower() in command_keys:
                 out.extend(_script_of(cmd, [Word(payload, value.kind)], depth, base, record=False))
                 out.problems.append(Problem(cmd.source, f"{base} {option} {key} runs a command"))
@@ -307,6 +308,12 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
     return out
 
 
+def _key_value(text: str) -> tuple[str, str, str]:
+    """``Key=value`` or ``Key value`` (ssh -o accepts both)."""
+    m = re.match(r"\s*([^=\s]+)\s*(?:=|\s)\s*(.*)", text, re.S)
+    return (m.group(1), "=", m.group(2)) if m else (text, "", "")
+
+
 def _trap(cmd: SimpleCommand, depth: int) -> ParsedScript:
     """``trap SCRIPT SIGNAL...`` runs SCRIPT later, in this shell."""
     args = [w for w in cmd.words[1:] if not (w.literal and w.text in ("--", "-p", "-l", "-P"))]
@@ -362,6 +369,7 @@ def _git(cmd: SimpleCommand, depth: int) -> ParsedScript:
             out.problems.append(
                 Problem(cmd.source, f"git -c {key} sets configuration that can run programs")
             )
+            value = value.lstrip("!") if key.lower().startswith("alias.") else value
             out.extend(_script_of(cmd, [Word(value, setting.kind)], depth, "git -c", record=False))
             risky = True
             i += 1 if len(w.text) > 2 else 2
