@@ -46,7 +46,7 @@ def candidate_cwds(
 
 
 def _rm_parts(cmd: SimpleCommand) -> tuple[bool, list[Word]] | None:
-    if cmd.strict_only or not cmd.words or not cmd.words[0].literal:
+    if not cmd.words or not cmd.words[0].literal:
         return None
     if os.path.basename(cmd.words[0].text) != "rm":
         return None

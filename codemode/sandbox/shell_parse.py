@@ -11,6 +11,7 @@ indirectly (``bash -c``, ``env``, ``xargs``, ``find -exec``...) is looked throug
 from __future__ import annotations
 
 import functools
+import os.path
 import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from codemode.sandbox import code_checks
 from codemode.sandbox.words import (
     Word,
+    brace_expand,
     decode_ansi_c,
     finish,
     unescape_double_quoted,
@@ -113,6 +115,8 @@ def parse_script(script: str, *, depth: int = 0) -> ParsedScript:
         result.problems.append(
             Problem(script, f"the command does not parse cleanly as bash (near {where!r})")
         )
+        for cmd in _fallback_commands(script):
+            result.extend(unwrap.expand(cmd, depth=depth))
     walker = _Walker(src, depth)
     walker.visit(root)
     result.problems.extend(walker.problems)
@@ -124,6 +128,31 @@ def parse_script(script: str, *, depth: int = 0) -> ParsedScript:
     for cmd, stdin in walker.found:
         result.extend(unwrap.expand(cmd, depth=depth, stdin=stdin))
     return result
+
+
+_PIECES = re.compile(r"[;&|\n()`]+|\$\(|[{}]\s")
+
+
+def _fallback_commands(script: str) -> list[SimpleCommand]:
+    """For a script tree-sitter cannot parse: a rough split into commands (quotes removed,
+    braces expanded) that only prompt and forbidden checks apply to, so that what bash
+    would still run (``{rm,-rf,/}``) stays forbidden."""
+    import shlex
+
+    out = []
+    for piece in _PIECES.split(script):
+        try:
+            tokens = shlex.split(piece, comments=True)
+        except ValueError:
+            tokens = piece.split()
+        words: list[str] = []
+        for t in tokens:
+            words += [os.path.expanduser(b) for b in brace_expand([(c, False) for c in t]) or [t]]
+        if words:
+            out.append(
+                SimpleCommand(tuple(Word(w) for w in words), piece.strip(), strict_only=True)
+            )
+    return out
 
 
 def _first_error(root: Node) -> str:
@@ -206,16 +235,18 @@ class _Walker:
             n = stack.pop()
             if n.type == "command":
                 self.command(n)
+            elif n.type == "redirected_statement" and n.child_by_field_name("body") is None:
+                self.command(n, bare=True)  # `> /dev/sda` alone still writes
             elif n.type in code_checks.NODE_TYPES:
                 self.code_nodes.append(n)
             stack.extend(reversed(n.children))
         self.problems.extend(code_checks.check(self, self.code_nodes, self.depth))
 
-    def command(self, node: Node) -> None:
+    def command(self, node: Node, *, bare: bool = False) -> None:
         name = node.child_by_field_name("name")
-        if name is None:
+        if name is None and not bare:
             return  # only assignments
-        parts: list[Node] = [name, *node.children_by_field_name("argument")]
+        parts: list[Node] = [name, *node.children_by_field_name("argument")] if name else []
         redirects = [c for c in node.children if c.type.endswith("_redirect")]
         # Redirections written around the command (redirected_statement) apply to it,
         # up to the nearest $(...) or <(...), whose output goes elsewhere.
@@ -251,9 +282,12 @@ class _Walker:
                 value = next((c for c in r.children if c.is_named), None)
                 stdin = ("text", self.word(value) if value is not None else Word(""))
         parts.sort(key=lambda n: n.start_byte)
-        words = tuple(self.word(p) for p in parts)
-        if _in_pipe(node):
-            stdin = stdin or ("pipe", None)
+        words = tuple(w for p in parts for w in _brace_words(self.word(p)))
+        if bare:
+            words = (Word(":"),)
+        before = _pipe_source(node)
+        if before is not None and stdin is None:
+            stdin = self.piped_text(before)
         self.found.append(
             (
                 SimpleCommand(
@@ -265,6 +299,18 @@ class _Walker:
                 stdin,
             )
         )
+
+    def piped_text(self, before: Node) -> tuple[str, Any]:
+        """What a command reads from the pipe: the text when the command before it is an
+        ``echo`` or ``printf`` of literal words, else unknown."""
+        if before.type == "command":
+            words = [self.word(c) for c in before.children if c.is_named]
+            names = [w.text for w in words[:1]]
+            if names and names[0] in ("echo", "printf") and all(w.literal for w in words):
+                args = [w.text for w in words[1:] if not w.text.startswith("-")]
+                text = " ".join(args).replace("\\n", "\n").replace("%s", "")
+                return ("pipe-text", Word(text))
+        return ("pipe", None)
 
     def heredoc(self, redirect: Node) -> tuple[str, Word]:
         body = next((c for c in redirect.children if c.type == "heredoc_body"), None)
@@ -364,15 +410,25 @@ def _redirect_owner(redirect: Node) -> Node | None:
     return None
 
 
-def _in_pipe(node: Node) -> bool:
-    """Whether ``node`` reads its standard input from a pipe (not first in a pipeline)."""
+def _pipe_source(node: Node) -> Node | None:
+    """The pipeline element ``node`` reads its standard input from, if any."""
     child, parent = node, node.parent
     while parent is not None and parent.type == "redirected_statement":
         child, parent = parent, parent.parent
     if parent is None or parent.type != "pipeline":
-        return False
-    first = next((c for c in parent.children if c.is_named), None)
-    return first is not None and not _same(first, child)
+        return None
+    named = [c for c in parent.children if c.is_named]
+    for i, c in enumerate(named):
+        if _same(c, child):
+            return named[i - 1] if i > 0 else None
+    return None
+
+
+def _brace_words(w: Word) -> list[Word]:
+    """A word with a brace expansion as the words bash makes of it (``{rm,-rf,/}``)."""
+    if not w.braces:
+        return [w]
+    return [Word(b, "glob" if any(c in b for c in "*?[") else "literal") for b in w.braces]
 
 
 def with_words(cmd: SimpleCommand, words: list[Word], **changes: Any) -> SimpleCommand:

@@ -171,6 +171,10 @@ def _shell(cmd: SimpleCommand, depth: int, stdin: Any) -> ParsedScript:
     kind, value = stdin if stdin else (None, None)
     if kind == "text":
         return _script_of(cmd, [value], depth, base)
+    if kind == "pipe-text":
+        out = _script_of(cmd, [value], depth, base)
+        out.problems.append(Problem(cmd.source, f"{base} runs commands piped into it"))
+        return out
     if kind == "pipe":
         out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
         out.problems.append(
