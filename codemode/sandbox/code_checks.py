@@ -17,13 +17,18 @@
 from __future__ import annotations
 
 import os.path
+import re
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from codemode.sandbox.variables import is_identifier, risky_variable
+from codemode.sandbox.words import Word
 
 if TYPE_CHECKING:
     from tree_sitter import Node
+
+    from codemode.sandbox.shell_parse import SimpleCommand
 
 NODE_TYPES = frozenset(
     {
@@ -238,3 +243,50 @@ def check(walker: Any, nodes: list[Node], depth: int) -> list[Any]:
                 )
             )
     return problems
+
+
+_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_PLAIN = re.compile(r"(?:[^$`\\'\"]|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)*\Z")
+_MAX_COPIES = 16
+
+
+def _substitutions(w: Word, literals: dict[str, set[str]]) -> list[list[Word]] | None:
+    """The words ``w`` becomes for each literal value of the variables it names."""
+    inner = w.text
+    quoted = inner.startswith('"') and inner.endswith('"') and len(inner) > 1
+    if quoted:
+        inner = inner[1:-1]
+    if not _PLAIN.match(inner):
+        return None
+    names = {a or b for a, b in _VAR.findall(inner)}
+    if not names or any(n not in literals for n in names):
+        return None
+    texts = [inner]
+    for name in names:
+        texts = [
+            _VAR.sub(lambda m, n=name, v=v: v if (m.group(1) or m.group(2)) == n else m.group(), t)
+            for t in texts
+            for v in sorted(literals[name])
+        ][:_MAX_COPIES]
+    if quoted or not w.splits:
+        return [[Word(t)] for t in texts]
+    return [[Word(part) for part in t.split()] for t in texts]
+
+
+def resolved_copies(cmd: SimpleCommand, literals: dict[str, set[str]]) -> list[SimpleCommand]:
+    """``cmd`` with ``$NAME`` words replaced by the literal values this script assigns to
+    NAME (``x=mkfs.ext4; $x /dev/sda``): the copies are judged besides the command."""
+    if not literals or all(w.kind != "dynamic" for w in cmd.words):
+        return []
+    variants: list[list[Word]] = [[]]
+    changed = False
+    for w in cmd.words:
+        subs = _substitutions(w, literals) if w.kind == "dynamic" else None
+        if subs is None:
+            variants = [[*v, w] for v in variants]
+            continue
+        changed = True
+        variants = [v + s for v in variants for s in subs][:_MAX_COPIES]
+    if not changed:
+        return []
+    return [replace(cmd, words=tuple(v), via=("$", *cmd.via)) for v in variants if v]

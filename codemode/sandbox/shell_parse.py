@@ -127,6 +127,8 @@ def parse_script(script: str, *, depth: int = 0) -> ParsedScript:
         result.problems.append(Problem(payload, why))
     for cmd, stdin in walker.found:
         result.extend(unwrap.expand(cmd, depth=depth, stdin=stdin))
+        for copy in code_checks.resolved_copies(cmd, walker.literals):
+            result.extend(unwrap.expand(copy, depth=depth, stdin=stdin))
     return result
 
 

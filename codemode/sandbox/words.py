@@ -9,6 +9,7 @@ value, and when the expansion is unquoted it may even become several words (``sp
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from dataclasses import dataclass
@@ -184,7 +185,7 @@ def brace_expand(chars: _Chars) -> list[str]:
             head, body, tail = cs[:i], cs[i + 1 : end], cs[end + 1 :]
             if commas:
                 cuts = [i, *commas, end]
-                alts = [cs[a + 1 : b] for a, b in zip(cuts, cuts[1:], strict=False)]
+                alts = [cs[a + 1 : b] for a, b in itertools.pairwise(cuts)]
             else:
                 m = _SEQUENCE.match("".join(c for c, _ in body))
                 if m is None or any(q for _, q in body):
@@ -206,7 +207,7 @@ def _sequence(m: re.Match[str]) -> list[str]:
     if a.lstrip("-").isdigit() and b.lstrip("-").isdigit():
         x, y = int(a), int(b)
         rng = range(x, y + 1, step) if x <= y else range(x, y - 1, -step)
-        return [str(v) for v in rng][:_MAX_BRACE_WORDS + 1]
+        return [str(v) for v in rng][: _MAX_BRACE_WORDS + 1]
     if a.isalpha() and b.isalpha():
         x, y = ord(a), ord(b)
         rng = range(x, y + 1, step) if x <= y else range(x, y - 1, -step)
