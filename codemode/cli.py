@@ -525,16 +525,21 @@ def policy_check(
 
     COMMAND is one shell command line (quote it) or an argv after `--`:
     `interpreter policy check -- git push --force`.
+
+    Exit status: 0 allow, 10 unmatched, 20 prompt, 30 forbidden, 2 rules that do not load.
     """
-    from codemode.sandbox.check_cli import evaluate, render
+    from codemode.sandbox.check_cli import EXIT_STATUS, evaluate, render
     from codemode.sandbox.rules import RulesError
 
     try:
-        ev = evaluate(command, cwd=cwd, rules_files=rules_files)
+        ev, notices = evaluate(command, cwd=cwd, rules_files=rules_files)
     except RulesError as exc:
         click.echo(f"interpreter policy check: error: {exc}", err=True)
         sys.exit(2)
+    for notice in notices:
+        click.echo(f"interpreter policy check: notice: {notice}", err=True)
     click.echo(render(ev, as_json=as_json))
+    sys.exit(EXIT_STATUS[ev.decision])
 
 
 @cli.command("apply-patch")

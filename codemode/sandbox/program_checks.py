@@ -169,6 +169,16 @@ def _fd(f: Finding, args: Sequence[Word], label: str) -> None:
             return
 
 
+def _git_config(f: Finding, args: Sequence[Word], label: str) -> None:
+    """``git config KEY VALUE``: the value may be a program git runs later (core.pager,
+    core.fsmonitor, diff.external, alias.x=!CMD...)."""
+    if f.level != "prompt" or len(f.plain) < 2:
+        return
+    value = f.plain[1]
+    if value.literal:
+        f.payloads.append((value.text.lstrip("!"), f"{label} {f.plain[0].text} may run it"))
+
+
 CHECKS: dict[str, Callable[[Finding, Sequence[Word], str], None]] = {
     "sed": _sed,
     "awk": _awk,
@@ -177,4 +187,5 @@ CHECKS: dict[str, Callable[[Finding, Sequence[Word], str], None]] = {
     "printf": _printf,
     "read": _read,
     "fd": _fd,
+    "git_config": _git_config,
 }

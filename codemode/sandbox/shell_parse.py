@@ -335,7 +335,15 @@ class _Walker:
         if t == "command_name":
             inner = node.named_children
             return self.word(inner[0]) if len(inner) == 1 else Word(source, "dynamic", True)
-        if t in ("concatenation", "word", "number", "string", "raw_string", "ansi_c_string"):
+        if t in (
+            "concatenation",
+            "word",
+            "number",
+            "string",
+            "raw_string",
+            "ansi_c_string",
+            "brace_expression",
+        ):
             chars, dynamic, splits = self.chars(node)
             return finish(chars, dynamic=dynamic, splits=splits, source=source)
         return Word(source, "dynamic", t not in _UNSPLIT_DYNAMIC)
@@ -343,7 +351,7 @@ class _Walker:
     def chars(self, node: Node) -> tuple[list[tuple[str, bool]], bool, bool]:
         t = node.type
         text = self.text(node)
-        if t in ("word", "number"):
+        if t in ("word", "number", "brace_expression"):
             return unquoted_chars(text), False, False
         if t == "raw_string":
             return [(c, True) for c in text[1:-1]], False, False
@@ -381,6 +389,8 @@ class _Walker:
                     sub, d, s = self.chars(c)
                     out += sub
                     dynamic, splits = dynamic or d, splits or s
+                elif c.type == "brace_expression":
+                    out += unquoted_chars(self.text(c))  # {1..3}: expanded by finish()
                 else:
                     dynamic = True
                     splits = splits or c.type not in _UNSPLIT_DYNAMIC
