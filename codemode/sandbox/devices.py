@@ -46,7 +46,7 @@ def _classify(path: str) -> bool:
     return any(fnmatch.fnmatchcase(path, g) for g in t["system"])
 
 
-def device_target(word: Word, cwds: Sequence[Path] = ()) -> str | None:
+def device_target(word: Word, cwds: Sequence[Path] = (), *, follow: bool = True) -> str | None:
     """The device (or system file) that writing to ``word`` would write, else None.
 
     Relative paths are tried against every candidate working directory (``cd /dev &&
@@ -62,7 +62,7 @@ def device_target(word: Word, cwds: Sequence[Path] = ()) -> str | None:
         path = _normal(text, cwd)
         if _classify(path):
             return path
-        if word.kind == "literal":
+        if follow and word.kind == "literal":
             try:
                 real = os.path.realpath(path)
             except (OSError, ValueError):
@@ -79,18 +79,22 @@ def _classify_harmless_link(path: str) -> bool:
 
 
 def names_device(word: Word, cwds: Sequence[Path] = ()) -> str | None:
-    """Like ``device_target``, also looking inside ``KEY=VALUE`` and ``--opt=VALUE``."""
-    found = device_target(word, cwds)
+    """Like ``device_target`` (by name only), also looking inside ``KEY=VALUE`` and
+    ``--opt=VALUE``."""
+    if "dev" not in word.text and "sys" not in word.text and "proc" not in word.text:
+        return None  # the common case, cheaply
+    found = device_target(word, cwds, follow=False)
     if found or word.kind == "dynamic":
         return found
     text = word.text
     if "=" in text:
-        return device_target(Word(text.split("=", 1)[1], word.kind), cwds)
+        return device_target(Word(text.split("=", 1)[1], word.kind), cwds, follow=False)
     if text.startswith("-") and len(text) > 2 and "/" in text:  # -o/dev/sda
-        return device_target(Word(text[text.index("/") :], word.kind), cwds)
+        return device_target(Word(text[text.index("/") :], word.kind), cwds, follow=False)
     return None
 
 
+@functools.cache
 def is_disk_tool(name: str) -> bool:
     return any(fnmatch.fnmatchcase(name, g) for g in table()["disk_tools"])
 

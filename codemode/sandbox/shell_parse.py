@@ -289,7 +289,8 @@ class _Walker:
             words = (Word(":"),)
         before = _pipe_source(node)
         if before is not None and stdin is None:
-            stdin = self.piped_text(before)
+            shell = words and words[0].literal and os.path.basename(words[0].text) in _shells()
+            stdin = self.piped_text(before) if shell else ("pipe", None)
         self.found.append(
             (
                 SimpleCommand(
@@ -396,6 +397,12 @@ class _Walker:
                     splits = splits or c.type not in _UNSPLIT_DYNAMIC
             return out, dynamic, splits
         return [], True, t not in _UNSPLIT_DYNAMIC
+
+
+def _shells() -> frozenset[str]:
+    from codemode.sandbox.unwrap import shells
+
+    return shells()
 
 
 def _harmless_target(text: str) -> bool:

@@ -49,6 +49,7 @@ def wrapper_table() -> dict[str, Any]:
     return tomllib.loads(text)
 
 
+@functools.cache
 def shells() -> frozenset[str]:
     return frozenset(wrapper_table()["shells"])
 
