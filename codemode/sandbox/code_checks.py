@@ -245,38 +245,48 @@ def check(walker: Any, nodes: list[Node], depth: int) -> list[Any]:
     return problems
 
 
-_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
-_PLAIN = re.compile(r"(?:[^$`\\'\"]|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)*\Z")
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_REF = rf"\$(?:\{{({_NAME})(?:(:?[-=])([^}}$`\\'\"]*))?\}}|({_NAME}))"
+_REF_RE = re.compile(_REF)
+_PLAIN = re.compile(rf"(?:[^$`\\'\"]|{_REF})*\Z")
 _MAX_COPIES = 16
 
 
 def _substitutions(w: Word, literals: dict[str, set[str]]) -> list[list[Word]] | None:
-    """The words ``w`` becomes for each literal value of the variables it names."""
+    """The words ``w`` becomes for each literal value of the variables it names
+    (``$x``, ``"${x}"``, ``${x:-default}``), split as bash would when unquoted."""
     inner = w.text
     quoted = inner.startswith('"') and inner.endswith('"') and len(inner) > 1
     if quoted:
         inner = inner[1:-1]
     if not _PLAIN.match(inner):
         return None
-    names = {a or b for a, b in _VAR.findall(inner)}
-    if not names or any(n not in literals for n in names):
+    refs = _REF_RE.findall(inner)
+    if not refs:
         return None
     texts = [inner]
-    for name in names:
-        texts = [
-            _VAR.sub(lambda m, n=name, v=v: v if (m.group(1) or m.group(2)) == n else m.group(), t)
-            for t in texts
-            for v in sorted(literals[name])
-        ][:_MAX_COPIES]
+    for braced, op, default, bare in refs:
+        name = braced or bare
+        values = set(literals.get(name, ()))
+        if op:
+            values.add(default)
+        if not values:
+            return None
+        ref = next(
+            m.group() for m in _REF_RE.finditer(texts[0]) if (m.group(1) or m.group(4)) == name
+        )
+        texts = [t.replace(ref, v, 1) for t in texts for v in sorted(values)][:_MAX_COPIES]
     if quoted or not w.splits:
         return [[Word(t)] for t in texts]
-    return [[Word(part) for part in t.split()] for t in texts]
+    separators = " \t\n" + "".join(literals.get("IFS", ()))
+    split = re.compile(f"[{re.escape(separators)}]+")
+    return [[Word(part) for part in split.split(t) if part] for t in texts]
 
 
 def resolved_copies(cmd: SimpleCommand, literals: dict[str, set[str]]) -> list[SimpleCommand]:
     """``cmd`` with ``$NAME`` words replaced by the literal values this script assigns to
     NAME (``x=mkfs.ext4; $x /dev/sda``): the copies are judged besides the command."""
-    if not literals or all(w.kind != "dynamic" for w in cmd.words):
+    if all(w.kind != "dynamic" for w in cmd.words):
         return []
     variants: list[list[Word]] = [[]]
     changed = False

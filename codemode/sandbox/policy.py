@@ -246,8 +246,10 @@ class Policy:
         hard: list[CommandVerdict] = []  # forbidden, and prompts no prefix allow overrides
         soft: list[CommandVerdict] = []  # built-in prompts a user allow rule overrides
         user_allow: CommandVerdict | None = None
+        name = words[0] if words else None
+        key = os.path.basename(name.text) if name is not None and name.literal else None
         for layer in (self.user, self.repo, self.defaults):
-            for rule in layer.rules:
+            for rule in _rules_for(layer, key):
                 level = rule.match(words, open_ended=cmd.open_ended, executables=executables)
                 if level == "no":
                     continue
@@ -413,6 +415,12 @@ class Policy:
                     )
                 )
                 return
+
+
+def _rules_for(layer: RuleSet, name: str | None) -> list[PrefixRule]:
+    """The rules of ``layer`` whose first token can match a command named ``name`` (all
+    of them for a name only known at run time)."""
+    return layer.rules if name is None else layer.rules_named(name)
 
 
 def _device_verdict(shown: str, dev: str, words: tuple[str, ...]) -> CommandVerdict:

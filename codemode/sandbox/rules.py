@@ -178,6 +178,19 @@ class RuleSet:
     executables: dict[str, tuple[str, ...]] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
     exact: list[ExactRule] = field(default_factory=list)
+    _index: tuple[int, dict[str, list[PrefixRule]]] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    def rules_named(self, name: str) -> list[PrefixRule]:
+        """The rules whose first token may match a command whose base name is ``name``."""
+        if self._index is None or self._index[0] != len(self.rules):
+            index: dict[str, list[PrefixRule]] = {}
+            for rule in self.rules:
+                for alt in dict.fromkeys(os.path.basename(a) for a in rule.pattern[0]):
+                    index.setdefault(alt, []).append(rule)
+            self._index = (len(self.rules), index)
+        return self._index[1].get(name, [])
 
     def extend(self, other: RuleSet) -> None:
         self.rules.extend(other.rules)

@@ -319,12 +319,42 @@ def check(name: str, args: Sequence[Word], *, open_ended: bool = False) -> Findi
     return f
 
 
+@functools.cache
+def _runs_options() -> dict[str, Spec]:
+    return {
+        name: Spec(options=_option_table(opts, "payload"), any_option=True)
+        for name, opts in _data()["runs_options"].items()
+    }
+
+
+def _command_options(name: str, args: Sequence[Word]) -> Finding | None:
+    """Programs with an option (or a +CMD / SHELL=CMD word) naming a command they run."""
+    spec = _runs_options().get(name)
+    if spec is None:
+        return None
+    f = read_args(spec, args, name)
+    for w in args:
+        if not w.literal:
+            continue
+        if name in ("less", "more", "most") and w.text.startswith("+"):
+            f.payloads.append((w.text.lstrip("+").lstrip("!"), f"{name} {w.text[:1]}CMD runs it"))
+        elif name == "make" and w.text.split("=", 1)[0] in ("SHELL", "MAKESHELL", ".SHELLFLAGS"):
+            f.payloads.append((w.text.split("=", 1)[1], f"make {w.text.split('=')[0]}= runs it"))
+    f.payloads = [
+        (t[5:] if t.startswith("exec=") else t, why) for t, why in f.payloads if t.strip()
+    ]
+    if not f.payloads and f.level != "prompt":
+        return None
+    f.raise_to("prompt", f"{name} runs a command named in its arguments")
+    return f
+
+
 def _check(name: str, args: Sequence[Word]) -> Finding:
     if _versions(name, args):
         return Finding()
     if name in always_prompt():
         return Finding("prompt", f"{name} runs commands or code that cannot be checked")
-    inline = _inline_code(name, args)
+    inline = _inline_code(name, args) or _command_options(name, args)
     if inline is not None:
         return inline
     if name == "git":

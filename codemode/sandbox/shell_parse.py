@@ -306,6 +306,18 @@ class _Walker:
     def piped_text(self, before: Node) -> tuple[str, Any]:
         """What a command reads from the pipe: the text when the command before it is an
         ``echo`` or ``printf`` of literal words, else unknown."""
+        if before.type == "redirected_statement":
+            body = before.child_by_field_name("body")
+            name = body.child_by_field_name("name") if body is not None else None
+            if body is not None and name is not None and self.text(name) == "cat":
+                for r in before.children:
+                    if r.type == "heredoc_redirect" and len(body.named_children) == 1:
+                        return ("pipe-text", self.heredoc(r)[1])
+                    if r.type == "herestring_redirect":
+                        value = next((c for c in r.children if c.is_named), None)
+                        if value is not None:
+                            return ("pipe-text", self.word(value))
+            return ("pipe", None)
         if before.type == "command":
             words = [self.word(c) for c in before.children if c.is_named]
             names = [w.text for w in words[:1]]
@@ -439,7 +451,13 @@ def _pipe_source(node: Node) -> Node | None:
     named = [c for c in parent.children if c.is_named]
     for i, c in enumerate(named):
         if _same(c, child):
-            return named[i - 1] if i > 0 else None
+            if i > 0:
+                return named[i - 1]
+            # `cat <<END | sh`: tree-sitter files the pipeline under the here-document
+            holder = parent.parent
+            if holder is not None and holder.type in ("heredoc_redirect", "herestring_redirect"):
+                return holder.parent
+            return None
     return None
 
 

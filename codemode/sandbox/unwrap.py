@@ -77,6 +77,20 @@ def expand(cmd: SimpleCommand, *, depth: int, stdin: Any = None) -> ParsedScript
         return _script_of(cmd, cmd.words[1:], depth, "eval")
     if base == "trap":
         return _trap(cmd, depth)
+    if base == "coproc":
+        # `coproc NAME { CMDS; }`: tree-sitter reads the braces as words
+        words = list(cmd.words)
+        start = (
+            2
+            if len(words) > 2 and words[2].text == "{"
+            else (1 if len(words) > 1 and words[1].text == "{" else 0)
+        )
+        if start:
+            inner = [w for w in words[start + 1 :] if w.text != "}"]
+            out.commands.append(with_words(cmd, words, strict_only=True))
+            if inner:
+                out.extend(expand(with_words(cmd, inner, via=("coproc", *cmd.via)), depth=depth))
+            return out
     if base == "find":
         return _find(cmd, depth)
     if base == "git":
@@ -165,7 +179,12 @@ def _shell(cmd: SimpleCommand, depth: int, stdin: Any) -> ParsedScript:
         return out
     if command_mode:
         if not rest:
-            return ParsedScript([cmd])
+            out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
+            if cmd.open_ended:  # xargs sh -c: the script arrives at run time
+                out.problems.append(Problem(cmd.source, f"{base} -c runs a script from its input"))
+            else:
+                out.commands.append(cmd)
+            return out
         return _script_of(cmd, rest[:1], depth, base)
     if rest and not read_stdin:
         return ParsedScript([cmd])  # `bash script.sh`: a script file, judged as a command
