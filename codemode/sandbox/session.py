@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shlex
 import shutil
@@ -97,6 +98,8 @@ class SandboxSession:
             self._policy = Policy.load(
                 self.workspace, extra_files=[Path(p).expanduser() for p in self.settings.rules]
             )
+            for notice in self._policy.notices:  # repository rules that tried to loosen
+                logging.getLogger("codemode.sandbox").warning("execpolicy: %s", notice)
         return self._policy
 
     def policy_context(self, cwd: Path) -> PolicyContext:
