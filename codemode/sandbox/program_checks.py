@@ -37,7 +37,8 @@ def _sed(f: Finding, args: Sequence[Word], label: str) -> None:
         f.outputs += [(Word(p), f"{label} writes {p} (w command)") for p in result.writes]
 
 
-_AWK_RISKY = re.compile(r"\bsystem\b|\|&?|\bgetline\b|@load|@include|\bprintf?\b[^;}]*>")
+# system(), pipes, getline, extensions, gawk's indirect calls (@f()), redirections
+_AWK_RISKY = re.compile(r"\bsystem\b|\||\bgetline\b|@|\bprintf?\b[^;}]*>")
 
 
 def _awk(f: Finding, args: Sequence[Word], label: str) -> None:

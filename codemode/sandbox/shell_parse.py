@@ -125,8 +125,13 @@ def parse_script(script: str, *, depth: int = 0) -> ParsedScript:
         inner = parse_script(payload, depth=depth + 1)
         result.extend(inner)
         result.problems.append(Problem(payload, why))
+    written = _written_scripts(walker.found)
     for cmd, stdin in walker.found:
         result.extend(unwrap.expand(cmd, depth=depth, stdin=stdin))
+        script_text = _runs_written(cmd, written)
+        if script_text is not None:
+            result.extend(parse_script(script_text, depth=depth + 1))
+            result.problems.append(Problem(cmd.source, "runs a script this command line writes"))
         for copy in code_checks.resolved_copies(cmd, walker.literals):
             result.extend(unwrap.expand(copy, depth=depth, stdin=stdin))
     return result
@@ -155,6 +160,48 @@ def _fallback_commands(script: str) -> list[SimpleCommand]:
                 SimpleCommand(tuple(Word(w) for w in words), piece.strip(), strict_only=True)
             )
     return out
+
+
+def _script_key(text: str) -> str:
+    return os.path.normpath(text)
+
+
+def _written_scripts(found: list[tuple[SimpleCommand, Any]]) -> dict[str, str]:
+    """Files this script writes with literal content (``echo CMD > x.sh``,
+    ``cat > x.sh <<END``), by path, so that running them later in the line is judged."""
+    out: dict[str, str] = {}
+    for cmd, stdin in found:
+        targets = [w for w in cmd.write_words if w.literal]
+        if len(targets) != 1 or not cmd.words or not cmd.words[0].literal:
+            continue
+        name = os.path.basename(cmd.words[0].text)
+        args = list(cmd.words[1:])
+        text: str | None = None
+        if name in ("echo", "printf") and all(w.literal for w in args):
+            while args and args[0].text.startswith("-") and name == "echo":
+                args = args[1:]
+            text = " ".join(w.text for w in args).replace("\\n", "\n")
+        elif name == "cat" and not args and stdin and stdin[0] in ("text", "pipe-text"):
+            text = stdin[1].text if stdin[1] is not None and stdin[1].literal else None
+        if text is not None:
+            key = _script_key(targets[0].text)
+            out[key] = out.get(key, "") + text + "\n"
+    return out
+
+
+def _runs_written(cmd: SimpleCommand, written: dict[str, str]) -> str | None:
+    if not written or not cmd.words or not cmd.words[0].literal:
+        return None
+    name = cmd.words[0].text
+    if _script_key(name) in written and "/" in name:  # ./x.sh
+        return written[_script_key(name)]
+    base = os.path.basename(name)
+    if base in _shells() or base in ("source", "."):
+        for w in cmd.words[1:]:
+            if w.literal and w.text.startswith("-"):
+                continue
+            return written.get(_script_key(w.text)) if w.literal else None
+    return None
 
 
 def _first_error(root: Node) -> str:
@@ -289,7 +336,9 @@ class _Walker:
             words = (Word(":"),)
         before = _pipe_source(node)
         if before is not None and stdin is None:
-            shell = words and words[0].literal and os.path.basename(words[0].text) in _shells()
+            shell = (
+                words and words[0].literal and os.path.basename(words[0].text) in _code_readers()
+            )
             stdin = self.piped_text(before) if shell else ("pipe", None)
         self.found.append(
             (
@@ -415,6 +464,14 @@ def _shells() -> frozenset[str]:
     from codemode.sandbox.unwrap import shells
 
     return shells()
+
+
+@functools.cache
+def _code_readers() -> frozenset[str]:
+    """Shells and interpreters: what they read on a pipe is a program."""
+    from codemode.sandbox.safe_args import interpreters
+
+    return _shells() | frozenset(interpreters())
 
 
 def _harmless_target(text: str) -> bool:

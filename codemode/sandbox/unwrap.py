@@ -73,6 +73,8 @@ def expand(cmd: SimpleCommand, *, depth: int, stdin: Any = None) -> ParsedScript
     table = wrapper_table()
     if base in shells():
         return _shell(cmd, depth, stdin)
+    if stdin and stdin[0] != "file" and _reads_code(base, cmd.words[1:]):
+        return _code_on_stdin(cmd, base, stdin, depth)
     if base == "eval":
         return _script_of(cmd, cmd.words[1:], depth, "eval")
     if base == "trap":
@@ -191,6 +193,12 @@ def _shell(cmd: SimpleCommand, depth: int, stdin: Any) -> ParsedScript:
     kind, value = stdin if stdin else (None, None)
     if kind == "text":
         return _script_of(cmd, [value], depth, base)
+    if kind == "file" and value is not None and not value.literal:
+        out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
+        out.problems.append(
+            Problem(cmd.source, f"{base} runs {value.text}, only known at run time")
+        )
+        return out
     if kind == "pipe-text":
         out = _script_of(cmd, [value], depth, base)
         out.problems.append(Problem(cmd.source, f"{base} runs commands piped into it"))
@@ -329,6 +337,29 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
         open_ended=cmd.open_ended or bool(spec.get("open_ended")),
     )
     out.extend(expand(inner, depth=depth))
+    return out
+
+
+def _reads_code(base: str, args: tuple[Word, ...] | list[Word]) -> bool:
+    """An interpreter given no script file reads its program from standard input."""
+    from codemode.sandbox.safe_args import interpreters
+
+    if base not in interpreters():
+        return False
+    plain = [w for w in args if not (w.literal and w.text.startswith("-") and w.text != "-")]
+    return not plain or (plain[0].literal and plain[0].text == "-")
+
+
+def _code_on_stdin(cmd: SimpleCommand, base: str, stdin: Any, depth: int) -> ParsedScript:
+    from codemode.sandbox.safe_args import strings_in
+
+    out = ParsedScript([cmd])
+    out.problems.append(Problem(cmd.source, f"{base} runs code from its input"))
+    kind, value = stdin
+    if kind in ("text", "pipe-text") and value is not None and value.literal:
+        for s in strings_in(value.text):
+            if s.strip():
+                out.extend(_script_of(cmd, [Word(s)], depth, base, record=False))
     return out
 
 
