@@ -351,8 +351,13 @@ class Policy:
             dev = devices.device_target(target, [ctx.cwd])
             if dev is not None:
                 hard.append(_device_verdict(shown, dev, words))
-            else:
-                soft.append(CommandVerdict(shown, "prompt", rule, None, why, words))
+            elif not rm_checks.inside_roots(target, ctx):
+                soft.append(
+                    CommandVerdict(
+                        shown, "prompt", rule, None, f"{why}, outside the workspace", words
+                    )
+                )
+            # a file inside the writable roots: like a redirection there, never `allow`
         if finding.level == "prompt":
             soft.append(CommandVerdict(shown, "prompt", rule, None, finding.reason, words))
         if finding.level == "unknown" or not trusted:

@@ -18,10 +18,15 @@ from codemode.sandbox.words import Word
 
 def _sed(f: Finding, args: Sequence[Word], label: str) -> None:
     scripts = [v for k in ("-e", "--expression") for v in f.values.get(k, [])]
+    files = list(f.plain)
     if not scripts:
         if not f.plain:
             return
-        scripts = [f.plain[0]]
+        scripts, files = [f.plain[0]], f.plain[1:]
+    if "-i" in f.values or "--in-place" in f.values:
+        f.outputs += [(w, f"{label} -i rewrites {w.text}") for w in files]
+        if not files:
+            f.raise_to("prompt", f"{label} -i without a file")
     sandboxed = "--sandbox" in f.values  # GNU sed then refuses e, w and r
     for s in scripts:
         if s is None:
@@ -32,7 +37,8 @@ def _sed(f: Finding, args: Sequence[Word], label: str) -> None:
         result = analyze(s.text)
         if result.safe or sandboxed:
             continue
-        f.raise_to("prompt", f"{label}: {result.reason}")
+        if result.runs:
+            f.raise_to("prompt", f"{label}: {result.reason}")
         f.payloads += [(c, f"{label} runs it (e command or s///e)") for c in result.commands]
         f.outputs += [(Word(p), f"{label} writes {p} (w command)") for p in result.writes]
 

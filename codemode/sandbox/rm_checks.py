@@ -71,6 +71,16 @@ def _inside(path: Path, roots: Sequence[Path]) -> bool:
     return any(path == r or path.is_relative_to(r) for r in roots)
 
 
+def inside_roots(word: Word, ctx: PolicyContext) -> bool:
+    """Whether ``word`` names a path inside the writable roots (links resolved)."""
+    static = _static_path(word) if word.kind != "glob" else None
+    if static is None or not static:
+        return False
+    p = Path(os.path.normpath(ctx.cwd / static))
+    roots = [Path(os.path.realpath(r)) for r in ctx.writable_roots] + list(ctx.writable_roots)
+    return _inside(p, roots) and _inside(Path(os.path.realpath(p)), roots)
+
+
 def _static_path(word: Word) -> str | None:
     """For a literal word its text; for a glob the directory its matches lie in."""
     if word.kind == "literal":

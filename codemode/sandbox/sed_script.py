@@ -25,12 +25,14 @@ _E_FALLBACK = re.compile(r"(?:^|[;\n{}])\s*[0-9$,/!\s]*e\s+([^\n;]+)")
 class SedScript:
     safe: bool = True
     reason: str | None = None
+    runs: bool = False  # something besides writing files: e, or text that could not be read
     commands: list[str] = field(default_factory=list)  # what e / s///e would run
     writes: list[str] = field(default_factory=list)  # files w / s///w would write
 
-    def fail(self, reason: str) -> None:
+    def fail(self, reason: str, *, writes: bool = False) -> None:
         if self.safe:
             self.safe, self.reason = False, reason
+        self.runs = self.runs or not writes
 
 
 def _delimited(script: str, pos: int, delim: str) -> tuple[str, int] | None:
@@ -99,7 +101,7 @@ def analyze(script: str) -> SedScript:
         elif c in "wW":
             name, pos = _rest_of_line(script, pos)
             out.writes.append(name)
-            out.fail(f"the sed command {c} writes the file {name!r}")
+            out.fail(f"the sed command {c} writes the file {name!r}", writes=True)
         elif c == "e":
             command, pos = _rest_of_line(script, pos)
             out.fail("the sed command e runs a command")
@@ -125,7 +127,7 @@ def analyze(script: str) -> SedScript:
                 if pos < n and script[pos] == "w":
                     name, pos = _rest_of_line(script, pos + 1)
                     out.writes.append(name)
-                    out.fail(f"the sed flag s///w writes the file {name!r}")
+                    out.fail(f"the sed flag s///w writes the file {name!r}", writes=True)
         elif c == "v":
             while pos < n and script[pos] not in ";\n":
                 pos += 1
