@@ -32,9 +32,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from codemode.sandbox import devices, rm_checks, safe_args
+from codemode.sandbox import command_checks, rm_checks
 from codemode.sandbox.rules import (
-    TRUSTED_BIN_DIRS,
     ExactRule,
     PrefixRule,
     RuleSet,
@@ -42,7 +41,7 @@ from codemode.sandbox.rules import (
     load_rules_file,
     parse_rules,
 )
-from codemode.sandbox.shell_parse import MAX_DEPTH, SimpleCommand, parse_script
+from codemode.sandbox.shell_parse import SimpleCommand, parse_script
 from codemode.sandbox.words import Word
 
 Verdict = Literal["allow", "unmatched", "prompt", "forbidden"]
@@ -261,7 +260,7 @@ class Policy:
                     hard.append(v)
                 else:
                     soft.append(v)
-        hard += self._devices(cmd, cwds, shown, literal_words, literals)
+        hard += command_checks.device_writes(cmd, cwds, shown, literal_words, literals)
         root = rm_checks.rm_root_check(cmd, ctx, cwds, shown, literal_words)
         if root is not None:
             hard.append(root)
@@ -270,7 +269,9 @@ class Policy:
             hard.append(rm)
         table_allow: CommandVerdict | None = None
         if not cmd.strict_only and words and words[0].literal:
-            table_allow = self._table(cmd, ctx, depth, executables, hard, soft, literal_words)
+            table_allow = command_checks.table_verdict(
+                self, cmd, ctx, depth, executables, hard, soft, literal_words
+            )
         candidates = hard + soft
         if cmd.strict_only:
             return max(candidates, key=_rank) if candidates else None
@@ -295,149 +296,11 @@ class Policy:
             )
         return best
 
-    def _table(
-        self,
-        cmd: SimpleCommand,
-        ctx: PolicyContext,
-        depth: int,
-        executables: dict[str, tuple[str, ...]],
-        hard: list[CommandVerdict],
-        soft: list[CommandVerdict],
-        words: tuple[str, ...],
-    ) -> CommandVerdict | None:
-        """The safe-command table's verdict; adds what it finds to ``hard`` / ``soft``."""
-        name = cmd.words[0].text
-        shown = cmd.display()
-        base = os.path.basename(name)
-        if not name.isascii() or not name.isprintable():
-            hard.append(
-                CommandVerdict(
-                    shown,
-                    "prompt",
-                    f"{BUILTIN}: unusual command name",
-                    None,
-                    f"the command name {name!r} has characters outside printable ASCII "
-                    "(a look-alike of another name?)",
-                    words,
-                )
-            )
-            return None
-        trusted = "/" not in name or (
-            os.path.dirname(os.path.normpath(name)) in TRUSTED_BIN_DIRS
-            or name in executables.get(base, ())
-        )
-        finding = safe_args.check(base, cmd.words[1:], open_ended=cmd.open_ended)
-        rule = f"{BUILTIN}: safe_commands.toml [{base}]"
-        for text, why in finding.payloads:
-            if depth >= MAX_DEPTH:
-                hard.append(CommandVerdict(shown, "prompt", rule, None, why, words))
-                continue
-            inner = self.evaluate(text, ctx, depth=depth + 1)
-            d = inner.deciding
-            if inner.decision == "forbidden" and d is not None:
-                hard.append(
-                    CommandVerdict(
-                        shown,
-                        "forbidden",
-                        d.rule,
-                        d.source,
-                        f"{why}: `{d.command}` — {d.justification or 'forbidden'}",
-                        words,
-                    )
-                )
-            else:
-                hard.append(CommandVerdict(shown, "prompt", rule, None, f"{why}: `{text}`", words))
-        for target, why in finding.outputs:
-            dev = devices.device_target(target, [ctx.cwd])
-            if dev is not None:
-                hard.append(_device_verdict(shown, dev, words))
-            elif not rm_checks.inside_roots(target, ctx):
-                soft.append(
-                    CommandVerdict(
-                        shown, "prompt", rule, None, f"{why}, outside the workspace", words
-                    )
-                )
-            # a file inside the writable roots: like a redirection there, never `allow`
-        if finding.level == "prompt":
-            soft.append(CommandVerdict(shown, "prompt", rule, None, finding.reason, words))
-        if finding.level == "unknown" or not trusted:
-            if finding.level == "unknown":
-                self._device_args(cmd, shown, words, soft)
-            return None
-        if finding.level == "allow" and not finding.payloads and not finding.outputs:
-            return CommandVerdict(
-                shown,
-                "allow",
-                rule,
-                None,
-                "known to only read files or print information",
-                words,
-            )
-        return None
-
-    def _devices(
-        self,
-        cmd: SimpleCommand,
-        cwds: list[Path],
-        shown: str,
-        words: tuple[str, ...],
-        literals: dict[str, set[str]],
-    ) -> list[CommandVerdict]:
-        """Forbidden verdicts for writes to devices: redirections, writers, disk tools."""
-        out = []
-        targets = list(cmd.write_words)
-        base = os.path.basename(cmd.words[0].text) if cmd.words and cmd.words[0].literal else ""
-        args = list(cmd.words[1:])
-        targets += devices.written_paths(base, args)
-        targets = [r for t in targets for r in devices.resolve(t, literals)]
-        for t in targets:
-            dev = devices.device_target(t, cwds)
-            if dev is not None:
-                out.append(_device_verdict(shown, dev, words))
-                return out
-        if base and devices.is_disk_tool(base):
-            for a in args:
-                dev = devices.names_device(a, cwds)
-                if dev is not None:
-                    out.append(_device_verdict(shown, dev, words))
-                    break
-        return out
-
-    def _device_args(
-        self, cmd: SimpleCommand, shown: str, words: tuple[str, ...], soft: list[CommandVerdict]
-    ) -> None:
-        for a in cmd.words[1:]:
-            dev = devices.names_device(a)
-            if dev is not None:
-                soft.append(
-                    CommandVerdict(
-                        shown,
-                        "prompt",
-                        f"{BUILTIN}: device argument",
-                        None,
-                        f"hands the device {dev} to a program not known to be read-only",
-                        words,
-                    )
-                )
-                return
-
 
 def _rules_for(layer: RuleSet, name: str | None) -> list[PrefixRule]:
     """The rules of ``layer`` whose first token can match a command named ``name`` (all
     of them for a name only known at run time)."""
     return layer.rules if name is None else layer.rules_named(name)
-
-
-def _device_verdict(shown: str, dev: str, words: tuple[str, ...]) -> CommandVerdict:
-    return CommandVerdict(
-        shown,
-        "forbidden",
-        f"{BUILTIN}: writes to a device",
-        None,
-        f"writes to {dev}; writing to a disk or the machine's devices is never done "
-        "for you — run it yourself if you mean it",
-        words,
-    )
 
 
 def _rank(v: CommandVerdict) -> int:

@@ -16,10 +16,10 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from codemode.sandbox import code_checks
+from codemode.sandbox import code_checks, line_checks
+from codemode.sandbox.continuations import join_continuations, quoted_heredoc
 from codemode.sandbox.words import (
     Word,
-    brace_expand,
     decode_ansi_c,
     finish,
     unescape_double_quoted,
@@ -106,7 +106,7 @@ def parse_script(script: str, *, depth: int = 0) -> ParsedScript:
     src = script.encode("utf-8", errors="surrogateescape")
     parser = _parser()
     tree = parser.parse(src)
-    joined = _join_continuations(src, tree.root_node)
+    joined = join_continuations(src, tree.root_node)
     if joined != src:
         src, tree = joined, parser.parse(joined)
     root = tree.root_node
@@ -115,7 +115,7 @@ def parse_script(script: str, *, depth: int = 0) -> ParsedScript:
         result.problems.append(
             Problem(script, f"the command does not parse cleanly as bash (near {where!r})")
         )
-        for cmd in _fallback_commands(script):
+        for cmd in line_checks.fallback_commands(script):
             result.extend(unwrap.expand(cmd, depth=depth))
     walker = _Walker(src, depth)
     walker.visit(root)
@@ -125,83 +125,16 @@ def parse_script(script: str, *, depth: int = 0) -> ParsedScript:
         inner = parse_script(payload, depth=depth + 1)
         result.extend(inner)
         result.problems.append(Problem(payload, why))
-    written = _written_scripts(walker.found)
+    written = line_checks.written_scripts(walker.found)
     for cmd, stdin in walker.found:
         result.extend(unwrap.expand(cmd, depth=depth, stdin=stdin))
-        script_text = _runs_written(cmd, written)
+        script_text = line_checks.runs_written(cmd, written)
         if script_text is not None:
             result.extend(parse_script(script_text, depth=depth + 1))
             result.problems.append(Problem(cmd.source, "runs a script this command line writes"))
         for copy in code_checks.resolved_copies(cmd, walker.literals):
             result.extend(unwrap.expand(copy, depth=depth, stdin=stdin))
     return result
-
-
-_PIECES = re.compile(r"[;&|\n()`]+|\$\(|[{}]\s")
-
-
-def _fallback_commands(script: str) -> list[SimpleCommand]:
-    """For a script tree-sitter cannot parse: a rough split into commands (quotes removed,
-    braces expanded) that only prompt and forbidden checks apply to, so that what bash
-    would still run (``{rm,-rf,/}``) stays forbidden."""
-    import shlex
-
-    out = []
-    for piece in _PIECES.split(script):
-        try:
-            tokens = shlex.split(piece, comments=True)
-        except ValueError:
-            tokens = piece.split()
-        words: list[str] = []
-        for t in tokens:
-            words += [os.path.expanduser(b) for b in brace_expand([(c, False) for c in t]) or [t]]
-        if words:
-            out.append(
-                SimpleCommand(tuple(Word(w) for w in words), piece.strip(), strict_only=True)
-            )
-    return out
-
-
-def _script_key(text: str) -> str:
-    return os.path.normpath(text)
-
-
-def _written_scripts(found: list[tuple[SimpleCommand, Any]]) -> dict[str, str]:
-    """Files this script writes with literal content (``echo CMD > x.sh``,
-    ``cat > x.sh <<END``), by path, so that running them later in the line is judged."""
-    out: dict[str, str] = {}
-    for cmd, stdin in found:
-        targets = [w for w in cmd.write_words if w.literal]
-        if len(targets) != 1 or not cmd.words or not cmd.words[0].literal:
-            continue
-        name = os.path.basename(cmd.words[0].text)
-        args = list(cmd.words[1:])
-        text: str | None = None
-        if name in ("echo", "printf") and all(w.literal for w in args):
-            while args and args[0].text.startswith("-") and name == "echo":
-                args = args[1:]
-            text = " ".join(w.text for w in args).replace("\\n", "\n")
-        elif name == "cat" and not args and stdin and stdin[0] in ("text", "pipe-text"):
-            text = stdin[1].text if stdin[1] is not None and stdin[1].literal else None
-        if text is not None:
-            key = _script_key(targets[0].text)
-            out[key] = out.get(key, "") + text + "\n"
-    return out
-
-
-def _runs_written(cmd: SimpleCommand, written: dict[str, str]) -> str | None:
-    if not written or not cmd.words or not cmd.words[0].literal:
-        return None
-    name = cmd.words[0].text
-    if _script_key(name) in written and "/" in name:  # ./x.sh
-        return written[_script_key(name)]
-    base = os.path.basename(name)
-    if base in _shells() or base in ("source", "."):
-        for w in cmd.words[1:]:
-            if w.literal and w.text.startswith("-"):
-                continue
-            return written.get(_script_key(w.text)) if w.literal else None
-    return None
 
 
 def _first_error(root: Node) -> str:
@@ -216,51 +149,6 @@ def _first_error(root: Node) -> str:
 
 def _text_of(node: Node) -> str:
     return (node.text or b"").decode("utf-8", errors="replace")
-
-
-# A line continuation is a backslash-newline whose backslash is not itself escaped.
-_CONTINUATION = re.compile(rb"(?<!\\)(?:\\\\)*\\\n")
-# Where bash keeps a backslash-newline as it is.
-_VERBATIM = frozenset({"raw_string", "ansi_c_string", "comment"})
-
-
-def _join_continuations(src: bytes, root: Node) -> bytes:
-    """Remove line continuations the way bash does before it splits words.
-
-    tree-sitter-bash treats ``r\\<newline>m`` as two words, bash as ``rm``; matching on
-    tree-sitter's view would let ``r\\<newline>m -rf /`` through.
-    """
-    if b"\\\n" not in src:
-        return src
-    keep: list[tuple[int, int]] = []
-    stack = [root]
-    while stack:
-        n = stack.pop()
-        if n.type in _VERBATIM or (n.type == "heredoc_body" and _quoted_heredoc(n)):
-            keep.append((n.start_byte, n.end_byte))
-            continue
-        stack.extend(n.children)
-    cuts = []
-    for m in _CONTINUATION.finditer(src):
-        at = m.end() - 2
-        if not any(a <= at < b for a, b in keep):
-            cuts.append(at)
-    if not cuts:
-        return src
-    out = bytearray()
-    pos = 0
-    for at in cuts:
-        out += src[pos:at]
-        pos = at + 2
-    out += src[pos:]
-    return bytes(out)
-
-
-def _quoted_heredoc(body: Node) -> bool:
-    start = body.prev_sibling
-    while start is not None and start.type != "heredoc_start":
-        start = start.prev_sibling
-    return start is not None and any(q in _text_of(start) for q in "'\"\\")
 
 
 class _Walker:
@@ -381,7 +269,7 @@ class _Walker:
         if body is None:
             return ("text", Word(""))
         text = self.text(body)
-        if _quoted_heredoc(body):
+        if quoted_heredoc(body):
             return ("text", Word(text))
         if any(
             c.type in ("simple_expansion", "expansion", "command_substitution")

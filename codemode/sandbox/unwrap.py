@@ -25,6 +25,7 @@ import tomllib
 from importlib import resources
 from typing import Any
 
+from codemode.sandbox import unwrap_builtins
 from codemode.sandbox.shell_parse import (
     ParsedScript,
     Problem,
@@ -35,11 +36,6 @@ from codemode.sandbox.shell_parse import (
 from codemode.sandbox.variables import risky_variable
 from codemode.sandbox.words import Word
 
-_GIT_VALUE_OPTIONS = frozenset(
-    {"-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--list-cmds"}
-)
-# Global git options through which configuration can name programs for git to run.
-_GIT_RISKY_OPTIONS = frozenset({"--config-env", "--exec-path"})
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 
 
@@ -73,10 +69,10 @@ def expand(cmd: SimpleCommand, *, depth: int, stdin: Any = None) -> ParsedScript
     table = wrapper_table()
     if base in shells():
         return _shell(cmd, depth, stdin)
-    if stdin and stdin[0] != "file" and _reads_code(base, cmd.words[1:]):
-        return _code_on_stdin(cmd, base, stdin, depth)
+    if stdin and stdin[0] != "file" and unwrap_builtins.reads_code(base, cmd.words[1:]):
+        return unwrap_builtins.code_on_stdin(cmd, base, stdin, depth)
     if base == "eval":
-        return _script_of(cmd, cmd.words[1:], depth, "eval")
+        return script_of(cmd, cmd.words[1:], depth, "eval")
     if base == "trap":
         return _trap(cmd, depth)
     if base == "coproc":
@@ -96,16 +92,16 @@ def expand(cmd: SimpleCommand, *, depth: int, stdin: Any = None) -> ParsedScript
     if base == "find":
         return _find(cmd, depth)
     if base == "git":
-        return _git(cmd, depth)
-    if base in _PAYLOAD_BUILTINS:
-        return _payload_builtin(cmd, base, depth)
+        return unwrap_builtins.git(cmd, depth)
+    if base in unwrap_builtins.PAYLOAD_BUILTINS:
+        return unwrap_builtins.payload_builtin(cmd, base, depth)
     if base in table and isinstance(table[base], dict):
         return _wrapper(cmd, table[base], depth)
     out.commands.append(cmd)
     return out
 
 
-def _script_of(
+def script_of(
     cmd: SimpleCommand,
     words: tuple[Word, ...] | list[Word],
     depth: int,
@@ -187,12 +183,12 @@ def _shell(cmd: SimpleCommand, depth: int, stdin: Any) -> ParsedScript:
             else:
                 out.commands.append(cmd)
             return out
-        return _script_of(cmd, rest[:1], depth, base)
+        return script_of(cmd, rest[:1], depth, base)
     if rest and not read_stdin:
         return ParsedScript([cmd])  # `bash script.sh`: a script file, judged as a command
     kind, value = stdin if stdin else (None, None)
     if kind == "text":
-        return _script_of(cmd, [value], depth, base)
+        return script_of(cmd, [value], depth, base)
     if kind == "file" and value is not None and not value.literal:
         out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
         out.problems.append(
@@ -200,7 +196,7 @@ def _shell(cmd: SimpleCommand, depth: int, stdin: Any) -> ParsedScript:
         )
         return out
     if kind == "pipe-text":
-        out = _script_of(cmd, [value], depth, base)
+        out = script_of(cmd, [value], depth, base)
         out.problems.append(Problem(cmd.source, f"{base} runs commands piped into it"))
         return out
     if kind == "pipe":
@@ -238,7 +234,7 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
         if option in command_options:
             key, _, payload = _key_value(value.text)
             if key.lower() in command_keys:
-                out.extend(_script_of(cmd, [Word(payload, value.kind)], depth, base, record=False))
+                out.extend(script_of(cmd, [Word(payload, value.kind)], depth, base, record=False))
                 out.problems.append(Problem(cmd.source, f"{base} {option} {key} runs a command"))
         if option in script_options and script is None:
             script = [value, *words[i:]] if base == "env" else [value]
@@ -265,7 +261,7 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
                 )
                 if value.strip("|: "):
                     named = Word(value.lstrip("|"))
-                    out.extend(_script_of(cmd, [named], depth, base, record=False))
+                    out.extend(script_of(cmd, [named], depth, base, record=False))
             i += 1
             continue
         if not t.startswith("-") or t == "-":
@@ -315,7 +311,7 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
             write_words=cmd.write_words + tuple(Word(t) for t in writes),
         )
     if script is not None:
-        out.extend(_script_of(cmd, script, depth, base, record=False))
+        out.extend(script_of(cmd, script, depth, base, record=False))
         return out
     if not spec.get("runs_command", True):
         return out
@@ -323,7 +319,7 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
     inner_words = list(words[i:])
     if joined:
         if inner_words:
-            out.extend(_script_of(cmd, inner_words, depth, base, record=False))
+            out.extend(script_of(cmd, inner_words, depth, base, record=False))
         return out
     if not inner_words:
         default = spec.get("default")
@@ -340,29 +336,6 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
     return out
 
 
-def _reads_code(base: str, args: tuple[Word, ...] | list[Word]) -> bool:
-    """An interpreter given no script file reads its program from standard input."""
-    from codemode.sandbox.safe_args import interpreters
-
-    if base not in interpreters():
-        return False
-    plain = [w for w in args if not (w.literal and w.text.startswith("-") and w.text != "-")]
-    return not plain or (plain[0].literal and plain[0].text == "-")
-
-
-def _code_on_stdin(cmd: SimpleCommand, base: str, stdin: Any, depth: int) -> ParsedScript:
-    from codemode.sandbox.safe_args import strings_in
-
-    out = ParsedScript([cmd])
-    out.problems.append(Problem(cmd.source, f"{base} runs code from its input"))
-    kind, value = stdin
-    if kind in ("text", "pipe-text") and value is not None and value.literal:
-        for s in strings_in(value.text):
-            if s.strip():
-                out.extend(_script_of(cmd, [Word(s)], depth, base, record=False))
-    return out
-
-
 def _key_value(text: str) -> tuple[str, str, str]:
     """``Key=value`` or ``Key value`` (ssh -o accepts both)."""
     m = re.match(r"\s*([^=\s]+)\s*(?:=|\s)\s*(.*)", text, re.S)
@@ -374,7 +347,7 @@ def _trap(cmd: SimpleCommand, depth: int) -> ParsedScript:
     args = [w for w in cmd.words[1:] if not (w.literal and w.text in ("--", "-p", "-l", "-P"))]
     if len(args) < 2 or (args[0].literal and args[0].text == "-"):
         return ParsedScript([cmd])
-    return _script_of(cmd, args[:1], depth, "trap")
+    return script_of(cmd, args[:1], depth, "trap")
 
 
 def _find(cmd: SimpleCommand, depth: int) -> ParsedScript:
@@ -396,82 +369,4 @@ def _find(cmd: SimpleCommand, depth: int) -> ParsedScript:
             i = j + 1
             continue
         i += 1
-    return out
-
-
-def _git(cmd: SimpleCommand, depth: int) -> ParsedScript:
-    words = list(cmd.words)
-    out = ParsedScript()
-    i = 1
-    risky = False
-    while i < len(words) and words[i].text.startswith("-"):
-        w = words[i]
-        option, eq, _ = w.text.partition("=")
-        if not w.literal:
-            out.problems.append(
-                Problem(cmd.source, f"git option {w.text} is only known at run time")
-            )
-            risky = True
-            break
-        if option == "-c" or (option.startswith("-c") and len(option) > 2):
-            setting = (
-                w.text[2:]
-                if len(w.text) > 2
-                else (words[i + 1] if i + 1 < len(words) else Word(""))
-            )
-            setting = setting if isinstance(setting, Word) else Word(setting)
-            key, _, value = setting.text.partition("=")
-            out.problems.append(
-                Problem(cmd.source, f"git -c {key} sets configuration that can run programs")
-            )
-            value = value.lstrip("!") if key.lower().startswith("alias.") else value
-            out.extend(_script_of(cmd, [Word(value, setting.kind)], depth, "git -c", record=False))
-            risky = True
-            i += 1 if len(w.text) > 2 else 2
-            continue
-        if option in _GIT_RISKY_OPTIONS and (option != "--exec-path" or eq):
-            out.problems.append(
-                Problem(cmd.source, f"git {option} can make git run arbitrary programs")
-            )
-            risky = True
-        elif option in ("-p", "--paginate"):
-            out.problems.append(Problem(cmd.source, f"git {option} runs a pager"))
-            risky = True
-        i += 2 if w.text in _GIT_VALUE_OPTIONS else 1
-    if i == 1:
-        out.commands.append(cmd)
-    else:
-        out.commands.append(with_words(cmd, [words[0], *words[i:]]))
-    if risky:
-        out.commands.append(with_words(cmd, words, strict_only=True))
-    return out
-
-
-_PAYLOAD_BUILTINS = frozenset({"alias", "hash", "mapfile", "readarray", "compgen", "complete"})
-
-
-def _payload_builtin(cmd: SimpleCommand, base: str, depth: int) -> ParsedScript:
-    """Builtins that store code to run later: their payload is decided as a command."""
-    out = ParsedScript([cmd])
-    args = list(cmd.words[1:])
-    payloads: list[Word] = []
-    if base == "alias":
-        for w in args:
-            _, eq, value = w.text.partition("=")
-            if eq and w.literal:
-                payloads.append(Word(value))
-            elif eq or not w.literal:
-                payloads.append(Word(w.text, "dynamic"))
-    elif base == "hash":
-        for k, w in enumerate(args):
-            if w.text == "-p" and k + 1 < len(args):
-                payloads.append(args[k + 1])
-    else:  # mapfile / readarray / compgen / complete: -C COMMAND
-        for k, w in enumerate(args):
-            if w.text == "-C" and k + 1 < len(args):
-                payloads.append(args[k + 1])
-            elif w.literal and w.text.startswith("-C") and len(w.text) > 2:
-                payloads.append(Word(w.text[2:]))
-    for p in payloads:
-        out.extend(_script_of(cmd, [p], depth, base, record=False))
     return out
