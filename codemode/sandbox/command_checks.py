@@ -3,12 +3,14 @@ the commands a program would run and the files it would write) and writes to dev
 
 from __future__ import annotations
 
+import fnmatch
 import os.path
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codemode.sandbox import devices, rm_checks, safe_args
-from codemode.sandbox.rules import TRUSTED_BIN_DIRS
+from codemode.sandbox.rules import TRUSTED_BIN_DIRS, RuleSet
 from codemode.sandbox.shell_parse import MAX_DEPTH, SimpleCommand
 
 if TYPE_CHECKING:
@@ -145,6 +147,26 @@ def _device_args(
                 )
             )
             return
+
+
+def glob_name(
+    cmd: SimpleCommand, layers: Sequence[RuleSet], shown: str, words: tuple[str, ...]
+) -> list[CommandVerdict]:
+    """A command name that is a glob (``/sbin/mkfs.e*``) and may expand to a program a
+    rule forbids whatever its arguments: forbidden."""
+    pattern = os.path.basename(cmd.words[0].text)
+    for layer in layers:
+        for rule in layer.rules:
+            if rule.decision != "forbidden" or len(rule.pattern) != 1 or rule.any_argument:
+                continue
+            hit = next(
+                (a for a in rule.pattern[0] if fnmatch.fnmatchcase(os.path.basename(a), pattern)),
+                None,
+            )
+            if hit is not None:
+                why = f"{cmd.words[0].text} may run {hit}: {rule.justification or 'forbidden'}"
+                return [_cv(shown, "forbidden", rule.describe(short=True), rule.source, why, words)]
+    return []
 
 
 def _device_verdict(shown: str, dev: str, words: tuple[str, ...]) -> CommandVerdict:

@@ -23,6 +23,7 @@ user's own rules allows it. Layers:
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import os
 import os.path
@@ -41,7 +42,7 @@ from codemode.sandbox.rules import (
     load_rules_file,
     parse_rules,
 )
-from codemode.sandbox.shell_parse import SimpleCommand, parse_script
+from codemode.sandbox.shell_parse import SimpleCommand, parse_script, with_words
 from codemode.sandbox.words import Word
 
 Verdict = Literal["allow", "unmatched", "prompt", "forbidden"]
@@ -261,6 +262,14 @@ class Policy:
                 else:
                     soft.append(v)
         hard += command_checks.device_writes(cmd, cwds, shown, literal_words, literals)
+        if name is not None and name.kind == "glob":
+            hard += command_checks.glob_name(
+                cmd, (self.user, self.repo, self.defaults), shown, literal_words
+            )
+            if fnmatch.fnmatchcase("rm", os.path.basename(name.text)):  # /bin/r? -rf /
+                as_rm = with_words(cmd, [Word("rm"), *words[1:]])
+                root = rm_checks.rm_root_check(as_rm, ctx, cwds, shown, literal_words)
+                hard += [root] if root is not None else []
         root = rm_checks.rm_root_check(cmd, ctx, cwds, shown, literal_words)
         if root is not None:
             hard.append(root)

@@ -64,6 +64,8 @@ def expand(cmd: SimpleCommand, *, depth: int, stdin: Any = None) -> ParsedScript
         out.problems.append(
             Problem(cmd.source, f"the command name {name.text!r} is only known at run time")
         )
+        if name.kind == "glob":  # /sbin/mkfs.e* : the forbidden names it may match count
+            out.commands.append(with_words(cmd, list(cmd.words), strict_only=True))
         return out
     base = base_name(name)
     table = wrapper_table()
