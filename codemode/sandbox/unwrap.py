@@ -333,6 +333,8 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
         inner_words,
         via=(base, *cmd.via),
         open_ended=cmd.open_ended or bool(spec.get("open_ended")),
+        writes=cmd.writes + tuple(writes),  # `time -o FILE ls` writes FILE
+        write_words=cmd.write_words + tuple(Word(t) for t in writes),
     )
     out.extend(expand(inner, depth=depth))
     return out
