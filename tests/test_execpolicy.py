@@ -541,3 +541,66 @@ def test_variables_with_literal_values_are_resolved(ws: Path) -> None:
     assert decide("x=mkfs.ext4; $x /dev/sda", ws)[0] == "forbidden"
     assert decide('d=/dev/sda; cat img > "$d"', ws)[0] == "forbidden"
     assert decide("a=ls; $a -la", ws)[0] == "prompt"  # still a run-time name
+
+
+@pytest.mark.parametrize(
+    ("command", "status"),
+    [("cat img > /dev/sda", 30), ("sed '1e mkfs.ext4 /dev/sda' f", 30), ("ls -la", 0)],
+)
+def test_decisions_are_the_same_for_an_unprivileged_user(command: str, status: int) -> None:
+    import os
+    import shutil
+    import tempfile
+
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("needs root and setpriv to switch to an unprivileged user")
+    top = Path(tempfile.mkdtemp(prefix="codemode-nobody-"))  # pytest's tmp is root-only
+    try:
+        os.chmod(top, 0o755)
+        ws = top / "ws"
+        ws.mkdir()
+        env = {**os.environ, "CODEMODE_HOME": str(top / "home"), "HOME": str(top)}
+        argv = ["--reuid=65534", "--regid=65534", "--clear-groups", str(INTERPRETER)]
+        proc = subprocess.run(
+            [setpriv, *argv, "policy", "check", command],
+            cwd=ws,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        shutil.rmtree(top)
+    assert proc.returncode == status, (proc.stdout, proc.stderr)
+
+
+def test_an_unreadable_rules_folder_is_an_error_not_a_traceback() -> None:
+    import os
+    import shutil
+    import tempfile
+
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("needs root and setpriv to switch to an unprivileged user")
+    top = Path(tempfile.mkdtemp(prefix="codemode-nobody-"))
+    try:
+        os.chmod(top, 0o755)
+        (top / "ws").mkdir()
+        locked = top / "locked"
+        (locked / "rules").mkdir(parents=True)
+        locked.chmod(0o700)  # root's: nobody may not look inside
+        argv = ["--reuid=65534", "--regid=65534", "--clear-groups", str(INTERPRETER)]
+        proc = subprocess.run(
+            [setpriv, *argv, "policy", "check", "ls"],
+            cwd=top / "ws",
+            env={**os.environ, "CODEMODE_HOME": str(locked), "HOME": str(top)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        shutil.rmtree(top)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "cannot read rules folder: Permission denied" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -363,9 +363,16 @@ def load_rules_file(path: Path, layer: Layer = "user") -> RuleSet:
 def load_rules_dir(directory: Path, layer: Layer) -> RuleSet:
     """All ``*.rules`` files of ``directory``, in name order (none if it is missing)."""
     out = RuleSet()
-    if directory.is_dir():
-        for path in sorted(directory.glob("*.rules")):
-            out.extend(load_rules_file(path, layer))
+    try:
+        if not directory.is_dir():
+            return out
+        paths = sorted(directory.glob("*.rules"))
+    except OSError as exc:  # e.g. a folder this user may not read
+        raise RulesError(
+            str(directory), 0, f"cannot read rules folder: {exc.strerror or exc}"
+        ) from None
+    for path in paths:
+        out.extend(load_rules_file(path, layer))
     return out
 
 
