@@ -127,6 +127,21 @@ def device_writes(
             if dev is not None:
                 out.append(_device_verdict(shown, dev, words))
                 break
+    writer = base in devices.table()["writers"] or (base and devices.is_disk_tool(base))
+    if not out and writer and (cmd.open_ended or base == "dd"):
+        # xargs dd of=% / find -exec tee {}: what they write is only known at run time
+        unknown = cmd.open_ended or any(not t.literal for t in devices.written_paths(base, args))
+        if unknown:
+            out.append(
+                _cv(
+                    shown,
+                    "prompt",
+                    f"{BUILTIN}: writes to files only known at run time",
+                    None,
+                    f"{base} writes to files only known at run time (a device?)",
+                    words,
+                )
+            )
     return out
 
 

@@ -129,6 +129,10 @@ def git_subcommands() -> dict[str, Spec]:
     return {name: _spec(d) for name, d in _data()["git"].items()}
 
 
+def git_runs() -> dict[str, list[str]]:
+    return _data()["git_runs"]
+
+
 def interpreters() -> dict[str, list[str]]:
     return _data()["interpreters"]
 

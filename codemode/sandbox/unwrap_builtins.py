@@ -15,6 +15,34 @@ _GIT_VALUE_OPTIONS = frozenset(
 _GIT_RISKY_OPTIONS = frozenset({"--config-env", "--exec-path"})
 
 
+def _git_payloads(words: list[Word]) -> list[tuple[list[Word], str]]:
+    """Commands a git subcommand is told to run (``rebase --exec CMD``, ``submodule
+    foreach CMD``...), from ``[git_runs]`` in safe_commands.toml."""
+    from codemode.sandbox.safe_args import git_runs
+
+    if not words or not words[0].literal or words[0].text not in git_runs():
+        return []
+    sub = words[0].text
+    out: list[tuple[list[Word], str]] = []
+    args = words[1:]
+    for k, w in enumerate(args):
+        if not w.literal:
+            continue
+        for opt in git_runs()[sub]:
+            why = f"git {sub} {opt.rstrip(':.')} runs a command"
+            if opt.endswith("...") and w.text == opt[:-3]:
+                out.append((list(args[k + 1 :]), why))
+            elif opt.endswith(":"):
+                name = opt[:-1]
+                if w.text == name and k + 1 < len(args):
+                    out.append(([args[k + 1]], why))
+                elif w.text.startswith(name + "="):
+                    out.append(([Word(w.text[len(name) + 1 :])], why))
+                elif len(name) == 2 and w.text.startswith(name) and len(w.text) > 2:
+                    out.append(([Word(w.text[2:])], why))
+    return out
+
+
 def git(cmd: SimpleCommand, depth: int) -> ParsedScript:
     """git without its global options; -c values decided as commands."""
     from codemode.sandbox import unwrap
@@ -63,6 +91,9 @@ def git(cmd: SimpleCommand, depth: int) -> ParsedScript:
         out.commands.append(cmd)
     else:
         out.commands.append(with_words(cmd, [words[0], *words[i:]]))
+    for payload, why in _git_payloads(words[i:]):
+        out.problems.append(Problem(cmd.source, why))
+        out.extend(unwrap.script_of(cmd, payload, depth, "git", record=False))
     if risky:
         out.commands.append(with_words(cmd, words, strict_only=True))
     return out
