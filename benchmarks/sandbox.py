@@ -50,8 +50,8 @@ POLICY_SCRIPT = "\n".join(
         "find . -name '*.py' -newer setup.cfg | sort | uniq -c",
         "rg -n --glob '*.py' 'def main' src",
         "cat README.md | tr a-z A-Z > /dev/null",
-        "for f in a b c; do echo \"$f\"; wc -c \"$f\"; done",
-        "x=$(git rev-parse HEAD); echo \"$x\"",
+        'for f in a b c; do echo "$f"; wc -c "$f"; done',
+        'x=$(git rev-parse HEAD); echo "$x"',
         "env LANG=C sort -k2,2n data.csv | head -n 5",
         "timeout 5 nice -n 5 git diff --stat HEAD~1",
         "mkdir -p out && echo done > out/log.txt",
@@ -63,7 +63,7 @@ POLICY_SCRIPT = "\n".join(
         "jq .name package.json; date +%s; pwd; whoami",
         "diff <(sort a.txt) <(sort b.txt)",
         "test -f Makefile && make -n",
-        "basename \"$PWD\"; dirname /a/b; realpath .; stat -c %s f",
+        'basename "$PWD"; dirname /a/b; realpath .; stat -c %s f',
         "git branch -a; git remote -v; echo ok; true",
     ]
 )
