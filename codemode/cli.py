@@ -16,8 +16,6 @@ from codemode.batch.cli_options import BatchCommand, batch_options, refuse_witho
 from codemode.sandbox.cli_options import resolve_modes, sandbox_options
 
 ENGINE_CHOICES = ("quickjs", "v8")
-# `policy check`: the exit status says the decision, for scripts.
-POLICY_EXIT = {"allow": 0, "unmatched": 1, "prompt": 3, "forbidden": 4}
 
 
 def cwd_option(help: str) -> Any:
@@ -565,19 +563,20 @@ def policy_check(
     COMMAND is one shell command line (quote it) or an argv after `--`:
     `interpreter policy check -- git push --force`.
 
-    Exit status: 0 allow, 1 unmatched (no rule: the approval policy decides), 3 prompt,
-    4 forbidden, 2 usage error.
+    Exit status: 0 allow, 10 unmatched, 20 prompt, 30 forbidden, 2 rules that do not load.
     """
-    from codemode.sandbox.check_cli import evaluate, render
+    from codemode.sandbox.check_cli import EXIT_STATUS, evaluate, render
     from codemode.sandbox.rules import RulesError
 
     try:
-        ev = evaluate(command, cwd=cwd, rules_files=rules_files)
+        ev, notices = evaluate(command, cwd=cwd, rules_files=rules_files)
     except RulesError as exc:
         click.echo(f"interpreter policy check: error: {exc}", err=True)
         sys.exit(2)
+    for notice in notices:
+        click.echo(f"interpreter policy check: notice: {notice}", err=True)
     click.echo(render(ev, as_json=as_json))
-    sys.exit(POLICY_EXIT.get(str(ev.decision), 0))
+    sys.exit(EXIT_STATUS[ev.decision])
 
 
 @cli.command("apply-patch")

@@ -67,7 +67,7 @@ def test_a_command_name_typo_is_not_sent_to_the_model(tmp_path: Path, home: Path
 
 
 def test_policy_check_exit_status_says_the_decision(tmp_path: Path, home: Path) -> None:
-    cases = {"ls": 0, "frobnicate-xyz": 1, "git push --force": 3, "rm -rf /": 4}
+    cases = {"ls": 0, "frobnicate-xyz": 10, "git push --force": 20, "rm -rf /": 30}
     for command, status in cases.items():
         checked = run_cli(["policy", "check", command], home=home, cwd=tmp_path)
         assert checked.code == status, (command, checked.stdout, checked.stderr)

@@ -388,7 +388,10 @@ def test_swe_agent_classic(home: Path, work: Path) -> None:
         },
         {"text": "DISCUSSION\nThe greeting now uses an f-string.\n```\nsubmit\n```"},
     ]
-    run, server = exec_run(script, ["--harness", "swe-agent", "fix"], home=home, cwd=work)
+    # `python3 -c CODE` runs code the execpolicy cannot read: it needs approval (issue 16),
+    # so this session runs with --approval never (still inside the workspace sandbox)
+    args = ["--harness", "swe-agent", "--approval", "never", "fix"]
+    run, server = exec_run(script, args, home=home, cwd=work)
     assert run.code == 0, run.stderr
     assert "tools" not in server.requests[0].body or not server.requests[0].body["tools"]
     assert "DISCUSSION" in server.requests[0].body["messages"][0]["content"]

@@ -360,9 +360,10 @@ async def test_approval_once_always_deny(ws: Path, home: Path) -> None:
     await shell(ctx, cmd)
     assert len(asked) == 3
     saved = (home / "rules" / "default.rules").read_text()
-    assert saved == (
-        'prefix_rule(pattern=["git", "push", "--force", "origin", "main"], decision="allow")\n'
-    )
+    # exactly the command line seen, not a prefix (a prefix used to be stored)
+    assert saved == 'allow_command(command="git push --force origin main")\n'
+    with pytest.raises(CommandRefused, match="no one can approve"):
+        await shell(ctx_for(ws, sandbox_mode="danger-full-access"), cmd + " --mirror")
     # ...nor in the next one, which loads the file
     fresh = ctx_for(ws, approver=approver, sandbox_mode="danger-full-access")
     await shell(fresh, cmd)

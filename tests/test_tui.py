@@ -268,9 +268,14 @@ def test_approval_once_deny_always_and_code_mode_program_shown(
         term.send_line("make out/a")
         term.expect("approval needed")
         term.expect("mkdir -p out/a")
-        term.expect("[a] always for this prefix (mkdir -p out/a)")
-        term.child.send("a")
-        term.expect("→ always for this prefix")
+        # "always" shows what it stores: the exact line, or a prefix picked from a list
+        term.expect("always   exactly this command line, nothing else: mkdir -p out/a")
+        term.expect("[a] always this exact command  [p] always for a prefix")
+        term.child.send("p")
+        term.expect("[1] `mkdir -p out/a` followed by any further arguments")
+        term.expect("[2] `mkdir -p` followed by any further arguments")
+        term.child.send("2")
+        term.expect("→ always: `mkdir -p` followed by")
         between = term.expect("Both ran.")
         assert "approval needed" not in between  # the second call was not asked about
         assert "✓ done (2 tool calls)" in between
@@ -280,7 +285,7 @@ def test_approval_once_deny_always_and_code_mode_program_shown(
     assert (work / "out" / "a").is_dir()
     assert "the user declined" in sent_text(server, 3)
     remembered = (rules / "default.rules").read_text(encoding="utf-8")
-    assert 'pattern=["mkdir", "-p", "out/a"], decision="allow"' in remembered
+    assert 'prefix_rule(pattern=["mkdir", "-p"], decision="allow")' in remembered
 
 
 # --- slash commands ------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shlex
 import shutil
@@ -22,8 +23,8 @@ from codemode.sandbox.paths import write_refusal
 from codemode.tools.context import ToolError
 
 if TYPE_CHECKING:
-    from codemode.sandbox.approval import Approver
-    from codemode.sandbox.policy import CommandVerdict, Evaluation, Policy, PolicyContext
+    from codemode.sandbox.approval import Approver, RememberOption
+    from codemode.sandbox.policy import Evaluation, Policy, PolicyContext
     from codemode.sandbox.settings import SandboxSettings
 
 # Cheap to construct: settings are validated (pydantic), rules loaded and tree-sitter
@@ -100,6 +101,8 @@ class SandboxSession:
             self._policy = Policy.load(
                 self.workspace, extra_files=[Path(p).expanduser() for p in self.settings.rules]
             )
+            for notice in self._policy.notices:  # repository rules that tried to loosen
+                logging.getLogger("codemode.sandbox").warning("execpolicy: %s", notice)
         return self._policy
 
     def policy_context(self, cwd: Path) -> PolicyContext:
@@ -147,7 +150,7 @@ class SandboxSession:
         Returns the evaluation when the command may run; raises CommandRefused (a
         ToolError, so a code-mode program sees an exception it can catch) otherwise.
         """
-        from codemode.sandbox.approval import ApprovalRequest
+        from codemode.sandbox.approval import ApprovalRequest, remember_options
         from codemode.sandbox.rules import RulesError
 
         tool = tool or approval_context.current_tool()
@@ -200,14 +203,20 @@ class SandboxSession:
             approval_policy=self.settings.approval_policy,
             commands=needing,
             program=approval_context.current_program(),
-            can_remember=all(v.words for v in needing),
+            can_remember=True,
+            remember_options=remember_options(command, needing),
         )
         self._ensure_confinement(tool)  # asking for something that cannot run is no use
         choice = await self.approver(request)
         if choice == "deny":
             raise CommandRefused(f"tools.{tool}: the user declined to run `{d.command}`", ev)
-        if choice == "always" and request.can_remember:
-            self.remember(needing)
+        if isinstance(choice, str) and choice.split(":")[0] == "always":
+            index = choice.partition(":")[2]
+            options = request.remember_options
+            if index.isdigit() and int(index) < len(options):
+                self.remember(options[int(index)])
+            elif options:
+                self.remember(options[0])
         return ev
 
     def _ensure_confinement(self, tool: str) -> None:
@@ -218,21 +227,29 @@ class SandboxSession:
         except ConfinementUnavailable as exc:
             raise ToolError(f"tools.{tool}: {exc}") from None
 
-    def remember(self, verdicts: Sequence[CommandVerdict]) -> None:
-        """Allow these commands' prefixes from now on, in this session and the next."""
-        from codemode.sandbox.rules import PrefixRule, append_allow_rule
+    def remember(self, option: RememberOption) -> None:
+        """Allow what ``option`` says from now on, in this session and the next."""
+        from codemode.sandbox.rules import (
+            ExactRule,
+            PrefixRule,
+            append_allow_rule,
+            append_exact_rule,
+        )
 
-        for v in verdicts:
-            pattern = list(v.words)
-            rule_source = f"{self.rules_file}:appended"
-            append_allow_rule(self.rules_file, pattern)
-            rule = PrefixRule(
-                pattern=tuple((w,) for w in pattern),
-                decision="allow",
-                source=rule_source,
-                layer="user",
+        source = f"{self.rules_file}:appended"
+        if option.command is not None:
+            append_exact_rule(self.rules_file, option.command)
+            self.policy.add_user_rule(ExactRule(option.command, source, "user"))
+        else:
+            append_allow_rule(self.rules_file, list(option.prefix))
+            self.policy.add_user_rule(
+                PrefixRule(
+                    pattern=tuple((w,) for w in option.prefix),
+                    decision="allow",
+                    source=source,
+                    layer="user",
+                )
             )
-            self.policy.add_user_rule(rule)
 
     async def spawn(
         self,
