@@ -119,7 +119,7 @@ class DryRun:
 
     def _remember(self, key: Path) -> None:
         if key not in self._before:
-            self._before[key] = key.read_bytes() if key.is_file() else None
+            self._before[key] = _disk_bytes(key)
 
     def changes(self) -> list[FileChange]:
         """Files whose contents differ from the disk, sorted by path."""
@@ -159,6 +159,18 @@ class DryRun:
         return [_relative(change.path, root) for change in self.changes()]
 
 
+def _disk_bytes(path: Path) -> bytes | None:
+    """The regular file at ``path`` as it is on disk (None: none there); never a device
+    or FIFO, never more than read_file's cap."""
+    from codemode.tools.files import MAX_READ_BYTES
+    from codemode.tools.fs.reading import read_regular
+
+    try:
+        return read_regular(path, MAX_READ_BYTES)
+    except (OSError, ToolError):
+        return None
+
+
 def _relative(path: Path, root: Path) -> str:
     try:
         return path.relative_to(root).as_posix()
@@ -170,9 +182,10 @@ def _lines(data: bytes | None) -> list[str]:
     if data is None:
         return []
     from codemode.tools.files import split_lines
+    from codemode.tools.fs.text import decode
 
-    # The diff is for people (and the JSON report): undecodable bytes show as U+FFFD.
-    return split_lines(data.decode("utf-8", errors="replace"))
+    # As read_file shows the file: UTF-8, else Latin-1 (no byte turns into U+FFFD).
+    return split_lines(decode(data)[0])
 
 
 class DryRunRegistry(ToolRegistry):

@@ -259,7 +259,7 @@ def _write_file_sync(args: WriteFileArgs, ctx: ToolContext, path: Path) -> Write
 def _disk_bytes(path: Path, shown: str) -> bytes | None:
     try:
         return read_regular(path, MAX_READ_BYTES, shown)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError, TooBig):
         return None
 
 
