@@ -434,3 +434,30 @@ def test_latin1_round_trips_in_a_code_mode_script(ws: Path, tmp_path: Path) -> N
     value = json.loads(proc.stdout)["value"]
     assert value == ["latin-1", "caf\u00e9"]
     assert (ws / "latin.txt").read_bytes() == b"// header\ncaf\xe9\n"
+
+
+def test_latin1_round_trips_through_classic_tool_calls(home: Path, ws: Path) -> None:
+    from agent_support import call as scripted_call
+    from agent_support import provider_flags, run_cli
+
+    from codemode.testing.scripted_server import ScriptedModelServer
+
+    (ws / "latin.txt").write_bytes(b"caf\xe9\n")
+    # The model writes back what it read (as it saw it in the tool result), plus a header.
+    script = [
+        {"tool_calls": [scripted_call("read_file", {"path": "latin.txt"})]},
+        {
+            "tool_calls": [
+                scripted_call("write_file", {"path": "latin.txt", "content": "# h\ncaf\u00e9\n"})
+            ]
+        },
+        {"text": "done"},
+    ]
+    with ScriptedModelServer(script) as server:
+        run = run_cli(
+            ["exec", *provider_flags(server.base_url, "chat"), "add a header"], home=home, cwd=ws
+        )
+    assert run.code == 0, run.stderr
+    seen = json.dumps(server.requests[1].body, ensure_ascii=False)
+    assert "caf\u00e9" in seen and "latin-1" in seen and "\ufffd" not in seen
+    assert (ws / "latin.txt").read_bytes() == b"# h\ncaf\xe9\n"
