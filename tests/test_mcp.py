@@ -47,7 +47,9 @@ FS_SERVER = FS_SERVER_DIR / "node_modules" / ".bin" / "mcp-server-filesystem"
 
 
 def probe(**extra: Any) -> dict[str, Any]:
-    return {"command": sys.executable, "args": [str(PROBE)], **extra}
+    # Its tools only compute: trusted to read, so calls run without asking (the default,
+    # untrusted, is tested in test_mcp_trust.py).
+    return {"command": sys.executable, "args": [str(PROBE)], "trust": "read", **extra}
 
 
 @pytest.fixture
@@ -756,10 +758,10 @@ def test_our_server_over_http_binds_loopback(tmp_path: Path) -> None:
 def test_policy_without_a_human() -> None:
     from codemode.mcp.approval import ApprovingRegistry, policy_decider
 
-    untrusted = policy_decider("untrusted", "workspace-write", frozenset({"mcp__fs__read"}))
+    untrusted = policy_decider("untrusted", "workspace-write")
     assert untrusted("read_file", {}).verdict == "allow"
-    assert untrusted("mcp__fs__read", {}).verdict == "allow"  # readOnlyHint
-    assert untrusted("mcp__fs__write", {}).verdict == "prompt"
+    # An MCP server's tools are left to the sandbox session (its trust setting decides).
+    assert untrusted("mcp__fs__write", {}).verdict == "allow"
     assert untrusted("shell", {}).verdict == "prompt"
     read_only = policy_decider("never", "read-only")
     assert read_only("write_file", {}).verdict == "forbidden"

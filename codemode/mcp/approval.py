@@ -1,9 +1,12 @@
-"""Approval for calls that arrive over MCP, where no human is attached to answer a prompt.
+"""Approval for built-in tool calls that arrive over MCP (``interpreter mcp-server``),
+where no human is attached to answer a prompt.
 
-Until the sandbox's approver is in place this is the whole policy: a ``Decider`` says
-allow, prompt or forbidden for each call, and a ``prompt`` is refused with the reason,
-because the MCP client is a program, not a person. ``ApprovingRegistry`` puts the check
-in front of ``ToolRegistry.invoke``, sharing the tools of the registry it wraps.
+A ``Decider`` says allow, prompt or forbidden for each built-in call, and a ``prompt``
+is refused with the reason, because the MCP client is a program, not a person.
+``ApprovingRegistry`` puts the check in front of ``ToolRegistry.invoke``, sharing the
+tools of the registry it wraps. Tools of configured MCP servers are decided by the
+sandbox session from their server's ``trust``, in this entry point as in every other
+(``codemode.sandbox.tool_trust``).
 """
 
 from __future__ import annotations
@@ -31,27 +34,22 @@ READ_ONLY_TOOLS = frozenset({"read_file", "list_dir", "glob", "grep", "update_pl
 WRITING_TOOLS = frozenset({"write_file", "apply_patch"})
 
 
-def policy_decider(
-    approval_policy: str,
-    sandbox_mode: str,
-    read_only_tools: frozenset[str] = frozenset(),
-) -> Decider:
-    """The configured policy, as far as it can be applied without the sandbox.
+def policy_decider(approval_policy: str, sandbox_mode: str) -> Decider:
+    """The configured policy for built-in tools called over MCP.
 
-    ``read_only_tools`` adds tools known not to write (MCP tools whose server marks them
-    ``readOnlyHint``). ``never`` and ``on-request`` allow what the sandbox mode allows;
-    ``untrusted`` asks before anything that is not read-only; ``read-only`` forbids
-    writing tools and asks before the shell (nothing confines it yet).
+    ``never`` and ``on-request`` allow what the sandbox mode allows; ``untrusted`` asks
+    before anything that is not read-only; ``read-only`` forbids writing tools and asks
+    before the shell. An MCP server's tools are allowed here: the sandbox session
+    decides them from their server's ``trust``.
     """
-    readers = READ_ONLY_TOOLS | read_only_tools
 
     def decide(name: str, args: Any) -> Decision:
-        if name in readers:
+        if name in READ_ONLY_TOOLS or split_namespace(name) is not None:
             return Decision("allow")
         if sandbox_mode == "read-only":
             if name in WRITING_TOOLS:
                 return Decision("forbidden", f"sandbox_mode is read-only: {name} writes files")
-            if name == "shell" or split_namespace(name) is not None:
+            if name == "shell":
                 return Decision("prompt", f"sandbox_mode is read-only and {name} may write")
         if approval_policy == "untrusted":
             return Decision("prompt", f"approval_policy is untrusted and {name} is not read-only")
