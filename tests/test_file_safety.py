@@ -461,3 +461,81 @@ def test_latin1_round_trips_through_classic_tool_calls(home: Path, ws: Path) -> 
     seen = json.dumps(server.requests[1].body, ensure_ascii=False)
     assert "caf\u00e9" in seen and "latin-1" in seen and "\ufffd" not in seen
     assert (ws / "latin.txt").read_bytes() == b"# h\ncaf\xe9\n"
+
+
+UNPRIVILEGED_RACE = """
+import asyncio, json, subprocess, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[3])
+from test_file_safety import FLIPPER
+from codemode.tools.builtin import builtin_registry
+from codemode.tools.context import ToolContext, ToolError
+
+ws, outside = Path(sys.argv[1]), Path(sys.argv[2])
+flipper = subprocess.Popen(["bash", "-c", FLIPPER, "flip", str(ws), str(outside)])
+deadline = time.monotonic() + 10
+while not (ws / "d").is_symlink():
+    assert time.monotonic() < deadline, "the flipper did not start"
+    time.sleep(0.001)
+
+async def go():
+    ctx, registry, ok, refused = ToolContext(workspace=ws), builtin_registry(), 0, 0
+    deadline, i = time.monotonic() + 3, 0
+    while time.monotonic() < deadline:
+        i += 1
+        try:
+            await registry.invoke("write_file", {"path": f"d/f{i}", "content": "x"}, ctx)
+            ok += 1
+        except ToolError:
+            refused += 1
+    return ok, refused
+
+ok, refused = asyncio.run(go())
+(ws / "stop").touch()
+flipper.wait()
+print(json.dumps({"ok": ok, "refused": refused, "flips": int((ws / "flips").read_text())}))
+"""
+
+
+def test_symlink_race_as_an_unprivileged_user() -> None:
+    import shutil
+    import tempfile
+
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to drop to an unprivileged user (uid 65534)")
+    # Not under pytest's tmp_path: its parents are private to root.
+    tmp_path = Path(tempfile.mkdtemp(prefix="codemode-race-"))
+    os.chmod(tmp_path, 0o755)
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    for d in (ws, outside):
+        d.mkdir()
+        os.chown(d, 65534, 65534)
+    try:
+        _unprivileged_race(tmp_path, ws, outside)
+    finally:
+        shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def _unprivileged_race(tmp_path: Path, ws: Path, outside: Path) -> None:
+    proc = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            sys.executable,
+            "-c",
+            UNPRIVILEGED_RACE,
+            str(ws),
+            str(outside),
+            str(Path(__file__).parent),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    counts = json.loads(proc.stdout)
+    assert _outside_files(outside) == []
+    assert counts["flips"] > 20 and counts["ok"] > 0 and counts["refused"] > 0, counts

@@ -269,7 +269,8 @@ def write_atomic(spot: Spot, data: bytes, mode: int | None = None) -> bool:
             if old is not None and stat.S_ISREG(old.st_mode)
             else default_mode()
         )
-    tmp = f".{spot.name[:200]}.{secrets.token_hex(4)}.tmp"
+    # Short enough for any name: 255 bytes is the limit, and a name may be multibyte.
+    tmp = f".{spot.name[:40]}.{secrets.token_hex(4)}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(tmp, flags, 0o600, dir_fd=spot.parent)
     try:
