@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from codemode.tools.context import ToolContext, ToolError
-from codemode.tools.registry import ToolRegistry, code_name, split_namespace
+from codemode.tools.registry import ToolRegistry, code_name
+
+if TYPE_CHECKING:
+    from codemode.tools.base import Tool
 
 Verdict = Literal["allow", "prompt", "forbidden"]
 
@@ -27,11 +30,8 @@ class Decision:
     reason: str = ""
 
 
-Decider = Callable[[str, Any], Decision]
-
-# Built-in tools that only read.
-READ_ONLY_TOOLS = frozenset({"read_file", "list_dir", "glob", "grep", "update_plan"})
-WRITING_TOOLS = frozenset({"write_file", "apply_patch"})
+# Decides a call from the tool's definition (its ``effect``) and its arguments.
+Decider = Callable[["Tool", Any], Decision]
 
 
 def policy_decider(approval_policy: str, sandbox_mode: str) -> Decider:
@@ -43,14 +43,14 @@ def policy_decider(approval_policy: str, sandbox_mode: str) -> Decider:
     decides them from their server's ``trust``.
     """
 
-    def decide(name: str, args: Any) -> Decision:
-        if name in READ_ONLY_TOOLS or split_namespace(name) is not None:
+    def decide(tool: Tool, args: Any) -> Decision:
+        name = tool.name
+        if tool.effect == "read" or tool.trust != "host":
             return Decision("allow")
         if sandbox_mode == "read-only":
-            if name in WRITING_TOOLS:
+            if tool.effect == "write":
                 return Decision("forbidden", f"sandbox_mode is read-only: {name} writes files")
-            if name == "shell":
-                return Decision("prompt", f"sandbox_mode is read-only and {name} may write")
+            return Decision("prompt", f"sandbox_mode is read-only and {name} may write")
         if approval_policy == "untrusted":
             return Decision("prompt", f"approval_policy is untrusted and {name} is not read-only")
         return Decision("allow")
@@ -68,7 +68,10 @@ class ApprovingRegistry(ToolRegistry):
         self._decide = decide
 
     async def invoke(self, name: str, raw_args: Any, ctx: ToolContext) -> Any:
-        decision = self._decide(name, raw_args)
+        tool = self.get(name)
+        if tool is None:
+            return await self._inner.invoke(name, raw_args, ctx)  # says it is no tool
+        decision = self._decide(tool, raw_args)
         shown = f"tools.{code_name(name)}"
         if decision.verdict == "forbidden":
             raise ToolError(f"{shown} is forbidden: {decision.reason}")

@@ -45,6 +45,10 @@ Handler = Callable[[Any, ToolContext], Awaitable[Any]]
 # read-only, asked about under untrusted), "untrusted" (nothing said: refused in
 # read-only, asked about unless the approval policy is never).
 Trust = Literal["host", "read", "write", "untrusted"]
+# What a call can do, for surfaces that decide without running it (mcp-server's policy,
+# dry runs): "read" only looks, "write" changes files, "run" may do anything (commands,
+# a tool whose effect nobody declared).
+Effect = Literal["read", "write", "run"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,10 @@ class Tool:
     # A lark grammar for that text, for wires that constrain freeform tool input.
     grammar: str | None = None
     trust: Trust = "host"
+    effect: Effect = "run"
+    # True for a writer that records into ``ToolContext.dry_run`` instead of writing
+    # (codemode.tools.dry_run lets only these and readers run in a dry run).
+    dry_run: bool = False
 
     def validate(self, raw: Any) -> BaseModel:
         """Validate raw JSON arguments; raises ToolError naming the offending fields."""

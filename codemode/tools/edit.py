@@ -94,4 +94,5 @@ EDIT = Tool(
     args_model=EditArgs,
     result_model=EditResult,
     handler=edit,
+    effect="write",
 )

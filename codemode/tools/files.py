@@ -180,6 +180,7 @@ READ_FILE = Tool(
     args_model=ReadFileArgs,
     result_model=ReadFileResult,
     handler=read_file,
+    effect="read",
 )
 
 
@@ -318,6 +319,8 @@ WRITE_FILE = Tool(
     args_model=WriteFileArgs,
     result_model=WriteFileResult,
     handler=write_file,
+    effect="write",
+    dry_run=True,
 )
 
 
@@ -413,4 +416,5 @@ LIST_DIR = Tool(
     args_model=ListDirArgs,
     result_model=ListDirResult,
     handler=list_dir,
+    effect="read",
 )

@@ -180,6 +180,7 @@ GLOB = Tool(
     args_model=GlobArgs,
     result_model=GlobResult,
     handler=glob,
+    effect="read",
 )
 
 
@@ -352,4 +353,5 @@ GREP = Tool(
     args_model=GrepArgs,
     result_model=GrepResult,
     handler=grep,
+    effect="read",
 )
