@@ -539,3 +539,22 @@ def _unprivileged_race(tmp_path: Path, ws: Path, outside: Path) -> None:
     counts = json.loads(proc.stdout)
     assert _outside_files(outside) == []
     assert counts["flips"] > 20 and counts["ok"] > 0 and counts["refused"] > 0, counts
+
+
+def test_relative_links_with_dotdot_and_deep_paths(ws: Path, outside: Path) -> None:
+    (ws / "real").mkdir()
+    (ws / "sub").mkdir()
+    (ws / "sub" / "up").symlink_to("../real")  # climbs, but stays inside
+    (ws / "sub" / "out").symlink_to("../../outside")  # climbs out of the root
+    ctx = ToolContext(workspace=ws)
+    asyncio.run(call(ctx, "write_file", path="sub/up/f.txt", content="f\n"))
+    assert (ws / "real" / "f.txt").read_text() == "f\n"
+    message = asyncio.run(call_error(ctx, "write_file", path="sub/out/f.txt", content="x"))
+    assert "outside" in message and _outside_files(outside) == []
+    # A deep path holds one descriptor at a time, not one per level.
+    deep = "/".join(["d"] * 300) + "/f.txt"
+    before = len(os.listdir("/proc/self/fd"))
+    asyncio.run(call(ctx, "write_file", path=deep, content="deep\n"))
+    assert (ws / deep).read_text() == "deep\n"
+    assert asyncio.run(call(ctx, "read_file", path=deep))["content"] == "deep\n"
+    assert len(os.listdir("/proc/self/fd")) <= before + 2

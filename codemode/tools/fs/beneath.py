@@ -151,7 +151,9 @@ class Tree:
         root, pending = found
         if not pending:
             raise IsADirectoryError(errno.EISDIR, "is a directory", str(shown))
-        fds = [os.open(root, _DIR_FLAGS & ~os.O_NOFOLLOW)]
+        # Only the directory being looked in is held (a path of any depth costs one
+        # descriptor); ".." walks again from the root to the parent, strictly.
+        cur = os.open(root, _DIR_FLAGS & ~os.O_NOFOLLOW)
         parts: list[str] = []
         hops = retries = 0
         try:
@@ -166,13 +168,15 @@ class Tree:
                         raise Refused(
                             f"refusing to write {shown}: it leads outside the writable roots"
                         )
-                    os.close(fds.pop())
                     parts.pop()
+                    os.close(cur)
+                    cur = -1
+                    cur = _reopen(root, parts, shown)
                     continue
                 self._check(root, [*parts, comp], shown)
                 last = not pending
                 try:
-                    st: os.stat_result | None = os.stat(comp, dir_fd=fds[-1], follow_symlinks=False)
+                    st: os.stat_result | None = os.stat(comp, dir_fd=cur, follow_symlinks=False)
                 except FileNotFoundError:
                     st = None
                 if st is not None and stat.S_ISLNK(st.st_mode) and (follow_last or not last):
@@ -183,7 +187,7 @@ class Tree:
                     if hops > _MAX_HOPS:
                         raise Refused(f"{shown}: too many levels of symlinks")
                     try:
-                        target = os.readlink(comp, dir_fd=fds[-1])
+                        target = os.readlink(comp, dir_fd=cur)
                     except OSError:
                         retries = _bump(retries, shown)
                         pending.insert(0, comp)
@@ -196,24 +200,26 @@ class Tree:
                                 f"refusing to write {shown}: it leads outside the writable "
                                 f"roots (through the symlink {link} -> {target})"
                             )
-                        for fd in fds:
-                            os.close(fd)
+                        os.close(cur)
+                        cur = -1
                         root, below = landing
-                        fds = [os.open(root, _DIR_FLAGS & ~os.O_NOFOLLOW)]
+                        cur = os.open(root, _DIR_FLAGS & ~os.O_NOFOLLOW)
                         parts = []
                         pending = [*below, *pending]
                     else:
                         pending = [*target.split("/"), *pending]
                     continue
                 if last:
-                    return Spot(fds.pop(), comp, root, [*parts, comp])
+                    spot = Spot(cur, comp, root, [*parts, comp])
+                    cur = -1  # the spot owns it now
+                    return spot
                 if st is None:
                     if not make_parents:
                         raise Missing(
                             errno.ENOENT, "no such directory", str(root.joinpath(*parts, comp))
                         )
                     try:
-                        os.mkdir(comp, 0o777, dir_fd=fds[-1])
+                        os.mkdir(comp, 0o777, dir_fd=cur)
                         if created is not None:
                             created.append(root.joinpath(*parts, comp))
                     except FileExistsError:
@@ -225,7 +231,7 @@ class Tree:
                         errno.ENOTDIR, "not a directory", str(root.joinpath(*parts, comp))
                     )
                 try:
-                    fd = os.open(comp, _DIR_FLAGS, dir_fd=fds[-1])
+                    fd = os.open(comp, _DIR_FLAGS, dir_fd=cur)
                 except OSError as exc:
                     if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
                         raise
@@ -233,18 +239,35 @@ class Tree:
                     retries = _bump(retries, shown)
                     pending.insert(0, comp)
                     continue
-                fds.append(fd)
+                os.close(cur)
+                cur = fd
                 parts.append(comp)
             raise IsADirectoryError(errno.EISDIR, "is a directory", str(shown))
         finally:
-            for fd in fds:
-                os.close(fd)
+            if cur >= 0:
+                os.close(cur)
 
     def _check(self, root: Path, parts: list[str], shown: str | Path) -> None:
         if self.writing:
             reason = guard.write_refusal(parts)
             if reason is not None:
                 raise Refused(f"refusing to write {shown}: {reason}")
+
+
+def _reopen(root: Path, parts: list[str], shown: str | Path) -> int:
+    """The directory ``root/parts`` opened again, no symlink followed on the way."""
+    fd = os.open(root, _DIR_FLAGS & ~os.O_NOFOLLOW)
+    try:
+        for part in parts:
+            child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+            raise Changed(f"{shown} changed while it was being opened; try again") from None
+        raise
+    return fd
 
 
 def _bump(retries: int, shown: str | Path) -> int:

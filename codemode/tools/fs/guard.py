@@ -9,7 +9,8 @@ it is about to create or replace, symlinks already resolved by the race-free wal
   git commands in the shell still update a repository as usual;
 - nothing inside a ``.codemode`` directory at any depth (the agent's own rules);
 - reads of the agent process's own ``/proc`` entries (its environment holds the
-  credentials that subprocesses are denied).
+  credentials that subprocesses are denied), and of the kernel files that look regular
+  but block until data arrives.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ _PROTECTED_DIRS = {
 }
 # /proc/self, /proc/thread-self and /proc/PID (after symlinks are resolved: /proc/PID/...).
 _PROC_PROCESS = re.compile(r"^/proc/(?:\d+|self|thread-self)(?:/|$)")
+# Files that look regular but wait for data that may never come (the kernel log, the
+# tracing pipes): a read could outlive every time limit.
+_BLOCKING = re.compile(r"^/(?:proc/kmsg$|sys/kernel/(?:debug/)?tracing/(?:.*/)?trace_pipe)")
 
 
 def write_refusal(parts: Sequence[str]) -> str | None:
@@ -39,6 +43,9 @@ def write_refusal(parts: Sequence[str]) -> str | None:
 
 def read_refusal(real: Path) -> str | None:
     """Why the file at ``real`` (symlinks resolved) may not be read, or None."""
-    if _PROC_PROCESS.match(real.as_posix()):
+    shown = real.as_posix()
+    if _PROC_PROCESS.match(shown):
         return "process information under /proc is not readable by the file tools"
+    if _BLOCKING.match(shown):
+        return "it waits for data that may never come; read it with tools.shell"
     return None
