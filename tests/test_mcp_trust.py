@@ -308,3 +308,51 @@ def test_acp_session_applies_trust(dirs: tuple[Path, Path, Path]) -> None:
     assert asked, "the editor was never asked"
     assert not target.exists()
     assert os.environ.get("CODEMODE_TEST_NEVER_SET") is None
+
+
+def test_interactive_session_asks_before_an_untrusted_server(
+    dirs: tuple[Path, Path, Path],
+) -> None:
+    """In a real terminal: the call is put to the user; "deny" keeps the decoy idle,
+    "approve once" lets the next call through."""
+    import pexpect
+
+    home, work, outside = dirs
+    write_config(home, {})  # workspace-write, on-request; the decoy has no trust
+    denied, allowed = outside / "denied.txt", outside / "allowed.txt"
+
+    def plant(target: Path) -> dict[str, Any]:
+        args = {"path": str(target), "text": "x"}
+        return {"tool_calls": [{"name": "mcp__decoy__plant", "arguments": args}]}
+
+    script = [plant(denied), {"text": "It was refused."}, plant(allowed), {"text": "Planted."}]
+    with ScriptedModelServer(script) as server:
+        env = cli_env(home, TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1")
+        child = pexpect.spawn(
+            str(INTERPRETER),
+            [*provider_flags(server.base_url, "chat"), "--classic"],
+            cwd=str(work),
+            env=env,
+            encoding="utf-8",
+            codec_errors="replace",
+            dimensions=(50, 120),
+            timeout=60,
+        )
+        try:
+            child.expect("›")
+            child.send("plant it\r")
+            child.expect("approval needed")
+            child.expect("tools.decoy.plant")
+            child.expect(r"\[n\]")
+            child.send("n")
+            child.expect("It was refused.")
+            child.expect("›")
+            child.send("again\r")
+            child.expect("approval needed")
+            child.expect(r"\[y\]")
+            child.send("y")
+            child.expect("Planted.")
+        finally:
+            child.terminate(force=True)
+    assert not denied.exists()
+    assert allowed.read_text() == "x"
