@@ -558,3 +558,15 @@ def test_relative_links_with_dotdot_and_deep_paths(ws: Path, outside: Path) -> N
     assert (ws / deep).read_text() == "deep\n"
     assert asyncio.run(call(ctx, "read_file", path=deep))["content"] == "deep\n"
     assert len(os.listdir("/proc/self/fd")) <= before + 2
+
+
+def test_pathological_glob_returns_promptly(ws: Path) -> None:
+    (ws / ("a" * 60)).write_text("x\n")
+    ctx = ToolContext(workspace=ws)
+    started = time.monotonic()
+    found = asyncio.run(call(ctx, "glob", pattern="*a*a*a*a*a*a*a*a*a*a*a*c"))
+    assert found["matches"] == []
+    found = asyncio.run(call(ctx, "grep", pattern="x", glob="*a*a*a*a*a*a*a*a*a*a*a*c"))
+    assert found["matches"] == []
+    # Python's re took 84 s on a 40-character name for this glob.
+    assert time.monotonic() - started < 5
