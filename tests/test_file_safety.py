@@ -570,3 +570,14 @@ def test_pathological_glob_returns_promptly(ws: Path) -> None:
     assert found["matches"] == []
     # Python's re took 84 s on a 40-character name for this glob.
     assert time.monotonic() - started < 5
+
+
+def test_pathological_gitignore_line_does_not_stall_a_walk(ws: Path) -> None:
+    (ws / ".gitignore").write_text("*a*a*a*a*a*a*a*a*a*a*a*c\n*.log\n")
+    (ws / ("a" * 60)).write_text("x\n")
+    (ws / "skip.log").write_text("x\n")
+    ctx = ToolContext(workspace=ws)
+    started = time.monotonic()
+    found = asyncio.run(call(ctx, "grep", pattern="x"))
+    assert [m["path"] for m in found["matches"]] == ["a" * 60]  # *.log still ignored
+    assert time.monotonic() - started < 5
