@@ -20,6 +20,7 @@ import pytest
 from codemode.sandbox.session import SandboxSession
 from codemode.tools.builtin import builtin_registry
 from codemode.tools.context import ToolContext, ToolError
+from codemode.tools.dry_run import DryRun
 from codemode.tools.edit import EDIT
 from codemode.tui.snapshots import Snapshots
 
@@ -188,6 +189,16 @@ def test_protected_folders_at_any_depth(ws: Path, outside: Path) -> None:
     ):
         message = asyncio.run(call_error(ctx, "write_file", path=path, content="x"))
         assert "read-only" in message, (path, message)
+        patch = f"*** Begin Patch\n*** Add File: {path}\n+x\n*** End Patch\n"
+        message = asyncio.run(call_error(ctx, "apply_patch", input=patch))
+        assert "read-only" in message, (path, message)
+        # A dry run shows only what a real run could write.
+        dry = ToolContext(workspace=ws, dry_run=DryRun())
+        for tool, args in (
+            ("apply_patch", {"input": patch}),
+            ("write_file", {"path": path, "content": "x"}),
+        ):
+            assert "read-only" in asyncio.run(call_error(dry, tool, **args)), (tool, path)
     assert not (ws / "sub" / ".codemode").exists() and not (ws / "sub" / ".git").exists()
     assert list((ws / ".git" / "hooks").iterdir()) == []
 

@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import Field
 
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
+from codemode.tools.fs import guard
 from codemode.tools.fs.beneath import write_atomic
 from codemode.tools.fs.reading import NotRegular, TooBig, read_regular
 from codemode.tools.fs.text import Encoding, check_no_new_replacement, decode, encode
@@ -231,6 +232,12 @@ def _write_file_sync(args: WriteFileArgs, ctx: ToolContext, path: Path) -> Write
         target = path.resolve() if path.is_symlink() else path
         if target.is_dir():
             raise ToolError(f"write_file: {shown} is a directory")
+        # A dry run shows only what a real run could write.
+        inside = target.is_relative_to(ctx.workspace)
+        below = target.relative_to(ctx.workspace) if inside else target
+        reason = guard.write_refusal(below.parts)
+        if reason is not None:
+            raise ToolError(f"write_file: refusing to write {shown}: {reason}")
         old = ctx.dry_run.content(target) if target in ctx.dry_run else _disk_bytes(target, shown)
         data = _encoded(args, old, shown)
         created = ctx.dry_run.write(target, data)

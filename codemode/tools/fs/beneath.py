@@ -151,6 +151,9 @@ class Tree:
         root, pending = found
         if not pending:
             raise IsADirectoryError(errno.EISDIR, "is a directory", str(shown))
+        # The path as named is checked whole first (a missing folder on the way must
+        # not hide a protected name below it), then every component as it is reached.
+        self._check(root, pending, shown)
         # Only the directory being looked in is held (a path of any depth costs one
         # descriptor); ".." walks again from the root to the parent, strictly.
         cur = os.open(root, _DIR_FLAGS & ~os.O_NOFOLLOW)
@@ -215,6 +218,7 @@ class Tree:
                     return spot
                 if st is None:
                     if not make_parents:
+                        self._check(root, [*parts, comp, *pending], shown)
                         raise Missing(
                             errno.ENOENT, "no such directory", str(root.joinpath(*parts, comp))
                         )
