@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from codemode.batch.cli_options import BatchCommand, batch_options, refuse_without_repos
-from codemode.sandbox.cli_options import resolve_modes, sandbox_options
+from codemode.sandbox.cli_options import configured_sandbox, sandbox_options
 
 ENGINE_CHOICES = ("quickjs", "v8")
 
@@ -31,6 +31,16 @@ def cwd_option(help: str) -> Any:
     )
 
 
+_GROUP_OVERRIDES = "codemode.group_overrides"
+
+
+def _with_group_overrides(
+    ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> tuple[str, ...]:
+    """``-c`` given before the command name, then the command's own (which win)."""
+    return (*ctx.meta.get(_GROUP_OVERRIDES, ()), *value)
+
+
 def config_option() -> Any:
     """``-c/--config KEY=VALUE`` (repeatable): override a key of the config file."""
     return click.option(
@@ -39,6 +49,7 @@ def config_option() -> Any:
         "overrides",
         multiple=True,
         metavar="KEY=VALUE",
+        callback=_with_group_overrides,
         help="Override a config key (dotted for tables; VALUE is TOML or a plain string).",
     )
 
@@ -101,6 +112,23 @@ def cli(ctx: click.Context, **kw: Any) -> None:
     """
     if ctx.invoked_subcommand is None:
         _run_interactive(prompt=ctx.meta.get("codemode.prompt"), **kw)
+        return
+    # `interpreter -c KEY=VALUE COMMAND`: the overrides apply to the command too (its
+    # -c option adds them, see config_option); other session options before a command
+    # would be silently lost, so they are an error.
+    ctx.meta[_GROUP_OVERRIDES] = tuple(kw.get("overrides") or ())
+    given = [
+        max(p.opts, key=len)
+        for p in ctx.command.params
+        if p.name in kw
+        and p.name != "overrides"
+        and ctx.get_parameter_source(p.name) == click.core.ParameterSource.COMMANDLINE
+    ]
+    if given:
+        raise click.UsageError(
+            f"put {', '.join(given)} after the command name: "
+            f"interpreter {ctx.invoked_subcommand} [OPTIONS]"
+        )
 
 
 @cli.command(cls=BatchCommand, context_settings={"ignore_unknown_options": False})
@@ -167,7 +195,14 @@ def run(
     With --repos, SCRIPT runs in each repository in parallel, confined to it, and
     writes a JSON Lines report; exit status 0 all done, 1 any failed.
     """
-    mode, policy = resolve_modes(sandbox_mode, approval_policy, full_auto)
+    from codemode.config_file import ConfigError, raw_config
+
+    try:
+        raw = raw_config(overrides)[1]
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    # The config file's sandbox_mode, approval_policy and [sandbox], flags overriding.
+    sandbox = configured_sandbox(raw, sandbox_mode, approval_policy, full_auto)
     if engine == "v8" and not repos:
         from codemode.js_runtime.v8_abi import preload
 
@@ -179,7 +214,7 @@ def run(
         source = read_script(script)
     except UnreadableScript as exc:
         raise click.UsageError(str(exc)) from None
-    servers = _mcp_servers_named_in(source, overrides)
+    servers = _mcp_servers_named_in(source, overrides, raw)
     if repos:
         if servers:
             raise click.UsageError(
@@ -189,15 +224,19 @@ def run(
         from codemode.batch.command import run_batch_command
         from codemode.sandbox.settings import SandboxSettings
 
-        sandbox = SandboxSettings(sandbox_mode=mode, approval_policy=policy)  # type: ignore[arg-type]
-
         if as_json:
             raise click.UsageError("--json is for single runs; a batch writes --report")
         caps = {"timeout": timeout, "memory": memory, "max_tool_calls": max_tool_calls}
         sys.exit(
             run_batch_command(
-                source, args, engine=engine, repos=repos, sandbox=sandbox, verbose=verbose,
-                **caps, **batch,
+                source,
+                args,
+                engine=engine,
+                repos=repos,
+                sandbox=SandboxSettings.model_validate(sandbox),
+                verbose=verbose,
+                **caps,
+                **batch,
             )
         )
     refuse_without_repos(batch)
@@ -208,8 +247,6 @@ def run(
         max_tool_calls=max_tool_calls,
         output_chars=10_000_000,
     )
-    from codemode.config_file import ConfigError
-
     try:
         status = run_script(
             source,
@@ -220,7 +257,7 @@ def run(
             argv=list(args),
             as_json=as_json,
             verbose=verbose,
-            sandbox={"sandbox_mode": mode, "approval_policy": policy},
+            sandbox=sandbox,
             dry_run=bool(batch.get("dry_run")),
             filename="stdin" if script == "-" else script,
         )
@@ -229,16 +266,15 @@ def run(
     sys.exit(status)
 
 
-def _mcp_servers_named_in(source: str, overrides: tuple[str, ...]) -> dict[str, Any]:
+def _mcp_servers_named_in(
+    source: str, overrides: tuple[str, ...], raw: dict[str, Any]
+) -> dict[str, Any]:
     """The ``[mcp_servers.*]`` tables of the servers ``source`` names, validated. The raw
-    file is read first: validating needs pydantic (~50 ms), which most scripts can skip."""
-    from codemode.config_file import ConfigError, raw_config
+    file (``raw``) is read first: validating needs pydantic (~50 ms), which most scripts
+    can skip."""
     from codemode.mcp.referenced import servers_named_in
 
-    try:
-        tables = raw_config(overrides)[1].get("mcp_servers")
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
+    tables = raw.get("mcp_servers")
     named = servers_named_in(source, tables) if isinstance(tables, dict) else {}
     if not named:
         return {}
@@ -677,8 +713,15 @@ def skills_list(cwd: Path, as_json: bool) -> None:
 @click.option("--provider", help="Provider from the catalog or [model_providers.NAME].")
 @click.option("--code-mode/--classic", "code_mode", default=None, help="Dialect of the sessions.")
 @config_option()
+@sandbox_options
 def acp(
-    model: str | None, provider: str | None, code_mode: bool | None, overrides: tuple[str, ...]
+    model: str | None,
+    provider: str | None,
+    code_mode: bool | None,
+    overrides: tuple[str, ...],
+    sandbox_mode: str | None,
+    approval_policy: str | None,
+    full_auto: bool,
 ) -> None:
     """Run as an Agent Client Protocol agent on stdin/stdout (for editors such as Zed).
 
@@ -689,8 +732,19 @@ def acp(
 
     from codemode.acp.server import AcpOptions, serve
 
+    # A bad value (-c sandbox_mode=bogus) is a usage error now, not at the first session.
+    from codemode.sandbox.cli_options import resolve_modes
+
+    load_config_or_usage(overrides)
+    resolve_modes(sandbox_mode, approval_policy, full_auto)
     options = AcpOptions(
-        overrides=list(overrides), model=model, provider=provider, code_mode=code_mode
+        overrides=list(overrides),
+        model=model,
+        provider=provider,
+        code_mode=code_mode,
+        sandbox_mode=sandbox_mode,
+        approval_policy=approval_policy,
+        full_auto=full_auto,
     )
     try:
         asyncio.run(serve(options))
@@ -800,17 +854,30 @@ def mcp_list(as_json: bool, overrides: tuple[str, ...]) -> None:
 )
 @cwd_option("Workspace the tools work in (default: current directory).")
 @config_option()
-def mcp_server(http_port: int | None, cwd: Path, overrides: tuple[str, ...]) -> None:
+@sandbox_options
+def mcp_server(
+    http_port: int | None,
+    cwd: Path,
+    overrides: tuple[str, ...],
+    sandbox_mode: str | None,
+    approval_policy: str | None,
+    full_auto: bool,
+) -> None:
     """Serve the tool host over MCP: `execute` runs JavaScript against the tools.
 
-    The configured sandbox and approval policy apply; a call that would need a human's
-    approval is refused with the reason, since none is attached.
+    The configured sandbox and approval policy apply (the options override them); a
+    call that would need a human's approval is refused with the reason, since none is
+    attached.
     """
+    from codemode.agent.build import SessionOptions
     from codemode.config import ConfigError, load_config
     from codemode.mcp.commands import serve
 
+    options = SessionOptions(
+        cwd=cwd, sandbox_mode=sandbox_mode, approval_policy=approval_policy, full_auto=full_auto
+    )
     try:
-        status = serve(load_config(overrides), cwd, http_port=http_port)
+        status = serve(load_config(overrides), options, http_port=http_port)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     sys.exit(status)

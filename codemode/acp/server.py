@@ -44,6 +44,10 @@ class AcpOptions:
     model: str | None = None
     provider: str | None = None
     code_mode: bool | None = None
+    # --sandbox / --approval / --full-auto; None: the config's.
+    sandbox_mode: str | None = None
+    approval_policy: str | None = None
+    full_auto: bool = False
 
 
 class _Live:
@@ -199,6 +203,9 @@ class CodemodeAcpAgent:
                     model=self.options.model,
                     provider=self.options.provider,
                     code_mode=self.options.code_mode,
+                    sandbox_mode=self.options.sandbox_mode,
+                    approval_policy=self.options.approval_policy,
+                    full_auto=self.options.full_auto,
                 ),
                 [lambda event: listener[0].on_event(event)],
                 resume=recorded,

@@ -61,7 +61,7 @@ def sandbox_for(config: Config, options: SessionOptions, cwd: Path, approver: An
     """The session's SandboxSession: config values, overridden by the command line."""
     from codemode.sandbox.cli_options import resolve_modes
     from codemode.sandbox.session import SandboxSession
-    from codemode.sandbox.settings import SandboxOptions, SandboxSettings
+    from codemode.sandbox.settings import SandboxSettings
 
     mode, policy = resolve_modes(
         options.sandbox_mode,
@@ -70,10 +70,7 @@ def sandbox_for(config: Config, options: SessionOptions, cwd: Path, approver: An
         default_mode=config.sandbox_mode,
         default_policy=config.approval_policy,
     )
-    try:
-        extra = SandboxOptions.model_validate(config.sandbox)
-    except ValueError as exc:
-        raise ConfigError(f"[sandbox]: {exc}") from None
+    extra = config.sandbox.model_copy(deep=True)  # validated with the config
     # exec --add-dir: more writable roots for this session only.
     extra.writable_roots = [*extra.writable_roots, *(p.resolve() for p in options.writable_roots)]
     settings = SandboxSettings.combine(mode, policy, extra)  # type: ignore[arg-type]

@@ -29,6 +29,11 @@ def _read_file(r: dict[str, Any]) -> str:
             f"\n[lines {r['start_line']}-{r['end_line']} of {r['total_lines']}; "
             f"continue with offset={r['end_line'] + 1}]"
         )
+    if r.get("encoding", "utf-8") != "utf-8":
+        body += (
+            f"\n[{r['path']} is not valid UTF-8: read as {r['encoding']}, one character per "
+            "byte; write_file and edit keep that encoding]"
+        )
     return body or f"[{r['path']} is empty]"
 
 
@@ -39,6 +44,8 @@ def _grep(r: dict[str, Any]) -> str:
         lines = [f"{m['path']}:{m['line']}: {m['text']}" for m in r["matches"]]
     if r.get("truncated"):
         lines.append("[more matches left out; narrow the pattern or raise max_results]")
+    if r.get("latin1_files") and r["matches"]:
+        lines.append(f"[not valid UTF-8, searched as Latin-1: {', '.join(r['latin1_files'])}]")
     return "\n".join(lines) or f"no matches ({r.get('files_searched', 0)} files searched)"
 
 

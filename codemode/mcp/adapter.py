@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict
 
 from codemode.mcp.client import McpManager, ServerStatus
-from codemode.tools.base import Tool
+from codemode.tools.base import Tool, Trust
 from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.registry import NAMESPACE_PREFIX, ToolRegistry, code_name
 
@@ -180,8 +180,11 @@ def _argument_problems(validator: Any, args: dict[str, Any]) -> list[str]:
     return problems
 
 
-def mcp_tool(manager: McpManager, server: str, spec: McpToolSpec, name: str) -> Tool:
-    """The registry tool ``name`` calling ``spec`` on ``server``."""
+def mcp_tool(
+    manager: McpManager, server: str, spec: McpToolSpec, name: str, trust: Trust = "untrusted"
+) -> Tool:
+    """The registry tool ``name`` calling ``spec`` on ``server``, trusted as ``trust``
+    (the server's ``trust`` config; see ``codemode.tools.base.Trust``)."""
     display = code_name(name)
     input_schema = normalize_schema(spec.input_schema)
     args_model = schema_model(f"{name}_args", input_schema)
@@ -205,7 +208,7 @@ def mcp_tool(manager: McpManager, server: str, spec: McpToolSpec, name: str) -> 
         return result_data(await manager.call(server, spec.name, raw), display)
 
     description = (spec.description or spec.title or "").strip()
-    return Tool(name, description, args_model, result_model, handler)
+    return Tool(name, description, args_model, result_model, handler, trust=trust)
 
 
 def add_mcp_tools(registry: ToolRegistry, manager: McpManager) -> list[ServerStatus]:
@@ -227,7 +230,8 @@ def add_mcp_tools(registry: ToolRegistry, manager: McpManager) -> list[ServerSta
                 name = registry_name(status.name, spec.name)
                 while name in registry.names():
                     name += "_"
-                registry.add(mcp_tool(manager, status.name, spec, name))
+                trust = config.trust or "untrusted"
+                registry.add(mcp_tool(manager, status.name, spec, name, trust))
                 if spec.annotations is not None and spec.annotations.read_only_hint:
                     manager.read_only_tools.add(name)
     return statuses

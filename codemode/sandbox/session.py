@@ -60,6 +60,10 @@ class SandboxSession:
         self.workspace = Path(workspace).resolve()
         self._settings_input = settings
         self._settings: SandboxSettings | None = None
+        if isinstance(settings, Mapping):
+            _check_modes(settings)
+            if set(settings) - {"sandbox_mode", "approval_policy"}:
+                self.settings  # noqa: B018 - validate the rest now: a bad value fails here
         self.approver = approver
         self._policy = policy
         self._rules_file = rules_file
@@ -68,6 +72,8 @@ class SandboxSession:
         self._guards: dict[int, Any] = {}
         self._baseline: Any = None
         self._watch: Any = None
+        # MCP tools the user allowed "always" in this session (codemode.sandbox.tool_trust).
+        self.approved_tools: set[str] = set()
 
     @property
     def settings(self) -> SandboxSettings:
@@ -388,6 +394,18 @@ class SandboxSession:
             with contextlib.suppress(OSError):  # gone, or no longer empty: keep it
                 placeholder.rmdir()
         self._placeholders.clear()
+
+
+def _check_modes(settings: Mapping[str, Any]) -> None:
+    """A mapping's two modes checked without pydantic (a ValueError names a bad one), so
+    a bad value fails when the session is made, not at the first command."""
+    from codemode.sandbox.modes import APPROVAL_POLICIES, SANDBOX_MODES
+
+    for key, allowed in (("sandbox_mode", SANDBOX_MODES), ("approval_policy", APPROVAL_POLICIES)):
+        if key in settings and settings[key] not in allowed:
+            raise ValueError(
+                f"invalid {key} {settings[key]!r}: expected one of {', '.join(allowed)}"
+            )
 
 
 def _rule_note(rule: str | None, source: str | None) -> str:

@@ -33,8 +33,9 @@ class ToolContext:
     ``sandbox`` carries the session's sandbox state (settings, rules, approver). Without
     one (the default, e.g. for ToolHost embedders) commands run unconfined and unchecked
     as before, credentials are still withheld from subprocesses, and the file tools
-    write only inside the workspace and ``writable_roots`` (never ``.codemode/`` or
-    ``.git/hooks``).
+    write only inside the workspace and ``writable_roots`` (never inside ``.git`` or
+    ``.codemode``, at any depth: ``codemode.tools.fs.guard``). ``resolve_writable`` says
+    why a path is refused; the race-free walk of ``codemode.tools.fs`` enforces it.
     """
 
     workspace: Path

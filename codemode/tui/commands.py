@@ -266,6 +266,8 @@ async def _undo(app: InteractiveApp, arg: str) -> None:
         _say(app, f"removed {path}", "green")
     for path in result.skipped:
         _say(app, f"left as is (too big to snapshot): {path}", "yellow")
+    for problem in result.failed:
+        _say(app, f"left as is, could not restore {problem}", "yellow")
     touched = ", ".join([*result.restored, *result.removed])
     app.pending_note = (
         "[The user reverted the file changes of your previous turn: "
