@@ -19,6 +19,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from codemode.sandbox.protected import protected_reason
+
 # Path components under which the file tools never write, at any depth.
 _PROTECTED_DIRS = {
     ".git": ".git/ is read-only to the file tools",
@@ -33,7 +35,14 @@ _BLOCKING = re.compile(r"^/(?:proc/kmsg$|sys/kernel/(?:debug/)?tracing/(?:.*/)?t
 
 def write_refusal(parts: Sequence[str]) -> str | None:
     """Why a path with these components below its writable root may not be written
-    (or created as a directory on the way), or None if it may."""
+    (or created as a directory on the way), or None if it may.
+
+    First the sandbox's own predicate (``codemode.sandbox.protected``, which the shell's
+    confinement also follows), then the file tools' stricter rule: they write nothing
+    inside a ``.git`` directory at all."""
+    reason = protected_reason(parts)
+    if reason is not None:
+        return reason
     for part in parts:
         reason = _PROTECTED_DIRS.get(part)
         if reason is not None:
