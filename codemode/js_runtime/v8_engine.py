@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import threading
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -38,6 +39,8 @@ class V8Engine:
         self._live: Memory | None = None
         self._live_read = 0  # units of the live console already passed to on_log
         self._first_step = True
+        # The live console is read by the step and by the worker's flusher thread.
+        self._lock = threading.Lock()
 
     async def step(self, script: str, timeout: float) -> str:
         # Both evaluations are posted at once: V8 runs them in order with its microtask
@@ -73,7 +76,8 @@ class V8Engine:
                 drained = json.loads(state)
                 drained["logs"] = [*lines, *drained["logs"]]
                 state = json.dumps(drained)
-        self._live_read = 0
+        with self._lock:
+            self._live_read = 0
         return state
 
     def _read_live(self) -> None:
@@ -85,6 +89,10 @@ class V8Engine:
     def _live_lines(self, upto: int | None) -> list[tuple[str, str]]:
         """The live console's lines from the last read up to ``upto`` units (None: up to
         what the prelude has published so far)."""
+        with self._lock:
+            return self._live_lines_locked(upto)
+
+    def _live_lines_locked(self, upto: int | None) -> list[tuple[str, str]]:
         live = self._live
         if live is None:
             return []
