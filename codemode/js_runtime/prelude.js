@@ -251,7 +251,7 @@
     const tid = ++timerSeq;
     const id = nextId++;
     timers.set(tid, id);
-    outbox.push([id, "__timer", { ms: Number(ms) || 0 }]);
+    outbox.push([id, "__timer", `{"ms":${Number(ms) || 0}}`]);
     pending.set(id, [() => { if (timers.delete(tid)) fn(...args); }, () => {}, "__timer"]);
     return tid;
   }

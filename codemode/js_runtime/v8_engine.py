@@ -68,11 +68,14 @@ class V8Engine:
         written = _live_units(state)
         if written:
             # The step is over, so what is left in the buffer is complete and still.
-            lines = self._live_lines(written)
-            if self.on_log is not None:
-                for level, text in lines:
-                    self.on_log(level, text)
-            else:  # nobody to tell while it ran: they go first in the drained state
+            # Read and passed on under the lock, so that lines a concurrent reader took
+            # are passed on before these.
+            with self._lock:
+                lines = self._live_lines_locked(written)
+                if self.on_log is not None:
+                    for level, text in lines:
+                        self.on_log(level, text)
+            if self.on_log is None:  # nobody told while it ran: they go first in the state
                 drained = json.loads(state)
                 drained["logs"] = [*lines, *drained["logs"]]
                 state = json.dumps(drained)
@@ -83,8 +86,9 @@ class V8Engine:
     def _read_live(self) -> None:
         """Pass the console lines written since the last read to ``on_log``."""
         if self.on_log is not None:
-            for level, text in self._live_lines(None):
-                self.on_log(level, text)
+            with self._lock:
+                for level, text in self._live_lines_locked(None):
+                    self.on_log(level, text)
 
     def _live_lines(self, upto: int | None) -> list[tuple[str, str]]:
         """The live console's lines from the last read up to ``upto`` units (None: up to
@@ -134,4 +138,7 @@ class V8Engine:
 def _live_units(state: str) -> int:
     """The drained state's ``live`` count, its last key, read without parsing it all."""
     at = state.rfind('"live":')
-    return int(state[at + 7 : -1]) if at != -1 and state.endswith("}") else 0
+    try:
+        return int(state[at + 7 : -1]) if at != -1 and state.endswith("}") else 0
+    except ValueError:
+        return 0
