@@ -156,10 +156,11 @@ def run(
     writes a JSON Lines report; exit status 0 all done, 1 any failed.
     """
     mode, policy = resolve_modes(sandbox_mode, approval_policy, full_auto)
-    if engine == "v8" and not repos:
-        from codemode.js_runtime.v8_abi import preload
+    if not repos:
+        from codemode.js_runtime.worker_process import POOL
 
-        preload()  # V8's ~25 ms start overlaps the imports below
+        # The engine worker boots while the rest of the command imports.
+        POOL.prestart(engine, memory * 1024 * 1024)
     from codemode.js_runtime.models import Limits
     from codemode.run import UnreadableScript, read_script, run_script
 

@@ -238,10 +238,6 @@ def build_session(
     if surface is not registry:
         surface.on_close(registry.close)  # an adapter registry: stop the MCP servers too
     engine = config.engine or default_engine
-    if engine == "v8" and dialect == "code":
-        from codemode.js_runtime.v8_abi import preload
-
-        preload()  # loaded while the model thinks, not when its first program arrives
     runner = ToolRunner(
         surface,
         context,

@@ -4,10 +4,17 @@ Classic calls and the calls a code-mode program makes take the same path:
 ``ToolRunner.call_tool`` -> ``ToolRegistry.invoke`` (where policy and approval sit).
 A program's calls reach it through ``_ObservedRegistry``, which the isolate bridge
 calls like any registry, so nested calls show up as items under their program.
+
+Programs run in the session's engine worker on its persistent isolate, one after
+another: two ``exec`` calls in one model reply run in the order the model wrote them
+(the second waits for the first), so they never see each other's half-done state,
+and each nested call is filed under the program that made it (a context variable,
+carried into the tasks a program's calls run in).
 """
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +41,10 @@ from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.registry import ToolRegistry, split_namespace
 
 Emit = Callable[[BaseModel], None]
+# The item id of the program whose tool calls are being made (in its task's context).
+_PROGRAM_ITEM: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "codemode_program_item", default=None
+)
 
 
 class _ObservedRegistry(ToolRegistry):
@@ -43,10 +54,9 @@ class _ObservedRegistry(ToolRegistry):
         super().__init__()
         self._runner = runner
         self._tools = runner.registry._tools
-        self.parent_id: str | None = None
 
     async def invoke(self, name: str, raw_args: Any, ctx: ToolContext) -> Any:
-        return await self._runner.invoke_reported(name, raw_args, parent_id=self.parent_id)
+        return await self._runner.invoke_reported(name, raw_args, parent_id=_PROGRAM_ITEM.get())
 
 
 class ToolRunner:
@@ -123,7 +133,7 @@ class ToolRunner:
 
         from codemode.sandbox.approval_context import program_context
 
-        self._observed.parent_id = item.id
+        token = _PROGRAM_ITEM.set(item.id)
         try:
             with program_context(code):  # an approval request shows the calling program
                 result = await self._bridge.execute(code, on_event=on_event)
@@ -132,7 +142,7 @@ class ToolRunner:
             self.emit(ItemCompleted(item=item))
             raise
         finally:
-            self._observed.parent_id = None
+            _PROGRAM_ITEM.reset(token)
         item.output = result.output
         item.value = result.value
         item.tool_calls = len(result.tool_calls)

@@ -110,7 +110,8 @@ def _run(coro: Any, loop: Any) -> Any:
     raise RuntimeError("engine step awaited")
 
 
-def serve(engine_name: str, memory_bytes: int, control_fd: int) -> None:
+def _boot(engine_name: str, memory_bytes: int) -> Any:
+    """Import the engine, then confine the process; returns the engine class."""
     if engine_name == "v8":
         from codemode.js_runtime import v8_isolate
         from codemode.js_runtime.v8_abi import library
@@ -121,11 +122,8 @@ def serve(engine_name: str, memory_bytes: int, control_fd: int) -> None:
         # result instead of going through an event loop (the flusher thread reads the
         # live console meanwhile).
         v8_isolate.BLOCK_S = 365 * 86400.0
-        loop: Any = None
     else:
         from codemode.js_runtime.quickjs_engine import QuickJSEngine as Engine
-
-        loop = None
     time.localtime()  # reads the time zone now: /etc/localtime cannot be opened later
     # Everything imported lazily must be imported now: no file opens once confined.
     json.loads(json.dumps({"warm": [1.5, "é"]}))
@@ -137,7 +135,12 @@ def serve(engine_name: str, memory_bytes: int, control_fd: int) -> None:
     # engine's own start-up already counted.
     Engine(memory_bytes).close()
     confine(memory_bytes, os.getpid())
+    return Engine
 
+
+def serve(engine_name: str, memory_bytes: int, control_fd: int) -> None:
+    Engine = _boot(engine_name, memory_bytes)  # noqa: N806 - a class
+    loop = None
     out = Output()
     threading.Thread(target=_flusher, args=(out,), daemon=True).start()
     threading.Thread(target=_controller, args=(out, control_fd), daemon=True).start()

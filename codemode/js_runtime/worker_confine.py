@@ -8,7 +8,7 @@ A worker needs its pipes, memory and threads; nothing else. Once ``confine`` ret
 - no network and no other socket (``socket``, ``socketpair``, ``connect``, ``bind``...);
 - no file opened or created (``open``, ``openat``, ``openat2``, ``creat``,
   ``open_by_handle_at``), and no path changed or probed (``unlink``, ``rename``,
-  ``mkdir``, ``chmod``, ``stat``, ``access``, ``readlink``...);
+  ``mkdir``, ``chmod``, ``stat`` of a path, ``access``, ``readlink``...);
 - no reaching into other processes (``ptrace``, ``process_vm_readv``/``writev``,
   ``kcmp``, ``pidfd_*``; ``kill``/``tgkill`` only at itself), no ``io_uring`` (which would
   do all of the above without these system calls), no ``bpf``, ``perf_event_open``,
@@ -18,7 +18,7 @@ A worker needs its pipes, memory and threads; nothing else. Once ``confine`` ret
 
 Refused calls fail with EPERM. A system call made through another ABI (x32 numbers,
 or the 32-bit ``int 0x80`` entry) does not match the filter's architecture and kills
-the process: libseccomp's default for a foreign architecture.
+the process.
 
 Memory has an OS backstop beside the engine's own cap: ``RLIMIT_DATA`` (private
 writable memory, which is where typed arrays and V8's external buffers live; V8
@@ -55,6 +55,7 @@ _DENIED = (
 
 _CLONE_THREAD = 0x00010000
 _TIOCSTI = 0x5412
+_AT_EMPTY_PATH = 0x1000
 # Room beside the engine's cap for the worker's own Python objects (a program's
 # output passes through them) and the engine's bookkeeping.
 _SLACK_BYTES = 128 * 1024 * 1024
@@ -75,7 +76,6 @@ def limit_memory(engine_cap_bytes: int) -> int:
     cap = private_memory_bytes() + 2 * engine_cap_bytes + _SLACK_BYTES
     resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
     return cap
 
 
@@ -87,6 +87,9 @@ def install_filter(own_pid: int) -> None:
     f = sc.SyscallFilter(sc.ALLOW)
     f.set_attr(sc.Attr.CTL_NNP, 1)
     f.set_attr(sc.Attr.CTL_TSYNC, 1)  # V8's threads too
+    # A call through a foreign ABI (x32, int 0x80) kills the whole process, not only
+    # the thread that made it.
+    f.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)
     for name in _DENIED:
         try:
             f.add_rule(deny, name)
@@ -99,6 +102,9 @@ def install_filter(own_pid: int) -> None:
     f.add_rule(deny, "kill", sc.Arg(0, sc.NE, own_pid))
     f.add_rule(deny, "tgkill", sc.Arg(0, sc.NE, own_pid))
     f.add_rule(deny, "ioctl", sc.Arg(1, sc.EQ, _TIOCSTI))
+    # fstat() is newfstatat(fd, "", AT_EMPTY_PATH); a path lookup is not.
+    f.add_rule(deny, "newfstatat", sc.Arg(3, sc.MASKED_EQ, _AT_EMPTY_PATH, 0))
+    f.add_rule(deny, "statx", sc.Arg(2, sc.MASKED_EQ, _AT_EMPTY_PATH, 0))
     f.load()
 
 
