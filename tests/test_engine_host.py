@@ -70,8 +70,9 @@ def registry() -> ToolRegistry:
 
 def make(engine: str, tmp_path: Path, **limits: float) -> Bridge:
     values = {"timeout_s": 5.0, "memory_mb": 64, **limits}
-    return Bridge(registry(), ToolContext(workspace=tmp_path), engine=engine,
-                  limits=Limits(**values))  # type: ignore[arg-type]
+    return Bridge(
+        registry(), ToolContext(workspace=tmp_path), engine=engine, limits=Limits(**values)
+    )  # type: ignore[arg-type]
 
 
 def no_host_detail(text: str) -> None:
@@ -84,7 +85,10 @@ def no_host_detail(text: str) -> None:
 def test_a_confined_worker_is_refused_each_forbidden_call(engine: str) -> None:
     probe = subprocess.run(
         [sys.executable, "-m", "codemode.testing.worker_probe", engine],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
     )
     assert probe.returncode == 0, probe.stderr
     results = json.loads(probe.stdout)
@@ -98,7 +102,10 @@ def test_a_confined_worker_is_refused_each_forbidden_call(engine: str) -> None:
 def test_a_system_call_through_the_x32_abi_kills_the_worker() -> None:
     probe = subprocess.run(
         [sys.executable, "-m", "codemode.testing.worker_probe", "quickjs", "x32"],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
     )
     assert probe.returncode == -signal.SIGSYS, (probe.returncode, probe.stdout)
 
@@ -136,7 +143,8 @@ async def test_the_wall_clock_limit_holds_under_load(
     try:
         started = time.monotonic()
         result = await bridge.execute(
-            RUNAWAYS[kind], on_event=lambda e: seen.append(e.text) if isinstance(e, LogEvent) else None
+            RUNAWAYS[kind],
+            on_event=lambda e: seen.append(e.text) if isinstance(e, LogEvent) else None,
         )
         elapsed = time.monotonic() - started
         assert result.error is not None and result.error.limit == "timeout", result.error
@@ -199,7 +207,8 @@ async def test_typed_arrays_do_not_escape_the_memory_cap(engine: str, tmp_path: 
     bridge = make(engine, tmp_path, memory_mb=64, timeout_s=30)
     try:
         result = await bridge.execute(
-            "const kept = []; try { for (let i = 0; i < 6; i++) kept.push(new Uint8Array(256 << 20).fill(1)); }"
+            "const kept = []; try { for (let i = 0; i < 6; i++)"
+            " kept.push(new Uint8Array(256 << 20).fill(1)); }"
             " catch (e) { return 'refused after ' + kept.length } return 'held ' + kept.length"
         )
         if result.ok:
@@ -256,12 +265,15 @@ async def test_hostile_arguments_throw_where_the_program_can_catch(
     try:
         program = (
             "await tools.noop();\n"
-            f"try {{ await tools.echo({HOSTILE_ARGS[kind]}); }} catch (e) {{ return 'caught ' + e.message }}"
+            f"try {{ await tools.echo({HOSTILE_ARGS[kind]}); }}"
+            " catch (e) { return 'caught ' + e.message }"
         )
         result = await bridge.execute(program)
         assert result.ok, result.error
         assert result.value.startswith("caught tools.echo: arguments cannot be sent: boom")
-        uncaught = await bridge.execute(f"await tools.noop();\nawait tools.echo({HOSTILE_ARGS[kind]})")
+        uncaught = await bridge.execute(
+            f"await tools.noop();\nawait tools.echo({HOSTILE_ARGS[kind]})"
+        )
         assert uncaught.error is not None and uncaught.error.line == 2, uncaught.error
         no_host_detail(uncaught.error.one_line())
     finally:
@@ -299,8 +311,13 @@ async def test_deep_cyclic_and_bigint_arguments(engine: str, tmp_path: Path) -> 
 async def test_cancel_stops_a_busy_program_at_once(
     engine: str, persistent: bool, tmp_path: Path, burners: None
 ) -> None:
-    bridge = Bridge(registry(), ToolContext(workspace=tmp_path), engine=engine,
-                    persistent=persistent, limits=Limits(timeout_s=60))
+    bridge = Bridge(
+        registry(),
+        ToolContext(workspace=tmp_path),
+        engine=engine,
+        persistent=persistent,
+        limits=Limits(timeout_s=60),
+    )
     printed = asyncio.Event()
     seen: list[str] = []
 
@@ -333,7 +350,9 @@ async def test_concurrent_programs_on_one_bridge_run_in_their_own_workers(
 ) -> None:
     bridge = make(engine, tmp_path)
     try:
-        slow = asyncio.create_task(bridge.execute("const t = Date.now(); while (Date.now() - t < 1500) {} return 'slow'"))
+        slow = asyncio.create_task(
+            bridge.execute("const t = Date.now(); while (Date.now() - t < 1500) {} return 'slow'")
+        )
         await asyncio.sleep(0.2)
         started = time.monotonic()
         quick = await bridge.execute("globalThis.mine = 1; return 'quick'")

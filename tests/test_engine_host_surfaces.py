@@ -52,8 +52,11 @@ def test_ctrl_c_stops_interpreter_run_and_keeps_its_output(
     script.write_text('console.log("start"); while (true) {}\n')
     proc = subprocess.Popen(
         [str(INTERPRETER), "run", str(script), "--engine", engine],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=cli_env(tmp_path), cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env(tmp_path),
+        cwd=tmp_path,
     )
     assert proc.stdout is not None
     assert proc.stdout.readline() == "start\n"
@@ -72,10 +75,12 @@ def test_ctrl_c_stops_interpreter_run_and_keeps_its_output(
 async def test_toolhost_cancellation_stops_the_program(engine: str, tmp_path: Path) -> None:
     with ToolHost(tmp_path, engine=engine, persistent=True) as host:
         seen = asyncio.Event()
-        task = asyncio.create_task(host.execute(
-            "globalThis.kept = 1; console.log('go'); while (true) {}",
-            on_event=lambda e: seen.set() if isinstance(e, LogEvent) else None,
-        ))
+        task = asyncio.create_task(
+            host.execute(
+                "globalThis.kept = 1; console.log('go'); while (true) {}",
+                on_event=lambda e: seen.set() if isinstance(e, LogEvent) else None,
+            )
+        )
         await asyncio.wait_for(seen.wait(), 20)
         started = time.monotonic()
         task.cancel()
@@ -101,9 +106,13 @@ async def test_two_programs_in_one_reply_run_in_order_with_their_own_items(
     runner = ToolRunner(reg, ToolContext(workspace=tmp_path), events.append, engine=engine)
     try:
         a, b = await asyncio.gather(
-            runner.run_program("globalThis.seen = 'A'; return (await tools.echo({text: 'AAA'})).text"),
-            runner.run_program("const before = globalThis.seen;"
-                               " return [before, (await tools.echo({text: 'BBB'})).text]"),
+            runner.run_program(
+                "globalThis.seen = 'A'; return (await tools.echo({text: 'AAA'})).text"
+            ),
+            runner.run_program(
+                "const before = globalThis.seen;"
+                " return [before, (await tools.echo({text: 'BBB'})).text]"
+            ),
         )
     finally:
         runner.close()

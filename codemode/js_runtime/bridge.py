@@ -219,12 +219,18 @@ def _parse_state(text: str) -> dict[str, Any]:
     if not isinstance(logs, list) or not isinstance(calls, list):
         raise Tampered("the runtime's internal state lacks its lists")
     for entry in logs:
-        if not (isinstance(entry, list) and len(entry) == 2
-                and all(isinstance(x, str) for x in entry)):
+        if not (
+            isinstance(entry, list) and len(entry) == 2 and all(isinstance(x, str) for x in entry)
+        ):
             raise Tampered("a console entry is malformed")
     for call in calls:
-        if not (isinstance(call, list) and len(call) == 3 and type(call[0]) is int
-                and isinstance(call[1], str) and isinstance(call[2], str)):
+        if not (
+            isinstance(call, list)
+            and len(call) == 3
+            and type(call[0]) is int
+            and isinstance(call[1], str)
+            and isinstance(call[2], str)
+        ):
             raise Tampered("a tool call is malformed")
     if done is not None:
         if not isinstance(done, dict) or not isinstance(done.get("ok"), bool):
@@ -303,7 +309,8 @@ class _Run:
         except Tampered as exc:
             await worker.stop(self._log)
             error = ExecError(
-                kind="runtime", name="Error",
+                kind="runtime",
+                name="Error",
                 message=f"program stopped: {exc} (it changed the runtime's internals)",
             )
         except BaseException:
@@ -336,7 +343,8 @@ class _Run:
                 await self._request(worker, p.OPEN, self.bridge.setup_script(self.limits))
             except ScriptError as exc:
                 return None, ExecError(
-                    kind="internal", name="Error",
+                    kind="internal",
+                    name="Error",
                     message=f"the isolate could not be set up: {exc.text.splitlines()[0]}",
                 )
             worker.has_isolate = True

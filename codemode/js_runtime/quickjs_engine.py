@@ -46,7 +46,7 @@ class QuickJSEngine:
             if self.on_log is not None:
                 index = level if isinstance(level, int) and 0 <= level < len(_LEVELS) else 0
                 self.on_log(_LEVELS[index], text if isinstance(text, str) else str(text))
-        except BaseException:  # noqa: BLE001 - see above
+        except BaseException:
             pass
 
     async def step(self, script: str, timeout: float) -> str:

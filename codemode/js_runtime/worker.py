@@ -139,7 +139,7 @@ def _boot(engine_name: str, memory_bytes: int) -> Any:
 
 
 def serve(engine_name: str, memory_bytes: int, control_fd: int) -> None:
-    Engine = _boot(engine_name, memory_bytes)  # noqa: N806 - a class
+    Engine = _boot(engine_name, memory_bytes)
     loop = None
     out = Output()
     threading.Thread(target=_flusher, args=(out,), daemon=True).start()
@@ -180,7 +180,7 @@ def serve(engine_name: str, memory_bytes: int, control_fd: int) -> None:
         except EngineTimeout:
             out.send(p.ERROR, bytes((p.INTERNAL,)) + b"the engine stopped itself")
             continue
-        except Exception as exc:  # noqa: BLE001 - reported to the parent as one line
+        except Exception as exc:
             # The name only: a message could carry a host path.
             out.send(p.ERROR, bytes((p.INTERNAL,)) + p.encode(type(exc).__name__))
             continue

@@ -65,8 +65,17 @@ class Worker:
         control_read, self._control = os.pipe()
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", _BOOT, engine, str(memory_bytes),
-                 str(control_read), _search_path()],
+                [
+                    sys.executable,
+                    "-I",
+                    "-S",
+                    "-c",
+                    _BOOT,
+                    engine,
+                    str(memory_bytes),
+                    str(control_read),
+                    _search_path(),
+                ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -196,8 +205,16 @@ class Worker:
             err = os.read(self.proc.stderr.fileno(), 1 << 16)  # type: ignore[union-attr]
         text = err[-_STDERR_KEEP:].decode("utf-8", "replace")
         lowered = text.lower()
-        if any(k in lowered for k in ("out of memory", "allocation failed", "invalid size",
-                                      "invalid array length", "memoryerror")):
+        if any(
+            k in lowered
+            for k in (
+                "out of memory",
+                "allocation failed",
+                "invalid size",
+                "invalid array length",
+                "memoryerror",
+            )
+        ):
             return WorkerCrashed("out of memory", out_of_memory=True)
         if code is not None and code < 0:
             try:

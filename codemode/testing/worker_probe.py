@@ -56,7 +56,7 @@ def main() -> None:
 
         return call
 
-    Engine = _boot(engine, 64 * 1024 * 1024)  # noqa: N806 - a class
+    Engine = _boot(engine, 64 * 1024 * 1024)
     if len(sys.argv) > 2 and sys.argv[2] == "x32":
         libc.syscall(_X32_BIT | _NR["getpid"])
         print(json.dumps({"x32": "allowed"}), flush=True)
@@ -76,10 +76,11 @@ def main() -> None:
     results: dict[str, object] = {
         "engine works": coro_value,
         "thread": bool(thread_ok),
-        "open existing file": _errno_of(lambda: open("/etc/hostname", "rb")),  # noqa: SIM115
+        "open existing file": _errno_of(lambda: open("/etc/hostname", "rb")),
         "create file": _errno_of(lambda: os.open("/tmp/codemode-probe", os.O_CREAT | os.O_WRONLY)),
-        "openat2": _errno_of(raw("openat2", -100, ctypes.create_string_buffer(b"/etc/passwd"),
-                                 buf, 24)),
+        "openat2": _errno_of(
+            raw("openat2", -100, ctypes.create_string_buffer(b"/etc/passwd"), buf, 24)
+        ),
         "execve": _errno_of(lambda: os.execv("/bin/true", ["true"])),
         "fork": _errno_of(os.fork),
         "clone3": _errno_of(raw("clone3", buf, 88)),
@@ -98,8 +99,7 @@ def main() -> None:
         "unlink": _errno_of(lambda: os.unlink("/tmp/codemode-probe-none")),
         "mkdir": _errno_of(lambda: os.mkdir("/tmp/codemode-probe-dir")),
         "stat": _errno_of(lambda: os.stat("/etc/hostname")),
-        "raise memory limit": _errno_of(
-            lambda: resource.setrlimit(resource.RLIMIT_DATA, (-1, -1))),
+        "raise memory limit": _errno_of(lambda: resource.setrlimit(resource.RLIMIT_DATA, (-1, -1))),
     }
     print(json.dumps(results), flush=True)
 
