@@ -101,21 +101,23 @@ def cli(ctx: click.Context, **kw: Any) -> None:
     type=click.FloatRange(min=0, min_open=True),
     default=300.0,
     show_default=True,
-    help="Wall-clock limit in seconds.",
+    help="Wall-clock limit in seconds, measured outside the engine (the script's "
+    "engine process is killed when it runs out).",
 )
 @click.option(
     "--memory",
     type=click.IntRange(min=1),
     default=512,
     show_default=True,
-    help="Isolate memory cap in MB.",
+    help="Memory cap in MB: the isolate's own, and an OS cap on its engine process "
+    "(typed arrays included).",
 )
 @click.option(
     "--max-tool-calls",
     type=click.IntRange(min=1),
     default=100_000,
     show_default=True,
-    help="Tool calls allowed before the script is stopped.",
+    help="Tool calls allowed before the script is stopped (counted outside the engine).",
 )
 @click.option(
     "--cwd",
