@@ -360,3 +360,18 @@ async def test_concurrent_programs_on_one_bridge_run_in_their_own_workers(
         assert (await slow).value == "slow"
     finally:
         bridge.close()
+
+
+async def test_the_live_console_cannot_be_aimed_elsewhere(tmp_path: Path) -> None:
+    bridge = make("v8", tmp_path)
+    seen: list[str] = []
+    try:
+        result = await bridge.execute(
+            "const swapped = __cm.live(new ArrayBuffer(64));\n"
+            "console.log('after'); return swapped",
+            on_event=lambda e: seen.append(e.text) if isinstance(e, LogEvent) else None,
+        )
+        assert result.ok and result.value is None  # refused: the host keeps its own buffer
+        assert seen == ["after"]
+    finally:
+        bridge.close()

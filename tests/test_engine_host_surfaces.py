@@ -174,3 +174,42 @@ def test_mcp_server_answers_at_once_and_runs_executes_in_parallel(tmp_path: Path
     assert big.structured_content["value_truncated"] is True
     assert len(value) < 100_000 and "elided" in value
     assert len(big.content[0].text) < 3_000
+
+
+async def test_acp_session_cancel_stops_a_busy_program(tmp_path: Path) -> None:
+    from acp import spawn_agent_process, text_block
+    from agent_support import provider_flags
+    from test_acp import RecordingClient
+
+    from codemode.testing.scripted_server import ScriptedModelServer
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    busy = {"tool_calls": [{"name": "exec", "arguments": {"code": "while (true) {}"}}]}
+    script = [busy, {"text": "stopped"}, {"text": "next turn"}]
+    client = RecordingClient({}, [])
+    with ScriptedModelServer(script) as server:
+        async with spawn_agent_process(
+            client, str(INTERPRETER), "acp", "--code-mode",
+            *provider_flags(server.base_url, "chat"), env=cli_env(home), cwd=work,
+        ) as (conn, _process):
+            from acp import PROTOCOL_VERSION
+
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(work), mcp_servers=[])
+            pending = asyncio.ensure_future(
+                conn.prompt(session_id=session.session_id, prompt=[text_block("spin")])
+            )
+            await asyncio.wait_for(client.tool_started.wait(), 60)
+            await asyncio.sleep(0.5)  # the program is in its loop (the default engine)
+            started = time.monotonic()
+            await conn.cancel(session_id=session.session_id)
+            cancelled = await asyncio.wait_for(pending, 30)
+            elapsed = time.monotonic() - started
+            assert cancelled.stop_reason == "cancelled"
+            assert elapsed < 1.0, elapsed  # the program stops at once, not at its limit
+            again = await asyncio.wait_for(
+                conn.prompt(session_id=session.session_id, prompt=[text_block("go on")]), 60
+            )
+            assert again.stop_reason == "end_turn"

@@ -90,6 +90,9 @@ class Worker:
         os.set_blocking(self._out, False)
         os.set_blocking(self.proc.stderr.fileno(), False)
         self._buffer = bytearray()
+        # A forked child (a batch pool's worker) inherits this object; the worker
+        # process is still its parent's to use and to kill.
+        self._owner = os.getpid()
         self.dead = False
         self.has_isolate = False  # set by the bridge once an OPEN succeeded
 
@@ -98,7 +101,7 @@ class Worker:
         return self.proc.pid
 
     def alive(self) -> bool:
-        return not self.dead and self.proc.poll() is None
+        return not self.dead and os.getpid() == self._owner and self.proc.poll() is None
 
     async def request(self, op: int, text: str, on_log: LogSink | None) -> tuple[int, bytes]:
         """Send one request; the reply's (op, payload), STATE or ERROR."""
@@ -226,6 +229,8 @@ class Worker:
 
     def kill(self) -> None:
         self.dead = True
+        if os.getpid() != self._owner:
+            return
         if self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.proc.pid, signal.SIGKILL)
@@ -250,8 +255,17 @@ class Pool:
     def __init__(self) -> None:
         self._spares: dict[tuple[str, int], list[Worker]] = {}
         self._lock = threading.Lock()
+        self._owner = os.getpid()
+
+    def _forked(self) -> None:
+        # In a forked child the spares are the parent's: forget them, start our own.
+        if os.getpid() != self._owner:
+            self._owner = os.getpid()
+            self._spares = {}
+            self._lock = threading.Lock()
 
     def prestart(self, engine: str, memory_bytes: int) -> None:
+        self._forked()
         key = (engine, memory_bytes)
         with self._lock:
             spares = self._spares.setdefault(key, [])
@@ -264,6 +278,7 @@ class Pool:
 
     def take(self, engine: str, memory_bytes: int) -> Worker:
         """A started worker (booting, or booted and waiting), and a new spare behind it."""
+        self._forked()
         key = (engine, memory_bytes)
         worker = None
         with self._lock:
@@ -279,6 +294,7 @@ class Pool:
         return worker
 
     def close(self) -> None:
+        self._forked()
         with self._lock:
             workers = [w for spares in self._spares.values() for w in spares]
             self._spares.clear()
