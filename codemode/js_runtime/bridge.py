@@ -288,7 +288,18 @@ class _Run:
         started = time.perf_counter()
         deadline = loop.time() + self.limits.timeout_s
         bridge = self.bridge
-        worker = bridge._checkout(self.limits)
+        try:
+            worker = bridge._checkout(self.limits)
+        except OSError as exc:  # no process could be started (fd or process limits)
+            return self._result(
+                started,
+                None,
+                ExecError(
+                    kind="internal",
+                    name="EngineCrashed",
+                    message=f"cannot start the engine process: {exc.strerror}",
+                ),
+            )
         had_isolate = worker.has_isolate
         value: Any = None
         error: ExecError | None = None
@@ -322,6 +333,11 @@ class _Run:
         bridge._checkin(worker)
         reset = bridge.persistent and had_isolate and worker.dead
         await self._cancel_tasks()
+        return self._result(started, value, error, reset)
+
+    def _result(
+        self, started: float, value: Any, error: ExecError | None, reset: bool = False
+    ) -> ExecResult:
         return ExecResult(
             ok=error is None,
             value=value,
@@ -332,7 +348,7 @@ class _Run:
             tool_calls=list(self.records.values()),
             error=error,
             duration_ms=(time.perf_counter() - started) * 1000,
-            engine=bridge.engine_name,
+            engine=self.bridge.engine_name,
             isolate_reset=reset,
         )
 

@@ -138,8 +138,16 @@ def _boot(engine_name: str, memory_bytes: int) -> Any:
     return Engine
 
 
+class _BootFailed(Exception):
+    """The engine could not be loaded or the process not confined (fails closed)."""
+
+
 def serve(engine_name: str, memory_bytes: int, control_fd: int) -> None:
-    Engine = _boot(engine_name, memory_bytes)
+    try:
+        Engine = _boot(engine_name, memory_bytes)
+    except (ImportError, OSError, RuntimeError, ValueError) as exc:
+        # The type only: its message could carry a host path.
+        raise _BootFailed(f"{engine_name}: {type(exc).__name__}") from None
     loop = None
     out = Output()
     threading.Thread(target=_flusher, args=(out,), daemon=True).start()
@@ -194,6 +202,9 @@ def main() -> None:
         serve(engine_name, memory, control_fd)
     except BrokenPipeError:
         pass
+    except _BootFailed as exc:
+        os.write(2, f"codemode worker: cannot start: {exc}\n".encode())
+        os._exit(71)
     except MemoryError:
         os.write(2, b"codemode worker: out of memory\n")
         os._exit(70)

@@ -207,6 +207,9 @@ class Worker:
         with contextlib.suppress(OSError, ValueError):
             err = os.read(self.proc.stderr.fileno(), 1 << 16)  # type: ignore[union-attr]
         text = err[-_STDERR_KEEP:].decode("utf-8", "replace")
+        said = [ln for ln in text.splitlines() if ln.startswith("codemode worker: cannot start")]
+        if said:
+            return WorkerCrashed(said[-1].removeprefix("codemode worker: "))
         lowered = text.lower()
         if any(
             k in lowered
