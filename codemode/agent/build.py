@@ -245,6 +245,7 @@ def build_session(
         engine=engine,
         limits=Limits(timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=30_000),
         setup_scripts=setup_scripts,
+        yield_time_ms=config.exec_yield_time_ms,
     )
     env = prompt_env(config, cwd, sandbox.settings.sandbox_mode, sandbox.settings.approval_policy)
     rollout: Rollout | None = None

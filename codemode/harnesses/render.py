@@ -105,6 +105,12 @@ def render_exec_result(result: ExecResult) -> str:
             else json.dumps(result.value, ensure_ascii=False, indent=1)
         )
         parts.append(f"[return value]\n{value}")
+    if result.running:
+        parts.append(
+            f'[still running as cell {result.cell_id}: call wait({{"cell_id": "{result.cell_id}"}})'
+            ' for more output or its result; add "terminate": true to stop it]'
+        )
+        return "\n".join(parts)
     if result.error is not None:
         parts.append(f"[error] {result.error.one_line()}")
         if result.isolate_reset:

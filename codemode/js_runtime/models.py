@@ -87,6 +87,9 @@ class ExecResult:
     engine: str = ""
     # True when a limit forced a fresh isolate, so persistent globals were lost.
     isolate_reset: bool = False
+    # A program that outlived its yield time: still running as this cell (``wait``).
+    cell_id: str | None = None
+    running: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
