@@ -375,3 +375,20 @@ async def test_the_live_console_cannot_be_aimed_elsewhere(tmp_path: Path) -> Non
         assert seen == ["after"]
     finally:
         bridge.close()
+
+
+async def test_a_huge_result_is_refused_before_the_host_holds_it(tmp_path: Path) -> None:
+    from codemode.js_runtime import worker_process
+
+    bridge = make("quickjs", tmp_path, memory_mb=256, timeout_s=60)
+    try:
+        size = worker_process.MAX_FRAME + (1 << 20)
+        result = await bridge.execute(f"return 'z'.repeat({size})")
+        assert result.error is not None and result.error.name == "LimitError", result.error
+        assert "MB at once" in result.error.message
+        many = await bridge.execute(
+            "for (let i = 0; i < 20000; i++) await new Promise(r => setTimeout(r, 0)); return 'ok'"
+        )
+        assert many.ok and many.value == "ok", many.error  # timers waiting, not timers ever
+    finally:
+        bridge.close()

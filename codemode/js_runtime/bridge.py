@@ -280,7 +280,7 @@ class _Run:
         self.tool_names = [*bridge.registry.flat_names(), *bridge.registry.namespaces()]
         self.calls_made = 0  # counted here: nothing in the isolate can change it
         self.seen_ids: set[int] = set()
-        self.timers = 0
+        self.timers: set[int] = set()  # timers waiting
         self.value_truncated = False
 
     async def go(self) -> ExecResult:
@@ -416,6 +416,8 @@ class _Run:
         return f"program stopped: memory limit of {self.limits.memory_mb} MB reached"
 
     def _crash_error(self, exc: WorkerCrashed) -> ExecError:
+        if exc.too_large:
+            return ExecError(kind="limit", name="LimitError", message=str(exc), limit="memory")
         if exc.out_of_memory:
             return ExecError(
                 kind="limit", name="LimitError", message=self._memory_message(), limit="memory"
@@ -443,8 +445,8 @@ class _Run:
                 raise Tampered("a tool call id came twice")
             self.seen_ids.add(call_id)
             if name == _TIMER:
-                self.timers += 1
-                if self.timers - len(self.ready) > _MAX_TIMERS:
+                self.timers.add(call_id)
+                if len(self.timers) > _MAX_TIMERS:
                     raise LimitReached("tool_calls", "program stopped: too many timers at once")
             else:
                 self.calls_made += 1
@@ -534,6 +536,8 @@ class _Run:
                 self.wakeup = None
         results = [[call_id, ok, payload] for call_id, (ok, payload) in self.ready]
         self.ready.clear()
+        for call_id, _, _ in results:
+            self.timers.discard(call_id)
         return results
 
     async def _cancel_tasks(self) -> None:

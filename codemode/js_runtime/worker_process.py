@@ -31,6 +31,8 @@ from codemode.js_runtime import protocol as p
 BLOCK_S = 300e-6
 # How long a stopped worker gets to send the output it has buffered before it is killed.
 STOP_GRACE_S = 0.08
+# The largest frame read from a worker: a return value or one console line.
+MAX_FRAME = 64 * 1024 * 1024
 _STDERR_KEEP = 4096
 _BOOT = (
     "import sys, json; sys.path[:0] = json.loads(sys.argv.pop()); "
@@ -42,9 +44,12 @@ LogSink = Callable[[str, str], None]
 class WorkerCrashed(Exception):
     """The worker died or misbehaved; ``out_of_memory`` when that is what killed it."""
 
-    def __init__(self, message: str, *, out_of_memory: bool = False) -> None:
+    def __init__(
+        self, message: str, *, out_of_memory: bool = False, too_large: bool = False
+    ) -> None:
         super().__init__(message)
         self.out_of_memory = out_of_memory
+        self.too_large = too_large
 
 
 def _search_path() -> str:
@@ -60,8 +65,9 @@ class Worker:
     def __init__(self, engine: str, memory_bytes: int) -> None:
         self.engine = engine
         self.memory_bytes = memory_bytes
-        # A reply can hold a value as large as the isolate's memory, in UTF-8.
-        self.max_frame = 3 * memory_bytes + (1 << 20)
+        # A reply can hold a value as large as the isolate's memory, in UTF-8; but this
+        # process must not be made to hold more than MAX_FRAME of it at once.
+        self.max_frame = min(3 * memory_bytes + (1 << 20), MAX_FRAME)
         control_read, self._control = os.pipe()
         try:
             self.proc = subprocess.Popen(
@@ -131,7 +137,11 @@ class Worker:
         length, op = p.HEADER.unpack_from(buffer)
         if length > self.max_frame:
             self.kill()
-            raise WorkerCrashed("program output too large", out_of_memory=True)
+            raise WorkerCrashed(
+                f"program stopped: it sent more than {self.max_frame >> 20} MB at once "
+                "(a return value or a console line)",
+                too_large=True,
+            )
         end = p.HEADER.size + length
         if len(buffer) < end:
             return None
