@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -82,9 +83,18 @@ def no_host_detail(text: str) -> None:
 # --- the worker holds no authority ---------------------------------------------------
 
 
-def test_a_confined_worker_is_refused_each_forbidden_call(engine: str) -> None:
+def _as_user(user: str) -> list[str]:
+    if user == "as-is":
+        return []
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run the probe as an unprivileged user")
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+@pytest.mark.parametrize("user", ["as-is", "nobody"])
+def test_a_confined_worker_is_refused_each_forbidden_call(engine: str, user: str) -> None:
     probe = subprocess.run(
-        [sys.executable, "-m", "codemode.testing.worker_probe", engine],
+        [*_as_user(user), sys.executable, "-m", "codemode.testing.worker_probe", engine],
         capture_output=True,
         text=True,
         timeout=60,
