@@ -130,6 +130,10 @@ async def test_programs_run_in_another_process(engine: str, tmp_path: Path) -> N
         assert worker.pid != os.getpid() and worker.alive()
         status = Path(f"/proc/{worker.pid}/status").read_text()
         assert "Seccomp:\t2" in status  # filter mode
+        # None of the host's environment (API keys) reaches the worker.
+        environ = Path(f"/proc/{worker.pid}/environ").read_bytes().split(b"\0")
+        names = {e.split(b"=", 1)[0] for e in environ if e}
+        assert names <= {b"CODEMODE_WORKER_PATH"}, names
     finally:
         bridge.close()
 

@@ -35,7 +35,7 @@ STOP_GRACE_S = 0.08
 MAX_FRAME = 64 * 1024 * 1024
 _STDERR_KEEP = 4096
 _BOOT = (
-    "import sys, json; sys.path[:0] = json.loads(sys.argv.pop()); "
+    "import sys, os, json; sys.path[:0] = json.loads(os.environ.pop('CODEMODE_WORKER_PATH')); "
     "from codemode.js_runtime.worker import main; main()"
 )
 LogSink = Callable[[str, str], None]
@@ -80,8 +80,9 @@ class Worker:
                     engine,
                     str(memory_bytes),
                     str(control_read),
-                    _search_path(),
                 ],
+                # Nothing of the parent's environment (API keys...) but the import path.
+                env={"CODEMODE_WORKER_PATH": _search_path()},
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
