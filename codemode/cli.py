@@ -10,6 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+if __name__ != "__main__" and sys.argv[1:2] == ["run"]:
+    # Before anything heavy: `interpreter run`'s engine worker boots meanwhile.
+    from codemode.js_runtime.early import prestart_for
+
+    prestart_for(sys.argv[1:])
+
 import click
 
 from codemode.batch.cli_options import batch_options, refuse_without_repos

@@ -213,3 +213,17 @@ async def test_acp_session_cancel_stops_a_busy_program(tmp_path: Path) -> None:
                 conn.prompt(session_id=session.session_id, prompt=[text_block("go on")]), 60
             )
             assert again.stop_reason == "end_turn"
+
+
+def test_run_starts_its_worker_before_parsing_the_command_line() -> None:
+    from codemode.js_runtime.early import prestart_for
+    from codemode.js_runtime.worker_process import POOL
+
+    key = ("quickjs", 77 * 1024 * 1024)
+    prestart_for(["run", "x.js", "--memory", "77"])
+    spare = POOL._spares.get(key, [])
+    assert len(spare) == 1 and spare[0].alive()
+    prestart_for(["run", "x.js", "--memory=77", "--repos", "r"])  # batch: not here
+    prestart_for(["exec", "--memory", "77"])
+    assert len(POOL._spares[key]) == 1
+    spare[0].kill()
