@@ -406,3 +406,13 @@ async def test_a_huge_result_is_refused_before_the_host_holds_it(tmp_path: Path)
         assert many.ok and many.value == "ok", many.error  # timers waiting, not timers ever
     finally:
         bridge.close()
+
+
+async def test_a_huge_error_message_is_clipped(engine: str, tmp_path: Path) -> None:
+    bridge = make(engine, tmp_path)
+    try:
+        result = await bridge.execute("throw new Error('e'.repeat(5000000))")
+        assert result.error is not None and len(result.error.one_line()) < 10_000
+        assert "elided" in result.error.message
+    finally:
+        bridge.close()

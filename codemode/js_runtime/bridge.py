@@ -53,6 +53,16 @@ _CLEANUP_S = 2.0
 # Timers a program may have waiting at once (they are not tool calls, but each costs
 # the host a task).
 _MAX_TIMERS = 10_000
+# An error's message is kept to this many characters (head and tail): a program can
+# throw anything, and the message travels in every result and every session log.
+_ERROR_CHARS = 4_000
+
+
+def _clip(text: str, cap: int) -> str:
+    if len(text) <= cap:
+        return text
+    half = cap // 2
+    return f"{text[:half]}[... {len(text) - 2 * half} characters elided ...]{text[-half:]}"
 
 
 @cache
@@ -383,7 +393,11 @@ class _Run:
                     return self._capped_value(done.get("value")), None
                 err = done["error"]
                 return None, errors.from_thrown(
-                    err["name"], err["message"], err["stack"], program, self.tool_names
+                    _clip(err["name"], 200),
+                    _clip(err["message"], _ERROR_CHARS),
+                    _clip(err["stack"], 4 * _ERROR_CHARS),
+                    program,
+                    self.tool_names,
                 )
             if not self.tasks and not self.ready:
                 return None, ExecError(
