@@ -41,6 +41,7 @@ from codemode.js_runtime.models import (
 )
 from codemode.js_runtime.output import CappedOutput, cap_value
 from codemode.js_runtime.source import Program, prepare
+from codemode.js_runtime.state import Tampered, clip, encode_results, parse_state
 from codemode.js_runtime.worker_process import POOL, Worker, WorkerCrashed
 from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.registry import ToolRegistry
@@ -53,16 +54,11 @@ _CLEANUP_S = 2.0
 # Timers a program may have waiting at once (they are not tool calls, but each costs
 # the host a task).
 _MAX_TIMERS = 10_000
+# How long a worker may take to boot and set up a fresh isolate (not the program's time).
+_SETUP_S = 30.0
 # An error's message is kept to this many characters (head and tail): a program can
 # throw anything, and the message travels in every result and every session log.
 _ERROR_CHARS = 4_000
-
-
-def _clip(text: str, cap: int) -> str:
-    if len(text) <= cap:
-        return text
-    half = cap // 2
-    return f"{text[:half]}[... {len(text) - 2 * half} characters elided ...]{text[-half:]}"
 
 
 @cache
@@ -76,11 +72,6 @@ class ScriptError(Exception):
     def __init__(self, text: str) -> None:
         super().__init__(text)
         self.text = text
-
-
-class Tampered(Exception):
-    """What the worker sent back is not what the prelude sends: the program changed
-    the runtime's internals (or the engine misbehaved)."""
 
 
 class LimitReached(Exception):
@@ -202,75 +193,6 @@ def _fresh(script: str) -> str:
     return "__cm.reset(); " + script
 
 
-def _well_formed(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    if isinstance(value, list):
-        return [_well_formed(v) for v in value]
-    if isinstance(value, dict):
-        return {_well_formed(k): _well_formed(v) for k, v in value.items()}
-    return value
-
-
-def _parse_state(text: str) -> dict[str, Any]:
-    """The drained state, checked: the program may have replaced what produces it."""
-    try:
-        state = json.loads(text)
-        # Lone surrogates ("\uD800"), which no UTF-8 output can carry, become U+FFFD.
-        if "\\ud" in text or "\\uD" in text:
-            state = _well_formed(state)
-    except RecursionError:
-        raise Tampered("the program's result is nested too deeply to send") from None
-    except ValueError:
-        raise Tampered("the runtime's internal state was not JSON") from None
-    if not isinstance(state, dict):
-        raise Tampered("the runtime's internal state is not an object")
-    logs, calls, done = state.get("logs"), state.get("calls"), state.get("done")
-    if not isinstance(logs, list) or not isinstance(calls, list):
-        raise Tampered("the runtime's internal state lacks its lists")
-    for entry in logs:
-        if not (
-            isinstance(entry, list) and len(entry) == 2 and all(isinstance(x, str) for x in entry)
-        ):
-            raise Tampered("a console entry is malformed")
-    for call in calls:
-        if not (
-            isinstance(call, list)
-            and len(call) == 3
-            and type(call[0]) is int
-            and isinstance(call[1], str)
-            and isinstance(call[2], str)
-        ):
-            raise Tampered("a tool call is malformed")
-    if done is not None:
-        if not isinstance(done, dict) or not isinstance(done.get("ok"), bool):
-            raise Tampered("the program's outcome is malformed")
-        if not done["ok"]:
-            err = done.get("error")
-            if not isinstance(err, dict) or not all(
-                isinstance(err.get(k), str) for k in ("name", "message", "stack")
-            ):
-                raise Tampered("the program's error is malformed")
-    if not isinstance(state.get("overLimit", False), bool):
-        raise Tampered("the runtime's internal state is malformed")
-    return state
-
-
-def _encode_results(results: list[list[Any]]) -> str:
-    try:
-        return json.dumps(results, default=str, allow_nan=False)
-    except (ValueError, TypeError, RecursionError):
-        pass
-    parts = []
-    for call_id, ok, payload in results:
-        try:
-            parts.append(json.dumps([call_id, ok, payload], default=str, allow_nan=False))
-        except (ValueError, TypeError, RecursionError):
-            message = "the tool's result cannot be passed to JavaScript (not JSON)"
-            parts.append(json.dumps([call_id, False, message]))
-    return "[" + ",".join(parts) + "]"
-
-
 class _Run:
     """The state of one program's execution."""
 
@@ -296,7 +218,6 @@ class _Run:
     async def go(self) -> ExecResult:
         loop = asyncio.get_running_loop()
         started = time.perf_counter()
-        deadline = loop.time() + self.limits.timeout_s
         bridge = self.bridge
         try:
             worker = bridge._checkout(self.limits)
@@ -313,14 +234,27 @@ class _Run:
         had_isolate = worker.has_isolate
         value: Any = None
         error: ExecError | None = None
+        setting_up = True
         try:
-            # One deadline for the whole program, measured here: engine steps and tool
-            # waits alike. When it passes, the worker is stopped and killed.
-            async with asyncio.timeout_at(deadline):
-                value, error = await self._drive(worker)
+            # A worker still booting (a busy machine) or a fresh isolate being set up
+            # is not the program's time.
+            async with asyncio.timeout(_SETUP_S):
+                error = await self._open(worker)
+            setting_up = False
+            if error is None:
+                # One deadline for the whole program, measured here: engine steps and
+                # tool waits alike. When it passes, the worker is stopped and killed.
+                async with asyncio.timeout_at(loop.time() + self.limits.timeout_s):
+                    value, error = await self._drive(worker)
         except TimeoutError:
             await worker.stop(self._log)
             error = self._timeout_error()
+            if setting_up:
+                error = ExecError(
+                    kind="internal",
+                    name="EngineCrashed",
+                    message=f"the engine process did not start within {_SETUP_S:g} s",
+                )
         except LimitReached as exc:
             await worker.stop(self._log)
             error = ExecError(kind="limit", name="LimitError", message=str(exc), limit=exc.limit)
@@ -362,18 +296,22 @@ class _Run:
             isolate_reset=reset,
         )
 
+    async def _open(self, worker: Worker) -> ExecError | None:
+        """A fresh isolate in ``worker``, unless a persistent one is there already."""
+        if self.bridge.persistent and worker.has_isolate:
+            return None
+        try:
+            await self._request(worker, p.OPEN, self.bridge.setup_script(self.limits))
+        except ScriptError as exc:
+            first = (exc.text.splitlines() or ["?"])[0][:200]
+            return ExecError(
+                kind="internal", name="Error", message=f"the isolate could not be set up: {first}"
+            )
+        worker.has_isolate = True
+        return None
+
     async def _drive(self, worker: Worker) -> tuple[Any, ExecError | None]:
         program = self.program
-        if not (self.bridge.persistent and worker.has_isolate):
-            try:
-                await self._request(worker, p.OPEN, self.bridge.setup_script(self.limits))
-            except ScriptError as exc:
-                return None, ExecError(
-                    kind="internal",
-                    name="Error",
-                    message=f"the isolate could not be set up: {exc.text.splitlines()[0]}",
-                )
-            worker.has_isolate = True
         try:
             if program.might_be_expression():
                 try:
@@ -393,9 +331,9 @@ class _Run:
                     return self._capped_value(done.get("value")), None
                 err = done["error"]
                 return None, errors.from_thrown(
-                    _clip(err["name"], 200),
-                    _clip(err["message"], _ERROR_CHARS),
-                    _clip(err["stack"], 4 * _ERROR_CHARS),
+                    clip(err["name"], 200),
+                    clip(err["message"], _ERROR_CHARS),
+                    clip(err["stack"], 4 * _ERROR_CHARS),
                     program,
                     self.tool_names,
                 )
@@ -408,7 +346,7 @@ class _Run:
                 )
             results = await self._wait_for_results()
             try:
-                state = await self._request(worker, p.SETTLE, _encode_results(results))
+                state = await self._request(worker, p.SETTLE, encode_results(results))
             except ScriptError as exc:
                 return None, errors.from_script_error(exc.text, program, self.tool_names)
 
@@ -418,7 +356,7 @@ class _Run:
     async def _request(self, worker: Worker, op: int, text: str) -> dict[str, Any]:
         reply, payload = await worker.request(op, text, self._log)
         if reply == p.STATE:
-            return _parse_state(p.decode(payload))
+            return parse_state(p.decode(payload))
         kind = payload[0] if payload else p.INTERNAL
         if kind == p.SCRIPT:
             raise ScriptError(p.decode(payload[1:]))
