@@ -30,6 +30,7 @@ from __future__ import annotations
 import errno
 import resource
 import sys
+from typing import Any
 
 _DENIED = (
     "execve execveat fork vfork "
@@ -79,9 +80,39 @@ def limit_memory(engine_cap_bytes: int) -> int:
     return cap
 
 
+_SONAMES = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
+
+
+def _import_pyseccomp() -> Any:
+    """pyseccomp, imported without its two ``find_library`` calls: each runs
+    ``ldconfig`` in a subprocess, which is most of a worker's boot time. The usual
+    sonames are tried first; anything else goes the slow way."""
+    import ctypes
+    import ctypes.util
+
+    real = ctypes.util.find_library
+
+    def fast(name: str) -> str | None:
+        soname = _SONAMES.get(name)
+        if soname is not None:
+            try:
+                ctypes.CDLL(soname)
+                return soname
+            except OSError:
+                pass
+        return real(name)
+
+    ctypes.util.find_library = fast
+    try:
+        import pyseccomp
+    finally:
+        ctypes.util.find_library = real
+    return pyseccomp
+
+
 def install_filter(own_pid: int) -> None:
     """Load the seccomp filter described above into this process (all its threads)."""
-    import pyseccomp as sc
+    sc = _import_pyseccomp()
 
     deny = sc.ERRNO(errno.EPERM)
     f = sc.SyscallFilter(sc.ALLOW)
