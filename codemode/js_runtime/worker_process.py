@@ -248,8 +248,10 @@ class Worker:
         if self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.proc.pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=2)
+            # Not waited for: a SIGKILLed process is gone at once, and the zombie is
+            # reaped by the next poll (subprocess reaps stragglers when it next starts
+            # one), so nobody's exit or next program waits on the kernel's teardown.
+            self.proc.poll()
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             with contextlib.suppress(OSError):
                 stream.close()  # type: ignore[union-attr]
