@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 
@@ -131,3 +132,39 @@ async def test_cancelling_a_turn_stops_its_cell(engine: str, tmp_path: Path) -> 
         assert (await r.run_program("return typeof k")).value == "undefined"
     finally:
         r.close()
+
+
+def test_exec_json_shows_a_yielded_program_and_wait_finishes_it(
+    home: Path, work: Path
+) -> None:
+    from agent_support import call, provider_flags, run_cli
+
+    from codemode.testing.scripted_server import ScriptedModelServer
+
+    program = (
+        '// @exec: {"yield_time_ms": 300}\n'
+        "console.log('early'); await new Promise(r => setTimeout(r, 2000)); return 'late'"
+    )
+    script = [
+        {"tool_calls": [call("exec", {"code": program})]},
+        {"tool_calls": [call("wait", {"cell_id": "1", "yield_time_ms": 20000})]},
+        {"text": "done"},
+    ]
+    with ScriptedModelServer(script) as server:
+        run = run_cli(
+            ["exec", *provider_flags(server.base_url, "chat"), "--code-mode", "--json", "go"],
+            home=home, cwd=work,
+        )
+        bodies = [r.body for r in server.requests]
+    assert run.code == 0, run.stderr
+    events = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    updated = [e for e in events if e["type"] == "item.updated"]
+    assert updated and updated[0]["item"]["status"] == "in_progress"
+    assert updated[0]["item"]["output"] == "early"
+    first_result = json.dumps(bodies[1]["messages"][-1])
+    assert "still running as cell 1" in first_result and "early" in first_result
+    second_result = json.dumps(bodies[2]["messages"][-1])
+    assert "late" in second_result
+    completed = [e["item"] for e in events if e["type"] == "item.completed"
+                 and e["item"]["type"] == "code_execution"]
+    assert completed and completed[0]["value"] == "late"
