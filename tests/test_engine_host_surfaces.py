@@ -227,3 +227,39 @@ def test_run_starts_its_worker_before_parsing_the_command_line() -> None:
     prestart_for(["exec", "--memory", "77"])
     assert len(POOL._spares[key]) == 1
     spare[0].kill()
+
+
+def test_ctrl_c_stops_interpreter_exec_in_code_mode(tmp_path: Path) -> None:
+    from agent_support import call, provider_flags
+
+    from codemode.testing.scripted_server import ScriptedModelServer
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    spin = "console.log('start'); while (true) {}"
+    script = [{"tool_calls": [call("exec", {"code": spin})]}, {"text": "never"}]
+    with ScriptedModelServer(script) as server:
+        proc = subprocess.Popen(
+            [str(INTERPRETER), "exec", *provider_flags(server.base_url, "chat"),
+             "--code-mode", "--json", "-c", "exec_timeout_s=600", "spin"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=cli_env(home), cwd=work,
+        )
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 60
+        for line in proc.stdout:
+            if '"item.started"' in line and '"code_execution"' in line:
+                break
+
+            assert time.monotonic() < deadline
+        time.sleep(1.0)  # into its loop
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=10)
+        finally:
+            proc.kill()
+        elapsed = time.monotonic() - sent
+    assert proc.returncode != 0
+    assert elapsed < 1.0, elapsed  # stopped at once, not at its 600 s limit
