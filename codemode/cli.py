@@ -10,6 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+if __name__ != "__main__" and sys.argv[1:2] == ["run"]:
+    # Before anything heavy: `interpreter run`'s engine worker boots meanwhile.
+    from codemode.js_runtime.early import prestart_for
+
+    prestart_for(sys.argv[1:])
+
 import click
 
 from codemode.batch.cli_options import BatchCommand, batch_options, refuse_without_repos
@@ -146,21 +152,23 @@ def cli(ctx: click.Context, **kw: Any) -> None:
     type=click.FloatRange(min=0, min_open=True),
     default=300.0,
     show_default=True,
-    help="Wall-clock limit in seconds.",
+    help="Wall-clock limit in seconds, measured outside the engine (the script's "
+    "engine process is killed when it runs out).",
 )
 @click.option(
     "--memory",
     type=click.IntRange(min=1),
     default=512,
     show_default=True,
-    help="Isolate memory cap in MB.",
+    help="Memory cap in MB: the isolate's own, and an OS cap on its engine process "
+    "(typed arrays included).",
 )
 @click.option(
     "--max-tool-calls",
     type=click.IntRange(min=1),
     default=100_000,
     show_default=True,
-    help="Tool calls allowed before the script is stopped.",
+    help="Tool calls allowed before the script is stopped (counted outside the engine).",
 )
 @cwd_option("Workspace the tools work in (default: current directory).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result.")
@@ -203,10 +211,11 @@ def run(
         raise click.UsageError(str(exc)) from None
     # The config file's sandbox_mode, approval_policy and [sandbox], flags overriding.
     sandbox = configured_sandbox(raw, sandbox_mode, approval_policy, full_auto)
-    if engine == "v8" and not repos:
-        from codemode.js_runtime.v8_abi import preload
+    if not repos:
+        from codemode.js_runtime.worker_process import POOL
 
-        preload()  # V8's ~25 ms start overlaps the imports below
+        # The engine worker boots while the rest of the command imports.
+        POOL.prestart(engine, memory * 1024 * 1024)
     from codemode.js_runtime.models import Limits
     from codemode.run import UnreadableScript, read_script, run_script
 

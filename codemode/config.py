@@ -46,15 +46,17 @@ class Config(BaseModel):
     code_mode: bool = False
     harness: str | None = None
     # The isolate for code-mode programs. Unset: QuickJS (fastest to start and to call
-    # tools), except where a person can interrupt a turn (the interactive session,
-    # ACP): there V8, because only a V8 program can be stopped at once (QuickJS runs on
-    # the event-loop thread and stops only at its time limit).
+    # tools). Either runs in an engine worker process, so either stops at once when a
+    # turn is interrupted.
     engine: Literal["quickjs", "v8"] | None = None
     max_turns: int = Field(default=50, gt=0)
     sandbox_mode: Literal["read-only", "workspace-write", "danger-full-access"] = "workspace-write"
     approval_policy: Literal["untrusted", "on-request", "never"] = "on-request"
-    # Seconds one code-mode program may run.
+    # Seconds one code-mode program may run (wall clock, across yields).
     exec_timeout_s: float = Field(default=120.0, gt=0)
+    # After this long a program still running hands control back to the model with its
+    # output so far and a cell id, for the `wait` tool (0: at once).
+    exec_yield_time_ms: int = Field(default=20_000, ge=0)
     # Characters of AGENTS.md given to the model, per file.
     project_doc_max_chars: int = Field(default=32_000, ge=0)
     # Validated by the MCP component when servers start.

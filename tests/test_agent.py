@@ -90,7 +90,7 @@ def test_code_mode_turn(wire: str, home: Path, work: Path) -> None:
     assert run.code == 0, run.stderr
     assert (work / "out.txt").read_text() == "ALPHA\nBETA\n"
     offered = server.requests[0].body["tools"]
-    assert len(offered) == 1 and json.dumps(offered).count("read_file(args") == 1
+    assert len(offered) == 2 and json.dumps(offered).count("read_file(args") == 1  # exec, wait
     result = tool_results(server.requests[1].body)
     assert "lines: 2 from-shell" in result and "[return value]" in result
     events = run.events()

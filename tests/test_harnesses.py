@@ -363,7 +363,7 @@ def test_code_dialect(name: str, home: Path, work: Path) -> None:
     run, server = exec_run(script, ["--harness", name, "--code-mode", "x"], home=home, cwd=work)
     assert run.code == 0, run.stderr
     tools = offered(server.requests[0].body)
-    assert list(tools) == ["exec"]
+    assert list(tools) == ["exec", "wait"]
     description = server.requests[0].body["tools"][0]["function"]["description"]
     assert f"  {tool}(args: " in description  # the harness's own names, as tools.*
     assert "tools.read_file(" not in description or name in ("qwen-code", "deepseek-tui")
@@ -539,7 +539,7 @@ def test_resume_keeps_the_recorded_harness_and_dialect(home: Path, work: Path) -
         )
         again = run_cli(["resume", *flags, "--last", "two"], home=home, cwd=work)
     assert first.code == 0 and again.code == 0, again.stderr
-    assert list(offered(server.requests[1].body)) == ["exec"]
+    assert list(offered(server.requests[1].body)) == ["exec", "wait"]
     description = server.requests[1].body["tools"][0]["function"]["description"]
     assert "StrReplaceFile(args: StrReplaceFileArgs)" in description
 

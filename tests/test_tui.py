@@ -207,7 +207,7 @@ def test_code_mode_turn_shows_program_output_and_nested_calls(
         term.prompt()
         assert term.finish() == 0
     offered = server.requests[0].body["tools"]
-    assert [t["function"]["name"] for t in offered] == ["exec"]
+    assert [t["function"]["name"] for t in offered] == ["exec", "wait"]
 
 
 # --- approvals -----------------------------------------------------------------------
@@ -330,7 +330,7 @@ def test_harness_and_code_mode_switching(home: Path, work: Path, terminals: list
         assert term.finish() == 0
     code_tools = [t["function"]["name"] for t in server.requests[0].body["tools"]]
     classic_tools = [t["function"]["name"] for t in server.requests[1].body["tools"]]
-    assert code_tools == ["exec"]
+    assert code_tools == ["exec", "wait"]
     assert server.requests[1].body["model"] == "other-model"
     assert "shell" in classic_tools and "exec" not in classic_tools
     assert server.requests[0].body["messages"][-1]["content"] == "first line\nsecond line"

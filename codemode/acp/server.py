@@ -209,7 +209,6 @@ class CodemodeAcpAgent:
                 ),
                 [lambda event: listener[0].on_event(event)],
                 resume=recorded,
-                default_engine="v8",  # session/cancel stops a busy program at once
             )
         except (ConfigError, UnknownHarnessError) as exc:
             raise _invalid(str(exc)) from None

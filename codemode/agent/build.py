@@ -308,10 +308,6 @@ def build_session(
     if surface is not registry:
         surface.on_close(registry.close)  # an adapter registry: stop the MCP servers too
     engine = config.engine or default_engine
-    if engine == "v8" and dialect == "code":
-        from codemode.js_runtime.v8_abi import preload
-
-        preload()  # loaded while the model thinks, not when its first program arrives
     runner = ToolRunner(
         surface,
         context,
@@ -319,6 +315,7 @@ def build_session(
         engine=engine,
         limits=Limits(timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=30_000),
         setup_scripts=setup_scripts,
+        yield_time_ms=config.exec_yield_time_ms,
     )
     env = prompt_env(config, cwd, sandbox.settings.sandbox_mode, sandbox.settings.approval_policy)
     rollout: Rollout | None = None

@@ -4,10 +4,18 @@ Classic calls and the calls a code-mode program makes take the same path:
 ``ToolRunner.call_tool`` -> ``ToolRegistry.invoke`` (where policy and approval sit).
 A program's calls reach it through ``_ObservedRegistry``, which the isolate bridge
 calls like any registry, so nested calls show up as items under their program.
+
+Programs run in the session's engine worker on its persistent isolate, one after
+another: two ``exec`` calls in one model reply run in the order the model wrote them
+(the second waits for the first), so they never see each other's half-done state,
+and each nested call is filed under the program that made it (a context variable,
+carried into the tasks a program's calls run in).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import dataclasses
 import itertools
 import os
@@ -17,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from codemode.agent.cells import DEFAULT_YIELD_MS, Cell, yield_time_ms
 from codemode.agent.events import (
     CodeExecutionItem,
     CommandExecutionItem,
@@ -25,6 +34,7 @@ from codemode.agent.events import (
     FileUpdate,
     ItemCompleted,
     ItemStarted,
+    ItemUpdated,
     McpToolCallItem,
     OutputDeltaEvent,
     TodoEntry,
@@ -33,11 +43,15 @@ from codemode.agent.events import (
 )
 from codemode.harnesses.base import ToolOutput
 from codemode.js_runtime.bridge import Bridge
-from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
+from codemode.js_runtime.models import ExecError, ExecEvent, ExecResult, Limits
 from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.registry import ToolRegistry, split_namespace
 
 Emit = Callable[[BaseModel], None]
+# The item id of the program whose tool calls are being made (in its task's context).
+_PROGRAM_ITEM: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "codemode_program_item", default=None
+)
 
 
 class _ObservedRegistry(ToolRegistry):
@@ -47,10 +61,9 @@ class _ObservedRegistry(ToolRegistry):
         super().__init__()
         self._runner = runner
         self._tools = runner.registry._tools
-        self.parent_id: str | None = None
 
     async def invoke(self, name: str, raw_args: Any, ctx: ToolContext) -> Any:
-        return await self._runner.invoke_reported(name, raw_args, parent_id=self.parent_id)
+        return await self._runner.invoke_reported(name, raw_args, parent_id=_PROGRAM_ITEM.get())
 
 
 class ToolRunner:
@@ -65,10 +78,16 @@ class ToolRunner:
         engine: str = "quickjs",
         limits: Limits | None = None,
         setup_scripts: list[str] | None = None,
+        yield_time_ms: int = DEFAULT_YIELD_MS,
     ) -> None:
         self.registry = registry
         self.context = context
         self.emit = emit
+        self.yield_time_ms = yield_time_ms
+        self._output_cap = (limits or Limits()).output_chars
+        self._cells: dict[str, Cell] = {}
+        self._cell_ids = itertools.count(1)
+        self._order: asyncio.Lock | None = None
         self._ids = itertools.count()
         self._observed = _ObservedRegistry(self)
         # Persistent: a model that stores results on globalThis finds them next time.
@@ -133,41 +152,125 @@ class ToolRunner:
         return dataclasses.replace(self.context, live_output=text_feed(sink))
 
     async def run_program(self, code: str) -> ExecResult:
+        """Run a program until it finishes or its yield time passes (then it goes on as
+        a cell, and the result says ``running``). Programs start in the order they were
+        asked for; one asked for while a yielded cell still runs is refused."""
+        if self._order is None:
+            self._order = asyncio.Lock()
+        async with self._order:
+            running = next((c for c in self._cells.values() if not c.task.done()), None)
+            if running is not None:
+                return _refused(
+                    f"cell {running.id} is still running: call wait({{cell_id: "
+                    f'"{running.id}"}}) for its result, or with terminate: true to stop it'
+                )
+            cell, item = self._start_cell(code)
+            try:
+                await asyncio.wait(
+                    [cell.task], timeout=yield_time_ms(code, self.yield_time_ms) / 1000
+                )
+            except BaseException:
+                await cell.stop()  # Ctrl-C, a client's cancel: the program stops too
+                self._cells.pop(cell.id, None)
+                raise
+            if cell.task.done():
+                self._cells.pop(cell.id, None)
+                cell.take_output()
+                return _outcome(cell)
+            item.output = "\n".join(cell.unseen)
+            self.emit(ItemUpdated(item=item))  # shown as still running
+            return cell.snapshot()
+
+    async def wait_cell(
+        self, cell_id: str, yield_ms: int | None = None, terminate: bool = False
+    ) -> ExecResult:
+        """The ``wait`` tool: a cell's new output as soon as there is some, or its result."""
+        cell = self._cells.get(str(cell_id))
+        if cell is None:
+            known = ", ".join(self._cells) or "none"
+            return _refused(f"no running cell {cell_id!r} (running: {known})")
+        try:
+            if terminate:
+                await cell.stop()
+                self._cells.pop(cell.id, None)
+                result = ExecResult(ok=False, output=cell.take_output(), cell_id=cell.id)
+                result.error = ExecError(
+                    kind="runtime", name="Terminated", message="the program was stopped by wait"
+                )
+                return result
+            yield_s = (self.yield_time_ms if yield_ms is None else max(yield_ms, 0)) / 1000
+            if not await cell.wait(yield_s):
+                return cell.snapshot()
+        except BaseException:
+            await cell.stop()
+            self._cells.pop(cell.id, None)
+            raise
+        self._cells.pop(cell.id, None)
+        result = _outcome(cell)
+        result.output = cell.take_output()  # what the model has not seen yet
+        result.cell_id = cell.id
+        return result
+
+    def _start_cell(self, code: str) -> tuple[Cell, CodeExecutionItem]:
         item = CodeExecutionItem(id=self.next_id(), code=code)
         self.emit(ItemStarted(item=item))
+        holder: list[Cell] = []
 
         def on_event(event: ExecEvent) -> None:
             if event.type == "log":
                 self.emit(OutputDeltaEvent(item_id=item.id, level=event.level, text=event.text))
+                if holder:
+                    holder[0].add(event.text)
 
-        from codemode.sandbox.approval_context import program_context
+        async def body() -> ExecResult:
+            from codemode.sandbox.approval_context import program_context
 
-        self._observed.parent_id = item.id
-        try:
-            with program_context(code):  # an approval request shows the calling program
-                result = await self._bridge.execute(code, on_event=on_event)
-        except BaseException:
-            item.status, item.error = "failed", "interrupted"
+            # Set in the cell's own task: nested calls are filed under this program.
+            _PROGRAM_ITEM.set(item.id)
+            try:
+                with program_context(code):  # an approval request shows the program
+                    result = await self._bridge.execute(code, on_event=on_event)
+            except BaseException:
+                item.status, item.error = "failed", "interrupted"
+                self.emit(ItemCompleted(item=item))
+                raise
+            item.output = result.output
+            item.value = result.value
+            item.tool_calls = len(result.tool_calls)
+            if result.error is not None:
+                from codemode.js_runtime.error_render import render_error
+
+                item.error = render_error(result.error, code)  # what the model reads too
+            item.status = "completed" if result.ok else "failed"
             self.emit(ItemCompleted(item=item))
-            raise
-        finally:
-            self._observed.parent_id = None
-        item.output = result.output
-        item.value = result.value
-        item.tool_calls = len(result.tool_calls)
-        if result.error is not None:
-            from codemode.js_runtime.error_render import render_error
+            return result
 
-            item.error = render_error(result.error, code)  # what the model reads too
-        item.status = "completed" if result.ok else "failed"
-        self.emit(ItemCompleted(item=item))
-        return result
+        cell = Cell(
+            id=str(next(self._cell_ids)), task=asyncio.ensure_future(body()), cap=self._output_cap
+        )
+        holder.append(cell)
+        self._cells[cell.id] = cell
+        return cell, item
 
     def close(self) -> None:
+        for cell in self._cells.values():
+            cell.task.cancel()
+        self._cells.clear()
         self._bridge.close()
         if self.context.sandbox is not None:
             self.context.sandbox.close()
         self.registry.close()
+
+
+def _refused(message: str) -> ExecResult:
+    return ExecResult(ok=False, error=ExecError(kind="runtime", name="Error", message=message))
+
+
+def _outcome(cell: Cell) -> ExecResult:
+    try:
+        return cell.task.result()
+    except asyncio.CancelledError:
+        return _refused("the program was cancelled")
 
 
 def _start_item(kind: str, name: str, args: Any, item_id: str, parent_id: str | None) -> BaseModel:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from codemode.js_runtime.models import ExecResult
 
 EXEC_TOOL = "exec"
+WAIT_TOOL = "wait"
 _JS_FENCE_LANGS = ("```js", "```javascript", "```ts", "```typescript")
 
 
@@ -55,8 +56,13 @@ def function_call_actions(
     if code and stripped.startswith(_JS_FENCE_LANGS) and stripped.endswith("```"):
         body = strip_fence(stripped)
         if body != stripped:
-            return Actions(calls=[ToolCall(id=f"{RECOVERED_PREFIX}0", name=EXEC_TOOL,
-                                           arguments=body, freeform=True)])
+            return Actions(
+                calls=[
+                    ToolCall(
+                        id=f"{RECOVERED_PREFIX}0", name=EXEC_TOOL, arguments=body, freeform=True
+                    )
+                ]
+            )
     if not stripped:
         return Actions(reminder=nudge)
     return Actions()
@@ -92,6 +98,8 @@ async def exec_call(
     """Run the program in an ``exec`` call: its rendered outcome, and the raw result
     (None when no program ran). ``prelude`` goes in front of the program, on its first
     line so that line numbers in errors stay the model's own."""
+    if call.name == WAIT_TOOL:
+        return await _wait_call(call, runner)
     if call.name != EXEC_TOOL:
         names = runner.registry.names()
         if call.name in names:
@@ -117,6 +125,47 @@ async def exec_call(
     program = f"{prelude} {code}" if prelude else code
     result = await runner.run_program(program)
     return Outcome(render_exec_result(result, program), is_error=not result.ok), result
+
+
+def wait_tool_spec() -> ToolSpec:
+    """The code dialect's second tool: come back to a program that yielded."""
+    from codemode.harnesses.base import load_prompt
+
+    return ToolSpec(
+        name=WAIT_TOOL,
+        description=load_prompt("wait_tool").strip(),
+        parameters={
+            "type": "object",
+            "properties": {
+                "cell_id": {"type": "string", "description": "The running program's cell id."},
+                "yield_time_ms": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "Longest wait for something new.",
+                },
+                "terminate": {"type": "boolean", "description": "Stop the program."},
+            },
+            "required": ["cell_id"],
+            "additionalProperties": False,
+        },
+    )
+
+
+async def _wait_call(call: ToolCall, runner: ToolRunner) -> tuple[Outcome, ExecResult | None]:
+    try:
+        args = parse_call_arguments(call)
+    except ArgumentError as exc:
+        return Outcome(str(exc), is_error=True), None
+    if not isinstance(args, dict) or "cell_id" not in args:
+        return Outcome('wait needs {"cell_id": "<id from exec>"}', is_error=True), None
+    yield_ms = args.get("yield_time_ms")
+    if not (yield_ms is None or (isinstance(yield_ms, int) and not isinstance(yield_ms, bool))):
+        return Outcome("wait: yield_time_ms must be a whole number of ms", is_error=True), None
+    wait = getattr(runner, "wait_cell", None)
+    if wait is None:
+        return Outcome("wait: this session runs no programs", is_error=True), None
+    result = await wait(str(args["cell_id"]), yield_ms, bool(args.get("terminate", False)))
+    return Outcome(render_exec_result(result), is_error=not result.ok), result
 
 
 def result_messages(calls: list[ToolCall], outcomes: list[Outcome]) -> list[Message]:

@@ -22,6 +22,7 @@ from codemode.harnesses.calls import (
     result_messages,
     run_classic_call,
     run_exec_call,
+    wait_tool_spec,
 )
 from codemode.harnesses.render import render_result
 from codemode.harnesses.repair import ArgumentError
@@ -61,7 +62,7 @@ class NativeHarness:
 
     def _tool_specs(self, registry: ToolRegistry) -> list[ToolSpec]:
         if self.dialect == "code":
-            return [exec_tool_spec(registry)]
+            return [exec_tool_spec(registry), wait_tool_spec()]
         specs = []
         for tool in registry:
             field = getattr(tool, "freeform_field", None)

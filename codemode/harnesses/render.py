@@ -133,6 +133,12 @@ def render_exec_result(result: ExecResult, source: str | None = None) -> str:
             else json.dumps(result.value, ensure_ascii=False, indent=1)
         )
         parts.append(f"[return value]\n{value}")
+    if result.running:
+        parts.append(
+            f'[still running as cell {result.cell_id}: call wait({{"cell_id": "{result.cell_id}"}})'
+            ' for more output or its result; add "terminate": true to stop it]'
+        )
+        return "\n".join(parts)
     if result.error is not None:
         from codemode.js_runtime.error_render import render_error
 

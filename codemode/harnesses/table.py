@@ -30,6 +30,7 @@ from codemode.harnesses.calls import (
     result_messages,
     run_classic_call,
     run_exec_call,
+    wait_tool_spec,
 )
 from codemode.harnesses.present import arg_for_role, render_value
 from codemode.harnesses.render import render_result
@@ -131,7 +132,7 @@ class TableHarness:
     def tool_specs(self, registry: ToolRegistry) -> list[ToolSpec]:
         self._names = registry.names()
         if self.dialect == "code":
-            self._specs = [exec_spec(registry, self.table)]
+            self._specs = [exec_spec(registry, self.table), wait_tool_spec()]
             return self._specs
         specs = []
         for tool in registry:

@@ -1,8 +1,9 @@
-"""The seam between the bridge and a JavaScript engine.
+"""The seam between an engine worker (``worker.py``) and a JavaScript engine.
 
-An engine only evaluates scripts: the bridge (``bridge.py``) owns everything else —
-the prelude, tool dispatch, limits and error reporting — so a backend is a page of
-code and both backends behave the same.
+An engine only evaluates scripts, inside its worker process: the bridge
+(``bridge.py``, in the agent's process) owns everything else — the prelude, tool
+dispatch, limits and error reporting — so a backend is a page of code and both
+backends behave the same.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class ScriptError(Exception):
 
 
 class Engine(Protocol):
-    """One isolate. Used from one thread only: the one whose event loop created it."""
+    """One isolate. Used from the worker's main thread only."""
 
     name: ClassVar[str]
     # Where console output goes that the engine can report while a step still runs
@@ -43,9 +44,9 @@ class Engine(Protocol):
     async def step(self, script: str, timeout: float) -> str:
         """Run ``script``, let every queued Promise job run, then return ``__cm.drain()``.
 
-        Raises EngineTimeout when ``timeout`` seconds pass, EngineOutOfMemory at the
-        memory cap, ScriptError when the script itself throws. After EngineTimeout or
-        EngineOutOfMemory the engine must not be used again: the bridge closes it.
+        ``timeout`` is advisory: the parent measures the wall clock and kills the worker
+        when it runs out. Raises EngineOutOfMemory at the memory cap, ScriptError when
+        the script itself throws; after EngineOutOfMemory the engine is not used again.
         """
         ...
 
@@ -60,16 +61,3 @@ class Engine(Protocol):
 
 
 ENGINES = ("quickjs", "v8")
-
-
-def create_engine(name: str, memory_bytes: int) -> Engine:
-    """Instantiate an engine by name; the backends are imported only when chosen."""
-    if name == "quickjs":
-        from codemode.js_runtime.quickjs_engine import QuickJSEngine
-
-        return QuickJSEngine(memory_bytes)
-    if name == "v8":
-        from codemode.js_runtime.v8_engine import V8Engine
-
-        return V8Engine(memory_bytes)
-    raise ValueError(f"unknown engine {name!r} (choose from: {', '.join(ENGINES)})")

@@ -20,10 +20,11 @@ LimitName = Literal["timeout", "memory", "tool_calls"]
 class Limits:
     """Per-program limits. A limit stops the program; the host stays usable."""
 
-    timeout_s: float = 30.0  # wall-clock budget for one program
-    memory_mb: int = 256  # isolate heap cap
+    timeout_s: float = 30.0  # wall-clock budget for one program, measured outside it
+    memory_mb: int = 256  # isolate heap cap (and, beside it, the worker's OS memory cap)
     max_tool_calls: int = 1000  # tool calls allowed per program
-    output_chars: int = 50_000  # console output kept; beyond it the head and tail survive
+    # Console output kept, and the return value's size; beyond it head and tail survive.
+    output_chars: int = 50_000
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -79,12 +80,16 @@ class ExecResult:
     output: str = ""
     logs: list[LogEntry] = field(default_factory=list)
     output_truncated: bool = False
+    value_truncated: bool = False  # the value is then text: its head and tail
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     error: ExecError | None = None
     duration_ms: float = 0.0
     engine: str = ""
     # True when a limit forced a fresh isolate, so persistent globals were lost.
     isolate_reset: bool = False
+    # A program that outlived its yield time: still running as this cell (``wait``).
+    cell_id: str | None = None
+    running: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -6,7 +6,9 @@ finished; the middle of a runaway loop is what a model's context can spare.
 
 from __future__ import annotations
 
+import json
 from collections import deque
+from typing import Any
 
 from codemode.js_runtime.models import LogEntry
 
@@ -65,3 +67,17 @@ class CappedOutput:
 
     def text(self) -> str:
         return "\n".join(e.text for e in self.entries())
+
+
+def cap_value(value: Any, cap: int) -> tuple[Any, bool]:
+    """A program's return value, kept whole up to ``cap`` characters of JSON; beyond
+    that it becomes text: the head and the tail of its JSON, the middle marked."""
+    if value is None or isinstance(value, bool | int | float):
+        return value, False
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if len(text) <= cap:
+        return value, False
+    head, tail = cap - cap // 2, cap // 2
+    elided = len(text) - head - tail
+    marker = f"\n[... {elided} characters of the return value elided ...]\n"
+    return text[:head] + marker + text[len(text) - tail :], True

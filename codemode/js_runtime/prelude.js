@@ -15,6 +15,16 @@
   // The console's formatter (inspect.js, evaluated just before), taken out of reach.
   const inspector = global.__cm_inspect || null;
   delete global.__cm_inspect;
+  // Kept before any program runs: what the host reads must not depend on globals a
+  // program can replace (the host still treats what it reads as untrusted).
+  const stringify = JSON.stringify;
+  const parseJSON = JSON.parse;
+  const wellFormed = String.prototype.toWellFormed;
+  // QuickJS in its worker process: a host function that takes each console line as it
+  // is written (level index, text), so a program killed for its time limit has shown
+  // everything it printed. Taken off the global object before any program runs.
+  const hostLog = typeof global.__cm_hostLog === "function" ? global.__cm_hostLog : null;
+  try { delete global.__cm_hostLog; } catch (e) { /* left as is */ }
 
   // No ambient authority: tools are the only door out of the isolate.
   for (const name of [
@@ -52,7 +62,7 @@
     if (value instanceof Error) return value.stack && value.stack.includes(value.message)
       ? value.stack : `${value.name}: ${value.message}`;
     try {
-      return JSON.stringify(value, __cm_replacer(), 2) ?? String(value);
+      return stringify(value, __cm_replacer(), 2) ?? String(value);
     } catch (e) {
       return String(value);
     }
@@ -103,9 +113,11 @@
   }
 
   function __cm_emit(level) {
+    const index = LEVELS.indexOf(level);
     return function __cm_log(...args) {
       const text = inspector ? `${inspector.format(args)}` : args.map((a) => __cm_render(a)).join(" ");
-      if (!__cm_toLive(level, text)) logs.push([level, text]);
+      if (hostLog !== null) hostLog(index, wellFormed ? wellFormed.call(text) : text);
+      else if (!__cm_toLive(level, text)) logs.push([level, text]);
     };
   }
 
@@ -165,6 +177,10 @@
     });
   }
 
+  function __cm_reason(e) {
+    try { return e instanceof Error ? String(e.message) : String(e); } catch (_) { return "?"; }
+  }
+
   function __cm_call(name, args) {
     if (overLimit) return new Promise(() => {});
     if (++calls > maxCalls) {
@@ -173,8 +189,16 @@
       overLimit = true;
       return new Promise(() => {});
     }
+    // Serialized now, at the call: a throwing getter, Proxy trap or toJSON fails this
+    // call with an exception the program can catch, at its own line.
+    let json;
+    try {
+      json = stringify(args === undefined ? {} : args, __cm_replacer()) ?? "{}";
+    } catch (e) {
+      throw new TypeError(`tools.${name}: arguments cannot be sent: ${__cm_reason(e)}`);
+    }
     const id = nextId++;
-    outbox.push([id, name, args === undefined ? {} : args]);
+    outbox.push([id, name, json]);
     // Captured now so that a failed call is reported at the line that made it.
     const site = new Error();
     return new Promise((resolve, reject) => pending.set(id, [resolve, reject, name, site]));
@@ -230,7 +254,7 @@
     const tid = ++timerSeq;
     const id = nextId++;
     timers.set(tid, id);
-    outbox.push([id, "__timer", { ms: Number(ms) || 0 }]);
+    outbox.push([id, "__timer", `{"ms":${Number(ms) || 0}}`]);
     pending.set(id, [() => { if (timers.delete(tid)) fn(...args); }, () => {}, "__timer"]);
     return tid;
   }
@@ -256,9 +280,9 @@
   function __cm_serialize(value) {
     if (value === undefined) return undefined;
     try {
-      return JSON.parse(JSON.stringify(value, __cm_replacer()) ?? "null");
+      return parseJSON(stringify(value, __cm_replacer()) ?? "null");
     } catch (e) {
-      return String(value);
+      try { return String(value); } catch (_) { return "[value that cannot be shown]"; }
     }
   }
 
@@ -281,9 +305,15 @@
     start: function __cm_start(promise) {
       promise.then(
         (value) => { done = { ok: true, value: __cm_serialize(value) }; },
-        (error) => { done = { ok: false, error: __cm_describe(error) }; },
+        (error) => {
+          try { done = { ok: false, error: __cm_describe(error) }; } catch (e) {
+            done = { ok: false, error: { name: "Error", message: "a thrown value that cannot be shown", stack: "" } };
+          }
+        },
       );
     },
+    // settle() with the results as JSON text, parsed with the JSON kept at install.
+    settleText: function __cm_settleText(text) { host.settle(parseJSON(text)); },
     // Results arrive as [id, ok, payload]; payload is the value or the error message.
     settle: function __cm_settle(results) {
       for (const [id, ok, payload] of results) {
@@ -300,7 +330,7 @@
     },
     drain: function __cm_drain() {
       // `live`: units of live console written this step; they come before `logs`.
-      const state = JSON.stringify({
+      const state = stringify({
         calls: outbox, logs, done, overLimit, pending: pending.size, live: liveAt,
       }, __cm_replacer());
       outbox = [];
@@ -312,11 +342,14 @@
       return state;
     },
     // The host's buffer for the live console (see __cm_toLive); returns it back.
+    // Only the first call counts: the host reads the buffer it was given then, and a
+    // later call must not make it read memory it no longer owns.
     live: function __cm_live(buffer) {
-      if (atomicStore === null) return null;
+      if (atomicStore === null || live !== null) return null;
       live = { head: new Int32Array(buffer, 0, 2), units: new Uint16Array(buffer, 8) };
       return buffer;
     },
   };
+  Object.freeze(host);
   __cm_define("__cm", host, false);
 })(globalThis);

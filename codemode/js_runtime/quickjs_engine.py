@@ -1,15 +1,16 @@
-"""quickjs-ng backend: a fresh context costs ~0.1 ms; evaluation runs on the caller's thread.
+"""quickjs-ng backend, as it runs inside an engine worker process (``worker.py``).
 
-QuickJS contexts must never be touched from two threads, and a hop to a worker
-thread costs ~60 µs — more than the whole tool-call round trip we aim for — so steps
-run inline on the event loop's thread. Its interrupt handler checks the time limit
-(and Ctrl-C), so a runaway script still returns control within the budget.
+QuickJS contexts must never be touched from two threads, so a step runs on the
+worker's main thread. No time limit is armed: the parent measures wall-clock time and
+kills the worker when it runs out (QuickJS's own limit counts CPU time, and some
+built-ins, such as sorting a huge sparse array, never check it). Without a time limit
+the context accepts a Python callable, which is how each console line leaves the
+isolate as it is written (``on_log``).
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -20,8 +21,7 @@ from codemode.js_runtime.engine import EngineOutOfMemory, EngineTimeout, ScriptE
 # QuickJS's default 256 KB stack is shallow for recursive programs; 8 MB threads
 # (the glibc default) leave room for 4 MB.
 _STACK_BYTES = 4 * 1024 * 1024
-# Time allowed to collect the output of a step that hit a limit.
-_SALVAGE_S = 1.0
+_LEVELS = ("log", "info", "warn", "error", "debug")  # the prelude's LEVELS, same order
 
 
 class QuickJSEngine:
@@ -35,64 +35,48 @@ class QuickJSEngine:
         self._ctx.set_max_stack_size(_STACK_BYTES)
         self._settle: quickjs.Object | None = None
         self._drain: quickjs.Object | None = None
-        # QuickJS runs on the caller's thread: nothing can be read while a step runs.
         self.on_log: Callable[[str, str], None] | None = None
+        # The prelude takes this off the global object when it installs (hostLog).
+        self._ctx.add_callable("__cm_hostLog", self._host_log)
+
+    def _host_log(self, level: object, text: object) -> None:
+        # Called from JavaScript: it must never raise (QuickJS loses the message and
+        # may corrupt the evaluation), whatever it is handed.
+        try:
+            if self.on_log is not None:
+                index = level if isinstance(level, int) and 0 <= level < len(_LEVELS) else 0
+                self.on_log(_LEVELS[index], text if isinstance(text, str) else str(text))
+        except BaseException:
+            pass
 
     async def step(self, script: str, timeout: float) -> str:
-        return self._run(lambda ctx: ctx.eval(script), timeout)
+        return self._run(lambda ctx: ctx.eval(script))
 
     async def settle(self, results_json: str, timeout: float) -> str:
         # A call into a compiled function costs half an eval of fresh source; this is
-        # the hot path of every tool call.
+        # the hot path of every tool call. Taken from the frozen __cm object, so a
+        # program cannot swap it.
         if self._settle is None:
-            self._settle = self._ctx.eval("(json) => __cm.settle(JSON.parse(json))")
+            self._settle = self._ctx.eval("__cm.settleText")
         settle = self._settle
-        return self._run(lambda _: settle(results_json), timeout)
+        return self._run(lambda _: settle(results_json))
 
-    def _run(self, start: Callable[[quickjs.Context], object], timeout: float) -> str:
+    def _run(self, start: Callable[[quickjs.Context], object]) -> str:
         ctx = self._ctx
-        # The limit is measured from the start of each eval / call / job, so it is
-        # re-armed with what is left of the budget before every call into the engine.
-        ctx.set_time_limit(max(timeout, 0.001))
-        started = time.monotonic()
         try:
             start(ctx)
             while ctx.execute_pending_job():
                 pass
             if self._drain is None:
-                self._drain = ctx.eval("() => __cm.drain()")
+                self._drain = ctx.eval("__cm.drain")
             state = self._drain()
         except quickjs.JSException as exc:
-            error = _classify(str(exc))
-            if not isinstance(error, ScriptError):
-                self._salvage_logs()
-            raise error from None
+            raise _classify(str(exc)) from None
         if not isinstance(state, str):
             raise ScriptError("internal error: drain() did not return a string")
         if _ran_out_of_memory(state):
-            self._salvage_logs(state)
-            # At the memory cap even the error's message may not fit, and then an
-            # interrupt looks the same as running out of memory: the clock decides.
-            if time.monotonic() - started >= timeout:
-                raise EngineTimeout()
             raise EngineOutOfMemory()
         return state
-
-    def _salvage_logs(self, state: str | None = None) -> None:
-        """After an interrupt or at the memory cap, pass what the step printed before it
-        stopped to ``on_log``: the lines that show where a runaway program got to.
-        ``state`` is the step's drained state when there is one."""
-        if self.on_log is None or self._drain is None:
-            return
-        try:
-            if state is None:
-                self._ctx.set_time_limit(_SALVAGE_S)
-                state = self._drain()
-            logs = json.loads(state).get("logs", [])
-        except Exception:  # out of memory even for this: nothing to show
-            return
-        for level, text in logs:
-            self.on_log(level, text)
 
     def close(self) -> None:
         # Dropping the last reference frees the runtime; nothing runs in the background.
@@ -105,8 +89,13 @@ def _ran_out_of_memory(state: str) -> bool:
     allocated, or null when even the error object could not be made."""
     if '"InternalError"' not in state and '"Uncaught null"' not in state:
         return False
-    done = json.loads(state).get("done") or {}
-    error = done.get("error") or {}
+    try:
+        done = json.loads(state).get("done") or {}
+        error = done.get("error") or {}
+        if not isinstance(error, dict):
+            return False
+    except (ValueError, AttributeError, RecursionError):
+        return False
     if error.get("name") == "InternalError":
         message = error.get("message") or ""
         return message == "" or "out of memory" in message

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import threading
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -38,6 +39,8 @@ class V8Engine:
         self._live: Memory | None = None
         self._live_read = 0  # units of the live console already passed to on_log
         self._first_step = True
+        # The live console is read by the step and by the worker's flusher thread.
+        self._lock = threading.Lock()
 
     async def step(self, script: str, timeout: float) -> str:
         # Both evaluations are posted at once: V8 runs them in order with its microtask
@@ -65,26 +68,35 @@ class V8Engine:
         written = _live_units(state)
         if written:
             # The step is over, so what is left in the buffer is complete and still.
-            lines = self._live_lines(written)
-            if self.on_log is not None:
-                for level, text in lines:
-                    self.on_log(level, text)
-            else:  # nobody to tell while it ran: they go first in the drained state
+            # Read and passed on under the lock, so that lines a concurrent reader took
+            # are passed on before these.
+            with self._lock:
+                lines = self._live_lines_locked(written)
+                if self.on_log is not None:
+                    for level, text in lines:
+                        self.on_log(level, text)
+            if self.on_log is None:  # nobody told while it ran: they go first in the state
                 drained = json.loads(state)
                 drained["logs"] = [*lines, *drained["logs"]]
                 state = json.dumps(drained)
-        self._live_read = 0
+        with self._lock:
+            self._live_read = 0
         return state
 
     def _read_live(self) -> None:
         """Pass the console lines written since the last read to ``on_log``."""
         if self.on_log is not None:
-            for level, text in self._live_lines(None):
-                self.on_log(level, text)
+            with self._lock:
+                for level, text in self._live_lines_locked(None):
+                    self.on_log(level, text)
 
     def _live_lines(self, upto: int | None) -> list[tuple[str, str]]:
         """The live console's lines from the last read up to ``upto`` units (None: up to
         what the prelude has published so far)."""
+        with self._lock:
+            return self._live_lines_locked(upto)
+
+    def _live_lines_locked(self, upto: int | None) -> list[tuple[str, str]]:
         live = self._live
         if live is None:
             return []
@@ -126,4 +138,7 @@ class V8Engine:
 def _live_units(state: str) -> int:
     """The drained state's ``live`` count, its last key, read without parsing it all."""
     at = state.rfind('"live":')
-    return int(state[at + 7 : -1]) if at != -1 and state.endswith("}") else 0
+    try:
+        return int(state[at + 7 : -1]) if at != -1 and state.endswith("}") else 0
+    except ValueError:
+        return 0

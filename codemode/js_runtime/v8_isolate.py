@@ -118,7 +118,6 @@ class Isolate:
         the first wait, ``tick`` is called every ``TICK_S``. Cancelled midway, the
         unfinished ones are cancelled in the isolate.
         """
-        self._loop = asyncio.get_running_loop()
         last = evaluations[-1].callback_id
         if last not in self._results:
             self._blocking_on = last
@@ -137,7 +136,8 @@ class Isolate:
     async def _outcome(self, evaluation: Evaluation, tick: Callable[[], None] | None) -> Outcome:
         callback_id = evaluation.callback_id
         if callback_id not in self._results:
-            waiter = self._loop.create_future()  # type: ignore[union-attr]
+            self._loop = asyncio.get_running_loop()
+            waiter = self._loop.create_future()
             self._waiters[callback_id] = waiter
             try:
                 # Filed between our check and the waiter's registration: no wake comes.

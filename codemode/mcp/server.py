@@ -8,6 +8,7 @@ stays short however many MCP servers feed the host.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from importlib import resources
 from pathlib import Path
@@ -29,6 +30,12 @@ if TYPE_CHECKING:
 
 # "More than a handful": beyond this many tools, declarations move behind search_tools.
 DISCLOSURE_THRESHOLD = 8
+# An execute result is sent once, as structuredContent, with a short text beside it:
+# console output and the return value are each capped at this many characters (head
+# and tail kept), so a result stays well under the 1 MiB that clients accept per
+# message (the official client's SSE event limit) even when every character escapes.
+RESULT_FIELD_CHARS = 60_000
+TEXT_PREVIEW_CHARS = 2_000
 
 
 def _prompt(name: str) -> str:
@@ -42,6 +49,17 @@ _ABBREVIATIONS = frozenset(
 )
 _DOTTED = re.compile(r"(?:[a-z]{1,2}\.)+[a-z]{1,2}")  # "u.s", "a.m"
 _SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+")
+
+
+def _preview(text: str) -> str:
+    """The text beside structuredContent: short, and saying where the rest is."""
+    if len(text) <= TEXT_PREVIEW_CHARS:
+        return text
+    half = TEXT_PREVIEW_CHARS // 2
+    return (
+        f"{text[:half]}\n[... {len(text) - 2 * half} characters; the whole result is in "
+        f"structuredContent ...]\n{text[-half:]}"
+    )
 
 
 def _summary(description: str) -> str:
@@ -82,7 +100,13 @@ class HostService:
         # confines the commands programs run, as in any other session.
         self.context = ToolContext(workspace=workspace.resolve(), sandbox=sandbox)
         self.engine = engine
-        self.limits = limits or Limits()
+        limits = limits or Limits()
+        if limits.output_chars > RESULT_FIELD_CHARS:
+            limits = dataclasses.replace(limits, output_chars=RESULT_FIELD_CHARS)
+        self.limits = limits
+        # Not persistent: concurrent execute calls run in workers of their own, each
+        # program in a fresh isolate; sequential ones reuse a warm worker.
+        self.bridge = Bridge(self.guarded, self.context, engine=engine, limits=limits)
 
     @property
     def progressive(self) -> bool:
@@ -109,12 +133,7 @@ class HostService:
     async def execute(self, code: str) -> CallToolResult:
         from mcp.types import CallToolResult, TextContent
 
-        # A bridge per program: concurrent execute calls must not share an isolate.
-        bridge = Bridge(self.guarded, self.context, engine=self.engine, limits=self.limits)
-        try:
-            result = await bridge.execute(code)
-        finally:
-            bridge.close()
+        result = await self.bridge.execute(code)
         structured = {
             "ok": result.ok,
             "value": result.value,
@@ -122,11 +141,18 @@ class HostService:
             "error": result.error.one_line() if result.error else None,
             "tool_calls": len(result.tool_calls),
         }
+        if result.value_truncated:
+            structured["value_truncated"] = True
+        if result.output_truncated:
+            structured["output_truncated"] = True
         return CallToolResult(
-            content=[TextContent(type="text", text=render_exec_result(result, code))],
+            content=[TextContent(type="text", text=_preview(render_exec_result(result, code)))],
             structured_content=structured,
             is_error=not result.ok,
         )
+
+    def close(self) -> None:
+        self.bridge.close()
 
     def search(self, query: str, limit: int) -> list[dict[str, str]]:
         words = [w for w in re.split(r"\W+", query.lower()) if w]

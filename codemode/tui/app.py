@@ -112,7 +112,6 @@ class InteractiveApp:
             [self.renderer],
             resume=resume,
             approver=self.approver,
-            default_engine="v8",  # Ctrl-C stops a runaway program at once
         )
         if resume is not None:  # what /new starts with from now on
             self.options.model, self.options.harness = session.model, session.harness.name

@@ -258,6 +258,12 @@ class TerminalRenderer:
                 mark = "[x]" if entry.completed else "[ ]"
                 self._print(Text(f"{mark} {entry.text}"), depth=depth)
 
+    def _on_item_updated(self, event: Any) -> None:
+        item = event.item
+        if item.type == "code_execution" and item.status == "in_progress":
+            # Past its yield time: the program runs on, the model may `wait` for it.
+            self._print(Text("… still running (the model can wait for it)", style="dim"), depth=1)
+
     def _on_item_completed(self, event: Any) -> None:
         item = event.item
         depth = 1 if item.parent_id else 0

@@ -1,0 +1,48 @@
+"""The frames an engine worker and its parent exchange over a pipe.
+
+A frame is a 5-byte header, ``<IB`` (payload length, op), then the payload. Text is
+UTF-8 (``surrogatepass``: JavaScript strings may hold lone surrogates; the bridge
+turns them into U+FFFD once it has the text).
+
+Parent to worker, one request at a time, each answered by exactly one reply frame
+(``STATE`` or ``ERROR``), with any number of ``LOG`` frames before it:
+
+- ``OPEN``: a fresh isolate (the old one is dropped); the payload is the setup script.
+- ``STEP``: evaluate a script, run its jobs, return the drained state.
+- ``SETTLE``: pass finished tool calls (JSON text) to the isolate, then as ``STEP``.
+
+Worker to parent: ``LOG`` (one byte, the level's index, then the text), ``STATE`` (the
+drained state, JSON text the program may have tampered with), ``ERROR`` (one byte of
+kind, then the text), and ``STOPPED``, the answer to a stop request on the control
+pipe, once the output printed so far has been sent.
+"""
+
+from __future__ import annotations
+
+import struct
+
+HEADER = struct.Struct("<IB")
+
+OPEN, STEP, SETTLE = b"O"[0], b"S"[0], b"T"[0]
+LOG, STATE, ERROR, STOPPED = b"L"[0], b"D"[0], b"E"[0], b"X"[0]
+
+LEVELS = ("log", "info", "warn", "error", "debug")  # the prelude's LEVELS, same order
+# ERROR kinds: the script threw, the isolate ran out of memory, the worker failed.
+SCRIPT, MEMORY, INTERNAL = b"s"[0], b"m"[0], b"i"[0]
+
+
+def frame(op: int, payload: bytes) -> bytes:
+    return HEADER.pack(len(payload), op) + payload
+
+
+def encode(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def decode(data: bytes | memoryview) -> str:
+    """Text from a frame; never raises (a worker is not trusted to send valid UTF-8)."""
+    raw = bytes(data)
+    try:
+        return raw.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "replace")

@@ -1,0 +1,92 @@
+"""What crosses the pipe from the program's side, checked, and what goes back.
+
+The drained state comes from JavaScript that the program may have tampered with (and,
+after an engine escape, from a worker that is not the prelude at all): it is parsed
+without trusting it, and anything that is not the prelude's shape is ``Tampered``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+class Tampered(Exception):
+    """What the worker sent back is not what the prelude sends: the program changed
+    the runtime's internals (or the engine misbehaved)."""
+
+
+def well_formed(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [well_formed(v) for v in value]
+    if isinstance(value, dict):
+        return {well_formed(k): well_formed(v) for k, v in value.items()}
+    return value
+
+
+def parse_state(text: str) -> dict[str, Any]:
+    """The drained state, checked: the program may have replaced what produces it."""
+    try:
+        state = json.loads(text)
+        # Lone surrogates ("\uD800"), which no UTF-8 output can carry, become U+FFFD.
+        if "\\ud" in text or "\\uD" in text:
+            state = well_formed(state)
+    except RecursionError:
+        raise Tampered("the program's result is nested too deeply to send") from None
+    except ValueError:
+        raise Tampered("the runtime's internal state was not JSON") from None
+    if not isinstance(state, dict):
+        raise Tampered("the runtime's internal state is not an object")
+    logs, calls, done = state.get("logs"), state.get("calls"), state.get("done")
+    if not isinstance(logs, list) or not isinstance(calls, list):
+        raise Tampered("the runtime's internal state lacks its lists")
+    for entry in logs:
+        if not (
+            isinstance(entry, list) and len(entry) == 2 and all(isinstance(x, str) for x in entry)
+        ):
+            raise Tampered("a console entry is malformed")
+    for call in calls:
+        if not (
+            isinstance(call, list)
+            and len(call) == 3
+            and type(call[0]) is int
+            and isinstance(call[1], str)
+            and isinstance(call[2], str)
+        ):
+            raise Tampered("a tool call is malformed")
+    if done is not None:
+        if not isinstance(done, dict) or not isinstance(done.get("ok"), bool):
+            raise Tampered("the program's outcome is malformed")
+        if not done["ok"]:
+            err = done.get("error")
+            if not isinstance(err, dict) or not all(
+                isinstance(err.get(k), str) for k in ("name", "message", "stack")
+            ):
+                raise Tampered("the program's error is malformed")
+    if not isinstance(state.get("overLimit", False), bool):
+        raise Tampered("the runtime's internal state is malformed")
+    return state
+
+
+def encode_results(results: list[list[Any]]) -> str:
+    try:
+        return json.dumps(results, default=str, allow_nan=False)
+    except (ValueError, TypeError, RecursionError):
+        pass
+    parts = []
+    for call_id, ok, payload in results:
+        try:
+            parts.append(json.dumps([call_id, ok, payload], default=str, allow_nan=False))
+        except (ValueError, TypeError, RecursionError):
+            message = "the tool's result cannot be passed to JavaScript (not JSON)"
+            parts.append(json.dumps([call_id, False, message]))
+    return "[" + ",".join(parts) + "]"
+
+
+def clip(text: str, cap: int) -> str:
+    if len(text) <= cap:
+        return text
+    half = cap // 2
+    return f"{text[:half]}[... {len(text) - 2 * half} characters elided ...]{text[-half:]}"

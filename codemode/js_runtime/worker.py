@@ -1,0 +1,211 @@
+"""An engine worker: the process a program's isolate lives in.
+
+Started by ``worker_process.py`` as ``python -I -S -c ...`` with the parent's
+``sys.path``; it imports its engine, confines itself (``worker_confine.py``: memory
+backstop, seccomp) and only then reads its first request. File descriptors:
+0 requests, 1 replies (``protocol.py``), 2 diagnostics (read by the parent after a
+crash), and a control pipe named in argv: any byte is a stop request (send the output
+printed so far, then ``STOPPED``); its end of file means the parent is gone, and the
+worker exits whatever its program is doing.
+
+The worker keeps no state but its isolate; it never decides a limit. The parent
+measures time, counts tool calls and output, and kills the worker when it must.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from codemode.js_runtime import protocol as p
+from codemode.js_runtime.engine import EngineOutOfMemory, EngineTimeout, ScriptError
+
+_FLUSH_S = 0.02  # how often console output leaves while a step runs
+_FLUSH_BYTES = 64 * 1024
+
+
+class Output:
+    """Frames to the parent: console lines batched, replies written in order."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending = bytearray()
+        self.poll_live: Any = None  # V8: reads its live console (calls add)
+
+    def add(self, level: str, text: str) -> None:
+        index = p.LEVELS.index(level) if level in p.LEVELS else 0
+        data = p.frame(p.LOG, bytes((index,)) + p.encode(text))
+        with self._lock:
+            self._pending += data
+            if len(self._pending) >= _FLUSH_BYTES:
+                self._write_locked(b"")
+
+    def flush(self) -> None:
+        if self.poll_live is not None:
+            self.poll_live()
+        with self._lock:
+            self._write_locked(b"")
+
+    def send(self, op: int, payload: bytes) -> None:
+        with self._lock:
+            self._write_locked(p.frame(op, payload))
+
+    def _write_locked(self, extra: bytes) -> None:
+        data = memoryview(bytes(self._pending) + extra)
+        self._pending.clear()
+        while data:
+            written = os.write(1, data)
+            data = data[written:]
+
+
+def _read_exact(count: int) -> bytes | None:
+    chunks, left = [], count
+    while left:
+        chunk = os.read(0, min(left, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _flusher(out: Output) -> None:
+    while True:
+        time.sleep(_FLUSH_S)
+        try:
+            out.flush()
+        except OSError:
+            return
+
+
+def _controller(out: Output, fd: int) -> None:
+    while True:
+        try:
+            data = os.read(fd, 64)
+        except OSError:
+            data = b""
+        if not data:
+            # The parent is gone (its end of the control pipe closed): whatever runs
+            # here now has nobody to answer to.
+            os._exit(0)
+        try:
+            out.flush()
+            out.send(p.STOPPED, b"")
+        except OSError:
+            os._exit(0)
+
+
+def _run(coro: Any, loop: Any) -> Any:
+    if loop is not None:
+        return loop.run_until_complete(coro)
+    try:  # steps here never await anything: run them without an event loop
+        coro.send(None)
+    except StopIteration as finished:
+        return finished.value
+    raise RuntimeError("engine step awaited")
+
+
+def _boot(engine_name: str, memory_bytes: int) -> Any:
+    """Import the engine, then confine the process; returns the engine class."""
+    if engine_name == "v8":
+        from codemode.js_runtime import v8_isolate
+        from codemode.js_runtime.v8_abi import library
+        from codemode.js_runtime.v8_engine import V8Engine as Engine
+
+        library()
+        # The worker has nothing to do while V8 runs but wait for it: block on the
+        # result instead of going through an event loop (the flusher thread reads the
+        # live console meanwhile).
+        v8_isolate.BLOCK_S = 365 * 86400.0
+    else:
+        from codemode.js_runtime.quickjs_engine import QuickJSEngine as Engine
+    time.localtime()  # reads the time zone now: /etc/localtime cannot be opened later
+    # Everything imported lazily must be imported now: no file opens once confined.
+    json.loads(json.dumps({"warm": [1.5, "é"]}))
+    "\ud800".encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    b"\xff".decode("utf-8", "replace")
+    from codemode.js_runtime.worker_confine import confine
+
+    # A throwaway isolate first, so that the memory backstop is measured with the
+    # engine's own start-up already counted.
+    Engine(memory_bytes).close()
+    confine(memory_bytes, os.getpid())
+    return Engine
+
+
+class _BootFailed(Exception):
+    """The engine could not be loaded or the process not confined (fails closed)."""
+
+
+def serve(engine_name: str, memory_bytes: int, control_fd: int) -> None:
+    try:
+        Engine = _boot(engine_name, memory_bytes)
+    except (ImportError, OSError, RuntimeError, ValueError) as exc:
+        # The type only: its message could carry a host path.
+        raise _BootFailed(f"{engine_name}: {type(exc).__name__}") from None
+    loop = None
+    out = Output()
+    threading.Thread(target=_flusher, args=(out,), daemon=True).start()
+    threading.Thread(target=_controller, args=(out, control_fd), daemon=True).start()
+    engine: Any = None
+    while True:
+        header = _read_exact(p.HEADER.size)
+        if header is None:
+            return
+        length, op = p.HEADER.unpack(header)
+        payload = _read_exact(length) if length else b""
+        if payload is None:
+            return
+        text = p.decode(payload)
+        try:
+            if op == p.OPEN:
+                if engine is not None:
+                    out.poll_live = None
+                    engine.close()
+                engine = Engine(memory_bytes)
+                engine.on_log = out.add
+                if engine_name == "v8":
+                    out.poll_live = engine._read_live
+                state = _run(engine.step(text, 0), loop)
+            elif op == p.STEP:
+                state = _run(engine.step(text, 0), loop)
+            elif op == p.SETTLE:
+                state = _run(engine.settle(text, 0), loop)
+            else:
+                out.send(p.ERROR, bytes((p.INTERNAL,)) + b"unknown request")
+                continue
+        except ScriptError as exc:
+            out.send(p.ERROR, bytes((p.SCRIPT,)) + p.encode(exc.text))
+            continue
+        except (EngineOutOfMemory, MemoryError):
+            out.send(p.ERROR, bytes((p.MEMORY,)))
+            continue
+        except EngineTimeout:
+            out.send(p.ERROR, bytes((p.INTERNAL,)) + b"the engine stopped itself")
+            continue
+        except Exception as exc:
+            # The name only: a message could carry a host path.
+            out.send(p.ERROR, bytes((p.INTERNAL,)) + p.encode(type(exc).__name__))
+            continue
+        out.send(p.STATE, p.encode(state))
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    engine_name, memory, control_fd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    try:
+        serve(engine_name, memory, control_fd)
+    except BrokenPipeError:
+        pass
+    except _BootFailed as exc:
+        os.write(2, f"codemode worker: cannot start: {exc}\n".encode())
+        os._exit(71)
+    except MemoryError:
+        os.write(2, b"codemode worker: out of memory\n")
+        os._exit(70)
+    os._exit(0)

@@ -1,0 +1,322 @@
+"""The parent's side of an engine worker, and the pool that keeps workers warm.
+
+``Worker.request`` sends one frame and returns the reply, passing console lines to
+``on_log`` as they arrive. Everything that comes back is untrusted: frame sizes are
+bounded, text is decoded without raising, and a worker that dies mid-request becomes
+``WorkerCrashed`` with one line saying why. ``stop`` asks the worker for the output
+printed so far, then kills it, within ``STOP_GRACE_S`` whatever the program does.
+
+A reply is waited for first with a short blocking ``select`` on the loop's thread
+(most tool-call round trips finish in well under ``BLOCK_S``) and then through the
+event loop, so the loop is never held longer than that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from codemode.js_runtime import protocol as p
+
+BLOCK_S = 300e-6
+# How long a stopped worker gets to send the output it has buffered before it is killed.
+STOP_GRACE_S = 0.08
+# The largest frame read from a worker: a return value or one console line.
+MAX_FRAME = 64 * 1024 * 1024
+_STDERR_KEEP = 4096
+_BOOT = (
+    "import sys, os, json; sys.path[:0] = json.loads(os.environ.pop('CODEMODE_WORKER_PATH')); "
+    "from codemode.js_runtime.worker import main; main()"
+)
+LogSink = Callable[[str, str], None]
+
+
+class WorkerCrashed(Exception):
+    """The worker died or misbehaved; ``out_of_memory`` when that is what killed it."""
+
+    def __init__(
+        self, message: str, *, out_of_memory: bool = False, too_large: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.out_of_memory = out_of_memory
+        self.too_large = too_large
+
+
+def _search_path() -> str:
+    # The parent's own import path (the worker runs with -I -S: no site, no env).
+    entries = [e for e in sys.path if e and Path(e).exists()]
+    package_root = str(Path(__file__).resolve().parents[2])
+    return json.dumps([package_root, *entries])
+
+
+class Worker:
+    """One engine worker process (one isolate at a time), used from one event loop."""
+
+    def __init__(self, engine: str, memory_bytes: int) -> None:
+        self.engine = engine
+        self.memory_bytes = memory_bytes
+        # A reply can hold a value as large as the isolate's memory, in UTF-8; but this
+        # process must not be made to hold more than MAX_FRAME of it at once.
+        self.max_frame = min(3 * memory_bytes + (1 << 20), MAX_FRAME)
+        control_read, self._control = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-I",
+                    "-S",
+                    "-c",
+                    _BOOT,
+                    engine,
+                    str(memory_bytes),
+                    str(control_read),
+                ],
+                # Nothing of the parent's environment (API keys...) but the import path.
+                env={"CODEMODE_WORKER_PATH": _search_path()},
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(control_read,),
+                start_new_session=True,  # the terminal's Ctrl-C is for the parent
+            )
+        finally:
+            os.close(control_read)
+        assert self.proc.stdin and self.proc.stdout and self.proc.stderr
+        self._in = self.proc.stdin.fileno()
+        self._out = self.proc.stdout.fileno()
+        os.set_blocking(self._out, False)
+        os.set_blocking(self.proc.stderr.fileno(), False)
+        self._buffer = bytearray()
+        # A forked child (a batch pool's worker) inherits this object; the worker
+        # process is still its parent's to use and to kill.
+        self._owner = os.getpid()
+        self.dead = False
+        self.has_isolate = False  # set by the bridge once an OPEN succeeded
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return not self.dead and os.getpid() == self._owner and self.proc.poll() is None
+
+    async def request(self, op: int, text: str, on_log: LogSink | None) -> tuple[int, bytes]:
+        """Send one request; the reply's (op, payload), STATE or ERROR."""
+        if self.dead:
+            raise WorkerCrashed("the engine process is gone")
+        data = memoryview(p.frame(op, p.encode(text)))
+        try:
+            while data:
+                data = data[os.write(self._in, data) :]
+        except OSError:
+            raise await self._crashed() from None
+        while True:
+            op, payload = await self._frame()
+            if op == p.LOG:
+                if on_log is not None and payload:
+                    level = payload[0]
+                    name = p.LEVELS[level] if level < len(p.LEVELS) else "log"
+                    on_log(name, p.decode(payload[1:]))
+            elif op in (p.STATE, p.ERROR):
+                return op, payload
+            # STOPPED (a stop request that raced with the reply): nothing to do
+
+    def _take_frame(self) -> tuple[int, bytes] | None:
+        buffer = self._buffer
+        if len(buffer) < p.HEADER.size:
+            return None
+        length, op = p.HEADER.unpack_from(buffer)
+        if length > self.max_frame:
+            self.kill()
+            raise WorkerCrashed(
+                f"program stopped: it sent more than {self.max_frame >> 20} MB at once "
+                "(a return value or a console line)",
+                too_large=True,
+            )
+        end = p.HEADER.size + length
+        if len(buffer) < end:
+            return None
+        payload = bytes(buffer[p.HEADER.size : end])
+        del buffer[:end]
+        return op, payload
+
+    def _fill(self) -> bool:
+        """Read what the pipe holds; False at end of file."""
+        try:
+            chunk = os.read(self._out, 1 << 20)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        if not chunk:
+            return False
+        self._buffer += chunk
+        return True
+
+    async def _frame(self) -> tuple[int, bytes]:
+        while True:
+            got = self._take_frame()
+            if got is not None:
+                return got
+            ready, _, _ = select.select([self._out], [], [], BLOCK_S)
+            if not ready:
+                await self._readable()
+            if not self._fill():
+                raise await self._crashed()
+
+    async def _readable(self) -> None:
+        loop = asyncio.get_running_loop()
+        ready = loop.create_future()
+        loop.add_reader(self._out, lambda: ready.done() or ready.set_result(None))
+        try:
+            await ready
+        finally:
+            loop.remove_reader(self._out)
+
+    async def stop(self, on_log: LogSink | None) -> None:
+        """Collect the output printed so far (for ``STOP_GRACE_S`` at most), then kill."""
+        if self.dead:
+            return
+        try:
+            with contextlib.suppress(OSError):
+                os.write(self._control, b"x")
+            async with asyncio.timeout(STOP_GRACE_S):
+                while True:
+                    op, payload = await self._frame()
+                    if op == p.STOPPED:
+                        break
+                    if op == p.LOG and on_log is not None and payload:
+                        level = payload[0]
+                        name = p.LEVELS[level] if level < len(p.LEVELS) else "log"
+                        on_log(name, p.decode(payload[1:]))
+        except (TimeoutError, WorkerCrashed):
+            pass
+        finally:
+            self.kill()  # even when cancelled again while waiting
+
+    async def _crashed(self) -> WorkerCrashed:
+        """Why the worker is gone: waits for its exit (briefly) and reads its stderr."""
+        self.dead = True
+        for _ in range(40):
+            if self.proc.poll() is not None:
+                break
+            await asyncio.sleep(0.005)
+        else:
+            self.kill()
+        code = self.proc.returncode
+        err = b""
+        with contextlib.suppress(OSError, ValueError):
+            err = os.read(self.proc.stderr.fileno(), 1 << 16)  # type: ignore[union-attr]
+        text = err[-_STDERR_KEEP:].decode("utf-8", "replace")
+        said = [ln for ln in text.splitlines() if ln.startswith("codemode worker: cannot start")]
+        if said:
+            return WorkerCrashed(said[-1].removeprefix("codemode worker: "))
+        lowered = text.lower()
+        if any(
+            k in lowered
+            for k in (
+                "out of memory",
+                "allocation failed",
+                "invalid size",
+                "invalid array length",
+                "memoryerror",
+            )
+        ):
+            return WorkerCrashed("out of memory", out_of_memory=True)
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return WorkerCrashed(f"the JavaScript engine crashed ({name})")
+        return WorkerCrashed(f"the JavaScript engine exited (status {code})")
+
+    def kill(self) -> None:
+        self.dead = True
+        if os.getpid() != self._owner:
+            return
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGKILL)
+            # Not waited for: a SIGKILLed process is gone at once, and the zombie is
+            # reaped by the next poll (subprocess reaps stragglers when it next starts
+            # one), so nobody's exit or next program waits on the kernel's teardown.
+            self.proc.poll()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            with contextlib.suppress(OSError):
+                stream.close()  # type: ignore[union-attr]
+        with contextlib.suppress(OSError):
+            os.close(self._control)
+        self._control = -1
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            if not self.dead:
+                self.kill()
+
+
+class Pool:
+    """Warm workers, one spare per (engine, memory) in use, started ahead of need."""
+
+    def __init__(self) -> None:
+        self._spares: dict[tuple[str, int], list[Worker]] = {}
+        self._lock = threading.Lock()
+        self._owner = os.getpid()
+
+    def _forked(self) -> None:
+        # In a forked child the spares are the parent's: forget them, start our own.
+        if os.getpid() != self._owner:
+            self._owner = os.getpid()
+            self._spares = {}
+            self._lock = threading.Lock()
+
+    def prestart(self, engine: str, memory_bytes: int) -> None:
+        self._forked()
+        key = (engine, memory_bytes)
+        with self._lock:
+            spares = self._spares.setdefault(key, [])
+            spares[:] = [w for w in spares if w.alive()]
+            if spares:
+                return
+        worker = Worker(engine, memory_bytes)
+        with self._lock:
+            self._spares[key].append(worker)
+
+    def take(self, engine: str, memory_bytes: int) -> Worker:
+        """A started worker (booting, or booted and waiting), and a new spare behind it."""
+        self._forked()
+        key = (engine, memory_bytes)
+        worker = None
+        with self._lock:
+            spares = self._spares.get(key, [])
+            while spares:
+                candidate = spares.pop()
+                if candidate.alive():
+                    worker = candidate
+                    break
+        if worker is None:
+            worker = Worker(engine, memory_bytes)
+        self.prestart(engine, memory_bytes)
+        return worker
+
+    def close(self) -> None:
+        self._forked()
+        with self._lock:
+            workers = [w for spares in self._spares.values() for w in spares]
+            self._spares.clear()
+        for worker in workers:
+            worker.kill()
+
+
+POOL = Pool()
+atexit.register(POOL.close)

@@ -1,0 +1,170 @@
+"""Programs that outlive their yield time hand back control; ``wait`` comes back to them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from codemode.agent.cells import yield_time_ms
+from codemode.agent.events import ItemCompleted, ItemUpdated
+from codemode.agent.runner import ToolRunner
+from codemode.harnesses.render import render_exec_result
+from codemode.js_runtime import Limits
+from codemode.tools.context import ToolContext
+from codemode.tools.registry import ToolRegistry
+
+ENGINES = ["quickjs", "v8"]
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+def runner(engine: str, tmp_path: Path, events: list[BaseModel], **kw: object) -> ToolRunner:
+    return ToolRunner(
+        ToolRegistry(), ToolContext(workspace=tmp_path), events.append, engine=engine,
+        limits=Limits(timeout_s=kw.pop("timeout_s", 30.0)),  # type: ignore[arg-type]
+        yield_time_ms=kw.pop("yield_ms", 300),  # type: ignore[arg-type]
+    )
+
+
+def test_the_pragma_sets_the_yield_time() -> None:
+    assert yield_time_ms('// @exec: {"yield_time_ms": 1500}\nreturn 1', 20_000) == 1500
+    assert yield_time_ms("return 1", 20_000) == 20_000
+    assert yield_time_ms('// @exec: {"yield_time_ms": "soon"}\n', 7) == 7
+    assert yield_time_ms("// @exec: not json\n", 7) == 7
+
+
+async def test_a_long_program_yields_and_wait_returns_on_new_output(
+    engine: str, tmp_path: Path
+) -> None:
+    events: list[BaseModel] = []
+    r = runner(engine, tmp_path, events)
+    try:
+        assert (await r.run_program("return 0")).value == 0  # the worker is up
+        code = (
+            "console.log('one');\n"
+            "await new Promise(r => setTimeout(r, 1000)); console.log('two');\n"
+            "await new Promise(r => setTimeout(r, 1000)); return 'done'"
+        )
+        first = await r.run_program(code)
+        assert first.running and first.cell_id and first.output == "one"
+        assert "still running as cell" in render_exec_result(first)
+        assert any(isinstance(e, ItemUpdated) for e in events)  # shown as still running
+        # Another program is refused while the cell runs (it would wait on the isolate).
+        refused = await r.run_program("return 1")
+        assert not refused.ok and "still running" in refused.error.message
+        started = time.monotonic()
+        second = await r.wait_cell(first.cell_id, 10_000)
+        # Back on the new line, long before the 10 s the model allowed.
+        assert second.running and second.output == "two"
+        assert time.monotonic() - started < 5
+        last = await r.wait_cell(first.cell_id, 10_000)
+        assert not last.running and last.ok and last.value == "done" and last.output == ""
+        done = [e for e in events if isinstance(e, ItemCompleted)]
+        assert done[-1].item.status == "completed"
+        again = await r.wait_cell(first.cell_id)
+        assert not again.ok and "no running cell" in again.error.message
+    finally:
+        r.close()
+
+
+async def test_wait_with_nothing_new_returns_at_its_yield_time(engine: str, tmp_path: Path) -> None:
+    r = runner(engine, tmp_path, [])
+    try:
+        first = await r.run_program("while (true) {}")
+        assert first.running
+        started = time.monotonic()
+        still = await r.wait_cell(first.cell_id, 500)
+        assert still.running and still.output == ""
+        assert 0.4 < time.monotonic() - started < 3
+        stopped = await r.wait_cell(first.cell_id, terminate=True)
+        assert not stopped.ok and stopped.error.name == "Terminated"
+        assert (await r.run_program("return 'next'")).value == "next"
+    finally:
+        r.close()
+
+
+async def test_the_wall_clock_limit_holds_across_yields(engine: str, tmp_path: Path) -> None:
+    r = runner(engine, tmp_path, [], timeout_s=1.5, yield_ms=200)
+    try:
+        first = await r.run_program("console.log('x'); while (true) {}")
+        assert first.running
+        started = time.monotonic()
+        result = first
+        while result.running:
+            result = await r.wait_cell(first.cell_id, 10_000)
+        assert result.error is not None and result.error.limit == "timeout"
+        assert time.monotonic() - started < 3
+    finally:
+        r.close()
+
+
+async def test_a_quick_program_does_not_yield(engine: str, tmp_path: Path) -> None:
+    r = runner(engine, tmp_path, [])
+    try:
+        code = (
+            '// @exec: {"yield_time_ms": 5000}\n'
+            "await new Promise(r => setTimeout(r, 500)); return 7"
+        )
+        result = await r.run_program(code)
+        assert result.ok and not result.running and result.value == 7
+    finally:
+        r.close()
+
+
+async def test_cancelling_a_turn_stops_its_cell(engine: str, tmp_path: Path) -> None:
+    r = runner(engine, tmp_path, [], yield_ms=60_000)
+    try:
+        task = asyncio.create_task(r.run_program("globalThis.k = 1; while (true) {}"))
+        await asyncio.sleep(1.0)
+        started = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert time.monotonic() - started < 0.5
+        assert (await r.run_program("return typeof k")).value == "undefined"
+    finally:
+        r.close()
+
+
+def test_exec_json_shows_a_yielded_program_and_wait_finishes_it(
+    home: Path, work: Path
+) -> None:
+    from agent_support import call, provider_flags, run_cli
+
+    from codemode.testing.scripted_server import ScriptedModelServer
+
+    program = (
+        '// @exec: {"yield_time_ms": 300}\n'
+        "console.log('early'); await new Promise(r => setTimeout(r, 2000)); return 'late'"
+    )
+    script = [
+        {"tool_calls": [call("exec", {"code": program})]},
+        {"tool_calls": [call("wait", {"cell_id": "1", "yield_time_ms": 20000})]},
+        {"text": "done"},
+    ]
+    with ScriptedModelServer(script) as server:
+        run = run_cli(
+            ["exec", *provider_flags(server.base_url, "chat"), "--code-mode", "--json", "go"],
+            home=home, cwd=work,
+        )
+        bodies = [r.body for r in server.requests]
+    assert run.code == 0, run.stderr
+    events = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    updated = [e for e in events if e["type"] == "item.updated"]
+    assert updated and updated[0]["item"]["status"] == "in_progress"
+    assert updated[0]["item"]["output"] == "early"
+    first_result = json.dumps(bodies[1]["messages"][-1])
+    assert "still running as cell 1" in first_result and "early" in first_result
+    second_result = json.dumps(bodies[2]["messages"][-1])
+    assert "late" in second_result
+    completed = [e["item"] for e in events if e["type"] == "item.completed"
+                 and e["item"]["type"] == "code_execution"]
+    assert completed and completed[0]["value"] == "late"

@@ -1,0 +1,418 @@
+"""The engine host: programs run in confined worker processes, limits held from outside.
+
+Every test runs real worker processes on both engines. The limit and cancellation
+tests start their own CPU burners (one per core) and assert bounds with margins.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from codemode.js_runtime import Bridge, Limits, LogEvent
+from codemode.tools.context import ToolContext
+from codemode.tools.registry import ToolRegistry
+
+ENGINES = ["quickjs", "v8"]
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def burners() -> Iterator[None]:
+    """Keep every core busy for the test's duration."""
+    procs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(os.cpu_count() or 2)
+    ]
+    time.sleep(0.1)
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def registry() -> ToolRegistry:
+    reg = ToolRegistry()
+
+    @reg.tool
+    async def noop() -> dict:
+        """Do nothing."""
+        return {}
+
+    @reg.tool
+    async def echo(text: str) -> dict:
+        """Give the text back."""
+        return {"text": text}
+
+    @reg.tool
+    async def take(value: object = None) -> object:
+        """Give the value back."""
+        return value
+
+    return reg
+
+
+def make(engine: str, tmp_path: Path, **limits: float) -> Bridge:
+    values = {"timeout_s": 5.0, "memory_mb": 64, **limits}
+    return Bridge(
+        registry(), ToolContext(workspace=tmp_path), engine=engine, limits=Limits(**values)
+    )  # type: ignore[arg-type]
+
+
+def no_host_detail(text: str) -> None:
+    assert "Traceback" not in text and ".py" not in text and str(ROOT) not in text, text
+
+
+# --- the worker holds no authority ---------------------------------------------------
+
+
+def _as_user(user: str) -> list[str]:
+    if user == "as-is":
+        return []
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run the probe as an unprivileged user")
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+@pytest.mark.parametrize("user", ["as-is", "nobody"])
+def test_a_confined_worker_is_refused_each_forbidden_call(engine: str, user: str) -> None:
+    probe = subprocess.run(
+        [*_as_user(user), sys.executable, "-m", "codemode.testing.worker_probe", engine],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert probe.returncode == 0, probe.stderr
+    results = json.loads(probe.stdout)
+    assert results.pop("engine works") == "42"
+    assert results.pop("thread") is True  # threads still start (V8 needs them)
+    assert results.pop("clone3") == 38  # ENOSYS: the C library falls back to clone
+    refused = {name: code for name, code in results.items() if code == 1}  # EPERM
+    assert refused == results, f"allowed: {set(results) - set(refused)}"
+
+
+def test_a_system_call_through_the_x32_abi_kills_the_worker() -> None:
+    probe = subprocess.run(
+        [sys.executable, "-m", "codemode.testing.worker_probe", "quickjs", "x32"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert probe.returncode == -signal.SIGSYS, (probe.returncode, probe.stdout)
+
+
+async def test_programs_run_in_another_process(engine: str, tmp_path: Path) -> None:
+    bridge = make(engine, tmp_path)
+    try:
+        # The isolate cannot see the host's pid, so ask the OS who the worker is.
+        result = await bridge.execute("return 1")
+        assert result.ok
+        worker = bridge._idle[0]
+        assert worker.pid != os.getpid() and worker.alive()
+        status = Path(f"/proc/{worker.pid}/status").read_text()
+        assert "Seccomp:\t2" in status  # filter mode
+        # None of the host's environment (API keys) reaches the worker.
+        environ = Path(f"/proc/{worker.pid}/environ").read_bytes().split(b"\0")
+        names = {e.split(b"=", 1)[0] for e in environ if e}
+        assert names <= {b"CODEMODE_WORKER_PATH"}, names
+    finally:
+        bridge.close()
+
+
+# --- limits from outside ---------------------------------------------------------------
+
+RUNAWAYS = {
+    "busy loop": "console.log('start'); while (true) {}",
+    "huge sort": "console.log('start'); const a = []; a.length = 2 ** 31; return a.sort().length",
+    "regex": "console.log('start'); return /(a+)+$/.test('a'.repeat(40) + 'b')",
+    "after an await": "console.log('start'); await tools.noop(); while (true) {}",
+}
+
+
+@pytest.mark.parametrize("kind", list(RUNAWAYS))
+async def test_the_wall_clock_limit_holds_under_load(
+    engine: str, kind: str, tmp_path: Path, burners: None
+) -> None:
+    bridge = make(engine, tmp_path, timeout_s=2.0)
+    seen: list[str] = []
+    try:
+        started = time.monotonic()
+        result = await bridge.execute(
+            RUNAWAYS[kind],
+            on_event=lambda e: seen.append(e.text) if isinstance(e, LogEvent) else None,
+        )
+        elapsed = time.monotonic() - started
+        assert result.error is not None and result.error.limit == "timeout", result.error
+        # 2.5 s is the target; the margin is for a shared two-core machine under load.
+        assert elapsed < 3.0, elapsed
+        assert seen == ["start"]  # what it printed before is shown
+        after = await bridge.execute("return 'next'")
+        assert after.ok and after.value == "next"
+    finally:
+        bridge.close()
+
+
+async def test_the_tool_call_cap_is_counted_outside_the_isolate(
+    engine: str, tmp_path: Path
+) -> None:
+    bridge = make(engine, tmp_path, max_tool_calls=3)
+    try:
+        result = await bridge.execute(
+            "__cm.configure(Object.keys(tools), 1e9);"
+            "for (let i = 0; i < 10; i++) await tools.noop(); return 'all ten'"
+        )
+        assert result.error is not None and result.error.limit == "tool_calls"
+        assert len(result.tool_calls) == 3
+    finally:
+        bridge.close()
+
+
+async def test_replaced_internals_give_a_clean_error(engine: str, tmp_path: Path) -> None:
+    bridge = make(engine, tmp_path)
+    programs = [
+        "JSON.stringify = () => 'garbage'; await tools.noop(); return 1",
+        "__cm.drain = () => '{'; await tools.noop(); return 1",
+        "Map.prototype.get = () => { throw new Error('x') }; await tools.noop(); return 1",
+        "Array.prototype.push = function () { return 0 }; await tools.noop(); return 2",
+        "Object.defineProperty(Object.prototype, 'calls', {get() { return 5 }}); return 3",
+    ]
+    try:
+        for program in programs:
+            result = await bridge.execute(program)
+            text = result.error.one_line() if result.error else json.dumps(result.value)
+            no_host_detail(text)
+        assert (await bridge.execute("return 'fine'")).value == "fine"
+    finally:
+        bridge.close()
+
+
+async def test_the_return_value_is_capped_head_and_tail(engine: str, tmp_path: Path) -> None:
+    bridge = make(engine, tmp_path, output_chars=1000)
+    try:
+        result = await bridge.execute("return 'H' + 'x'.repeat(200000) + 'T'")
+        assert result.ok and result.value_truncated
+        assert len(result.value) < 1200
+        assert result.value.startswith("Hxx") and result.value.endswith("xxT")
+        assert "elided" in result.value
+    finally:
+        bridge.close()
+
+
+async def test_typed_arrays_do_not_escape_the_memory_cap(engine: str, tmp_path: Path) -> None:
+    bridge = make(engine, tmp_path, memory_mb=64, timeout_s=30)
+    try:
+        result = await bridge.execute(
+            "const kept = []; try { for (let i = 0; i < 6; i++)"
+            " kept.push(new Uint8Array(256 << 20).fill(1)); }"
+            " catch (e) { return 'refused after ' + kept.length } return 'held ' + kept.length"
+        )
+        if result.ok:
+            assert result.value.startswith("refused after ") and int(result.value.split()[-1]) < 2
+        else:
+            assert result.error.limit == "memory", result.error
+        assert (await bridge.execute("return 1")).ok
+    finally:
+        bridge.close()
+
+
+# --- crashes and hostile programs ------------------------------------------------------
+
+
+async def test_an_engine_abort_fails_one_program(engine: str, tmp_path: Path) -> None:
+    bridge = make(engine, tmp_path, memory_mb=256, timeout_s=60)
+    try:
+        result = await bridge.execute('return "x".repeat(2 ** 28).split("").length')
+        assert not result.ok
+        assert result.error.one_line().startswith(("LimitError", "EngineCrashed")), result.error
+        no_host_detail(result.error.one_line())
+        assert (await bridge.execute("return 'alive'")).value == "alive"
+    finally:
+        bridge.close()
+
+
+async def test_a_segfaulting_worker_is_replaced(engine: str, tmp_path: Path) -> None:
+    bridge = Bridge(registry(), ToolContext(workspace=tmp_path), engine=engine, persistent=True)
+    try:
+        task = asyncio.create_task(bridge.execute("while (true) {}"))
+        await asyncio.sleep(0.5)
+        os.kill(bridge._worker.pid, signal.SIGSEGV)
+        result = await task
+        assert result.error is not None
+        assert result.error.one_line() == "EngineCrashed: the JavaScript engine crashed (SIGSEGV)"
+        after = await bridge.execute("return 2")
+        assert after.ok and after.value == 2
+    finally:
+        bridge.close()
+
+
+HOSTILE_ARGS = {
+    "throwing getter": "{get x() { throw new Error('boom') }}",
+    "throwing proxy": "new Proxy({}, {ownKeys() { throw new Error('boom') }})",
+    "throwing toJSON": "{toJSON() { throw new Error('boom') }}",
+}
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE_ARGS))
+async def test_hostile_arguments_throw_where_the_program_can_catch(
+    engine: str, kind: str, tmp_path: Path
+) -> None:
+    bridge = make(engine, tmp_path)
+    try:
+        program = (
+            "await tools.noop();\n"
+            f"try {{ await tools.echo({HOSTILE_ARGS[kind]}); }}"
+            " catch (e) { return 'caught ' + e.message }"
+        )
+        result = await bridge.execute(program)
+        assert result.ok, result.error
+        assert result.value.startswith("caught tools.echo: arguments cannot be sent: boom")
+        uncaught = await bridge.execute(
+            f"await tools.noop();\nawait tools.echo({HOSTILE_ARGS[kind]})"
+        )
+        assert uncaught.error is not None and uncaught.error.line == 2, uncaught.error
+        no_host_detail(uncaught.error.one_line())
+    finally:
+        bridge.close()
+
+
+async def test_deep_cyclic_and_bigint_arguments(engine: str, tmp_path: Path) -> None:
+    bridge = make(engine, tmp_path)
+    try:
+        deep = await bridge.execute(
+            "let v = {}; for (let i = 0; i < 5000; i++) v = {v};\n"
+            "try { await tools.echo({text: 'a', v}); return 'sent' } catch (e) { return e.message }"
+        )
+        assert deep.ok, deep.error
+        no_host_detail(str(deep.value))
+        cyclic = await bridge.execute(
+            "const a = {text: 'c'}; a.self = a; return (await tools.take({value: a}))"
+        )
+        assert cyclic.ok and cyclic.value == {"text": "c", "self": "[Circular]"}, cyclic.error
+        big = await bridge.execute("return await tools.take({value: 10n ** 30n})")
+        assert big.ok and big.value == "1" + "0" * 30, big.error
+        deep_value = await bridge.execute(
+            "let v = 1; for (let i = 0; i < 5000; i++) v = [v]; return v"
+        )
+        # Too deep to send: a clean error, or a value saying it cannot be shown.
+        no_host_detail(deep_value.error.one_line() if deep_value.error else deep_value.value)
+    finally:
+        bridge.close()
+
+
+# --- cancel means stop ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+async def test_cancel_stops_a_busy_program_at_once(
+    engine: str, persistent: bool, tmp_path: Path, burners: None
+) -> None:
+    bridge = Bridge(
+        registry(),
+        ToolContext(workspace=tmp_path),
+        engine=engine,
+        persistent=persistent,
+        limits=Limits(timeout_s=60),
+    )
+    printed = asyncio.Event()
+    seen: list[str] = []
+
+    def on_event(event: object) -> None:
+        if isinstance(event, LogEvent):
+            seen.append(event.text)
+            printed.set()
+
+    try:
+        task = asyncio.create_task(
+            bridge.execute("console.log('start'); while (true) {}", on_event=on_event)
+        )
+        await asyncio.wait_for(printed.wait(), 20)
+        cancelled_at = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        elapsed = time.monotonic() - cancelled_at
+        # The target is 200 ms; the margin is for both cores being busy.
+        assert elapsed < 0.4, elapsed
+        assert seen == ["start"]
+        after = await bridge.execute("return 'next'")
+        assert after.ok and after.value == "next"
+    finally:
+        bridge.close()
+
+
+async def test_concurrent_programs_on_one_bridge_run_in_their_own_workers(
+    engine: str, tmp_path: Path
+) -> None:
+    bridge = make(engine, tmp_path)
+    try:
+        slow = asyncio.create_task(
+            bridge.execute("const t = Date.now(); while (Date.now() - t < 1500) {} return 'slow'")
+        )
+        await asyncio.sleep(0.2)
+        started = time.monotonic()
+        quick = await bridge.execute("globalThis.mine = 1; return 'quick'")
+        assert quick.value == "quick" and time.monotonic() - started < 1.0
+        assert (await slow).value == "slow"
+    finally:
+        bridge.close()
+
+
+async def test_the_live_console_cannot_be_aimed_elsewhere(tmp_path: Path) -> None:
+    bridge = make("v8", tmp_path)
+    seen: list[str] = []
+    try:
+        result = await bridge.execute(
+            "const swapped = __cm.live(new ArrayBuffer(64));\n"
+            "console.log('after'); return swapped",
+            on_event=lambda e: seen.append(e.text) if isinstance(e, LogEvent) else None,
+        )
+        assert result.ok and result.value is None  # refused: the host keeps its own buffer
+        assert seen == ["after"]
+    finally:
+        bridge.close()
+
+
+async def test_a_huge_result_is_refused_before_the_host_holds_it(tmp_path: Path) -> None:
+    from codemode.js_runtime import worker_process
+
+    bridge = make("quickjs", tmp_path, memory_mb=256, timeout_s=60)
+    try:
+        size = worker_process.MAX_FRAME + (1 << 20)
+        result = await bridge.execute(f"return 'z'.repeat({size})")
+        assert result.error is not None and result.error.name == "LimitError", result.error
+        assert "MB at once" in result.error.message
+        many = await bridge.execute(
+            "for (let i = 0; i < 20000; i++) await new Promise(r => setTimeout(r, 0)); return 'ok'"
+        )
+        assert many.ok and many.value == "ok", many.error  # timers waiting, not timers ever
+    finally:
+        bridge.close()
+
+
+async def test_a_huge_error_message_is_clipped(engine: str, tmp_path: Path) -> None:
+    bridge = make(engine, tmp_path)
+    try:
+        result = await bridge.execute("throw new Error('e'.repeat(5000000))")
+        assert result.error is not None and len(result.error.one_line()) < 10_000
+        assert "elided" in result.error.message
+    finally:
+        bridge.close()

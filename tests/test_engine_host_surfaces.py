@@ -1,0 +1,265 @@
+"""The engine host as each entry point uses it: the CLI, a session's runner, mcp-server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_support import INTERPRETER, cli_env
+from pydantic import BaseModel
+
+from codemode.agent.events import ItemCompleted
+from codemode.agent.runner import ToolRunner
+from codemode.host import ToolHost
+from codemode.js_runtime import LogEvent
+from codemode.tools.context import ToolContext
+from codemode.tools.registry import ToolRegistry
+
+ENGINES = ["quickjs", "v8"]
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def burners() -> Iterator[None]:
+    procs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(os.cpu_count() or 2)
+    ]
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def test_ctrl_c_stops_interpreter_run_and_keeps_its_output(
+    engine: str, tmp_path: Path, burners: None
+) -> None:
+    script = tmp_path / "loop.js"
+    script.write_text('console.log("start"); while (true) {}\n')
+    proc = subprocess.Popen(
+        [str(INTERPRETER), "run", str(script), "--engine", engine],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env(tmp_path),
+        cwd=tmp_path,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "start\n"
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+    elapsed = time.monotonic() - sent
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert elapsed < 0.5, elapsed  # 200 ms is the target; both cores are busy here
+
+
+async def test_toolhost_cancellation_stops_the_program(engine: str, tmp_path: Path) -> None:
+    with ToolHost(tmp_path, engine=engine, persistent=True) as host:
+        seen = asyncio.Event()
+        task = asyncio.create_task(
+            host.execute(
+                "globalThis.kept = 1; console.log('go'); while (true) {}",
+                on_event=lambda e: seen.set() if isinstance(e, LogEvent) else None,
+            )
+        )
+        await asyncio.wait_for(seen.wait(), 20)
+        started = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert time.monotonic() - started < 0.4
+        after = await host.execute("return typeof kept")
+        assert after.ok and after.value == "undefined"  # a fresh isolate after the stop
+
+
+async def test_two_programs_in_one_reply_run_in_order_with_their_own_items(
+    engine: str, tmp_path: Path
+) -> None:
+    reg = ToolRegistry()
+
+    @reg.tool
+    async def echo(text: str) -> dict:
+        """Give the text back."""
+        await asyncio.sleep(0.05)
+        return {"text": text}
+
+    events: list[BaseModel] = []
+    runner = ToolRunner(reg, ToolContext(workspace=tmp_path), events.append, engine=engine)
+    try:
+        a, b = await asyncio.gather(
+            runner.run_program(
+                "globalThis.seen = 'A'; return (await tools.echo({text: 'AAA'})).text"
+            ),
+            runner.run_program(
+                "const before = globalThis.seen;"
+                " return [before, (await tools.echo({text: 'BBB'})).text]"
+            ),
+        )
+    finally:
+        runner.close()
+    assert a.value == "AAA"
+    assert b.value == ["A", "BBB"]  # sequential on the persistent isolate: A finished first
+    done = [e.item for e in events if isinstance(e, ItemCompleted)]
+    programs = [i for i in done if i.type == "code_execution"]
+    calls = [i for i in done if i.type == "tool_call"]
+    by_text = {c.arguments["text"]: c.parent_id for c in calls}
+    assert by_text == {"AAA": programs[0].id, "BBB": programs[1].id}
+    assert programs[0].value == "AAA"
+
+
+async def _with_server(home: Path, cwd: Path, *args: str, body: Any) -> Any:
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(
+        command=str(INTERPRETER), args=["mcp-server", *args], cwd=cwd, env=cli_env(home)
+    )
+    with (home / "server-stderr.log").open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as client:
+            return await body(client)
+
+
+def test_mcp_server_answers_at_once_and_runs_executes_in_parallel(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+
+    async def body(client: Any) -> Any:
+        loops = [
+            asyncio.create_task(client.call_tool("execute", {"code": "while (true) {}"}))
+            for _ in range(2)
+        ]
+        await asyncio.sleep(1.0)  # both programs are spinning now
+        pings = []
+        for _ in range(5):
+            started = time.monotonic()
+            # ping itself is gone from this protocol version (legacy mode only): the
+            # cheapest request there is stands in for it.
+            await client.list_tools()
+            pings.append(time.monotonic() - started)
+        started = time.monotonic()
+        quick = await client.call_tool("execute", {"code": "return 6 * 7"})
+        quick_s = time.monotonic() - started
+        big = await client.call_tool("execute", {"code": "return 'y'.repeat(3 * 1024 * 1024)"})
+        looped = await asyncio.gather(*loops)
+        return pings, quick, quick_s, big, looped
+
+    pings, quick, quick_s, big, looped = asyncio.run(
+        _with_server(home, work, "-c", "exec_timeout_s=4", body=body)
+    )
+    assert sorted(pings)[2] < 0.05, pings  # the median answer, under 50 ms
+    assert quick.structured_content["value"] == 42 and quick_s < 2.0
+    assert all("time limit of 4 s" in r.structured_content["error"] for r in looped)
+    # Sent once: the value in structuredContent, capped; a short text beside it.
+    value = big.structured_content["value"]
+    assert big.structured_content["value_truncated"] is True
+    assert len(value) < 100_000 and "elided" in value
+    assert len(big.content[0].text) < 3_000
+
+
+async def test_acp_session_cancel_stops_a_busy_program(tmp_path: Path) -> None:
+    from acp import spawn_agent_process, text_block
+    from agent_support import provider_flags
+    from test_acp import RecordingClient
+
+    from codemode.testing.scripted_server import ScriptedModelServer
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    busy = {"tool_calls": [{"name": "exec", "arguments": {"code": "while (true) {}"}}]}
+    script = [busy, {"text": "stopped"}, {"text": "next turn"}]
+    client = RecordingClient({}, [])
+    with ScriptedModelServer(script) as server:
+        async with spawn_agent_process(
+            client, str(INTERPRETER), "acp", "--code-mode",
+            *provider_flags(server.base_url, "chat"), env=cli_env(home), cwd=work,
+        ) as (conn, _process):
+            from acp import PROTOCOL_VERSION
+
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(work), mcp_servers=[])
+            pending = asyncio.ensure_future(
+                conn.prompt(session_id=session.session_id, prompt=[text_block("spin")])
+            )
+            await asyncio.wait_for(client.tool_started.wait(), 60)
+            await asyncio.sleep(0.5)  # the program is in its loop (the default engine)
+            started = time.monotonic()
+            await conn.cancel(session_id=session.session_id)
+            cancelled = await asyncio.wait_for(pending, 30)
+            elapsed = time.monotonic() - started
+            assert cancelled.stop_reason == "cancelled"
+            assert elapsed < 1.0, elapsed  # the program stops at once, not at its limit
+            again = await asyncio.wait_for(
+                conn.prompt(session_id=session.session_id, prompt=[text_block("go on")]), 60
+            )
+            assert again.stop_reason == "end_turn"
+
+
+def test_run_starts_its_worker_before_parsing_the_command_line() -> None:
+    from codemode.js_runtime.early import prestart_for
+    from codemode.js_runtime.worker_process import POOL
+
+    key = ("quickjs", 77 * 1024 * 1024)
+    prestart_for(["run", "x.js", "--memory", "77"])
+    spare = POOL._spares.get(key, [])
+    assert len(spare) == 1 and spare[0].alive()
+    prestart_for(["run", "x.js", "--memory=77", "--repos", "r"])  # batch: not here
+    prestart_for(["exec", "--memory", "77"])
+    assert len(POOL._spares[key]) == 1
+    spare[0].kill()
+
+
+def test_ctrl_c_stops_interpreter_exec_in_code_mode(tmp_path: Path) -> None:
+    from agent_support import call, provider_flags
+
+    from codemode.testing.scripted_server import ScriptedModelServer
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    spin = "console.log('start'); while (true) {}"
+    script = [{"tool_calls": [call("exec", {"code": spin})]}, {"text": "never"}]
+    with ScriptedModelServer(script) as server:
+        proc = subprocess.Popen(
+            [str(INTERPRETER), "exec", *provider_flags(server.base_url, "chat"),
+             "--code-mode", "--json", "-c", "exec_timeout_s=600", "spin"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=cli_env(home), cwd=work,
+        )
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 60
+        for line in proc.stdout:
+            if '"item.started"' in line and '"code_execution"' in line:
+                break
+
+            assert time.monotonic() < deadline
+        time.sleep(1.0)  # into its loop
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=10)
+        finally:
+            proc.kill()
+        elapsed = time.monotonic() - sent
+    assert proc.returncode != 0
+    assert elapsed < 1.0, elapsed  # stopped at once, not at its 600 s limit
