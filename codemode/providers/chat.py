@@ -65,6 +65,10 @@ class ChatProvider(WireProvider):
             body[self.max_tokens_field] = request.max_output_tokens
         if request.temperature is not None:
             body["temperature"] = request.temperature
+        if request.top_p is not None:
+            body["top_p"] = request.top_p
+        if request.seed is not None:
+            body["seed"] = request.seed
         if request.reasoning_effort is not None:
             body["reasoning_effort"] = request.reasoning_effort
         return body
