@@ -65,11 +65,15 @@ _LOADING_PATTERNS = re.compile(r"loading model|model is (still )?loading", re.IG
 # Refusals that no retry can change: the request itself is what the server cannot take.
 # llama-server answers HTTP 500 for them ("Failed to parse tool call arguments as JSON"
 # when the history holds a cut-off call, a chat template's raise_exception such as
-# "Conversation roles must alternate"), so a 5xx with one of these is not retried.
+# "Conversation roles must alternate"); so does llama-cpp-python's server for a body
+# its pydantic models reject ("7 validation errors: ...") or a template that reads a
+# missing field ("'dict object' has no attribute 'content'"). A 5xx with one of these
+# is not retried.
 _DETERMINISTIC_PATTERNS = re.compile(
     r"failed to parse|parse error|json\.exception|tool call arguments|invalid tool call"
     r"|chat template|jinja|raise_exception|roles must alternate|not supported"
-    r"|does not support tools|unsupported (value|parameter|param)",
+    r"|does not support tools|unsupported (value|parameter|param)|validation error"
+    r"|has no attribute",
     re.IGNORECASE,
 )
 # Busy servers: Ollama's "server busy, please try again. maximum pending requests
