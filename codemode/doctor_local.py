@@ -111,7 +111,7 @@ async def _round_trip(report: Report, where: Candidate, model: str) -> None:
     try:
         done, texts, _, took = await ask(ModelRequest(
             model=model, messages=[UserMessage(text="Say hello in five words.")],
-            max_output_tokens=32, temperature=0))
+            max_output_tokens=16, temperature=0))
         speed = (f", {done.usage.output_tokens / took:.1f} tokens/s"
                  if done.usage.output_tokens and took > 0 else "")
         report.add("local", f"{label} text", "ok",
@@ -119,7 +119,7 @@ async def _round_trip(report: Report, where: Candidate, model: str) -> None:
                    f"(stop: {done.stop_reason})")
         first = UserMessage(text=_ASK)
         done, _, deltas, took = await ask(ModelRequest(
-            model=model, messages=[first], tools=[spec], max_output_tokens=128, temperature=0))
+            model=model, messages=[first], tools=[spec], max_output_tokens=48, temperature=0))
         if not done.message.tool_calls:
             report.add("local", f"{label} tool call", "warn",
                        f"the model answered in text, not with a tool call ({took:.1f}s): "
@@ -139,7 +139,7 @@ async def _round_trip(report: Report, where: Candidate, model: str) -> None:
         history = [first, AssistantMessage(tool_calls=[call], wire="chat"),
                    ToolResultMessage(call_id=call.id, name=call.name, content=result)]
         done, _, _, took = await ask(ModelRequest(
-            model=model, messages=history, tools=[spec], max_output_tokens=64, temperature=0))
+            model=model, messages=history, tools=[spec], max_output_tokens=32, temperature=0))
         report.add("local", f"{label} tool result", "ok",
                    f"the server took the result back and answered in {took:.1f}s: "
                    f"{(done.message.text or '(a tool call)')[:60]!r}")

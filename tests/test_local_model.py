@@ -336,3 +336,15 @@ def test_a_turn_with_real_tool_calls_runs_and_records_them(
     recorded = records(session.rollout.path)
     kinds = [r["message"]["role"] for r in recorded if r["type"] == "message"]
     assert kinds[:3] == ["user", "assistant", "tool"]
+
+
+def test_doctor_local_against_llama_server(
+    llama_server: LocalModelServer, home: Path, work: Path
+) -> None:
+    run = run_cli(["doctor", "--local", "--base-url", llama_server.base_url],
+                  home=home, cwd=work, timeout=240)
+    print(run.stdout)
+    assert run.code in (0, 1) and "Traceback" not in run.stderr + run.stdout
+    assert "models: smollm2" in run.stdout
+    assert "text deltas" in run.stdout  # the streamed reply worked
+    assert "tool call" in run.stdout  # and the tool step said what happened
