@@ -475,25 +475,38 @@ def sessions(limit: int) -> None:
 @cli.command()
 @config_option()
 def providers(overrides: tuple[str, ...]) -> None:
-    """List the model providers: the built-in catalog plus your [model_providers]."""
-    import os
+    """List the model providers: the built-in catalog plus your [model_providers].
 
-    from codemode.providers.catalog import builtin_providers
+    KEY says whether the key variable is set in this environment; * marks the
+    configured model_provider.
+    """
+    from codemode.providers.listing import providers_table
 
     config = load_config_or_usage(overrides)
-    catalog = {name: info.model_dump() for name, info in builtin_providers().items()}
-    for name, override in config.model_providers.items():
-        catalog[name] = {**catalog.get(name, {}), **override}
-    for name in sorted(catalog):
-        entry = catalog[name]
-        key = entry.get("env_key")
-        if not key:
-            state = "no key needed"
-        else:
-            state = f"{key} {'set' if os.environ.get(key) else 'not set'}"
-        mark = "*" if name == config.model_provider else " "
-        wire = entry.get("wire_api", "?")
-        click.echo(f"{mark} {name:<18} {wire:<9} {entry.get('base_url', '?'):<52} {state}")
+    click.echo(providers_table(config.model_providers, config.model_provider))
+
+
+@cli.command()
+@config_option()
+@click.argument("provider")
+def models(overrides: tuple[str, ...], provider: str) -> None:
+    """List the catalog's models of PROVIDER, with context window, reasoning and tool use."""
+    from codemode.providers.catalog import _catalog, provider_models
+    from codemode.providers.listing import models_table
+
+    if not provider_models(provider):
+        from codemode.harnesses.repair import closest_name
+
+        if provider in _catalog() or provider in load_config_or_usage(overrides).model_providers:
+            click.echo(f"the catalog lists no models for {provider!r} (a local server: ask "
+                       "it, e.g. GET /v1/models)", err=True)
+            raise click.exceptions.Exit(1)
+        hint = closest_name(provider, list(_catalog()))
+        raise click.UsageError(
+            f"unknown provider {provider!r}{f' (did you mean {hint}?)' if hint else ''}; "
+            "`interpreter providers` lists them"
+        )
+    click.echo(models_table(provider))
 
 
 @cli.group()

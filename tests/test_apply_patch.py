@@ -247,6 +247,18 @@ def test_generated_patch_turns_a_into_b(
     assert (ws / "f.txt").read_bytes().decode("utf-8") == expected
 
 
+def test_diff_of_a_file_with_lone_carriage_returns(tmp_path: Path) -> None:
+    """A line a lone CR ends is a whole line in the diff, not a last line without a
+    newline."""
+    (tmp_path / "m.txt").write_bytes(b"one\r\ntwo\rthree\nfour\r\n")
+    patch = ("*** Begin Patch\n*** Update File: m.txt\n@@\n two\n-three\n+THREE\n four\n"
+             "*** End Patch\n")
+    outcome = apply_patch_text(patch, tmp_path)
+    assert (tmp_path / "m.txt").read_bytes() == b"one\r\ntwo\rTHREE\r\nfour\r\n"
+    assert "No newline" not in outcome.diff
+    assert outcome.diff.endswith(" one\n two\n-three\n+THREE\n four\n")
+
+
 def test_reported_diff_is_accepted_by_git_apply(tmp_path: Path) -> None:
     git = shutil.which("git")
     if git is None:

@@ -111,3 +111,113 @@ def test_codex_sdk_thread_start_and_resume(tmp_path: Path) -> None:
     assert server.requests[0].body["model"] == "scripted-model"
     resumed = json.dumps(server.requests[2].body)
     assert "count the files" in resumed and '"input_image"' in resumed
+
+
+STREAM_DRIVER = """
+import { Codex } from %(entry)s;
+const [exe, baseUrl, work, codemodeHome, python, probe] = process.argv.slice(2);
+const codex = new Codex({
+  codexPathOverride: exe,
+  baseUrl,
+  apiKey: "sk-from-the-sdk",
+  env: { PATH: process.env.PATH, HOME: process.env.HOME, CODEMODE_HOME: codemodeHome },
+  config: { mcp_servers: { probe: { command: python, args: [probe] } } },
+});
+const options = { workingDirectory: work, skipGitRepoCheck: true,
+                  sandboxMode: "workspace-write", model: "scripted-model" };
+const thread = codex.startThread(options);
+const turns = [];
+for (const prompt of ["make the file and add", "this one fails"]) {
+  const events = [];
+  let thrown = null;
+  try {
+    const { events: stream } = await thread.runStreamed(prompt);
+    for await (const event of stream) events.push(event);
+  } catch (e) { thrown = e.message; }  // a failed turn also ends with exit status 1
+  turns.push({ events, thrown });
+}
+console.log(JSON.stringify({ id: thread.id, turns }));
+"""
+
+PATCH = (
+    "*** Begin Patch\n*** Add File: made.txt\n+made\n"
+    "*** Update File: old.txt\n@@\n-old\n+new\n*** End Patch\n"
+)
+
+
+def test_codex_sdk_reads_events_with_its_own_field_names_and_types(tmp_path: Path) -> None:
+    """What a Codex SDK program reads from runStreamed: the thread id is a UUID; usage has
+    reasoning_output_tokens and cache_write_input_tokens as numbers; a file_change lists
+    its changes, with absolute paths, when it starts; an MCP call's result is
+    {content, structured_content} and a failed one's error is {message}; a failed turn
+    is an error event, then turn.failed."""
+    import sys
+    import uuid
+
+    entry = sdk_or_skip()
+    work, home = tmp_path / "work", tmp_path / "cmhome"
+    work.mkdir()
+    home.mkdir()
+    (work / "old.txt").write_text("old\n")
+    probe = Path(__file__).resolve().parent / "mcp_servers" / "probe_server.py"
+    driver = tmp_path / "driver.mjs"
+    driver.write_text(STREAM_DRIVER % {"entry": json.dumps(entry.as_uri())})
+    script = [
+        {"tool_calls": [{"name": "apply_patch", "arguments": PATCH, "freeform": True},
+                        {"name": "shell", "arguments": {"command": "echo hi"}}]},
+        {"tool_calls": [{"name": "mcp__probe__add", "arguments": {"a": 2, "b": 3}},
+                        {"name": "mcp__probe__shout", "arguments": {"text": "hi"}},
+                        {"name": "mcp__probe__refuse", "arguments": {"reason": "no way"}}]},
+        {"text": "done"},
+        {"status": 400, "error_message": "scripted refusal"},
+    ]
+    with ScriptedModelServer(script) as server:
+        proc = subprocess.run(
+            ["node", str(driver), str(INTERPRETER), server.base_url, str(work), str(home),
+             sys.executable, str(probe)],
+            capture_output=True, text=True, timeout=120, env=cli_env(home),
+        )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert str(uuid.UUID(out["id"])) == out["id"]
+    assert out["turns"][0]["thrown"] is None, out["turns"][0]
+    first, failed = (turn["events"] for turn in out["turns"])
+    assert [e["type"] for e in first[:2]] == ["thread.started", "turn.started"]
+    assert first[-1]["type"] == "turn.completed"
+    usage = first[-1]["usage"]
+    for key in ("input_tokens", "cached_input_tokens", "cache_write_input_tokens",
+                "output_tokens", "reasoning_output_tokens"):
+        assert isinstance(usage[key], int), (key, usage)
+    assert usage["input_tokens"] > 0
+
+    started = [e["item"] for e in first if e["type"] == "item.started"]
+    completed = [e["item"] for e in first if e["type"] == "item.completed"]
+    patch_start = next(i for i in started if i["type"] == "file_change")
+    expected = [{"path": str(work / "made.txt"), "kind": "add"},
+                {"path": str(work / "old.txt"), "kind": "update"}]
+    assert [{k: c[k] for k in ("path", "kind")} for c in patch_start["changes"]] == expected
+    patch_done = next(i for i in completed if i["type"] == "file_change")
+    assert patch_done["status"] == "completed"
+    assert [{k: c[k] for k in ("path", "kind")} for c in patch_done["changes"]] == expected
+    assert (work / "old.txt").read_text() == "new\n"
+    command = next(i for i in completed if i["type"] == "command_execution")
+    assert command["exit_code"] == 0 and command["aggregated_output"].strip() == "hi"
+
+    calls = {i["tool"]: i for i in completed if i["type"] == "mcp_tool_call"}
+    add, shout, refuse = calls["add"], calls["shout"], calls["refuse"]
+    assert add["server"] == "probe" and add["status"] == "completed"
+    assert add["result"]["structured_content"] == {"total": 5}
+    assert json.loads(add["result"]["content"][0]["text"]) == {"total": 5}
+    assert shout["result"]["structured_content"] is None
+    assert shout["result"]["content"] == [{"type": "text", "text": "HI"}]
+    assert refuse["status"] == "failed" and "result" not in refuse
+    assert isinstance(refuse["error"]["message"], str) and "no way" in refuse["error"]["message"]
+
+    # A running command has no exit code yet (undefined, not null).
+    running = [i for i in started if i["type"] == "command_execution"]
+    assert running and all("exit_code" not in i for i in running)
+
+    kinds = [e["type"] for e in failed]
+    assert kinds[-2:] == ["error", "turn.failed"], kinds
+    assert "scripted refusal" in failed[-2]["message"]
+    assert failed[-1]["error"]["message"] == failed[-2]["message"]

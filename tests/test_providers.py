@@ -150,7 +150,7 @@ async def test_reasoning_streams_and_is_kept(wire: str) -> None:
                                    "signature": "sig_1"}]
         assert server.requests[-1].body["thinking"]["type"] == "enabled"
     elif wire == "responses":
-        assert [item["type"] for item in message.opaque] == ["reasoning"]
+        assert [item["type"] for item in message.opaque] == ["reasoning", "message"]
         assert message.opaque[0]["encrypted_content"]
         assert server.requests[-1].body["include"] == ["reasoning.encrypted_content"]
     else:
@@ -236,6 +236,16 @@ async def test_usage(wire: str) -> None:
     assert got == usage
 
 
+async def test_anthropic_reports_prompt_cache_writes() -> None:
+    usage = Usage(input_tokens=1500, cached_input_tokens=1000, cache_write_input_tokens=300,
+                  output_tokens=80)
+    with ScriptedModelServer([ScriptedReply(text="ok", usage=usage)]) as server:
+        events = await collect(connect(server, "anthropic"), ask())
+    assert completed(events).usage == usage
+    assert (Usage(cache_write_input_tokens=2) + Usage(cache_write_input_tokens=3)
+            ).cache_write_input_tokens == 5
+
+
 async def test_default_usage_is_an_estimate(wire: str) -> None:
     with ScriptedModelServer([ScriptedReply(text="a reply of some length")]) as server:
         events = await collect(connect(server, wire), ask("x" * 400))
@@ -253,7 +263,8 @@ def conversation(wire: str) -> ModelRequest:
     elif wire == "responses":
         opaque = [{"type": "reasoning", "id": "rs_1", "status": "completed",
                    "summary": [{"type": "summary_text", "text": "Look first."}],
-                   "encrypted_content": "enc_abc"}]
+                   "encrypted_content": "enc_abc"},
+                  {"type": "message", "id": "msg_7", "status": "completed"}]
     return ModelRequest(
         model="test-model",
         instructions="Be brief.",
@@ -331,8 +342,8 @@ async def test_responses_renders_the_conversation() -> None:
         {"type": "reasoning", "id": "rs_1",
          "summary": [{"type": "summary_text", "text": "Look first."}],
          "encrypted_content": "enc_abc"},
-        {"type": "message", "role": "assistant", "content": [{"type": "output_text",
-                                                              "text": "Listing."}]},
+        {"type": "message", "role": "assistant", "id": "msg_7", "status": "completed",
+         "content": [{"type": "output_text", "text": "Listing.", "annotations": []}]},
         {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": '{"cmd": "ls"}'},
         {"type": "custom_tool_call", "call_id": "c2", "name": "exec", "input": "console.log(1)"},
         {"type": "function_call_output", "call_id": "c1", "output": "a.txt"},
@@ -341,6 +352,41 @@ async def test_responses_renders_the_conversation() -> None:
                                                          "text": "thanks"}]},
     ]
     assert [t["type"] for t in body["tools"]] == ["function", "custom"]
+
+
+# The keys the openai SDK's request types mark Required: a replayed output message
+# (ResponseOutputMessageParam) and its text part (ResponseOutputTextParam), and the
+# plain input message (EasyInputMessageParam, whose content may be a string).
+OUTPUT_MESSAGE_REQUIRED = {"id", "content", "role", "status", "type"}
+OUTPUT_TEXT_REQUIRED = {"annotations", "text", "type"}
+EASY_MESSAGE_REQUIRED = {"content", "role"}
+
+
+def _assistant_items(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [item for item in body["input"]
+            if item.get("type") == "message" and item.get("role") == "assistant"]
+
+
+async def test_responses_replays_assistant_messages_as_the_api_documents() -> None:
+    """A message this wire received goes back with the id and status the service gave
+    it; one from another wire (no service id to give) as a plain role-and-text message."""
+    with ScriptedModelServer([ScriptedReply(text="First."), ScriptedReply(text="ok")]) as server:
+        provider = connect(server, "responses")
+        request = ask()
+        first = completed([e async for e in provider.stream(request)]).message
+        foreign = AssistantMessage(text="From chat.", wire="chat")
+        request.messages += [first, UserMessage(text="more"), foreign, UserMessage(text="go")]
+        await collect(connect(server, "responses"), request)
+    served, plain = _assistant_items(server.requests[1].body)
+    served_id = first.opaque[-1]["id"]
+    assert served_id.startswith("msg_")
+    assert OUTPUT_MESSAGE_REQUIRED <= set(served)
+    assert served["id"] == served_id and served["status"] == "completed"
+    assert served["content"] == [{"type": "output_text", "text": "First.", "annotations": []}]
+    for part in served["content"]:
+        assert OUTPUT_TEXT_REQUIRED <= set(part)
+    assert EASY_MESSAGE_REQUIRED <= set(plain) and "id" not in plain
+    assert plain["content"] == "From chat."
 
 
 async def test_anthropic_renders_the_conversation() -> None:

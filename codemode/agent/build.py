@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codemode.agent.events import Notice
 from codemode.agent.instructions import project_docs
@@ -31,6 +31,10 @@ from codemode.providers.sampling import Sampling
 from codemode.tools.builtin import builtin_registry
 from codemode.tools.context import ToolContext
 from codemode.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from codemode.harnesses.base import Harness
+    from codemode.providers.catalog import ModelFacts
 
 
 @dataclass
@@ -89,29 +93,42 @@ def session_registry(
     return add_servers(registry, tables, codemode_home() / "logs", notices)
 
 
-def resolve_provider(config: Config, name: str | None) -> tuple[Provider, str]:
-    """Open the configured provider; returns it and its name."""
-    from codemode.providers.catalog import ProviderInfo, builtin_providers, open_provider
+def resolve_provider(
+    config: Config, name: str | None, notices: list[str] | None = None
+) -> tuple[Provider, str]:
+    """Open the configured provider; returns it and its name. Keys of its table that
+    have no effect here add a line to ``notices``."""
+    from codemode.providers.catalog import builtin_providers, open_provider, provider_info
 
     name = name or config.model_provider
-    catalog = builtin_providers()
+    known = ", ".join(sorted(builtin_providers()))
     if name is None:
         raise ConfigError(
             "no model provider configured: pass --provider NAME or set model_provider in "
-            f"{codemode_home() / 'config.toml'} (built in: {', '.join(sorted(catalog))})"
+            f"{codemode_home() / 'config.toml'} (built in: {known})"
         )
-    override = config.model_providers.get(name, {})
-    if name not in catalog and not override:
+    try:
+        info = provider_info(name, config.model_providers.get(name, {}), notices)
+    except KeyError:
         raise ConfigError(
             f"unknown provider {name!r}: define [model_providers.{name}] with base_url and "
-            f"wire_api, or use one of: {', '.join(sorted(catalog))}"
-        )
-    base = catalog[name].model_dump() if name in catalog else {"name": name}
-    try:
-        info = ProviderInfo.model_validate({**base, **override, "name": name})
+            f"wire_api, or use one of: {known}"
+        ) from None
     except ValueError as exc:
-        raise ConfigError(f"[model_providers.{name}]: {exc}") from None
+        raise ConfigError(f"[model_providers.{name}]: {_problems(exc)}") from None
     return open_provider(info), name
+
+
+def _problems(exc: ValueError) -> str:
+    """A validation error as one line: ``key: what is wrong; ...``."""
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc'])}: {err['msg'].removeprefix('Value error, ')}"
+        for err in exc.errors()
+    )
 
 
 def pick_model(config: Config, provider_name: str, model: str | None) -> str:
@@ -173,6 +190,40 @@ def _family_harness(config: Config, provider_name: str | None) -> str:
         info = builtin_providers().get(name)
         family = info.family if info is not None else None
     return default_harness(family)
+
+
+# The harness for a model that cannot call tools: its actions are read from the text.
+TEXT_HARNESS = "mini-swe-agent"
+
+
+def _catalog_facts(provider_name: str, model: str) -> ModelFacts | None:
+    from codemode.providers.catalog import model_facts
+
+    return model_facts(provider_name, model) if model else None
+
+
+def _fit_harness(
+    harness: Harness,
+    facts: ModelFacts | None,
+    model: str,
+    dialect: Dialect,
+    chosen: bool,
+    notices: list[str],
+) -> Harness:
+    """The harness for a model the catalog says cannot call tools: one whose actions are
+    read from the reply text, unless one was chosen (then a warning)."""
+    from codemode.harnesses.table import TextHarness
+
+    if facts is None or facts.tool_calling or isinstance(harness, TextHarness):
+        return harness
+    if chosen:
+        notices.append(f"warning: the catalog says {model} cannot call tools, which the "
+                       f"{harness.name} harness needs; --harness {TEXT_HARNESS} reads "
+                       "actions from the reply text")
+        return harness
+    notices.append(f"the catalog says {model} cannot call tools: using the {TEXT_HARNESS} "
+                   "harness, which reads actions from the reply text")
+    return get_harness(TEXT_HARNESS, dialect)
 
 
 def _cli_version() -> str:
@@ -238,15 +289,25 @@ def build_session(
         dialect = "code" if code_mode else "classic"
         model = ""
     harness = get_harness(harness_name, dialect)
+    notices: list[str] = []
     if provider is None:
-        provider, provider_name = resolve_provider(config, provider_name or options.provider)
+        provider, provider_name = resolve_provider(
+            config, provider_name or options.provider, notices
+        )
     assert provider_name is not None
     if resume is None:
         model = pick_model(config, provider_name, options.model)
+    chose_harness = bool(options.harness or config.harness or resume is not None)
+    facts = _catalog_facts(provider_name, model)
+    harness = _fit_harness(harness, facts, model, dialect, chose_harness, notices)
+    reasoning_effort = config.model_reasoning_effort
+    if facts is not None and not facts.reasoning and reasoning_effort:
+        notices.append(f"model_reasoning_effort is not sent: the catalog says {model} "
+                       "does not reason")
+        reasoning_effort = None
 
     sandbox = sandbox_for(config, options, cwd, approver)
     context = ToolContext(workspace=cwd, sandbox=sandbox)
-    notices: list[str] = []
     registry = session_registry(config, notices)
     skills_prompt, setup_scripts, skill_problems = _add_skills(registry, cwd, dialect)
     session_ref: list[Session] = []
@@ -306,9 +367,11 @@ def build_session(
         rollout=rollout,
         messages=messages,
         max_turns=options.max_turns or config.max_turns,
-        reasoning_effort=config.model_reasoning_effort,
+        reasoning_effort=reasoning_effort,
         sampling=sampling,
     )
+    session.model_facts = facts
+    session.context_window = facts.context_window if facts is not None else None
     session_ref.append(session)
     session.listeners.extend(listeners)
     for problem in skill_problems:

@@ -45,18 +45,26 @@ class CommandExecutionItem(_Item):
 
 
 class FileUpdate(BaseModel):
+    # Absolute, as Codex reports it.
     path: str
+    # Ours has "move" (Codex: "update"; ``codex_json`` maps it).
     kind: Literal["add", "update", "delete", "move"]
+    move_to: str | None = None
 
 
 class FileChangeItem(_Item):
     type: Literal["file_change"] = "file_change"
+    # Known when the call starts (read from the patch), confirmed when it ends.
     changes: list[FileUpdate] = Field(default_factory=list)
     diff: str = ""
     status: ItemStatus = "in_progress"
 
 
 class McpToolCallItem(_Item):
+    """``result`` is what the call returned to the model or program (the server's
+    structuredContent, else its content blocks); ``exec --json`` reports it in Codex's
+    shape (see ``codex_json``)."""
+
     type: Literal["mcp_tool_call"] = "mcp_tool_call"
     server: str
     tool: str
@@ -139,14 +147,26 @@ class ItemCompleted(BaseModel):
 
 
 class TurnUsage(BaseModel):
+    """Codex's ``Usage`` (as its SDK types it), plus ``reasoning_tokens``, the name this
+    field had here before, kept for readers written against it."""
+
     input_tokens: int = 0
     cached_input_tokens: int = 0
+    cache_write_input_tokens: int = 0
     output_tokens: int = 0
+    reasoning_output_tokens: int = 0
     reasoning_tokens: int = 0
 
     @classmethod
     def of(cls, usage: Usage) -> TurnUsage:
-        return cls(**usage.model_dump())
+        return cls(
+            input_tokens=usage.input_tokens,
+            cached_input_tokens=usage.cached_input_tokens,
+            cache_write_input_tokens=usage.cache_write_input_tokens,
+            output_tokens=usage.output_tokens,
+            reasoning_output_tokens=usage.reasoning_tokens,
+            reasoning_tokens=usage.reasoning_tokens,
+        )
 
 
 class TurnCompleted(BaseModel):

@@ -53,6 +53,9 @@ from codemode.providers.sampling import Sampling
 
 # Consecutive replies with neither an action nor an answer before the turn gives up.
 MAX_FORMAT_REMINDERS = 3
+# The share of a known context window past which old tool outputs are cut before the
+# next request (the answer still needs room).
+CONTEXT_HIGH_WATER = 0.8
 # Tool results kept whole when old ones are cut down to fit the context window.
 KEEP_RECENT_RESULTS = 1
 _COMPACTED = "[output removed to fit the context window; run the call again if needed]"
@@ -103,6 +106,11 @@ class Session:
         self.reasoning_effort = reasoning_effort
         self.retry_policy = retry_policy
         self.sampling = sampling or Sampling()
+        # What the provider catalog knows about the model (None: nothing), and its
+        # context window: old tool outputs are cut before a request would come near it.
+        self.model_facts: Any = None
+        self.context_window: int | None = None
+        self._last_tokens = 0  # the last request's input and output tokens
         self.total_usage = Usage()
         self.listeners: list[Listener] = []
         # Checks a final answer: None when it is acceptable, else what is wrong with it
@@ -243,14 +251,27 @@ class Session:
         self.emit(ItemCompleted(item=AgentMessageItem(id=self.runner.next_id(), text=answer)))
 
     async def _sample(self) -> tuple[AssistantMessage, Usage, str]:
-        """One model request, streamed; retried after compaction on context overflow."""
+        """One model request, streamed; retried after compaction on context overflow.
+
+        With a known context window, old tool outputs are cut first when the last
+        request (its input and its answer, all of which the next one resends) used
+        more than CONTEXT_HIGH_WATER of it.
+        """
+        window = self.context_window
+        if window and self._last_tokens > CONTEXT_HIGH_WATER * window:
+            self._last_tokens = 0  # measured again by the next request
+            if compact_tool_results(self.messages):
+                self.emit(Notice(message=f"context window ({window:,} tokens) nearly full: "
+                                 "old tool outputs removed"))
         try:
-            return await self._stream_once()
+            message, usage, stop = await self._stream_once()
         except ContextOverflowError as exc:
             if not compact_tool_results(self.messages):
                 raise TurnFailure(f"{exc} (nothing left to compact)") from None
             self.emit(Notice(message="context window full: old tool outputs removed, retrying"))
-            return await self._stream_once()
+            message, usage, stop = await self._stream_once()
+        self._last_tokens = usage.input_tokens + usage.output_tokens
+        return message, usage, stop
 
     async def _stream_once(self) -> tuple[AssistantMessage, Usage, str]:
         from codemode.providers.retry import stream_with_retries

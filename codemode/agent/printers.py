@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any, TextIO
 
 from pydantic import BaseModel
 
+from codemode.agent.codex_json import codex_event
 from codemode.agent.events import is_public
 
 _OUTPUT_LINES = 6  # lines of command output shown under a command
@@ -19,6 +21,14 @@ def describe_args(args: Any, width: int = 120) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+def _near(path: str) -> str:
+    """An absolute path, relative to the current directory when it is under it."""
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return path
+
+
 class JsonPrinter:
     """``--json``: one public event per line on stdout, flushed as it happens."""
 
@@ -26,9 +36,17 @@ class JsonPrinter:
         self.out = out or sys.stdout
 
     def __call__(self, event: BaseModel) -> None:
-        if is_public(event):
-            self.out.write(json.dumps(event.model_dump(mode="json"), ensure_ascii=False) + "\n")
-            self.out.flush()
+        if not is_public(event):
+            return
+        data = codex_event(event)
+        if data.get("type") == "turn.failed":
+            # Codex reports the failure as an error event first, then the turn's end.
+            self._write({"type": "error", "message": data["error"]["message"]})
+        self._write(data)
+
+    def _write(self, data: dict[str, Any]) -> None:
+        self.out.write(json.dumps(data, ensure_ascii=False) + "\n")
+        self.out.flush()
 
 
 class HumanPrinter:
@@ -98,7 +116,10 @@ class HumanPrinter:
         elif item.type == "file_change":
             marks = {"add": "A", "update": "M", "delete": "D", "move": "R"}
             for change in item.changes:
-                self._say(f"{marks[change.kind]} {change.path}", depth + 1)
+                shown = _near(change.path)
+                if change.move_to:
+                    shown += f" -> {_near(change.move_to)}"
+                self._say(f"{marks[change.kind]} {shown}", depth + 1)
             if item.status == "failed":
                 self._say("patch failed", depth + 1)
         elif item.type == "todo_list":

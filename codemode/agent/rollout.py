@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,9 +41,12 @@ class RolloutError(Exception):
 
 
 def new_session_id() -> str:
-    """Sortable by creation time (a timestamp prefix), unique by a random suffix."""
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    return f"{stamp}-{uuid.uuid4().hex[:12]}"
+    """A UUID, as Codex's thread ids are: version 7 (RFC 9562), so ids sort by creation
+    time (a millisecond timestamp first) and are unique by 74 random bits."""
+    ms = time.time_ns() // 1_000_000
+    value = (ms & (2**48 - 1)) << 80 | 0x7 << 76 | secrets.randbits(12) << 64
+    value |= 0b10 << 62 | secrets.randbits(62)
+    return str(uuid.UUID(int=value))
 
 
 class Rollout:

@@ -9,7 +9,9 @@ calls like any registry, so nested calls show up as items under their program.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -98,18 +100,21 @@ class ToolRunner:
         tool = self.registry.get(name)
         kind = getattr(tool, "target", "") or name
         item = _start_item(kind, name, args, self.next_id(), parent_id)
+        base = self.context.workspace
+        if isinstance(item, FileChangeItem):
+            item.changes, base = _planned_changes(args, base)
         self.emit(ItemStarted(item=item))
         try:
             value = await self.registry.invoke(name, args, self.context)
         except ToolError as exc:
-            _finish_item(item, None, str(exc))
+            _finish_item(item, None, str(exc), base)
             self.emit(ItemCompleted(item=item))
             raise
         except BaseException:
-            _finish_item(item, None, "interrupted")
+            _finish_item(item, None, "interrupted", base)
             self.emit(ItemCompleted(item=item))
             raise
-        _finish_item(item, value, None)
+        _finish_item(item, value, None, base)
         self.emit(ItemCompleted(item=item))
         return value
 
@@ -165,6 +170,49 @@ def _start_item(kind: str, name: str, args: Any, item_id: str, parent_id: str | 
     return ToolCallItem(id=item_id, parent_id=parent_id, name=name, arguments=args)
 
 
+def _patch_text(args: Any) -> str | None:
+    if isinstance(args, str):
+        return args
+    if isinstance(args, dict):
+        text = args.get("input", args.get("patch"))
+        return text if isinstance(text, str) else None
+    return None
+
+
+def _absolute(base: Path, path: str) -> str:
+    return os.path.normpath(Path(base, path))
+
+
+def _planned_changes(args: Any, workspace: Path) -> tuple[list[FileUpdate], Path]:
+    """The files a patch names, with absolute paths, before it is applied (Codex reports
+    them as the call starts); also the directory its relative paths start from. A patch
+    that does not parse names none: its call fails and says why."""
+    text = _patch_text(args)
+    if text is None:
+        return [], workspace
+    from codemode.tools.patch import AddFile, DeleteFile, PatchError
+    from codemode.tools.patch.parser import parse_patch
+
+    try:
+        patch, workdir = parse_patch(text)
+    except PatchError:
+        return [], workspace
+    base = Path(workspace, os.path.expanduser(workdir)) if workdir else workspace
+    changes = []
+    for op in patch.operations:
+        path = _absolute(base, os.path.expanduser(op.path))
+        if isinstance(op, AddFile):
+            changes.append(FileUpdate(path=path, kind="add"))
+        elif isinstance(op, DeleteFile):
+            changes.append(FileUpdate(path=path, kind="delete"))
+        elif op.move_to:
+            moved = _absolute(base, os.path.expanduser(op.move_to))
+            changes.append(FileUpdate(path=path, kind="move", move_to=moved))
+        else:
+            changes.append(FileUpdate(path=path, kind="update"))
+    return changes, base
+
+
 def _todo_entries(args: dict[str, Any]) -> list[TodoEntry]:
     # Our plan is {plan: [{step, status}]}; emulated todo tools send {todos: [{content,
     # status}]} and similar.
@@ -177,7 +225,7 @@ def _todo_entries(args: dict[str, Any]) -> list[TodoEntry]:
     return entries
 
 
-def _finish_item(item: Any, value: Any, error: str | None) -> None:
+def _finish_item(item: Any, value: Any, error: str | None, base: Path) -> None:
     failed = error is not None
     if isinstance(item, CommandExecutionItem):
         if isinstance(value, dict):
@@ -190,7 +238,11 @@ def _finish_item(item: Any, value: Any, error: str | None) -> None:
     elif isinstance(item, FileChangeItem):
         if isinstance(value, dict):
             item.changes = [
-                FileUpdate(path=str(c.get("path", "")), kind=c.get("kind", "update"))
+                FileUpdate(
+                    path=_absolute(base, str(c.get("path", ""))),
+                    kind=c.get("kind", "update"),
+                    move_to=_absolute(base, str(c["move_to"])) if c.get("move_to") else None,
+                )
                 for c in value.get("changes", [])
                 if c.get("kind") in ("add", "update", "delete", "move")
             ]

@@ -217,6 +217,7 @@ class _MessagesStream:
             input_tokens=sum(self.counts.get(k, 0) for k in (
                 "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")),
             cached_input_tokens=self.counts.get("cache_read_input_tokens", 0),
+            cache_write_input_tokens=self.counts.get("cache_creation_input_tokens", 0),
             output_tokens=self.counts.get("output_tokens", 0),
         )
 

@@ -114,8 +114,12 @@ class ModelRequest(BaseModel):
 
 
 class Usage(BaseModel):
+    # All input tokens, cached or not (cached_input_tokens and cache_write_input_tokens
+    # are shares of it).
     input_tokens: int = 0
     cached_input_tokens: int = 0
+    # Input tokens written to the prompt cache (Anthropic's cache_creation_input_tokens).
+    cache_write_input_tokens: int = 0
     output_tokens: int = 0
     reasoning_tokens: int = 0
 
@@ -127,6 +131,8 @@ class Usage(BaseModel):
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            cache_write_input_tokens=self.cache_write_input_tokens
+            + other.cache_write_input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )

@@ -138,11 +138,7 @@ def render_input(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list
                 items.extend(_reasoning_item(item) for item in message.opaque
                              if item.get("type") == "reasoning" and item.get("encrypted_content"))
             if message.text:
-                items.append({
-                    "type": "message",
-                    "role": "assistant",
-                    "content": [{"type": "output_text", "text": message.text}],
-                })
+                items.append(_assistant_item(message))
             for call in message.tool_calls:
                 if call.freeform:
                     items.append({"type": "custom_tool_call", "call_id": call.id,
@@ -151,6 +147,29 @@ def render_input(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list
                     items.append({"type": "function_call", "call_id": call.id,
                                   "name": call.name, "arguments": json_arguments(call, tools)})
     return items
+
+
+def _assistant_item(message: AssistantMessage) -> dict[str, Any]:
+    """An assistant message in one of the two forms the API documents for input.
+
+    One this wire received goes back as the output item it was
+    (``ResponseOutputMessageParam``: ``id`` and ``status`` required, and an output_text
+    part's ``annotations``). One without a service id (another wire's, an older
+    recording's) is an ``EasyInputMessageParam``, role and text: an id made up here
+    would name an item the service never stored.
+    """
+    ids = [item for item in message.opaque if item.get("type") == "message"]
+    if message.wire == "responses" and ids and isinstance(ids[0].get("id"), str):
+        status = ids[0].get("status")
+        return {
+            "type": "message",
+            "role": "assistant",
+            "id": ids[0]["id"],
+            "status": status if status in ("in_progress", "completed", "incomplete")
+            else "completed",
+            "content": [{"type": "output_text", "text": message.text, "annotations": []}],
+        }
+    return {"type": "message", "role": "assistant", "content": message.text}
 
 
 def _reasoning_item(item: dict[str, Any]) -> dict[str, Any]:
@@ -242,6 +261,9 @@ class _ResponsesStream:
                 summary = [p.get("text", "") for p in item.get("summary") or []]
                 self.reasoning.append("\n\n".join(s for s in summary if s))
         elif kind == "message":
+            if isinstance(item.get("id"), str):  # sent back with the message next turn
+                self.opaque.append({"type": "message", "id": item["id"],
+                                    "status": item.get("status") or "completed"})
             for part in item.get("content") or []:
                 if part.get("type") == "output_text":
                     self.done_text.append(part.get("text") or "")

@@ -29,7 +29,12 @@ class RetryPolicy(BaseModel):
     """How often and how long to wait. Delays grow exponentially with full jitter
     (a random wait between 0 and the cap), unless the service said how long to wait."""
 
+    # Attempts in all; with max_stream_retries set, attempts that failed before any of
+    # the answer came (Codex's request_max_retries + 1).
     max_attempts: int = Field(default=5, ge=1)
+    # Restarts after a stream broke midway, counted apart (Codex's stream_max_retries);
+    # None: those count against max_attempts like any other failure.
+    max_stream_retries: int | None = Field(default=None, ge=0)
     base_delay_s: float = Field(default=0.5, ge=0)
     max_delay_s: float = Field(default=30.0, ge=0)
     # A Retry-After longer than this is cut down to it, so a session never sleeps for
@@ -56,18 +61,22 @@ async def stream_with_retries(
 ) -> AsyncIterator[StreamEvent]:
     """``provider.stream(request)``, sent again on retryable errors.
 
-    Yields ``StreamRestarted(attempt, delay_s, reason)`` before each new attempt
-    (``attempt`` is the number of the attempt about to start). Raises the last error
-    when it is not retryable or the attempts are used up.
+    ``policy`` defaults to the provider's own (``provider.retry_policy``, from its
+    config table), else ``RetryPolicy()``. Yields ``StreamRestarted(attempt, delay_s,
+    reason)`` before each new attempt (``attempt`` is the number of the attempt about to
+    start). Raises the last error when it is not retryable or the attempts are used up.
     """
-    policy = policy or RetryPolicy()
+    policy = policy or getattr(provider, "retry_policy", None) or RetryPolicy()
     attempt = 1
+    request_failures = stream_failures = 0
     previous: str | None = None
     while True:
+        began = False
         try:
             # Closed at once on a break or a failure, so its connection goes back now.
             async with aclosing(provider.stream(request)) as events:
                 async for event in events:
+                    began = True
                     yield event
             return
         except ProviderError as error:
@@ -80,7 +89,14 @@ async def stream_with_retries(
                 error.add_note(f"the server gave the same answer {attempt} times; not retrying")
                 raise
             previous = said
-            if attempt >= policy.max_attempts:
+            if began:
+                stream_failures += 1
+            else:
+                request_failures += 1
+            stream_cap = policy.max_stream_retries
+            if (request_failures >= policy.max_attempts
+                    or (stream_cap is not None and stream_failures > stream_cap)
+                    or (stream_cap is None and attempt >= policy.max_attempts)):
                 error.add_note(f"gave up after {attempt} attempts")
                 raise
             delay = policy.delay(attempt, error)

@@ -35,6 +35,7 @@ class Transport:
         api_key: str | None,
         env_key: str | None,
         headers: Mapping[str, str] | None = None,
+        query_params: Mapping[str, str] | None = None,
         auth_style: AuthStyle = "bearer",
         timeout_s: float = 600.0,
         connect_timeout_s: float = 10.0,
@@ -43,6 +44,8 @@ class Transport:
         self.base_url = base_url.rstrip("/")
         self.env_key = env_key
         self._headers = {"User-Agent": _user_agent(), **(headers or {})}
+        # Added to every request URL (merged with any query the base URL has).
+        self._params = dict(query_params or {})
         if api_key:
             if auth_style == "bearer":
                 self._headers.setdefault("Authorization", f"Bearer {api_key}")
@@ -79,7 +82,8 @@ class Transport:
         ctx = self.context(model)
         try:
             async with self._http().stream(
-                "POST", url, json=body, headers={"Accept": "text/event-stream"}
+                "POST", url, json=body, headers={"Accept": "text/event-stream"},
+                params=self._params or None,
             ) as response:
                 if response.status_code >= 300:
                     text = (await response.aread()).decode("utf-8", "replace")

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from codemode.providers.base import ToolCall, ToolSpec, WireApi
 from codemode.providers.transport import AuthStyle, Transport
+
+if TYPE_CHECKING:
+    from codemode.providers.retry import RetryPolicy
 
 
 class WireProvider:
@@ -16,6 +19,8 @@ class WireProvider:
 
     wire: ClassVar[WireApi]
     auth_style: ClassVar[AuthStyle] = "bearer"
+    # The provider's own retry settings (its config table's); None: the defaults.
+    retry_policy: RetryPolicy | None = None
 
     def __init__(
         self,
@@ -25,6 +30,7 @@ class WireProvider:
         api_key: str | None = None,
         env_key: str | None = None,
         headers: Mapping[str, str] | None = None,
+        query_params: Mapping[str, str] | None = None,
         timeout_s: float = 600.0,
         connect_timeout_s: float = 10.0,
     ) -> None:
@@ -36,6 +42,7 @@ class WireProvider:
             api_key=api_key,
             env_key=env_key,
             headers=headers,
+            query_params=query_params,
             auth_style=self.auth_style,
             timeout_s=timeout_s,
             connect_timeout_s=connect_timeout_s,

@@ -88,6 +88,7 @@ class RecordedRequest(BaseModel):
     path: str
     headers: dict[str, str]  # lower-cased names
     body: dict[str, Any]
+    query: str = ""  # the URL's query string, as sent
 
 
 Script = Sequence[ScriptedReply | dict[str, Any]] | Callable[[RecordedRequest], Any]
@@ -246,7 +247,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(404, {"error": {"message": f"scripted server: no route GET {self.path}"}})
 
     def do_POST(self) -> None:
-        path = self.path.split("?", 1)[0].rstrip("/")
+        path, _, query = self.path.partition("?")
+        path = path.rstrip("/")
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
         wire = next((w for suffix, w in _ROUTES if path.endswith("/" + suffix)), None)
@@ -259,7 +261,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(400, {"error": {"message": "scripted server: the body is not JSON"}})
             return
         headers = {k.lower(): v for k, v in self.headers.items()}
-        request = RecordedRequest(wire=wire, path=path, headers=headers, body=body)
+        request = RecordedRequest(wire=wire, path=path, headers=headers, body=body, query=query)
         self.scripted._record(request)
         if body.get("stream") is not True:
             self._json(400, {"error": {"message": "scripted server: only streaming requests "
@@ -537,9 +539,10 @@ def _anthropic_events(request: RecordedRequest, reply: ScriptedReply, seq: int) 
         return kind, json.dumps({"type": kind, **fields})
 
     start_usage = {
-        "input_tokens": usage.input_tokens - usage.cached_input_tokens,
+        "input_tokens": usage.input_tokens - usage.cached_input_tokens
+        - usage.cache_write_input_tokens,
         "cache_read_input_tokens": usage.cached_input_tokens,
-        "cache_creation_input_tokens": 0,
+        "cache_creation_input_tokens": usage.cache_write_input_tokens,
         "output_tokens": 1,
     }
     yield event("message_start", message={

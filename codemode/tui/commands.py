@@ -10,7 +10,7 @@ import asyncio
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
@@ -78,6 +78,16 @@ async def _exit(app: InteractiveApp, arg: str) -> None:
 COMMANDS["/quit"] = Command("/quit", "same as /exit", _exit)
 
 
+def _facts_line(facts: Any) -> str:
+    """What the provider catalog says about the model, in a few words."""
+    if facts is None:
+        return "no facts about this model"
+    window = f"{facts.context_window:,}-token context" if facts.context_window else "context ?"
+    reasons = "reasons" if facts.reasoning else "does not reason"
+    tools = "calls tools" if facts.tool_calling else "cannot call tools"
+    return f"{window}, {reasons}, {tools}, reads {'+'.join(facts.input)}"
+
+
 @command("/status", "/status", "model, harness, dialect, sandbox, tokens, session id and file")
 async def _status(app: InteractiveApp, arg: str) -> None:
     s = app.session
@@ -85,6 +95,7 @@ async def _status(app: InteractiveApp, arg: str) -> None:
     u = s.total_usage
     rows = [
         ("model", f"{s.model} ({app.provider_name()})"),
+        ("catalog", _facts_line(s.model_facts)),
         ("harness", s.harness.name),
         ("dialect", getattr(s.harness, "dialect", "?")),
         ("sandbox", app.sandbox_mode),
@@ -293,5 +304,8 @@ async def _resume(app: InteractiveApp, arg: str) -> None:
 async def _reasoning(app: InteractiveApp, arg: str) -> None:
     app.renderer.show_reasoning = not app.renderer.show_reasoning
     _say(app, f"reasoning: {'shown in full' if app.renderer.show_reasoning else 'collapsed'}")
+    facts = app.session.model_facts if app.session is not None else None
+    if facts is not None and not facts.reasoning:
+        _say(app, f"(the catalog says {app.session.model} does not reason: expect none)", "dim")
     if app.renderer.show_reasoning and app.renderer.last_reasoning:
         _say(app, app.renderer.last_reasoning, "dim italic")

@@ -69,7 +69,9 @@ async def first_run_setup(app: InteractiveApp) -> bool:
     ask = app.reader.ask_text
     catalog = builtin_providers()
     local = [info for info in catalog.values() if not info.needs_key]
-    remote = [info for info in catalog.values() if info.needs_key]
+    # The catalog knows over a hundred services; offered here are those ready to use
+    # without more choices (a default model). Any other is a name away: type it.
+    remote = [info for info in catalog.values() if info.needs_key and info.default_model]
     say("No model provider is configured yet. Which one should codemode use?", style="bold")
     options: list[tuple[str, Any]] = []
     for info in local:
@@ -80,10 +82,14 @@ async def first_run_setup(app: InteractiveApp) -> bool:
         options.append((f"{info.name:<16} {info.description} (${info.env_key}, {state})", info))
     for n, (label, _) in enumerate(options, 1):
         say(f"  {n:>2}  {label}", style="")
+    say(f"  or the name of any of the {len(catalog)} providers `interpreter providers` lists",
+        style="dim")
     try:
         while True:
             answer = await ask("provider (number or name) › ", "1")
             info, ok = _pick(options, answer)
+            if not ok and answer.strip() in catalog:  # one not on the short list
+                info, ok = catalog[answer.strip()], True
             if ok:
                 break
             say(f"! {answer!r} is not on the list", style="yellow")
@@ -94,8 +100,8 @@ async def first_run_setup(app: InteractiveApp) -> bool:
             if not base_url.startswith(("http://", "https://")):
                 say("! the URL must start with http:// or https://; nothing written", "red")
                 return False
-            wire = await ask("wire (chat, responses or anthropic) [chat] › ", "chat")
-            if wire not in ("chat", "responses", "anthropic"):
+            wire = await ask("wire (chat, responses or messages) [chat] › ", "chat")
+            if wire not in ("chat", "responses", "messages", "anthropic"):
                 say(f"! unknown wire {wire!r}; nothing written", "red")
                 return False
             table = {"base_url": base_url, "wire_api": wire}

@@ -90,6 +90,6 @@ def _range(sign: str, start: int, count: int) -> str:
 def _line(sign: str, line: str) -> str:
     if line.endswith("\r\n"):
         return f"{sign}{line[:-2]}\n"
-    if line.endswith("\n"):
-        return f"{sign}{line}"
+    if line.endswith(("\n", "\r")):  # a lone CR ends a line too (edit.split_lines)
+        return f"{sign}{line[:-1]}\n"
     return f"{sign}{line}\n{_NO_NEWLINE}"

@@ -1,9 +1,11 @@
 """Applying an update's chunks to a file's text, in memory.
 
-Lines keep their own endings: context lines are copied from the file, so a CRLF file
-stays CRLF and a file with mixed endings keeps each line's. An added line takes the
-ending of the line it replaces, else of the line before it, else the file's usual
-ending. A UTF-8 byte order mark is kept. The result always ends with a line ending.
+A line ends at ``\r\n``, ``\n`` or a lone ``\r`` (as Codex reads a file). Lines keep
+their own endings: lines the patch does not touch are copied from the file, so a CRLF
+file stays CRLF and a file with mixed endings keeps each line's. A line the patch adds
+or rewrites takes the file's first line ending (Codex's rule, as rustfmt and Ruff
+choose a file's style), LF in a file without one. A UTF-8 byte order mark is kept. The
+result always ends with a line ending.
 
 Chunks apply in order: each is sought from where the previous one ended (after its
 ``@@`` anchors, if it has any). Two slips are forgiven: an anchor that is also the
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import re
 from dataclasses import dataclass, field
 
 from codemode.tools.patch.errors import quote_lines
@@ -23,6 +26,7 @@ from codemode.tools.patch.matching import Matcher, closest_region, normalize
 from codemode.tools.patch.model import Chunk, LineOp
 
 BOM = "\ufeff"
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 @dataclass
@@ -53,18 +57,21 @@ class ChunkProblems(Exception):
 
 
 def split_lines(text: str) -> list[str]:
-    """Lines with their endings; only ``\\n`` ends a line (a lone ``\\r`` does not)."""
-    parts = text.split("\n")
-    lines = [part + "\n" for part in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
+    """Lines with their endings: ``\\r\\n``, ``\\n`` or a lone ``\\r``."""
+    return _LINE.findall(text)
 
 
 def ending(line: str) -> str:
     if line.endswith("\r\n"):
         return "\r\n"
-    return "\n" if line.endswith("\n") else ""
+    if line.endswith(("\n", "\r")):
+        return line[-1]
+    return ""
+
+
+def first_ending(lines: list[str]) -> str:
+    """The file's own line ending: that of its first line (LF when it has none)."""
+    return ending(lines[0]) if lines and ending(lines[0]) else "\n"
 
 
 def apply_chunks(text: str, chunks: list[Chunk], shown: str) -> EditedText:
@@ -73,13 +80,8 @@ def apply_chunks(text: str, chunks: list[Chunk], shown: str) -> EditedText:
     bom = text.startswith(BOM)
     if bom:
         text = text[1:]
-    parts = text.split("\n")
-    tail = parts.pop()  # what follows the last line ending ("" if the text ends with one)
-    lines = [part + "\n" for part in parts]
-    keys = [part[:-1] if part[-1:] == "\r" else part for part in parts]
-    if tail:
-        lines.append(tail)
-        keys.append(tail)
+    lines = split_lines(text)
+    keys = [line[: len(line) - len(ending(line))] for line in lines]
     matcher = Matcher(keys)
     edits: list[Edit] = []
     claimed: list[tuple[int, int]] = []
@@ -124,8 +126,7 @@ def apply_chunks(text: str, chunks: list[Chunk], shown: str) -> EditedText:
     if problems:
         raise ChunkProblems(problems)
     _ensure_final_newline(lines, edits)
-    crlf = text.count("\r\n")
-    new_lines = _build(lines, edits, "\r\n" if crlf > text.count("\n") - crlf else "\n")
+    new_lines = _build(lines, edits, first_ending(lines))
     return EditedText(lines, new_lines, edits, (BOM if bom else "") + "".join(new_lines))
 
 
@@ -210,19 +211,13 @@ def _ensure_final_newline(lines: list[str], edits: list[Edit]) -> None:
     edits.insert(index, fix)
 
 
-def _build(lines: list[str], edits: list[Edit], usual: str) -> list[str]:
-    """The new lines; ``usual`` is the file's more common line ending."""
+def _build(lines: list[str], edits: list[Edit], eol: str) -> list[str]:
+    """The new lines; ``eol`` ends every line an edit writes."""
     out: list[str] = []
     cursor = 0
     for e in edits:
         out.extend(lines[cursor : e.start])
-        # The ending of the line replaced, else of the line now before, else after.
-        eol = ending(e.old[0]) if e.old else ""
-        if not eol and out:
-            eol = ending(out[-1])
-        if not eol and e.start < len(lines):
-            eol = ending(lines[e.start])
-        e.new = [text + (eol or usual) for text in e.added]
+        e.new = [text + eol for text in e.added]
         out.extend(e.new)
         cursor = e.start + len(e.old)
     out.extend(lines[cursor:])
