@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/local_model.py [--runs 3] [--prompt-tokens 400] [--gen 64]
 
 Starts each cached server (scripts/setup-local-model.sh builds them) with SmolLM2-135M
-on two threads and reports, as medians over the runs:
+on one thread and on two, and reports, as medians over the runs:
 
 - ``build_s``: how long the cold build took (written by the setup script);
 - ``load_s``: process start until the server answers ``/v1/models``;
@@ -39,14 +39,15 @@ def build_seconds(kind: str) -> float | None:
         return None
 
 
-def measure(kind: str, runs: int, prompt_tokens: int, gen: int) -> dict[str, object]:
+def measure(kind: str, runs: int, prompt_tokens: int, gen: int,
+            threads: int) -> dict[str, object]:
     found = find_local_model(kind)  # type: ignore[arg-type]
     if isinstance(found, str):
         return {"skipped": found}
     loads, prompt_speed, gen_speed, wall_speed = [], [], [], []
     # Different text each run, so no run reads the previous one's prompt from the cache.
     for run in range(runs):
-        with LocalModelServer(found, n_ctx=2048) as server:
+        with LocalModelServer(found, n_ctx=2048, threads=threads) as server:
             loads.append(server.load_s)
             words = " ".join(f"w{run}x{i}" for i in range(prompt_tokens // 3))
             body = {"model": MODEL_NAME, "max_tokens": gen, "temperature": 0.8,
@@ -79,10 +80,10 @@ def main() -> None:
     parser.add_argument("--prompt-tokens", type=int, default=400)
     parser.add_argument("--gen", type=int, default=64)
     args = parser.parse_args()
-    figures = {kind: measure(kind, args.runs, args.prompt_tokens, args.gen)
-               for kind in ("llama-server", "llama-cpp-python")}
-    print(json.dumps({"threads": 2, "model": "SmolLM2-135M-Instruct Q4_1", **figures},
-                     indent=2))
+    figures = {f"{kind} threads={threads}": measure(kind, args.runs, args.prompt_tokens,
+                                                    args.gen, threads)
+               for kind in ("llama-server", "llama-cpp-python") for threads in (1, 2)}
+    print(json.dumps({"model": "SmolLM2-135M-Instruct Q4_1", **figures}, indent=2))
 
 
 if __name__ == "__main__":
