@@ -85,8 +85,9 @@ class LocalModelServer:
     found: LocalModel
     n_ctx: int = 2048
     # One thread by default: on two cores shared with other work, ggml's second thread
-    # waits for the first at every step, and generation runs ~8x slower than with one
-    # (measured here: 6.7 against 52.8 tokens/s).
+    # waits for the first at every step, and generation collapses (measured here under
+    # a load of ~8: 4 tokens/s with two threads, 50 with one; on a quiet machine two
+    # threads win by ~15%: 145 against 128).
     threads: int = 1
     log: Path | None = None
     port: int = field(default_factory=free_port)
