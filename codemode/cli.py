@@ -12,8 +12,8 @@ from typing import Any
 
 import click
 
-from codemode.batch.cli_options import batch_options, refuse_without_repos
-from codemode.sandbox.cli_options import resolve_modes, sandbox_options
+from codemode.batch.cli_options import BatchCommand, batch_options, refuse_without_repos
+from codemode.sandbox.cli_options import configured_sandbox, sandbox_options
 
 ENGINE_CHOICES = ("quickjs", "v8")
 
@@ -31,6 +31,16 @@ def cwd_option(help: str) -> Any:
     )
 
 
+_GROUP_OVERRIDES = "codemode.group_overrides"
+
+
+def _with_group_overrides(
+    ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> tuple[str, ...]:
+    """``-c`` given before the command name, then the command's own (which win)."""
+    return (*ctx.meta.get(_GROUP_OVERRIDES, ()), *value)
+
+
 def config_option() -> Any:
     """``-c/--config KEY=VALUE`` (repeatable): override a key of the config file."""
     return click.option(
@@ -39,6 +49,7 @@ def config_option() -> Any:
         "overrides",
         multiple=True,
         metavar="KEY=VALUE",
+        callback=_with_group_overrides,
         help="Override a config key (dotted for tables; VALUE is TOML or a plain string).",
     )
 
@@ -63,6 +74,17 @@ class _SessionGroup(click.Group):
         head: list[str] = getattr(ctx, attr)
         if head and self.get_command(ctx, head[0]) is None:
             words = [*head, *ctx.args]
+            if len(words) == 1:
+                from codemode.cli_hints import near_names
+
+                close = [n for n in near_names(words[0], self.list_commands(ctx))
+                         if not n.startswith(words[0]) or len(words[0]) >= 3]
+                if close and words[0].isalpha():
+                    offer = " or ".join(f"`interpreter {n}`" for n in close[:3])
+                    raise click.UsageError(
+                        f"{words[0]!r} is not a command; did you mean {offer}? (To ask "
+                        "the model, start `interpreter` and type it at the prompt.)"
+                    )
             if any(w.startswith("-") for w in words[1:]):
                 raise click.UsageError(
                     "put options before the PROMPT: interpreter [OPTIONS] [PROMPT]"
@@ -90,12 +112,35 @@ def cli(ctx: click.Context, **kw: Any) -> None:
     """
     if ctx.invoked_subcommand is None:
         _run_interactive(prompt=ctx.meta.get("codemode.prompt"), **kw)
+        return
+    # `interpreter -c KEY=VALUE COMMAND`: the overrides apply to the command too (its
+    # -c option adds them, see config_option); other session options before a command
+    # would be silently lost, so they are an error.
+    ctx.meta[_GROUP_OVERRIDES] = tuple(kw.get("overrides") or ())
+    given = [
+        max(p.opts, key=len)
+        for p in ctx.command.params
+        if p.name in kw
+        and p.name != "overrides"
+        and ctx.get_parameter_source(p.name) == click.core.ParameterSource.COMMANDLINE
+    ]
+    if given:
+        raise click.UsageError(
+            f"put {', '.join(given)} after the command name: "
+            f"interpreter {ctx.invoked_subcommand} [OPTIONS]"
+        )
 
 
-@cli.command(context_settings={"ignore_unknown_options": False})
+@cli.command(cls=BatchCommand, context_settings={"ignore_unknown_options": False})
 @click.argument("script", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.argument("args", nargs=-1)
-@click.option("--engine", type=click.Choice(ENGINE_CHOICES), default="quickjs", show_default=True)
+@click.option(
+    "--engine",
+    type=click.Choice(ENGINE_CHOICES),
+    default="quickjs",
+    show_default=True,
+    help="quickjs: starts in ~0.4 ms; v8: JIT-compiled, for CPU-heavy scripts.",
+)
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
@@ -117,12 +162,7 @@ def cli(ctx: click.Context, **kw: Any) -> None:
     show_default=True,
     help="Tool calls allowed before the script is stopped.",
 )
-@click.option(
-    "--cwd",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=".",
-    help="Workspace the tools work in (default: current directory).",
-)
+@cwd_option("Workspace the tools work in (default: current directory).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result.")
 @click.option("-v", "--verbose", is_flag=True, help="Show each tool call on stderr.")
 @config_option()
@@ -155,7 +195,14 @@ def run(
     With --repos, SCRIPT runs in each repository in parallel, confined to it, and
     writes a JSON Lines report; exit status 0 all done, 1 any failed.
     """
-    mode, policy = resolve_modes(sandbox_mode, approval_policy, full_auto)
+    from codemode.config_file import ConfigError, raw_config
+
+    try:
+        raw = raw_config(overrides)[1]
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    # The config file's sandbox_mode, approval_policy and [sandbox], flags overriding.
+    sandbox = configured_sandbox(raw, sandbox_mode, approval_policy, full_auto)
     if engine == "v8" and not repos:
         from codemode.js_runtime.v8_abi import preload
 
@@ -167,7 +214,7 @@ def run(
         source = read_script(script)
     except UnreadableScript as exc:
         raise click.UsageError(str(exc)) from None
-    servers = _mcp_servers_named_in(source, overrides)
+    servers = _mcp_servers_named_in(source, overrides, raw)
     if repos:
         if servers:
             raise click.UsageError(
@@ -177,14 +224,19 @@ def run(
         from codemode.batch.command import run_batch_command
         from codemode.sandbox.settings import SandboxSettings
 
-        sandbox = SandboxSettings(sandbox_mode=mode, approval_policy=policy)  # type: ignore[arg-type]
-
         if as_json:
             raise click.UsageError("--json is for single runs; a batch writes --report")
         caps = {"timeout": timeout, "memory": memory, "max_tool_calls": max_tool_calls}
         sys.exit(
             run_batch_command(
-                source, args, engine=engine, repos=repos, sandbox=sandbox, **caps, **batch
+                source,
+                args,
+                engine=engine,
+                repos=repos,
+                sandbox=SandboxSettings.model_validate(sandbox),
+                verbose=verbose,
+                **caps,
+                **batch,
             )
         )
     refuse_without_repos(batch)
@@ -195,8 +247,6 @@ def run(
         max_tool_calls=max_tool_calls,
         output_chars=10_000_000,
     )
-    from codemode.config_file import ConfigError
-
     try:
         status = run_script(
             source,
@@ -207,23 +257,24 @@ def run(
             argv=list(args),
             as_json=as_json,
             verbose=verbose,
-            sandbox={"sandbox_mode": mode, "approval_policy": policy},
+            sandbox=sandbox,
+            dry_run=bool(batch.get("dry_run")),
+            filename="stdin" if script == "-" else script,
         )
     except ConfigError as exc:  # a bad [mcp_servers] table
         raise click.UsageError(str(exc)) from None
     sys.exit(status)
 
 
-def _mcp_servers_named_in(source: str, overrides: tuple[str, ...]) -> dict[str, Any]:
+def _mcp_servers_named_in(
+    source: str, overrides: tuple[str, ...], raw: dict[str, Any]
+) -> dict[str, Any]:
     """The ``[mcp_servers.*]`` tables of the servers ``source`` names, validated. The raw
-    file is read first: validating needs pydantic (~50 ms), which most scripts can skip."""
-    from codemode.config_file import ConfigError, raw_config
+    file (``raw``) is read first: validating needs pydantic (~50 ms), which most scripts
+    can skip."""
     from codemode.mcp.referenced import servers_named_in
 
-    try:
-        tables = raw_config(overrides)[1].get("mcp_servers")
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
+    tables = raw.get("mcp_servers")
     named = servers_named_in(source, tables) if isinstance(tables, dict) else {}
     if not named:
         return {}
@@ -262,7 +313,7 @@ def _print_tools(registry: Any, *, dts: bool, as_json: bool) -> None:
     if dts:
         from codemode.tools.typescript import typescript_declarations
 
-        click.echo(typescript_declarations(registry), nl=False)
+        click.echo(typescript_declarations(registry, standalone=True), nl=False)
     elif as_json:
         import json
 
@@ -293,7 +344,12 @@ def session_options(fn: Any) -> Any:
             default=None,
             help="Code dialect (one exec tool running JavaScript) or classic tool calls.",
         ),
-        click.option("--harness", help="Harness (prompt and tool surface); default: native."),
+        click.option(
+            "--harness",
+            help="Harness (prompt and tool surface; `interpreter harness list`); default: "
+            "the one of the provider's model family (claude-code for Anthropic, kimi-code "
+            "for Kimi, qwen-code for Qwen), else native.",
+        ),
         cwd_option("Workspace (default: current directory)."),
         click.option(
             "--max-turns",
@@ -459,7 +515,14 @@ def resume(args: tuple[str, ...], last: bool, overrides: tuple[str, ...], **kw: 
 
 
 @cli.command()
-@click.option("-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option(
+    "-n",
+    "--limit",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="How many sessions to list.",
+)
 def sessions(limit: int) -> None:
     """List recorded sessions, newest first (ids for `interpreter resume`)."""
     from codemode.agent.rollout import SESSIONS_DIR, list_sessions
@@ -469,7 +532,9 @@ def sessions(limit: int) -> None:
     if not rows:
         click.echo("no sessions recorded yet", err=True)
     for row in rows:
-        click.echo(f"{row.id}  {row.model:<24} {row.dialect:<7} {row.first_prompt}")
+        click.echo(
+            f"{row.id}  {row.model:<24} {row.dialect:<7} {row.cwd or '?'}  {row.first_prompt}"
+        )
 
 
 @cli.command()
@@ -523,12 +588,7 @@ def policy() -> None:
     help="A .rules file to load besides the built-in, user and repository rules (repeatable).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the evaluation as JSON.")
-@click.option(
-    "--cwd",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=".",
-    help="Workspace the command would run in (default: current directory).",
-)
+@cwd_option("Workspace the command would run in (default: current directory).")
 @click.argument("command", nargs=-1, required=True)
 def policy_check(
     rules_files: tuple[Path, ...], as_json: bool, cwd: Path, command: tuple[str, ...]
@@ -538,26 +598,26 @@ def policy_check(
 
     COMMAND is one shell command line (quote it) or an argv after `--`:
     `interpreter policy check -- git push --force`.
+
+    Exit status: 0 allow, 10 unmatched, 20 prompt, 30 forbidden, 2 rules that do not load.
     """
-    from codemode.sandbox.check_cli import evaluate, render
+    from codemode.sandbox.check_cli import EXIT_STATUS, evaluate, render
     from codemode.sandbox.rules import RulesError
 
     try:
-        ev = evaluate(command, cwd=cwd, rules_files=rules_files)
+        ev, notices = evaluate(command, cwd=cwd, rules_files=rules_files)
     except RulesError as exc:
         click.echo(f"interpreter policy check: error: {exc}", err=True)
         sys.exit(2)
+    for notice in notices:
+        click.echo(f"interpreter policy check: notice: {notice}", err=True)
     click.echo(render(ev, as_json=as_json))
+    sys.exit(EXIT_STATUS[ev.decision])
 
 
 @cli.command("apply-patch")
 @click.argument("patch", default="-", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option(
-    "--cwd",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=".",
-    help="Directory the patch's paths are relative to, and the only one it may change.",
-)
+@cwd_option("Directory the patch's paths are relative to, and the only one it may change.")
 def apply_patch(patch: str, cwd: Path) -> None:
     """Apply PATCH (a file, or - for stdin, the default) to the files under --cwd.
 
@@ -572,12 +632,28 @@ def apply_patch(patch: str, cwd: Path) -> None:
 
 
 @policy.command("confinement")
-def policy_confinement() -> None:
-    """Which confinement backends work on this machine (bubblewrap, Landlock, seccomp)."""
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def policy_confinement(as_json: bool) -> None:
+    """Which confinement backends work on this machine, and which promises each keeps."""
     from codemode.sandbox.confine import probe
+    from codemode.sandbox.promises import promises
 
+    table = promises()
+    if as_json:
+        import json
+
+        click.echo(json.dumps({"backends": probe().to_json(),
+                               "promises": {p.key: p.to_json() for p in table}}, indent=2))
+        return
     for name, why in probe().to_json().items():
         click.echo(f"{name:<10}  {'works' if why is None else 'unavailable: ' + why}")
+    for backend in ("bubblewrap", "landlock"):
+        click.echo(f"\n{backend}:")
+        for p in table:
+            why = getattr(p, backend)
+            click.echo(f"  {'kept' if why is None else 'NOT KEPT'}  {p.text}")
+            if why is not None:
+                click.echo(f"            {why}")
 
 
 # --- skills -----------------------------------------------------------------------
@@ -637,8 +713,15 @@ def skills_list(cwd: Path, as_json: bool) -> None:
 @click.option("--provider", help="Provider from the catalog or [model_providers.NAME].")
 @click.option("--code-mode/--classic", "code_mode", default=None, help="Dialect of the sessions.")
 @config_option()
+@sandbox_options
 def acp(
-    model: str | None, provider: str | None, code_mode: bool | None, overrides: tuple[str, ...]
+    model: str | None,
+    provider: str | None,
+    code_mode: bool | None,
+    overrides: tuple[str, ...],
+    sandbox_mode: str | None,
+    approval_policy: str | None,
+    full_auto: bool,
 ) -> None:
     """Run as an Agent Client Protocol agent on stdin/stdout (for editors such as Zed).
 
@@ -649,8 +732,19 @@ def acp(
 
     from codemode.acp.server import AcpOptions, serve
 
+    # A bad value (-c sandbox_mode=bogus) is a usage error now, not at the first session.
+    from codemode.sandbox.cli_options import resolve_modes
+
+    load_config_or_usage(overrides)
+    resolve_modes(sandbox_mode, approval_policy, full_auto)
     options = AcpOptions(
-        overrides=list(overrides), model=model, provider=provider, code_mode=code_mode
+        overrides=list(overrides),
+        model=model,
+        provider=provider,
+        code_mode=code_mode,
+        sandbox_mode=sandbox_mode,
+        approval_policy=approval_policy,
+        full_auto=full_auto,
     )
     try:
         asyncio.run(serve(options))
@@ -774,17 +868,30 @@ def mcp_list(as_json: bool, overrides: tuple[str, ...]) -> None:
 )
 @cwd_option("Workspace the tools work in (default: current directory).")
 @config_option()
-def mcp_server(http_port: int | None, cwd: Path, overrides: tuple[str, ...]) -> None:
+@sandbox_options
+def mcp_server(
+    http_port: int | None,
+    cwd: Path,
+    overrides: tuple[str, ...],
+    sandbox_mode: str | None,
+    approval_policy: str | None,
+    full_auto: bool,
+) -> None:
     """Serve the tool host over MCP: `execute` runs JavaScript against the tools.
 
-    The configured sandbox and approval policy apply; a call that would need a human's
-    approval is refused with the reason, since none is attached.
+    The configured sandbox and approval policy apply (the options override them); a
+    call that would need a human's approval is refused with the reason, since none is
+    attached.
     """
+    from codemode.agent.build import SessionOptions
     from codemode.config import ConfigError, load_config
     from codemode.mcp.commands import serve
 
+    options = SessionOptions(
+        cwd=cwd, sandbox_mode=sandbox_mode, approval_policy=approval_policy, full_auto=full_auto
+    )
     try:
-        status = serve(load_config(overrides), cwd, http_port=http_port)
+        status = serve(load_config(overrides), options, http_port=http_port)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     sys.exit(status)
@@ -820,6 +927,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         status = cli.main(args=argv, prog_name="interpreter", standalone_mode=False)
     except click.UsageError as exc:
+        if isinstance(exc, click.NoSuchOption):
+            from codemode.cli_hints import near_options
+
+            exc.possibilities = near_options(exc.option_name, exc.possibilities or [])
         name = exc.ctx.command_path if exc.ctx else "interpreter"
         click.echo(f"{name}: error: {exc.format_message()}", err=True)
         sys.exit(2)

@@ -21,6 +21,7 @@ from codemode.config_file import (
     read_config_file,
 )
 from codemode.providers.sampling import Sampling
+from codemode.sandbox.settings import SandboxOptions
 
 __all__ = [
     "CONFIG_FILE",
@@ -65,9 +66,10 @@ class Config(BaseModel):
     exec_timeout_s: float = Field(default=120.0, gt=0)
     # Characters of AGENTS.md given to the model, per file.
     project_doc_max_chars: int = Field(default=32_000, ge=0)
-    # Tables other components own; validated by them.
+    # Validated by the MCP component when servers start.
     mcp_servers: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    sandbox: dict[str, Any] = Field(default_factory=dict)
+    # Validated here, so a bad [sandbox] table is a usage error before anything runs.
+    sandbox: SandboxOptions = Field(default_factory=SandboxOptions)
 
 
 def load_config(overrides: list[str] | tuple[str, ...] = (), *, home: Path | None = None) -> Config:

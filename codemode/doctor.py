@@ -177,6 +177,29 @@ def landlock(report: Report) -> None:
         )
 
 
+def confinement(report: Report) -> None:
+    """The same promises as `interpreter policy confinement`, for each working backend."""
+    from codemode.sandbox.confine import probe
+    from codemode.sandbox.promises import promises
+
+    found = probe()
+    in_use = "bubblewrap" if found.bubblewrap is None else "landlock"
+    for backend in ("bubblewrap", "landlock"):
+        if getattr(found, backend) is not None:
+            continue
+        for p in promises():
+            why = getattr(p, backend)
+            if why is None:
+                report.add("confinement", f"{backend}: {p.key}", "ok", p.text)
+            else:
+                # a gap of the fallback only matters when the fallback is in use
+                status = "warn" if backend == in_use else "info"
+                report.add("confinement", f"{backend}: {p.key}", status,
+                           f"not kept: {p.text} — {why}",
+                           "install bubblewrap (apt-get install bubblewrap)"
+                           if backend == "landlock" else None)
+
+
 def node(report: Report) -> None:
     exe = shutil.which("node")
     npx = shutil.which("npx")
@@ -293,6 +316,7 @@ def run_checks(cwd: Path) -> Report:
     bubblewrap(report)
     seccomp(report)
     landlock(report)
+    confinement(report)
     node(report)
     engines(report)
     provider_keys(report)

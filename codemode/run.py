@@ -63,13 +63,23 @@ async def run_source(
     registry: ToolRegistry | None = None,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
+    dry_run: bool = False,
+    filename: str = "program.js",
 ) -> int:
     """Run one script and report it; returns the exit status.
 
     ``sandbox`` confines the commands the script's tools start; there is no one to
     approve anything, so a command needing approval is refused (the script sees a
-    catchable exception) unless the approval policy is ``never``.
+    catchable exception) unless the approval policy is ``never``. ``dry_run``: no file
+    is written; the unified diff of what would have changed is printed at the end.
     """
+    changes = None
+    if dry_run:
+        from codemode.tools.builtin import builtin_registry
+        from codemode.tools.dry_run import DryRun, dry_run_registry
+
+        registry = dry_run_registry(registry or builtin_registry())
+        changes = DryRun()
     host = ToolHost(
         cwd,
         engine=engine,
@@ -78,13 +88,21 @@ async def run_source(
         globals={"argv": argv},
         sandbox=sandbox,
     )
+    host.context.dry_run = changes
     try:
         on_event = None if as_json else _printer(verbose, out, err)
         result = await host.execute(source, on_event=on_event)
     finally:
         host.close()
+    diff = changes.diff(host.workspace) if changes is not None else None
     if as_json:
-        print(result.to_json(indent=2), file=out)
+        if changes is None:
+            print(result.to_json(indent=2), file=out)
+        else:
+            data = json.loads(result.to_json())
+            data["changed_files"] = changes.changed_paths(host.workspace)
+            data["diff"] = diff
+            print(json.dumps(data, indent=2, ensure_ascii=False), file=out)
     else:
         if result.output_truncated:
             # The head streamed as it came; the elision marker and the tail follow.
@@ -92,8 +110,21 @@ async def run_source(
         if result.ok and result.value is not None:
             print(_render_value(result.value), file=out)
         if result.error is not None:
-            print(result.error.one_line(), file=err)
+            from codemode.js_runtime.error_render import render_error
+
+            print(render_error(result.error, source, filename), file=err)
+        if changes is not None:
+            _print_dry_run(diff or "", changes.changed_paths(host.workspace), out, err)
     return exit_status(result)
+
+
+def _print_dry_run(diff: str, changed: list[str], out: TextIO, err: TextIO) -> None:
+    if not changed:
+        print("dry run: no file would change", file=err)
+        return
+    plural = "s" if len(changed) != 1 else ""
+    print(f"dry run: {len(changed)} file{plural} would change (nothing written)", file=err)
+    print(diff, file=out, end="" if diff.endswith("\n") else "\n")
 
 
 def _tail_note(result: ExecResult) -> str:

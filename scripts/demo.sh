@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Quick start, part one: set up, run batch refactors on a copy of the bundled sample
+# Quick start, part one: set up the runtime, run batch refactors on a copy of the bundled sample
 # repository and show what they changed, then replay a recorded agent session in which
 # a model fixes a failing test. No model service and no API key involved.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup-runtime.sh  # the runtime only, none of the test tools
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -28,7 +28,7 @@ echo "Its replies are replayed from examples/sessions/fix-failing-test.jsonl; th
 cp -r examples/bugfix-repo "$work/bugfix"
 echo "\$ python3 -m unittest -q   (before)"
 (cd "$work/bugfix" && python3 -m unittest -q 2>&1 | tail -1) || true
-echo "\$ interpreter exec --replay examples/sessions/fix-failing-test.jsonl"
+echo "\$ interpreter exec --replay examples/sessions/fix-failing-test.jsonl -C $work/bugfix"
 CODEMODE_HOME="$work/home" .venv/bin/interpreter exec \
   --replay examples/sessions/fix-failing-test.jsonl -C "$work/bugfix"
 echo "\$ python3 -m unittest -q   (after)"

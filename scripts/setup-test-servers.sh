@@ -1,21 +1,41 @@
 #!/usr/bin/env bash
-# Third-party MCP servers the tests drive: @modelcontextprotocol/server-filesystem from
-# the npm registry, into .cache/mcp-servers. Never fails setup: without node/npm or a
-# registry the tests that need the server skip and print why (the log below).
+# npm packages the tests drive, each into its own folder under .cache/ keyed by version:
+#   MCP servers (@modelcontextprotocol/server-filesystem, -memory, -everything) in
+#   .cache/mcp-servers, the TypeScript compiler (tsc --strict on `tools --dts`) in
+#   .cache/typescript, and the ACP SDK (@agentclientprotocol/sdk, its zod schemas check
+#   what `interpreter acp` sends) in .cache/acp-sdk.
+# Never fails setup: without node/npm or a registry the tests that need a package skip
+# and print why (each folder's install.log says what happened).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-dir=.cache/mcp-servers
-package=@modelcontextprotocol/server-filesystem@2026.8.31
-log=$dir/install.log
-[ -x "$dir/node_modules/.bin/mcp-server-filesystem" ] && exit 0
-mkdir -p "$dir"
-if ! command -v npm >/dev/null 2>&1; then
-  echo "npm not found: cannot install $package" > "$log"
-  echo "setup: npm not found; MCP filesystem-server tests will skip" >&2
-  exit 0
-fi
-if ! npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$package" >"$log" 2>&1; then
-  echo "setup: npm install $package failed (see $log); those tests will skip" >&2
-fi
+install() {  # install DIR MARKER PACKAGE...
+  local dir=$1 marker=$2
+  shift 2
+  local stamp="$dir/.installed-$(echo "$*" | tr ' /@' '___')"
+  if [ -e "$stamp" ] && [ -e "$dir/$marker" ]; then
+    return 0
+  fi
+  mkdir -p "$dir"
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "npm not found: cannot install $*" > "$dir/install.log"
+    echo "setup: npm not found; tests needing $* will skip" >&2
+    return 0
+  fi
+  if timeout 300 npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$@" \
+      >"$dir/install.log" 2>&1 && [ -e "$dir/$marker" ]; then
+    touch "$stamp"
+  else
+    echo "setup: npm install $* failed (see $dir/install.log); those tests will skip" >&2
+  fi
+}
+
+mcp_version=2026.8.31
+install .cache/mcp-servers node_modules/.bin/mcp-server-everything \
+  "@modelcontextprotocol/server-filesystem@$mcp_version" \
+  "@modelcontextprotocol/server-memory@$mcp_version" \
+  "@modelcontextprotocol/server-everything@$mcp_version"
+install .cache/typescript node_modules/.bin/tsc typescript@7.0.2
+install .cache/acp-sdk node_modules/@agentclientprotocol/sdk/package.json \
+  @agentclientprotocol/sdk@2.4.0
 exit 0

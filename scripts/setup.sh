@@ -1,37 +1,23 @@
 #!/usr/bin/env bash
-# Create .venv and install codemode with its test tools. Safe to run again: it only
-# reinstalls when pyproject.toml changed.
+# The contributor set-up: the runtime (scripts/setup-runtime.sh) plus the test tools —
+# pytest, ruff, pexpect, Ray for the batch test, the Codex SDK and third-party MCP
+# servers. Safe to run again: it only reinstalls when pyproject.toml changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-python=${PYTHON:-python3}
-if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
-  echo "codemode needs Python 3.11 or newer (set PYTHON=/path/to/python3.11)" >&2
-  exit 1
-fi
-[ -x .venv/bin/python ] || "$python" -m venv .venv
-
-# The sandbox confines commands with bubblewrap (and seccomp through libseccomp). Install
-# them where we can; without them the sandbox falls back to Landlock, or refuses to run
-# commands in a restricted mode. Never fails the setup.
-need=()
-command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
-ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so' || need+=(libseccomp2)
-if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-         apt-get install -y -qq --no-install-recommends "${need[@]}"; } >/dev/null 2>&1; then
-    echo "setup: could not install ${need[*]} (the sandbox falls back to Landlock)" >&2
-  fi
-fi
+bash scripts/setup-runtime.sh
 
 stamp=.venv/.codemode-installed
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   log=.venv/install.log
-  # A path-file editable install: the import-hook kind costs ~7 ms at every start.
-  if ! { .venv/bin/python -m pip install --upgrade pip \
-         && .venv/bin/python -m pip install -e '.[test]' --config-settings editable_mode=compat
-       } >"$log" 2>&1; then
+  # The runtime venv may have been made without pip (the quick way): the host's pip
+  # then installs into it, as it did the runtime.
+  if .venv/bin/python -m pip --version >/dev/null 2>&1; then
+    install=(.venv/bin/python -m pip install)
+  else
+    install=("${PYTHON:-python3}" -m pip --python .venv/bin/python install)
+  fi
+  if ! "${install[@]}" -e '.[test]' --config-settings editable_mode=compat >"$log" 2>&1; then
     cat "$log" >&2
     echo "setup: pip install failed (log above, also in $log)" >&2
     exit 1

@@ -152,8 +152,8 @@ def test_update_plan_becomes_a_todo_list(home: Path, work: Path) -> None:
         run = exec_cli(server, "chat", "--json", "plan it", home=home, cwd=work)
     todo = next(e["item"] for e in run.events() if e.get("item", {}).get("type") == "todo_list")
     assert todo["items"] == [
-        {"text": "look", "completed": True},
-        {"text": "fix", "completed": False},
+        {"text": "look", "completed": True, "status": "completed"},
+        {"text": "fix", "completed": False, "status": "in_progress"},
     ]
 
 
@@ -525,7 +525,7 @@ def test_an_emulated_harness_reports_commands_as_command_executions(home: Path, 
     command = next(i for i in items if i["type"] == "command_execution")
     assert command["command"] == "echo hi" and command["exit_code"] == 0
     todo = next(i for i in items if i["type"] == "todo_list")
-    assert todo["items"] == [{"text": "look", "completed": True}]
+    assert todo["items"] == [{"text": "look", "completed": True, "status": "completed"}]
 
 
 def test_a_session_without_a_message_leaves_no_file(

@@ -644,17 +644,31 @@ def test_engine_runs_without_a_tool_context(tmp_path: Path) -> None:
 
 
 def test_non_utf8_and_binary_content_is_reported_printably(tmp_path: Path) -> None:
+    # A file that is not UTF-8 is patched as Latin-1, as read_file shows it: "café".
     (tmp_path / "latin.txt").write_bytes(b"caf\xe9\nold\n")
     (tmp_path / "blob.bin").write_bytes(b"\x00\x01\xff")
     outcome = apply_patch_text(
-        "*** Begin Patch\n*** Update File: latin.txt\n@@\n caf\ufffd\n-old\n+new\n"
+        "*** Begin Patch\n*** Update File: latin.txt\n@@\n caf\u00e9\n-old\n+new \u00e9\n"
         "*** Delete File: blob.bin\n*** End Patch\n",
         tmp_path,
     )
-    assert (tmp_path / "latin.txt").read_bytes() == b"caf\xe9\nnew\n"
-    assert " caf\ufffd\n-old\n+new\n" in outcome.diff
+    assert (tmp_path / "latin.txt").read_bytes() == b"caf\xe9\nnew \xe9\n"
+    assert " caf\u00e9\n-old\n+new \u00e9\n" in outcome.diff
     assert "Binary files a/blob.bin and /dev/null differ\n" in outcome.diff
     outcome.diff.encode("utf-8")  # no lone surrogates left
+    # A patch read from bytes (the apply-patch command) holds the raw byte as a
+    # surrogate escape: it matches, and is written back as that byte.
+    apply_patch_text(
+        "*** Begin Patch\n*** Update File: latin.txt\n@@\n caf\udce9\n-new \xe9\n+x\udce9\n",
+        tmp_path,
+    )
+    assert (tmp_path / "latin.txt").read_bytes() == b"caf\xe9\nx\xe9\n"
+    # New text a Latin-1 file cannot hold is refused, naming the encoding.
+    with pytest.raises(PatchError, match="Latin-1") as info:
+        apply_patch_text(
+            "*** Begin Patch\n*** Update File: latin.txt\n@@\n-x\u00e9\n+\u2014\n", tmp_path
+        )
+    assert (tmp_path / "latin.txt").read_bytes() == b"caf\xe9\nx\xe9\n"
     with pytest.raises(PatchError) as info:
         apply_patch_text(
             "*** Begin Patch\n*** Update File: latin.txt\n@@\n-caf\udce9 x\n", tmp_path

@@ -150,6 +150,29 @@ def test_repository_list_file_and_exit_zero(workdir: Path) -> None:
     assert (repos[0] / "version.txt").read_text() == "1.0.0\n"  # not listed, not touched
 
 
+def test_repos_takes_a_shell_glob_as_typed(workdir: Path) -> None:
+    """`--repos repos/repo-0*` expands to several words: every one is a repository, and
+    the words after them (not directories) stay the script's argv."""
+    make_repos(workdir / "repos", 4)
+    (workdir / "argv.js").write_text("return argv;")
+    proc = subprocess.run(
+        ["sh", "-c", f'"{INTERPRETER}" run argv.js --repos repos/repo-0* old new --report r.jsonl'],
+        cwd=workdir, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = read_report(workdir / "r.jsonl")
+    assert sorted(report) == ["repo-00", "repo-01", "repo-02", "repo-03"]
+    assert all(line["value"] == ["old", "new"] for line in report.values())
+    assert "4 repositories: 4 done" in proc.stderr.splitlines()[-1]
+    # A directory meant as a script argument goes after `--`.
+    proc = interp("run", "argv.js", "--repos", "repos/repo-00", "--report", "r2.jsonl",
+                  "--", "repos/repo-01", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    assert [line["value"] for line in read_report(workdir / "r2.jsonl").values()] == [
+        ["repos/repo-01"]
+    ]
+
+
 def test_each_repository_is_confined_to_itself(workdir: Path) -> None:
     repos = make_repos(workdir / "repos", 3)
     (workdir / "escape.js").write_text(
@@ -332,12 +355,59 @@ def test_report_survives_strings_utf8_cannot_encode(workdir: Path) -> None:
     assert (line["output"], line["value"]) == ("half \ufffd pair", "\ufffd")
 
 
+def test_a_single_run_dry_run_prints_the_diff_and_writes_nothing(workdir: Path) -> None:
+    [repo] = make_repos(workdir / "repos", 1)
+    (workdir / "one.js").write_text(BUMP.replace("repo.name", "'repo-00'"))
+    proc = interp("run", workdir / "one.js", "--dry-run", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert (repo / "version.txt").read_text() == "1.0.0\n"  # nothing written
+    assert proc.stdout.startswith("repo-00: 1.0.0 -> 1.0.1\n")  # the read-back saw it
+    assert proc.stdout.endswith(
+        "diff --git a/version.txt b/version.txt\n--- a/version.txt\n+++ b/version.txt\n"
+        "@@ -1 +1 @@\n-1.0.0\n+1.0.1\n"
+    ), proc.stdout
+    assert "dry run: 1 file would change (nothing written)" in proc.stderr
+    as_json = interp("run", workdir / "one.js", "--dry-run", "--json", cwd=repo)
+    data = json.loads(as_json.stdout)
+    assert data["changed_files"] == ["version.txt"] and "+1.0.1" in data["diff"]
+    assert not list(repo.glob("*.jsonl"))
+
+
+def test_batch_report_goes_under_codemode_home_and_v_shows_each_output(
+    workdir: Path,
+) -> None:
+    make_repos(workdir / "repos", 3)
+    home = workdir / "home"
+    env = {**os.environ, "CODEMODE_HOME": str(home)}
+    proc = interp("run", "bump.js", "--repos", "repos", "-v", "--jobs", "1", cwd=workdir,
+                  env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert not list(workdir.glob("*.jsonl"))  # not in the current directory
+    [report] = (home / "batch").glob("codemode-batch-*.jsonl")
+    assert str(report) in proc.stderr.splitlines()[-1]
+    for i in range(3):
+        assert f"  repo-{i:02d}: 1.{i}.0 -> 1.{i}.1" in proc.stderr  # the console output
+        assert f'  → {{"name": "repo-{i:02d}", "version": "1.{i}.1"}}' in proc.stderr
+
+
+def test_a_syntax_error_is_reported_once_before_any_repository_runs(workdir: Path) -> None:
+    repos = make_repos(workdir / "repos", 4)
+    (workdir / "bad.js").write_text("await tools.write_file({path: 'x', content: 'y'});\n"
+                                    "const a = ;\n")
+    proc = interp("run", "bad.js", "--repos", "repos", "--report", "r.jsonl", cwd=workdir)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert sum("SyntaxError" in line for line in lines) == 1, proc.stderr
+    assert "at 2:11" in proc.stderr and "no repository was run" in proc.stderr
+    assert not (workdir / "r.jsonl").exists()
+    assert not any((r / "x").exists() for r in repos)
+
+
 def test_batch_usage_errors(workdir: Path) -> None:
     (workdir / "plain").mkdir()
     (workdir / "empty.txt").write_text("# nothing\n")
     (workdir / "missing.txt").write_text("repos/nope\n")
     cases = [
-        (["--dry-run"], "--dry-run only applies to batch runs"),
         (["--jobs", "2", "--report", "x.jsonl"], "--jobs, --report only apply to batch runs"),
         (["--repos", "plain"], "is not a working copy and has no subdirectory"),
         (["--repos", "empty.txt"], "names no repository"),

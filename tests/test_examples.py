@@ -140,8 +140,7 @@ def test_rename_identifier_rejects_non_identifiers(repo: Path, names: list[str])
     before = snapshot(repo)
     proc = run_example("rename_identifier.js", repo, *names)
     assert proc.returncode == 1
-    assert len(proc.stderr.splitlines()) == 1, proc.stderr
-    assert "must be identifiers" in proc.stderr
+    assert "\nError: both names must be identifiers" in proc.stderr, proc.stderr
     assert snapshot(repo) == before
 
 
@@ -208,8 +207,7 @@ def test_add_license_header_unknown_extension(repo: Path) -> None:
     before = snapshot(repo)
     proc = run_example("add_license_header.js", repo, "xyz", "SPDX-License-Identifier: MIT")
     assert proc.returncode == 1
-    assert len(proc.stderr.splitlines()) == 1, proc.stderr
-    assert "no comment style known for .xyz" in proc.stderr
+    assert "\nError: no comment style known for .xyz" in proc.stderr, proc.stderr
     assert snapshot(repo) == before
 
 
@@ -402,3 +400,51 @@ def test_the_recorded_demo_session_fixes_the_bugfix_repo(tmp_path: Path) -> None
         [sys.executable, "-m", "unittest", "-q"], cwd=repo, capture_output=True, text=True
     )
     assert after.returncode == 0, after.stderr
+
+
+def test_a_replay_whose_tools_fail_where_the_recording_succeeded_says_so(tmp_path: Path) -> None:
+    """Run from the repository root (no -C): every tool call fails there. The recorded
+    final answer claims success; the replay must not pass that off as a success."""
+    interpreter = Path(sys.executable).parent / "interpreter"
+    before = subprocess.run(["git", "status", "--porcelain"], cwd=EXAMPLES.parent,
+                            capture_output=True, text=True)
+    replay = subprocess.run(
+        [str(interpreter), "exec", "--replay", "examples/sessions/fix-failing-test.jsonl"],
+        cwd=EXAMPLES.parent,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CODEMODE_HOME": str(tmp_path / "home")},
+        timeout=60,
+    )
+    assert replay.returncode == 1, replay.stderr
+    last = replay.stderr.strip().splitlines()[-1]
+    assert "did not do what they did in the recording" in last
+    assert "read_file (call 2): failed now, completed in the recording" in last
+    assert "-C DIR" in last and "Traceback" not in replay.stderr
+    after = subprocess.run(["git", "status", "--porcelain"], cwd=EXAMPLES.parent,
+                           capture_output=True, text=True)
+    assert after.stdout == before.stdout  # nothing in the checkout was touched
+
+
+def test_demo_prints_the_replay_command_it_runs() -> None:
+    """The command demo.sh shows must be the one that works (with -C)."""
+    demo = (EXAMPLES.parent / "scripts/demo.sh").read_text()
+    shown = [line for line in demo.splitlines() if "interpreter exec" in line and "echo" in line]
+    assert shown and all("-C" in line for line in shown), shown
+
+
+def test_the_demo_sets_up_the_runtime_only_and_the_readme_stays_in_the_repository() -> None:
+    root = EXAMPLES.parent
+    demo = (root / "scripts/demo.sh").read_text()
+    assert "scripts/setup-runtime.sh" in demo and "scripts/setup.sh" not in demo
+    runtime = (root / "scripts/setup-runtime.sh").read_text()
+    assert "[test]" not in runtime and "npm" not in runtime and "setup-test-servers" not in runtime
+    assert "scripts/setup-runtime.sh" in (root / "scripts/setup.sh").read_text()
+    readme = (root / "README.md").read_text()
+    assert "../shared" not in readme and "/work/" not in readme
+    for target in re.findall(r"\]\(([^)#]+)\)", readme):
+        if "://" not in target:
+            assert (root / target).exists(), target
+    assert (root / "docs/DESIGN.md").exists()
+    design = (root / "docs/DESIGN.md").read_text()
+    assert "../shared" not in design and "/work/" not in design

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -176,7 +177,11 @@ def test_output_redirection_keeps_an_allowed_command_from_being_allowed(ws: Path
 
 def test_dynamic_words_never_satisfy_an_allow_but_may_trigger_a_prompt(ws: Path) -> None:
     assert decide('git push "$FLAG"', ws)[0] == "prompt"
-    assert decide("sed $OPTS f", ws)[0] == "unmatched"
+    # $OPTS may be `-e 'e CMD'`: a sed script that cannot be decided asks (it used to be
+    # `unmatched`, which runs unasked under on-request)
+    assert decide("sed $OPTS f", ws)[0] == "prompt"
+    assert decide("rg $OPTS f", ws)[0] == "unmatched"  # may be --pre=CMD: never allowed
+    assert decide('cat "$f"', ws)[0] == "allow"  # any word is harmless to cat
 
 
 # --- .rules files ----------------------------------------------------------------------
@@ -253,6 +258,7 @@ def test_user_rules_relax_defaults_repo_rules_only_restrict(ws: Path, home: Path
     assert decide("git push --force", ws, policy)[0] == "allow"
     assert decide("git reset --hard", ws, policy)[0] == "prompt"
     assert decide("make all", ws, policy)[0] == "forbidden"
+    assert any("git" in n and "can only add restrictions" in n for n in policy.notices)
 
 
 # --- interpreter policy check ----------------------------------------------------------
@@ -270,7 +276,7 @@ def check(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_policy_check_text_and_json(ws: Path) -> None:
     proc = check("ls; git push origin main --force", cwd=ws)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 20, proc.stderr  # prompt
     lines = proc.stdout.splitlines()
     assert lines[0] == "decision: prompt"
     assert lines[1] == "command: git push origin main --force"
@@ -289,6 +295,7 @@ def test_policy_check_with_rules_file_and_load_error(ws: Path, tmp_path: Path) -
     rules.write_text('prefix_rule(pattern=["npm", "publish"], decision="forbidden")\n')
     proc = check("--rules", str(rules), "--", "npm", "publish", cwd=ws)
     assert proc.stdout.splitlines()[0] == "decision: forbidden"
+    assert proc.returncode == 30
     assert f"({rules}:1)" in proc.stdout
     rules.write_text('prefix_rule(pattern=["npm"], match=["yarn x"])\n')
     proc = check("--rules", str(rules), "--", "npm", cwd=ws)
@@ -301,9 +308,10 @@ def test_policy_confinement_lists_the_backends(ws: Path) -> None:
         [str(INTERPRETER), "policy", "confinement"], capture_output=True, text=True, timeout=30
     )
     assert proc.returncode == 0, proc.stderr
-    names = [line.split()[0] for line in proc.stdout.splitlines()]
+    backends = proc.stdout.split("\n\n")[0].splitlines()  # then the promises, per backend
+    names = [line.split()[0] for line in backends]
     assert names == ["bubblewrap", "landlock", "seccomp"]
-    assert all(" works" in line or "unavailable: " in line for line in proc.stdout.splitlines())
+    assert all(" works" in line or "unavailable: " in line for line in backends)
 
 
 def test_help_does_not_import_tree_sitter(tmp_path: Path) -> None:
@@ -314,3 +322,286 @@ def test_help_does_not_import_tree_sitter(tmp_path: Path) -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+# --- the corpus: every listed command line and its decision ----------------------------
+
+CORPUS_FILE = Path(__file__).parent / "data" / "policy_corpus.toml"
+SECTIONS = {"safe": "allow", "unmatched": "unmatched", "prompt": "prompt", "forbidden": "forbidden"}
+
+
+def corpus() -> list[tuple[str, str]]:
+    import tomllib
+
+    data = tomllib.loads(CORPUS_FILE.read_text(encoding="utf-8"))
+    assert set(data) == set(SECTIONS), sorted(data)
+    return [(c, SECTIONS[k]) for k, section in data.items() for c in section["commands"]]
+
+
+def test_corpus_is_big_and_covers_every_decision() -> None:
+    cases = corpus()
+    counts = {d: sum(1 for _, e in cases if e == d) for d in SECTIONS.values()}
+    assert len(cases) >= 250, len(cases)
+    assert min(counts.values()) >= 20, counts
+    assert len({c for c, _ in cases}) == len(cases), "a command is listed twice"
+
+
+@pytest.mark.parametrize(("command", "expected"), corpus())
+def test_corpus(command: str, expected: str, ws: Path, home: Path) -> None:
+    ev = Policy().evaluate(command, PolicyContext(cwd=ws, writable_roots=(ws,), home=home))
+    d = ev.deciding
+    why = f"{d.command!r}: {d.rule} / {d.justification}" if d else "no simple command"
+    assert ev.decision == expected, why
+
+
+# --- forbidden stays forbidden, and allows do not loosen it -----------------------------
+
+
+def test_user_allow_never_overrides_forbidden_or_a_payload(ws: Path, home: Path) -> None:
+    (home / "rules").mkdir(parents=True)
+    (home / "rules" / "mine.rules").write_text(
+        'prefix_rule(pattern=["mkfs.ext4"], decision="allow")\n'
+        'prefix_rule(pattern=["sed"], decision="allow")\n'
+        'prefix_rule(pattern=["rm", "-rf"], decision="allow")\n'
+        'prefix_rule(pattern=["ls"], decision="allow")\n'
+    )
+    policy = Policy.load(ws)
+    assert decide("mkfs.ext4 /dev/sda", ws, policy)[0] == "forbidden"
+    assert decide("sed '1e mkfs.ext4 /dev/sda' f", ws, policy)[0] == "forbidden"
+    assert decide("sed -i s/a/b/ f", ws, policy)[0] == "allow"  # the user's own choice
+    assert decide("sed '1e touch x' f", ws, policy)[0] == "prompt"  # runs a command
+    assert decide("rm -rf ~/Documents", ws, policy)[0] == "prompt"  # outside the workspace
+    assert decide("rm -rf build", ws, policy)[0] == "allow"
+    assert decide("PATH=.:$PATH ls", ws, policy)[0] == "prompt"
+
+
+def test_repository_rules_only_tighten_at_any_depth(tmp_path: Path, home: Path) -> None:
+    repo = tmp_path / "repo"
+    ws = repo / "pkg" / "sub"
+    ws.mkdir(parents=True)
+    (repo / ".git").mkdir()
+    for where in (repo, repo / "pkg", ws):
+        (where / ".codemode" / "rules").mkdir(parents=True)
+    (repo / ".codemode" / "rules" / "a.rules").write_text(
+        'prefix_rule(pattern=["python3"], decision="allow")\n'
+    )
+    (repo / "pkg" / ".codemode" / "rules" / "b.rules").write_text(
+        f'host_executable(name="ls", paths=["{ws}/bin/ls"])\nallow_command(command="touch made")\n'
+    )
+    (ws / ".codemode" / "rules" / "c.rules").write_text(
+        'prefix_rule(pattern=["cat"], decision="forbidden", justification="no cat")\n'
+    )
+    policy = Policy.load(ws)
+    assert decide("python3 x.py", ws, policy)[0] == "unmatched"
+    assert decide(f"{ws}/bin/ls", ws, policy)[0] == "unmatched"
+    assert decide("touch made", ws, policy)[0] == "unmatched"
+    assert decide("cat f", ws, policy)[0] == "forbidden"  # restrictions do apply
+    notices = "\n".join(policy.notices)
+    assert "a.rules:1: ignored" in notices and "python3" in notices
+    assert "host_executable(name='ls')" in notices
+    assert 'allow_command(command="touch made")' in notices
+    proc = check("python3 x.py", cwd=ws)
+    assert proc.returncode == 10
+    assert "notice:" in proc.stderr and "can only add restrictions" in proc.stderr
+    # the same rules as the user's own do allow
+    (home / "rules").mkdir(parents=True)
+    (home / "rules" / "mine.rules").write_text(
+        (repo / ".codemode" / "rules" / "a.rules").read_text()
+    )
+    assert decide("python3 x.py", ws, Policy.load(ws))[0] == "allow"
+
+
+@pytest.mark.parametrize(
+    ("command", "status"),
+    [("ls", 0), ("touch x", 10), ("git push --force", 20), ("rm -rf /", 30)],
+)
+def test_policy_check_exit_status_is_the_decision(command: str, status: int, ws: Path) -> None:
+    proc = check(command, cwd=ws)
+    assert proc.returncode == status, (proc.stdout, proc.stderr)
+    assert (
+        proc.stdout.splitlines()[0]
+        == f"decision: {list(SECTIONS.values())[[0, 10, 20, 30].index(status)]}"
+    )
+
+
+# --- "always" stores no more than the person saw ----------------------------------------
+
+
+def test_always_offers_the_exact_line_then_narrower_prefixes(ws: Path) -> None:
+    from codemode.sandbox.approval import remember_options
+
+    ev = Policy().evaluate('rm -rf "$TMPDIR/build"', PolicyContext(cwd=ws, writable_roots=(ws,)))
+    options = remember_options('rm -rf "$TMPDIR/build"', ev.needing_approval())
+    assert [o.command for o in options] == ['rm -rf "$TMPDIR/build"']  # no `rm -rf` prefix
+    assert options[0].rule() == 'allow_command(command="rm -rf \\"$TMPDIR/build\\"")'
+    ev = Policy().evaluate("git push --force origin main", PolicyContext(ws, (ws,)))
+    options = remember_options("git push --force origin main", ev.needing_approval())
+    assert options[0].command == "git push --force origin main"
+    prefixes = [o.prefix for o in options[1:]]
+    assert prefixes[0] == ("git", "push", "--force", "origin", "main")
+    assert all(len(a) > len(b) for a, b in itertools.pairwise(prefixes))
+    assert all(o.label.startswith(f"`{' '.join(o.prefix)}` followed by") for o in options[1:])
+
+
+async def test_always_exact_line_allows_that_line_and_nothing_else(ws: Path, home: Path) -> None:
+    from codemode.sandbox.session import CommandRefused, SandboxSession
+    from codemode.sandbox.settings import SandboxSettings
+
+    answers = ["always"]
+
+    async def approver(request: object) -> str:
+        return answers.pop(0) if answers else "deny"
+
+    settings = SandboxSettings(sandbox_mode="danger-full-access", approval_policy="untrusted")
+    sandbox = SandboxSession(ws, settings, approver=approver)
+    (ws / "build").mkdir()
+    line = 'rm -rf "$TMPDIR/build"'
+    await sandbox.authorize(line, cwd=ws)
+    saved = (home / "rules" / "default.rules").read_text()
+    assert saved == 'allow_command(command="rm -rf \\"$TMPDIR/build\\"")\n'
+    await sandbox.authorize(line, cwd=ws)  # remembered: not asked (answers is empty)
+    for other in ("rm -rf ~/Documents", "rm -rf build", "git push --force"):
+        with pytest.raises(CommandRefused, match="declined"):
+            await sandbox.authorize(other, cwd=ws)
+    fresh = Policy.load(ws)  # the next session reads the rule back
+    assert fresh.evaluate(line, PolicyContext(ws, (ws,))).decision == "allow"
+    assert fresh.evaluate("rm -rf ~/Documents", PolicyContext(ws, (ws,))).decision == "prompt"
+
+
+# --- the issue's commands through the shell tool: nothing runs -------------------------
+
+RAN = [
+    "sed '1e touch {m}' f",
+    "sed 's/.*/touch {m}/e' f",
+    "sed -n 'w {m}' f",
+    "env -iS'touch {m}'",
+    "git grep --open-files-in-pager='touch {m}' x",
+    "sort -S1K -T . --compress-program='touch {m}' f",
+    "x='a[$(touch {m})]'; echo $((x))",
+    "printf -v 'a[$(touch {m})]' x",
+    "hash -p /usr/bin/touch ls; ls {m}",
+    "flock /tmp/l -c 'touch {m}'",
+    "trap 'touch {m}' EXIT",
+    "mapfile -C 'touch {m}' -c 1 < f",
+    "busybox touch {m}",
+    "echo 'touch {m}' | bash",
+]
+
+
+@pytest.mark.parametrize("attack", RAN)
+async def test_untrusted_runs_none_of_the_issue_commands_unasked(
+    attack: str, ws: Path, tmp_path: Path
+) -> None:
+    """Each used to be `allow` (or `unmatched`) and ran under --approval untrusted."""
+    from codemode.sandbox.session import CommandRefused, SandboxSession
+    from codemode.sandbox.settings import SandboxSettings
+    from codemode.tools import ToolContext, builtin_registry
+
+    marker = tmp_path / "pwned"
+    (ws / "f").write_text("line\n")
+    settings = SandboxSettings(sandbox_mode="danger-full-access", approval_policy="untrusted")
+    ctx = ToolContext(workspace=ws, sandbox=SandboxSession(ws, settings))
+    with pytest.raises(CommandRefused, match="needs approval"):
+        await builtin_registry().invoke("shell", {"command": attack.format(m=marker)}, ctx)
+    assert not marker.exists()
+
+
+# --- pieces -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("script", "safe", "commands", "writes"),
+    [
+        ("1,5p", True, [], []),
+        ("s|a|b|gI;p", True, [], []),
+        ("/x/,/y/{p;d}", True, [], []),
+        ("1a text; e not a command", True, [], []),
+        ("1e touch x", False, ["touch x"], []),
+        ("s/.*/touch x/e", False, ["touch x"], []),
+        ("$!N;s/a/b/w out", False, [], ["out"]),
+        ("W out", False, [], ["out"]),
+        ("s/x/y/;e ls", False, ["ls"], []),
+    ],
+)
+def test_sed_script_analysis(
+    script: str, safe: bool, commands: list[str], writes: list[str]
+) -> None:
+    from codemode.sandbox.sed_script import analyze
+
+    r = analyze(script)
+    assert (r.safe, r.commands, r.writes) == (safe, commands, writes)
+
+
+def test_brace_expansion_is_done_statically() -> None:
+    assert names("echo {a,b}{1..2}") == ["echo a1 a2 b1 b2"]
+    assert names("echo x{1..3}") == ["echo x1 x2 x3"]
+    assert names("echo '{a,b}'") == ["echo '{a,b}'"]
+
+
+def test_variables_with_literal_values_are_resolved(ws: Path) -> None:
+    assert decide("x=mkfs.ext4; $x /dev/sda", ws)[0] == "forbidden"
+    assert decide('d=/dev/sda; cat img > "$d"', ws)[0] == "forbidden"
+    assert decide("a=ls; $a -la", ws)[0] == "prompt"  # still a run-time name
+
+
+@pytest.mark.parametrize(
+    ("command", "status"),
+    [("cat img > /dev/sda", 30), ("sed '1e mkfs.ext4 /dev/sda' f", 30), ("ls -la", 0)],
+)
+def test_decisions_are_the_same_for_an_unprivileged_user(command: str, status: int) -> None:
+    import os
+    import shutil
+    import tempfile
+
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("needs root and setpriv to switch to an unprivileged user")
+    top = Path(tempfile.mkdtemp(prefix="codemode-nobody-"))  # pytest's tmp is root-only
+    try:
+        os.chmod(top, 0o755)
+        ws = top / "ws"
+        ws.mkdir()
+        env = {**os.environ, "CODEMODE_HOME": str(top / "home"), "HOME": str(top)}
+        argv = ["--reuid=65534", "--regid=65534", "--clear-groups", str(INTERPRETER)]
+        proc = subprocess.run(
+            [setpriv, *argv, "policy", "check", command],
+            cwd=ws,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        shutil.rmtree(top)
+    assert proc.returncode == status, (proc.stdout, proc.stderr)
+
+
+def test_an_unreadable_rules_folder_is_an_error_not_a_traceback() -> None:
+    import os
+    import shutil
+    import tempfile
+
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("needs root and setpriv to switch to an unprivileged user")
+    top = Path(tempfile.mkdtemp(prefix="codemode-nobody-"))
+    try:
+        os.chmod(top, 0o755)
+        (top / "ws").mkdir()
+        locked = top / "locked"
+        (locked / "rules").mkdir(parents=True)
+        locked.chmod(0o700)  # root's: nobody may not look inside
+        argv = ["--reuid=65534", "--regid=65534", "--clear-groups", str(INTERPRETER)]
+        proc = subprocess.run(
+            [setpriv, *argv, "policy", "check", "ls"],
+            cwd=top / "ws",
+            env={**os.environ, "CODEMODE_HOME": str(locked), "HOME": str(top)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        shutil.rmtree(top)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "cannot read rules folder: Permission denied" in proc.stderr
+    assert "Traceback" not in proc.stderr

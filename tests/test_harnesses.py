@@ -246,8 +246,10 @@ def test_kimi_code_is_the_default_for_the_kimi_family(home: Path, work: Path) ->
             "tool_calls": [
                 call("Edit", {"path": "notes.txt", "old_string": "one", "new_string": "uno"}),
                 call("Read", {"path": "src/app.py", "line_offset": -1}),
+                call("TodoList", {"todos": [{"title": "Rename", "status": "in_progress"}]}),
             ]
         },
+        {"tool_calls": [call("TodoList", {})]},  # no todos: Kimi Code reads the list back
         {"text": "ok"},
     ]
     run, server = exec_run(
@@ -261,27 +263,36 @@ def test_kimi_code_is_the_default_for_the_kimi_family(home: Path, work: Path) ->
         "Edit",
         "Grep",
         "Glob",
-        "SetTodoList",
+        "TodoList",
     ]
+    assert offered(server.requests[0].body)["TodoList"].get("required") is None
     assert (work / "notes.txt").read_text() == "TODO: uno\n"
     assert results(server, 1)[1].startswith("2\t    return 'hello '")  # negative offset
+    assert results(server, 2)[-1] == "Current todo list:\n  [in_progress] Rename"
 
 
 def test_deepseek_tui_and_minimal_classic(home: Path, work: Path) -> None:
     script = [
         {
             "tool_calls": [
-                call("edit_file", {"path": "notes.txt", "search": "one", "replace": "1"}),
-                call("grep_files", {"pattern": "greet", "include": "*.py"}),
+                call("edit_file", {"path": "notes.txt", "search": "O", "replace": "0"}),
+                call("grep_files", {"pattern": "GREET", "file_glob": "*.py", "context_lines": 1}),
+                call("grep_files", {"pattern": "GREET", "case_sensitive": True}),
             ]
         },
         {"text": "ok"},
     ]
     run, server = exec_run(script, ["--harness", "deepseek-tui", "x"], home=home, cwd=work)
     assert run.code == 0, run.stderr
-    assert "edit_file" in offered(server.requests[0].body)
-    assert (work / "notes.txt").read_text() == "TODO: 1\n"
-    assert "src/app.py:1: def greet(name):" in sent(server, 1)
+    tools = offered(server.requests[0].body)
+    assert set(tools["grep_files"]["properties"]) == {
+        "pattern", "path", "file_glob", "context_lines", "max_results", "case_sensitive"
+    }
+    assert (work / "notes.txt").read_text() == "T0D0: one\n"  # every occurrence, as there
+    found, exact = results(server, 1)[-2:]
+    # case-insensitive by default, with a line of context after the match
+    assert found == "src/app.py:1: def greet(name):\nsrc/app.py-2-     return 'hello ' + name"
+    assert exact.startswith("no matches")
 
     script = [{"tool_calls": [call("bash", {"command": "echo made > made.txt"})]}, {"text": "ok"}]
     run, server = exec_run(script, ["--harness", "minimal", "x"], home=home, cwd=work)
@@ -377,7 +388,10 @@ def test_swe_agent_classic(home: Path, work: Path) -> None:
         },
         {"text": "DISCUSSION\nThe greeting now uses an f-string.\n```\nsubmit\n```"},
     ]
-    run, server = exec_run(script, ["--harness", "swe-agent", "fix"], home=home, cwd=work)
+    # `python3 -c CODE` runs code the execpolicy cannot read: it needs approval (issue 16),
+    # so this session runs with --approval never (still inside the workspace sandbox)
+    args = ["--harness", "swe-agent", "--approval", "never", "fix"]
+    run, server = exec_run(script, args, home=home, cwd=work)
     assert run.code == 0, run.stderr
     assert "tools" not in server.requests[0].body or not server.requests[0].body["tools"]
     assert "DISCUSSION" in server.requests[0].body["messages"][0]["content"]

@@ -47,7 +47,9 @@ FS_SERVER = FS_SERVER_DIR / "node_modules" / ".bin" / "mcp-server-filesystem"
 
 
 def probe(**extra: Any) -> dict[str, Any]:
-    return {"command": sys.executable, "args": [str(PROBE)], **extra}
+    # Its tools only compute: trusted to read, so calls run without asking (the default,
+    # untrusted, is tested in test_mcp_trust.py).
+    return {"command": sys.executable, "args": [str(PROBE)], "trust": "read", **extra}
 
 
 @pytest.fixture
@@ -721,6 +723,39 @@ def test_our_server_discloses_many_tools_progressively(tmp_path: Path) -> None:
     assert ran.structured_content["value"] == 2
 
 
+def test_our_server_reports_its_version_and_whole_first_sentences(tmp_path: Path) -> None:
+    from importlib.metadata import version
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    _write_config(home, {"probe": probe()})
+
+    async def body(client: Any) -> Any:
+        found = await client.call_tool("search_tools", {"query": "lookup key table"})
+        return client.server_info, found
+
+    info, found = asyncio.run(_with_our_server(home, work, body=body))
+    assert info.name == "codemode"
+    assert info.version == version("codemode") != ""
+    summary = found.structured_content["tools"][0]
+    assert summary["name"] == "probe.lookup"
+    # the first sentence whole: not cut after "e.g." or "i.e."
+    assert summary["description"] == (
+        'Look a key up in a small table, e.g. "alpha" or "beta", i.e. one of two known keys.'
+    )
+
+
+def test_summaries_skip_abbreviations() -> None:
+    from codemode.mcp.server import _summary
+
+    assert _summary("Read a file, e.g. a config. Then more.") == "Read a file, e.g. a config."
+    assert _summary("Made in the U.S. today. Next.") == "Made in the U.S. today."
+    assert _summary("Reads config.toml. Next.") == "Reads config.toml."
+    assert _summary("Compare main vs. HEAD first. Then\nmore.") == "Compare main vs. HEAD first."
+    assert _summary("Done! Really.") == "Done!"
+    assert _summary("No full stop") == "No full stop"
+
+
 def test_our_server_over_http_binds_loopback(tmp_path: Path) -> None:
     from mcp import Client
 
@@ -755,22 +790,30 @@ def test_our_server_over_http_binds_loopback(tmp_path: Path) -> None:
 
 def test_policy_without_a_human() -> None:
     from codemode.mcp.approval import ApprovingRegistry, policy_decider
+    from codemode.tools.builtin import builtin_registry
 
-    untrusted = policy_decider("untrusted", "workspace-write", frozenset({"mcp__fs__read"}))
-    assert untrusted("read_file", {}).verdict == "allow"
-    assert untrusted("mcp__fs__read", {}).verdict == "allow"  # readOnlyHint
-    assert untrusted("mcp__fs__write", {}).verdict == "prompt"
-    assert untrusted("shell", {}).verdict == "prompt"
+    builtin = builtin_registry()
+    tool = builtin.get
+    untrusted = policy_decider("untrusted", "workspace-write")
+    assert untrusted(tool("read_file"), {}).verdict == "allow"
+    # An MCP server's tools are left to the sandbox session (its trust setting decides).
+    from dataclasses import replace
+
+    mcp_tool = replace(tool("write_file"), name="mcp__fs__write", trust="untrusted")
+    assert untrusted(mcp_tool, {}).verdict == "allow"
+    assert untrusted(tool("shell"), {}).verdict == "prompt"
     read_only = policy_decider("never", "read-only")
-    assert read_only("write_file", {}).verdict == "forbidden"
-    assert read_only("shell", {}).verdict == "prompt"
-    assert read_only("grep", {}).verdict == "allow"
-    assert policy_decider("never", "workspace-write")("shell", {}).verdict == "allow"
+    assert read_only(tool("write_file"), {}).verdict == "forbidden"
+    assert read_only(tool("apply_patch"), {}).verdict == "forbidden"
+    assert read_only(tool("shell"), {}).verdict == "prompt"
+    assert read_only(tool("grep"), {}).verdict == "allow"
+    assert policy_decider("never", "workspace-write")(tool("shell"), {}).verdict == "allow"
 
     async def write_file(path: str) -> str:
         return "written"
 
-    guarded = ApprovingRegistry(ToolRegistry([define_tool(write_file)]), read_only)
+    writer = replace(define_tool(write_file), effect="write")
+    guarded = ApprovingRegistry(ToolRegistry([writer]), read_only)
     ctx = ToolContext(workspace=Path("."))
     with pytest.raises(ToolError) as caught:
         asyncio.run(guarded.invoke("write_file", {"path": "x"}, ctx))

@@ -108,6 +108,12 @@ async def test_workspace_write_allows_the_workspace_and_tmpdir(ws: Path, backend
         "mkdir {o}/dir",
         'python3 -c \'open("{o}/victim.txt", "w").write("pwned")\'',
         "cd .. && echo pwned > outside/victim.txt",
+        # known escapes from other sandboxes
+        "echo pwned > /proc/self/root{o}/victim.txt",
+        "echo pwned > /proc/$$/root{o}/victim.txt",
+        "cp /usr/bin/touch ./t && ./t {o}/created",
+        "/lib64/ld-linux-x86-64.so.2 /usr/bin/touch {o}/created",
+        "env -i PATH=/usr/bin:/bin CODEMODE_SANDBOX=off touch {o}/created",
     ],
 )
 async def test_shell_cannot_write_outside(
@@ -204,7 +210,7 @@ async def test_network_access_setting_lets_it_through(
     assert r["output"] == "connected\n"
 
 
-async def test_seccomp_denies_ip_sockets_and_ptrace(ws: Path, backend: str) -> None:
+async def test_seccomp_denies_ip_and_unix_sockets_and_ptrace(ws: Path, backend: str) -> None:
     if probe().seccomp is not None:
         pytest.skip(f"seccomp cannot run on this machine: {probe().seccomp}")
     ctx = ctx_for(ws, backend=backend, approval_policy="never")
@@ -214,13 +220,17 @@ async def test_seccomp_denies_ip_sockets_and_ptrace(ws: Path, backend: str) -> N
         try:
             socket.socket(socket.AF_INET, socket.SOCK_DGRAM); print("udp ok")
         except PermissionError: print("udp denied")
-        socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); print("unix ok")
+        try:
+            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); print("unix ok")
+        except PermissionError: print("unix denied")
+        socket.socketpair(); print("socketpair ok")
         libc = ctypes.CDLL(None, use_errno=True)
         print("ptrace", libc.ptrace(0, 0, 0, 0), ctypes.get_errno())
         """
     )
     r = await shell(ctx, f"python3 -c '{code}'")
-    assert r["output"].splitlines() == ["udp denied", "unix ok", "ptrace -1 1"], r["output"]
+    expected = ["udp denied", "unix denied", "socketpair ok", "ptrace -1 1"]
+    assert r["output"].splitlines() == expected, r["output"]
 
 
 # --- processes -------------------------------------------------------------------------
@@ -350,9 +360,10 @@ async def test_approval_once_always_deny(ws: Path, home: Path) -> None:
     await shell(ctx, cmd)
     assert len(asked) == 3
     saved = (home / "rules" / "default.rules").read_text()
-    assert saved == (
-        'prefix_rule(pattern=["git", "push", "--force", "origin", "main"], decision="allow")\n'
-    )
+    # exactly the command line seen, not a prefix (a prefix used to be stored)
+    assert saved == 'allow_command(command="git push --force origin main")\n'
+    with pytest.raises(CommandRefused, match="no one can approve"):
+        await shell(ctx_for(ws, sandbox_mode="danger-full-access"), cmd + " --mirror")
     # ...nor in the next one, which loads the file
     fresh = ctx_for(ws, approver=approver, sandbox_mode="danger-full-access")
     await shell(fresh, cmd)
@@ -419,6 +430,11 @@ async def test_approval_request_carries_the_program(ws: Path) -> None:
         "linkfile",
         ".git/hooks/pre-commit",
         ".codemode/rules/evil.rules",
+        "sub/.codemode/rules/evil.rules",
+        ".git/config",
+        ".git/modules/sub/hooks/post-checkout",
+        "sub/.git",
+        "/proc/self/root{o}/victim.txt",
     ],
 )
 async def test_file_tools_cannot_write_outside(ws: Path, outside: Path, path: str) -> None:

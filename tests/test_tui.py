@@ -268,9 +268,14 @@ def test_approval_once_deny_always_and_code_mode_program_shown(
         term.send_line("make out/a")
         term.expect("approval needed")
         term.expect("mkdir -p out/a")
-        term.expect("[a] always for this prefix (mkdir -p out/a)")
-        term.child.send("a")
-        term.expect("→ always for this prefix")
+        # "always" shows what it stores: the exact line, or a prefix picked from a list
+        term.expect("always   exactly this command line, nothing else: mkdir -p out/a")
+        term.expect("[a] always this exact command  [p] always for a prefix")
+        term.child.send("p")
+        term.expect("[1] `mkdir -p out/a` followed by any further arguments")
+        term.expect("[2] `mkdir -p` followed by any further arguments")
+        term.child.send("2")
+        term.expect("→ always: `mkdir -p` followed by")
         between = term.expect("Both ran.")
         assert "approval needed" not in between  # the second call was not asked about
         assert "✓ done (2 tool calls)" in between
@@ -280,7 +285,7 @@ def test_approval_once_deny_always_and_code_mode_program_shown(
     assert (work / "out" / "a").is_dir()
     assert "the user declined" in sent_text(server, 3)
     remembered = (rules / "default.rules").read_text(encoding="utf-8")
-    assert 'pattern=["mkdir", "-p", "out/a"], decision="allow"' in remembered
+    assert 'prefix_rule(pattern=["mkdir", "-p"], decision="allow")' in remembered
 
 
 # --- slash commands ------------------------------------------------------------------
@@ -517,6 +522,9 @@ def test_first_run_wizard_writes_the_config_and_keeps_its_content(
         term.send_line("")
         term.expect("model")
         term.send_line("wizard-model")
+        term.expect("Code mode: the model writes short JavaScript programs")
+        term.expect("use code mode? [Y/n]")
+        term.send_line("")
         term.expect("wrote")
         term.prompt()
         term.send_line("hi")
@@ -526,7 +534,10 @@ def test_first_run_wizard_writes_the_config_and_keeps_its_content(
     text = config.read_text(encoding="utf-8")
     assert "# my settings" in text and "max_turns = 7" in text
     assert 'model_provider = "local"' in text and 'model = "wizard-model"' in text
+    assert "code_mode = true" in text
     assert server.requests[0].body["model"] == "wizard-model"
+    tools = server.requests[0].body.get("tools") or []
+    assert [t["function"]["name"] for t in tools] == ["exec"]  # the code dialect
 
 
 def test_plain_output_without_a_terminal(home: Path, work: Path) -> None:

@@ -122,11 +122,11 @@ async def test_console_output_streams_while_synchronous_code_runs(tmp_path: Path
     finished = time.monotonic()
     assert result.ok and result.value == "done", result.error
     texts = [text for text, _ in arrived]
-    assert texts[:4] == [f'tick {i} {{\n  "i": {i}\n}}' for i in range(4)]
+    assert texts[:4] == [f"tick {i} {{ i: {i} }}" for i in range(4)]
     assert texts[4] == "\ufffd lone"
     assert finished - arrived[0][1] > 0.3  # the first line came while the loop ran
     assert [e.level for e in result.logs] == ["log"] * 4 + ["warn"]
-    assert result.output.splitlines()[0] == "tick 0 {"
+    assert result.output.splitlines()[0] == "tick 0 { i: 0 }"
 
 
 async def test_more_console_output_than_the_live_buffer_holds(tmp_path: Path) -> None:

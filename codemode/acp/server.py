@@ -30,9 +30,10 @@ from acp.schema import (
 from pydantic import BaseModel
 
 from codemode.acp.client import AcpApprover, AcpToolClient
-from codemode.acp.updates import UpdateMapper, history_updates
+from codemode.acp.history import replay_updates
+from codemode.acp.updates import UpdateMapper
 from codemode.agent.loop import Session
-from codemode.providers.base import ImageInput, UserMessage
+from codemode.providers.base import ImageInput
 
 
 @dataclass
@@ -43,6 +44,10 @@ class AcpOptions:
     model: str | None = None
     provider: str | None = None
     code_mode: bool | None = None
+    # --sandbox / --approval / --full-auto; None: the config's.
+    sandbox_mode: str | None = None
+    approval_policy: str | None = None
+    full_auto: bool = False
 
 
 class _Live:
@@ -134,7 +139,7 @@ class CodemodeAcpAgent:
         client_info: Implementation | None = None,
         **kwargs: Any,
     ) -> InitializeResponse:
-        from codemode.agent.build import _cli_version
+        from codemode.version import package_version
 
         self.capabilities = client_capabilities or ClientCapabilities()
         return InitializeResponse(
@@ -143,9 +148,7 @@ class CodemodeAcpAgent:
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
             ),
-            agent_info=Implementation(
-                name="codemode", title="codemode", version=_cli_version() or "0"
-            ),
+            agent_info=Implementation(name="codemode", title="codemode", version=package_version()),
         )
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> None:
@@ -171,12 +174,8 @@ class CodemodeAcpAgent:
         except RolloutError as exc:
             raise _invalid(str(exc)) from None
         live = self._open(cwd, mcp_servers, recorded)
-        prompts = set(recorded.prompt_indexes)
-        for index, message in enumerate(recorded.messages):
-            if isinstance(message, UserMessage) and index not in prompts:
-                continue  # reminders and retries the harness added
-            for update in history_updates(message):
-                live.queue.put_nowait(update)
+        for update in replay_updates(recorded.path, live.mapper.cwd):
+            live.queue.put_nowait(update)
         await live.flush()
         return LoadSessionResponse()
 
@@ -184,6 +183,7 @@ class CodemodeAcpAgent:
         from codemode.agent.build import SessionOptions, build_session
         from codemode.config import ConfigError, load_config
         from codemode.harnesses.catalog import UnknownHarnessError
+        from codemode.providers.base import AuthenticationError
 
         workspace = Path(cwd)
         if mcp_servers:
@@ -203,6 +203,9 @@ class CodemodeAcpAgent:
                     model=self.options.model,
                     provider=self.options.provider,
                     code_mode=self.options.code_mode,
+                    sandbox_mode=self.options.sandbox_mode,
+                    approval_policy=self.options.approval_policy,
+                    full_auto=self.options.full_auto,
                 ),
                 [lambda event: listener[0].on_event(event)],
                 resume=recorded,
@@ -210,6 +213,8 @@ class CodemodeAcpAgent:
             )
         except (ConfigError, UnknownHarnessError) as exc:
             raise _invalid(str(exc)) from None
+        except AuthenticationError as exc:  # no key: ACP's "authentication required"
+            raise RequestError(-32000, str(exc), {"message": str(exc)}) from None
         live = _Live(self.conn, session, str(workspace.resolve()))
         listener.append(live)
         approver = AcpApprover(
@@ -276,9 +281,13 @@ class CodemodeAcpAgent:
 async def serve(options: AcpOptions) -> None:
     """Run the agent on stdin/stdout until the client closes the connection."""
     from acp import run_agent
+    from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
+
+    from codemode.acp.stdio import stdio_streams
 
     agent = CodemodeAcpAgent(options)
     try:
-        await run_agent(agent)
+        writer, reader = await stdio_streams(DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
+        await run_agent(agent, writer, reader)
     finally:
         await agent.close()

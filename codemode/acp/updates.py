@@ -19,7 +19,6 @@ from acp import (
     update_agent_thought_text,
     update_plan,
     update_tool_call,
-    update_user_message_text,
 )
 from acp.schema import PlanEntry, ToolCallLocation, ToolKind
 from pydantic import BaseModel
@@ -39,7 +38,6 @@ from codemode.agent.events import (
     TodoListItem,
     ToolCallItem,
 )
-from codemode.providers.base import Message, ToolResultMessage, UserMessage
 
 _KINDS: dict[str, ToolKind] = {
     "shell": "execute",
@@ -178,7 +176,7 @@ class UpdateMapper:
             entries = [
                 PlanEntry(
                     content=e.text, priority="medium",
-                    status="completed" if e.completed else "pending",
+                    status=e.status or ("completed" if e.completed else "pending"),
                 )
                 for e in item.items
             ]
@@ -224,35 +222,3 @@ class UpdateMapper:
             if name == tool:
                 return item_id
         return None
-
-
-def history_updates(message: Message) -> list[Any]:
-    """A recorded message as the updates that show it (``session/load``)."""
-    if isinstance(message, UserMessage):
-        return [update_user_message_text(message.text)]
-    if isinstance(message, ToolResultMessage):
-        status = "failed" if message.is_error else "completed"
-        text = message.content[:4000]
-        return [
-            update_tool_call(
-                message.call_id,
-                status=status,
-                content=[tool_content(text_block(text))] if text else None,
-            )
-        ]
-    out: list[Any] = []
-    if message.reasoning:
-        out.append(update_agent_thought_text(message.reasoning))
-    if message.text:
-        out.append(update_agent_message_text(message.text))
-    for call in message.tool_calls:
-        out.append(
-            start_tool_call(
-                call.id,
-                _short(f"{call.name} {call.arguments}"),
-                kind=_KINDS.get(call.name, "other"),
-                status="in_progress",
-                raw_input=call.arguments,
-            )
-        )
-    return out

@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from codemode.harnesses.base import Harness
     from codemode.providers.catalog import ModelFacts
 
+# The provider name a replayed session is recorded under (codemode.agent.replay).
+REPLAY_PROVIDER = "replay"
+
 
 @dataclass
 class SessionOptions:
@@ -59,7 +62,7 @@ def sandbox_for(config: Config, options: SessionOptions, cwd: Path, approver: An
     """The session's SandboxSession: config values, overridden by the command line."""
     from codemode.sandbox.cli_options import resolve_modes
     from codemode.sandbox.session import SandboxSession
-    from codemode.sandbox.settings import SandboxOptions, SandboxSettings
+    from codemode.sandbox.settings import SandboxSettings
 
     mode, policy = resolve_modes(
         options.sandbox_mode,
@@ -68,10 +71,7 @@ def sandbox_for(config: Config, options: SessionOptions, cwd: Path, approver: An
         default_mode=config.sandbox_mode,
         default_policy=config.approval_policy,
     )
-    try:
-        extra = SandboxOptions.model_validate(config.sandbox)
-    except ValueError as exc:
-        raise ConfigError(f"[sandbox]: {exc}") from None
+    extra = config.sandbox.model_copy(deep=True)  # validated with the config
     # exec --add-dir: more writable roots for this session only.
     extra.writable_roots = [*extra.writable_roots, *(p.resolve() for p in options.writable_roots)]
     settings = SandboxSettings.combine(mode, policy, extra)  # type: ignore[arg-type]
@@ -271,8 +271,17 @@ def build_session(
     cwd = options.cwd.resolve()
     if resume is not None:
         meta = resume.meta
-        provider_name = options.provider or provider_name or meta.provider
-        model = options.model or config.model or meta.model
+        # A replay's model was a recording: going on needs a live provider, the one
+        # given or configured (with its own model).
+        live = None if meta.provider == REPLAY_PROVIDER else meta.provider
+        provider_name = options.provider or provider_name or live or config.model_provider
+        if provider_name is None:
+            raise ConfigError(
+                f"session {meta.id} is a replay of a recording: there is no model to "
+                "continue it with; pass --provider NAME (or set model_provider in "
+                f"{home / 'config.toml'})"
+            )
+        model = options.model or config.model or (meta.model if live else "")
         harness_name = options.harness or meta.harness
         dialect: Dialect = (
             ("code" if options.code_mode else "classic")
@@ -295,7 +304,7 @@ def build_session(
             config, provider_name or options.provider, notices
         )
     assert provider_name is not None
-    if resume is None:
+    if not model:
         model = pick_model(config, provider_name, options.model)
     chose_harness = bool(options.harness or config.harness or resume is not None)
     facts = _catalog_facts(provider_name, model)

@@ -77,6 +77,9 @@ class McpToolCallItem(_Item):
 class TodoEntry(BaseModel):
     text: str
     completed: bool
+    # Ours (Codex has only ``completed``): the step's own status, so an editor can show
+    # the step in progress.
+    status: Literal["pending", "in_progress", "completed"] | None = None
 
 
 class TodoListItem(_Item):
@@ -215,6 +218,14 @@ class OutputDeltaEvent(BaseModel):
     text: str
 
 
+class CommandOutputDeltaEvent(BaseModel):
+    """Output a running command wrote, as it arrives (its item has all of it at the end)."""
+
+    type: Literal["delta.command_output"] = "delta.command_output"
+    item_id: str
+    text: str
+
+
 class Notice(BaseModel):
     """Something the user should see that is not part of the conversation (a retry)."""
 
@@ -234,11 +245,14 @@ Event = Annotated[
     | TextDeltaEvent
     | ReasoningDeltaEvent
     | OutputDeltaEvent
+    | CommandOutputDeltaEvent
     | Notice,
     Field(discriminator="type"),
 ]
 
-LIVE_ONLY = frozenset({"delta.text", "delta.reasoning", "delta.output", "notice"})
+LIVE_ONLY = frozenset(
+    {"delta.text", "delta.reasoning", "delta.output", "delta.command_output", "notice"}
+)
 
 
 def is_public(event: BaseModel) -> bool:

@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codemode.agent.build import SessionOptions, build_session
+from codemode.agent.build import REPLAY_PROVIDER, SessionOptions, build_session
 from codemode.agent.codex_compat import translate_overrides
 from codemode.agent.events import ThreadStarted
 from codemode.agent.images import ImageProblem, load_image
@@ -74,6 +74,7 @@ async def _run(options: ExecOptions) -> int:
     schema = load_schema(options.output_schema) if options.output_schema else None
     printer = JsonPrinter() if options.as_json else HumanPrinter()
     prompts: list[str]
+    replayed = None
     if options.replay is not None:
         from codemode.agent.replay import replay_plan
 
@@ -87,8 +88,12 @@ async def _run(options: ExecOptions) -> int:
         if options.code_mode is None:
             options.code_mode = recorded.meta.dialect == "code"
         options.model = options.model or recorded.meta.model
+        from codemode.agent.replay_check import Outcomes
+
+        replayed = Outcomes()
         session = build_session(
-            config, options, [printer], provider=provider, provider_name="replay"
+            config, options, [printer, replayed], provider=provider,
+            provider_name=REPLAY_PROVIDER,
         )
     else:
         if not options.prompt or not options.prompt.strip():
@@ -106,7 +111,20 @@ async def _run(options: ExecOptions) -> int:
         session.final_check = final_check(schema)
         if strict_compatible(schema):
             session.output_schema = schema
-    return await _drive(session, prompts, images)
+    status = await _drive(session, prompts, images)
+    if replayed is not None and options.replay is not None and status != EXIT_INTERRUPTED:
+        from codemode.agent.replay_check import difference, recorded_outcomes
+
+        differs = difference(recorded_outcomes(options.replay), replayed)
+        if differs:
+            print(
+                f"replay: the tools did not do what they did in the recording: {differs}. "
+                f"The recorded replies no longer fit (it ran in {recorded.meta.cwd}): run "
+                "it in a copy of that workspace with -C DIR.",
+                file=sys.stderr,
+            )
+            status = EXIT_FAILED
+    return status
 
 
 async def _drive(

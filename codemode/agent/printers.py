@@ -134,8 +134,10 @@ class HumanPrinter:
             self._say(f"· {name} {describe_args(item.arguments)} {status}", depth)
         elif item.type == "code_execution":
             calls = f"{item.tool_calls} tool call{'s' if item.tool_calls != 1 else ''}"
-            outcome = f"error: {item.error}" if item.error else "done"
-            self._say(f"{outcome} ({calls})", 1)
+            if item.error:
+                self._say(f"error ({calls}):\n{item.error}", 1)
+            else:
+                self._say(f"done ({calls})", 1)
 
     def _on_turn_completed(self, event: Any) -> None:
         if self._held is not None:

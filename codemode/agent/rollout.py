@@ -240,6 +240,7 @@ class SessionSummary(BaseModel):
     model: str
     dialect: str
     first_prompt: str
+    cwd: str = ""  # the workspace it ran in
 
 
 def list_sessions(sessions_dir: Path) -> list[SessionSummary]:
@@ -260,6 +261,7 @@ def list_sessions(sessions_dir: Path) -> list[SessionSummary]:
                 path=path,
                 model=recorded.meta.model,
                 dialect=recorded.meta.dialect,
+                cwd=recorded.meta.cwd,
                 first_prompt=" ".join(prompt.split())[:60],  # type: ignore[union-attr]
             )
         )

@@ -8,17 +8,19 @@ calls like any registry, so nested calls show up as items under their program.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from codemode.agent.events import (
     CodeExecutionItem,
     CommandExecutionItem,
+    CommandOutputDeltaEvent,
     FileChangeItem,
     FileUpdate,
     ItemCompleted,
@@ -105,7 +107,7 @@ class ToolRunner:
             item.changes, base = _planned_changes(args, base)
         self.emit(ItemStarted(item=item))
         try:
-            value = await self.registry.invoke(name, args, self.context)
+            value = await self.registry.invoke(name, args, self._context_for(item))
         except ToolError as exc:
             _finish_item(item, None, str(exc), base)
             self.emit(ItemCompleted(item=item))
@@ -117,6 +119,18 @@ class ToolRunner:
         _finish_item(item, value, None, base)
         self.emit(ItemCompleted(item=item))
         return value
+
+    def _context_for(self, item: BaseModel) -> ToolContext:
+        """The context of one call: for a command, one whose output goes out as live
+        events while it runs."""
+        if not isinstance(item, CommandExecutionItem):
+            return self.context
+        from codemode.tools.live_output import text_feed
+
+        def sink(text: str) -> None:
+            self.emit(CommandOutputDeltaEvent(item_id=item.id, text=text))
+
+        return dataclasses.replace(self.context, live_output=text_feed(sink))
 
     async def run_program(self, code: str) -> ExecResult:
         item = CodeExecutionItem(id=self.next_id(), code=code)
@@ -141,7 +155,10 @@ class ToolRunner:
         item.output = result.output
         item.value = result.value
         item.tool_calls = len(result.tool_calls)
-        item.error = result.error.one_line() if result.error else None
+        if result.error is not None:
+            from codemode.js_runtime.error_render import render_error
+
+            item.error = render_error(result.error, code)  # what the model reads too
         item.status = "completed" if result.ok else "failed"
         self.emit(ItemCompleted(item=item))
         return result
@@ -213,15 +230,23 @@ def _planned_changes(args: Any, workspace: Path) -> tuple[list[FileUpdate], Path
     return changes, base
 
 
+_STEP_STATUS: dict[str, Literal["pending", "in_progress", "completed"]] = {
+    "completed": "completed", "done": "completed", "in_progress": "in_progress",
+    "inprogress": "in_progress", "active": "in_progress",
+}
+
+
 def _todo_entries(args: dict[str, Any]) -> list[TodoEntry]:
     # Our plan is {plan: [{step, status}]}; emulated todo tools send {todos: [{content,
     # status}]} and similar.
     entries = []
     for step in args.get("plan") or args.get("todos") or []:
         if isinstance(step, dict):
-            done = step.get("status") in ("completed", "done")
+            raw = str(step.get("status") or "").lower().replace("-", "_").replace(" ", "_")
+            status = _STEP_STATUS.get(raw, "pending")
             text = step.get("step") or step.get("content") or step.get("title") or ""
-            entries.append(TodoEntry(text=str(text), completed=done))
+            entries.append(TodoEntry(text=str(text), completed=status == "completed",
+                                     status=status))
     return entries
 
 

@@ -11,7 +11,42 @@ from typing import Any
 
 import click
 
-BATCH_ONLY = ("jobs", "report", "dry_run", "backend", "ray_address")
+BATCH_ONLY = ("jobs", "report", "backend", "ray_address")
+
+
+def spread_repos(args: list[str]) -> list[str]:
+    """``--repos A B C`` as ``--repos A --repos B --repos C``.
+
+    A shell glob (``--repos ~/src/r*``) expands to several words; click would take the
+    first as the option's value and hand the rest to the script as ``argv``. So the
+    directories that follow the first value also belong to ``--repos``, up to the first
+    word that is not an existing directory (a script argument), an option, or ``--``.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        out.append(word)
+        i += 1
+        if word == "--":
+            out.extend(args[i:])
+            break
+        if word == "--repos" and i < len(args):
+            out.append(args[i])  # the option's own value, a FILE or a DIR
+            i += 1
+        elif not word.startswith("--repos="):
+            continue
+        while i < len(args) and not args[i].startswith("-") and Path(args[i]).is_dir():
+            out.extend(["--repos", args[i]])
+            i += 1
+    return out
+
+
+class BatchCommand(click.Command):
+    """`interpreter run`: ``--repos`` takes every directory that follows it."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, spread_repos(args))
 
 
 def batch_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -22,8 +57,10 @@ def batch_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             multiple=True,
             type=click.Path(exists=True, path_type=Path),
             metavar="FILE|DIR",
-            help="Run the script in many repositories (repeatable): a FILE lists one path "
-            "per line; a DIR is one working copy, or holds them as subdirectories.",
+            help="Run the script in many repositories: a FILE lists one path per line; a "
+            "DIR is one working copy, or holds them as subdirectories. Takes several "
+            "(--repos ~/src/r*): every directory after it, up to an option or `--`; "
+            "put `--` before script arguments that are directories.",
         ),
         click.option(
             "-j",
@@ -35,14 +72,14 @@ def batch_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "--report",
             type=click.Path(dir_okay=False, path_type=Path),
             help="JSON Lines report, one line per repository "
-            "(default: codemode-batch-DATE-TIME.jsonl in the current directory).",
+            "(default: $CODEMODE_HOME/batch/codemode-batch-DATE-TIME.jsonl).",
         ),
         click.option(
             "--dry-run",
             is_flag=True,
             default=None,
-            help="Record file changes as diffs in the report instead of writing them "
-            "(the shell tool is refused).",
+            help="Write no file: print the unified diff of what would change (with "
+            "--repos, put it in the report); the shell tool is refused.",
         ),
         click.option(
             "--backend",

@@ -11,7 +11,7 @@ import click
 from codemode.batch.models import OUTPUT_CHARS
 from codemode.batch.report import default_report_path
 from codemode.batch.repos import RepoListError, find_repositories
-from codemode.batch.runner import BatchOptions, BatchUsageError, run_batch
+from codemode.batch.runner import EXIT_FAILED, BatchOptions, BatchUsageError, run_batch
 from codemode.js_runtime.models import Limits
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ def run_batch_command(
     backend: str | None,
     ray_address: str | None,
     sandbox: SandboxSettings | None = None,
+    verbose: bool = False,
 ) -> int:
     """`interpreter run SCRIPT --repos ...` with the script's text: returns the exit status."""
     if ray_address and backend != "ray":
@@ -41,6 +42,11 @@ def run_batch_command(
         repositories = find_repositories(repos)
     except RepoListError as exc:
         raise click.UsageError(str(exc)) from None
+    from codemode.batch.precheck import syntax_error
+
+    if (error := syntax_error(source)) is not None:
+        click.echo(f"{error.one_line()} (no repository was run)", err=True)
+        return EXIT_FAILED
     options = BatchOptions(
         repositories=repositories,
         report=report or default_report_path(),
@@ -57,6 +63,7 @@ def run_batch_command(
         ),
         argv=list(args),
         sandbox=sandbox,
+        verbose=verbose,
     )
     try:
         return run_batch(source, options)

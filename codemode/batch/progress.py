@@ -16,8 +16,15 @@ from codemode.batch.models import RepoResult
 class BatchProgress:
     """Counts results as they arrive and shows them; use as a context manager."""
 
-    def __init__(self, total: int, stream: TextIO | None = None, live: bool | None = None) -> None:
+    def __init__(
+        self,
+        total: int,
+        stream: TextIO | None = None,
+        live: bool | None = None,
+        verbose: bool = False,
+    ) -> None:
         self.total = total
+        self.verbose = verbose  # each repository's output and value under its line
         self.stream = stream if stream is not None else sys.stderr
         self.live = self.stream.isatty() if live is None else live
         self.done = 0
@@ -65,6 +72,10 @@ class BatchProgress:
                 # A Text, not markup: paths and messages may hold square brackets.
                 line = Text.assemble(("failed", "red"), f" {result.repository}: {result.error}")
                 self._bar.console.print(line, highlight=False)
+            if self.verbose:
+                from rich.text import Text
+
+                self._bar.console.print(Text(self._details(result)), highlight=False)
             self._bar.update(self._task, advance=1, **self._fields())
         else:
             finished = self.done + self.failed
@@ -75,7 +86,23 @@ class BatchProgress:
             )
             if not result.ok:
                 line += f": {result.error}"
+            if self.verbose:
+                line += "\n" + self._details(result)
             print(line, file=self.stream, flush=True)
+
+    @staticmethod
+    def _details(result: RepoResult) -> str:
+        """-v: the repository, its console output and its return value, indented."""
+        import json
+
+        lines = [f"── {result.repository}"]
+        lines += [f"  {line}" for line in (result.output or "").splitlines()]
+        if result.value is not None:
+            value = result.value if isinstance(result.value, str) else json.dumps(
+                result.value, ensure_ascii=False
+            )
+            lines.append(f"  → {value}")
+        return "\n".join(lines)
 
     def summary(self) -> str:
         """One closing line: counts and wall-clock time."""

@@ -38,6 +38,8 @@ class BatchOptions:
     limits: Limits = field(default_factory=Limits)
     argv: list[str] = field(default_factory=list)
     sandbox: SandboxSettings | None = None
+    # Show each repository's console output and return value as it finishes (-v).
+    verbose: bool = False
 
 
 def run_batch(source: str, options: BatchOptions, stream: TextIO | None = None) -> int:
@@ -61,7 +63,9 @@ def run_batch(source: str, options: BatchOptions, stream: TextIO | None = None) 
         )
         for repo in options.repositories
     ]
-    with ReportWriter(options.report) as report, BatchProgress(len(tasks), stream) as progress:
+    with ReportWriter(options.report) as report, BatchProgress(
+        len(tasks), stream, verbose=options.verbose
+    ) as progress:
 
         def on_result(result: RepoResult) -> None:
             report.write(result)

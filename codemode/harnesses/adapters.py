@@ -21,12 +21,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, create_model
 
 from codemode.harnesses.spec import HarnessTable, ToolTable
+from codemode.harnesses.terminal import TerminalResult, terminal
 from codemode.tools.base import StrictArgs, Tool
 from codemode.tools.context import ToolContext, ToolError
+from codemode.tools.doc_text import unwrap
 from codemode.tools.registry import ToolRegistry
 
 Invoke = Callable[[str, dict[str, Any]], Awaitable[Any]]
-Translate = Callable[[dict[str, Any], ToolTable, Invoke], Awaitable[Any]]
+# (arguments by role, the tool's table, our tools, this tool's state for the session)
+Translate = Callable[[dict[str, Any], ToolTable, Invoke, dict[str, Any]], Awaitable[Any]]
 
 # Our tools that the adapters stand in front of; other tools in a session (MCP servers,
 # embedders' tools) are offered unchanged next to the adapters.
@@ -112,7 +115,9 @@ def _int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-async def _shell(r: dict[str, Any], t: ToolTable, invoke: Invoke) -> Any:
+async def _shell(
+    r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
+) -> Any:
     args: dict[str, Any] = {"command": r["command"]}
     if r.get("timeout_ms") is not None:
         args["timeout_ms"] = max(1, _int(r["timeout_ms"]) or 1)
@@ -123,7 +128,9 @@ async def _shell(r: dict[str, Any], t: ToolTable, invoke: Invoke) -> Any:
     return await invoke("shell", args)
 
 
-async def _read(r: dict[str, Any], t: ToolTable, invoke: Invoke) -> Any:
+async def _read(
+    r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
+) -> Any:
     args: dict[str, Any] = {"path": r["path"]}
     offset = r.get("offset1")
     if r.get("offset0") is not None:
@@ -139,7 +146,9 @@ async def _read(r: dict[str, Any], t: ToolTable, invoke: Invoke) -> Any:
     return await invoke("read_file", args)
 
 
-async def _write(r: dict[str, Any], t: ToolTable, invoke: Invoke) -> Any:
+async def _write(
+    r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
+) -> Any:
     content = r["content"]
     if r.get("mode") == "append":
         try:
@@ -150,12 +159,21 @@ async def _write(r: dict[str, Any], t: ToolTable, invoke: Invoke) -> Any:
     return await invoke("write_file", {"path": r["path"], "content": content})
 
 
-async def _edit(r: dict[str, Any], t: ToolTable, invoke: Invoke) -> Any:
+async def _edit(
+    r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
+) -> Any:
     edits = r.get("edits")
     if edits is None:
-        edits = [{"old": r.get("old"), "new": r.get("new"), "replace_all": r.get("replace_all")}]
+        every = r.get("replace_all")
+        if every is None:
+            every = t.options.get("replace_all_default", False)  # DeepSeek TUI: every one
+        edits = [{"old": r.get("old"), "new": r.get("new"), "replace_all": every}]
     elif isinstance(edits, dict):
         edits = [edits]
+    keys = t.options.get("edit_keys", {})  # pi's {oldText, newText} items
+    if keys:
+        edits = [{keys.get(k, k): v for k, v in e.items()} if isinstance(e, dict) else e
+                 for e in edits]
     total, result = 0, None
     for e in edits:
         if e.get("old") is None or e.get("new") is None:
@@ -174,26 +192,46 @@ async def _edit(r: dict[str, Any], t: ToolTable, invoke: Invoke) -> Any:
     return {**result, "replacements": total}
 
 
-async def _glob(r: dict[str, Any], t: ToolTable, invoke: Invoke) -> Any:
+async def _glob(
+    r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
+) -> Any:
     args = {"pattern": r["pattern"]}
     if r.get("path"):
         args["path"] = r["path"]
     return await invoke("glob", args)
 
 
-async def _grep(r: dict[str, Any], t: ToolTable, invoke: Invoke) -> Any:
+async def _grep(
+    r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
+) -> Any:
+    if r.get("multiline"):
+        from codemode.harnesses.grep_more import multiline_grep
+
+        return await multiline_grep(r, invoke)
     args: dict[str, Any] = {"pattern": r["pattern"]}
     for role in ("path", "glob"):
         if r.get(role):
             args[role] = r[role]
-    if r.get("case_insensitive"):
+    if r.get("case_insensitive") or (
+        r.get("case_sensitive") is False
+        or (r.get("case_sensitive") is None and t.options.get("case_insensitive_default"))
+    ):
         args["case_insensitive"] = True
     if r.get("limit") is not None and int(r["limit"]) > 0:
         args["max_results"] = int(r["limit"])
-    return await invoke("grep", args)
+    result = await invoke("grep", args)
+    before = _int(r.get("before") if r.get("before") is not None else r.get("context")) or 0
+    after = _int(r.get("after") if r.get("after") is not None else r.get("context")) or 0
+    if before > 0 or after > 0:
+        from codemode.harnesses.grep_more import context_lines
+
+        result["context"] = await context_lines(result["matches"], before, after, invoke)
+    return result
 
 
-async def _list(r: dict[str, Any], t: ToolTable, invoke: Invoke) -> Any:
+async def _list(
+    r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
+) -> Any:
     result = await invoke("list_dir", {"path": r.get("path") or "."})
     ignore = r.get("ignore") or []
     if ignore:
@@ -209,18 +247,34 @@ _STATUS = {"pending": "pending", "todo": "pending", "in_progress": "in_progress"
            "cancelled": "completed"}
 
 
-async def _todo(r: dict[str, Any], t: ToolTable, invoke: Invoke) -> Any:
+async def _todo(
+    r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
+) -> Any:
     text_key = t.options.get("todo_text", "content")
+    if r.get("todos") is None and t.options.get("read_when_omitted"):
+        # Kimi Code's TodoList: called without todos, it shows the current list.
+        plan = state.get("plan", [])
+        return {"plan": plan, "message": _plan_text(plan)}
     plan = []
     for item in r.get("todos") or []:
         status = str(item.get("status", "pending")).lower().replace(" ", "_").replace("-", "_")
         if status not in _STATUS:
             raise ToolError(f"{t.name}: unknown status {item.get('status')!r}")
         plan.append({"step": str(item.get(text_key, "")), "status": _STATUS[status]})
-    return await invoke("update_plan", {"plan": plan})
+    result = await invoke("update_plan", {"plan": plan})
+    state["plan"] = plan
+    return result
 
 
-async def _editor(r: dict[str, Any], t: ToolTable, invoke: Invoke) -> Any:
+def _plan_text(plan: list[dict[str, Any]]) -> str:
+    if not plan:
+        return "The todo list is empty."
+    return "Current todo list:\n" + "\n".join(f"  [{p['status']}] {p['step']}" for p in plan)
+
+
+async def _editor(
+    r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
+) -> Any:
     """SWE-agent's str_replace_editor: view, create, str_replace, insert."""
     command, path = r.get("command"), r["path"]
     if command == "view":
@@ -275,7 +329,30 @@ ADAPTERS: dict[str, tuple[str, Translate]] = {
     "list": ("list_dir", _list),
     "todo": ("update_plan", _todo),
     "editor": ("", _editor),
+    "terminal": ("", terminal),
 }
+# Result models of adapters that stand for none of our tools.
+ADAPTER_RESULTS: dict[str, type[BaseModel]] = {"terminal": TerminalResult}
+
+
+# Our tools' argument names -> the adapter role they come from, to name in an error the
+# argument the model actually sent (pi's oldText rather than our old_string).
+# (Only names no path or message would contain by chance.)
+_OUR_ARGS = {"old_string": "old", "new_string": "new", "replace_all": "replace_all",
+             "timeout_ms": "timeout_ms"}
+
+
+def _in_own_words(message: str, table: ToolTable, target: str) -> str:
+    """An error from one of our tools, worded with the emulated tool's names."""
+    from codemode.harnesses.present import arg_for_role
+
+    if target and message.startswith(f"{target}: "):
+        message = f"{table.name}: " + message[len(target) + 2 :]
+    for ours, role in _OUR_ARGS.items():
+        theirs = arg_for_role(table, role)
+        if theirs and theirs != ours:
+            message = re.sub(rf"(?<![\w/.-]){re.escape(ours)}(?![\w/.-])", theirs, message)
+    return message
 
 
 def _roles(values: dict[str, Any], table: ToolTable) -> dict[str, Any]:
@@ -297,7 +374,9 @@ def adapter_tool(table: ToolTable, base: ToolRegistry, *, text: bool = False) ->
     target, translate = ADAPTERS[table.adapter]
     model = model_from_schema(_pascal(table.name) + "Args", table.parameters)
     target_tool = base.get(target) if target else None
-    result_model = target_tool.result_model if target_tool is not None else None
+    result_model = (
+        target_tool.result_model if target_tool is not None else ADAPTER_RESULTS.get(table.adapter)
+    )
     if text and result_model is not None and "output" not in result_model.model_fields:
         result_model = create_model(
             _pascal(table.name) + "Result",
@@ -305,19 +384,24 @@ def adapter_tool(table: ToolTable, base: ToolRegistry, *, text: bool = False) ->
             output=(str, Field(description="The result as text, as a direct call shows it.")),
         )
 
+    state: dict[str, Any] = {}  # this tool's memory for the session (a todo list, a terminal)
+
     async def handler(args: BaseModel, ctx: ToolContext) -> Any:
         async def invoke(name: str, raw: dict[str, Any]) -> Any:
             return await base.invoke(name, raw, ctx)
 
         values = args.model_dump(by_alias=True, exclude_none=True)
-        value = await translate(_roles(values, table), table, invoke)
+        try:
+            value = await translate(_roles(values, table), table, invoke, state)
+        except ToolError as exc:
+            raise ToolError(_in_own_words(str(exc), table, target)) from None
         if text and isinstance(value, dict) and "output" not in value:
             value = {**value, "output": render_value(table, target, values, value)}
         return value
 
     return AdapterTool(
         name=table.name,
-        description=" ".join(table.description.split()),
+        description=unwrap(table.description),
         args_model=model,
         result_model=result_model,
         handler=handler,

@@ -114,8 +114,9 @@ async def exec_call(
         return Outcome(str(exc), is_error=True), None
     if not code:
         return Outcome('exec needs {"code": "<JavaScript program>"}', is_error=True), None
-    result = await runner.run_program(f"{prelude} {code}" if prelude else code)
-    return Outcome(render_exec_result(result), is_error=not result.ok), result
+    program = f"{prelude} {code}" if prelude else code
+    result = await runner.run_program(program)
+    return Outcome(render_exec_result(result, program), is_error=not result.ok), result
 
 
 def result_messages(calls: list[ToolCall], outcomes: list[Outcome]) -> list[Message]:

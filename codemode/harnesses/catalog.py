@@ -12,7 +12,9 @@ class UnknownHarnessError(ValueError):
 
 
 # Model family (ProviderInfo.family) -> the harness its models were trained in.
-FAMILY_DEFAULTS = {"kimi": "kimi-code", "qwen": "qwen-code", "anthropic": "claude-code"}
+FAMILY_DEFAULTS = {
+    "kimi": "kimi-code", "qwen": "qwen-code", "anthropic": "claude-code", "glm": "zcode"
+}
 DEFAULT_HARNESS = "native"
 
 
@@ -75,4 +77,8 @@ def get_harness(name: str, dialect: Dialect) -> Harness:
 
     if table.parser == "function_calls":
         return TableHarness(table, dialect)
+    if table.parser == "terminus":
+        from codemode.harnesses.terminus import TerminusHarness
+
+        return TerminusHarness(table, dialect)
     return TextHarness(table, dialect)

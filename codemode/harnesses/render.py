@@ -29,14 +29,41 @@ def _read_file(r: dict[str, Any]) -> str:
             f"\n[lines {r['start_line']}-{r['end_line']} of {r['total_lines']}; "
             f"continue with offset={r['end_line'] + 1}]"
         )
+    if r.get("encoding", "utf-8") != "utf-8":
+        body += (
+            f"\n[{r['path']} is not valid UTF-8: read as {r['encoding']}, one character per "
+            "byte; write_file and edit keep that encoding]"
+        )
     return body or f"[{r['path']} is empty]"
 
 
 def _grep(r: dict[str, Any]) -> str:
-    lines = [f"{m['path']}:{m['line']}: {m['text']}" for m in r["matches"]]
+    if r.get("context"):
+        lines = _with_context(r["matches"], r["context"])
+    else:
+        lines = [f"{m['path']}:{m['line']}: {m['text']}" for m in r["matches"]]
     if r.get("truncated"):
         lines.append("[more matches left out; narrow the pattern or raise max_results]")
+    if r.get("latin1_files") and r["matches"]:
+        lines.append(f"[not valid UTF-8, searched as Latin-1: {', '.join(r['latin1_files'])}]")
     return "\n".join(lines) or f"no matches ({r.get('files_searched', 0)} files searched)"
+
+
+def _with_context(matches: list[dict[str, Any]], context: list[dict[str, Any]]) -> list[str]:
+    """Matches and their context lines as grep -C prints them: ``path:N: text`` for a
+    match, ``path-N- text`` for context, ``--`` between groups that do not touch."""
+    rows = [(m["path"], m["line"], ":", m["text"]) for m in matches]
+    rows += [(c["path"], c["line"], "-", c["text"]) for c in context]
+    order = {path: i for i, path in enumerate(dict.fromkeys(m["path"] for m in matches))}
+    rows.sort(key=lambda row: (order.get(row[0], len(order)), row[1]))
+    lines: list[str] = []
+    last: tuple[str, int] | None = None
+    for path, n, mark, text in rows:
+        if last is not None and (last[0] != path or n > last[1] + 1):
+            lines.append("--")
+        lines.append(f"{path}{mark}{n}{mark} {text}")
+        last = (path, n)
+    return lines
 
 
 def _glob(r: dict[str, Any]) -> str:
@@ -93,8 +120,9 @@ def render_result(tool: str, value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def render_exec_result(result: ExecResult) -> str:
-    """A code-mode program's outcome: its output, return value and any error."""
+def render_exec_result(result: ExecResult, source: str | None = None) -> str:
+    """A code-mode program's outcome: its output, return value and any error (shown in
+    ``source``, the program, as Node shows an uncaught error)."""
     parts = []
     if result.output:
         parts.append(result.output.rstrip("\n"))
@@ -106,7 +134,9 @@ def render_exec_result(result: ExecResult) -> str:
         )
         parts.append(f"[return value]\n{value}")
     if result.error is not None:
-        parts.append(f"[error] {result.error.one_line()}")
+        from codemode.js_runtime.error_render import render_error
+
+        parts.append(f"[error]\n{render_error(result.error, source)}")
         if result.isolate_reset:
             parts.append("[the isolate was reset: globals from earlier programs are gone]")
     calls = len(result.tool_calls)

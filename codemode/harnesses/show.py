@@ -38,6 +38,9 @@ def describe_harness(name: str, dialect: Dialect, cwd: Path) -> dict[str, Any]:
         ],
         "tool_names": registry.names(),
     }
+    table = getattr(harness, "table", None)
+    if table is not None and table.wire:
+        shown["wire"] = table.wire  # the wire the emulated agent's models are served on
     if not specs:
         # Text-parsed harness: its commands, as the argument shapes they parse into.
         from codemode.harnesses.adapters import AdapterTool

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Parser = Literal["function_calls", "swe_agent", "mini_swe_agent"]
+Parser = Literal["function_calls", "swe_agent", "mini_swe_agent", "terminus"]
 
 
 class ToolTable(BaseModel):
@@ -41,7 +41,13 @@ class HarnessTable(BaseModel):
     name: str
     description: str
     prompt: str
+    # Code dialect: a prompt to use instead of ``prompt`` (text-parsed harnesses whose
+    # reply format changes with the dialect).
+    code_prompt: str | None = None
     parser: Parser = "function_calls"
+    # The wire the emulated agent speaks to its models (zcode: Z.AI's Anthropic
+    # Messages endpoint); shown by `interpreter harness show`, informational.
+    wire: str | None = None
     dialects: list[Literal["classic", "code"]] = Field(default_factory=lambda: ["classic", "code"])
     nudge: str = (
         "Your last reply had neither a tool call nor an answer. Call one of your tools to "

@@ -44,6 +44,7 @@ from codemode.providers.base import (
     ToolSpec,
     UserMessage,
 )
+from codemode.tools.doc_text import unwrap
 from codemode.tools.registry import ToolRegistry
 
 
@@ -64,7 +65,7 @@ def exec_spec(registry: ToolRegistry, table: HarnessTable) -> ToolSpec:
         {
             "declarations": typescript_declarations(registry).strip(),
             "example": _example(table),
-            "notes": " ".join(table.code_notes.split()),
+            "notes": unwrap(table.code_notes),
         },
     )
     return ToolSpec(

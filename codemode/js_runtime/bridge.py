@@ -53,7 +53,9 @@ _CLEANUP_S = 2.0
 
 @cache
 def _prelude() -> str:
-    return resources.files("codemode.js_runtime").joinpath("prelude.js").read_text("utf-8")
+    # inspect.js first: the prelude's console takes its formatter from it.
+    here = resources.files("codemode.js_runtime")
+    return "".join(here.joinpath(n).read_text("utf-8") for n in ("inspect.js", "prelude.js"))
 
 
 class LimitReached(Exception):

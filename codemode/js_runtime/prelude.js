@@ -12,6 +12,9 @@
 
   // Kept before Atomics goes: the live console below publishes with it.
   const atomicStore = typeof Atomics === "object" ? Atomics.store : null;
+  // The console's formatter (inspect.js, evaluated just before), taken out of reach.
+  const inspector = global.__cm_inspect || null;
+  delete global.__cm_inspect;
 
   // No ambient authority: tools are the only door out of the isolate.
   for (const name of [
@@ -101,7 +104,7 @@
 
   function __cm_emit(level) {
     return function __cm_log(...args) {
-      const text = args.map((a) => __cm_render(a)).join(" ");
+      const text = inspector ? `${inspector.format(args)}` : args.map((a) => __cm_render(a)).join(" ");
       if (!__cm_toLive(level, text)) logs.push([level, text]);
     };
   }

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict
 
 from codemode.mcp.client import McpManager, ServerStatus
-from codemode.tools.base import Tool
+from codemode.tools.base import Tool, Trust
 from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.registry import NAMESPACE_PREFIX, ToolRegistry, code_name
 
@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from mcp.types import CallToolResult as McpCallToolResult
     from mcp.types import Tool as McpToolSpec
 
+# Schemas nested deeper than this are cut to "any" (a hostile server's 10,000 levels
+# would otherwise overflow the stack of every writer that walks them).
+MAX_SCHEMA_DEPTH = 48
 # OpenAI-style wires cap function names at 64 characters.
 _MAX_NAME = 64
 
@@ -121,9 +124,11 @@ def normalize_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
                 return "#/$defs/" + target[len(prefix) :]
         return None
 
-    def walk(node: Any) -> Any:
+    def walk(node: Any, depth: int = 0) -> Any:
         if not isinstance(node, dict):
             return node
+        if depth > MAX_SCHEMA_DEPTH:
+            return {}  # deeper than any real schema: "any" from here down
         out: dict[str, Any] = {}
         for key, value in node.items():
             if key in ("title", "$schema", "definitions", "$defs", "$id"):
@@ -134,11 +139,11 @@ def normalize_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
                     return {}
                 out[key] = fixed
             elif key in ("properties", "patternProperties") and isinstance(value, dict):
-                out[key] = {k: walk(v) for k, v in value.items()}
+                out[key] = {k: walk(v, depth + 1) for k, v in value.items()}
             elif key in ("items", "additionalProperties", "not") and isinstance(value, dict):
-                out[key] = walk(value)
+                out[key] = walk(value, depth + 1)
             elif key in ("anyOf", "oneOf", "allOf", "prefixItems") and isinstance(value, list):
-                out[key] = [walk(v) for v in value]
+                out[key] = [walk(v, depth + 1) for v in value]
             else:
                 out[key] = value
         return out
@@ -175,8 +180,11 @@ def _argument_problems(validator: Any, args: dict[str, Any]) -> list[str]:
     return problems
 
 
-def mcp_tool(manager: McpManager, server: str, spec: McpToolSpec, name: str) -> Tool:
-    """The registry tool ``name`` calling ``spec`` on ``server``."""
+def mcp_tool(
+    manager: McpManager, server: str, spec: McpToolSpec, name: str, trust: Trust = "untrusted"
+) -> Tool:
+    """The registry tool ``name`` calling ``spec`` on ``server``, trusted as ``trust``
+    (the server's ``trust`` config; see ``codemode.tools.base.Trust``)."""
     display = code_name(name)
     input_schema = normalize_schema(spec.input_schema)
     args_model = schema_model(f"{name}_args", input_schema)
@@ -200,7 +208,7 @@ def mcp_tool(manager: McpManager, server: str, spec: McpToolSpec, name: str) -> 
         return result_data(await manager.call(server, spec.name, raw), display)
 
     description = (spec.description or spec.title or "").strip()
-    return Tool(name, description, args_model, result_model, handler)
+    return Tool(name, description, args_model, result_model, handler, trust=trust)
 
 
 def add_mcp_tools(registry: ToolRegistry, manager: McpManager) -> list[ServerStatus]:
@@ -222,7 +230,8 @@ def add_mcp_tools(registry: ToolRegistry, manager: McpManager) -> list[ServerSta
                 name = registry_name(status.name, spec.name)
                 while name in registry.names():
                     name += "_"
-                registry.add(mcp_tool(manager, status.name, spec, name))
+                trust = config.trust or "untrusted"
+                registry.add(mcp_tool(manager, status.name, spec, name, trust))
                 if spec.annotations is not None and spec.annotations.read_only_hint:
                     manager.read_only_tools.add(name)
     return statuses

@@ -1,19 +1,25 @@
-"""Approval for calls that arrive over MCP, where no human is attached to answer a prompt.
+"""Approval for built-in tool calls that arrive over MCP (``interpreter mcp-server``),
+where no human is attached to answer a prompt.
 
-Until the sandbox's approver is in place this is the whole policy: a ``Decider`` says
-allow, prompt or forbidden for each call, and a ``prompt`` is refused with the reason,
-because the MCP client is a program, not a person. ``ApprovingRegistry`` puts the check
-in front of ``ToolRegistry.invoke``, sharing the tools of the registry it wraps.
+A ``Decider`` says allow, prompt or forbidden for each built-in call, and a ``prompt``
+is refused with the reason, because the MCP client is a program, not a person.
+``ApprovingRegistry`` puts the check in front of ``ToolRegistry.invoke``, sharing the
+tools of the registry it wraps. Tools of configured MCP servers are decided by the
+sandbox session from their server's ``trust``, in this entry point as in every other
+(``codemode.sandbox.tool_trust``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from codemode.tools.context import ToolContext, ToolError
-from codemode.tools.registry import ToolRegistry, code_name, split_namespace
+from codemode.tools.registry import ToolRegistry, code_name
+
+if TYPE_CHECKING:
+    from codemode.tools.base import Tool
 
 Verdict = Literal["allow", "prompt", "forbidden"]
 
@@ -24,35 +30,27 @@ class Decision:
     reason: str = ""
 
 
-Decider = Callable[[str, Any], Decision]
-
-# Built-in tools that only read.
-READ_ONLY_TOOLS = frozenset({"read_file", "list_dir", "glob", "grep", "update_plan"})
-WRITING_TOOLS = frozenset({"write_file", "apply_patch"})
+# Decides a call from the tool's definition (its ``effect``) and its arguments.
+Decider = Callable[["Tool", Any], Decision]
 
 
-def policy_decider(
-    approval_policy: str,
-    sandbox_mode: str,
-    read_only_tools: frozenset[str] = frozenset(),
-) -> Decider:
-    """The configured policy, as far as it can be applied without the sandbox.
+def policy_decider(approval_policy: str, sandbox_mode: str) -> Decider:
+    """The configured policy for built-in tools called over MCP.
 
-    ``read_only_tools`` adds tools known not to write (MCP tools whose server marks them
-    ``readOnlyHint``). ``never`` and ``on-request`` allow what the sandbox mode allows;
-    ``untrusted`` asks before anything that is not read-only; ``read-only`` forbids
-    writing tools and asks before the shell (nothing confines it yet).
+    ``never`` and ``on-request`` allow what the sandbox mode allows; ``untrusted`` asks
+    before anything that is not read-only; ``read-only`` forbids writing tools and asks
+    before the shell. An MCP server's tools are allowed here: the sandbox session
+    decides them from their server's ``trust``.
     """
-    readers = READ_ONLY_TOOLS | read_only_tools
 
-    def decide(name: str, args: Any) -> Decision:
-        if name in readers:
+    def decide(tool: Tool, args: Any) -> Decision:
+        name = tool.name
+        if tool.effect == "read" or tool.trust != "host":
             return Decision("allow")
         if sandbox_mode == "read-only":
-            if name in WRITING_TOOLS:
+            if tool.effect == "write":
                 return Decision("forbidden", f"sandbox_mode is read-only: {name} writes files")
-            if name == "shell" or split_namespace(name) is not None:
-                return Decision("prompt", f"sandbox_mode is read-only and {name} may write")
+            return Decision("prompt", f"sandbox_mode is read-only and {name} may write")
         if approval_policy == "untrusted":
             return Decision("prompt", f"approval_policy is untrusted and {name} is not read-only")
         return Decision("allow")
@@ -70,7 +68,10 @@ class ApprovingRegistry(ToolRegistry):
         self._decide = decide
 
     async def invoke(self, name: str, raw_args: Any, ctx: ToolContext) -> Any:
-        decision = self._decide(name, raw_args)
+        tool = self.get(name)
+        if tool is None:
+            return await self._inner.invoke(name, raw_args, ctx)  # says it is no tool
+        decision = self._decide(tool, raw_args)
         shown = f"tools.{code_name(name)}"
         if decision.verdict == "forbidden":
             raise ToolError(f"{shown} is forbidden: {decision.reason}")

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codemode.config import Config, codemode_home
+
+if TYPE_CHECKING:
+    from codemode.agent.build import SessionOptions
 
 
 def list_servers(config: Config, *, as_json: bool) -> int:
@@ -43,9 +46,10 @@ def list_servers(config: Config, *, as_json: bool) -> int:
     return 1 if any(s.state == "failed" for s in statuses) else 0
 
 
-def serve(config: Config, cwd: Path, *, http_port: int | None) -> int:
-    """Serve the tool host over stdio, or streamable HTTP on 127.0.0.1:PORT."""
-    from codemode.agent.build import SessionOptions, sandbox_for
+def serve(config: Config, options: SessionOptions, *, http_port: int | None) -> int:
+    """Serve the tool host over stdio, or streamable HTTP on 127.0.0.1:PORT, in the
+    workspace ``options.cwd``, sandboxed as the config and ``options`` say."""
+    from codemode.agent.build import sandbox_for
     from codemode.js_runtime.models import Limits
     from codemode.mcp.adapter import add_configured_servers
     from codemode.mcp.approval import policy_decider
@@ -53,20 +57,20 @@ def serve(config: Config, cwd: Path, *, http_port: int | None) -> int:
     from codemode.tools.builtin import builtin_registry
 
     registry = builtin_registry()
-    sandbox = sandbox_for(config, SessionOptions(cwd=cwd), cwd.resolve())
-    read_only: frozenset[str] = frozenset()
+    cwd = options.cwd
+    sandbox = sandbox_for(config, options, cwd.resolve())
     if config.mcp_servers:
-        manager, statuses = add_configured_servers(
+        _manager, statuses = add_configured_servers(
             registry, config.mcp_servers, codemode_home() / "logs"
         )
         for status in statuses:
             if status.error:
                 print(f"mcp server {status.name}: {status.error}", file=sys.stderr)
-        read_only = frozenset(manager.read_only_tools)
+    settings = sandbox.settings
     service = HostService(
         registry,
         cwd,
-        decide=policy_decider(config.approval_policy, config.sandbox_mode, read_only),
+        decide=policy_decider(settings.approval_policy, settings.sandbox_mode),
         engine=config.engine or "quickjs",
         limits=Limits(timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=30_000),
         sandbox=sandbox,

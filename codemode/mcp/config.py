@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -35,6 +35,12 @@ class McpServerConfig(BaseModel):
     # None: every tool the server lists; otherwise only these (by the server's names).
     enabled_tools: list[str] | None = None
     disabled_tools: list[str] = Field(default_factory=list)
+    # What the server's tools may be trusted with (see codemode.tools.base.Trust):
+    # "read" lets them run in read-only mode and without asking; "write" lets them run
+    # unasked in workspace-write (not in read-only); unset, every call is asked about
+    # (refused where no one can answer) unless the approval policy is never, and
+    # refused in read-only. The server's own readOnlyHint is not taken on its word.
+    trust: Literal["read", "write"] | None = None
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:

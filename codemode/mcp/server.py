@@ -35,10 +35,32 @@ def _prompt(name: str) -> str:
     return (resources.files("codemode.mcp") / "prompts" / f"{name}.md").read_text("utf-8")
 
 
+# Words ending in a full stop that do not end a sentence ("e.g. a path", "vs. main").
+_ABBREVIATIONS = frozenset(
+    "e.g i.e etc vs cf al approx incl esp resp viz no nos fig eq ca mr mrs ms dr st jr sr"
+    " inc ltd co dept est min max sec".split()
+)
+_DOTTED = re.compile(r"(?:[a-z]{1,2}\.)+[a-z]{1,2}")  # "u.s", "a.m"
+_SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+")
+
+
 def _summary(description: str) -> str:
-    first = " ".join(description.split())
-    cut = re.search(r"(?<=[.!?])\s", first)
-    return first[: cut.start()] if cut else first
+    """The description's first sentence: cut at a full stop followed by a space, except
+    after an abbreviation, an initial ("J. Smith") or before a lowercase word."""
+    text = " ".join(description.split())
+    for end in _SENTENCE_END.finditer(text):
+        before = text[: end.start() + 1]
+        word = re.search(r"(\S+)$", before)
+        token = (word.group(1) if word else "").rstrip(".").lstrip("(\"'").lower()
+        if text[end.start()] == "." and (
+            token in _ABBREVIATIONS or len(token) == 1 or _DOTTED.fullmatch(token)
+        ):
+            continue  # "e.g.", "i.e.", "U.S.", "J." - an abbreviation, not the end
+        following = text[end.end() : end.end() + 1]
+        if following and following.islower():
+            continue  # "see the docs. then" reads as one sentence a model would cut badly
+        return text[: end.end()].rstrip()
+    return text
 
 
 class HostService:
@@ -101,7 +123,7 @@ class HostService:
             "tool_calls": len(result.tool_calls),
         }
         return CallToolResult(
-            content=[TextContent(type="text", text=render_exec_result(result))],
+            content=[TextContent(type="text", text=render_exec_result(result, code))],
             structured_content=structured,
             is_error=not result.ok,
         )
@@ -145,8 +167,11 @@ def build_server(service: HostService) -> MCPServer:
     from mcp.server.mcpserver.exceptions import ToolError as McpToolError
     from mcp.types import CallToolResult
 
+    from codemode.version import package_version
+
     server = MCPServer(
         "codemode",
+        version=package_version(),
         instructions="Run JavaScript programs against the host's tools with `execute`.",
     )
 

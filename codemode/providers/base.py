@@ -198,6 +198,16 @@ class AuthenticationError(ProviderError):
     """401/403 or a missing key; the message names the environment variable to set."""
 
 
+class MissingKeyError(AuthenticationError):
+    """The provider needs a key and its environment variable is unset (found before any
+    request): ``env_key`` names the variable, so a caller can ask for the key."""
+
+    def __init__(self, message: str, *, provider: str, env_key: str) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.env_key = env_key
+
+
 class ModelNotFoundError(ProviderError):
     """The provider does not know the model name."""
 

@@ -19,6 +19,7 @@ from codemode.providers.base import (
     AuthenticationError,
     BadRequestError,
     ContextOverflowError,
+    MissingKeyError,
     ModelNotFoundError,
     ProviderError,
     RateLimitError,
@@ -237,10 +238,12 @@ def _key_hint(ctx: ErrorContext) -> str:
     return f"Check the API key configured for {ctx.provider}."
 
 
-def missing_key_error(provider: str, env_key: str) -> AuthenticationError:
-    return AuthenticationError(
+def missing_key_error(provider: str, env_key: str) -> MissingKeyError:
+    return MissingKeyError(
         f"{provider}: no API key: set {env_key} (the environment variable this provider "
-        "reads its key from)"
+        "reads its key from)",
+        provider=provider,
+        env_key=env_key,
     )
 
 

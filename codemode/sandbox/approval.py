@@ -1,11 +1,15 @@
 """Approvals: asking the user before a command the policy does not let through alone.
 
 An ``Approver`` is any async callable taking an ``ApprovalRequest`` and returning
-``"once"``, ``"always"`` (also remember it: a ``prefix_rule`` is appended to
-``~/.codemode/rules/default.rules``) or ``"deny"``. Interactive sessions pass one;
-non-interactive surfaces (``interpreter exec``, ``interpreter run``, embedders) pass none,
-and a command that would need approval is then refused — unless the approval policy is
-``never``, which runs it (still confined by the sandbox mode).
+``"once"``, ``"always"`` or ``"deny"``. "Always" remembers no more than the person saw:
+by default the exact command line (``allow_command(command=...)`` appended to
+``~/.codemode/rules/default.rules``). ``request.remember_options`` lists what may be
+remembered, narrowest first, each saying exactly what it will allow; answering
+``"always:N"`` picks option N (0, the exact command line, is what ``"always"`` means).
+Interactive sessions pass an approver; non-interactive surfaces (``interpreter exec``,
+``interpreter run``, embedders) pass none, and a command that would need approval is then
+refused — unless the approval policy is ``never``, which runs it (still confined by the
+sandbox mode).
 
 For calls made from a code-mode program, ``program_context(source)`` around the
 program's execution lets the request carry the program's source.
@@ -13,6 +17,8 @@ program's execution lets the request carry the program's source.
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
@@ -30,13 +36,62 @@ __all__ = [
     "ApprovalRequest",
     "Approver",
     "CommandVerdict",
+    "RememberOption",
     "current_program",
     "current_tool",
     "program_context",
+    "remember_options",
     "tool_call",
 ]
 
-ApprovalChoice = Literal["once", "always", "deny"]
+# "always:N" picks request.remember_options[N]; "always" is "always:0".
+ApprovalChoice = Literal["once", "always", "deny"] | str
+
+
+@dataclass(frozen=True)
+class RememberOption:
+    """One thing "always" can store: exactly one command line, or a command prefix."""
+
+    label: str  # what it allows, in words, shown to the person
+    command: str | None = None  # allow_command(command=...): this exact line
+    prefix: tuple[str, ...] = ()  # prefix_rule(pattern=[...], decision="allow")
+
+    def rule(self) -> str:
+        import json
+
+        if self.command is not None:
+            return f"allow_command(command={json.dumps(self.command, ensure_ascii=False)})"
+        return f'prefix_rule(pattern={json.dumps(list(self.prefix))}, decision="allow")'
+
+
+_MAX_PREFIXES = 4
+
+
+def remember_options(command: str, needing: Sequence[CommandVerdict]) -> tuple[RememberOption, ...]:
+    """What "always" may store for ``command``, narrowest first.
+
+    Always the exact command line. When a single simple command needed approval and all
+    its words are fixed text, also prefixes of it, from the whole command down (never a
+    prefix cut short by a word only known at run time: ``rm -rf "$DIR"`` offers no
+    ``rm -rf``).
+    """
+    line = command.strip()
+    out = [RememberOption(f"exactly this command line, nothing else: {line}", command=line)]
+    with_words = [v for v in needing if v.words]
+    if len(needing) == 1 and len(with_words) == 1:
+        v = with_words[0]
+        if shlex.join(v.words) == v.command:  # every word literal, nothing dropped
+            words = v.words
+            for n in range(len(words), max(0, len(words) - _MAX_PREFIXES), -1):
+                shown = shlex.join(words[:n])
+                out.append(
+                    RememberOption(
+                        f"`{shown}` followed by any further arguments, anywhere in a "
+                        "command line (built-in forbidden rules still apply)",
+                        prefix=tuple(words[:n]),
+                    )
+                )
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -56,6 +111,7 @@ class ApprovalRequest:
     commands: tuple[CommandVerdict, ...] = ()  # every simple command needing approval
     program: str | None = None  # the code-mode program making the call, if any
     can_remember: bool = field(default=True)  # whether "always" can be saved as a rule
+    remember_options: tuple[RememberOption, ...] = ()  # what "always" may store
 
     def summary(self) -> str:
         """One paragraph for a prompt: what, why, and which rule."""

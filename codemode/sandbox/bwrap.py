@@ -1,20 +1,51 @@
 """bubblewrap: the preferred confinement on Linux.
 
-The command sees the whole filesystem read-only (``--ro-bind / /``), the writable roots
-bound read-write on top, and inside them ``.codemode/`` and ``.git/hooks`` bound
-read-only again. It gets a fresh ``/dev`` and ``/proc``, its own PID namespace, no
-network namespace access unless allowed, and dies with its parent.
+The command sees the whole filesystem read-only (``--ro-bind / /``) with the writable
+roots bound read-write on top. Inside them what ``codemode.sandbox.protected`` names is
+bound read-only again (``protect_binds``). The command holds no capability in any set,
+also when codemode runs as root (no mount, no sethostname, no clock setting, no module
+loading, no raw I/O; ``isolation`` says how), and runs with no_new_privs; it gets a
+fresh ``/dev`` and ``/proc``, its own PID, IPC and UTS namespaces, no network namespace
+access unless allowed, and dies with its parent. When
+its first process exits, the PID namespace ends and with it every process the command
+left behind, ``setsid`` and double-forked ones included.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from codemode.sandbox.paths import PROTECTED_SUBPATHS
+from codemode.sandbox.protected import (
+    CODEMODE_DIR,
+    GIT_DIR,
+    GIT_PROTECTED,
+    git_dirs,
+    host_config_paths,
+)
+
+# Options every confined command gets (see the module docstring).
+_COMMON = ("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session")
+# Not root: a user namespace in which the command holds nothing and may make no other.
+_UNPRIVILEGED = ("--unshare-user", "--disable-userns", "--cap-drop", "ALL")
+# Root: no user namespace (in one, root could not even enter another user's folders to
+# set up the mounts); bubblewrap drops every capability but CAP_SETPCAP, which setpriv
+# uses to empty the bounding set before it runs the command with nothing.
+_ROOT = ("--cap-drop", "ALL", "--cap-add", "CAP_SETPCAP")
+_ROOT_PREFIX = ("--bounding-set=-all", "--inh-caps=-all", "--ambient-caps=-all", "--")
+
+
+@functools.cache
+def isolation() -> tuple[list[str], list[str]]:
+    """bwrap options, and the words to put before the command."""
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() == 0 and setpriv is not None:
+        return [*_ROOT, *_COMMON], [setpriv, *_ROOT_PREFIX]
+    return [*_UNPRIVILEGED, *_COMMON], []
 
 
 def executable() -> str | None:
@@ -27,21 +58,9 @@ def available() -> str | None:
     exe = executable()
     if exe is None:
         return "bubblewrap (bwrap) is not installed"
-    probe = [
-        exe,
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--unshare-pid",
-        "--unshare-net",
-        "--die-with-parent",
-        "--",
-        "true",
-    ]
+    probe = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    opts, prefix = isolation()
+    probe += [*opts, "--unshare-net", "--", *prefix, "true"]
     try:
         proc = subprocess.run(probe, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -59,25 +78,114 @@ def argv(
     writable: Sequence[Path],
     network: bool,
     seccomp_fd: int | None,
+    hide_sockets: Iterable[Path] = (),
+    read_only: Iterable[Path] = (),
+    nested_git: Iterable[Path] = (),
 ) -> list[str]:
-    """The bwrap command line that runs ``command`` confined."""
+    """The bwrap command line that runs ``command`` confined.
+
+    ``hide_sockets``: Unix socket files covered with an empty file (used when some
+    sockets are allowed, so that only those stay reachable). ``read_only``: more
+    folders inside the writable roots to bind read-only (``.codemode/`` below the top).
+    ``nested_git``: ``.git`` entries below the tops, protected like the top ones.
+    """
     exe = executable() or "bwrap"
     out = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for root in writable:
         out += ["--bind", str(root), str(root)]
     for root in writable:
-        for sub in PROTECTED_SUBPATHS:
-            p = root / sub
-            if p.is_dir() and not p.is_symlink():
-                out += ["--ro-bind", str(p), str(p)]
-            elif sub == ".codemode" and not p.exists() and not p.is_symlink():
-                # Nothing to protect yet, but the command must not create it either:
-                # an empty read-only tmpfs takes its place (bwrap leaves an empty folder).
-                out += ["--tmpfs", str(p), "--remount-ro", str(p)]
-    out += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"]
+        out += protect_binds(root)
+    for p in read_only:
+        if p.is_dir() and not p.is_symlink():
+            out += _ro(p)
+    for g in nested_git:
+        if os.path.lexists(g):
+            out += git_binds(g.parent, top=False)
+    for sock in hide_sockets:
+        out += ["--ro-bind", "/dev/null", str(sock)]
+    opts, prefix = isolation()
+    out += [*opts]
     if not network:
         out.append("--unshare-net")
     if seccomp_fd is not None:
         out += ["--seccomp", str(seccomp_fd)]
-    out += ["--chdir", str(cwd), "--", *command]
+    out += ["--chdir", str(cwd), "--", *prefix, *command]  # (copies: isolation is cached)
     return out
+
+
+def placeholders(root: Path) -> list[Path]:
+    """Folders ``protect_binds`` makes the bind target of when absent (bubblewrap leaves
+    them behind, empty; the session removes them again)."""
+    out = [root / CODEMODE_DIR]
+    git = root / GIT_DIR
+    if not os.path.lexists(git):
+        out.append(git)
+    return [p for p in out if not os.path.lexists(p)]
+
+
+def protect_binds(root: Path) -> list[str]:
+    """Binds keeping a writable root's protected parts read-only and in place.
+
+    A mount point cannot be renamed, removed or replaced, so each protected entry, and
+    each folder on the way to one (``.git``, ``.git/modules``, ...), is made one: the
+    entry itself read-only, the folders on the way bound onto themselves read-write so
+    that git can still write objects, refs and the index. A protected entry that is a
+    symlink (it could be swapped) makes its whole git directory read-only. A missing
+    ``.codemode/`` or ``.git`` becomes an empty read-only mount, so the command cannot
+    create one (a new ``.git`` would be a repository whose settings it chose).
+    """
+    out: list[str] = []
+    cm = root / CODEMODE_DIR
+    if cm.is_symlink():
+        out += _ro(cm.resolve()) if cm.resolve().is_dir() else []
+    elif cm.is_dir():
+        out += _ro(cm)
+    elif not cm.exists():
+        out += ["--tmpfs", str(cm), "--remount-ro", str(cm)]
+    for p in host_config_paths():  # a workspace that is the home folder
+        if p.exists() and p.resolve().is_relative_to(root):
+            out += _ro(p.resolve())
+    return out + git_binds(root, top=True)
+
+
+def git_binds(root: Path, *, top: bool) -> list[str]:
+    """The binds for ``root/.git`` and the git directories it leads to; ``top``: the
+    top of a writable root, where a missing ``.git`` gets a stand-in."""
+    out: list[str] = []
+    git = root / GIT_DIR
+    if git.is_symlink() or (git.exists() and not (git.is_dir() or git.is_file())):
+        target = git.resolve()
+        out += _ro(target) if target.exists() else []
+    elif git.is_file():
+        out += _ro(git)  # a worktree's or submodule's "gitdir: ..." file
+    elif not git.exists() and top:
+        out += ["--tmpfs", str(git), "--remount-ro", str(git)]
+    folders: set[Path] = set()
+    entries: list[str] = []
+    for gitdir in git_dirs(root):
+        _gitdir_binds(root, gitdir, folders, entries)
+    # folders first (outermost first): a later bind would cover the read-only entries
+    for d in sorted(folders, key=lambda p: len(p.parts)):
+        out += ["--bind", str(d), str(d)]
+    return out + entries
+
+
+def _gitdir_binds(root: Path, gitdir: Path, folders: set[Path], out: list[str]) -> None:
+    entries = [gitdir / name for name in GIT_PROTECTED]
+    if any(p.is_symlink() for p in entries):
+        out += _ro(gitdir)
+        return
+    # every folder from the root down to the git directory, so none can be renamed away
+    rel = gitdir.relative_to(root).parts
+    folders.update(root.joinpath(*rel[:i]) for i in range(1, len(rel) + 1))
+    for p in entries:
+        if p.is_dir() or p.is_file():
+            out += _ro(p)
+        elif p.name in ("hooks", "info"):
+            out += ["--tmpfs", str(p), "--remount-ro", str(p)]
+        # config, config.worktree and commondir cannot get a stand-in (git would read
+        # an empty one); their creation is caught by the check after the command.
+
+
+def _ro(p: Path) -> list[str]:
+    return ["--ro-bind", str(p), str(p)]

@@ -3,7 +3,7 @@ that runs tools (``interpreter run``, ``interpreter exec``, the interactive sess
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import click
@@ -63,3 +63,59 @@ def resolve_modes(
             raise click.UsageError("--full-auto cannot be combined with --sandbox or --approval")
         return FULL_AUTO
     return sandbox_mode or default_mode, approval_policy or default_policy
+
+
+def configured_sandbox(
+    config: Mapping[str, Any],
+    sandbox_mode: str | None,
+    approval_policy: str | None,
+    full_auto: bool,
+) -> dict[str, Any]:
+    """The sandbox settings of a command that reads the raw config (``interpreter run``):
+    its ``sandbox_mode``, ``approval_policy`` and ``[sandbox]`` table, the flags
+    overriding them, as SandboxSettings fields. Commands that load the whole ``Config``
+    get the same from ``codemode.agent.build.sandbox_for``.
+
+    Raises click.UsageError (exit 2) for a value that is not valid. The two modes are
+    checked without pydantic; a ``[sandbox]`` table, when there is one, is validated
+    with it (a script run that sets none does not pay for the import).
+    """
+    configured = {}
+    for key, allowed, default in (
+        ("sandbox_mode", SANDBOX_MODES, DEFAULT_SANDBOX_MODE),
+        ("approval_policy", APPROVAL_POLICIES, DEFAULT_APPROVAL_POLICY),
+    ):
+        value = config.get(key, default)
+        if value not in allowed:
+            raise click.UsageError(
+                f"invalid {key} {value!r} (config file or -c): expected one of "
+                f"{', '.join(allowed)}"
+            )
+        configured[key] = value
+    mode, policy = resolve_modes(
+        sandbox_mode,
+        approval_policy,
+        full_auto,
+        default_mode=configured["sandbox_mode"],
+        default_policy=configured["approval_policy"],
+    )
+    settings: dict[str, Any] = {"sandbox_mode": mode, "approval_policy": policy}
+    table = config.get("sandbox")
+    if table is None:
+        return settings
+    if not isinstance(table, Mapping):
+        raise click.UsageError(f"[sandbox] must be a table, got {type(table).__name__}")
+    from pydantic import ValidationError
+
+    from codemode.sandbox.settings import SandboxOptions
+
+    try:
+        options = SandboxOptions.model_validate(dict(table))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"sandbox.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise click.UsageError(f"invalid configuration: {problems}") from None
+    settings.update(options.model_dump())
+    return settings

@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codemode.sandbox import bwrap, landlock, seccomp
+from codemode.sandbox import bwrap, landlock, seccomp, unix_sockets
 
 if TYPE_CHECKING:
     from codemode.sandbox.settings import SandboxSettings
@@ -86,15 +86,20 @@ async def spawn_confined(
     output_fd: int,
     settings: SandboxSettings,
     writable: Sequence[Path],
+    read_only: Sequence[Path] = (),
+    nested_git: Sequence[Path] = (),
 ) -> asyncio.subprocess.Process:
     """Start ``argv`` under the confinement ``settings`` ask for.
 
-    ``writable`` are the directories the command may write (empty in read-only mode).
+    ``writable`` are the directories the command may write (empty in read-only mode);
+    ``read_only`` folders inside them that stay read-only besides the built-in ones, and
+    ``nested_git`` the ``.git`` entries of repositories below their tops.
     stdin is /dev/null; stdout and stderr go to ``output_fd``; the process leads a new
     session so its whole group can be killed.
     """
     backend = choose_backend(settings)
     deny_network = settings.restricted and not settings.network_access
+    deny_unix = settings.restricted and not settings.allow_unix_sockets
     use_seccomp = settings.restricted and settings.seccomp and probe().seccomp is None
     start = functools.partial(
         asyncio.create_subprocess_exec,
@@ -111,35 +116,32 @@ async def spawn_confined(
         pass_fds: tuple[int, ...] = ()
         read_fd = None
         if use_seccomp:
-            program = seccomp.bpf_program(deny_network)
+            program = seccomp.bpf_program(deny_network, deny_unix)
             read_fd, write_fd = os.pipe()
             try:
                 os.write(write_fd, program)  # a few hundred bytes: fits the pipe buffer
             finally:
                 os.close(write_fd)
             pass_fds = (read_fd,)
+        hide = unix_sockets.to_hide(settings.allow_unix_sockets) if not deny_unix else []
         try:
             cmd = bwrap.argv(
-                argv, cwd=cwd, writable=writable, network=not deny_network, seccomp_fd=read_fd
+                argv,
+                cwd=cwd,
+                writable=writable,
+                network=not deny_network,
+                seccomp_fd=read_fd,
+                hide_sockets=hide,
+                read_only=read_only,
+                nested_git=nested_git,
             )
             return await start(*cmd, pass_fds=pass_fds)
         finally:
             if read_fd is not None:
                 os.close(read_fd)
     ruleset = landlock.Ruleset(writable, deny_network=deny_network)
-    filt = seccomp.prepared(deny_network) if use_seccomp else None
+    filt = seccomp.prepared(deny_network, deny_unix) if use_seccomp else None
     try:
-        return await start(*argv, preexec_fn=_child_setup(ruleset, filt))
+        return await start(*argv, preexec_fn=landlock.child_setup(ruleset, filt))
     finally:
         ruleset.close()
-
-
-def _child_setup(
-    ruleset: landlock.Ruleset, filt: seccomp.PreparedFilter | None
-) -> Callable[[], None]:
-    def setup() -> None:
-        ruleset.apply()
-        if filt is not None:
-            filt.install()
-
-    return setup

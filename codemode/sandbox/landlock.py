@@ -3,9 +3,13 @@
 The ruleset is built in the parent (one ``O_PATH`` descriptor per writable root) and
 applied in the child just before exec. Only write-type accesses are handled, so reads
 stay unrestricted; with ABI 4+ TCP bind/connect are denied as well unless the network is
-allowed. Landlock can only grant, never carve out: a read-only subfolder of a writable
-root (``.codemode/``, ``.git/hooks``) cannot be expressed, which is why bubblewrap is
-preferred.
+allowed; with ABI 6+ the command can neither signal processes outside its sandbox nor
+reach abstract Unix sockets outside it. Landlock can only grant, never carve out: a
+read-only subfolder of a writable root (``.codemode/``, ``.git/config``) cannot be
+expressed, so ``git_guard`` puts such entries back after each command; this is why
+bubblewrap is preferred.
+
+The rest of the confinement is in ``child_setup`` (``process_tree`` does the forking).
 """
 
 from __future__ import annotations
@@ -14,8 +18,12 @@ import ctypes
 import functools
 import os
 import platform
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codemode.sandbox import seccomp
 
 _SYSCALLS = {  # same numbers on every architecture that has Landlock
     "create_ruleset": 444,
@@ -36,10 +44,14 @@ NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
 _WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
 
 
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
+
+
 class _RulesetAttr(ctypes.Structure):
     _fields_ = [
         ("handled_access_fs", ctypes.c_uint64),
         ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
     ]
 
 
@@ -105,9 +117,11 @@ class Ruleset:
         libc = _libc()
         handled = _write_access(abi)
         attr = _RulesetAttr(
-            handled, NET_BIND_TCP | NET_CONNECT_TCP if (deny_network and abi >= 4) else 0
+            handled,
+            NET_BIND_TCP | NET_CONNECT_TCP if (deny_network and abi >= 4) else 0,
+            SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0,
         )
-        size = ctypes.sizeof(_RulesetAttr) if abi >= 4 else 8
+        size = 24 if abi >= 6 else 16 if abi >= 4 else 8
         fd = libc.syscall(
             _SYSCALLS["create_ruleset"],
             ctypes.byref(attr),
@@ -118,6 +132,7 @@ class Ruleset:
             raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
         self.fd = int(fd)
         self.network_confined = bool(attr.handled_access_net)
+        self.scoped = bool(attr.scoped)
         try:
             for root in writable:
                 self._allow(root, handled)
@@ -160,3 +175,25 @@ class Ruleset:
 
     def close(self) -> None:
         os.close(self.fd)
+
+
+def child_setup(ruleset: Ruleset, filt: seccomp.PreparedFilter | None) -> Callable[[], None]:
+    """The ``preexec_fn`` of a command confined with Landlock.
+
+    In the child: new PID (and mount) namespaces where the kernel allows, a watcher
+    process that ends the command's whole process tree when the command exits, then in
+    the command's own process a fresh ``/proc``, every capability dropped, the Landlock
+    ruleset and the seccomp filter (``process_tree.enter``).
+    """
+    from codemode.sandbox import process_tree
+
+    plan = process_tree.Plan.for_this_process()
+
+    def setup() -> None:
+        process_tree.enter(plan)
+        ruleset.apply()
+        process_tree.drop_capabilities(plan)
+        if filt is not None:
+            filt.install()
+
+    return setup

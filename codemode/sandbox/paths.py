@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
-# Inside a writable root these stay read-only: the agent's own rules and settings, and
-# git hooks (code git would run later, outside the sandbox).
-PROTECTED_SUBPATHS = (".codemode", ".git/hooks")
+from codemode.sandbox.protected import host_config_reason, protected_reason
 
 
 def write_refusal(path: Path, roots: Sequence[Path] | None) -> str | None:
@@ -15,7 +14,8 @@ def write_refusal(path: Path, roots: Sequence[Path] | None) -> str | None:
 
     ``roots`` None means anywhere (danger-full-access); an empty list means nowhere
     (read-only). Symlinks are resolved first, so a link inside the workspace that
-    points outside it does not open a door; ``..`` is resolved the same way.
+    points outside it does not open a door; ``..`` is resolved the same way. Inside a
+    root, ``codemode.sandbox.protected`` decides what stays read-only.
     """
     if roots is not None and not roots:
         return "the sandbox is read-only"
@@ -23,11 +23,15 @@ def write_refusal(path: Path, roots: Sequence[Path] | None) -> str | None:
     if roots is None:
         return None
     real_roots = [r.resolve() for r in roots]
-    if not any(real == r or real.is_relative_to(r) for r in real_roots):
+    inside = [r for r in real_roots if real == r or real.is_relative_to(r)]
+    if not inside:
         return "outside the writable roots"
-    for r in real_roots:
-        for sub in PROTECTED_SUBPATHS:
-            protected = r / sub
-            if real == protected or real.is_relative_to(protected):
-                return f"{sub}/ is read-only"
-    return None
+    lexical = Path(os.path.normpath(path.absolute()))
+    for r in inside:
+        reason = protected_reason(real.relative_to(r))
+        if reason is None and lexical.is_relative_to(r):
+            # a symlink named .codemode or .git inside the root is protected as well
+            reason = protected_reason(lexical.relative_to(r))
+        if reason is not None:
+            return reason
+    return host_config_reason(real)

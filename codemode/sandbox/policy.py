@@ -1,20 +1,29 @@
 """Execpolicy: the decision for a whole shell command, from the rules and its simple commands.
 
 Each simple command gets a verdict: ``allow``, ``prompt``, ``forbidden``, or ``unmatched``
-when no rule covers it (the approval policy then decides: ``untrusted`` asks,
+when nothing says it is safe (the approval policy then decides: ``untrusted`` asks,
 ``on-request`` and ``never`` run it inside the sandbox). The strictest verdict over all
-simple commands is the decision for the command line.
+simple commands, and over the problems found while parsing (``prompt``), is the decision.
 
-Layers: the built-in defaults (``default.rules`` plus the ``rm`` check below), the
-user's rules (``~/.codemode/rules/*.rules`` and ``--rules`` files) and the repository's
-(``.codemode/rules/*.rules``). For one simple command the user's and the repository's
-matching rules always count; the defaults count only when none of the *user's* rules
-matches it fully, so a user can relax a default (that is what "always allow" does), while
-a repository can only add restrictions to the defaults.
+``allow`` needs certainty: the program is in the safe-command table
+(``safe_commands.toml``) and every option and argument passes its check, or one of the
+user's own rules allows it. Layers:
+
+- built-in: ``default.rules`` (prompt / forbidden rules), the safe-command table, and
+  checks in code (device writes, ``rm``, commands that a program would run);
+- the user's rules (``~/.codemode/rules/*.rules``, ``[sandbox] rules``, ``--rules``): may
+  allow. A user ``allow`` overrides a built-in ``prompt`` rule, never a ``forbidden``
+  one, never a command that a program would run, a variable that changes what runs, or
+  a delete outside the writable roots; ``allow_command`` (one exact command line, what
+  "always" stores) overrides everything but ``forbidden``;
+- the repository's rules (``.codemode/rules`` in the workspace and every folder up to
+  the repository root): can only tighten; an ``allow``, ``allow_command`` or
+  ``host_executable`` there is ignored with a notice.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import os
 import os.path
@@ -24,14 +33,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from codemode.sandbox import command_checks, rm_checks
 from codemode.sandbox.rules import (
+    ExactRule,
     PrefixRule,
     RuleSet,
     load_rules_dir,
     load_rules_file,
     parse_rules,
 )
-from codemode.sandbox.shell_parse import SimpleCommand, parse_script
+from codemode.sandbox.shell_parse import SimpleCommand, parse_script, with_words
 from codemode.sandbox.words import Word
 
 Verdict = Literal["allow", "unmatched", "prompt", "forbidden"]
@@ -49,14 +60,11 @@ def user_rules_dir() -> Path:
 
 
 def repo_rules_dirs(workspace: Path) -> list[Path]:
-    """``.codemode/rules`` of the workspace and of the git repository containing it."""
-    dirs = [workspace / ".codemode" / "rules"]
-    for parent in [workspace, *workspace.parents]:
-        if (parent / ".git").exists():
-            if parent != workspace:
-                dirs.append(parent / ".codemode" / "rules")
-            break
-    return dirs
+    """``.codemode/rules`` of the workspace and of every folder up to the root of the git
+    repository containing it (just the workspace's when it is in none)."""
+    chain = [workspace, *workspace.parents]
+    top = next((i for i, p in enumerate(chain) if (p / ".git").exists()), 0)
+    return [p / ".codemode" / "rules" for p in chain[: top + 1]]
 
 
 @functools.cache
@@ -127,7 +135,31 @@ class Policy:
     ) -> None:
         self.defaults = defaults if defaults is not None else default_rules()
         self.user = user or RuleSet()
-        self.repo = repo or RuleSet()
+        self.notices: list[str] = []
+        self.repo = self._tighten_only(repo or RuleSet())
+
+    def _tighten_only(self, repo: RuleSet) -> RuleSet:
+        """The repository's rules without what would loosen the policy (with notices)."""
+        kept = RuleSet(files=list(repo.files))
+        for rule in repo.rules:
+            if rule.decision == "allow":
+                self.notices.append(
+                    f"{rule.source}: ignored {rule.describe(short=True)}: a repository's "
+                    "rules can only add restrictions"
+                )
+            else:
+                kept.rules.append(rule)
+        for exact in repo.exact:
+            self.notices.append(
+                f"{exact.source}: ignored {exact.describe()}: a repository's rules can only "
+                "add restrictions"
+            )
+        for name, paths in repo.executables.items():
+            self.notices.append(
+                f"ignored host_executable(name={name!r}) in a repository's rules "
+                f"({', '.join(paths)}): only your own rules may name executables"
+            )
+        return kept
 
     @classmethod
     def load(
@@ -145,21 +177,26 @@ class Policy:
         for path in extra_files:
             user.extend(load_rules_file(Path(path), "user"))
         repo = RuleSet()
+        mine = (user_dir or user_rules_dir()).resolve()
         if workspace is not None:
             for d in repo_rules_dirs(workspace):
-                repo.extend(load_rules_dir(d, "repo"))
+                if d.resolve() != mine:
+                    repo.extend(load_rules_dir(d, "repo"))
         return cls(user=user, repo=repo)
 
-    def add_user_rule(self, rule: PrefixRule) -> None:
-        self.user.rules.append(rule)
+    def add_user_rule(self, rule: PrefixRule | ExactRule) -> None:
+        if isinstance(rule, ExactRule):
+            self.user.exact.append(rule)
+        else:
+            self.user.rules.append(rule)
 
     @property
     def files(self) -> list[Path]:
         return [*self.user.files, *self.repo.files]
 
-    def evaluate(self, command: str, ctx: PolicyContext) -> Evaluation:
+    def evaluate(self, command: str, ctx: PolicyContext, *, depth: int = 0) -> Evaluation:
         """Judge the shell command line ``command``."""
-        parsed = parse_script(command)
+        parsed = parse_script(command, depth=depth)
         verdicts: list[CommandVerdict] = []
         for problem in parsed.problems:
             verdicts.append(
@@ -170,53 +207,93 @@ class Policy:
                     justification="a command that cannot be checked needs approval",
                 )
             )
-        cwds, cwd_unknown = _candidate_cwds(parsed.commands, ctx)
+        cwds, cwd_unknown = rm_checks.candidate_cwds(parsed.commands, ctx)
         for cmd in parsed.commands:
-            v = self._judge(cmd, ctx, cwds, cwd_unknown)
+            v = self._judge(cmd, ctx, cwds, cwd_unknown, depth, parsed.literals)
             if v is not None:
                 verdicts.append(v)
-        if not verdicts:
-            return Evaluation(command, "allow", None, ())
-        deciding = max(verdicts, key=lambda v: STRICTNESS[v.verdict])
-        return Evaluation(command, deciding.verdict, deciding, tuple(verdicts))
+        deciding = max(verdicts, key=lambda v: STRICTNESS[v.verdict]) if verdicts else None
+        decision: Verdict = deciding.verdict if deciding else "allow"
+        exact = self._exact(command) if depth == 0 and decision != "forbidden" else None
+        if exact is not None and decision != "allow":
+            shown = CommandVerdict(
+                command.strip(),
+                "allow",
+                exact.describe(),
+                exact.source,
+                "you allowed this exact command line",
+            )
+            return Evaluation(command, "allow", shown, tuple(verdicts))
+        return Evaluation(command, decision, deciding, tuple(verdicts))
+
+    def _exact(self, command: str) -> ExactRule | None:
+        line = command.strip()
+        return next((r for r in self.user.exact if r.command == line), None)
 
     def _judge(
-        self, cmd: SimpleCommand, ctx: PolicyContext, cwds: list[Path], cwd_unknown: bool
+        self,
+        cmd: SimpleCommand,
+        ctx: PolicyContext,
+        cwds: list[Path],
+        cwd_unknown: bool,
+        depth: int,
+        literals: dict[str, set[str]],
     ) -> CommandVerdict | None:
         words = list(cmd.words)
         shown = cmd.display()
         literal_words = _literal_prefix(words)
-        executables = {
-            **self.defaults.executables,
-            **self.repo.executables,
-            **self.user.executables,
-        }
-        candidates: list[CommandVerdict] = []
-        user_hit = False
-        for layer in (self.user, self.repo):
-            for rule in layer.rules:
+        executables = {**self.defaults.executables, **self.user.executables}
+        hard: list[CommandVerdict] = []  # forbidden, and prompts no prefix allow overrides
+        soft: list[CommandVerdict] = []  # built-in prompts a user allow rule overrides
+        user_allow: CommandVerdict | None = None
+        name = words[0] if words else None
+        key = os.path.basename(name.text) if name is not None and name.literal else None
+        for layer in (self.user, self.repo, self.defaults):
+            for rule in _rules_for(layer, key):
                 level = rule.match(words, open_ended=cmd.open_ended, executables=executables)
                 if level == "no":
                     continue
-                user_hit = user_hit or (rule.layer == "user" and level == "yes")
-                candidates.append(_verdict_of(rule, level, shown, literal_words))
-        if not user_hit:
-            for rule in self.defaults.rules:
-                level = rule.match(words, open_ended=cmd.open_ended, executables=executables)
-                if level != "no":
-                    candidates.append(_verdict_of(rule, level, shown, literal_words))
-            rm = _rm_check(cmd, ctx, cwds, cwd_unknown, shown, literal_words)
-            if rm is not None:
-                candidates.append(rm)
-        root = _rm_root_check(cmd, ctx, cwds, shown, literal_words)
+                v = _verdict_of(rule, level, shown, literal_words)
+                if rule.decision == "allow":
+                    if v.verdict == "allow" and rule.layer == "user" and user_allow is None:
+                        user_allow = v
+                elif v.verdict == "forbidden" or rule.layer != "default":
+                    hard.append(v)
+                else:
+                    soft.append(v)
+        hard += command_checks.device_writes(cmd, cwds, shown, literal_words, literals)
+        if name is not None and name.kind == "glob":
+            hard += command_checks.glob_name(
+                cmd, (self.user, self.repo, self.defaults), shown, literal_words
+            )
+            if fnmatch.fnmatchcase("rm", os.path.basename(name.text)):  # /bin/r? -rf /
+                as_rm = with_words(cmd, [Word("rm"), *words[1:]])
+                root = rm_checks.rm_root_check(as_rm, ctx, cwds, shown, literal_words)
+                hard += [root] if root is not None else []
+        root = rm_checks.rm_root_check(cmd, ctx, cwds, shown, literal_words)
         if root is not None:
-            candidates.append(root)
+            hard.append(root)
+        rm = rm_checks.rm_check(cmd, ctx, cwds, cwd_unknown, shown, literal_words)
+        if rm is not None:
+            hard.append(rm)
+        table_allow: CommandVerdict | None = None
+        if not cmd.strict_only and words and words[0].literal:
+            table_allow = command_checks.table_verdict(
+                self, cmd, ctx, depth, executables, hard, soft, literal_words
+            )
+        candidates = hard + soft
         if cmd.strict_only:
-            candidates = [c for c in candidates if c.verdict in ("prompt", "forbidden")]
-            return max(candidates, key=lambda v: STRICTNESS[v.verdict]) if candidates else None
-        if not candidates:
+            return max(candidates, key=_rank) if candidates else None
+        if hard:
+            best = max(hard, key=_rank)
+        elif user_allow is not None:
+            best = user_allow
+        elif soft:
+            best = max(soft, key=_rank)
+        elif table_allow is not None:
+            best = table_allow
+        else:
             return CommandVerdict(shown, "unmatched", words=literal_words)
-        best = max(candidates, key=lambda v: STRICTNESS[v.verdict])
         if best.verdict == "allow" and cmd.writes:
             return CommandVerdict(
                 shown,
@@ -227,6 +304,16 @@ class Policy:
                 words=literal_words,
             )
         return best
+
+
+def _rules_for(layer: RuleSet, name: str | None) -> list[PrefixRule]:
+    """The rules of ``layer`` whose first token can match a command named ``name`` (all
+    of them for a name only known at run time)."""
+    return layer.rules if name is None else layer.rules_named(name)
+
+
+def _rank(v: CommandVerdict) -> int:
+    return STRICTNESS[v.verdict]
 
 
 def _literal_prefix(words: Sequence[Word]) -> tuple[str, ...]:
@@ -253,148 +340,3 @@ def _verdict_of(rule: PrefixRule, level: str, shown: str, words: tuple[str, ...]
     return CommandVerdict(
         shown, verdict, rule.describe(short=True), rule.source, justification, words
     )
-
-
-def _candidate_cwds(
-    commands: Sequence[SimpleCommand], ctx: PolicyContext
-) -> tuple[list[Path], bool]:
-    """Every directory a relative path might be relative to, following ``cd``s."""
-    cwds = [ctx.cwd]
-    unknown = False
-    for cmd in commands:
-        if cmd.strict_only or not cmd.words or cmd.words[0].text not in ("cd", "pushd"):
-            continue
-        args = [w for w in cmd.words[1:] if not (w.literal and w.text.startswith("-"))]
-        if not args:
-            cwds.append(ctx.home)
-        elif not args[0].literal:
-            unknown = True
-        else:
-            cwds += [Path(os.path.normpath(c / args[0].text)) for c in cwds]
-    return list(dict.fromkeys(cwds)), unknown
-
-
-def _rm_parts(cmd: SimpleCommand) -> tuple[bool, list[Word]] | None:
-    if cmd.strict_only or not cmd.words or not cmd.words[0].literal:
-        return None
-    if os.path.basename(cmd.words[0].text) != "rm":
-        return None
-    recursive = False
-    targets: list[Word] = []
-    options_done = False
-    for w in cmd.words[1:]:
-        if not options_done and w.literal and w.text == "--":
-            options_done = True
-        elif not options_done and w.literal and w.text.startswith("-") and w.text != "-":
-            recursive = (
-                recursive
-                or w.text == "--recursive"
-                or (not w.text.startswith("--") and any(c in "rR" for c in w.text[1:]))
-            )
-        else:
-            targets.append(w)
-    return recursive, targets
-
-
-def _inside(path: Path, roots: Sequence[Path]) -> bool:
-    return any(path == r or path.is_relative_to(r) for r in roots)
-
-
-def _static_path(word: Word) -> str | None:
-    """For a literal word its text; for a glob the directory its matches lie in."""
-    if word.kind == "literal":
-        return word.text
-    if word.kind == "glob":
-        head = word.text
-        for i, c in enumerate(head):
-            if c in "*?[":
-                head = head[:i]
-                break
-        return os.path.dirname(head) if "/" in head else "."
-    return None
-
-
-def _rm_check(
-    cmd: SimpleCommand,
-    ctx: PolicyContext,
-    cwds: list[Path],
-    cwd_unknown: bool,
-    shown: str,
-    words: tuple[str, ...],
-) -> CommandVerdict | None:
-    parts = _rm_parts(cmd)
-    if parts is None:
-        return None
-    _, targets = parts
-    rule = f"{BUILTIN}: rm outside the writable roots"
-    why = "deletes files outside the workspace"
-    if cmd.open_ended:
-        return CommandVerdict(
-            shown,
-            "prompt",
-            rule,
-            None,
-            "deletes paths only known at run time (xargs, find -exec)",
-            words,
-        )
-    roots = [Path(os.path.realpath(r)) for r in ctx.writable_roots] + list(ctx.writable_roots)
-    for t in targets:
-        static = _static_path(t)
-        if static is None:
-            return CommandVerdict(
-                shown,
-                "prompt",
-                rule,
-                None,
-                f"deletes {t.text}, a path only known at run time",
-                words,
-            )
-        relative = not os.path.isabs(static)
-        if relative and cwd_unknown:
-            return CommandVerdict(
-                shown,
-                "prompt",
-                rule,
-                None,
-                "deletes a relative path after a cd to a directory only known at run time",
-                words,
-            )
-        for base in cwds if relative else [Path("/")]:
-            p = Path(os.path.normpath(base / static))
-            real = Path(os.path.realpath(p))
-            if not (_inside(p, roots) and _inside(real, roots)):
-                return CommandVerdict(shown, "prompt", rule, None, f"{why}: {p}", words)
-    return None
-
-
-def _rm_root_check(
-    cmd: SimpleCommand,
-    ctx: PolicyContext,
-    cwds: list[Path],
-    shown: str,
-    words: tuple[str, ...],
-) -> CommandVerdict | None:
-    """``rm -r`` of ``/``, a top-level system directory or the home directory."""
-    parts = _rm_parts(cmd)
-    if parts is None or not parts[0]:
-        return None
-    for t in parts[1]:
-        static = _static_path(t)
-        if static is None:
-            continue
-        bases = cwds if not os.path.isabs(static) else [Path("/")]
-        for base in bases:
-            p = Path(os.path.normpath(base / static))
-            if _inside(p, ctx.writable_roots) and p not in (Path("/"), ctx.home):
-                continue
-            whole = t.kind == "glob" and p in (Path("/"), ctx.home)
-            if p == Path("/") or p == ctx.home or p.parent == Path("/") or whole:
-                return CommandVerdict(
-                    shown,
-                    "forbidden",
-                    f"{BUILTIN}: rm -r of /, a top-level directory or the home directory",
-                    None,
-                    f"would delete {p} and everything under it; do this yourself if you mean it",
-                    words,
-                )
-    return None

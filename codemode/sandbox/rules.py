@@ -18,7 +18,8 @@ example is a load error naming the file and line.
 Two codemode extensions to ``prefix_rule`` (not understood by Codex) let the built-in
 defaults look past the prefix: ``any_argument=[GLOB, ...]`` (the rule applies only when
 some later argument matches one of the globs) and ``no_argument=[GLOB, ...]`` (only when
-none does).
+none does). A third, ``allow_command(command="...")``, allows one exact command line and
+nothing else: that is what answering "always" to an approval stores by default.
 """
 
 from __future__ import annotations
@@ -157,6 +158,18 @@ def _fnmatch_any(text: str, globs: Iterable[str]) -> bool:
     return any(fnmatch.fnmatchcase(text, g) for g in globs)
 
 
+@dataclass(frozen=True)
+class ExactRule:
+    """``allow_command(command=...)``: exactly this command line, nothing more."""
+
+    command: str
+    source: str = "<memory>"
+    layer: Layer = "user"
+
+    def describe(self) -> str:
+        return f"allow_command(command={_starlark(self.command)})"
+
+
 @dataclass
 class RuleSet:
     """The rules of one layer (built-in defaults, the user's, the repository's)."""
@@ -164,9 +177,24 @@ class RuleSet:
     rules: list[PrefixRule] = field(default_factory=list)
     executables: dict[str, tuple[str, ...]] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
+    exact: list[ExactRule] = field(default_factory=list)
+    _index: tuple[int, dict[str, list[PrefixRule]]] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    def rules_named(self, name: str) -> list[PrefixRule]:
+        """The rules whose first token may match a command whose base name is ``name``."""
+        if self._index is None or self._index[0] != len(self.rules):
+            index: dict[str, list[PrefixRule]] = {}
+            for rule in self.rules:
+                for alt in dict.fromkeys(os.path.basename(a) for a in rule.pattern[0]):
+                    index.setdefault(alt, []).append(rule)
+            self._index = (len(self.rules), index)
+        return self._index[1].get(name, [])
 
     def extend(self, other: RuleSet) -> None:
         self.rules.extend(other.rules)
+        self.exact.extend(other.exact)
         for name, paths in other.executables.items():
             self.executables[name] = self.executables.get(name, ()) + paths
         self.files.extend(other.files)
@@ -200,6 +228,13 @@ def parse_rules(text: str, path: str, layer: Layer = "user") -> RuleSet:
             kwargs[kw.arg] = _literal(kw.value, path)
         if call.func.id == "prefix_rule":
             out.rules.append(_prefix_rule(kwargs, path, line, layer))
+        elif call.func.id == "allow_command":
+            command = kwargs.get("command")
+            if set(kwargs) - {"command", "justification"} or not isinstance(command, str):
+                raise RulesError(path, line, "allow_command() needs command= a command line")
+            if not command.strip():
+                raise RulesError(path, line, "allow_command() needs a non-empty command")
+            out.exact.append(ExactRule(command.strip(), f"{path}:{line}", layer))
         elif call.func.id == "host_executable":
             name, paths = _host_executable(kwargs, path, line)
             out.executables[name] = out.executables.get(name, ()) + paths
@@ -207,7 +242,8 @@ def parse_rules(text: str, path: str, layer: Layer = "user") -> RuleSet:
             raise RulesError(
                 path,
                 line,
-                f"unknown function {call.func.id}(); expected prefix_rule or host_executable",
+                f"unknown function {call.func.id}(); expected prefix_rule, allow_command "
+                "or host_executable",
             )
     return out
 
@@ -327,19 +363,35 @@ def load_rules_file(path: Path, layer: Layer = "user") -> RuleSet:
 def load_rules_dir(directory: Path, layer: Layer) -> RuleSet:
     """All ``*.rules`` files of ``directory``, in name order (none if it is missing)."""
     out = RuleSet()
-    if directory.is_dir():
-        for path in sorted(directory.glob("*.rules")):
-            out.extend(load_rules_file(path, layer))
+    try:
+        if not directory.is_dir():
+            return out
+        paths = sorted(directory.glob("*.rules"))
+    except OSError as exc:  # e.g. a folder this user may not read
+        raise RulesError(
+            str(directory), 0, f"cannot read rules folder: {exc.strerror or exc}"
+        ) from None
+    for path in paths:
+        out.extend(load_rules_file(path, layer))
     return out
 
 
 def append_allow_rule(path: Path, pattern: Sequence[str], justification: str | None = None) -> None:
     """Append ``prefix_rule(pattern=..., decision="allow")`` to the rules file ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     line = f'prefix_rule(pattern={_starlark(list(pattern))}, decision="allow"'
     if justification:
         line += f", justification={_starlark(justification)}"
     line += ")\n"
+    _append_line(path, line)
+
+
+def append_exact_rule(path: Path, command: str) -> None:
+    """Append ``allow_command(command=...)`` (this exact command line) to ``path``."""
+    _append_line(path, f"allow_command(command={_starlark(command.strip())})\n")
+
+
+def _append_line(path: Path, line: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
     prefix = ""
     if path.exists() and path.stat().st_size:
         with path.open("rb") as f:

@@ -1,10 +1,24 @@
-"""A seccomp filter that denies IP (indeed all non-Unix) sockets, ptrace and io_uring.
+"""The seccomp filter of the restricted modes.
 
-The filter is compiled once with pyseccomp (libseccomp) into a classic BPF program.
-bubblewrap loads it for the sandboxed command (``--seccomp FD``); without bubblewrap a
-``preexec_fn`` installs it in the child with two ``prctl`` calls and nothing else, so
-nothing that could hold a lock runs between fork and exec. Denied calls fail with EPERM.
-io_uring is denied because its operations would bypass the socket rule.
+Denied (EPERM): IP and every other non-Unix socket unless the network is allowed; Unix
+sockets (``socket(AF_UNIX, ...)``; ``socketpair`` stays, it reaches nothing) unless some
+are allowed; ``ptrace`` and cross-process memory access; io_uring (its operations would
+bypass the socket rule); and, behind the capability drop, everything that changes the
+host: mounts, host and domain names, the clocks, kernel modules, kexec, reboot, swap,
+raw port I/O, process accounting, BPF, the kernel keyrings, and new user namespaces
+(``clone3`` fails with ENOSYS, so the C library falls back to ``clone``).
+
+The filter is compiled once with pyseccomp (libseccomp) into a classic BPF program and
+a hand-written prefix is put in front of it: on x86-64 every x32-ABI system call (number
+with bit 30 set) fails with ENOSYS, so the x32 entry points cannot bypass the rules (the
+known escape from filters that only list x86-64 numbers). System calls of any other
+architecture (the i386 ``int 0x80`` entry, with ``socketcall``) kill the process: that is
+libseccomp's bad-architecture action. Socket families are compared on the low 32 bits,
+the width the kernel reads, so garbage in the upper half cannot dodge a rule.
+
+bubblewrap loads the program for the sandboxed command (``--seccomp FD``); without
+bubblewrap a ``preexec_fn`` installs it in the child with two ``prctl`` calls and
+nothing else, so nothing that could hold a lock runs between fork and exec.
 """
 
 from __future__ import annotations
@@ -12,22 +26,84 @@ from __future__ import annotations
 import ctypes
 import errno
 import functools
+import platform
 import socket
+import struct
 import tempfile
 
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 
-_DENIED_ALWAYS = ("ptrace", "process_vm_readv", "process_vm_writev", "io_uring_setup")
+DENIED_ALWAYS = (
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsmount",
+    "fsconfig",
+    "fspick",
+    "mount_setattr",
+    "sethostname",
+    "setdomainname",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "kexec_load",
+    "kexec_file_load",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "iopl",
+    "ioperm",
+    "acct",
+    "bpf",
+    "add_key",
+    "request_key",
+    "keyctl",
+)
+
+CLONE_NEWUSER = 0x10000000
+_AUDIT_ARCH_X86_64 = 0xC000003E
+_X32_SYSCALL_BIT = 0x40000000
+_SECCOMP_RET_ERRNO = 0x00050000
+# struct sock_filter: u16 code, u8 jt, u8 jf, u32 k
+_LD_W_ABS, _JEQ_K, _JGE_K, _RET_K = 0x20, 0x15, 0x35, 0x06
+_OFF_NR, _OFF_ARCH = 0, 4
 
 
 class SeccompUnavailable(RuntimeError):
     """pyseccomp or libseccomp is missing."""
 
 
+def _x32_prefix() -> bytes:
+    """BPF that fails x32 system calls (on x86-64) and falls through otherwise."""
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return b""
+    ins = [
+        (_LD_W_ABS, 0, 0, _OFF_ARCH),
+        (_JEQ_K, 0, 3, _AUDIT_ARCH_X86_64),  # not x86-64: on to libseccomp's program
+        (_LD_W_ABS, 0, 0, _OFF_NR),
+        (_JGE_K, 0, 1, _X32_SYSCALL_BIT),
+        (_RET_K, 0, 0, _SECCOMP_RET_ERRNO | errno.ENOSYS),
+    ]
+    return b"".join(struct.pack("=HBBI", *i) for i in ins)
+
+
 @functools.cache
-def bpf_program(deny_network: bool) -> bytes:
+def bpf_program(deny_network: bool, deny_unix: bool = True) -> bytes:
     """The compiled filter (raw ``struct sock_filter`` array)."""
     try:
         import pyseccomp
@@ -35,14 +111,32 @@ def bpf_program(deny_network: bool) -> bytes:
         raise SeccompUnavailable(f"pyseccomp/libseccomp is not available: {exc}") from None
     flt = pyseccomp.SyscallFilter(defaction=pyseccomp.ALLOW)
     deny = pyseccomp.ERRNO(errno.EPERM)
-    for name in _DENIED_ALWAYS:
-        flt.add_rule(deny, name)
-    if deny_network:
+    for name in DENIED_ALWAYS:
+        try:
+            flt.add_rule(deny, name)
+        except (RuntimeError, ValueError, OSError):
+            pass  # not a system call on this architecture
+    low32 = 0xFFFFFFFF
+    # no new user namespace (one would hold capabilities, if only over itself); clone3
+    # passes its flags in memory a filter cannot read, so it reports ENOSYS and the C
+    # library falls back to clone, whose flags it can
+    newuser = pyseccomp.Arg(0, pyseccomp.MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER)
+    flt.add_rule(deny, "unshare", newuser)
+    flt.add_rule(deny, "clone", newuser)
+    flt.add_rule(pyseccomp.ERRNO(errno.ENOSYS), "clone3")
+    if deny_network and deny_unix:
+        flt.add_rule(deny, "socket")
+    elif deny_network:
+        # NE on the whole register: garbage in the upper half is denied too
         flt.add_rule(deny, "socket", pyseccomp.Arg(0, pyseccomp.NE, socket.AF_UNIX))
+    elif deny_unix:
+        flt.add_rule(
+            deny, "socket", pyseccomp.Arg(0, pyseccomp.MASKED_EQ, low32, socket.AF_UNIX)
+        )
     with tempfile.TemporaryFile() as f:
         flt.export_bpf(f)
         f.seek(0)
-        return f.read()
+        return _x32_prefix() + f.read()
 
 
 class _SockFprog(ctypes.Structure):
@@ -67,8 +161,8 @@ class PreparedFilter:
 
 
 @functools.cache
-def prepared(deny_network: bool) -> PreparedFilter:
-    return PreparedFilter(bpf_program(deny_network))
+def prepared(deny_network: bool, deny_unix: bool = True) -> PreparedFilter:
+    return PreparedFilter(bpf_program(deny_network, deny_unix))
 
 
 def available() -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shlex
 import shutil
@@ -22,8 +23,8 @@ from codemode.sandbox.paths import write_refusal
 from codemode.tools.context import ToolError
 
 if TYPE_CHECKING:
-    from codemode.sandbox.approval import Approver
-    from codemode.sandbox.policy import CommandVerdict, Evaluation, Policy, PolicyContext
+    from codemode.sandbox.approval import Approver, RememberOption
+    from codemode.sandbox.policy import Evaluation, Policy, PolicyContext
     from codemode.sandbox.settings import SandboxSettings
 
 # Cheap to construct: settings are validated (pydantic), rules loaded and tree-sitter
@@ -59,11 +60,20 @@ class SandboxSession:
         self.workspace = Path(workspace).resolve()
         self._settings_input = settings
         self._settings: SandboxSettings | None = None
+        if isinstance(settings, Mapping):
+            _check_modes(settings)
+            if set(settings) - {"sandbox_mode", "approval_policy"}:
+                self.settings  # noqa: B018 - validate the rest now: a bad value fails here
         self.approver = approver
         self._policy = policy
         self._rules_file = rules_file
         self._scratch: Path | None = None
         self._placeholders: set[Path] = set()
+        self._guards: dict[int, Any] = {}
+        self._baseline: Any = None
+        self._watch: Any = None
+        # MCP tools the user allowed "always" in this session (codemode.sandbox.tool_trust).
+        self.approved_tools: set[str] = set()
 
     @property
     def settings(self) -> SandboxSettings:
@@ -97,6 +107,8 @@ class SandboxSession:
             self._policy = Policy.load(
                 self.workspace, extra_files=[Path(p).expanduser() for p in self.settings.rules]
             )
+            for notice in self._policy.notices:  # repository rules that tried to loosen
+                logging.getLogger("codemode.sandbox").warning("execpolicy: %s", notice)
         return self._policy
 
     def policy_context(self, cwd: Path) -> PolicyContext:
@@ -144,7 +156,7 @@ class SandboxSession:
         Returns the evaluation when the command may run; raises CommandRefused (a
         ToolError, so a code-mode program sees an exception it can catch) otherwise.
         """
-        from codemode.sandbox.approval import ApprovalRequest
+        from codemode.sandbox.approval import ApprovalRequest, remember_options
         from codemode.sandbox.rules import RulesError
 
         tool = tool or approval_context.current_tool()
@@ -197,14 +209,20 @@ class SandboxSession:
             approval_policy=self.settings.approval_policy,
             commands=needing,
             program=approval_context.current_program(),
-            can_remember=all(v.words for v in needing),
+            can_remember=True,
+            remember_options=remember_options(command, needing),
         )
         self._ensure_confinement(tool)  # asking for something that cannot run is no use
         choice = await self.approver(request)
         if choice == "deny":
             raise CommandRefused(f"tools.{tool}: the user declined to run `{d.command}`", ev)
-        if choice == "always" and request.can_remember:
-            self.remember(needing)
+        if isinstance(choice, str) and choice.split(":")[0] == "always":
+            index = choice.partition(":")[2]
+            options = request.remember_options
+            if index.isdigit() and int(index) < len(options):
+                self.remember(options[int(index)])
+            elif options:
+                self.remember(options[0])
         return ev
 
     def _ensure_confinement(self, tool: str) -> None:
@@ -215,21 +233,29 @@ class SandboxSession:
         except ConfinementUnavailable as exc:
             raise ToolError(f"tools.{tool}: {exc}") from None
 
-    def remember(self, verdicts: Sequence[CommandVerdict]) -> None:
-        """Allow these commands' prefixes from now on, in this session and the next."""
-        from codemode.sandbox.rules import PrefixRule, append_allow_rule
+    def remember(self, option: RememberOption) -> None:
+        """Allow what ``option`` says from now on, in this session and the next."""
+        from codemode.sandbox.rules import (
+            ExactRule,
+            PrefixRule,
+            append_allow_rule,
+            append_exact_rule,
+        )
 
-        for v in verdicts:
-            pattern = list(v.words)
-            rule_source = f"{self.rules_file}:appended"
-            append_allow_rule(self.rules_file, pattern)
-            rule = PrefixRule(
-                pattern=tuple((w,) for w in pattern),
-                decision="allow",
-                source=rule_source,
-                layer="user",
+        source = f"{self.rules_file}:appended"
+        if option.command is not None:
+            append_exact_rule(self.rules_file, option.command)
+            self.policy.add_user_rule(ExactRule(option.command, source, "user"))
+        else:
+            append_allow_rule(self.rules_file, list(option.prefix))
+            self.policy.add_user_rule(
+                PrefixRule(
+                    pattern=tuple((w,) for w in option.prefix),
+                    decision="allow",
+                    source=source,
+                    layer="user",
+                )
             )
-            self.policy.add_user_rule(rule)
 
     async def spawn(
         self,
@@ -256,24 +282,111 @@ class SandboxSession:
             writable = [*(writable or []), scratch]
         if s.login_shell and script is not None and len(argv) == 3:
             argv = [argv[0], "-lc", argv[2]]
-        # bubblewrap needs a mount point to keep a missing .codemode/ from being
-        # created, and leaves it behind as an empty folder: removed again at close().
-        self._placeholders.update(
-            p for root in writable or [] if not (p := root / ".codemode").exists()
-        )
+        backend = "none"
+        if s.restricted:
+            from codemode.sandbox.confine import choose_backend
+
+            try:
+                backend = choose_backend(s)
+            except ConfinementUnavailable as exc:
+                raise ToolError(f"tools.{tool}: {exc}") from None
+        guarded = [r for r in writable or [] if r != self._scratch]
+        if backend == "bubblewrap":
+            from codemode.sandbox.bwrap import placeholders
+
+            # bubblewrap needs a mount point to keep a missing .codemode/ or .git from
+            # being created, and leaves it behind as an empty folder: removed at close().
+            self._placeholders.update(p for root in guarded for p in placeholders(root))
+        guard = None
+        deeper: list[Path] = []  # .codemode/ folders below the roots' tops
+        nested: list[Path] = []  # .git entries below them
+        if backend != "none" and guarded:
+            from codemode.sandbox import git_guard
+
+            watch = self._codemode_watch(guarded)
+            deeper = sorted(watch.existing)
+            nested = sorted(g for g in watch.git if os.path.lexists(g))
+            # While other commands run, their changes are no baseline: keep the first one
+            # (a later command's snapshot could hold what an earlier one planted).
+            if self._baseline is None or not self._guards:
+                self._baseline = git_guard.take(
+                    guarded,
+                    full=backend == "landlock",
+                    extra=deeper,
+                    nested=[g.parent for g in nested],
+                )
+            guard = self._baseline
         try:
-            return await spawn_confined(
+            proc = await spawn_confined(
                 argv,
                 cwd=cwd,
                 env=child_env,
                 output_fd=output_fd,
                 settings=s,
                 writable=writable or [],
+                read_only=deeper,
+                nested_git=nested,
             )
         except ConfinementUnavailable as exc:
             raise ToolError(f"tools.{tool}: {exc}") from None
+        except BaseException:
+            if guard is not None:
+                self._repair(guard)
+            raise
+        if guard is not None:
+            self._guards[proc.pid] = guard
+        return proc
+
+    def after_command(self, proc: asyncio.subprocess.Process) -> list[str]:
+        """Call once ``proc`` (from ``spawn``) has exited: puts back any protected git
+        or ``.codemode/`` entry the command changed; one line per repair."""
+        guard = self._guards.pop(proc.pid, None)
+        if guard is None:
+            return []
+        notes = self._repair(guard)
+        if self._watch is not None:
+            from codemode.sandbox import git_sanity
+            from codemode.sandbox.codemode_watch import set_aside
+
+            watch = self._watch
+            notes += [f"[sandbox] {n}" for n in set_aside(watch.drain())]
+            writable = [*watch.roots, *([self._scratch] if self._scratch else [])]
+            for entry in sorted(watch.new_git):
+                why = git_sanity.unsafe_reason(entry, writable) if os.path.lexists(entry) else None
+                if why is not None:
+                    notes.append(f"[sandbox] {git_sanity.set_aside(entry, why)}")
+                    watch.git.discard(entry)
+            watch.new_git.clear()
+        return notes
+
+    def explain_refusals(self, output: str) -> list[str]:
+        """A line saying why, when ``output`` shows a write to a protected path refused
+        by the kernel (whose own message names no reason)."""
+        if not self.settings.restricted:
+            return []
+        from codemode.sandbox.protected import refusal_hint
+
+        hint = refusal_hint(output)
+        return [f"[sandbox] {hint}"] if hint else []
+
+    def _codemode_watch(self, roots: list[Path]) -> Any:
+        from codemode.sandbox.codemode_watch import CodemodeWatch
+
+        if self._watch is None or self._watch.roots != roots:
+            if self._watch is not None:
+                self._watch.close()
+            self._watch = CodemodeWatch(roots)
+        return self._watch
+
+    def _repair(self, guard: Any) -> list[str]:
+        from codemode.sandbox import git_guard
+
+        return [f"[sandbox] {note}" for note in git_guard.repair(guard)]
 
     def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
@@ -281,6 +394,18 @@ class SandboxSession:
             with contextlib.suppress(OSError):  # gone, or no longer empty: keep it
                 placeholder.rmdir()
         self._placeholders.clear()
+
+
+def _check_modes(settings: Mapping[str, Any]) -> None:
+    """A mapping's two modes checked without pydantic (a ValueError names a bad one), so
+    a bad value fails when the session is made, not at the first command."""
+    from codemode.sandbox.modes import APPROVAL_POLICIES, SANDBOX_MODES
+
+    for key, allowed in (("sandbox_mode", SANDBOX_MODES), ("approval_policy", APPROVAL_POLICIES)):
+        if key in settings and settings[key] not in allowed:
+            raise ValueError(
+                f"invalid {key} {settings[key]!r}: expected one of {', '.join(allowed)}"
+            )
 
 
 def _rule_note(rule: str | None, source: str | None) -> str:

@@ -14,6 +14,7 @@ a ``[sandbox]`` table (``SandboxOptions``)::
     backend = "auto"                     # auto | bubblewrap | landlock
     seccomp = true
     rules = ["~/team.rules"]             # extra .rules files
+    allow_unix_sockets = ["/run/user/1000/podman/podman.sock"]   # default: none
 """
 
 from __future__ import annotations
@@ -66,6 +67,11 @@ class SandboxOptions(BaseModel):
     rules: list[Path] = Field(
         default_factory=list, description="Extra .rules files, loaded after the user's."
     )
+    allow_unix_sockets: list[Path] = Field(
+        default_factory=list,
+        description="Unix socket files confined commands may connect to (all others, and "
+        "abstract sockets, are denied in the restricted modes).",
+    )
 
 
 class SandboxSettings(SandboxOptions):
@@ -74,7 +80,8 @@ class SandboxSettings(SandboxOptions):
     sandbox_mode: SandboxMode = Field(
         default="workspace-write",
         description="read-only: nothing may be written; workspace-write: only the workspace "
-        "and writable_roots (never .codemode/ or .git/hooks); danger-full-access: no "
+        "and writable_roots (never .codemode/ or git's config, hooks and info); "
+        "danger-full-access: no "
         "confinement.",
     )
     approval_policy: ApprovalPolicy = Field(

@@ -11,10 +11,13 @@ indirectly (``bash -c``, ``env``, ``xargs``, ``find -exec``...) is looked throug
 from __future__ import annotations
 
 import functools
+import os.path
 import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from codemode.sandbox import code_checks, line_checks
+from codemode.sandbox.continuations import join_continuations, quoted_heredoc
 from codemode.sandbox.words import (
     Word,
     decode_ansi_c,
@@ -42,6 +45,7 @@ class SimpleCommand:
     source: str  # the text as written in the script
     open_ended: bool = False  # more arguments are added at run time (xargs, find -exec)
     writes: tuple[str, ...] = ()  # files its output is redirected to
+    write_words: tuple[Word, ...] = ()  # the same, as words (for the device check)
     via: tuple[str, ...] = ()  # wrappers looked through to reach it (env, sudo, bash -c...)
     strict_only: bool = False  # a wrapper's own words: only prompt/forbidden rules apply
 
@@ -69,10 +73,14 @@ class Problem:
 class ParsedScript:
     commands: list[SimpleCommand] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    # literal values the script assigns to each variable (to resolve `> $dev`)
+    literals: dict[str, set[str]] = field(default_factory=dict)
 
     def extend(self, other: ParsedScript) -> None:
         self.commands.extend(other.commands)
         self.problems.extend(other.problems)
+        for name, values in other.literals.items():
+            self.literals.setdefault(name, set()).update(values)
 
 
 @functools.cache
@@ -98,7 +106,7 @@ def parse_script(script: str, *, depth: int = 0) -> ParsedScript:
     src = script.encode("utf-8", errors="surrogateescape")
     parser = _parser()
     tree = parser.parse(src)
-    joined = _join_continuations(src, tree.root_node)
+    joined = join_continuations(src, tree.root_node)
     if joined != src:
         src, tree = joined, parser.parse(joined)
     root = tree.root_node
@@ -107,11 +115,25 @@ def parse_script(script: str, *, depth: int = 0) -> ParsedScript:
         result.problems.append(
             Problem(script, f"the command does not parse cleanly as bash (near {where!r})")
         )
+        for cmd in line_checks.fallback_commands(script):
+            result.extend(unwrap.expand(cmd, depth=depth))
     walker = _Walker(src, depth)
     walker.visit(root)
     result.problems.extend(walker.problems)
+    result.literals = walker.literals
+    for payload, why in walker.payloads:
+        inner = parse_script(payload, depth=depth + 1)
+        result.extend(inner)
+        result.problems.append(Problem(payload, why))
+    written = line_checks.written_scripts(walker.found)
     for cmd, stdin in walker.found:
         result.extend(unwrap.expand(cmd, depth=depth, stdin=stdin))
+        script_text = line_checks.runs_written(cmd, written)
+        if script_text is not None:
+            result.extend(parse_script(script_text, depth=depth + 1))
+            result.problems.append(Problem(cmd.source, "runs a script this command line writes"))
+        for copy in code_checks.resolved_copies(cmd, walker.literals):
+            result.extend(unwrap.expand(copy, depth=depth, stdin=stdin))
     return result
 
 
@@ -129,51 +151,6 @@ def _text_of(node: Node) -> str:
     return (node.text or b"").decode("utf-8", errors="replace")
 
 
-# A line continuation is a backslash-newline whose backslash is not itself escaped.
-_CONTINUATION = re.compile(rb"(?<!\\)(?:\\\\)*\\\n")
-# Where bash keeps a backslash-newline as it is.
-_VERBATIM = frozenset({"raw_string", "ansi_c_string", "comment"})
-
-
-def _join_continuations(src: bytes, root: Node) -> bytes:
-    """Remove line continuations the way bash does before it splits words.
-
-    tree-sitter-bash treats ``r\\<newline>m`` as two words, bash as ``rm``; matching on
-    tree-sitter's view would let ``r\\<newline>m -rf /`` through.
-    """
-    if b"\\\n" not in src:
-        return src
-    keep: list[tuple[int, int]] = []
-    stack = [root]
-    while stack:
-        n = stack.pop()
-        if n.type in _VERBATIM or (n.type == "heredoc_body" and _quoted_heredoc(n)):
-            keep.append((n.start_byte, n.end_byte))
-            continue
-        stack.extend(n.children)
-    cuts = []
-    for m in _CONTINUATION.finditer(src):
-        at = m.end() - 2
-        if not any(a <= at < b for a, b in keep):
-            cuts.append(at)
-    if not cuts:
-        return src
-    out = bytearray()
-    pos = 0
-    for at in cuts:
-        out += src[pos:at]
-        pos = at + 2
-    out += src[pos:]
-    return bytes(out)
-
-
-def _quoted_heredoc(body: Node) -> bool:
-    start = body.prev_sibling
-    while start is not None and start.type != "heredoc_start":
-        start = start.prev_sibling
-    return start is not None and any(q in _text_of(start) for q in "'\"\\")
-
-
 class _Walker:
     """Visits every node, collecting each ``command`` with its redirections."""
 
@@ -182,6 +159,9 @@ class _Walker:
         self.depth = depth
         self.found: list[tuple[SimpleCommand, Any]] = []
         self.problems: list[Problem] = []
+        self.code_nodes: list[Node] = []
+        self.literals: dict[str, set[str]] = {}
+        self.payloads: list[tuple[str, str]] = []  # (script, why): decided as commands
 
     def text(self, node: Node) -> str:
         return self.src[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
@@ -192,13 +172,18 @@ class _Walker:
             n = stack.pop()
             if n.type == "command":
                 self.command(n)
+            elif n.type == "redirected_statement" and n.child_by_field_name("body") is None:
+                self.command(n, bare=True)  # `> /dev/sda` alone still writes
+            elif n.type in code_checks.NODE_TYPES:
+                self.code_nodes.append(n)
             stack.extend(reversed(n.children))
+        self.problems.extend(code_checks.check(self, self.code_nodes, self.depth))
 
-    def command(self, node: Node) -> None:
+    def command(self, node: Node, *, bare: bool = False) -> None:
         name = node.child_by_field_name("name")
-        if name is None:
+        if name is None and not bare:
             return  # only assignments
-        parts: list[Node] = [name, *node.children_by_field_name("argument")]
+        parts: list[Node] = [name, *node.children_by_field_name("argument")] if name else []
         redirects = [c for c in node.children if c.type.endswith("_redirect")]
         # Redirections written around the command (redirected_statement) apply to it,
         # up to the nearest $(...) or <(...), whose output goes elsewhere.
@@ -208,6 +193,7 @@ class _Walker:
                 redirects.extend(c for c in outer.children if c.type.endswith("_redirect"))
             outer = outer.parent
         writes: list[str] = []
+        write_words: list[Word] = []
         stdin: Any = None
         for r in redirects:
             dests = r.children_by_field_name("destination")
@@ -217,12 +203,14 @@ class _Walker:
             op = next((c.type for c in r.children if not c.is_named), "")
             if r.type == "file_redirect" and dests and (">" in op and op not in (">&", "<&")):
                 w = self.word(dests[0])
-                if not (w.literal and w.text in HARMLESS_TARGETS):
+                if not (w.literal and _harmless_target(w.text)):
                     writes.append(w.text)
+                    write_words.append(w)
             elif r.type == "file_redirect" and dests and op in (">&", "&>", "&>>"):
                 w = self.word(dests[0])
-                if not w.text.isdigit() and w.text != "-" and w.text not in HARMLESS_TARGETS:
+                if not w.text.isdigit() and w.text != "-" and not _harmless_target(w.text):
                     writes.append(w.text)
+                    write_words.append(w)
             elif r.type == "file_redirect" and op == "<" and dests:
                 stdin = ("file", self.word(dests[0]))
             elif r.type == "heredoc_redirect" and _same(_redirect_owner(r), node):
@@ -231,19 +219,57 @@ class _Walker:
                 value = next((c for c in r.children if c.is_named), None)
                 stdin = ("text", self.word(value) if value is not None else Word(""))
         parts.sort(key=lambda n: n.start_byte)
-        words = tuple(self.word(p) for p in parts)
-        if _in_pipe(node):
-            stdin = stdin or ("pipe", None)
+        words = tuple(w for p in parts for w in _brace_words(self.word(p)))
+        if bare:
+            words = (Word(":"),)
+        before = _pipe_source(node)
+        if before is not None and stdin is None:
+            shell = (
+                words and words[0].literal and os.path.basename(words[0].text) in _code_readers()
+            )
+            stdin = self.piped_text(before) if shell else ("pipe", None)
         self.found.append(
-            (SimpleCommand(words=words, source=self.text(node), writes=tuple(writes)), stdin)
+            (
+                SimpleCommand(
+                    words=words,
+                    source=self.text(node),
+                    writes=tuple(writes),
+                    write_words=tuple(write_words),
+                ),
+                stdin,
+            )
         )
+
+    def piped_text(self, before: Node) -> tuple[str, Any]:
+        """What a command reads from the pipe: the text when the command before it is an
+        ``echo`` or ``printf`` of literal words, else unknown."""
+        if before.type == "redirected_statement":
+            body = before.child_by_field_name("body")
+            name = body.child_by_field_name("name") if body is not None else None
+            if body is not None and name is not None and self.text(name) == "cat":
+                for r in before.children:
+                    if r.type == "heredoc_redirect" and len(body.named_children) == 1:
+                        return ("pipe-text", self.heredoc(r)[1])
+                    if r.type == "herestring_redirect":
+                        value = next((c for c in r.children if c.is_named), None)
+                        if value is not None:
+                            return ("pipe-text", self.word(value))
+            return ("pipe", None)
+        if before.type == "command":
+            words = [self.word(c) for c in before.children if c.is_named]
+            names = [w.text for w in words[:1]]
+            if names and names[0] in ("echo", "printf") and all(w.literal for w in words):
+                args = [w.text for w in words[1:] if not w.text.startswith("-")]
+                text = " ".join(args).replace("\\n", "\n").replace("%s", "")
+                return ("pipe-text", Word(text))
+        return ("pipe", None)
 
     def heredoc(self, redirect: Node) -> tuple[str, Word]:
         body = next((c for c in redirect.children if c.type == "heredoc_body"), None)
         if body is None:
             return ("text", Word(""))
         text = self.text(body)
-        if _quoted_heredoc(body):
+        if quoted_heredoc(body):
             return ("text", Word(text))
         if any(
             c.type in ("simple_expansion", "expansion", "command_substitution")
@@ -259,7 +285,15 @@ class _Walker:
         if t == "command_name":
             inner = node.named_children
             return self.word(inner[0]) if len(inner) == 1 else Word(source, "dynamic", True)
-        if t in ("concatenation", "word", "number", "string", "raw_string", "ansi_c_string"):
+        if t in (
+            "concatenation",
+            "word",
+            "number",
+            "string",
+            "raw_string",
+            "ansi_c_string",
+            "brace_expression",
+        ):
             chars, dynamic, splits = self.chars(node)
             return finish(chars, dynamic=dynamic, splits=splits, source=source)
         return Word(source, "dynamic", t not in _UNSPLIT_DYNAMIC)
@@ -267,7 +301,7 @@ class _Walker:
     def chars(self, node: Node) -> tuple[list[tuple[str, bool]], bool, bool]:
         t = node.type
         text = self.text(node)
-        if t in ("word", "number"):
+        if t in ("word", "number", "brace_expression"):
             return unquoted_chars(text), False, False
         if t == "raw_string":
             return [(c, True) for c in text[1:-1]], False, False
@@ -305,11 +339,34 @@ class _Walker:
                     sub, d, s = self.chars(c)
                     out += sub
                     dynamic, splits = dynamic or d, splits or s
+                elif c.type == "brace_expression":
+                    out += unquoted_chars(self.text(c))  # {1..3}: expanded by finish()
                 else:
                     dynamic = True
                     splits = splits or c.type not in _UNSPLIT_DYNAMIC
             return out, dynamic, splits
         return [], True, t not in _UNSPLIT_DYNAMIC
+
+
+def _shells() -> frozenset[str]:
+    from codemode.sandbox.unwrap import shells
+
+    return shells()
+
+
+@functools.cache
+def _code_readers() -> frozenset[str]:
+    """Shells and interpreters: what they read on a pipe is a program."""
+    from codemode.sandbox.safe_args import interpreters
+
+    return _shells() | frozenset(interpreters())
+
+
+def _harmless_target(text: str) -> bool:
+    return text in HARMLESS_TARGETS or bool(_FD_TARGET.match(text))
+
+
+_FD_TARGET = re.compile(r"/dev/fd/\d+\Z")
 
 
 def _same(a: Node | None, b: Node | None) -> bool:
@@ -329,15 +386,31 @@ def _redirect_owner(redirect: Node) -> Node | None:
     return None
 
 
-def _in_pipe(node: Node) -> bool:
-    """Whether ``node`` reads its standard input from a pipe (not first in a pipeline)."""
+def _pipe_source(node: Node) -> Node | None:
+    """The pipeline element ``node`` reads its standard input from, if any."""
     child, parent = node, node.parent
     while parent is not None and parent.type == "redirected_statement":
         child, parent = parent, parent.parent
     if parent is None or parent.type != "pipeline":
-        return False
-    first = next((c for c in parent.children if c.is_named), None)
-    return first is not None and not _same(first, child)
+        return None
+    named = [c for c in parent.children if c.is_named]
+    for i, c in enumerate(named):
+        if _same(c, child):
+            if i > 0:
+                return named[i - 1]
+            # `cat <<END | sh`: tree-sitter files the pipeline under the here-document
+            holder = parent.parent
+            if holder is not None and holder.type in ("heredoc_redirect", "herestring_redirect"):
+                return holder.parent
+            return None
+    return None
+
+
+def _brace_words(w: Word) -> list[Word]:
+    """A word with a brace expansion as the words bash makes of it (``{rm,-rf,/}``)."""
+    if not w.braces:
+        return [w]
+    return [Word(b, "glob" if any(c in b for c in "*?[") else "literal") for b in w.braces]
 
 
 def with_words(cmd: SimpleCommand, words: list[Word], **changes: Any) -> SimpleCommand:

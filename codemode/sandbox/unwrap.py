@@ -6,6 +6,11 @@ documents fed to a shell and ``find -exec``. Wrappers such as ``env``, ``sudo``,
 own options to reach the command they run. ``git``'s global options are dropped so that
 ``git -C dir push --force`` reads as ``git push --force``.
 
+Builtins that take code as data (``alias NAME=VALUE``, ``hash -p PATH NAME``,
+``mapfile -C CALLBACK``, ``compgen -C``/``complete -C``) have their payload parsed the
+same way; the builtin itself is judged too (it needs approval: see ``always_prompt`` in
+``safe_commands.toml``), so a forbidden payload stays forbidden and any other one asks.
+
 Each wrapper also stays in the result as a *strict-only* command, so a rule such as
 ``prefix_rule(pattern=["sudo"], decision="prompt")`` still applies, while an ``allow``
 for the wrapper alone can never let an unchecked inner command through.
@@ -15,10 +20,12 @@ from __future__ import annotations
 
 import functools
 import os.path
+import re
 import tomllib
 from importlib import resources
 from typing import Any
 
+from codemode.sandbox import unwrap_builtins
 from codemode.sandbox.shell_parse import (
     ParsedScript,
     Problem,
@@ -26,13 +33,9 @@ from codemode.sandbox.shell_parse import (
     parse_script,
     with_words,
 )
+from codemode.sandbox.variables import risky_variable
 from codemode.sandbox.words import Word
 
-_GIT_VALUE_OPTIONS = frozenset(
-    {"-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--list-cmds"}
-)
-# Global git options through which configuration can name programs for git to run.
-_GIT_RISKY_OPTIONS = frozenset({"-c", "--config-env", "--exec-path"})
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 
 
@@ -42,6 +45,7 @@ def wrapper_table() -> dict[str, Any]:
     return tomllib.loads(text)
 
 
+@functools.cache
 def shells() -> frozenset[str]:
     return frozenset(wrapper_table()["shells"])
 
@@ -60,26 +64,46 @@ def expand(cmd: SimpleCommand, *, depth: int, stdin: Any = None) -> ParsedScript
         out.problems.append(
             Problem(cmd.source, f"the command name {name.text!r} is only known at run time")
         )
+        if name.kind == "glob":  # /sbin/mkfs.e* : the forbidden names it may match count
+            out.commands.append(with_words(cmd, list(cmd.words), strict_only=True))
         return out
     base = base_name(name)
     table = wrapper_table()
     if base in shells():
         return _shell(cmd, depth, stdin)
+    if stdin and stdin[0] != "file" and unwrap_builtins.reads_code(base, cmd.words[1:]):
+        return unwrap_builtins.code_on_stdin(cmd, base, stdin, depth)
     if base == "eval":
-        return _script_of(cmd, cmd.words[1:], depth, "eval")
+        return script_of(cmd, cmd.words[1:], depth, "eval")
     if base == "trap":
         return _trap(cmd, depth)
+    if base == "coproc":
+        # `coproc NAME { CMDS; }`: tree-sitter reads the braces as words
+        words = list(cmd.words)
+        start = (
+            2
+            if len(words) > 2 and words[2].text == "{"
+            else (1 if len(words) > 1 and words[1].text == "{" else 0)
+        )
+        if start:
+            inner = [w for w in words[start + 1 :] if w.text != "}"]
+            out.commands.append(with_words(cmd, words, strict_only=True))
+            if inner:
+                out.extend(expand(with_words(cmd, inner, via=("coproc", *cmd.via)), depth=depth))
+            return out
     if base == "find":
         return _find(cmd, depth)
     if base == "git":
-        return _git(cmd)
+        return unwrap_builtins.git(cmd, depth)
+    if base in unwrap_builtins.PAYLOAD_BUILTINS:
+        return unwrap_builtins.payload_builtin(cmd, base, depth)
     if base in table and isinstance(table[base], dict):
         return _wrapper(cmd, table[base], depth)
     out.commands.append(cmd)
     return out
 
 
-def _script_of(
+def script_of(
     cmd: SimpleCommand,
     words: tuple[Word, ...] | list[Word],
     depth: int,
@@ -110,6 +134,7 @@ def _tag(inner: SimpleCommand, via: str, outer: SimpleCommand) -> SimpleCommand:
         via=(via, *inner.via),
         open_ended=inner.open_ended or outer.open_ended,
         writes=inner.writes + outer.writes,
+        write_words=inner.write_words + outer.write_words,
     )
 
 
@@ -132,8 +157,12 @@ def _shell(cmd: SimpleCommand, depth: int, stdin: Any) -> ParsedScript:
         if t in ("--", "-"):
             i += 1
             break
+        if t in ("--rcfile", "--init-file"):
+            out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
+            out.problems.append(Problem(cmd.source, f"{base} {t} runs a startup file"))
+            return out
         if t.startswith("--"):
-            i += 2 if t in ("--rcfile", "--init-file") else 1
+            i += 1
             continue
         if len(t) > 1 and t[0] in "-+":
             flags = t[1:]
@@ -143,15 +172,35 @@ def _shell(cmd: SimpleCommand, depth: int, stdin: Any) -> ParsedScript:
             continue
         break
     rest = words[i:]
+    if rest and not command_mode and not read_stdin and not rest[0].literal:
+        out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
+        why = f"{base} runs the script {rest[0].text}, only known at run time"
+        out.problems.append(Problem(cmd.source, why))
+        return out
     if command_mode:
         if not rest:
-            return ParsedScript([cmd])
-        return _script_of(cmd, rest[:1], depth, base)
+            out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
+            if cmd.open_ended:  # xargs sh -c: the script arrives at run time
+                out.problems.append(Problem(cmd.source, f"{base} -c runs a script from its input"))
+            else:
+                out.commands.append(cmd)
+            return out
+        return script_of(cmd, rest[:1], depth, base)
     if rest and not read_stdin:
         return ParsedScript([cmd])  # `bash script.sh`: a script file, judged as a command
     kind, value = stdin if stdin else (None, None)
     if kind == "text":
-        return _script_of(cmd, [value], depth, base)
+        return script_of(cmd, [value], depth, base)
+    if kind == "file" and value is not None and not value.literal:
+        out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
+        out.problems.append(
+            Problem(cmd.source, f"{base} runs {value.text}, only known at run time")
+        )
+        return out
+    if kind == "pipe-text":
+        out = script_of(cmd, [value], depth, base)
+        out.problems.append(Problem(cmd.source, f"{base} runs commands piped into it"))
+        return out
     if kind == "pipe":
         out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
         out.problems.append(
@@ -167,9 +216,33 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
     value_options = set(spec.get("value_options", []))
     script_options = set(spec.get("script_options", []))
     stops = set(spec.get("not_wrapping_options", []))
+    shell_options = set(spec.get("shell_options", []))
+    output_options = set(spec.get("output_options", []))
+    pair_options = set(spec.get("pair_options", []))
+    command_options = set(spec.get("command_options", []))
+    command_keys = {k.lower() for k in spec.get("command_keys", [])}
+    takes_value = value_options | script_options | output_options | command_options
     out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
+    writes: list[str] = []
+    joined = bool(spec.get("joins_to_shell"))
+    script: list[Word] | None = None
+
+    def handle(option: str, value: Word | None, i: int) -> None:
+        nonlocal script
+        if value is None:
+            return
+        if option in output_options:
+            writes.append(value.text)
+        if option in command_options:
+            key, _, payload = _key_value(value.text)
+            if key.lower() in command_keys:
+                out.extend(script_of(cmd, [Word(payload, value.kind)], depth, base, record=False))
+                out.problems.append(Problem(cmd.source, f"{base} {option} {key} runs a command"))
+        if option in script_options and script is None:
+            script = [value, *words[i:]] if base == "env" else [value]
+
     i = 1
-    while i < len(words):
+    while i < len(words) and script is None:
         w = words[i]
         if not w.literal:
             if w.text.startswith("-") or spec.get("assignments"):
@@ -183,37 +256,72 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
             i += 1
             break
         if spec.get("assignments") and "=" in t and t.split("=", 1)[0].isidentifier():
+            name, value = t.split("=", 1)
+            if risky_variable(name):
+                out.problems.append(
+                    Problem(cmd.source, f"{base} sets {name}, which changes what runs")
+                )
+                if value.strip("|: "):
+                    named = Word(value.lstrip("|"))
+                    out.extend(script_of(cmd, [named], depth, base, record=False))
             i += 1
             continue
         if not t.startswith("-") or t == "-":
             break
-        option, eq, attached = t.partition("=")
-        short = not t.startswith("--")
-        if short and len(t) > 2 and t[:2] in value_options | script_options:
-            option, attached, eq = t[:2], t[2:], "="
-        if option in stops:
-            return ParsedScript([cmd])
-        if option in script_options:
-            if eq:
-                value, i = Word(attached) if w.literal else w, i + 1
-            elif i + 1 < len(words):
-                value, i = words[i + 1], i + 2
-            else:
-                break
-            inner = _script_of(
-                cmd, [value, *words[i:]] if base == "env" else [value], depth, base, record=False
-            )
-            out.extend(inner)
-            if base == "env" or not spec.get("runs_command", True):
-                return out
+        if t.startswith("--"):
+            option, eq, attached = t.partition("=")
+            if option in stops:
+                return ParsedScript([cmd])
+            i += 1
+            if option in shell_options:
+                joined = True
+            elif option in pair_options:
+                i += 2
+            elif option in takes_value:
+                value = Word(attached) if eq else (words[i] if i < len(words) else None)
+                i += 0 if eq else 1
+                handle(option, value, i)
             continue
-        i += 1 if eq else (2 if option in value_options else 1)
+        i += 1
+        for j in range(1, len(t)):
+            option = "-" + t[j]
+            if option in stops:
+                return ParsedScript([cmd])
+            if option in shell_options:
+                joined = True
+            elif option in takes_value:
+                rest = t[j + 1 :]
+                value = Word(rest) if rest else (words[i] if i < len(words) else None)
+                i += 0 if rest else 1
+                handle(option, value, i)
+                break
+    if script is None and spec.get("script_anywhere"):
+        for k in range(i, len(words)):
+            w = words[k]
+            if w.literal and w.text in script_options and k + 1 < len(words):
+                script = [words[k + 1]]
+                break
+            if w.literal and w.text[:2] in script_options and len(w.text) > 2:
+                script = [Word(w.text[2:])]
+                break
+    if writes:
+        out.commands[0] = with_words(
+            cmd,
+            list(words),
+            strict_only=True,
+            writes=cmd.writes + tuple(writes),
+            write_words=cmd.write_words + tuple(Word(t) for t in writes),
+        )
+    if script is not None:
+        out.extend(script_of(cmd, script, depth, base, record=False))
+        return out
     if not spec.get("runs_command", True):
         return out
     i += spec.get("positionals", 0)
     inner_words = list(words[i:])
-    if spec.get("joins_to_shell"):
-        out.extend(_script_of(cmd, inner_words, depth, base, record=False))
+    if joined:
+        if inner_words:
+            out.extend(script_of(cmd, inner_words, depth, base, record=False))
         return out
     if not inner_words:
         default = spec.get("default")
@@ -225,9 +333,17 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
         inner_words,
         via=(base, *cmd.via),
         open_ended=cmd.open_ended or bool(spec.get("open_ended")),
+        writes=cmd.writes + tuple(writes),  # `time -o FILE ls` writes FILE
+        write_words=cmd.write_words + tuple(Word(t) for t in writes),
     )
     out.extend(expand(inner, depth=depth))
     return out
+
+
+def _key_value(text: str) -> tuple[str, str, str]:
+    """``Key=value`` or ``Key value`` (ssh -o accepts both)."""
+    m = re.match(r"\s*([^=\s]+)\s*(?:=|\s)\s*(.*)", text, re.S)
+    return (m.group(1), "=", m.group(2)) if m else (text, "", "")
 
 
 def _trap(cmd: SimpleCommand, depth: int) -> ParsedScript:
@@ -235,7 +351,7 @@ def _trap(cmd: SimpleCommand, depth: int) -> ParsedScript:
     args = [w for w in cmd.words[1:] if not (w.literal and w.text in ("--", "-p", "-l", "-P"))]
     if len(args) < 2 or (args[0].literal and args[0].text == "-"):
         return ParsedScript([cmd])
-    return _script_of(cmd, args[:1], depth, "trap")
+    return script_of(cmd, args[:1], depth, "trap")
 
 
 def _find(cmd: SimpleCommand, depth: int) -> ParsedScript:
@@ -257,25 +373,4 @@ def _find(cmd: SimpleCommand, depth: int) -> ParsedScript:
             i = j + 1
             continue
         i += 1
-    return out
-
-
-def _git(cmd: SimpleCommand) -> ParsedScript:
-    words = list(cmd.words)
-    out = ParsedScript()
-    i = 1
-    while i < len(words) and words[i].text.startswith("-"):
-        w = words[i]
-        option = w.text.partition("=")[0]
-        if not w.literal or option in _GIT_RISKY_OPTIONS:
-            out.commands.append(with_words(cmd, words, strict_only=True))
-            out.problems.append(
-                Problem(cmd.source, f"git {option} can make git run arbitrary programs")
-            )
-            return out
-        i += 2 if w.text in _GIT_VALUE_OPTIONS else 1
-    if i == 1:
-        out.commands.append(cmd)
-    else:
-        out.commands.append(with_words(cmd, [words[0], *words[i:]]))
     return out

@@ -9,6 +9,7 @@ value, and when the expansion is unquoted it may even become several words (``sp
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ class Word:
     text: str  # the unquoted value when literal; otherwise the text as written
     kind: WordKind = "literal"
     splits: bool = False  # an unquoted expansion: may become zero or several words
+    braces: tuple[str, ...] = ()  # a brace expansion without other expansions: its words
 
     @property
     def literal(self) -> bool:
@@ -131,7 +133,7 @@ def finish(chars: _Chars, *, dynamic: bool, splits: bool, source: str) -> Word:
         return Word(source, "dynamic", splits)
     unquoted = "".join(c if not q else "\0" for c, q in chars)
     if _BRACE.search(unquoted):
-        return Word(source, "dynamic", True)
+        return Word(source, "dynamic", True, tuple(brace_expand(chars)))
     text = "".join(c for c, _ in chars)
     if chars and chars[0] == ("~", False):
         # Tilde expansion applies up to the first slash, when that part is unquoted.
@@ -149,3 +151,65 @@ def finish(chars: _Chars, *, dynamic: bool, splits: bool, source: str) -> Word:
 def unquoted_chars(text: str) -> _Chars:
     """The characters of an unquoted word's text, escapes resolved."""
     return _unescape_unquoted(text)
+
+
+_MAX_BRACE_WORDS = 256
+_SEQUENCE = re.compile(r"(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?\Z")
+
+
+def brace_expand(chars: _Chars) -> list[str]:
+    """The words bash's brace expansion makes of a word (quoted braces stay as they are);
+    empty when there would be more than a few hundred."""
+    out: list[str] = []
+
+    def walk(cs: _Chars) -> bool:
+        for i, (c, q) in enumerate(cs):
+            if c != "{" or q:
+                continue
+            depth, commas, end = 0, [], None
+            for j in range(i, len(cs)):
+                cj, qj = cs[j]
+                if qj:
+                    continue
+                if cj == "{":
+                    depth += 1
+                elif cj == "}":
+                    depth -= 1
+                    if depth == 0:
+                        end = j
+                        break
+                elif cj == "," and depth == 1:
+                    commas.append(j)
+            if end is None:
+                continue
+            head, body, tail = cs[:i], cs[i + 1 : end], cs[end + 1 :]
+            if commas:
+                cuts = [i, *commas, end]
+                alts = [cs[a + 1 : b] for a, b in itertools.pairwise(cuts)]
+            else:
+                m = _SEQUENCE.match("".join(c for c, _ in body))
+                if m is None or any(q for _, q in body):
+                    continue
+                alts = [[(x, True)] for x in _sequence(m)]
+                if not alts:
+                    return False
+            return all(walk(head + alt + tail) for alt in alts)
+        if len(out) >= _MAX_BRACE_WORDS:
+            return False
+        out.append("".join(c for c, _ in cs))
+        return True
+
+    return out if walk(list(chars)) else []
+
+
+def _sequence(m: re.Match[str]) -> list[str]:
+    a, b, step = m.group(1), m.group(2), abs(int(m.group(3) or 1)) or 1
+    if a.lstrip("-").isdigit() and b.lstrip("-").isdigit():
+        x, y = int(a), int(b)
+        rng = range(x, y + 1, step) if x <= y else range(x, y - 1, -step)
+        return [str(v) for v in rng][: _MAX_BRACE_WORDS + 1]
+    if a.isalpha() and b.isalpha():
+        x, y = ord(a), ord(b)
+        rng = range(x, y + 1, step) if x <= y else range(x, y - 1, -step)
+        return [chr(v) for v in rng]
+    return []

@@ -60,4 +60,6 @@ APPLY_PATCH = Tool(
     handler=run_apply_patch,
     freeform_field="input",
     grammar=_data("apply_patch.lark"),
+    effect="write",
+    dry_run=True,
 )

@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, Literal, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -36,6 +36,20 @@ class ToolResult(BaseModel):
 
 Handler = Callable[[Any, ToolContext], Awaitable[Any]]
 
+# How far a tool is trusted, which decides whether the sandbox session lets a call
+# through (codemode.sandbox.tool_trust). "host": code of this process that checks what
+# it does itself (the built-ins: the shell goes through the execpolicy, the file tools
+# through the writable roots; an embedder's own tools). The others are for tools the
+# program reaches outside it (an MCP server's), as that server's `trust` config says:
+# "read" (only reads: allowed in every mode), "write" (may change things: refused in
+# read-only, asked about under untrusted), "untrusted" (nothing said: refused in
+# read-only, asked about unless the approval policy is never).
+Trust = Literal["host", "read", "write", "untrusted"]
+# What a call can do, for surfaces that decide without running it (mcp-server's policy,
+# dry runs): "read" only looks, "write" changes files, "run" may do anything (commands,
+# a tool whose effect nobody declared).
+Effect = Literal["read", "write", "run"]
+
 
 @dataclass(frozen=True)
 class Tool:
@@ -51,6 +65,11 @@ class Tool:
     freeform_field: str | None = None
     # A lark grammar for that text, for wires that constrain freeform tool input.
     grammar: str | None = None
+    trust: Trust = "host"
+    effect: Effect = "run"
+    # True for a writer that records into ``ToolContext.dry_run`` instead of writing
+    # (codemode.tools.dry_run lets only these and readers run in a dry run).
+    dry_run: bool = False
 
     def validate(self, raw: Any) -> BaseModel:
         """Validate raw JSON arguments; raises ToolError naming the offending fields."""

@@ -7,6 +7,7 @@ pydantic (the tool models are loaded only when a tool is first called).
 from __future__ import annotations
 
 import os.path
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,8 +33,9 @@ class ToolContext:
     ``sandbox`` carries the session's sandbox state (settings, rules, approver). Without
     one (the default, e.g. for ToolHost embedders) commands run unconfined and unchecked
     as before, credentials are still withheld from subprocesses, and the file tools
-    write only inside the workspace and ``writable_roots`` (never ``.codemode/`` or
-    ``.git/hooks``).
+    write only inside the workspace and ``writable_roots`` (never inside ``.git`` or
+    ``.codemode``, at any depth: ``codemode.tools.fs.guard``). ``resolve_writable`` says
+    why a path is refused; the race-free walk of ``codemode.tools.fs`` enforces it.
     """
 
     workspace: Path
@@ -46,6 +48,9 @@ class ToolContext:
     # Set for a dry run: writing tools record changes here instead of on disk, and
     # read_file sees them (codemode.tools.dry_run).
     dry_run: DryRun | None = None
+    # Set for one call by whoever shows it live: a command's output chunks as they
+    # arrive (codemode.tools.live_output).
+    live_output: Callable[[bytes], None] | None = None
 
     def resolve(self, path: str | Path) -> Path:
         """Resolve ``path`` against the workspace; the result is absolute and normalised."""

@@ -6,9 +6,10 @@ check, so confinement is enforced exactly as in a real run; ``read_file`` looks 
 first, so a program that writes a file and reads it back sees its own change. At the
 end ``diff()`` gives every change as one unified diff (git's ``a/`` ``b/`` form).
 
-Only tools that honour the overlay may run during a dry run: ``dry_run_registry``
-refuses every other tool, since a tool that writes behind the overlay's back (the
-shell, or one a plugin adds) would change files that the diff never shows.
+Only tools that honour the overlay may run during a dry run: readers (``effect="read"``
+on their definition) and writers marked ``dry_run=True``. ``dry_run_registry`` refuses
+every other tool, since a tool that writes behind the overlay's back (the shell, or one
+a plugin adds) would change files that the diff never shows.
 """
 
 from __future__ import annotations
@@ -16,16 +17,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.registry import ToolRegistry
 
-# Tools allowed in a dry run: the readers, and the writers that record into the overlay.
-# A writer joins this set once it writes through ``DryRun.write``/``DryRun.remove``.
-DRY_RUN_TOOLS = frozenset(
-    {"read_file", "write_file", "apply_patch", "list_dir", "glob", "grep", "update_plan"}
-)
+if TYPE_CHECKING:
+    from codemode.tools.base import Tool
+
+
+def allowed_in_dry_run(tool: Tool) -> bool:
+    """Readers, and the writers that record into the overlay (``Tool.dry_run``: set once
+    a writer writes through ``DryRun.write``/``DryRun.remove``)."""
+    return tool.effect == "read" or tool.dry_run
 
 
 # What diff and git print after a last line that has no line ending.
@@ -119,7 +123,7 @@ class DryRun:
 
     def _remember(self, key: Path) -> None:
         if key not in self._before:
-            self._before[key] = key.read_bytes() if key.is_file() else None
+            self._before[key] = _disk_bytes(key)
 
     def changes(self) -> list[FileChange]:
         """Files whose contents differ from the disk, sorted by path."""
@@ -159,6 +163,18 @@ class DryRun:
         return [_relative(change.path, root) for change in self.changes()]
 
 
+def _disk_bytes(path: Path) -> bytes | None:
+    """The regular file at ``path`` as it is on disk (None: none there); never a device
+    or FIFO, never more than read_file's cap."""
+    from codemode.tools.files import MAX_READ_BYTES
+    from codemode.tools.fs.reading import read_regular
+
+    try:
+        return read_regular(path, MAX_READ_BYTES)
+    except (OSError, ToolError):
+        return None
+
+
 def _relative(path: Path, root: Path) -> str:
     try:
         return path.relative_to(root).as_posix()
@@ -170,29 +186,31 @@ def _lines(data: bytes | None) -> list[str]:
     if data is None:
         return []
     from codemode.tools.files import split_lines
+    from codemode.tools.fs.text import decode
 
-    # The diff is for people (and the JSON report): undecodable bytes show as U+FFFD.
-    return split_lines(data.decode("utf-8", errors="replace"))
+    # As read_file shows the file: UTF-8, else Latin-1 (no byte turns into U+FFFD).
+    return split_lines(decode(data)[0])
 
 
 class DryRunRegistry(ToolRegistry):
-    """A registry that refuses, during a dry run, every tool outside ``allowed``."""
+    """A registry that refuses, during a dry run, every tool not ``allowed_in_dry_run``."""
 
-    def __init__(self, base: ToolRegistry, allowed: frozenset[str] = DRY_RUN_TOOLS) -> None:
+    def __init__(self, base: ToolRegistry) -> None:
         super().__init__()
         self._tools = base.copy()._tools
-        self.allowed = allowed
 
     async def invoke(self, name: str, raw_args: Any, ctx: ToolContext) -> Any:
-        if ctx.dry_run is not None and name not in self.allowed and self.get(name) is not None:
+        tool = self.get(name) if ctx.dry_run is not None else None
+        if tool is not None and not allowed_in_dry_run(tool):
             why = (
                 "commands could change files without the change being recorded"
-                if name == "shell"
+                if tool.effect == "run"
                 else "it does not record its changes in the dry run"
             )
+            available = sorted(t.name for t in self if allowed_in_dry_run(t))
             raise ToolError(
                 f"tools.{name} is refused in a dry run ({why}); "
-                f"tools available: {', '.join(sorted(self.allowed & set(self.names())))}"
+                f"tools available: {', '.join(available)}"
             )
         return await super().invoke(name, raw_args, ctx)
 

@@ -13,7 +13,9 @@ import asyncio
 from pydantic import Field
 
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
-from codemode.tools.files import WriteFileArgs, write_file
+from codemode.tools.files import MAX_READ_BYTES, WriteFileArgs, write_file
+from codemode.tools.fs.reading import NotRegular, read_regular
+from codemode.tools.fs.text import Encoding, decode
 
 
 class EditArgs(StrictArgs):
@@ -34,8 +36,8 @@ class EditResult(ToolResult):
     created: bool = Field(description="True when the edit created the file.")
 
 
-def _plan_edit(args: EditArgs, ctx: ToolContext) -> tuple[str, EditResult]:
-    """The file's new content and the result to report, or a ToolError."""
+def _plan_edit(args: EditArgs, ctx: ToolContext) -> tuple[str, Encoding | None, EditResult]:
+    """The file's new content, its encoding and the result to report, or a ToolError."""
     path = ctx.resolve(args.path)
     shown = ctx.display(path)
     if args.old_string == "":
@@ -43,14 +45,17 @@ def _plan_edit(args: EditArgs, ctx: ToolContext) -> tuple[str, EditResult]:
             raise ToolError(
                 f"edit: old_string is empty but {shown} exists; give the text to replace"
             )
-        return args.new_string, EditResult(path=shown, replacements=1, created=True)
-    if not path.is_file():
-        raise ToolError(f"edit: {shown} does not exist" if not path.exists() else
-                        f"edit: {shown} is not a file")
+        return args.new_string, None, EditResult(path=shown, replacements=1, created=True)
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ToolError(f"edit: {shown} is not UTF-8 text") from None
+        data = read_regular(path, MAX_READ_BYTES, shown)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolError(f"edit: {shown} does not exist") from None
+    except NotRegular as exc:
+        raise ToolError(f"edit: {exc}") from None
+    except ToolError as exc:
+        raise ToolError(f"edit: {exc}") from None
+    # A file that is not UTF-8 is edited as Latin-1 and written back so: no byte changes.
+    text, encoding = decode(data)
     if args.old_string == args.new_string:
         raise ToolError("edit: old_string and new_string are the same; nothing to change")
     count = text.count(args.old_string)
@@ -66,7 +71,7 @@ def _plan_edit(args: EditArgs, ctx: ToolContext) -> tuple[str, EditResult]:
         )
     new = text.replace(args.old_string, args.new_string, -1 if args.replace_all else 1)
     replaced = count if args.replace_all else 1
-    return new, EditResult(path=shown, replacements=replaced, created=False)
+    return new, encoding, EditResult(path=shown, replacements=replaced, created=False)
 
 
 async def edit(args: EditArgs, ctx: ToolContext) -> EditResult:
@@ -74,8 +79,8 @@ async def edit(args: EditArgs, ctx: ToolContext) -> EditResult:
 
     The write goes through ``write_file``, so it obeys the same writable roots and,
     in an editor session, lands in the editor's buffer."""
-    content, result = await asyncio.to_thread(_plan_edit, args, ctx)
-    await write_file(WriteFileArgs(path=args.path, content=content), ctx)
+    content, encoding, result = await asyncio.to_thread(_plan_edit, args, ctx)
+    await write_file(WriteFileArgs(path=args.path, content=content, encoding=encoding), ctx)
     return result
 
 
@@ -83,9 +88,11 @@ EDIT = Tool(
     name="edit",
     description=(
         "Replace an exact string in a file. old_string must occur exactly once unless "
-        "replace_all is true; an empty old_string creates a new file."
+        "replace_all is true; an empty old_string creates a new file. The file keeps its "
+        "encoding (a file that is not UTF-8 is edited as Latin-1, byte for byte)."
     ),
     args_model=EditArgs,
     result_model=EditResult,
     handler=edit,
+    effect="write",
 )

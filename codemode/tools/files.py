@@ -1,22 +1,33 @@
 """File tools: ``read_file``, ``write_file`` and ``list_dir``.
 
-Reads may look anywhere (the model often needs a system header or a sibling project);
-writes are confined to the writable roots by ``ToolContext.resolve_writable``. The
-blocking filesystem work runs in a worker thread so the event loop stays responsive.
+Reads may look anywhere (the model often needs a system header or a sibling project)
+but take regular files only, up to a byte cap; writes are confined to the writable
+roots: ``ToolContext.resolve_writable`` says why a path is refused, and the race-free
+walk of ``codemode.tools.fs`` enforces it. Contents round-trip byte for byte
+(``codemode.tools.fs.text``). The blocking filesystem work runs in a worker thread so
+the event loop stays responsive.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import secrets
-import stat
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
+from codemode.tools.fs import guard
+from codemode.tools.fs.beneath import write_atomic
+from codemode.tools.fs.reading import NotRegular, TooBig, read_regular
+from codemode.tools.fs.text import Encoding, check_no_new_replacement, decode, encode
+from codemode.tools.fs.writing import (
+    existing_bytes,
+    locate_existing,
+    writable_tree,
+    write_new_or_replace,
+)
 
 MAX_READ_BYTES = 20 * 1024 * 1024
 # A NUL byte this early is the same heuristic git and grep use to call a file binary.
@@ -74,6 +85,11 @@ class ReadFileResult(ToolResult):
     truncated: bool = Field(
         description="True when the file continues after end_line; read on with offset."
     )
+    encoding: Encoding = Field(
+        description='"utf-8", or "latin-1" for a file that is not valid UTF-8 (each byte '
+        "is then one character, U+0000-U+00FF, so every byte is kept). write_file and "
+        "edit write a file back in the encoding it had."
+    )
 
 
 def _read_bytes(path: Path, shown: str, ctx: ToolContext) -> bytes:
@@ -83,17 +99,25 @@ def _read_bytes(path: Path, shown: str, ctx: ToolContext) -> bytes:
         if recorded is None:
             raise ToolError(f"read_file: no such file: {shown}")
         return recorded
-    if not path.exists():
-        raise ToolError(f"read_file: no such file: {shown}")
-    if path.is_dir():
-        raise ToolError(f"read_file: {shown} is a directory; use tools.list_dir")
-    size = path.stat().st_size
-    if size > MAX_READ_BYTES:
+    try:
+        return read_regular(path, MAX_READ_BYTES, shown)
+    except FileNotFoundError:
+        raise ToolError(f"read_file: no such file: {shown}") from None
+    except NotADirectoryError:
+        raise ToolError(f"read_file: no such file: {shown} (a parent is not a directory)") from None
+    except IsADirectoryError:
+        raise ToolError(f"read_file: {shown} is a directory; use tools.list_dir") from None
+    except NotRegular as exc:
+        if exc.is_dir:
+            raise ToolError(f"read_file: {shown} is a directory; use tools.list_dir") from None
+        raise ToolError(f"read_file: {exc}; only regular files can be read") from None
+    except TooBig:
         raise ToolError(
-            f"read_file: {shown} is {size} bytes, over the {MAX_READ_BYTES} byte limit; "
+            f"read_file: {shown} is over the {MAX_READ_BYTES} byte limit; "
             "search it with tools.grep or read part of it with tools.shell"
-        )
-    return path.read_bytes()
+        ) from None
+    except ToolError as exc:
+        raise ToolError(f"read_file: {exc}") from None
 
 
 def _read_file_sync(args: ReadFileArgs, ctx: ToolContext) -> ReadFileResult:
@@ -102,10 +126,13 @@ def _read_file_sync(args: ReadFileArgs, ctx: ToolContext) -> ReadFileResult:
     data = _read_bytes(path, shown, ctx)
     if looks_binary(data):
         raise ToolError(f"read_file: {shown} looks like a binary file")
-    return _window(data.decode("utf-8", errors="replace"), shown, args)
+    text, encoding = decode(data)
+    return _window(text, shown, args, encoding)
 
 
-def _window(text: str, shown: str, args: ReadFileArgs) -> ReadFileResult:
+def _window(
+    text: str, shown: str, args: ReadFileArgs, encoding: Encoding = "utf-8"
+) -> ReadFileResult:
     lines = split_lines(text)
     total = len(lines)
     first = args.offset or 1
@@ -124,6 +151,7 @@ def _window(text: str, shown: str, args: ReadFileArgs) -> ReadFileResult:
         end_line=stop if selected else 0,
         total_lines=total,
         truncated=stop < total,
+        encoding=encoding,
     )
 
 
@@ -144,13 +172,16 @@ async def read_file(args: ReadFileArgs, ctx: ToolContext) -> ReadFileResult:
 READ_FILE = Tool(
     name="read_file",
     description=(
-        "Read a UTF-8 text file. Returns the whole file unless offset/limit pick a range "
-        "of lines; total_lines and truncated tell you whether there is more. Binary files "
-        "and files over 20 MB are refused."
+        "Read a text file. Returns the whole file unless offset/limit pick a range "
+        "of lines; total_lines and truncated tell you whether there is more. A file that "
+        "is not valid UTF-8 is read as Latin-1 (encoding says which), so no byte is lost. "
+        "Binary files, files over 20 MB and anything but a regular file (devices, "
+        "FIFOs, sockets) are refused."
     ),
     args_model=ReadFileArgs,
     result_model=ReadFileResult,
     handler=read_file,
+    effect="read",
 )
 
 
@@ -165,43 +196,79 @@ class WriteFileArgs(StrictArgs):
     content: str = Field(
         description="The complete new contents of the file; it replaces what was there."
     )
+    encoding: Encoding | None = Field(
+        default=None,
+        description="How to write the text: an existing file keeps its encoding (as "
+        'read_file reported it), a new one is "utf-8". Set it to convert a file.',
+    )
 
 
 class WriteFileResult(ToolResult):
     path: str = Field(description="The file written, relative to the workspace.")
-    bytes_written: int = Field(description="Size of the new file in bytes (UTF-8).")
+    bytes_written: int = Field(description="Size of the new file in bytes.")
     created: bool = Field(description="True if the file did not exist before.")
 
 
+def _old_text(data: bytes | None) -> tuple[str | None, Encoding | None]:
+    if data is None:
+        return None, None
+    return decode(data)
+
+
+def _encoded(args: WriteFileArgs, old: bytes | None, shown: str) -> bytes:
+    """The bytes to write: the content in the file's encoding (or the one asked for),
+    refusing U+FFFD put into a file that had none."""
+    old_text, old_encoding = _old_text(old)
+    encoding: Encoding = args.encoding or old_encoding or "utf-8"
+    check_no_new_replacement(args.content, old_text, shown)
+    return encode(args.content, encoding, shown)
+
+
 def _write_file_sync(args: WriteFileArgs, ctx: ToolContext, path: Path) -> WriteFileResult:
-    # Write through a symlink to its target rather than replacing the link itself;
-    # resolve_writable has already checked that the target is writable.
-    target = path.resolve() if path.is_symlink() else path
-    if target.is_dir():
-        raise ToolError(f"write_file: {ctx.display(path)} is a directory")
-    data = args.content.encode("utf-8")
+    shown = ctx.display(path)
     if ctx.dry_run is not None:
+        # Write through a symlink to its target rather than replacing the link itself;
+        # resolve_writable has already checked that the target is writable.
+        target = path.resolve() if path.is_symlink() else path
+        if target.is_dir():
+            raise ToolError(f"write_file: {shown} is a directory")
+        # A dry run shows only what a real run could write.
+        inside = target.is_relative_to(ctx.workspace)
+        below = target.relative_to(ctx.workspace) if inside else target
+        reason = guard.write_refusal(below.parts)
+        if reason is not None:
+            raise ToolError(f"write_file: refusing to write {shown}: {reason}")
+        old = ctx.dry_run.content(target) if target in ctx.dry_run else _disk_bytes(target, shown)
+        data = _encoded(args, old, shown)
         created = ctx.dry_run.write(target, data)
-        return WriteFileResult(path=ctx.display(path), bytes_written=len(data), created=created)
-    old_mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # A temp file in the same directory plus os.replace means readers see either the
-    # old file or the new one, never a half-written mix.
-    tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
-    # Mode 0o666 lets the umask decide a new file's permissions, as a normal create would.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        return WriteFileResult(path=shown, bytes_written=len(data), created=created)
+    # The path is walked from the writable roots' descriptors, never by name again, so
+    # a directory swapped for a symlink meanwhile cannot send the write elsewhere.
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            if old_mode is not None:
-                os.fchmod(f.fileno(), old_mode)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return WriteFileResult(
-        path=ctx.display(path), bytes_written=len(data), created=old_mode is None
-    )
+        tree = writable_tree(ctx)
+        spot = locate_existing(tree, path, shown)
+        if spot is None:
+            data = _encoded(args, None, shown)
+            created = write_new_or_replace(tree, path, data, shown)
+        else:
+            with spot:
+                old = existing_bytes(spot, MAX_READ_BYTES, shown)
+                data = _encoded(args, old, shown)
+                created = write_atomic(spot, data)
+    except IsADirectoryError:
+        raise ToolError(f"write_file: {shown} is a directory") from None
+    except NotADirectoryError as exc:
+        raise ToolError(f"write_file: cannot create {shown}: {exc.filename} is a file") from None
+    except ToolError as exc:
+        raise ToolError(f"write_file: {exc}") from None
+    return WriteFileResult(path=shown, bytes_written=len(data), created=created)
+
+
+def _disk_bytes(path: Path, shown: str) -> bytes | None:
+    try:
+        return read_regular(path, MAX_READ_BYTES, shown)
+    except (FileNotFoundError, NotADirectoryError, TooBig):
+        return None
 
 
 async def write_file(args: WriteFileArgs, ctx: ToolContext) -> WriteFileResult:
@@ -253,12 +320,14 @@ WRITE_FILE = Tool(
     name="write_file",
     description=(
         "Create a file or replace its entire contents. Parent directories are created as "
-        "needed and an existing file keeps its permissions. Only paths inside the "
-        "workspace can be written."
+        "needed; an existing file keeps its permissions and its encoding. Only paths "
+        "inside the workspace can be written (never inside .git or .codemode)."
     ),
     args_model=WriteFileArgs,
     result_model=WriteFileResult,
     handler=write_file,
+    effect="write",
+    dry_run=True,
 )
 
 
@@ -354,4 +423,5 @@ LIST_DIR = Tool(
     args_model=ListDirArgs,
     result_model=ListDirResult,
     handler=list_dir,
+    effect="read",
 )

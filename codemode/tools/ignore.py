@@ -42,7 +42,29 @@ def _load(directory: Path, prefix: str, strip: int) -> _Rules | None:
     except OSError:
         return None
     spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines())
+    _linear(spec)
     return _Rules(spec, prefix, strip) if spec.patterns else None
+
+
+def _linear(spec: pathspec.PathSpec) -> None:
+    """Match ``spec``'s patterns with RE2 instead of Python's re. A .gitignore is written
+    by whatever runs in the workspace, and Python's engine takes minutes to match a
+    line such as ``*a*a*a*a*a*a*a*a*c`` against a long name; RE2 is linear. A pattern RE2
+    cannot compile is dropped."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False
+    kept = []
+    for pattern in spec.patterns:
+        regex = getattr(pattern, "regex", None)
+        if regex is not None:
+            try:
+                pattern.regex = re2.compile(regex.pattern, options)
+            except re2.error:
+                continue
+        kept.append(pattern)
+    spec.patterns = kept
 
 
 def _inherited_rules(root: Path, top: Path | None) -> list[_Rules]:

@@ -53,4 +53,5 @@ UPDATE_PLAN = Tool(
     args_model=UpdatePlanArgs,
     result_model=UpdatePlanResult,
     handler=update_plan,
+    effect="read",  # it only records the plan it is given
 )

@@ -139,6 +139,12 @@ class ToolRegistry:
             raise ToolError(f"tools.{name} is not a tool{suffix}")
         try:
             with tool_call(name):
+                if tool.trust != "host" and ctx.sandbox is not None:
+                    # A tool outside this process (an MCP server's): the session's mode
+                    # and approval policy decide, as for a command.
+                    from codemode.sandbox.tool_trust import authorize_tool
+
+                    await authorize_tool(ctx.sandbox, name, tool.trust, raw_args)
                 return await tool.call(raw_args, ctx)
         except ToolError:
             raise

@@ -10,13 +10,18 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import stat
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
-from codemode.tools.files import MAX_READ_BYTES, looks_binary, split_lines
+from codemode.tools.files import MAX_READ_BYTES, looks_binary
+from codemode.tools.fs.reading import kind_of, read_regular
+from codemode.tools.fs.text import decode
 from codemode.tools.ignore import walk_files
 
 MAX_GLOB_MATCHES = 5000
@@ -24,12 +29,14 @@ MAX_LINE_CHARS = 500
 _MAGIC = frozenset("*?[{")
 
 
-def compile_glob(pattern: str) -> re.Pattern[str]:
+def compile_glob(pattern: str) -> Any:
     """Compile a glob to a regex to be ``fullmatch``-ed against a posix relative path.
 
     ``*`` and ``?`` stay within one path segment, ``[abc]``/``[!abc]`` are character
     classes, ``{a,b}`` picks one of a few alternatives, and a ``**`` segment spans zero
-    or more directories, so ``**/*.py`` also matches ``setup.py`` at the top.
+    or more directories, so ``**/*.py`` also matches ``setup.py`` at the top. The regex
+    is RE2's: with Python's, ``*a*a*a*a*a*a*a*a*c`` took minutes on a 40-character name.
+    Raises ToolError for a glob that does not compile.
     """
     segments = [s for s in pattern.split("/") if s not in ("", ".")]
     parts = []
@@ -39,7 +46,14 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
             parts.append(".*" if last else "(?:[^/]+/)*")
         else:
             parts.append(_translate_segment(seg) + ("" if last else "/"))
-    return re.compile("".join(parts))
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False
+    try:
+        return re2.compile("".join(parts), options)
+    except re2.error:
+        raise ToolError(f"invalid glob {pattern!r}") from None
 
 
 def _translate_segment(seg: str) -> str:
@@ -125,10 +139,14 @@ class GlobResult(ToolResult):
     )
 
 
-def _glob_sync(args: GlobArgs, ctx: ToolContext) -> GlobResult:
+def _glob_sync(args: GlobArgs, ctx: ToolContext, stop: threading.Event) -> GlobResult:
     base = ctx.resolve(args.path)
-    if not base.is_dir():
-        raise ToolError(f"glob: no such directory: {ctx.display(base)}")
+    try:
+        mode = base.stat().st_mode
+    except OSError:
+        raise ToolError(f"glob: no such directory: {ctx.display(base)}") from None
+    if not stat.S_ISDIR(mode):
+        raise ToolError(f"glob: {ctx.display(base)} is {kind_of(mode)}, not a directory")
     prefix, rest = _split_literal_prefix(args.pattern)
     start = _join(base, prefix)
     if not rest or not start.is_dir():
@@ -136,7 +154,14 @@ def _glob_sync(args: GlobArgs, ctx: ToolContext) -> GlobResult:
     regex = compile_glob(rest)
     found: list[str] = []
     truncated = False
-    walk = walk_files(start, respect_gitignore=not args.include_ignored, ignore_top=ctx.workspace)
+    walk = walk_files(
+        start,
+        respect_gitignore=not args.include_ignored,
+        ignore_top=ctx.workspace,
+        stop=stop.is_set,
+    )
+    # Only regular files (and links to them) are walked: devices, FIFOs and sockets never
+    # match.
     for rel in walk:
         if regex.fullmatch(rel):
             if len(found) >= MAX_GLOB_MATCHES:
@@ -148,18 +173,23 @@ def _glob_sync(args: GlobArgs, ctx: ToolContext) -> GlobResult:
 
 async def glob(args: GlobArgs, ctx: ToolContext) -> GlobResult:
     """Find files whose paths match a glob pattern."""
-    return await asyncio.to_thread(_glob_sync, args, ctx)
+    stop = threading.Event()
+    try:
+        return await asyncio.to_thread(_glob_sync, args, ctx, stop)
+    finally:
+        stop.set()  # a cancelled await: the walk stops at its next directory
 
 
 GLOB = Tool(
     name="glob",
     description=(
-        'Find files by path pattern, e.g. all "**/*.py" files. Files ignored by '
-        ".gitignore and anything in .git are skipped unless include_ignored is set."
+        'Find regular files by path pattern, e.g. all "**/*.py" files. Files ignored by '
+        ".gitignore are skipped unless include_ignored is set; .git always is."
     ),
     args_model=GlobArgs,
     result_model=GlobResult,
     handler=glob,
+    effect="read",
 )
 
 
@@ -168,7 +198,8 @@ GLOB = Tool(
 
 class GrepArgs(StrictArgs):
     pattern: str = Field(
-        description="Python regular expression, matched against each line separately."
+        description="Regular expression in RE2 syntax (Python's re without backreferences "
+        "or lookaround), matched against each line separately."
     )
     path: str = Field(
         default=".", description="File or directory to search; the workspace if omitted."
@@ -197,78 +228,139 @@ class GrepResult(ToolResult):
         description="True when max_results was reached and further matches were left out."
     )
     files_searched: int = Field(description="How many text files were read.")
+    latin1_files: list[str] = Field(
+        default_factory=list,
+        description="Searched files that are not valid UTF-8: they were read as Latin-1 "
+        "(one character per byte), as read_file reads them.",
+    )
 
 
-def _read_text(path: Path) -> str | None:
-    """A file's text, or None for files grep should pass over (binary, huge, unreadable)."""
+def compile_pattern(pattern: str, case_insensitive: bool) -> Any:
+    """``pattern`` compiled with RE2, which matches in time linear in the text: no
+    pattern (``^(a+)+$`` and the like) can stall a search. Raises ToolError."""
+    import re2
+
+    options = re2.Options()
+    options.never_nl = True  # a match never spans lines, as grep's never does
+    options.log_errors = False
+    options.case_sensitive = not case_insensitive
     try:
-        if path.stat().st_size > MAX_READ_BYTES:
-            return None
-        data = path.read_bytes()
-    except OSError:
+        return re2.compile("(?m)" + pattern, options)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else exc
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "backslashreplace")
+        raise ToolError(
+            f"grep: invalid regular expression {pattern!r}: {reason} (grep takes RE2 "
+            "syntax: no backreferences or lookaround)"
+        ) from None
+
+
+def _read_text(path: Path) -> tuple[bytes, bool] | None:
+    """A file's text as UTF-8 bytes and whether it was Latin-1, or None for files grep
+    passes over (binary, huge, unreadable, not regular)."""
+    try:
+        data = read_regular(path, MAX_READ_BYTES)
+    except (OSError, ToolError):
         return None
     if looks_binary(data):
         return None
-    return data.decode("utf-8", errors="replace")
+    text, encoding = decode(data)
+    if encoding == "utf-8":
+        return data, False
+    return text.encode("utf-8"), True
 
 
-def _grep_sync(
-    args: GrepArgs, regex: re.Pattern[str], ctx: ToolContext, stop: threading.Event
-) -> GrepResult:
+def _matching_lines(
+    data: bytes, regex: Any, stop: threading.Event
+) -> Iterator[tuple[int, str]]:
+    """(line number, line text) of each line of ``data`` that ``regex`` matches."""
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n")  # "$" then matches before a CRLF ending too
+    size = len(data)
+    pos = 0
+    number, counted_to = 1, 0
+    while pos <= size and not stop.is_set():
+        m = regex.search(data, pos)
+        if m is None:
+            return
+        at = m.start()
+        if at >= size and (size == 0 or data.endswith(b"\n")):
+            return  # the empty "line" after a final newline is not a line
+        start = data.rfind(b"\n", 0, at) + 1
+        end = data.find(b"\n", at)
+        end = size if end == -1 else end
+        number += data.count(b"\n", counted_to, start)
+        counted_to = start
+        yield number, data[start:end].rstrip(b"\r").decode("utf-8")
+        pos = end + 1
+
+
+def _grep_sync(args: GrepArgs, regex: Any, ctx: ToolContext, stop: threading.Event) -> GrepResult:
     target = ctx.resolve(args.path)
-    if target.is_dir():
+    try:
+        st = target.stat()
+    except OSError:
+        raise ToolError(f"grep: no such file or directory: {ctx.display(target)}") from None
+    if stat.S_ISDIR(st.st_mode):
         only = None
         if args.glob:
             # Like ripgrep's -g: a bare "*.py" means any .py file, not just top-level ones.
             only = compile_glob(args.glob if "/" in args.glob else "**/" + args.glob)
         rels = walk_files(target, ignore_top=ctx.workspace, stop=stop.is_set)
         files = (_join(target, r) for r in rels if only is None or only.fullmatch(r))
-    elif target.is_file():
+    elif stat.S_ISREG(st.st_mode):
         # Naming a file is explicit: search it even if .gitignore covers it.
         files = iter([target])
     else:
-        raise ToolError(f"grep: no such file or directory: {ctx.display(target)}")
+        raise ToolError(
+            f"grep: {ctx.display(target)} is {kind_of(st.st_mode)}, not a regular file or "
+            "a directory"
+        )
 
-    matches: list[GrepMatch] = []
-    searched = 0
+    result = GrepResult(matches=[], truncated=False, files_searched=0)
     for path in files:
         if stop.is_set():
             break
-        text = _read_text(path)
-        if text is None:
+        read = _read_text(path)
+        if read is None:
             continue
-        searched += 1
+        data, latin1 = read
+        result.files_searched += 1
         shown = ctx.display(path)
-        for number, line in enumerate(split_lines(text), start=1):
-            line = line.rstrip("\r\n")
-            if regex.search(line):
-                if len(matches) >= args.max_results:
-                    return GrepResult(matches=matches, truncated=True, files_searched=searched)
-                matches.append(GrepMatch(path=shown, line=number, text=line[:MAX_LINE_CHARS]))
-    return GrepResult(matches=matches, truncated=False, files_searched=searched)
+        if latin1:
+            result.latin1_files.append(shown)
+        for number, line in _matching_lines(data, regex, stop):
+            if len(result.matches) >= args.max_results:
+                result.truncated = True
+                return result
+            result.matches.append(GrepMatch(path=shown, line=number, text=line[:MAX_LINE_CHARS]))
+    return result
 
 
 async def grep(args: GrepArgs, ctx: ToolContext) -> GrepResult:
     """Search file contents for lines matching a regular expression."""
-    try:
-        regex = re.compile(args.pattern, re.IGNORECASE if args.case_insensitive else 0)
-    except re.error as exc:
-        raise ToolError(f"grep: invalid regular expression {args.pattern!r}: {exc}") from None
+    regex = compile_pattern(args.pattern, args.case_insensitive)
     stop = threading.Event()
     try:
         return await asyncio.to_thread(_grep_sync, args, regex, ctx, stop)
     finally:
-        # A cancelled await leaves the thread running; this tells it to wind down.
+        # A cancelled await (the program's time limit, an interrupt) leaves the thread
+        # running; this makes it stop at the next match or file.
         stop.set()
 
 
 GREP = Tool(
     name="grep",
     description=(
-        "Search text files for lines matching a regular expression (Python syntax). "
-        "Files ignored by .gitignore, binary files and files over 20 MB are skipped."
+        "Search text files for lines matching a regular expression in RE2 syntax (like "
+        "Python's or JavaScript's, without backreferences or lookaround; matching takes "
+        "linear time). Files ignored by .gitignore, binary files, files over 20 MB and "
+        "anything but regular files are skipped; files that are not UTF-8 are searched "
+        "as Latin-1."
     ),
     args_model=GrepArgs,
     result_model=GrepResult,
     handler=grep,
+    effect="read",
 )

@@ -19,6 +19,7 @@ from pathlib import Path
 from pydantic import Field
 
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
+from codemode.tools.live_output import Feed
 
 # Most characters of output returned; beyond this the middle is elided.
 MAX_OUTPUT_CHARS = 1_000_000
@@ -166,9 +167,11 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-async def _pump(stream: asyncio.StreamReader, capture: _Capture) -> None:
+async def _pump(stream: asyncio.StreamReader, capture: _Capture, live: Feed | None) -> None:
     while chunk := await stream.read(_READ_CHUNK):
         capture.add(chunk)
+        if live is not None:  # a live display, when the caller has one
+            live(chunk)
 
 
 async def run_shell(args: ShellArgs, ctx: ToolContext) -> ShellResult:
@@ -208,7 +211,7 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ShellResult:
         transport, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(stream), pipe
         )
-        pump = asyncio.create_task(_pump(stream, capture))
+        pump = asyncio.create_task(_pump(stream, capture, ctx.live_output))
         try:
             async with asyncio.timeout(args.timeout_ms / 1000):
                 await proc.wait()
@@ -238,9 +241,15 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ShellResult:
             transport.close()
         else:
             pipe.close()
+        # what the sandbox put back (protected git files the command changed)
+        notes = ctx.sandbox.after_command(proc) if ctx.sandbox is not None else []
 
     duration_ms = (time.monotonic() - started) * 1000
     output, truncated = capture.text()
+    if ctx.sandbox is not None:
+        notes += ctx.sandbox.explain_refusals(output)
+    if notes:
+        output += ("" if not output or output.endswith("\n") else "\n") + "\n".join(notes) + "\n"
     code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
     return ShellResult(
         exit_code=TIMEOUT_EXIT_CODE if timed_out else (128 - code if code < 0 else code),

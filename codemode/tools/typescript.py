@@ -3,60 +3,125 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from pydantic import BaseModel
 
+from codemode.tools.doc_text import jsdoc
 from codemode.tools.registry import ToolRegistry, split_namespace
-
-
-def _doc(text: str) -> str:
-    """Text safe inside a /** */ comment (glob examples like `**/*.py` would end it)."""
-    return " ".join(text.split()).replace("*/", "*\\/")
 
 
 def _pascal(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
 
 
+def _ident(name: str) -> str:
+    """``name`` as a TypeScript type name (a schema's ``$defs`` key can be anything)."""
+    parts = re.split(r"[^A-Za-z0-9_$]+", name)
+    ident = "".join(p[:1].upper() + p[1:] for p in parts if p) or "Type"
+    return "T" + ident if ident[0].isdigit() else ident
+
+
+# Names the declarations must not take: global types of TypeScript's standard library
+# (an `interface Promise` or `interface Array` would merge with the real one) and our own.
+_RESERVED = frozenset(
+    "Array ArrayBuffer BigInt Boolean DataView Date Error EvalError Function Iterable "
+    "Iterator JSON Map Math Number Object Partial Pick Omit Promise PromiseLike Proxy "
+    "RangeError Readonly ReadonlyArray Record ReferenceError Reflect RegExp Required Set "
+    "String Symbol SyntaxError TypeError URIError WeakMap WeakRef WeakSet ToolError "
+    "Uint8Array Int8Array Float32Array Float64Array Exclude Extract NonNullable "
+    "ReturnType Parameters Awaited Console".split()
+)
+
+
+# Deeper types are written as ``unknown``: no real schema nests this far, and a hostile
+# one must not overflow the stack.
+_MAX_DEPTH = 64
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
 class _Emitter:
+    """Writes one interface per distinct shape: a name is never given to two shapes
+    (the second ``Item`` becomes ``Item2``), and the same shape under the same name is
+    written once."""
+
     def __init__(self) -> None:
         self.interfaces: dict[str, str] = {}
+        self._shapes: dict[tuple[str, str], str] = {}  # (wanted name, shape) -> name
+        self._defs: dict[str, Any] = {}
+        self._scope = ""
+        self._depth = 0
 
     def model(self, model: type[BaseModel], name: str) -> str:
         schema = model.model_json_schema(mode="serialization")
         self._defs = schema.get("$defs", {})
-        self.object(schema, name)
-        return name
+        # A ``$ref`` means what this model's ``$defs`` say: two servers may both say Item.
+        self._scope = _key(self._defs) if self._defs else ""
+        return self.object(schema, name)
 
-    def object(self, schema: dict[str, Any], name: str) -> str:
-        if name in self.interfaces:
+    def _claim(self, wanted: str, shape: str) -> tuple[str, bool]:
+        """The name for ``shape`` wanted as ``wanted``; True when it is new to write."""
+        wanted = _ident(wanted)
+        known = self._shapes.get((wanted, shape))
+        if known is not None:
+            return known, False
+        name, n = wanted, 2
+        while name in self.interfaces or name in _RESERVED:
+            name, n = f"{wanted}{n}", n + 1
+        self._shapes[(wanted, shape)] = name
+        self.interfaces[name] = ""  # reserved now, for recursive schemas
+        return name, True
+
+    def object(self, schema: dict[str, Any], name: str, shape: str | None = None) -> str:
+        body = {k: v for k, v in schema.items() if k != "$defs"}
+        raw = _key(body)
+        name, new = self._claim(name, shape or (raw + self._scope if "$ref" in raw else raw))
+        if not new:
             return name
-        self.interfaces[name] = ""  # reserve, for recursive models
         required = set(schema.get("required", []))
         lines = [f"interface {name} {{"]
         for prop, sub in schema.get("properties", {}).items():
+            sub = sub if isinstance(sub, dict) else {}
             doc = sub.get("description")
-            if doc:
-                lines.append(f"  /** {_doc(doc)} */")
+            if isinstance(doc, str) and doc.strip():
+                lines.append(jsdoc(doc, "  "))
             opt = "" if prop in required else "?"
-            key = prop if prop.isidentifier() else json.dumps(prop)  # e.g. "-i"
-            lines.append(f"  {key}{opt}: {self.type(sub, name + _pascal(prop))};")
+            key = prop if re.fullmatch(r"[A-Za-z_$][A-Za-z0-9_$]*", prop) else json.dumps(prop)
+            lines.append(f"  {key}{opt}: {self.type(sub, name + _pascal(_ident(prop)))};")
         lines.append("}")
         self.interfaces[name] = "\n".join(lines)
         return name
 
     def type(self, s: dict[str, Any], hint: str) -> str:
+        self._depth += 1
+        try:
+            return "unknown" if self._depth > _MAX_DEPTH else self._type(s, hint)
+        finally:
+            self._depth -= 1
+
+    def _type(self, s: dict[str, Any], hint: str) -> str:
         if "$ref" in s:
-            ref = s["$ref"].rsplit("/", 1)[-1]
-            return self.object(self._defs[ref], ref)
+            ref = str(s["$ref"]).rsplit("/", 1)[-1]
+            target = self._defs.get(ref)
+            if not isinstance(target, dict):
+                return "unknown"
+            if target.get("type", "object") != "object" or "properties" not in target:
+                return self.type(target, hint)
+            # Keyed by where the ref points (scope + name), so recursion finds the
+            # name it reserved and two scopes' ``Item`` stay apart.
+            return self.object(target, ref, shape=f"$ref:{ref}:{_key(target)}:{self._scope}")
         if "const" in s:
             return json.dumps(s["const"])
-        if "enum" in s:
+        if "enum" in s and isinstance(s["enum"], list) and s["enum"]:
             return " | ".join(json.dumps(v) for v in s["enum"])
         for key in ("anyOf", "oneOf"):
-            if key in s:
-                return " | ".join(self.type(sub, hint) for sub in s[key])
+            if key in s and isinstance(s[key], list) and s[key]:
+                options = list(dict.fromkeys(self.type(sub, hint) for sub in s[key]))
+                return " | ".join(options)
         t = s.get("type")
         if isinstance(t, list):  # JSON Schema's ["string", "null"] (MCP servers use it)
             return " | ".join(self.type({**s, "type": one}, hint) for one in t) or "unknown"
@@ -69,9 +134,10 @@ class _Emitter:
         if t == "null":
             return "null"
         if t == "array":
-            item = self.type(s.get("items", {}), hint + "Item")
+            items = s.get("items")
+            item = self.type(items if isinstance(items, dict) else {}, hint + "Item")
             return f"({item})[]" if "|" in item else f"{item}[]"
-        if t == "object":
+        if t == "object" or (t is None and "properties" in s):
             if "properties" in s:
                 return self.object(s, s.get("title") or hint)
             extra = s.get("additionalProperties")
@@ -80,12 +146,41 @@ class _Emitter:
         return "unknown"
 
 
-def typescript_declarations(registry: ToolRegistry) -> str:
+def _optional_args(model: type[BaseModel]) -> bool:
+    """Whether every argument is optional, so the tool can be called with none."""
+    schema = model.model_json_schema(mode="serialization")
+    return not schema.get("required")
+
+
+def _comment(doc: str, indent: str) -> str:
+    """A doc comment and its line break, or nothing for a tool without a description."""
+    return f"{jsdoc(doc, indent)}\n" if doc and doc.strip() else ""
+
+
+_STANDALONE = (
+    "/** Printed lines are captured and returned with the program's result. (Declared\n"
+    " * so that they merge with a DOM or Node `console` when those libraries are on.) */\n"
+    "interface Console {\n"
+    "  log(...data: any[]): void;\n"
+    "  info(...data: any[]): void;\n"
+    "  warn(...data: any[]): void;\n"
+    "  error(...data: any[]): void;\n"
+    "  debug(...data: any[]): void;\n"
+    "}\n"
+    "declare var console: Console;\n"
+    "/** The same as console.log. */\n"
+    "declare function print(...data: any[]): void;\n"
+)
+
+
+def typescript_declarations(registry: ToolRegistry, *, standalone: bool = False) -> str:
     """Declarations of ``tools.*`` as the program in the isolate sees them.
 
     Namespaced tools (``mcp__NS__NAME``) are declared as ``tools.NS.NAME``. A result
     model may name its interface with a ``ts_name`` class attribute (MCP tools without
-    an output schema share one ``CallToolResult``).
+    an output schema share one ``CallToolResult``). ``standalone`` adds the isolate's
+    ``console`` and ``print``, for a file that tsc checks a program against (prompts
+    leave them out: models know console.log).
     """
     emit = _Emitter()
     methods = []
@@ -102,13 +197,15 @@ def typescript_declarations(registry: ToolRegistry) -> str:
         )
         if tool.freeform_field is not None:
             args = f"string | {args}"  # the text itself, or the object holding it
-        doc = _doc(tool.description)
+        param = "args?" if _optional_args(tool.args_model) else "args"
         parts = split_namespace(tool.name)
         if parts is None:
-            methods.append(f"  /** {doc} */\n  {tool.name}(args: {args}): Promise<{result}>;")
+            doc = _comment(tool.description, "  ")
+            methods.append(f"{doc}  {tool.name}({param}: {args}): Promise<{result}>;")
         else:
+            doc = _comment(tool.description, "    ")
             spaces.setdefault(parts[0], []).append(
-                f"    /** {doc} */\n    {parts[1]}(args: {args}): Promise<{result}>;"
+                f"{doc}    {parts[1]}({param}: {args}): Promise<{result}>;"
             )
     for ns, members in spaces.items():
         joined = "\n".join(members)
@@ -124,4 +221,4 @@ def typescript_declarations(registry: ToolRegistry) -> str:
         "declare class ToolError extends Error { tool: string; }\n"
         "/** Arguments given after the script name to `interpreter run`. */\n"
         "declare const argv: string[];\n"
-    )
+    ) + (_STANDALONE if standalone else "")

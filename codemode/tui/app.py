@@ -8,6 +8,7 @@ Ctrl-C clears the line, twice on an empty line exits; Ctrl-D exits.
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 import sys
 from dataclasses import dataclass, replace
@@ -24,7 +25,7 @@ from codemode.tui.mentions import expand_mentions
 from codemode.tui.render import TerminalRenderer, make_console
 from codemode.tui.snapshots import Snapshots
 
-EXIT_OK, EXIT_USAGE = 0, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 @dataclass
@@ -36,6 +37,17 @@ class InteractiveOptions(SessionOptions):
 
 class UsageProblem(Exception):
     """Bad options or configuration, found before the session starts."""
+
+
+# What the session itself put before a message (after /undo), not what the user typed.
+_INTERNAL_NOTE = re.compile(r"^\[The user reverted [^\]]*\]\s*")
+
+
+def _live_provider(resume: RecordedSession) -> str | None:
+    """The recorded provider, unless it was a replay's (no live model behind it)."""
+    from codemode.agent.build import REPLAY_PROVIDER
+
+    return None if resume.meta.provider == REPLAY_PROVIDER else resume.meta.provider
 
 
 class InteractiveApp:
@@ -71,6 +83,8 @@ class InteractiveApp:
         self._foreground: asyncio.Task[None] | None = None
         self._prepared: asyncio.Future[None] | None = None
         self._told_disabled = False
+        # A turn failed: with input piped in (no one watching), the exit status says so.
+        self.turn_failed = False
 
     # --- sessions --------------------------------------------------------------------
 
@@ -102,7 +116,7 @@ class InteractiveApp:
         )
         if resume is not None:  # what /new starts with from now on
             self.options.model, self.options.harness = session.model, session.harness.name
-            self.options.provider = options.provider or resume.meta.provider
+            self.options.provider = options.provider or _live_provider(resume)
             self.options.code_mode = getattr(session.harness, "dialect", "classic") == "code"
         return session
 
@@ -113,7 +127,7 @@ class InteractiveApp:
             self.approval_policy = sandbox.settings.approval_policy
         self._provider_name = (
             self.options.provider
-            or (resume.meta.provider if resume is not None else None)
+            or (_live_provider(resume) if resume is not None else None)
             or self.config.model_provider
             or "?"
         )
@@ -134,7 +148,7 @@ class InteractiveApp:
                 f"turn{'s' if turns != 1 else ''}"
             )
             for index in resume.prompt_indexes[-3:]:
-                text = str(getattr(resume.messages[index], "text", ""))
+                text = _INTERNAL_NOTE.sub("", str(getattr(resume.messages[index], "text", "")))
                 self.renderer.note(f"  › {' '.join(text.split())[:100]}")
         return session
 
@@ -238,9 +252,12 @@ class InteractiveApp:
         if self.snapshots.disabled and not self._told_disabled:
             self._told_disabled = True
             self.renderer.note(f"! /undo is off: {self.snapshots.disabled}", style="yellow")
+        self.renderer.activity.model = self.session.model
         try:
-            await self.session.run_turn(prompt)
+            result = await self.session.run_turn(prompt)
+            self.turn_failed = self.turn_failed or not result.ok
         finally:
+            self.renderer.activity.end_turn()
             # An interrupted turn's changes can be undone too.
             try:
                 changes = await asyncio.to_thread(self.snapshots.end_turn)
@@ -285,6 +302,7 @@ class InteractiveApp:
                 raise
             self.renderer.note("interrupted · the session goes on")
         except Exception as exc:  # a bug in one turn must not end the session
+            self.turn_failed = True
             self.renderer.note(f"internal error: {type(exc).__name__}: {exc}", style="red")
         finally:
             self._foreground = None
@@ -316,6 +334,8 @@ class InteractiveApp:
                 break
             interrupts = 0
             await self.handle(line)
+        if self.turn_failed and not self.reader.interactive:
+            return EXIT_FAILED
         return EXIT_OK
 
 
@@ -344,7 +364,8 @@ async def _main(options: InteractiveOptions) -> int:
             return EXIT_USAGE
         app.config = config = load_config(options.overrides)
     try:
-        app.open_session(resume)
+        if not await _open_first_session(app, resume):
+            return EXIT_USAGE
         app.renderer.note("/help lists commands · Ctrl-C interrupts · Ctrl-D exits")
         return await app.loop()
     finally:
@@ -355,3 +376,17 @@ async def _main(options: InteractiveOptions) -> int:
         if session is not None and session.rollout is not None:
             app.renderer.note(f"session saved · interpreter resume {session.id}")
 
+
+
+async def _open_first_session(app: InteractiveApp, resume: RecordedSession | None) -> bool:
+    """Open the session; a provider key that is not set can be fixed on the spot."""
+    from codemode.providers.base import MissingKeyError
+    from codemode.tui.missing_key import fix_missing_key
+
+    while True:
+        try:
+            app.open_session(resume)
+            return True
+        except MissingKeyError as problem:
+            if not await fix_missing_key(app, problem):
+                return False

@@ -2,7 +2,9 @@
 
 ``TerminalApprover`` is the interactive ``Approver`` of ``codemode.sandbox.approval``:
 it is called with an ``ApprovalRequest`` and answers ``"once"``, ``"always"`` (the
-sandbox then remembers the command's prefix as a rule) or ``"deny"``. For a call made
+sandbox then remembers exactly this command line as a rule), ``"always:N"`` (one of the
+request's narrower-or-equal ``remember_options``, picked from a list that shows exactly
+what each allows) or ``"deny"``. For a call made
 by a code-mode program the program is shown with the calling line marked.
 """
 
@@ -22,7 +24,8 @@ if TYPE_CHECKING:
 # (label, key, answer) in the order offered.
 CHOICES: list[tuple[str, str, str]] = [
     ("approve once", "y", "once"),
-    ("always for this prefix", "a", "always"),
+    ("always this exact command", "a", "always"),
+    ("always for a prefix…", "p", "prefix"),
     ("deny", "n", "deny"),
 ]
 
@@ -44,22 +47,44 @@ class TerminalApprover:
     async def __call__(self, request: ApprovalRequest) -> ApprovalChoice:
         self.asked += 1
         self.renderer.flush_streams()
+        self.renderer.activity.hold()  # the question needs the screen
         console = self.renderer.console
         for renderable in describe_request(request, self.renderer.current_program):
             console.print(renderable)
         choices = {key: answer for _, key, answer in CHOICES}
+        options = list(getattr(request, "remember_options", ()))
         if not getattr(request, "can_remember", True):
             choices.pop("a")
-        prefixes = [" ".join(v.words) for v in getattr(request, "commands", ()) if v.words]
-        labels = "  ".join(
-            f"[{key}] {label}" + (f" ({'; '.join(prefixes)})" if key == "a" and prefixes else "")
-            for label, key, _ in CHOICES
-            if key in choices
-        )
-        answer = await self.ask(f"{labels} › ", choices)
+            options = []
+        if len(options) < 2:
+            choices.pop("p")
+        if options:
+            console.print(Text.assemble(("  always   ", "dim"), options[0].label))
+        labels = "  ".join(f"[{key}] {label}" for label, key, _ in CHOICES if key in choices)
+        try:
+            answer = await self.ask(f"{labels} › ", choices)
+            if answer == "prefix":
+                answer = await self._pick(options[1:])
+        finally:
+            self.renderer.activity.release()
+        shown = dict((a, lbl) for lbl, _, a in CHOICES)
+        if answer.startswith("always:"):
+            label = f"always: {options[int(answer.split(':')[1])].label}"
+        else:
+            label = shown[answer]
         style = "green" if answer != "deny" else "red"
-        console.print(Text(f"→ {dict((a, lbl) for lbl, _, a in CHOICES)[answer]}", style=style))
+        console.print(Text(f"→ {label}", style=style))
         return answer  # type: ignore[return-value]
+
+    async def _pick(self, options: list[Any]) -> str:
+        """Choose one prefix; each line says exactly what it will allow."""
+        console = self.renderer.console
+        keys = {}
+        for n, option in enumerate(options[:9], 1):
+            console.print(Text(f"  [{n}] {option.label}"))
+            keys[str(n)] = f"always:{n}"
+        keys["n"] = "deny"
+        return await self.ask("which one (n: deny) › ", keys)
 
 
 def describe_request(request: Any, running_program: str | None = None) -> list[Any]:

@@ -42,7 +42,9 @@ async def run_command(app: InteractiveApp, line: str) -> None:
     name, _, arg = line.strip().partition(" ")
     found = COMMANDS.get(name)
     if found is None:
-        close = [n for n in COMMANDS if n.startswith(name)]
+        from codemode.cli_hints import near_names
+
+        close = near_names(name, COMMANDS)
         hint = f" (did you mean {', '.join(close)}?)" if close else " (/help lists them)"
         app.renderer.note(f"unknown command {name}{hint}", style="red")
         return
@@ -216,9 +218,9 @@ async def _diff(app: InteractiveApp, arg: str) -> None:
             for path in paths:
                 _say(app, f"  {path}")
         return
-    diff = await _git(app, "--no-pager", "diff", "HEAD", "--no-color") or ""
+    diff = await _git(app, "diff", "--no-color", "HEAD") or ""
     if not diff.strip():
-        diff = await _git(app, "--no-pager", "diff", "--no-color") or ""
+        diff = await _git(app, "diff", "--no-color") or ""
     untracked = await _git(app, "ls-files", "--others", "--exclude-standard") or ""
     if not diff.strip() and not untracked.strip():
         _say(app, "no changes")
@@ -231,11 +233,15 @@ async def _diff(app: InteractiveApp, arg: str) -> None:
 
 
 async def _git(app: InteractiveApp, *args: str) -> str | None:
+    # hardened: a program may have planted config, hooks or attributes that run commands
+    from codemode.sandbox.host_git import git_argv, git_env
+
     try:
         proc = await asyncio.create_subprocess_exec(
-            "git",
-            *args,
+            *git_argv(*args),
             cwd=app.cwd,
+            env=git_env(),
+            stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
         )
@@ -260,6 +266,8 @@ async def _undo(app: InteractiveApp, arg: str) -> None:
         _say(app, f"removed {path}", "green")
     for path in result.skipped:
         _say(app, f"left as is (too big to snapshot): {path}", "yellow")
+    for problem in result.failed:
+        _say(app, f"left as is, could not restore {problem}", "yellow")
     touched = ", ".join([*result.restored, *result.removed])
     app.pending_note = (
         "[The user reverted the file changes of your previous turn: "

@@ -40,7 +40,7 @@ class PlainReader:
         line = (await asyncio.to_thread(sys.stdin.readline)).strip().lower()
         return choices.get(line[:1], "deny")
 
-    async def ask_text(self, question: str, default: str = "") -> str:
+    async def ask_text(self, question: str, default: str = "", secret: bool = False) -> str:
         print(question, flush=True)
         line = await asyncio.to_thread(sys.stdin.readline)
         if not line:
@@ -82,8 +82,9 @@ class TerminalReader:
         # Asked in the middle of a turn: leave the turn's SIGINT handler in place.
         return await session.prompt_async(question, handle_sigint=False)
 
-    async def ask_text(self, question: str, default: str = "") -> str:
-        session: Any = PromptSession()
+    async def ask_text(self, question: str, default: str = "", secret: bool = False) -> str:
+        """A line of text; ``secret`` hides what is typed (an API key)."""
+        session: Any = PromptSession(is_password=secret)
         answer = await session.prompt_async(question)
         return answer.strip() or default
 

@@ -25,6 +25,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from codemode.agent.printers import describe_args
+from codemode.tui.activity import Activity, label_for
 
 _OUTPUT_LINES = 8  # lines of a command's output shown under it
 _DIFF_LINES = 60  # lines of a diff shown under a file change
@@ -145,16 +146,37 @@ class TerminalRenderer:
         # nested call that needs approval.
         self.current_program: str | None = None
         self.last_reasoning = ""  # for /reasoning to show in full
+        # The spinner line (and a running command's latest output) while a turn runs.
+        self.activity = Activity(console)
 
     # --- plumbing --------------------------------------------------------------------
 
     def __call__(self, event: BaseModel) -> None:
         kind = getattr(event, "type", "")
-        if kind not in ("delta.text", "delta.reasoning"):
+        if kind in ("delta.text", "delta.reasoning"):
+            self.activity.hide()  # the streaming text is the sign of life now
+        else:
             self.flush_streams()
+        if kind in ("turn.completed", "turn.failed"):
+            self.activity.end_turn()
         handler = getattr(self, "_on_" + kind.replace(".", "_"), None)
         if handler is not None:
             handler(event)
+        self._track(event, kind)
+
+    def _track(self, event: Any, kind: str) -> None:
+        """Keep the activity line up to date with what the turn waits for."""
+        activity = self.activity
+        if kind == "turn.started":
+            activity.begin_turn()
+        elif kind == "item.started" and (label := label_for(event.item)) is not None:
+            activity.started(event.item.id, label)
+        elif kind == "item.completed":
+            activity.finished(event.item.id)
+        elif kind == "delta.command_output":
+            activity.output(event.item_id, event.text)
+        if not any(stream.live is not None for stream in self._streams.values()):
+            activity.show()
 
     def flush_streams(self) -> None:
         """End every live region (before something else is printed or asked)."""
@@ -338,7 +360,8 @@ class TerminalRenderer:
         self.current_program = None
         calls = f"{item.tool_calls} tool call{'s' if item.tool_calls != 1 else ''}"
         if item.error:
-            self._print(Text(f"✗ {item.error} ({calls})", style="red"), depth=1)
+            self._print(Text(f"✗ error ({calls})", style="red"), depth=1)
+            self._print(Text(item.error, style="red"), depth=2)
             return
         if item.value is not None:
             value = json.dumps(item.value, ensure_ascii=False)

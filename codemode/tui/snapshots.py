@@ -18,13 +18,16 @@ files turns snapshots off (``disabled`` says why).
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
+import stat
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codemode.tools.context import ToolError
+from codemode.tools.fs.beneath import Tree, rmdir, unlink, write_atomic
+from codemode.tools.fs.reading import read_regular
 from codemode.tools.ignore import walk_files
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -61,7 +64,11 @@ class TurnChanges:
 class UndoResult:
     restored: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    # Too big to have been snapshotted: left as they are.
     skipped: list[str] = field(default_factory=list)
+    # "path: why" for files that could not be put back (a folder on the way is now a
+    # symlink, say): left as they are.
+    failed: list[str] = field(default_factory=list)
 
 
 class Snapshots:
@@ -170,8 +177,9 @@ class Snapshots:
         if size > self.max_file_bytes:
             return None
         try:
-            data = path.read_bytes()
-        except OSError:
+            # Regular files only, and no more than the cap even if it grew meanwhile.
+            data = read_regular(path, self.max_file_bytes)
+        except (OSError, ToolError):
             return None
         digest = hashlib.sha256(data).hexdigest()
         if store and digest not in self._blobs:
@@ -185,26 +193,39 @@ class Snapshots:
     # --- undoing ---------------------------------------------------------------------
 
     def undo(self) -> UndoResult | None:
-        """Put back the files the newest recorded turn changed; None if there is none."""
+        """Put back the files the newest recorded turn changed; None if there is none.
+
+        Each path is walked from the workspace's descriptor without following any
+        symlink (``codemode.tools.fs``): a folder the turn swapped for a link to
+        somewhere else makes that file fail, and nothing is written outside the
+        workspace. A file swapped for a symlink is replaced by the file again.
+        """
         if not self.turns:
             return None
         changes = self.turns.pop()
         result = UndoResult(skipped=list(changes.unrestorable))
+        # No guard: undo puts back what the workspace held before the turn, .codemode/
+        # included; it never follows a link, so it writes only the recorded paths.
+        tree = Tree([self.root], follow=False, writing=False)
         for rel, blob in sorted(changes.before.items()):
             path = self.root / rel
-            if blob is None:
-                if path.is_file() or path.is_symlink():
-                    path.unlink()
+            try:
+                if blob is None:
+                    with tree.locate(path, follow_last=False, shown=rel) as spot:
+                        st = spot.lstat()
+                        if st is None or stat.S_ISDIR(st.st_mode):
+                            continue
+                        unlink(spot)
                     result.removed.append(rel)
-                    _remove_empty_parents(path.parent, self.root)
-                continue
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.codemode-undo")
-            shutil.copyfile(self.store / blob, tmp)
-            if path.exists():
-                shutil.copymode(path, tmp)
-            os.replace(tmp, path)
-            result.restored.append(rel)
+                    _remove_empty_parents(tree, path.parent, self.root)
+                    continue
+                data = (self.store / blob).read_bytes()
+                with tree.locate(path, follow_last=False, make_parents=True, shown=rel) as spot:
+                    write_atomic(spot, data)
+                result.restored.append(rel)
+            except (OSError, ToolError) as exc:
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                result.failed.append(f"{rel}: {why}")
         return result
 
     def close(self) -> None:
@@ -212,10 +233,11 @@ class Snapshots:
             shutil.rmtree(self.store, ignore_errors=True)
 
 
-def _remove_empty_parents(directory: Path, root: Path) -> None:
+def _remove_empty_parents(tree: Tree, directory: Path, root: Path) -> None:
     while directory != root and directory.is_relative_to(root):
         try:
-            directory.rmdir()
-        except OSError:
+            with tree.locate(directory, follow_last=False) as spot:
+                rmdir(spot)
+        except (OSError, ToolError):
             return
         directory = directory.parent

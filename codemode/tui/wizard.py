@@ -18,16 +18,23 @@ CUSTOM_PROVIDER = "local"
 
 
 def write_provider_choice(
-    path: Path, provider: str, model: str, provider_table: dict[str, Any] | None = None
+    path: Path,
+    provider: str,
+    model: str,
+    provider_table: dict[str, Any] | None = None,
+    code_mode: bool | None = None,
 ) -> None:
-    """Set ``model_provider`` and ``model`` (and ``[model_providers.PROVIDER]`` when given)
-    in the TOML file at ``path``, preserving its other content and comments."""
+    """Set ``model_provider`` and ``model`` (and ``[model_providers.PROVIDER]`` and
+    ``code_mode`` when given) in the TOML file at ``path``, preserving its other content
+    and comments."""
     import tomlkit
 
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     doc = tomlkit.parse(text)
     doc["model_provider"] = provider
     doc["model"] = model
+    if code_mode is not None:
+        doc["code_mode"] = code_mode
     if provider_table:
         providers = doc.get("model_providers")
         if providers is None:
@@ -122,13 +129,25 @@ async def first_run_setup(app: InteractiveApp) -> bool:
         if not model:
             say("! no model given; nothing written", "red")
             return False
+        say("Code mode: the model writes short JavaScript programs that call the tools, so "
+            "one step can read files, search and run the tests together; classic: one tool "
+            "call per step. /code-mode switches any time.", style="")
+        code_mode = _yes(await ask("use code mode? [Y/n] › ", "y"))
     except (EOFError, KeyboardInterrupt):
         say("setup cancelled; nothing written", "yellow")
         return False
     path = codemode_home() / CONFIG_FILE
-    write_provider_choice(path, name, model, table)
-    say(f"wrote {path}: model_provider = {name!r}, model = {model!r}", "green")
+    write_provider_choice(path, name, model, table, code_mode=code_mode)
+    say(
+        f"wrote {path}: model_provider = {name!r}, model = {model!r}, "
+        f"code_mode = {'true' if code_mode else 'false'}",
+        "green",
+    )
     return True
+
+
+def _yes(answer: str) -> bool:
+    return answer.strip().lower() in ("", "y", "yes")
 
 
 def _pick(options: list[tuple[str, Any]], answer: str) -> tuple[Any, bool]:

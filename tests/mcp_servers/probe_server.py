@@ -72,6 +72,13 @@ async def die_soon(after_ms: int) -> str:
     return "bye"
 
 
+@server.tool(structured_output=False)
+def lookup(key: str) -> str:
+    """Look a key up in a small table, e.g. "alpha" or "beta", i.e. one of two known keys.
+    Unknown keys give an empty text."""
+    return {"alpha": "first", "beta": "second"}.get(key, "")
+
+
 @server.tool()
 def refuse(reason: str) -> str:
     """Fail with an MCP tool error."""

@@ -1,7 +1,8 @@
 """Writing a planned patch to disk, all or nothing.
 
 Every file is written to a temporary file in its own directory and renamed over the
-target, so no file is ever seen half-written. Each step leaves an undo action; if any
+target, so no file is ever seen half-written; each path is reached by the race-free walk
+of ``codemode.tools.fs``. Each step leaves an undo action; if any
 step fails, the steps already taken are undone in reverse (files restored from the
 copies read while planning, created files and directories removed), so the workspace
 ends as it started. Files are not fsynced: the guarantee is against failures of the
@@ -10,14 +11,13 @@ patch, not against power loss.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache, partial
+from functools import partial
 from pathlib import Path
 
+from codemode.tools.context import ToolError
+from codemode.tools.fs.beneath import Tree, rmdir, unlink, write_atomic
 from codemode.tools.patch.errors import PatchError
 
 
@@ -43,50 +43,49 @@ class Original:
     mode: int
 
 
-@cache
-def default_mode() -> int:
-    """Permission bits for new files: 0o666 less the process umask."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return 0o666 & ~int(line.split()[1], 8)
-    except OSError:
-        pass
-    mask = os.umask(0o022)  # no /proc: read the umask by setting it, then put it back
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def commit(removals: list[Removal], writes: list[Write], originals: dict[Path, Original]) -> None:
-    """Remove then write files; on any failure undo what was done and raise PatchError."""
+def commit(
+    removals: list[Removal],
+    writes: list[Write],
+    originals: dict[Path, Original],
+    tree: Tree,
+) -> None:
+    """Remove then write files under ``tree``'s roots; on any failure undo what was done
+    and raise PatchError. Every path is walked again from the roots' descriptors
+    (``codemode.tools.fs``): a directory swapped for a symlink since the plan cannot
+    send a write, or a removal, outside them."""
     undo: list[Callable[[], object]] = []
     current = ""
     try:
         for removal in removals:
             current = removal.shown
-            os.unlink(removal.path)
-            undo.append(partial(_restore, removal.path, originals[removal.path]))
+            with tree.locate(removal.path, follow_last=False, shown=removal.shown) as spot:
+                unlink(spot)
+            undo.append(partial(_restore, tree, removal.path, originals[removal.path]))
         for write in writes:
             current = write.shown
-            for created in _make_parents(write.path.parent):
-                undo.append(partial(os.rmdir, created))
-            _replace(write.path, write.data, write.mode)
+            created: list[Path] = []
+            try:
+                with tree.locate(
+                    write.path, make_parents=True, created=created, shown=write.shown
+                ) as spot:
+                    write_atomic(spot, write.data, write.mode)
+            finally:
+                for directory in created:
+                    undo.append(partial(_rmdir, tree, directory))
             original = originals.get(write.path)
             undo.append(
-                partial(_restore, write.path, original)
+                partial(_restore, tree, write.path, original)
                 if original is not None
-                else partial(os.unlink, write.path)
+                else partial(_unlink, tree, write.path)
             )
-    except OSError as exc:
+    except (OSError, ToolError) as exc:
         failed = []
         for step in reversed(undo):
             try:
                 step()
-            except OSError as undo_exc:
-                failed.append(f"{undo_exc.filename}: {undo_exc.strerror or undo_exc}")
-        reason = exc.strerror or str(exc)
-        problem = f"Writing {current} failed: {reason}."
+            except (OSError, ToolError) as undo_exc:
+                failed.append(_reason(undo_exc, with_name=True))
+        problem = f"Writing {current} failed: {_reason(exc)}."
         if not failed:
             raise PatchError(f"{problem} The files already written were restored.") from None
         raise PatchError(
@@ -95,29 +94,23 @@ def commit(removals: list[Removal], writes: list[Write], originals: dict[Path, O
         ) from None
 
 
-def _make_parents(directory: Path) -> list[Path]:
-    """Create ``directory`` and missing ancestors; return those created, outermost first."""
-    missing = []
-    while not directory.exists():
-        missing.append(directory)
-        directory = directory.parent
-    for d in reversed(missing):
-        d.mkdir()
-    return list(reversed(missing))
+def _reason(exc: BaseException, *, with_name: bool = False) -> str:
+    if isinstance(exc, OSError):
+        reason = exc.strerror or str(exc)
+        return f"{exc.filename}: {reason}" if with_name and exc.filename else reason
+    return str(exc)
 
 
-def _replace(path: Path, data: bytes, mode: int) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".apply_patch-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            os.fchmod(out.fileno(), mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+def _restore(tree: Tree, path: Path, original: Original) -> None:
+    with tree.locate(path, make_parents=True) as spot:
+        write_atomic(spot, original.data, original.mode)
 
 
-def _restore(path: Path, original: Original) -> None:
-    _replace(path, original.data, original.mode)
+def _unlink(tree: Tree, path: Path) -> None:
+    with tree.locate(path, follow_last=False) as spot:
+        unlink(spot)
+
+
+def _rmdir(tree: Tree, path: Path) -> None:
+    with tree.locate(path, follow_last=False) as spot:
+        rmdir(spot)

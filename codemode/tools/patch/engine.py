@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codemode.tools.context import ToolContext
+from codemode.tools.fs.writing import writable_tree
 from codemode.tools.patch.commit import commit
 from codemode.tools.patch.errors import PatchError, printable
 from codemode.tools.patch.model import Change
@@ -52,5 +53,5 @@ def apply_patch_text(text: str, cwd: str | Path, ctx: ToolContext | None = None)
         if ctx.dry_run is not None:
             ctx.dry_run.record(plan.removals, plan.writes)
         else:
-            commit(plan.removals, plan.writes, plan.originals)
+            commit(plan.removals, plan.writes, plan.originals, writable_tree(ctx))
     return PatchOutcome(plan.changes, printable(plan.diff))

@@ -2,7 +2,8 @@
 
 Comparisons, loosest last: exact; ignoring trailing whitespace; ignoring leading and
 trailing whitespace; and also reading typographic punctuation (dashes, curly quotes,
-non-breaking spaces, see ``punctuation.json``) as ASCII and undecodable bytes as U+FFFD.
+non-breaking spaces, see ``punctuation.json``) as ASCII and a patch's undecodable bytes
+as the Latin-1 characters a file that is not UTF-8 is read as.
 The first comparison that finds the lines anywhere after the start position wins, so an
 exact match is never passed over for a loose one.
 
@@ -28,8 +29,9 @@ def _punctuation_table() -> dict[int, str]:
         if not ascii_text.startswith("_")
         for char in chars
     }
-    # Bytes that are not UTF-8 are held as surrogate escapes; a model saw them as U+FFFD.
-    table.update({code: "\ufffd" for code in range(0xDC80, 0xDD00)})
+    # A patch read from a file or stdin holds bytes that are not UTF-8 as surrogate
+    # escapes; the file they patch was read as Latin-1, where the byte is that character.
+    table.update({code: chr(code - 0xDC00) for code in range(0xDC80, 0xDD00)})
     return table
 
 

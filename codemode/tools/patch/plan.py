@@ -16,12 +16,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codemode.tools.context import ToolContext, ToolError
+from codemode.tools.fs.beneath import Tree, default_mode
+from codemode.tools.fs.reading import NotRegular, read_spot
+from codemode.tools.fs.text import Encoding, decode, encode
+from codemode.tools.fs.writing import writable_tree
 from codemode.tools.patch import diff as diffs
-from codemode.tools.patch.commit import Original, Removal, Write, default_mode
+from codemode.tools.patch.commit import Original, Removal, Write
 from codemode.tools.patch.edit import ChunkProblems, Edit, apply_chunks, split_lines
 from codemode.tools.patch.errors import PatchError
 from codemode.tools.patch.model import AddFile, Change, DeleteFile, Patch, UpdateFile
 
+# Files over this size are not patched (read_file's limit).
+MAX_FILE_BYTES = 20 * 1024 * 1024
 # A NUL byte this early marks a binary file, as git and grep decide it.
 _BINARY_SNIFF = 8192
 # Problems listed in one error; past this the rest are counted, to spare the context.
@@ -38,6 +44,19 @@ class _Entry:
 
     text: str | None
     mode: int | None
+    encoding: Encoding = "utf-8"
+
+
+# A patch read from bytes holds what is not UTF-8 as surrogate escapes (U+DC80-U+DCFF);
+# in a Latin-1 file each stands for the byte it escapes.
+_ESCAPED_BYTES = {code: chr(code - 0xDC00) for code in range(0xDC80, 0xDD00)}
+
+
+def _encode(entry: _Entry, shown: str) -> bytes:
+    assert entry.text is not None
+    if entry.encoding == "latin-1":
+        return encode(entry.text.translate(_ESCAPED_BYTES), "latin-1", shown)
+    return entry.text.encode("utf-8", "surrogateescape")
 
 
 @dataclass
@@ -72,6 +91,9 @@ class Planner:
         self.chunk_failed = False
         self.changes: list[Change] = []
         self.diffs: list[str] = []
+        # Each path's location with symlinks resolved, found when it was read.
+        self.real: dict[Path, Path] = {}
+        self._tree: Tree | None = None
 
     # --- paths and files ---------------------------------------------------------------
 
@@ -83,11 +105,17 @@ class Planner:
         full = candidate if candidate.is_absolute() else self.base / candidate
         try:
             path = self.ctx.resolve_writable(full)
-        except ToolError:
-            self.problems.append(
-                f"'{header}: {raw}' is outside the workspace ({self.ctx.workspace}). Paths "
-                "are relative to the working directory and may not leave the workspace."
-            )
+        except ToolError as refusal:
+            # Say what refused it: the sandbox mode, a protected folder, or the roots.
+            reason = str(refusal)
+            if "outside" in reason:
+                reason = (
+                    f"is outside the workspace ({self.ctx.workspace}). Paths are relative "
+                    "to the working directory and may not leave the workspace."
+                )
+            else:
+                reason = f"is refused: {reason}."
+            self.problems.append(f"'{header}: {raw}' {reason}")
             return None
         self.shown.setdefault(path, self.display(path))
         return path
@@ -107,7 +135,9 @@ class Planner:
         assert not isinstance(original, _DirectoryMarker)
         if original is None:
             return _Entry(None, None)
-        return _Entry(original.data.decode("utf-8", "surrogateescape"), original.mode)
+        # As read_file reads it: UTF-8, or Latin-1 when it is not (every byte kept).
+        text, encoding = decode(original.data)
+        return _Entry(text, original.mode, encoding)
 
     def read(self, path: Path) -> Original | _DirectoryMarker | None:
         """The file on disk (cached): its bytes and mode, None if absent."""
@@ -120,24 +150,35 @@ class Planner:
             self.disk[path] = None if data is None else Original(data, mode)
             return self.disk[path]
         shown = self.shown.get(path, str(path))
+        # Walked from the writable roots' descriptors (see codemode.tools.fs), so what is
+        # read is what the commit will replace, wherever symlinks lead.
         try:
-            st = path.stat()
+            with self.tree().locate(path, shown=shown) as spot:
+                self.real[path] = spot.real
+                st = spot.lstat()
+                if st is None:
+                    self.disk[path] = None
+                    return None
+                if stat.S_ISDIR(st.st_mode):
+                    return _DIRECTORY
+                data = read_spot(spot, MAX_FILE_BYTES, shown)
         except (FileNotFoundError, NotADirectoryError):
             self.disk[path] = None
             return None
-        except OSError as exc:
-            raise PatchError(f"{shown}: {exc.strerror or exc}.") from None
-        if stat.S_ISDIR(st.st_mode):
-            return _DIRECTORY
-        if not stat.S_ISREG(st.st_mode):
-            raise PatchError(f"{shown} is not a regular file.")
-        try:
-            data = path.read_bytes()
+        except NotRegular as exc:
+            raise PatchError(f"{exc}.") from None
+        except ToolError as exc:
+            raise PatchError(f"{exc}.") from None
         except OSError as exc:
             raise PatchError(f"{shown}: cannot read it: {exc.strerror or exc}.") from None
         original = Original(data, stat.S_IMODE(st.st_mode))
         self.disk[path] = original
         return original
+
+    def tree(self) -> Tree:
+        if self._tree is None:
+            self._tree = writable_tree(self.ctx)
+        return self._tree
 
     def blocked_by_file(self, path: Path) -> Path | None:
         """An ancestor of ``path`` that is (or will be) a file, which blocks creating it."""
@@ -189,6 +230,8 @@ class Planner:
             return
         before = self.current(path)
         mode = before.mode if isinstance(before, _Entry) else None
+        # A file added over an existing one keeps its encoding, as write_file does.
+        encoding = before.encoding if isinstance(before, _Entry) and before.text else "utf-8"
         text = "".join(f"{line}\n" for line in op.lines)
         shown = self.shown[path]
         new_lines = split_lines(text)
@@ -198,7 +241,7 @@ class Planner:
             self.diffs.append(diffs.update_diff(shown, shown, old_lines, [edit]))
         else:
             self.diffs.append(diffs.added_file_diff(shown, new_lines))
-        self.view[path] = _Entry(text, mode)
+        self.view[path] = _Entry(text, mode, encoding)
         self.changes.append(Change(shown, "add"))
 
     def delete(self, op: DeleteFile) -> None:
@@ -240,7 +283,7 @@ class Planner:
         assert isinstance(entry, _Entry)
         if dest is None or dest == path:
             self.diffs.append(diffs.update_diff(shown, shown, edited.old_lines, edited.edits))
-            self.view[path] = _Entry(edited.text, entry.mode)
+            self.view[path] = _Entry(edited.text, entry.mode, entry.encoding)
             self.changes.append(Change(shown, "update"))
             return
         if not self.creatable(dest, "*** Move to"):
@@ -248,7 +291,7 @@ class Planner:
         dest_shown = self.shown[dest]
         self.diffs.append(diffs.update_diff(shown, dest_shown, edited.old_lines, edited.edits))
         self.view[path] = _Entry(None, None)
-        self.view[dest] = _Entry(edited.text, entry.mode)
+        self.view[dest] = _Entry(edited.text, entry.mode, entry.encoding)
         self.changes.append(Change(shown, "move", move_to=dest_shown))
 
     # --- the plan -----------------------------------------------------------------------
@@ -277,11 +320,15 @@ class Planner:
                     result.removals.append(Removal(path, shown))
                     result.originals[path] = original
                 continue
-            data = entry.text.encode("utf-8", "surrogateescape")
+            try:
+                data = _encode(entry, shown)
+            except ToolError as exc:
+                raise PatchError(f"{exc}.") from None
             mode = entry.mode if entry.mode is not None else default_mode()
             if original is not None and original.data == data and original.mode == mode:
                 continue
-            target = Path(os.path.realpath(path)) if path.is_symlink() else path
+            # Through a symlink to its target, as found when the file was read.
+            target = self.real.get(path, path)
             if original is not None:
                 result.originals[target] = original
             result.writes.append(Write(target, data, mode, shown))

@@ -1,0 +1,196 @@
+"""Per-command checks of the execpolicy that are not rules: the safe-command table (with
+the commands a program would run and the files it would write) and writes to devices."""
+
+from __future__ import annotations
+
+import fnmatch
+import os.path
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from codemode.sandbox import devices, rm_checks, safe_args
+from codemode.sandbox.rules import TRUSTED_BIN_DIRS, RuleSet
+from codemode.sandbox.shell_parse import MAX_DEPTH, SimpleCommand
+
+if TYPE_CHECKING:
+    from codemode.sandbox.policy import CommandVerdict, Policy, PolicyContext
+
+BUILTIN = "built-in"
+
+
+def _cv(*args: object) -> CommandVerdict:
+    from codemode.sandbox.policy import CommandVerdict
+
+    return CommandVerdict(*args)  # type: ignore[arg-type]
+
+
+def table_verdict(
+    policy: Policy,
+    cmd: SimpleCommand,
+    ctx: PolicyContext,
+    depth: int,
+    executables: dict[str, tuple[str, ...]],
+    hard: list[CommandVerdict],
+    soft: list[CommandVerdict],
+    words: tuple[str, ...],
+) -> CommandVerdict | None:
+    """The safe-command table's verdict; adds what it finds to ``hard`` / ``soft``."""
+    name = cmd.words[0].text
+    shown = cmd.display()
+    base = os.path.basename(name)
+    if not name.isascii() or not name.isprintable():
+        hard.append(
+            _cv(
+                shown,
+                "prompt",
+                f"{BUILTIN}: unusual command name",
+                None,
+                f"the command name {name!r} has characters outside printable ASCII "
+                "(a look-alike of another name?)",
+                words,
+            )
+        )
+        return None
+    trusted = "/" not in name or (
+        os.path.dirname(os.path.normpath(name)) in TRUSTED_BIN_DIRS
+        or name in executables.get(base, ())
+    )
+    finding = safe_args.check(base, cmd.words[1:], open_ended=cmd.open_ended)
+    rule = f"{BUILTIN}: safe_commands.toml [{base}]"
+    for text, why in finding.payloads:
+        if depth >= MAX_DEPTH:
+            hard.append(_cv(shown, "prompt", rule, None, why, words))
+            continue
+        inner = policy.evaluate(text, ctx, depth=depth + 1)
+        d = inner.deciding
+        if inner.decision == "forbidden" and d is not None:
+            hard.append(
+                _cv(
+                    shown,
+                    "forbidden",
+                    d.rule,
+                    d.source,
+                    f"{why}: `{d.command}` — {d.justification or 'forbidden'}",
+                    words,
+                )
+            )
+        else:
+            hard.append(_cv(shown, "prompt", rule, None, f"{why}: `{text}`", words))
+    for target, why in finding.outputs:
+        dev = devices.device_target(target, [ctx.cwd])
+        if dev is not None:
+            hard.append(_device_verdict(shown, dev, words))
+        elif not rm_checks.inside_roots(target, ctx):
+            soft.append(_cv(shown, "prompt", rule, None, f"{why}, outside the workspace", words))
+        # a file inside the writable roots: like a redirection there, never `allow`
+    if finding.level == "prompt":
+        soft.append(_cv(shown, "prompt", rule, None, finding.reason, words))
+    if finding.level == "unknown" or not trusted:
+        if finding.level == "unknown":
+            _device_args(cmd, shown, words, soft)
+        return None
+    if finding.level == "allow" and not finding.payloads and not finding.outputs:
+        return _cv(
+            shown,
+            "allow",
+            rule,
+            None,
+            "known to only read files or print information",
+            words,
+        )
+    return None
+
+
+def device_writes(
+    cmd: SimpleCommand,
+    cwds: list[Path],
+    shown: str,
+    words: tuple[str, ...],
+    literals: dict[str, set[str]],
+) -> list[CommandVerdict]:
+    """Forbidden verdicts for writes to devices: redirections, writers, disk tools."""
+    out = []
+    targets = list(cmd.write_words)
+    base = os.path.basename(cmd.words[0].text) if cmd.words and cmd.words[0].literal else ""
+    args = list(cmd.words[1:])
+    targets += devices.written_paths(base, args)
+    targets = [r for t in targets for r in devices.resolve(t, literals)]
+    for t in targets:
+        dev = devices.device_target(t, cwds)
+        if dev is not None:
+            out.append(_device_verdict(shown, dev, words))
+            return out
+    if base and devices.is_disk_tool(base):
+        for a in args:
+            dev = devices.names_device(a, cwds)
+            if dev is not None:
+                out.append(_device_verdict(shown, dev, words))
+                break
+    writer = base in devices.table()["writers"] or (base and devices.is_disk_tool(base))
+    if not out and writer and (cmd.open_ended or base == "dd"):
+        # xargs dd of=% / find -exec tee {}: what they write is only known at run time
+        unknown = cmd.open_ended or any(not t.literal for t in devices.written_paths(base, args))
+        if unknown:
+            out.append(
+                _cv(
+                    shown,
+                    "prompt",
+                    f"{BUILTIN}: writes to files only known at run time",
+                    None,
+                    f"{base} writes to files only known at run time (a device?)",
+                    words,
+                )
+            )
+    return out
+
+
+def _device_args(
+    cmd: SimpleCommand, shown: str, words: tuple[str, ...], soft: list[CommandVerdict]
+) -> None:
+    for a in cmd.words[1:]:
+        dev = devices.names_device(a)
+        if dev is not None:
+            soft.append(
+                _cv(
+                    shown,
+                    "prompt",
+                    f"{BUILTIN}: device argument",
+                    None,
+                    f"hands the device {dev} to a program not known to be read-only",
+                    words,
+                )
+            )
+            return
+
+
+def glob_name(
+    cmd: SimpleCommand, layers: Sequence[RuleSet], shown: str, words: tuple[str, ...]
+) -> list[CommandVerdict]:
+    """A command name that is a glob (``/sbin/mkfs.e*``) and may expand to a program a
+    rule forbids whatever its arguments: forbidden."""
+    pattern = os.path.basename(cmd.words[0].text)
+    for layer in layers:
+        for rule in layer.rules:
+            if rule.decision != "forbidden" or len(rule.pattern) != 1 or rule.any_argument:
+                continue
+            hit = next(
+                (a for a in rule.pattern[0] if fnmatch.fnmatchcase(os.path.basename(a), pattern)),
+                None,
+            )
+            if hit is not None:
+                why = f"{cmd.words[0].text} may run {hit}: {rule.justification or 'forbidden'}"
+                return [_cv(shown, "forbidden", rule.describe(short=True), rule.source, why, words)]
+    return []
+
+
+def _device_verdict(shown: str, dev: str, words: tuple[str, ...]) -> CommandVerdict:
+    return _cv(
+        shown,
+        "forbidden",
+        f"{BUILTIN}: writes to a device",
+        None,
+        f"writes to {dev}; writing to a disk or the machine's devices is never done "
+        "for you — run it yourself if you mean it",
+        words,
+    )

@@ -1,0 +1,205 @@
+"""Which paths inside a writable root stay read-only: the one predicate every writer uses.
+
+Two kinds of path are protected, at every depth of a writable root:
+
+- ``.codemode/`` and everything in it: the agent's own rules and settings, read by the
+  next run started in that folder;
+- the parts of a git directory that make git run code or read settings later, on the
+  host, outside the sandbox: ``config``, ``config.worktree``, ``commondir``, ``hooks/``,
+  ``info/`` (and the same inside ``modules/**`` and ``worktrees/*``), plus any path
+  named ``.git`` itself (creating or replacing a worktree's ``.git`` file, or a
+  ``.git`` folder, could point git at a directory the program filled).
+
+Objects, refs, logs, the index and ``HEAD`` stay writable, so ``git add`` and
+``git commit`` keep working inside the sandbox.
+
+The file tools call ``protected_reason`` with a path relative to the writable root they
+are writing in (after walking it without following symlinks); the shell's bubblewrap
+binds come from ``git_protected_paths`` and ``codemode_dirs``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path, PurePath
+
+CODEMODE_DIR = ".codemode"
+GIT_DIR = ".git"
+# Inside a git directory (or a submodule's or worktree's): read by git as settings or
+# run by git as code.
+GIT_PROTECTED = ("config", "config.worktree", "commondir", "hooks", "info")
+# Folders of a git directory that hold nested git directories.
+GIT_NESTED = ("modules", "worktrees")
+
+
+def protected_reason(relative: PurePath | str | Sequence[str]) -> str | None:
+    """Why a path inside a writable root may not be written, or None if it may.
+
+    ``relative`` is the path relative to the writable root (a ``PurePath``, a string
+    with ``/`` separators, or its components); it must not contain ``..`` (resolve or
+    walk it first). The reason is a short phrase such as ``".codemode/ is read-only"``.
+    """
+    parts = _parts(relative)
+    for i, part in enumerate(parts):
+        if part == CODEMODE_DIR:
+            return f"{CODEMODE_DIR}/ is read-only (the agent's own rules and settings)"
+        if part == GIT_DIR:
+            rest = parts[i + 1 :]
+            if not rest:
+                return (
+                    "a .git entry is read-only (replacing it could point git at files "
+                    "the program chose)"
+                )
+            why = _git_dir_reason(rest)
+            if why is not None:
+                return why
+    return None
+
+
+def is_protected(relative: PurePath | str | Sequence[str]) -> bool:
+    return protected_reason(relative) is not None
+
+
+def _parts(relative: PurePath | str | Sequence[str]) -> tuple[str, ...]:
+    if isinstance(relative, str):
+        relative = PurePath(relative)
+    if isinstance(relative, PurePath):
+        return tuple(p for p in relative.parts if p not in ("/", "."))
+    return tuple(p for p in relative if p not in ("", "."))
+
+
+def _git_dir_reason(rest: Sequence[str]) -> str | None:
+    """``rest``: the components below a ``.git`` directory."""
+    first = rest[0]
+    if first in GIT_PROTECTED:
+        return _git_refusal(rest[:1])
+    if first in GIT_NESTED:
+        # modules/<name...>/<a git dir>: a submodule's name may hold slashes and even
+        # look like "objects", so any protected name below counts.
+        for i, name in enumerate(rest[1:], start=1):
+            if name in GIT_PROTECTED:
+                return _git_refusal(rest[: i + 1])
+    return None
+
+
+def _git_refusal(parts: Sequence[str]) -> str:
+    return (
+        f".git/{'/'.join(parts)} is read-only (git would run or read it later, outside "
+        "the sandbox)"
+    )
+
+
+_KERNEL_REFUSALS = ("Read-only file system", "Device or resource busy")
+_PROTECTED_MARKERS = re.compile(r"(?<![\w.])\.(codemode|git)(?=$|[/\s'\"`:\u2019])")
+
+
+def refusal_hint(output: str) -> str | None:
+    """The reason to add when command output shows the kernel refusing a write to a
+    protected path (its message says only "Read-only file system" or "busy")."""
+    for line in output.splitlines():
+        if any(r in line for r in _KERNEL_REFUSALS) and _PROTECTED_MARKERS.search(line):
+            return (
+                "git's config, hooks and info, .git itself and .codemode/ are read-only "
+                "inside the sandbox: git or codemode would run or read them later, outside "
+                "it. Change them yourself, outside codemode, if that is really wanted."
+            )
+    return None
+
+
+def host_config_paths() -> list[Path]:
+    """Settings outside any repository that host git and codemode read: protected too
+    when a writable root contains them (a workspace that is the home folder)."""
+    from codemode.config_file import codemode_home
+
+    home = Path.home()
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    return [home / ".gitconfig", xdg / "git", codemode_home()]
+
+
+def host_config_reason(real: Path) -> str | None:
+    """Why the resolved path ``real`` is one of ``host_config_paths``, or None."""
+    for p in host_config_paths():
+        try:
+            p = Path(os.path.realpath(p))
+        except OSError:
+            continue
+        if real == p or real.is_relative_to(p):
+            return f"{p} is read-only (settings git or codemode read on the host)"
+    return None
+
+
+# --- concrete paths, for the shell's bind mounts ----------------------------------------
+
+
+def git_dirs(root: Path) -> Iterator[Path]:
+    """The git directories inside ``root`` that host git will read: ``root/.git`` when it
+    is a directory, the gitdir a ``.git`` file names when it lies inside ``root``, and
+    every git directory under their ``modules/`` and ``worktrees/``."""
+    top = root / GIT_DIR
+    seen: set[Path] = set()
+    start: list[Path] = []
+    if top.is_dir() and not top.is_symlink():
+        start.append(top)
+    elif top.is_file() and not top.is_symlink():
+        target = gitfile_target(top)
+        if target is not None and _inside(target, root):
+            start.append(target)
+    stack = start
+    while stack:
+        d = stack.pop()
+        if d in seen:
+            continue
+        seen.add(d)
+        yield d
+        common = d / "commondir"
+        if common.is_file() and not common.is_symlink():
+            try:
+                c = (d / common.read_text().strip()).resolve()
+            except OSError:
+                c = None
+            if c is not None and _inside(c, root) and c.is_dir():
+                stack.append(c)
+        for nested in GIT_NESTED:
+            stack.extend(_nested_git_dirs(d / nested))
+
+
+def _nested_git_dirs(folder: Path, depth: int = 0) -> list[Path]:
+    """Git directories below ``modules/`` or ``worktrees/`` (submodule names may contain
+    slashes, so they can sit deeper than one level)."""
+    if depth > 8 or not folder.is_dir() or folder.is_symlink():
+        return []
+    found: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    for e in entries:
+        if not e.is_dir(follow_symlinks=False):
+            continue
+        p = Path(e.path)
+        if (p / "HEAD").exists() or (p / "gitdir").exists():
+            found.append(p)
+        else:
+            found.extend(_nested_git_dirs(p, depth + 1))
+    return found
+
+
+def gitfile_target(gitfile: Path) -> Path | None:
+    """The directory a ``.git`` file (``gitdir: PATH``) names, resolved; None if unreadable."""
+    try:
+        text = gitfile.read_text(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("gitdir:"):
+            target = Path(line[len("gitdir:") :].strip())
+            if not target.is_absolute():
+                target = gitfile.parent / target
+            return Path(os.path.normpath(target))
+    return None
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or path.is_relative_to(root)

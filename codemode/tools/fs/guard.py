@@ -1,0 +1,60 @@
+"""Which paths the file tools must never write or read: the one place that decides.
+
+Every write the file tools make (write_file, edit, apply_patch, /undo) passes the path
+it is about to create or replace, symlinks already resolved by the race-free walk in
+``beneath``, through ``write_refusal``; every read passes ``read_refusal``. Rules:
+
+- nothing inside a ``.git`` directory, nor a ``.git`` file (a worktree's pointer), at
+  any depth: hooks, config, info and the rest are code git runs later on the host;
+  git commands in the shell still update a repository as usual;
+- nothing inside a ``.codemode`` directory at any depth (the agent's own rules);
+- reads of the agent process's own ``/proc`` entries (its environment holds the
+  credentials that subprocesses are denied), and of the kernel files that look regular
+  but block until data arrives.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from codemode.sandbox.protected import protected_reason
+
+# Path components under which the file tools never write, at any depth.
+_PROTECTED_DIRS = {
+    ".git": ".git/ is read-only to the file tools",
+    ".codemode": ".codemode/ is read-only",
+}
+# /proc/self, /proc/thread-self and /proc/PID (after symlinks are resolved: /proc/PID/...).
+_PROC_PROCESS = re.compile(r"^/proc/(?:\d+|self|thread-self)(?:/|$)")
+# Files that look regular but wait for data that may never come (the kernel log, the
+# tracing pipes): a read could outlive every time limit.
+_BLOCKING = re.compile(r"^/(?:proc/kmsg$|sys/kernel/(?:debug/)?tracing/(?:.*/)?trace_pipe)")
+
+
+def write_refusal(parts: Sequence[str]) -> str | None:
+    """Why a path with these components below its writable root may not be written
+    (or created as a directory on the way), or None if it may.
+
+    First the sandbox's own predicate (``codemode.sandbox.protected``, which the shell's
+    confinement also follows), then the file tools' stricter rule: they write nothing
+    inside a ``.git`` directory at all."""
+    reason = protected_reason(parts)
+    if reason is not None:
+        return reason
+    for part in parts:
+        reason = _PROTECTED_DIRS.get(part)
+        if reason is not None:
+            return reason
+    return None
+
+
+def read_refusal(real: Path) -> str | None:
+    """Why the file at ``real`` (symlinks resolved) may not be read, or None."""
+    shown = real.as_posix()
+    if _PROC_PROCESS.match(shown):
+        return "process information under /proc is not readable by the file tools"
+    if _BLOCKING.match(shown):
+        return "it waits for data that may never come; read it with tools.shell"
+    return None

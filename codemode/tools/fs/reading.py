@@ -1,0 +1,100 @@
+"""Reading a file for the tools: regular files only, never more than a byte cap.
+
+The type is checked before opening (so a device's open has no side effect) and again
+on the open descriptor (so a swap in between changes nothing); ``O_NONBLOCK`` keeps
+the open of a FIFO from waiting for a writer. At most ``cap + 1`` bytes are read, so a
+file that grows, or lies about its size (``/proc``), cannot make a read unbounded.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from codemode.tools.context import ToolError
+from codemode.tools.fs import guard
+from codemode.tools.fs.beneath import Spot, Tree
+
+_CHUNK = 1 << 20
+
+
+class NotRegular(ToolError):
+    """The path is a device, FIFO, socket or directory; the message says which."""
+
+    def __init__(self, shown: str | Path, mode: int) -> None:
+        self.kind = kind_of(mode)
+        self.is_dir = stat.S_ISDIR(mode)
+        super().__init__(f"{shown} is {self.kind}, not a regular file")
+
+
+class TooBig(ToolError):
+    """The file holds more than the cap."""
+
+
+def kind_of(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def locate_for_reading(path: Path, shown: str | Path) -> Spot:
+    """The spot of ``path`` with every symlink resolved, read-refusals applied."""
+    spot = Tree(None, writing=False).locate(path, shown=shown)
+    reason = guard.read_refusal(spot.real)
+    if reason is not None:
+        spot.close()
+        raise ToolError(f"refusing to read {shown}: {reason}")
+    return spot
+
+
+def read_spot(spot: Spot, cap: int, shown: str | Path) -> bytes:
+    """The bytes of the regular file at ``spot``; raises FileNotFoundError, NotRegular
+    or TooBig (when it holds more than ``cap`` bytes)."""
+    st = spot.lstat()
+    if st is None:
+        raise FileNotFoundError(errno.ENOENT, "no such file", str(shown))
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegular(shown, st.st_mode)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
+    try:
+        fd = os.open(spot.name, flags, dir_fd=spot.parent)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ToolError(f"{shown} changed while it was being opened; try again") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegular(shown, st.st_mode)
+        chunks: list[bytes] = []
+        total = 0
+        while total <= cap:
+            chunk = os.read(fd, min(_CHUNK, cap + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    finally:
+        os.close(fd)
+    if total > cap:
+        raise TooBig(f"{shown} is over the {cap} byte limit")
+    return b"".join(chunks)
+
+
+def read_regular(path: Path, cap: int, shown: str | Path | None = None) -> bytes:
+    """Read the regular file at ``path`` (anywhere), at most ``cap`` bytes; see
+    ``read_spot`` for what it raises."""
+    shown = path if shown is None else shown
+    with locate_for_reading(path, shown) as spot:
+        return read_spot(spot, cap, shown)
