@@ -6,9 +6,11 @@ retried, a busy or loading server is waited for. Shapes as those servers send th
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_support import call, provider_flags, run_cli
 
 from codemode.providers.base import (
     BadRequestError,
@@ -18,6 +20,7 @@ from codemode.providers.base import (
     TransientError,
 )
 from codemode.providers.errors import ErrorContext, classify
+from codemode.testing.scripted_server import RecordedRequest, ScriptedModelServer
 
 LLAMA = ErrorContext("local", "smollm2", None, "http://127.0.0.1:8080/v1")
 OLLAMA = ErrorContext("ollama", "qwen3:4b", None, "http://127.0.0.1:11434/v1")
@@ -146,3 +149,37 @@ def test_messages_say_what_to_do() -> None:
     assert "server busy" in str(busy)
     no_tools = classify(OLLAMA, status=400, payload={"error": "x does not support tools"})
     assert "reads calls from text" in str(no_tools)
+
+
+def test_a_server_that_refuses_null_content_gets_an_empty_string(
+    home: Path, work: Path
+) -> None:
+    """llama-cpp-python's server answers HTTP 500 (a pydantic validation error) to an
+    assistant message whose content is null beside tool_calls; the chat wire learns it
+    on the first refusal and sends "" to that server from then on."""
+    refused = 0
+
+    def server_like_llama_cpp_python(request: RecordedRequest) -> dict[str, Any]:
+        nonlocal refused
+        messages = request.body["messages"]
+        if any(m["role"] == "assistant" and m.get("content") is None for m in messages):
+            refused += 1
+            return {"status": 500, "error_message": (
+                "1 validation error:\n  {'type': 'string_type', 'loc': ('body', 'messages', "
+                "2, 'ChatCompletionRequestAssistantMessage', 'content'), 'msg': 'Input should "
+                "be a valid string', 'input': None}")}
+        if not any(m["role"] == "tool" for m in messages):
+            return {"tool_calls": [call("read_file", {"path": "notes.txt"})]}
+        tools = sum(m["role"] == "tool" for m in messages)
+        if tools < 2:
+            return {"tool_calls": [call("read_file", {"path": "notes.txt"})]}
+        return {"text": "done"}
+
+    with ScriptedModelServer(server_like_llama_cpp_python) as server:
+        run = run_cli(["exec", *provider_flags(server.base_url, "chat"), "go"],
+                      home=home, cwd=work)
+    assert run.code == 0, run.stderr
+    assert refused == 1  # once, not once per request
+    contents = [m.get("content") for m in server.requests[-1].body["messages"]
+                if m["role"] == "assistant"]
+    assert contents == ["", ""]
