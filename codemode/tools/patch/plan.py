@@ -108,7 +108,7 @@ class Planner:
         except ToolError as refusal:
             # Say what refused it: the sandbox mode, a protected folder, or the roots.
             reason = str(refusal)
-            if "outside" in reason:
+            if any(w in reason for w in ("outside the writable roots", "outside the workspace")):
                 reason = (
                     f"is outside the workspace ({self.ctx.workspace}). Paths are relative "
                     "to the working directory and may not leave the workspace."
