@@ -767,14 +767,28 @@ def acp(
 @cli.command()
 @cwd_option("Repository to look at (default: current directory).")
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
-def doctor(cwd: Path, as_json: bool) -> None:
+@click.option("--local", is_flag=True,
+              help="Find model servers on this machine (llama.cpp, Ollama, LM Studio, vLLM) "
+              "and run one tool-calling round trip through each.")
+@click.option("--base-url", "base_urls", multiple=True, metavar="URL",
+              help="With --local: check this server (e.g. http://127.0.0.1:8080/v1) "
+              "instead of the usual ports.")
+@click.option("--model", default=None, help="With --local: the model to ask (default: the "
+              "first the server lists).")
+def doctor(cwd: Path, as_json: bool, local: bool, base_urls: tuple[str, ...],
+           model: str | None) -> None:
     """Show where user data lives and check the environment, with a fix for each problem.
 
     Exit status 1 when something needs fixing (warn or FAIL lines).
     """
     from codemode.doctor import render, run_checks
 
-    report = run_checks(cwd)
+    if local or base_urls:
+        from codemode.doctor_local import run_local_checks
+
+        report = run_local_checks(list(base_urls), model)
+    else:
+        report = run_checks(cwd)
     if as_json:
         import dataclasses
         import json

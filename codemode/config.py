@@ -20,6 +20,7 @@ from codemode.config_file import (
     raw_config,
     read_config_file,
 )
+from codemode.providers.sampling import Sampling
 from codemode.sandbox.settings import SandboxOptions
 
 __all__ = [
@@ -43,6 +44,14 @@ class Config(BaseModel):
     # Extra or overriding providers, merged over the built-in catalog by name.
     model_providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     model_reasoning_effort: str | None = None
+    # Sampling for every provider and model (codemode.providers.sampling says how the
+    # levels combine); [model_providers.NAME] takes the same keys for one provider and
+    # [model_settings."MODEL"] for one model.
+    max_output_tokens: int | None = Field(default=None, gt=0)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    seed: int | None = None
+    model_settings: dict[str, Sampling] = Field(default_factory=dict)
     code_mode: bool = False
     harness: str | None = None
     # The isolate for code-mode programs. Unset: QuickJS (fastest to start and to call

@@ -324,7 +324,8 @@ def run_checks(cwd: Path) -> Report:
 
 
 _MARKS = {"ok": "ok  ", "info": "    ", "warn": "warn", "error": "FAIL"}
-_TITLES = {"data": "User data", "environment": "Environment", "providers": "Provider keys"}
+_TITLES = {"data": "User data", "environment": "Environment", "providers": "Provider keys",
+           "local": "Local model servers"}
 
 
 def render(report: Report) -> str:

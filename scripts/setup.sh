@@ -42,3 +42,6 @@ if [ ! -f "$sdk_dir/node_modules/@openai/codex-sdk/package.json" ] && command -v
 fi
 # Third-party MCP servers for the tests (never fails setup; see the script).
 bash scripts/setup-test-servers.sh
+# A real llama.cpp server and a small model for tests/test_local_model.py, cached in
+# ~/.cache/codemode (never fails setup; CODEMODE_LOCAL_MODEL=0 skips it).
+bash scripts/setup-local-model.sh

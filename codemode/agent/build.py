@@ -27,6 +27,7 @@ from codemode.harnesses.base import Dialect, PromptEnv
 from codemode.harnesses.catalog import get_harness
 from codemode.js_runtime.models import Limits
 from codemode.providers.base import Provider
+from codemode.providers.sampling import Sampling
 from codemode.tools.builtin import builtin_registry
 from codemode.tools.context import ToolContext
 from codemode.tools.registry import ToolRegistry
@@ -141,6 +142,25 @@ def pick_model(config: Config, provider_name: str, model: str | None) -> str:
     if not chosen:
         raise ConfigError(f"no model chosen for provider {provider_name!r}: pass --model NAME")
     return chosen
+
+
+def session_sampling(
+    config: Config, provider_name: str, model: str, overrides: list[str]
+) -> Sampling:
+    """Max output tokens, temperature, top_p and seed for this provider and model."""
+    from codemode.providers.catalog import builtin_providers
+    from codemode.providers.sampling import resolve_sampling
+
+    entry = builtin_providers().get(provider_name)
+    return resolve_sampling(
+        catalog_entry=entry.model_dump() if entry is not None else None,
+        top_level=config.model_dump(),
+        provider_table=config.model_providers.get(provider_name),
+        model_table=(
+            config.model_settings[model].model_dump() if model in config.model_settings else None
+        ),
+        overrides=overrides,
+    )
 
 
 def prompt_env(config: Config, cwd: Path, sandbox_mode: str, approval_policy: str) -> PromptEnv:
@@ -342,6 +362,7 @@ def build_session(
                 cli_version=_cli_version(),
             )
             rollout = Rollout.create(home / SESSIONS_DIR, meta)
+    sampling = session_sampling(config, provider_name, model, options.overrides)
     session = Session(
         session_id=session_id,
         provider=provider,
@@ -353,6 +374,7 @@ def build_session(
         messages=messages,
         max_turns=options.max_turns or config.max_turns,
         reasoning_effort=reasoning_effort,
+        sampling=sampling,
     )
     session.model_facts = facts
     session.context_window = facts.context_window if facts is not None else None

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from codemode.agent.cutoff import cutoff_note, settle_reply, valid_history
 from codemode.agent.events import (
     AgentMessageItem,
     ItemCompleted,
@@ -48,6 +49,7 @@ from codemode.providers.base import (
     Usage,
     UserMessage,
 )
+from codemode.providers.sampling import Sampling
 
 # Consecutive replies with neither an action nor an answer before the turn gives up.
 MAX_FORMAT_REMINDERS = 3
@@ -91,6 +93,7 @@ class Session:
         max_turns: int = 50,
         reasoning_effort: str | None = None,
         retry_policy: object | None = None,
+        sampling: Sampling | None = None,
     ) -> None:
         self.id = session_id
         self.provider = provider
@@ -102,6 +105,7 @@ class Session:
         self.max_turns = max_turns
         self.reasoning_effort = reasoning_effort
         self.retry_policy = retry_policy
+        self.sampling = sampling or Sampling()
         # What the provider catalog knows about the model (None: nothing), and its
         # context window: old tool outputs are cut before a request would come near it.
         self.model_facts: Any = None
@@ -116,6 +120,7 @@ class Session:
         # Sent to wires that enforce it (ModelRequest.output_schema).
         self.output_schema: dict[str, Any] | None = None
         self.set_harness(harness)
+        self.messages = valid_history(self.messages, self._tool_specs)
 
     def set_harness(self, harness: Harness) -> None:
         self.harness = harness
@@ -177,12 +182,23 @@ class Session:
         reminders = 0
         checks_failed = 0
         for _ in range(self.max_turns):
-            message, usage = await self._sample()
+            message, usage, stop_reason = await self._sample()
             result.model_requests += 1
             result.usage += usage
             self.total_usage += usage
-            self._append(message, usage)
-            actions = self.harness.actions(message)
+            # A call cut off by the output limit is not run, and no call goes into the
+            # history with arguments its server could not parse (codemode.agent.cutoff).
+            settled = settle_reply(message, stop_reason, self._tool_specs)
+            self._append(settled.history, usage)
+            actions = self.harness.actions(settled.run)
+            cut_note = None
+            if settled.dropped:
+                cut_note = cutoff_note(settled.dropped, self.sampling.max_output_tokens)
+                self.emit(Notice(message="the model's tool call was cut off by the "
+                                 "output-token limit; it was not run"))
+                if not actions.calls and actions.final_answer is None:
+                    # Nothing else to do in this reply: the note is the reminder.
+                    actions.reminder = cut_note
             if actions.reminder is not None:
                 reminders += 1
                 if reminders >= MAX_FORMAT_REMINDERS:
@@ -218,6 +234,8 @@ class Session:
             )
             for reply in self.harness.result_messages(actions.calls, list(outcomes)):
                 self._append(reply)
+            if cut_note is not None:
+                self._append(UserMessage(text=cut_note))
             done = [o.final_answer for o in outcomes if o.final_answer is not None]
             if done:
                 self._finish_with(result, done[0])
@@ -232,7 +250,7 @@ class Session:
         result.final_message = answer
         self.emit(ItemCompleted(item=AgentMessageItem(id=self.runner.next_id(), text=answer)))
 
-    async def _sample(self) -> tuple[AssistantMessage, Usage]:
+    async def _sample(self) -> tuple[AssistantMessage, Usage, str]:
         """One model request, streamed; retried after compaction on context overflow.
 
         With a known context window, old tool outputs are cut first when the last
@@ -246,16 +264,16 @@ class Session:
                 self.emit(Notice(message=f"context window ({window:,} tokens) nearly full: "
                                  "old tool outputs removed"))
         try:
-            message, usage = await self._stream_once()
+            message, usage, stop = await self._stream_once()
         except ContextOverflowError as exc:
             if not compact_tool_results(self.messages):
                 raise TurnFailure(f"{exc} (nothing left to compact)") from None
             self.emit(Notice(message="context window full: old tool outputs removed, retrying"))
-            message, usage = await self._stream_once()
+            message, usage, stop = await self._stream_once()
         self._last_tokens = usage.input_tokens + usage.output_tokens
-        return message, usage
+        return message, usage, stop
 
-    async def _stream_once(self) -> tuple[AssistantMessage, Usage]:
+    async def _stream_once(self) -> tuple[AssistantMessage, Usage, str]:
         from codemode.providers.retry import stream_with_retries
 
         request = ModelRequest(
@@ -265,6 +283,10 @@ class Session:
             tools=self._tool_specs,
             reasoning_effort=self.reasoning_effort,
             output_schema=self.output_schema,
+            max_output_tokens=self.sampling.max_output_tokens,
+            temperature=self.sampling.temperature,
+            top_p=self.sampling.top_p,
+            seed=self.sampling.seed,
         )
         text_id: str | None = None
         reasoning_id: str | None = None
@@ -290,7 +312,10 @@ class Session:
                 if message.text:
                     item_id = text_id or self.runner.next_id()
                     self.emit(ItemCompleted(item=AgentMessageItem(id=item_id, text=message.text)))
-                return message, event.usage
+                if event.stop_reason == "length" and not message.tool_calls:
+                    self.emit(Notice(message="the reply was cut off by the output-token "
+                                     "limit (max_output_tokens)"))
+                return message, event.usage, event.stop_reason
         raise TurnFailure("the model stream ended without a complete reply")
 
 

@@ -80,6 +80,9 @@ class AnthropicProvider(WireProvider):
         elif request.temperature is not None:
             # Thinking requires the default temperature, so it is only sent without.
             body["temperature"] = request.temperature
+        elif request.top_p is not None:
+            # Newer Claude models refuse temperature and top_p together: one at most.
+            body["top_p"] = request.top_p
         return body
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:

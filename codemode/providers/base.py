@@ -97,8 +97,13 @@ class ModelRequest(BaseModel):
     messages: list[Message] = Field(default_factory=list)
     tools: list[ToolSpec] = Field(default_factory=list)
     parallel_tool_calls: bool = True
+    # Sampling (None: the service's default). Each wire sends what it has a field for:
+    # chat all four, responses all but seed, anthropic max_tokens and temperature (or
+    # top_p when no temperature is set: newer Claude models refuse both together).
     max_output_tokens: int | None = None
     temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
     reasoning_effort: str | None = None
     # A JSON Schema (strict-mode compatible) the final text must follow, for wires that
     # can enforce it (responses: text.format); others ignore it.

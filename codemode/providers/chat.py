@@ -11,6 +11,7 @@ from typing import Any
 
 from codemode.providers.base import (
     AssistantMessage,
+    BadRequestError,
     Completed,
     Message,
     ModelRequest,
@@ -47,11 +48,15 @@ class ChatProvider(WireProvider):
         super().__init__(**kwargs)
         self.send_reasoning = send_reasoning
         self.max_tokens_field = max_tokens_field
+        # Send "" rather than null as the content of an assistant message that only
+        # calls tools (set on the first refusal of null; see ``stream``).
+        self.empty_content = False
 
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": request.model,
-            "messages": render_messages(request, send_reasoning=self.send_reasoning),
+            "messages": render_messages(request, send_reasoning=self.send_reasoning,
+                                        empty_content=self.empty_content),
             "stream": True,
             "stream_options": {"include_usage": True},
         }
@@ -65,14 +70,33 @@ class ChatProvider(WireProvider):
             body[self.max_tokens_field] = request.max_output_tokens
         if request.temperature is not None:
             body["temperature"] = request.temperature
+        if request.top_p is not None:
+            body["top_p"] = request.top_p
+        if request.seed is not None:
+            body["seed"] = request.seed
         if request.reasoning_effort is not None:
             body["reasoning_effort"] = request.reasoning_effort
         return body
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        try:
+            async for event in self._stream(request):
+                yield event
+        except BadRequestError as exc:
+            # llama-cpp-python's server refuses "content": null beside tool_calls (a
+            # validation error, HTTP 500) where OpenAI and llama-server want it: learn
+            # that once and send "" to this server from then on.
+            if self.empty_content or not _refuses_null_content(exc, self.build_body(request)):
+                raise
+            self.empty_content = True
+            async for event in self._stream(request):
+                yield event
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         state = _ChatStream()
         ctx = self.transport.context(request.model)
         body = self.build_body(request)
+        chunks = 0
         async with aclosing(self.transport.events("chat/completions", body,
                                                   model=request.model)) as events:
             async for sse in events:
@@ -83,14 +107,38 @@ class ChatProvider(WireProvider):
                 if not data:
                     continue
                 chunk = loads_event(self.name, data)
+                chunks += 1
                 if sse.event == "error" or (isinstance(chunk, dict) and chunk.get("error")):
                     raise classify(ctx, status=None, payload=chunk, in_stream=True)
                 for event in state.feed(chunk):
                     yield event
+        if chunks == 0 and not state.done:
+            # An event stream closed before its first event: llama-cpp-python's server
+            # does that when the request fails after it sent the headers (a prompt
+            # longer than the context, tool_choice "required"). The same request
+            # without streaming gets the error as a status and a body.
+            for event in await self._unstreamed(body, request.model):
+                yield event
+            return
         # Some local servers end with a finish_reason and no [DONE]; that answer is whole.
         if not state.done and state.finish_reason is None:
             raise stream_cut(self.name, "[DONE]")
         yield state.completed()
+
+    async def _unstreamed(self, body: dict[str, Any], model: str) -> list[StreamEvent]:
+        plain = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+        reply = await self.transport.post_json("chat/completions", plain, model=model)
+        state = _ChatStream()
+        events: list[StreamEvent] = []
+        for choice in reply.get("choices") or []:
+            message = choice.get("message") or {}
+            chunk = {"choices": [{"index": choice.get("index", 0), "delta": message,
+                                  "finish_reason": choice.get("finish_reason")}]}
+            events += state.feed(chunk)
+        state.feed({"usage": reply.get("usage")} if reply.get("usage") else {})
+        if state.finish_reason is None and not events:
+            raise stream_cut(self.name, "its first event")
+        return [*events, state.completed()]
 
 
 def render_tool(spec: ToolSpec) -> dict[str, Any]:
@@ -104,17 +152,33 @@ def render_tool(spec: ToolSpec) -> dict[str, Any]:
     }
 
 
-def render_messages(request: ModelRequest, *, send_reasoning: bool = True) -> list[dict[str, Any]]:
+def render_messages(
+    request: ModelRequest, *, send_reasoning: bool = True, empty_content: bool = False
+) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if request.instructions:
         out.append({"role": "system", "content": request.instructions})
     for message in request.messages:
-        out.append(render_message(message, request.tools, send_reasoning=send_reasoning))
+        out.append(render_message(message, request.tools, send_reasoning=send_reasoning,
+                                  empty_content=empty_content))
     return out
 
 
+def _refuses_null_content(error: BadRequestError, body: dict[str, Any]) -> bool:
+    """Whether ``error`` is a server refusing the null content this body holds."""
+    has_null = any(m.get("role") == "assistant" and m.get("content") is None
+                   for m in body.get("messages", []))
+    text = str(error).lower()
+    return has_null and "content" in text and ("valid string" in text or "none" in text
+                                               or "null" in text or "attribute" in text)
+
+
 def render_message(
-    message: Message, tools: Sequence[ToolSpec], *, send_reasoning: bool = True
+    message: Message,
+    tools: Sequence[ToolSpec],
+    *,
+    send_reasoning: bool = True,
+    empty_content: bool = False,
 ) -> dict[str, Any]:
     if isinstance(message, UserMessage):
         if not message.images:
@@ -124,7 +188,10 @@ def render_message(
         return {"role": "user", "content": parts}
     if isinstance(message, ToolResultMessage):
         return {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
-    item: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+    item: dict[str, Any] = {
+        "role": "assistant",
+        "content": message.text or ("" if empty_content else None),
+    }
     if send_reasoning and message.reasoning:
         item["reasoning_content"] = message.reasoning
     if message.tool_calls:

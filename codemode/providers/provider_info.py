@@ -81,6 +81,12 @@ class ProviderInfo(BaseModel):
     send_reasoning: bool = True
     # Chat wire only: the request field for the output limit.
     max_tokens_field: str = "max_tokens"
+    # Sampling for this provider (codemode.providers.sampling): a catalog entry's
+    # values are defaults, a user's [model_providers.NAME] values override the top level.
+    max_output_tokens: int | None = Field(default=None, gt=0)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    seed: int | None = None
 
     @field_validator("wire_api", mode="before")
     @classmethod

@@ -53,6 +53,8 @@ class ResponsesProvider(WireProvider):
             body["max_output_tokens"] = request.max_output_tokens
         if request.temperature is not None:
             body["temperature"] = request.temperature
+        if request.top_p is not None:
+            body["top_p"] = request.top_p
         if request.reasoning_effort is not None:
             body["reasoning"] = {"effort": request.reasoning_effort, "summary": "auto"}
             # With store=false a reasoning item can only be sent back encrypted.

@@ -1,8 +1,10 @@
 """Sending a model request again when it failed in a way that may pass: rate limits,
 5xx, connection faults, timeouts, streams cut midway.
 
-Tools run only after ``Completed``, so a stream cut before it has run nothing; the
-consumer is told with ``StreamRestarted`` to drop the partial deltas it has shown.
+A 500 that comes back word for word is taken as the answer to this request and not
+sent a third time. Tools run only after ``Completed``, so a stream cut before it has
+run nothing; the consumer is told with ``StreamRestarted`` to drop the partial deltas
+it has shown.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ async def stream_with_retries(
     policy = policy or getattr(provider, "retry_policy", None) or RetryPolicy()
     attempt = 1
     request_failures = stream_failures = 0
+    previous: str | None = None
     while True:
         began = False
         try:
@@ -79,6 +82,13 @@ async def stream_with_retries(
         except ProviderError as error:
             if not error.retryable:
                 raise
+            # A server error that comes back word for word is an answer to this request,
+            # not a passing fault: the same request would get it a third time.
+            said = f"{error.status}:{error}"
+            if error.status == 500 and said == previous:
+                error.add_note(f"the server gave the same answer {attempt} times; not retrying")
+                raise
+            previous = said
             if began:
                 stream_failures += 1
             else:

@@ -1,6 +1,7 @@
-"""One streaming POST to a model service, as server-sent events, with every failure
-turned into a ``ProviderError``. The wire modules build bodies and read events; this
-module owns httpx, timeouts, authentication headers and the HTTP error mapping.
+"""One POST to a model service, streamed as server-sent events (or, to learn why a
+stream closed empty, as plain JSON), with every failure turned into a
+``ProviderError``. The wire modules build bodies and read events; this module owns
+httpx, timeouts, authentication headers and the HTTP error mapping.
 """
 
 from __future__ import annotations
@@ -110,6 +111,39 @@ class Transport:
             raise TransientError(
                 f"{self.provider}: connection to {url} failed: {type(exc).__name__}: {exc}"
             ) from exc
+
+    async def post_json(self, path: str, body: dict[str, Any], *, model: str) -> dict[str, Any]:
+        """POST ``body`` and return the JSON object of a successful, non-streamed reply."""
+        import httpx
+
+        url = f"{self.base_url}/{path.lstrip('/')}"
+        ctx = self.context(model)
+        try:
+            # A connection of its own: the pooled one may be the stream the server just
+            # dropped, and a reused dead connection reads as a failure of this request.
+            async with httpx.AsyncClient(
+                timeout=httpx.Timeout(self._timeout_s, connect=self._connect_timeout_s),
+                headers=self._headers,
+            ) as client:
+                response = await client.post(url, json=body)
+        except httpx.TimeoutException as exc:
+            raise TransientError(
+                f"{self.provider}: request to {url} timed out ({type(exc).__name__})"
+            ) from exc
+        except httpx.TransportError as exc:
+            raise TransientError(
+                f"{self.provider}: connection to {url} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        payload = parse_body(response.text)
+        if response.status_code >= 300:
+            raise classify(ctx, status=response.status_code, payload=payload,
+                           headers=response.headers)
+        if not isinstance(payload, dict):
+            raise TransientError(f"{self.provider}: unreadable reply from {url}: "
+                                 f"{response.text[:300]!r}")
+        if payload.get("error"):
+            raise classify(ctx, status=None, payload=payload, headers=response.headers)
+        return payload
 
     async def aclose(self) -> None:
         if self._client is not None:
