@@ -104,6 +104,7 @@ def _config(home: Path, work: Path) -> None:
     lines = []
     for name, table in servers.items():
         lines.append(f"[mcp_servers.{name}]")
+        lines.append('trust = "write"')  # their tools run unasked (the program is ours)
         for key, value in table.items():
             if isinstance(value, dict):
                 inner = ", ".join(f"{k} = {json.dumps(v)}" for k, v in value.items())
