@@ -89,7 +89,7 @@ def test_new_harnesses_render(name: str, code: bool, home: Path, work: Path) -> 
         if code:
             assert "send_keys(args: SendKeysArgs): Promise<SendKeysResult>;" in text
     elif code:
-        assert [t["name"] for t in shown["tools"]] == ["exec"]
+        assert [t["name"] for t in shown["tools"]] == ["exec", "wait"]
         assert "declare const tools" in shown["typescript"]
     else:
         assert shown["tools"] and all(t["description"] for t in shown["tools"])
@@ -271,7 +271,7 @@ def test_new_harnesses_code_dialect(name: str, home: Path, work: Path) -> None:
         script, ["--harness", name, "--code-mode", "x"], home=home, cwd=work, wire=wire
     )
     assert run.code == 0, run.stderr
-    assert list(offered(server.requests[0].body)) == ["exec"]
+    assert list(offered(server.requests[0].body)) == ["exec", "wait"]
     assert (work / "src" / "app.py").read_text() == SOURCE.replace("hello", "hi")
     assert "2 1" in tool_results(server, 1)[-1]
 

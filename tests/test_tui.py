@@ -537,7 +537,7 @@ def test_first_run_wizard_writes_the_config_and_keeps_its_content(
     assert "code_mode = true" in text
     assert server.requests[0].body["model"] == "wizard-model"
     tools = server.requests[0].body.get("tools") or []
-    assert [t["function"]["name"] for t in tools] == ["exec"]  # the code dialect
+    assert [t["function"]["name"] for t in tools] == ["exec", "wait"]  # the code dialect
 
 
 def test_plain_output_without_a_terminal(home: Path, work: Path) -> None:
