@@ -9,7 +9,8 @@ stay out, and every read is the same checked call.
 
 from __future__ import annotations
 
-import re
+import asyncio
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -57,39 +58,70 @@ async def context_lines(
 
 async def multiline_grep(r: dict[str, Any], invoke: Invoke) -> dict[str, Any]:
     """Search whole files with ``.`` matching newlines; each match is reported at the
-    line where it starts, with that line's text."""
-    flags = re.MULTILINE | re.DOTALL | (re.IGNORECASE if r.get("case_insensitive") else 0)
-    try:
-        pattern = re.compile(r["pattern"], flags)
-    except re.error as exc:
-        raise ToolError(f"grep: invalid regular expression: {exc}") from None
+    line where it starts, with that line's text.
+
+    The pattern is RE2's, as the grep tool's is (linear time: no pattern can stall the
+    session), and the matching runs in a worker thread, so the event loop stays free.
+    """
+    from codemode.tools.search import MAX_LINE_CHARS, compile_multiline
+
+    pattern = compile_multiline(r["pattern"], bool(r.get("case_insensitive")))
     root = r.get("path") or "."
     try:
         listed = await invoke("glob", {"pattern": r.get("glob") or "**/*", "path": root})
         paths = [m if isinstance(m, str) else m["path"] for m in listed["matches"]]
     except ToolError:
         paths = [root]  # a file, not a directory
+    named = paths == [root]
     limit = int(r["limit"]) if r.get("limit") and int(r["limit"]) > 0 else 500
     matches: list[dict[str, Any]] = []
     searched = total = 0
     truncated = len(paths) > MAX_FILES
-    for path in paths[:MAX_FILES]:
-        try:
-            text = (await invoke("read_file", {"path": path}))["content"]
-        except ToolError:
-            continue  # binary, too big, unreadable: grep passes over it too
-        searched += 1
-        total += len(text)
-        for found in pattern.finditer(text):
-            line = text.count("\n", 0, found.start()) + 1
-            start = text.rfind("\n", 0, found.start()) + 1
-            end = text.find("\n", found.start())
-            matches.append(
-                {"path": path, "line": line, "text": text[start : end if end >= 0 else None]}
-            )
-            if len(matches) >= limit:
+    stop = threading.Event()
+    try:
+        for path in paths[:MAX_FILES]:
+            try:
+                # read_file takes regular files only, up to its byte cap: no device,
+                # FIFO or socket is ever opened for reading here.
+                text = (await invoke("read_file", {"path": path}))["content"]
+            except ToolError as exc:
+                # A file named outright that is not a regular file (a device, a FIFO),
+                # missing or too big is refused, as grep refuses it; in a tree, grep
+                # passes over such files, and over binary ones everywhere.
+                if named and "binary" not in str(exc):
+                    raise ToolError("grep: " + str(exc).removeprefix("read_file: ")) from None
+                continue
+            data = text.encode("utf-8", "surrogatepass")
+            if total + len(data) > MAX_BYTES:
+                truncated = True
+                break
+            searched += 1
+            total += len(data)
+            room = limit - len(matches)
+            found = await asyncio.to_thread(_starts, pattern, data, room + 1, stop)
+            for line, shown in found[:room]:
+                matches.append({"path": path, "line": line, "text": shown[:MAX_LINE_CHARS]})
+            if len(found) > room:
                 return {"matches": matches, "truncated": True, "files_searched": searched}
-        if total > MAX_BYTES:
-            truncated = True
-            break
+    finally:
+        stop.set()  # a cancelled await: the worker stops at its next match
     return {"matches": matches, "truncated": truncated, "files_searched": searched}
+
+
+def _starts(
+    pattern: Any, data: bytes, most: int, stop: threading.Event
+) -> list[tuple[int, str]]:
+    """(line number, that line's text) where each of the first ``most`` matches starts."""
+    out: list[tuple[int, str]] = []
+    number, counted_to = 1, 0
+    for found in pattern.finditer(data):
+        if stop.is_set() or len(out) >= most:
+            break
+        at = found.start()
+        start = data.rfind(b"\n", 0, at) + 1
+        end = data.find(b"\n", at)
+        number += data.count(b"\n", counted_to, start)
+        counted_to = start
+        line = data[start : end if end >= 0 else None].rstrip(b"\r")
+        out.append((number, line.decode("utf-8", "surrogatepass")))
+    return out
