@@ -62,7 +62,8 @@ class FileChangeItem(_Item):
 
 class McpToolCallItem(_Item):
     """``result`` is what the call returned to the model or program (the server's
-    structuredContent, else its content blocks); ``exec --json`` reports it in Codex's
+    structuredContent, else its content blocks); ``content`` and ``structured_content``
+    are the server's result as it sent them. ``exec --json`` reports them in Codex's
     shape (see ``codex_json``)."""
 
     type: Literal["mcp_tool_call"] = "mcp_tool_call"
@@ -70,6 +71,8 @@ class McpToolCallItem(_Item):
     tool: str
     arguments: Any = None
     result: Any = None
+    content: list[dict[str, Any]] | None = None
+    structured_content: Any = None
     error: str | None = None
     status: ItemStatus = "in_progress"
 

@@ -123,6 +123,12 @@ class ToolRunner:
     def _context_for(self, item: BaseModel) -> ToolContext:
         """The context of one call: for a command, one whose output goes out as live
         events while it runs."""
+        if isinstance(item, McpToolCallItem):
+
+            def keep(content: list[dict[str, Any]], structured: Any) -> None:
+                item.content, item.structured_content = content, structured
+
+            return dataclasses.replace(self.context, mcp_result=keep)
         if not isinstance(item, CommandExecutionItem):
             return self.context
         from codemode.tools.live_output import text_feed
