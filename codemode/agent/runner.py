@@ -8,6 +8,7 @@ calls like any registry, so nested calls show up as items under their program.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import itertools
 import os
@@ -38,6 +39,8 @@ from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.registry import ToolRegistry, split_namespace
 
 Emit = Callable[[BaseModel], None]
+
+_CANCELLED = "cancelled: the program ended before this call finished"
 
 
 class _ObservedRegistry(ToolRegistry):
@@ -110,6 +113,14 @@ class ToolRunner:
             value = await self.registry.invoke(name, args, self._context_for(item))
         except ToolError as exc:
             _finish_item(item, None, str(exc), base)
+            self.emit(ItemCompleted(item=item))
+            raise
+        except asyncio.CancelledError:
+            # A program's call is cancelled when the program ends first (a sibling of a
+            # call that failed in Promise.all, a limit, an interrupt); a call of the
+            # model's own only by an interrupt.
+            why = "interrupted" if parent_id is None else _CANCELLED
+            _finish_item(item, None, why, base)
             self.emit(ItemCompleted(item=item))
             raise
         except BaseException:
