@@ -917,6 +917,9 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors are one line on stderr and exit status 2, other click
     errors one line and their own status; an unexpected exception is one line naming
     the log file its traceback went to, never a traceback on the terminal."""
+    from codemode.cli_crash import install_thread_hooks
+
+    install_thread_hooks(argv if argv is not None else sys.argv[1:])
     try:
         status = cli.main(args=argv, prog_name="interpreter", standalone_mode=False)
     except click.UsageError as exc:
@@ -928,7 +931,9 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"{name}: error: {exc.format_message()}", err=True)
         sys.exit(2)
     except click.ClickException as exc:
-        click.echo(f"interpreter: error: {_one_line(exc.format_message())}", err=True)
+        from codemode.cli_crash import one_line
+
+        click.echo(f"interpreter: error: {one_line(exc.format_message())}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
@@ -940,18 +945,13 @@ def main(argv: list[str] | None = None) -> None:
         _quiet_stdout()
         sys.exit(1)
     except Exception as exc:  # the last stop before a traceback
-        from codemode.cli_crash import record_crash
+        from codemode.cli_crash import one_line, record_crash
 
         where = record_crash(exc, argv if argv is not None else sys.argv[1:])
-        reason = _one_line(f"{type(exc).__name__}: {exc}")
+        reason = one_line(f"{type(exc).__name__}: {exc}")
         click.echo(f"interpreter: internal error: {reason} (see {where})", err=True)
         sys.exit(INTERNAL_ERROR_STATUS)
     sys.exit(status if isinstance(status, int) else 0)
-
-
-def _one_line(text: str) -> str:
-    first, _, rest = text.strip().partition("\n")
-    return first + (" ..." if rest.strip() else "")
 
 
 def _quiet_stdout() -> None:

@@ -40,3 +40,38 @@ def record_crash(exc: BaseException, argv: list[str]) -> str:
         except OSError:
             continue
     return "no log file could be written"
+
+
+def one_line(text: str) -> str:
+    first, _, rest = text.strip().partition("\n")
+    return first + (" ..." if rest.strip() else "")
+
+
+def install_thread_hooks(argv: list[str]) -> None:
+    """An exception that ends a thread, or one Python cannot raise (in ``__del__``, say),
+    is logged like a crash and shown as one line, not as Python's traceback."""
+    import threading
+
+    def on_thread(args: threading.ExceptHookArgs) -> None:
+        if args.exc_value is None or isinstance(args.exc_value, SystemExit):
+            return
+        where = record_crash(args.exc_value, argv)
+        reason = one_line(f"{type(args.exc_value).__name__}: {args.exc_value}")
+        _say(f"interpreter: internal error in a thread: {reason} (see {where})")
+
+    def on_unraisable(args: sys.UnraisableHookArgs) -> None:
+        if args.exc_value is None:
+            return
+        where = record_crash(args.exc_value, argv)
+        reason = one_line(f"{type(args.exc_value).__name__}: {args.exc_value}")
+        _say(f"interpreter: internal error (ignored): {reason} (see {where})")
+
+    threading.excepthook = on_thread
+    sys.unraisablehook = on_unraisable
+
+
+def _say(line: str) -> None:
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass  # stderr is gone: the log file has it

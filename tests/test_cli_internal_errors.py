@@ -24,6 +24,16 @@ def boom():
         raise RuntimeError("kaboom: the unexpected\\nsecond line")
     deeper()
 
+@cli.cli.command("thread-boom")
+def thread_boom():
+    import threading
+    def work():
+        raise ValueError("lost in a thread")
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    print("main went on")
+
 @cli.cli.command("click-error")
 def click_error():
     e = click.ClickException("the thing failed")
@@ -86,3 +96,14 @@ def test_click_exceptions_are_their_message_and_exit_status(tmp_path: Path) -> N
     assert run.stderr.startswith("interpreter: error: Could not open file")
     assert "no such folder" in run.stderr and "Traceback" not in run.stderr
     assert not (tmp_path / "logs").exists()  # an expected error is not a crash
+
+
+def test_an_exception_in_a_thread_is_one_line_and_a_log_file(tmp_path: Path) -> None:
+    run = interpreter(tmp_path, "thread-boom")
+    assert run.returncode == 0 and run.stdout == "main went on\n"
+    (line,) = run.stderr.strip().splitlines()
+    assert line.startswith(
+        "interpreter: internal error in a thread: ValueError: lost in a thread (see "
+    ), line
+    log = Path(line.rsplit("(see ", 1)[1].rstrip(")"))
+    assert log.parent == tmp_path / "logs" and "in work" in log.read_text()
