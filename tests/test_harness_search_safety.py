@@ -26,6 +26,7 @@ def work(tmp_path: Path) -> Path:
     w.mkdir()
     (w / "long.txt").write_text(LONG, encoding="utf-8")
     (w / "app.py").write_text("def greet(name):\n    return name\n", encoding="utf-8")
+    (w / "wide.log").write_text("é" * 3_000_000 + "\n", encoding="utf-8")  # one 6 MB line
     return w
 
 
@@ -46,17 +47,21 @@ def test_catastrophic_multiline_pattern_returns_promptly(home: Path, work: Path)
     grep_results([call("Grep", {"pattern": "greet", "multiline": True})], home, work)
     baseline = time.monotonic() - t0
     t0 = time.monotonic()
-    evil, found = grep_results(
+    evil, found, everywhere = grep_results(
         [
             call("Grep", {"pattern": "(a+)+$", "multiline": True, "output_mode": "content"}),
             call("Grep", {"pattern": r"greet\(name\):\n\s+return", "multiline": True,
                           "output_mode": "content"}),
+            # Matches at every byte: reported once per line, the line cut short.
+            call("Grep", {"pattern": "x*", "multiline": True, "path": "wide.log",
+                          "output_mode": "content", "head_limit": 10**9}),
         ],
         home, work,
     )
     took = time.monotonic() - t0
     assert evil.startswith("no matches"), evil
     assert found == "app.py:1: def greet(name):"
+    assert everywhere.startswith("wide.log:1: éé") and len(everywhere) < 1000, everywhere[:80]
     assert took < 3 * baseline + 10, (took, baseline)
 
 

@@ -22,6 +22,8 @@ Invoke = Callable[[str, dict[str, Any]], Awaitable[Any]]
 MAX_FILES = 2000
 MAX_BYTES = 32 * 1024 * 1024
 MAX_CONTEXT = 50
+# Lines reported by one multiline search, whatever limit the model asks for.
+MAX_MATCHES = 5000
 
 
 async def _lines(path: str, invoke: Invoke, cache: dict[str, list[str] | None]) -> list[str] | None:
@@ -63,7 +65,7 @@ async def multiline_grep(r: dict[str, Any], invoke: Invoke) -> dict[str, Any]:
     The pattern is RE2's, as the grep tool's is (linear time: no pattern can stall the
     session), and the matching runs in a worker thread, so the event loop stays free.
     """
-    from codemode.tools.search import MAX_LINE_CHARS, compile_multiline
+    from codemode.tools.search import compile_multiline
 
     pattern = compile_multiline(r["pattern"], bool(r.get("case_insensitive")))
     root = r.get("path") or "."
@@ -74,6 +76,7 @@ async def multiline_grep(r: dict[str, Any], invoke: Invoke) -> dict[str, Any]:
         paths = [root]  # a file, not a directory
     named = paths == [root]
     limit = int(r["limit"]) if r.get("limit") and int(r["limit"]) > 0 else 500
+    limit = min(limit, MAX_MATCHES)
     matches: list[dict[str, Any]] = []
     searched = total = 0
     truncated = len(paths) > MAX_FILES
@@ -100,7 +103,7 @@ async def multiline_grep(r: dict[str, Any], invoke: Invoke) -> dict[str, Any]:
             room = limit - len(matches)
             found = await asyncio.to_thread(_starts, pattern, data, room + 1, stop)
             for line, shown in found[:room]:
-                matches.append({"path": path, "line": line, "text": shown[:MAX_LINE_CHARS]})
+                matches.append({"path": path, "line": line, "text": shown})
             if len(found) > room:
                 return {"matches": matches, "truncated": True, "files_searched": searched}
     finally:
@@ -111,17 +114,29 @@ async def multiline_grep(r: dict[str, Any], invoke: Invoke) -> dict[str, Any]:
 def _starts(
     pattern: Any, data: bytes, most: int, stop: threading.Event
 ) -> list[tuple[int, str]]:
-    """(line number, that line's text) where each of the first ``most`` matches starts."""
+    """(line number, that line's text) of each line where a match starts, for the first
+    ``most`` such lines. After a match the search goes on at the next line, so a pattern
+    matching everywhere (``x*``) costs one search per line, not one per byte."""
+    from codemode.tools.search import MAX_LINE_CHARS
+
     out: list[tuple[int, str]] = []
+    size = len(data)
+    pos = 0
     number, counted_to = 1, 0
-    for found in pattern.finditer(data):
-        if stop.is_set() or len(out) >= most:
+    while pos <= size and len(out) < most and not stop.is_set():
+        found = pattern.search(data, pos)
+        if found is None:
             break
         at = found.start()
+        if at >= size and (size == 0 or data.endswith(b"\n")):
+            break  # the empty "line" after a final newline is not a line
         start = data.rfind(b"\n", 0, at) + 1
         end = data.find(b"\n", at)
+        end = size if end == -1 else end
         number += data.count(b"\n", counted_to, start)
         counted_to = start
-        line = data[start : end if end >= 0 else None].rstrip(b"\r")
-        out.append((number, line.decode("utf-8", "surrogatepass")))
+        # Only the shown part of a long line is decoded (4 bytes a character at most).
+        line = data[start : min(end, start + 4 * MAX_LINE_CHARS)].rstrip(b"\r")
+        out.append((number, line.decode("utf-8", "ignore")[:MAX_LINE_CHARS]))
+        pos = end + 1
     return out
