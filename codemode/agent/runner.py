@@ -137,7 +137,9 @@ class ToolRunner:
         if isinstance(item, McpToolCallItem):
 
             def keep(content: list[dict[str, Any]], structured: Any) -> None:
-                item.content, item.structured_content = content, structured
+                # Without structuredContent the result is these blocks already: kept once.
+                if structured is not None:
+                    item.content, item.structured_content = content, structured
 
             return dataclasses.replace(self.context, mcp_result=keep)
         if not isinstance(item, CommandExecutionItem):
