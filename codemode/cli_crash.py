@@ -43,8 +43,11 @@ def record_crash(exc: BaseException, argv: list[str]) -> str:
 
 
 def one_line(text: str) -> str:
+    """The first line of ``text``, control characters escaped (a message may quote a
+    hostile file name or server reply: no escape sequence reaches the terminal)."""
     first, _, rest = text.strip().partition("\n")
-    return first + (" ..." if rest.strip() else "")
+    shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in first)
+    return shown + (" ..." if rest.strip() else "")
 
 
 def install_thread_hooks(argv: list[str]) -> None:

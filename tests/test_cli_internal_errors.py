@@ -21,7 +21,7 @@ from codemode import cli
 @cli.cli.command("boom")
 def boom():
     def deeper():
-        raise RuntimeError("kaboom: the unexpected\\nsecond line")
+        raise RuntimeError("kaboom: the \\x1b[31munexpected\\nsecond line")
     deeper()
 
 @cli.cli.command("thread-boom")
@@ -61,10 +61,11 @@ def test_an_unexpected_exception_is_one_line_and_a_log_file(tmp_path: Path) -> N
     run = interpreter(home, "boom")
     assert run.returncode == INTERNAL_ERROR_STATUS, run.stderr
     assert "Traceback" not in run.stderr and "Traceback" not in run.stdout
+    assert "\x1b" not in run.stderr  # the escape sequence in the message is shown escaped
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1, run.stderr
     m = re.fullmatch(
-        r"interpreter: internal error: RuntimeError: kaboom: the unexpected \.\.\. "
+        r"interpreter: internal error: RuntimeError: kaboom: the \\x1b\[31munexpected \.\.\. "
         r"\(see (?P<log>.+)\)",
         lines[0],
     )

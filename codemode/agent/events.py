@@ -63,8 +63,8 @@ class FileChangeItem(_Item):
 class McpToolCallItem(_Item):
     """``result`` is what the call returned to the model or program (the server's
     structuredContent, else its content blocks); when it was structured, ``content``
-    and ``structured_content`` are the server's result as it sent them. ``exec --json`` reports them in Codex's
-    shape (see ``codex_json``)."""
+    and ``structured_content`` are the server's result as it sent them. ``exec --json``
+    reports them in Codex's shape (see ``codex_json``)."""
 
     type: Literal["mcp_tool_call"] = "mcp_tool_call"
     server: str
