@@ -69,12 +69,12 @@ async def multiline_grep(r: dict[str, Any], invoke: Invoke) -> dict[str, Any]:
 
     pattern = compile_multiline(r["pattern"], bool(r.get("case_insensitive")))
     root = r.get("path") or "."
+    named = False  # one file named outright, not a directory's files
     try:
         listed = await invoke("glob", {"pattern": r.get("glob") or "**/*", "path": root})
         paths = [m if isinstance(m, str) else m["path"] for m in listed["matches"]]
     except ToolError:
-        paths = [root]  # a file, not a directory
-    named = paths == [root]
+        paths, named = [root], True  # a file, not a directory
     limit = int(r["limit"]) if r.get("limit") and int(r["limit"]) > 0 else 500
     limit = min(limit, MAX_MATCHES)
     matches: list[dict[str, Any]] = []
