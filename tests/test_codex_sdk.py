@@ -121,7 +121,7 @@ const codex = new Codex({
   baseUrl,
   apiKey: "sk-from-the-sdk",
   env: { PATH: process.env.PATH, HOME: process.env.HOME, CODEMODE_HOME: codemodeHome },
-  config: { mcp_servers: { probe: { command: python, args: [probe], trust: "write" } } },
+  config: { mcp_servers: { probe: { command: python, args: [probe], trust: "read" } } },
 });
 const options = { workingDirectory: work, skipGitRepoCheck: true,
                   sandboxMode: "workspace-write", model: "scripted-model" };

@@ -4,10 +4,10 @@ Two items carry more here than Codex's types allow, and are reshaped on the way 
 (extra fields stay; the Codex SDK's types are the contract):
 
 - ``mcp_tool_call``: ``result`` is ``{content: [...], structured_content: ...}`` and a
-  failure is ``error: {message}``. Our item keeps what the call returned to the model
-  (structuredContent, else the content blocks); when that was structured, the content
-  is its JSON in one text block, which is what the MCP specification asks a server
-  returning structured content to send as well.
+  failure is ``error: {message}``. ``content`` is the server's own content blocks and
+  ``structured_content`` its structuredContent, as the item recorded them; an item
+  recorded without them (older sessions) gives what the call returned to the model,
+  a structured result's JSON in one text block.
 - ``file_change``: a change's kind is ``add``, ``update`` or ``delete``; a move is an
   ``update`` of its old path, with the new one in ``move_to``.
 - ``command_execution``: ``exit_code`` is left out while the command runs (the SDK
@@ -43,9 +43,12 @@ def _mcp_call(item: dict[str, Any]) -> None:
     if error is not None:
         item["error"] = {"message": str(error)}
     result = item.pop("result", None)
+    content, structured = item.pop("content", None), item.pop("structured_content", None)
     if item.get("status") != "completed":
         return  # Codex: a result only for a call that succeeded
-    if isinstance(result, dict) and set(result) == {"content"} and isinstance(
+    if content is not None:  # the server's own blocks, as Codex passes them on
+        item["result"] = {"content": content, "structured_content": structured}
+    elif isinstance(result, dict) and set(result) == {"content"} and isinstance(
         result["content"], list
     ):
         item["result"] = {"content": result["content"], "structured_content": None}

@@ -62,14 +62,17 @@ class FileChangeItem(_Item):
 
 class McpToolCallItem(_Item):
     """``result`` is what the call returned to the model or program (the server's
-    structuredContent, else its content blocks); ``exec --json`` reports it in Codex's
-    shape (see ``codex_json``)."""
+    structuredContent, else its content blocks); when it was structured, ``content``
+    and ``structured_content`` are the server's result as it sent them. ``exec --json``
+    reports them in Codex's shape (see ``codex_json``)."""
 
     type: Literal["mcp_tool_call"] = "mcp_tool_call"
     server: str
     tool: str
     arguments: Any = None
     result: Any = None
+    content: list[dict[str, Any]] | None = None
+    structured_content: Any = None
     error: str | None = None
     status: ItemStatus = "in_progress"
 

@@ -60,12 +60,17 @@ class HumanPrinter:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self._held: str | None = None
+        # The item whose line was printed last: a command's result that does not follow
+        # its own "$ command" line (concurrent calls) names the command again.
+        self._last: str | None = None
 
     def __call__(self, event: BaseModel) -> None:
         kind = getattr(event, "type", "")
         handler = getattr(self, "_on_" + kind.replace(".", "_"), None)
         if handler is not None:
             handler(event)
+            item = getattr(event, "item", None)
+            self._last = getattr(item, "id", None)
 
     def _say(self, text: str, depth: int = 0) -> None:
         pad = "  " * depth
@@ -107,7 +112,14 @@ class HumanPrinter:
             first = item.text.strip().splitlines()[0] if item.text.strip() else ""
             self._say(f"thinking: {first[:160]}")
         elif item.type == "command_execution":
+            if self._last != item.id:
+                self._say(f"$ {item.command.splitlines()[0] if item.command else ''}", depth)
             lines = item.aggregated_output.rstrip("\n").splitlines()
+            if item.exit_code is None:
+                # It never exited: cancelled, refused or failed to start; the output
+                # is the reason.
+                self._say("\n".join(lines) or item.status, depth + 1)
+                return
             shown = lines[-_OUTPUT_LINES:]
             if len(lines) > len(shown):
                 shown.insert(0, f"[... {len(lines) - len(shown)} lines]")

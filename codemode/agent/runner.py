@@ -53,6 +53,8 @@ _PROGRAM_ITEM: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "codemode_program_item", default=None
 )
 
+_CANCELLED = "cancelled: the program ended before this call finished"
+
 
 class _ObservedRegistry(ToolRegistry):
     """The registry as a program sees it: every call is reported under the program's item."""
@@ -131,6 +133,14 @@ class ToolRunner:
             _finish_item(item, None, str(exc), base)
             self.emit(ItemCompleted(item=item))
             raise
+        except asyncio.CancelledError:
+            # A program's call is cancelled when the program ends first (a sibling of a
+            # call that failed in Promise.all, a limit, an interrupt); a call of the
+            # model's own only by an interrupt.
+            why = "interrupted" if parent_id is None else _CANCELLED
+            _finish_item(item, None, why, base)
+            self.emit(ItemCompleted(item=item))
+            raise
         except BaseException:
             _finish_item(item, None, "interrupted", base)
             self.emit(ItemCompleted(item=item))
@@ -142,6 +152,14 @@ class ToolRunner:
     def _context_for(self, item: BaseModel) -> ToolContext:
         """The context of one call: for a command, one whose output goes out as live
         events while it runs."""
+        if isinstance(item, McpToolCallItem):
+
+            def keep(content: list[dict[str, Any]], structured: Any) -> None:
+                # Without structuredContent the result is these blocks already: kept once.
+                if structured is not None:
+                    item.content, item.structured_content = content, structured
+
+            return dataclasses.replace(self.context, mcp_result=keep)
         if not isinstance(item, CommandExecutionItem):
             return self.context
         from codemode.tools.live_output import text_feed

@@ -12,7 +12,6 @@ harness table maps the emulated argument names onto those roles.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -235,9 +234,13 @@ async def _list(
     result = await invoke("list_dir", {"path": r.get("path") or "."})
     ignore = r.get("ignore") or []
     if ignore:
+        from codemode.tools.search import compile_glob
+
+        # RE2 globs, as the glob tool's: a model's pattern runs in linear time.
+        globs = [compile_glob(str(g)) for g in ignore]
         result["entries"] = [
             e for e in result["entries"]
-            if not any(fnmatch.fnmatch(e["path"].rsplit("/", 1)[-1], g) for g in ignore)
+            if not any(g.fullmatch(e["path"].rsplit("/", 1)[-1]) for g in globs)
         ]
     return result
 

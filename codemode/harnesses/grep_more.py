@@ -9,7 +9,8 @@ stay out, and every read is the same checked call.
 
 from __future__ import annotations
 
-import re
+import asyncio
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -21,6 +22,8 @@ Invoke = Callable[[str, dict[str, Any]], Awaitable[Any]]
 MAX_FILES = 2000
 MAX_BYTES = 32 * 1024 * 1024
 MAX_CONTEXT = 50
+# Lines reported by one multiline search, whatever limit the model asks for.
+MAX_MATCHES = 5000
 
 
 async def _lines(path: str, invoke: Invoke, cache: dict[str, list[str] | None]) -> list[str] | None:
@@ -57,39 +60,83 @@ async def context_lines(
 
 async def multiline_grep(r: dict[str, Any], invoke: Invoke) -> dict[str, Any]:
     """Search whole files with ``.`` matching newlines; each match is reported at the
-    line where it starts, with that line's text."""
-    flags = re.MULTILINE | re.DOTALL | (re.IGNORECASE if r.get("case_insensitive") else 0)
-    try:
-        pattern = re.compile(r["pattern"], flags)
-    except re.error as exc:
-        raise ToolError(f"grep: invalid regular expression: {exc}") from None
+    line where it starts, with that line's text.
+
+    The pattern is RE2's, as the grep tool's is (linear time: no pattern can stall the
+    session), and the matching runs in a worker thread, so the event loop stays free.
+    """
+    from codemode.tools.search import compile_multiline
+
+    pattern = compile_multiline(r["pattern"], bool(r.get("case_insensitive")))
     root = r.get("path") or "."
+    named = False  # one file named outright, not a directory's files
     try:
         listed = await invoke("glob", {"pattern": r.get("glob") or "**/*", "path": root})
         paths = [m if isinstance(m, str) else m["path"] for m in listed["matches"]]
     except ToolError:
-        paths = [root]  # a file, not a directory
+        paths, named = [root], True  # a file, not a directory
     limit = int(r["limit"]) if r.get("limit") and int(r["limit"]) > 0 else 500
+    limit = min(limit, MAX_MATCHES)
     matches: list[dict[str, Any]] = []
     searched = total = 0
     truncated = len(paths) > MAX_FILES
-    for path in paths[:MAX_FILES]:
-        try:
-            text = (await invoke("read_file", {"path": path}))["content"]
-        except ToolError:
-            continue  # binary, too big, unreadable: grep passes over it too
-        searched += 1
-        total += len(text)
-        for found in pattern.finditer(text):
-            line = text.count("\n", 0, found.start()) + 1
-            start = text.rfind("\n", 0, found.start()) + 1
-            end = text.find("\n", found.start())
-            matches.append(
-                {"path": path, "line": line, "text": text[start : end if end >= 0 else None]}
-            )
-            if len(matches) >= limit:
+    stop = threading.Event()
+    try:
+        for path in paths[:MAX_FILES]:
+            try:
+                # read_file takes regular files only, up to its byte cap: no device,
+                # FIFO or socket is ever opened for reading here.
+                text = (await invoke("read_file", {"path": path}))["content"]
+            except ToolError as exc:
+                # A file named outright that is not a regular file (a device, a FIFO),
+                # missing or too big is refused, as grep refuses it; in a tree, grep
+                # passes over such files, and over binary ones everywhere.
+                if named and "binary" not in str(exc):
+                    raise ToolError("grep: " + str(exc).removeprefix("read_file: ")) from None
+                continue
+            data = text.encode("utf-8", "surrogatepass")
+            if total + len(data) > MAX_BYTES:
+                truncated = True
+                break
+            searched += 1
+            total += len(data)
+            room = limit - len(matches)
+            found = await asyncio.to_thread(_starts, pattern, data, room + 1, stop)
+            for line, shown in found[:room]:
+                matches.append({"path": path, "line": line, "text": shown})
+            if len(found) > room:
                 return {"matches": matches, "truncated": True, "files_searched": searched}
-        if total > MAX_BYTES:
-            truncated = True
-            break
+    finally:
+        stop.set()  # a cancelled await: the worker stops at its next match
     return {"matches": matches, "truncated": truncated, "files_searched": searched}
+
+
+def _starts(
+    pattern: Any, data: bytes, most: int, stop: threading.Event
+) -> list[tuple[int, str]]:
+    """(line number, that line's text) of each line where a match starts, for the first
+    ``most`` such lines. After a match the search goes on at the next line, so a pattern
+    matching everywhere (``x*``) costs one search per line, not one per byte."""
+    from codemode.tools.search import MAX_LINE_CHARS
+
+    out: list[tuple[int, str]] = []
+    size = len(data)
+    pos = 0
+    number, counted_to = 1, 0
+    while pos <= size and len(out) < most and not stop.is_set():
+        found = pattern.search(data, pos)
+        if found is None:
+            break
+        at = found.start()
+        if at >= size and (size == 0 or data.endswith(b"\n")):
+            break  # the empty "line" after a final newline is not a line
+        start = data.rfind(b"\n", 0, at) + 1
+        end = data.find(b"\n", at)
+        end = size if end == -1 else end
+        number += data.count(b"\n", counted_to, start)
+        counted_to = start
+        # Only the shown part of a long line is decoded (4 bytes a character at most).
+        line = data[start : min(end, start + 4 * MAX_LINE_CHARS)].rstrip(b"\r")
+        out.append((number, line.decode("utf-8", "ignore")[:MAX_LINE_CHARS]))
+        pos = end + 1
+    return out

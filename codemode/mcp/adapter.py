@@ -156,6 +156,14 @@ def normalize_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
     return result
 
 
+def content_blocks(result: McpCallToolResult) -> list[dict[str, Any]]:
+    """The result's content blocks (text, image, audio, resource...) as JSON data."""
+    return [
+        b.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"meta"})
+        for b in result.content
+    ]
+
+
 def result_data(result: McpCallToolResult, display: str) -> Any:
     """A call's result as a program sees it; ``isError`` becomes a ToolError."""
     if result.is_error:
@@ -164,12 +172,7 @@ def result_data(result: McpCallToolResult, display: str) -> Any:
         raise ToolError(f"tools.{display}: {message}")
     if result.structured_content is not None:
         return result.structured_content
-    return {
-        "content": [
-            b.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"meta"})
-            for b in result.content
-        ]
-    }
+    return {"content": content_blocks(result)}
 
 
 def _argument_problems(validator: Any, args: dict[str, Any]) -> list[str]:
@@ -205,7 +208,11 @@ def mcp_tool(
         problems = _argument_problems(checker[0], raw)
         if problems:
             raise ToolError(f"tools.{display}: " + "; ".join(problems))
-        return result_data(await manager.call(server, spec.name, raw), display)
+        result = await manager.call(server, spec.name, raw)
+        value = result_data(result, display)
+        if ctx.mcp_result is not None:  # the caller reports the server's own blocks
+            ctx.mcp_result(content_blocks(result), result.structured_content)
+        return value
 
     description = (spec.description or spec.title or "").strip()
     return Tool(name, description, args_model, result_model, handler, trust=trust)

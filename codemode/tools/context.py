@@ -10,7 +10,7 @@ import os.path
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from codemode.sandbox.session import SandboxSession
@@ -51,6 +51,9 @@ class ToolContext:
     # Set for one call by whoever shows it live: a command's output chunks as they
     # arrive (codemode.tools.live_output).
     live_output: Callable[[bytes], None] | None = None
+    # Set for one call by whoever reports it: an MCP tool's result as its server sent
+    # it (content blocks, structuredContent), next to what the program gets back.
+    mcp_result: Callable[[list[dict[str, Any]], Any], None] | None = None
 
     def resolve(self, path: str | Path) -> Path:
         """Resolve ``path`` against the workspace; the result is absolute and normalised."""

@@ -238,10 +238,22 @@ class GrepResult(ToolResult):
 def compile_pattern(pattern: str, case_insensitive: bool) -> Any:
     """``pattern`` compiled with RE2, which matches in time linear in the text: no
     pattern (``^(a+)+$`` and the like) can stall a search. Raises ToolError."""
+    return _compile_re2(pattern, case_insensitive, multiline=False)
+
+
+def compile_multiline(pattern: str, case_insensitive: bool) -> Any:
+    """Like ``compile_pattern``, but a match may span lines and ``.`` matches a newline
+    (Claude Code's ``multiline`` grep). Match it against UTF-8 bytes."""
+    return _compile_re2(pattern, case_insensitive, multiline=True)
+
+
+def _compile_re2(pattern: str, case_insensitive: bool, *, multiline: bool) -> Any:
     import re2
 
     options = re2.Options()
-    options.never_nl = True  # a match never spans lines, as grep's never does
+    # Unless asked to span lines, a match never does, as grep's never does.
+    options.never_nl = not multiline
+    options.dot_nl = multiline
     options.log_errors = False
     options.case_sensitive = not case_insensitive
     try:

@@ -12,6 +12,13 @@ import sys
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import (
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    TextContent,
+    TextResourceContents,
+)
 from pydantic import BaseModel
 
 server = MCPServer("probe")
@@ -38,6 +45,28 @@ async def wait_ms(ms: int, label: str = "") -> Sum:
     """Sleep ms milliseconds, then give them back (a tool name with a dash)."""
     await asyncio.sleep(ms / 1000)
     return Sum(total=ms)
+
+
+# A 1x1 PNG, base64.
+PIXEL = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+
+
+@server.tool()
+def picture(label: str) -> CallToolResult:
+    """Several content blocks of its own (text, image, resource) and structured content."""
+    return CallToolResult(
+        content=[
+            TextContent(type="text", text=f"a picture of {label}"),
+            ImageContent(type="image", data=PIXEL, mime_type="image/png"),
+            EmbeddedResource(
+                type="resource",
+                resource=TextResourceContents(uri=f"probe://{label}", text="caption"),
+            ),
+        ],
+        structured_content={"label": label, "pixels": 1},
+    )
 
 
 @server.tool()
