@@ -278,6 +278,10 @@ def test_deepseek_tui_and_minimal_classic(home: Path, work: Path) -> None:
                 call("edit_file", {"path": "notes.txt", "search": "O", "replace": "0"}),
                 call("grep_files", {"pattern": "GREET", "file_glob": "*.py", "context_lines": 1}),
                 call("grep_files", {"pattern": "GREET", "case_sensitive": True}),
+                # DeepSeek TUI's exec_shell arguments: cwd runs it there; background is
+                # accepted and the command still runs to its end
+                call("exec_shell", {"command": "pwd > where.txt", "cwd": "src",
+                                    "background": True, "timeout_ms": 5000}),
             ]
         },
         {"text": "ok"},
@@ -285,11 +289,15 @@ def test_deepseek_tui_and_minimal_classic(home: Path, work: Path) -> None:
     run, server = exec_run(script, ["--harness", "deepseek-tui", "x"], home=home, cwd=work)
     assert run.code == 0, run.stderr
     tools = offered(server.requests[0].body)
+    assert set(tools["exec_shell"]["properties"]) == {
+        "command", "timeout_ms", "cwd", "background", "interactive", "tty", "stdin"
+    }
+    assert (work / "src" / "where.txt").read_text().strip().endswith("/src")
     assert set(tools["grep_files"]["properties"]) == {
         "pattern", "path", "file_glob", "context_lines", "max_results", "case_sensitive"
     }
     assert (work / "notes.txt").read_text() == "T0D0: one\n"  # every occurrence, as there
-    found, exact = results(server, 1)[-2:]
+    found, exact = results(server, 1)[-3:-1]
     # case-insensitive by default, with a line of context after the match
     assert found == "src/app.py:1: def greet(name):\nsrc/app.py-2-     return 'hello ' + name"
     assert exact.startswith("no matches")
