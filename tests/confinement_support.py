@@ -26,8 +26,6 @@ from codemode.sandbox.confine import probe
 REPO = Path(__file__).resolve().parents[1]
 NOBODY = 65534
 SYSTEM_PYTHON = "/usr/bin/python3"
-USERS = ["self", "nobody"]
-BACKENDS = ["bubblewrap", "landlock"]
 
 DRIVER = """
 import asyncio, json, sys

@@ -22,3 +22,15 @@ def work(tmp_path: Path) -> Path:
     w.mkdir()
     (w / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
     return w
+
+
+# The confinement tests run each case as this user ("self": whoever runs the tests;
+# "nobody": uid 65534, where the machine allows it) and under each backend.
+@pytest.fixture(params=["self", "nobody"])
+def user(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture(params=["bubblewrap", "landlock"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return request.param

@@ -14,19 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-from confinement_support import BACKENDS, USERS, give, run_shell, shared_dir, skip_unless
+from confinement_support import give, run_shell, shared_dir, skip_unless
 
 __all__ = ["shared_dir"]
-
-
-@pytest.fixture(params=USERS)
-def user(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return request.param
 
 
 def _dirs(shared_dir: Path, user: str) -> tuple[Path, Path]:

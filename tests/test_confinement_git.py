@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from confinement_support import BACKENDS, USERS, give, run_shell, shared_dir, skip_unless
+from confinement_support import give, run_shell, shared_dir, skip_unless
 
 from codemode.sandbox.host_git import git_argv, git_env
 
@@ -40,16 +40,6 @@ ATTACKS = {
     "new_repo_in_git_dir": "rm -rf .git/modules/sub && mkdir -p .git/modules/sub/hooks && "
     + HOOK.format(mark="{mark}", path=".git/modules/sub/hooks/post-checkout"),
 }
-
-
-@pytest.fixture(params=USERS)
-def user(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return request.param
 
 
 def git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
