@@ -33,19 +33,34 @@ _COMMON = ("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent
 # Not root: a user namespace in which the command holds nothing and may make no other.
 _UNPRIVILEGED = ("--unshare-user", "--disable-userns", "--cap-drop", "ALL")
 # Root: no user namespace (in one, root could not even enter another user's folders to
-# set up the mounts); bubblewrap drops every capability but CAP_SETPCAP, which setpriv
-# uses to empty the bounding set before it runs the command with nothing.
+# set up the mounts); bubblewrap drops every capability but CAP_SETPCAP, which the
+# dropcaps helper (else setpriv) uses to empty the bounding set before it runs the
+# command with nothing.
 _ROOT = ("--cap-drop", "ALL", "--cap-add", "CAP_SETPCAP")
-_ROOT_PREFIX = ("--bounding-set=-all", "--inh-caps=-all", "--ambient-caps=-all", "--")
+_SETPRIV_ARGS = ("--bounding-set=-all", "--inh-caps=-all", "--ambient-caps=-all", "--")
+
+
+# False once the helper failed the probe (``available``): setpriv is used from then on.
+_helper_allowed = True
+
+
+def isolation() -> tuple[list[str], list[str]]:
+    """bwrap options, and the words to put before the command."""
+    if os.geteuid() == 0:
+        from codemode.sandbox import dropcaps
+
+        exe = dropcaps.path() if _helper_allowed else None
+        if exe is not None:
+            return [*_ROOT, *_COMMON], [exe]
+        setpriv = _setpriv()
+        if setpriv is not None:
+            return [*_ROOT, *_COMMON], [setpriv, *_SETPRIV_ARGS]
+    return [*_UNPRIVILEGED, *_COMMON], []
 
 
 @functools.cache
-def isolation() -> tuple[list[str], list[str]]:
-    """bwrap options, and the words to put before the command."""
-    setpriv = shutil.which("setpriv")
-    if os.geteuid() == 0 and setpriv is not None:
-        return [*_ROOT, *_COMMON], [setpriv, *_ROOT_PREFIX]
-    return [*_UNPRIVILEGED, *_COMMON], []
+def _setpriv() -> str | None:
+    return shutil.which("setpriv")
 
 
 def executable() -> str | None:
@@ -58,13 +73,19 @@ def available() -> str | None:
     exe = executable()
     if exe is None:
         return "bubblewrap (bwrap) is not installed"
-    probe = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    opts, prefix = isolation()
-    probe += [*opts, "--unshare-net", "--", *prefix, "true"]
-    try:
-        proc = subprocess.run(probe, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"bubblewrap does not run here: {exc}"
+    global _helper_allowed
+    base = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    while True:
+        opts, prefix = isolation()
+        probe = [*base, *opts, "--unshare-net", "--", *prefix, "true"]
+        try:
+            proc = subprocess.run(probe, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bubblewrap does not run here: {exc}"
+        uses_helper = len(prefix) == 1  # [dropcaps]; setpriv comes with its options
+        if proc.returncode == 0 or not uses_helper:
+            break
+        _helper_allowed = False  # the helper does not work here: try setpriv
     if proc.returncode != 0:
         detail = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"
         return f"bubblewrap does not work here ({detail}); user namespaces may be disabled"
@@ -109,7 +130,7 @@ def argv(
         out.append("--unshare-net")
     if seccomp_fd is not None:
         out += ["--seccomp", str(seccomp_fd)]
-    out += ["--chdir", str(cwd), "--", *prefix, *command]  # (copies: isolation is cached)
+    out += ["--chdir", str(cwd), "--", *prefix, *command]
     return out
 
 
