@@ -63,8 +63,9 @@ def _setpriv() -> str | None:
     return shutil.which("setpriv")
 
 
+@functools.cache
 def executable() -> str | None:
-    return shutil.which("bwrap")
+    return shutil.which("bwrap")  # looked up once, like ``available``
 
 
 @functools.cache
