@@ -153,8 +153,9 @@ def protect_binds(root: Path) -> list[str]:
     entry itself read-only, the folders on the way bound onto themselves read-write so
     that git can still write objects, refs and the index. A protected entry that is a
     symlink (it could be swapped) makes its whole git directory read-only. A missing
-    ``.codemode/`` or ``.git`` becomes an empty read-only mount, so the command cannot
-    create one (a new ``.git`` would be a repository whose settings it chose).
+    ``.codemode/`` or a missing or empty ``.git`` becomes an empty read-only mount, so
+    the command cannot create one (a new ``.git`` would be a repository whose settings
+    it chose).
     """
     out: list[str] = []
     cm = root / CODEMODE_DIR
@@ -180,8 +181,11 @@ def git_binds(root: Path, *, top: bool) -> list[str]:
         out += _ro(target) if target.exists() else []
     elif git.is_file():
         out += _ro(git)  # a worktree's or submodule's "gitdir: ..." file
-    elif not git.exists() and top:
-        out += ["--tmpfs", str(git), "--remount-ro", str(git)]
+    elif top and (not git.exists() or _empty_dir(git)):
+        # An empty .git (mostly the mount point left by an earlier call) is no
+        # repository yet: it stays empty and read-only like a missing one, which is
+        # also one mount instead of the three a git directory's binds take.
+        return ["--tmpfs", str(git), "--remount-ro", str(git)]
     folders: set[Path] = set()
     entries: list[str] = []
     for gitdir in git_dirs(root):
@@ -207,6 +211,14 @@ def _gitdir_binds(root: Path, gitdir: Path, folders: set[Path], out: list[str]) 
             out += ["--tmpfs", str(p), "--remount-ro", str(p)]
         # config, config.worktree and commondir cannot get a stand-in (git would read
         # an empty one); their creation is caught by the check after the command.
+
+
+def _empty_dir(p: Path) -> bool:
+    try:
+        with os.scandir(p) as it:
+            return next(it, None) is None
+    except OSError:
+        return False
 
 
 def _ro(p: Path) -> list[str]:
