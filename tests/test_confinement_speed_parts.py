@@ -149,3 +149,16 @@ async def test_pidfd_process_many_waiters_and_a_kill(tmp_path: Path) -> None:
     async with asyncio.timeout(10):
         assert await asyncio.gather(*waiters[1:]) == [-signal.SIGKILL] * 2
     assert await p.wait() == -signal.SIGKILL
+    p.kill()  # reaped: nothing to signal, and no error
+
+
+async def test_pidfd_process_terminate(tmp_path: Path) -> None:
+    r, w = os.pipe()
+    try:
+        p = await pidfd_process.start(["sleep", "30"], cwd=tmp_path, env=os.environ, output_fd=w)
+    finally:
+        os.close(w)
+        os.close(r)
+    p.terminate()
+    async with asyncio.timeout(10):
+        assert await p.wait() == -signal.SIGTERM

@@ -9,7 +9,8 @@ thread. Where ``os.pidfd_open`` is missing or fails, ``start`` uses asyncio's ow
 subprocess support as before.
 
 Only what the shell tool uses of ``asyncio.subprocess.Process`` is offered: ``pid``,
-``returncode`` and ``wait()`` (which several callers may await at once).
+``returncode``, ``wait()`` (which several callers may await at once), and
+``send_signal``/``kill``/``terminate``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -52,6 +54,18 @@ class PidfdProcess:
     async def wait(self) -> int:
         """The exit code once the process has exited (negative: killed by that signal)."""
         return await asyncio.shield(self._done)
+
+    def send_signal(self, sig: int) -> None:
+        """Signal the process (through its pidfd: never a reused pid); no-op once reaped."""
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self._pidfd, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
 
 
 async def start(
