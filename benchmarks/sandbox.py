@@ -122,39 +122,33 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-async def call_ms(
-    ws: Path, variants: dict[str, dict[str, Any] | None], n: int
-) -> dict[str, tuple[float, float]]:
-    """Per variant: median wall time of one call, and median CPU time (codemode's own
-    plus that of the processes it waited for: bwrap, the command). The variants take
-    turns, call by call, so that a change in the machine's load hits them all alike;
-    the CPU figure barely moves with the load at all."""
+async def call_ms(ws: Path, settings: dict[str, Any] | None, n: int) -> tuple[float, float]:
+    """Median wall time of one call, and median CPU time: codemode's own plus that of
+    the processes it waited for (bwrap, the command). The CPU figure barely moves with
+    the machine's load, so it tells what a change saved where the wall time is noise.
+    (Each variant runs on its own: taking turns call by call would charge each one
+    with the others' work the kernel finishes after they return, such as tearing down
+    bubblewrap's namespaces.)"""
     registry = builtin_registry()
+    sandbox = None
+    if settings is not None:
+        sandbox = SandboxSession(ws, SandboxSettings(approval_policy="never", **settings))
+    ctx = ToolContext(workspace=ws, sandbox=sandbox)
     args = {"command": "true"}
-    ctxs: dict[str, ToolContext] = {}
-    for name, settings in variants.items():
-        sandbox = None
-        if settings is not None:
-            sandbox = SandboxSession(ws, SandboxSettings(approval_policy="never", **settings))
-        ctxs[name] = ToolContext(workspace=ws, sandbox=sandbox)
-        await registry.invoke("shell", args, ctxs[name])  # warm: imports, probes, parser
-    times: dict[str, list[float]] = {name: [] for name in ctxs}
-    cpu: dict[str, list[float]] = {name: [] for name in ctxs}
-    for _ in range(n):
-        for name, ctx in ctxs.items():
+    await registry.invoke("shell", args, ctx)  # warm: imports, probes, parser
+    times, cpu = [], []
+    try:
+        for _ in range(n):
             c = time.process_time() + _children_cpu()
             t = time.perf_counter()
             r = await registry.invoke("shell", args, ctx)
-            times[name].append((time.perf_counter() - t) * 1000)
-            cpu[name].append((time.process_time() + _children_cpu() - c) * 1000)
+            times.append((time.perf_counter() - t) * 1000)
+            cpu.append((time.process_time() + _children_cpu() - c) * 1000)
             assert r["exit_code"] == 0, r
-    for ctx in ctxs.values():
-        if ctx.sandbox is not None:
-            ctx.sandbox.close()
-    return {
-        name: (round(statistics.median(times[name]), 2), round(statistics.median(cpu[name]), 2))
-        for name in ctxs
-    }
+    finally:
+        if sandbox is not None:
+            sandbox.close()
+    return round(statistics.median(times), 2), round(statistics.median(cpu), 2)
 
 
 SEQUENTIAL = "for (let i = 0; i < 50; i++) await tools.shell({command: 'true'});"
@@ -191,7 +185,7 @@ async def main(quick: bool, repo: bool = False) -> dict[str, Any]:
         ws = Path(tmp)
         if repo:
             make_repo(ws)
-        measured = await call_ms(ws, variants(), n)
+        measured = {name: await call_ms(ws, s, n) for name, s in variants().items()}
         calls = {name: wall for name, (wall, _) in measured.items()}
         calls_cpu = {name: cpu for name, (_, cpu) in measured.items()}
         default = choose_backend(SandboxSettings())
