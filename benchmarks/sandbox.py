@@ -6,6 +6,9 @@
   check included), median, for each way of running it that works here: plain (no
   sandbox session), danger-full-access (policy check and environment scrub only),
   bubblewrap without and with seccomp, Landlock without and with seccomp;
+- call_cpu_ms: the CPU time of those calls (codemode's and the processes it waited
+  for), median: what a call costs whatever the load (``load_average`` says how busy
+  the machine was while the wall times were taken);
 - program_ms: one code-mode program making 50 such calls under the default confinement,
   sequentially and with Promise.all (median of runs);
 - policy_ms: the execpolicy deciding one 50-command script (pipelines, wrappers, git,
@@ -24,6 +27,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -112,7 +117,18 @@ def variants() -> dict[str, dict[str, Any] | None]:
     return out
 
 
-async def call_ms(ws: Path, settings: dict[str, Any] | None, n: int) -> float:
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+async def call_ms(ws: Path, settings: dict[str, Any] | None, n: int) -> tuple[float, float]:
+    """Median wall time of one call, and median CPU time: codemode's own plus that of
+    the processes it waited for (bwrap, the command). The CPU figure barely moves with
+    the machine's load, so it tells what a change saved where the wall time is noise.
+    (Each variant runs on its own: taking turns call by call would charge each one
+    with the others' work the kernel finishes after they return, such as tearing down
+    bubblewrap's namespaces.)"""
     registry = builtin_registry()
     sandbox = None
     if settings is not None:
@@ -120,13 +136,19 @@ async def call_ms(ws: Path, settings: dict[str, Any] | None, n: int) -> float:
     ctx = ToolContext(workspace=ws, sandbox=sandbox)
     args = {"command": "true"}
     await registry.invoke("shell", args, ctx)  # warm: imports, probes, parser
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        r = await registry.invoke("shell", args, ctx)
-        times.append((time.perf_counter() - t) * 1000)
-        assert r["exit_code"] == 0, r
-    return round(statistics.median(times), 2)
+    times, cpu = [], []
+    try:
+        for _ in range(n):
+            c = time.process_time() + _children_cpu()
+            t = time.perf_counter()
+            r = await registry.invoke("shell", args, ctx)
+            times.append((time.perf_counter() - t) * 1000)
+            cpu.append((time.process_time() + _children_cpu() - c) * 1000)
+            assert r["exit_code"] == 0, r
+    finally:
+        if sandbox is not None:
+            sandbox.close()
+    return round(statistics.median(times), 2), round(statistics.median(cpu), 2)
 
 
 SEQUENTIAL = "for (let i = 0; i < 50; i++) await tools.shell({command: 'true'});"
@@ -163,7 +185,9 @@ async def main(quick: bool, repo: bool = False) -> dict[str, Any]:
         ws = Path(tmp)
         if repo:
             make_repo(ws)
-        calls = {name: await call_ms(ws, s, n) for name, s in variants().items()}
+        measured = {name: await call_ms(ws, s, n) for name, s in variants().items()}
+        calls = {name: wall for name, (wall, _) in measured.items()}
+        calls_cpu = {name: cpu for name, (_, cpu) in measured.items()}
         default = choose_backend(SandboxSettings())
         programs = {
             "sequential_50_ms": await program_ms(ws, SEQUENTIAL, runs),
@@ -175,6 +199,9 @@ async def main(quick: bool, repo: bool = False) -> dict[str, Any]:
         "backends": probe().to_json(),
         "default_backend": default,
         "call_ms": calls,
+        "call_cpu_ms": calls_cpu,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(),
         "program_ms": {"backend": default, **programs},
         "policy_ms": decide,
         "targets": TARGETS,

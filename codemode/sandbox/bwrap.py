@@ -33,23 +33,39 @@ _COMMON = ("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent
 # Not root: a user namespace in which the command holds nothing and may make no other.
 _UNPRIVILEGED = ("--unshare-user", "--disable-userns", "--cap-drop", "ALL")
 # Root: no user namespace (in one, root could not even enter another user's folders to
-# set up the mounts); bubblewrap drops every capability but CAP_SETPCAP, which setpriv
-# uses to empty the bounding set before it runs the command with nothing.
+# set up the mounts); bubblewrap drops every capability but CAP_SETPCAP, which the
+# dropcaps helper (else setpriv) uses to empty the bounding set before it runs the
+# command with nothing.
 _ROOT = ("--cap-drop", "ALL", "--cap-add", "CAP_SETPCAP")
-_ROOT_PREFIX = ("--bounding-set=-all", "--inh-caps=-all", "--ambient-caps=-all", "--")
+_SETPRIV_ARGS = ("--bounding-set=-all", "--inh-caps=-all", "--ambient-caps=-all", "--")
 
 
-@functools.cache
+# False once the helper failed the probe (``available``): setpriv is used from then on.
+_helper_allowed = True
+
+
 def isolation() -> tuple[list[str], list[str]]:
     """bwrap options, and the words to put before the command."""
-    setpriv = shutil.which("setpriv")
-    if os.geteuid() == 0 and setpriv is not None:
-        return [*_ROOT, *_COMMON], [setpriv, *_ROOT_PREFIX]
+    if os.geteuid() == 0:
+        from codemode.sandbox import dropcaps
+
+        exe = dropcaps.path() if _helper_allowed else None
+        if exe is not None:
+            return [*_ROOT, *_COMMON], [exe]
+        setpriv = _setpriv()
+        if setpriv is not None:
+            return [*_ROOT, *_COMMON], [setpriv, *_SETPRIV_ARGS]
     return [*_UNPRIVILEGED, *_COMMON], []
 
 
+@functools.cache
+def _setpriv() -> str | None:
+    return shutil.which("setpriv")
+
+
+@functools.cache
 def executable() -> str | None:
-    return shutil.which("bwrap")
+    return shutil.which("bwrap")  # looked up once, like ``available``
 
 
 @functools.cache
@@ -58,13 +74,19 @@ def available() -> str | None:
     exe = executable()
     if exe is None:
         return "bubblewrap (bwrap) is not installed"
-    probe = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    opts, prefix = isolation()
-    probe += [*opts, "--unshare-net", "--", *prefix, "true"]
-    try:
-        proc = subprocess.run(probe, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"bubblewrap does not run here: {exc}"
+    global _helper_allowed
+    base = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    while True:
+        opts, prefix = isolation()
+        probe = [*base, *opts, "--unshare-net", "--", *prefix, "true"]
+        try:
+            proc = subprocess.run(probe, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bubblewrap does not run here: {exc}"
+        uses_helper = len(prefix) == 1  # [dropcaps]; setpriv comes with its options
+        if proc.returncode == 0 or not uses_helper:
+            break
+        _helper_allowed = False  # the helper does not work here: try setpriv
     if proc.returncode != 0:
         detail = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"
         return f"bubblewrap does not work here ({detail}); user namespaces may be disabled"
@@ -109,7 +131,7 @@ def argv(
         out.append("--unshare-net")
     if seccomp_fd is not None:
         out += ["--seccomp", str(seccomp_fd)]
-    out += ["--chdir", str(cwd), "--", *prefix, *command]  # (copies: isolation is cached)
+    out += ["--chdir", str(cwd), "--", *prefix, *command]
     return out
 
 
@@ -131,8 +153,9 @@ def protect_binds(root: Path) -> list[str]:
     entry itself read-only, the folders on the way bound onto themselves read-write so
     that git can still write objects, refs and the index. A protected entry that is a
     symlink (it could be swapped) makes its whole git directory read-only. A missing
-    ``.codemode/`` or ``.git`` becomes an empty read-only mount, so the command cannot
-    create one (a new ``.git`` would be a repository whose settings it chose).
+    ``.codemode/`` or a missing or empty ``.git`` becomes an empty read-only mount, so
+    the command cannot create one (a new ``.git`` would be a repository whose settings
+    it chose).
     """
     out: list[str] = []
     cm = root / CODEMODE_DIR
@@ -158,8 +181,11 @@ def git_binds(root: Path, *, top: bool) -> list[str]:
         out += _ro(target) if target.exists() else []
     elif git.is_file():
         out += _ro(git)  # a worktree's or submodule's "gitdir: ..." file
-    elif not git.exists() and top:
-        out += ["--tmpfs", str(git), "--remount-ro", str(git)]
+    elif top and (not git.exists() or _empty_dir(git)):
+        # An empty .git (mostly the mount point left by an earlier call) is no
+        # repository yet: it stays empty and read-only like a missing one, which is
+        # also one mount instead of the three a git directory's binds take.
+        return ["--tmpfs", str(git), "--remount-ro", str(git)]
     folders: set[Path] = set()
     entries: list[str] = []
     for gitdir in git_dirs(root):
@@ -185,6 +211,14 @@ def _gitdir_binds(root: Path, gitdir: Path, folders: set[Path], out: list[str]) 
             out += ["--tmpfs", str(p), "--remount-ro", str(p)]
         # config, config.worktree and commondir cannot get a stand-in (git would read
         # an empty one); their creation is caught by the check after the command.
+
+
+def _empty_dir(p: Path) -> bool:
+    try:
+        with os.scandir(p) as it:
+            return next(it, None) is None
+    except OSError:
+        return False
 
 
 def _ro(p: Path) -> list[str]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codemode.sandbox import bwrap, landlock, seccomp, unix_sockets
+from codemode.sandbox import bwrap, landlock, pidfd_process, seccomp, unix_sockets
 
 if TYPE_CHECKING:
     from codemode.sandbox.settings import SandboxSettings
@@ -91,6 +91,9 @@ async def spawn_confined(
 ) -> asyncio.subprocess.Process:
     """Start ``argv`` under the confinement ``settings`` ask for.
 
+    The process returned offers ``pid``, ``returncode`` and ``wait()`` (a
+    ``pidfd_process.PidfdProcess`` where the kernel has pidfds).
+
     ``writable`` are the directories the command may write (empty in read-only mode);
     ``read_only`` folders inside them that stay read-only besides the built-in ones, and
     ``nested_git`` the ``.git`` entries of repositories below their tops.
@@ -101,17 +104,9 @@ async def spawn_confined(
     deny_network = settings.restricted and not settings.network_access
     deny_unix = settings.restricted and not settings.allow_unix_sockets
     use_seccomp = settings.restricted and settings.seccomp and probe().seccomp is None
-    start = functools.partial(
-        asyncio.create_subprocess_exec,
-        cwd=cwd,
-        env=dict(env),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=output_fd,
-        stderr=output_fd,
-        start_new_session=True,
-    )
+    start = functools.partial(pidfd_process.start, cwd=cwd, env=env, output_fd=output_fd)
     if backend == "none":
-        return await start(*argv)
+        return await start(argv)
     if backend == "bubblewrap":
         pass_fds: tuple[int, ...] = ()
         read_fd = None
@@ -135,13 +130,13 @@ async def spawn_confined(
                 read_only=read_only,
                 nested_git=nested_git,
             )
-            return await start(*cmd, pass_fds=pass_fds)
+            return await start(cmd, pass_fds=pass_fds)
         finally:
             if read_fd is not None:
                 os.close(read_fd)
     ruleset = landlock.Ruleset(writable, deny_network=deny_network)
     filt = seccomp.prepared(deny_network, deny_unix) if use_seccomp else None
     try:
-        return await start(*argv, preexec_fn=landlock.child_setup(ruleset, filt))
+        return await start(argv, preexec_fn=landlock.child_setup(ruleset, filt))
     finally:
         ruleset.close()

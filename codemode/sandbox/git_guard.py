@@ -105,13 +105,15 @@ def repair(state: GuardState) -> list[str]:
         else:
             gone.append(p)
             notes.append(f"the command removed or moved {p}, and it was not found again")
+    seen: dict[Path, bool] = {}  # folder -> is now a symlink or no folder
     for p, before in state.copies.items():
         if before == "?" or any(p.is_relative_to(g) for g in gone):
             continue
-        swapped = _symlinked_parent(p)
+        swapped = _symlinked_parent(p, seen)
         if swapped is not None:
             # never write through it: it could lead anywhere on the host
             notes.append(_quarantine(swapped))
+            seen.clear()  # moved aside: look again
         if _copy(p, [_MAX_COPY_BYTES]) == before:
             continue
         try:
@@ -150,11 +152,19 @@ def _find_moved(parent: Path, ident: tuple[int, int, int]) -> Path | None:
     return None
 
 
-def _symlinked_parent(p: Path) -> Path | None:
+def _symlinked_parent(p: Path, seen: dict[Path, bool]) -> Path | None:
     """The outermost folder above ``p`` that is now a symlink (or no folder), if any.
-    Writable roots are resolved paths, so any such link was made by a command."""
+    Writable roots are resolved paths, so any such link was made by a command.
+    ``seen`` remembers the folders looked at (the entries share most of them)."""
     for a in reversed(p.parents):
-        if os.path.islink(a) or (os.path.lexists(a) and not os.path.isdir(a)):
+        bad = seen.get(a)
+        if bad is None:
+            try:
+                bad = not stat.S_ISDIR(os.lstat(a).st_mode)  # a symlink, or no folder
+            except OSError:
+                bad = False  # absent: nothing to write through
+            seen[a] = bad
+        if bad:
             return a
     return None
 
