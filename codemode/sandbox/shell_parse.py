@@ -121,6 +121,8 @@ def parse_script(script: str, *, depth: int = 0) -> ParsedScript:
     walker.visit(root)
     result.problems.extend(walker.problems)
     result.literals = walker.literals
+    for body in walker.expanded:
+        result.extend(parse_script(body, depth=depth + 1))
     for payload, why in walker.payloads:
         inner = parse_script(payload, depth=depth + 1)
         result.extend(inner)
@@ -162,6 +164,7 @@ class _Walker:
         self.code_nodes: list[Node] = []
         self.literals: dict[str, set[str]] = {}
         self.payloads: list[tuple[str, str]] = []  # (script, why): decided as commands
+        self.expanded: list[str] = []  # here-document bodies, as the words bash expands
 
     def text(self, node: Node) -> str:
         return self.src[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
@@ -176,8 +179,19 @@ class _Walker:
                 self.command(n, bare=True)  # `> /dev/sda` alone still writes
             elif n.type in code_checks.NODE_TYPES:
                 self.code_nodes.append(n)
+            elif n.type == "heredoc_body" and not quoted_heredoc(n):
+                self.heredoc_expansions(n)
             stack.extend(reversed(n.children))
         self.problems.extend(code_checks.check(self, self.code_nodes, self.depth))
+
+    def heredoc_expansions(self, body: Node) -> None:
+        """tree-sitter leaves the substitutions of some here-documents unparsed (`<< X`
+        with a space, `<<-X`, backquotes); bash runs them all, so the body is parsed
+        again as the double-quoted word it expands like (a body that does not parse
+        that way is a problem, so asked about)."""
+        text = self.text(body)
+        if "$" in text or "`" in text:
+            self.expanded.append(f': "{text}"')
 
     def command(self, node: Node, *, bare: bool = False) -> None:
         name = node.child_by_field_name("name")

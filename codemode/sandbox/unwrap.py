@@ -222,15 +222,19 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
     command_options = set(spec.get("command_options", []))
     command_keys = {k.lower() for k in spec.get("command_keys", [])}
     takes_value = value_options | script_options | output_options | command_options
+    replace_options = set(spec.get("replace_options", []))
+    replace: str | None = None  # xargs -I{}: the words holding it are input at run time
     out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
     writes: list[str] = []
     joined = bool(spec.get("joins_to_shell"))
     script: list[Word] | None = None
 
     def handle(option: str, value: Word | None, i: int) -> None:
-        nonlocal script
+        nonlocal script, replace
         if value is None:
             return
+        if option in replace_options:
+            replace = value.text
         if option in output_options:
             writes.append(value.text)
         if option in command_options:
@@ -273,6 +277,8 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
             if option in stops:
                 return ParsedScript([cmd])
             i += 1
+            if option in replace_options and option not in takes_value:
+                replace = attached if eq else spec.get("replace_default", "{}")
             if option in shell_options:
                 joined = True
             elif option in pair_options:
@@ -287,6 +293,9 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
             option = "-" + t[j]
             if option in stops:
                 return ParsedScript([cmd])
+            if option in replace_options and option not in takes_value:
+                replace = t[j + 1 :] or spec.get("replace_default", "{}")
+                break
             if option in shell_options:
                 joined = True
             elif option in takes_value:
@@ -322,6 +331,12 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
     if joined:
         if inner_words:
             out.extend(script_of(cmd, inner_words, depth, base, record=False))
+        return out
+    if replace:
+        inner_words = [Word(w.text, "dynamic") if replace in w.text else w for w in inner_words]
+    if not inner_words and cmd.open_ended:
+        # `xargs env`, `xargs timeout 1`: the command itself arrives at run time
+        out.problems.append(Problem(cmd.source, f"{base} runs a command from its input"))
         return out
     if not inner_words:
         default = spec.get("default")
