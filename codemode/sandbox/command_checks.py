@@ -127,6 +127,18 @@ def device_writes(
             if dev is not None:
                 out.append(_device_verdict(shown, dev, words))
                 break
+    for t in cmd.write_words:
+        if not out and any(c in t.text for c in ("$(", "`", "<(")):
+            out.append(
+                _cv(
+                    shown,
+                    "prompt",
+                    f"{BUILTIN}: writes to a file only known at run time",
+                    None,
+                    f"redirects output to {t.text}, a command's output (a device?)",
+                    words,
+                )
+            )
     writer = base in devices.table()["writers"] or (base and devices.is_disk_tool(base))
     if not out and writer and (cmd.open_ended or base == "dd"):
         # xargs dd of=% / find -exec tee {}: what they write is only known at run time
