@@ -206,3 +206,15 @@ def _device_verdict(shown: str, dev: str, words: tuple[str, ...]) -> CommandVerd
         "for you — run it yourself if you mean it",
         words,
     )
+
+
+def git_elsewhere(cwds: list[Path], unknown: bool, ctx: PolicyContext) -> bool:
+    """Whether git may run in a repository other than the workspace's own, whose
+    protected ``.git`` keeps its config from naming programs: after a ``cd`` (into a
+    repository the model made, with ``core.fsmonitor=CMD`` in its config, which even
+    ``git status`` runs), or in a workspace without ``.git`` that looks like a bare
+    repository (``HEAD``, ``objects/``, ``refs/``, ``config`` written there).
+    ``git -C DIR``/``--git-dir``/``--work-tree`` are kept from ``allow`` by ``unwrap``."""
+    if unknown or any(c != ctx.cwd for c in cwds):
+        return True
+    return not (ctx.cwd / ".git").exists() and (ctx.cwd / "HEAD").exists()
