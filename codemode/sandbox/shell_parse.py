@@ -92,6 +92,9 @@ def _parser() -> Parser:
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
 
+_CONTROL = re.compile(r"[\x01-\x08\x0b-\x1f\x7f]")
+
+
 def parse_script(script: str, *, depth: int = 0) -> ParsedScript:
     """All simple commands of ``script`` (recursively through wrappers), plus problems."""
     from codemode.sandbox import unwrap
@@ -103,6 +106,10 @@ def parse_script(script: str, *, depth: int = 0) -> ParsedScript:
     if "\0" in script:
         result.problems.append(Problem(script, "the command contains a NUL character"))
         return result
+    if _CONTROL.search(script):
+        # bash splits words on none of these, tree-sitter on some (`ls\rCMD` is one word
+        # to bash, two commands to the parser): what runs is not what is judged
+        result.problems.append(Problem(script, "the command contains control characters"))
     src = script.encode("utf-8", errors="surrogateescape")
     parser = _parser()
     tree = parser.parse(src)
