@@ -620,3 +620,27 @@ def test_git_in_a_repository_the_model_may_have_made_is_never_allowed(ws: Path) 
     assert decide("git status", ws)[0] == "unmatched"
     (ws / ".git").mkdir()  # its own .git comes first, and is protected
     assert decide("git status", ws)[0] == "allow"
+
+
+def test_long_and_deep_lines_decide_without_crash_or_hang(ws: Path) -> None:
+    import time
+
+    # each took 25 s, or raised RecursionError, before
+    lines = {
+        "ls | " * 10_000 + "ls": "allow",
+        "env " * 5000 + "ls": "prompt",
+        "timeout 1 " * 3000 + "ls": "prompt",
+    }
+    for line, expected in lines.items():
+        start = time.perf_counter()
+        assert decide(line, ws)[0] == expected
+        assert time.perf_counter() - start < 8, line[:20]
+
+
+def test_only_functions_calling_themselves_in_a_cycle_need_approval(ws: Path) -> None:
+    assert decide(":(){ :|:& };:", ws)[0] == "prompt"
+    assert decide("f(){ g; }; g(){ f; }; f", ws)[0] == "prompt"
+    # a chain that ends: a call of a function is unmatched, as before
+    assert decide("f(){ g; }; g(){ ls; }; f", ws)[0] == "unmatched"
+    chain = "".join(f"f{i}(){{ f{i + 1}; }}; " for i in range(500)) + "f500(){ ls; }; f0"
+    assert decide(chain, ws)[0] == "unmatched"

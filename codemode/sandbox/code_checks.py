@@ -267,20 +267,32 @@ def check(walker: Any, nodes: list[Node], depth: int) -> list[Any]:
 
 
 def _recursive_functions(walker: Any, defs: list[Node]) -> list[Any]:
-    """A problem for each function whose body calls a function this script defines."""
-    names = {walker.text(n.child_by_field_name("name")) for n in defs}
-    out = []
+    """A problem when functions this script defines call themselves or each other in a
+    cycle (``:(){ :|:& };:``); a chain that ends (``f(){ g; }; g(){ ls; }``) is fine."""
+    calls: dict[str, set[str]] = {}
     for n in defs:
         body = n.child_by_field_name("body")
-        called = {
-            walker.text(d)
-            for d in (_descendants(body) if body is not None else ())
-            if d.type == "command_name"
-        }
-        hit = sorted(called & names)
-        if hit:
-            out.append(_problem(walker.text(n), f"the function calls {hit[0]} (runs without end?)"))
-    return out
+        called = calls.setdefault(walker.text(n.child_by_field_name("name")), set())
+        if body is not None:
+            called.update(walker.text(d) for d in _descendants(body) if d.type == "command_name")
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for start in calls:
+        if state.get(start):
+            continue
+        path = [(start, iter(sorted(calls[start] & calls.keys())))]
+        state[start] = 1
+        while path:
+            name, todo = path[-1]
+            nxt = next(todo, None)
+            if nxt is None:
+                state[name] = 2
+                path.pop()
+            elif state.get(nxt) == 1:
+                return [_problem(nxt, f"the function {nxt} calls itself (runs without end?)")]
+            elif not state.get(nxt):
+                state[nxt] = 1
+                path.append((nxt, iter(sorted(calls[nxt] & calls.keys()))))
+    return []
 
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"

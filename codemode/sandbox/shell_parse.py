@@ -414,16 +414,13 @@ def _pipe_source(node: Node) -> Node | None:
         child, parent = parent, parent.parent
     if parent is None or parent.type != "pipeline":
         return None
-    named = [c for c in parent.children if c.is_named]
-    for i, c in enumerate(named):
-        if _same(c, child):
-            if i > 0:
-                return named[i - 1]
-            # `cat <<END | sh`: tree-sitter files the pipeline under the here-document
-            holder = parent.parent
-            if holder is not None and holder.type in ("heredoc_redirect", "herestring_redirect"):
-                return holder.parent
-            return None
+    before = child.prev_named_sibling  # not a scan of the children: `ls | ls | ...` is long
+    if before is not None:
+        return before
+    # `cat <<END | sh`: tree-sitter files the pipeline under the here-document
+    holder = parent.parent
+    if holder is not None and holder.type in ("heredoc_redirect", "herestring_redirect"):
+        return holder.parent
     return None
 
 

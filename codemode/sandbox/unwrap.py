@@ -54,6 +54,9 @@ def base_name(word: Word) -> str:
     return os.path.basename(word.text) if word.literal else ""
 
 
+MAX_WRAPPERS = 32
+
+
 def expand(cmd: SimpleCommand, *, depth: int, stdin: Any = None) -> ParsedScript:
     """``cmd`` and whatever it runs, as a list of simple commands plus any problems."""
     out = ParsedScript()
@@ -66,6 +69,10 @@ def expand(cmd: SimpleCommand, *, depth: int, stdin: Any = None) -> ParsedScript
         )
         if name.kind == "glob":  # /sbin/mkfs.e* : the forbidden names it may match count
             out.commands.append(with_words(cmd, list(cmd.words), strict_only=True))
+        return out
+    if len(cmd.via) > MAX_WRAPPERS:  # `env env env ... ls`: no RecursionError
+        out.problems.append(Problem(cmd.source, f"more than {MAX_WRAPPERS} wrappers deep"))
+        out.commands.append(with_words(cmd, list(cmd.words), strict_only=True))
         return out
     base = base_name(name)
     table = wrapper_table()
