@@ -592,3 +592,25 @@ def test_pathological_gitignore_line_does_not_stall_a_walk(ws: Path) -> None:
     found = asyncio.run(call(ctx, "grep", pattern="x"))
     assert [m["path"] for m in found["matches"]] == ["a" * 60]  # *.log still ignored
     assert time.monotonic() - started < 5
+
+
+def test_a_tree_deeper_than_the_recursion_limit_is_walked(ws: Path) -> None:
+    # A hostile repository 1500 folders deep made glob and grep fail (RecursionError).
+    fd = os.open(ws, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(1500):
+            os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        leaf = os.open("f.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(leaf, b"needle\n")
+        os.close(leaf)
+    finally:
+        os.close(fd)
+    (ws / "top.txt").write_text("needle\n")
+    ctx = ToolContext(workspace=ws)
+    deep = "/".join(["d"] * 1500) + "/f.txt"
+    assert asyncio.run(call(ctx, "glob", pattern="**/*.txt"))["matches"] == [deep, "top.txt"]
+    found = asyncio.run(call(ctx, "grep", pattern="needle"))
+    assert [m["path"] for m in found["matches"]] == [deep, "top.txt"]
