@@ -182,8 +182,10 @@ class _Walker:
             n = stack.pop()
             if n.type == "command":
                 self.command(n)
-            elif n.type == "redirected_statement" and n.child_by_field_name("body") is None:
-                self.command(n, bare=True)  # `> /dev/sda` alone still writes
+            elif n.type == "redirected_statement" and not _runs_a_command(n):
+                # `> /dev/sda` alone, `[[ -n x ]] > f`, `(( 1 )) > f` still open (and
+                # truncate) what they redirect to
+                self.command(n, bare=True)
             elif n.type in code_checks.NODE_TYPES:
                 self.code_nodes.append(n)
             elif n.type == "heredoc_body" and not quoted_heredoc(n):
@@ -210,7 +212,8 @@ class _Walker:
         # up to the nearest $(...) or <(...), whose output goes elsewhere.
         outer = node.parent
         while outer is not None and outer.type not in _SUBSTITUTIONS:
-            if outer.type == "redirected_statement":
+            # `f() { ...; } > FILE`: every run of f writes FILE
+            if outer.type in ("redirected_statement", "function_definition"):
                 redirects.extend(c for c in outer.children if c.type.endswith("_redirect"))
             outer = outer.parent
         writes: list[str] = []
@@ -405,6 +408,17 @@ def _redirect_owner(redirect: Node) -> Node | None:
         body = parent.child_by_field_name("body")
         return body if body is not None and body.type == "command" else None
     return None
+
+
+def _runs_a_command(statement: Node) -> bool:
+    """Whether a simple command inside ``statement`` carries its redirections."""
+    stack = [c for c in statement.children if not c.type.endswith("_redirect")]
+    while stack:
+        n = stack.pop()
+        if n.type == "command":
+            return True
+        stack.extend(n.children)
+    return False
 
 
 def _pipe_source(node: Node) -> Node | None:

@@ -332,6 +332,10 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
         out.extend(script_of(cmd, script, depth, base, record=False))
         return out
     if not spec.get("runs_command", True):
+        if len(out.commands) == 1 and not out.problems:
+            # `script FILE` (a shell, logging to FILE), `su`: judged as the command they
+            # are, never dropped as if they ran nothing
+            return ParsedScript([cmd])
         return out
     i += spec.get("positionals", 0)
     inner_words = list(words[i:])
