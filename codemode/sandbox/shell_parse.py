@@ -92,6 +92,8 @@ def _parser() -> Parser:
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
 
+# Nodes whose text tree-sitter may leave unparsed although bash expands it.
+_MAY_HIDE = frozenset({"word", "expansion", "regex"})
 _CONTROL = re.compile(r"[\x01-\x08\x0b-\x1f\x7f]")
 
 
@@ -190,6 +192,15 @@ class _Walker:
                 self.code_nodes.append(n)
             elif n.type == "heredoc_body" and not quoted_heredoc(n):
                 self.heredoc_expansions(n)
+            if n.type in _MAY_HIDE and (
+                self.src.find(b"`", n.start_byte, n.end_byte) >= 0
+                or self.src.find(b"$(", n.start_byte, n.end_byte) >= 0
+            ):
+                self.missed_substitutions(n)
+            if n.type == "command_substitution" and self.src[n.start_byte] == 0x60:
+                text = self.text(n)
+                if "\\`" in text:  # `echo \`CMD\``: inside backquotes \` nests one
+                    self.expanded.append(text[1:-1].replace("\\`", "`"))
             stack.extend(reversed(n.children))
         self.problems.extend(code_checks.check(self, self.code_nodes, self.depth))
 
@@ -201,6 +212,30 @@ class _Walker:
         text = self.text(body)
         if "$" in text or "`" in text:
             self.expanded.append(f': "{text}"')
+
+    def missed_substitutions(self, node: Node) -> None:
+        """Command substitutions tree-sitter reads as plain text (``${x:=`CMD`}``,
+        ``${x#$(CMD)}``, a backquote escaped inside backquotes): bash runs them, so each
+        is decided as a script (a quoted look-alike is decided too: stricter, never
+        looser)."""
+        stack = list(node.children)
+        while stack:
+            d = stack.pop()
+            if d.type == "command_substitution":
+                return
+            stack.extend(d.children)
+        text = self.text(node).replace("\\`", "`")
+        self.expanded.extend(m.group(1) for m in re.finditer(r"`([^`]*)`", text))
+        at = text.find("$(")
+        while at != -1:
+            depth, end = 0, at + 1
+            while end < len(text):
+                depth += {"(": 1, ")": -1}.get(text[end], 0)
+                if depth == 0:
+                    break
+                end += 1
+            self.expanded.append(text[at + 2 : end])
+            at = text.find("$(", end)
 
     def command(self, node: Node, *, bare: bool = False) -> None:
         name = node.child_by_field_name("name")

@@ -74,6 +74,12 @@ def expand(cmd: SimpleCommand, *, depth: int, stdin: Any = None) -> ParsedScript
         out.problems.append(Problem(cmd.source, f"more than {MAX_WRAPPERS} wrappers deep"))
         out.commands.append(with_words(cmd, list(cmd.words), strict_only=True))
         return out
+    if name.text in ("{", "!") and len(cmd.words) > 1:
+        # `time { CMD; }`, `! { CMD; }`: tree-sitter reads the braces as words
+        inner = [w for w in cmd.words[1:] if not (w.literal and w.text == "}")]
+        out.commands.append(with_words(cmd, list(cmd.words), strict_only=True))
+        out.extend(expand(with_words(cmd, inner), depth=depth))
+        return out
     base = base_name(name)
     table = wrapper_table()
     if base in shells():
