@@ -272,6 +272,13 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
         if t == "--":
             i += 1
             break
+        if spec.get("assignments") and t.startswith("BASH_FUNC_") and "%%=" in t:
+            # `env 'BASH_FUNC_ls%%=() { CMD; }' bash -c ls`: bash defines ls from it
+            out.problems.append(Problem(cmd.source, f"{base} exports a bash function"))
+            body = t.partition("=")[2].removeprefix("()")
+            out.extend(script_of(cmd, [Word(body)], depth, base, record=False))
+            i += 1
+            continue
         if spec.get("assignments") and "=" in t and t.split("=", 1)[0].isidentifier():
             name, value = t.split("=", 1)
             if risky_variable(name):
