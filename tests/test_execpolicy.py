@@ -74,7 +74,9 @@ def test_wrappers_and_shells_are_looked_through() -> None:
     assert "rm -rf x" in names("eval 'rm -rf x'")
     assert "rm -rf x" in names("bash <<'EOF'\nrm -rf x\nEOF")
     assert "rm -rf x" in names("env -S 'rm -rf x'")
-    assert "git push --force" in names("git -C /repo --no-pager push --force")
+    # judged by the rules (strict only: another repository's config may name programs)
+    git_elsewhere = parse_script("git -C /repo --no-pager push --force").commands
+    assert "git push --force" in [c.display() for c in git_elsewhere]
     found = parse_script("echo x | xargs -n1 rm -rf").commands
     rm = next(c for c in found if c.words[0].text == "rm")
     assert rm.open_ended and rm.via == ("xargs",)
@@ -605,3 +607,40 @@ def test_an_unreadable_rules_folder_is_an_error_not_a_traceback() -> None:
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert "cannot read rules folder: Permission denied" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_git_in_a_repository_the_model_may_have_made_is_never_allowed(ws: Path) -> None:
+    # a config the model wrote (core.fsmonitor=CMD) runs even for `git status`
+    assert decide("git status", ws)[0] == "allow"  # no repository here: git finds none
+    for line in ("git -C sub status", "git --git-dir=gd status", "cd sub && git log"):
+        assert decide(line, ws)[0] == "unmatched", line
+    assert decide("git -C . status", ws)[0] == "allow"
+    assert decide("git -C sub push --force", ws)[0] == "prompt"  # the rules still apply
+    (ws / "HEAD").write_text("ref: refs/heads/main\n")  # the workspace as a bare repository
+    assert decide("git status", ws)[0] == "unmatched"
+    (ws / ".git").mkdir()  # its own .git comes first, and is protected
+    assert decide("git status", ws)[0] == "allow"
+
+
+def test_long_and_deep_lines_decide_without_crash_or_hang(ws: Path) -> None:
+    import time
+
+    # each took 25 s, or raised RecursionError, before
+    lines = {
+        "ls | " * 10_000 + "ls": "allow",
+        "env " * 5000 + "ls": "prompt",
+        "timeout 1 " * 3000 + "ls": "prompt",
+    }
+    for line, expected in lines.items():
+        start = time.perf_counter()
+        assert decide(line, ws)[0] == expected
+        assert time.perf_counter() - start < 8, line[:20]
+
+
+def test_only_functions_calling_themselves_in_a_cycle_need_approval(ws: Path) -> None:
+    assert decide(":(){ :|:& };:", ws)[0] == "prompt"
+    assert decide("f(){ g; }; g(){ f; }; f", ws)[0] == "prompt"
+    # a chain that ends: a call of a function is unmatched, as before
+    assert decide("f(){ g; }; g(){ ls; }; f", ws)[0] == "unmatched"
+    chain = "".join(f"f{i}(){{ f{i + 1}; }}; " for i in range(500)) + "f500(){ ls; }; f0"
+    assert decide(chain, ws)[0] == "unmatched"

@@ -592,3 +592,47 @@ def test_pathological_gitignore_line_does_not_stall_a_walk(ws: Path) -> None:
     found = asyncio.run(call(ctx, "grep", pattern="x"))
     assert [m["path"] for m in found["matches"]] == ["a" * 60]  # *.log still ignored
     assert time.monotonic() - started < 5
+
+
+def test_a_tree_deeper_than_the_recursion_limit_is_walked(ws: Path) -> None:
+    # A hostile repository 1500 folders deep made glob and grep fail (RecursionError).
+    fd = os.open(ws, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(1500):
+            os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        leaf = os.open("f.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(leaf, b"needle\n")
+        os.close(leaf)
+    finally:
+        os.close(fd)
+    try:
+        (ws / "top.txt").write_text("needle\n")
+        ctx = ToolContext(workspace=ws)
+        deep = "/".join(["d"] * 1500) + "/f.txt"
+        found = asyncio.run(call(ctx, "glob", pattern="**/*.txt"))
+        assert found["matches"] == [deep, "top.txt"]
+        found = asyncio.run(call(ctx, "grep", pattern="needle"))
+        assert [m["path"] for m in found["matches"]] == [deep, "top.txt"]
+    finally:
+        # pytest's own clean-up of old temporary folders recurses, and would fail on it
+        subprocess.run(["rm", "-rf", "--one-file-system", str(ws / "d")], check=True)
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("write_file", {"path": "a\0b", "content": "x"}),
+        ("read_file", {"path": "a\0b"}),
+        ("edit", {"path": "a\0b", "old_string": "a", "new_string": "b"}),
+        ("list_dir", {"path": "a\0b"}),
+        ("grep", {"pattern": "x", "path": "a\0b"}),
+    ],
+)
+def test_a_path_with_a_nul_is_refused_clearly(ws: Path, tool: str, args: dict[str, str]) -> None:
+    # was "tools.write_file failed: ValueError: embedded null byte"
+    message = asyncio.run(call_error(ToolContext(workspace=ws), tool, **args))
+    assert "NUL character" in message and "ValueError" not in message
+    assert os.listdir(ws) == []

@@ -11,7 +11,12 @@
   ``a[$(CMD)]`` in such a value runs CMD: arithmetic that names a variable assigned from
   run-time data in the same script (``read``, ``$(...)``, ``for x in``) needs approval,
   as does arithmetic over a command's output.
-- ``unset 'a[$(CMD)]'`` and ``[[ -v 'a[$(CMD)]' ]]`` evaluate their subscript.
+- ``unset 'a[$(CMD)]'`` and ``[[ -v 'a[$(CMD)]' ]]`` evaluate their subscript, and so
+  does ``[[ 'a[$(CMD)]' -eq 0 ]]`` with a literal operand.
+- ``${x@P}`` expands the value of x as a prompt string, running its ``$(...)``;
+  ``${!x}`` with x assigned from run-time data may name ``a[$(CMD)]``.
+- Functions that call themselves or each other (``:(){ :|:& };:``, the fork bomb) run
+  without end: they need approval.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ NODE_TYPES = frozenset(
         "subscript",
         "test_command",
         "expansion",
+        "function_definition",
     }
 )
 _ARITH_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
@@ -148,9 +154,18 @@ def check(walker: Any, nodes: list[Node], depth: int) -> list[Any]:
     def payload(text: str, why: str) -> None:
         walker.payloads.append((text, why))
 
+    problems += _recursive_functions(walker, [n for n in nodes if n.type == "function_definition"])
     for n in nodes:
         t = n.type
         src = walker.text(n)
+        if t == "expansion":
+            if src.endswith("@P}"):
+                problems.append(_problem(src, "${x@P} runs the command substitutions in x"))
+            inner = src[3:-1] if src.startswith("${!") else ""
+            if inner and (m := re.match(r"[A-Za-z_][A-Za-z0-9_]*", inner)) and m[0] in tainted:
+                problems.append(
+                    _problem(src, f"{src} names a variable {m[0]} assigned from run-time data")
+                )
         if t == "variable_assignment":
             name = n.child_by_field_name("name")
             base = walker.text(name).partition("[")[0] if name is not None else ""
@@ -227,6 +242,12 @@ def check(walker: Any, nodes: list[Node], depth: int) -> list[Any]:
         parts = _arith_parts(walker, n)
         if not parts:
             continue
+        for part in parts:
+            if part.type in ("raw_string", "string", "word", "concatenation"):
+                w = walker.word(part)
+                if w.literal and holds_code(w.text):
+                    problems.append(_problem(src, f"arithmetic evaluates {w.text!r}"))
+                    payload(w.text, "arithmetic evaluates it")
         if _has_substitution(parts):
             problems.append(
                 _problem(
@@ -243,6 +264,35 @@ def check(walker: Any, nodes: list[Node], depth: int) -> list[Any]:
                 )
             )
     return problems
+
+
+def _recursive_functions(walker: Any, defs: list[Node]) -> list[Any]:
+    """A problem when functions this script defines call themselves or each other in a
+    cycle (``:(){ :|:& };:``); a chain that ends (``f(){ g; }; g(){ ls; }``) is fine."""
+    calls: dict[str, set[str]] = {}
+    for n in defs:
+        body = n.child_by_field_name("body")
+        called = calls.setdefault(walker.text(n.child_by_field_name("name")), set())
+        if body is not None:
+            called.update(walker.text(d) for d in _descendants(body) if d.type == "command_name")
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for start in calls:
+        if state.get(start):
+            continue
+        path = [(start, iter(sorted(calls[start] & calls.keys())))]
+        state[start] = 1
+        while path:
+            name, todo = path[-1]
+            nxt = next(todo, None)
+            if nxt is None:
+                state[name] = 2
+                path.pop()
+            elif state.get(nxt) == 1:
+                return [_problem(nxt, f"the function {nxt} calls itself (runs without end?)")]
+            elif not state.get(nxt):
+                state[nxt] = 1
+                path.append((nxt, iter(sorted(calls[nxt] & calls.keys()))))
+    return []
 
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"

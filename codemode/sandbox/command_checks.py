@@ -127,6 +127,18 @@ def device_writes(
             if dev is not None:
                 out.append(_device_verdict(shown, dev, words))
                 break
+    for t in cmd.write_words:
+        if not out and any(c in t.text for c in ("$(", "`", "<(")):
+            out.append(
+                _cv(
+                    shown,
+                    "prompt",
+                    f"{BUILTIN}: writes to a file only known at run time",
+                    None,
+                    f"redirects output to {t.text}, a command's output (a device?)",
+                    words,
+                )
+            )
     writer = base in devices.table()["writers"] or (base and devices.is_disk_tool(base))
     if not out and writer and (cmd.open_ended or base == "dd"):
         # xargs dd of=% / find -exec tee {}: what they write is only known at run time
@@ -194,3 +206,15 @@ def _device_verdict(shown: str, dev: str, words: tuple[str, ...]) -> CommandVerd
         "for you — run it yourself if you mean it",
         words,
     )
+
+
+def git_elsewhere(cwds: list[Path], unknown: bool, ctx: PolicyContext) -> bool:
+    """Whether git may run in a repository other than the workspace's own, whose
+    protected ``.git`` keeps its config from naming programs: after a ``cd`` (into a
+    repository the model made, with ``core.fsmonitor=CMD`` in its config, which even
+    ``git status`` runs), or in a workspace without ``.git`` that looks like a bare
+    repository (``HEAD``, ``objects/``, ``refs/``, ``config`` written there).
+    ``git -C DIR``/``--git-dir``/``--work-tree`` are kept from ``allow`` by ``unwrap``."""
+    if unknown or any(c != ctx.cwd for c in cwds):
+        return True
+    return not (ctx.cwd / ".git").exists() and (ctx.cwd / "HEAD").exists()

@@ -137,13 +137,20 @@ def written_paths(name: str, args: Sequence[Word]) -> list[Word]:
     return out
 
 
+_DEFAULT = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*:?[-=+?]([^}$`]*)\}")
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
 
 def resolve(word: Word, literals: dict[str, set[str]]) -> list[Word]:
     """``word``, and for ``$NAME`` / ``"${NAME}"`` words the literal values the script
-    assigns to NAME (``d=/dev/sda; cat x > $d``)."""
-    if word.kind != "dynamic" or not literals:
+    assigns to NAME (``d=/dev/sda; cat x > $d``) or the word with the literal defaults of
+    its ``${NAME:-DEFAULT}`` expansions."""
+    if word.kind != "dynamic":
+        return [word]
+    defaults = _DEFAULT.sub(lambda m: m[1], word.text).replace('"', "")
+    if defaults != word.text and "$" not in defaults and "`" not in defaults:
+        return [word, Word(defaults)]  # `> ${d:-/dev/sda}`
+    if not literals:
         return [word]
     names = {a or b for a, b in _VAR.findall(word.text)}
     if len(names) != 1:

@@ -33,15 +33,32 @@ def fallback_commands(script: str) -> list[SimpleCommand]:
     out = []
     for piece in _PIECES.split(script):
         try:
-            tokens = shlex.split(piece, comments=True)
+            lex = shlex.shlex(piece, posix=True, punctuation_chars="<>")
+            lex.whitespace_split = True
+            tokens = list(lex)
         except ValueError:
             tokens = piece.split()
         words: list[str] = []
-        for t in tokens:
+        writes: list[str] = []
+        tokens.reverse()
+        while tokens:
+            t = tokens.pop()
+            if t.startswith("#"):
+                break
+            if t and set(t) <= set("<>") and ">" in t:  # `<> /dev/sda`, `>| x`: a write
+                if tokens:
+                    writes.append(os.path.expanduser(tokens.pop()))
+                continue
             words += [os.path.expanduser(b) for b in brace_expand([(c, False) for c in t]) or [t]]
-        if words:
+        if words or writes:
             out.append(
-                SimpleCommand(tuple(Word(w) for w in words), piece.strip(), strict_only=True)
+                SimpleCommand(
+                    tuple(Word(w) for w in words),
+                    piece.strip(),
+                    strict_only=True,
+                    writes=tuple(writes),
+                    write_words=tuple(Word(w) for w in writes),
+                )
             )
     return out
 

@@ -281,6 +281,9 @@ class Policy:
             table_allow = command_checks.table_verdict(
                 self, cmd, ctx, depth, executables, hard, soft, literal_words
             )
+        if table_allow is not None and key == "git":
+            if command_checks.git_elsewhere(cwds, cwd_unknown, ctx):
+                table_allow = None  # its config may name a program: the approval decides
         candidates = hard + soft
         if cmd.strict_only:
             return max(candidates, key=_rank) if candidates else None

@@ -47,9 +47,16 @@ def _sed(f: Finding, args: Sequence[Word], label: str) -> None:
 _AWK_RISKY = re.compile(r"\bsystem\b|\||\bgetline\b|@|\bprintf?\b[^;}]*>")
 
 
+# Options that load or run program files (-W is mawk's and gawk's way to spell any of
+# them: -W source=..., -W exec=...), and those that write a file (a profile, a dump of
+# the variables, a pretty-printed program).
+_AWK_LOADS = frozenset({"-f", "--file", "-i", "--include", "-l", "--load", "-E", "--exec", "-W"})
+_AWK_WRITES = frozenset({"-p", "--profile", "-o", "--pretty-print", "-d", "--dump-variables"})
+
+
 def _awk(f: Finding, args: Sequence[Word], label: str) -> None:
     i = 0
-    program: Word | None = None
+    programs: list[Word] = []  # every -e/--source text is part of the program
     while i < len(args):
         w = args[i]
         t = w.text if w.literal else ""
@@ -58,14 +65,24 @@ def _awk(f: Finding, args: Sequence[Word], label: str) -> None:
         if t == "--":
             i += 1
             break
-        if t in ("-f", "--file", "-i", "--include", "-l", "--load", "-E", "--exec") or (
-            t[:2] in ("-f", "-i", "-l", "-E") and len(t) > 2
-        ):
+        option, eq, attached = t.partition("=")
+        if option in _AWK_LOADS or (t[:2] in _AWK_LOADS and len(t) > 2 and t[1] != "-"):
             f.raise_to("prompt", f"{label} {t} runs or loads a program file")
             return
-        if t in ("-e", "--source"):
-            program = args[i + 1] if i + 1 < len(args) else None
-            i += 2
+        if option in _AWK_WRITES or (t[:2] in _AWK_WRITES and t[1] != "-"):
+            f.raise_to("prompt", f"{label} {t} writes a file")
+            return
+        if option in ("-e", "--source"):
+            if eq:
+                programs.append(Word(attached))
+                i += 1
+            else:
+                programs += args[i + 1 : i + 2]
+                i += 2
+            continue
+        if t.startswith("-e") and len(t) > 2:  # -e'PROGRAM'
+            programs.append(Word(t[2:]))
+            i += 1
             continue
         if t in ("-F", "-v", "--assign", "--field-separator"):
             i += 2
@@ -74,6 +91,10 @@ def _awk(f: Finding, args: Sequence[Word], label: str) -> None:
             i += 1
             continue
         break
+    program: Word | None = None
+    if programs:
+        dynamic = next((p for p in programs if not p.literal), None)
+        program = dynamic or Word("\n".join(p.text for p in programs))
     if program is None and i < len(args):
         program = args[i]
     if program is None:

@@ -92,6 +92,11 @@ def _parser() -> Parser:
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
 
+# Nodes whose text tree-sitter may leave unparsed although bash expands it.
+_MAY_HIDE = frozenset({"word", "expansion", "regex"})
+_CONTROL = re.compile(r"[\x01-\x08\x0b-\x1f\x7f]")
+
+
 def parse_script(script: str, *, depth: int = 0) -> ParsedScript:
     """All simple commands of ``script`` (recursively through wrappers), plus problems."""
     from codemode.sandbox import unwrap
@@ -103,6 +108,10 @@ def parse_script(script: str, *, depth: int = 0) -> ParsedScript:
     if "\0" in script:
         result.problems.append(Problem(script, "the command contains a NUL character"))
         return result
+    if _CONTROL.search(script):
+        # bash splits words on none of these, tree-sitter on some (`ls\rCMD` is one word
+        # to bash, two commands to the parser): what runs is not what is judged
+        result.problems.append(Problem(script, "the command contains control characters"))
     src = script.encode("utf-8", errors="surrogateescape")
     parser = _parser()
     tree = parser.parse(src)
@@ -121,6 +130,8 @@ def parse_script(script: str, *, depth: int = 0) -> ParsedScript:
     walker.visit(root)
     result.problems.extend(walker.problems)
     result.literals = walker.literals
+    for body in walker.expanded:
+        result.extend(parse_script(body, depth=depth + 1))
     for payload, why in walker.payloads:
         inner = parse_script(payload, depth=depth + 1)
         result.extend(inner)
@@ -162,6 +173,7 @@ class _Walker:
         self.code_nodes: list[Node] = []
         self.literals: dict[str, set[str]] = {}
         self.payloads: list[tuple[str, str]] = []  # (script, why): decided as commands
+        self.expanded: list[str] = []  # here-document bodies, as the words bash expands
 
     def text(self, node: Node) -> str:
         return self.src[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
@@ -172,12 +184,58 @@ class _Walker:
             n = stack.pop()
             if n.type == "command":
                 self.command(n)
-            elif n.type == "redirected_statement" and n.child_by_field_name("body") is None:
-                self.command(n, bare=True)  # `> /dev/sda` alone still writes
+            elif n.type == "redirected_statement" and not _runs_a_command(n):
+                # `> /dev/sda` alone, `[[ -n x ]] > f`, `(( 1 )) > f` still open (and
+                # truncate) what they redirect to
+                self.command(n, bare=True)
             elif n.type in code_checks.NODE_TYPES:
                 self.code_nodes.append(n)
+            elif n.type == "heredoc_body" and not quoted_heredoc(n):
+                self.heredoc_expansions(n)
+            if n.type in _MAY_HIDE and (
+                self.src.find(b"`", n.start_byte, n.end_byte) >= 0
+                or self.src.find(b"$(", n.start_byte, n.end_byte) >= 0
+            ):
+                self.missed_substitutions(n)
+            if n.type == "command_substitution" and self.src[n.start_byte] == 0x60:
+                text = self.text(n)
+                if "\\`" in text:  # `echo \`CMD\``: inside backquotes \` nests one
+                    self.expanded.append(text[1:-1].replace("\\`", "`"))
             stack.extend(reversed(n.children))
         self.problems.extend(code_checks.check(self, self.code_nodes, self.depth))
+
+    def heredoc_expansions(self, body: Node) -> None:
+        """tree-sitter leaves the substitutions of some here-documents unparsed (`<< X`
+        with a space, `<<-X`, backquotes); bash runs them all, so the body is parsed
+        again as the double-quoted word it expands like (a body that does not parse
+        that way is a problem, so asked about)."""
+        text = self.text(body)
+        if "$" in text or "`" in text:
+            self.expanded.append(f': "{text}"')
+
+    def missed_substitutions(self, node: Node) -> None:
+        """Command substitutions tree-sitter reads as plain text (``${x:=`CMD`}``,
+        ``${x#$(CMD)}``, a backquote escaped inside backquotes): bash runs them, so each
+        is decided as a script (a quoted look-alike is decided too: stricter, never
+        looser)."""
+        stack = list(node.children)
+        while stack:
+            d = stack.pop()
+            if d.type == "command_substitution":
+                return
+            stack.extend(d.children)
+        text = self.text(node).replace("\\`", "`")
+        self.expanded.extend(m.group(1) for m in re.finditer(r"`([^`]*)`", text))
+        at = text.find("$(")
+        while at != -1:
+            depth, end = 0, at + 1
+            while end < len(text):
+                depth += {"(": 1, ")": -1}.get(text[end], 0)
+                if depth == 0:
+                    break
+                end += 1
+            self.expanded.append(text[at + 2 : end])
+            at = text.find("$(", end)
 
     def command(self, node: Node, *, bare: bool = False) -> None:
         name = node.child_by_field_name("name")
@@ -189,7 +247,8 @@ class _Walker:
         # up to the nearest $(...) or <(...), whose output goes elsewhere.
         outer = node.parent
         while outer is not None and outer.type not in _SUBSTITUTIONS:
-            if outer.type == "redirected_statement":
+            # `f() { ...; } > FILE`: every run of f writes FILE
+            if outer.type in ("redirected_statement", "function_definition"):
                 redirects.extend(c for c in outer.children if c.type.endswith("_redirect"))
             outer = outer.parent
         writes: list[str] = []
@@ -386,6 +445,17 @@ def _redirect_owner(redirect: Node) -> Node | None:
     return None
 
 
+def _runs_a_command(statement: Node) -> bool:
+    """Whether a simple command inside ``statement`` carries its redirections."""
+    stack = [c for c in statement.children if not c.type.endswith("_redirect")]
+    while stack:
+        n = stack.pop()
+        if n.type == "command":
+            return True
+        stack.extend(n.children)
+    return False
+
+
 def _pipe_source(node: Node) -> Node | None:
     """The pipeline element ``node`` reads its standard input from, if any."""
     child, parent = node, node.parent
@@ -393,16 +463,13 @@ def _pipe_source(node: Node) -> Node | None:
         child, parent = parent, parent.parent
     if parent is None or parent.type != "pipeline":
         return None
-    named = [c for c in parent.children if c.is_named]
-    for i, c in enumerate(named):
-        if _same(c, child):
-            if i > 0:
-                return named[i - 1]
-            # `cat <<END | sh`: tree-sitter files the pipeline under the here-document
-            holder = parent.parent
-            if holder is not None and holder.type in ("heredoc_redirect", "herestring_redirect"):
-                return holder.parent
-            return None
+    before = child.prev_named_sibling  # not a scan of the children: `ls | ls | ...` is long
+    if before is not None:
+        return before
+    # `cat <<END | sh`: tree-sitter files the pipeline under the here-document
+    holder = parent.parent
+    if holder is not None and holder.type in ("heredoc_redirect", "herestring_redirect"):
+        return holder.parent
     return None
 
 

@@ -54,6 +54,9 @@ def base_name(word: Word) -> str:
     return os.path.basename(word.text) if word.literal else ""
 
 
+MAX_WRAPPERS = 32
+
+
 def expand(cmd: SimpleCommand, *, depth: int, stdin: Any = None) -> ParsedScript:
     """``cmd`` and whatever it runs, as a list of simple commands plus any problems."""
     out = ParsedScript()
@@ -66,6 +69,16 @@ def expand(cmd: SimpleCommand, *, depth: int, stdin: Any = None) -> ParsedScript
         )
         if name.kind == "glob":  # /sbin/mkfs.e* : the forbidden names it may match count
             out.commands.append(with_words(cmd, list(cmd.words), strict_only=True))
+        return out
+    if len(cmd.via) > MAX_WRAPPERS:  # `env env env ... ls`: no RecursionError
+        out.problems.append(Problem(cmd.source, f"more than {MAX_WRAPPERS} wrappers deep"))
+        out.commands.append(with_words(cmd, list(cmd.words), strict_only=True))
+        return out
+    if name.text in ("{", "!") and len(cmd.words) > 1:
+        # `time { CMD; }`, `! { CMD; }`: tree-sitter reads the braces as words
+        inner = [w for w in cmd.words[1:] if not (w.literal and w.text == "}")]
+        out.commands.append(with_words(cmd, list(cmd.words), strict_only=True))
+        out.extend(expand(with_words(cmd, inner), depth=depth))
         return out
     base = base_name(name)
     table = wrapper_table()
@@ -222,15 +235,19 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
     command_options = set(spec.get("command_options", []))
     command_keys = {k.lower() for k in spec.get("command_keys", [])}
     takes_value = value_options | script_options | output_options | command_options
+    replace_options = set(spec.get("replace_options", []))
+    replace: str | None = None  # xargs -I{}: the words holding it are input at run time
     out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
     writes: list[str] = []
     joined = bool(spec.get("joins_to_shell"))
     script: list[Word] | None = None
 
     def handle(option: str, value: Word | None, i: int) -> None:
-        nonlocal script
+        nonlocal script, replace
         if value is None:
             return
+        if option in replace_options:
+            replace = value.text
         if option in output_options:
             writes.append(value.text)
         if option in command_options:
@@ -255,6 +272,13 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
         if t == "--":
             i += 1
             break
+        if spec.get("assignments") and t.startswith("BASH_FUNC_") and "%%=" in t:
+            # `env 'BASH_FUNC_ls%%=() { CMD; }' bash -c ls`: bash defines ls from it
+            out.problems.append(Problem(cmd.source, f"{base} exports a bash function"))
+            body = t.partition("=")[2].removeprefix("()")
+            out.extend(script_of(cmd, [Word(body)], depth, base, record=False))
+            i += 1
+            continue
         if spec.get("assignments") and "=" in t and t.split("=", 1)[0].isidentifier():
             name, value = t.split("=", 1)
             if risky_variable(name):
@@ -273,6 +297,8 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
             if option in stops:
                 return ParsedScript([cmd])
             i += 1
+            if option in replace_options and option not in takes_value:
+                replace = attached if eq else spec.get("replace_default", "{}")
             if option in shell_options:
                 joined = True
             elif option in pair_options:
@@ -287,6 +313,9 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
             option = "-" + t[j]
             if option in stops:
                 return ParsedScript([cmd])
+            if option in replace_options and option not in takes_value:
+                replace = t[j + 1 :] or spec.get("replace_default", "{}")
+                break
             if option in shell_options:
                 joined = True
             elif option in takes_value:
@@ -316,12 +345,22 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
         out.extend(script_of(cmd, script, depth, base, record=False))
         return out
     if not spec.get("runs_command", True):
+        if len(out.commands) == 1 and not out.problems:
+            # `script FILE` (a shell, logging to FILE), `su`: judged as the command they
+            # are, never dropped as if they ran nothing
+            return ParsedScript([cmd])
         return out
     i += spec.get("positionals", 0)
     inner_words = list(words[i:])
     if joined:
         if inner_words:
             out.extend(script_of(cmd, inner_words, depth, base, record=False))
+        return out
+    if replace:
+        inner_words = [Word(w.text, "dynamic") if replace in w.text else w for w in inner_words]
+    if not inner_words and cmd.open_ended:
+        # `xargs env`, `xargs timeout 1`: the command itself arrives at run time
+        out.problems.append(Problem(cmd.source, f"{base} runs a command from its input"))
         return out
     if not inner_words:
         default = spec.get("default")

@@ -3,6 +3,7 @@ interpreters that read their program on standard input (parts of ``unwrap``)."""
 
 from __future__ import annotations
 
+import os.path
 from typing import Any
 
 from codemode.sandbox.shell_parse import ParsedScript, Problem, SimpleCommand, with_words
@@ -11,6 +12,8 @@ from codemode.sandbox.words import Word
 _GIT_VALUE_OPTIONS = frozenset(
     {"-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--list-cmds"}
 )
+# Global git options that point git at another repository.
+_GIT_ELSEWHERE = frozenset({"-C", "--git-dir", "--work-tree"})
 # Global git options through which configuration can name programs for git to run.
 _GIT_RISKY_OPTIONS = frozenset({"--config-env", "--exec-path"})
 
@@ -51,6 +54,9 @@ def git(cmd: SimpleCommand, depth: int) -> ParsedScript:
     out = ParsedScript()
     i = 1
     risky = False
+    # another repository, maybe one the model made, whose config may name programs
+    # (core.fsmonitor runs for `git status`): judged by the rules, never `allow`
+    elsewhere = False
     while i < len(words) and words[i].text.startswith("-"):
         w = words[i]
         option, eq, _ = w.text.partition("=")
@@ -86,8 +92,17 @@ def git(cmd: SimpleCommand, depth: int) -> ParsedScript:
         elif option in ("-p", "--paginate"):
             out.problems.append(Problem(cmd.source, f"git {option} runs a pager"))
             risky = True
+        elif option in _GIT_ELSEWHERE:
+            target = (
+                words[i + 1] if not eq and i + 1 < len(words) else Word(w.text[len(option) + 1 :])
+            )
+            if option != "-C" or not target.literal or os.path.normpath(target.text) != ".":
+                elsewhere = True
         i += 2 if w.text in _GIT_VALUE_OPTIONS else 1
     if i == 1:
+        out.commands.append(cmd)
+    elif elsewhere:
+        out.commands.append(with_words(cmd, [words[0], *words[i:]], strict_only=True))
         out.commands.append(cmd)
     else:
         out.commands.append(with_words(cmd, [words[0], *words[i:]]))

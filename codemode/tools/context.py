@@ -56,7 +56,10 @@ class ToolContext:
     mcp_result: Callable[[list[dict[str, Any]], Any], None] | None = None
 
     def resolve(self, path: str | Path) -> Path:
-        """Resolve ``path`` against the workspace; the result is absolute and normalised."""
+        """Resolve ``path`` against the workspace; the result is absolute and normalised.
+        A path holding a NUL character (which no file name can) is refused clearly."""
+        if "\0" in str(path):
+            raise ToolError(f"invalid path {str(path)!r}: it contains a NUL character")
         p = Path(path).expanduser()
         if not p.is_absolute():
             p = self.workspace / p

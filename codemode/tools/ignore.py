@@ -117,31 +117,42 @@ def _walk(
     respect: bool,
     stop: Callable[[], bool] | None,
 ) -> Iterator[str]:
-    if stop is not None and stop():
-        return
-    if respect:
-        own = _load(directory, "", len(rel_dir) + 1 if rel_dir else 0)
-        if own:
-            rules = [*rules, own]
-    try:
-        with os.scandir(directory) as it:
-            entries = sorted(it, key=lambda e: e.name)
-    except OSError:
-        return  # unreadable directories are skipped, as find and rg do
-    for entry in entries:
-        if entry.name == ".git":
+    # A stack, not recursion: a tree thousands of folders deep (a hostile repository)
+    # must not end the walk with RecursionError. Order as before: depth first, sorted.
+    stack: list[tuple[Path, str, list[_Rules]] | str] = [(directory, rel_dir, rules)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
             continue
-        rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+        if stop is not None and stop():
+            return
+        here, rel_here, here_rules = item
+        if respect:
+            own = _load(here, "", len(rel_here) + 1 if rel_here else 0)
+            if own:
+                here_rules = [*here_rules, own]
         try:
-            is_dir = entry.is_dir(follow_symlinks=False)
+            with os.scandir(here) as it:
+                entries = sorted(it, key=lambda e: e.name)
         except OSError:
-            continue
-        if respect and _ignored(rules, rel + "/" if is_dir else rel):
-            continue
-        if is_dir:
-            yield from _walk(Path(entry.path), rel, rules, respect, stop)
-        elif entry.is_file():  # follows symlinks: broken links and sockets drop out here
-            yield rel
+            continue  # unreadable directories are skipped, as find and rg do
+        todo: list[tuple[Path, str, list[_Rules]] | str] = []
+        for entry in entries:
+            if entry.name == ".git":
+                continue
+            rel = f"{rel_here}/{entry.name}" if rel_here else entry.name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if respect and _ignored(here_rules, rel + "/" if is_dir else rel):
+                continue
+            if is_dir:
+                todo.append((Path(entry.path), rel, here_rules))
+            elif entry.is_file():  # follows symlinks: broken links and sockets drop out here
+                todo.append(rel)
+        stack.extend(reversed(todo))
 
 
 def _ignored(rules: list[_Rules], rel: str) -> bool:
