@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import os.path
 import re
+import shlex
 import tomllib
 from importlib import resources
 from typing import Any
@@ -140,6 +141,50 @@ def script_of(
     return out
 
 
+def _plain_arguments(
+    words: list[Word] | tuple[Word, ...], takes_value: set[str]
+) -> tuple[str, ...]:
+    """The words after the command name that are neither options nor their values."""
+    plain: list[str] = []
+    skip = False
+    for w in words[1:]:
+        if skip:
+            skip = False
+            continue
+        if w.text.startswith("-"):
+            skip = w.literal and w.text in takes_value
+            continue
+        plain.append(w.text)
+    return tuple(plain)
+
+
+# $0..$9, ${N}, $@, $*, ${@}, ${*} in a `bash -c` script: the arguments after it.
+_POSITIONAL = re.compile(r"\$(?:\{(\d+)\}|(\d)|\{[@*]\}|[@*])")
+
+
+def _with_positionals(script: Word, args: list[Word]) -> Word | None:
+    """``bash -c SCRIPT A0 A1 ...``: SCRIPT with its positional parameters replaced by
+    the literal arguments (``bash -c '$0 $1' mkfs.ext4 /dev/sda`` runs ``mkfs.ext4
+    /dev/sda``), or None when it names none or an argument is only known at run time.
+    Replacing text over-approximates word splitting, which is the safe side to err on."""
+    if not args or not script.literal or not _POSITIONAL.search(script.text):
+        return None
+    if any(not a.literal for a in args):
+        return None
+    values = [a.text for a in args]
+    # "$@" is each argument as a word of its own
+    each = " ".join(shlex.quote(v) for v in values[1:])
+    text = script.text.replace('"$@"', each).replace('"${@}"', each)
+
+    def value(m: re.Match[str]) -> str:
+        n = m.group(1) or m.group(2)
+        if n is None:
+            return " ".join(values[1:])
+        return values[int(n)] if int(n) < len(values) else ""
+
+    return Word(_POSITIONAL.sub(value, text))
+
+
 def _tag(inner: SimpleCommand, via: str, outer: SimpleCommand) -> SimpleCommand:
     return with_words(
         inner,
@@ -198,7 +243,13 @@ def _shell(cmd: SimpleCommand, depth: int, stdin: Any) -> ParsedScript:
             else:
                 out.commands.append(cmd)
             return out
-        return script_of(cmd, rest[:1], depth, base)
+        out = script_of(cmd, rest[:1], depth, base)
+        expanded = _with_positionals(rest[0], rest[1:])
+        if expanded is not None:  # decided as written and as it will run: the stricter wins
+            again = script_of(cmd, [expanded], depth, base, record=False)
+            out.problems.extend(again.problems)
+            out.commands.extend(again.commands)
+        return out
     if rest and not read_stdin:
         return ParsedScript([cmd])  # `bash script.sh`: a script file, judged as a command
     kind, value = stdin if stdin else (None, None)
@@ -340,6 +391,21 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
             strict_only=True,
             writes=cmd.writes + tuple(writes),
             write_words=cmd.write_words + tuple(Word(t) for t in writes),
+        )
+    if spec.get("positional_outputs"):  # script [-c CMD] FILE: FILE is written
+        files = _plain_arguments(words, takes_value)
+        cmd = with_words(
+            cmd,
+            list(words),
+            writes=cmd.writes + files,
+            write_words=cmd.write_words + tuple(Word(t) for t in files),
+        )
+        out.commands[0] = with_words(
+            out.commands[0],
+            list(words),
+            strict_only=True,
+            writes=out.commands[0].writes + files,
+            write_words=out.commands[0].write_words + tuple(Word(t) for t in files),
         )
     if script is not None:
         out.extend(script_of(cmd, script, depth, base, record=False))

@@ -138,7 +138,24 @@ def code_on_stdin(cmd: SimpleCommand, base: str, stdin: Any, depth: int) -> Pars
     return out
 
 
-PAYLOAD_BUILTINS = frozenset({"alias", "hash", "mapfile", "readarray", "compgen", "complete"})
+PAYLOAD_BUILTINS = frozenset(
+    {"alias", "hash", "mapfile", "readarray", "compgen", "complete", "set"}
+)
+
+
+def _sets_keyword(args: list[Word]) -> bool:
+    """Whether ``set ARGS`` may turn on ``keyword`` (-k): after it, ``ls LD_PRELOAD=x``
+    puts LD_PRELOAD in ls's environment, which no later check would see."""
+    for k, w in enumerate(args):
+        if not w.literal:
+            return True
+        t = w.text
+        if t in ("-o", "+o") and k + 1 < len(args):
+            if not args[k + 1].literal or args[k + 1].text == "keyword":
+                return True
+        elif t.startswith("-") and not t.startswith("--") and "k" in t[1:]:
+            return True
+    return False
 
 
 def payload_builtin(cmd: SimpleCommand, base: str, depth: int) -> ParsedScript:
@@ -148,6 +165,11 @@ def payload_builtin(cmd: SimpleCommand, base: str, depth: int) -> ParsedScript:
     out = ParsedScript([cmd])
     args = list(cmd.words[1:])
     payloads: list[Word] = []
+    if base == "set":
+        if _sets_keyword(args):
+            why = "set -k makes later arguments environment variables of the command"
+            out.problems.append(Problem(cmd.source, why))
+        return out
     if base == "alias":
         for w in args:
             _, eq, value = w.text.partition("=")
