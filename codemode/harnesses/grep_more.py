@@ -115,28 +115,16 @@ def _starts(
     pattern: Any, data: bytes, most: int, stop: threading.Event
 ) -> list[tuple[int, str]]:
     """(line number, that line's text) of each line where a match starts, for the first
-    ``most`` such lines. After a match the search goes on at the next line, so a pattern
-    matching everywhere (``x*``) costs one search per line, not one per byte."""
-    from codemode.tools.search import MAX_LINE_CHARS
+    ``most`` such lines (the lines are found as the grep tool finds them)."""
+    from codemode.tools.search import MAX_LINE_CHARS, matching_line_spans
 
     out: list[tuple[int, str]] = []
-    size = len(data)
-    pos = 0
-    number, counted_to = 1, 0
-    while pos <= size and len(out) < most and not stop.is_set():
-        found = pattern.search(data, pos)
-        if found is None:
-            break
-        at = found.start()
-        if at >= size and (size == 0 or data.endswith(b"\n")):
-            break  # the empty "line" after a final newline is not a line
-        start = data.rfind(b"\n", 0, at) + 1
-        end = data.find(b"\n", at)
-        end = size if end == -1 else end
-        number += data.count(b"\n", counted_to, start)
-        counted_to = start
+    if most <= 0:
+        return out
+    for number, start, end in matching_line_spans(data, pattern, stop):
         # Only the shown part of a long line is decoded (4 bytes a character at most).
         line = data[start : min(end, start + 4 * MAX_LINE_CHARS)].rstrip(b"\r")
         out.append((number, line.decode("utf-8", "ignore")[:MAX_LINE_CHARS]))
-        pos = end + 1
+        if len(out) >= most:
+            break
     return out

@@ -283,12 +283,12 @@ def _read_text(path: Path) -> tuple[bytes, bool] | None:
     return text.encode("utf-8"), True
 
 
-def _matching_lines(
+def matching_line_spans(
     data: bytes, regex: Any, stop: threading.Event
-) -> Iterator[tuple[int, str]]:
-    """(line number, line text) of each line of ``data`` that ``regex`` matches."""
-    if b"\r" in data:
-        data = data.replace(b"\r\n", b"\n")  # "$" then matches before a CRLF ending too
+) -> Iterator[tuple[int, int, int]]:
+    """(line number, start, end) in ``data`` of each line where ``regex`` finds a match,
+    ``end`` before the newline. After a match the search goes on at the next line, so a
+    pattern matching everywhere (``x*``) costs one search per line, not one per byte."""
     size = len(data)
     pos = 0
     number, counted_to = 1, 0
@@ -304,8 +304,18 @@ def _matching_lines(
         end = size if end == -1 else end
         number += data.count(b"\n", counted_to, start)
         counted_to = start
-        yield number, data[start:end].rstrip(b"\r").decode("utf-8")
+        yield number, start, end
         pos = end + 1
+
+
+def _matching_lines(
+    data: bytes, regex: Any, stop: threading.Event
+) -> Iterator[tuple[int, str]]:
+    """(line number, line text) of each line of ``data`` that ``regex`` matches."""
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n")  # "$" then matches before a CRLF ending too
+    for number, start, end in matching_line_spans(data, regex, stop):
+        yield number, data[start:end].rstrip(b"\r").decode("utf-8")
 
 
 def _grep_sync(args: GrepArgs, regex: Any, ctx: ToolContext, stop: threading.Event) -> GrepResult:
