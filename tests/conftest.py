@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,3 +39,20 @@ def user(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(params=["bubblewrap", "landlock"])
 def backend(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+@pytest.fixture
+def burners() -> Iterator[None]:
+    """Keep every core busy for the test's duration (limits and cancellation must hold
+    on a loaded machine)."""
+    procs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(os.cpu_count() or 2)
+    ]
+    time.sleep(0.1)
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()

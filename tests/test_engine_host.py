@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,22 +29,6 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(params=ENGINES)
 def engine(request: pytest.FixtureRequest) -> str:
     return request.param
-
-
-@pytest.fixture
-def burners() -> Iterator[None]:
-    """Keep every core busy for the test's duration."""
-    procs = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        for _ in range(os.cpu_count() or 2)
-    ]
-    time.sleep(0.1)
-    try:
-        yield
-    finally:
-        for proc in procs:
-            proc.kill()
-            proc.wait()
 
 
 def registry() -> ToolRegistry:

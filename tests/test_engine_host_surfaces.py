@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,20 +26,6 @@ ENGINES = ["quickjs", "v8"]
 @pytest.fixture(params=ENGINES)
 def engine(request: pytest.FixtureRequest) -> str:
     return request.param
-
-
-@pytest.fixture
-def burners() -> Iterator[None]:
-    procs = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        for _ in range(os.cpu_count() or 2)
-    ]
-    try:
-        yield
-    finally:
-        for proc in procs:
-            proc.kill()
-            proc.wait()
 
 
 def test_ctrl_c_stops_interpreter_run_and_keeps_its_output(
