@@ -4,6 +4,11 @@
 #   .cache/mcp-servers, the TypeScript compiler (tsc --strict on `tools --dts`) in
 #   .cache/typescript, and the ACP SDK (@agentclientprotocol/sdk, its zod schemas check
 #   what `interpreter acp` sends) in .cache/acp-sdk.
+# Plus the Codex CLI's own linux x64 binary, for benchmarks/codex_compare.py: the npm
+# package ships it as a platform build of the same package (`@openai/codex@V-linux-x64`,
+# the optional dependency that `npm --omit=optional` leaves out), so it is installed
+# directly, once per version, outside the clone in $CODEMODE_CACHE (default
+# ~/.cache/codemode)/codex-V; about 130 MB to fetch. CODEMODE_CODEX=0 skips it.
 # Never fails setup: without node/npm or a registry the tests that need a package skip
 # and print why (each folder's install.log says what happened).
 set -uo pipefail
@@ -38,4 +43,11 @@ install .cache/mcp-servers node_modules/.bin/mcp-server-everything \
 install .cache/typescript node_modules/.bin/tsc typescript@7.0.2
 install .cache/acp-sdk node_modules/@agentclientprotocol/sdk/package.json \
   @agentclientprotocol/sdk@2.4.0
+
+codex_version=${CODEX_CLI_VERSION:-0.169.0}
+if [ "${CODEMODE_CODEX:-1}" != 0 ] && [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
+  install "${CODEMODE_CACHE:-$HOME/.cache/codemode}/codex-$codex_version" \
+    node_modules/@openai/codex/vendor/x86_64-unknown-linux-musl/bin/codex \
+    "@openai/codex@$codex_version-linux-x64"
+fi
 exit 0

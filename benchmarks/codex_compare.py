@@ -1,0 +1,223 @@
+"""The same code-mode turn in codemode and in the Codex CLI, whole process, printed as JSON.
+
+    .venv/bin/python benchmarks/codex_compare.py [--runs N] [--calls N]
+
+One turn: the model's first reply is one code-mode program that makes 50 sandboxed shell
+calls (``echo call-I``), the second is a final message. It runs twice per tool: the calls
+awaited one after another (``sequential``) and all in one ``Promise.all`` (``parallel``).
+Both sides run the whole process (``interpreter exec`` / ``codex exec``) against the
+scripted model server (a real HTTP server on 127.0.0.1, Responses wire), in a fresh
+workspace and a fresh home each run, alternating so that both see the same load:
+
+- codemode: ``interpreter exec --code-mode --full-auto`` (workspace-write, no approval),
+  the program calls ``tools.shell({command})``;
+- Codex: ``codex exec`` with ``features.code_mode`` and ``features.code_mode_only``,
+  ``sandbox_mode = "workspace-write"``, ``approval_policy = "never"``; the program calls
+  ``tools.exec_command({cmd})`` as Codex's own tool declaration shows it (a login shell
+  by default). A second Codex variant passes ``login: false`` (a plain ``bash -c``, as
+  codemode's shell runs): ``codex_plain_shell``.
+
+Each run is checked: two model requests, and the program's output (sent back to the
+model) holds all the calls' results. Before timing, a sandbox probe runs once on each
+side: a program that tries to write outside the workspace and the temporary folder; the
+JSON says whether the write was refused.
+
+The Codex binary: $CODEX_BIN, else the one scripts/setup-test-servers.sh caches in
+$CODEMODE_CACHE (default ~/.cache/codemode)/codex-VERSION, else ``codex`` on PATH.
+Without one it prints ``{"skipped": REASON}``. Target (issue 14): >= 6x faster than Codex.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Literal
+
+from codemode.testing.scripted_server import RecordedRequest, ScriptedModelServer
+
+CODEX_VERSION = os.environ.get("CODEX_CLI_VERSION", "0.169.0")
+VENDOR = "node_modules/@openai/codex/vendor/x86_64-unknown-linux-musl/bin/codex"
+TARGET_RATIO = 6.0
+Side = Literal["codemode", "codex", "codex_plain_shell"]
+SIDES: tuple[Side, ...] = ("codemode", "codex", "codex_plain_shell")
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("CODEMODE_CACHE", Path.home() / ".cache" / "codemode"))
+
+
+def find_codex() -> Path | None:
+    if os.environ.get("CODEX_BIN"):
+        return Path(os.environ["CODEX_BIN"])
+    cached = cache_dir() / f"codex-{CODEX_VERSION}" / VENDOR
+    if cached.is_file():
+        return cached
+    found = shutil.which("codex")
+    return Path(found) if found else None
+
+
+def shell_call(side: Side, command: str) -> str:
+    """One shell call in the side's own tool API, as JavaScript."""
+    if side == "codemode":
+        return f"tools.shell({{command: {command}}})"
+    login = ", login: false" if side == "codex_plain_shell" else ""
+    return f"tools.exec_command({{cmd: {command}{login}}})"
+
+
+def program(side: Side, calls: int, parallel: bool) -> str:
+    """The model's program: CALLS shell calls, then one line with the count and the last."""
+    call = shell_call(side, "`echo call-${i}`")
+    if parallel:
+        body = (
+            f"const rs = await Promise.all(Array.from({{length: {calls}}}, (_, i) => {call}));\n"
+            "const out = rs.map((r) => r.output.trim());\n"
+        )
+    else:
+        body = (
+            f"const out = [];\nfor (let i = 0; i < {calls}; i++) {{\n"
+            f"  const r = await {call};\n  out.push(r.output.trim());\n}}\n"
+        )
+    report = "`${out.length} calls; last: ${out[out.length - 1]}`"
+    emit = "console.log" if side == "codemode" else "text"  # Codex's exec has no console
+    return body + f"{emit}({report});\n"
+
+
+def probe_program(side: Side, target: Path) -> str:
+    command = json.dumps(f"echo x > {target}; echo rc=$?")
+    return f"const r = await {shell_call(side, command)};\n" + (
+        "console.log(r.output);\n" if side == "codemode" else "text(r.output);\n"
+    )
+
+
+def script(code: str) -> list[dict[str, object]]:
+    return [
+        {"tool_calls": [{"name": "exec", "freeform": True, "arguments": code}]},
+        {"text": "done"},
+    ]
+
+
+def tool_output(requests: list[RecordedRequest]) -> str:
+    """The text the program's result put before the model in the second request."""
+    if len(requests) != 2:
+        raise RuntimeError(f"expected 2 model requests, saw {len(requests)}")
+    items = requests[1].body.get("input") or []
+    outputs = [i for i in items if isinstance(i, dict) and str(i.get("type", "")).endswith("_output")]
+    return json.dumps([o.get("output") for o in outputs])
+
+
+@contextmanager
+def homes() -> Iterator[tuple[Path, Path]]:
+    """A fresh workspace and a fresh home. The home is outside the temporary folder:
+    Codex refuses to create its sandbox helper (``codex-linux-sandbox``, an alias of its
+    own binary in CODEX_HOME) under it, and every sandboxed command then fails."""
+    base = cache_dir() / "bench-homes"
+    base.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory(dir=base) as home:
+        yield Path(ws), Path(home)
+
+
+def command(side: Side, codex: Path | None, base_url: str, ws: Path, home: Path) -> tuple[list[str], dict[str, str]]:
+    env = dict(os.environ)
+    if side == "codemode":
+        interpreter = str(Path(sys.executable).parent / "interpreter")
+        env["CODEMODE_HOME"] = str(home)
+        argv = [
+            interpreter, "exec", "--code-mode", "--full-auto", "-C", str(ws), "-m", "bench-model",
+            "-c", "model_provider=scripted",
+            "-c", f"model_providers.scripted.base_url={base_url}",
+            "-c", "model_providers.scripted.wire_api=responses",
+            "run the program",
+        ]
+        return argv, env
+    assert codex is not None
+    (home / "config.toml").write_text(
+        'model = "bench-model"\nmodel_provider = "scripted"\n'
+        'approval_policy = "never"\nsandbox_mode = "workspace-write"\n'
+        "check_for_update_on_startup = false\nsuppress_unstable_features_warning = true\n\n"
+        f'[model_providers.scripted]\nname = "scripted"\nbase_url = "{base_url}"\n'
+        'wire_api = "responses"\n\n[features]\ncode_mode = true\ncode_mode_only = true\n',
+        encoding="utf-8",
+    )
+    env["CODEX_HOME"] = str(home)
+    return [str(codex), "exec", "--skip-git-repo-check", "-C", str(ws), "run the program"], env
+
+
+def run_turn(side: Side, codex: Path | None, code: str) -> tuple[float, str]:
+    """One whole-process turn: its wall time in ms and the program's output as the model saw it."""
+    with homes() as (ws, home), ScriptedModelServer(script(code)) as server:
+        argv, env = command(side, codex, server.base_url, ws, home)
+        t0 = time.perf_counter()
+        done = subprocess.run(argv, env=env, cwd=ws, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=300)
+        elapsed = (time.perf_counter() - t0) * 1000
+        if done.returncode != 0:
+            raise RuntimeError(f"{side} exited {done.returncode}: {done.stderr[-2000:]}")
+        return elapsed, tool_output(server.requests)
+
+
+def sandbox_probe(side: Side, codex: Path | None) -> dict[str, object]:
+    """Whether a write outside the workspace and the temporary folder is refused."""
+    outside = Path(tempfile.mkdtemp(dir=cache_dir(), prefix="bench-outside-"))
+    target = outside / "escaped"
+    try:
+        _, output = run_turn(side, codex, probe_program(side, target))
+        return {"write_outside_refused": not target.exists(), "output": output[:300]}
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="runs per side and mode")
+    parser.add_argument("--calls", type=int, default=50, help="shell calls per program")
+    args = parser.parse_args()
+    codex = find_codex()
+    if codex is None:
+        print(json.dumps({"skipped": "no Codex binary: run scripts/setup-test-servers.sh "
+                          "(needs npm and the registry) or set CODEX_BIN"}))
+        return
+    version = subprocess.run([str(codex), "--version"], capture_output=True, text=True).stdout
+    load_before = os.getloadavg()
+    sandbox = {side: sandbox_probe(side, codex) for side in SIDES}
+    report: dict[str, object] = {
+        "codex": {"binary": str(codex), "version": version.strip(),
+                  "config": {"features.code_mode": True, "features.code_mode_only": True,
+                             "sandbox_mode": "workspace-write", "approval_policy": "never"}},
+        "codemode": "interpreter exec --code-mode --full-auto (workspace-write, approval never)",
+        "wire": "responses", "calls": args.calls, "runs": args.runs,
+        "sandbox": sandbox,
+    }
+    for mode in ("sequential", "parallel"):
+        walls: dict[Side, list[float]] = {side: [] for side in SIDES}
+        for _ in range(args.runs):
+            for side in SIDES:  # alternate, so all sides see the same load
+                ms, output = run_turn(side, codex, program(side, args.calls, mode == "parallel"))
+                # A login shell may print its profile's warnings before the echo.
+                if f"{args.calls} calls; last: " not in output or f"call-{args.calls - 1}" not in output:
+                    raise SystemExit(f"{side} {mode}: program output was {output[:500]!r}")
+                walls[side].append(ms)
+        medians = {side: round(statistics.median(walls[side]), 1) for side in SIDES}
+        ours = medians["codemode"]
+        report[mode] = {
+            "median_ms": medians,
+            "ratio_vs_codex": round(medians["codex"] / ours, 2),
+            "ratio_vs_codex_plain_shell": round(medians["codex_plain_shell"] / ours, 2),
+            "meets_6x": medians["codex"] / ours >= TARGET_RATIO,
+        }
+    report["load_average"] = {"before": [round(x, 2) for x in load_before],
+                              "after": [round(x, 2) for x in os.getloadavg()]}
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
