@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -111,7 +112,7 @@ def tool_output(requests: list[RecordedRequest]) -> str:
     if len(requests) != 2:
         raise RuntimeError(f"expected 2 model requests, saw {len(requests)}")
     items = requests[1].body.get("input") or []
-    outputs = [i for i in items if isinstance(i, dict) and str(i.get("type", "")).endswith("_output")]
+    outputs = [i for i in items if isinstance(i, dict) and str(i.get("type")).endswith("_output")]
     return json.dumps([o.get("output") for o in outputs])
 
 
@@ -126,7 +127,9 @@ def homes() -> Iterator[tuple[Path, Path]]:
         yield Path(ws), Path(home)
 
 
-def command(side: Side, codex: Path | None, base_url: str, ws: Path, home: Path) -> tuple[list[str], dict[str, str]]:
+def command(
+    side: Side, codex: Path | None, base_url: str, ws: Path, home: Path
+) -> tuple[list[str], dict[str, str]]:
     env = dict(os.environ)
     if side == "codemode":
         interpreter = str(Path(sys.executable).parent / "interpreter")
@@ -152,17 +155,24 @@ def command(side: Side, codex: Path | None, base_url: str, ws: Path, home: Path)
     return [str(codex), "exec", "--skip-git-repo-check", "-C", str(ws), "run the program"], env
 
 
-def run_turn(side: Side, codex: Path | None, code: str) -> tuple[float, str]:
-    """One whole-process turn: its wall time in ms and the program's output as the model saw it."""
+def _children_cpu_ms() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def run_turn(side: Side, codex: Path | None, code: str) -> tuple[float, float, str]:
+    """One whole-process turn: its wall time and CPU time in ms (the process and all it
+    waited for: engine hosts, sandboxes, shells) and the program's output as the model
+    saw it."""
     with homes() as (ws, home), ScriptedModelServer(script(code)) as server:
         argv, env = command(side, codex, server.base_url, ws, home)
-        t0 = time.perf_counter()
+        cpu0, t0 = _children_cpu_ms(), time.perf_counter()
         done = subprocess.run(argv, env=env, cwd=ws, stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, timeout=300)
-        elapsed = (time.perf_counter() - t0) * 1000
+        elapsed, cpu = (time.perf_counter() - t0) * 1000, _children_cpu_ms() - cpu0
         if done.returncode != 0:
             raise RuntimeError(f"{side} exited {done.returncode}: {done.stderr[-2000:]}")
-        return elapsed, tool_output(server.requests)
+        return elapsed, cpu, tool_output(server.requests)
 
 
 def sandbox_probe(side: Side, codex: Path | None) -> dict[str, object]:
@@ -170,7 +180,7 @@ def sandbox_probe(side: Side, codex: Path | None) -> dict[str, object]:
     outside = Path(tempfile.mkdtemp(dir=cache_dir(), prefix="bench-outside-"))
     target = outside / "escaped"
     try:
-        _, output = run_turn(side, codex, probe_program(side, target))
+        _, _, output = run_turn(side, codex, probe_program(side, target))
         return {"write_outside_refused": not target.exists(), "output": output[:300]}
     finally:
         shutil.rmtree(outside, ignore_errors=True)
@@ -199,20 +209,28 @@ def main() -> None:
     }
     for mode in ("sequential", "parallel"):
         walls: dict[Side, list[float]] = {side: [] for side in SIDES}
+        cpus: dict[Side, list[float]] = {side: [] for side in SIDES}
         for _ in range(args.runs):
             for side in SIDES:  # alternate, so all sides see the same load
-                ms, output = run_turn(side, codex, program(side, args.calls, mode == "parallel"))
+                code = program(side, args.calls, mode == "parallel")
+                ms, cpu, output = run_turn(side, codex, code)
                 # A login shell may print its profile's warnings before the echo.
-                if f"{args.calls} calls; last: " not in output or f"call-{args.calls - 1}" not in output:
+                last = f"call-{args.calls - 1}"
+                if f"{args.calls} calls; last: " not in output or last not in output:
                     raise SystemExit(f"{side} {mode}: program output was {output[:500]!r}")
                 walls[side].append(ms)
+                cpus[side].append(cpu)
         medians = {side: round(statistics.median(walls[side]), 1) for side in SIDES}
-        ours = medians["codemode"]
+        cpu_medians = {side: round(statistics.median(cpus[side]), 1) for side in SIDES}
+        ours, ours_cpu = medians["codemode"], cpu_medians["codemode"]
         report[mode] = {
             "median_ms": medians,
             "ratio_vs_codex": round(medians["codex"] / ours, 2),
             "ratio_vs_codex_plain_shell": round(medians["codex_plain_shell"] / ours, 2),
             "meets_6x": medians["codex"] / ours >= TARGET_RATIO,
+            "cpu_median_ms": cpu_medians,
+            "cpu_ratio_vs_codex": round(cpu_medians["codex"] / ours_cpu, 2),
+            "cpu_ratio_vs_codex_plain_shell": round(cpu_medians["codex_plain_shell"] / ours_cpu, 2),
         }
     report["load_average"] = {"before": [round(x, 2) for x in load_before],
                               "after": [round(x, 2) for x in os.getloadavg()]}

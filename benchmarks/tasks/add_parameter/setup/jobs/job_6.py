@@ -1,0 +1,5 @@
+from net.client import request
+
+
+def run():
+    return request('/api/6')

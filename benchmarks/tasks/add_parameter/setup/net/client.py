@@ -1,0 +1,2 @@
+def request(url):
+    return ('GET', url)

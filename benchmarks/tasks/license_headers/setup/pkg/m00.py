@@ -1,0 +1,3 @@
+import os
+
+NAME_0 = 'm0'

@@ -1,0 +1,3 @@
+import os
+
+NAME_1 = 'm1'

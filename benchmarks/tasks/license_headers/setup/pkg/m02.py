@@ -1,0 +1,3 @@
+import os
+
+NAME_2 = 'm2'

@@ -1,0 +1,3 @@
+import os
+
+NAME_3 = 'm3'

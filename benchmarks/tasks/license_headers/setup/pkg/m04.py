@@ -1,0 +1,3 @@
+import os
+
+NAME_4 = 'm4'

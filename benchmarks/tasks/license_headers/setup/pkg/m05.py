@@ -1,0 +1,3 @@
+import os
+
+NAME_5 = 'm5'

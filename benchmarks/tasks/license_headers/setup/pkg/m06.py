@@ -1,0 +1,3 @@
+import os
+
+NAME_6 = 'm6'

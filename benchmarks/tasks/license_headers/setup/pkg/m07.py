@@ -1,0 +1,3 @@
+import os
+
+NAME_7 = 'm7'

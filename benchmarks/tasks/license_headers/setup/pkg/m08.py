@@ -1,0 +1,3 @@
+import os
+
+NAME_8 = 'm8'

@@ -1,0 +1,3 @@
+import os
+
+NAME_9 = 'm9'

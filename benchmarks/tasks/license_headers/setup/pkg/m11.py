@@ -1,0 +1,4 @@
+# SPDX-License-Identifier: MIT
+import os
+
+NAME_11 = 'm11'

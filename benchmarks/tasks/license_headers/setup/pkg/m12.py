@@ -1,0 +1,4 @@
+# SPDX-License-Identifier: MIT
+import os
+
+NAME_12 = 'm12'

@@ -1,0 +1,2 @@
+def fetch_data(source):
+    return f'data from {source}'
