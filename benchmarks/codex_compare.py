@@ -17,7 +17,9 @@ workspace and a fresh home each run, alternating so that both see the same load:
   by default). A second Codex variant passes ``login: false`` (a plain ``bash -c``, as
   codemode's shell runs): ``codex_plain_shell``.
 
-Each run is checked: two model requests, and the program's output (sent back to the
+One untimed turn per side warms the caches first (codemode runs with Python's bytecode
+cache, as an installed package has it, whatever PYTHONDONTWRITEBYTECODE says). Each run
+is checked: two model requests, and the program's output (sent back to the
 model) holds all the calls' results. Before timing, a sandbox probe runs once on each
 side: a program that tries to write outside the workspace and the temporary folder; the
 JSON says whether the write was refused.
@@ -134,6 +136,10 @@ def command(
     if side == "codemode":
         interpreter = str(Path(sys.executable).parent / "interpreter")
         env["CODEMODE_HOME"] = str(home)
+        # Python's bytecode cache, as an installed package has it (pip compiles at install):
+        # with PYTHONDONTWRITEBYTECODE set, as on some CI machines, every start would
+        # compile ~400 modules again.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         argv = [
             interpreter, "exec", "--code-mode", "--full-auto", "-C", str(ws), "-m", "bench-model",
             "-c", "model_provider=scripted",
@@ -207,6 +213,8 @@ def main() -> None:
         "wire": "responses", "calls": args.calls, "runs": args.runs,
         "sandbox": sandbox,
     }
+    for side in SIDES:  # warm caches (page cache, Python bytecode), untimed
+        run_turn(side, codex, program(side, args.calls, parallel=False))
     for mode in ("sequential", "parallel"):
         walls: dict[Side, list[float]] = {side: [] for side in SIDES}
         cpus: dict[Side, list[float]] = {side: [] for side in SIDES}
