@@ -24,6 +24,13 @@ model) holds all the calls' results. Before timing, a sandbox probe runs once on
 side: a program that tries to write outside the workspace and the temporary folder; the
 JSON says whether the write was refused.
 
+Figures, per side: ``median_ms`` (wall) and ``cpu_median_ms`` (CPU of the process and
+everything it waited for: engine workers, sandboxes, shells; steadier than wall time on a
+busy machine), for ``no_calls`` (the same turn with a program making no call: process
+start, session, one program), ``sequential`` and ``parallel``; the ratios Codex / codemode;
+and ``per_call_ms`` / ``per_call_cpu_ms``: (turn - no_calls) / calls, what one sandboxed
+call costs beyond the start. ``load_average`` says how busy the machine was.
+
 The Codex binary: $CODEX_BIN, else the one scripts/setup-test-servers.sh caches in
 $CODEMODE_CACHE (default ~/.cache/codemode)/codex-VERSION, else ``codex`` on PATH.
 Without one it prints ``{"skipped": REASON}``. Target (issue 14): >= 6x faster than Codex.
@@ -192,6 +199,26 @@ def sandbox_probe(side: Side, codex: Path | None) -> dict[str, object]:
         shutil.rmtree(outside, ignore_errors=True)
 
 
+def measure(codex: Path, calls: int, parallel: bool, runs: int) -> dict[str, dict[Side, float]]:
+    """Median wall and CPU ms of RUNS turns per side, the sides alternating so that all
+    see the same load; each turn's output is checked."""
+    walls: dict[Side, list[float]] = {side: [] for side in SIDES}
+    cpus: dict[Side, list[float]] = {side: [] for side in SIDES}
+    for _ in range(runs):
+        for side in SIDES:
+            ms, cpu, output = run_turn(side, codex, program(side, calls, parallel))
+            # A login shell may print its profile's warnings before the echo.
+            last = f"call-{calls - 1}" if calls else ""
+            if f"{calls} calls; last: " not in output or last not in output:
+                raise SystemExit(f"{side}: program output was {output[:500]!r}")
+            walls[side].append(ms)
+            cpus[side].append(cpu)
+    return {
+        "median_ms": {side: round(statistics.median(walls[side]), 1) for side in SIDES},
+        "cpu_median_ms": {side: round(statistics.median(cpus[side]), 1) for side in SIDES},
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per side and mode")
@@ -215,30 +242,30 @@ def main() -> None:
     }
     for side in SIDES:  # warm caches (page cache, Python bytecode), untimed
         run_turn(side, codex, program(side, args.calls, parallel=False))
+    startup = measure(codex, 0, False, args.runs)
+    report["no_calls"] = {"what": "the same turn with a program making no shell call: "
+                          "process start, session, one program, two model requests",
+                          **startup}
     for mode in ("sequential", "parallel"):
-        walls: dict[Side, list[float]] = {side: [] for side in SIDES}
-        cpus: dict[Side, list[float]] = {side: [] for side in SIDES}
-        for _ in range(args.runs):
-            for side in SIDES:  # alternate, so all sides see the same load
-                code = program(side, args.calls, mode == "parallel")
-                ms, cpu, output = run_turn(side, codex, code)
-                # A login shell may print its profile's warnings before the echo.
-                last = f"call-{args.calls - 1}"
-                if f"{args.calls} calls; last: " not in output or last not in output:
-                    raise SystemExit(f"{side} {mode}: program output was {output[:500]!r}")
-                walls[side].append(ms)
-                cpus[side].append(cpu)
-        medians = {side: round(statistics.median(walls[side]), 1) for side in SIDES}
-        cpu_medians = {side: round(statistics.median(cpus[side]), 1) for side in SIDES}
-        ours, ours_cpu = medians["codemode"], cpu_medians["codemode"]
+        figures = measure(codex, args.calls, mode == "parallel", args.runs)
+        wall, cpu = figures["median_ms"], figures["cpu_median_ms"]
+        ours, ours_cpu = wall["codemode"], cpu["codemode"]
         report[mode] = {
-            "median_ms": medians,
-            "ratio_vs_codex": round(medians["codex"] / ours, 2),
-            "ratio_vs_codex_plain_shell": round(medians["codex_plain_shell"] / ours, 2),
-            "meets_6x": medians["codex"] / ours >= TARGET_RATIO,
-            "cpu_median_ms": cpu_medians,
-            "cpu_ratio_vs_codex": round(cpu_medians["codex"] / ours_cpu, 2),
-            "cpu_ratio_vs_codex_plain_shell": round(cpu_medians["codex_plain_shell"] / ours_cpu, 2),
+            **figures,
+            "ratio_vs_codex": round(wall["codex"] / ours, 2),
+            "ratio_vs_codex_plain_shell": round(wall["codex_plain_shell"] / ours, 2),
+            "meets_6x": wall["codex"] / ours >= TARGET_RATIO,
+            "cpu_ratio_vs_codex": round(cpu["codex"] / ours_cpu, 2),
+            "cpu_ratio_vs_codex_plain_shell": round(cpu["codex_plain_shell"] / ours_cpu, 2),
+            # what one more call costs, over the turn without calls
+            "per_call_ms": {
+                side: round((wall[side] - startup["median_ms"][side]) / args.calls, 2)
+                for side in SIDES
+            },
+            "per_call_cpu_ms": {
+                side: round((cpu[side] - startup["cpu_median_ms"][side]) / args.calls, 2)
+                for side in SIDES
+            },
         }
     report["load_average"] = {"before": [round(x, 2) for x in load_before],
                               "after": [round(x, 2) for x in os.getloadavg()]}
