@@ -8,7 +8,7 @@
 # package ships it as a platform build of the same package (`@openai/codex@V-linux-x64`,
 # the optional dependency that `npm --omit=optional` leaves out), so it is installed
 # directly, once per version, outside the clone in $CODEMODE_CACHE (default
-# ~/.cache/codemode)/codex-V; about 130 MB to fetch. CODEMODE_CODEX=0 skips it.
+# ~/.cache/codemode)/codex-V: 167 MB to fetch, 404 MB unpacked. CODEMODE_CODEX=0 skips it.
 # Never fails setup: without node/npm or a registry the tests that need a package skip
 # and print why (each folder's install.log says what happened).
 set -uo pipefail
