@@ -28,8 +28,9 @@ Figures, per side: ``median_ms`` (wall) and ``cpu_median_ms`` (CPU of the proces
 everything it waited for: engine workers, sandboxes, shells; steadier than wall time on a
 busy machine), for ``no_calls`` (the same turn with a program making no call: process
 start, session, one program), ``sequential`` and ``parallel``; the ratios Codex / codemode;
-and ``per_call_ms`` / ``per_call_cpu_ms``: (turn - no_calls) / calls, what one sandboxed
-call costs beyond the start. ``load_average`` says how busy the machine was.
+``program_median_ms``: how long the program itself ran, as each side tells the model
+(Codex to 0.1 s); and ``per_call_ms`` / ``per_call_cpu_ms``: (turn - no_calls) / calls,
+what one sandboxed call costs beyond the start. ``load_average`` says how busy the machine was.
 
 The Codex binary: $CODEX_BIN, else the one scripts/setup-test-servers.sh caches in
 $CODEMODE_CACHE (default ~/.cache/codemode)/codex-VERSION, else ``codex`` on PATH.
@@ -41,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -50,6 +52,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -123,6 +126,20 @@ def tool_output(requests: list[RecordedRequest]) -> str:
     items = requests[1].body.get("input") or []
     outputs = [i for i in items if isinstance(i, dict) and str(i.get("type")).endswith("_output")]
     return json.dumps([o.get("output") for o in outputs])
+
+
+# How long the program itself ran, as each side reports it to the model.
+_PROGRAM_TIME = (
+    (re.compile(r"\[\d+ tool calls?, (\d+) ms\]"), 1.0),  # codemode
+    (re.compile(r"Wall time ([\d.]+) seconds"), 1000.0),  # Codex (to 0.1 s)
+)
+
+
+def program_ms(output: str) -> float | None:
+    for pattern, scale in _PROGRAM_TIME:
+        if m := pattern.search(output):
+            return float(m.group(1)) * scale
+    return None
 
 
 @contextmanager
@@ -199,11 +216,25 @@ def sandbox_probe(side: Side, codex: Path | None) -> dict[str, object]:
         shutil.rmtree(outside, ignore_errors=True)
 
 
-def measure(codex: Path, calls: int, parallel: bool, runs: int) -> dict[str, dict[Side, float]]:
-    """Median wall and CPU ms of RUNS turns per side, the sides alternating so that all
-    see the same load; each turn's output is checked."""
+@dataclass
+class Figures:
+    """Medians per side of one kind of turn."""
+
+    wall: dict[Side, float]
+    cpu: dict[Side, float]
+    program: dict[Side, float | None]  # as the side reported it to the model
+
+    def to_json(self) -> dict[str, object]:
+        return {"median_ms": self.wall, "cpu_median_ms": self.cpu,
+                "program_median_ms": self.program}
+
+
+def measure(codex: Path, calls: int, parallel: bool, runs: int) -> Figures:
+    """RUNS turns per side, the sides alternating so that all see the same load; each
+    turn's output is checked."""
     walls: dict[Side, list[float]] = {side: [] for side in SIDES}
     cpus: dict[Side, list[float]] = {side: [] for side in SIDES}
+    programs: dict[Side, list[float]] = {side: [] for side in SIDES}
     for _ in range(runs):
         for side in SIDES:
             ms, cpu, output = run_turn(side, codex, program(side, calls, parallel))
@@ -213,9 +244,39 @@ def measure(codex: Path, calls: int, parallel: bool, runs: int) -> dict[str, dic
                 raise SystemExit(f"{side}: program output was {output[:500]!r}")
             walls[side].append(ms)
             cpus[side].append(cpu)
+            if (inner := program_ms(output)) is not None:
+                programs[side].append(inner)
+    return Figures(
+        wall={side: round(statistics.median(walls[side]), 1) for side in SIDES},
+        cpu={side: round(statistics.median(cpus[side]), 1) for side in SIDES},
+        program={
+            side: round(statistics.median(programs[side]), 1) if programs[side] else None
+            for side in SIDES
+        },
+    )
+
+
+def compare(figures: Figures, startup: Figures, calls: int) -> dict[str, object]:
+    """The ratios Codex / codemode, and what one more call costs over a turn without."""
+    wall, cpu, inner = figures.wall, figures.cpu, figures.program
+    ours, ours_inner = wall["codemode"], inner["codemode"]
+    codex_inner = inner["codex"]
     return {
-        "median_ms": {side: round(statistics.median(walls[side]), 1) for side in SIDES},
-        "cpu_median_ms": {side: round(statistics.median(cpus[side]), 1) for side in SIDES},
+        **figures.to_json(),
+        "ratio_vs_codex": round(wall["codex"] / ours, 2),
+        "ratio_vs_codex_plain_shell": round(wall["codex_plain_shell"] / ours, 2),
+        "meets_6x": wall["codex"] / ours >= TARGET_RATIO,
+        "cpu_ratio_vs_codex": round(cpu["codex"] / cpu["codemode"], 2),
+        "cpu_ratio_vs_codex_plain_shell": round(cpu["codex_plain_shell"] / cpu["codemode"], 2),
+        "program_ratio_vs_codex": (
+            round(codex_inner / ours_inner, 2) if codex_inner and ours_inner else None
+        ),
+        "per_call_ms": {
+            side: round((wall[side] - startup.wall[side]) / calls, 2) for side in SIDES
+        },
+        "per_call_cpu_ms": {
+            side: round((cpu[side] - startup.cpu[side]) / calls, 2) for side in SIDES
+        },
     }
 
 
@@ -245,28 +306,10 @@ def main() -> None:
     startup = measure(codex, 0, False, args.runs)
     report["no_calls"] = {"what": "the same turn with a program making no shell call: "
                           "process start, session, one program, two model requests",
-                          **startup}
+                          **startup.to_json()}
     for mode in ("sequential", "parallel"):
         figures = measure(codex, args.calls, mode == "parallel", args.runs)
-        wall, cpu = figures["median_ms"], figures["cpu_median_ms"]
-        ours, ours_cpu = wall["codemode"], cpu["codemode"]
-        report[mode] = {
-            **figures,
-            "ratio_vs_codex": round(wall["codex"] / ours, 2),
-            "ratio_vs_codex_plain_shell": round(wall["codex_plain_shell"] / ours, 2),
-            "meets_6x": wall["codex"] / ours >= TARGET_RATIO,
-            "cpu_ratio_vs_codex": round(cpu["codex"] / ours_cpu, 2),
-            "cpu_ratio_vs_codex_plain_shell": round(cpu["codex_plain_shell"] / ours_cpu, 2),
-            # what one more call costs, over the turn without calls
-            "per_call_ms": {
-                side: round((wall[side] - startup["median_ms"][side]) / args.calls, 2)
-                for side in SIDES
-            },
-            "per_call_cpu_ms": {
-                side: round((cpu[side] - startup["cpu_median_ms"][side]) / args.calls, 2)
-                for side in SIDES
-            },
-        }
+        report[mode] = compare(figures, startup, args.calls)
     report["load_average"] = {"before": [round(x, 2) for x in load_before],
                               "after": [round(x, 2) for x in os.getloadavg()]}
     print(json.dumps(report, indent=2))
