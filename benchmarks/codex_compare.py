@@ -300,6 +300,13 @@ def main() -> None:
         "codemode": "interpreter exec --code-mode --full-auto (workspace-write, approval never)",
         "wire": "responses", "calls": args.calls, "runs": args.runs,
         "sandbox": sandbox,
+        "notes": [
+            "Codex's own sandbox (its bundled bubblewrap plus codex-linux-sandbox) runs here "
+            "as root, given a CODEX_HOME outside the temporary folder (under it Codex "
+            "refuses to create the codex-linux-sandbox helper and every command fails)",
+            "codex: exec_command as the model is shown it (login shell by default); "
+            "codex_plain_shell: login: false, a plain bash -c as codemode runs",
+        ],
     }
     for side in SIDES:  # warm caches (page cache, Python bytecode), untimed
         run_turn(side, codex, program(side, args.calls, parallel=False))
