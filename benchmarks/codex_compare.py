@@ -32,7 +32,8 @@ start, session, one program), ``sequential`` and ``parallel``; the ratios Codex 
 (Codex to 0.1 s); and ``per_call_ms`` / ``per_call_cpu_ms``: (turn - no_calls) / calls,
 what one sandboxed call costs beyond the start. ``load_average`` says how busy the machine was.
 
-The Codex binary: $CODEX_BIN, else the one scripts/setup-test-servers.sh caches in
+The Codex binary: $CODEX_BIN, else the one
+``CODEMODE_CODEX=1 bash scripts/setup-test-servers.sh`` caches in
 $CODEMODE_CACHE (default ~/.cache/codemode)/codex-VERSION, else ``codex`` on PATH.
 Without one it prints ``{"skipped": REASON}``. Target (issue 14): >= 6x faster than Codex.
 """
@@ -287,7 +288,8 @@ def main() -> None:
     args = parser.parse_args()
     codex = find_codex()
     if codex is None:
-        print(json.dumps({"skipped": "no Codex binary: run scripts/setup-test-servers.sh "
+        print(json.dumps({"skipped": "no Codex binary: run CODEMODE_CODEX=1 bash "
+                          "scripts/setup-test-servers.sh "
                           "(needs npm and the registry) or set CODEX_BIN"}))
         return
     version = subprocess.run([str(codex), "--version"], capture_output=True, text=True).stdout

@@ -8,7 +8,8 @@
 # package ships it as a platform build of the same package (`@openai/codex@V-linux-x64`,
 # the optional dependency that `npm --omit=optional` leaves out), so it is installed
 # directly, once per version, outside the clone in $CODEMODE_CACHE (default
-# ~/.cache/codemode)/codex-V: 167 MB to fetch, 404 MB unpacked. CODEMODE_CODEX=0 skips it.
+# ~/.cache/codemode)/codex-V: 167 MB to fetch, 404 MB unpacked, so only when asked
+# (CODEMODE_CODEX=1 bash scripts/setup-test-servers.sh): no test needs it.
 # Never fails setup: without node/npm or a registry the tests that need a package skip
 # and print why (each folder's install.log says what happened).
 set -uo pipefail
@@ -45,7 +46,7 @@ install .cache/acp-sdk node_modules/@agentclientprotocol/sdk/package.json \
   @agentclientprotocol/sdk@2.4.0
 
 codex_version=${CODEX_CLI_VERSION:-0.169.0}
-if [ "${CODEMODE_CODEX:-1}" != 0 ] && [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
+if [ "${CODEMODE_CODEX:-0}" = 1 ] && [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
   install "${CODEMODE_CACHE:-$HOME/.cache/codemode}/codex-$codex_version" \
     node_modules/@openai/codex/vendor/x86_64-unknown-linux-musl/bin/codex \
     "@openai/codex@$codex_version-linux-x64"
