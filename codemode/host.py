@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from codemode.sandbox.approval import Approver
     from codemode.sandbox.session import SandboxSession
     from codemode.sandbox.settings import SandboxSettings
+    from codemode.tools.dry_run import DryRun
 
 
 class ToolHost:
@@ -38,6 +39,9 @@ class ToolHost:
     execpolicy, approvals (through ``approver``) and confinement for every command the
     tools start. Without it commands run unconfined and unchecked, as the embedding
     process itself would run them; file tools still write only inside the workspace.
+
+    ``dry_run=True`` writes no file: the writing tools record their changes in
+    ``host.dry_run`` (``changed_paths``, ``diff``) and the reading tools see them.
     """
 
     def __init__(
@@ -51,8 +55,15 @@ class ToolHost:
         globals: dict[str, Any] | None = None,
         sandbox: SandboxSettings | SandboxSession | Mapping[str, Any] | None = None,
         approver: Approver | None = None,
+        dry_run: bool = False,
     ) -> None:
         self.registry = registry if registry is not None else builtin_registry()
+        self.dry_run: DryRun | None = None
+        if dry_run:
+            from codemode.tools.dry_run import DryRun, dry_run_registry
+
+            self.registry = dry_run_registry(self.registry)
+            self.dry_run = DryRun()
         root = Path(workspace).resolve()
         session = None
         if sandbox is not None:
@@ -62,7 +73,7 @@ class ToolHost:
                 session = sandbox
             else:
                 session = SandboxSession(root, sandbox, approver=approver)
-        self.context = ToolContext(workspace=root, sandbox=session)
+        self.context = ToolContext(workspace=root, sandbox=session, dry_run=self.dry_run)
         self._bridge = Bridge(
             self.registry,
             self.context,
