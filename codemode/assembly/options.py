@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from codemode.agent.rollout import RecordedSession
     from codemode.providers.base import Provider
     from codemode.sandbox.approval import Approver
