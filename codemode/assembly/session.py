@@ -66,7 +66,9 @@ def build_session(
     home = codemode_home()
     cwd = options.cwd.resolve()
     resume = spec.resume
-    provider_name = options.provider or spec.provider_name
+    # A provider handed in (a replay) is recorded under the name it came with.
+    handed_in = spec.provider is not None and spec.provider_name
+    provider_name = spec.provider_name if handed_in else options.provider or spec.provider_name
     model: str | None
     if resume is not None:
         meta = resume.meta
