@@ -344,6 +344,49 @@ def test_stop_reason_provider_error(env_home: Path, work: Path) -> None:
     assert result.error is not None and "scripted refusal" in result.error
 
 
+def test_acp_prompt_answers_from_the_stop_reason(env_home: Path, work: Path) -> None:
+    """ACP's stop reasons come from TurnResult.stop_reason: end_turn, max_turn_requests,
+    cancelled; any other ending fails the request with the turn's error."""
+    from acp import RequestError, text_block
+
+    from codemode.acp.server import AcpOptions, CodemodeAcpAgent
+
+    class Conn:
+        async def session_update(self, **kwargs: Any) -> None:
+            return None
+
+    again = {"tool_calls": [call("exec", {"code": "return 1"})]}
+    script = [
+        {"text": "done"},
+        again,
+        {"text": "late", "hang_s": 20},
+        {"status": 400, "error_message": "scripted refusal"},
+    ]
+
+    async def main(server: ScriptedModelServer) -> list[str]:
+        overrides = scripted(server, "code_mode=true", "max_turns=1")
+        agent = CodemodeAcpAgent(AcpOptions(overrides=overrides, model="m"))
+        agent.on_connect(Conn())
+        sid = (await agent.new_session(cwd=str(work), mcp_servers=[])).session_id
+        reasons = []
+        try:
+            for _ in range(2):
+                answer = await agent.prompt([text_block("go")], sid)
+                reasons.append(answer.stop_reason)
+            pending = asyncio.create_task(agent.prompt([text_block("wait")], sid))
+            await asyncio.to_thread(server.wait_for_requests, 3, 30)
+            await agent.cancel(sid)
+            reasons.append((await pending).stop_reason)
+            with pytest.raises(RequestError, match="scripted refusal"):
+                await agent.prompt([text_block("fail")], sid)
+        finally:
+            await agent.close()
+        return reasons
+
+    with ScriptedModelServer(script) as server:
+        assert asyncio.run(main(server)) == ["end_turn", "max_turn_requests", "cancelled"]
+
+
 # --- catalog resolution ------------------------------------------------------------------
 
 

@@ -27,6 +27,7 @@ from acp.schema import (
     PromptCapabilities,
     PromptResponse,
 )
+from acp.schema import StopReason as AcpStopReason
 from pydantic import BaseModel
 
 from codemode.acp.client import AcpApprover, AcpToolClient
@@ -99,7 +100,7 @@ class _Live:
 
 
 # How a turn's stop reason reads in ACP; the others fail the prompt request.
-_ACP_STOP_REASONS: dict[StopReason, str] = {
+_ACP_STOP_REASONS: dict[StopReason, AcpStopReason] = {
     "completed": "end_turn",
     "max_turns": "max_turn_requests",
     "cancelled": "cancelled",
