@@ -16,10 +16,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from codemode.assembly.program import program_parts
 from codemode.js_runtime.bridge import Bridge, EventSink
 from codemode.js_runtime.models import ExecResult, Limits
-from codemode.tools.builtin import builtin_registry
-from codemode.tools.context import ToolContext
 from codemode.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -57,23 +56,12 @@ class ToolHost:
         approver: Approver | None = None,
         dry_run: bool = False,
     ) -> None:
-        self.registry = registry if registry is not None else builtin_registry()
-        self.dry_run: DryRun | None = None
-        if dry_run:
-            from codemode.tools.dry_run import DryRun, dry_run_registry
-
-            self.registry = dry_run_registry(self.registry)
-            self.dry_run = DryRun()
-        root = Path(workspace).resolve()
-        session = None
-        if sandbox is not None:
-            from codemode.sandbox.session import SandboxSession
-
-            if isinstance(sandbox, SandboxSession):
-                session = sandbox
-            else:
-                session = SandboxSession(root, sandbox, approver=approver)
-        self.context = ToolContext(workspace=root, sandbox=session, dry_run=self.dry_run)
+        parts = program_parts(
+            workspace, registry, sandbox=sandbox, approver=approver, dry_run=dry_run
+        )
+        self.registry = parts.registry
+        self.context = parts.context
+        self.dry_run: DryRun | None = parts.dry_run
         self._bridge = Bridge(
             self.registry,
             self.context,
