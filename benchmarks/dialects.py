@@ -99,7 +99,8 @@ def tree_digest(root: Path) -> str:
 
 
 async def run_once(task: Task, code: bool, root: Path, home: Path) -> dict[str, Any]:
-    from codemode.agent.build import SessionOptions, build_session
+    from codemode.assembly.options import SessionOptions, SessionSpec
+    from codemode.assembly.session import build_session
     from codemode.config import load_config
     from codemode.testing.scripted_server import ScriptedModelServer
 
@@ -116,13 +117,12 @@ async def run_once(task: Task, code: bool, root: Path, home: Path) -> dict[str, 
         )
         options = SessionOptions(cwd=root, model="bench-model", harness="claude-code",
                                  code_mode=code)
-        session = build_session(config, options, [], record=False)
+        session = build_session(config, options, SessionSpec(record=False))
         started = time.perf_counter()
         try:
             result = await session.run_turn(task.prompt)
         finally:
-            session.runner.close()
-            await session.provider.aclose()
+            await session.aclose()
         wall_ms = (time.perf_counter() - started) * 1000
         bodies = [r.body for r in server.requests]
     if not result.ok:

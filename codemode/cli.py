@@ -892,7 +892,7 @@ def mcp_server(
     call that would need a human's approval is refused with the reason, since none is
     attached.
     """
-    from codemode.agent.build import SessionOptions
+    from codemode.assembly.options import SessionOptions
     from codemode.config import ConfigError, load_config
     from codemode.mcp.commands import serve
 

@@ -264,18 +264,21 @@ def _engine_version(engine: str) -> str:
 
 def provider_keys(report: Report) -> None:
     from codemode.config import ConfigError, load_config
-    from codemode.providers.catalog import builtin_providers
+    from codemode.providers.catalog import provider_names, resolve_provider
 
     try:
         config = load_config()
     except ConfigError:
         config = None
     chosen = config.model_provider if config else None
-    catalog = {name: info.env_key for name, info in builtin_providers().items()}
-    if config:
-        for name, table in config.model_providers.items():
-            if "env_key" in table:
-                catalog[name] = table["env_key"] or None
+    tables = config.model_providers if config else {}
+    catalog: dict[str, str | None] = {}
+    for name in provider_names(tables):
+        try:
+            info = resolve_provider(name, tables).info
+        except ValueError:  # a bad table: the config check reports it
+            info = None
+        catalog[name] = info.env_key if info is not None else None
     if chosen is None:
         report.add(
             "providers", "model_provider", "warn", "none configured",

@@ -16,16 +16,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from codemode.assembly.program import program_parts
 from codemode.js_runtime.bridge import Bridge, EventSink
 from codemode.js_runtime.models import ExecResult, Limits
-from codemode.tools.builtin import builtin_registry
-from codemode.tools.context import ToolContext
 from codemode.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from codemode.sandbox.approval import Approver
     from codemode.sandbox.session import SandboxSession
     from codemode.sandbox.settings import SandboxSettings
+    from codemode.tools.dry_run import DryRun
 
 
 class ToolHost:
@@ -38,6 +38,9 @@ class ToolHost:
     execpolicy, approvals (through ``approver``) and confinement for every command the
     tools start. Without it commands run unconfined and unchecked, as the embedding
     process itself would run them; file tools still write only inside the workspace.
+
+    ``dry_run=True`` writes no file: the writing tools record their changes in
+    ``host.dry_run`` (``changed_paths``, ``diff``) and the reading tools see them.
     """
 
     def __init__(
@@ -51,18 +54,14 @@ class ToolHost:
         globals: dict[str, Any] | None = None,
         sandbox: SandboxSettings | SandboxSession | Mapping[str, Any] | None = None,
         approver: Approver | None = None,
+        dry_run: bool = False,
     ) -> None:
-        self.registry = registry if registry is not None else builtin_registry()
-        root = Path(workspace).resolve()
-        session = None
-        if sandbox is not None:
-            from codemode.sandbox.session import SandboxSession
-
-            if isinstance(sandbox, SandboxSession):
-                session = sandbox
-            else:
-                session = SandboxSession(root, sandbox, approver=approver)
-        self.context = ToolContext(workspace=root, sandbox=session)
+        parts = program_parts(
+            workspace, registry, sandbox=sandbox, approver=approver, dry_run=dry_run
+        )
+        self.registry = parts.registry
+        self.context = parts.context
+        self.dry_run: DryRun | None = parts.dry_run
         self._bridge = Bridge(
             self.registry,
             self.context,

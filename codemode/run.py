@@ -73,13 +73,6 @@ async def run_source(
     catchable exception) unless the approval policy is ``never``. ``dry_run``: no file
     is written; the unified diff of what would have changed is printed at the end.
     """
-    changes = None
-    if dry_run:
-        from codemode.tools.builtin import builtin_registry
-        from codemode.tools.dry_run import DryRun, dry_run_registry
-
-        registry = dry_run_registry(registry or builtin_registry())
-        changes = DryRun()
     host = ToolHost(
         cwd,
         engine=engine,
@@ -87,8 +80,9 @@ async def run_source(
         registry=registry,
         globals={"argv": argv},
         sandbox=sandbox,
+        dry_run=dry_run,
     )
-    host.context.dry_run = changes
+    changes = host.dry_run
     try:
         on_event = None if as_json else _printer(verbose, out, err)
         result = await host.execute(source, on_event=on_event)

@@ -3,6 +3,7 @@ in both dialects; faults; sessions, resume and replay."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -531,19 +532,17 @@ def test_an_emulated_harness_reports_commands_as_command_executions(home: Path, 
 def test_a_session_without_a_message_leaves_no_file(
     home: Path, work: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from codemode.agent.build import SessionOptions, build_session
     from codemode.agent.replay import ReplayProvider
+    from codemode.assembly.options import SessionOptions, SessionSpec
+    from codemode.assembly.session import build_session
     from codemode.config import load_config
 
     monkeypatch.setenv("CODEMODE_HOME", str(home))
     session = build_session(
         load_config(home=home),
         SessionOptions(cwd=work, model="m"),
-        [],
-        provider=ReplayProvider([]),
-        provider_name="replay",
+        SessionSpec(provider=ReplayProvider([]), provider_name="replay"),
     )
     assert session.rollout is not None
-    session.runner.close()
-    session.rollout.close()
+    asyncio.run(session.aclose())
     assert session_files(home) == []

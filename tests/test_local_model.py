@@ -20,9 +20,10 @@ import httpx
 import pytest
 from agent_support import records, run_cli, session_files
 
-from codemode.agent.build import SessionOptions, build_session
 from codemode.agent.cutoff import settle_reply
 from codemode.agent.events import Notice
+from codemode.assembly.options import SessionOptions, SessionSpec
+from codemode.assembly.session import build_session
 from codemode.config import load_config
 from codemode.providers.base import (
     AssistantMessage,
@@ -212,9 +213,9 @@ def test_context_overflow_from_the_server_compacts_and_retries(
     provider = chat(llama_server)
     events: list[Any] = []
     options = SessionOptions(cwd=work, model=MODEL_NAME, max_turns=2, harness="minimal")
-    session = build_session(load_config(["max_output_tokens=16", "temperature=0"]), options,
-                            [events.append], provider=provider, provider_name="llamacpp",
-                            record=False)
+    spec = SessionSpec(listeners=[events.append], provider=provider, provider_name="llamacpp",
+                       record=False)
+    session = build_session(load_config(["max_output_tokens=16", "temperature=0"]), options, spec)
     session.messages.extend([
         UserMessage(text="Read big.txt, then notes.txt."),
         AssistantMessage(wire="chat", tool_calls=[
@@ -229,8 +230,7 @@ def test_context_overflow_from_the_server_compacts_and_retries(
         try:
             return await session.run_turn("What is in notes.txt?")
         finally:
-            session.runner.close()
-            await provider.aclose()
+            await session.aclose()
 
     result = asyncio.run(run())
     assert any(isinstance(e, Notice) and "context window full" in e.message for e in events)
@@ -312,15 +312,15 @@ def test_a_turn_with_real_tool_calls_runs_and_records_them(
     provider = chat(llama_cpp_python, ForcedToolChat)
     events: list[Any] = []
     options = SessionOptions(cwd=work, model=MODEL_NAME, max_turns=1, harness="minimal")
-    session = build_session(load_config(["max_output_tokens=40", "temperature=0"]), options,
-                            [events.append], provider=provider, provider_name="llama-cpp-python")
+    spec = SessionSpec(listeners=[events.append], provider=provider,
+                       provider_name="llama-cpp-python")
+    session = build_session(load_config(["max_output_tokens=40", "temperature=0"]), options, spec)
 
     async def run() -> Any:
         try:
             return await session.run_turn("Show the files in this directory.")
         finally:
-            session.runner.close()
-            await provider.aclose()
+            await session.aclose()
 
     result = asyncio.run(run())
     assert result.error is None or "request refused" not in result.error

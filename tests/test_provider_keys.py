@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from agent_support import run_cli
 
-from codemode.agent.build import resolve_provider
+from codemode.assembly.model import resolve_provider
 from codemode.config import Config, ConfigError
 from codemode.providers.base import (
     AuthenticationError,

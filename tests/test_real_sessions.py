@@ -19,10 +19,11 @@ from typing import Any
 
 import pytest
 
-from codemode.agent.build import SessionOptions, build_session
 from codemode.agent.events import Notice
 from codemode.agent.loop import TurnResult
 from codemode.agent.rollout import read_session
+from codemode.assembly.options import SessionOptions, SessionSpec
+from codemode.assembly.session import build_session
 from codemode.config import load_config
 from codemode.providers.base import (
     AssistantMessage,
@@ -105,8 +106,9 @@ def replay(path: Path, work: Path, home: Path, monkeypatch: pytest.MonkeyPatch, 
     events: list[Any] = []
     options = SessionOptions(cwd=work, harness=recorded.meta.harness,
                              code_mode=recorded.meta.dialect == "code", model="smollm2")
-    session = build_session(load_config(), options, [events.append], provider=server,
-                            provider_name="replay", record=False)
+    spec = SessionSpec(listeners=[events.append], provider=server, provider_name="replay",
+                       record=False)
+    session = build_session(load_config(), options, spec)
     prompt = recorded.messages[recorded.prompt_indexes[0]].text  # type: ignore[union-attr]
 
     async def run() -> TurnResult:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from agent_support import provider_flags, run_cli
 
-from codemode.agent.build import session_sampling
+from codemode.assembly.model import session_sampling
 from codemode.config import load_config
 from codemode.testing.scripted_server import ScriptedModelServer
 

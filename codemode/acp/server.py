@@ -27,12 +27,13 @@ from acp.schema import (
     PromptCapabilities,
     PromptResponse,
 )
+from acp.schema import StopReason as AcpStopReason
 from pydantic import BaseModel
 
 from codemode.acp.client import AcpApprover, AcpToolClient
 from codemode.acp.history import replay_updates
 from codemode.acp.updates import UpdateMapper
-from codemode.agent.loop import Session
+from codemode.agent.loop import Session, StopReason
 from codemode.providers.base import ImageInput
 
 
@@ -51,15 +52,23 @@ class AcpOptions:
 
 
 class _Live:
-    """One ACP session: our session, its update sender, and the running turn."""
+    """One ACP session: our session, its update sender, and the running turn.
 
-    def __init__(self, conn: Any, session: Session, cwd: str) -> None:
+    Made before the session it carries (whose approver and editor client need the
+    sender's ``flush`` and the mapper's open calls); ``attach`` hands it the session.
+    """
+
+    def __init__(self, conn: Any, session_id: str, cwd: str) -> None:
         self.conn = conn
-        self.session = session
+        self.session_id = session_id
+        self.session: Session | None = None
         self.mapper = UpdateMapper(cwd)
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.sender = asyncio.create_task(self._send())
         self.turn: asyncio.Task[Any] | None = None
+
+    def attach(self, session: Session) -> None:
+        self.session = session
 
     def on_event(self, event: BaseModel) -> None:
         for update in self.mapper.updates(event):
@@ -69,7 +78,7 @@ class _Live:
         while True:
             update = await self.queue.get()
             try:
-                await self.conn.session_update(session_id=self.session.id, update=update)
+                await self.conn.session_update(session_id=self.session_id, update=update)
             except Exception:  # a client that went away: nothing left to tell
                 pass
             finally:
@@ -86,10 +95,16 @@ class _Live:
         self.sender.cancel()
         with contextlib.suppress(BaseException):
             await self.sender
-        self.session.runner.close()
-        if self.session.rollout is not None:
-            self.session.rollout.close()
-        await self.session.provider.aclose()
+        if self.session is not None:
+            await self.session.aclose()
+
+
+# How a turn's stop reason reads in ACP; the others fail the prompt request.
+_ACP_STOP_REASONS: dict[StopReason, AcpStopReason] = {
+    "completed": "end_turn",
+    "max_turns": "max_turn_requests",
+    "cancelled": "cancelled",
+}
 
 
 def _invalid(message: str) -> RequestError:
@@ -158,7 +173,7 @@ class CodemodeAcpAgent:
         self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
     ) -> NewSessionResponse:
         live = self._open(cwd, mcp_servers, None)
-        return NewSessionResponse(session_id=live.session.id)
+        return NewSessionResponse(session_id=live.session_id)
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
@@ -180,7 +195,9 @@ class CodemodeAcpAgent:
         return LoadSessionResponse()
 
     def _open(self, cwd: str, mcp_servers: list[Any] | None, recorded: Any) -> _Live:
-        from codemode.agent.build import SessionOptions, build_session
+        from codemode.agent.rollout import new_session_id
+        from codemode.assembly.options import SessionOptions, SessionSpec
+        from codemode.assembly.session import build_session
         from codemode.config import ConfigError, load_config
         from codemode.harnesses.catalog import UnknownHarnessError
         from codemode.providers.base import AuthenticationError
@@ -192,7 +209,20 @@ class CodemodeAcpAgent:
                   file=sys.stderr)
         if not workspace.is_dir():
             raise _invalid(f"cwd is not a directory: {cwd}")
-        listener: list[_Live] = []
+        session_id = recorded.meta.id if recorded is not None else new_session_id()
+        live = _Live(self.conn, session_id, str(workspace.resolve()))
+        # Commands the execpolicy marks `prompt`, and file edits, are asked about in the
+        # editor; file reads and writes go through its buffers.
+        approver = AcpApprover(
+            self.conn, session_id, open_call_for=live.mapper.open_call_for, flush=live.flush
+        )
+        spec = SessionSpec(
+            listeners=[live.on_event],
+            resume=recorded,
+            session_id=session_id,
+            approver=approver,
+            client=AcpToolClient(self.conn, session_id, self.capabilities.fs, approver),
+        )
         try:
             config = load_config(self.options.overrides)
             session = build_session(
@@ -207,24 +237,15 @@ class CodemodeAcpAgent:
                     approval_policy=self.options.approval_policy,
                     full_auto=self.options.full_auto,
                 ),
-                [lambda event: listener[0].on_event(event)],
-                resume=recorded,
+                spec,
             )
         except (ConfigError, UnknownHarnessError) as exc:
+            live.sender.cancel()
             raise _invalid(str(exc)) from None
         except AuthenticationError as exc:  # no key: ACP's "authentication required"
+            live.sender.cancel()
             raise RequestError(-32000, str(exc), {"message": str(exc)}) from None
-        live = _Live(self.conn, session, str(workspace.resolve()))
-        listener.append(live)
-        approver = AcpApprover(
-            self.conn, session.id, open_call_for=live.mapper.open_call_for, flush=live.flush
-        )
-        session.runner.context.client = AcpToolClient(
-            self.conn, session.id, self.capabilities.fs, approver
-        )
-        if session.runner.context.sandbox is not None:
-            # Commands the execpolicy marks `prompt` are asked about in the editor too.
-            session.runner.context.sandbox.approver = approver
+        live.attach(session)
         self.sessions[session.id] = live
         return live
 
@@ -241,6 +262,7 @@ class CodemodeAcpAgent:
         text, images = prompt_input(prompt)
         if not text.strip() and not images:
             raise _invalid("the prompt has no text or image content")
+        assert live.session is not None  # attached when it was opened
         turn = asyncio.create_task(live.session.run_turn(text, images))
         live.turn = turn
         try:
@@ -248,14 +270,12 @@ class CodemodeAcpAgent:
         finally:
             live.turn = None
         await live.flush()
-        if turn.cancelled():
-            return PromptResponse(stop_reason="cancelled")
-        result = turn.result()
-        if result.ok:
-            return PromptResponse(stop_reason="end_turn")
-        if result.error and "model requests without a final answer" in result.error:
-            return PromptResponse(stop_reason="max_turn_requests")
-        raise RequestError(-32603, result.error or "the turn failed")
+        # A cancelled turn raised out of run_turn; the session kept its result.
+        result = live.session.last_result if turn.cancelled() else turn.result()
+        reason = result.stop_reason if result is not None else "cancelled"
+        if reason in _ACP_STOP_REASONS:
+            return PromptResponse(stop_reason=_ACP_STOP_REASONS[reason])
+        raise RequestError(-32603, (result.error if result else None) or "the turn failed")
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         live = self.sessions.get(session_id)

@@ -11,19 +11,15 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codemode.agent.build import REPLAY_PROVIDER, SessionOptions, build_session
 from codemode.agent.codex_compat import translate_overrides
 from codemode.agent.events import ThreadStarted
 from codemode.agent.images import ImageProblem, load_image
 from codemode.agent.loop import Session
-from codemode.agent.output_schema import (
-    SchemaProblem,
-    final_check,
-    load_schema,
-    strict_compatible,
-)
+from codemode.agent.output_schema import SchemaProblem, load_schema
 from codemode.agent.printers import HumanPrinter, JsonPrinter
 from codemode.agent.rollout import SESSIONS_DIR, RolloutError, find_session, read_session
+from codemode.assembly.options import SessionOptions, SessionSpec
+from codemode.assembly.session import REPLAY_PROVIDER, build_session
 from codemode.config import ConfigError, codemode_home, load_config
 from codemode.harnesses.catalog import UnknownHarnessError
 from codemode.providers.base import AuthenticationError, ImageInput
@@ -91,9 +87,11 @@ async def _run(options: ExecOptions) -> int:
         from codemode.agent.replay_check import Outcomes
 
         replayed = Outcomes()
-        session = build_session(
-            config, options, [printer, replayed], provider=provider,
+        spec = SessionSpec(
+            listeners=[printer, replayed],
+            provider=provider,
             provider_name=REPLAY_PROVIDER,
+            output_schema=schema,
         )
     else:
         if not options.prompt or not options.prompt.strip():
@@ -103,14 +101,8 @@ async def _run(options: ExecOptions) -> int:
         if options.resume is not None:
             path = find_session(codemode_home() / SESSIONS_DIR, options.resume or None)
             resume = read_session(path)
-        session = build_session(config, options, [printer], resume=resume)
-    if schema is not None:
-        from codemode.agent.output_schema import schema_instructions
-
-        session.instructions += schema_instructions(schema)
-        session.final_check = final_check(schema)
-        if strict_compatible(schema):
-            session.output_schema = schema
+        spec = SessionSpec(listeners=[printer], resume=resume, output_schema=schema)
+    session = build_session(config, options, spec)
     status = await _drive(session, prompts, images)
     if replayed is not None and options.replay is not None and status != EXIT_INTERRUPTED:
         from codemode.agent.replay_check import difference, recorded_outcomes
@@ -141,8 +133,5 @@ async def _drive(
     except asyncio.CancelledError:
         status = EXIT_INTERRUPTED
     finally:
-        session.runner.close()
-        if session.rollout is not None:
-            session.rollout.close()
-        await session.provider.aclose()
+        await session.aclose()
     return status

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
@@ -51,6 +51,9 @@ from codemode.providers.base import (
 )
 from codemode.providers.sampling import Sampling
 
+if TYPE_CHECKING:
+    from codemode.providers.catalog import ModelFacts
+
 # Consecutive replies with neither an action nor an answer before the turn gives up.
 MAX_FORMAT_REMINDERS = 3
 # The share of a known context window past which old tool outputs are cut before the
@@ -62,6 +65,22 @@ _COMPACTED = "[output removed to fit the context window; run the call again if n
 
 Listener = Callable[[BaseModel], None]
 
+# Why a turn ended. completed: the model gave its final answer; max_turns: it used up
+# its model requests; cancelled: interrupted; no_action: it kept replying with neither
+# an action nor an answer; answer_rejected: its final answer failed the output check
+# twice; context_full: the conversation no longer fits even after compaction;
+# provider_error: the model service failed; error: anything else (a broken stream).
+StopReason = Literal[
+    "completed",
+    "max_turns",
+    "cancelled",
+    "no_action",
+    "answer_rejected",
+    "context_full",
+    "provider_error",
+    "error",
+]
+
 
 @dataclass
 class TurnResult:
@@ -70,10 +89,16 @@ class TurnResult:
     usage: Usage = field(default_factory=Usage)
     error: str | None = None
     model_requests: int = 0
+    # Set by the loop whenever a turn ends: callers branch on this, never on ``error``.
+    stop_reason: StopReason = "error"
 
 
 class TurnFailure(Exception):
-    """Ends a turn with a message for the user."""
+    """Ends a turn with a message for the user, and why it stopped."""
+
+    def __init__(self, message: str, reason: StopReason = "error") -> None:
+        super().__init__(message)
+        self.reason: StopReason = reason
 
 
 class Session:
@@ -94,6 +119,10 @@ class Session:
         reasoning_effort: str | None = None,
         retry_policy: object | None = None,
         sampling: Sampling | None = None,
+        model_facts: ModelFacts | None = None,
+        listeners: list[Listener] | None = None,
+        final_check: Callable[[str], str | None] | None = None,
+        output_schema: dict[str, Any] | None = None,
     ) -> None:
         self.id = session_id
         self.provider = provider
@@ -108,23 +137,73 @@ class Session:
         self.sampling = sampling or Sampling()
         # What the provider catalog knows about the model (None: nothing), and its
         # context window: old tool outputs are cut before a request would come near it.
-        self.model_facts: Any = None
-        self.context_window: int | None = None
+        self.model_facts = model_facts
+        self.context_window = model_facts.context_window if model_facts is not None else None
         self._last_tokens = 0  # the last request's input and output tokens
         self.total_usage = Usage()
-        self.listeners: list[Listener] = []
+        self.listeners: list[Listener] = list(listeners or [])
         # Checks a final answer: None when it is acceptable, else what is wrong with it
         # (exec --output-schema). The first problem is sent back to the model, a second
         # fails the turn.
-        self.final_check: Callable[[str], str | None] | None = None
+        self.final_check = final_check
         # Sent to wires that enforce it (ModelRequest.output_schema).
-        self.output_schema: dict[str, Any] | None = None
+        self.output_schema = output_schema
+        # The last turn's result, also when it was cancelled (run_turn then raises).
+        self.last_result: TurnResult | None = None
+        self._closed = False
         self.set_harness(harness)
         self.messages = valid_history(self.messages, self._tool_specs)
 
-    def set_harness(self, harness: Harness) -> None:
+    def set_harness(self, harness: Harness, instructions: str | None = None) -> None:
+        """Use ``harness`` from the next model request on (with its ``instructions``)."""
         self.harness = harness
         self._tool_specs: list[ToolSpec] = harness.tool_specs(self.runner.registry)
+        if instructions is not None:
+            self.instructions = instructions
+
+    async def use_model(self, model: str | None, provider: Provider | None = None) -> None:
+        """Talk to ``model`` (and ``provider``, closing the old one) from the next request."""
+        if provider is not None and provider is not self.provider:
+            old, self.provider = self.provider, provider
+            await old.aclose()
+        if model:
+            self.model = model
+
+    def set_permissions(self, sandbox_mode: str, approval_policy: str) -> None:
+        """Change the sandbox mode and approval policy from the next command on."""
+        from codemode.sandbox.session import SandboxSession
+
+        context = self.runner.context
+        old = context.sandbox
+        if old is None:
+            return
+        settings = old.settings.model_copy(
+            update={"sandbox_mode": sandbox_mode, "approval_policy": approval_policy}
+        )
+        # Rules are read again on first use, "always" answers included (they are
+        # saved in the rules file).
+        context.sandbox = SandboxSession(old.workspace, settings, approver=old.approver)
+        old.close()
+
+    async def aclose(self) -> None:
+        """End the session: stop its engine worker and running programs, its MCP servers
+        and sandbox session, close its session file and the provider's connections.
+        Safe to call more than once."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.runner.close()  # engine worker, cells, sandbox session, MCP servers
+        finally:
+            try:
+                if self.rollout is not None:
+                    self.rollout.close()
+            finally:
+                await self.provider.aclose()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     # --- events ----------------------------------------------------------------------
 
@@ -148,15 +227,18 @@ class Session:
         self.emit(TurnStarted())
         self._append(UserMessage(text=prompt, images=images or []), prompt=True)
         result = TurnResult(ok=False)
+        self.last_result = result
         try:
             await self._loop(result)
         except asyncio.CancelledError:
-            self._fail(result, "interrupted")
+            self._fail(result, "interrupted", "cancelled")
             raise
-        except (TurnFailure, ProviderError) as exc:
-            self._fail(result, str(exc))
+        except TurnFailure as exc:
+            self._fail(result, str(exc), exc.reason)
+        except ProviderError as exc:
+            self._fail(result, str(exc), "provider_error")
         else:
-            result.ok = True
+            result.ok, result.stop_reason = True, "completed"
             self.emit(
                 TurnCompleted(
                     usage=TurnUsage.of(result.usage),
@@ -169,13 +251,13 @@ class Session:
                 self.rollout.sync()
         return result
 
-    def _fail(self, result: TurnResult, message: str) -> None:
+    def _fail(self, result: TurnResult, message: str, reason: StopReason) -> None:
         # Calls left without results (an interrupted tool) get one, so the next turn's
         # conversation is well formed.
         repaired = close_dangling_calls(self.messages)
         for added in repaired[len(self.messages) :]:
             self._append(added)
-        result.ok, result.error = False, message
+        result.ok, result.error, result.stop_reason = False, message, reason
         self.emit(TurnFailed(error=TurnError(message=message)))
 
     async def _loop(self, result: TurnResult) -> None:
@@ -204,7 +286,8 @@ class Session:
                 if reminders >= MAX_FORMAT_REMINDERS:
                     raise TurnFailure(
                         f"the model replied {reminders} times in a row without a valid "
-                        "action or a final answer; stopping"
+                        "action or a final answer; stopping",
+                        "no_action",
                     )
                 self._append(UserMessage(text=actions.reminder))
                 continue
@@ -218,7 +301,8 @@ class Session:
                     checks_failed += 1
                     if checks_failed > 1:
                         raise TurnFailure(
-                            f"the final answer was not accepted, even after a retry: {problem}"
+                            f"the final answer was not accepted, even after a retry: {problem}",
+                            "answer_rejected",
                         )
                     self._append(
                         UserMessage(
@@ -242,7 +326,8 @@ class Session:
                 return
         raise TurnFailure(
             f"stopped after {self.max_turns} model requests without a final answer "
-            "(raise --max-turns to allow more)"
+            "(raise --max-turns to allow more)",
+            "max_turns",
         )
 
     def _finish_with(self, result: TurnResult, answer: str) -> None:
@@ -267,7 +352,7 @@ class Session:
             message, usage, stop = await self._stream_once()
         except ContextOverflowError as exc:
             if not compact_tool_results(self.messages):
-                raise TurnFailure(f"{exc} (nothing left to compact)") from None
+                raise TurnFailure(f"{exc} (nothing left to compact)", "context_full") from None
             self.emit(Notice(message="context window full: old tool outputs removed, retrying"))
             message, usage, stop = await self._stream_once()
         self._last_tokens = usage.input_tokens + usage.output_tokens

@@ -27,7 +27,7 @@ _CHUNK = 24  # characters per streamed text delta
 class ReplayProvider:
     """A provider that plays back recorded replies in order."""
 
-    name = "replay"  # agent.build.REPLAY_PROVIDER: the name its sessions are recorded under
+    name = "replay"  # assembly.session.REPLAY_PROVIDER: the name its sessions are recorded under
 
     def __init__(self, replies: list[tuple[AssistantMessage, Usage | None]]) -> None:
         self._replies = list(replies)

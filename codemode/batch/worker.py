@@ -45,7 +45,6 @@ def run_repository(task: RepoTask, cancel_on_sigterm: bool = False) -> RepoResul
 
 async def _run(task: RepoTask, started: float, cancel_on_sigterm: bool) -> RepoResult:
     from codemode.host import ToolHost
-    from codemode.tools.builtin import builtin_registry
 
     if cancel_on_sigterm:
         current = asyncio.current_task()
@@ -63,23 +62,15 @@ async def _run(task: RepoTask, started: float, cancel_on_sigterm: bool) -> RepoR
         loop.add_signal_handler(signal.SIGTERM, stop)
 
     root = Path(task.repository)
-    registry = builtin_registry()
-    dry_run = None
-    if task.dry_run:
-        from codemode.tools.dry_run import DryRun, dry_run_registry
-
-        registry = dry_run_registry(registry)
-        dry_run = DryRun()
     repo_global = {"path": str(root), "name": root.name}
     host = ToolHost(
         root,
         engine=task.engine,
         limits=task.limits,
-        registry=registry,
         globals={"argv": list(task.argv), "repo": repo_global},
         sandbox=task.sandbox,
+        dry_run=task.dry_run,
     )
-    host.context.dry_run = dry_run
     try:
         result = await host.execute(task.source)
     finally:
@@ -95,7 +86,7 @@ async def _run(task: RepoTask, started: float, cancel_on_sigterm: bool) -> RepoR
         value=result.value,
         output=result.output,
     )
-    if dry_run is not None:
-        outcome.changed_files = dry_run.changed_paths(host.workspace)
-        outcome.diff = dry_run.diff(host.workspace)
+    if host.dry_run is not None:
+        outcome.changed_files = host.dry_run.changed_paths(host.workspace)
+        outcome.diff = host.dry_run.diff(host.workspace)
     return outcome

@@ -14,7 +14,7 @@ from codemode.harnesses.base import Dialect, PromptEnv
 def describe_harness(name: str, dialect: Dialect, cwd: Path) -> dict[str, Any]:
     """The rendered prompt and the tools offered (function schemas; in code mode the
     ``exec`` tool, whose description carries the TypeScript declarations)."""
-    from codemode.agent.build import session_registry
+    from codemode.assembly.parts import session_registry
     from codemode.harnesses.catalog import get_harness
 
     harness = get_harness(name, dialect)

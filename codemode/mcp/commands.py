@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from codemode.config import Config, codemode_home
 
 if TYPE_CHECKING:
-    from codemode.agent.build import SessionOptions
+    from codemode.assembly.options import SessionOptions
 
 
 def list_servers(config: Config, *, as_json: bool) -> int:
@@ -49,7 +49,7 @@ def list_servers(config: Config, *, as_json: bool) -> int:
 def serve(config: Config, options: SessionOptions, *, http_port: int | None) -> int:
     """Serve the tool host over stdio, or streamable HTTP on 127.0.0.1:PORT, in the
     workspace ``options.cwd``, sandboxed as the config and ``options`` say."""
-    from codemode.agent.build import sandbox_for
+    from codemode.assembly.parts import sandbox_for
     from codemode.js_runtime.models import Limits
     from codemode.mcp.adapter import add_configured_servers
     from codemode.mcp.approval import policy_decider

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -18,9 +19,11 @@ from typing import Any
 from codemode.providers.base import AuthenticationError, Provider
 from codemode.providers.errors import missing_key_error
 from codemode.providers.provider_info import ProviderInfo
+from codemode.providers.sampling import Sampling, resolve_sampling
 
-__all__ = ["ModelFacts", "ProviderInfo", "builtin_providers", "model_facts", "open_provider",
-           "provider_info", "provider_models", "resolve_api_key"]
+__all__ = ["ModelFacts", "ProviderInfo", "ResolvedProvider", "builtin_providers", "model_facts",
+           "open_provider", "provider_info", "provider_models", "provider_names",
+           "resolve_api_key", "resolve_provider"]
 
 
 @dataclass(frozen=True)
@@ -78,22 +81,87 @@ def builtin_providers() -> dict[str, ProviderInfo]:
     }
 
 
-def provider_info(
-    name: str, override: dict[str, Any] | None = None, notices: list[str] | None = None
-) -> ProviderInfo:
+@dataclass(frozen=True)
+class ResolvedProvider:
+    """One provider name resolved: the catalog's entry, the user's table, and the two
+    merged. ``info`` is None when neither knows the name (a provider handed in whole,
+    such as a replay's)."""
+
+    name: str
+    info: ProviderInfo | None
+    # The catalog's entry alone: its sampling values are defaults under the config's
+    # top level, which the user's table in turn overrides (codemode.providers.sampling).
+    catalog: ProviderInfo | None
+    table: Mapping[str, Any]
+
+    @property
+    def default_model(self) -> str | None:
+        return self.info.default_model if self.info is not None else None
+
+    @property
+    def family(self) -> str | None:
+        return self.info.family if self.info is not None else None
+
+    def sampling(
+        self,
+        *,
+        top_level: Mapping[str, Any],
+        model_table: Mapping[str, Any] | None,
+        overrides: Iterable[str] = (),
+    ) -> Sampling:
+        """The sampling a session with this provider sends (lowest level first: catalog,
+        config top level, this provider's table, the model's table, ``-c`` keys)."""
+        return resolve_sampling(
+            catalog_entry=self.catalog.model_dump() if self.catalog is not None else None,
+            top_level=top_level,
+            provider_table=self.table,
+            model_table=model_table,
+            overrides=overrides,
+        )
+
+
+def resolve_provider(
+    name: str,
+    tables: Mapping[str, Mapping[str, Any]],
+    notices: list[str] | None = None,
+) -> ResolvedProvider:
     """The provider ``name``: its catalog entry (if any) with the user's table over it.
+
+    ``tables`` are the config's ``[model_providers]`` (the file with its ``-c``
+    overrides already applied). This is the one place the two are merged. Raises
+    ValueError for a bad table; a name neither knows resolves with ``info`` None.
+    """
+    entry = _catalog().get(name)
+    table = dict(tables.get(name) or {})
+    catalog = ProviderInfo.model_validate({**entry, "name": name}) if entry is not None else None
+    if entry is None and not table:
+        return ResolvedProvider(name, None, None, table)
+    merged = dict(table)
+    # A table's own `name` is Codex's display name; ours is the catalog key.
+    display = merged.pop("name", None)
+    if isinstance(display, str) and display and "description" not in merged:
+        merged["description"] = display
+    info = ProviderInfo.from_table({**(entry or {}), **merged, "name": name}, notices)
+    return ResolvedProvider(name, info, catalog, table)
+
+
+def provider_names(tables: Mapping[str, Any]) -> list[str]:
+    """Every provider name known: the catalog's and the user's tables', sorted."""
+    return sorted(set(_catalog()) | set(tables))
+
+
+def provider_info(
+    name: str, override: Mapping[str, Any] | None = None, notices: list[str] | None = None
+) -> ProviderInfo:
+    """The provider ``name``: its catalog entry (if any) with the user's table over it
+    (``resolve_provider`` for one table).
 
     Raises KeyError for a name neither knows, ValueError for a bad table.
     """
-    entry = _catalog().get(name)
-    override = dict(override or {})
-    if entry is None and not override:
+    info = resolve_provider(name, {name: override or {}}, notices).info
+    if info is None:
         raise KeyError(name)
-    # A table's own `name` is Codex's display name; ours is the catalog key.
-    display = override.pop("name", None)
-    if isinstance(display, str) and display and "description" not in override:
-        override["description"] = display
-    return ProviderInfo.from_table({**(entry or {}), **override, "name": name}, notices)
+    return info
 
 
 def resolve_api_key(info: ProviderInfo, api_key: str | None = None) -> str | None:

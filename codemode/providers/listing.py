@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from codemode.providers.catalog import _catalog, provider_info, provider_models
+from codemode.providers.catalog import provider_models, provider_names, resolve_provider
 
 # How the internal wire names read to a user (the config's own names).
 _WIRE_SHOWN = {"anthropic": "messages"}
@@ -30,12 +30,13 @@ def providers_table(
 ) -> str:
     """One line per provider: name, wire, key variable, whether it is set, model count."""
     environ = os.environ if environ is None else environ
-    names = sorted(set(_catalog()) | set(user_tables))
     rows = []
-    for name in names:
+    for name in provider_names(user_tables):
         try:
-            info = provider_info(name, dict(user_tables.get(name, {})))
-        except (KeyError, ValueError):
+            info = resolve_provider(name, user_tables).info
+        except ValueError:
+            info = None
+        if info is None:
             rows.append([" ", name, "?", "?", "invalid table", "", ""])
             continue
         variable = info.key_variable

@@ -74,7 +74,7 @@ def configured_sandbox(
     """The sandbox settings of a command that reads the raw config (``interpreter run``):
     its ``sandbox_mode``, ``approval_policy`` and ``[sandbox]`` table, the flags
     overriding them, as SandboxSettings fields. Commands that load the whole ``Config``
-    get the same from ``codemode.agent.build.sandbox_for``.
+    get the same from ``codemode.assembly.parts.sandbox_for``.
 
     Raises click.UsageError (exit 2) for a value that is not valid. The two modes are
     checked without pydantic; a ``[sandbox]`` table, when there is one, is validated

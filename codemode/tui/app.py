@@ -14,10 +14,12 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
-from codemode.agent.build import SessionOptions, build_session, prompt_env
 from codemode.agent.events import ThreadStarted
 from codemode.agent.loop import Session
 from codemode.agent.rollout import SESSIONS_DIR, RecordedSession, find_session, read_session
+from codemode.assembly.options import SessionOptions, SessionSpec
+from codemode.assembly.parts import prompt_env
+from codemode.assembly.session import build_session, live_provider
 from codemode.config import Config, ConfigError, codemode_home, load_config
 from codemode.harnesses.catalog import get_harness
 from codemode.tui.approval import TerminalApprover
@@ -41,13 +43,6 @@ class UsageProblem(Exception):
 
 # What the session itself put before a message (after /undo), not what the user typed.
 _INTERNAL_NOTE = re.compile(r"^\[The user reverted [^\]]*\]\s*")
-
-
-def _live_provider(resume: RecordedSession) -> str | None:
-    """The recorded provider, unless it was a replay's (no live model behind it)."""
-    from codemode.agent.build import REPLAY_PROVIDER
-
-    return None if resume.meta.provider == REPLAY_PROVIDER else resume.meta.provider
 
 
 class InteractiveApp:
@@ -109,13 +104,11 @@ class InteractiveApp:
         session = build_session(
             self.config,
             options,
-            [self.renderer],
-            resume=resume,
-            approver=self.approver,
+            SessionSpec(listeners=[self.renderer], resume=resume, approver=self.approver),
         )
         if resume is not None:  # what /new starts with from now on
             self.options.model, self.options.harness = session.model, session.harness.name
-            self.options.provider = options.provider or _live_provider(resume)
+            self.options.provider = options.provider or live_provider(resume)
             self.options.code_mode = getattr(session.harness, "dialect", "classic") == "code"
         return session
 
@@ -126,7 +119,7 @@ class InteractiveApp:
             self.approval_policy = sandbox.settings.approval_policy
         self._provider_name = (
             self.options.provider
-            or (_live_provider(resume) if resume is not None else None)
+            or (live_provider(resume) if resume is not None else None)
             or self.config.model_provider
             or "?"
         )
@@ -159,26 +152,15 @@ class InteractiveApp:
         # A session built later (/new, /resume) keeps them.
         self.options.sandbox_mode, self.options.approval_policy = sandbox_mode, approval_policy
         self.options.full_auto = False
-        context = self.session.runner.context if self.session else None
-        old = context.sandbox if context is not None else None
-        if context is not None and old is not None:
-            from codemode.sandbox.session import SandboxSession
-
-            settings = old.settings.model_copy(
-                update={"sandbox_mode": sandbox_mode, "approval_policy": approval_policy}
-            )
-            # Rules are read again on first use, "always" answers included (they are
-            # saved in the rules file).
-            context.sandbox = SandboxSession(old.workspace, settings, approver=old.approver)
-            old.close()
+        if self.session is not None:
+            self.session.set_permissions(sandbox_mode, approval_policy)
 
     def switch_harness(self, name: str, dialect: str) -> None:
         """Use harness ``name`` in ``dialect`` from the next model request on."""
         assert self.session is not None
         harness = get_harness(name, dialect)  # type: ignore[arg-type]
-        self.session.set_harness(harness)
         env = prompt_env(self.config, self.cwd, self.sandbox_mode, self.approval_policy)
-        self.session.instructions = harness.instructions(env)
+        self.session.set_harness(harness, harness.instructions(env))
         self.options.harness = name
         self.options.code_mode = dialect == "code"
         self.record_settings()
@@ -202,12 +184,8 @@ class InteractiveApp:
 
     async def close_session(self) -> None:
         session, self.session = self.session, None
-        if session is None:
-            return
-        session.runner.close()
-        if session.rollout is not None:
-            session.rollout.close()
-        await session.provider.aclose()
+        if session is not None:
+            await session.aclose()
 
     async def replace_session(self, resume: RecordedSession | None = None) -> None:
         """/new and /resume: open another session in place of this one (which stays

@@ -113,8 +113,8 @@ async def _status(app: InteractiveApp, arg: str) -> None:
 
 @command("/model", "/model [PROVIDER] [MODEL]", "show or switch the provider and model")
 async def _model(app: InteractiveApp, arg: str) -> None:
-    from codemode.agent.build import resolve_provider
-    from codemode.providers.catalog import builtin_providers
+    from codemode.assembly.model import open_named
+    from codemode.providers.catalog import provider_names
 
     s = app.session
     assert s is not None
@@ -123,27 +123,20 @@ async def _model(app: InteractiveApp, arg: str) -> None:
         _say(app, f"{s.model} via {app.provider_name()}")
         _say(app, "switch: /model MODEL, /model PROVIDER, /model PROVIDER MODEL", "dim")
         return
-    known = set(builtin_providers()) | set(app.config.model_providers)
     provider_name, model = (words[0], words[1] if len(words) > 1 else None)
-    if provider_name not in known:
+    if provider_name not in provider_names(app.config.model_providers):
         if len(words) > 1:
             raise ValueError(
                 f"unknown provider {provider_name!r}; `interpreter providers` lists them"
             )
         provider_name, model = "", words[0]
+    provider = None
     if provider_name:
-        provider, name = resolve_provider(app.config, provider_name)
-        old = s.provider
-        s.provider = provider
-        app.options.provider = name
-        await old.aclose()
-        if model is None:
-            info = builtin_providers().get(name)
-            model = app.config.model_providers.get(name, {}).get("default_model") or (
-                info.default_model if info else None
-            )
+        provider, resolved = open_named(app.config, provider_name)
+        app.options.provider = resolved.name
+        model = model or resolved.default_model
+    await s.use_model(model, provider)
     if model:
-        s.model = model
         app.options.model = model
     app.record_settings()
     _say(app, f"now using {s.model} via {app.provider_name()}", "green")

@@ -1,0 +1,64 @@
+"""What a program host (``codemode.ToolHost``, and through it ``interpreter run`` and the
+batch worker) runs programs with: its tools and their context, built whole.
+
+Unlike a model session there is no provider, harness or session file: only the tool
+set, the workspace, the sandbox session and, for a dry run, the overlay that the
+writing tools record their changes in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from codemode.tools.context import ToolContext
+
+if TYPE_CHECKING:
+    from codemode.sandbox.approval import Approver
+    from codemode.sandbox.session import SandboxSession
+    from codemode.sandbox.settings import SandboxSettings
+    from codemode.tools.dry_run import DryRun
+    from codemode.tools.registry import ToolRegistry
+
+
+@dataclass(frozen=True)
+class ProgramParts:
+    registry: ToolRegistry  # what programs call (the dry-run wrapper in a dry run)
+    context: ToolContext
+    dry_run: DryRun | None
+
+
+def program_parts(
+    workspace: str | Path,
+    registry: ToolRegistry | None = None,
+    *,
+    sandbox: SandboxSettings | SandboxSession | Mapping[str, Any] | None = None,
+    approver: Approver | None = None,
+    dry_run: bool = False,
+) -> ProgramParts:
+    """The tools (the built-ins unless ``registry``) and the context a program host
+    runs programs with. ``sandbox``: settings (or a dict of them) for a new sandbox
+    session rooted at ``workspace``, or a session to use as it is."""
+    from codemode.tools.builtin import builtin_registry
+
+    root = Path(workspace).resolve()
+    tools = registry if registry is not None else builtin_registry()
+    session = None
+    if sandbox is not None:
+        from codemode.sandbox.session import SandboxSession
+
+        session = (
+            sandbox
+            if isinstance(sandbox, SandboxSession)
+            else SandboxSession(root, sandbox, approver=approver)
+        )
+    changes = None
+    if dry_run:
+        from codemode.tools.dry_run import DryRun, dry_run_registry
+
+        tools = dry_run_registry(tools)
+        changes = DryRun()
+    context = ToolContext(workspace=root, sandbox=session, dry_run=changes)
+    return ProgramParts(tools, context, changes)
