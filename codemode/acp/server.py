@@ -56,7 +56,7 @@ class _Live:
     def __init__(self, conn: Any, session: Session, cwd: str) -> None:
         self.conn = conn
         self.session = session
-        self.mapper = UpdateMapper(cwd)
+        self.mapper = UpdateMapper(cwd, session.runner.registry)
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.sender = asyncio.create_task(self._send())
         self.turn: asyncio.Task[Any] | None = None
@@ -174,7 +174,7 @@ class CodemodeAcpAgent:
         except RolloutError as exc:
             raise _invalid(str(exc)) from None
         live = self._open(cwd, mcp_servers, recorded)
-        for update in replay_updates(recorded.path, live.mapper.cwd):
+        for update in replay_updates(recorded.path, live.mapper.cwd, live.mapper.tools):
             live.queue.put_nowait(update)
         await live.flush()
         return LoadSessionResponse()
@@ -217,7 +217,11 @@ class CodemodeAcpAgent:
         live = _Live(self.conn, session, str(workspace.resolve()))
         listener.append(live)
         approver = AcpApprover(
-            self.conn, session.id, open_call_for=live.mapper.open_call_for, flush=live.flush
+            self.conn,
+            session.id,
+            open_call_for=live.mapper.open_call_for,
+            flush=live.flush,
+            kind_for=live.mapper.kind_for,
         )
         session.runner.context.client = AcpToolClient(
             self.conn, session.id, self.capabilities.fs, approver

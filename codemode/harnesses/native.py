@@ -89,7 +89,7 @@ class NativeHarness:
         if self.dialect == "code":
             return await run_exec_call(call, runner)
         return await run_classic_call(
-            call, runner, lambda name, args, value: render_result(name, value)
+            call, runner, lambda name, args, value: render_result(runner.registry.get(name), value)
         )
 
     def result_messages(self, calls: list[ToolCall], outcomes: list[Outcome]) -> list[Message]:

@@ -173,8 +173,8 @@ def render_adapted(runner: ToolRunner, name: str, args: Any, value: Any) -> str:
     """An adapter tool's result as the emulated agent would show it."""
     tool = runner.registry.get(name)
     if not isinstance(tool, AdapterTool) or tool.table is None:
-        return render_result(name, value)
-    return render_value(tool.table, tool.target, args, value)
+        return render_result(tool, value)
+    return render_value(tool.table, tool.target_tool, args, value)
 
 
 # --- text-parsed harnesses ---------------------------------------------------------------

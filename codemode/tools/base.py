@@ -1,9 +1,12 @@
 """The one definition of a tool, from which every surface is generated.
 
 A tool is a name, a description, a pydantic model for its arguments, a pydantic model
-for its result, and an async handler. The classic dialect (JSON schema), the code
-dialect (``tools.<name>()`` in the isolate plus TypeScript declarations) and, later,
-the MCP server are all derived from this one object.
+for its result, an async handler, and its traits: what it may do (``effects``), which
+event item a call becomes, how an editor shows it, how its result reads as text. Every
+surface is derived from this one object (``codemode.tools.surfaces``): the classic
+dialect's JSON schema, the code dialect's ``tools.<name>()`` and TypeScript
+declarations, the MCP server's tool list, harness tables, ACP kinds; no other module
+keeps a list of tool names.
 """
 
 from __future__ import annotations
@@ -46,9 +49,37 @@ Handler = Callable[[Any, ToolContext], Awaitable[Any]]
 # read-only, asked about unless the approval policy is never).
 Trust = Literal["host", "read", "write", "untrusted"]
 # What a call can do, for surfaces that decide without running it (mcp-server's policy,
-# dry runs): "read" only looks, "write" changes files, "run" may do anything (commands,
-# a tool whose effect nobody declared).
-Effect = Literal["read", "write", "run"]
+# dry runs): "read" looks at files, "write" changes them, "execute" runs commands (so may
+# do anything), "network" reaches other machines.
+Effect = Literal["read", "write", "execute", "network"]
+# The same as one word, for the checks that only ask "may it change anything?": "read"
+# only looks, "write" changes files and nothing else, "run" may do anything (commands, the
+# network, a tool whose effects nobody declared).
+Access = Literal["read", "write", "run"]
+# The event item a call becomes (``codemode.agent.items``): the ``type`` of an item in
+# ``codemode.agent.events``.
+ItemKind = Literal["command_execution", "file_change", "todo_list", "mcp_tool_call", "tool_call"]
+# How an ACP client (an editor) shows the call: ACP's ``ToolKind`` values.
+AcpKind = Literal[
+    "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode",
+    "other",
+]
+# A result (the JSON a call returned) as the text a model reads in the classic dialect;
+# None: not a shape it renders (then it is shown as JSON).
+Render = Callable[[dict[str, Any]], str | None]
+
+_ACCESS_EFFECTS: dict[str, frozenset[Effect]] = {
+    "read": frozenset({"read"}),
+    "write": frozenset({"write"}),
+    "run": frozenset({"execute"}),
+}
+
+
+def access_of(effects: frozenset[Effect]) -> Access:
+    """The one-word summary of ``effects``."""
+    if not effects or effects & {"execute", "network"}:
+        return "run"
+    return "write" if "write" in effects else "read"
 
 
 @dataclass(frozen=True)
@@ -66,10 +97,51 @@ class Tool:
     # A lark grammar for that text, for wires that constrain freeform tool input.
     grammar: str | None = None
     trust: Trust = "host"
-    effect: Effect = "run"
+    # What a call can do. ``effect`` is its one-word summary, derived from ``effects``
+    # when they are given (a definition may give either; the default is "run").
+    effect: Access = "run"
+    effects: frozenset[Effect] = frozenset()
     # True for a writer that records into ``ToolContext.dry_run`` instead of writing
     # (codemode.tools.dry_run lets only these and readers run in a dry run).
     dry_run: bool = False
+    # The event item a call becomes, and how an editor (ACP) shows it.
+    item: ItemKind = "tool_call"
+    acp_kind: AcpKind = "other"
+    # The result as text for the classic dialect; None: shown as compact JSON.
+    render: Render | None = None
+    # One of the agent's own core tools: an emulated harness offers its own tools in
+    # their place (codemode.harnesses.adapters); others (an MCP server's, an embedder's)
+    # are offered next to them unchanged.
+    core: bool = False
+
+    def __post_init__(self) -> None:
+        if self.effects:
+            effects = frozenset(self.effects)
+            derived = access_of(effects)
+            if self.effect not in ("run", derived):
+                raise ValueError(
+                    f"tool {self.name}: effect={self.effect!r} contradicts "
+                    f"effects={sorted(effects)}"
+                )
+            object.__setattr__(self, "effects", effects)
+            object.__setattr__(self, "effect", derived)
+        else:
+            object.__setattr__(self, "effects", _ACCESS_EFFECTS[self.effect])
+
+    def item_args(self, raw: Any) -> Any:
+        """The call's arguments in our own tools' shapes, for its event item (an
+        emulated harness's tool translates its own; ours are that shape already)."""
+        return raw
+
+    def text(self, value: Any) -> str | None:
+        """``value`` (this tool's JSON result) as text, or None when the tool has no
+        renderer or the value is not the shape it renders (then callers show JSON)."""
+        if self.render is None or not isinstance(value, dict):
+            return None
+        try:
+            return self.render(value)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None  # an unexpected shape: JSON rather than a failed call
 
     def validate(self, raw: Any) -> BaseModel:
         """Validate raw JSON arguments; raises ToolError naming the offending fields."""
