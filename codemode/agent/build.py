@@ -22,15 +22,15 @@ from codemode.agent.rollout import (
     new_session_id,
 )
 from codemode.agent.runner import Emit, ToolRunner
+from codemode.agent.toolset import session_registry as session_registry  # re-exported
+from codemode.agent.toolset import session_tools
 from codemode.config import Config, ConfigError, codemode_home
 from codemode.harnesses.base import Dialect, PromptEnv
 from codemode.harnesses.catalog import get_harness
 from codemode.js_runtime.models import Limits
 from codemode.providers.base import Provider
 from codemode.providers.sampling import Sampling
-from codemode.tools.builtin import builtin_registry
 from codemode.tools.context import ToolContext
-from codemode.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from codemode.harnesses.base import Harness
@@ -76,21 +76,6 @@ def sandbox_for(config: Config, options: SessionOptions, cwd: Path, approver: An
     extra.writable_roots = [*extra.writable_roots, *(p.resolve() for p in options.writable_roots)]
     settings = SandboxSettings.combine(mode, policy, extra)  # type: ignore[arg-type]
     return SandboxSession(cwd, settings, approver=approver)
-
-
-def session_registry(
-    config: Config | None = None, notices: list[str] | None = None
-) -> ToolRegistry:
-    """The tools an agent session has: the built-ins, the plan tool, and the tools of the
-    configured MCP servers (started here, when the session first needs their tool list;
-    a server that fails to start adds a line to ``notices`` and no tools)."""
-    from codemode.mcp.referenced import add_servers
-
-    registry = builtin_registry()
-    registry.add_lazy("update_plan", "codemode.tools.plan:UPDATE_PLAN")
-    tables = config.mcp_servers if config is not None else {}
-    notices = [] if notices is None else notices
-    return add_servers(registry, tables, codemode_home() / "logs", notices)
 
 
 def resolve_provider(
@@ -177,7 +162,7 @@ def prompt_env(config: Config, cwd: Path, sandbox_mode: str, approval_policy: st
     )
 
 
-def _family_harness(config: Config, provider_name: str | None) -> str:
+def family_harness(config: Config, provider_name: str | None) -> str:
     """The default harness for the provider's model family (Kimi -> kimi-code, ...)."""
     from codemode.harnesses.catalog import DEFAULT_HARNESS, default_harness
     from codemode.providers.catalog import builtin_providers
@@ -233,26 +218,6 @@ def _cli_version() -> str:
         return ""
 
 
-def _add_skills(
-    registry: ToolRegistry, cwd: Path, dialect: Dialect
-) -> tuple[str, list[str], list[str]]:
-    """Offer the skills found from ``cwd``: the load_skill tool, the prompt section and,
-    in code mode, the isolate's ``skills.require``. Also returns the problems found."""
-    from codemode.skills.discovery import discover_skills
-
-    skills = discover_skills(cwd)
-    problems = [f"skill not loaded: {problem}" for problem in skills.problems]
-    if not skills.skills:
-        return "", [], problems
-    from codemode.skills.prompt import loader_script, skills_instructions
-    from codemode.skills.tool import skill_tool
-
-    registry.add(skill_tool(skills))
-    code = dialect == "code"
-    prompt = "\n" + skills_instructions(skills, code_mode=code)
-    return prompt, [loader_script()] if code else [], problems
-
-
 def build_session(
     config: Config,
     options: SessionOptions,
@@ -292,7 +257,7 @@ def build_session(
         harness_name = (
             options.harness
             or config.harness
-            or _family_harness(config, options.provider or provider_name)
+            or family_harness(config, options.provider or provider_name)
         )
         code_mode = options.code_mode if options.code_mode is not None else config.code_mode
         dialect = "code" if code_mode else "classic"
@@ -317,24 +282,20 @@ def build_session(
 
     sandbox = sandbox_for(config, options, cwd, approver)
     context = ToolContext(workspace=cwd, sandbox=sandbox)
-    registry = session_registry(config, notices)
-    skills_prompt, setup_scripts, skill_problems = _add_skills(registry, cwd, dialect)
+    tools = session_tools(config, harness, cwd, notices)
     session_ref: list[Session] = []
 
     def emit(event: object) -> None:
         session_ref[0].emit(event)  # type: ignore[arg-type]
 
-    surface = harness.registry(registry)
-    if surface is not registry:
-        surface.on_close(registry.close)  # an adapter registry: stop the MCP servers too
     engine = config.engine or default_engine
     runner = ToolRunner(
-        surface,
+        tools.registry,
         context,
         emit,
         engine=engine,
         limits=Limits(timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=30_000),
-        setup_scripts=setup_scripts,
+        setup_scripts=tools.setup_scripts,
         yield_time_ms=config.exec_yield_time_ms,
     )
     env = prompt_env(config, cwd, sandbox.settings.sandbox_mode, sandbox.settings.approval_policy)
@@ -369,7 +330,7 @@ def build_session(
         model=model,
         harness=harness,
         runner=runner,
-        instructions=harness.instructions(env) + skills_prompt,
+        instructions=harness.instructions(env) + tools.skills_prompt,
         rollout=rollout,
         messages=messages,
         max_turns=options.max_turns or config.max_turns,
@@ -380,7 +341,7 @@ def build_session(
     session.context_window = facts.context_window if facts is not None else None
     session_ref.append(session)
     session.listeners.extend(listeners)
-    for problem in skill_problems:
+    for problem in tools.problems:
         session.emit(Notice(message=problem))
     for notice in notices:
         session.emit(Notice(message=notice))

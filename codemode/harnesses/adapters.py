@@ -445,6 +445,7 @@ def adapter_tool(table: ToolTable, base: ToolRegistry, *, text: bool = False) ->
         args_model=model,
         result_model=result_model,
         handler=handler,
+        parameters=table.parameters,
         target=target,
         table=table,
         target_tool=target_tool,

@@ -14,11 +14,11 @@ from codemode.harnesses.base import Dialect, PromptEnv
 def describe_harness(name: str, dialect: Dialect, cwd: Path) -> dict[str, Any]:
     """The rendered prompt and the tools offered (function schemas; in code mode the
     ``exec`` tool, whose description carries the TypeScript declarations)."""
-    from codemode.agent.build import session_registry
+    from codemode.agent.toolset import session_tools
     from codemode.harnesses.catalog import get_harness
 
     harness = get_harness(name, dialect)
-    registry = harness.registry(session_registry())
+    registry = session_tools(None, harness, cwd, []).registry  # as a session has them
     specs = harness.tool_specs(registry)
     env = PromptEnv(
         cwd=str(cwd),
@@ -51,7 +51,7 @@ def describe_harness(name: str, dialect: Dialect, cwd: Path) -> dict[str, Any]:
             if isinstance(t, AdapterTool) and t.table is not None
         ]
     if dialect == "code":
-        from codemode.tools.typescript import typescript_declarations
+        from codemode.tools.surfaces import declarations
 
-        shown["typescript"] = typescript_declarations(registry)
+        shown["typescript"] = declarations(registry)
     return shown

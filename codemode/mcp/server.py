@@ -175,7 +175,7 @@ class HostService:
         return None
 
     def describe(self, name: str) -> str:
-        from codemode.tools.typescript import typescript_declarations
+        from codemode.tools.surfaces import declaration
 
         full = self.lookup(name)
         if full is None:
@@ -184,7 +184,7 @@ class HostService:
             raise LookupError(f"no tool named {name!r}{suggestion}")
         tool = self.registry.get(full)
         assert tool is not None
-        return typescript_declarations(ToolRegistry([tool])).split("\n/** Raised")[0].strip()
+        return declaration(tool)
 
 
 def build_server(service: HostService) -> MCPServer:

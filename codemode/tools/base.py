@@ -96,6 +96,10 @@ class Tool:
     freeform_field: str | None = None
     # A lark grammar for that text, for wires that constrain freeform tool input.
     grammar: str | None = None
+    # The arguments' JSON schema as the classic dialect offers it, when it is written out
+    # rather than generated from ``args_model`` (an emulated tool's, from its harness
+    # table); see ``codemode.tools.surfaces.parameters``.
+    parameters: dict[str, Any] | None = None
     trust: Trust = "host"
     # What a call can do. ``effect`` is its one-word summary, derived from ``effects``
     # when they are given (a definition may give either; the default is "run").
