@@ -30,7 +30,7 @@ from codemode.harnesses.catalog import get_harness
 from codemode.harnesses.native import NativeHarness
 from codemode.providers.base import ToolCall
 from codemode.testing.scripted_server import ScriptedModelServer
-from codemode.tools.base import StrictArgs, Tool, ToolResult
+from codemode.tools.base import StrictArgs, Tool, ToolResult, define_tool
 from codemode.tools.context import ToolContext
 from codemode.tools.registry import ToolRegistry
 
@@ -283,3 +283,18 @@ def test_tools_rejects_an_unknown_harness_and_a_missing_dialect(home: Path, work
     unknown = run_cli(["tools", "--harness", "nope"], home=home, cwd=work)
     assert unknown.code == 2 and "unknown harness 'nope'" in unknown.stderr
     assert "Traceback" not in unknown.stderr
+
+
+def test_define_tool_takes_the_traits_too() -> None:
+    async def lookup(term: str) -> dict[str, str]:
+        """Look a term up."""
+        return {"term": term}
+
+    tool = define_tool(
+        lookup, effects=frozenset({"read"}), acp_kind="search", render=lambda r: r["term"]
+    )
+    assert tool.effect == "read" and tool.acp_kind == "search" and tool.item == "tool_call"
+    assert tool.text({"term": "x"}) == "x"
+    assert tool.text({"other": 1}) is None  # not its shape: shown as JSON
+    mapper = UpdateMapper("/w", ToolRegistry([tool]))
+    assert _start_kind(mapper, ToolCallItem(id="1", name="lookup")) == "search"

@@ -235,12 +235,18 @@ def define_tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    effects: frozenset[Effect] = frozenset(),
+    item: ItemKind = "tool_call",
+    acp_kind: AcpKind = "other",
+    render: Render | None = None,
 ) -> Tool:
     """Build a Tool from a plain async function, the way embedders write them.
 
     Either the function takes one pydantic-model parameter (the arguments), optionally
     followed by a ``ToolContext``; or it takes keyword parameters with type hints, from
-    which the argument model is generated.
+    which the argument model is generated. The traits (``effects``, ``item``,
+    ``acp_kind``, ``render``) are those of ``Tool``; a tool that declares no effects may
+    do anything ("run").
     """
     if not inspect.iscoroutinefunction(fn):
         raise TypeError(f"tool {fn.__name__!r} must be an async function")
@@ -280,4 +286,7 @@ def define_tool(
             extra = {n: ctx for n in wants_ctx}
             return await fn(**values, **extra)
 
-    return Tool(tool_name, doc, args_model, result_model, handler)
+    return Tool(
+        tool_name, doc, args_model, result_model, handler,
+        effects=effects, item=item, acp_kind=acp_kind, render=render,
+    )
