@@ -88,6 +88,11 @@ def _runner(registry: ToolRegistry, tmp_path: Path, events: list[BaseModel]) -> 
     return ToolRunner(registry, ToolContext(workspace=tmp_path), events.append)
 
 
+async def _lookup(term: str) -> dict[str, str]:
+    """Look a term up."""
+    return {"term": term}
+
+
 def _tool(registry: ToolRegistry, name: str) -> Tool:
     tool = registry.get(name)
     assert tool is not None, name
@@ -106,9 +111,13 @@ def test_effects_and_their_one_word_summary_agree() -> None:
     registry = session_registry()
     assert _tool(registry, "read_file").effects == frozenset({"read"})
     assert _tool(registry, "write_file").effect == "write"
-    assert _tool(registry, "shell").effects == frozenset({"execute"})
+    assert _tool(registry, "shell").effect_set == frozenset({"execute"})
     legacy = Tool("t", "", JobArgs, None, _job, effect="read")  # the older spelling
-    assert legacy.effects == frozenset({"read"})
+    assert legacy.effect_set == frozenset({"read"}) and legacy.effects == frozenset()
+    # dataclasses.replace of the summary alone works (as tests and embedders write it)
+    from dataclasses import replace
+
+    assert replace(define_tool(_lookup), effect="write").effect_set == frozenset({"write"})
     with pytest.raises(ValueError, match="contradicts"):
         Tool("t", "", JobArgs, None, _job, effect="read", effects=frozenset({"write"}))
 
@@ -286,12 +295,9 @@ def test_tools_rejects_an_unknown_harness_and_a_missing_dialect(home: Path, work
 
 
 def test_define_tool_takes_the_traits_too() -> None:
-    async def lookup(term: str) -> dict[str, str]:
-        """Look a term up."""
-        return {"term": term}
-
     tool = define_tool(
-        lookup, effects=frozenset({"read"}), acp_kind="search", render=lambda r: r["term"]
+        _lookup, name="lookup", effects=frozenset({"read"}), acp_kind="search",
+        render=lambda r: r["term"],
     )
     assert tool.effect == "read" and tool.acp_kind == "search" and tool.item == "tool_call"
     assert tool.text({"term": "x"}) == "x"

@@ -434,6 +434,7 @@ def adapter_tool(table: ToolTable, base: ToolRegistry, *, text: bool = False) ->
     traits: dict[str, Any] = {}
     if target_tool is not None:
         traits = {
+            "effect": target_tool.effect,
             "effects": target_tool.effects,
             "dry_run": target_tool.dry_run,
             "item": target_tool.item,

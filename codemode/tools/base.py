@@ -101,8 +101,9 @@ class Tool:
     # table); see ``codemode.tools.surfaces.parameters``.
     parameters: dict[str, Any] | None = None
     trust: Trust = "host"
-    # What a call can do. ``effect`` is its one-word summary, derived from ``effects``
-    # when they are given (a definition may give either; the default is "run").
+    # What a call can do: ``effects`` as declared, ``effect`` its one-word summary
+    # (derived from ``effects`` when they are given; a definition may give either, and
+    # the default is "run"). ``effect_set`` is the set whichever was given.
     effect: Access = "run"
     effects: frozenset[Effect] = frozenset()
     # True for a writer that records into ``ToolContext.dry_run`` instead of writing
@@ -129,8 +130,11 @@ class Tool:
                 )
             object.__setattr__(self, "effects", effects)
             object.__setattr__(self, "effect", derived)
-        else:
-            object.__setattr__(self, "effects", _ACCESS_EFFECTS[self.effect])
+
+    @property
+    def effect_set(self) -> frozenset[Effect]:
+        """What a call can do: the declared ``effects``, else what ``effect`` implies."""
+        return self.effects or _ACCESS_EFFECTS[self.effect]
 
     def item_args(self, raw: Any) -> Any:
         """The call's arguments in our own tools' shapes, for its event item (an
