@@ -15,13 +15,13 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field, create_model
 
 from codemode.harnesses.spec import HarnessTable, ToolTable
 from codemode.harnesses.terminal import TerminalResult, terminal
-from codemode.tools.base import StrictArgs, Tool
+from codemode.tools.base import Access, AcpKind, Effect, ItemKind, StrictArgs, Tool
 from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.doc_text import unwrap
 from codemode.tools.registry import ToolRegistry
@@ -30,6 +30,16 @@ Invoke = Callable[[str, dict[str, Any]], Awaitable[Any]]
 # (arguments by role, the tool's table, our tools, this tool's state for the session)
 Translate = Callable[[dict[str, Any], ToolTable, Invoke, dict[str, Any]], Awaitable[Any]]
 
+
+
+class Traits(TypedDict, total=False):
+    """The traits an adapter tool takes over (``Tool``'s fields of the same names)."""
+
+    effect: Access
+    effects: frozenset[Effect]
+    dry_run: bool
+    item: ItemKind
+    acp_kind: AcpKind
 
 
 @dataclass(frozen=True)
@@ -356,6 +366,12 @@ ADAPTERS: dict[str, tuple[str, Translate]] = {
 }
 # Result models of adapters that stand for none of our tools.
 ADAPTER_RESULTS: dict[str, type[BaseModel]] = {"terminal": TerminalResult}
+# The traits of adapters that stand for none of our tools (the others carry the traits
+# of the tool they stand for).
+ADAPTER_TRAITS: dict[str, Traits] = {
+    "terminal": {"effects": frozenset({"execute"}), "acp_kind": "execute"},
+    "editor": {"effects": frozenset({"read", "write"}), "acp_kind": "edit"},
+}
 
 
 # Our tools' argument names -> the adapter role they come from, to name in an error the
@@ -431,7 +447,7 @@ def adapter_tool(table: ToolTable, base: ToolRegistry, *, text: bool = False) ->
         return value
 
     # A call shows as the call of ours it stands for (a command, a plan, a file read).
-    traits: dict[str, Any] = {}
+    traits: Traits = ADAPTER_TRAITS.get(table.adapter, {})
     if target_tool is not None:
         traits = {
             "effect": target_tool.effect,

@@ -119,11 +119,11 @@ class HostService:
                 _prompt("execute_search"), {"count": str(len(self.registry)), "sample": sample}
             )
         else:
-            from codemode.tools.typescript import typescript_declarations
+            from codemode.tools.surfaces import declarations
 
             tools = render_template(
                 _prompt("execute_declarations"),
-                {"declarations": typescript_declarations(self.registry).strip()},
+                {"declarations": declarations(self.registry).strip()},
             )
         text = render_template(
             _prompt("execute"), {"workspace": str(self.context.workspace), "tools": tools}
