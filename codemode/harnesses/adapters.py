@@ -15,13 +15,14 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, Field, create_model
 
+from codemode.harnesses.arg_models import model_from_schema, pascal
 from codemode.harnesses.spec import HarnessTable, ToolTable
 from codemode.harnesses.terminal import TerminalResult, terminal
-from codemode.tools.base import Access, AcpKind, Effect, ItemKind, StrictArgs, Tool
+from codemode.tools.base import Access, AcpKind, Effect, ItemKind, Tool
 from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.doc_text import unwrap
 from codemode.tools.registry import ToolRegistry
@@ -65,65 +66,6 @@ class AdapterTool(Tool):
             todos = by_role.get("todos")
             return {"plan": _plan(todos if isinstance(todos, list) else [], self.table, False)}
         return by_role
-
-
-# --- argument models from JSON schema ------------------------------------------------
-
-
-def _pascal(name: str) -> str:
-    return "".join(p[:1].upper() + p[1:] for p in re.split(r"[^A-Za-z0-9]+", name) if p)
-
-
-def _annotation(schema: dict[str, Any], hint: str) -> Any:
-    for key in ("anyOf", "oneOf"):
-        if key in schema:
-            options = [_annotation(sub, f"{hint}{i}") for i, sub in enumerate(schema[key])]
-            union = options[0]
-            for option in options[1:]:
-                union = union | option
-            return union
-    if "enum" in schema:
-        return Literal[tuple(schema["enum"])]  # type: ignore[misc]
-    kind = schema.get("type")
-    if isinstance(kind, list):  # ["integer", "null"]
-        kind = next((k for k in kind if k != "null"), None)
-    if kind == "string":
-        return str
-    if kind == "integer":
-        return int
-    if kind == "number":
-        return float
-    if kind == "boolean":
-        return bool
-    if kind == "array":
-        return list[_annotation(schema.get("items", {}), hint + "Item")]  # type: ignore[misc]
-    if kind == "object" and "properties" in schema:
-        return model_from_schema(hint, schema)
-    if kind == "object":
-        return dict[str, Any]
-    return Any
-
-
-def model_from_schema(name: str, schema: dict[str, Any]) -> type[BaseModel]:
-    """A strict pydantic model accepting exactly the objects ``schema`` describes.
-
-    Property names that are not Python identifiers (``-i``, ``-A``) become aliases.
-    """
-    required = set(schema.get("required", []))
-    fields: dict[str, Any] = {}
-    for prop, sub in schema.get("properties", {}).items():
-        attr = prop if prop.isidentifier() and not prop.startswith("_") else (
-            "arg_" + re.sub(r"\W", "_", prop).strip("_")
-        )
-        annotation = _annotation(sub, name + _pascal(prop))
-        extra: dict[str, Any] = {"description": sub.get("description")}
-        if attr != prop:
-            extra["alias"] = prop
-        if prop in required:
-            fields[attr] = (annotation, Field(..., **extra))
-        else:
-            fields[attr] = (annotation | None, Field(default=None, **extra))
-    return create_model(name, __base__=StrictArgs, **fields)  # type: ignore[call-overload]
 
 
 # --- the adapters ------------------------------------------------------------------------
@@ -411,14 +353,14 @@ def adapter_tool(table: ToolTable, base: ToolRegistry, *, text: bool = False) ->
     if table.adapter not in ADAPTERS:
         raise ValueError(f"tool {table.name}: unknown adapter {table.adapter!r}")
     target, translate = ADAPTERS[table.adapter]
-    model = model_from_schema(_pascal(table.name) + "Args", table.parameters)
+    model = model_from_schema(pascal(table.name) + "Args", table.parameters)
     target_tool = base.get(target) if target else None
     result_model = (
         target_tool.result_model if target_tool is not None else ADAPTER_RESULTS.get(table.adapter)
     )
     if text and result_model is not None and "output" not in result_model.model_fields:
         result_model = create_model(
-            _pascal(table.name) + "Result",
+            pascal(table.name) + "Result",
             __base__=result_model,
             output=(str, Field(description="The result as text, as a direct call shows it.")),
         )
