@@ -295,6 +295,8 @@ def test_tools_rejects_an_unknown_harness_and_a_missing_dialect(home: Path, work
 
 
 def test_define_tool_takes_the_traits_too() -> None:
+    from dataclasses import replace
+
     tool = define_tool(
         _lookup, name="lookup", effects=frozenset({"read"}), acp_kind="search",
         render=lambda r: r["term"],
@@ -302,5 +304,7 @@ def test_define_tool_takes_the_traits_too() -> None:
     assert tool.effect == "read" and tool.acp_kind == "search" and tool.item == "tool_call"
     assert tool.text({"term": "x"}) == "x"
     assert tool.text({"other": 1}) is None  # not its shape: shown as JSON
+    broken = replace(tool, render=lambda r: str(1 / 0))
+    assert broken.text({"term": "x"}) is None
     mapper = UpdateMapper("/w", ToolRegistry([tool]))
     assert _start_kind(mapper, ToolCallItem(id="1", name="lookup")) == "search"

@@ -147,9 +147,10 @@ class Tool:
         if self.render is None or not isinstance(value, dict):
             return None
         try:
-            return self.render(value)
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return None  # an unexpected shape: JSON rather than a failed call
+            text = self.render(value)
+        except Exception:  # an unexpected shape, or a broken renderer: JSON, not a failure
+            return None
+        return text if isinstance(text, str) else None
 
     def validate(self, raw: Any) -> BaseModel:
         """Validate raw JSON arguments; raises ToolError naming the offending fields."""
