@@ -293,53 +293,39 @@ def _mcp_servers_named_in(
 
 @cli.command()
 @click.option("--dts", is_flag=True, help="Print TypeScript declarations (the code dialect).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON schemas (the classic dialect).")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the function tools as the wire sends them."
+)
+@click.option("--harness", help="The tools of a session of this harness (default: as for exec).")
+@click.option(
+    "--code-mode/--classic", "code_mode", default=None,
+    help="The tools of a code-mode or a classic session (default: the config's).",
+)
 @config_option()
-def tools(dts: bool, as_json: bool, overrides: tuple[str, ...]) -> None:
-    """List the tools: the built-in ones and those of the configured MCP servers
-    (started to ask them; one that fails is reported on stderr)."""
-    from codemode.config import ConfigError, codemode_home
-    from codemode.mcp.referenced import add_servers
-    from codemode.tools.builtin import builtin_registry
+def tools(
+    dts: bool, as_json: bool, harness: str | None, code_mode: bool | None,
+    overrides: tuple[str, ...],
+) -> None:
+    """List the tools a session offers: the built-in ones, the plan tool, skills and those
+    of the configured MCP servers (started to ask them; one that fails is reported on
+    stderr), under the harness's names."""
+    from codemode.assembly.toolset import listing_text, tool_listing
+    from codemode.config import ConfigError
 
     notices: list[str] = []
-    tables = load_config_or_usage(overrides).mcp_servers
+    config = load_config_or_usage(overrides)
     try:
-        registry = add_servers(builtin_registry(), tables, codemode_home() / "logs", notices)
-    except ConfigError as exc:
+        listing = tool_listing(
+            config, Path.cwd(), harness=harness, code_mode=code_mode, notices=notices
+        )
+    except (ConfigError, ValueError) as exc:  # an unknown harness, or a dialect it lacks
         raise click.UsageError(str(exc)) from None
     try:
         for notice in notices:
             click.echo(f"warning: {notice}", err=True)
-        _print_tools(registry, dts=dts, as_json=as_json)
+        click.echo(listing_text(listing, dts=dts, as_json=as_json), nl=False)
     finally:
-        registry.close()
-
-
-def _print_tools(registry: Any, *, dts: bool, as_json: bool) -> None:
-    from codemode.tools.registry import code_name
-
-    if dts:
-        from codemode.tools.typescript import typescript_declarations
-
-        click.echo(typescript_declarations(registry, standalone=True), nl=False)
-    elif as_json:
-        import json
-
-        schemas = [
-            {
-                "name": t.name,
-                "description": t.description,
-                "parameters": t.args_model.model_json_schema(),
-            }
-            for t in registry
-        ]
-        click.echo(json.dumps(schemas, indent=2))
-    else:
-        width = max(len(code_name(t.name)) for t in registry)
-        for t in registry:
-            first = (t.description.strip().splitlines() or [""])[0]
-            click.echo(f"{code_name(t.name).ljust(width)}  {first}")
+        listing.close()
 
 
 def session_options(fn: Any) -> Any:
@@ -826,7 +812,7 @@ def harness_show(name: str, code_mode: bool, as_json: bool) -> None:
     """The rendered prompt of harness NAME and its tools (schemas, or TypeScript in code mode)."""
     import json
 
-    from codemode.harnesses.show import describe_harness
+    from codemode.assembly.show import describe_harness
 
     try:
         shown = describe_harness(name, "code" if code_mode else "classic", Path.cwd())

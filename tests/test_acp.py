@@ -27,7 +27,9 @@ from agent_support import INTERPRETER, cli_env, provider_flags
 
 from codemode.acp.client import AcpApprover
 from codemode.acp.server import AcpOptions, CodemodeAcpAgent
+from codemode.acp.updates import UpdateMapper
 from codemode.testing.scripted_server import ScriptedModelServer
+from codemode.tools.builtin import builtin_registry
 
 
 class RecordingClient:
@@ -319,6 +321,7 @@ async def test_acp_approver_answers_sandbox_shaped_requests() -> None:
         "s1",
         open_call_for=lambda tool: "item_7" if tool == "shell" else None,
         flush=flush,
+        kind_for=UpdateMapper(str(Path.cwd()), builtin_registry()).kind_for,
     )
     request = SandboxShapedRequest(
         tool="shell",

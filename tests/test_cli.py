@@ -467,7 +467,10 @@ def test_json_limit_keeps_exit_3(tmp_path: Path) -> None:
 
 # --- tools -----------------------------------------------------------------------------
 
-TOOL_NAMES = ["shell", "apply_patch", "read_file", "write_file", "list_dir", "glob", "grep"]
+# What a native session offers (`interpreter tools` lists a session's tools).
+TOOL_NAMES = [
+    "shell", "apply_patch", "read_file", "write_file", "list_dir", "glob", "grep", "update_plan"
+]
 
 
 def test_tools_dts(tmp_path: Path) -> None:

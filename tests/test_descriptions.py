@@ -13,7 +13,7 @@ import pytest
 from agent_support import WIRES, provider_flags, run_cli
 
 from codemode.harnesses.catalog import get_harness, harness_infos
-from codemode.harnesses.show import describe_harness
+from codemode.assembly.show import describe_harness
 from codemode.harnesses.spec import load_table, table_names
 from codemode.testing.scripted_server import ScriptedModelServer
 
@@ -156,7 +156,7 @@ def test_the_request_sent_in_code_mode_keeps_the_patch_example(
 
 def test_the_classic_dialect_description_is_the_tools_own_text() -> None:
     harness = get_harness("native", "classic")
-    from codemode.assembly.parts import session_registry
+    from codemode.assembly.toolset import session_registry
 
     registry = harness.registry(session_registry())
     [spec] = [s for s in harness.tool_specs(registry) if s.name == "apply_patch"]

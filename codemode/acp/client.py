@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from acp.schema import FileSystemCapabilities, PermissionOption, ToolCallUpdate
+from acp.schema import FileSystemCapabilities, PermissionOption, ToolCallUpdate, ToolKind
 
 from codemode.tools.client import ApprovalChoice
 
@@ -16,7 +16,6 @@ _OPTIONS = {
     "always": ("Always allow", "allow_always"),
     "deny": ("Deny", "reject_once"),
 }
-_KIND = {"shell": "execute", "write_file": "edit", "apply_patch": "edit"}
 
 
 class AcpApprover:
@@ -26,7 +25,8 @@ class AcpApprover:
     ``justification``, ``rule``, ``program``, ``can_remember`` and ``summary()``: the
     sandbox's ``ApprovalRequest`` and ``codemode.tools.client.ApprovalRequest`` both fit.
     The permission request points at the tool call that is waiting (the newest open
-    call of that tool), so the editor shows it in place.
+    call of that tool), so the editor shows it in place; ``kind_for`` gives the tool's
+    ACP kind (``Tool.acp_kind``; the session's ``UpdateMapper.kind_for``).
     """
 
     def __init__(
@@ -36,11 +36,13 @@ class AcpApprover:
         *,
         open_call_for: Callable[[str], str | None],
         flush: Callable[[], Awaitable[None]],
+        kind_for: Callable[[str], ToolKind] | None = None,
     ) -> None:
         self._conn = conn
         self._session_id = session_id
         self._open_call_for = open_call_for
         self._flush = flush
+        self._kind_for = kind_for
         self._ids = itertools.count(1)
 
     async def __call__(self, request: Any) -> ApprovalChoice:
@@ -63,7 +65,7 @@ class AcpApprover:
             tool_call=ToolCallUpdate(
                 tool_call_id=call_id,
                 title=summary.splitlines()[0],
-                kind=_KIND.get(tool, "other"),
+                kind=self._kind_for(tool) if self._kind_for is not None else "other",
                 status="pending",
                 raw_input=raw_input,
             ),

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp import text_block, tool_content, update_tool_call, update_user_message_text
 from pydantic import TypeAdapter, ValidationError
 
 from codemode.acp.updates import UpdateMapper
 from codemode.agent.events import ItemCompleted, ItemStarted
+
+if TYPE_CHECKING:
+    from codemode.tools.registry import ToolRegistry
 
 _ITEM_EVENT: TypeAdapter[ItemStarted | ItemCompleted] = TypeAdapter(ItemStarted | ItemCompleted)
 
@@ -39,9 +42,10 @@ def _records(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def replay_updates(path: Path, cwd: str) -> list[Any]:
-    """The updates that show the session recorded at ``path`` to an editor."""
-    mapper = UpdateMapper(cwd)
+def replay_updates(path: Path, cwd: str, tools: ToolRegistry | None = None) -> list[Any]:
+    """The updates that show the session recorded at ``path`` to an editor (``tools``:
+    the session's, whose kinds its calls show with)."""
+    mapper = UpdateMapper(cwd, tools)
     updates: list[Any] = []
     for record in _records(path):
         kind = record.get("type")

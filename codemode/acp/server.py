@@ -62,6 +62,7 @@ class _Live:
         self.conn = conn
         self.session_id = session_id
         self.session: Session | None = None
+        # Its tools come with the session (``attach``): a call's ACP kind is its tool's.
         self.mapper = UpdateMapper(cwd)
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.sender = asyncio.create_task(self._send())
@@ -69,6 +70,7 @@ class _Live:
 
     def attach(self, session: Session) -> None:
         self.session = session
+        self.mapper.tools = session.runner.registry
 
     def on_event(self, event: BaseModel) -> None:
         for update in self.mapper.updates(event):
@@ -189,7 +191,7 @@ class CodemodeAcpAgent:
         except RolloutError as exc:
             raise _invalid(str(exc)) from None
         live = self._open(cwd, mcp_servers, recorded)
-        for update in replay_updates(recorded.path, live.mapper.cwd):
+        for update in replay_updates(recorded.path, live.mapper.cwd, live.mapper.tools):
             live.queue.put_nowait(update)
         await live.flush()
         return LoadSessionResponse()
@@ -214,7 +216,11 @@ class CodemodeAcpAgent:
         # Commands the execpolicy marks `prompt`, and file edits, are asked about in the
         # editor; file reads and writes go through its buffers.
         approver = AcpApprover(
-            self.conn, session_id, open_call_for=live.mapper.open_call_for, flush=live.flush
+            self.conn,
+            session_id,
+            open_call_for=live.mapper.open_call_for,
+            flush=live.flush,
+            kind_for=live.mapper.kind_for,
         )
         spec = SessionSpec(
             listeners=[live.on_event],

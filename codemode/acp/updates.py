@@ -9,7 +9,7 @@ their program's id in ``_meta.codemode.parent_id`` and say so in their title.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp import (
     start_tool_call,
@@ -39,17 +39,16 @@ from codemode.agent.events import (
     ToolCallItem,
 )
 
-_KINDS: dict[str, ToolKind] = {
-    "shell": "execute",
-    "exec": "execute",
-    "read_file": "read",
-    "load_skill": "read",
-    "write_file": "edit",
-    "apply_patch": "edit",
-    "list_dir": "search",
-    "glob": "search",
-    "grep": "search",
-    "update_plan": "think",
+if TYPE_CHECKING:
+    from codemode.tools.base import Tool
+    from codemode.tools.registry import ToolRegistry
+
+# The kind of a recorded item whose tool this session does not have (a replayed
+# session's), by the item's type; every other item's kind is its tool's ``acp_kind``.
+_ITEM_KINDS: dict[str, ToolKind] = {
+    "command_execution": "execute",
+    "code_execution": "execute",
+    "file_change": "edit",
 }
 _TOOL_ITEMS = (
     CommandExecutionItem,
@@ -62,16 +61,11 @@ MAX_TITLE = 80
 
 
 def tool_name(item: Any) -> str:
-    """The registry name of the tool an item reports."""
-    if isinstance(item, CommandExecutionItem):
-        return "shell"
-    if isinstance(item, FileChangeItem):
-        return "apply_patch"
-    if isinstance(item, CodeExecutionItem):
-        return "exec"
+    """The registry name of the tool an item reports, where the item names it ("" for a
+    command, a patch or a program: their items say what ran, not which tool ran it)."""
     if isinstance(item, McpToolCallItem):
-        return f"{item.server}.{item.tool}"
-    return str(getattr(item, "name", "tool"))
+        return f"mcp__{item.server}__{item.tool}"
+    return str(getattr(item, "name", ""))
 
 
 def _short(text: str) -> str:
@@ -92,7 +86,7 @@ def _title(item: Any) -> str:
         target = args.get("path") or args.get("pattern") if isinstance(args, dict) else None
         title = f"{item.name} {target}" if target else item.name
     else:
-        title = tool_name(item)
+        title = f"{item.server}.{item.tool}" if isinstance(item, McpToolCallItem) else item.type
     return _short(title) + (" (in program)" if item.parent_id else "")
 
 
@@ -138,14 +132,38 @@ def _output(item: Any) -> tuple[Any, str]:
 
 
 class UpdateMapper:
-    """Turns one session's events into ACP updates, remembering what it has sent."""
+    """Turns one session's events into ACP updates, remembering what it has sent.
 
-    def __init__(self, cwd: str) -> None:
+    ``tools`` is the session's registry: a call's ACP kind is its tool's ``acp_kind``.
+    """
+
+    def __init__(self, cwd: str, tools: ToolRegistry | None = None) -> None:
         self.cwd = cwd
+        self.tools = tools
         self._streamed: set[str] = set()
         self._outputs: dict[str, list[str]] = {}
-        # Tool calls started and not finished: item id -> tool name, in start order.
-        self.open_calls: dict[str, str] = {}
+        # Tool calls started and not finished: item id -> (item type, tool name), in
+        # start order.
+        self.open_calls: dict[str, tuple[str, str]] = {}
+
+    def _tool(self, name: str) -> Tool | None:
+        if self.tools is None or not name:
+            return None
+        from codemode.harnesses.adapters import find_tool
+
+        return find_tool(self.tools, name)
+
+    def kind_of(self, item: Any) -> ToolKind:
+        """How the editor shows ``item``'s call: its tool's ``acp_kind``."""
+        tool = self._tool(tool_name(item))
+        if tool is not None:
+            return tool.acp_kind
+        return _ITEM_KINDS.get(str(item.type), "other")
+
+    def kind_for(self, tool: str) -> ToolKind:
+        """The ``acp_kind`` of the tool registered as ``tool`` ("other": none such)."""
+        found = self._tool(tool)
+        return found.acp_kind if found is not None else "other"
 
     def updates(self, event: BaseModel) -> list[Any]:
         if isinstance(event, TextDeltaEvent):
@@ -183,12 +201,11 @@ class UpdateMapper:
             return [update_plan(entries)]
         if not isinstance(item, _TOOL_ITEMS):
             return []
-        name = tool_name(item)
-        self.open_calls[item.id] = name
+        self.open_calls[item.id] = (str(item.type), tool_name(item))
         start = start_tool_call(
             item.id,
             _title(item),
-            kind=_KINDS.get(name, "other"),
+            kind=self.kind_of(item),
             status="in_progress",
             locations=_locations(item, self.cwd),
             raw_input=_input(item),
@@ -217,8 +234,15 @@ class UpdateMapper:
         return [update]
 
     def open_call_for(self, tool: str) -> str | None:
-        """The most recent unfinished call of ``tool`` (the one asking for approval)."""
-        for item_id, name in reversed(self.open_calls.items()):
-            if name == tool:
+        """The most recent unfinished call of ``tool`` (the one asking for approval):
+        a call of that name, of an emulated tool standing in front of it, or an item of
+        the type its calls become (a command for ``shell``)."""
+        found = self._tool(tool)
+        item_type = found.item if found is not None and found.item != "tool_call" else None
+        for item_id, (kind, name) in reversed(self.open_calls.items()):
+            if name == tool or (item_type is not None and kind == item_type):
+                return item_id
+            offered = self._tool(name)
+            if offered is not None and getattr(offered, "target", None) == tool:
                 return item_id
         return None

@@ -18,10 +18,8 @@ import asyncio
 import contextvars
 import dataclasses
 import itertools
-import os
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -30,22 +28,18 @@ from codemode.agent.events import (
     CodeExecutionItem,
     CommandExecutionItem,
     CommandOutputDeltaEvent,
-    FileChangeItem,
-    FileUpdate,
     ItemCompleted,
     ItemStarted,
     ItemUpdated,
     McpToolCallItem,
     OutputDeltaEvent,
-    TodoEntry,
-    TodoListItem,
-    ToolCallItem,
 )
+from codemode.agent.items import finish_item, start_item
 from codemode.harnesses.base import ToolOutput
 from codemode.js_runtime.bridge import Bridge
 from codemode.js_runtime.models import ExecError, ExecEvent, ExecResult, Limits
 from codemode.tools.context import ToolContext, ToolError
-from codemode.tools.registry import ToolRegistry, split_namespace
+from codemode.tools.registry import ToolRegistry
 
 Emit = Callable[[BaseModel], None]
 # The item id of the program whose tool calls are being made (in its task's context).
@@ -118,19 +112,15 @@ class ToolRunner:
 
     async def invoke_reported(self, name: str, args: Any, *, parent_id: str | None) -> Any:
         """Invoke ``name`` through the registry, reporting it as an item."""
-        # An emulated harness's tool (Bash, run_shell_command...) is shown as the tool
-        # of ours it stands for, so a command is a command_execution whatever its name.
+        # The item is read off the tool's definition (codemode.agent.items): an emulated
+        # harness's Bash is a command_execution as our shell is.
         tool = self.registry.get(name)
-        kind = getattr(tool, "target", "") or name
-        item = _start_item(kind, name, args, self.next_id(), parent_id)
-        base = self.context.workspace
-        if isinstance(item, FileChangeItem):
-            item.changes, base = _planned_changes(args, base)
+        item, base = start_item(tool, name, args, self.next_id(), parent_id, self.context.workspace)
         self.emit(ItemStarted(item=item))
         try:
             value = await self.registry.invoke(name, args, self._context_for(item))
         except ToolError as exc:
-            _finish_item(item, None, str(exc), base)
+            finish_item(item, None, str(exc), base)
             self.emit(ItemCompleted(item=item))
             raise
         except asyncio.CancelledError:
@@ -138,14 +128,14 @@ class ToolRunner:
             # call that failed in Promise.all, a limit, an interrupt); a call of the
             # model's own only by an interrupt.
             why = "interrupted" if parent_id is None else _CANCELLED
-            _finish_item(item, None, why, base)
+            finish_item(item, None, why, base)
             self.emit(ItemCompleted(item=item))
             raise
         except BaseException:
-            _finish_item(item, None, "interrupted", base)
+            finish_item(item, None, "interrupted", base)
             self.emit(ItemCompleted(item=item))
             raise
-        _finish_item(item, value, None, base)
+        finish_item(item, value, None, base)
         self.emit(ItemCompleted(item=item))
         return value
 
@@ -289,114 +279,3 @@ def _outcome(cell: Cell) -> ExecResult:
         return cell.task.result()
     except asyncio.CancelledError:
         return _refused("the program was cancelled")
-
-
-def _start_item(kind: str, name: str, args: Any, item_id: str, parent_id: str | None) -> BaseModel:
-    if kind == "shell" and isinstance(args, dict):
-        return CommandExecutionItem(
-            id=item_id, parent_id=parent_id, command=str(args.get("command", ""))
-        )
-    if kind == "apply_patch":
-        return FileChangeItem(id=item_id, parent_id=parent_id)
-    if kind == "update_plan" and isinstance(args, dict):
-        return TodoListItem(id=item_id, parent_id=parent_id, items=_todo_entries(args))
-    mcp = split_namespace(name)
-    if mcp is not None:
-        return McpToolCallItem(
-            id=item_id, parent_id=parent_id, server=mcp[0], tool=mcp[1], arguments=args
-        )
-    return ToolCallItem(id=item_id, parent_id=parent_id, name=name, arguments=args)
-
-
-def _patch_text(args: Any) -> str | None:
-    if isinstance(args, str):
-        return args
-    if isinstance(args, dict):
-        text = args.get("input", args.get("patch"))
-        return text if isinstance(text, str) else None
-    return None
-
-
-def _absolute(base: Path, path: str) -> str:
-    return os.path.normpath(Path(base, path))
-
-
-def _planned_changes(args: Any, workspace: Path) -> tuple[list[FileUpdate], Path]:
-    """The files a patch names, with absolute paths, before it is applied (Codex reports
-    them as the call starts); also the directory its relative paths start from. A patch
-    that does not parse names none: its call fails and says why."""
-    text = _patch_text(args)
-    if text is None:
-        return [], workspace
-    from codemode.tools.patch import AddFile, DeleteFile, PatchError
-    from codemode.tools.patch.parser import parse_patch
-
-    try:
-        patch, workdir = parse_patch(text)
-    except PatchError:
-        return [], workspace
-    base = Path(workspace, os.path.expanduser(workdir)) if workdir else workspace
-    changes = []
-    for op in patch.operations:
-        path = _absolute(base, os.path.expanduser(op.path))
-        if isinstance(op, AddFile):
-            changes.append(FileUpdate(path=path, kind="add"))
-        elif isinstance(op, DeleteFile):
-            changes.append(FileUpdate(path=path, kind="delete"))
-        elif op.move_to:
-            moved = _absolute(base, os.path.expanduser(op.move_to))
-            changes.append(FileUpdate(path=path, kind="move", move_to=moved))
-        else:
-            changes.append(FileUpdate(path=path, kind="update"))
-    return changes, base
-
-
-_STEP_STATUS: dict[str, Literal["pending", "in_progress", "completed"]] = {
-    "completed": "completed", "done": "completed", "in_progress": "in_progress",
-    "inprogress": "in_progress", "active": "in_progress",
-}
-
-
-def _todo_entries(args: dict[str, Any]) -> list[TodoEntry]:
-    # Our plan is {plan: [{step, status}]}; emulated todo tools send {todos: [{content,
-    # status}]} and similar.
-    entries = []
-    for step in args.get("plan") or args.get("todos") or []:
-        if isinstance(step, dict):
-            raw = str(step.get("status") or "").lower().replace("-", "_").replace(" ", "_")
-            status = _STEP_STATUS.get(raw, "pending")
-            text = step.get("step") or step.get("content") or step.get("title") or ""
-            entries.append(TodoEntry(text=str(text), completed=status == "completed",
-                                     status=status))
-    return entries
-
-
-def _finish_item(item: Any, value: Any, error: str | None, base: Path) -> None:
-    failed = error is not None
-    if isinstance(item, CommandExecutionItem):
-        if isinstance(value, dict):
-            item.aggregated_output = str(value.get("output", ""))
-            item.exit_code = value.get("exit_code")
-            failed = item.exit_code != 0
-        else:
-            item.aggregated_output = error or ""
-        item.status = "failed" if failed else "completed"
-    elif isinstance(item, FileChangeItem):
-        if isinstance(value, dict):
-            item.changes = [
-                FileUpdate(
-                    path=_absolute(base, str(c.get("path", ""))),
-                    kind=c.get("kind", "update"),
-                    move_to=_absolute(base, str(c["move_to"])) if c.get("move_to") else None,
-                )
-                for c in value.get("changes", [])
-                if c.get("kind") in ("add", "update", "delete", "move")
-            ]
-            item.diff = str(value.get("diff", ""))
-        item.status = "failed" if failed else "completed"
-    elif isinstance(item, TodoListItem):
-        pass  # the plan was shown when the call started
-    elif isinstance(item, ToolCallItem | McpToolCallItem):
-        item.result = value
-        item.error = error
-        item.status = "failed" if failed else "completed"

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from codemode.providers.catalog import ModelFacts, ResolvedProvider
     from codemode.sandbox.approval import Approver
     from codemode.sandbox.session import SandboxSession
-    from codemode.tools.registry import ToolRegistry
 
 # The harness for a model that cannot call tools: its actions are read from the text.
 TEXT_HARNESS = "mini-swe-agent"
@@ -47,22 +46,6 @@ def sandbox_for(
     extra.writable_roots = [*extra.writable_roots, *(p.resolve() for p in options.writable_roots)]
     settings = SandboxSettings.combine(mode, policy, extra)  # type: ignore[arg-type]
     return SandboxSession(cwd, settings, approver=approver)
-
-
-def session_registry(
-    config: Config | None = None, notices: list[str] | None = None
-) -> ToolRegistry:
-    """The tools an agent session has: the built-ins, the plan tool, and the tools of the
-    configured MCP servers (started here, when the session first needs their tool list;
-    a server that fails to start adds a line to ``notices`` and no tools)."""
-    from codemode.mcp.referenced import add_servers
-    from codemode.tools.builtin import builtin_registry
-
-    registry = builtin_registry()
-    registry.add_lazy("update_plan", "codemode.tools.plan:UPDATE_PLAN")
-    tables = config.mcp_servers if config is not None else {}
-    notices = [] if notices is None else notices
-    return add_servers(registry, tables, codemode_home() / "logs", notices)
 
 
 def prompt_env(config: Config, cwd: Path, sandbox_mode: str, approval_policy: str) -> PromptEnv:
@@ -117,23 +100,3 @@ def cli_version() -> str:
         return version("codemode")
     except PackageNotFoundError:
         return ""
-
-
-def add_skills(
-    registry: ToolRegistry, cwd: Path, dialect: Dialect
-) -> tuple[str, list[str], list[str]]:
-    """Offer the skills found from ``cwd``: the load_skill tool, the prompt section and,
-    in code mode, the isolate's ``skills.require``. Also returns the problems found."""
-    from codemode.skills.discovery import discover_skills
-
-    skills = discover_skills(cwd)
-    problems = [f"skill not loaded: {problem}" for problem in skills.problems]
-    if not skills.skills:
-        return "", [], problems
-    from codemode.skills.prompt import loader_script, skills_instructions
-    from codemode.skills.tool import skill_tool
-
-    registry.add(skill_tool(skills))
-    code = dialect == "code"
-    prompt = "\n" + skills_instructions(skills, code_mode=code)
-    return prompt, [loader_script()] if code else [], problems

@@ -24,14 +24,13 @@ from codemode.agent.runner import ToolRunner
 from codemode.assembly.model import choose_model, open_resolved, provider_named
 from codemode.assembly.options import SessionOptions, SessionSpec
 from codemode.assembly.parts import (
-    add_skills,
     cli_version,
     family_harness,
     fit_harness,
     prompt_env,
     sandbox_for,
-    session_registry,
 )
+from codemode.assembly.toolset import session_tools
 from codemode.config import Config, ConfigError, codemode_home
 from codemode.harnesses.base import Dialect
 from codemode.harnesses.catalog import get_harness
@@ -112,24 +111,20 @@ def build_session(
 
     sandbox = sandbox_for(config, options, cwd, spec.approver)
     context = ToolContext(workspace=cwd, sandbox=sandbox, client=spec.client)
-    registry = session_registry(config, notices)
-    skills_prompt, setup_scripts, skill_problems = add_skills(registry, cwd, dialect)
+    tools = session_tools(config, harness, cwd, notices)
     # The runner reports to the session, which exists only once the runner does.
     session_ref: list[Session] = []
 
     def emit(event: BaseModel) -> None:
         session_ref[0].emit(event)
 
-    surface = harness.registry(registry)
-    if surface is not registry:
-        surface.on_close(registry.close)  # an adapter registry: stop the MCP servers too
     runner = ToolRunner(
-        surface,
+        tools.registry,
         context,
         emit,
         engine=config.engine or spec.default_engine,
         limits=Limits(timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=30_000),
-        setup_scripts=setup_scripts,
+        setup_scripts=tools.setup_scripts,
         yield_time_ms=config.exec_yield_time_ms,
     )
     env = prompt_env(config, cwd, sandbox.settings.sandbox_mode, sandbox.settings.approval_policy)
@@ -157,7 +152,7 @@ def build_session(
                 cli_version=cli_version(),
             )
             rollout = Rollout.create(home / SESSIONS_DIR, meta)
-    instructions = harness.instructions(env) + skills_prompt
+    instructions = harness.instructions(env) + tools.skills_prompt
     final_check = None
     strict_schema = None
     if spec.output_schema is not None:
@@ -187,7 +182,7 @@ def build_session(
         output_schema=strict_schema,
     )
     session_ref.append(session)
-    for problem in skill_problems:
+    for problem in tools.problems:
         session.emit(Notice(message=problem))
     for notice in notices:
         session.emit(Notice(message=notice))

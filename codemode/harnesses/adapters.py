@@ -15,13 +15,14 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, Field, create_model
 
+from codemode.harnesses.arg_models import model_from_schema, pascal
 from codemode.harnesses.spec import HarnessTable, ToolTable
 from codemode.harnesses.terminal import TerminalResult, terminal
-from codemode.tools.base import StrictArgs, Tool
+from codemode.tools.base import Access, AcpKind, Effect, ItemKind, Tool
 from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.doc_text import unwrap
 from codemode.tools.registry import ToolRegistry
@@ -30,15 +31,22 @@ Invoke = Callable[[str, dict[str, Any]], Awaitable[Any]]
 # (arguments by role, the tool's table, our tools, this tool's state for the session)
 Translate = Callable[[dict[str, Any], ToolTable, Invoke, dict[str, Any]], Awaitable[Any]]
 
-# Our tools that the adapters stand in front of; other tools in a session (MCP servers,
-# embedders' tools) are offered unchanged next to the adapters.
-COVERED = {"shell", "read_file", "write_file", "list_dir", "glob", "grep", "update_plan",
-           "edit", "apply_patch"}
+
+
+class Traits(TypedDict, total=False):
+    """The traits an adapter tool takes over (``Tool``'s fields of the same names)."""
+
+    effect: Access
+    effects: frozenset[Effect]
+    dry_run: bool
+    item: ItemKind
+    acp_kind: AcpKind
 
 
 @dataclass(frozen=True)
 class AdapterTool(Tool):
-    """A tool of an emulated surface; ``target`` is the tool of ours it mostly calls.
+    """A tool of an emulated surface; ``target`` is the tool of ours it mostly calls
+    (``target_tool`` its definition, whose traits the adapter shares).
 
     The sandbox's approval hook should act on the canonical calls the handler makes
     through the base registry, not on the adapter call itself.
@@ -46,65 +54,18 @@ class AdapterTool(Tool):
 
     target: str = ""
     table: ToolTable | None = None
+    target_tool: Tool | None = None
 
-
-# --- argument models from JSON schema ------------------------------------------------
-
-
-def _pascal(name: str) -> str:
-    return "".join(p[:1].upper() + p[1:] for p in re.split(r"[^A-Za-z0-9]+", name) if p)
-
-
-def _annotation(schema: dict[str, Any], hint: str) -> Any:
-    for key in ("anyOf", "oneOf"):
-        if key in schema:
-            options = [_annotation(sub, f"{hint}{i}") for i, sub in enumerate(schema[key])]
-            union = options[0]
-            for option in options[1:]:
-                union = union | option
-            return union
-    if "enum" in schema:
-        return Literal[tuple(schema["enum"])]  # type: ignore[misc]
-    kind = schema.get("type")
-    if isinstance(kind, list):  # ["integer", "null"]
-        kind = next((k for k in kind if k != "null"), None)
-    if kind == "string":
-        return str
-    if kind == "integer":
-        return int
-    if kind == "number":
-        return float
-    if kind == "boolean":
-        return bool
-    if kind == "array":
-        return list[_annotation(schema.get("items", {}), hint + "Item")]  # type: ignore[misc]
-    if kind == "object" and "properties" in schema:
-        return model_from_schema(hint, schema)
-    if kind == "object":
-        return dict[str, Any]
-    return Any
-
-
-def model_from_schema(name: str, schema: dict[str, Any]) -> type[BaseModel]:
-    """A strict pydantic model accepting exactly the objects ``schema`` describes.
-
-    Property names that are not Python identifiers (``-i``, ``-A``) become aliases.
-    """
-    required = set(schema.get("required", []))
-    fields: dict[str, Any] = {}
-    for prop, sub in schema.get("properties", {}).items():
-        attr = prop if prop.isidentifier() and not prop.startswith("_") else (
-            "arg_" + re.sub(r"\W", "_", prop).strip("_")
-        )
-        annotation = _annotation(sub, name + _pascal(prop))
-        extra: dict[str, Any] = {"description": sub.get("description")}
-        if attr != prop:
-            extra["alias"] = prop
-        if prop in required:
-            fields[attr] = (annotation, Field(..., **extra))
-        else:
-            fields[attr] = (annotation | None, Field(default=None, **extra))
-    return create_model(name, __base__=StrictArgs, **fields)  # type: ignore[call-overload]
+    def item_args(self, raw: Any) -> Any:
+        """The emulated arguments by role (``command``, ``path``...); a todo list as our
+        plan (``{plan: [{step, status}]}``)."""
+        if self.table is None or not isinstance(raw, dict):
+            return raw
+        by_role = _roles(raw, self.table)
+        if self.table.adapter == "todo":
+            todos = by_role.get("todos")
+            return {"plan": _plan(todos if isinstance(todos, list) else [], self.table, False)}
+        return by_role
 
 
 # --- the adapters ------------------------------------------------------------------------
@@ -253,20 +214,31 @@ _STATUS = {"pending": "pending", "todo": "pending", "in_progress": "in_progress"
 async def _todo(
     r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
 ) -> Any:
-    text_key = t.options.get("todo_text", "content")
     if r.get("todos") is None and t.options.get("read_when_omitted"):
         # Kimi Code's TodoList: called without todos, it shows the current list.
         plan = state.get("plan", [])
         return {"plan": plan, "message": _plan_text(plan)}
-    plan = []
-    for item in r.get("todos") or []:
-        status = str(item.get("status", "pending")).lower().replace(" ", "_").replace("-", "_")
-        if status not in _STATUS:
-            raise ToolError(f"{t.name}: unknown status {item.get('status')!r}")
-        plan.append({"step": str(item.get(text_key, "")), "status": _STATUS[status]})
+    plan = _plan(r.get("todos") or [], t, True)
     result = await invoke("update_plan", {"plan": plan})
     state["plan"] = plan
     return result
+
+
+def _plan(todos: list[Any], t: ToolTable, strict: bool) -> list[dict[str, str]]:
+    """An emulated todo list as our plan steps. ``strict``: an unknown status is an error
+    (else it reads as pending, and an item that is not an object is left out)."""
+    text_key = t.options.get("todo_text", "content")
+    plan = []
+    for item in todos:
+        if not isinstance(item, dict):
+            if strict:
+                raise ToolError(f"{t.name}: each todo must be an object")
+            continue
+        status = str(item.get("status", "pending")).lower().replace(" ", "_").replace("-", "_")
+        if status not in _STATUS and strict:
+            raise ToolError(f"{t.name}: unknown status {item.get('status')!r}")
+        plan.append({"step": str(item.get(text_key, "")), "status": _STATUS.get(status, "pending")})
+    return plan
 
 
 def _plan_text(plan: list[dict[str, Any]]) -> str:
@@ -336,6 +308,12 @@ ADAPTERS: dict[str, tuple[str, Translate]] = {
 }
 # Result models of adapters that stand for none of our tools.
 ADAPTER_RESULTS: dict[str, type[BaseModel]] = {"terminal": TerminalResult}
+# The traits of adapters that stand for none of our tools (the others carry the traits
+# of the tool they stand for).
+ADAPTER_TRAITS: dict[str, Traits] = {
+    "terminal": {"effects": frozenset({"execute"}), "acp_kind": "execute"},
+    "editor": {"effects": frozenset({"read", "write"}), "acp_kind": "edit"},
+}
 
 
 # Our tools' argument names -> the adapter role they come from, to name in an error the
@@ -375,14 +353,14 @@ def adapter_tool(table: ToolTable, base: ToolRegistry, *, text: bool = False) ->
     if table.adapter not in ADAPTERS:
         raise ValueError(f"tool {table.name}: unknown adapter {table.adapter!r}")
     target, translate = ADAPTERS[table.adapter]
-    model = model_from_schema(_pascal(table.name) + "Args", table.parameters)
+    model = model_from_schema(pascal(table.name) + "Args", table.parameters)
     target_tool = base.get(target) if target else None
     result_model = (
         target_tool.result_model if target_tool is not None else ADAPTER_RESULTS.get(table.adapter)
     )
     if text and result_model is not None and "output" not in result_model.model_fields:
         result_model = create_model(
-            _pascal(table.name) + "Result",
+            pascal(table.name) + "Result",
             __base__=result_model,
             output=(str, Field(description="The result as text, as a direct call shows it.")),
         )
@@ -390,7 +368,10 @@ def adapter_tool(table: ToolTable, base: ToolRegistry, *, text: bool = False) ->
     state: dict[str, Any] = {}  # this tool's memory for the session (a todo list, a terminal)
 
     async def handler(args: BaseModel, ctx: ToolContext) -> Any:
+        called: list[str] = []  # our tools this call used, in order: the last one answered
+
         async def invoke(name: str, raw: dict[str, Any]) -> Any:
+            called.append(name)
             return await base.invoke(name, raw, ctx)
 
         values = args.model_dump(by_alias=True, exclude_none=True)
@@ -398,18 +379,36 @@ def adapter_tool(table: ToolTable, base: ToolRegistry, *, text: bool = False) ->
             value = await translate(_roles(values, table), table, invoke, state)
         except ToolError as exc:
             raise ToolError(_in_own_words(str(exc), table, target)) from None
-        if text and isinstance(value, dict) and "output" not in value:
-            value = {**value, "output": render_value(table, target, values, value)}
+        producer = target_tool or (base.get(called[-1]) if called and not target else None)
+        # An adapter that may answer with several of our tools (str_replace_editor) says
+        # in its result which text that tool shows, as a result_text surface does.
+        if (text or (not target and producer is not None)) and isinstance(value, dict) and (
+            "output" not in value
+        ):
+            value = {**value, "output": render_value(table, producer, values, value)}
         return value
 
+    # A call shows as the call of ours it stands for (a command, a plan, a file read).
+    traits: Traits = ADAPTER_TRAITS.get(table.adapter, {})
+    if target_tool is not None:
+        traits = {
+            "effect": target_tool.effect,
+            "effects": target_tool.effects,
+            "dry_run": target_tool.dry_run,
+            "item": target_tool.item,
+            "acp_kind": target_tool.acp_kind,
+        }
     return AdapterTool(
         name=table.name,
         description=unwrap(table.description),
         args_model=model,
         result_model=result_model,
         handler=handler,
+        parameters=table.parameters,
         target=target,
         table=table,
+        target_tool=target_tool,
+        **traits,
     )
 
 
@@ -422,8 +421,21 @@ def adapter_registry(harness: HarnessTable, base: ToolRegistry) -> ToolRegistry:
     for table in harness.tools:
         registry.add(adapter_tool(table, base, text=harness.result_text))
     for name in base.names():
-        if name not in COVERED and name not in registry.names():
-            tool = base.get(name)
-            assert tool is not None
+        tool = base.get(name)
+        assert tool is not None
+        if not tool.core and name not in registry.names():
             registry.add(tool)
     return registry
+
+
+def find_tool(registry: ToolRegistry, name: str) -> Tool | None:
+    """The definition of ``name`` in a session whose tools are ``registry``: one of its
+    tools, or one of ours that an emulated tool stands in front of (an approval asks
+    about the canonical call, ``shell``, while the session offers ``Bash``)."""
+    tool = registry.get(name)
+    if tool is not None:
+        return tool
+    for offered in registry:
+        if isinstance(offered, AdapterTool) and offered.target == name:
+            return offered.target_tool
+    return None

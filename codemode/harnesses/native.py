@@ -26,7 +26,6 @@ from codemode.harnesses.calls import (
 )
 from codemode.harnesses.render import render_result
 from codemode.harnesses.repair import ArgumentError
-from codemode.harnesses.schema import parameters_schema
 from codemode.providers.base import (
     AssistantMessage,
     FreeformSpec,
@@ -35,6 +34,7 @@ from codemode.providers.base import (
     ToolSpec,
 )
 from codemode.tools.registry import ToolRegistry
+from codemode.tools.surfaces import function_specs
 
 __all__ = ["EXEC_TOOL", "ArgumentError", "NativeHarness", "exec_tool_spec"]
 
@@ -63,21 +63,7 @@ class NativeHarness:
     def _tool_specs(self, registry: ToolRegistry) -> list[ToolSpec]:
         if self.dialect == "code":
             return [exec_tool_spec(registry), wait_tool_spec()]
-        specs = []
-        for tool in registry:
-            field = getattr(tool, "freeform_field", None)
-            freeform = (
-                FreeformSpec(field=field, grammar=getattr(tool, "grammar", None)) if field else None
-            )
-            specs.append(
-                ToolSpec(
-                    name=tool.name,
-                    description=tool.description,
-                    parameters=parameters_schema(tool.args_model),
-                    freeform=freeform,
-                )
-            )
-        return specs
+        return function_specs(registry)
 
     def registry(self, base: ToolRegistry) -> ToolRegistry:
         return base
@@ -89,7 +75,7 @@ class NativeHarness:
         if self.dialect == "code":
             return await run_exec_call(call, runner)
         return await run_classic_call(
-            call, runner, lambda name, args, value: render_result(name, value)
+            call, runner, lambda name, args, value: render_result(runner.registry.get(name), value)
         )
 
     def result_messages(self, calls: list[ToolCall], outcomes: list[Outcome]) -> list[Message]:

@@ -2,14 +2,19 @@
 
 Used for the classic dialect's tool results and, on surfaces whose code mode returns
 text (Qwen Code's ``result.output``), for the ``output`` field of code-mode results.
+The text is the ``render`` of the tool of ours that produced the result (an adapter
+knows which it called), with the emulated agent's own output modes on top.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codemode.harnesses.render import render_result
 from codemode.harnesses.spec import ToolTable
+
+if TYPE_CHECKING:
+    from codemode.tools.base import Tool
 
 
 def arg_for_role(tool: ToolTable, role: str) -> str | None:
@@ -22,46 +27,38 @@ def arg_for_role(tool: ToolTable, role: str) -> str | None:
     return role if role in props and role not in tool.roles else None
 
 
-def _target_of(value: Any) -> str:
-    """Which of our tools produced ``value`` (for adapters that call several)."""
-    if not isinstance(value, dict):
-        return ""
-    for key, target in (("start_line", "read_file"), ("exit_code", "shell"),
-                        ("replacements", "edit"), ("bytes_written", "write_file"),
-                        ("entries", "list_dir")):
-        if key in value:
-            return target
-    return ""
+def _grep_mode(table: ToolTable, args: Any, value: dict[str, Any]) -> str | None:
+    """A grep adapter's result in the output mode the call asked for (files, counts);
+    None for the default, matching lines."""
+    if not isinstance(args, dict):
+        return None
+    mode_arg = arg_for_role(table, "output_mode")
+    mode = (args.get(mode_arg) if mode_arg else None) or table.options.get(
+        "output_mode_default", "content"
+    )
+    matches = value.get("matches", [])
+    if mode == "files_with_matches":
+        files = list(dict.fromkeys(m["path"] for m in matches))
+        return "\n".join(files) or "No files found"
+    if mode in ("count", "count_matches"):
+        counts: dict[str, int] = {}
+        for m in matches:
+            counts[m["path"]] = counts.get(m["path"], 0) + 1
+        return "\n".join(f"{p}:{c}" for p, c in counts.items()) or "No matches found"
+    return None
 
 
-def render_value(table: ToolTable, target: str, args: Any, value: Any) -> str:
-    """``value``, returned by the adapter for ``table`` (our tool ``target``), as text."""
-    target = target or _target_of(value)
-    if not isinstance(value, dict):
-        return render_result(target or table.name, value)
-    if target == "grep" and isinstance(args, dict):
-        mode_arg = arg_for_role(table, "output_mode")
-        mode = (args.get(mode_arg) if mode_arg else None) or table.options.get(
-            "output_mode_default", "content"
-        )
-        matches = value.get("matches", [])
-        if mode == "files_with_matches":
-            files = list(dict.fromkeys(m["path"] for m in matches))
-            return "\n".join(files) or "No files found"
-        if mode in ("count", "count_matches"):
-            counts: dict[str, int] = {}
-            for m in matches:
-                counts[m["path"]] = counts.get(m["path"], 0) + 1
-            return "\n".join(f"{p}:{c}" for p, c in counts.items()) or "No matches found"
-    if target == "list_dir" and "entries" in value:
-        return "\n".join(
-            e["path"] + ("/" if e["type"] == "dir" else "") for e in value["entries"]
-        ) or "(empty directory)"
-    if target == "edit":
-        return f"Edited {value['path']} ({value['replacements']} replacement(s))."
-    if target == "write_file":
-        verb = "Created" if value.get("created") else "Wrote"
-        return f"{verb} {value['path']} ({value['bytes_written']} bytes)."
-    if target == "update_plan":
-        return str(value.get("message", "Todo list updated."))
-    return render_result(target or table.name, value)
+def render_value(table: ToolTable, producer: Tool | None, args: Any, value: Any) -> str:
+    """``value``, returned by the adapter for ``table`` after calling our tool
+    ``producer``, as text. Without a producer (an adapter that may call several tools
+    and says which in its result's ``output``, or one that calls none), that text or
+    JSON."""
+    if producer is None:
+        if isinstance(value, dict) and isinstance(value.get("output"), str):
+            return str(value["output"])
+        return render_result(None, value)
+    if table.adapter == "grep" and isinstance(value, dict):
+        text = _grep_mode(table, args, value)
+        if text is not None:
+            return text
+    return render_result(producer, value)

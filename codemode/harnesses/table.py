@@ -35,7 +35,6 @@ from codemode.harnesses.calls import (
 from codemode.harnesses.present import arg_for_role, render_value
 from codemode.harnesses.render import render_result
 from codemode.harnesses.repair import RECOVERED_PREFIX, ArgumentError
-from codemode.harnesses.schema import parameters_schema
 from codemode.harnesses.spec import HarnessTable
 from codemode.providers.base import (
     AssistantMessage,
@@ -47,6 +46,7 @@ from codemode.providers.base import (
 )
 from codemode.tools.doc_text import unwrap
 from codemode.tools.registry import ToolRegistry
+from codemode.tools.surfaces import function_specs
 
 
 class DialectError(ValueError):
@@ -134,18 +134,9 @@ class TableHarness:
         if self.dialect == "code":
             self._specs = [exec_spec(registry, self.table), wait_tool_spec()]
             return self._specs
-        specs = []
-        for tool in registry:
-            table = tool.table if isinstance(tool, AdapterTool) else None
-            specs.append(
-                ToolSpec(
-                    name=tool.name,
-                    description=tool.description,
-                    parameters=table.parameters if table else parameters_schema(tool.args_model),
-                )
-            )
-        self._specs = specs
-        return specs
+        # The emulated agent's tools offer no freeform text: its tables say what it sent.
+        self._specs = function_specs(registry, freeform=False)
+        return self._specs
 
     def actions(self, message: AssistantMessage) -> Actions:
         return function_call_actions(
@@ -173,8 +164,8 @@ def render_adapted(runner: ToolRunner, name: str, args: Any, value: Any) -> str:
     """An adapter tool's result as the emulated agent would show it."""
     tool = runner.registry.get(name)
     if not isinstance(tool, AdapterTool) or tool.table is None:
-        return render_result(name, value)
-    return render_value(tool.table, tool.target, args, value)
+        return render_result(tool, value)
+    return render_value(tool.table, tool.target_tool, args, value)
 
 
 # --- text-parsed harnesses ---------------------------------------------------------------

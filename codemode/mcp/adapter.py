@@ -215,7 +215,26 @@ def mcp_tool(
         return value
 
     description = (spec.description or spec.title or "").strip()
-    return Tool(name, description, args_model, result_model, handler, trust=trust)
+    return Tool(
+        name,
+        description,
+        args_model,
+        result_model,
+        handler,
+        trust=trust,
+        item="mcp_tool_call",
+        render=text_content,
+    )
+
+
+def text_content(result: dict[str, Any]) -> str | None:
+    """An MCP result of text blocks only, as its text; None (shown as JSON) otherwise."""
+    blocks = result.get("content")
+    if set(result) != {"content"} or not isinstance(blocks, list):
+        return None
+    if not all(isinstance(b, dict) and b.get("type") == "text" for b in blocks):
+        return None
+    return "\n".join(str(b.get("text", "")) for b in blocks)
 
 
 def add_mcp_tools(registry: ToolRegistry, manager: McpManager) -> list[ServerStatus]:

@@ -119,11 +119,11 @@ class HostService:
                 _prompt("execute_search"), {"count": str(len(self.registry)), "sample": sample}
             )
         else:
-            from codemode.tools.typescript import typescript_declarations
+            from codemode.tools.surfaces import declarations
 
             tools = render_template(
                 _prompt("execute_declarations"),
-                {"declarations": typescript_declarations(self.registry).strip()},
+                {"declarations": declarations(self.registry).strip()},
             )
         text = render_template(
             _prompt("execute"), {"workspace": str(self.context.workspace), "tools": tools}
@@ -175,7 +175,7 @@ class HostService:
         return None
 
     def describe(self, name: str) -> str:
-        from codemode.tools.typescript import typescript_declarations
+        from codemode.tools.surfaces import declaration
 
         full = self.lookup(name)
         if full is None:
@@ -184,7 +184,7 @@ class HostService:
             raise LookupError(f"no tool named {name!r}{suggestion}")
         tool = self.registry.get(full)
         assert tool is not None
-        return typescript_declarations(ToolRegistry([tool])).split("\n/** Raised")[0].strip()
+        return declaration(tool)
 
 
 def build_server(service: HostService) -> MCPServer:

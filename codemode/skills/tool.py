@@ -82,4 +82,5 @@ def skill_tool(skills: SkillSet) -> Tool:
         args_model=LoadSkillArgs,
         result_model=LoadSkillResult,
         handler=handler,
+        acp_kind="read",
     )

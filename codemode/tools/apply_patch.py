@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolResult
 
 
@@ -60,6 +61,10 @@ APPLY_PATCH = Tool(
     handler=run_apply_patch,
     freeform_field="input",
     grammar=_data("apply_patch.lark"),
-    effect="write",
+    effects=frozenset({"write"}),
     dry_run=True,
+    item="file_change",
+    acp_kind="edit",
+    render=rendering.apply_patch,
+    core=True,
 )

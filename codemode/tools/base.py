@@ -1,9 +1,12 @@
 """The one definition of a tool, from which every surface is generated.
 
 A tool is a name, a description, a pydantic model for its arguments, a pydantic model
-for its result, and an async handler. The classic dialect (JSON schema), the code
-dialect (``tools.<name>()`` in the isolate plus TypeScript declarations) and, later,
-the MCP server are all derived from this one object.
+for its result, an async handler, and its traits: what it may do (``effects``), which
+event item a call becomes, how an editor shows it, how its result reads as text. Every
+surface is derived from this one object (``codemode.tools.surfaces``): the classic
+dialect's JSON schema, the code dialect's ``tools.<name>()`` and TypeScript
+declarations, the MCP server's tool list, harness tables, ACP kinds; no other module
+keeps a list of tool names.
 """
 
 from __future__ import annotations
@@ -46,9 +49,37 @@ Handler = Callable[[Any, ToolContext], Awaitable[Any]]
 # read-only, asked about unless the approval policy is never).
 Trust = Literal["host", "read", "write", "untrusted"]
 # What a call can do, for surfaces that decide without running it (mcp-server's policy,
-# dry runs): "read" only looks, "write" changes files, "run" may do anything (commands,
-# a tool whose effect nobody declared).
-Effect = Literal["read", "write", "run"]
+# dry runs): "read" looks at files, "write" changes them, "execute" runs commands (so may
+# do anything), "network" reaches other machines.
+Effect = Literal["read", "write", "execute", "network"]
+# The same as one word, for the checks that only ask "may it change anything?": "read"
+# only looks, "write" changes files and nothing else, "run" may do anything (commands, the
+# network, a tool whose effects nobody declared).
+Access = Literal["read", "write", "run"]
+# The event item a call becomes (``codemode.agent.items``): the ``type`` of an item in
+# ``codemode.agent.events``.
+ItemKind = Literal["command_execution", "file_change", "todo_list", "mcp_tool_call", "tool_call"]
+# How an ACP client (an editor) shows the call: ACP's ``ToolKind`` values.
+AcpKind = Literal[
+    "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode",
+    "other",
+]
+# A result (the JSON a call returned) as the text a model reads in the classic dialect;
+# None: not a shape it renders (then it is shown as JSON).
+Render = Callable[[dict[str, Any]], str | None]
+
+_ACCESS_EFFECTS: dict[str, frozenset[Effect]] = {
+    "read": frozenset({"read"}),
+    "write": frozenset({"write"}),
+    "run": frozenset({"execute"}),
+}
+
+
+def access_of(effects: frozenset[Effect]) -> Access:
+    """The one-word summary of ``effects``."""
+    if not effects or effects & {"execute", "network"}:
+        return "run"
+    return "write" if "write" in effects else "read"
 
 
 @dataclass(frozen=True)
@@ -65,11 +96,61 @@ class Tool:
     freeform_field: str | None = None
     # A lark grammar for that text, for wires that constrain freeform tool input.
     grammar: str | None = None
+    # The arguments' JSON schema as the classic dialect offers it, when it is written out
+    # rather than generated from ``args_model`` (an emulated tool's, from its harness
+    # table); see ``codemode.tools.surfaces.parameters``.
+    parameters: dict[str, Any] | None = None
     trust: Trust = "host"
-    effect: Effect = "run"
+    # What a call can do: ``effects`` as declared, ``effect`` its one-word summary
+    # (derived from ``effects`` when they are given; a definition may give either, and
+    # the default is "run"). ``effect_set`` is the set whichever was given.
+    effect: Access = "run"
+    effects: frozenset[Effect] = frozenset()
     # True for a writer that records into ``ToolContext.dry_run`` instead of writing
     # (codemode.tools.dry_run lets only these and readers run in a dry run).
     dry_run: bool = False
+    # The event item a call becomes, and how an editor (ACP) shows it.
+    item: ItemKind = "tool_call"
+    acp_kind: AcpKind = "other"
+    # The result as text for the classic dialect; None: shown as compact JSON.
+    render: Render | None = None
+    # One of the agent's own core tools: an emulated harness offers its own tools in
+    # their place (codemode.harnesses.adapters); others (an MCP server's, an embedder's)
+    # are offered next to them unchanged.
+    core: bool = False
+
+    def __post_init__(self) -> None:
+        if self.effects:
+            effects = frozenset(self.effects)
+            derived = access_of(effects)
+            if self.effect not in ("run", derived):
+                raise ValueError(
+                    f"tool {self.name}: effect={self.effect!r} contradicts "
+                    f"effects={sorted(effects)}"
+                )
+            object.__setattr__(self, "effects", effects)
+            object.__setattr__(self, "effect", derived)
+
+    @property
+    def effect_set(self) -> frozenset[Effect]:
+        """What a call can do: the declared ``effects``, else what ``effect`` implies."""
+        return self.effects or _ACCESS_EFFECTS[self.effect]
+
+    def item_args(self, raw: Any) -> Any:
+        """The call's arguments in our own tools' shapes, for its event item (an
+        emulated harness's tool translates its own; ours are that shape already)."""
+        return raw
+
+    def text(self, value: Any) -> str | None:
+        """``value`` (this tool's JSON result) as text, or None when the tool has no
+        renderer or the value is not the shape it renders (then callers show JSON)."""
+        if self.render is None or not isinstance(value, dict):
+            return None
+        try:
+            text = self.render(value)
+        except Exception:  # an unexpected shape, or a broken renderer: JSON, not a failure
+            return None
+        return text if isinstance(text, str) else None
 
     def validate(self, raw: Any) -> BaseModel:
         """Validate raw JSON arguments; raises ToolError naming the offending fields."""
@@ -159,12 +240,18 @@ def define_tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    effects: frozenset[Effect] = frozenset(),
+    item: ItemKind = "tool_call",
+    acp_kind: AcpKind = "other",
+    render: Render | None = None,
 ) -> Tool:
     """Build a Tool from a plain async function, the way embedders write them.
 
     Either the function takes one pydantic-model parameter (the arguments), optionally
     followed by a ``ToolContext``; or it takes keyword parameters with type hints, from
-    which the argument model is generated.
+    which the argument model is generated. The traits (``effects``, ``item``,
+    ``acp_kind``, ``render``) are those of ``Tool``; a tool that declares no effects may
+    do anything ("run").
     """
     if not inspect.iscoroutinefunction(fn):
         raise TypeError(f"tool {fn.__name__!r} must be an async function")
@@ -204,4 +291,7 @@ def define_tool(
             extra = {n: ctx for n in wants_ctx}
             return await fn(**values, **extra)
 
-    return Tool(tool_name, doc, args_model, result_model, handler)
+    return Tool(
+        tool_name, doc, args_model, result_model, handler,
+        effects=effects, item=item, acp_kind=acp_kind, render=render,
+    )

@@ -12,6 +12,7 @@ import asyncio
 
 from pydantic import Field
 
+from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
 from codemode.tools.files import MAX_READ_BYTES, WriteFileArgs, write_file
 from codemode.tools.fs.reading import NotRegular, read_regular
@@ -94,5 +95,8 @@ EDIT = Tool(
     args_model=EditArgs,
     result_model=EditResult,
     handler=edit,
-    effect="write",
+    effects=frozenset({"write"}),
+    acp_kind="edit",
+    render=rendering.edit,
+    core=True,
 )

@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
 from codemode.tools.fs import guard
 from codemode.tools.fs.beneath import write_atomic
@@ -181,7 +182,10 @@ READ_FILE = Tool(
     args_model=ReadFileArgs,
     result_model=ReadFileResult,
     handler=read_file,
-    effect="read",
+    effects=frozenset({"read"}),
+    acp_kind="read",
+    render=rendering.read_file,
+    core=True,
 )
 
 
@@ -326,8 +330,11 @@ WRITE_FILE = Tool(
     args_model=WriteFileArgs,
     result_model=WriteFileResult,
     handler=write_file,
-    effect="write",
+    effects=frozenset({"write"}),
     dry_run=True,
+    acp_kind="edit",
+    render=rendering.write_file,
+    core=True,
 )
 
 
@@ -423,5 +430,8 @@ LIST_DIR = Tool(
     args_model=ListDirArgs,
     result_model=ListDirResult,
     handler=list_dir,
-    effect="read",
+    effects=frozenset({"read"}),
+    acp_kind="search",
+    render=rendering.list_dir,
+    core=True,
 )

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
 
 StepStatus = Literal["pending", "in_progress", "completed"]
@@ -53,5 +54,9 @@ UPDATE_PLAN = Tool(
     args_model=UpdatePlanArgs,
     result_model=UpdatePlanResult,
     handler=update_plan,
-    effect="read",  # it only records the plan it is given
+    effects=frozenset({"read"}),  # it only records the plan it is given
+    item="todo_list",
+    acp_kind="think",
+    render=rendering.update_plan,
+    core=True,
 )

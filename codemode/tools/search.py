@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import Field
 
+from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
 from codemode.tools.files import MAX_READ_BYTES, looks_binary
 from codemode.tools.fs.reading import kind_of, read_regular
@@ -189,7 +190,10 @@ GLOB = Tool(
     args_model=GlobArgs,
     result_model=GlobResult,
     handler=glob,
-    effect="read",
+    effects=frozenset({"read"}),
+    acp_kind="search",
+    render=rendering.glob,
+    core=True,
 )
 
 
@@ -384,5 +388,8 @@ GREP = Tool(
     args_model=GrepArgs,
     result_model=GrepResult,
     handler=grep,
-    effect="read",
+    effects=frozenset({"read"}),
+    acp_kind="search",
+    render=rendering.grep,
+    core=True,
 )

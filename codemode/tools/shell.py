@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
 from codemode.tools.live_output import Feed
 
@@ -270,4 +271,9 @@ SHELL = Tool(
     args_model=ShellArgs,
     result_model=ShellResult,
     handler=run_shell,
+    effects=frozenset({"execute"}),
+    item="command_execution",
+    acp_kind="execute",
+    render=rendering.shell,
+    core=True,
 )

@@ -1,4 +1,6 @@
-"""A harness as the model sees it, for ``interpreter harness show``."""
+"""A harness as the model sees it, for ``interpreter harness show``: with the tools a
+session of it is assembled with (``assembly.toolset``), so it lives in the composition
+root, above the harnesses."""
 
 from __future__ import annotations
 
@@ -14,11 +16,11 @@ from codemode.harnesses.base import Dialect, PromptEnv
 def describe_harness(name: str, dialect: Dialect, cwd: Path) -> dict[str, Any]:
     """The rendered prompt and the tools offered (function schemas; in code mode the
     ``exec`` tool, whose description carries the TypeScript declarations)."""
-    from codemode.assembly.parts import session_registry
+    from codemode.assembly.toolset import session_tools
     from codemode.harnesses.catalog import get_harness
 
     harness = get_harness(name, dialect)
-    registry = harness.registry(session_registry())
+    registry = session_tools(None, harness, cwd, []).registry  # as a session has them
     specs = harness.tool_specs(registry)
     env = PromptEnv(
         cwd=str(cwd),
@@ -51,7 +53,7 @@ def describe_harness(name: str, dialect: Dialect, cwd: Path) -> dict[str, Any]:
             if isinstance(t, AdapterTool) and t.table is not None
         ]
     if dialect == "code":
-        from codemode.tools.typescript import typescript_declarations
+        from codemode.tools.surfaces import declarations
 
-        shown["typescript"] = typescript_declarations(registry)
+        shown["typescript"] = declarations(registry)
     return shown

@@ -1,0 +1,99 @@
+"""The built-in tools' results as the text a model reads in the classic dialect.
+
+Structured results stay structured for code mode; a model reading them as a reply,
+though, does better with familiar text: numbered file lines, ``path:line: text`` for
+search hits, an exit code above command output. Each function is the ``render`` of one
+tool's definition and takes that tool's JSON result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def shell(r: dict[str, Any]) -> str:
+    head = f"exit code: {r['exit_code']}" + (" (timed out)" if r.get("timed_out") else "")
+    return f"{head}\n{r.get('output', '')}".rstrip("\n")
+
+
+def read_file(r: dict[str, Any]) -> str:
+    lines = r["content"].splitlines()
+    width = len(str(r["start_line"] + len(lines)))
+    body = "\n".join(f"{r['start_line'] + i:>{width}}\t{line}" for i, line in enumerate(lines))
+    if r.get("truncated"):
+        body += (
+            f"\n[lines {r['start_line']}-{r['end_line']} of {r['total_lines']}; "
+            f"continue with offset={r['end_line'] + 1}]"
+        )
+    if r.get("encoding", "utf-8") != "utf-8":
+        body += (
+            f"\n[{r['path']} is not valid UTF-8: read as {r['encoding']}, one character per "
+            "byte; write_file and edit keep that encoding]"
+        )
+    return body or f"[{r['path']} is empty]"
+
+
+def grep(r: dict[str, Any]) -> str:
+    if r.get("context"):
+        lines = _with_context(r["matches"], r["context"])
+    else:
+        lines = [f"{m['path']}:{m['line']}: {m['text']}" for m in r["matches"]]
+    if r.get("truncated"):
+        lines.append("[more matches left out; narrow the pattern or raise max_results]")
+    if r.get("latin1_files") and r["matches"]:
+        lines.append(f"[not valid UTF-8, searched as Latin-1: {', '.join(r['latin1_files'])}]")
+    return "\n".join(lines) or f"no matches ({r.get('files_searched', 0)} files searched)"
+
+
+def _with_context(matches: list[dict[str, Any]], context: list[dict[str, Any]]) -> list[str]:
+    """Matches and their context lines as grep -C prints them: ``path:N: text`` for a
+    match, ``path-N- text`` for context, ``--`` between groups that do not touch."""
+    rows = [(m["path"], m["line"], ":", m["text"]) for m in matches]
+    rows += [(c["path"], c["line"], "-", c["text"]) for c in context]
+    order = {path: i for i, path in enumerate(dict.fromkeys(m["path"] for m in matches))}
+    rows.sort(key=lambda row: (order.get(row[0], len(order)), row[1]))
+    lines: list[str] = []
+    last: tuple[str, int] | None = None
+    for path, n, mark, text in rows:
+        if last is not None and (last[0] != path or n > last[1] + 1):
+            lines.append("--")
+        lines.append(f"{path}{mark}{n}{mark} {text}")
+        last = (path, n)
+    return lines
+
+
+def glob(r: dict[str, Any]) -> str:
+    lines = list(r["matches"])
+    if r.get("truncated"):
+        lines.append("[more files matched; narrow the pattern]")
+    return "\n".join(lines) or "no files matched"
+
+
+def apply_patch(r: dict[str, Any]) -> str:
+    marks = {"add": "A", "update": "M", "delete": "D", "move": "R"}
+    lines = []
+    for change in r.get("changes", []):
+        mark = marks.get(change.get("kind", ""), "?")
+        target = change.get("move_to") or change.get("to")
+        path = change.get("path") or change.get("from")
+        lines.append(f"{mark} {path}" + (f" -> {target}" if target else ""))
+    return "patch applied:\n" + "\n".join(lines) if lines else "patch applied (no changes)"
+
+
+def list_dir(r: dict[str, Any]) -> str:
+    return "\n".join(
+        e["path"] + ("/" if e["type"] == "dir" else "") for e in r["entries"]
+    ) or "(empty directory)"
+
+
+def edit(r: dict[str, Any]) -> str:
+    return f"Edited {r['path']} ({r['replacements']} replacement(s))."
+
+
+def write_file(r: dict[str, Any]) -> str:
+    verb = "Created" if r.get("created") else "Wrote"
+    return f"{verb} {r['path']} ({r['bytes_written']} bytes)."
+
+
+def update_plan(r: dict[str, Any]) -> str:
+    return str(r.get("message", "Todo list updated."))
