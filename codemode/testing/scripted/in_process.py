@@ -23,7 +23,7 @@ from codemode.testing.scripted.script import JsonAnswer, ScriptedModel, StreamAn
 IN_PROCESS_BASE_URL = "http://scripted.in-process/v1"
 
 # What httpx raises over HTTP when the server drops a chunked body half-way.
-_CUT = "peer closed connection without sending complete message body: incomplete chunked read"
+_CUT = "peer closed connection without sending complete message body (incomplete chunked read)"
 
 
 class ScriptedTransport(httpx.AsyncBaseTransport):
