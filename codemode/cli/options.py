@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -12,8 +13,11 @@ from codemode.sandbox.cli_options import sandbox_options
 
 ENGINE_CHOICES = ("quickjs", "v8")
 
+# A command function being decorated (or a command, for click's own decorators).
+F = TypeVar("F", bound=Callable[..., Any])
 
-def cwd_option(help: str) -> Any:
+
+def cwd_option(help: str) -> Callable[[F], F]:
     """``-C/--cwd/--cd DIR`` (an existing directory, default: the current one)."""
     return click.option(
         "-C",
@@ -36,7 +40,7 @@ def _with_group_overrides(
     return (*ctx.meta.get(GROUP_OVERRIDES, ()), *value)
 
 
-def config_option() -> Any:
+def config_option() -> Callable[[F], F]:
     """``-c/--config KEY=VALUE`` (repeatable): override a key of the config file."""
     return click.option(
         "-c",
@@ -59,7 +63,7 @@ def load_config_or_usage(overrides: tuple[str, ...] | list[str]) -> Any:
         raise click.UsageError(str(exc)) from None
 
 
-def session_options(fn: Any) -> Any:
+def session_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """The options every agent command shares (exec, resume, and later the interactive one)."""
     options = [
         click.option("-m", "--model", help="Model name, as the provider spells it."),
@@ -91,7 +95,7 @@ def session_options(fn: Any) -> Any:
     return sandbox_options(fn)
 
 
-def codex_exec_options(fn: Any) -> Any:
+def codex_exec_options(fn: F) -> F:
     """The Codex ``exec`` options the Codex SDK passes (see codemode/agent/codex_compat.py)."""
     options = [
         click.option(

@@ -57,7 +57,7 @@ _PROMPT_WORDS = click.Command("prompt", hidden=True)
 )
 @click.version_option(package_name="codemode", prog_name="interpreter")
 @click.pass_context
-def cli(ctx: click.Context, **kw: Any) -> None:
+def cli(ctx: click.Context, /, **kw: Any) -> None:
     """codemode: a coding agent where the model writes JavaScript against your tools.
 
     Without a command, starts an interactive session in the workspace (PROMPT, if

@@ -113,7 +113,6 @@ def run(
 
         if as_json:
             raise click.UsageError("--json is for single runs; a batch writes --report")
-        caps = {"timeout": timeout, "memory": memory, "max_tool_calls": max_tool_calls}
         sys.exit(
             run_batch_command(
                 source,
@@ -122,7 +121,9 @@ def run(
                 repos=repos,
                 sandbox=SandboxSettings.model_validate(sandbox),
                 verbose=verbose,
-                **caps,
+                timeout=timeout,
+                memory=memory,
+                max_tool_calls=max_tool_calls,
                 **batch,
             )
         )

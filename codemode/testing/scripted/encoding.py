@@ -56,7 +56,7 @@ def _string_field(request: RecordedRequest, tool: str) -> str:
         schema = fn.get("parameters") or fn.get("input_schema") or {}
         props = list((schema.get("properties") or {}).keys())
         if len(props) == 1:
-            return props[0]
+            return str(props[0])
     return "input"
 
 

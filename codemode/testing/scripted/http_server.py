@@ -47,7 +47,7 @@ class ScriptedModelServer(ScriptedModel):
         if self._server is None:
             raise RuntimeError("scripted server: not started")
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{host!s}:{port}/v1"
 
     def start(self) -> Self:
         handler = type("_Handler", (_Handler,), {"scripted": self})
