@@ -532,6 +532,32 @@ def test_run_help_exit_0(tmp_path: Path) -> None:
         assert option in proc.stdout
 
 
+def test_the_cli_package_uses_only_public_click_api() -> None:
+    """The PROMPT-or-COMMAND root and the interactive options are built from click's
+    documented API (resolve_command, Command.params), which survives click upgrades."""
+    package = Path(__file__).resolve().parent.parent / "codemode" / "cli"
+    private = re.compile(r"protected_args|__click_params__|\bctx\._\w")
+    hits = [f"{f.name}: {line.strip()}" for f in sorted(package.glob("*.py"))
+            for line in f.read_text().splitlines() if private.search(line)]
+    assert hits == []
+
+
+def test_python_m_codemode_cli_is_the_interpreter_command(tmp_path: Path) -> None:
+    module = subprocess.run([sys.executable, "-m", "codemode.cli", "--help"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=30)
+    assert module.returncode == 0, module.stderr
+    assert module.stdout == interp("--help", cwd=tmp_path).stdout
+
+
+def test_the_interactive_root_takes_execs_session_options(tmp_path: Path) -> None:
+    root = interp("--help", cwd=tmp_path).stdout
+    exec_help = interp("exec", "--help", cwd=tmp_path).stdout
+    for option in ("--model", "--provider", "--code-mode", "--harness", "--max-turns",
+                   "--sandbox", "--full-auto", "--config"):
+        assert option in root and option in exec_help
+    assert "--json" in exec_help and "--json" not in root
+
+
 def test_help_does_not_import_heavy_modules(tmp_path: Path) -> None:
     code = (
         "import sys\n"

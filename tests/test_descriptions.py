@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from agent_support import WIRES, provider_flags, run_cli
 
-from codemode.harnesses.catalog import get_harness, harness_infos
 from codemode.assembly.show import describe_harness
+from codemode.harnesses.catalog import get_harness, harness_infos
 from codemode.harnesses.spec import load_table, table_names
 from codemode.testing.scripted_server import ScriptedModelServer
 

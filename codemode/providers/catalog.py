@@ -14,12 +14,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codemode.providers.base import AuthenticationError, Provider
 from codemode.providers.errors import missing_key_error
 from codemode.providers.provider_info import ProviderInfo
 from codemode.providers.sampling import Sampling, resolve_sampling
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["ModelFacts", "ProviderInfo", "ResolvedProvider", "builtin_providers", "model_facts",
            "open_provider", "provider_info", "provider_models", "provider_names",
@@ -192,8 +195,10 @@ def open_provider(
     api_key: str | None = None,
     timeout_s: float = 600,
     connect_timeout_s: float = 10,
+    http_transport: httpx.AsyncBaseTransport | None = None,
 ) -> Provider:
-    """A streaming client for ``info`` on its wire (no request is sent yet)."""
+    """A streaming client for ``info`` on its wire (no request is sent yet);
+    ``http_transport`` replaces the network under it (see ``providers.transport``)."""
     key = resolve_api_key(info, api_key)
     if info.stream_idle_timeout_ms is not None:
         # httpx's read timeout is the longest silence between two chunks.
@@ -207,6 +212,7 @@ def open_provider(
         "query_params": info.query_params,
         "timeout_s": timeout_s,
         "connect_timeout_s": connect_timeout_s,
+        "http_transport": http_transport,
     }
     provider: Any
     if info.wire_api == "responses":

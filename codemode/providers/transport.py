@@ -9,10 +9,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from codemode.providers.base import BadRequestError, ProviderError, TransientError
 from codemode.providers.errors import ErrorContext, classify, parse_body
+
+if TYPE_CHECKING:
+    import httpx
 
 AuthStyle = Literal["bearer", "x-api-key"]
 
@@ -25,7 +28,11 @@ class SseEvent:
 
 class Transport:
     """An httpx client for one provider, opened on first use and reopened if the
-    event loop changed (a client's pooled connections belong to one loop)."""
+    event loop changed (a client's pooled connections belong to one loop).
+
+    ``http_transport`` replaces httpx's network transport under the client (tests
+    answer in-process with ``codemode.testing.scripted.in_process``); the default
+    is httpx's own, over sockets."""
 
     def __init__(
         self,
@@ -39,6 +46,7 @@ class Transport:
         auth_style: AuthStyle = "bearer",
         timeout_s: float = 600.0,
         connect_timeout_s: float = 10.0,
+        http_transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.provider = provider
         self.base_url = base_url.rstrip("/")
@@ -53,6 +61,7 @@ class Transport:
                 self._headers.setdefault("x-api-key", api_key)
         self._timeout_s = timeout_s
         self._connect_timeout_s = connect_timeout_s
+        self._http_transport = http_transport
         self._client: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -67,6 +76,7 @@ class Transport:
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self._timeout_s, connect=self._connect_timeout_s),
                 headers=self._headers,
+                transport=self._http_transport,
             )
             self._loop = loop
         return self._client
@@ -124,6 +134,7 @@ class Transport:
             async with httpx.AsyncClient(
                 timeout=httpx.Timeout(self._timeout_s, connect=self._connect_timeout_s),
                 headers=self._headers,
+                transport=self._http_transport,
             ) as client:
                 response = await client.post(url, json=body)
         except httpx.TimeoutException as exc:

@@ -11,6 +11,8 @@ from codemode.providers.base import ToolCall, ToolSpec, WireApi
 from codemode.providers.transport import AuthStyle, Transport
 
 if TYPE_CHECKING:
+    import httpx
+
     from codemode.providers.retry import RetryPolicy
 
 
@@ -33,6 +35,7 @@ class WireProvider:
         query_params: Mapping[str, str] | None = None,
         timeout_s: float = 600.0,
         connect_timeout_s: float = 10.0,
+        http_transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.name = name
         self.base_url = base_url.rstrip("/")
@@ -46,6 +49,7 @@ class WireProvider:
             auth_style=self.auth_style,
             timeout_s=timeout_s,
             connect_timeout_s=connect_timeout_s,
+            http_transport=http_transport,
         )
 
     async def aclose(self) -> None:

@@ -1,0 +1,46 @@
+"""``interpreter doctor``: where user data lives and what in the environment needs fixing."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from codemode.cli.options import cwd_option
+from codemode.cli.root import cli
+
+
+@cli.command()
+@cwd_option("Repository to look at (default: current directory).")
+@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
+@click.option("--local", is_flag=True,
+              help="Find model servers on this machine (llama.cpp, Ollama, LM Studio, vLLM) "
+              "and run one tool-calling round trip through each.")
+@click.option("--base-url", "base_urls", multiple=True, metavar="URL",
+              help="With --local: check this server (e.g. http://127.0.0.1:8080/v1) "
+              "instead of the usual ports.")
+@click.option("--model", default=None, help="With --local: the model to ask (default: the "
+              "first the server lists).")
+def doctor(cwd: Path, as_json: bool, local: bool, base_urls: tuple[str, ...],
+           model: str | None) -> None:
+    """Show where user data lives and check the environment, with a fix for each problem.
+
+    Exit status 1 when something needs fixing (warn or FAIL lines).
+    """
+    from codemode.doctor import render, run_checks
+
+    if local or base_urls:
+        from codemode.doctor_local import run_local_checks
+
+        report = run_local_checks(list(base_urls), model)
+    else:
+        report = run_checks(cwd)
+    if as_json:
+        import dataclasses
+        import json
+
+        click.echo(json.dumps([dataclasses.asdict(c) for c in report.checks], indent=2))
+    else:
+        click.echo(render(report))
+    sys.exit(1 if report.problems else 0)

@@ -1,0 +1,13 @@
+"""The scripted model: a stand-in for a model service that answers from a script.
+
+- ``script``: the script (``ScriptedReply``, ``ScriptedToolCall``), the requests
+  received (``RecordedRequest``) and ``ScriptedModel``, which decides each answer;
+- ``chat``, ``responses``, ``anthropic``: each wire's events and error bodies
+  (``encoding`` holds what they share, ``wires`` picks one by name);
+- ``http_server``: ``ScriptedModelServer``, the script behind real HTTP on 127.0.0.1,
+  the default for tests;
+- ``in_process``: ``ScriptedTransport``, the script as an httpx transport, for
+  provider and loop tests without sockets (it imports httpx; the rest does not).
+
+``codemode.testing.scripted_server`` re-exports the names tests use.
+"""
