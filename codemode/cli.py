@@ -826,10 +826,12 @@ def harness_show(name: str, code_mode: bool, as_json: bool) -> None:
     """The rendered prompt of harness NAME and its tools (schemas, or TypeScript in code mode)."""
     import json
 
+    from codemode.agent.build import session_registry
     from codemode.harnesses.show import describe_harness
 
     try:
-        shown = describe_harness(name, "code" if code_mode else "classic", Path.cwd())
+        dialect = "code" if code_mode else "classic"
+        shown = describe_harness(name, dialect, Path.cwd(), session_registry())
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     if as_json:
@@ -859,7 +861,7 @@ def mcp() -> None:
 def mcp_list(as_json: bool, overrides: tuple[str, ...]) -> None:
     """Start the configured servers and show each one's state and tools (exit 1 if one failed)."""
     from codemode.config import ConfigError, load_config
-    from codemode.mcp.commands import list_servers
+    from codemode.mcp_commands import list_servers
 
     try:
         config = load_config(overrides)
@@ -894,7 +896,7 @@ def mcp_server(
     """
     from codemode.agent.build import SessionOptions
     from codemode.config import ConfigError, load_config
-    from codemode.mcp.commands import serve
+    from codemode.mcp_commands import serve
 
     options = SessionOptions(
         cwd=cwd, sandbox_mode=sandbox_mode, approval_policy=approval_policy, full_auto=full_auto

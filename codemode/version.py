@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from functools import cache
 
+# The source tree's version (pyproject.toml says the same); `codemode.__version__` too.
+__version__ = "0.1.0"
+
 
 @cache
 def package_version() -> str:
@@ -14,6 +17,4 @@ def package_version() -> str:
     try:
         return version("codemode")
     except PackageNotFoundError:
-        from codemode import __version__
-
         return __version__

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from agent_support import WIRES, provider_flags, run_cli
 
+from codemode.agent.build import session_registry
 from codemode.harnesses.catalog import get_harness, harness_infos
 from codemode.harnesses.show import describe_harness
 from codemode.harnesses.spec import load_table, table_names
@@ -84,7 +85,7 @@ def _rendered(cwd: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for info in harness_infos():
         for dialect in info.dialects:
-            shown = describe_harness(info.name, dialect, cwd)  # type: ignore[arg-type]
+            shown = describe_harness(info.name, dialect, cwd, session_registry())  # type: ignore[arg-type]
             where = f"{info.name}/{dialect}"
             out[f"{where} instructions"] = shown["instructions"]
             for tool in shown["tools"] + shown.get("commands", []):

@@ -6,19 +6,25 @@ import platform
 import shutil
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codemode.harnesses.base import Dialect, PromptEnv
 
+if TYPE_CHECKING:
+    from codemode.tools.registry import ToolRegistry
 
-def describe_harness(name: str, dialect: Dialect, cwd: Path) -> dict[str, Any]:
+
+def describe_harness(
+    name: str, dialect: Dialect, cwd: Path, tools: ToolRegistry
+) -> dict[str, Any]:
     """The rendered prompt and the tools offered (function schemas; in code mode the
-    ``exec`` tool, whose description carries the TypeScript declarations)."""
-    from codemode.agent.build import session_registry
+    ``exec`` tool, whose description carries the TypeScript declarations). ``tools`` is
+    what a session has (``agent.build.session_registry()``): the caller builds it, so
+    this module stays below the composition root."""
     from codemode.harnesses.catalog import get_harness
 
     harness = get_harness(name, dialect)
-    registry = harness.registry(session_registry())
+    registry = harness.registry(tools)
     specs = harness.tool_specs(registry)
     env = PromptEnv(
         cwd=str(cwd),

@@ -27,13 +27,12 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from codemode.sandbox.script_types import Problem, SimpleCommand
 from codemode.sandbox.variables import is_identifier, risky_variable
 from codemode.sandbox.words import Word
 
 if TYPE_CHECKING:
     from tree_sitter import Node
-
-    from codemode.sandbox.shell_parse import SimpleCommand
 
 NODE_TYPES = frozenset(
     {
@@ -55,9 +54,7 @@ _READERS = frozenset({"read", "mapfile", "readarray", "getopts"})
 _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
 
 
-def _problem(source: str, reason: str) -> Any:
-    from codemode.sandbox.shell_parse import Problem
-
+def _problem(source: str, reason: str) -> Problem:
     return Problem(source, reason)
 
 

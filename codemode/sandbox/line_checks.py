@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import os.path
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from codemode.sandbox.script_types import SimpleCommand
 from codemode.sandbox.words import Word, brace_expand
-
-if TYPE_CHECKING:
-    from codemode.sandbox.shell_parse import SimpleCommand
+from codemode.sandbox.wrapper_table import shells
 
 _PIECES = re.compile(r"[;&|\n()`]+|\$\(|[{}]\s")
 
@@ -27,8 +26,6 @@ def fallback_commands(script: str) -> list[SimpleCommand]:
     braces expanded) that only prompt and forbidden checks apply to, so that what bash
     would still run (``{rm,-rf,/}``) stays forbidden."""
     import shlex
-
-    from codemode.sandbox.shell_parse import SimpleCommand
 
     out = []
     for piece in _PIECES.split(script):
@@ -96,10 +93,8 @@ def runs_written(cmd: SimpleCommand, written: dict[str, str]) -> str | None:
     name = cmd.words[0].text
     if _script_key(name) in written and "/" in name:  # ./x.sh
         return written[_script_key(name)]
-    from codemode.sandbox.shell_parse import _shells
-
     base = os.path.basename(name)
-    if base in _shells() or base in ("source", "."):
+    if base in shells() or base in ("source", "."):
         for w in cmd.words[1:]:
             if w.literal and w.text.startswith("-"):
                 continue

@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from codemode.errors import ToolError
 from codemode.sandbox import approval_context
 from codemode.sandbox.env import scrub_environment
 from codemode.sandbox.paths import write_refusal
-from codemode.tools.context import ToolError
 
 if TYPE_CHECKING:
     from codemode.sandbox.approval import Approver, RememberOption

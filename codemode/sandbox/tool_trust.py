@@ -23,15 +23,14 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from codemode.tools.context import ToolError
+from codemode.errors import ToolError
+from codemode.tool_names import code_name, split_namespace
 
 if TYPE_CHECKING:
     from codemode.sandbox.session import SandboxSession
 
 
 def _server(name: str) -> str:
-    from codemode.tools.registry import split_namespace
-
     parts = split_namespace(name)
     return parts[0] if parts else name
 
@@ -55,8 +54,6 @@ async def authorize_tool(
     session: SandboxSession, name: str, trust: str, raw_args: Any
 ) -> None:
     """Let the call to ``name`` through, or raise ToolError saying what refused it."""
-    from codemode.tools.registry import code_name
-
     settings = session.settings
     verdict, why = decide(trust, settings.sandbox_mode, settings.approval_policy)
     if verdict == "allow" or name in session.approved_tools:

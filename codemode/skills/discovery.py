@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from codemode.repository import repository_root
+
 SKILL_FILE = "SKILL.md"
 SKILLS_DIR = Path(".agents") / "skills"
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -142,8 +144,6 @@ def user_skills_dir() -> Path:
 def repo_skills_dirs(cwd: Path) -> list[Path]:
     """``.agents/skills`` in each directory from the repository root down to ``cwd``,
     outermost first (a subproject may add its own)."""
-    from codemode.agent.instructions import repository_root
-
     cwd = cwd.resolve()
     root = repository_root(cwd) or cwd
     chain = [cwd, *cwd.parents]

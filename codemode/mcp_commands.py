@@ -1,4 +1,7 @@
-"""What ``interpreter mcp list`` and ``interpreter mcp-server`` do (the CLI only parses)."""
+"""What ``interpreter mcp list`` and ``interpreter mcp-server`` do (the CLI only parses).
+
+An entry point: it builds a session's sandbox (the composition root), so it lives above
+the ``mcp`` package, which the composition root itself uses for MCP clients."""
 
 from __future__ import annotations
 
