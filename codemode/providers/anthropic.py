@@ -4,7 +4,7 @@ led to. Also spoken by several other services' Anthropic-compatible endpoints.""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,7 +85,7 @@ class AnthropicProvider(WireProvider):
             body["top_p"] = request.top_p
         return body
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         state = _MessagesStream()
         ctx = self.transport.context(request.model)
         body = self.build_body(request)

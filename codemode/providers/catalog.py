@@ -18,6 +18,7 @@ from typing import Any
 from codemode.providers.base import AuthenticationError, Provider
 from codemode.providers.errors import missing_key_error
 from codemode.providers.provider_info import ProviderInfo
+from codemode.providers.wire import WireProvider
 
 __all__ = ["ModelFacts", "ProviderInfo", "builtin_providers", "model_facts", "open_provider",
            "provider_info", "provider_models", "resolve_api_key"]
@@ -40,12 +41,14 @@ def _read(name: str) -> Any:
 
 @lru_cache(maxsize=1)
 def _catalog() -> dict[str, dict[str, Any]]:
-    return _read("catalog.json")["providers"]
+    providers: dict[str, dict[str, Any]] = _read("catalog.json")["providers"]
+    return providers
 
 
 @lru_cache(maxsize=1)
 def _models() -> dict[str, list[list[Any]]]:
-    return _read("models.json")
+    models: dict[str, list[list[Any]]] = _read("models.json")
+    return models
 
 
 def provider_models(name: str) -> list[ModelFacts]:
@@ -140,7 +143,7 @@ def open_provider(
         "timeout_s": timeout_s,
         "connect_timeout_s": connect_timeout_s,
     }
-    provider: Any
+    provider: WireProvider
     if info.wire_api == "responses":
         from codemode.providers.responses import ResponsesProvider
 

@@ -4,7 +4,7 @@ Ollama, LM Studio, vLLM, llama.cpp)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,7 +78,7 @@ class ChatProvider(WireProvider):
             body["reasoning_effort"] = request.reasoning_effort
         return body
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         try:
             async for event in self._stream(request):
                 yield event
@@ -92,7 +92,7 @@ class ChatProvider(WireProvider):
             async for event in self._stream(request):
                 yield event
 
-    async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def _stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         state = _ChatStream()
         ctx = self.transport.context(request.model)
         body = self.build_body(request)

@@ -7,7 +7,7 @@ httpx, timeouts, authentication headers and the HTTP error mapping.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -73,7 +73,7 @@ class Transport:
 
     async def events(
         self, path: str, body: dict[str, Any], *, model: str
-    ) -> AsyncIterator[SseEvent]:
+    ) -> AsyncGenerator[SseEvent, None]:
         """POST ``body`` to ``base_url + path`` and yield its server-sent events."""
         import httpx
         import httpx_sse

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import os.path
 import re
-from typing import Any
 
-from codemode.sandbox.script_types import SimpleCommand
+from codemode.sandbox.script_types import SimpleCommand, Stdin
 from codemode.sandbox.words import Word, brace_expand
 from codemode.sandbox.wrapper_table import shells
 
@@ -64,7 +63,7 @@ def _script_key(text: str) -> str:
     return os.path.normpath(text)
 
 
-def written_scripts(found: list[tuple[SimpleCommand, Any]]) -> dict[str, str]:
+def written_scripts(found: list[tuple[SimpleCommand, Stdin | None]]) -> dict[str, str]:
     """Files this script writes with literal content (``echo CMD > x.sh``,
     ``cat > x.sh <<END``), by path, so that running them later in the line is judged."""
     out: dict[str, str] = {}

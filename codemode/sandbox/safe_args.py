@@ -111,11 +111,13 @@ def git_subcommands() -> dict[str, Spec]:
 
 
 def git_runs() -> dict[str, list[str]]:
-    return _data()["git_runs"]
+    runs: dict[str, list[str]] = _data()["git_runs"]
+    return runs
 
 
 def interpreters() -> dict[str, list[str]]:
-    return _data()["interpreters"]
+    found: dict[str, list[str]] = _data()["interpreters"]
+    return found
 
 
 @functools.cache

@@ -12,6 +12,11 @@ from typing import Any, Protocol
 
 from codemode.sandbox.words import Word
 
+# What a command reads on standard input, as far as the parser can tell: ("file", path),
+# ("text", here-document or here-string), ("pipe-text", what an echo before it prints)
+# or ("pipe", None), from a command whose output is unknown.
+Stdin = tuple[str, Word | None]
+
 # Scripts nested deeper than this (bash -c inside bash -c ...) are not followed.
 MAX_DEPTH = 8
 

@@ -7,7 +7,6 @@ check → approval (if required) → confined execution. ``check_writable`` is w
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -24,6 +23,7 @@ from codemode.sandbox.paths import write_refusal
 
 if TYPE_CHECKING:
     from codemode.sandbox.approval import Approver, RememberOption
+    from codemode.sandbox.pidfd_process import ChildProcess
     from codemode.sandbox.policy import Evaluation, Policy, PolicyContext
     from codemode.sandbox.settings import SandboxSettings
 
@@ -265,7 +265,7 @@ class SandboxSession:
         env: Mapping[str, str],
         output_fd: int,
         tool: str | None = None,
-    ) -> asyncio.subprocess.Process:
+    ) -> ChildProcess:
         """Authorize and start ``argv`` confined; raises CommandRefused / ToolError."""
         from codemode.sandbox.confine import ConfinementUnavailable, spawn_confined
 
@@ -337,7 +337,7 @@ class SandboxSession:
             self._guards[proc.pid] = guard
         return proc
 
-    def after_command(self, proc: asyncio.subprocess.Process) -> list[str]:
+    def after_command(self, proc: ChildProcess) -> list[str]:
         """Call once ``proc`` (from ``spawn``) has exited: puts back any protected git
         or ``.codemode/`` entry the command changed; one line per repair."""
         guard = self._guards.pop(proc.pid, None)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import os.path
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from codemode.sandbox import code_checks, line_checks, unwrap
 from codemode.sandbox.continuations import join_continuations, quoted_heredoc
@@ -21,7 +21,7 @@ from codemode.sandbox.continuations import join_continuations, quoted_heredoc
 # Re-exported: the parse result's types live in a leaf module that the checks and
 # ``unwrap`` share (``unwrap`` recurses into nested scripts through ``Nesting``).
 from codemode.sandbox.script_types import MAX_DEPTH as MAX_DEPTH
-from codemode.sandbox.script_types import Nesting
+from codemode.sandbox.script_types import Nesting, Stdin
 from codemode.sandbox.script_types import ParsedScript as ParsedScript
 from codemode.sandbox.script_types import Problem as Problem
 from codemode.sandbox.script_types import SimpleCommand as SimpleCommand
@@ -127,7 +127,7 @@ class _Walker:
     def __init__(self, src: bytes, depth: int) -> None:
         self.src = src
         self.depth = depth
-        self.found: list[tuple[SimpleCommand, Any]] = []
+        self.found: list[tuple[SimpleCommand, Stdin | None]] = []
         self.problems: list[Problem] = []
         self.code_nodes: list[Node] = []
         self.literals: dict[str, set[str]] = {}
@@ -212,7 +212,7 @@ class _Walker:
             outer = outer.parent
         writes: list[str] = []
         write_words: list[Word] = []
-        stdin: Any = None
+        stdin: Stdin | None = None
         for r in redirects:
             dests = r.children_by_field_name("destination")
             if len(dests) > 1 and _same(_redirect_owner(r), node):
@@ -258,7 +258,7 @@ class _Walker:
             )
         )
 
-    def piped_text(self, before: Node) -> tuple[str, Any]:
+    def piped_text(self, before: Node) -> Stdin:
         """What a command reads from the pipe: the text when the command before it is an
         ``echo`` or ``printf`` of literal words, else unknown."""
         if before.type == "redirected_statement":

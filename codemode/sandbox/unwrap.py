@@ -21,11 +21,19 @@ from __future__ import annotations
 import os.path
 import re
 import shlex
+from collections.abc import Sequence
 from typing import Any
 
 from codemode.sandbox import unwrap_builtins
 from codemode.sandbox.nested_scripts import script_of
-from codemode.sandbox.script_types import Nesting, ParsedScript, Problem, SimpleCommand, with_words
+from codemode.sandbox.script_types import (
+    Nesting,
+    ParsedScript,
+    Problem,
+    SimpleCommand,
+    Stdin,
+    with_words,
+)
 from codemode.sandbox.variables import risky_variable
 from codemode.sandbox.words import Word
 
@@ -43,7 +51,7 @@ def base_name(word: Word) -> str:
 MAX_WRAPPERS = 32
 
 
-def expand(cmd: SimpleCommand, *, nesting: Nesting, stdin: Any = None) -> ParsedScript:
+def expand(cmd: SimpleCommand, *, nesting: Nesting, stdin: Stdin | None = None) -> ParsedScript:
     """``cmd`` and whatever it runs, as a list of simple commands plus any problems."""
     out = ParsedScript()
     if not cmd.words:
@@ -124,7 +132,7 @@ def _plain_arguments(
 _POSITIONAL = re.compile(r"\$(?:\{(\d+)\}|(\d)|\{[@*]\}|[@*])")
 
 
-def _with_positionals(script: Word, args: list[Word]) -> Word | None:
+def _with_positionals(script: Word, args: Sequence[Word]) -> Word | None:
     """``bash -c SCRIPT A0 A1 ...``: SCRIPT with its positional parameters replaced by
     the literal arguments (``bash -c '$0 $1' mkfs.ext4 /dev/sda`` runs ``mkfs.ext4
     /dev/sda``), or None when it names none or an argument is only known at run time.
@@ -147,7 +155,7 @@ def _with_positionals(script: Word, args: list[Word]) -> Word | None:
     return Word(_POSITIONAL.sub(value, text))
 
 
-def _shell(cmd: SimpleCommand, nesting: Nesting, stdin: Any) -> ParsedScript:
+def _shell(cmd: SimpleCommand, nesting: Nesting, stdin: Stdin | None) -> ParsedScript:
     words = cmd.words
     base = base_name(words[0])
     command_mode = False
@@ -204,7 +212,7 @@ def _shell(cmd: SimpleCommand, nesting: Nesting, stdin: Any) -> ParsedScript:
     if rest and not read_stdin:
         return ParsedScript([cmd])  # `bash script.sh`: a script file, judged as a command
     kind, value = stdin if stdin else (None, None)
-    if kind == "text":
+    if kind == "text" and value is not None:
         return script_of(cmd, [value], nesting, base)
     if kind == "file" and value is not None and not value.literal:
         out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
@@ -212,7 +220,7 @@ def _shell(cmd: SimpleCommand, nesting: Nesting, stdin: Any) -> ParsedScript:
             Problem(cmd.source, f"{base} runs {value.text}, only known at run time")
         )
         return out
-    if kind == "pipe-text":
+    if kind == "pipe-text" and value is not None:
         out = script_of(cmd, [value], nesting, base)
         out.problems.append(Problem(cmd.source, f"{base} runs commands piped into it"))
         return out
@@ -282,13 +290,13 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], nesting: Nesting) -> Pars
             i += 1
             continue
         if spec.get("assignments") and "=" in t and t.split("=", 1)[0].isidentifier():
-            name, value = t.split("=", 1)
+            name, assigned = t.split("=", 1)
             if risky_variable(name):
                 out.problems.append(
                     Problem(cmd.source, f"{base} sets {name}, which changes what runs")
                 )
-                if value.strip("|: "):
-                    named = Word(value.lstrip("|"))
+                if assigned.strip("|: "):
+                    named = Word(assigned.lstrip("|"))
                     out.extend(script_of(cmd, [named], nesting, base, record=False))
             i += 1
             continue

@@ -4,11 +4,17 @@ interpreters that read their program on standard input (parts of ``unwrap``)."""
 from __future__ import annotations
 
 import os.path
-from typing import Any
 
 from codemode.sandbox.findings import strings_in
 from codemode.sandbox.nested_scripts import script_of
-from codemode.sandbox.script_types import Nesting, ParsedScript, Problem, SimpleCommand, with_words
+from codemode.sandbox.script_types import (
+    Nesting,
+    ParsedScript,
+    Problem,
+    SimpleCommand,
+    Stdin,
+    with_words,
+)
 from codemode.sandbox.words import Word
 
 _GIT_VALUE_OPTIONS = frozenset(
@@ -125,7 +131,7 @@ def reads_code(base: str, args: tuple[Word, ...] | list[Word]) -> bool:
     return not plain or (plain[0].literal and plain[0].text == "-")
 
 
-def code_on_stdin(cmd: SimpleCommand, base: str, stdin: Any, nesting: Nesting) -> ParsedScript:
+def code_on_stdin(cmd: SimpleCommand, base: str, stdin: Stdin, nesting: Nesting) -> ParsedScript:
 
     out = ParsedScript([cmd])
     out.problems.append(Problem(cmd.source, f"{base} runs code from its input"))
