@@ -830,8 +830,9 @@ def harness_show(name: str, code_mode: bool, as_json: bool) -> None:
     from codemode.harnesses.show import describe_harness
 
     try:
-        dialect = "code" if code_mode else "classic"
-        shown = describe_harness(name, dialect, Path.cwd(), session_registry())
+        shown = describe_harness(
+            name, "code" if code_mode else "classic", Path.cwd(), session_registry()
+        )
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     if as_json:

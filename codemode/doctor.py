@@ -151,7 +151,7 @@ def seccomp(report: Report) -> None:
         )
         return
     try:
-        import pyseccomp  # type: ignore[import-not-found]  # noqa: F401
+        import pyseccomp  # noqa: F401
     except ImportError:
         report.add(
             "environment", "seccomp", "warn", f"{lib} found, but the pyseccomp module is not "

@@ -80,6 +80,7 @@ async def _round_trip(report: Report, where: Candidate, model: str) -> None:
     from codemode.providers.base import (
         AssistantMessage,
         Completed,
+        Message,
         ModelRequest,
         ProviderError,
         TextDelta,
@@ -136,7 +137,7 @@ async def _round_trip(report: Report, where: Candidate, model: str) -> None:
             result = str(int(args["a"]) + int(args["b"]))
         except (ValueError, KeyError, TypeError):
             result = "error: the arguments were not {\"a\": int, \"b\": int}"
-        history = [first, AssistantMessage(tool_calls=[call], wire="chat"),
+        history: list[Message] = [first, AssistantMessage(tool_calls=[call], wire="chat"),
                    ToolResultMessage(call_id=call.id, name=call.name, content=result)]
         done, _, _, took = await ask(ModelRequest(
             model=model, messages=history, tools=[spec], max_output_tokens=32, temperature=0))

@@ -32,7 +32,7 @@ class ReplayProvider:
     def __init__(self, replies: list[tuple[AssistantMessage, Usage | None]]) -> None:
         self._replies = list(replies)
         self._next = 0
-        self.wire: WireApi = next((m.wire for m, _ in replies if m.wire), None) or "chat"
+        self.wire: WireApi = next((m.wire for m, _ in replies if m.wire), "chat")
 
     @property
     def remaining(self) -> int:

@@ -70,8 +70,8 @@ class BatchProgress:
                 from rich.text import Text
 
                 # A Text, not markup: paths and messages may hold square brackets.
-                line = Text.assemble(("failed", "red"), f" {result.repository}: {result.error}")
-                self._bar.console.print(line, highlight=False)
+                failed = Text.assemble(("failed", "red"), f" {result.repository}: {result.error}")
+                self._bar.console.print(failed, highlight=False)
             if self.verbose:
                 from rich.text import Text
 

@@ -40,7 +40,7 @@ class _SchemaModel(BaseModel):
     json_schema: ClassVar[dict[str, Any]] = {}
 
     @classmethod
-    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
         return copy.deepcopy(cls.json_schema)
 
 
@@ -167,7 +167,7 @@ def content_blocks(result: McpCallToolResult) -> list[dict[str, Any]]:
 def result_data(result: McpCallToolResult, display: str) -> Any:
     """A call's result as a program sees it; ``isError`` becomes a ToolError."""
     if result.is_error:
-        texts = [b.text for b in result.content if getattr(b, "type", None) == "text"]
+        texts = [b.text for b in result.content if b.type == "text"]
         message = " ".join(texts).strip() or "the tool reported an error"
         raise ToolError(f"tools.{display}: {message}")
     if result.structured_content is not None:

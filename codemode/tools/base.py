@@ -195,7 +195,7 @@ def define_tool(
         for p in data_params:
             default = ... if p.default is inspect.Parameter.empty else p.default
             model_fields[p.name] = (hints.get(p.name, Any), default)
-        args_model = create_model(  # type: ignore[call-overload]
+        args_model = create_model(
             f"{tool_name}_args", __base__=StrictArgs, **model_fields
         )
 

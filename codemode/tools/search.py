@@ -330,7 +330,8 @@ def _grep_sync(args: GrepArgs, regex: Any, ctx: ToolContext, stop: threading.Eve
             # Like ripgrep's -g: a bare "*.py" means any .py file, not just top-level ones.
             only = compile_glob(args.glob if "/" in args.glob else "**/" + args.glob)
         rels = walk_files(target, ignore_top=ctx.workspace, stop=stop.is_set)
-        files = (_join(target, r) for r in rels if only is None or only.fullmatch(r))
+        wanted = (r for r in rels if only is None or only.fullmatch(r))
+        files: Iterator[Path] = (_join(target, r) for r in wanted)
     elif stat.S_ISREG(st.st_mode):
         # Naming a file is explicit: search it even if .gitignore covers it.
         files = iter([target])
