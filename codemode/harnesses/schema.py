@@ -25,4 +25,5 @@ def parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
     only cost the model tokens.
     """
     schema = model.model_json_schema()
-    return _inline(schema, schema.get("$defs", {}))
+    inlined: dict[str, Any] = _inline(schema, schema.get("$defs", {}))
+    return inlined

@@ -148,7 +148,7 @@ def normalize_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
                 out[key] = value
         return out
 
-    result = walk(schema)
+    result: dict[str, Any] = walk(schema)
     result.setdefault("type", "object")
     result.setdefault("properties", {})
     if defs:

@@ -16,7 +16,9 @@ from typing import Any, Literal, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from codemode.tools.context import ToolContext, ToolError
+# Re-exported: tool modules import both from here, with the definition helpers.
+from codemode.tools.context import ToolContext as ToolContext
+from codemode.tools.context import ToolError as ToolError
 
 
 class StrictArgs(BaseModel):
