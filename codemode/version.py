@@ -12,6 +12,7 @@ __version__ = "0.1.0"
 @cache
 def package_version() -> str:
     """The distribution's version; the source tree's ``__version__`` when not installed."""
+    # lazy: importlib.metadata is slow to import
     from importlib.metadata import PackageNotFoundError, version
 
     try:

@@ -4,6 +4,7 @@ led to. Also spoken by several other services' Anthropic-compatible endpoints.""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -239,8 +240,6 @@ class _MessagesStream:
             block.call_index = self.calls
             self.calls += 1
             if raw.get("input"):  # some compatible servers send the whole input here
-                import json
-
                 block.parts.append(json.dumps(raw["input"]))
             return [ToolCallDelta(index=block.call_index, id=block.id, name=block.name,
                                   arguments="".join(block.parts))]

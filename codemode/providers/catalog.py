@@ -145,20 +145,24 @@ def open_provider(
     }
     provider: WireProvider
     if info.wire_api == "responses":
+        # lazy: one wire client, built for the provider chosen
         from codemode.providers.responses import ResponsesProvider
 
         provider = ResponsesProvider(**common)
     elif info.wire_api == "anthropic":
+        # lazy: one wire client, built for the provider chosen
         from codemode.providers.anthropic import AnthropicProvider
 
         provider = AnthropicProvider(**common)
     else:
+        # lazy: one wire client, built for the provider chosen
         from codemode.providers.chat import ChatProvider
 
         provider = ChatProvider(
             send_reasoning=info.send_reasoning, max_tokens_field=info.max_tokens_field, **common
         )
     if info.request_max_retries is not None or info.stream_max_retries is not None:
+        # lazy: one wire client, built for the provider chosen
         from codemode.providers.retry import RetryPolicy
 
         default = RetryPolicy()

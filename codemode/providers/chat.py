@@ -4,6 +4,7 @@ Ollama, LM Studio, vLLM, llama.cpp)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -265,8 +266,6 @@ class _ChatStream:
             call.name = fn["name"]
         args = fn.get("arguments")
         if isinstance(args, dict):  # a few servers send the object, not its text
-            import json
-
             args = json.dumps(args)
         if args:
             call.arguments.append(args)

@@ -7,8 +7,10 @@ httpx, timeouts, authentication headers and the HTTP error mapping.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
 from codemode.providers.base import BadRequestError, ProviderError, TransientError
@@ -60,7 +62,7 @@ class Transport:
         return ErrorContext(self.provider, model, self.env_key, self.base_url)
 
     def _http(self) -> Any:
-        import httpx
+        import httpx  # lazy: httpx loads with the first request
 
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
@@ -75,8 +77,8 @@ class Transport:
         self, path: str, body: dict[str, Any], *, model: str
     ) -> AsyncGenerator[SseEvent, None]:
         """POST ``body`` to ``base_url + path`` and yield its server-sent events."""
-        import httpx
-        import httpx_sse
+        import httpx  # lazy: httpx loads with the first request
+        import httpx_sse  # lazy: httpx loads with the first request
 
         url = f"{self.base_url}/{path.lstrip('/')}"
         ctx = self.context(model)
@@ -114,7 +116,7 @@ class Transport:
 
     async def post_json(self, path: str, body: dict[str, Any], *, model: str) -> dict[str, Any]:
         """POST ``body`` and return the JSON object of a successful, non-streamed reply."""
-        import httpx
+        import httpx  # lazy: httpx loads with the first request
 
         url = f"{self.base_url}/{path.lstrip('/')}"
         ctx = self.context(model)
@@ -155,8 +157,6 @@ class Transport:
 
 
 def _user_agent() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return f"codemode/{version('codemode')}"
     except PackageNotFoundError:
@@ -169,8 +169,6 @@ def stream_cut(provider: str, terminal: str) -> TransientError:
 
 def loads_event(provider: str, data: str) -> Any:
     """An event's JSON data; a garbled event is a transient fault (the stream got cut)."""
-    import json
-
     try:
         return json.loads(data)
     except ValueError as exc:

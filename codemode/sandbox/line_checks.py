@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os.path
 import re
+import shlex
 
 from codemode.sandbox.script_types import SimpleCommand, Stdin
 from codemode.sandbox.words import Word, brace_expand
@@ -24,8 +25,6 @@ def fallback_commands(script: str) -> list[SimpleCommand]:
     """For a script tree-sitter cannot parse: a rough split into commands (quotes removed,
     braces expanded) that only prompt and forbidden checks apply to, so that what bash
     would still run (``{rm,-rf,/}``) stays forbidden."""
-    import shlex
-
     out = []
     for piece in _PIECES.split(script):
         try:

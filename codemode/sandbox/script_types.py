@@ -7,6 +7,7 @@ importing it, so the recursion has no import cycle."""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -39,8 +40,6 @@ class SimpleCommand:
 
     def display(self) -> str:
         """The command as bash would run it (unknowable words as written)."""
-        import shlex
-
         shown = [w.text if w.kind == "dynamic" else shlex.quote(w.text) for w in self.words]
         return " ".join(shown) + (" ..." if self.open_ended else "")
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from codemode.sandbox import code_checks, line_checks, unwrap
 from codemode.sandbox.continuations import join_continuations, quoted_heredoc
+from codemode.sandbox.safe_args import interpreters
 
 # Re-exported: the parse result's types live in a leaf module that the checks and
 # ``unwrap`` share (``unwrap`` recurses into nested scripts through ``Nesting``).
@@ -47,8 +48,8 @@ _UNSPLIT_DYNAMIC = frozenset({"arithmetic_expansion", "process_substitution"})
 @functools.cache
 def _parser() -> Parser:
     # Imported here: tree-sitter is only needed once a shell command is checked.
-    import tree_sitter
-    import tree_sitter_bash
+    import tree_sitter  # lazy: tree-sitter, with the first command checked
+    import tree_sitter_bash  # lazy: tree-sitter, with the first command checked
 
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
@@ -369,8 +370,6 @@ class _Walker:
 @functools.cache
 def _code_readers() -> frozenset[str]:
     """Shells and interpreters: what they read on a pipe is a program."""
-    from codemode.sandbox.safe_args import interpreters
-
     return shells() | frozenset(interpreters())
 
 

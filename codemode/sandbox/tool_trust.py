@@ -24,6 +24,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from codemode.errors import ToolError
+from codemode.sandbox.approval import ApprovalRequest
 from codemode.tool_names import code_name, split_namespace
 
 if TYPE_CHECKING:
@@ -71,8 +72,6 @@ async def authorize_tool(
             f"can approve it in this session. Set trust = \"write\" (or \"read\") in "
             f"[mcp_servers.{server}] to let its tools run, or run with --approval never"
         )
-    from codemode.sandbox.approval import ApprovalRequest
-
     try:
         shown_args = json.dumps(raw_args, ensure_ascii=False)
     except (TypeError, ValueError):

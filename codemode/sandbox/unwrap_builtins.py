@@ -7,6 +7,7 @@ import os.path
 
 from codemode.sandbox.findings import strings_in
 from codemode.sandbox.nested_scripts import script_of
+from codemode.sandbox.safe_args import git_runs, interpreters
 from codemode.sandbox.script_types import (
     Nesting,
     ParsedScript,
@@ -29,8 +30,6 @@ _GIT_RISKY_OPTIONS = frozenset({"--config-env", "--exec-path"})
 def _git_payloads(words: list[Word]) -> list[tuple[list[Word], str]]:
     """Commands a git subcommand is told to run (``rebase --exec CMD``, ``submodule
     foreach CMD``...), from ``[git_runs]`` in safe_commands.toml."""
-    from codemode.sandbox.safe_args import git_runs
-
     if not words or not words[0].literal or words[0].text not in git_runs():
         return []
     sub = words[0].text
@@ -123,8 +122,6 @@ def git(cmd: SimpleCommand, nesting: Nesting) -> ParsedScript:
 
 def reads_code(base: str, args: tuple[Word, ...] | list[Word]) -> bool:
     """An interpreter given no script file reads its program from standard input."""
-    from codemode.sandbox.safe_args import interpreters
-
     if base not in interpreters():
         return False
     plain = [w for w in args if not (w.literal and w.text.startswith("-") and w.text != "-")]

@@ -87,7 +87,7 @@ def split_front_matter(text: str) -> tuple[str | None, str]:
 
 def parse_skill_file(path: Path) -> tuple[str, str]:
     """(name, description) from ``path``; raises FrontMatterError saying what is wrong."""
-    import yaml
+    import yaml  # lazy: PyYAML, only for a skill file
 
     try:
         text = path.read_text(encoding="utf-8")
