@@ -25,6 +25,8 @@ from codemode.sandbox.paths import write_refusal
 
 if TYPE_CHECKING:
     from codemode.sandbox.approval import Approver, RememberOption
+    from codemode.sandbox.codemode_watch import CodemodeWatch
+    from codemode.sandbox.git_guard import GuardState
     from codemode.sandbox.pidfd_process import ChildProcess
     from codemode.sandbox.policy import Evaluation, Policy, PolicyContext
     from codemode.sandbox.settings import SandboxSettings
@@ -71,9 +73,9 @@ class SandboxSession:
         self._rules_file = rules_file
         self._scratch: Path | None = None
         self._placeholders: set[Path] = set()
-        self._guards: dict[int, Any] = {}
-        self._baseline: Any = None
-        self._watch: Any = None
+        self._guards: dict[int, GuardState] = {}
+        self._baseline: GuardState | None = None
+        self._watch: CodemodeWatch | None = None
         # MCP tools the user allowed "always" in this session (codemode.sandbox.tool_trust).
         self.approved_tools: set[str] = set()
 
@@ -381,7 +383,7 @@ class SandboxSession:
         hint = refusal_hint(output)
         return [f"[sandbox] {hint}"] if hint else []
 
-    def _codemode_watch(self, roots: list[Path]) -> Any:
+    def _codemode_watch(self, roots: list[Path]) -> CodemodeWatch:
         # lazy: a session is held before its first command
         from codemode.sandbox.codemode_watch import CodemodeWatch
 
@@ -391,7 +393,7 @@ class SandboxSession:
             self._watch = CodemodeWatch(roots)
         return self._watch
 
-    def _repair(self, guard: Any) -> list[str]:
+    def _repair(self, guard: GuardState) -> list[str]:
         from codemode.sandbox import git_guard  # lazy: a session is held before its first command
 
         return [f"[sandbox] {note}" for note in git_guard.repair(guard)]
