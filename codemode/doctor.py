@@ -34,8 +34,10 @@ class Check:
 class Report:
     checks: list[Check] = field(default_factory=list)
 
-    def add(self, *args: object, **kwargs: object) -> None:
-        self.checks.append(Check(*args, **kwargs))  # type: ignore[arg-type]
+    def add(
+        self, section: str, label: str, status: Status, detail: str, fix: str | None = None
+    ) -> None:
+        self.checks.append(Check(section, label, status, detail, fix))
 
     @property
     def problems(self) -> list[Check]:
@@ -193,7 +195,7 @@ def confinement(report: Report) -> None:
                 report.add("confinement", f"{backend}: {p.key}", "ok", p.text)
             else:
                 # a gap of the fallback only matters when the fallback is in use
-                status = "warn" if backend == in_use else "info"
+                status: Status = "warn" if backend == in_use else "info"
                 report.add("confinement", f"{backend}: {p.key}", status,
                            f"not kept: {p.text} — {why}",
                            "install bubblewrap (apt-get install bubblewrap)"

@@ -77,8 +77,13 @@ def _option_table(entries: Sequence[str], role: Role) -> dict[str, Option]:
 
 def _spec(data: dict[str, Any]) -> Spec:
     options: dict[str, Option] = {}
-    for key, role in (("options", "ok"), ("prompt", "prompt"), ("output", "output")):
-        options.update(_option_table(data.get(key, []), role))  # type: ignore[arg-type]
+    roles: tuple[tuple[str, Role], ...] = (
+        ("options", "ok"),
+        ("prompt", "prompt"),
+        ("output", "output"),
+    )
+    for key, role in roles:
+        options.update(_option_table(data.get(key, []), role))
     options.update(_option_table(data.get("payload", []), "payload"))
     return Spec(
         options=options,
