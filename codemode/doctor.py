@@ -153,6 +153,7 @@ def seccomp(report: Report) -> None:
         )
         return
     try:
+        # lazy: whether libseccomp loads is the check
         import pyseccomp  # noqa: F401
     except ImportError:
         report.add(
@@ -233,7 +234,7 @@ def engines(report: Report) -> None:
     import asyncio
     import sys
 
-    from codemode.js_runtime import Bridge
+    from codemode.js_runtime import Bridge  # lazy: the engines, for the engine check only
     from codemode.tools.context import ToolContext
     from codemode.tools.registry import ToolRegistry
 

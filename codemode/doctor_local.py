@@ -60,7 +60,7 @@ def candidates(config: Any, extra: list[str]) -> list[Candidate]:
 
 
 async def _models(base_url: str) -> list[str] | None:
-    import httpx
+    import httpx  # lazy: httpx, for the local-server probe only
 
     try:
         async with httpx.AsyncClient(timeout=httpx.Timeout(3.0)) as client:
@@ -89,7 +89,7 @@ async def _round_trip(report: Report, where: Candidate, model: str) -> None:
         ToolSpec,
         UserMessage,
     )
-    from codemode.providers.chat import ChatProvider
+    from codemode.providers.chat import ChatProvider  # lazy: httpx, for the local-server probe only
 
     label = where.name
     provider = ChatProvider(name=where.name, base_url=where.base_url, timeout_s=180)

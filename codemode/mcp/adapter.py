@@ -201,7 +201,7 @@ def mcp_tool(
     async def handler(args: BaseModel, ctx: ToolContext) -> Any:
         raw = args.model_dump()
         if not checker:
-            import jsonschema
+            import jsonschema  # lazy: jsonschema, with the first MCP call
 
             cls = jsonschema.validators.validator_for(input_schema, jsonschema.Draft202012Validator)
             checker.append(cls(input_schema))

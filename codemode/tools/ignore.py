@@ -51,7 +51,7 @@ def _linear(spec: pathspec.GitIgnoreSpec) -> None:
     by whatever runs in the workspace, and Python's engine takes minutes to match a
     line such as ``*a*a*a*a*a*a*a*a*c`` against a long name; RE2 is linear. A pattern RE2
     cannot compile is dropped."""
-    import re2
+    import re2  # lazy: RE2 loads with the first .gitignore
 
     options = re2.Options()
     options.log_errors = False

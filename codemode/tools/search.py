@@ -46,7 +46,7 @@ def compile_glob(pattern: str) -> Any:
             parts.append(".*" if last else "(?:[^/]+/)*")
         else:
             parts.append(_translate_segment(seg) + ("" if last else "/"))
-    import re2
+    import re2  # lazy: RE2 loads with the first search
 
     options = re2.Options()
     options.log_errors = False
@@ -248,7 +248,7 @@ def compile_multiline(pattern: str, case_insensitive: bool) -> Any:
 
 
 def _compile_re2(pattern: str, case_insensitive: bool, *, multiline: bool) -> Any:
-    import re2
+    import re2  # lazy: RE2 loads with the first search
 
     options = re2.Options()
     # Unless asked to span lines, a match never does, as grep's never does.
