@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from codemode.version import __version__ as __version__
 
 if TYPE_CHECKING:
     from codemode.host import ToolHost
@@ -19,11 +19,11 @@ __all__ = ["ExecResult", "Limits", "ToolHost", "__version__"]
 
 def __getattr__(name: str) -> Any:
     if name == "ToolHost":
-        from codemode.host import ToolHost
+        from codemode.host import ToolHost  # lazy: the host loads the engines
 
         return ToolHost
     if name in ("ExecResult", "Limits"):
-        from codemode.js_runtime import models
+        from codemode.js_runtime import models  # lazy: pydantic models, on first use
 
         return getattr(models, name)
     raise AttributeError(f"module 'codemode' has no attribute {name!r}")

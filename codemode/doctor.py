@@ -34,8 +34,10 @@ class Check:
 class Report:
     checks: list[Check] = field(default_factory=list)
 
-    def add(self, *args: object, **kwargs: object) -> None:
-        self.checks.append(Check(*args, **kwargs))  # type: ignore[arg-type]
+    def add(
+        self, section: str, label: str, status: Status, detail: str, fix: str | None = None
+    ) -> None:
+        self.checks.append(Check(section, label, status, detail, fix))
 
     @property
     def problems(self) -> list[Check]:
@@ -151,7 +153,8 @@ def seccomp(report: Report) -> None:
         )
         return
     try:
-        import pyseccomp  # type: ignore[import-not-found]  # noqa: F401
+        # lazy: whether libseccomp loads is the check
+        import pyseccomp  # noqa: F401
     except ImportError:
         report.add(
             "environment", "seccomp", "warn", f"{lib} found, but the pyseccomp module is not "
@@ -193,7 +196,7 @@ def confinement(report: Report) -> None:
                 report.add("confinement", f"{backend}: {p.key}", "ok", p.text)
             else:
                 # a gap of the fallback only matters when the fallback is in use
-                status = "warn" if backend == in_use else "info"
+                status: Status = "warn" if backend == in_use else "info"
                 report.add("confinement", f"{backend}: {p.key}", status,
                            f"not kept: {p.text} — {why}",
                            "install bubblewrap (apt-get install bubblewrap)"
@@ -231,7 +234,7 @@ def engines(report: Report) -> None:
     import asyncio
     import sys
 
-    from codemode.js_runtime import Bridge
+    from codemode.js_runtime import Bridge  # lazy: the engines, for the engine check only
     from codemode.tools.context import ToolContext
     from codemode.tools.registry import ToolRegistry
 

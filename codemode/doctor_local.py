@@ -60,7 +60,7 @@ def candidates(config: Any, extra: list[str]) -> list[Candidate]:
 
 
 async def _models(base_url: str) -> list[str] | None:
-    import httpx
+    import httpx  # lazy: httpx, for the local-server probe only
 
     try:
         async with httpx.AsyncClient(timeout=httpx.Timeout(3.0)) as client:
@@ -80,6 +80,7 @@ async def _round_trip(report: Report, where: Candidate, model: str) -> None:
     from codemode.providers.base import (
         AssistantMessage,
         Completed,
+        Message,
         ModelRequest,
         ProviderError,
         TextDelta,
@@ -88,7 +89,7 @@ async def _round_trip(report: Report, where: Candidate, model: str) -> None:
         ToolSpec,
         UserMessage,
     )
-    from codemode.providers.chat import ChatProvider
+    from codemode.providers.chat import ChatProvider  # lazy: httpx, for the local-server probe only
 
     label = where.name
     provider = ChatProvider(name=where.name, base_url=where.base_url, timeout_s=180)
@@ -136,7 +137,7 @@ async def _round_trip(report: Report, where: Candidate, model: str) -> None:
             result = str(int(args["a"]) + int(args["b"]))
         except (ValueError, KeyError, TypeError):
             result = "error: the arguments were not {\"a\": int, \"b\": int}"
-        history = [first, AssistantMessage(tool_calls=[call], wire="chat"),
+        history: list[Message] = [first, AssistantMessage(tool_calls=[call], wire="chat"),
                    ToolResultMessage(call_id=call.id, name=call.name, content=result)]
         done, _, _, took = await ask(ModelRequest(
             model=model, messages=history, tools=[spec], max_output_tokens=32, temperature=0))

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from functools import cache
 
+# The source tree's version (pyproject.toml says the same); `codemode.__version__` too.
+__version__ = "0.1.0"
+
 
 @cache
 def package_version() -> str:
     """The distribution's version; the source tree's ``__version__`` when not installed."""
+    # lazy: importlib.metadata is slow to import
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         return version("codemode")
     except PackageNotFoundError:
-        from codemode import __version__
-
         return __version__

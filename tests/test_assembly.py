@@ -204,7 +204,7 @@ ENTRY_POINTS = [
     "codemode/tui/commands.py",
     "codemode/run.py",
     "codemode/host.py",
-    "codemode/mcp/commands.py",
+    "codemode/mcp_commands.py",
 ]
 # What belongs to a built session or host: an entry point may read these, never set them
 # (nor anything reached through them).

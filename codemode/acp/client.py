@@ -76,7 +76,7 @@ class AcpApprover:
         )
         outcome = response.outcome
         if getattr(outcome, "outcome", None) == "selected" and outcome.option_id in choices:
-            return outcome.option_id  # type: ignore[no-any-return]
+            return outcome.option_id
         return "deny"  # cancelled, or an option we did not offer
 
 

@@ -123,5 +123,5 @@ async def stdio_streams(limit: int) -> tuple[asyncio.StreamWriter, asyncio.Strea
         transport, _ = await loop.connect_write_pipe(lambda: protocol, stdout)
     else:
         transport = _DirectWriter(_STDOUT)
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)  # type: ignore[arg-type]
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
     return writer, reader

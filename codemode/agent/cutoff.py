@@ -49,7 +49,7 @@ def _single_string_field(spec: ToolSpec | None) -> str | None:
         return None
     if spec.freeform is not None:
         return spec.freeform.field
-    props = spec.parameters.get("properties") or {}
+    props: dict[str, Any] = spec.parameters.get("properties") or {}
     if len(props) == 1:
         name, schema = next(iter(props.items()))
         if isinstance(schema, dict) and schema.get("type") == "string":

@@ -9,15 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from codemode.repository import repository_root as repository_root
+
 DOC_NAME = "AGENTS.md"
-
-
-def repository_root(cwd: Path) -> Path | None:
-    """The nearest directory at or above ``cwd`` holding ``.git``."""
-    for directory in [cwd, *cwd.parents]:
-        if (directory / ".git").exists():
-            return directory
-    return None
 
 
 def project_docs(cwd: Path, home: Path, max_chars: int) -> list[tuple[str, str]]:

@@ -19,7 +19,7 @@ class SchemaProblem(ValueError):
 
 
 def load_schema(path: Path) -> dict[str, Any]:
-    from jsonschema import SchemaError
+    from jsonschema import SchemaError  # lazy: jsonschema, only with --output-schema
     from jsonschema.validators import validator_for
 
     try:
@@ -47,7 +47,7 @@ def schema_instructions(schema: dict[str, Any]) -> str:
 
 def answer_problem(schema: dict[str, Any], answer: str) -> str | None:
     """None when ``answer`` is JSON valid for ``schema``; else what is wrong."""
-    from jsonschema.validators import validator_for
+    from jsonschema.validators import validator_for  # lazy: jsonschema, only with --output-schema
 
     try:
         value = json.loads(answer)

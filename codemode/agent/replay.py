@@ -7,7 +7,7 @@ with no network: the tools really run, in whatever workspace is given.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from codemode.agent.rollout import RecordedSession
 from codemode.providers.base import (
@@ -32,13 +32,13 @@ class ReplayProvider:
     def __init__(self, replies: list[tuple[AssistantMessage, Usage | None]]) -> None:
         self._replies = list(replies)
         self._next = 0
-        self.wire: WireApi = next((m.wire for m, _ in replies if m.wire), None) or "chat"
+        self.wire: WireApi = next((m.wire for m, _ in replies if m.wire), "chat")
 
     @property
     def remaining(self) -> int:
         return len(self._replies) - self._next
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         if self._next >= len(self._replies):
             raise ProviderError(
                 f"replay: the recording has no more model replies (it had {len(self._replies)})"

@@ -254,7 +254,8 @@ def list_sessions(sessions_dir: Path) -> list[SessionSummary]:
             recorded = read_session(path)
         except RolloutError:
             continue
-        prompt = next((recorded.messages[i].text for i in recorded.prompt_indexes), "")
+        prompts = (recorded.messages[i] for i in recorded.prompt_indexes)
+        prompt = next((m.text for m in prompts if not isinstance(m, ToolResultMessage)), "")
         rows.append(
             SessionSummary(
                 id=recorded.meta.id,
@@ -262,7 +263,7 @@ def list_sessions(sessions_dir: Path) -> list[SessionSummary]:
                 model=recorded.meta.model,
                 dialect=recorded.meta.dialect,
                 cwd=recorded.meta.cwd,
-                first_prompt=" ".join(prompt.split())[:60],  # type: ignore[union-attr]
+                first_prompt=" ".join(prompt.split())[:60],
             )
         )
     return rows

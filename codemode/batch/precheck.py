@@ -19,7 +19,7 @@ _EXPRESSION = "(async () => (\n{code}\n));"
 def syntax_error(source: str) -> ExecError | None:
     """The syntax error in ``source``, with its position in the script; None if it
     compiles."""
-    import quickjs
+    import quickjs  # lazy: the engine, only for a syntax check
 
     from codemode.js_runtime.errors import from_script_error
 

@@ -39,7 +39,7 @@ class BatchProgress:
 
     def __enter__(self) -> BatchProgress:
         if self.live:
-            from rich.console import Console
+            from rich.console import Console  # lazy: rich, only for a progress bar
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
             self._bar = Progress(
@@ -67,13 +67,13 @@ class BatchProgress:
             self.failed += 1
         if self._bar is not None:
             if not result.ok:
-                from rich.text import Text
+                from rich.text import Text  # lazy: rich, only for a progress bar
 
                 # A Text, not markup: paths and messages may hold square brackets.
-                line = Text.assemble(("failed", "red"), f" {result.repository}: {result.error}")
-                self._bar.console.print(line, highlight=False)
+                failed = Text.assemble(("failed", "red"), f" {result.repository}: {result.error}")
+                self._bar.console.print(failed, highlight=False)
             if self.verbose:
-                from rich.text import Text
+                from rich.text import Text  # lazy: rich, only for a progress bar
 
                 self._bar.console.print(Text(self._details(result)), highlight=False)
             self._bar.update(self._task, advance=1, **self._fields())

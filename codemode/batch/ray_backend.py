@@ -47,7 +47,7 @@ def _is_loopback(address: str) -> bool:
 
 def _import_ray() -> Any:
     try:
-        import ray
+        import ray  # lazy: Ray, only for --backend ray
     except ImportError:
         raise RayUnavailable("the Ray backend needs Ray: pip install 'codemode[ray]'") from None
     return ray

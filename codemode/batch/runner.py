@@ -90,6 +90,7 @@ def _dispatch(
     tasks: list[RepoTask], options: BatchOptions, on_result: Callable[[RepoResult], None]
 ) -> None:
     if options.backend == "ray":
+        # lazy: Ray, only for --backend ray
         from codemode.batch.ray_backend import RayUnavailable, run_ray
 
         try:

@@ -24,7 +24,7 @@ def mcp() -> None:
 def mcp_list(as_json: bool, overrides: tuple[str, ...]) -> None:
     """Start the configured servers and show each one's state and tools (exit 1 if one failed)."""
     from codemode.config import ConfigError, load_config
-    from codemode.mcp.commands import list_servers
+    from codemode.mcp_commands import list_servers
 
     try:
         config = load_config(overrides)
@@ -59,7 +59,7 @@ def mcp_server(
     """
     from codemode.assembly.options import SessionOptions
     from codemode.config import ConfigError, load_config
-    from codemode.mcp.commands import serve
+    from codemode.mcp_commands import serve
 
     options = SessionOptions(
         cwd=cwd, sandbox_mode=sandbox_mode, approval_policy=approval_policy, full_auto=full_auto

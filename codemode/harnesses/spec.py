@@ -48,7 +48,7 @@ class HarnessTable(BaseModel):
     # The wire the emulated agent speaks to its models (zcode: Z.AI's Anthropic
     # Messages endpoint); shown by `interpreter harness show`, informational.
     wire: str | None = None
-    dialects: list[Literal["classic", "code"]] = Field(default_factory=lambda: ["classic", "code"])
+    dialects: list[Literal["classic", "code"]] = ["classic", "code"]  # pydantic copies it
     nudge: str = (
         "Your last reply had neither a tool call nor an answer. Call one of your tools to "
         "make progress, or reply with your final answer."

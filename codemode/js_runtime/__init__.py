@@ -42,14 +42,17 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "Bridge":
+        # lazy: names load on first use (the bridge loads the engine pool)
         from codemode.js_runtime.bridge import Bridge
 
         return Bridge
     if name in ("ENGINES", "Engine"):
+        # lazy: names load on first use (the bridge loads the engine pool)
         from codemode.js_runtime import engine
 
         return getattr(engine, name)
     if name in __all__:
+        # lazy: names load on first use (the bridge loads the engine pool)
         from codemode.js_runtime import models
 
         return getattr(models, name)

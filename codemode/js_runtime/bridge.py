@@ -21,7 +21,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
-from functools import cache
+from functools import cache, partial
 from importlib import resources
 from typing import Any
 
@@ -415,7 +415,8 @@ class _Run:
                 "tool_calls",
                 f"program stopped: more than {self.limits.max_tool_calls} tool calls",
             )
-        return state["done"]
+        done: dict[str, Any] | None = state["done"]
+        return done
 
     def _log(self, level: str, text: str) -> None:
         shown = self.output.add(level, text)
@@ -453,7 +454,7 @@ class _Run:
             return
         task = asyncio.ensure_future(resume(coro, waiting_on))
         self.tasks[call_id] = task
-        task.add_done_callback(lambda t, i=call_id: self._on_done(i, t))
+        task.add_done_callback(partial(self._on_done, call_id))
 
     async def _invoke(self, record: ToolCallRecord) -> tuple[bool, Any]:
         started = time.perf_counter()

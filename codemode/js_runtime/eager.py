@@ -34,7 +34,7 @@ class Resumed(Coroutine[Any, Any, Any]):
             return self._waiting_on
         return self._coro.send(value)
 
-    def throw(self, exc: Any, val: Any = None, tb: Any = None) -> Any:  # type: ignore[override]
+    def throw(self, exc: Any, val: Any = None, tb: Any = None) -> Any:
         if not self._started:
             self._started = True
             if isinstance(self._waiting_on, asyncio.Future):

@@ -31,6 +31,7 @@ def prestart_for(argv: list[str]) -> None:
     memory = _option(rest, "--memory") or str(_DEFAULT_MEMORY_MB)
     if engine not in ("quickjs", "v8") or not memory.isdigit() or int(memory) < 1:
         return
+    # lazy: the engine pool, only when a prestart applies
     from codemode.js_runtime.worker_process import POOL
 
     POOL.prestart(engine, int(memory) * 1024 * 1024)

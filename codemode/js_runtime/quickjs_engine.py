@@ -80,7 +80,7 @@ class QuickJSEngine:
 
     def close(self) -> None:
         # Dropping the last reference frees the runtime; nothing runs in the background.
-        self._ctx = self._settle = self._drain = None  # type: ignore[assignment]
+        self._ctx = self._settle = self._drain = None
 
 
 def _ran_out_of_memory(state: str) -> bool:

@@ -40,7 +40,7 @@ class _SchemaModel(BaseModel):
     json_schema: ClassVar[dict[str, Any]] = {}
 
     @classmethod
-    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
         return copy.deepcopy(cls.json_schema)
 
 
@@ -148,7 +148,7 @@ def normalize_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
                 out[key] = value
         return out
 
-    result = walk(schema)
+    result: dict[str, Any] = walk(schema)
     result.setdefault("type", "object")
     result.setdefault("properties", {})
     if defs:
@@ -167,7 +167,7 @@ def content_blocks(result: McpCallToolResult) -> list[dict[str, Any]]:
 def result_data(result: McpCallToolResult, display: str) -> Any:
     """A call's result as a program sees it; ``isError`` becomes a ToolError."""
     if result.is_error:
-        texts = [b.text for b in result.content if getattr(b, "type", None) == "text"]
+        texts = [b.text for b in result.content if b.type == "text"]
         message = " ".join(texts).strip() or "the tool reported an error"
         raise ToolError(f"tools.{display}: {message}")
     if result.structured_content is not None:
@@ -201,7 +201,7 @@ def mcp_tool(
     async def handler(args: BaseModel, ctx: ToolContext) -> Any:
         raw = args.model_dump()
         if not checker:
-            import jsonschema
+            import jsonschema  # lazy: jsonschema, with the first MCP call
 
             cls = jsonschema.validators.validator_for(input_schema, jsonschema.Draft202012Validator)
             checker.append(cls(input_schema))

@@ -149,7 +149,7 @@ class _Server:
     async def _run(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
         """Own the connection for its whole life: the SDK wants one task to open and close it."""
         try:
-            from mcp import Client
+            from mcp import Client  # lazy: the mcp SDK is heavy; loaded when a server starts
 
             async with AsyncExitStack() as stack:
                 transport = await self._transport(stack)
@@ -169,12 +169,14 @@ class _Server:
     async def _transport(self, stack: AsyncExitStack) -> Any:
         config = self.config
         if config.url is not None:
+            # lazy: the mcp SDK is heavy; loaded when a server starts
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
             headers = config.http_headers()
             http = await stack.enter_async_context(create_mcp_http_client(headers=headers))
             return streamable_http_client(config.url, http_client=http)
+        # lazy: the mcp SDK is heavy; loaded when a server starts
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         assert self.log_path is not None and config.command is not None
@@ -232,6 +234,7 @@ class _Server:
     # --- calls ----------------------------------------------------------------------
 
     async def call(self, tool: str, args: dict[str, Any]) -> CallToolResult:
+        # lazy: the mcp SDK is heavy; loaded when a server starts
         from mcp.shared.exceptions import MCPError
 
         client = await self.ensure()

@@ -131,6 +131,7 @@ class HostService:
         return text.strip()
 
     async def execute(self, code: str) -> CallToolResult:
+        # lazy: the mcp SDK is heavy; loaded when the server is built
         from mcp.types import CallToolResult, TextContent
 
         result = await self.bridge.execute(code)
@@ -189,6 +190,7 @@ class HostService:
 
 def build_server(service: HostService) -> MCPServer:
     """The MCP server exposing ``service``: execute, and search_tools/describe_tool if many."""
+    # lazy: the mcp SDK is heavy; loaded when the server is built
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError as McpToolError
     from mcp.types import CallToolResult

@@ -4,7 +4,8 @@ led to. Also spoken by several other services' Anthropic-compatible endpoints.""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import json
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,7 +86,7 @@ class AnthropicProvider(WireProvider):
             body["top_p"] = request.top_p
         return body
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         state = _MessagesStream()
         ctx = self.transport.context(request.model)
         body = self.build_body(request)
@@ -239,8 +240,6 @@ class _MessagesStream:
             block.call_index = self.calls
             self.calls += 1
             if raw.get("input"):  # some compatible servers send the whole input here
-                import json
-
                 block.parts.append(json.dumps(raw["input"]))
             return [ToolCallDelta(index=block.call_index, id=block.id, name=block.name,
                                   arguments="".join(block.parts))]

@@ -8,7 +8,7 @@ messages) translates that to and from its own JSON and SSE; nothing outside
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
@@ -237,9 +237,13 @@ class Provider(Protocol):
     """A streaming client for one model service on one wire."""
 
     name: str
-    wire: WireApi
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    @property
+    def wire(self) -> WireApi:
+        """Which wire the provider speaks (a class attribute of each wire client)."""
+        ...
+
+    def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         """Send ``request``; yield deltas, then exactly one ``Completed``.
 
         Raises a ``ProviderError`` subclass on failure. Retrying is not done here

@@ -20,6 +20,7 @@ from codemode.providers.base import AuthenticationError, Provider
 from codemode.providers.errors import missing_key_error
 from codemode.providers.provider_info import ProviderInfo
 from codemode.providers.sampling import Sampling, resolve_sampling
+from codemode.providers.wire import WireProvider
 
 if TYPE_CHECKING:
     import httpx
@@ -46,12 +47,14 @@ def _read(name: str) -> Any:
 
 @lru_cache(maxsize=1)
 def _catalog() -> dict[str, dict[str, Any]]:
-    return _read("catalog.json")["providers"]
+    providers: dict[str, dict[str, Any]] = _read("catalog.json")["providers"]
+    return providers
 
 
 @lru_cache(maxsize=1)
 def _models() -> dict[str, list[list[Any]]]:
-    return _read("models.json")
+    models: dict[str, list[list[Any]]] = _read("models.json")
+    return models
 
 
 def provider_models(name: str) -> list[ModelFacts]:
@@ -214,22 +217,26 @@ def open_provider(
         "connect_timeout_s": connect_timeout_s,
         "http_transport": http_transport,
     }
-    provider: Any
+    provider: WireProvider
     if info.wire_api == "responses":
+        # lazy: one wire client, built for the provider chosen
         from codemode.providers.responses import ResponsesProvider
 
         provider = ResponsesProvider(**common)
     elif info.wire_api == "anthropic":
+        # lazy: one wire client, built for the provider chosen
         from codemode.providers.anthropic import AnthropicProvider
 
         provider = AnthropicProvider(**common)
     else:
+        # lazy: one wire client, built for the provider chosen
         from codemode.providers.chat import ChatProvider
 
         provider = ChatProvider(
             send_reasoning=info.send_reasoning, max_tokens_field=info.max_tokens_field, **common
         )
     if info.request_max_retries is not None or info.stream_max_retries is not None:
+        # lazy: one wire client, built for the provider chosen
         from codemode.providers.retry import RetryPolicy
 
         default = RetryPolicy()

@@ -4,7 +4,8 @@ Ollama, LM Studio, vLLM, llama.cpp)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import json
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,7 +79,7 @@ class ChatProvider(WireProvider):
             body["reasoning_effort"] = request.reasoning_effort
         return body
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         try:
             async for event in self._stream(request):
                 yield event
@@ -92,7 +93,7 @@ class ChatProvider(WireProvider):
             async for event in self._stream(request):
                 yield event
 
-    async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def _stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         state = _ChatStream()
         ctx = self.transport.context(request.model)
         body = self.build_body(request)
@@ -265,8 +266,6 @@ class _ChatStream:
             call.name = fn["name"]
         args = fn.get("arguments")
         if isinstance(args, dict):  # a few servers send the object, not its text
-            import json
-
             args = json.dumps(args)
         if args:
             call.arguments.append(args)

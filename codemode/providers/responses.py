@@ -4,7 +4,7 @@ back encrypted because nothing is stored server-side (``store: false``)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,7 +70,7 @@ class ResponsesProvider(WireProvider):
             }
         return body
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         state = _ResponsesStream()
         ctx = self.transport.context(request.model)
         body = self.build_body(request)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 
 from pydantic import BaseModel, Field
@@ -58,7 +58,7 @@ async def stream_with_retries(
     policy: RetryPolicy | None = None,
     *,
     sleep: Sleep = asyncio.sleep,
-) -> AsyncIterator[StreamEvent]:
+) -> AsyncGenerator[StreamEvent, None]:
     """``provider.stream(request)``, sent again on retryable errors.
 
     ``policy`` defaults to the provider's own (``provider.retry_policy``, from its

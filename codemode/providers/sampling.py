@@ -18,6 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from codemode.config_file import ConfigError, parse_override
+
 
 class Sampling(BaseModel):
     """Unset (None) means "the service's default"; nothing is sent for it."""
@@ -47,8 +49,6 @@ def pick(table: Mapping[str, Any] | None) -> Sampling:
 
 def command_line_keys(overrides: Iterable[str]) -> Sampling:
     """The sampling keys given at the top level with ``-c``."""
-    from codemode.config_file import ConfigError, parse_override
-
     values: dict[str, Any] = {}
     for text in overrides:
         try:

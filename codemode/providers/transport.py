@@ -7,8 +7,10 @@ httpx, timeouts, authentication headers and the HTTP error mapping.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+import json
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any, Literal
 
 from codemode.providers.base import BadRequestError, ProviderError, TransientError
@@ -69,7 +71,7 @@ class Transport:
         return ErrorContext(self.provider, model, self.env_key, self.base_url)
 
     def _http(self) -> Any:
-        import httpx
+        import httpx  # lazy: httpx loads with the first request
 
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
@@ -83,10 +85,10 @@ class Transport:
 
     async def events(
         self, path: str, body: dict[str, Any], *, model: str
-    ) -> AsyncIterator[SseEvent]:
+    ) -> AsyncGenerator[SseEvent, None]:
         """POST ``body`` to ``base_url + path`` and yield its server-sent events."""
-        import httpx
-        import httpx_sse
+        import httpx  # lazy: httpx loads with the first request
+        import httpx_sse  # lazy: httpx loads with the first request
 
         url = f"{self.base_url}/{path.lstrip('/')}"
         ctx = self.context(model)
@@ -124,7 +126,7 @@ class Transport:
 
     async def post_json(self, path: str, body: dict[str, Any], *, model: str) -> dict[str, Any]:
         """POST ``body`` and return the JSON object of a successful, non-streamed reply."""
-        import httpx
+        import httpx  # lazy: httpx loads with the first request
 
         url = f"{self.base_url}/{path.lstrip('/')}"
         ctx = self.context(model)
@@ -166,8 +168,6 @@ class Transport:
 
 
 def _user_agent() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return f"codemode/{version('codemode')}"
     except PackageNotFoundError:
@@ -180,8 +180,6 @@ def stream_cut(provider: str, terminal: str) -> TransientError:
 
 def loads_event(provider: str, data: str) -> Any:
     """An event's JSON data; a garbled event is a transient fault (the stream got cut)."""
-    import json
-
     try:
         return json.loads(data)
     except ValueError as exc:

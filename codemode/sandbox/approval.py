@@ -17,6 +17,7 @@ program's execution lets the request carry the program's source.
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -57,8 +58,6 @@ class RememberOption:
     prefix: tuple[str, ...] = ()  # prefix_rule(pattern=[...], decision="allow")
 
     def rule(self) -> str:
-        import json
-
         if self.command is not None:
             return f"allow_command(command={json.dumps(self.command, ensure_ascii=False)})"
         return f'prefix_rule(pattern={json.dumps(list(self.prefix))}, decision="allow")'

@@ -20,6 +20,7 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from codemode.sandbox import dropcaps
 from codemode.sandbox.protected import (
     CODEMODE_DIR,
     GIT_DIR,
@@ -47,8 +48,6 @@ _helper_allowed = True
 def isolation() -> tuple[list[str], list[str]]:
     """bwrap options, and the words to put before the command."""
     if os.geteuid() == 0:
-        from codemode.sandbox import dropcaps
-
         exe = dropcaps.path() if _helper_allowed else None
         if exe is not None:
             return [*_ROOT, *_COMMON], [exe]

@@ -105,8 +105,9 @@ def configured_sandbox(
         return settings
     if not isinstance(table, Mapping):
         raise click.UsageError(f"[sandbox] must be a table, got {type(table).__name__}")
-    from pydantic import ValidationError
+    from pydantic import ValidationError  # lazy: pydantic, only for a [sandbox] table
 
+    # lazy: pydantic, only for a [sandbox] table
     from codemode.sandbox.settings import SandboxOptions
 
     try:

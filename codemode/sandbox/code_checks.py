@@ -25,15 +25,27 @@ import os.path
 import re
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
+from codemode.sandbox.script_types import Problem, SimpleCommand, Stdin
 from codemode.sandbox.variables import is_identifier, risky_variable
 from codemode.sandbox.words import Word
 
 if TYPE_CHECKING:
     from tree_sitter import Node
 
-    from codemode.sandbox.shell_parse import SimpleCommand
+
+class ScriptWalker(Protocol):
+    """What the checks read from (and add to) the parser's walk (``shell_parse``)."""
+
+    found: list[tuple[SimpleCommand, Stdin | None]]
+    literals: dict[str, set[str]]
+    payloads: list[tuple[str, str]]  # (script, why): decided as commands
+
+    def text(self, node: Node) -> str: ...
+
+    def word(self, node: Node) -> Word: ...
+
 
 NODE_TYPES = frozenset(
     {
@@ -55,9 +67,7 @@ _READERS = frozenset({"read", "mapfile", "readarray", "getopts"})
 _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
 
 
-def _problem(source: str, reason: str) -> Any:
-    from codemode.sandbox.shell_parse import Problem
-
+def _problem(source: str, reason: str) -> Problem:
     return Problem(source, reason)
 
 
@@ -74,7 +84,7 @@ def _descendants(node: Node) -> Iterable[Node]:
         stack.extend(n.children)
 
 
-def _names(walker: Any, nodes: Iterable[Node]) -> set[str]:
+def _names(walker: ScriptWalker, nodes: Iterable[Node]) -> set[str]:
     out = set()
     for n in nodes:
         for d in [n, *_descendants(n)]:
@@ -87,7 +97,7 @@ def _has_substitution(nodes: Iterable[Node]) -> bool:
     return any(d.type in _SUBSTITUTIONS for n in nodes for d in [n, *_descendants(n)])
 
 
-def _tainted(walker: Any, nodes: list[Node]) -> set[str]:
+def _tainted(walker: ScriptWalker, nodes: list[Node]) -> set[str]:
     """Variables this script assigns from run-time data."""
     out: set[str] = set()
     for cmd, _ in walker.found:
@@ -103,12 +113,12 @@ def _tainted(walker: Any, nodes: list[Node]) -> set[str]:
                     out.add(args[i + 1].text.partition("[")[0])
     for n in nodes:
         if n.type == "variable_assignment":
-            name = n.child_by_field_name("name")
+            target = n.child_by_field_name("name")
             value = n.child_by_field_name("value")
-            if name is not None and value is not None:
-                w = walker.word(value) if value.type != "array" else None
-                if w is None or not w.literal:
-                    out.add(walker.text(name).partition("[")[0])
+            if target is not None and value is not None:
+                assigned = walker.word(value) if value.type != "array" else None
+                if assigned is None or not assigned.literal:
+                    out.add(walker.text(target).partition("[")[0])
         elif n.type == "for_statement":
             var = n.child_by_field_name("variable")
             if var is not None:
@@ -116,7 +126,7 @@ def _tainted(walker: Any, nodes: list[Node]) -> set[str]:
     return out
 
 
-def _arith_parts(walker: Any, n: Node) -> list[Node] | None:
+def _arith_parts(walker: ScriptWalker, n: Node) -> list[Node] | None:
     """The parts of ``n`` that bash evaluates as arithmetic, or None."""
     t = n.type
     if t in ("arithmetic_expansion", "c_style_for_statement"):
@@ -143,7 +153,7 @@ def _arith_parts(walker: Any, n: Node) -> list[Node] | None:
     return None
 
 
-def check(walker: Any, nodes: list[Node], depth: int) -> list[Any]:
+def check(walker: ScriptWalker, nodes: list[Node], depth: int) -> list[Problem]:
     """Problems (each makes the line need approval) for the code-evaluating constructs in
     ``nodes``; literal code found in values is queued on ``walker.payloads``."""
     if not nodes:
@@ -202,19 +212,19 @@ def check(walker: Any, nodes: list[Node], depth: int) -> list[Any]:
                     if "n" in w.text[1:]:
                         problems.append(_problem(src, f"{keyword} -n makes a name reference"))
                     continue
-                name, eq, value = w.text.partition("=")
-                base = name.partition("[")[0]
+                lhs, eq, assigned = w.text.partition("=")
+                base = lhs.partition("[")[0]
                 if risky_variable(base):
                     problems.append(
                         _problem(src, f"{keyword} sets {base}, which changes what runs")
                     )
-                if eq and (value.startswith("(") or "[" in name):
+                if eq and (assigned.startswith("(") or "[" in lhs):
                     problems.append(
                         _problem(src, f"{keyword} evaluates the array assignment {w.text!r}")
                     )
                     payload(w.text, f"{keyword} evaluates it")
-                elif eq and holds_code(value):
-                    payload(value, f"the value assigned to {base} holds code bash may run")
+                elif eq and holds_code(assigned):
+                    payload(assigned, f"the value assigned to {base} holds code bash may run")
         elif t == "unset_command":
             for arg in n.named_children:
                 w = walker.word(arg)
@@ -266,13 +276,16 @@ def check(walker: Any, nodes: list[Node], depth: int) -> list[Any]:
     return problems
 
 
-def _recursive_functions(walker: Any, defs: list[Node]) -> list[Any]:
+def _recursive_functions(walker: ScriptWalker, defs: list[Node]) -> list[Problem]:
     """A problem when functions this script defines call themselves or each other in a
     cycle (``:(){ :|:& };:``); a chain that ends (``f(){ g; }; g(){ ls; }``) is fine."""
     calls: dict[str, set[str]] = {}
     for n in defs:
         body = n.child_by_field_name("body")
-        called = calls.setdefault(walker.text(n.child_by_field_name("name")), set())
+        fname = n.child_by_field_name("name")
+        if fname is None:  # tree-sitter gives every function_definition a name
+            continue
+        called = calls.setdefault(walker.text(fname), set())
         if body is not None:
             called.update(walker.text(d) for d in _descendants(body) if d.type == "command_name")
     state: dict[str, int] = {}  # 1: on the current path, 2: done

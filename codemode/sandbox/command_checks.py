@@ -7,26 +7,17 @@ import fnmatch
 import os.path
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from codemode.sandbox import devices, rm_checks, safe_args
 from codemode.sandbox.rules import TRUSTED_BIN_DIRS, RuleSet
-from codemode.sandbox.shell_parse import MAX_DEPTH, SimpleCommand
-
-if TYPE_CHECKING:
-    from codemode.sandbox.policy import CommandVerdict, Policy, PolicyContext
+from codemode.sandbox.script_types import MAX_DEPTH, SimpleCommand
+from codemode.sandbox.verdicts import CommandVerdict, Evaluator, PolicyContext
 
 BUILTIN = "built-in"
 
 
-def _cv(*args: object) -> CommandVerdict:
-    from codemode.sandbox.policy import CommandVerdict
-
-    return CommandVerdict(*args)  # type: ignore[arg-type]
-
-
 def table_verdict(
-    policy: Policy,
+    policy: Evaluator,
     cmd: SimpleCommand,
     ctx: PolicyContext,
     depth: int,
@@ -41,7 +32,7 @@ def table_verdict(
     base = os.path.basename(name)
     if not name.isascii() or not name.isprintable():
         hard.append(
-            _cv(
+            CommandVerdict(
                 shown,
                 "prompt",
                 f"{BUILTIN}: unusual command name",
@@ -60,13 +51,13 @@ def table_verdict(
     rule = f"{BUILTIN}: safe_commands.toml [{base}]"
     for text, why in finding.payloads:
         if depth >= MAX_DEPTH:
-            hard.append(_cv(shown, "prompt", rule, None, why, words))
+            hard.append(CommandVerdict(shown, "prompt", rule, None, why, words))
             continue
         inner = policy.evaluate(text, ctx, depth=depth + 1)
         d = inner.deciding
         if inner.decision == "forbidden" and d is not None:
             hard.append(
-                _cv(
+                CommandVerdict(
                     shown,
                     "forbidden",
                     d.rule,
@@ -76,22 +67,24 @@ def table_verdict(
                 )
             )
         else:
-            hard.append(_cv(shown, "prompt", rule, None, f"{why}: `{text}`", words))
+            hard.append(CommandVerdict(shown, "prompt", rule, None, f"{why}: `{text}`", words))
     for target, why in finding.outputs:
         dev = devices.device_target(target, [ctx.cwd])
         if dev is not None:
             hard.append(_device_verdict(shown, dev, words))
         elif not rm_checks.inside_roots(target, ctx):
-            soft.append(_cv(shown, "prompt", rule, None, f"{why}, outside the workspace", words))
+            soft.append(
+                CommandVerdict(shown, "prompt", rule, None, f"{why}, outside the workspace", words)
+            )
         # a file inside the writable roots: like a redirection there, never `allow`
     if finding.level == "prompt":
-        soft.append(_cv(shown, "prompt", rule, None, finding.reason, words))
+        soft.append(CommandVerdict(shown, "prompt", rule, None, finding.reason, words))
     if finding.level == "unknown" or not trusted:
         if finding.level == "unknown":
             _device_args(cmd, shown, words, soft)
         return None
     if finding.level == "allow" and not finding.payloads and not finding.outputs:
-        return _cv(
+        return CommandVerdict(
             shown,
             "allow",
             rule,
@@ -130,7 +123,7 @@ def device_writes(
     for t in cmd.write_words:
         if not out and any(c in t.text for c in ("$(", "`", "<(")):
             out.append(
-                _cv(
+                CommandVerdict(
                     shown,
                     "prompt",
                     f"{BUILTIN}: writes to a file only known at run time",
@@ -145,7 +138,7 @@ def device_writes(
         unknown = cmd.open_ended or any(not t.literal for t in devices.written_paths(base, args))
         if unknown:
             out.append(
-                _cv(
+                CommandVerdict(
                     shown,
                     "prompt",
                     f"{BUILTIN}: writes to files only known at run time",
@@ -164,7 +157,7 @@ def _device_args(
         dev = devices.names_device(a)
         if dev is not None:
             soft.append(
-                _cv(
+                CommandVerdict(
                     shown,
                     "prompt",
                     f"{BUILTIN}: device argument",
@@ -192,12 +185,13 @@ def glob_name(
             )
             if hit is not None:
                 why = f"{cmd.words[0].text} may run {hit}: {rule.justification or 'forbidden'}"
-                return [_cv(shown, "forbidden", rule.describe(short=True), rule.source, why, words)]
+                described = rule.describe(short=True)
+                return [CommandVerdict(shown, "forbidden", described, rule.source, why, words)]
     return []
 
 
 def _device_verdict(shown: str, dev: str, words: tuple[str, ...]) -> CommandVerdict:
-    return _cv(
+    return CommandVerdict(
         shown,
         "forbidden",
         f"{BUILTIN}: writes to a device",

@@ -8,15 +8,15 @@ mode never silently runs a command unconfined.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codemode.sandbox import bwrap, landlock, pidfd_process, seccomp, unix_sockets
+from codemode.sandbox.pidfd_process import ChildProcess
 
 if TYPE_CHECKING:
     from codemode.sandbox.settings import SandboxSettings
@@ -88,7 +88,7 @@ async def spawn_confined(
     writable: Sequence[Path],
     read_only: Sequence[Path] = (),
     nested_git: Sequence[Path] = (),
-) -> asyncio.subprocess.Process:
+) -> ChildProcess:
     """Start ``argv`` under the confinement ``settings`` ask for.
 
     The process returned offers ``pid``, ``returncode`` and ``wait()`` (a
@@ -104,7 +104,9 @@ async def spawn_confined(
     deny_network = settings.restricted and not settings.network_access
     deny_unix = settings.restricted and not settings.allow_unix_sockets
     use_seccomp = settings.restricted and settings.seccomp and probe().seccomp is None
-    start = functools.partial(pidfd_process.start, cwd=cwd, env=env, output_fd=output_fd)
+    start: Callable[..., Awaitable[ChildProcess]] = functools.partial(
+        pidfd_process.start, cwd=cwd, env=env, output_fd=output_fd
+    )
     if backend == "none":
         return await start(argv)
     if backend == "bubblewrap":

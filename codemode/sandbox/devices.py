@@ -14,7 +14,7 @@ import os
 import os.path
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -58,7 +58,8 @@ def device_target(word: Word, cwds: Sequence[Path] = (), *, follow: bool = True)
     text = word.text
     if not text:
         return None
-    for cwd in list(cwds) or [None]:
+    candidates: list[Path | None] = [*cwds] or [None]
+    for cwd in candidates:
         path = _normal(text, cwd)
         if _classify(path):
             return path
@@ -158,7 +159,12 @@ def resolve(word: Word, literals: dict[str, set[str]]) -> list[Word]:
     (name,) = names
     out = [word]
     for value in literals.get(name, ()):
-        text = _VAR.sub(lambda _m, v=value: v, word.text).replace('"', "")
+        text = _VAR.sub(_constant(value), word.text).replace('"', "")
         if "$" not in text and "`" not in text:
             out.append(Word(text))
     return out
+
+
+def _constant(value: str) -> Callable[[re.Match[str]], str]:
+    """A ``re.sub`` replacement inserting ``value`` as is (no backslash escapes)."""
+    return lambda _match: value

@@ -28,6 +28,8 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+from codemode.config_file import codemode_home
+
 _SOURCE = "dropcaps.c"
 
 
@@ -91,8 +93,6 @@ def path() -> str | None:
 
     Looked up on each call (one stat when it is there): the codemode home can change
     within a process (``$CODEMODE_HOME``), and a helper that vanished must not be run."""
-    from codemode.config_file import codemode_home
-
     target = codemode_home() / "helpers" / _name()
     if os.path.isfile(target):
         return _checked(target)

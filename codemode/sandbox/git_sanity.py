@@ -18,6 +18,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from codemode.sandbox.host_git import git_argv, git_env
 from codemode.sandbox.protected import gitfile_target
 
 SAFE_KEY = re.compile(
@@ -67,8 +68,6 @@ def _config_reason(path: Path) -> str | None:
         return None
     if path.is_symlink() or not path.is_file():
         return f"its {path.name} is not a plain file"
-    from codemode.sandbox.host_git import git_argv, git_env
-
     argv = git_argv("config", "--file", str(path), "--list", "--name-only")
     try:
         proc = subprocess.run(argv, env=git_env(), capture_output=True, text=True, timeout=10)

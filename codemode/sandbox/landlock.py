@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from codemode.sandbox import process_tree
+
 if TYPE_CHECKING:
     from codemode.sandbox import seccomp
 
@@ -185,8 +187,6 @@ def child_setup(ruleset: Ruleset, filt: seccomp.PreparedFilter | None) -> Callab
     the command's own process a fresh ``/proc``, every capability dropped, the Landlock
     ruleset and the seccomp filter (``process_tree.enter``).
     """
-    from codemode.sandbox import process_tree
-
     plan = process_tree.Plan.for_this_process()
 
     def setup() -> None:

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import os.path
 import re
-from typing import TYPE_CHECKING, Any
+import shlex
 
+from codemode.sandbox.script_types import SimpleCommand, Stdin
 from codemode.sandbox.words import Word, brace_expand
-
-if TYPE_CHECKING:
-    from codemode.sandbox.shell_parse import SimpleCommand
+from codemode.sandbox.wrapper_table import shells
 
 _PIECES = re.compile(r"[;&|\n()`]+|\$\(|[{}]\s")
 
@@ -26,10 +25,6 @@ def fallback_commands(script: str) -> list[SimpleCommand]:
     """For a script tree-sitter cannot parse: a rough split into commands (quotes removed,
     braces expanded) that only prompt and forbidden checks apply to, so that what bash
     would still run (``{rm,-rf,/}``) stays forbidden."""
-    import shlex
-
-    from codemode.sandbox.shell_parse import SimpleCommand
-
     out = []
     for piece in _PIECES.split(script):
         try:
@@ -67,7 +62,7 @@ def _script_key(text: str) -> str:
     return os.path.normpath(text)
 
 
-def written_scripts(found: list[tuple[SimpleCommand, Any]]) -> dict[str, str]:
+def written_scripts(found: list[tuple[SimpleCommand, Stdin | None]]) -> dict[str, str]:
     """Files this script writes with literal content (``echo CMD > x.sh``,
     ``cat > x.sh <<END``), by path, so that running them later in the line is judged."""
     out: dict[str, str] = {}
@@ -96,10 +91,8 @@ def runs_written(cmd: SimpleCommand, written: dict[str, str]) -> str | None:
     name = cmd.words[0].text
     if _script_key(name) in written and "/" in name:  # ./x.sh
         return written[_script_key(name)]
-    from codemode.sandbox.shell_parse import _shells
-
     base = os.path.basename(name)
-    if base in _shells() or base in ("source", "."):
+    if base in shells() or base in ("source", "."):
         for w in cmd.words[1:]:
             if w.literal and w.text.startswith("-"):
                 continue

@@ -22,7 +22,25 @@ import signal
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+
+class ChildProcess(Protocol):
+    """What ``start`` returns: a ``PidfdProcess`` or an ``asyncio.subprocess.Process``."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    async def wait(self) -> int: ...
+
+    def send_signal(self, sig: int) -> None: ...
+
+    def kill(self) -> None: ...
+
+    def terminate(self) -> None: ...
 
 
 class PidfdProcess:
@@ -76,7 +94,7 @@ async def start(
     output_fd: int,
     pass_fds: Sequence[int] = (),
     preexec_fn: Callable[[], None] | None = None,
-) -> Any:
+) -> ChildProcess:
     """Start ``argv`` in a new session, stdin /dev/null, stdout and stderr ``output_fd``.
 
     Returns a PidfdProcess, or an ``asyncio.subprocess.Process`` where pidfds are not

@@ -28,10 +28,8 @@ import functools
 import os
 import os.path
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
 
 from codemode.sandbox import command_checks, rm_checks
 from codemode.sandbox.rules import (
@@ -43,10 +41,15 @@ from codemode.sandbox.rules import (
     parse_rules,
 )
 from codemode.sandbox.shell_parse import SimpleCommand, parse_script, with_words
+
+# Re-exported: the verdict types live in a leaf module the per-command checks share.
+from codemode.sandbox.verdicts import STRICTNESS as STRICTNESS
+from codemode.sandbox.verdicts import CommandVerdict as CommandVerdict
+from codemode.sandbox.verdicts import Evaluation as Evaluation
+from codemode.sandbox.verdicts import PolicyContext as PolicyContext
+from codemode.sandbox.verdicts import Verdict as Verdict
 from codemode.sandbox.words import Word
 
-Verdict = Literal["allow", "unmatched", "prompt", "forbidden"]
-STRICTNESS: dict[str, int] = {"allow": 0, "unmatched": 1, "prompt": 2, "forbidden": 3}
 BUILTIN = "built-in"
 
 
@@ -71,57 +74,6 @@ def repo_rules_dirs(workspace: Path) -> list[Path]:
 def default_rules() -> RuleSet:
     text = resources.files("codemode.sandbox").joinpath("default.rules").read_text("utf-8")
     return parse_rules(text, "<built-in default.rules>", "default")
-
-
-@dataclass(frozen=True)
-class PolicyContext:
-    """Where the command runs, for the checks that depend on paths."""
-
-    cwd: Path
-    writable_roots: tuple[Path, ...]  # the workspace first
-    home: Path = field(default_factory=Path.home)
-
-
-@dataclass(frozen=True)
-class CommandVerdict:
-    """The verdict on one simple command (or on a part that could not be checked)."""
-
-    command: str
-    verdict: Verdict
-    rule: str | None = None  # the rule as written, or "built-in: ..." for checks in code
-    source: str | None = None  # "file:line" of the rule
-    justification: str | None = None
-    words: tuple[str, ...] = ()  # the command's literal words (for "always allow")
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "command": self.command,
-            "decision": self.verdict,
-            "rule": self.rule,
-            "source": self.source,
-            "justification": self.justification,
-        }
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """The policy decision for one command line."""
-
-    command: str
-    decision: Verdict
-    deciding: CommandVerdict | None
-    verdicts: tuple[CommandVerdict, ...]
-
-    def needing_approval(self) -> list[CommandVerdict]:
-        return [v for v in self.verdicts if v.verdict in ("prompt", "unmatched")]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "command": self.command,
-            "decision": self.decision,
-            "deciding": self.deciding.to_json() if self.deciding else None,
-            "commands": [v.to_json() for v in self.verdicts],
-        }
 
 
 class Policy:

@@ -74,7 +74,7 @@ def enter(plan: Plan) -> bool:
     """Steps 1–3 up to the capability drop; True when the command got its own PID
     namespace. Returns only in the process that goes on to exec the command."""
     libc = _libc()
-    own_ns = libc.unshare(plan.flags) == 0
+    own_ns: bool = libc.unshare(plan.flags) == 0
     if own_ns and plan.uid != 0:
         _write("/proc/self/setgroups", "deny")
         _write("/proc/self/uid_map", f"{plan.uid} {plan.uid} 1")

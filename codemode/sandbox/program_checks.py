@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from codemode.sandbox.safe_args import Finding, strings_in
+from codemode.sandbox.findings import Finding, strings_in
 from codemode.sandbox.sed_script import analyze
 from codemode.sandbox.variables import is_identifier, risky_variable
 from codemode.sandbox.words import Word

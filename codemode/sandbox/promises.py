@@ -11,7 +11,8 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from codemode.sandbox import landlock
+from codemode.sandbox import landlock, process_tree
+from codemode.sandbox.confine import probe
 
 if TYPE_CHECKING:
     from codemode.sandbox.settings import SandboxSettings
@@ -32,8 +33,6 @@ class Promise:
 def landlock_namespaces() -> str | None:
     """None when the Landlock fallback gets its own PID namespace and ``/proc`` here,
     else why not (tried once, in a throwaway child)."""
-    from codemode.sandbox import process_tree
-
     plan = process_tree.Plan.for_this_process()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
@@ -63,8 +62,6 @@ def landlock_namespaces() -> str | None:
 
 def promises(settings: SandboxSettings | None = None) -> list[Promise]:
     """The promises of the restricted modes, per backend, on this machine."""
-    from codemode.sandbox.confine import probe
-
     found = probe()
     abi = landlock.abi_version()
     sc = found.seccomp

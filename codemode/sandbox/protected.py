@@ -25,6 +25,8 @@ import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePath
 
+from codemode.config_file import codemode_home
+
 CODEMODE_DIR = ".codemode"
 GIT_DIR = ".git"
 # Inside a git directory (or a submodule's or worktree's): read by git as settings or
@@ -111,8 +113,6 @@ def refusal_hint(output: str) -> str | None:
 def host_config_paths() -> list[Path]:
     """Settings outside any repository that host git and codemode read: protected too
     when a writable root contains them (a workspace that is the home folder)."""
-    from codemode.config_file import codemode_home
-
     home = Path.home()
     xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
     return [home / ".gitconfig", xdg / "git", codemode_home()]

@@ -9,21 +9,12 @@ import os
 import os.path
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from codemode.sandbox.shell_parse import SimpleCommand
+from codemode.sandbox.script_types import SimpleCommand
+from codemode.sandbox.verdicts import CommandVerdict, PolicyContext
 from codemode.sandbox.words import Word
 
-if TYPE_CHECKING:
-    from codemode.sandbox.policy import CommandVerdict, PolicyContext
-
 BUILTIN = "built-in"
-
-
-def _cv(*args: object) -> CommandVerdict:
-    from codemode.sandbox.policy import CommandVerdict
-
-    return CommandVerdict(*args)  # type: ignore[arg-type]
 
 
 def candidate_cwds(
@@ -110,7 +101,7 @@ def rm_check(
     rule = f"{BUILTIN}: rm outside the writable roots"
     why = "deletes files outside the workspace"
     if cmd.open_ended:
-        return _cv(
+        return CommandVerdict(
             shown,
             "prompt",
             rule,
@@ -122,7 +113,7 @@ def rm_check(
     for t in targets:
         static = _static_path(t)
         if static is None:
-            return _cv(
+            return CommandVerdict(
                 shown,
                 "prompt",
                 rule,
@@ -132,7 +123,7 @@ def rm_check(
             )
         relative = not os.path.isabs(static)
         if relative and cwd_unknown:
-            return _cv(
+            return CommandVerdict(
                 shown,
                 "prompt",
                 rule,
@@ -144,7 +135,7 @@ def rm_check(
             p = Path(os.path.normpath(base / static))
             real = Path(os.path.realpath(p))
             if not (_inside(p, roots) and _inside(real, roots)):
-                return _cv(shown, "prompt", rule, None, f"{why}: {p}", words)
+                return CommandVerdict(shown, "prompt", rule, None, f"{why}: {p}", words)
     return None
 
 
@@ -170,7 +161,7 @@ def rm_root_check(
                 continue
             whole = t.kind == "glob" and p in (Path("/"), ctx.home)
             if p == Path("/") or p == ctx.home or p.parent == Path("/") or whole:
-                return _cv(
+                return CommandVerdict(
                     shown,
                     "forbidden",
                     f"{BUILTIN}: rm -r of /, a top-level directory or the home directory",

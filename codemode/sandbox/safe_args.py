@@ -13,18 +13,20 @@ from __future__ import annotations
 
 import fnmatch
 import functools
-import re
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Literal
 
+# Re-exported: what a check reports lives in a leaf module the program checks share.
+from codemode.sandbox import program_checks
+from codemode.sandbox.findings import Finding as Finding
+from codemode.sandbox.findings import Level as Level
+from codemode.sandbox.findings import strings_in as strings_in
 from codemode.sandbox.words import Word
 
 Role = Literal["ok", "prompt", "output", "payload"]
-Level = Literal["allow", "unmatched", "prompt", "unknown"]
-_RANK = {"unknown": -1, "allow": 0, "unmatched": 1, "prompt": 2}
 
 
 @dataclass(frozen=True)
@@ -61,27 +63,6 @@ class Spec:
         )
 
 
-@dataclass
-class Finding:
-    level: Level = "allow"
-    reason: str | None = None
-    payloads: list[tuple[str, str]] = field(default_factory=list)  # (command, why)
-    outputs: list[tuple[Word, str]] = field(default_factory=list)  # (file, why)
-    # what the argument reading saw, for the program-specific checks
-    values: dict[str, list[Word | None]] = field(default_factory=dict)
-    plain: list[Word] = field(default_factory=list)
-
-    def raise_to(self, level: Level, reason: str) -> None:
-        if _RANK[level] > _RANK[self.level]:
-            self.level, self.reason = level, reason
-
-    def merge(self, other: Finding) -> None:
-        if other.reason is not None:
-            self.raise_to(other.level, other.reason)
-        self.payloads += other.payloads
-        self.outputs += other.outputs
-
-
 def _option_table(entries: Sequence[str], role: Role) -> dict[str, Option]:
     out = {}
     for e in entries:
@@ -96,8 +77,13 @@ def _option_table(entries: Sequence[str], role: Role) -> dict[str, Option]:
 
 def _spec(data: dict[str, Any]) -> Spec:
     options: dict[str, Option] = {}
-    for key, role in (("options", "ok"), ("prompt", "prompt"), ("output", "output")):
-        options.update(_option_table(data.get(key, []), role))  # type: ignore[arg-type]
+    roles: tuple[tuple[str, Role], ...] = (
+        ("options", "ok"),
+        ("prompt", "prompt"),
+        ("output", "output"),
+    )
+    for key, role in roles:
+        options.update(_option_table(data.get(key, []), role))
     options.update(_option_table(data.get("payload", []), "payload"))
     return Spec(
         options=options,
@@ -130,11 +116,13 @@ def git_subcommands() -> dict[str, Spec]:
 
 
 def git_runs() -> dict[str, list[str]]:
-    return _data()["git_runs"]
+    runs: dict[str, list[str]] = _data()["git_runs"]
+    return runs
 
 
 def interpreters() -> dict[str, list[str]]:
-    return _data()["interpreters"]
+    found: dict[str, list[str]] = _data()["interpreters"]
+    return found
 
 
 @functools.cache
@@ -268,8 +256,6 @@ def check_spec(spec: Spec, args: Sequence[Word], label: str) -> Finding:
             return Finding("unknown")
     f = read_args(spec, args, label)
     if spec.check:
-        from codemode.sandbox import program_checks
-
         program_checks.CHECKS[spec.check](f, args, label)
     return f
 
@@ -279,14 +265,6 @@ def _versions(name: str, args: Sequence[Word]) -> bool:
     if name not in v["programs"] or len(args) != 1 or not args[0].literal:
         return False
     return args[0].text in v["words"] or args[0].text in v["extra"].get(name, [])
-
-
-# String literals inside a program's inline code: shell commands it may run.
-_STRINGS = re.compile(r"'([^'\\]*(?:\\.[^'\\]*)*)'|\"([^\"\\]*(?:\\.[^\"\\]*)*)\"|`([^`]*)`")
-
-
-def strings_in(code: str) -> list[str]:
-    return [next(g for g in m.groups() if g is not None) for m in _STRINGS.finditer(code)]
 
 
 def _inline_code(name: str, args: Sequence[Word]) -> Finding | None:

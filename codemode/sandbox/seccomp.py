@@ -106,7 +106,7 @@ def _x32_prefix() -> bytes:
 def bpf_program(deny_network: bool, deny_unix: bool = True) -> bytes:
     """The compiled filter (raw ``struct sock_filter`` array)."""
     try:
-        import pyseccomp
+        import pyseccomp  # lazy: libseccomp, only where a filter is built
     except (ImportError, OSError) as exc:  # OSError: libseccomp.so is not installed
         raise SeccompUnavailable(f"pyseccomp/libseccomp is not available: {exc}") from None
     flt = pyseccomp.SyscallFilter(defaction=pyseccomp.ALLOW)

@@ -7,23 +7,27 @@ check → approval (if required) → confined execution. ``check_writable`` is w
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
 import shlex
 import shutil
+import tempfile
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from codemode.errors import ToolError
 from codemode.sandbox import approval_context
 from codemode.sandbox.env import scrub_environment
 from codemode.sandbox.paths import write_refusal
-from codemode.tools.context import ToolError
 
 if TYPE_CHECKING:
     from codemode.sandbox.approval import Approver, RememberOption
+    from codemode.sandbox.codemode_watch import CodemodeWatch
+    from codemode.sandbox.git_guard import GuardState
+    from codemode.sandbox.pidfd_process import ChildProcess
     from codemode.sandbox.policy import Evaluation, Policy, PolicyContext
     from codemode.sandbox.settings import SandboxSettings
 
@@ -69,15 +73,16 @@ class SandboxSession:
         self._rules_file = rules_file
         self._scratch: Path | None = None
         self._placeholders: set[Path] = set()
-        self._guards: dict[int, Any] = {}
-        self._baseline: Any = None
-        self._watch: Any = None
+        self._guards: dict[int, GuardState] = {}
+        self._baseline: GuardState | None = None
+        self._watch: CodemodeWatch | None = None
         # MCP tools the user allowed "always" in this session (codemode.sandbox.tool_trust).
         self.approved_tools: set[str] = set()
 
     @property
     def settings(self) -> SandboxSettings:
         if self._settings is None:
+            # lazy: a session is held before its first command
             from codemode.sandbox.settings import SandboxSettings
 
             raw = self._settings_input
@@ -92,6 +97,7 @@ class SandboxSession:
     @property
     def rules_file(self) -> Path:
         """Where "always" approvals are saved."""
+        # lazy: a session is held before its first command
         from codemode.sandbox.policy import codemode_home
 
         return self._rules_file or codemode_home() / "rules" / "default.rules"
@@ -102,6 +108,7 @@ class SandboxSession:
     def policy(self) -> Policy:
         """The rules, loaded on first use (raises RulesError for a broken rules file)."""
         if self._policy is None:
+            # lazy: a session is held before its first command
             from codemode.sandbox.policy import Policy
 
             self._policy = Policy.load(
@@ -112,6 +119,7 @@ class SandboxSession:
         return self._policy
 
     def policy_context(self, cwd: Path) -> PolicyContext:
+        # lazy: a session is held before its first command
         from codemode.sandbox.policy import PolicyContext
 
         return PolicyContext(
@@ -141,9 +149,6 @@ class SandboxSession:
     def scratch_dir(self) -> Path:
         """A private temporary directory (TMPDIR) writable by confined commands."""
         if self._scratch is None:
-            import tempfile
-            import weakref
-
             self._scratch = Path(tempfile.mkdtemp(prefix="codemode-tmp-"))
             weakref.finalize(self, shutil.rmtree, str(self._scratch), True)
         return self._scratch
@@ -156,6 +161,7 @@ class SandboxSession:
         Returns the evaluation when the command may run; raises CommandRefused (a
         ToolError, so a code-mode program sees an exception it can catch) otherwise.
         """
+        # lazy: a session is held before its first command
         from codemode.sandbox.approval import ApprovalRequest, remember_options
         from codemode.sandbox.rules import RulesError
 
@@ -226,6 +232,7 @@ class SandboxSession:
         return ev
 
     def _ensure_confinement(self, tool: str) -> None:
+        # lazy: a session is held before its first command
         from codemode.sandbox.confine import ConfinementUnavailable, choose_backend
 
         try:
@@ -235,6 +242,7 @@ class SandboxSession:
 
     def remember(self, option: RememberOption) -> None:
         """Allow what ``option`` says from now on, in this session and the next."""
+        # lazy: a session is held before its first command
         from codemode.sandbox.rules import (
             ExactRule,
             PrefixRule,
@@ -265,8 +273,9 @@ class SandboxSession:
         env: Mapping[str, str],
         output_fd: int,
         tool: str | None = None,
-    ) -> asyncio.subprocess.Process:
+    ) -> ChildProcess:
         """Authorize and start ``argv`` confined; raises CommandRefused / ToolError."""
+        # lazy: a session is held before its first command
         from codemode.sandbox.confine import ConfinementUnavailable, spawn_confined
 
         tool = tool or approval_context.current_tool()
@@ -284,6 +293,7 @@ class SandboxSession:
             argv = [argv[0], "-lc", argv[2]]
         backend = "none"
         if s.restricted:
+            # lazy: a session is held before its first command
             from codemode.sandbox.confine import choose_backend
 
             try:
@@ -292,6 +302,7 @@ class SandboxSession:
                 raise ToolError(f"tools.{tool}: {exc}") from None
         guarded = [r for r in writable or [] if r != self._scratch]
         if backend == "bubblewrap":
+            # lazy: a session is held before its first command
             from codemode.sandbox.bwrap import placeholders
 
             # bubblewrap needs a mount point to keep a missing .codemode/ or .git from
@@ -301,6 +312,7 @@ class SandboxSession:
         deeper: list[Path] = []  # .codemode/ folders below the roots' tops
         nested: list[Path] = []  # .git entries below them
         if backend != "none" and guarded:
+            # lazy: a session is held before its first command
             from codemode.sandbox import git_guard
 
             watch = self._codemode_watch(guarded)
@@ -337,7 +349,7 @@ class SandboxSession:
             self._guards[proc.pid] = guard
         return proc
 
-    def after_command(self, proc: asyncio.subprocess.Process) -> list[str]:
+    def after_command(self, proc: ChildProcess) -> list[str]:
         """Call once ``proc`` (from ``spawn``) has exited: puts back any protected git
         or ``.codemode/`` entry the command changed; one line per repair."""
         guard = self._guards.pop(proc.pid, None)
@@ -345,6 +357,7 @@ class SandboxSession:
             return []
         notes = self._repair(guard)
         if self._watch is not None:
+            # lazy: a session is held before its first command
             from codemode.sandbox import git_sanity
             from codemode.sandbox.codemode_watch import set_aside
 
@@ -364,12 +377,14 @@ class SandboxSession:
         by the kernel (whose own message names no reason)."""
         if not self.settings.restricted:
             return []
+        # lazy: a session is held before its first command
         from codemode.sandbox.protected import refusal_hint
 
         hint = refusal_hint(output)
         return [f"[sandbox] {hint}"] if hint else []
 
-    def _codemode_watch(self, roots: list[Path]) -> Any:
+    def _codemode_watch(self, roots: list[Path]) -> CodemodeWatch:
+        # lazy: a session is held before its first command
         from codemode.sandbox.codemode_watch import CodemodeWatch
 
         if self._watch is None or self._watch.roots != roots:
@@ -378,8 +393,8 @@ class SandboxSession:
             self._watch = CodemodeWatch(roots)
         return self._watch
 
-    def _repair(self, guard: Any) -> list[str]:
-        from codemode.sandbox import git_guard
+    def _repair(self, guard: GuardState) -> list[str]:
+        from codemode.sandbox import git_guard  # lazy: a session is held before its first command
 
         return [f"[sandbox] {note}" for note in git_guard.repair(guard)]
 
@@ -399,6 +414,7 @@ class SandboxSession:
 def _check_modes(settings: Mapping[str, Any]) -> None:
     """A mapping's two modes checked without pydantic (a ValueError names a bad one), so
     a bad value fails when the session is made, not at the first command."""
+    # lazy: a session is held before its first command
     from codemode.sandbox.modes import APPROVAL_POLICIES, SANDBOX_MODES
 
     for key, allowed in (("sandbox_mode", SANDBOX_MODES), ("approval_policy", APPROVAL_POLICIES)):

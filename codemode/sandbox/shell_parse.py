@@ -13,11 +13,20 @@ from __future__ import annotations
 import functools
 import os.path
 import re
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from codemode.sandbox import code_checks, line_checks
+from codemode.sandbox import code_checks, line_checks, unwrap
 from codemode.sandbox.continuations import join_continuations, quoted_heredoc
+from codemode.sandbox.safe_args import interpreters
+
+# Re-exported: the parse result's types live in a leaf module that the checks and
+# ``unwrap`` share (``unwrap`` recurses into nested scripts through ``Nesting``).
+from codemode.sandbox.script_types import MAX_DEPTH as MAX_DEPTH
+from codemode.sandbox.script_types import Nesting, Stdin
+from codemode.sandbox.script_types import ParsedScript as ParsedScript
+from codemode.sandbox.script_types import Problem as Problem
+from codemode.sandbox.script_types import SimpleCommand as SimpleCommand
+from codemode.sandbox.script_types import with_words as with_words
 from codemode.sandbox.words import (
     Word,
     decode_ansi_c,
@@ -25,69 +34,22 @@ from codemode.sandbox.words import (
     unescape_double_quoted,
     unquoted_chars,
 )
+from codemode.sandbox.wrapper_table import shells
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
-# Scripts nested deeper than this (bash -c inside bash -c ...) are not followed.
-MAX_DEPTH = 8
 # Output redirections to these do not write anything worth asking about.
 HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
 _UNSPLIT_DYNAMIC = frozenset({"arithmetic_expansion", "process_substitution"})
 
 
-@dataclass(frozen=True)
-class SimpleCommand:
-    """One command bash would execute, with its words unquoted."""
-
-    words: tuple[Word, ...]
-    source: str  # the text as written in the script
-    open_ended: bool = False  # more arguments are added at run time (xargs, find -exec)
-    writes: tuple[str, ...] = ()  # files its output is redirected to
-    write_words: tuple[Word, ...] = ()  # the same, as words (for the device check)
-    via: tuple[str, ...] = ()  # wrappers looked through to reach it (env, sudo, bash -c...)
-    strict_only: bool = False  # a wrapper's own words: only prompt/forbidden rules apply
-
-    @property
-    def name(self) -> Word:
-        return self.words[0]
-
-    def display(self) -> str:
-        """The command as bash would run it (unknowable words as written)."""
-        import shlex
-
-        shown = [w.text if w.kind == "dynamic" else shlex.quote(w.text) for w in self.words]
-        return " ".join(shown) + (" ..." if self.open_ended else "")
-
-
-@dataclass(frozen=True)
-class Problem:
-    """Something that keeps a script from being checked; it always needs approval."""
-
-    source: str
-    reason: str
-
-
-@dataclass
-class ParsedScript:
-    commands: list[SimpleCommand] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
-    # literal values the script assigns to each variable (to resolve `> $dev`)
-    literals: dict[str, set[str]] = field(default_factory=dict)
-
-    def extend(self, other: ParsedScript) -> None:
-        self.commands.extend(other.commands)
-        self.problems.extend(other.problems)
-        for name, values in other.literals.items():
-            self.literals.setdefault(name, set()).update(values)
-
-
 @functools.cache
 def _parser() -> Parser:
     # Imported here: tree-sitter is only needed once a shell command is checked.
-    import tree_sitter
-    import tree_sitter_bash
+    import tree_sitter  # lazy: tree-sitter, with the first command checked
+    import tree_sitter_bash  # lazy: tree-sitter, with the first command checked
 
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
@@ -99,8 +61,6 @@ _CONTROL = re.compile(r"[\x01-\x08\x0b-\x1f\x7f]")
 
 def parse_script(script: str, *, depth: int = 0) -> ParsedScript:
     """All simple commands of ``script`` (recursively through wrappers), plus problems."""
-    from codemode.sandbox import unwrap
-
     result = ParsedScript()
     if depth > MAX_DEPTH:
         result.problems.append(Problem(script, f"shell scripts nested more than {MAX_DEPTH} deep"))
@@ -125,7 +85,7 @@ def parse_script(script: str, *, depth: int = 0) -> ParsedScript:
             Problem(script, f"the command does not parse cleanly as bash (near {where!r})")
         )
         for cmd in line_checks.fallback_commands(script):
-            result.extend(unwrap.expand(cmd, depth=depth))
+            result.extend(unwrap.expand(cmd, nesting=Nesting(depth, parse_script)))
     walker = _Walker(src, depth)
     walker.visit(root)
     result.problems.extend(walker.problems)
@@ -138,13 +98,13 @@ def parse_script(script: str, *, depth: int = 0) -> ParsedScript:
         result.problems.append(Problem(payload, why))
     written = line_checks.written_scripts(walker.found)
     for cmd, stdin in walker.found:
-        result.extend(unwrap.expand(cmd, depth=depth, stdin=stdin))
+        result.extend(unwrap.expand(cmd, nesting=Nesting(depth, parse_script), stdin=stdin))
         script_text = line_checks.runs_written(cmd, written)
         if script_text is not None:
             result.extend(parse_script(script_text, depth=depth + 1))
             result.problems.append(Problem(cmd.source, "runs a script this command line writes"))
         for copy in code_checks.resolved_copies(cmd, walker.literals):
-            result.extend(unwrap.expand(copy, depth=depth, stdin=stdin))
+            result.extend(unwrap.expand(copy, nesting=Nesting(depth, parse_script), stdin=stdin))
     return result
 
 
@@ -168,7 +128,7 @@ class _Walker:
     def __init__(self, src: bytes, depth: int) -> None:
         self.src = src
         self.depth = depth
-        self.found: list[tuple[SimpleCommand, Any]] = []
+        self.found: list[tuple[SimpleCommand, Stdin | None]] = []
         self.problems: list[Problem] = []
         self.code_nodes: list[Node] = []
         self.literals: dict[str, set[str]] = {}
@@ -253,7 +213,7 @@ class _Walker:
             outer = outer.parent
         writes: list[str] = []
         write_words: list[Word] = []
-        stdin: Any = None
+        stdin: Stdin | None = None
         for r in redirects:
             dests = r.children_by_field_name("destination")
             if len(dests) > 1 and _same(_redirect_owner(r), node):
@@ -299,7 +259,7 @@ class _Walker:
             )
         )
 
-    def piped_text(self, before: Node) -> tuple[str, Any]:
+    def piped_text(self, before: Node) -> Stdin:
         """What a command reads from the pipe: the text when the command before it is an
         ``echo`` or ``printf`` of literal words, else unknown."""
         if before.type == "redirected_statement":
@@ -407,18 +367,10 @@ class _Walker:
         return [], True, t not in _UNSPLIT_DYNAMIC
 
 
-def _shells() -> frozenset[str]:
-    from codemode.sandbox.unwrap import shells
-
-    return shells()
-
-
 @functools.cache
 def _code_readers() -> frozenset[str]:
     """Shells and interpreters: what they read on a pipe is a program."""
-    from codemode.sandbox.safe_args import interpreters
-
-    return _shells() | frozenset(interpreters())
+    return shells() | frozenset(interpreters())
 
 
 def _harmless_target(text: str) -> bool:
@@ -478,7 +430,3 @@ def _brace_words(w: Word) -> list[Word]:
     if not w.braces:
         return [w]
     return [Word(b, "glob" if any(c in b for c in "*?[") else "literal") for b in w.braces]
-
-
-def with_words(cmd: SimpleCommand, words: list[Word], **changes: Any) -> SimpleCommand:
-    return replace(cmd, words=tuple(words), **changes)

@@ -23,15 +23,15 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from codemode.tools.context import ToolError
+from codemode.errors import ToolError
+from codemode.sandbox.approval import ApprovalRequest
+from codemode.tool_names import code_name, split_namespace
 
 if TYPE_CHECKING:
     from codemode.sandbox.session import SandboxSession
 
 
 def _server(name: str) -> str:
-    from codemode.tools.registry import split_namespace
-
     parts = split_namespace(name)
     return parts[0] if parts else name
 
@@ -55,8 +55,6 @@ async def authorize_tool(
     session: SandboxSession, name: str, trust: str, raw_args: Any
 ) -> None:
     """Let the call to ``name`` through, or raise ToolError saying what refused it."""
-    from codemode.tools.registry import code_name
-
     settings = session.settings
     verdict, why = decide(trust, settings.sandbox_mode, settings.approval_policy)
     if verdict == "allow" or name in session.approved_tools:
@@ -74,8 +72,6 @@ async def authorize_tool(
             f"can approve it in this session. Set trust = \"write\" (or \"read\") in "
             f"[mcp_servers.{server}] to let its tools run, or run with --approval never"
         )
-    from codemode.sandbox.approval import ApprovalRequest
-
     try:
         shown_args = json.dumps(raw_args, ensure_ascii=False)
     except (TypeError, ValueError):

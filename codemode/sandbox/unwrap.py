@@ -18,37 +18,30 @@ for the wrapper alone can never let an unchecked inner command through.
 
 from __future__ import annotations
 
-import functools
 import os.path
 import re
 import shlex
-import tomllib
-from importlib import resources
+from collections.abc import Sequence
 from typing import Any
 
 from codemode.sandbox import unwrap_builtins
-from codemode.sandbox.shell_parse import (
+from codemode.sandbox.nested_scripts import script_of
+from codemode.sandbox.script_types import (
+    Nesting,
     ParsedScript,
     Problem,
     SimpleCommand,
-    parse_script,
+    Stdin,
     with_words,
 )
 from codemode.sandbox.variables import risky_variable
 from codemode.sandbox.words import Word
 
+# Re-exported: the wrapper table is read in a leaf module the parser shares.
+from codemode.sandbox.wrapper_table import shells as shells
+from codemode.sandbox.wrapper_table import wrapper_table as wrapper_table
+
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
-
-
-@functools.cache
-def wrapper_table() -> dict[str, Any]:
-    text = resources.files("codemode.sandbox").joinpath("wrappers.toml").read_text("utf-8")
-    return tomllib.loads(text)
-
-
-@functools.cache
-def shells() -> frozenset[str]:
-    return frozenset(wrapper_table()["shells"])
 
 
 def base_name(word: Word) -> str:
@@ -58,7 +51,7 @@ def base_name(word: Word) -> str:
 MAX_WRAPPERS = 32
 
 
-def expand(cmd: SimpleCommand, *, depth: int, stdin: Any = None) -> ParsedScript:
+def expand(cmd: SimpleCommand, *, nesting: Nesting, stdin: Stdin | None = None) -> ParsedScript:
     """``cmd`` and whatever it runs, as a list of simple commands plus any problems."""
     out = ParsedScript()
     if not cmd.words:
@@ -79,18 +72,18 @@ def expand(cmd: SimpleCommand, *, depth: int, stdin: Any = None) -> ParsedScript
         # `time { CMD; }`, `! { CMD; }`: tree-sitter reads the braces as words
         inner = [w for w in cmd.words[1:] if not (w.literal and w.text == "}")]
         out.commands.append(with_words(cmd, list(cmd.words), strict_only=True))
-        out.extend(expand(with_words(cmd, inner), depth=depth))
+        out.extend(expand(with_words(cmd, inner), nesting=nesting))
         return out
     base = base_name(name)
     table = wrapper_table()
     if base in shells():
-        return _shell(cmd, depth, stdin)
+        return _shell(cmd, nesting, stdin)
     if stdin and stdin[0] != "file" and unwrap_builtins.reads_code(base, cmd.words[1:]):
-        return unwrap_builtins.code_on_stdin(cmd, base, stdin, depth)
+        return unwrap_builtins.code_on_stdin(cmd, base, stdin, nesting)
     if base == "eval":
-        return script_of(cmd, cmd.words[1:], depth, "eval")
+        return script_of(cmd, cmd.words[1:], nesting, "eval")
     if base == "trap":
-        return _trap(cmd, depth)
+        return _trap(cmd, nesting)
     if base == "coproc":
         # `coproc NAME { CMDS; }`: tree-sitter reads the braces as words
         words = list(cmd.words)
@@ -103,41 +96,18 @@ def expand(cmd: SimpleCommand, *, depth: int, stdin: Any = None) -> ParsedScript
             inner = [w for w in words[start + 1 :] if w.text != "}"]
             out.commands.append(with_words(cmd, words, strict_only=True))
             if inner:
-                out.extend(expand(with_words(cmd, inner, via=("coproc", *cmd.via)), depth=depth))
+                inner_cmd = with_words(cmd, inner, via=("coproc", *cmd.via))
+                out.extend(expand(inner_cmd, nesting=nesting))
             return out
     if base == "find":
-        return _find(cmd, depth)
+        return _find(cmd, nesting)
     if base == "git":
-        return unwrap_builtins.git(cmd, depth)
+        return unwrap_builtins.git(cmd, nesting)
     if base in unwrap_builtins.PAYLOAD_BUILTINS:
-        return unwrap_builtins.payload_builtin(cmd, base, depth)
+        return unwrap_builtins.payload_builtin(cmd, base, nesting)
     if base in table and isinstance(table[base], dict):
-        return _wrapper(cmd, table[base], depth)
+        return _wrapper(cmd, table[base], nesting)
     out.commands.append(cmd)
-    return out
-
-
-def script_of(
-    cmd: SimpleCommand,
-    words: tuple[Word, ...] | list[Word],
-    depth: int,
-    via: str,
-    *,
-    record: bool = True,
-) -> ParsedScript:
-    """Parse ``words`` joined by spaces as a script that ``cmd`` runs."""
-    out = ParsedScript()
-    if record:
-        out.commands.append(with_words(cmd, list(cmd.words), strict_only=True))
-    dynamic = [w for w in words if not w.literal]
-    if dynamic:
-        out.problems.append(
-            Problem(cmd.source, f"{via} runs a script only known at run time ({dynamic[0].text})")
-        )
-        return out
-    inner = parse_script(" ".join(w.text for w in words), depth=depth + 1)
-    out.problems.extend(inner.problems)
-    out.commands.extend(_tag(c, via, cmd) for c in inner.commands)
     return out
 
 
@@ -162,7 +132,7 @@ def _plain_arguments(
 _POSITIONAL = re.compile(r"\$(?:\{(\d+)\}|(\d)|\{[@*]\}|[@*])")
 
 
-def _with_positionals(script: Word, args: list[Word]) -> Word | None:
+def _with_positionals(script: Word, args: Sequence[Word]) -> Word | None:
     """``bash -c SCRIPT A0 A1 ...``: SCRIPT with its positional parameters replaced by
     the literal arguments (``bash -c '$0 $1' mkfs.ext4 /dev/sda`` runs ``mkfs.ext4
     /dev/sda``), or None when it names none or an argument is only known at run time.
@@ -185,18 +155,7 @@ def _with_positionals(script: Word, args: list[Word]) -> Word | None:
     return Word(_POSITIONAL.sub(value, text))
 
 
-def _tag(inner: SimpleCommand, via: str, outer: SimpleCommand) -> SimpleCommand:
-    return with_words(
-        inner,
-        list(inner.words),
-        via=(via, *inner.via),
-        open_ended=inner.open_ended or outer.open_ended,
-        writes=inner.writes + outer.writes,
-        write_words=inner.write_words + outer.write_words,
-    )
-
-
-def _shell(cmd: SimpleCommand, depth: int, stdin: Any) -> ParsedScript:
+def _shell(cmd: SimpleCommand, nesting: Nesting, stdin: Stdin | None) -> ParsedScript:
     words = cmd.words
     base = base_name(words[0])
     command_mode = False
@@ -243,26 +202,26 @@ def _shell(cmd: SimpleCommand, depth: int, stdin: Any) -> ParsedScript:
             else:
                 out.commands.append(cmd)
             return out
-        out = script_of(cmd, rest[:1], depth, base)
+        out = script_of(cmd, rest[:1], nesting, base)
         expanded = _with_positionals(rest[0], rest[1:])
         if expanded is not None:  # decided as written and as it will run: the stricter wins
-            again = script_of(cmd, [expanded], depth, base, record=False)
+            again = script_of(cmd, [expanded], nesting, base, record=False)
             out.problems.extend(again.problems)
             out.commands.extend(again.commands)
         return out
     if rest and not read_stdin:
         return ParsedScript([cmd])  # `bash script.sh`: a script file, judged as a command
     kind, value = stdin if stdin else (None, None)
-    if kind == "text":
-        return script_of(cmd, [value], depth, base)
+    if kind == "text" and value is not None:
+        return script_of(cmd, [value], nesting, base)
     if kind == "file" and value is not None and not value.literal:
         out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
         out.problems.append(
             Problem(cmd.source, f"{base} runs {value.text}, only known at run time")
         )
         return out
-    if kind == "pipe-text":
-        out = script_of(cmd, [value], depth, base)
+    if kind == "pipe-text" and value is not None:
+        out = script_of(cmd, [value], nesting, base)
         out.problems.append(Problem(cmd.source, f"{base} runs commands piped into it"))
         return out
     if kind == "pipe":
@@ -274,7 +233,7 @@ def _shell(cmd: SimpleCommand, depth: int, stdin: Any) -> ParsedScript:
     return ParsedScript([cmd])
 
 
-def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScript:
+def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], nesting: Nesting) -> ParsedScript:
     words = cmd.words
     base = base_name(words[0])
     value_options = set(spec.get("value_options", []))
@@ -304,7 +263,7 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
         if option in command_options:
             key, _, payload = _key_value(value.text)
             if key.lower() in command_keys:
-                out.extend(script_of(cmd, [Word(payload, value.kind)], depth, base, record=False))
+                out.extend(script_of(cmd, [Word(payload, value.kind)], nesting, base, record=False))
                 out.problems.append(Problem(cmd.source, f"{base} {option} {key} runs a command"))
         if option in script_options and script is None:
             script = [value, *words[i:]] if base == "env" else [value]
@@ -327,18 +286,18 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
             # `env 'BASH_FUNC_ls%%=() { CMD; }' bash -c ls`: bash defines ls from it
             out.problems.append(Problem(cmd.source, f"{base} exports a bash function"))
             body = t.partition("=")[2].removeprefix("()")
-            out.extend(script_of(cmd, [Word(body)], depth, base, record=False))
+            out.extend(script_of(cmd, [Word(body)], nesting, base, record=False))
             i += 1
             continue
         if spec.get("assignments") and "=" in t and t.split("=", 1)[0].isidentifier():
-            name, value = t.split("=", 1)
+            name, assigned = t.split("=", 1)
             if risky_variable(name):
                 out.problems.append(
                     Problem(cmd.source, f"{base} sets {name}, which changes what runs")
                 )
-                if value.strip("|: "):
-                    named = Word(value.lstrip("|"))
-                    out.extend(script_of(cmd, [named], depth, base, record=False))
+                if assigned.strip("|: "):
+                    named = Word(assigned.lstrip("|"))
+                    out.extend(script_of(cmd, [named], nesting, base, record=False))
             i += 1
             continue
         if not t.startswith("-") or t == "-":
@@ -408,7 +367,7 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
             write_words=out.commands[0].write_words + tuple(Word(t) for t in files),
         )
     if script is not None:
-        out.extend(script_of(cmd, script, depth, base, record=False))
+        out.extend(script_of(cmd, script, nesting, base, record=False))
         return out
     if not spec.get("runs_command", True):
         if len(out.commands) == 1 and not out.problems:
@@ -420,7 +379,7 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
     inner_words = list(words[i:])
     if joined:
         if inner_words:
-            out.extend(script_of(cmd, inner_words, depth, base, record=False))
+            out.extend(script_of(cmd, inner_words, nesting, base, record=False))
         return out
     if replace:
         inner_words = [Word(w.text, "dynamic") if replace in w.text else w for w in inner_words]
@@ -441,7 +400,7 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], depth: int) -> ParsedScri
         writes=cmd.writes + tuple(writes),  # `time -o FILE ls` writes FILE
         write_words=cmd.write_words + tuple(Word(t) for t in writes),
     )
-    out.extend(expand(inner, depth=depth))
+    out.extend(expand(inner, nesting=nesting))
     return out
 
 
@@ -451,15 +410,15 @@ def _key_value(text: str) -> tuple[str, str, str]:
     return (m.group(1), "=", m.group(2)) if m else (text, "", "")
 
 
-def _trap(cmd: SimpleCommand, depth: int) -> ParsedScript:
+def _trap(cmd: SimpleCommand, nesting: Nesting) -> ParsedScript:
     """``trap SCRIPT SIGNAL...`` runs SCRIPT later, in this shell."""
     args = [w for w in cmd.words[1:] if not (w.literal and w.text in ("--", "-p", "-l", "-P"))]
     if len(args) < 2 or (args[0].literal and args[0].text == "-"):
         return ParsedScript([cmd])
-    return script_of(cmd, args[:1], depth, "trap")
+    return script_of(cmd, args[:1], nesting, "trap")
 
 
-def _find(cmd: SimpleCommand, depth: int) -> ParsedScript:
+def _find(cmd: SimpleCommand, nesting: Nesting) -> ParsedScript:
     out = ParsedScript([cmd])
     words = list(cmd.words)
     i = 1
@@ -474,7 +433,7 @@ def _find(cmd: SimpleCommand, depth: int) -> ParsedScript:
             ]
             if inner_words:
                 inner = with_words(cmd, inner_words, via=("find", *cmd.via))
-                out.extend(expand(inner, depth=depth))
+                out.extend(expand(inner, nesting=nesting))
             i = j + 1
             continue
         i += 1

@@ -4,9 +4,18 @@ interpreters that read their program on standard input (parts of ``unwrap``)."""
 from __future__ import annotations
 
 import os.path
-from typing import Any
 
-from codemode.sandbox.shell_parse import ParsedScript, Problem, SimpleCommand, with_words
+from codemode.sandbox.findings import strings_in
+from codemode.sandbox.nested_scripts import script_of
+from codemode.sandbox.safe_args import git_runs, interpreters
+from codemode.sandbox.script_types import (
+    Nesting,
+    ParsedScript,
+    Problem,
+    SimpleCommand,
+    Stdin,
+    with_words,
+)
 from codemode.sandbox.words import Word
 
 _GIT_VALUE_OPTIONS = frozenset(
@@ -21,8 +30,6 @@ _GIT_RISKY_OPTIONS = frozenset({"--config-env", "--exec-path"})
 def _git_payloads(words: list[Word]) -> list[tuple[list[Word], str]]:
     """Commands a git subcommand is told to run (``rebase --exec CMD``, ``submodule
     foreach CMD``...), from ``[git_runs]`` in safe_commands.toml."""
-    from codemode.sandbox.safe_args import git_runs
-
     if not words or not words[0].literal or words[0].text not in git_runs():
         return []
     sub = words[0].text
@@ -46,9 +53,8 @@ def _git_payloads(words: list[Word]) -> list[tuple[list[Word], str]]:
     return out
 
 
-def git(cmd: SimpleCommand, depth: int) -> ParsedScript:
+def git(cmd: SimpleCommand, nesting: Nesting) -> ParsedScript:
     """git without its global options; -c values decided as commands."""
-    from codemode.sandbox import unwrap
 
     words = list(cmd.words)
     out = ParsedScript()
@@ -79,7 +85,7 @@ def git(cmd: SimpleCommand, depth: int) -> ParsedScript:
             )
             value = value.lstrip("!") if key.lower().startswith("alias.") else value
             out.extend(
-                unwrap.script_of(cmd, [Word(value, setting.kind)], depth, "git -c", record=False)
+                script_of(cmd, [Word(value, setting.kind)], nesting, "git -c", record=False)
             )
             risky = True
             i += 1 if len(w.text) > 2 else 2
@@ -108,7 +114,7 @@ def git(cmd: SimpleCommand, depth: int) -> ParsedScript:
         out.commands.append(with_words(cmd, [words[0], *words[i:]]))
     for payload, why in _git_payloads(words[i:]):
         out.problems.append(Problem(cmd.source, why))
-        out.extend(unwrap.script_of(cmd, payload, depth, "git", record=False))
+        out.extend(script_of(cmd, payload, nesting, "git", record=False))
     if risky:
         out.commands.append(with_words(cmd, words, strict_only=True))
     return out
@@ -116,17 +122,13 @@ def git(cmd: SimpleCommand, depth: int) -> ParsedScript:
 
 def reads_code(base: str, args: tuple[Word, ...] | list[Word]) -> bool:
     """An interpreter given no script file reads its program from standard input."""
-    from codemode.sandbox.safe_args import interpreters
-
     if base not in interpreters():
         return False
     plain = [w for w in args if not (w.literal and w.text.startswith("-") and w.text != "-")]
     return not plain or (plain[0].literal and plain[0].text == "-")
 
 
-def code_on_stdin(cmd: SimpleCommand, base: str, stdin: Any, depth: int) -> ParsedScript:
-    from codemode.sandbox import unwrap
-    from codemode.sandbox.safe_args import strings_in
+def code_on_stdin(cmd: SimpleCommand, base: str, stdin: Stdin, nesting: Nesting) -> ParsedScript:
 
     out = ParsedScript([cmd])
     out.problems.append(Problem(cmd.source, f"{base} runs code from its input"))
@@ -134,7 +136,7 @@ def code_on_stdin(cmd: SimpleCommand, base: str, stdin: Any, depth: int) -> Pars
     if kind in ("text", "pipe-text") and value is not None and value.literal:
         for s in strings_in(value.text):
             if s.strip():
-                out.extend(unwrap.script_of(cmd, [Word(s)], depth, base, record=False))
+                out.extend(script_of(cmd, [Word(s)], nesting, base, record=False))
     return out
 
 
@@ -158,9 +160,8 @@ def _sets_keyword(args: list[Word]) -> bool:
     return False
 
 
-def payload_builtin(cmd: SimpleCommand, base: str, depth: int) -> ParsedScript:
+def payload_builtin(cmd: SimpleCommand, base: str, nesting: Nesting) -> ParsedScript:
     """Builtins that store code to run later: their payload is decided as a command."""
-    from codemode.sandbox import unwrap
 
     out = ParsedScript([cmd])
     args = list(cmd.words[1:])
@@ -188,5 +189,5 @@ def payload_builtin(cmd: SimpleCommand, base: str, depth: int) -> ParsedScript:
             elif w.literal and w.text.startswith("-C") and len(w.text) > 2:
                 payloads.append(Word(w.text[2:]))
     for p in payloads:
-        out.extend(unwrap.script_of(cmd, [p], depth, base, record=False))
+        out.extend(script_of(cmd, [p], nesting, base, record=False))
     return out

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from codemode.repository import repository_root
+
 SKILL_FILE = "SKILL.md"
 SKILLS_DIR = Path(".agents") / "skills"
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -85,7 +87,7 @@ def split_front_matter(text: str) -> tuple[str | None, str]:
 
 def parse_skill_file(path: Path) -> tuple[str, str]:
     """(name, description) from ``path``; raises FrontMatterError saying what is wrong."""
-    import yaml
+    import yaml  # lazy: PyYAML, only for a skill file
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -142,8 +144,6 @@ def user_skills_dir() -> Path:
 def repo_skills_dirs(cwd: Path) -> list[Path]:
     """``.agents/skills`` in each directory from the repository root down to ``cwd``,
     outermost first (a subproject may add its own)."""
-    from codemode.agent.instructions import repository_root
-
     cwd = cwd.resolve()
     root = repository_root(cwd) or cwd
     chain = [cwd, *cwd.parents]

@@ -68,7 +68,7 @@ def find_local_model(prefer: Kind | None = None) -> LocalModel | str:
             "scripts/setup-local-model.sh"
     for kind in ("llama-server", "llama-cpp-python"):
         if kind in found:
-            return found[kind]  # type: ignore[index]
+            return found[kind]
     return f"no local model server built in {cache}: run scripts/setup-local-model.sh"
 
 

@@ -19,7 +19,9 @@ from typing import Any, Literal, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from codemode.tools.context import ToolContext, ToolError
+# Re-exported: tool modules import both from here, with the definition helpers.
+from codemode.tools.context import ToolContext as ToolContext
+from codemode.tools.context import ToolError as ToolError
 
 
 class StrictArgs(BaseModel):
@@ -282,7 +284,7 @@ def define_tool(
         for p in data_params:
             default = ... if p.default is inspect.Parameter.empty else p.default
             model_fields[p.name] = (hints.get(p.name, Any), default)
-        args_model = create_model(  # type: ignore[call-overload]
+        args_model = create_model(
             f"{tool_name}_args", __base__=StrictArgs, **model_fields
         )
 

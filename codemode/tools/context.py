@@ -12,18 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from codemode.errors import ToolError as ToolError  # defined in the leaf; named here too
+
 if TYPE_CHECKING:
     from codemode.sandbox.session import SandboxSession
     from codemode.tools.client import ToolClient
     from codemode.tools.dry_run import DryRun
-
-
-class ToolError(Exception):
-    """A failure a tool reports to its caller; the message is shown to the program as-is.
-
-    Handlers raise this for expected failures (missing file, path outside the
-    workspace). Any other exception is reported too, but as ``TypeName: message``.
-    """
 
 
 @dataclass

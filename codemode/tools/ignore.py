@@ -21,7 +21,7 @@ class _Rules:
     """One ``.gitignore``; ``prefix + rel[strip:]`` turns a walk-relative path into one
     relative to the directory holding the file, which is what its patterns match."""
 
-    spec: pathspec.PathSpec
+    spec: pathspec.GitIgnoreSpec
     prefix: str
     strip: int
 
@@ -46,12 +46,12 @@ def _load(directory: Path, prefix: str, strip: int) -> _Rules | None:
     return _Rules(spec, prefix, strip) if spec.patterns else None
 
 
-def _linear(spec: pathspec.PathSpec) -> None:
+def _linear(spec: pathspec.GitIgnoreSpec) -> None:
     """Match ``spec``'s patterns with RE2 instead of Python's re. A .gitignore is written
     by whatever runs in the workspace, and Python's engine takes minutes to match a
     line such as ``*a*a*a*a*a*a*a*a*c`` against a long name; RE2 is linear. A pattern RE2
     cannot compile is dropped."""
-    import re2
+    import re2  # lazy: RE2 loads with the first .gitignore
 
     options = re2.Options()
     options.log_errors = False

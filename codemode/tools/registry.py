@@ -8,29 +8,15 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from codemode.sandbox.approval_context import tool_call
+
+# Re-exported: the names of namespaced (MCP) tools, spelled in the leaf module.
+from codemode.tool_names import NAMESPACE_PREFIX as NAMESPACE_PREFIX
+from codemode.tool_names import code_name as code_name
+from codemode.tool_names import split_namespace as split_namespace
 from codemode.tools.context import ToolContext, ToolError
 
 if TYPE_CHECKING:
     from codemode.tools.base import Tool
-
-
-# Namespaced tools (an MCP server's) are registered as `mcp__NS__NAME`: that is their
-# name in the classic dialect, and code mode calls them as `tools.NS.NAME(args)`.
-NAMESPACE_PREFIX = "mcp__"
-
-
-def split_namespace(name: str) -> tuple[str, str] | None:
-    """``mcp__NS__NAME`` -> ("NS", "NAME"); None for a plain tool name."""
-    if not name.startswith(NAMESPACE_PREFIX):
-        return None
-    ns, sep, member = name[len(NAMESPACE_PREFIX) :].partition("__")
-    return (ns, member) if sep and ns and member else None
-
-
-def code_name(name: str) -> str:
-    """How a program spells the tool: ``shell`` or ``NS.NAME``."""
-    parts = split_namespace(name)
-    return f"{parts[0]}.{parts[1]}" if parts else name
 
 
 class ToolRegistry:

@@ -47,7 +47,7 @@ def compile_glob(pattern: str) -> Any:
             parts.append(".*" if last else "(?:[^/]+/)*")
         else:
             parts.append(_translate_segment(seg) + ("" if last else "/"))
-    import re2
+    import re2  # lazy: RE2 loads with the first search
 
     options = re2.Options()
     options.log_errors = False
@@ -252,7 +252,7 @@ def compile_multiline(pattern: str, case_insensitive: bool) -> Any:
 
 
 def _compile_re2(pattern: str, case_insensitive: bool, *, multiline: bool) -> Any:
-    import re2
+    import re2  # lazy: RE2 loads with the first search
 
     options = re2.Options()
     # Unless asked to span lines, a match never does, as grep's never does.
@@ -334,7 +334,8 @@ def _grep_sync(args: GrepArgs, regex: Any, ctx: ToolContext, stop: threading.Eve
             # Like ripgrep's -g: a bare "*.py" means any .py file, not just top-level ones.
             only = compile_glob(args.glob if "/" in args.glob else "**/" + args.glob)
         rels = walk_files(target, ignore_top=ctx.workspace, stop=stop.is_set)
-        files = (_join(target, r) for r in rels if only is None or only.fullmatch(r))
+        wanted = (r for r in rels if only is None or only.fullmatch(r))
+        files: Iterator[Path] = (_join(target, r) for r in wanted)
     elif stat.S_ISREG(st.st_mode):
         # Naming a file is explicit: search it even if .gitignore covers it.
         files = iter([target])

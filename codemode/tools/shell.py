@@ -19,6 +19,7 @@ from pathlib import Path
 from pydantic import Field
 
 from codemode.tools import rendering
+from codemode.sandbox.pidfd_process import ChildProcess
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
 from codemode.tools.live_output import Feed
 
@@ -71,7 +72,7 @@ async def spawn(
     env: Mapping[str, str],
     output_fd: int,
     ctx: ToolContext | None = None,
-) -> asyncio.subprocess.Process:
+) -> ChildProcess:
     """Start ``argv`` in a new session, stdout and stderr both writing to ``output_fd``.
 
     This is the only place a process is created. With a sandbox session on ``ctx`` the
@@ -162,7 +163,7 @@ def _join_elided(head: str, elided: int, tail: str) -> str:
     return f"{head}{sep}[... {elided} characters elided ...]\n{tail}"
 
 
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
+def _kill_group(proc: ChildProcess) -> None:
     # start_new_session made the shell a group leader, so its pid is the group id.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)

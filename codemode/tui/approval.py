@@ -74,7 +74,7 @@ class TerminalApprover:
             label = shown[answer]
         style = "green" if answer != "deny" else "red"
         console.print(Text(f"→ {label}", style=style))
-        return answer  # type: ignore[return-value]
+        return answer
 
     async def _pick(self, options: list[Any]) -> str:
         """Choose one prefix; each line says exactly what it will allow."""

@@ -306,7 +306,7 @@ async def _reasoning(app: InteractiveApp, arg: str) -> None:
     app.renderer.show_reasoning = not app.renderer.show_reasoning
     _say(app, f"reasoning: {'shown in full' if app.renderer.show_reasoning else 'collapsed'}")
     facts = app.session.model_facts if app.session is not None else None
-    if facts is not None and not facts.reasoning:
+    if app.session is not None and facts is not None and not facts.reasoning:
         _say(app, f"(the catalog says {app.session.model} does not reason: expect none)", "dim")
     if app.renderer.show_reasoning and app.renderer.last_reasoning:
         _say(app, app.renderer.last_reasoning, "dim italic")

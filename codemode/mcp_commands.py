@@ -1,4 +1,7 @@
-"""What ``interpreter mcp list`` and ``interpreter mcp-server`` do (the CLI only parses)."""
+"""What ``interpreter mcp list`` and ``interpreter mcp-server`` do (the CLI only parses).
+
+An entry point: it builds a session's sandbox (the composition root), so it lives above
+the ``mcp`` package, which the composition root itself uses for MCP clients."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ if TYPE_CHECKING:
 
 def list_servers(config: Config, *, as_json: bool) -> int:
     """Start the configured servers, print each one's state and tools; 1 if any failed."""
-    from codemode.mcp.client import McpManager
+    from codemode.mcp.client import McpManager  # lazy: the mcp SDK, for mcp list only
     from codemode.mcp.config import parse_mcp_servers
 
     manager = McpManager(parse_mcp_servers(config.mcp_servers), codemode_home() / "logs")
@@ -49,7 +52,7 @@ def list_servers(config: Config, *, as_json: bool) -> int:
 def serve(config: Config, options: SessionOptions, *, http_port: int | None) -> int:
     """Serve the tool host over stdio, or streamable HTTP on 127.0.0.1:PORT, in the
     workspace ``options.cwd``, sandboxed as the config and ``options`` say."""
-    from codemode.assembly.parts import sandbox_for
+    from codemode.assembly.parts import sandbox_for  # lazy: the MCP server stack, for mcp-server only
     from codemode.js_runtime.models import Limits
     from codemode.mcp.adapter import add_configured_servers
     from codemode.mcp.approval import policy_decider
