@@ -52,7 +52,8 @@ def list_servers(config: Config, *, as_json: bool) -> int:
 def serve(config: Config, options: SessionOptions, *, http_port: int | None) -> int:
     """Serve the tool host over stdio, or streamable HTTP on 127.0.0.1:PORT, in the
     workspace ``options.cwd``, sandboxed as the config and ``options`` say."""
-    from codemode.assembly.parts import sandbox_for  # lazy: the MCP server stack, for mcp-server only
+    # lazy: the MCP server stack, for mcp-server only
+    from codemode.assembly.parts import sandbox_for
     from codemode.js_runtime.models import Limits
     from codemode.mcp.adapter import add_configured_servers
     from codemode.mcp.approval import policy_decider

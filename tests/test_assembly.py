@@ -197,7 +197,7 @@ def test_batch_worker_dry_run_builds_its_host_whole(work: Path) -> None:
 
 # Modules that build sessions or hosts and then use them.
 ENTRY_POINTS = [
-    "codemode/agent/exec.py",
+    "codemode/exec.py",
     "codemode/acp/server.py",
     "codemode/batch/worker.py",
     "codemode/tui/app.py",

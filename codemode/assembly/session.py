@@ -69,6 +69,7 @@ def build_session(
     handed_in = spec.provider is not None and spec.provider_name
     provider_name = spec.provider_name if handed_in else options.provider or spec.provider_name
     model: str | None
+    harness_name: str | None
     if resume is not None:
         meta = resume.meta
         # A replay's model was a recording: going on needs a live provider, the one

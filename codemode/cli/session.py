@@ -22,7 +22,7 @@ def _read_prompt(prompt: str | None) -> str | None:
 
 
 def _run_agent(**kwargs: Any) -> None:
-    from codemode.agent.exec import ExecOptions, UsageProblem, run_exec
+    from codemode.exec import ExecOptions, UsageProblem, run_exec
 
     try:
         status = run_exec(ExecOptions(**kwargs))

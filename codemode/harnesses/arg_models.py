@@ -28,7 +28,7 @@ def _annotation(schema: dict[str, Any], hint: str) -> Any:
                 union = union | option
             return union
     if "enum" in schema:
-        return Literal[tuple(schema["enum"])]  # type: ignore[misc]
+        return Literal[tuple(schema["enum"])]
     kind = schema.get("type")
     if isinstance(kind, list):  # ["integer", "null"]
         kind = next((k for k in kind if k != "null"), None)
@@ -68,4 +68,4 @@ def model_from_schema(name: str, schema: dict[str, Any]) -> type[BaseModel]:
             fields[attr] = (annotation, Field(..., **extra))
         else:
             fields[attr] = (annotation | None, Field(default=None, **extra))
-    return create_model(name, __base__=StrictArgs, **fields)  # type: ignore[call-overload]
+    return create_model(name, __base__=StrictArgs, **fields)

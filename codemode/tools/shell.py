@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pydantic import Field
 
-from codemode.tools import rendering
 from codemode.sandbox.pidfd_process import ChildProcess
+from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
 from codemode.tools.live_output import Feed
 
