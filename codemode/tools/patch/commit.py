@@ -11,10 +11,11 @@ patch, not against power loss.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import NoReturn
 
 from codemode.tools.context import ToolError
 from codemode.tools.fs.beneath import Tree, rmdir, unlink, write_atomic
@@ -44,9 +45,9 @@ class Original:
 
 
 def commit(
-    removals: list[Removal],
-    writes: list[Write],
-    originals: dict[Path, Original],
+    removals: Sequence[Removal],
+    writes: Sequence[Write],
+    originals: Mapping[Path, Original],
     tree: Tree,
 ) -> None:
     """Remove then write files under ``tree``'s roots; on any failure undo what was done
@@ -79,19 +80,25 @@ def commit(
                 else partial(_unlink, tree, write.path)
             )
     except (OSError, ToolError) as exc:
-        failed = []
-        for step in reversed(undo):
-            try:
-                step()
-            except (OSError, ToolError) as undo_exc:
-                failed.append(_reason(undo_exc, with_name=True))
-        problem = f"Writing {current} failed: {_reason(exc)}."
-        if not failed:
-            raise PatchError(f"{problem} The files already written were restored.") from None
-        raise PatchError(
-            [problem, "Restoring these files also failed; check them:\n" + "\n".join(failed)],
-            headline="apply_patch: the patch failed partway and could not be fully undone.",
-        ) from None
+        roll_back(undo, current, exc)
+
+
+def roll_back(undo: list[Callable[[], object]], current: str, exc: BaseException) -> NoReturn:
+    """Run the undo steps of a commit that failed writing ``current`` (newest first) and
+    raise the PatchError that says so, naming any file that could not be restored."""
+    failed = []
+    for step in reversed(undo):
+        try:
+            step()
+        except (OSError, ToolError) as undo_exc:
+            failed.append(_reason(undo_exc, with_name=True))
+    problem = f"Writing {current} failed: {_reason(exc)}."
+    if not failed:
+        raise PatchError(f"{problem} The files already written were restored.") from None
+    raise PatchError(
+        [problem, "Restoring these files also failed; check them:\n" + "\n".join(failed)],
+        headline="apply_patch: the patch failed partway and could not be fully undone.",
+    ) from None
 
 
 def _reason(exc: BaseException, *, with_name: bool = False) -> str:

@@ -101,7 +101,8 @@ async def shell_patch_result(
         code, output = 1, f"cd: {directory or workdir}: No such directory\n"
     else:
         try:
-            outcome = await asyncio.to_thread(apply_patch_text, text, base, ctx)
+            store = ctx.file_store()  # on the loop: an editor store binds to it
+            outcome = await asyncio.to_thread(apply_patch_text, text, base, ctx, store)
             code, output = 0, outcome.summary()
         except PatchError as exc:
             code, output = 1, f"{exc}\n"

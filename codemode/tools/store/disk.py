@@ -1,0 +1,115 @@
+"""``DiskStore``: the real files, through the race-free walk of ``codemode.tools.fs``.
+
+Reads may look anywhere (the model often needs a system header or a sibling project),
+regular files only, up to a byte cap, never the agent's own ``/proc`` entries. Writes
+are checked twice: by name first (``ToolContext.resolve_writable``, which says why a path
+is refused), then for real, component by component from the writable roots'
+descriptors (``codemode.tools.fs.writing``), so a directory swapped for a symlink
+meanwhile cannot send a write elsewhere and no protected path is ever written.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from codemode.tools.context import ToolContext, ToolError
+from codemode.tools.fs.beneath import Tree, unlink
+from codemode.tools.fs.reading import locate_for_reading, read_regular
+from codemode.tools.fs.writing import writable_tree, write_new_or_replace
+from codemode.tools.store import MAX_READ_BYTES, FileInfo, FileKind, OutsideRoots
+
+if TYPE_CHECKING:
+    from codemode.tools.patch.commit import Original, Removal, Write
+
+
+def _kind(mode: int) -> FileKind:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    return "other"
+
+
+def outside_roots(ctx: ToolContext, path: Path) -> bool:
+    """Whether the only thing refusing a write of ``path`` is that it lies outside the
+    writable roots (not a protected name, not a read-only sandbox)."""
+    from codemode.sandbox.paths import write_refusal
+
+    if ctx.sandbox is not None:
+        roots = ctx.sandbox.writable_roots()
+    else:
+        roots = [ctx.workspace, *ctx.writable_roots]
+    return write_refusal(path, roots) == "outside the writable roots"
+
+
+class DiskStore:
+    """The files on disk, as the session's writable roots and protected paths allow."""
+
+    def __init__(self, ctx: ToolContext) -> None:
+        self.ctx = ctx
+
+    def read(self, path: Path, shown: str) -> bytes:
+        return read_regular(path, MAX_READ_BYTES, shown)
+
+    def stat(self, path: Path) -> FileInfo | None:
+        try:
+            with locate_for_reading(path, path) as spot:
+                real, st = spot.real, spot.lstat()
+        except IsADirectoryError:  # "/" itself, which has no last component to walk to
+            real, st = path, os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except ToolError:
+            # Refused to read (the agent's own /proc): a thing that is there, not a file.
+            return FileInfo("other", 0, 0, path)
+        except OSError:
+            return None
+        if st is None:
+            return None
+        return FileInfo(_kind(st.st_mode), stat.S_IMODE(st.st_mode), st.st_size, real)
+
+    def writable(self, path: Path, shown: str, *, grant: Path | None = None) -> None:
+        try:
+            self.ctx.resolve_writable(path)
+        except ToolError as refusal:
+            if not outside_roots(self.ctx, path):
+                raise
+            if grant is not None and _under(path, grant):
+                return
+            raise OutsideRoots(str(refusal)) from None
+
+    def _tree(self, grant: Path | None) -> Tree:
+        tree = writable_tree(self.ctx)
+        if grant is None or tree.roots is None:
+            return tree
+        return Tree([*tree.roots, grant], follow=tree.follow)
+
+    def write(self, path: Path, data: bytes, shown: str, *, grant: Path | None = None) -> bool:
+        self.writable(path, shown, grant=grant)
+        # Walked from the roots' descriptors, never by name again.
+        return write_new_or_replace(self._tree(grant), path, data, shown)
+
+    def remove(self, path: Path, shown: str) -> None:
+        self.writable(path, shown)
+        with writable_tree(self.ctx).locate(path, follow_last=False, shown=shown) as spot:
+            unlink(spot)
+
+    def commit(
+        self,
+        removals: Sequence[Removal],
+        writes: Sequence[Write],
+        originals: Mapping[Path, Original],
+    ) -> None:
+        from codemode.tools.patch.commit import commit
+
+        commit(removals, writes, originals, writable_tree(self.ctx))
+
+
+def _under(path: Path, grant: Path) -> bool:
+    """Whether ``path`` is the file an approval was given for: one directly in the
+    approved directory, as named (the walk then keeps it there, symlinks included)."""
+    return Path(os.path.normpath(path)).parent == Path(os.path.normpath(grant))
