@@ -101,4 +101,5 @@ EDIT = Tool(
     result_model=EditResult,
     handler=edit,
     effect="write",
+    dry_run=True,
 )
