@@ -310,9 +310,12 @@ async def test_a_write_outside_the_roots_is_asked_through_the_sandbox_approver(
     )
     assert "declined" in message and asked[1].tool == "edit"
     assert (outside / "a.txt").read_text() == "a\n"
-    # A protected path is never offered, outside the roots or not.
-    message = await refusal(ctx, "write_file", path=str(outside / ".git" / "config"), content="x")
-    assert "outside" in message and len(asked) == 2
+    # A protected path is never offered, outside the roots or not, nor through a link.
+    (outside / "cfg").symlink_to(outside / ".git")
+    for protected in (outside / ".git" / "config", outside / "cfg" / "config"):
+        message = await refusal(ctx, "write_file", path=str(protected), content="x")
+        assert "outside" in message and len(asked) == 2
+    assert list((outside / ".git").iterdir()) == []
     # "always" makes the directory writable for the session: no more questions.
     await call(ctx, "edit", path=str(outside / "a.txt"), old_string="a", new_string="b")
     await call(ctx, "write_file", path=str(outside / "c.txt"), content="c\n")

@@ -1,11 +1,13 @@
 """File tools: ``read_file``, ``write_file`` and ``list_dir``.
 
-Reads may look anywhere (the model often needs a system header or a sibling project)
-but take regular files only, up to a byte cap; writes are confined to the writable
-roots: ``ToolContext.resolve_writable`` says why a path is refused, and the race-free
-walk of ``codemode.tools.fs`` enforces it. Contents round-trip byte for byte
-(``codemode.tools.fs.text``). The blocking filesystem work runs in a worker thread so
-the event loop stays responsive.
+``read_file`` and ``write_file`` go through the session's file store
+(``ToolContext.file_store()``, see ``codemode.tools.store``): the disk, a dry run's
+overlay, or the editor's buffers. Reads may look anywhere (the model often needs a
+system header or a sibling project) but take regular files only, up to a byte cap;
+writes are confined to the writable roots, which the store enforces (a write outside
+them may be put to the user: ``codemode.tools.write_approval``). Contents round-trip
+byte for byte (``codemode.tools.fs.text``). The blocking filesystem work runs in a
+worker thread so the event loop stays responsive.
 """
 
 from __future__ import annotations

@@ -4,18 +4,33 @@ The store refuses such a write (``OutsideRoots``); ``write_file`` and ``edit`` t
 it to the user through the session's one approval path, the sandbox's approver
 (``SandboxSession.approver``: the terminal, or the editor over ACP), as commands are.
 Only that refusal is ever asked about: a protected path (``.git``, ``.codemode`` at any
-depth, even outside the roots), a read-only sandbox or an approval policy of ``never``
-stays a refusal. "once" lets this one write through; "always" makes the file's
-directory a writable root for the rest of the session.
+depth, even outside the roots; the host's git and codemode settings), a read-only
+sandbox or an approval policy of ``never`` stays a refusal. "once" lets this one write
+through; "always" makes the file's directory a writable root for the rest of the
+session.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from codemode.tools.context import ToolContext
 from codemode.tools.fs import guard
 from codemode.tools.store import OutsideRoots
+
+
+def _never_offered(path: Path) -> bool:
+    """Whether ``path`` is protected wherever it lies: a ``.git`` or ``.codemode`` part
+    (as named, or with symlinks resolved), or the host's git or codemode settings."""
+    from codemode.sandbox.protected import host_config_reason
+
+    real = Path(os.path.realpath(path))
+    return (
+        guard.write_refusal(path.parts[1:]) is not None
+        or guard.write_refusal(real.parts[1:]) is not None
+        or host_config_reason(real) is not None
+    )
 
 
 async def approve_outside_write(
@@ -31,8 +46,8 @@ async def approve_outside_write(
         raise refusal
     if sandbox.settings.approval_policy == "never":
         raise refusal
-    if guard.write_refusal(path.parts[1:]) is not None:
-        raise refusal  # protected wherever it lies: never offered
+    if _never_offered(path):
+        raise refusal
     action = f"write {path}"
     request = ApprovalRequest(
         tool=tool,
