@@ -349,3 +349,23 @@ async def test_no_question_when_the_policy_or_the_mode_rules_it_out(
     target = tmp_path / "outside.txt"
     assert "refusing to write" in await refusal(ctx, "write_file", path=str(target), content="x")
     assert asked == [] and not target.exists()
+
+
+async def test_list_dir_in_a_dry_run_shows_the_recorded_files(ws: Path) -> None:
+    (ws / "kept.txt").write_text("k\n")
+    (ws / "gone.txt").write_text("g\n")
+    ctx = ToolContext(workspace=ws, dry_run=DryRun())
+    await call(ctx, "write_file", path="new/deep/f.txt", content="abc")
+    await call(ctx, "write_file", path="kept.txt", content="longer\n")
+    await call(
+        ctx, "apply_patch", input="*** Begin Patch\n*** Delete File: gone.txt\n*** End Patch\n"
+    )
+    listed = await call(ctx, "list_dir", path=".", depth=3)
+    assert listed["entries"] == [
+        {"path": "kept.txt", "type": "file", "size": 7},
+        {"path": "new", "type": "dir", "size": None},
+        {"path": "new/deep", "type": "dir", "size": None},
+        {"path": "new/deep/f.txt", "type": "file", "size": 3},
+    ]
+    assert (await call(ctx, "list_dir", path="new/deep"))["entries"][0]["path"] == "f.txt"
+    assert sorted(p.name for p in ws.iterdir()) == ["gone.txt", "kept.txt"]

@@ -13,16 +13,14 @@ worker thread so the event loop stays responsive.
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field
 
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
 from codemode.tools.fs.reading import NotRegular, TooBig
 from codemode.tools.fs.text import Encoding, check_no_new_replacement, decode, encode
-from codemode.tools.store import MAX_READ_BYTES, FileStore, OutsideRoots
+from codemode.tools.store import MAX_READ_BYTES, EntryKind, FileStore, OutsideRoots
 
 # A NUL byte this early is the same heuristic git and grep use to call a file binary.
 BINARY_SNIFF_BYTES = 8192
@@ -271,7 +269,7 @@ WRITE_FILE = Tool(
 
 # --- list_dir --------------------------------------------------------------------------
 
-EntryType = Literal["file", "dir", "symlink", "other"]
+EntryType = EntryKind
 
 
 class ListDirArgs(StrictArgs):
@@ -304,29 +302,19 @@ class ListDirResult(ToolResult):
     )
 
 
-def _kind(entry: os.DirEntry[str]) -> EntryType:
-    if entry.is_symlink():
-        return "symlink"
-    if entry.is_dir(follow_symlinks=False):
-        return "dir"
-    if entry.is_file(follow_symlinks=False):
-        return "file"
-    return "other"
-
-
-def _list_dir_sync(args: ListDirArgs, ctx: ToolContext) -> ListDirResult:
+def _list_dir_sync(args: ListDirArgs, ctx: ToolContext, store: FileStore) -> ListDirResult:
     root = ctx.resolve(args.path)
-    if not root.exists():
+    info = store.stat(root)
+    if info is None:
         raise ToolError(f"list_dir: no such directory: {ctx.display(root)}")
-    if not root.is_dir():
+    if info.kind != "dir":
         raise ToolError(f"list_dir: {ctx.display(root)} is not a directory; use tools.read_file")
     entries: list[DirEntry] = []
 
     def visit(directory: Path, prefix: str, level: int) -> bool:
         """Add the entries under ``directory``; False once the cap is reached."""
         try:
-            with os.scandir(directory) as it:
-                found = sorted(it, key=lambda e: e.name)
+            found = sorted(store.entries(directory), key=lambda e: e.name)
         except OSError:
             return True  # an unreadable subdirectory should not sink the whole listing
         for e in found:
@@ -334,11 +322,9 @@ def _list_dir_sync(args: ListDirArgs, ctx: ToolContext) -> ListDirResult:
                 continue
             if len(entries) >= MAX_LIST_ENTRIES:
                 return False
-            kind = _kind(e)
-            size = e.stat(follow_symlinks=False).st_size if kind == "file" else None
-            entries.append(DirEntry(path=prefix + e.name, type=kind, size=size))
-            if kind == "dir" and level < args.depth:
-                if not visit(Path(e.path), f"{prefix}{e.name}/", level + 1):
+            entries.append(DirEntry(path=prefix + e.name, type=e.kind, size=e.size))
+            if e.kind == "dir" and level < args.depth:
+                if not visit(directory / e.name, f"{prefix}{e.name}/", level + 1):
                     return False
         return True
 
@@ -348,8 +334,9 @@ def _list_dir_sync(args: ListDirArgs, ctx: ToolContext) -> ListDirResult:
 
 
 async def list_dir(args: ListDirArgs, ctx: ToolContext) -> ListDirResult:
-    """List a directory, optionally a few levels deep."""
-    return await asyncio.to_thread(_list_dir_sync, args, ctx)
+    """List a directory, optionally a few levels deep (as the session's store has it: a
+    dry run's new files included)."""
+    return await asyncio.to_thread(_list_dir_sync, args, ctx, ctx.file_store())
 
 
 LIST_DIR = Tool(

@@ -48,6 +48,18 @@ class FileInfo:
     real: Path
 
 
+EntryKind = Literal["file", "dir", "symlink", "other"]
+
+
+@dataclass(frozen=True)
+class DirItem:
+    """One entry of a directory, symlinks not followed; ``size`` for files only."""
+
+    name: str
+    kind: EntryKind
+    size: int | None
+
+
 class OutsideRoots(ToolError):
     """A write refused only because the path is outside the writable roots: the one
     refusal the user may be asked to lift (``codemode.tools.write_approval``)."""
@@ -66,6 +78,11 @@ class FileStore(Protocol):
 
     def stat(self, path: Path) -> FileInfo | None:
         """What is at ``path`` (symlinks followed), None if nothing is."""
+        ...
+
+    def entries(self, path: Path) -> list[DirItem]:
+        """The entries of the directory at ``path``, in no particular order. Raises
+        OSError (FileNotFoundError, NotADirectoryError, PermissionError...)."""
         ...
 
     def writable(self, path: Path, shown: str, *, grant: Path | None = None) -> None:

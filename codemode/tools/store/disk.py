@@ -20,7 +20,7 @@ from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.fs.beneath import Tree, unlink
 from codemode.tools.fs.reading import locate_for_reading, read_regular
 from codemode.tools.fs.writing import writable_tree, write_new_or_replace
-from codemode.tools.store import MAX_READ_BYTES, FileInfo, FileKind, OutsideRoots
+from codemode.tools.store import MAX_READ_BYTES, DirItem, FileInfo, FileKind, OutsideRoots
 
 if TYPE_CHECKING:
     from codemode.tools.patch.commit import Original, Removal, Write
@@ -32,6 +32,16 @@ def _kind(mode: int) -> FileKind:
     if stat.S_ISDIR(mode):
         return "dir"
     return "other"
+
+
+def _item(entry: os.DirEntry[str]) -> DirItem:
+    if entry.is_symlink():
+        return DirItem(entry.name, "symlink", None)
+    if entry.is_dir(follow_symlinks=False):
+        return DirItem(entry.name, "dir", None)
+    if entry.is_file(follow_symlinks=False):
+        return DirItem(entry.name, "file", entry.stat(follow_symlinks=False).st_size)
+    return DirItem(entry.name, "other", None)
 
 
 def outside_roots(ctx: ToolContext, path: Path) -> bool:
@@ -71,6 +81,10 @@ class DiskStore:
         if st is None:
             return None
         return FileInfo(_kind(st.st_mode), stat.S_IMODE(st.st_mode), st.st_size, real)
+
+    def entries(self, path: Path) -> list[DirItem]:
+        with os.scandir(path) as found:
+            return [_item(entry) for entry in found]
 
     def writable(self, path: Path, shown: str, *, grant: Path | None = None) -> None:
         try:

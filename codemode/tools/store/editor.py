@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from codemode.tools.context import ToolError
 from codemode.tools.fs.reading import TooBig
-from codemode.tools.store import MAX_READ_BYTES, FileInfo, FileStore
+from codemode.tools.store import MAX_READ_BYTES, DirItem, FileInfo, FileStore
 
 if TYPE_CHECKING:
     from codemode.tools.client import ToolClient
@@ -78,6 +78,9 @@ class EditorStore:
 
     def stat(self, path: Path) -> FileInfo | None:
         return self.base.stat(path)
+
+    def entries(self, path: Path) -> list[DirItem]:
+        return self.base.entries(path)
 
     def read(self, path: Path, shown: str) -> bytes:
         info = self.base.stat(path)

@@ -19,7 +19,7 @@ from codemode.tools.context import ToolError
 from codemode.tools.fs import guard
 from codemode.tools.fs.beneath import default_mode
 from codemode.tools.fs.reading import NotRegular
-from codemode.tools.store import FileInfo, FileStore
+from codemode.tools.store import DirItem, FileInfo, FileStore
 
 if TYPE_CHECKING:
     from codemode.tools.dry_run import DryRun
@@ -66,6 +66,30 @@ class DryRunStore:
         if below is None and self._holds_records(key):
             return FileInfo("dir", 0o755, 0, key)
         return below
+
+    def entries(self, path: Path) -> list[DirItem]:
+        """The store below's entries with the recorded changes applied: files written
+        appear (with the folders made on the way), files removed are gone."""
+        key = path.resolve()
+        try:
+            found = {item.name: item for item in self.base.entries(path)}
+        except FileNotFoundError:
+            if not self._holds_records(key):
+                raise
+            found = {}
+        for recorded in self.changes.recorded():
+            if not recorded.is_relative_to(key) or recorded == key:
+                continue
+            name = recorded.relative_to(key).parts[0]
+            data = self.changes.content(recorded)
+            if recorded.parent != key:
+                if data is not None and name not in found:
+                    found[name] = DirItem(name, "dir", None)
+            elif data is None:
+                found.pop(name, None)
+            elif found.get(name, DirItem(name, "file", None)).kind != "symlink":
+                found[name] = DirItem(name, "file", len(data))
+        return list(found.values())
 
     # --- writing ---------------------------------------------------------------------
 
