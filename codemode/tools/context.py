@@ -49,8 +49,8 @@ class ToolContext:
     # Set for a dry run: writing tools record changes here instead of on disk, and
     # read_file sees them (codemode.tools.dry_run).
     dry_run: DryRun | None = None
-    # The files as this session sees them (codemode.tools.store). None: the layers that
-    # ``client`` and ``dry_run`` imply, over the disk (see ``file_store``).
+    # The files as this session sees them; None: the layers that ``client`` and
+    # ``dry_run`` imply, over the disk (``codemode.tools.store.store_for``).
     store: FileStore | None = None
     # Set for one call by whoever shows it live: a command's output chunks as they
     # arrive (codemode.tools.live_output).
@@ -87,16 +87,6 @@ class ToolContext:
         if reason is not None:
             raise ToolError(f"refusing to write {path}: {reason}")
         return p
-
-    def file_store(self) -> FileStore:
-        """The store every file tool reads and writes through: ``store`` when one was
-        set, else the disk under the editor's buffers (``client``) or the dry-run overlay
-        (``dry_run``). Call it on the event loop (an editor store binds to it)."""
-        if self.store is not None:
-            return self.store
-        from codemode.tools.store import session_store
-
-        return session_store(self)
 
     def display(self, path: Path) -> str:
         """A path as the program should see it: relative to the workspace when inside."""

@@ -2,7 +2,7 @@
 
 A ``DryRun`` set on ``ToolContext.dry_run`` records changes in memory; the file tools
 reach it as a file store layered over the disk (``DryRunStore`` in
-``codemode.tools.store.overlay``, what ``ToolContext.file_store()`` gives them then).
+``codemode.tools.store.overlay``, what ``codemode.tools.store.store_for`` gives them then).
 Writes go into it after the usual writability check, so confinement is enforced exactly
 as in a real run; reads look in it first, so a program that writes a file (with
 write_file, edit or apply_patch) and reads it back sees its own change. At the

@@ -16,7 +16,7 @@ from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolRe
 from codemode.tools.files import WriteFileArgs, write_through
 from codemode.tools.fs.reading import NotRegular
 from codemode.tools.fs.text import Encoding, decode
-from codemode.tools.store import FileStore
+from codemode.tools.store import FileStore, store_for
 
 
 class EditArgs(StrictArgs):
@@ -84,7 +84,7 @@ async def edit(args: EditArgs, ctx: ToolContext) -> EditResult:
     The file is read and written through the session's store (a dry run's overlay, an
     editor's buffers) and the write through ``write_file``'s path, so it obeys the same
     writable roots and approval."""
-    content, encoding, result = await asyncio.to_thread(_plan_edit, args, ctx, ctx.file_store())
+    content, encoding, result = await asyncio.to_thread(_plan_edit, args, ctx, store_for(ctx))
     new = WriteFileArgs(path=args.path, content=content, encoding=encoding)
     await write_through(new, ctx, "edit")
     return result

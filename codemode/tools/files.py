@@ -1,7 +1,7 @@
 """File tools: ``read_file``, ``write_file`` and ``list_dir``.
 
 ``read_file`` and ``write_file`` go through the session's file store
-(``ToolContext.file_store()``, see ``codemode.tools.store``): the disk, a dry run's
+(``codemode.tools.store.store_for``): the disk, a dry run's
 overlay, or the editor's buffers. Reads may look anywhere (the model often needs a
 system header or a sibling project) but take regular files only, up to a byte cap;
 writes are confined to the writable roots, which the store enforces (a write outside
@@ -20,7 +20,13 @@ from pydantic import Field
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
 from codemode.tools.fs.reading import NotRegular, TooBig
 from codemode.tools.fs.text import Encoding, check_no_new_replacement, decode, encode
-from codemode.tools.store import MAX_READ_BYTES, EntryKind, FileStore, OutsideRoots
+from codemode.tools.store import (
+    MAX_READ_BYTES,
+    EntryKind,
+    FileStore,
+    OutsideRoots,
+    store_for,
+)
 
 # A NUL byte this early is the same heuristic git and grep use to call a file binary.
 BINARY_SNIFF_BYTES = 8192
@@ -144,7 +150,7 @@ def _window(
 async def read_file(args: ReadFileArgs, ctx: ToolContext) -> ReadFileResult:
     """Read a text file, optionally a window of its lines (through the session's store:
     a dry run's own writes, an editor's unsaved buffer)."""
-    return await asyncio.to_thread(_read_file_sync, args, ctx, ctx.file_store())
+    return await asyncio.to_thread(_read_file_sync, args, ctx, store_for(ctx))
 
 
 READ_FILE = Tool(
@@ -240,7 +246,7 @@ async def write_file(args: WriteFileArgs, ctx: ToolContext) -> WriteFileResult:
 
 async def write_through(args: WriteFileArgs, ctx: ToolContext, tool: str) -> WriteFileResult:
     """``write_file``'s work, with ``tool`` named in what the user is asked."""
-    store = ctx.file_store()
+    store = store_for(ctx)
     path = ctx.resolve(args.path)
     grant: Path | None = None
     try:
@@ -336,7 +342,7 @@ def _list_dir_sync(args: ListDirArgs, ctx: ToolContext, store: FileStore) -> Lis
 async def list_dir(args: ListDirArgs, ctx: ToolContext) -> ListDirResult:
     """List a directory, optionally a few levels deep (as the session's store has it: a
     dry run's new files included)."""
-    return await asyncio.to_thread(_list_dir_sync, args, ctx, ctx.file_store())
+    return await asyncio.to_thread(_list_dir_sync, args, ctx, store_for(ctx))
 
 
 LIST_DIR = Tool(

@@ -19,11 +19,11 @@ from codemode.tools.fs.beneath import default_mode
 from codemode.tools.fs.reading import NotRegular
 from codemode.tools.fs.text import Encoding, decode, encode
 from codemode.tools.patch import diff as diffs
-from codemode.tools.patch.commit import Original, Removal, Write
 from codemode.tools.patch.edit import ChunkProblems, Edit, apply_chunks, split_lines
 from codemode.tools.patch.errors import PatchError
 from codemode.tools.patch.model import AddFile, Change, DeleteFile, Patch, UpdateFile
-from codemode.tools.store import MAX_READ_BYTES, FileStore
+from codemode.tools.store import MAX_READ_BYTES, FileStore, store_for
+from codemode.tools.store.commit import Original, Removal, Write
 
 # Files over this size are not patched (read_file's limit, which the store enforces).
 MAX_FILE_BYTES = MAX_READ_BYTES
@@ -322,6 +322,6 @@ class Planner:
 
 def make_plan(patch: Patch, base: Path, ctx: ToolContext, store: FileStore | None = None) -> Plan:
     """Check every operation of ``patch`` against the files under ``base`` (as ``store``
-    has them: by default the session's, ``ctx.file_store()``) and compute the result
+    has them: by default the session's, ``store_for(ctx)``) and compute the result
     in memory; raises PatchError listing every problem found."""
-    return Planner(base, ctx, store or ctx.file_store()).plan(patch)
+    return Planner(base, ctx, store or store_for(ctx)).plan(patch)

@@ -10,7 +10,7 @@ A ``FileStore`` is the files as one session sees them. Three layers exist:
   (``fs/read_text_file``, ``fs/write_text_file``), unsaved changes included, layered
   over disk for what an editor cannot do (stat, remove, bytes that are not text).
 
-``ToolContext.file_store()`` gives a handler its session's store; read_file,
+``store_for(ctx)`` gives a handler its session's store (``ToolContext.store``); read_file,
 write_file, edit and apply_patch all go through it, so a dry run or an editor session
 sees every file tool the same way.
 
@@ -29,7 +29,7 @@ from codemode.tools.context import ToolError
 
 if TYPE_CHECKING:
     from codemode.tools.context import ToolContext
-    from codemode.tools.patch.commit import Original, Removal, Write
+    from codemode.tools.store.commit import Original, Removal, Write
 
 # The most a file tool reads of one file (read_file's documented 20 MB limit).
 MAX_READ_BYTES = 20 * 1024 * 1024
@@ -107,16 +107,20 @@ class FileStore(Protocol):
         originals: Mapping[Path, Original],
     ) -> None:
         """Remove then write files, all or nothing: on any failure what was done is
-        undone (from ``originals``, the contents read while planning) and PatchError
-        is raised."""
+        undone (from ``originals``, the contents read while planning) and
+        ``commit.CommitFailed`` is raised."""
         ...
 
 
-def session_store(ctx: ToolContext) -> FileStore:
-    """The layers ``ctx`` implies when no store was set on it: the disk, under the
-    editor's buffers when ``ctx.client`` offers file access, under the dry-run overlay
-    when ``ctx.dry_run`` is set (a dry run never reaches the editor: nothing it does
-    may change a buffer the user sees)."""
+def store_for(ctx: ToolContext) -> FileStore:
+    """The store every file tool of ``ctx`` reads and writes through: ``ctx.store`` when
+    one was set, else the layers ``ctx`` implies: the disk, under the editor's buffers
+    when ``ctx.client`` offers file access, under the dry-run overlay when
+    ``ctx.dry_run`` is set (a dry run never reaches the editor: nothing it does may
+    change a buffer the user sees). Call it on the event loop: an editor store binds
+    to it."""
+    if ctx.store is not None:
+        return ctx.store
     from codemode.tools.store.disk import DiskStore
 
     disk = DiskStore(ctx)

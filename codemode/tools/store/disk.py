@@ -23,7 +23,7 @@ from codemode.tools.fs.writing import writable_tree, write_new_or_replace
 from codemode.tools.store import MAX_READ_BYTES, DirItem, FileInfo, FileKind, OutsideRoots
 
 if TYPE_CHECKING:
-    from codemode.tools.patch.commit import Original, Removal, Write
+    from codemode.tools.store.commit import Original, Removal, Write
 
 
 def _kind(mode: int) -> FileKind:
@@ -118,7 +118,7 @@ class DiskStore:
         writes: Sequence[Write],
         originals: Mapping[Path, Original],
     ) -> None:
-        from codemode.tools.patch.commit import commit
+        from codemode.tools.store.commit import commit
 
         commit(removals, writes, originals, writable_tree(self.ctx))
 

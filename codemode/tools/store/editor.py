@@ -29,7 +29,7 @@ from codemode.tools.store import MAX_READ_BYTES, DirItem, FileInfo, FileStore
 
 if TYPE_CHECKING:
     from codemode.tools.client import ToolClient
-    from codemode.tools.patch.commit import Original, Removal, Write
+    from codemode.tools.store.commit import Original, Removal, Write
 
 T = TypeVar("T")
 
@@ -125,8 +125,9 @@ class EditorStore:
         originals: Mapping[Path, Original],
     ) -> None:
         """One step at a time, each undone (newest first) if a later one fails: an
-        editor has no transaction to offer."""
-        from codemode.tools.patch.commit import roll_back
+        editor has no transaction to offer. A file the patch created is removed again
+        on disk; an editor that kept it only as an unsaved buffer keeps that buffer."""
+        from codemode.tools.store.commit import roll_back
 
         undo: list[Callable[[], object]] = []
         current = ""

@@ -23,7 +23,7 @@ from codemode.tools.store import DirItem, FileInfo, FileStore
 
 if TYPE_CHECKING:
     from codemode.tools.dry_run import DryRun
-    from codemode.tools.patch.commit import Original, Removal, Write
+    from codemode.tools.store.commit import Original, Removal, Write
 
 
 class DryRunStore:
@@ -135,7 +135,7 @@ class DryRunStore:
         originals: Mapping[Path, Original],
     ) -> None:
         """Record every removal and write, or (when one is refused) none of them."""
-        from codemode.tools.patch.errors import PatchError
+        from codemode.tools.store.commit import CommitFailed
 
         state = self.changes.state()
         current = ""
@@ -149,4 +149,6 @@ class DryRunStore:
         except (OSError, ToolError) as exc:
             self.changes.restore(state)
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise PatchError(f"Writing {current} failed: {reason}. Nothing was recorded.") from None
+            raise CommitFailed(
+                [f"Writing {current} failed: {reason}. Nothing was recorded."]
+            ) from None

@@ -1,4 +1,4 @@
-"""Writing a planned patch to disk, all or nothing.
+"""Writing a set of changes (apply_patch's plan) to disk, all or nothing.
 
 Every file is written to a temporary file in its own directory and renamed over the
 target, so no file is ever seen half-written; each path is reached by the race-free walk
@@ -19,7 +19,17 @@ from typing import NoReturn
 
 from codemode.tools.context import ToolError
 from codemode.tools.fs.beneath import Tree, rmdir, unlink, write_atomic
-from codemode.tools.patch.errors import PatchError
+
+
+class CommitFailed(ToolError):
+    """A commit that failed partway, after undoing what it had done: ``problems`` says
+    what failed (and any file that could not be restored), ``partial`` whether some
+    change could not be undone. apply_patch reports it as a PatchError."""
+
+    def __init__(self, problems: list[str], *, partial: bool = False) -> None:
+        self.problems = problems
+        self.partial = partial
+        super().__init__("\n\n".join(problems))
 
 
 @dataclass
@@ -53,7 +63,7 @@ def commit(
     """Remove then write files under ``tree``'s roots; on any failure undo what was done
     and raise PatchError. Every path is walked again from the roots' descriptors
     (``codemode.tools.fs``): a directory swapped for a symlink since the plan cannot
-    send a write, or a removal, outside them."""
+    send a write, or a removal, outside them. On any failure raises CommitFailed."""
     undo: list[Callable[[], object]] = []
     current = ""
     try:
@@ -85,7 +95,7 @@ def commit(
 
 def roll_back(undo: list[Callable[[], object]], current: str, exc: BaseException) -> NoReturn:
     """Run the undo steps of a commit that failed writing ``current`` (newest first) and
-    raise the PatchError that says so, naming any file that could not be restored."""
+    raise the CommitFailed that says so, naming any file that could not be restored."""
     failed = []
     for step in reversed(undo):
         try:
@@ -94,10 +104,10 @@ def roll_back(undo: list[Callable[[], object]], current: str, exc: BaseException
             failed.append(_reason(undo_exc, with_name=True))
     problem = f"Writing {current} failed: {_reason(exc)}."
     if not failed:
-        raise PatchError(f"{problem} The files already written were restored.") from None
-    raise PatchError(
+        raise CommitFailed([f"{problem} The files already written were restored."]) from None
+    raise CommitFailed(
         [problem, "Restoring these files also failed; check them:\n" + "\n".join(failed)],
-        headline="apply_patch: the patch failed partway and could not be fully undone.",
+        partial=True,
     ) from None
 
 
