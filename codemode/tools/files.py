@@ -25,6 +25,7 @@ from codemode.tools.store import (
     EntryKind,
     FileStore,
     OutsideRoots,
+    WriteRefused,
     store_for,
 )
 
@@ -208,26 +209,16 @@ def _encoded(args: WriteFileArgs, old: bytes | None, shown: str) -> bytes:
     return encode(args.content, encoding, shown)
 
 
-def _existing(store: FileStore, path: Path, shown: str) -> bytes | None:
-    """The file being replaced, None if there is none (or it is too big to look at:
-    its encoding is then taken to be UTF-8); refuses a directory or a device."""
-    try:
-        return store.read(path, shown)
-    except (FileNotFoundError, NotADirectoryError, TooBig):
-        return None
-    except NotRegular as exc:
-        if exc.is_dir:
-            raise IsADirectoryError(21, "is a directory", shown) from None
-        raise ToolError(f"refusing to replace {exc}") from None
-
-
 def _write_file_sync(
     args: WriteFileArgs, ctx: ToolContext, store: FileStore, path: Path, grant: Path | None
 ) -> WriteFileResult:
     shown = ctx.display(path)
     try:
-        data = _encoded(args, _existing(store, path, shown), shown)
-        created = store.write(path, data, shown, grant=grant)
+        data, created = store.replace(
+            path, args.path, lambda old: _encoded(args, old, shown), grant=grant
+        )
+    except WriteRefused:
+        raise  # says which path and why already
     except IsADirectoryError:
         raise ToolError(f"write_file: {shown} is a directory") from None
     except NotADirectoryError as exc:
@@ -248,9 +239,8 @@ async def write_through(args: WriteFileArgs, ctx: ToolContext, tool: str) -> Wri
     """``write_file``'s work, with ``tool`` named in what the user is asked."""
     store = store_for(ctx)
     path = ctx.resolve(args.path)
-    grant: Path | None = None
     try:
-        store.writable(path, args.path)
+        return await asyncio.to_thread(_write_file_sync, args, ctx, store, path, None)
     except OutsideRoots as refusal:
         from codemode.tools.write_approval import approve_outside_write
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from codemode.tools.context import ToolContext, ToolError
-from codemode.tools.fs.beneath import Tree, write_atomic
+from codemode.tools.fs.beneath import Missing, Spot, Tree, write_atomic
+from codemode.tools.fs.reading import NotRegular, TooBig, read_spot
 
 
 def writable_tree(ctx: ToolContext, *, follow: bool = True) -> Tree:
@@ -18,6 +19,28 @@ def writable_tree(ctx: ToolContext, *, follow: bool = True) -> Tree:
     else:
         roots = [ctx.workspace, *ctx.writable_roots]
     return Tree(roots, follow=follow)
+
+
+def existing_bytes(spot: Spot, cap: int, shown: str) -> bytes | None:
+    """The regular file at ``spot``, None if there is none; refuses a directory."""
+    try:
+        return read_spot(spot, cap, shown)
+    except FileNotFoundError:
+        return None
+    except TooBig:
+        return None  # too big to look at: its encoding is taken to be UTF-8
+    except NotRegular as exc:
+        if exc.is_dir:
+            raise IsADirectoryError(21, "is a directory", shown) from None
+        raise ToolError(f"refusing to replace {exc}") from None
+
+
+def locate_existing(tree: Tree, path: Path, shown: str) -> Spot | None:
+    """The spot of ``path`` if its directory exists, else None (nothing created)."""
+    try:
+        return tree.locate(path, shown=shown)
+    except Missing:
+        return None
 
 
 def write_new_or_replace(tree: Tree, path: Path, data: bytes, shown: str) -> bool:

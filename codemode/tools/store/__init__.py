@@ -20,7 +20,7 @@ The methods are blocking: the tools call them from a worker thread
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -60,7 +60,11 @@ class DirItem:
     size: int | None
 
 
-class OutsideRoots(ToolError):
+class WriteRefused(ToolError):
+    """A write refused before anything was touched (``FileStore.writable``)."""
+
+
+class OutsideRoots(WriteRefused):
     """A write refused only because the path is outside the writable roots: the one
     refusal the user may be asked to lift (``codemode.tools.write_approval``)."""
 
@@ -86,8 +90,23 @@ class FileStore(Protocol):
         ...
 
     def writable(self, path: Path, shown: str, *, grant: Path | None = None) -> None:
-        """Raise ToolError (OutsideRoots when only the roots refuse it) unless ``path``
-        may be written. ``grant`` is an extra root the user approved for this write."""
+        """Raise WriteRefused (OutsideRoots when only the roots refuse it) unless
+        ``path`` may be written. ``grant`` is a directory the user approved for this
+        write (``codemode.tools.write_approval``)."""
+        ...
+
+    def replace(
+        self,
+        path: Path,
+        shown: str,
+        change: Callable[[bytes | None], bytes],
+        *,
+        grant: Path | None = None,
+    ) -> tuple[bytes, bool]:
+        """Read, change and write one file: ``change`` gets what the file holds now
+        (None: no file, or one too big to look at) and returns the new bytes, which are
+        written. Returns them and whether the file was created. Checks ``writable``
+        first; raises IsADirectoryError for a directory, ToolError for a device."""
         ...
 
     def write(self, path: Path, data: bytes, shown: str, *, grant: Path | None = None) -> bool:
@@ -110,6 +129,34 @@ class FileStore(Protocol):
         undone (from ``originals``, the contents read while planning) and
         ``commit.CommitFailed`` is raised."""
         ...
+
+
+def existing(store: FileStore, path: Path, shown: str) -> bytes | None:
+    """What ``store`` holds at ``path`` for a file about to be replaced: None if there
+    is none (or it is too big to look at); refuses a directory or a device."""
+    from codemode.tools.fs.reading import NotRegular, TooBig
+
+    try:
+        return store.read(path, shown)
+    except (FileNotFoundError, NotADirectoryError, TooBig):
+        return None
+    except NotRegular as exc:
+        if exc.is_dir:
+            raise IsADirectoryError(21, "is a directory", shown) from None
+        raise ToolError(f"refusing to replace {exc}") from None
+
+
+def read_modify_write(
+    store: FileStore,
+    path: Path,
+    shown: str,
+    change: Callable[[bytes | None], bytes],
+    grant: Path | None,
+) -> tuple[bytes, bool]:
+    """``FileStore.replace`` from the store's own check, read and write."""
+    store.writable(path, shown, grant=grant)
+    data = change(existing(store, path, shown))
+    return data, store.write(path, data, shown, grant=grant)
 
 
 def store_for(ctx: ToolContext) -> FileStore:

@@ -12,15 +12,27 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codemode.tools.context import ToolContext, ToolError
-from codemode.tools.fs.beneath import Tree, unlink
+from codemode.tools.fs.beneath import Tree, unlink, write_atomic
 from codemode.tools.fs.reading import locate_for_reading, read_regular
-from codemode.tools.fs.writing import writable_tree, write_new_or_replace
-from codemode.tools.store import MAX_READ_BYTES, DirItem, FileInfo, FileKind, OutsideRoots
+from codemode.tools.fs.writing import (
+    existing_bytes,
+    locate_existing,
+    writable_tree,
+    write_new_or_replace,
+)
+from codemode.tools.store import (
+    MAX_READ_BYTES,
+    DirItem,
+    FileInfo,
+    FileKind,
+    OutsideRoots,
+    WriteRefused,
+)
 
 if TYPE_CHECKING:
     from codemode.tools.store.commit import Original, Removal, Write
@@ -87,11 +99,13 @@ class DiskStore:
             return [_item(entry) for entry in found]
 
     def writable(self, path: Path, shown: str, *, grant: Path | None = None) -> None:
+        # The refusal names the path as the caller did when ``shown`` is that path.
+        named = shown if self.ctx.resolve(shown) == path else path
         try:
-            self.ctx.resolve_writable(path)
+            self.ctx.resolve_writable(named)
         except ToolError as refusal:
             if not outside_roots(self.ctx, path):
-                raise
+                raise WriteRefused(str(refusal)) from None
             if grant is not None and _under(path, grant):
                 return
             raise OutsideRoots(str(refusal)) from None
@@ -106,6 +120,25 @@ class DiskStore:
         self.writable(path, shown, grant=grant)
         # Walked from the roots' descriptors, never by name again.
         return write_new_or_replace(self._tree(grant), path, data, shown)
+
+    def replace(
+        self,
+        path: Path,
+        shown: str,
+        change: Callable[[bytes | None], bytes],
+        *,
+        grant: Path | None = None,
+    ) -> tuple[bytes, bool]:
+        self.writable(path, shown, grant=grant)
+        # One walk from the roots' descriptors: what is read is what is replaced.
+        tree = self._tree(grant)
+        spot = locate_existing(tree, path, shown)
+        if spot is None:
+            data = change(None)
+            return data, write_new_or_replace(tree, path, data, shown)
+        with spot:
+            data = change(existing_bytes(spot, MAX_READ_BYTES, shown))
+            return data, write_atomic(spot, data)
 
     def remove(self, path: Path, shown: str) -> None:
         self.writable(path, shown)

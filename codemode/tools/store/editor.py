@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from codemode.tools.context import ToolError
 from codemode.tools.fs.reading import TooBig
-from codemode.tools.store import MAX_READ_BYTES, DirItem, FileInfo, FileStore
+from codemode.tools.store import MAX_READ_BYTES, DirItem, FileInfo, FileStore, read_modify_write
 
 if TYPE_CHECKING:
     from codemode.tools.client import ToolClient
@@ -114,6 +114,16 @@ class EditorStore:
             return self.base.write(path, data, shown, grant=grant)
         self._ask(partial(self.client.write_text, path, text), shown)
         return info is None
+
+    def replace(
+        self,
+        path: Path,
+        shown: str,
+        change: Callable[[bytes | None], bytes],
+        *,
+        grant: Path | None = None,
+    ) -> tuple[bytes, bool]:
+        return read_modify_write(self, path, shown, change, grant)
 
     def remove(self, path: Path, shown: str) -> None:
         self.base.remove(path, shown)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import errno
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +19,7 @@ from codemode.tools.context import ToolError
 from codemode.tools.fs import guard
 from codemode.tools.fs.beneath import default_mode
 from codemode.tools.fs.reading import NotRegular
-from codemode.tools.store import DirItem, FileInfo, FileStore
+from codemode.tools.store import DirItem, FileInfo, FileStore, WriteRefused, read_modify_write
 
 if TYPE_CHECKING:
     from codemode.tools.dry_run import DryRun
@@ -100,7 +100,7 @@ class DryRunStore:
         below = target.relative_to(self.workspace) if inside else target
         reason = guard.write_refusal(below.parts)
         if reason is not None:
-            raise ToolError(f"refusing to write {shown}: {reason}")
+            raise WriteRefused(f"refusing to write {shown}: {reason}")
 
     def _before(self, path: Path) -> bytes | None:
         try:
@@ -122,6 +122,16 @@ class DryRunStore:
             raise IsADirectoryError(errno.EISDIR, "is a directory", shown)
         self.changes.record(key, data, lambda: self._before(key))
         return now is None
+
+    def replace(
+        self,
+        path: Path,
+        shown: str,
+        change: Callable[[bytes | None], bytes],
+        *,
+        grant: Path | None = None,
+    ) -> tuple[bytes, bool]:
+        return read_modify_write(self, path, shown, change, grant)
 
     def remove(self, path: Path, shown: str) -> None:
         self.writable(path, shown)
