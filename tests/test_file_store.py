@@ -369,3 +369,10 @@ async def test_list_dir_in_a_dry_run_shows_the_recorded_files(ws: Path) -> None:
     ]
     assert (await call(ctx, "list_dir", path="new/deep"))["entries"][0]["path"] == "f.txt"
     assert sorted(p.name for p in ws.iterdir()) == ["gone.txt", "kept.txt"]
+
+
+async def test_list_dir_of_proc_self_lists_and_read_file_still_refuses(ws: Path) -> None:
+    ctx = ToolContext(workspace=ws)
+    listed = await call(ctx, "list_dir", path="/proc/self")
+    assert "environ" in [e["path"] for e in listed["entries"]]
+    assert "not readable" in await refusal(ctx, "read_file", path="/proc/self/environ")

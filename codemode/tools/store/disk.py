@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.fs.beneath import Tree, unlink, write_atomic
-from codemode.tools.fs.reading import locate_for_reading, read_regular
+from codemode.tools.fs.reading import read_regular
 from codemode.tools.fs.writing import (
     existing_bytes,
     locate_existing,
@@ -79,16 +79,11 @@ class DiskStore:
 
     def stat(self, path: Path) -> FileInfo | None:
         try:
-            with locate_for_reading(path, path) as spot:
+            with Tree(None, writing=False).locate(path, shown=path) as spot:
                 real, st = spot.real, spot.lstat()
         except IsADirectoryError:  # "/" itself, which has no last component to walk to
             real, st = path, os.stat(path)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except ToolError:
-            # Refused to read (the agent's own /proc): a thing that is there, not a file.
-            return FileInfo("other", 0, 0, path)
-        except OSError:
+        except (OSError, ToolError):  # nothing there, or it kept changing
             return None
         if st is None:
             return None

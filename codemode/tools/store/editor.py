@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from codemode.tools.context import ToolError
+from codemode.tools.fs import guard
 from codemode.tools.fs.reading import TooBig
 from codemode.tools.store import MAX_READ_BYTES, DirItem, FileInfo, FileStore, read_modify_write
 
@@ -88,7 +89,11 @@ class EditorStore:
             # Nothing on disk: nothing to read (a buffer the user never saved is not a
             # file the tools can see yet).
             raise FileNotFoundError(errno.ENOENT, "no such file", shown)
-        if info.kind != "file" or not self.client.reads_files:
+        if (
+            info.kind != "file"
+            or guard.read_refusal(info.real) is not None
+            or not self.client.reads_files
+        ):
             return self.base.read(path, shown)  # its own refusal, or the disk's bytes
         text = self._ask(partial(self.client.read_text, path), shown)
         try:
