@@ -20,6 +20,7 @@ The methods are blocking: the tools call them from a worker thread
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,7 +143,7 @@ def existing(store: FileStore, path: Path, shown: str) -> bytes | None:
         return None
     except NotRegular as exc:
         if exc.is_dir:
-            raise IsADirectoryError(21, "is a directory", shown) from None
+            raise IsADirectoryError(errno.EISDIR, "is a directory", shown) from None
         raise ToolError(f"refusing to replace {exc}") from None
 
 
