@@ -39,10 +39,13 @@ class ApplyPatchResult(ToolResult):
 
 
 async def run_apply_patch(args: ApplyPatchArgs, ctx: ToolContext) -> ApplyPatchResult:
-    """Apply the patch in the workspace (raises PatchError, a ToolError, on failure)."""
+    """Apply the patch in the workspace, through the session's file store (raises
+    PatchError, a ToolError, on failure)."""
     from codemode.tools.patch.engine import apply_patch_text
+    from codemode.tools.store import store_for
 
-    outcome = await asyncio.to_thread(apply_patch_text, args.input, ctx.workspace, ctx)
+    store = store_for(ctx)
+    outcome = await asyncio.to_thread(apply_patch_text, args.input, ctx.workspace, ctx, store)
     return ApplyPatchResult(
         changes=[PatchChange(path=c.path, kind=c.kind, move_to=c.move_to) for c in outcome.changes],
         diff=outcome.diff,

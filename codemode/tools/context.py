@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from codemode.sandbox.session import SandboxSession
     from codemode.tools.client import ToolClient
     from codemode.tools.dry_run import DryRun
+    from codemode.tools.store import FileStore
 
 
 @dataclass
@@ -42,6 +43,9 @@ class ToolContext:
     # Set for a dry run: writing tools record changes here instead of on disk, and
     # read_file sees them (codemode.tools.dry_run).
     dry_run: DryRun | None = None
+    # The files as this session sees them; None: the layers that ``client`` and
+    # ``dry_run`` imply, over the disk (``codemode.tools.store.store_for``).
+    store: FileStore | None = None
     # Set for one call by whoever shows it live: a command's output chunks as they
     # arrive (codemode.tools.live_output).
     live_output: Callable[[bytes], None] | None = None

@@ -1,9 +1,11 @@
 """Dry runs: file-writing tools record what they would change instead of changing it.
 
-A ``DryRun`` set on ``ToolContext.dry_run`` is an in-memory overlay over the workspace.
-Writing tools put new contents (or a removal) into it after the usual writability
-check, so confinement is enforced exactly as in a real run; ``read_file`` looks in it
-first, so a program that writes a file and reads it back sees its own change. At the
+A ``DryRun`` set on ``ToolContext.dry_run`` records changes in memory; the file tools
+reach it as a file store layered over the disk (``DryRunStore`` in
+``codemode.tools.store.overlay``, what ``codemode.tools.store.store_for`` gives them then).
+Writes go into it after the usual writability check, so confinement is enforced exactly
+as in a real run; reads look in it first, so a program that writes a file (with
+write_file, edit or apply_patch) and reads it back sees its own change. At the
 end ``diff()`` gives every change as one unified diff (git's ``a/`` ``b/`` form).
 
 Only tools that honour the overlay may run during a dry run: readers (``effect="read"``
@@ -14,16 +16,18 @@ a plugin adds) would change files that the diff never shows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from codemode.tools.base import Tool
+    from codemode.tools.store import FileStore
+    from codemode.tools.store.overlay import DryRunStore
 
 
 def allowed_in_dry_run(tool: Tool) -> bool:
@@ -34,15 +38,6 @@ def allowed_in_dry_run(tool: Tool) -> bool:
 
 # What diff and git print after a last line that has no line ending.
 NO_NEWLINE = "\\ No newline at end of file\n"
-
-
-class Removed(Protocol):
-    path: Path
-
-
-class Written(Protocol):
-    path: Path
-    data: bytes
 
 
 @dataclass(frozen=True)
@@ -60,7 +55,11 @@ def _key(path: Path) -> Path:
 
 
 class DryRun:
-    """The changes a dry run has recorded, by resolved path."""
+    """The changes a dry run has recorded, by resolved path: what each file held before
+    (as the store below had it) and what it holds now (``None``: removed).
+
+    ``over(store, workspace)`` is the overlay the file tools write into (``DryRunStore``);
+    ``diff()`` and ``changed_paths()`` report what it recorded."""
 
     def __init__(self) -> None:
         self._after: dict[Path, bytes | None] = {}
@@ -75,55 +74,30 @@ class DryRun:
         paths ``in`` the overlay."""
         return self._after[_key(path)]
 
-    def exists(self, path: Path) -> bool:
-        """Whether ``path`` is a file or directory as the dry run sees it."""
+    def over(self, base: FileStore, workspace: Path) -> DryRunStore:
+        """The overlay store that records into this dry run, over ``base``."""
+        from codemode.tools.store.overlay import DryRunStore
+
+        return DryRunStore(self, base, workspace)
+
+    def record(self, path: Path, data: bytes | None, before: Callable[[], bytes | None]) -> None:
+        """Record ``data`` (None: removed) as the new contents of ``path``; ``before``
+        gives what it held before the dry run, asked only the first time."""
         key = _key(path)
-        if key in self._after:
-            return self._after[key] is not None
-        return key.exists() or any(
-            k.is_relative_to(key) and v is not None for k, v in self._after.items()
-        )
-
-    def write(self, path: Path, data: bytes) -> bool:
-        """Record ``data`` as the new contents of ``path``; True if that creates it.
-
-        ``path`` must already have passed ``ToolContext.resolve_writable``.
-        """
-        key = _key(path)
-        for parent in key.parents:
-            if self._after.get(parent) is not None or (
-                parent not in self._after and parent.is_file()
-            ):
-                raise ToolError(f"cannot create {path}: {parent} is a file")
-        if key not in self._after and key.is_dir():
-            raise ToolError(f"{path} is a directory")
-        created = not self.exists(key)
-        self._remember(key)
-        self._after[key] = data
-        return created
-
-    def remove(self, path: Path) -> None:
-        """Record that ``path`` (a file) is deleted."""
-        key = _key(path)
-        self._remember(key)
-        self._after[key] = None
-
-    def record(self, removals: Iterable[Removed], writes: Iterable[Written]) -> None:
-        """Record a set of removals and writes (apply_patch's plan) together: either all
-        are recorded or, when one cannot be (ToolError), none is."""
-        before = (dict(self._after), dict(self._before))
-        try:
-            for removal in removals:
-                self.remove(removal.path)
-            for write in writes:
-                self.write(write.path, write.data)
-        except ToolError:
-            self._after, self._before = before
-            raise
-
-    def _remember(self, key: Path) -> None:
         if key not in self._before:
-            self._before[key] = _disk_bytes(key)
+            self._before[key] = before()
+        self._after[key] = data
+
+    def recorded(self) -> list[Path]:
+        """Every path with a recorded change, symlinks resolved."""
+        return list(self._after)
+
+    def state(self) -> tuple[dict[Path, bytes | None], dict[Path, bytes | None]]:
+        """A copy of what is recorded, for ``restore`` (all-or-nothing recording)."""
+        return dict(self._after), dict(self._before)
+
+    def restore(self, state: tuple[dict[Path, bytes | None], dict[Path, bytes | None]]) -> None:
+        self._after, self._before = dict(state[0]), dict(state[1])
 
     def changes(self) -> list[FileChange]:
         """Files whose contents differ from the disk, sorted by path."""
@@ -161,18 +135,6 @@ class DryRun:
         """The changed files, relative to ``root`` where inside it."""
         root = root.resolve()
         return [_relative(change.path, root) for change in self.changes()]
-
-
-def _disk_bytes(path: Path) -> bytes | None:
-    """The regular file at ``path`` as it is on disk (None: none there); never a device
-    or FIFO, never more than read_file's cap."""
-    from codemode.tools.files import MAX_READ_BYTES
-    from codemode.tools.fs.reading import read_regular
-
-    try:
-        return read_regular(path, MAX_READ_BYTES)
-    except (OSError, ToolError):
-        return None
 
 
 def _relative(path: Path, root: Path) -> str:

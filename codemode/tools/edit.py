@@ -14,9 +14,10 @@ from pydantic import Field
 
 from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
-from codemode.tools.files import MAX_READ_BYTES, WriteFileArgs, write_file
-from codemode.tools.fs.reading import NotRegular, read_regular
+from codemode.tools.files import WriteFileArgs, write_through
+from codemode.tools.fs.reading import NotRegular
 from codemode.tools.fs.text import Encoding, decode
+from codemode.tools.store import FileStore, store_for
 
 
 class EditArgs(StrictArgs):
@@ -37,18 +38,21 @@ class EditResult(ToolResult):
     created: bool = Field(description="True when the edit created the file.")
 
 
-def _plan_edit(args: EditArgs, ctx: ToolContext) -> tuple[str, Encoding | None, EditResult]:
-    """The file's new content, its encoding and the result to report, or a ToolError."""
+def _plan_edit(
+    args: EditArgs, ctx: ToolContext, store: FileStore
+) -> tuple[str, Encoding | None, EditResult]:
+    """The file's new content, its encoding and the result to report, or a ToolError.
+    The file is read through the session's store, as the write will go."""
     path = ctx.resolve(args.path)
     shown = ctx.display(path)
     if args.old_string == "":
-        if path.exists():
+        if store.stat(path) is not None:
             raise ToolError(
                 f"edit: old_string is empty but {shown} exists; give the text to replace"
             )
         return args.new_string, None, EditResult(path=shown, replacements=1, created=True)
     try:
-        data = read_regular(path, MAX_READ_BYTES, shown)
+        data = store.read(path, shown)
     except (FileNotFoundError, NotADirectoryError):
         raise ToolError(f"edit: {shown} does not exist") from None
     except NotRegular as exc:
@@ -78,10 +82,12 @@ def _plan_edit(args: EditArgs, ctx: ToolContext) -> tuple[str, Encoding | None, 
 async def edit(args: EditArgs, ctx: ToolContext) -> EditResult:
     """Replace exact text in a file (once, or everywhere with replace_all).
 
-    The write goes through ``write_file``, so it obeys the same writable roots and,
-    in an editor session, lands in the editor's buffer."""
-    content, encoding, result = await asyncio.to_thread(_plan_edit, args, ctx)
-    await write_file(WriteFileArgs(path=args.path, content=content, encoding=encoding), ctx)
+    The file is read and written through the session's store (a dry run's overlay, an
+    editor's buffers) and the write through ``write_file``'s path, so it obeys the same
+    writable roots and approval."""
+    content, encoding, result = await asyncio.to_thread(_plan_edit, args, ctx, store_for(ctx))
+    new = WriteFileArgs(path=args.path, content=content, encoding=encoding)
+    await write_through(new, ctx, "edit")
     return result
 
 
@@ -99,4 +105,5 @@ EDIT = Tool(
     acp_kind="edit",
     render=rendering.edit,
     core=True,
+    dry_run=True,
 )

@@ -1,36 +1,35 @@
 """File tools: ``read_file``, ``write_file`` and ``list_dir``.
 
-Reads may look anywhere (the model often needs a system header or a sibling project)
-but take regular files only, up to a byte cap; writes are confined to the writable
-roots: ``ToolContext.resolve_writable`` says why a path is refused, and the race-free
-walk of ``codemode.tools.fs`` enforces it. Contents round-trip byte for byte
-(``codemode.tools.fs.text``). The blocking filesystem work runs in a worker thread so
-the event loop stays responsive.
+``read_file`` and ``write_file`` go through the session's file store
+(``codemode.tools.store.store_for``): the disk, a dry run's
+overlay, or the editor's buffers. Reads may look anywhere (the model often needs a
+system header or a sibling project) but take regular files only, up to a byte cap;
+writes are confined to the writable roots, which the store enforces (a write outside
+them may be put to the user: ``codemode.tools.write_approval``). Contents round-trip
+byte for byte (``codemode.tools.fs.text``). The blocking filesystem work runs in a
+worker thread so the event loop stays responsive.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field
 
 from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
-from codemode.tools.fs import guard
-from codemode.tools.fs.beneath import write_atomic
-from codemode.tools.fs.reading import NotRegular, TooBig, read_regular
+from codemode.tools.fs.reading import NotRegular, TooBig
 from codemode.tools.fs.text import Encoding, check_no_new_replacement, decode, encode
-from codemode.tools.fs.writing import (
-    existing_bytes,
-    locate_existing,
-    writable_tree,
-    write_new_or_replace,
+from codemode.tools.store import (
+    MAX_READ_BYTES,
+    EntryKind,
+    FileStore,
+    OutsideRoots,
+    WriteRefused,
+    store_for,
 )
 
-MAX_READ_BYTES = 20 * 1024 * 1024
 # A NUL byte this early is the same heuristic git and grep use to call a file binary.
 BINARY_SNIFF_BYTES = 8192
 MAX_LIST_ENTRIES = 2000
@@ -93,15 +92,9 @@ class ReadFileResult(ToolResult):
     )
 
 
-def _read_bytes(path: Path, shown: str, ctx: ToolContext) -> bytes:
-    if ctx.dry_run is not None and path in ctx.dry_run:
-        # A dry run's own writes win over the disk, so reading back is consistent.
-        recorded = ctx.dry_run.content(path)
-        if recorded is None:
-            raise ToolError(f"read_file: no such file: {shown}")
-        return recorded
+def _read_bytes(path: Path, shown: str, store: FileStore) -> bytes:
     try:
-        return read_regular(path, MAX_READ_BYTES, shown)
+        return store.read(path, shown)
     except FileNotFoundError:
         raise ToolError(f"read_file: no such file: {shown}") from None
     except NotADirectoryError:
@@ -121,10 +114,10 @@ def _read_bytes(path: Path, shown: str, ctx: ToolContext) -> bytes:
         raise ToolError(f"read_file: {exc}") from None
 
 
-def _read_file_sync(args: ReadFileArgs, ctx: ToolContext) -> ReadFileResult:
+def _read_file_sync(args: ReadFileArgs, ctx: ToolContext, store: FileStore) -> ReadFileResult:
     path = ctx.resolve(args.path)
     shown = ctx.display(path)
-    data = _read_bytes(path, shown, ctx)
+    data = _read_bytes(path, shown, store)
     if looks_binary(data):
         raise ToolError(f"read_file: {shown} looks like a binary file")
     text, encoding = decode(data)
@@ -157,17 +150,9 @@ def _window(
 
 
 async def read_file(args: ReadFileArgs, ctx: ToolContext) -> ReadFileResult:
-    """Read a text file, optionally a window of its lines."""
-    client = ctx.client
-    if client is not None and client.reads_files and ctx.dry_run is None:
-        # The editor's copy, unsaved changes included.
-        path = ctx.resolve(args.path)
-        try:
-            text = await client.read_text(path)
-        except Exception as exc:
-            raise ToolError(f"read_file: {ctx.display(path)}: {exc}") from None
-        return _window(text, ctx.display(path), args)
-    return await asyncio.to_thread(_read_file_sync, args, ctx)
+    """Read a text file, optionally a window of its lines (through the session's store:
+    a dry run's own writes, an editor's unsaved buffer)."""
+    return await asyncio.to_thread(_read_file_sync, args, ctx, store_for(ctx))
 
 
 READ_FILE = Tool(
@@ -228,37 +213,16 @@ def _encoded(args: WriteFileArgs, old: bytes | None, shown: str) -> bytes:
     return encode(args.content, encoding, shown)
 
 
-def _write_file_sync(args: WriteFileArgs, ctx: ToolContext, path: Path) -> WriteFileResult:
+def _write_file_sync(
+    args: WriteFileArgs, ctx: ToolContext, store: FileStore, path: Path, grant: Path | None
+) -> WriteFileResult:
     shown = ctx.display(path)
-    if ctx.dry_run is not None:
-        # Write through a symlink to its target rather than replacing the link itself;
-        # resolve_writable has already checked that the target is writable.
-        target = path.resolve() if path.is_symlink() else path
-        if target.is_dir():
-            raise ToolError(f"write_file: {shown} is a directory")
-        # A dry run shows only what a real run could write.
-        inside = target.is_relative_to(ctx.workspace)
-        below = target.relative_to(ctx.workspace) if inside else target
-        reason = guard.write_refusal(below.parts)
-        if reason is not None:
-            raise ToolError(f"write_file: refusing to write {shown}: {reason}")
-        old = ctx.dry_run.content(target) if target in ctx.dry_run else _disk_bytes(target, shown)
-        data = _encoded(args, old, shown)
-        created = ctx.dry_run.write(target, data)
-        return WriteFileResult(path=shown, bytes_written=len(data), created=created)
-    # The path is walked from the writable roots' descriptors, never by name again, so
-    # a directory swapped for a symlink meanwhile cannot send the write elsewhere.
     try:
-        tree = writable_tree(ctx)
-        spot = locate_existing(tree, path, shown)
-        if spot is None:
-            data = _encoded(args, None, shown)
-            created = write_new_or_replace(tree, path, data, shown)
-        else:
-            with spot:
-                old = existing_bytes(spot, MAX_READ_BYTES, shown)
-                data = _encoded(args, old, shown)
-                created = write_atomic(spot, data)
+        data, created = store.replace(
+            path, args.path, lambda old: _encoded(args, old, shown), grant=grant
+        )
+    except WriteRefused:
+        raise  # says which path and why already
     except IsADirectoryError:
         raise ToolError(f"write_file: {shown} is a directory") from None
     except NotADirectoryError as exc:
@@ -268,56 +232,24 @@ def _write_file_sync(args: WriteFileArgs, ctx: ToolContext, path: Path) -> Write
     return WriteFileResult(path=shown, bytes_written=len(data), created=created)
 
 
-def _disk_bytes(path: Path, shown: str) -> bytes | None:
-    try:
-        return read_regular(path, MAX_READ_BYTES, shown)
-    except (FileNotFoundError, NotADirectoryError, TooBig):
-        return None
-
-
 async def write_file(args: WriteFileArgs, ctx: ToolContext) -> WriteFileResult:
-    """Create or overwrite a file inside the workspace, atomically."""
-    path = await _writable(args.path, ctx)
-    client = ctx.client
-    # A dry run records the write instead (below), whoever else could take it.
-    if client is not None and client.writes_files and ctx.dry_run is None:
-        created = not path.exists()
-        if path.is_dir():
-            raise ToolError(f"write_file: {ctx.display(path)} is a directory")
-        try:
-            await client.write_text(path, args.content)
-        except Exception as exc:
-            raise ToolError(f"write_file: {ctx.display(path)}: {exc}") from None
-        size = len(args.content.encode("utf-8"))
-        return WriteFileResult(path=ctx.display(path), bytes_written=size, created=created)
-    return await asyncio.to_thread(_write_file_sync, args, ctx, path)
+    """Create or overwrite a file inside the workspace, atomically, through the session's
+    store; a write outside the writable roots is put to the user when someone can
+    answer (``codemode.tools.write_approval``)."""
+    return await write_through(args, ctx, "write_file")
 
 
-async def _writable(raw: str, ctx: ToolContext) -> Path:
-    """``raw`` resolved for writing. A path the roots refuse is put to the user when the
-    session has a client to ask; "always" makes its directory writable for the session."""
+async def write_through(args: WriteFileArgs, ctx: ToolContext, tool: str) -> WriteFileResult:
+    """``write_file``'s work, with ``tool`` named in what the user is asked."""
+    store = store_for(ctx)
+    path = ctx.resolve(args.path)
     try:
-        return ctx.resolve_writable(raw)
-    except ToolError as refusal:
-        if ctx.client is None:
-            raise
-        from codemode.tools.client import ApprovalRequest
+        return await asyncio.to_thread(_write_file_sync, args, ctx, store, path, None)
+    except OutsideRoots as refusal:
+        from codemode.tools.write_approval import approve_outside_write
 
-        path = ctx.resolve(raw)
-        request = ApprovalRequest(
-            tool="write_file",
-            command=f"write {path}",
-            justification=str(refusal),
-            cwd=ctx.workspace,
-        )
-        choice = await ctx.client.approve(request)
-        if choice == "deny":
-            raise ToolError(f"write_file: the user declined writing {path}") from None
-        if choice == "always":
-            # The sandbox session, when there is one, keeps its own roots.
-            roots = ctx.sandbox.settings.writable_roots if ctx.sandbox else ctx.writable_roots
-            roots.append(path.parent)
-        return path
+        grant = await approve_outside_write(ctx, tool, path, refusal)
+    return await asyncio.to_thread(_write_file_sync, args, ctx, store, path, grant)
 
 
 WRITE_FILE = Tool(
@@ -340,7 +272,7 @@ WRITE_FILE = Tool(
 
 # --- list_dir --------------------------------------------------------------------------
 
-EntryType = Literal["file", "dir", "symlink", "other"]
+EntryType = EntryKind
 
 
 class ListDirArgs(StrictArgs):
@@ -373,29 +305,19 @@ class ListDirResult(ToolResult):
     )
 
 
-def _kind(entry: os.DirEntry[str]) -> EntryType:
-    if entry.is_symlink():
-        return "symlink"
-    if entry.is_dir(follow_symlinks=False):
-        return "dir"
-    if entry.is_file(follow_symlinks=False):
-        return "file"
-    return "other"
-
-
-def _list_dir_sync(args: ListDirArgs, ctx: ToolContext) -> ListDirResult:
+def _list_dir_sync(args: ListDirArgs, ctx: ToolContext, store: FileStore) -> ListDirResult:
     root = ctx.resolve(args.path)
-    if not root.exists():
+    info = store.stat(root)
+    if info is None:
         raise ToolError(f"list_dir: no such directory: {ctx.display(root)}")
-    if not root.is_dir():
+    if info.kind != "dir":
         raise ToolError(f"list_dir: {ctx.display(root)} is not a directory; use tools.read_file")
     entries: list[DirEntry] = []
 
     def visit(directory: Path, prefix: str, level: int) -> bool:
         """Add the entries under ``directory``; False once the cap is reached."""
         try:
-            with os.scandir(directory) as it:
-                found = sorted(it, key=lambda e: e.name)
+            found = sorted(store.entries(directory), key=lambda e: e.name)
         except OSError:
             return True  # an unreadable subdirectory should not sink the whole listing
         for e in found:
@@ -403,11 +325,9 @@ def _list_dir_sync(args: ListDirArgs, ctx: ToolContext) -> ListDirResult:
                 continue
             if len(entries) >= MAX_LIST_ENTRIES:
                 return False
-            kind = _kind(e)
-            size = e.stat(follow_symlinks=False).st_size if kind == "file" else None
-            entries.append(DirEntry(path=prefix + e.name, type=kind, size=size))
-            if kind == "dir" and level < args.depth:
-                if not visit(Path(e.path), f"{prefix}{e.name}/", level + 1):
+            entries.append(DirEntry(path=prefix + e.name, type=e.kind, size=e.size))
+            if e.kind == "dir" and level < args.depth:
+                if not visit(directory / e.name, f"{prefix}{e.name}/", level + 1):
                     return False
         return True
 
@@ -417,8 +337,9 @@ def _list_dir_sync(args: ListDirArgs, ctx: ToolContext) -> ListDirResult:
 
 
 async def list_dir(args: ListDirArgs, ctx: ToolContext) -> ListDirResult:
-    """List a directory, optionally a few levels deep."""
-    return await asyncio.to_thread(_list_dir_sync, args, ctx)
+    """List a directory, optionally a few levels deep (as the session's store has it: a
+    dry run's new files included)."""
+    return await asyncio.to_thread(_list_dir_sync, args, ctx, store_for(ctx))
 
 
 LIST_DIR = Tool(

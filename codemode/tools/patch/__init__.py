@@ -7,9 +7,11 @@ unified diffs), applied all-or-nothing.
 Modules, in the order a patch flows through them: ``lenient`` (unwrap fences and shell
 heredocs), ``lexer`` (classify lines, forgiving common slips), ``parser`` (lark LALR over
 the grammar in ``apply_patch.lark``; ``unified`` for unified diffs), ``plan`` (every
-operation checked and computed in memory, with ``edit`` and ``matching``), ``commit``
-(temp files and renames, rolled back on failure), ``diff`` (the unified diff of what
-changed). ``intercept`` recognises ``apply_patch <<'EOF'`` sent to the shell tool.
+operation checked and computed in memory over the files as the session's store has them,
+with ``edit`` and ``matching``), ``diff`` (the unified diff of what changed); the store
+then commits it all or nothing (``codemode.tools.store``: on disk, temp files and
+renames rolled back on failure, ``codemode.tools.store.commit``). ``intercept``
+recognises ``apply_patch <<'EOF'`` sent to the shell tool.
 """
 
 from __future__ import annotations

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codemode.tools.context import ToolContext
-from codemode.tools.fs.writing import writable_tree
-from codemode.tools.patch.commit import commit
-from codemode.tools.patch.errors import PatchError, printable
+from codemode.tools.patch.errors import HEADLINE, PARTIAL_HEADLINE, PatchError, printable
 from codemode.tools.patch.model import Change
 from codemode.tools.patch.parser import parse_patch
 from codemode.tools.patch.plan import make_plan
+from codemode.tools.store import FileStore, store_for
+from codemode.tools.store.commit import CommitFailed
 
 # One patch at a time per process: two patches planned against the same files at once
 # would each commit over the other's work.
@@ -31,27 +31,38 @@ class PatchOutcome:
         return "".join(f"{change.summary()}\n" for change in self.changes)
 
 
-def apply_patch_text(text: str, cwd: str | Path, ctx: ToolContext | None = None) -> PatchOutcome:
+def apply_patch_text(
+    text: str,
+    cwd: str | Path,
+    ctx: ToolContext | None = None,
+    store: FileStore | None = None,
+) -> PatchOutcome:
     """Apply ``text`` (the apply_patch format, or a unified diff) to the files under
     ``cwd``, which relative paths in the patch are taken from.
 
     ``ctx`` decides where writing is allowed (its workspace and writable roots); without
-    one, the workspace is ``cwd``. Every operation is checked in memory first; if any
-    fails, or a write fails partway (the writes made are then undone), PatchError is
-    raised and no file has changed.
+    one, the workspace is ``cwd``. The originals are read, and the result written,
+    through ``store`` (by default ``store_for(ctx)``: the disk, a dry run's overlay,
+    the editor's buffers; pass it when calling from a worker thread of an editor
+    session). Every operation is checked in memory first; if any fails, or a write
+    fails partway (the writes made are then undone), PatchError is raised and no file
+    has changed.
     """
     base = Path(cwd).absolute()
     if ctx is None:
         ctx = ToolContext(workspace=base)
+    files = store or store_for(ctx)
     patch, workdir = parse_patch(text)
     if workdir is not None:
         base = ctx.resolve(base / Path(workdir).expanduser())
-        if not base.is_dir():
+        found = files.stat(base)
+        if found is None or found.kind != "dir":
             raise PatchError(f"'cd {workdir}': no such directory.")
     with _LOCK:
-        plan = make_plan(patch, base, ctx)
-        if ctx.dry_run is not None:
-            ctx.dry_run.record(plan.removals, plan.writes)
-        else:
-            commit(plan.removals, plan.writes, plan.originals, writable_tree(ctx))
+        plan = make_plan(patch, base, ctx, files)
+        try:
+            files.commit(plan.removals, plan.writes, plan.originals)
+        except CommitFailed as failed:
+            headline = PARTIAL_HEADLINE if failed.partial else HEADLINE
+            raise PatchError(failed.problems, headline=headline) from None
     return PatchOutcome(plan.changes, printable(plan.diff))

@@ -7,6 +7,7 @@ from importlib.resources import files
 from codemode.tools.context import ToolError
 
 HEADLINE = "apply_patch: the patch was not applied; no file was changed."
+PARTIAL_HEADLINE = "apply_patch: the patch failed partway and could not be fully undone."
 
 
 class PatchError(ToolError):

@@ -91,6 +91,7 @@ async def shell_patch_result(
     from codemode.tools.patch.engine import apply_patch_text
     from codemode.tools.patch.errors import PatchError
     from codemode.tools.shell import ShellResult
+    from codemode.tools.store import store_for
 
     directory, text = matched
     started = time.monotonic()
@@ -101,7 +102,8 @@ async def shell_patch_result(
         code, output = 1, f"cd: {directory or workdir}: No such directory\n"
     else:
         try:
-            outcome = await asyncio.to_thread(apply_patch_text, text, base, ctx)
+            store = store_for(ctx)  # on the loop: an editor store binds to it
+            outcome = await asyncio.to_thread(apply_patch_text, text, base, ctx, store)
             code, output = 0, outcome.summary()
         except PatchError as exc:
             code, output = 1, f"{exc}\n"

@@ -11,23 +11,22 @@ changes to report and their diff.
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from codemode.tools.context import ToolContext, ToolError
-from codemode.tools.fs.beneath import Tree, default_mode
-from codemode.tools.fs.reading import NotRegular, read_spot
+from codemode.tools.fs.beneath import default_mode
+from codemode.tools.fs.reading import NotRegular
 from codemode.tools.fs.text import Encoding, decode, encode
-from codemode.tools.fs.writing import writable_tree
 from codemode.tools.patch import diff as diffs
-from codemode.tools.patch.commit import Original, Removal, Write
 from codemode.tools.patch.edit import ChunkProblems, Edit, apply_chunks, split_lines
 from codemode.tools.patch.errors import PatchError
 from codemode.tools.patch.model import AddFile, Change, DeleteFile, Patch, UpdateFile
+from codemode.tools.store import MAX_READ_BYTES, FileStore, store_for
+from codemode.tools.store.commit import Original, Removal, Write
 
-# Files over this size are not patched (read_file's limit).
-MAX_FILE_BYTES = 20 * 1024 * 1024
+# Files over this size are not patched (read_file's limit, which the store enforces).
+MAX_FILE_BYTES = MAX_READ_BYTES
 # A NUL byte this early marks a binary file, as git and grep decide it.
 _BINARY_SNIFF = 8192
 # Problems listed in one error; past this the rest are counted, to spare the context.
@@ -81,9 +80,10 @@ _DIRECTORY = _DirectoryMarker()
 class Planner:
     """Walks a patch's operations over an in-memory view of the files they touch."""
 
-    def __init__(self, base: Path, ctx: ToolContext) -> None:
+    def __init__(self, base: Path, ctx: ToolContext, store: FileStore) -> None:
         self.base = base
         self.ctx = ctx
+        self.store = store
         self.view: dict[Path, _Entry] = {}
         self.disk: dict[Path, Original | None] = {}
         self.shown: dict[Path, str] = {}
@@ -93,7 +93,6 @@ class Planner:
         self.diffs: list[str] = []
         # Each path's location with symlinks resolved, found when it was read.
         self.real: dict[Path, Path] = {}
-        self._tree: Tree | None = None
 
     # --- paths and files ---------------------------------------------------------------
 
@@ -140,28 +139,19 @@ class Planner:
         return _Entry(text, original.mode, encoding)
 
     def read(self, path: Path) -> Original | _DirectoryMarker | None:
-        """The file on disk (cached): its bytes and mode, None if absent."""
+        """The file as the store has it (cached): its bytes and mode, None if absent."""
         if path in self.disk:
             return self.disk[path]
-        if self.ctx.dry_run is not None and path in self.ctx.dry_run:
-            # In a dry run, earlier recorded writes are what the patch applies to.
-            data = self.ctx.dry_run.content(path)
-            mode = stat.S_IMODE(path.stat().st_mode) if path.is_file() else default_mode()
-            self.disk[path] = None if data is None else Original(data, mode)
-            return self.disk[path]
         shown = self.shown.get(path, str(path))
-        # Walked from the writable roots' descriptors (see codemode.tools.fs), so what is
-        # read is what the commit will replace, wherever symlinks lead.
         try:
-            with self.tree().locate(path, shown=shown) as spot:
-                self.real[path] = spot.real
-                st = spot.lstat()
-                if st is None:
-                    self.disk[path] = None
-                    return None
-                if stat.S_ISDIR(st.st_mode):
-                    return _DIRECTORY
-                data = read_spot(spot, MAX_FILE_BYTES, shown)
+            info = self.store.stat(path)
+            if info is None:
+                self.disk[path] = None
+                return None
+            if info.kind == "dir":
+                return _DIRECTORY
+            self.real[path] = info.real
+            data = self.store.read(path, shown)
         except (FileNotFoundError, NotADirectoryError):
             self.disk[path] = None
             return None
@@ -171,14 +161,9 @@ class Planner:
             raise PatchError(f"{exc}.") from None
         except OSError as exc:
             raise PatchError(f"{shown}: cannot read it: {exc.strerror or exc}.") from None
-        original = Original(data, stat.S_IMODE(st.st_mode))
+        original = Original(data, info.mode)
         self.disk[path] = original
         return original
-
-    def tree(self) -> Tree:
-        if self._tree is None:
-            self._tree = writable_tree(self.ctx)
-        return self._tree
 
     def blocked_by_file(self, path: Path) -> Path | None:
         """An ancestor of ``path`` that is (or will be) a file, which blocks creating it."""
@@ -187,10 +172,10 @@ class Planner:
                 if self.view[parent].text is not None:
                     return parent
                 continue
-            if parent.is_dir():
-                return None
-            if parent.exists():
-                return parent
+            info = self.store.stat(parent)
+            if info is None:
+                continue
+            return None if info.kind == "dir" else parent
         return None
 
     def text_of(self, path: Path, header: str) -> str | None:
@@ -335,7 +320,8 @@ class Planner:
         return result
 
 
-def make_plan(patch: Patch, base: Path, ctx: ToolContext) -> Plan:
-    """Check every operation of ``patch`` against the files under ``base`` and compute
-    the result in memory; raises PatchError listing every problem found."""
-    return Planner(base, ctx).plan(patch)
+def make_plan(patch: Patch, base: Path, ctx: ToolContext, store: FileStore | None = None) -> Plan:
+    """Check every operation of ``patch`` against the files under ``base`` (as ``store``
+    has them: by default the session's, ``store_for(ctx)``) and compute the result
+    in memory; raises PatchError listing every problem found."""
+    return Planner(base, ctx, store or store_for(ctx)).plan(patch)

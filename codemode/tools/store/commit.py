@@ -1,4 +1,4 @@
-"""Writing a planned patch to disk, all or nothing.
+"""Writing a set of changes (apply_patch's plan) to disk, all or nothing.
 
 Every file is written to a temporary file in its own directory and renamed over the
 target, so no file is ever seen half-written; each path is reached by the race-free walk
@@ -11,14 +11,25 @@ patch, not against power loss.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import NoReturn
 
 from codemode.tools.context import ToolError
 from codemode.tools.fs.beneath import Tree, rmdir, unlink, write_atomic
-from codemode.tools.patch.errors import PatchError
+
+
+class CommitFailed(ToolError):
+    """A commit that failed partway, after undoing what it had done: ``problems`` says
+    what failed (and any file that could not be restored), ``partial`` whether some
+    change could not be undone. apply_patch reports it as a PatchError."""
+
+    def __init__(self, problems: list[str], *, partial: bool = False) -> None:
+        self.problems = problems
+        self.partial = partial
+        super().__init__("\n\n".join(problems))
 
 
 @dataclass
@@ -44,15 +55,15 @@ class Original:
 
 
 def commit(
-    removals: list[Removal],
-    writes: list[Write],
-    originals: dict[Path, Original],
+    removals: Sequence[Removal],
+    writes: Sequence[Write],
+    originals: Mapping[Path, Original],
     tree: Tree,
 ) -> None:
     """Remove then write files under ``tree``'s roots; on any failure undo what was done
     and raise PatchError. Every path is walked again from the roots' descriptors
     (``codemode.tools.fs``): a directory swapped for a symlink since the plan cannot
-    send a write, or a removal, outside them."""
+    send a write, or a removal, outside them. On any failure raises CommitFailed."""
     undo: list[Callable[[], object]] = []
     current = ""
     try:
@@ -79,19 +90,25 @@ def commit(
                 else partial(_unlink, tree, write.path)
             )
     except (OSError, ToolError) as exc:
-        failed = []
-        for step in reversed(undo):
-            try:
-                step()
-            except (OSError, ToolError) as undo_exc:
-                failed.append(_reason(undo_exc, with_name=True))
-        problem = f"Writing {current} failed: {_reason(exc)}."
-        if not failed:
-            raise PatchError(f"{problem} The files already written were restored.") from None
-        raise PatchError(
-            [problem, "Restoring these files also failed; check them:\n" + "\n".join(failed)],
-            headline="apply_patch: the patch failed partway and could not be fully undone.",
-        ) from None
+        roll_back(undo, current, exc)
+
+
+def roll_back(undo: list[Callable[[], object]], current: str, exc: BaseException) -> NoReturn:
+    """Run the undo steps of a commit that failed writing ``current`` (newest first) and
+    raise the CommitFailed that says so, naming any file that could not be restored."""
+    failed = []
+    for step in reversed(undo):
+        try:
+            step()
+        except (OSError, ToolError) as undo_exc:
+            failed.append(_reason(undo_exc, with_name=True))
+    problem = f"Writing {current} failed: {_reason(exc)}."
+    if not failed:
+        raise CommitFailed([f"{problem} The files already written were restored."]) from None
+    raise CommitFailed(
+        [problem, "Restoring these files also failed; check them:\n" + "\n".join(failed)],
+        partial=True,
+    ) from None
 
 
 def _reason(exc: BaseException, *, with_name: bool = False) -> str:

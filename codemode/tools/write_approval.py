@@ -1,0 +1,69 @@
+"""Asking the user about a file write outside the writable roots.
+
+The store refuses such a write (``OutsideRoots``); ``write_file`` and ``edit`` then put
+it to the user through the session's one approval path, the sandbox's approver
+(``SandboxSession.approver``: the terminal, or the editor over ACP), as commands are.
+Only that refusal is ever asked about: a protected path (``.git``, ``.codemode`` at any
+depth, even outside the roots; the host's git and codemode settings), a read-only
+sandbox or an approval policy of ``never`` stays a refusal. "once" lets this one write
+through; "always" makes the file's directory a writable root for the rest of the
+session.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from codemode.tools.context import ToolContext
+from codemode.tools.fs import guard
+from codemode.tools.store import OutsideRoots
+
+
+def _never_offered(path: Path) -> bool:
+    """Whether ``path`` is protected wherever it lies: a ``.git`` or ``.codemode`` part
+    (as named, or with symlinks resolved), or the host's git or codemode settings."""
+    from codemode.sandbox.protected import host_config_reason
+
+    real = Path(os.path.realpath(path))
+    return (
+        guard.write_refusal(path.parts[1:]) is not None
+        or guard.write_refusal(real.parts[1:]) is not None
+        or host_config_reason(real) is not None
+    )
+
+
+async def approve_outside_write(
+    ctx: ToolContext, tool: str, path: Path, refusal: OutsideRoots
+) -> Path:
+    """The directory the user let ``tool`` write ``path`` in (the grant to pass to the
+    store's ``write``); raises ``refusal`` (or a ToolError saying the user declined)."""
+    from codemode.sandbox.approval import ApprovalRequest
+    from codemode.tools.context import ToolError
+
+    sandbox = ctx.sandbox
+    if sandbox is None or sandbox.approver is None:
+        raise refusal
+    if sandbox.settings.approval_policy == "never":
+        raise refusal
+    if _never_offered(path):
+        raise refusal
+    action = f"write {path}"
+    request = ApprovalRequest(
+        tool=tool,
+        command=action,
+        simple_command=action,
+        decision="prompt",
+        rule=None,
+        source=None,
+        justification=str(refusal),
+        cwd=ctx.workspace,
+        sandbox_mode=sandbox.settings.sandbox_mode,
+        approval_policy=sandbox.settings.approval_policy,
+    )
+    choice = await sandbox.approver(request)
+    if choice == "deny":
+        raise ToolError(f"{tool}: the user declined writing {path}")
+    if choice.split(":")[0] == "always":
+        sandbox.settings.writable_roots.append(path.parent)
+    return path.parent
