@@ -12,7 +12,7 @@ result = await host.execute("return await tools.word_count({text: 'a b c'})")
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from codemode.sandbox.approval import Approver
     from codemode.sandbox.session import SandboxSession
     from codemode.sandbox.settings import SandboxSettings
+    from codemode.tools.pipeline import Interceptor
 
 
 class ToolHost:
@@ -38,6 +39,10 @@ class ToolHost:
     execpolicy, approvals (through ``approver``) and confinement for every command the
     tools start. Without it commands run unconfined and unchecked, as the embedding
     process itself would run them; file tools still write only inside the workspace.
+
+    ``interceptors`` (each ``async (call, next) -> result``, ``codemode.tools.pipeline``)
+    see every tool call the policy lets through, in order, and may refuse, change or
+    answer it; they are added to a copy of ``registry``.
     """
 
     def __init__(
@@ -51,8 +56,15 @@ class ToolHost:
         globals: dict[str, Any] | None = None,
         sandbox: SandboxSettings | SandboxSession | Mapping[str, Any] | None = None,
         approver: Approver | None = None,
+        interceptors: Iterable[Interceptor] = (),
     ) -> None:
         self.registry = registry if registry is not None else builtin_registry()
+        interceptors = list(interceptors)
+        if interceptors:
+            if registry is not None:
+                self.registry = registry.copy()  # the caller's registry stays as it was
+            for interceptor in interceptors:
+                self.registry.use(interceptor)
         root = Path(workspace).resolve()
         session = None
         if sandbox is not None:
@@ -64,8 +76,8 @@ class ToolHost:
                 session = SandboxSession(root, sandbox, approver=approver)
         self.context = ToolContext(workspace=root, sandbox=session)
         self._bridge = Bridge(
+            self.registry.dispatch(self.context),
             self.registry,
-            self.context,
             engine=engine,
             limits=limits,
             persistent=persistent,
@@ -90,10 +102,11 @@ class ToolHost:
         self, code: str, *, on_event: EventSink | None = None, limits: Limits | None = None
     ) -> ExecResult:
         """Run one program; never raises for a failing program (see ``ExecResult.error``)."""
-        from codemode.sandbox.approval_context import program_context
-
-        with program_context(code):  # approval requests show the program making the call
-            return await self._bridge.execute(code, on_event=on_event, limits=limits)
+        # Its calls carry the program: approval requests show the program making them.
+        dispatch = self.registry.dispatch(self.context, program=code)
+        return await self._bridge.execute(
+            code, on_event=on_event, limits=limits, dispatch=dispatch
+        )
 
     def typescript(self) -> str:
         """TypeScript declarations of the tools, as given to a model in code mode."""

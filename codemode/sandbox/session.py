@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codemode.sandbox import approval_context
 from codemode.sandbox.env import scrub_environment
 from codemode.sandbox.paths import write_refusal
 from codemode.tools.context import ToolError
@@ -150,16 +149,20 @@ class SandboxSession:
 
     # --- running commands ------------------------------------------------------------
 
-    async def authorize(self, command: str, *, cwd: Path, tool: str | None = None) -> Evaluation:
+    async def authorize(
+        self, command: str, *, cwd: Path, tool: str | None = None, program: str | None = None
+    ) -> Evaluation:
         """Check ``command`` against the policy and ask for approval when needed.
 
         Returns the evaluation when the command may run; raises CommandRefused (a
         ToolError, so a code-mode program sees an exception it can catch) otherwise.
+        ``tool`` (default "shell") is the tool starting it, ``program`` the code-mode
+        program making that call (the request shows both).
         """
         from codemode.sandbox.approval import ApprovalRequest, remember_options
         from codemode.sandbox.rules import RulesError
 
-        tool = tool or approval_context.current_tool()
+        tool = tool or "shell"
         try:
             policy = self.policy
         except RulesError as exc:
@@ -208,7 +211,7 @@ class SandboxSession:
             sandbox_mode=self.settings.sandbox_mode,
             approval_policy=self.settings.approval_policy,
             commands=needing,
-            program=approval_context.current_program(),
+            program=program,
             can_remember=True,
             remember_options=remember_options(command, needing),
         )
@@ -265,15 +268,18 @@ class SandboxSession:
         env: Mapping[str, str],
         output_fd: int,
         tool: str | None = None,
+        program: str | None = None,
     ) -> asyncio.subprocess.Process:
         """Authorize and start ``argv`` confined; raises CommandRefused / ToolError."""
         from codemode.sandbox.confine import ConfinementUnavailable, spawn_confined
 
-        tool = tool or approval_context.current_tool()
+        tool = tool or "shell"
         s = self.settings
         argv = list(argv)
         script = _shell_script(argv)
-        await self.authorize(script if script is not None else shlex.join(argv), cwd=cwd, tool=tool)
+        await self.authorize(
+            script if script is not None else shlex.join(argv), cwd=cwd, tool=tool, program=program
+        )
         child_env = scrub_environment(env, allow=s.env_allowlist, deny=s.env_denylist)
         writable = self.writable_roots()
         if s.restricted:
