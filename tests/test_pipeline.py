@@ -155,7 +155,9 @@ async def test_a_shell_call_that_only_applies_a_patch_is_routed_after_the_embedd
 ) -> None:
     seen = Seen()
     registry = _registry(seen)
-    command = "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: a.txt\n+hello\n*** End Patch\nEOF"
+    command = (
+        "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: a.txt\n+hello\n*** End Patch\nEOF"
+    )
     result = await registry.invoke("shell", {"command": command}, ToolContext(workspace=tmp_path))
     assert result["exit_code"] == 0 and result["output"] == "A a.txt\n"
     assert (tmp_path / "a.txt").read_text() == "hello\n"
@@ -256,7 +258,8 @@ async def test_tool_host_interceptors_refuse_change_and_see_the_program(tmp_path
         return text
 
     code = (
-        "let refused; try { await tools.shell({command: 'true'}) } catch (e) { refused = e.message }"
+        "let refused;"
+        "try { await tools.shell({command: 'true'}) } catch (e) { refused = e.message }"
         "return [await tools.word({text: 'quiet'}), refused]"
     )
     try:
