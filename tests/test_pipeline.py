@@ -20,7 +20,7 @@ from codemode.sandbox.approval import ApprovalChoice, ApprovalRequest
 from codemode.sandbox.session import SandboxSession
 from codemode.sandbox.settings import SandboxSettings
 from codemode.tools import ToolContext, ToolError, builtin_registry
-from codemode.tools.base import define_tool
+from codemode.tools.base import Tool, Trust, define_tool
 from codemode.tools.dry_run import DryRun, dry_run_registry
 from codemode.tools.pipeline import STAGES, Call, Next, Pipeline
 from codemode.tools.registry import ToolRegistry
@@ -49,7 +49,7 @@ class Seen:
         return [c.name for c in self.calls]
 
 
-def _outside_tool(trust: str) -> Any:
+def _outside_tool(trust: Trust) -> Tool:
     async def echo(text: str) -> str:
         """Echo, as an MCP server's tool would."""
         return text
@@ -234,7 +234,10 @@ async def test_reporting_files_each_programs_calls_under_its_own_item(tmp_path: 
     # A misspelt name is still reported, as a failed call, and never reaches a tool.
     assert not missing.ok and "did you mean tools.read_file?" in (missing.error or "")
     done = [e.item for e in events if isinstance(e, ItemCompleted)]
-    assert any(getattr(i, "name", "") == "read_fil" and i.status == "failed" for i in done)
+    assert any(
+        getattr(i, "name", "") == "read_fil" and getattr(i, "status", "") == "failed"
+        for i in done
+    )
 
 
 async def test_tool_host_interceptors_refuse_change_and_see_the_program(tmp_path: Path) -> None:
