@@ -274,3 +274,40 @@ async def test_tool_host_interceptors_refuse_change_and_see_the_program(tmp_path
     assert [(c.name, c.program) for c in seen.calls] == [("shell", code), ("word", code)]
     assert registry.get("word") is None  # the caller's registry is left as it was
     assert len(registry.pipeline.chain()) == len(builtin_registry().pipeline.chain())
+
+
+async def test_the_handler_gets_the_callers_context_naming_the_tool_and_program(
+    tmp_path: Path,
+) -> None:
+    contexts: list[ToolContext] = []
+    registry = ToolRegistry()
+
+    @registry.tool
+    async def probe() -> str:
+        """Record the context."""
+        return "ok"
+
+    tool = registry.get("probe")
+    assert tool is not None
+
+    async def keep(args: BaseModel, ctx: ToolContext) -> str:
+        contexts.append(ctx)
+        return "ok"
+
+    registry.add(dataclasses.replace(tool, handler=keep))
+    ctx = ToolContext(workspace=tmp_path, writable_roots=[tmp_path / "extra"])
+    await registry.invoke("probe", {}, ctx, program="return 1")
+    await registry.invoke("probe", {}, ctx)
+    first, second = contexts
+    assert (first.tool_name, first.program, second.program) == ("probe", "return 1", None)
+    assert ctx.tool_name is None and ctx.program is None  # the caller's is unchanged
+    for made in contexts:
+        assert {
+            f.name: getattr(made, f.name)
+            for f in dataclasses.fields(ToolContext)
+            if f.name not in ("tool_name", "program")
+        } == {
+            f.name: getattr(ctx, f.name)
+            for f in dataclasses.fields(ToolContext)
+            if f.name not in ("tool_name", "program")
+        }

@@ -83,16 +83,20 @@ class ToolCatalog(Protocol):
 class Pipeline:
     """Interceptors by stage; ``run`` takes a call through them, outermost first."""
 
+    # Composed chains kept per (last step, ``around``); more than this many (callers
+    # passing new ``around`` functions each time) and the cache starts over.
+    _CACHED = 16
+
     def __init__(self) -> None:
         self._stages: dict[Stage, list[Interceptor]] = {stage: [] for stage in STAGES}
-        self._chain: tuple[Interceptor, ...] | None = None
+        self._composed: dict[tuple[Next, tuple[Interceptor, ...]], Next] = {}
 
     def use(self, interceptor: Interceptor, stage: Stage = "embedder") -> None:
         """Add ``interceptor`` at the end of ``stage``."""
         if stage not in self._stages:
             raise ValueError(f"unknown stage {stage!r} (one of: {', '.join(STAGES)})")
         self._stages[stage].append(interceptor)
-        self._chain = None
+        self._composed.clear()
 
     def copy(self) -> Pipeline:
         clone = Pipeline()
@@ -103,22 +107,30 @@ class Pipeline:
     def chain(self, around: Sequence[Interceptor] = ()) -> tuple[Interceptor, ...]:
         """Every interceptor in the order a call meets them; ``around`` first (they
         are report-stage interceptors of one call)."""
-        if self._chain is None:
-            self._chain = tuple(i for stage in STAGES for i in self._stages[stage])
-        return (*around, *self._chain) if around else self._chain
+        return (*around, *(i for stage in STAGES for i in self._stages[stage]))
 
     async def run(self, call: Call, last: Next, around: Sequence[Interceptor] = ()) -> Any:
         """``call`` through the interceptors, then ``last``."""
-        return await _link(self.chain(around), 0, last)(call)
+        key = (last, tuple(around))
+        composed = self._composed.get(key)
+        if composed is None:
+            # Composed once, not per call: this runs on every tool call a program makes.
+            if len(self._composed) >= self._CACHED:
+                self._composed.clear()
+            composed = self._composed[key] = _compose(self.chain(around), last)
+        return await composed(call)
 
 
-def _link(chain: tuple[Interceptor, ...], index: int, last: Next) -> Next:
-    if index == len(chain):
-        return last
-    interceptor = chain[index]
+def _compose(chain: tuple[Interceptor, ...], last: Next) -> Next:
+    composed = last
+    for interceptor in reversed(chain):
+        composed = _step(interceptor, composed)
+    return composed
 
-    async def step(call: Call) -> Any:
-        return await interceptor(call, _link(chain, index + 1, last))
+
+def _step(interceptor: Interceptor, next_: Next) -> Next:
+    def step(call: Call) -> Awaitable[Any]:
+        return interceptor(call, next_)
 
     return step
 
