@@ -180,6 +180,10 @@ def test_the_shell_and_the_patch_route_do_not_import_each_other_both_ways() -> N
 
     assert "codemode.tools.patch.intercept" not in imported(ROOT / "codemode/tools/shell.py")
     assert "codemode.tools.shell" in imported(ROOT / "codemode/tools/patch/intercept.py")
+    # ...nor the patch parser the route (which imports the engine, which parses).
+    for module in ("lenient", "parser", "engine"):
+        path = ROOT / f"codemode/tools/patch/{module}.py"
+        assert "codemode.tools.patch.intercept" not in imported(path), module
 
 
 def _runner(tmp_path: Path, events: list[BaseModel], registry: ToolRegistry) -> ToolRunner:

@@ -12,11 +12,12 @@ at import time, and only this module imports the other at all).
 
 from __future__ import annotations
 
-import re
 import shlex
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from codemode.tools.patch.heredoc import parse_heredoc_opener
 
 if TYPE_CHECKING:
     from codemode.tools.context import ToolContext
@@ -24,26 +25,6 @@ if TYPE_CHECKING:
     from codemode.tools.shell import ShellResult
 
 _NAMES = ("apply_patch", "applypatch")
-
-_OPENER = re.compile(
-    r"""\s*
-    (?:cd\s+(?P<dir>'[^']*'|"[^"]*"|[^\s;&|'"]+)\s*&&\s*)?
-    (?:apply_patch|applypatch)\s*
-    <<-?\s*(?P<quote>['"]?)(?P<tag>[A-Za-z_][A-Za-z0-9_]*)(?P=quote)\s*""",
-    re.VERBOSE,
-)
-
-
-def parse_heredoc_opener(line: str) -> tuple[str | None, str] | None:
-    """For a first line like ``cd src && apply_patch <<'EOF'``: the directory (or None)
-    and the heredoc's end tag. None when the line is something else."""
-    m = _OPENER.fullmatch(line)
-    if m is None:
-        return None
-    directory = m.group("dir")
-    if directory is not None and directory[:1] in "'\"":
-        directory = directory[1:-1]
-    return directory, m.group("tag")
 
 
 def match_shell_patch(command: str) -> tuple[str | None, str] | None:
