@@ -52,7 +52,7 @@ def main() -> None:
     registry = ToolRegistry()
     manager, statuses = add_configured_servers(registry, TABLES, logs)
     assert statuses[0].state == "ready", statuses[0].error
-    bridge = Bridge(registry, ToolContext(workspace=ROOT), persistent=True)
+    bridge = Bridge(registry.dispatch(ToolContext(workspace=ROOT)), registry, persistent=True)
     n = 50 if quick else 300
 
     async def measure() -> dict[str, float]:

@@ -52,8 +52,19 @@ def _registry() -> ToolRegistry:
     return reg
 
 
+def _bridge(engine: str, persistent: bool, limits: Limits | None = None) -> Bridge:
+    registry = _registry()
+    return Bridge(
+        registry.dispatch(ToolContext(ROOT)),
+        registry,
+        engine=engine,
+        limits=limits,
+        persistent=persistent,
+    )
+
+
 async def program_ms(engine: str, n: int, persistent: bool) -> float:
-    bridge = Bridge(_registry(), ToolContext(ROOT), engine=engine, persistent=persistent)
+    bridge = _bridge(engine=engine, persistent=persistent)
     await bridge.execute("return 0")  # the worker is booted and the isolate made
     samples = []
     for i in range(n):
@@ -66,7 +77,7 @@ async def program_ms(engine: str, n: int, persistent: bool) -> float:
 
 
 async def promise_all_ms(engine: str, runs: int) -> float:
-    bridge = Bridge(_registry(), ToolContext(ROOT), engine=engine, persistent=True)
+    bridge = _bridge(engine=engine, persistent=True)
     program = "await Promise.all(Array.from({length: 1000}, () => tools.noop()))"
     await bridge.execute(program)
     samples = []
@@ -87,7 +98,7 @@ def _rss_mb(pid: int | str = "self") -> float:
 
 
 async def rss_mb(engine: str) -> dict[str, float]:
-    bridge = Bridge(_registry(), ToolContext(ROOT), engine=engine, persistent=True)
+    bridge = _bridge(engine=engine, persistent=True)
     await bridge.execute("globalThis.x = 1")
     await asyncio.sleep(0.2)
     assert bridge._worker is not None
@@ -98,9 +109,7 @@ async def rss_mb(engine: str) -> dict[str, float]:
 
 async def tool_call_us(engine: str, calls: int, runs: int) -> float:
     limits = Limits(timeout_s=120, max_tool_calls=calls + 10)
-    bridge = Bridge(
-        _registry(), ToolContext(ROOT), engine=engine, limits=limits, persistent=True
-    )
+    bridge = _bridge(engine=engine, limits=limits, persistent=True)
     program = f"for (let i = 0; i < {calls}; i++) await tools.noop();"
     await bridge.execute(program.replace(str(calls), "100"))  # warm up
     samples = []

@@ -242,7 +242,10 @@ def engines(report: Report) -> None:
     for engine, label in (("quickjs", "quickjs-ng"), ("v8", "V8 (mini-racer)")):
         # Run a program: an engine that imports but cannot run (a mini-racer whose C
         # API moved, a broken wheel) fails here rather than in a session.
-        bridge = Bridge(ToolRegistry(), ToolContext(workspace=Path.cwd()), engine=engine)
+        registry = ToolRegistry()
+        bridge = Bridge(
+            registry.dispatch(ToolContext(workspace=Path.cwd())), registry, engine=engine
+        )
         try:
             result = asyncio.run(bridge.execute("return 6 * 7"))
             problem = None if result.value == 42 else (result.error or result.value)

@@ -12,7 +12,7 @@ result = await host.execute("return await tools.word_count({text: 'a b c'})")
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from codemode.sandbox.session import SandboxSession
     from codemode.sandbox.settings import SandboxSettings
     from codemode.tools.dry_run import DryRun
+    from codemode.tools.pipeline import Interceptor
 
 
 class ToolHost:
@@ -41,6 +42,10 @@ class ToolHost:
 
     ``dry_run=True`` writes no file: the writing tools record their changes in
     ``host.dry_run`` (``changed_paths``, ``diff``) and the reading tools see them.
+
+    ``interceptors`` (each ``async (call, next) -> result``, ``codemode.tools.pipeline``)
+    see every tool call the policy lets through, in order, and may refuse, change or
+    answer it; they are added to a copy of ``registry``.
     """
 
     def __init__(
@@ -55,16 +60,22 @@ class ToolHost:
         sandbox: SandboxSettings | SandboxSession | Mapping[str, Any] | None = None,
         approver: Approver | None = None,
         dry_run: bool = False,
+        interceptors: Iterable[Interceptor] = (),
     ) -> None:
         parts = program_parts(
-            workspace, registry, sandbox=sandbox, approver=approver, dry_run=dry_run
+            workspace,
+            registry,
+            sandbox=sandbox,
+            approver=approver,
+            dry_run=dry_run,
+            interceptors=interceptors,
         )
         self.registry = parts.registry
         self.context = parts.context
         self.dry_run: DryRun | None = parts.dry_run
         self._bridge = Bridge(
+            self.registry.dispatch(self.context),
             self.registry,
-            self.context,
             engine=engine,
             limits=limits,
             persistent=persistent,
@@ -89,10 +100,11 @@ class ToolHost:
         self, code: str, *, on_event: EventSink | None = None, limits: Limits | None = None
     ) -> ExecResult:
         """Run one program; never raises for a failing program (see ``ExecResult.error``)."""
-        from codemode.sandbox.approval_context import program_context
-
-        with program_context(code):  # approval requests show the program making the call
-            return await self._bridge.execute(code, on_event=on_event, limits=limits)
+        # Its calls carry the program: approval requests show the program making them.
+        dispatch = self.registry.dispatch(self.context, program=code)
+        return await self._bridge.execute(
+            code, on_event=on_event, limits=limits, dispatch=dispatch
+        )
 
     def typescript(self) -> str:
         """TypeScript declarations of the tools, as given to a model in code mode."""

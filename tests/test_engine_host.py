@@ -54,9 +54,13 @@ def registry() -> ToolRegistry:
 
 def make(engine: str, tmp_path: Path, **limits: float) -> Bridge:
     values = {"timeout_s": 5.0, "memory_mb": 64, **limits}
+    tools = registry()
     return Bridge(
-        registry(), ToolContext(workspace=tmp_path), engine=engine, limits=Limits(**values)
-    )  # type: ignore[arg-type]
+        tools.dispatch(ToolContext(workspace=tmp_path)),
+        tools,
+        engine=engine,
+        limits=Limits(**values),  # type: ignore[arg-type]
+    )
 
 
 def no_host_detail(text: str) -> None:
@@ -233,7 +237,9 @@ async def test_an_engine_abort_fails_one_program(engine: str, tmp_path: Path) ->
 
 
 async def test_a_segfaulting_worker_is_replaced(engine: str, tmp_path: Path) -> None:
-    bridge = Bridge(registry(), ToolContext(workspace=tmp_path), engine=engine, persistent=True)
+    tools = registry()
+    ctx = ToolContext(workspace=tmp_path)
+    bridge = Bridge(tools.dispatch(ctx), tools, engine=engine, persistent=True)
     try:
         task = asyncio.create_task(bridge.execute("while (true) {}"))
         await asyncio.sleep(0.5)
@@ -308,9 +314,10 @@ async def test_deep_cyclic_and_bigint_arguments(engine: str, tmp_path: Path) -> 
 async def test_cancel_stops_a_busy_program_at_once(
     engine: str, persistent: bool, tmp_path: Path, burners: None
 ) -> None:
+    tools = registry()
     bridge = Bridge(
-        registry(),
-        ToolContext(workspace=tmp_path),
+        tools.dispatch(ToolContext(workspace=tmp_path)),
+        tools,
         engine=engine,
         persistent=persistent,
         limits=Limits(timeout_s=60),

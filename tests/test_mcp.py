@@ -69,7 +69,8 @@ def host(
     opened.append(manager)
     for status in statuses:
         assert status.state == "ready", status.error
-    return Bridge(registry, ToolContext(workspace=tmp_path), engine=engine), manager
+    ctx = ToolContext(workspace=tmp_path)
+    return Bridge(registry.dispatch(ctx), registry, engine=engine), manager
 
 
 def run(bridge: Bridge, code: str) -> ExecResult:
@@ -166,7 +167,7 @@ def test_namespaced_tools_are_nested_in_the_isolate(engine: str, tmp_path: Path)
 
     registry = ToolRegistry([define_tool(echo, name="mcp__srv__echo")])
     registry.add(define_tool(echo, name="plain"))
-    bridge = Bridge(registry, ToolContext(workspace=tmp_path), engine=engine)
+    bridge = Bridge(registry.dispatch(ToolContext(workspace=tmp_path)), registry, engine=engine)
     result = run(
         bridge,
         "const r = await tools.srv.echo({text: 'hi'});\n"
@@ -789,7 +790,7 @@ def test_our_server_over_http_binds_loopback(tmp_path: Path) -> None:
 
 
 def test_policy_without_a_human() -> None:
-    from codemode.mcp.approval import ApprovingRegistry, policy_decider
+    from codemode.mcp.approval import approving_registry, policy_decider
     from codemode.tools.builtin import builtin_registry
 
     builtin = builtin_registry()
@@ -813,7 +814,7 @@ def test_policy_without_a_human() -> None:
         return "written"
 
     writer = replace(define_tool(write_file), effect="write")
-    guarded = ApprovingRegistry(ToolRegistry([writer]), read_only)
+    guarded = approving_registry(ToolRegistry([writer]), read_only)
     ctx = ToolContext(workspace=Path("."))
     with pytest.raises(ToolError) as caught:
         asyncio.run(guarded.invoke("write_file", {"path": "x"}, ctx))

@@ -54,9 +54,10 @@ def engine(request: pytest.FixtureRequest) -> str:
 
 def bridge(engine: str, tmp_path: Path, **kw) -> Bridge:
     limits = kw.pop("limits", Limits(timeout_s=5, memory_mb=64))
+    registry = kw.pop("registry", make_registry())
     return Bridge(
-        kw.pop("registry", make_registry()),
-        ToolContext(workspace=tmp_path),
+        registry.dispatch(ToolContext(workspace=tmp_path)),
+        registry,
         engine=engine,
         limits=limits,
         **kw,

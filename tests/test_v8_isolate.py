@@ -16,7 +16,12 @@ import pytest
 from codemode.js_runtime import Bridge, Limits, LogEvent
 from codemode.js_runtime.v8_isolate import BLOCK_S, Isolate, V8Error
 from codemode.tools.context import ToolContext
+from codemode.tools.pipeline import Dispatch
 from codemode.tools.registry import ToolRegistry
+
+
+def _no_tools(tmp_path: Path) -> Dispatch:
+    return ToolRegistry().dispatch(ToolContext(workspace=tmp_path))
 
 
 def _threads() -> int:
@@ -75,7 +80,7 @@ async def test_the_event_loop_keeps_running_while_v8_computes(tmp_path: Path) ->
             ticks.append(time.monotonic())
             await asyncio.sleep(0.01)
 
-    bridge = Bridge(ToolRegistry(), ToolContext(workspace=tmp_path), engine="v8")
+    bridge = Bridge(_no_tools(tmp_path), ToolRegistry(), engine="v8")
     task = asyncio.ensure_future(ticker())
     try:
         result = await bridge.execute(
@@ -91,7 +96,7 @@ async def test_the_event_loop_keeps_running_while_v8_computes(tmp_path: Path) ->
 
 
 async def test_isolates_leave_no_threads_behind(tmp_path: Path) -> None:
-    bridge = Bridge(ToolRegistry(), ToolContext(workspace=tmp_path), engine="v8")
+    bridge = Bridge(_no_tools(tmp_path), ToolRegistry(), engine="v8")
     await bridge.execute("1")  # the library and V8 itself are loaded once per process
     before = _threads()
     for _ in range(15):
@@ -110,7 +115,7 @@ async def test_console_output_streams_while_synchronous_code_runs(tmp_path: Path
         if isinstance(event, LogEvent):
             arrived.append((event.text, time.monotonic()))
 
-    bridge = Bridge(ToolRegistry(), ToolContext(workspace=tmp_path), engine="v8")
+    bridge = Bridge(_no_tools(tmp_path), ToolRegistry(), engine="v8")
     program = (
         "for (let i = 0; i < 4; i++) {\n"
         "  console.log(`tick ${i}`, {i});\n"
@@ -139,7 +144,7 @@ async def test_more_console_output_than_the_live_buffer_holds(tmp_path: Path) ->
             seen.append(event.text)
 
     limits = Limits(output_chars=10_000_000)
-    bridge = Bridge(ToolRegistry(), ToolContext(workspace=tmp_path), engine="v8", limits=limits)
+    bridge = Bridge(_no_tools(tmp_path), ToolRegistry(), engine="v8", limits=limits)
     program = (
         "for (let i = 0; i < 400; i++) console.log(String(i).padStart(4, '0') + 'x'.repeat(1996));"
         "await new Promise((r) => setTimeout(r, 1));"  # a step boundary: the buffer starts over

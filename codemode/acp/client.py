@@ -9,7 +9,7 @@ from typing import Any
 
 from acp.schema import FileSystemCapabilities, PermissionOption, ToolCallUpdate, ToolKind
 
-from codemode.tools.client import ApprovalChoice
+from codemode.sandbox.approval import ApprovalChoice, ApprovalRequest
 
 _OPTIONS = {
     "once": ("Allow once", "allow_once"),
@@ -19,11 +19,8 @@ _OPTIONS = {
 
 
 class AcpApprover:
-    """An approver (the sandbox's ``Approver`` shape) that asks the ACP client.
-
-    ``request`` is any object with ``tool``, ``command`` and optionally
-    ``justification``, ``rule``, ``program``, ``can_remember`` and ``summary()``: the
-    sandbox's ``ApprovalRequest`` and ``codemode.tools.client.ApprovalRequest`` both fit.
+    """An ``Approver`` (``codemode.sandbox.approval``) that asks the ACP client: commands,
+    outside tools and file writes alike, as the one ``ApprovalRequest`` type.
     The permission request points at the tool call that is waiting (the newest open
     call of that tool), so the editor shows it in place; ``kind_for`` gives the tool's
     ACP kind (``Tool.acp_kind``; the session's ``UpdateMapper.kind_for``).
@@ -45,7 +42,7 @@ class AcpApprover:
         self._kind_for = kind_for
         self._ids = itertools.count(1)
 
-    async def __call__(self, request: Any) -> ApprovalChoice:
+    async def __call__(self, request: ApprovalRequest) -> ApprovalChoice:
         await self._flush()  # the tool call must be on screen before the question
         tool = str(request.tool)
         call_id = self._open_call_for(tool) or f"approval_{next(self._ids)}"

@@ -1,21 +1,20 @@
 """Running a session's tool calls and reporting each one as an item.
 
-Classic calls and the calls a code-mode program makes take the same path:
-``ToolRunner.call_tool`` -> ``ToolRegistry.invoke`` (where policy and approval sit).
-A program's calls reach it through ``_ObservedRegistry``, which the isolate bridge
-calls like any registry, so nested calls show up as items under their program.
+Classic calls and the calls a code-mode program makes take the same path,
+``ToolRegistry.invoke`` (where policy and approval sit), with the runner's ``_report``
+interceptor first in the pipeline: each call becomes an item, a program's under the
+program's item. The isolate bridge is given a dispatch callable per program (the
+program's item id and source on every call it makes), never the registry.
 
 Programs run in the session's engine worker on its persistent isolate, one after
 another: two ``exec`` calls in one model reply run in the order the model wrote them
 (the second waits for the first), so they never see each other's half-done state,
-and each nested call is filed under the program that made it (a context variable,
-carried into the tasks a program's calls run in).
+and each nested call is filed under the program that made it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import dataclasses
 import itertools
 from collections.abc import Callable
@@ -39,27 +38,12 @@ from codemode.harnesses.base import ToolOutput
 from codemode.js_runtime.bridge import Bridge
 from codemode.js_runtime.models import ExecError, ExecEvent, ExecResult, Limits
 from codemode.tools.context import ToolContext, ToolError
+from codemode.tools.pipeline import Call, Next, with_context
 from codemode.tools.registry import ToolRegistry
 
 Emit = Callable[[BaseModel], None]
-# The item id of the program whose tool calls are being made (in its task's context).
-_PROGRAM_ITEM: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "codemode_program_item", default=None
-)
 
 _CANCELLED = "cancelled: the program ended before this call finished"
-
-
-class _ObservedRegistry(ToolRegistry):
-    """The registry as a program sees it: every call is reported under the program's item."""
-
-    def __init__(self, runner: ToolRunner) -> None:
-        super().__init__()
-        self._runner = runner
-        self._tools = runner.registry._tools
-
-    async def invoke(self, name: str, raw_args: Any, ctx: ToolContext) -> Any:
-        return await self._runner.invoke_reported(name, raw_args, parent_id=_PROGRAM_ITEM.get())
 
 
 class ToolRunner:
@@ -85,11 +69,11 @@ class ToolRunner:
         self._cell_ids = itertools.count(1)
         self._order: asyncio.Lock | None = None
         self._ids = itertools.count()
-        self._observed = _ObservedRegistry(self)
         # Persistent: a model that stores results on globalThis finds them next time.
+        # Each program's calls go to a dispatch made for it (see _start_cell).
         self._bridge = Bridge(
-            self._observed,
-            context,
+            registry.dispatch(context, around=(self._report,)),
+            registry,
             engine=engine,
             limits=limits,
             persistent=True,
@@ -105,20 +89,22 @@ class ToolRunner:
 
     async def call_tool(self, name: str, args: Any) -> ToolOutput:
         try:
-            value = await self.invoke_reported(name, args, parent_id=None)
+            value = await self.registry.invoke(name, args, self.context, around=(self._report,))
         except ToolError as exc:
             return ToolOutput(ok=False, error=str(exc))
         return ToolOutput(ok=True, value=value)
 
-    async def invoke_reported(self, name: str, args: Any, *, parent_id: str | None) -> Any:
-        """Invoke ``name`` through the registry, reporting it as an item."""
+    async def _report(self, call: Call, next_: Next) -> Any:
+        """The report-stage interceptor: ``call`` as an item, under its program's."""
+        name, args, parent_id = call.name, call.args, call.parent_id
         # The item is read off the tool's definition (codemode.agent.items): an emulated
         # harness's Bash is a command_execution as our shell is.
-        tool = self.registry.get(name)
-        item, base = start_item(tool, name, args, self.next_id(), parent_id, self.context.workspace)
+        item, base = start_item(
+            call.tool, name, args, self.next_id(), parent_id, self.context.workspace
+        )
         self.emit(ItemStarted(item=item))
         try:
-            value = await self.registry.invoke(name, args, self._context_for(item))
+            value = await next_(with_context(call, self._context_for(item)))
         except ToolError as exc:
             finish_item(item, None, str(exc), base)
             self.emit(ItemCompleted(item=item))
@@ -230,14 +216,15 @@ class ToolRunner:
                 if holder:
                     holder[0].add(event.text)
 
-        async def body() -> ExecResult:
-            from codemode.sandbox.approval_context import program_context
+        # The program's calls are filed under its item, and an approval request for one
+        # shows the program.
+        dispatch = self.registry.dispatch(
+            self.context, parent_id=item.id, program=code, around=(self._report,)
+        )
 
-            # Set in the cell's own task: nested calls are filed under this program.
-            _PROGRAM_ITEM.set(item.id)
+        async def body() -> ExecResult:
             try:
-                with program_context(code):  # an approval request shows the program
-                    result = await self._bridge.execute(code, on_event=on_event)
+                result = await self._bridge.execute(code, on_event=on_event, dispatch=dispatch)
             except BaseException:
                 item.status, item.error = "failed", "interrupted"
                 self.emit(ItemCompleted(item=item))

@@ -8,7 +8,7 @@ writing tools record their changes in.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from codemode.sandbox.session import SandboxSession
     from codemode.sandbox.settings import SandboxSettings
     from codemode.tools.dry_run import DryRun
+    from codemode.tools.pipeline import Interceptor
     from codemode.tools.registry import ToolRegistry
 
 
@@ -37,10 +38,12 @@ def program_parts(
     sandbox: SandboxSettings | SandboxSession | Mapping[str, Any] | None = None,
     approver: Approver | None = None,
     dry_run: bool = False,
+    interceptors: Iterable[Interceptor] = (),
 ) -> ProgramParts:
     """The tools (the built-ins unless ``registry``) and the context a program host
     runs programs with. ``sandbox``: settings (or a dict of them) for a new sandbox
-    session rooted at ``workspace``, or a session to use as it is."""
+    session rooted at ``workspace``, or a session to use as it is. ``interceptors``
+    join the pipeline of a copy of ``registry`` (the caller's stays as it was)."""
     from codemode.tools.builtin import builtin_registry
 
     root = Path(workspace).resolve()
@@ -54,6 +57,11 @@ def program_parts(
             if isinstance(sandbox, SandboxSession)
             else SandboxSession(root, sandbox, approver=approver)
         )
+    added = list(interceptors)
+    if added:
+        tools = tools.copy() if registry is not None else tools
+        for interceptor in added:
+            tools.use(interceptor)
     changes = None
     if dry_run:
         from codemode.tools.dry_run import DryRun, dry_run_registry

@@ -43,8 +43,8 @@ from codemode.js_runtime.output import CappedOutput, cap_value
 from codemode.js_runtime.source import Program, prepare
 from codemode.js_runtime.state import Tampered, clip, encode_results, parse_state
 from codemode.js_runtime.worker_process import POOL, Worker, WorkerCrashed
-from codemode.tools.context import ToolContext, ToolError
-from codemode.tools.registry import ToolRegistry
+from codemode.tools.context import ToolError
+from codemode.tools.pipeline import Dispatch, ToolCatalog
 
 EventSink = Callable[[ExecEvent], None]
 _TIMER = "__timer"
@@ -87,7 +87,9 @@ def _memory_bytes(limits: Limits) -> int:
 
 
 class Bridge:
-    """Runs programs against a tool registry, each in an engine worker process.
+    """Runs programs, each in an engine worker process, calling ``dispatch(name, args)``
+    for every tool call they make (``ToolRegistry.dispatch`` makes one; the bridge never
+    sees the registry). ``catalog`` names the tools each fresh isolate offers.
 
     Not persistent (the default): every program gets a fresh isolate, and programs run
     at once run in workers of their own. Persistent: globals survive from one program
@@ -97,8 +99,8 @@ class Bridge:
 
     def __init__(
         self,
-        registry: ToolRegistry,
-        context: ToolContext,
+        dispatch: Dispatch,
+        catalog: ToolCatalog,
         *,
         engine: str = "quickjs",
         limits: Limits | None = None,
@@ -110,8 +112,8 @@ class Bridge:
 
         if engine not in ENGINES:
             raise ValueError(f"unknown engine {engine!r} (choose from: {', '.join(ENGINES)})")
-        self.registry = registry
-        self.context = context
+        self.dispatch = dispatch
+        self.catalog = catalog
         self.engine_name = engine
         self.limits = limits or Limits()
         self.persistent = persistent
@@ -125,10 +127,16 @@ class Bridge:
         POOL.prestart(engine, _memory_bytes(self.limits))
 
     async def execute(
-        self, source: str, *, on_event: EventSink | None = None, limits: Limits | None = None
+        self,
+        source: str,
+        *,
+        on_event: EventSink | None = None,
+        limits: Limits | None = None,
+        dispatch: Dispatch | None = None,
     ) -> ExecResult:
-        """Run one program to completion, a limit, or cancellation."""
-        run = _Run(self, prepare(source), limits or self.limits, on_event)
+        """Run one program to completion, a limit, or cancellation; its tool calls go to
+        ``dispatch`` when given (one that knows which program calls), else the bridge's."""
+        run = _Run(self, prepare(source), limits or self.limits, on_event, dispatch)
         if not self.persistent:
             return await run.go()
         if self._serial is None:
@@ -141,8 +149,8 @@ class Bridge:
         setup = [
             _prelude(),
             "\n//# sourceURL=codemode-prelude.js\n",
-            f"__cm.configure({json.dumps(self.registry.flat_names())}, "
-            f"{limits.max_tool_calls}, {json.dumps(self.registry.namespaces())});",
+            f"__cm.configure({json.dumps(self.catalog.flat_names())}, "
+            f"{limits.max_tool_calls}, {json.dumps(self.catalog.namespaces())});",
         ]
         for name, value in self.globals.items():
             setup.append(
@@ -199,9 +207,15 @@ class _Run:
     """The state of one program's execution."""
 
     def __init__(
-        self, bridge: Bridge, program: Program, limits: Limits, on_event: EventSink | None
+        self,
+        bridge: Bridge,
+        program: Program,
+        limits: Limits,
+        on_event: EventSink | None,
+        dispatch: Dispatch | None = None,
     ) -> None:
         self.bridge = bridge
+        self.dispatch = dispatch or bridge.dispatch
         self.program = program
         self.limits = limits
         self.on_event = on_event
@@ -211,7 +225,7 @@ class _Run:
         # Finished calls whose results the isolate has not seen yet: (id, (ok, payload)).
         self.ready: list[tuple[int, tuple[bool, Any]]] = []
         self.wakeup: asyncio.Future[None] | None = None
-        self.tool_names = [*bridge.registry.flat_names(), *bridge.registry.namespaces()]
+        self.tool_names = [*bridge.catalog.flat_names(), *bridge.catalog.namespaces()]
         self.calls_made = 0  # counted here: nothing in the isolate can change it
         self.seen_ids: set[int] = set()
         self.timers: set[int] = set()  # timers waiting
@@ -459,9 +473,7 @@ class _Run:
     async def _invoke(self, record: ToolCallRecord) -> tuple[bool, Any]:
         started = time.perf_counter()
         try:
-            payload = await self.bridge.registry.invoke(
-                record.name, record.args, self.bridge.context
-            )
+            payload = await self.dispatch(record.name, record.args)
             ok = True
         except ToolError as exc:
             ok, payload = False, str(exc)

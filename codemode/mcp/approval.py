@@ -3,10 +3,10 @@ where no human is attached to answer a prompt.
 
 A ``Decider`` says allow, prompt or forbidden for each built-in call, and a ``prompt``
 is refused with the reason, because the MCP client is a program, not a person.
-``ApprovingRegistry`` puts the check in front of ``ToolRegistry.invoke``, sharing the
-tools of the registry it wraps. Tools of configured MCP servers are decided by the
-sandbox session from their server's ``trust``, in this entry point as in every other
-(``codemode.sandbox.tool_trust``).
+``decider_gate`` is the check as an interceptor of the call pipeline (its ``gate``
+stage, ``codemode.tools.pipeline``); ``approving_registry`` is a registry with it.
+Tools of configured MCP servers are decided by the sandbox session from their server's
+``trust``, in this entry point as in every other (``codemode.sandbox.tool_trust``).
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from codemode.tools.context import ToolContext, ToolError
+from codemode.tools.context import ToolError
 from codemode.tools.registry import ToolRegistry, code_name
 
 if TYPE_CHECKING:
     from codemode.tools.base import Tool
+    from codemode.tools.pipeline import Call, Interceptor, Next
 
 Verdict = Literal["allow", "prompt", "forbidden"]
 
@@ -58,21 +59,15 @@ def policy_decider(approval_policy: str, sandbox_mode: str) -> Decider:
     return decide
 
 
-class ApprovingRegistry(ToolRegistry):
-    """``registry``'s tools behind a decider; ``prompt`` is refused (no one can answer)."""
+def decider_gate(decide: Decider) -> Interceptor:
+    """An interceptor letting a call through only when ``decide`` allows it; ``prompt``
+    is refused (no one can answer)."""
 
-    def __init__(self, registry: ToolRegistry, decide: Decider) -> None:
-        super().__init__()
-        self._tools = registry._tools
-        self._inner = registry
-        self._decide = decide
-
-    async def invoke(self, name: str, raw_args: Any, ctx: ToolContext) -> Any:
-        tool = self.get(name)
-        if tool is None:
-            return await self._inner.invoke(name, raw_args, ctx)  # says it is no tool
-        decision = self._decide(tool, raw_args)
-        shown = f"tools.{code_name(name)}"
+    async def gate(call: Call, next_: Next) -> Any:
+        if call.tool is None:
+            return await next_(call)  # the last step says it is no tool
+        decision = decide(call.tool, call.args)
+        shown = f"tools.{code_name(call.name)}"
         if decision.verdict == "forbidden":
             raise ToolError(f"{shown} is forbidden: {decision.reason}")
         if decision.verdict == "prompt":
@@ -80,4 +75,13 @@ class ApprovingRegistry(ToolRegistry):
                 f"{shown} needs approval ({decision.reason}), and no one is attached to this "
                 "MCP server to approve it: refused"
             )
-        return await self._inner.invoke(name, raw_args, ctx)
+        return await next_(call)
+
+    return gate
+
+
+def approving_registry(registry: ToolRegistry, decide: Decider) -> ToolRegistry:
+    """A copy of ``registry`` whose calls ``decide`` lets through (``prompt`` refused)."""
+    guarded = registry.copy()
+    guarded.use(decider_gate(decide), "gate")
+    return guarded

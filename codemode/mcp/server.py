@@ -20,7 +20,7 @@ from codemode.harnesses.base import render_template
 from codemode.harnesses.render import render_exec_result
 from codemode.js_runtime.bridge import Bridge
 from codemode.js_runtime.models import Limits
-from codemode.mcp.approval import ApprovingRegistry, Decider
+from codemode.mcp.approval import Decider, approving_registry
 from codemode.tools.context import ToolContext
 from codemode.tools.registry import ToolRegistry, code_name
 
@@ -95,7 +95,7 @@ class HostService:
         sandbox: Any = None,
     ) -> None:
         self.registry = registry
-        self.guarded = ApprovingRegistry(registry, decide)
+        self.guarded = approving_registry(registry, decide)
         # ``sandbox`` (a SandboxSession with no approver: nobody to ask) checks and
         # confines the commands programs run, as in any other session.
         self.context = ToolContext(workspace=workspace.resolve(), sandbox=sandbox)
@@ -106,7 +106,9 @@ class HostService:
         self.limits = limits
         # Not persistent: concurrent execute calls run in workers of their own, each
         # program in a fresh isolate; sequential ones reuse a warm worker.
-        self.bridge = Bridge(self.guarded, self.context, engine=engine, limits=limits)
+        self.bridge = Bridge(
+            self.guarded.dispatch(self.context), self.guarded, engine=engine, limits=limits
+        )
 
     @property
     def progressive(self) -> bool:

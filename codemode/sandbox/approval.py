@@ -1,4 +1,11 @@
-"""Approvals: asking the user before a command the policy does not let through alone.
+"""Approvals: asking the user before something the policy does not let through alone.
+
+The one approval type of every surface: the sandbox asks it about commands
+(``SandboxSession.authorize``) and calls of outside tools (``tool_trust``), the file
+tools about a write outside the writable roots (``codemode.tools.files``, through the
+editor); the terminal (``codemode.tui.approval``), an ACP editor
+(``codemode.acp.client``) or an embedder answers, and ``interpreter exec`` and
+``mcp-server`` have none.
 
 An ``Approver`` is any async callable taking an ``ApprovalRequest`` and returning
 ``"once"``, ``"always"`` or ``"deny"``. "Always" remembers no more than the person saw:
@@ -11,8 +18,8 @@ Interactive sessions pass an approver; non-interactive surfaces (``interpreter e
 refused — unless the approval policy is ``never``, which runs it (still confined by the
 sandbox mode).
 
-For calls made from a code-mode program, ``program_context(source)`` around the
-program's execution lets the request carry the program's source.
+For calls made from a code-mode program the request carries the program's source
+(``ApprovalRequest.program``: the call pipeline puts it on each call's context).
 """
 
 from __future__ import annotations
@@ -22,27 +29,19 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
-from codemode.sandbox.approval_context import (
-    current_program,
-    current_tool,
-    program_context,
-    tool_call,
-)
-from codemode.sandbox.policy import CommandVerdict
+if TYPE_CHECKING:
+    # Only named in annotations: importing this module stays cheap (the file tools and
+    # the ACP client import it for the request type).
+    from codemode.sandbox.policy import CommandVerdict
 
 __all__ = [
     "ApprovalChoice",
     "ApprovalRequest",
     "Approver",
-    "CommandVerdict",
     "RememberOption",
-    "current_program",
-    "current_tool",
-    "program_context",
     "remember_options",
-    "tool_call",
 ]
 
 # "always:N" picks request.remember_options[N]; "always" is "always:0".
@@ -95,18 +94,23 @@ def remember_options(command: str, needing: Sequence[CommandVerdict]) -> tuple[R
 
 @dataclass(frozen=True)
 class ApprovalRequest:
-    """What the user is asked about."""
+    """What the user is asked about.
 
-    tool: str  # the tool whose call runs the command, e.g. "shell"
-    command: str  # the whole command line
-    simple_command: str  # the simple command that needs approval (the strictest one)
-    decision: str  # "prompt" (a rule asks for it) or "unmatched" (untrusted policy)
-    rule: str | None  # the rule that decided, as written, or a built-in check
-    source: str | None  # "file:line" of that rule
-    justification: str | None
-    cwd: Path
-    sandbox_mode: str
-    approval_policy: str
+    A command fills every field; a request about something else (a write outside the
+    writable roots) only ``tool``, ``command`` (what would be done, in words),
+    ``justification`` and ``cwd``, and its ``simple_command`` stays empty.
+    """
+
+    tool: str  # the tool whose call it is, e.g. "shell"
+    command: str  # the whole command line (or the action, in words)
+    simple_command: str = ""  # the simple command that needs approval (the strictest one)
+    decision: str = "prompt"  # "prompt" (a rule asks for it) or "unmatched" (untrusted policy)
+    rule: str | None = None  # the rule that decided, as written, or a built-in check
+    source: str | None = None  # "file:line" of that rule
+    justification: str | None = None
+    cwd: Path | None = None
+    sandbox_mode: str = ""
+    approval_policy: str = ""
     commands: tuple[CommandVerdict, ...] = ()  # every simple command needing approval
     program: str | None = None  # the code-mode program making the call, if any
     can_remember: bool = field(default=True)  # whether "always" can be saved as a rule
@@ -114,6 +118,9 @@ class ApprovalRequest:
 
     def summary(self) -> str:
         """One paragraph for a prompt: what, why, and which rule."""
+        if not self.simple_command:
+            why = f"\nreason: {self.justification}" if self.justification else ""
+            return f"{self.tool} wants to: {self.command}{why}"
         why = self.justification or (
             "no rule allows it and the approval policy is untrusted"
             if self.decision == "unmatched"

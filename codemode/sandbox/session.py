@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codemode.errors import ToolError
-from codemode.sandbox import approval_context
 from codemode.sandbox.env import scrub_environment
 from codemode.sandbox.paths import write_refusal
 
@@ -155,17 +154,21 @@ class SandboxSession:
 
     # --- running commands ------------------------------------------------------------
 
-    async def authorize(self, command: str, *, cwd: Path, tool: str | None = None) -> Evaluation:
+    async def authorize(
+        self, command: str, *, cwd: Path, tool: str | None = None, program: str | None = None
+    ) -> Evaluation:
         """Check ``command`` against the policy and ask for approval when needed.
 
         Returns the evaluation when the command may run; raises CommandRefused (a
         ToolError, so a code-mode program sees an exception it can catch) otherwise.
+        ``tool`` (default "shell") is the tool starting it, ``program`` the code-mode
+        program making that call (the request shows both).
         """
         # lazy: a session is held before its first command
         from codemode.sandbox.approval import ApprovalRequest, remember_options
         from codemode.sandbox.rules import RulesError
 
-        tool = tool or approval_context.current_tool()
+        tool = tool or "shell"
         try:
             policy = self.policy
         except RulesError as exc:
@@ -214,7 +217,7 @@ class SandboxSession:
             sandbox_mode=self.settings.sandbox_mode,
             approval_policy=self.settings.approval_policy,
             commands=needing,
-            program=approval_context.current_program(),
+            program=program,
             can_remember=True,
             remember_options=remember_options(command, needing),
         )
@@ -273,16 +276,19 @@ class SandboxSession:
         env: Mapping[str, str],
         output_fd: int,
         tool: str | None = None,
+        program: str | None = None,
     ) -> ChildProcess:
         """Authorize and start ``argv`` confined; raises CommandRefused / ToolError."""
         # lazy: a session is held before its first command
         from codemode.sandbox.confine import ConfinementUnavailable, spawn_confined
 
-        tool = tool or approval_context.current_tool()
+        tool = tool or "shell"
         s = self.settings
         argv = list(argv)
         script = _shell_script(argv)
-        await self.authorize(script if script is not None else shlex.join(argv), cwd=cwd, tool=tool)
+        await self.authorize(
+            script if script is not None else shlex.join(argv), cwd=cwd, tool=tool, program=program
+        )
         child_env = scrub_environment(env, allow=s.env_allowlist, deny=s.env_denylist)
         writable = self.writable_roots()
         if s.restricted:

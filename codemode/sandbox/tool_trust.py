@@ -52,9 +52,10 @@ def decide(trust: str, sandbox_mode: str, approval_policy: str) -> tuple[str, st
 
 
 async def authorize_tool(
-    session: SandboxSession, name: str, trust: str, raw_args: Any
+    session: SandboxSession, name: str, trust: str, raw_args: Any, *, program: str | None = None
 ) -> None:
-    """Let the call to ``name`` through, or raise ToolError saying what refused it."""
+    """Let the call to ``name`` through, or raise ToolError saying what refused it;
+    ``program`` is the code-mode program making the call (a request shows it)."""
     settings = session.settings
     verdict, why = decide(trust, settings.sandbox_mode, settings.approval_policy)
     if verdict == "allow" or name in session.approved_tools:
@@ -89,6 +90,7 @@ async def authorize_tool(
         cwd=session.workspace,
         sandbox_mode=settings.sandbox_mode,
         approval_policy=settings.approval_policy,
+        program=program,
         can_remember=False,
     )
     choice = await session.approver(request)

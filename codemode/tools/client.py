@@ -5,37 +5,18 @@ land, so the file tools read and write through it when it offers to; and it is w
 the user answers approval requests. Without a client, tools use the filesystem and
 nothing is asked.
 
-``ApprovalRequest`` / ``Approver`` follow the sandbox's approval shape (an async callable
-taking a request with ``tool``, ``command``, ``rule``, ``justification`` and answering
-``"once"``, ``"always"`` or ``"deny"``), so the same approver serves both.
+Approvals use the one approval type of every surface, ``codemode.sandbox.approval``'s
+``ApprovalRequest`` / ``Approver`` (re-exported here for the tools that ask).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Protocol
 
-ApprovalChoice = Literal["once", "always", "deny"]
+from codemode.sandbox.approval import ApprovalChoice, ApprovalRequest, Approver
 
-
-@dataclass(frozen=True)
-class ApprovalRequest:
-    """What the user is asked about (the fields the sandbox's request also has)."""
-
-    tool: str
-    command: str
-    justification: str | None = None
-    rule: str | None = None
-    cwd: Path | None = None
-
-    def summary(self) -> str:
-        why = f"\nreason: {self.justification}" if self.justification else ""
-        return f"{self.tool} wants to: {self.command}{why}"
-
-
-class Approver(Protocol):
-    async def __call__(self, request: ApprovalRequest) -> ApprovalChoice: ...
+__all__ = ["ApprovalChoice", "ApprovalRequest", "Approver", "ToolClient"]
 
 
 class ToolClient(Protocol):

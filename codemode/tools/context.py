@@ -52,6 +52,11 @@ class ToolContext:
     # Set for one call by whoever reports it: an MCP tool's result as its server sent
     # it (content blocks, structuredContent), next to what the program gets back.
     mcp_result: Callable[[list[dict[str, Any]], Any], None] | None = None
+    # Set for one call by the registry's last step (``codemode.tools.pipeline``): the
+    # tool being called and the code-mode program calling it, so that a command the
+    # tool starts is decided, asked about and reported under the right names.
+    tool_name: str | None = None
+    program: str | None = None
 
     def resolve(self, path: str | Path) -> Path:
         """Resolve ``path`` against the workspace; the result is absolute and normalised.

@@ -9,8 +9,9 @@ write_file, edit or apply_patch) and reads it back sees its own change. At the
 end ``diff()`` gives every change as one unified diff (git's ``a/`` ``b/`` form).
 
 Only tools that honour the overlay may run during a dry run: readers (``effect="read"``
-on their definition) and writers marked ``dry_run=True``. ``dry_run_registry`` refuses
-every other tool, since a tool that writes behind the overlay's back (the shell, or one
+on their definition) and writers marked ``dry_run=True``. ``dry_run_gate`` (an
+interceptor, which ``dry_run_registry`` puts in a registry's pipeline) refuses every
+other tool, since a tool that writes behind the overlay's back (the shell, or one
 a plugin adds) would change files that the diff never shows.
 """
 
@@ -21,11 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codemode.tools.context import ToolContext, ToolError
+from codemode.tools.context import ToolError
 from codemode.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from codemode.tools.base import Tool
+    from codemode.tools.pipeline import Call, Interceptor, Next
     from codemode.tools.store import FileStore
     from codemode.tools.store.overlay import DryRunStore
 
@@ -154,30 +156,31 @@ def _lines(data: bytes | None) -> list[str]:
     return split_lines(decode(data)[0])
 
 
-class DryRunRegistry(ToolRegistry):
-    """A registry that refuses, during a dry run, every tool not ``allowed_in_dry_run``."""
+def dry_run_gate(registry: ToolRegistry) -> Interceptor:
+    """A ``gate``-stage interceptor refusing, during a dry run (``ctx.dry_run`` set),
+    every tool of ``registry`` not ``allowed_in_dry_run``."""
 
-    def __init__(self, base: ToolRegistry) -> None:
-        super().__init__()
-        self._tools = base.copy()._tools
+    async def gate(call: Call, next_: Next) -> Any:
+        tool = call.tool
+        if call.ctx.dry_run is None or tool is None or allowed_in_dry_run(tool):
+            return await next_(call)
+        why = (
+            "commands could change files without the change being recorded"
+            if tool.effect == "run"
+            else "it does not record its changes in the dry run"
+        )
+        available = sorted(t.name for t in registry if allowed_in_dry_run(t))
+        raise ToolError(
+            f"tools.{call.name} is refused in a dry run ({why}); "
+            f"tools available: {', '.join(available)}"
+        )
 
-    async def invoke(self, name: str, raw_args: Any, ctx: ToolContext) -> Any:
-        tool = self.get(name) if ctx.dry_run is not None else None
-        if tool is not None and not allowed_in_dry_run(tool):
-            why = (
-                "commands could change files without the change being recorded"
-                if tool.effect == "run"
-                else "it does not record its changes in the dry run"
-            )
-            available = sorted(t.name for t in self if allowed_in_dry_run(t))
-            raise ToolError(
-                f"tools.{name} is refused in a dry run ({why}); "
-                f"tools available: {', '.join(available)}"
-            )
-        return await super().invoke(name, raw_args, ctx)
+    return gate
 
 
 def dry_run_registry(registry: ToolRegistry) -> ToolRegistry:
     """A copy of ``registry`` that refuses, in a dry run, the tools that would write
     behind the overlay's back."""
-    return DryRunRegistry(registry)
+    guarded = registry.copy()
+    guarded.use(dry_run_gate(guarded), "gate")
+    return guarded

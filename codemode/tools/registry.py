@@ -4,37 +4,64 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
-
-from codemode.sandbox.approval_context import tool_call
 
 # Re-exported: the names of namespaced (MCP) tools, spelled in the leaf module.
 from codemode.tool_names import NAMESPACE_PREFIX as NAMESPACE_PREFIX
 from codemode.tool_names import code_name as code_name
 from codemode.tool_names import split_namespace as split_namespace
 from codemode.tools.context import ToolContext, ToolError
+from codemode.tools.pipeline import (
+    Call,
+    Dispatch,
+    Interceptor,
+    Pipeline,
+    Stage,
+    standard_pipeline,
+)
 
 if TYPE_CHECKING:
     from codemode.tools.base import Tool
 
 
+def _for_call(ctx: ToolContext, name: str, program: str | None) -> ToolContext:
+    """``dataclasses.replace(ctx, tool_name=name, program=program)``, a third of its
+    cost (it runs on every call): a shallow copy of a plain dataclass's fields."""
+    made = object.__new__(ToolContext)
+    made.__dict__.update(ctx.__dict__)
+    made.tool_name, made.program = name, program
+    return made
+
+
 class ToolRegistry:
     """An ordered set of tools with a single ``invoke`` path.
 
-    Every surface (code mode, classic function calls, MCP) calls ``invoke``. Whatever a
-    tool starts goes through ``ToolContext.sandbox`` (policy check, approval,
-    confinement) and is attributed to the tool named here, so no surface is a side door.
+    Every surface (code mode, classic function calls, MCP) calls ``invoke``, which runs
+    the call through the registry's interceptors (``codemode.tools.pipeline``: policy
+    and approval, dry runs, reporting...). Whatever a tool starts goes through
+    ``ToolContext.sandbox`` (policy check, approval, confinement) and is attributed to
+    the tool named here, so no surface is a side door.
     """
 
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+    def __init__(
+        self, tools: Iterable[Tool] = (), *, interceptors: Iterable[Interceptor] = ()
+    ) -> None:
         # A value is a Tool, or "module:ATTRIBUTE" naming one not imported yet: a
         # program that calls two tools should not load (and build models for) six.
         self._tools: dict[str, Tool | str] = {}
         # Called by close(): resources behind some tools (MCP server connections).
         self._closers: list[Callable[[], None]] = []
+        self.pipeline: Pipeline = standard_pipeline()
         for t in tools:
             self.add(t)
+        for interceptor in interceptors:
+            self.pipeline.use(interceptor)
+
+    def use(self, interceptor: Interceptor, stage: Stage = "embedder") -> None:
+        """Run ``interceptor`` on every call (see ``codemode.tools.pipeline`` for the
+        stages: an embedder's sees only calls the policy let through)."""
+        self.pipeline.use(interceptor, stage)
 
     def on_close(self, closer: Callable[[], None]) -> None:
         """Run ``closer`` when the registry is closed (its tools' resources)."""
@@ -80,6 +107,7 @@ class ToolRegistry:
         clone = ToolRegistry()
         clone._tools = dict(self._tools)
         clone._closers = list(self._closers)
+        clone.pipeline = self.pipeline.copy()
         return clone
 
     def get(self, name: str) -> Tool | None:
@@ -116,22 +144,30 @@ class ToolRegistry:
         match = difflib.get_close_matches(name, self.names(), n=1, cutoff=0.5)
         return match[0] if match else None
 
-    async def invoke(self, name: str, raw_args: Any, ctx: ToolContext) -> Any:
-        """Validate and run one call; every failure becomes a ToolError with a clean message."""
-        tool = self.get(name)
-        if tool is None:
-            hint = self.closest(name)
-            suffix = f" — did you mean tools.{hint}?" if hint else ""
-            raise ToolError(f"tools.{name} is not a tool{suffix}")
+    async def invoke(
+        self,
+        name: str,
+        raw_args: Any,
+        ctx: ToolContext,
+        *,
+        parent_id: str | None = None,
+        program: str | None = None,
+        around: Sequence[Interceptor] = (),
+    ) -> Any:
+        """Validate and run one call through the interceptors (``around`` first: the
+        caller's own report-stage ones); every failure becomes a ToolError with a clean
+        message. ``program`` (default: the one ``ctx`` was made for, a call made by a
+        tool) is the code-mode program making the call, ``parent_id`` its item."""
+        call = Call(
+            name=name,
+            tool=self.get(name),
+            args=raw_args,
+            ctx=ctx,
+            parent_id=parent_id,
+            program=program if program is not None else ctx.program,
+        )
         try:
-            with tool_call(name):
-                if tool.trust != "host" and ctx.sandbox is not None:
-                    # A tool outside this process (an MCP server's): the session's mode
-                    # and approval policy decide, as for a command.
-                    from codemode.sandbox.tool_trust import authorize_tool
-
-                    await authorize_tool(ctx.sandbox, name, tool.trust, raw_args)
-                return await tool.call(raw_args, ctx)
+            return await self.pipeline.run(call, self._run_tool, around)
         except ToolError:
             raise
         except OSError as exc:
@@ -139,3 +175,33 @@ class ToolRegistry:
             raise ToolError(f"tools.{name}: {exc.strerror or exc}{where}") from None
         except Exception as exc:
             raise ToolError(f"tools.{name} failed: {type(exc).__name__}: {exc}") from None
+
+    async def _run_tool(self, call: Call) -> Any:
+        """The last step: the handler, with a context that says which tool and program
+        the call is (a command it starts is decided and asked about under that name)."""
+        if call.tool is None:
+            hint = self.closest(call.name)
+            suffix = f" — did you mean tools.{hint}?" if hint else ""
+            raise ToolError(f"tools.{call.name} is not a tool{suffix}")
+        ctx = call.ctx
+        if ctx.tool_name != call.name or ctx.program != call.program:
+            ctx = _for_call(ctx, call.name, call.program)
+        return await call.tool.call(call.args, ctx)
+
+    def dispatch(
+        self,
+        ctx: ToolContext,
+        *,
+        parent_id: str | None = None,
+        program: str | None = None,
+        around: Sequence[Interceptor] = (),
+    ) -> Dispatch:
+        """``async (name, args) -> result`` calling ``invoke`` with these: what a
+        program host is given instead of the registry."""
+
+        async def dispatch(name: str, raw_args: Any) -> Any:
+            return await self.invoke(
+                name, raw_args, ctx, parent_id=parent_id, program=program, around=around
+            )
+
+        return dispatch

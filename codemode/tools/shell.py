@@ -81,7 +81,9 @@ async def spawn(
     does not inherit credentials (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``...).
     """
     if ctx is not None and ctx.sandbox is not None:
-        return await ctx.sandbox.spawn(argv, cwd=cwd, env=env, output_fd=output_fd)
+        return await ctx.sandbox.spawn(
+            argv, cwd=cwd, env=env, output_fd=output_fd, tool=ctx.tool_name, program=ctx.program
+        )
     from codemode.sandbox.env import scrub_environment
 
     return await asyncio.create_subprocess_exec(
@@ -177,13 +179,10 @@ async def _pump(stream: asyncio.StreamReader, capture: _Capture, live: Feed | No
 
 
 async def run_shell(args: ShellArgs, ctx: ToolContext) -> ShellResult:
-    """Run ``args.command`` and return its exit code and combined output."""
-    if "apply_patch" in args.command or "applypatch" in args.command:
-        # `apply_patch <<'EOF' ...` is no program here: the patch engine applies it.
-        from codemode.tools.patch.intercept import shell_patch_result
+    """Run ``args.command`` and return its exit code and combined output.
 
-        if (patched := await shell_patch_result(args.command, args.workdir, ctx)) is not None:
-            return patched
+    (``apply_patch <<'EOF' ...`` never gets here through a registry: the pipeline's
+    route stage sends it to the patch engine, ``codemode.tools.patch.intercept``.)"""
     cwd = ctx.resolve(args.workdir) if args.workdir is not None else ctx.workspace
     if not cwd.is_dir():
         raise ToolError(f"shell: workdir is not a directory: {ctx.display(cwd)}")

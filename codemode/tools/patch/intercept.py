@@ -1,45 +1,30 @@
 """``apply_patch`` sent through the shell tool.
 
 Models trained on other harnesses often run ``apply_patch <<'EOF' ... EOF`` (or
-``cd DIR && apply_patch <<'EOF'``) as a shell command. There is no such program; the
-shell tool asks ``match_shell_patch`` first and, on a match, applies the patch with this
-engine instead of running anything. This module stays light: the engine is imported
-only when a command matches.
+``cd DIR && apply_patch <<'EOF'``) as a shell command. There is no such program;
+``intercept_shell_patch``, in every registry's pipeline (its ``route`` stage,
+``codemode.tools.pipeline``), asks ``match_shell_patch`` about each shell call and, on
+a match, applies the patch with this engine instead of running anything. This module
+stays light: the shell tool and the engine are imported only when a command mentions
+``apply_patch``; the shell tool knows nothing of patches (so neither imports the other
+at import time, and only this module imports the other at all).
 """
 
 from __future__ import annotations
 
-import re
 import shlex
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from codemode.tools.patch.heredoc import parse_heredoc_opener
 
 if TYPE_CHECKING:
     from codemode.tools.context import ToolContext
+    from codemode.tools.pipeline import Call, Next
     from codemode.tools.shell import ShellResult
 
 _NAMES = ("apply_patch", "applypatch")
-
-_OPENER = re.compile(
-    r"""\s*
-    (?:cd\s+(?P<dir>'[^']*'|"[^"]*"|[^\s;&|'"]+)\s*&&\s*)?
-    (?:apply_patch|applypatch)\s*
-    <<-?\s*(?P<quote>['"]?)(?P<tag>[A-Za-z_][A-Za-z0-9_]*)(?P=quote)\s*""",
-    re.VERBOSE,
-)
-
-
-def parse_heredoc_opener(line: str) -> tuple[str | None, str] | None:
-    """For a first line like ``cd src && apply_patch <<'EOF'``: the directory (or None)
-    and the heredoc's end tag. None when the line is something else."""
-    m = _OPENER.fullmatch(line)
-    if m is None:
-        return None
-    directory = m.group("dir")
-    if directory is not None and directory[:1] in "'\"":
-        directory = directory[1:-1]
-    return directory, m.group("tag")
 
 
 def match_shell_patch(command: str) -> tuple[str | None, str] | None:
@@ -114,3 +99,26 @@ async def shell_patch_result(
         duration_ms=round((time.monotonic() - started) * 1000, 1),
         timed_out=False,
     )
+
+
+async def intercept_shell_patch(call: Call, next_: Next) -> Any:
+    """A call of the shell tool whose command only applies a patch: applied here, and
+    answered as the shell would (see ``shell_patch_result``); every other call goes on."""
+    args = call.args
+    command = args.get("command") if isinstance(args, dict) else None
+    if (
+        call.tool is None
+        or not isinstance(command, str)
+        or ("apply_patch" not in command and "applypatch" not in command)
+    ):
+        return await next_(call)
+    from codemode.tools.base import to_json
+    from codemode.tools.shell import ShellArgs, run_shell
+
+    if call.tool.handler is not run_shell:  # another tool that takes a `command`
+        return await next_(call)
+    parsed = call.tool.validate(args)
+    if not isinstance(parsed, ShellArgs):
+        return await next_(call)
+    patched = await shell_patch_result(parsed.command, parsed.workdir, call.ctx)
+    return to_json(patched) if patched is not None else await next_(call)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from codemode.tools.patch.intercept import parse_heredoc_opener
+from codemode.tools.patch.heredoc import parse_heredoc_opener
 
 _FENCES = ("```", "~~~")
 

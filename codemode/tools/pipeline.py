@@ -1,0 +1,162 @@
+"""One tool call's path: a typed ``Call`` through an ordered list of interceptors.
+
+Every surface (a classic function call, a code-mode program's ``tools.x(...)``, an MCP
+client's call) becomes ``ToolRegistry.invoke``, which builds a ``Call`` and runs it
+through the registry's ``Pipeline``: each interceptor is ``async (call, next) ->
+result`` and may look at the call, refuse it (raise ``ToolError``), change it (a new
+``ctx``, say) before passing it on with ``await next(call)``, or answer it without the
+tool running. The last step runs the tool's handler.
+
+Interceptors are kept by stage, and stages run in this order (within one stage, in the
+order they were added):
+
+``report``
+    Whoever shows calls (the session runner): sees every call, refused ones too, so a
+    program's every call is an item under its program.
+``gate``
+    Refusals that hold for the whole session whatever the call's arguments: a dry run
+    (``codemode.tools.dry_run``), ``interpreter mcp-server``'s policy for built-in
+    tools (``codemode.mcp.approval``).
+``policy``
+    The sandbox session's decision, and the user's approval, for a tool outside this
+    process (an MCP server's: ``codemode.sandbox.tool_trust``). Commands are decided
+    later, by the shell's own spawn (``SandboxSession.spawn``), where the command line
+    is known exactly.
+``embedder``
+    Interceptors an embedder adds (``ToolHost(interceptors=...)``, ``registry.use``):
+    they see only calls the gates and the policy let through.
+``route``
+    Which code answers: a shell call that only applies a patch goes to the patch
+    engine (``codemode.tools.patch.intercept``); this is also the place for an
+    interceptor that points file tools at an editor's buffers (``ToolContext`` fields
+    are how such a choice reaches the handler).
+
+The host running programs never sees the registry: it receives a ``Dispatch``
+(``async (name, args) -> result``, from ``ToolRegistry.dispatch``), and the names to
+expose (``ToolCatalog``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from codemode.tools.context import ToolContext
+
+if TYPE_CHECKING:
+    from codemode.tools.base import Tool
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call on its way through the pipeline."""
+
+    name: str  # the registry name: "shell", "mcp__srv__echo"
+    # None when no tool has that name: interceptors pass such a call on, and the last
+    # step refuses it (with the nearest name), so a report still shows the attempt.
+    tool: Tool | None
+    args: Any  # the raw JSON arguments, not validated yet
+    ctx: ToolContext
+    parent_id: str | None = None  # the item id of the program making the call
+    program: str | None = None  # that program's source (approval requests show it)
+
+
+Next = Callable[[Call], Awaitable[Any]]
+Interceptor = Callable[[Call, Next], Awaitable[Any]]
+# What the program host calls for each tool call a program makes.
+Dispatch = Callable[[str, Any], Awaitable[Any]]
+
+Stage = Literal["report", "gate", "policy", "embedder", "route"]
+STAGES: tuple[Stage, ...] = ("report", "gate", "policy", "embedder", "route")
+
+
+class ToolCatalog(Protocol):
+    """The tool names a program host exposes (``ToolRegistry`` is one)."""
+
+    def flat_names(self) -> list[str]: ...
+
+    def namespaces(self) -> dict[str, dict[str, str]]: ...
+
+
+class Pipeline:
+    """Interceptors by stage; ``run`` takes a call through them, outermost first."""
+
+    # Composed chains kept per (last step, ``around``); more than this many (callers
+    # passing new ``around`` functions each time) and the cache starts over.
+    _CACHED = 16
+
+    def __init__(self) -> None:
+        self._stages: dict[Stage, list[Interceptor]] = {stage: [] for stage in STAGES}
+        self._composed: dict[tuple[Next, tuple[Interceptor, ...]], Next] = {}
+
+    def use(self, interceptor: Interceptor, stage: Stage = "embedder") -> None:
+        """Add ``interceptor`` at the end of ``stage``."""
+        if stage not in self._stages:
+            raise ValueError(f"unknown stage {stage!r} (one of: {', '.join(STAGES)})")
+        self._stages[stage].append(interceptor)
+        self._composed.clear()
+
+    def copy(self) -> Pipeline:
+        clone = Pipeline()
+        for stage, interceptors in self._stages.items():
+            clone._stages[stage] = list(interceptors)
+        return clone
+
+    def chain(self, around: Sequence[Interceptor] = ()) -> tuple[Interceptor, ...]:
+        """Every interceptor in the order a call meets them; ``around`` first (they
+        are report-stage interceptors of one call)."""
+        return (*around, *(i for stage in STAGES for i in self._stages[stage]))
+
+    async def run(self, call: Call, last: Next, around: Sequence[Interceptor] = ()) -> Any:
+        """``call`` through the interceptors, then ``last``."""
+        key = (last, tuple(around))
+        composed = self._composed.get(key)
+        if composed is None:
+            # Composed once, not per call: this runs on every tool call a program makes.
+            if len(self._composed) >= self._CACHED:
+                self._composed.clear()
+            composed = self._composed[key] = _compose(self.chain(around), last)
+        return await composed(call)
+
+
+def _compose(chain: tuple[Interceptor, ...], last: Next) -> Next:
+    composed = last
+    for interceptor in reversed(chain):
+        composed = _step(interceptor, composed)
+    return composed
+
+
+def _step(interceptor: Interceptor, next_: Next) -> Next:
+    def step(call: Call) -> Awaitable[Any]:
+        return interceptor(call, next_)
+
+    return step
+
+
+def with_context(call: Call, ctx: ToolContext) -> Call:
+    """``call`` with another context (what an interceptor passes on to change it)."""
+    return dataclasses.replace(call, ctx=ctx)
+
+
+async def authorize_by_trust(call: Call, next_: Next) -> Any:
+    """The ``policy`` stage of every registry: a tool outside this process (an MCP
+    server's) runs only when the session's mode and approval policy let it, as a
+    command would (``codemode.sandbox.tool_trust``)."""
+    tool, sandbox = call.tool, call.ctx.sandbox
+    if tool is not None and tool.trust != "host" and sandbox is not None:
+        from codemode.sandbox.tool_trust import authorize_tool
+
+        await authorize_tool(sandbox, call.name, tool.trust, call.args, program=call.program)
+    return await next_(call)
+
+
+def standard_pipeline() -> Pipeline:
+    """What every registry starts with: the trust policy and the shell's patch route."""
+    from codemode.tools.patch.intercept import intercept_shell_patch
+
+    pipeline = Pipeline()
+    pipeline.use(authorize_by_trust, "policy")
+    pipeline.use(intercept_shell_patch, "route")
+    return pipeline
