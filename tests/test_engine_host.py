@@ -146,7 +146,7 @@ async def test_the_wall_clock_limit_holds_under_load(
         elapsed = time.monotonic() - started
         assert result.error is not None and result.error.limit == "timeout", result.error
         # 2.5 s is the target; the margin is for a shared two-core machine under load.
-        assert elapsed < 3.0, elapsed
+        assert elapsed < 2.5, elapsed
         assert seen == ["start"]  # what it printed before is shown
         after = await bridge.execute("return 'next'")
         assert after.ok and after.value == "next"
@@ -334,7 +334,7 @@ async def test_cancel_stops_a_busy_program_at_once(
             await task
         elapsed = time.monotonic() - cancelled_at
         # The target is 200 ms; the margin is for both cores being busy.
-        assert elapsed < 0.4, elapsed
+        assert elapsed < 0.2, elapsed
         assert seen == ["start"]
         after = await bridge.execute("return 'next'")
         assert after.ok and after.value == "next"

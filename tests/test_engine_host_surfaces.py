@@ -52,7 +52,7 @@ def test_ctrl_c_stops_interpreter_run_and_keeps_its_output(
     elapsed = time.monotonic() - sent
     assert proc.returncode == 130, err
     assert "Traceback" not in err
-    assert elapsed < 0.5, elapsed  # 200 ms is the target; both cores are busy here
+    assert elapsed < 0.2, elapsed  # 200 ms is the target; both cores are busy here
 
 
 async def test_toolhost_cancellation_stops_the_program(engine: str, tmp_path: Path) -> None:
@@ -69,7 +69,7 @@ async def test_toolhost_cancellation_stops_the_program(engine: str, tmp_path: Pa
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert time.monotonic() - started < 0.4
+        assert time.monotonic() - started < 0.2
         after = await host.execute("return typeof kept")
         assert after.ok and after.value == "undefined"  # a fresh isolate after the stop
 

@@ -6,9 +6,9 @@ bounded, text is decoded without raising, and a worker that dies mid-request bec
 ``WorkerCrashed`` with one line saying why. ``stop`` asks the worker for the output
 printed so far, then kills it, within ``STOP_GRACE_S`` whatever the program does.
 
-A reply is waited for first with a short blocking ``select`` on the loop's thread
-(most tool-call round trips finish in well under ``BLOCK_S``) and then through the
-event loop, so the loop is never held longer than that.
+A reply is waited for first by polling the pipe for up to ``SPIN_S`` while that pays
+(``spin.py``), then with a blocking ``select`` on the loop's thread for up to
+``BLOCK_S``, and then through the event loop, so the loop is never held much longer.
 """
 
 from __future__ import annotations
@@ -27,8 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from codemode.js_runtime import protocol as p
+from codemode.js_runtime.spin import Spinner
 
 BLOCK_S = 300e-6
+# How long a reply is polled for before this process sleeps on it (``spin.py``).
+SPIN_S = 80e-6
 # How long a stopped worker gets to send the output it has buffered before it is killed.
 STOP_GRACE_S = 0.08
 # The largest frame read from a worker: a return value or one console line.
@@ -95,6 +98,9 @@ class Worker:
         self._in = self.proc.stdin.fileno()
         self._out = self.proc.stdout.fileno()
         os.set_blocking(self._out, False)
+        self._poll = select.poll()
+        self._poll.register(self._out, select.POLLIN)
+        self._spinner = Spinner(SPIN_S)
         os.set_blocking(self.proc.stderr.fileno(), False)
         self._buffer = bytearray()
         # A forked child (a batch pool's worker) inherits this object; the worker
@@ -168,11 +174,20 @@ class Worker:
             got = self._take_frame()
             if got is not None:
                 return got
-            ready, _, _ = select.select([self._out], [], [], BLOCK_S)
-            if not ready:
+            if not self._wait_briefly():
                 await self._readable()
             if not self._fill():
                 raise await self._crashed()
+
+    def _wait_briefly(self) -> bool:
+        """Whether the pipe became readable within ``BLOCK_S`` (polled first while
+        polling pays: ``spin.py``)."""
+        if self._spinner.wait(self._ready):
+            return True
+        return bool(select.select([self._out], [], [], BLOCK_S)[0])
+
+    def _ready(self) -> bool:
+        return bool(self._poll.poll(0))
 
     async def _readable(self) -> None:
         loop = asyncio.get_running_loop()
