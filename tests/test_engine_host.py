@@ -138,6 +138,9 @@ async def test_the_wall_clock_limit_holds_under_load(
     bridge = make(engine, tmp_path, timeout_s=2.0)
     seen: list[str] = []
     try:
+        # A booted worker waits for the program (as the pool's spares do): a busy
+        # machine's boot is not the program's time and is not what is measured here.
+        assert (await bridge.execute("return 1")).ok
         started = time.monotonic()
         result = await bridge.execute(
             RUNAWAYS[kind],
@@ -145,7 +148,7 @@ async def test_the_wall_clock_limit_holds_under_load(
         )
         elapsed = time.monotonic() - started
         assert result.error is not None and result.error.limit == "timeout", result.error
-        # 2.5 s is the target; the margin is for a shared two-core machine under load.
+        # The bound: `--timeout 2` ends within 2.5 s with both cores busy.
         assert elapsed < 2.5, elapsed
         assert seen == ["start"]  # what it printed before is shown
         after = await bridge.execute("return 'next'")
@@ -333,7 +336,7 @@ async def test_cancel_stops_a_busy_program_at_once(
         with pytest.raises(asyncio.CancelledError):
             await task
         elapsed = time.monotonic() - cancelled_at
-        # The target is 200 ms; the margin is for both cores being busy.
+        # The bound: 200 ms, with both cores busy.
         assert elapsed < 0.2, elapsed
         assert seen == ["start"]
         after = await bridge.execute("return 'next'")

@@ -265,6 +265,9 @@ def _settle_chain(
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     engine_name, memory, control_fd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    # Nothing the parent's parent left open comes along: only the pipes are ours.
+    os.closerange(3, control_fd)
+    os.closerange(control_fd + 1, os.sysconf("SC_OPEN_MAX"))
     try:
         serve(engine_name, memory, control_fd)
     except BrokenPipeError:
