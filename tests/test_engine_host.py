@@ -121,6 +121,34 @@ async def test_programs_run_in_another_process(engine: str, tmp_path: Path) -> N
         bridge.close()
 
 
+async def test_the_worker_keeps_no_file_it_inherited(engine: str, tmp_path: Path) -> None:
+    # Whatever this process holds open and inheritable (a file, a socket a launcher
+    # passed down) stays here: the worker keeps only its pipes.
+    secret = tmp_path / "secret.txt"
+    fd = os.open(secret, os.O_CREAT | os.O_RDWR)
+    os.set_inheritable(fd, True)
+    try:
+        # A memory cap of its own: no spare started earlier can serve it.
+        bridge = Bridge(
+            registry(),
+            ToolContext(workspace=tmp_path),
+            engine=engine,
+            persistent=True,
+            limits=Limits(memory_mb=73),
+        )
+    finally:
+        os.close(fd)
+    try:
+        assert (await bridge.execute("return 1")).ok  # booted, confined, serving
+        assert bridge._worker is not None
+        fds = Path(f"/proc/{bridge._worker.pid}/fd")
+        held = {os.readlink(f) for f in fds.iterdir()}
+        assert str(secret) not in held, held
+        assert not [h for h in held if h.startswith("socket:")], held
+    finally:
+        bridge.close()
+
+
 # --- limits from outside ---------------------------------------------------------------
 
 RUNAWAYS = {

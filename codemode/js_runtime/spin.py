@@ -24,8 +24,9 @@ _MAX_SKIP = 256
 class Spinner:
     """Polls ``ready`` for up to ``budget_s`` while that keeps paying off."""
 
-    def __init__(self, budget_s: float) -> None:
+    def __init__(self, budget_s: float, clock: Callable[[], float] = time.perf_counter) -> None:
         self.budget_s = budget_s
+        self._clock = clock
         self._skip = 0  # waits left that sleep at once
         self._backoff = 1
 
@@ -34,7 +35,7 @@ class Spinner:
         if self._skip:
             self._skip -= 1
             return bool(ready())
-        clock = time.perf_counter
+        clock = self._clock
         last = start = clock()
         while not ready():
             now = clock()
