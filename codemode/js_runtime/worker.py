@@ -1,12 +1,16 @@
 """An engine worker: the process a program's isolate lives in.
 
-Started by ``worker_process.py`` as ``python -I -S -c ...`` with the parent's
-``sys.path``; it imports its engine, confines itself (``worker_confine.py``: memory
-backstop, seccomp) and only then reads its first request. File descriptors:
+Started by ``prestart.py`` as ``python -I -S -c ...`` with the parent's ``sys.path``;
+it closes every file descriptor it inherited but its own, imports its engine,
+confines itself (``worker_confine.py``: memory backstop, seccomp) and only then reads
+its first request. File descriptors:
 0 requests, 1 replies (``protocol.py``), 2 diagnostics (read by the parent after a
 crash), and a control pipe named in argv: any byte is a stop request (send the output
 printed so far, then ``STOPPED``); its end of file means the parent is gone, and the
 worker exits whatever its program is doing.
+
+With V8, tool-call settles are served from V8's own thread once a program waits on
+calls (``V8Engine.settle_chain``): no thread hand-over per call.
 
 The worker keeps no state but its isolate; it never decides a limit. The parent
 measures time, counts tool calls and output, and kills the worker when it must.
