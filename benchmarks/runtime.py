@@ -104,9 +104,7 @@ async def rss_mb(engine: str) -> dict[str, float]:
 
 async def tool_call_us(engine: str, calls: int, runs: int) -> float:
     limits = Limits(timeout_s=120, max_tool_calls=calls + 10)
-    bridge = Bridge(
-        _registry(), ToolContext(ROOT), engine=engine, limits=limits, persistent=True
-    )
+    bridge = Bridge(_registry(), ToolContext(ROOT), engine=engine, limits=limits, persistent=True)
     program = f"for (let i = 0; i < {calls}; i++) await tools.noop();"
     await bridge.execute(program.replace(str(calls), "100"))  # warm up
     samples = []
@@ -119,13 +117,7 @@ async def tool_call_us(engine: str, calls: int, runs: int) -> float:
     return statistics.median(samples)
 
 
-_ECHO = (
-    "import os\n"
-    "while True:\n"
-    "    b = os.read(0, 1)\n"
-    "    if not b: break\n"
-    "    os.write(1, b)\n"
-)
+_ECHO = "import os\nwhile True:\n    b = os.read(0, 1)\n    if not b: break\n    os.write(1, b)\n"
 
 
 def pipe_round_trip_us(trips: int, runs: int) -> float:

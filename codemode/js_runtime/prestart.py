@@ -33,7 +33,7 @@ def _search_path() -> str:
 class Spawned:
     """A started worker process: its pid and the parent's ends of its pipes."""
 
-    def __init__(self, pid: int, requests: int, replies: int, errors: int, control: int):
+    def __init__(self, pid: int, requests: int, replies: int, errors: int, control: int) -> None:
         self.pid = pid
         self.requests = requests  # write end of its fd 0
         self.replies = replies  # read end of its fd 1

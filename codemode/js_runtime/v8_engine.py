@@ -53,9 +53,7 @@ class V8Engine:
         # asyncio.timeout; cancelling terminates the JavaScript still running.
         posted = self._post(script)
         try:
-            outcomes = await self._isolate.finish(
-                posted, self._read_live if self.on_log else None
-            )
+            outcomes = await self._isolate.finish(posted, self._read_live if self.on_log else None)
         except BaseException:
             self._read_live()  # stopped (a time limit): what it printed up to then
             raise
