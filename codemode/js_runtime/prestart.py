@@ -1,4 +1,4 @@
-"""Starting an engine worker process with nothing imported but ``os``, ``sys`` and ``json``.
+"""Starting an engine worker process with nothing imported but ``os``, ``sys``, ``json``.
 
 ``interpreter run`` calls ``spawn`` (through ``early.py``) before the command line's
 own imports, so that the worker's boot (a Python process importing its engine and
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 
 _BOOT = (
@@ -87,6 +88,9 @@ def spawn(engine: str, memory_bytes: int) -> Spawned:
                 (os.POSIX_SPAWN_DUP2, err_w, 2),
             ],
             setsid=True,  # the terminal's Ctrl-C is for the parent
+            # As subprocess does: no signal blocked, and the two Python ignores default.
+            setsigmask=(),
+            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
         )
     except BaseException:
         for fd in ours:
