@@ -49,13 +49,18 @@ def test_after_a_miss_it_sleeps_at_once_for_twice_as_many_waits_each_time() -> N
     assert [polled(spinner) for _ in range(3)] == [1, 1, polled(Spinner(50e-6, Clock()))]
 
 
-def test_a_success_resets_the_backoff() -> None:
+def test_a_success_halves_the_backoff() -> None:
     spinner = Spinner(50e-6, Clock())
-    polled(spinner)  # a miss: skip one
-    polled(spinner)  # skipped
-    assert polled(spinner, ready_after=5) == 5  # polled and caught
-    assert polled(spinner) > 40  # a miss again polls
-    assert polled(spinner) == 1  # and skips one only: the backoff started over
+    assert polled(spinner) > 40  # a miss: skip 1 (then 2, then 4)
+    assert polled(spinner) == 1
+    assert polled(spinner) > 40
+    assert [polled(spinner) for _ in range(2)] == [1, 1]
+    assert polled(spinner) > 40
+    assert [polled(spinner) for _ in range(4)] == [1, 1, 1, 1]
+    assert polled(spinner, ready_after=5) == 5  # caught: the next miss skips 4, not 8
+    assert polled(spinner) > 40
+    assert [polled(spinner) for _ in range(4)] == [1, 1, 1, 1]
+    assert polled(spinner) > 40
 
 
 def test_being_descheduled_while_polling_counts_as_a_miss() -> None:

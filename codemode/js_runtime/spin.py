@@ -8,7 +8,8 @@ when the other side answers quickly and a CPU is free for each of them.
 On a busy machine polling does the opposite: it takes the CPU the other side needs.
 So a ``Spinner`` only keeps polling while polling pays: when a wait outlasts its
 budget (or the poller was descheduled midway), it stops polling for the next waits,
-twice as many after each miss, and tries again after that.
+twice as many after each miss, and tries again after that; each wait that polling
+caught halves that number again.
 """
 
 from __future__ import annotations
@@ -44,5 +45,7 @@ class Spinner:
                 self._backoff = min(2 * self._backoff, _MAX_SKIP)
                 return False
             last = now
-        self._backoff = 1
+        # Halved, not reset: on a busy machine an occasional quick answer should not
+        # buy a run of polls that miss.
+        self._backoff = max(1, self._backoff // 2)
         return True
