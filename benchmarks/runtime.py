@@ -11,6 +11,11 @@ Programs run in engine worker processes, so every figure includes the pipe:
 - tool_call_us: one awaited no-op tool call, round trip (median of runs of 10,000);
 - promise_all_1000_ms: 1,000 no-op calls in one ``Promise.all`` (median);
 - rss_mb: the parent's RSS with an idle session, and one worker's RSS;
+- pipe_round_trip_us: the floor, measured in the same run: one byte to a child
+  process and one byte back over two pipes, both sides blocked in ``read`` (median
+  of runs of 10,000); ``tool_call_vs_pipe`` is the tool call's ratio to it;
+- load_average: the 1-minute load average at the start and at the end (the machine is
+  shared: compare ratios, not absolute times, between runs);
 - hello_vs_node: whole-process `interpreter run examples/hello.js --engine E` against
   `node examples/hello.js`, medians of alternating runs measured here, and their ratio.
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -122,6 +128,29 @@ async def tool_call_us(engine: str, calls: int, runs: int) -> float:
     return statistics.median(samples)
 
 
+_ECHO = "import os\nwhile True:\n    b = os.read(0, 1)\n    if not b: break\n    os.write(1, b)\n"
+
+
+def pipe_round_trip_us(trips: int, runs: int) -> float:
+    """One byte there and back between two processes: what any crossing costs here."""
+    child = subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", _ECHO], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert child.stdin and child.stdout
+    to_child, from_child = child.stdin.fileno(), child.stdout.fileno()
+    samples = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        for _ in range(trips):
+            os.write(to_child, b"x")
+            os.read(from_child, 1)
+        samples.append((time.perf_counter() - t0) / trips * 1e6)
+    child.stdin.close()
+    child.wait()
+    child.stdout.close()
+    return statistics.median(samples)
+
+
 def _time(argv: list[str]) -> float:
     t0 = time.perf_counter()
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
@@ -152,7 +181,10 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer samples")
     quick = parser.parse_args().quick
+    load_at_start = os.getloadavg()[0]
     report: dict[str, object] = {}
+    floor = pipe_round_trip_us(10_000, 3 if quick else 7)
+    report["pipe_round_trip_us"] = round(floor, 1)
     for engine in ("quickjs", "v8"):
         start = await program_ms(engine, 50 if quick else 500, persistent=True)
         fresh = await program_ms(engine, 20 if quick else 200, persistent=False)
@@ -165,6 +197,7 @@ async def main() -> None:
             "program_start_ms": round(start, 3),
             "fresh_isolate_ms": round(fresh, 3),
             "tool_call_us": round(call, 1),
+            "tool_call_vs_pipe": round(call / floor, 2),
             "promise_all_1000_ms": round(gathered, 1),
             "rss_mb": rss,
             "hello_vs_node": hello,
@@ -182,6 +215,7 @@ async def main() -> None:
         "target_ratio": 2.0,
         "meets": hello["ratio"] is not None and hello["ratio"] <= 2.0,
     }
+    report["load_average"] = [load_at_start, os.getloadavg()[0]]
     print(json.dumps(report, indent=2))
 
 

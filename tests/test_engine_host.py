@@ -125,6 +125,34 @@ async def test_programs_run_in_another_process(engine: str, tmp_path: Path) -> N
         bridge.close()
 
 
+async def test_the_worker_keeps_no_file_it_inherited(engine: str, tmp_path: Path) -> None:
+    # Whatever this process holds open and inheritable (a file, a socket a launcher
+    # passed down) stays here: the worker keeps only its pipes.
+    secret = tmp_path / "secret.txt"
+    fd = os.open(secret, os.O_CREAT | os.O_RDWR)
+    os.set_inheritable(fd, True)
+    try:
+        # A memory cap of its own: no spare started earlier can serve it.
+        bridge = Bridge(
+            registry(),
+            ToolContext(workspace=tmp_path),
+            engine=engine,
+            persistent=True,
+            limits=Limits(memory_mb=73),
+        )
+    finally:
+        os.close(fd)
+    try:
+        assert (await bridge.execute("return 1")).ok  # booted, confined, serving
+        assert bridge._worker is not None
+        fds = Path(f"/proc/{bridge._worker.pid}/fd")
+        held = {os.readlink(f) for f in fds.iterdir()}
+        assert str(secret) not in held, held
+        assert not [h for h in held if h.startswith("socket:")], held
+    finally:
+        bridge.close()
+
+
 # --- limits from outside ---------------------------------------------------------------
 
 RUNAWAYS = {
@@ -142,6 +170,9 @@ async def test_the_wall_clock_limit_holds_under_load(
     bridge = make(engine, tmp_path, timeout_s=2.0)
     seen: list[str] = []
     try:
+        # A booted worker waits for the program (as the pool's spares do): a busy
+        # machine's boot is not the program's time and is not what is measured here.
+        assert (await bridge.execute("return 1")).ok
         started = time.monotonic()
         result = await bridge.execute(
             RUNAWAYS[kind],
@@ -149,8 +180,8 @@ async def test_the_wall_clock_limit_holds_under_load(
         )
         elapsed = time.monotonic() - started
         assert result.error is not None and result.error.limit == "timeout", result.error
-        # 2.5 s is the target; the margin is for a shared two-core machine under load.
-        assert elapsed < 3.0, elapsed
+        # The bound: `--timeout 2` ends within 2.5 s with both cores busy.
+        assert elapsed < 2.5, elapsed
         assert seen == ["start"]  # what it printed before is shown
         after = await bridge.execute("return 'next'")
         assert after.ok and after.value == "next"
@@ -340,8 +371,8 @@ async def test_cancel_stops_a_busy_program_at_once(
         with pytest.raises(asyncio.CancelledError):
             await task
         elapsed = time.monotonic() - cancelled_at
-        # The target is 200 ms; the margin is for both cores being busy.
-        assert elapsed < 0.4, elapsed
+        # The bound: 200 ms, with both cores busy.
+        assert elapsed < 0.2, elapsed
         assert seen == ["start"]
         after = await bridge.execute("return 'next'")
         assert after.ok and after.value == "next"

@@ -44,6 +44,12 @@ INTERNAL_ERROR_STATUS = 70
 
 
 def main(argv: list[str] | None = None) -> None:
+    from codemode.js_runtime.early import run_and_exit  # a fast exit after `run`
+
+    run_and_exit(_main, argv)
+
+
+def _main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors are one line on stderr and exit status 2, other click
     errors one line and their own status; an unexpected exception is one line naming
     the log file its traceback went to, never a traceback on the terminal."""

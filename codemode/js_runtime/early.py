@@ -1,12 +1,20 @@
 """Starting `interpreter run`'s engine worker before the command line is even parsed.
 
 The worker's boot (a Python process importing its engine) then overlaps the CLI's own
-imports, which is most of what `interpreter run hello.js` costs. The arguments are
-only peeked at here; click still parses them. A guess that turns out wrong (a bad
-option value) costs one spare worker, killed at exit.
+imports, which is most of what `interpreter run hello.js` costs: it is started with
+``prestart.spawn_early`` before even asyncio is imported, and the pool adopts it. The
+arguments are only peeked at here; click still parses them. A guess that turns out
+wrong (a bad option value) costs one worker, which exits when we do (its pipes close).
+
+The same `run` then exits through ``exit_now``, without the interpreter's teardown.
 """
 
 from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import NoReturn
 
 _DEFAULT_MEMORY_MB = 512  # `interpreter run --memory`'s default
 
@@ -31,7 +39,58 @@ def prestart_for(argv: list[str]) -> None:
     memory = _option(rest, "--memory") or str(_DEFAULT_MEMORY_MB)
     if engine not in ("quickjs", "v8") or not memory.isdigit() or int(memory) < 1:
         return
-    # lazy: the engine pool, only when a prestart applies
-    from codemode.js_runtime.worker_process import POOL
+    global _started
+    # Only os, sys and json so far: the worker boots while asyncio and the rest import.
+    from codemode.js_runtime import prestart  # lazy: only when a prestart applies
 
-    POOL.prestart(engine, int(memory) * 1024 * 1024)
+    prestart.one_program = True  # no spare behind it
+    prestart.spawn_early(engine, int(memory) * 1024 * 1024)
+    _started = True
+
+
+_started = False
+
+
+def run_and_exit(main: Callable[[list[str] | None], object], argv: list[str] | None) -> None:
+    """Run the CLI's ``main``; after a `run` that ``prestart_for`` started early, exit
+    without tearing the interpreter down.
+
+    Python's own exit frees every module and object one by one, which is a large share
+    of a short `interpreter run` (and of how long Ctrl-C takes to return the prompt).
+    Here what an exit must do still happens, in the same order: non-daemon threads are
+    joined, ``atexit`` handlers run (the pool's workers are killed there), and the
+    standard streams are flushed; only the teardown is skipped.
+    """
+    if not (_started and argv is None and sys.argv[1:2] == ["run"]):
+        main(argv)
+        return
+    try:
+        main(argv)
+        status: object = 0
+    except SystemExit as exc:
+        status = exc.code
+    exit_now(status)
+
+
+def exit_now(status: object) -> NoReturn:
+    """Exit with ``status`` as ``sys.exit`` would, without the interpreter's teardown."""
+    import atexit
+    import threading
+
+    if status is None:
+        code = 0
+    elif isinstance(status, int):
+        code = status
+    else:  # sys.exit("message"): printed, status 1
+        print(status, file=sys.stderr)
+        code = 1
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            code = code or 1  # as the interpreter does when it cannot flush stdout
+    os._exit(code)

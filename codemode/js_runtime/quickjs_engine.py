@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-import quickjs
+if TYPE_CHECKING:
+    import quickjs
+else:
+    # The package's own module only re-exports these three from its extension, after
+    # importing concurrent.futures and logging: a tenth of a worker's boot.
+    import _quickjs as quickjs
 
 from codemode.js_runtime.engine import EngineOutOfMemory, EngineTimeout, ScriptError
 

@@ -21,7 +21,11 @@ from collections.abc import Callable
 from typing import ClassVar
 
 from codemode.js_runtime.engine import EngineOutOfMemory, EngineTimeout, ScriptError
-from codemode.js_runtime.v8_isolate import Isolate, Memory, V8Error
+from codemode.js_runtime.v8_isolate import Evaluation, Isolate, Memory, Outcome, V8Error
+
+# Handed a settle's outcome (a call that returns the state or raises), replies, and
+# returns the next results to settle, or None to end the chain.
+ChainServer = Callable[[Callable[[], str]], str | None]
 
 _DRAIN = "__cm.drain()"
 _LIVE_BYTES = 512 * 1024  # 8 bytes of header, then UTF-16 units
@@ -47,16 +51,62 @@ class V8Engine:
         # checkpoint in between (where the continuations the first one queued run), so
         # one round trip serves both. The bridge bounds the whole program with
         # asyncio.timeout; cancelling terminates the JavaScript still running.
+        posted = self._post(script)
+        try:
+            outcomes = await self._isolate.finish(posted, self._read_live if self.on_log else None)
+        except BaseException:
+            self._read_live()  # stopped (a time limit): what it printed up to then
+            raise
+        return self._complete(outcomes)
+
+    def settle_chain(self, results_json: str, serve: ChainServer) -> None:
+        """Settle tool calls again and again without this thread waking in between.
+
+        Each settle's outcome is handed to ``serve`` on V8's own thread, as soon as V8
+        files it: ``serve(finish)`` calls ``finish()`` (the drained state, or the
+        exception ``settle`` would raise), replies, and returns the next results to
+        settle, which are posted from there; or None, which ends the chain and
+        returns here. A thread hand-over per evaluation costs more than V8's work for
+        a tool call, so the V8 thread serving the pipe itself is what makes a call
+        cheap. ``serve`` must not raise.
+        """
+        isolate = self._isolate
+        ended = threading.Event()
+        posted: list[Evaluation] = []
+
+        def post(text: str) -> None:
+            posted[:] = self._post(_settle_script(text))
+
+        def finish() -> str:
+            return self._complete([isolate.take(e) for e in posted])
+
+        def filed(callback_id: int) -> None:
+            if not posted or callback_id != posted[-1].callback_id:
+                return
+            following = serve(finish)
+            if following is None:
+                posted.clear()
+                ended.set()
+            else:
+                post(following)
+
+        isolate.on_filed = filed
+        try:
+            post(results_json)
+            ended.wait()
+        finally:
+            isolate.on_filed = None
+
+    def _post(self, script: str) -> list[Evaluation]:
         isolate = self._isolate
         posted = [isolate.post(script), isolate.post(_DRAIN)]
         if self._first_step:  # it installs the prelude: then hand the prelude a buffer
             self._first_step = False
             posted.append(isolate.post(f"__cm.live(new ArrayBuffer({_LIVE_BYTES}))"))
-        try:
-            outcomes = await isolate.finish(posted, self._read_live if self.on_log else None)
-        except BaseException:
-            self._read_live()  # stopped (a time limit): what it printed up to then
-            raise
+        return posted
+
+    def _complete(self, outcomes: list[Outcome]) -> str:
+        """The drained state from a step's outcomes; console lines go to ``on_log``."""
         run, state = outcomes[:2]
         if len(outcomes) == 3 and isinstance(outcomes[2], Memory):
             self._live = outcomes[2]
@@ -128,11 +178,15 @@ class V8Engine:
         return ScriptError(str(error))
 
     async def settle(self, results_json: str, timeout: float) -> str:
-        return await self.step(f"__cm.settle(JSON.parse({json.dumps(results_json)}));", timeout)
+        return await self.step(_settle_script(results_json), timeout)
 
     def close(self) -> None:
         self._isolate.close()
         self._live = None
+
+
+def _settle_script(results_json: str) -> str:
+    return f"__cm.settle(JSON.parse({json.dumps(results_json)}));"
 
 
 def _live_units(state: str) -> int:

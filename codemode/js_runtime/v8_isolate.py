@@ -83,6 +83,9 @@ class Isolate:
         self._filed.acquire()
         self._blocking_on: int | None = None
         self._ids = itertools.count(1)  # 0 is mini-racer's "nobody waits" id
+        # Called on the V8 thread with each filed result's callback id, after filing
+        # (``V8Engine.settle_chain`` serves tool calls from there). It must not raise.
+        self.on_filed: Callable[[int], None] | None = None
         self._callback = CALLBACK(self._on_result)  # must live as long as the context
         self._ctx: int | None = self._dll.mr_init_context(self._callback)
         self._dll.mr_set_hard_memory_limit(self._ctx, memory_bytes)
@@ -97,6 +100,9 @@ class Isolate:
         waiter = self._waiters.get(callback_id)
         if waiter is not None and self._loop is not None:
             self._loop.call_soon_threadsafe(_wake, waiter)
+        hook = self.on_filed
+        if hook is not None:
+            hook(callback_id)
 
     def post(self, code: str) -> Evaluation:
         """Queue ``code`` for evaluation; scripts run in the order they are posted."""
@@ -150,7 +156,14 @@ class Isolate:
                         tick()
             finally:
                 del self._waiters[callback_id]
-        raw = self._results.pop(callback_id)
+        return self.take(evaluation)
+
+    def filed(self, evaluation: Evaluation) -> bool:
+        return evaluation.callback_id in self._results
+
+    def take(self, evaluation: Evaluation) -> Outcome:
+        """The outcome of a finished evaluation (``filed``), freeing its values."""
+        raw = self._results.pop(evaluation.callback_id)
         try:
             return self._convert(raw)
         finally:

@@ -1,12 +1,16 @@
 """An engine worker: the process a program's isolate lives in.
 
-Started by ``worker_process.py`` as ``python -I -S -c ...`` with the parent's
-``sys.path``; it imports its engine, confines itself (``worker_confine.py``: memory
-backstop, seccomp) and only then reads its first request. File descriptors:
+Started by ``prestart.py`` as ``python -I -S -c ...`` with the parent's ``sys.path``;
+it closes every file descriptor it inherited but its own, imports its engine,
+confines itself (``worker_confine.py``: memory backstop, seccomp) and only then reads
+its first request. File descriptors:
 0 requests, 1 replies (``protocol.py``), 2 diagnostics (read by the parent after a
 crash), and a control pipe named in argv: any byte is a stop request (send the output
 printed so far, then ``STOPPED``); its end of file means the parent is gone, and the
 worker exits whatever its program is doing.
+
+With V8, tool-call settles are served from V8's own thread once a program waits on
+calls (``V8Engine.settle_chain``): no thread hand-over per call.
 
 The worker keeps no state but its isolate; it never decides a limit. The parent
 measures time, counts tool calls and output, and kills the worker when it must.
@@ -16,17 +20,23 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from codemode.js_runtime import protocol as p
 from codemode.js_runtime.engine import EngineOutOfMemory, EngineTimeout, ScriptError
+from codemode.js_runtime.spin import Spinner
 
 _FLUSH_S = 0.02  # how often console output leaves while a step runs
 _FLUSH_BYTES = 64 * 1024
+# How long the next request is polled for before the worker sleeps on it (``spin.py``).
+_SPIN_S = 80e-6
 
 
 class Output:
@@ -63,15 +73,41 @@ class Output:
             data = data[written:]
 
 
-def _read_exact(count: int) -> bytes | None:
-    chunks, left = [], count
-    while left:
-        chunk = os.read(0, min(left, 1 << 20))
+class Requests:
+    """Frames from the parent on fd 0, read in as few system calls as they allow."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self._poll = select.poll()
+        self._poll.register(0, select.POLLIN)
+        self._spinner = Spinner(_SPIN_S)
+
+    def next(self) -> tuple[int, bytes] | None:
+        """The next request's (op, payload); None at end of file."""
+        buffer = self._buffer
+        while len(buffer) < p.HEADER.size:
+            if not self._fill():
+                return None
+        length, op = p.HEADER.unpack_from(buffer)
+        end = p.HEADER.size + length
+        while len(buffer) < end:
+            if not self._fill(end - len(buffer)):
+                return None
+        payload = bytes(buffer[p.HEADER.size : end])
+        del buffer[:end]
+        return op, payload
+
+    def _fill(self, want: int = 0) -> bool:
+        if not self._buffer:
+            self._spinner.wait(self._ready)
+        chunk = os.read(0, max(want, 1 << 16))
         if not chunk:
-            return None
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+            return False
+        self._buffer += chunk
+        return True
+
+    def _ready(self) -> bool:
+        return bool(self._poll.poll(0))
 
 
 def _flusher(out: Output) -> None:
@@ -153,51 +189,89 @@ def serve(engine_name: str, memory_bytes: int, control_fd: int) -> None:
     threading.Thread(target=_flusher, args=(out,), daemon=True).start()
     threading.Thread(target=_controller, args=(out, control_fd), daemon=True).start()
     engine: Any = None
+    requests = Requests()
+    pending: tuple[int, bytes] | None = None
     while True:
-        header = _read_exact(p.HEADER.size)
-        if header is None:
+        request, pending = pending or requests.next(), None
+        if request is None:
             return
-        length, op = p.HEADER.unpack(header)
-        payload = _read_exact(length) if length else b""
-        if payload is None:
-            return
+        op, payload = request
         text = p.decode(payload)
-        try:
-            if op == p.OPEN:
-                if engine is not None:
-                    out.poll_live = None
-                    engine.close()
+        if op == p.OPEN:
+            if engine is not None:
+                out.poll_live = None
+                engine.close()
+                engine = None
+            try:
                 engine = Engine(memory_bytes)
-                engine.on_log = out.add
-                if engine_name == "v8":
-                    out.poll_live = engine._read_live
-                state = _run(engine.step(text, 0), loop)
-            elif op == p.STEP:
-                state = _run(engine.step(text, 0), loop)
-            elif op == p.SETTLE:
-                state = _run(engine.settle(text, 0), loop)
-            else:
-                out.send(p.ERROR, bytes((p.INTERNAL,)) + b"unknown request")
+            except Exception as exc:
+                out.send(*_failed(exc))
                 continue
-        except ScriptError as exc:
-            out.send(p.ERROR, bytes((p.SCRIPT,)) + p.encode(exc.text))
-            continue
-        except (EngineOutOfMemory, MemoryError):
-            out.send(p.ERROR, bytes((p.MEMORY,)))
-            continue
-        except EngineTimeout:
-            out.send(p.ERROR, bytes((p.INTERNAL,)) + b"the engine stopped itself")
-            continue
-        except Exception as exc:
-            # The name only: a message could carry a host path.
-            out.send(p.ERROR, bytes((p.INTERNAL,)) + p.encode(type(exc).__name__))
-            continue
-        out.send(p.STATE, p.encode(state))
+            engine.on_log = out.add
+            if engine_name == "v8":
+                out.poll_live = engine._read_live
+            out.send(*_reply(partial(_run, engine.step(text, 0), loop)))
+        elif engine is None or op not in (p.STEP, p.SETTLE):
+            out.send(p.ERROR, bytes((p.INTERNAL,)) + b"unknown request")
+        elif op == p.STEP:
+            out.send(*_reply(partial(_run, engine.step(text, 0), loop)))
+        elif engine_name == "v8":
+            ended = _settle_chain(engine, text, out, requests)
+            if ended is None:
+                return
+            pending = ended
+        else:
+            out.send(*_reply(partial(_run, engine.settle(text, 0), loop)))
+
+
+def _reply(compute: Callable[[], str]) -> tuple[int, bytes]:
+    """The reply frame to a step: its drained state, or what went wrong."""
+    try:
+        return p.STATE, p.encode(compute())
+    except Exception as exc:
+        return _failed(exc)
+
+
+def _failed(exc: BaseException) -> tuple[int, bytes]:
+    if isinstance(exc, ScriptError):
+        return p.ERROR, bytes((p.SCRIPT,)) + p.encode(exc.text)
+    if isinstance(exc, (EngineOutOfMemory, MemoryError)):
+        return p.ERROR, bytes((p.MEMORY,))
+    if isinstance(exc, EngineTimeout):
+        return p.ERROR, bytes((p.INTERNAL,)) + b"the engine stopped itself"
+    # The name only: a message could carry a host path.
+    return p.ERROR, bytes((p.INTERNAL,)) + p.encode(type(exc).__name__)
+
+
+def _settle_chain(
+    engine: Any, text: str, out: Output, requests: Requests
+) -> tuple[int, bytes] | None:
+    """V8: serve SETTLE after SETTLE from V8's thread (``V8Engine.settle_chain``);
+    returns the first other request, or None when the parent is gone."""
+    ended: list[tuple[int, bytes] | None] = []
+
+    def serve_one(finish: Callable[[], str]) -> str | None:
+        # On V8's thread, inside its callback: nothing may escape from here.
+        try:
+            out.send(*_reply(finish))
+            request = requests.next()
+            if request is not None and request[0] == p.SETTLE:
+                return p.decode(request[1])
+            ended.append(request)
+        except BaseException:  # the pipe is gone (the parent died or killed us)
+            ended.append(None)
+        return None
+
+    engine.settle_chain(text, serve_one)
+    return ended[0] if ended else None
 
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     engine_name, memory, control_fd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    # Nothing the parent's parent left open comes along: only the pipes are ours.
+    os.closerange(3, control_fd)
+    os.closerange(control_fd + 1, os.sysconf("SC_OPEN_MAX"))
     try:
         serve(engine_name, memory, control_fd)
     except BrokenPipeError:

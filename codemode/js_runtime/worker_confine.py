@@ -28,8 +28,10 @@ reserves a terabyte of address space, so ``RLIMIT_AS`` cannot be used).
 from __future__ import annotations
 
 import errno
+import importlib
 import resource
 import sys
+from collections.abc import Callable
 from typing import Any
 
 _DENIED = (
@@ -84,15 +86,14 @@ _SONAMES = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
 
 
 def _import_pyseccomp() -> Any:
-    """pyseccomp, imported without its two ``find_library`` calls: each runs
-    ``ldconfig`` in a subprocess, which is most of a worker's boot time. The usual
-    sonames are tried first; anything else goes the slow way."""
+    """pyseccomp, imported without ``ctypes.util``: its two ``find_library`` calls each
+    run ``ldconfig`` in a subprocess, and importing ``ctypes.util`` itself (subprocess,
+    shutil...) is another share of a worker's boot. While pyseccomp imports, a stand-in
+    module answers the usual sonames; any other name goes to the real one."""
     import ctypes
-    import ctypes.util
+    import types
 
-    real = ctypes.util.find_library
-
-    def fast(name: str) -> str | None:
+    def find_library(name: str) -> str | None:
         soname = _SONAMES.get(name)
         if soname is not None:
             try:
@@ -100,14 +101,35 @@ def _import_pyseccomp() -> Any:
                 return soname
             except OSError:
                 pass
+        _put_back(saved)
+        real: Callable[[str], str | None] = importlib.import_module("ctypes.util").find_library
         return real(name)
 
-    ctypes.util.find_library = fast
+    stand_in = types.ModuleType("ctypes.util")
+    setattr(stand_in, "find_library", find_library)  # noqa: B010 (a module's attribute)
+    saved = (sys.modules.get("ctypes.util"), getattr(ctypes, "util", None))
+    sys.modules["ctypes.util"] = stand_in
+    setattr(ctypes, "util", stand_in)  # noqa: B010
     try:
         import pyseccomp
     finally:
-        ctypes.util.find_library = real
+        _put_back(saved)
     return pyseccomp
+
+
+def _put_back(saved: tuple[Any, Any]) -> None:
+    import ctypes
+
+    module, attribute = saved
+    if module is None:
+        sys.modules.pop("ctypes.util", None)
+    else:
+        sys.modules["ctypes.util"] = module
+    if attribute is None:
+        if "util" in vars(ctypes):
+            delattr(ctypes, "util")
+    else:
+        setattr(ctypes, "util", attribute)  # noqa: B010
 
 
 def install_filter(own_pid: int) -> None:

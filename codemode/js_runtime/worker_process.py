@@ -6,9 +6,9 @@ bounded, text is decoded without raising, and a worker that dies mid-request bec
 ``WorkerCrashed`` with one line saying why. ``stop`` asks the worker for the output
 printed so far, then kills it, within ``STOP_GRACE_S`` whatever the program does.
 
-A reply is waited for first with a short blocking ``select`` on the loop's thread
-(most tool-call round trips finish in well under ``BLOCK_S``) and then through the
-event loop, so the loop is never held longer than that.
+A reply is waited for first by polling the pipe for up to ``SPIN_S`` while that pays
+(``spin.py``), then with a blocking ``select`` on the loop's thread for up to
+``BLOCK_S``, and then through the event loop, so the loop is never held much longer.
 """
 
 from __future__ import annotations
@@ -16,28 +16,25 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import json
 import os
 import select
 import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
 
+from codemode.js_runtime import prestart
 from codemode.js_runtime import protocol as p
+from codemode.js_runtime.prestart import Spawned, spawn
+from codemode.js_runtime.spin import Spinner
 
 BLOCK_S = 300e-6
+# How long a reply is polled for before this process sleeps on it (``spin.py``).
+SPIN_S = 80e-6
 # How long a stopped worker gets to send the output it has buffered before it is killed.
 STOP_GRACE_S = 0.08
 # The largest frame read from a worker: a return value or one console line.
 MAX_FRAME = 64 * 1024 * 1024
 _STDERR_KEEP = 4096
-_BOOT = (
-    "import sys, os, json; sys.path[:0] = json.loads(os.environ.pop('CODEMODE_WORKER_PATH')); "
-    "from codemode.js_runtime.worker import main; main()"
-)
 LogSink = Callable[[str, str], None]
 
 
@@ -52,56 +49,31 @@ class WorkerCrashed(Exception):
         self.too_large = too_large
 
 
-def _search_path() -> str:
-    # The parent's own import path (the worker runs with -I -S: no site, no env).
-    entries = [e for e in sys.path if e and Path(e).exists()]
-    package_root = str(Path(__file__).resolve().parents[2])
-    return json.dumps([package_root, *entries])
-
-
 class Worker:
     """One engine worker process (one isolate at a time), used from one event loop."""
 
-    def __init__(self, engine: str, memory_bytes: int) -> None:
+    def __init__(self, engine: str, memory_bytes: int, spawned: Spawned | None = None) -> None:
         self.engine = engine
         self.memory_bytes = memory_bytes
         # A reply can hold a value as large as the isolate's memory, in UTF-8; but this
         # process must not be made to hold more than MAX_FRAME of it at once.
         self.max_frame = min(3 * memory_bytes + (1 << 20), MAX_FRAME)
-        control_read, self._control = os.pipe()
-        try:
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-I",
-                    "-S",
-                    "-c",
-                    _BOOT,
-                    engine,
-                    str(memory_bytes),
-                    str(control_read),
-                ],
-                # Nothing of the parent's environment (API keys...) but the import path.
-                env={"CODEMODE_WORKER_PATH": _search_path()},
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                pass_fds=(control_read,),
-                start_new_session=True,  # the terminal's Ctrl-C is for the parent
-            )
-        finally:
-            os.close(control_read)
-        assert self.proc.stdin and self.proc.stdout and self.proc.stderr
-        self._in = self.proc.stdin.fileno()
-        self._out = self.proc.stdout.fileno()
+        self.proc = spawned if spawned is not None else spawn(engine, memory_bytes)
+        self._in = self.proc.requests
+        self._out = self.proc.replies
+        self._control = self.proc.control
         os.set_blocking(self._out, False)
-        os.set_blocking(self.proc.stderr.fileno(), False)
+        os.set_blocking(self.proc.errors, False)
+        self._poll = select.poll()
+        self._poll.register(self._out, select.POLLIN)
+        self._spinner = Spinner(SPIN_S)
         self._buffer = bytearray()
         # A forked child (a batch pool's worker) inherits this object; the worker
         # process is still its parent's to use and to kill.
         self._owner = os.getpid()
         self.dead = False
         self.has_isolate = False  # set by the bridge once an OPEN succeeded
+        _reap()
 
     @property
     def pid(self) -> int:
@@ -168,11 +140,20 @@ class Worker:
             got = self._take_frame()
             if got is not None:
                 return got
-            ready, _, _ = select.select([self._out], [], [], BLOCK_S)
-            if not ready:
+            if not self._wait_briefly():
                 await self._readable()
             if not self._fill():
                 raise await self._crashed()
+
+    def _wait_briefly(self) -> bool:
+        """Whether the pipe became readable within ``BLOCK_S`` (polled first while
+        polling pays: ``spin.py``)."""
+        if self._spinner.wait(self._ready):
+            return True
+        return bool(select.select([self._out], [], [], BLOCK_S)[0])
+
+    def _ready(self) -> bool:
+        return bool(self._poll.poll(0))
 
     async def _readable(self) -> None:
         loop = asyncio.get_running_loop()
@@ -216,7 +197,7 @@ class Worker:
         code = self.proc.returncode
         err = b""
         with contextlib.suppress(OSError, ValueError):
-            err = os.read(self.proc.stderr.fileno(), 1 << 16)  # type: ignore[union-attr]
+            err = os.read(self.proc.errors, 1 << 16)
         text = err[-_STDERR_KEEP:].decode("utf-8", "replace")
         said = [ln for ln in text.splitlines() if ln.startswith("codemode worker: cannot start")]
         if said:
@@ -248,21 +229,29 @@ class Worker:
         if self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.proc.pid, signal.SIGKILL)
-            # Not waited for: a SIGKILLed process is gone at once, and the zombie is
-            # reaped by the next poll (subprocess reaps stragglers when it next starts
-            # one), so nobody's exit or next program waits on the kernel's teardown.
-            self.proc.poll()
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            # Not waited for: a SIGKILLed process is gone at once, and its zombie is
+            # reaped later (``_reap``), so nobody's exit or next program waits on the
+            # kernel's teardown.
+            if self.proc.poll() is None:
+                _UNREAPED.append(self.proc)
+        for fd in (self.proc.requests, self.proc.replies, self.proc.errors, self._control):
             with contextlib.suppress(OSError):
-                stream.close()  # type: ignore[union-attr]
-        with contextlib.suppress(OSError):
-            os.close(self._control)
-        self._control = -1
+                if fd >= 0:
+                    os.close(fd)
+        self.proc.requests = self.proc.replies = self.proc.errors = self._control = -1
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             if not self.dead:
                 self.kill()
+
+
+# Killed workers not yet reaped (their zombies), tried again whenever a worker starts.
+_UNREAPED: list[Spawned] = []
+
+
+def _reap() -> None:
+    _UNREAPED[:] = [proc for proc in _UNREAPED if proc.poll() is None]
 
 
 class Pool:
@@ -288,7 +277,7 @@ class Pool:
             spares[:] = [w for w in spares if w.alive()]
             if spares:
                 return
-        worker = Worker(engine, memory_bytes)
+        worker = Worker(engine, memory_bytes, prestart.adopt(engine, memory_bytes))
         with self._lock:
             self._spares[key].append(worker)
 
@@ -305,8 +294,11 @@ class Pool:
                     worker = candidate
                     break
         if worker is None:
-            worker = Worker(engine, memory_bytes)
-        self.prestart(engine, memory_bytes)
+            worker = Worker(engine, memory_bytes, prestart.adopt(engine, memory_bytes))
+        # A spare behind it, except in a process that runs one program and exits
+        # (``interpreter run``), where a spare's boot would only compete for the CPU.
+        if not prestart.one_program:
+            self.prestart(engine, memory_bytes)
         return worker
 
     def close(self) -> None:

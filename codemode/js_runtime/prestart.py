@@ -1,0 +1,121 @@
+"""Starting an engine worker process with nothing imported but ``os``, ``sys``, ``json``.
+
+``interpreter run`` calls ``spawn`` (through ``early.py``) before the command line's
+own imports, so that the worker's boot (a Python process importing its engine and
+confining itself) overlaps them instead of following them; the pool in
+``worker_process.py`` adopts what it started. Every worker is started here, so there
+is one way a worker comes to be.
+
+The worker gets fd 0 (requests), 1 (replies), 2 (diagnostics) and its control pipe;
+it closes anything else it inherited before it imports anything (``worker.py``).
+Its environment holds nothing of ours but the import path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+_BOOT = (
+    "import sys, os, json; sys.path[:0] = json.loads(os.environ.pop('CODEMODE_WORKER_PATH')); "
+    "from codemode.js_runtime.worker import main; main()"
+)
+
+
+def _search_path() -> str:
+    # The parent's own import path (the worker runs with -I -S: no site, no env).
+    entries = [e for e in sys.path if e and os.path.exists(e)]
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+    return json.dumps([package_root, *entries])
+
+
+class Spawned:
+    """A started worker process: its pid and the parent's ends of its pipes."""
+
+    def __init__(self, pid: int, requests: int, replies: int, errors: int, control: int) -> None:
+        self.pid = pid
+        self.requests = requests  # write end of its fd 0
+        self.replies = replies  # read end of its fd 1
+        self.errors = errors  # read end of its fd 2
+        self.control = control  # write end of its control pipe
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        """Its exit status once it has exited (negative: the signal), else None."""
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere
+                self.returncode = -9
+                return self.returncode
+            if pid == self.pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+
+def _above_stdio(fd: int) -> int:
+    # A parent started with fd 0, 1 or 2 closed gets pipes there; the child's own 0, 1
+    # and 2 are made from our fds by dup2, so none of those may be 0, 1 or 2.
+    import fcntl
+
+    try:
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    finally:
+        os.close(fd)
+
+
+def spawn(engine: str, memory_bytes: int) -> Spawned:
+    """Start a worker for ``engine`` with an isolate cap of ``memory_bytes``."""
+    ours: list[int] = []
+    theirs: list[int] = []
+    try:
+        for _ in range(4):
+            for fd in os.pipe():  # both close on exec
+                ours.append(fd if fd > 2 else _above_stdio(fd))
+        req_r, req_w, rep_r, rep_w, err_r, err_w, ctl_r, ctl_w = ours
+        theirs = [req_r, rep_w, err_w, ctl_r]
+        os.set_inheritable(ctl_r, True)  # the one fd it keeps beyond 0, 1 and 2
+        argv = [sys.executable, "-I", "-S", "-c", _BOOT, engine, str(memory_bytes), str(ctl_r)]
+        pid = os.posix_spawn(
+            sys.executable,
+            argv,
+            {"CODEMODE_WORKER_PATH": _search_path()},
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, req_r, 0),
+                (os.POSIX_SPAWN_DUP2, rep_w, 1),
+                (os.POSIX_SPAWN_DUP2, err_w, 2),
+            ],
+            setsid=True,  # the terminal's Ctrl-C is for the parent
+            # As subprocess does: no signal blocked, and the two Python ignores default.
+            setsigmask=(),
+            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+        )
+    except BaseException:
+        for fd in ours:
+            os.close(fd)
+        raise
+    for fd in theirs:
+        os.close(fd)
+    return Spawned(pid, req_w, rep_r, err_r, ctl_w)
+
+
+# Started before the pool existed (``early.py``), waiting to be adopted by it.
+_early: list[tuple[str, int, Spawned]] = []
+# Set by ``early.py`` for a process that runs one program and exits: the pool then
+# starts no spare behind the worker it hands out.
+one_program = False
+
+
+def spawn_early(engine: str, memory_bytes: int) -> None:
+    _early.append((engine, memory_bytes, spawn(engine, memory_bytes)))
+
+
+def adopt(engine: str, memory_bytes: int) -> Spawned | None:
+    """A worker ``spawn_early`` started for this engine and cap, handed over once."""
+    for i, (e, m, spawned) in enumerate(_early):
+        if (e, m) == (engine, memory_bytes):
+            del _early[i]
+            return spawned
+    return None
