@@ -133,9 +133,10 @@ async def test_the_worker_keeps_no_file_it_inherited(engine: str, tmp_path: Path
     os.set_inheritable(fd, True)
     try:
         # A memory cap of its own: no spare started earlier can serve it.
+        tools = registry()
         bridge = Bridge(
-            registry(),
-            ToolContext(workspace=tmp_path),
+            tools.dispatch(ToolContext(workspace=tmp_path)),
+            tools,
             engine=engine,
             persistent=True,
             limits=Limits(memory_mb=73),
