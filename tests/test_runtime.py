@@ -249,7 +249,10 @@ async def test_output_printed_before_a_limit_is_kept(engine, tmp_path, case):
     # What a runaway program printed is what shows where it got to.
     code, limit, lines = KEPT_OUTPUT_CASES[case]
     seen: list[str] = []
-    b = bridge(engine, tmp_path, limits=Limits(timeout_s=0.5, memory_mb=48))
+    # The memory case gets a clock it cannot reach first on a busy machine (48 MB of
+    # strings takes milliseconds quiet, over 0.5 s with both cores taken).
+    timeout_s = 20.0 if limit == "memory" else 0.5
+    b = bridge(engine, tmp_path, limits=Limits(timeout_s=timeout_s, memory_mb=48))
     r = await b.execute(code, on_event=lambda e: seen.append(e.text) if e.type == "log" else None)
     assert r.error is not None and r.error.limit == limit, r.error
     assert r.output.splitlines() == lines
