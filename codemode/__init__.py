@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from codemode import httpx_cli
+
 __version__ = "0.1.0"
+
+# httpx's own command line (rich, pygments) is imported only if something runs it.
+httpx_cli.defer()
 
 if TYPE_CHECKING:
     from codemode.host import ToolHost
