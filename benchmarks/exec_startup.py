@@ -9,8 +9,9 @@ Two turns, each run N times against the scripted model server (a real HTTP serve
   program, shutdown): what issue 14's Codex comparison pays before the first call;
 - ``calls``: the program makes CALLS sandboxed ``tools.shell`` calls one after another.
 
-Per turn: ``wall_median_ms`` and ``cpu_median_ms`` (the process and everything it waited
-for: engine workers, sandboxes, shells; steadier than wall time on a busy machine), plus
+Per turn: ``wall_median_ms`` and ``cpu_median_ms`` (the process and everything it started:
+engine workers, sandboxes, shells, including killed workers nobody waited for, reaped
+here as the child subreaper; steadier than wall time on a busy machine), plus
 ``python_floor`` (``python -c pass`` and ``python -c 'import pydantic, httpx'``, to tell
 our own cost from the interpreter's). ``load_average`` before and after says how busy the
 machine was. The bytecode cache is on (as an installed package has it) unless
@@ -53,6 +54,30 @@ def script(code: str) -> list[dict[str, object]]:
     ]
 
 
+def _adopt_orphans() -> bool:
+    """Become the child subreaper (Linux), so that processes the turn leaves to die
+    (engine workers are killed, not waited for) are reaped here and their CPU counted."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def _reap_orphans(deadline_s: float = 5.0) -> None:
+    """Wait for the orphans adopted during a turn (they are dying) and reap them."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.005)
+
+
 def _children_cpu_ms() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (usage.ru_utime + usage.ru_stime) * 1000
@@ -86,7 +111,9 @@ def run_turn(calls: int, bytecode: bool) -> tuple[float, float]:
         done = subprocess.run(argv, env=_env(Path(home), bytecode), cwd=ws,
                               stdin=subprocess.DEVNULL, capture_output=True, text=True,
                               timeout=300)
-        wall, cpu = (time.perf_counter() - t0) * 1000, _children_cpu_ms() - cpu0
+        wall = (time.perf_counter() - t0) * 1000
+        _reap_orphans()
+        cpu = _children_cpu_ms() - cpu0
         if done.returncode != 0:
             raise SystemExit(f"exec exited {done.returncode}: {done.stderr[-2000:]}")
         if len(server.requests) != 2:
@@ -120,6 +147,7 @@ def main() -> None:
                         help="leave PYTHONDONTWRITEBYTECODE as the environment has it")
     args = parser.parse_args()
     bytecode = not args.no_bytecode
+    orphans_counted = _adopt_orphans()
     load_before = os.getloadavg()
     run_turn(0, bytecode)  # untimed: fills the bytecode cache and the OS page cache
     samples: dict[str, list[tuple[float, float]]] = {
@@ -134,6 +162,9 @@ def main() -> None:
         "runs": args.runs,
         "calls": args.calls,
         "bytecode_cache": bytecode,
+        # Whether the CPU of processes the turn left behind (killed engine workers,
+        # reaped by nobody) is counted: they are reaped here as the child subreaper.
+        "orphans_counted": orphans_counted,
         "no_calls": medians(samples["no_calls"]),
         "calls_turn": medians(samples["calls"]),
         "python_floor": {
