@@ -3,6 +3,8 @@ its command line, no CA bundle for a plain-HTTP model service, pathspec on first
 
 from __future__ import annotations
 
+import json
+import os
 import ssl
 import subprocess
 import sys
@@ -111,3 +113,78 @@ def test_ignore_rules_load_pathspec_on_first_use(tmp_path: Path) -> None:
     assert lines[0] == "loaded False"
     assert "b.txt" in lines[1] and "a.log" not in lines[1], out
     assert lines[2] == "loaded True"
+
+
+def test_exit_now_does_what_an_exit_must_and_skips_the_teardown(tmp_path: Path) -> None:
+    code = (
+        "import atexit, sys, threading, time\n"
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "from codemode.fast_exit import exit_now, is_command_process\n"
+        "class Noisy:\n"
+        "    def __del__(self):\n"
+        "        open('teardown', 'w').write('ran')\n"
+        "keep = Noisy()\n"  # a module global: only the interpreter's teardown frees it
+        "atexit.register(lambda: open('atexit', 'w').write('ran'))\n"
+        "def late():\n"
+        "    time.sleep(0.3)\n"
+        "    open('thread', 'w').write('ran')\n"
+        "threading.Thread(target=late).start()\n"
+        "pool = ThreadPoolExecutor(1)\n"  # an idle executor thread must not hang the exit
+        "pool.submit(lambda: None).result()\n"
+        "print('command process:', is_command_process())\n"
+        "sys.stdout.write('unflushed tail')\n"
+        "exit_now(3)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stdout == "command process: False\nunflushed tail"
+    assert (tmp_path / "atexit").read_text() == "ran"
+    assert (tmp_path / "thread").read_text() == "ran"  # joined before exiting
+    assert not (tmp_path / "teardown").exists()
+
+
+def test_command_process_is_the_console_script_only(tmp_path: Path) -> None:
+    from codemode.fast_exit import is_command_process
+
+    assert not is_command_process()  # pytest's own process: never exited early
+    out = _python(
+        "from codemode.cli import main\n"  # what the `interpreter` script's __main__ does
+        "from codemode.fast_exit import is_command_process\n"
+        "print(is_command_process())\n",
+        tmp_path,
+    )
+    assert out == "True\n"
+
+
+def test_exec_exits_early_with_its_session_log_complete(tmp_path: Path) -> None:
+    code = "const r = await tools.shell({command: 'echo hi-there'});\nconsole.log(r.output);\n"
+    script: list[dict[str, object]] = [
+        {"tool_calls": [{"name": "exec", "freeform": True, "arguments": code}]},
+        {"text": "all done"},
+    ]
+    home, ws, tmp = tmp_path / "home", tmp_path / "ws", tmp_path / "tmp"
+    for folder in (home, ws, tmp):
+        folder.mkdir()
+    interpreter = Path(sys.executable).parent / "interpreter"
+    if not interpreter.exists():
+        pytest.skip(f"no console script at {interpreter} (run scripts/setup.sh)")
+    with ScriptedModelServer(script) as server:
+        proc = subprocess.run(
+            [
+                str(interpreter), "exec", "--code-mode", "--full-auto", "-C", str(ws),
+                "-m", "m", "-c", "model_provider=scripted",
+                "-c", f"model_providers.scripted.base_url={server.base_url}",
+                "-c", "model_providers.scripted.wire_api=responses", "say hi",
+            ],
+            env={**os.environ, "CODEMODE_HOME": str(home), "TMPDIR": str(tmp)},
+            cwd=ws, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "all done\n"
+    assert "hi-there" in proc.stderr
+    (log,) = (home / "sessions").glob("*.jsonl")
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert records[-1]["event"]["type"] == "turn.completed", records[-1]
+    assert list(tmp.iterdir()) == []  # the sandbox's scratch folder went at exit too
