@@ -15,11 +15,13 @@ until httpx itself is imported, and where httpx is already imported nothing chan
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 from collections.abc import Callable, Sequence
-from importlib.machinery import ModuleSpec
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
 
 _NAME = "httpx._main"
 
@@ -53,6 +55,8 @@ class _Hook:
     ) -> ModuleSpec | None:
         if fullname != _NAME or self.real:
             return None
+        from importlib.machinery import ModuleSpec
+
         return ModuleSpec(fullname, self, origin="deferred by codemode.httpx_cli")
 
     def create_module(self, spec: ModuleSpec) -> types.ModuleType:
@@ -70,7 +74,11 @@ def _real() -> types.ModuleType:
     current = sys.modules.get(_NAME)
     if current is not None and not isinstance(current, _Deferred):
         return current
+    import importlib
+
     _HOOK.real = True
+    if _HOOK in sys.meta_path:
+        sys.meta_path.remove(_HOOK)
     sys.modules.pop(_NAME, None)
     return importlib.import_module(_NAME)
 
