@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from codemode.providers.transport import Transport, _tls_options
+from codemode.providers.transport import Transport, _tls_verify
 from codemode.testing.scripted_server import ScriptedModelServer
 
 
@@ -71,16 +71,16 @@ def test_plain_http_service_gets_a_verifying_context_without_certificates(
     for name in ("http_proxy", "https_proxy", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.upper(), raising=False)
-    context = _tls_options("http://127.0.0.1:8080/v1")["verify"]
+    context = _tls_verify("http://127.0.0.1:8080/v1")
     assert isinstance(context, ssl.SSLContext)
     # Fails closed: verification on, and no CA trusted, so no TLS peer is accepted.
     assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
     assert context.cert_store_stats()["x509_ca"] == 0
-    assert _tls_options("HTTP://localhost/v1")  # the scheme in any case
+    assert isinstance(_tls_verify("HTTP://localhost/v1"), ssl.SSLContext)  # any case
     # TLS services, and any proxy (it may be reached over TLS), keep httpx's defaults.
-    assert _tls_options("https://api.example.com/v1") == {}
+    assert _tls_verify("https://api.example.com/v1") is True
     monkeypatch.setenv("HTTPS_PROXY", "https://proxy.example:3128")
-    assert _tls_options("http://127.0.0.1:8080/v1") == {}
+    assert _tls_verify("http://127.0.0.1:8080/v1") is True
 
 
 async def test_plain_http_transport_streams_from_the_scripted_server() -> None:

@@ -7,6 +7,8 @@ httpx, timeouts, authentication headers and the HTTP error mapping.
 from __future__ import annotations
 
 import asyncio
+import os
+import ssl  # asyncio has imported it already
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -67,7 +69,7 @@ class Transport:
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self._timeout_s, connect=self._connect_timeout_s),
                 headers=self._headers,
-                **_tls_options(self.base_url),
+                verify=_tls_verify(self.base_url),
             )
             self._loop = loop
         return self._client
@@ -125,7 +127,7 @@ class Transport:
             async with httpx.AsyncClient(
                 timeout=httpx.Timeout(self._timeout_s, connect=self._connect_timeout_s),
                 headers=self._headers,
-                **_tls_options(self.base_url),
+                verify=_tls_verify(self.base_url),
             ) as client:
                 response = await client.post(url, json=body)
         except httpx.TimeoutException as exc:
@@ -159,9 +161,10 @@ class Transport:
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
 
 
-def _tls_options(base_url: str) -> dict[str, Any]:
-    """The client's TLS settings: httpx's defaults, except for a plain ``http://``
-    service reached without a proxy (a local model, the scripted test server).
+def _tls_verify(base_url: str) -> ssl.SSLContext | bool:
+    """The client's ``verify``: httpx's default (True: its CA bundle), except for a
+    plain ``http://`` service reached without a proxy (a local model, the scripted
+    test server).
 
     httpx builds its TLS context when the client is made, loading the whole CA bundle
     (~18 ms of CPU, a tenth of an `exec` start) even when no request will use TLS. A
@@ -170,14 +173,11 @@ def _tls_options(base_url: str) -> dict[str, Any]:
     context that loads no certificates and still verifies, so a TLS connection it
     somehow made anyway would fail closed rather than go unverified.
     """
-    import os
-    import ssl
-
     if not base_url.lower().startswith("http://"):
-        return {}
+        return True
     if any(os.environ.get(v) or os.environ.get(v.upper()) for v in _PROXY_VARIABLES):
-        return {}
-    return {"verify": ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)}
+        return True
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def _user_agent() -> str:
