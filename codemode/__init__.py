@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from codemode import httpx_cli
 from codemode.version import __version__ as __version__
+
+# httpx's own command line (rich, pygments) is imported only if something runs it.
+httpx_cli.defer()
 
 if TYPE_CHECKING:
     from codemode.host import ToolHost

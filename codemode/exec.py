@@ -44,9 +44,14 @@ class ExecOptions(SessionOptions):
 
 
 def run_exec(options: ExecOptions) -> int:
-    """Run the command; returns its exit status. Raises UsageProblem for bad input."""
+    """Run the command; returns its exit status. Raises UsageProblem for bad input.
+
+    In the ``interpreter`` process itself a finished run exits here, without the
+    interpreter's teardown (``codemode.fast_exit``): by now the session log is fsynced
+    and closed, the engine workers and the model client are closed, and the event loop
+    is gone."""
     try:
-        return asyncio.run(_run(options))
+        status = asyncio.run(_run(options))
     except (
         ConfigError,
         RolloutError,
@@ -56,6 +61,11 @@ def run_exec(options: ExecOptions) -> int:
         AuthenticationError,
     ) as exc:
         raise UsageProblem(str(exc)) from None
+    from codemode import fast_exit
+
+    if fast_exit.is_command_process():
+        fast_exit.exit_now(status)
+    return status
 
 
 async def _run(options: ExecOptions) -> int:

@@ -6,15 +6,14 @@ imports, which is most of what `interpreter run hello.js` costs: it is started w
 arguments are only peeked at here; click still parses them. A guess that turns out
 wrong (a bad option value) costs one worker, which exits when we do (its pipes close).
 
-The same `run` then exits through ``exit_now``, without the interpreter's teardown.
+The same `run` then exits through ``codemode.fast_exit``, without the interpreter's
+teardown (as a finished `exec` does).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
-from typing import NoReturn
 
 _DEFAULT_MEMORY_MB = 512  # `interpreter run --memory`'s default
 
@@ -56,27 +55,19 @@ def run_and_exit(main: Callable[[list[str] | None], object], argv: list[str] | N
     without tearing the interpreter down.
 
     Python's own exit frees every module and object one by one, which is a large share
-    of a short `interpreter run` (and of how long Ctrl-C takes to return the prompt).
-    Here what an exit must do still happens, in the same order: non-daemon threads are
-    joined, ``atexit`` handlers run (the pool's workers are killed there), and the
-    standard streams are flushed; only the teardown is skipped.
+    of a short `interpreter run` (and of how long Ctrl-C takes to return the prompt);
+    ``codemode.fast_exit`` does what an exit must do and skips only that teardown.
     """
     if not (_started and argv is None and sys.argv[1:2] == ["run"]):
         main(argv)
         return
+    from codemode.fast_exit import exit_now  # lazy: only for an early-started run
+
     try:
         main(argv)
         status: object = 0
     except SystemExit as exc:
         status = exc.code
-    exit_now(status)
-
-
-def exit_now(status: object) -> NoReturn:
-    """Exit with ``status`` as ``sys.exit`` would, without the interpreter's teardown."""
-    import atexit
-    import threading
-
     if status is None:
         code = 0
     elif isinstance(status, int):
@@ -84,13 +75,4 @@ def exit_now(status: object) -> NoReturn:
     else:  # sys.exit("message"): printed, status 1
         print(status, file=sys.stderr)
         code = 1
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            code = code or 1  # as the interpreter does when it cannot flush stdout
-    os._exit(code)
+    exit_now(code)

@@ -12,8 +12,13 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pathspec
+if TYPE_CHECKING:
+    # Imported where a .gitignore is read: pathspec (with its RE2 and Hyperscan
+    # backends) costs ~30 ms of CPU, and a session loads this module with its tools
+    # whether or not anything is ever searched.
+    import pathspec
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,8 @@ def _load(directory: Path, prefix: str, strip: int) -> _Rules | None:
         text = (directory / ".gitignore").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
+    import pathspec
+
     spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines())
     _linear(spec)
     return _Rules(spec, prefix, strip) if spec.patterns else None

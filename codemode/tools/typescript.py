@@ -55,9 +55,16 @@ class _Emitter:
         self._defs: dict[str, Any] = {}
         self._scope = ""
         self._depth = 0
+        self._schemas: dict[type[BaseModel], dict[str, Any]] = {}
+
+    def schema(self, model: type[BaseModel]) -> dict[str, Any]:
+        """``model``'s JSON Schema, made once (pydantic makes it anew at every call)."""
+        if model not in self._schemas:
+            self._schemas[model] = model.model_json_schema(mode="serialization")
+        return self._schemas[model]
 
     def model(self, model: type[BaseModel], name: str) -> str:
-        schema = model.model_json_schema(mode="serialization")
+        schema = self.schema(model)
         self._defs = schema.get("$defs", {})
         # A ``$ref`` means what this model's ``$defs`` say: two servers may both say Item.
         self._scope = _key(self._defs) if self._defs else ""
@@ -146,9 +153,8 @@ class _Emitter:
         return "unknown"
 
 
-def _optional_args(model: type[BaseModel]) -> bool:
+def _optional_args(schema: dict[str, Any]) -> bool:
     """Whether every argument is optional, so the tool can be called with none."""
-    schema = model.model_json_schema(mode="serialization")
     return not schema.get("required")
 
 
@@ -197,7 +203,7 @@ def typescript_declarations(registry: ToolRegistry, *, standalone: bool = False)
         )
         if tool.freeform_field is not None:
             args = f"string | {args}"  # the text itself, or the object holding it
-        param = "args?" if _optional_args(tool.args_model) else "args"
+        param = "args?" if _optional_args(emit.schema(tool.args_model)) else "args"
         parts = split_namespace(tool.name)
         if parts is None:
             doc = _comment(tool.description, "  ")
