@@ -83,6 +83,8 @@ fi
 env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -c '
 import importlib, pkgutil, codemode
 for module in pkgutil.walk_packages(codemode.__path__, "codemode."):
+    if module.name.endswith(".__main__"):  # importing it would run the command line
+        continue
     try:
         importlib.import_module(module.name)
     except Exception:
