@@ -400,7 +400,9 @@ def _processes_running(needle: str) -> list[int]:
 def test_sigint_stops_the_turn_and_kills_the_command(home: Path, work: Path) -> None:
     # A unique duration marks the command's process (PIDs inside a sandbox's PID
     # namespace are not the host's, so the test looks the process up by command line).
-    script = [{"tool_calls": [call("shell", {"command": "touch started; sleep 61.2345"})]}]
+    # Unique per run too: the same test in another checkout on this machine must not match.
+    marker = f"sleep 61.{os.getpid()}{time.monotonic_ns() % 10_000:04d}"
+    script = [{"tool_calls": [call("shell", {"command": f"touch started; {marker}"})]}]
     with ScriptedModelServer(script) as server:
         proc = subprocess.Popen(
             [str(INTERPRETER), "exec", *provider_flags(server.base_url, "chat"), "go"],
@@ -411,16 +413,16 @@ def test_sigint_stops_the_turn_and_kills_the_command(home: Path, work: Path) -> 
             text=True,
         )
         deadline = time.monotonic() + 30
-        while not _processes_running("sleep 61.2345") and time.monotonic() < deadline:
+        while not _processes_running(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _processes_running("sleep 61.2345")
+        assert _processes_running(marker)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=20)
     assert proc.returncode == 130, err
     deadline = time.monotonic() + 5
-    while _processes_running("sleep 61.2345") and time.monotonic() < deadline:
+    while _processes_running(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _processes_running("sleep 61.2345") == []
+    assert _processes_running(marker) == []
     [path] = session_files(home)
     events = [r["event"]["type"] for r in records(path) if r["type"] == "event"]
     assert events[-1] == "turn.failed"
