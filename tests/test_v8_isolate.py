@@ -187,3 +187,22 @@ def test_preloading_overlaps_and_yields_the_same_library() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "True"]
+
+
+async def test_a_settle_filed_before_its_post_returns_is_still_served(tmp_path: Path) -> None:
+    # V8 can finish a short settle before the worker's main thread has recorded what it
+    # posted; the chain must still serve it (it used to wait forever, about one program
+    # in five of these: a step that fills the live buffer, then a timer's settle).
+    bridge = Bridge(
+        _no_tools(tmp_path), ToolRegistry(), engine="v8", limits=Limits(timeout_s=10)
+    )
+    program = (
+        "for (let i = 0; i < 400; i++) console.log('x'.repeat(2000));"
+        "await new Promise((r) => setTimeout(r, 1)); return 'served'"
+    )
+    try:
+        for _ in range(30):
+            result = await bridge.execute(program, on_event=lambda event: None)
+            assert result.ok and result.value == "served", result.error
+    finally:
+        bridge.close()

@@ -73,22 +73,41 @@ class V8Engine:
         isolate = self._isolate
         ended = threading.Event()
         posted: list[Evaluation] = []
+        # V8 may file a settle before ``post`` has even returned (a short one, posted
+        # from this thread): whichever of ``post`` and ``filed`` sees the last
+        # evaluation filed first claims it, under the lock, and only that one goes on.
+        lock = threading.Lock()
+        claimed: list[int] = []
 
-        def post(text: str) -> None:
-            posted[:] = self._post(_settle_script(text))
+        def claim(callback_id: int) -> bool:
+            if not posted or callback_id != posted[-1].callback_id or callback_id in claimed:
+                return False
+            claimed[:] = [callback_id]
+            return True
+
+        def post(text: str | None) -> None:
+            # Posts the settle of ``text``, or ends the chain (None). A loop, not
+            # recursion: on this thread settle after settle can be filed before it is
+            # posted (each then served from here).
+            while text is not None:
+                evaluations = self._post(_settle_script(text))
+                with lock:
+                    posted[:] = evaluations
+                    go = isolate.filed(evaluations[-1]) and claim(evaluations[-1].callback_id)
+                if not go:
+                    return
+                text = serve(finish)
+            posted.clear()
+            ended.set()
 
         def finish() -> str:
             return self._complete([isolate.take(e) for e in posted])
 
         def filed(callback_id: int) -> None:
-            if not posted or callback_id != posted[-1].callback_id:
-                return
-            following = serve(finish)
-            if following is None:
-                posted.clear()
-                ended.set()
-            else:
-                post(following)
+            with lock:
+                go = claim(callback_id)
+            if go:
+                post(serve(finish))
 
         isolate.on_filed = filed
         try:
