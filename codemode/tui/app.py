@@ -106,6 +106,7 @@ class InteractiveApp:
             options,
             SessionSpec(listeners=[self.renderer], resume=resume, approver=self.approver),
         )
+        self.renderer.tools = session.runner.registry  # how each call shows: its tool's traits
         if resume is not None:  # what /new starts with from now on
             self.options.model, self.options.harness = session.model, session.harness.name
             self.options.provider = options.provider or live_provider(resume)

@@ -14,7 +14,7 @@ import difflib
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 from rich.console import Console
@@ -26,6 +26,9 @@ from rich.text import Text
 
 from codemode.agent.printers import describe_args
 from codemode.tui.activity import Activity, label_for
+
+if TYPE_CHECKING:
+    from codemode.tools.registry import ToolRegistry
 
 _OUTPUT_LINES = 8  # lines of a command's output shown under it
 _DIFF_LINES = 60  # lines of a diff shown under a file change
@@ -137,7 +140,9 @@ class TerminalRenderer:
     ) -> None:
         self.console = console
         self.workspace = workspace
-        # write_file calls in flight: item id -> (path shown, the file's text before).
+        # The session's tools (set once it is built): a call is drawn from its tool's traits.
+        self.tools: ToolRegistry | None = None
+        # Whole-file writes in flight: item id -> (path shown, the file's text before).
         self._writes: dict[str, tuple[str, str]] = {}
         self.show_reasoning = show_reasoning
         self._streams: dict[str, _Stream] = {}
@@ -251,7 +256,7 @@ class TerminalRenderer:
             self._print(
                 Syntax(item.code, "javascript", theme="ansi_dark", line_numbers=True), depth=1
             )
-        elif item.type == "tool_call" and item.name == "write_file":
+        elif item.type == "tool_call" and self._writes_whole_file(item):
             self._remember_write(item)
         elif item.type == "todo_list":
             for entry in item.items:
@@ -324,6 +329,19 @@ class TerminalRenderer:
             self._print(diff_renderable(item.diff), depth=depth + 1)
         if item.status == "failed":
             self._print(Text("✗ patch failed", style="red"), depth=depth + 1)
+
+    def _writes_whole_file(self, item: Any) -> bool:
+        """A call of a writing tool (its ``effects``) given a whole file's ``path`` and
+        ``content``: shown as the diff it makes."""
+        tool = self.tools.get(item.name) if self.tools is not None else None
+        args = item.arguments
+        return (
+            tool is not None
+            and "write" in tool.effect_set
+            and isinstance(args, dict)
+            and isinstance(args.get("path"), str)
+            and isinstance(args.get("content"), str)
+        )
 
     def _remember_write(self, item: Any) -> None:
         args = item.arguments if isinstance(item.arguments, dict) else {}
