@@ -376,3 +376,34 @@ async def test_list_dir_of_proc_self_lists_and_read_file_still_refuses(ws: Path)
     listed = await call(ctx, "list_dir", path="/proc/self")
     assert "environ" in [e["path"] for e in listed["entries"]]
     assert "not readable" in await refusal(ctx, "read_file", path="/proc/self/environ")
+
+
+async def test_grep_and_glob_in_a_dry_run_search_what_the_run_wrote(ws: Path) -> None:
+    # A program that writes a file and then searches finds its own change, and not the
+    # file it removed, as every other file tool of the dry run does.
+    (ws / "kept.txt").write_text("needle old\n")
+    (ws / "gone.txt").write_text("needle gone\n")
+    ctx = ToolContext(workspace=ws, dry_run=DryRun())
+    await call(ctx, "write_file", path="new/deep/f.txt", content="a needle here\n")
+    await call(ctx, "write_file", path="kept.txt", content="changed\nneedle new\n")
+    await call(
+        ctx, "apply_patch", input="*** Begin Patch\n*** Delete File: gone.txt\n*** End Patch\n"
+    )
+    found = await call(ctx, "grep", pattern="needle", path=".")
+    assert [(m["path"], m["line"], m["text"]) for m in found["matches"]] == [
+        ("kept.txt", 2, "needle new"),
+        ("new/deep/f.txt", 1, "a needle here"),
+    ]
+    assert (await call(ctx, "grep", pattern="needle", path="new"))["files_searched"] == 1
+    one = await call(ctx, "grep", pattern="here", path="new/deep/f.txt")
+    assert [m["line"] for m in one["matches"]] == [1]
+    assert "no such file" in await refusal(ctx, "grep", pattern="x", path="gone.txt")
+    assert (await call(ctx, "glob", pattern="**/*.txt"))["matches"] == [
+        "kept.txt",
+        "new/deep/f.txt",
+    ]
+    assert (await call(ctx, "glob", pattern="new/**/*.txt"))["matches"] == ["new/deep/f.txt"]
+    # The disk is as it was, and a search outside the dry run sees it so.
+    assert sorted(p.name for p in ws.iterdir()) == ["gone.txt", "kept.txt"]
+    plain = await call(ToolContext(workspace=ws), "grep", pattern="needle", path=".")
+    assert sorted(m["path"] for m in plain["matches"]) == ["gone.txt", "kept.txt"]

@@ -2,7 +2,9 @@
 
 Both skip ``.git`` and whatever ``.gitignore`` excludes, so a search of a project does
 not drown in ``node_modules`` or build output. The tree walk and file reads are blocking,
-so each search runs in a worker thread.
+so each search runs in a worker thread. They search the disk as the session's file
+store has it (``FileStore.overlaid``): in a dry run, a file written earlier in the run
+is found with its new contents and a removed one is not.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 import re
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ from codemode.tools.files import looks_binary
 from codemode.tools.fs.reading import kind_of, read_regular
 from codemode.tools.fs.text import decode
 from codemode.tools.ignore import walk_files
-from codemode.tools.store import MAX_READ_BYTES
+from codemode.tools.store import MAX_READ_BYTES, store_for
 
 MAX_GLOB_MATCHES = 5000
 MAX_LINE_CHARS = 500
@@ -141,7 +143,38 @@ class GlobResult(ToolResult):
     )
 
 
-def _glob_sync(args: GlobArgs, ctx: ToolContext, stop: threading.Event) -> GlobResult:
+Overlay = Mapping[Path, bytes | None]
+
+
+def _holds(overlay: Overlay, directory: Path) -> bool:
+    """Whether the store holds a file below ``directory`` (one a dry run created)."""
+    root = directory.resolve()
+    return any(d is not None and k.is_relative_to(root) and k != root for k, d in overlay.items())
+
+
+def _walked(start: Path, rels: Iterator[str], overlay: Overlay) -> Iterator[str]:
+    """The disk walk's relative paths below ``start``, less the files the store removed,
+    then the files it holds that the disk does not have (created in a dry run)."""
+    if not overlay:
+        yield from rels
+        return
+    seen: set[Path] = set()
+    for rel in rels:
+        path = _join(start, rel)
+        key = path.resolve()
+        if key in overlay and overlay[key] is None:
+            continue
+        seen.add(key)
+        yield rel
+    root = start.resolve()
+    for key, data in sorted(overlay.items()):
+        if data is not None and key not in seen and key.is_relative_to(root) and key != root:
+            yield key.relative_to(root).as_posix()
+
+
+def _glob_sync(
+    args: GlobArgs, ctx: ToolContext, stop: threading.Event, overlay: Overlay
+) -> GlobResult:
     base = ctx.resolve(args.path)
     try:
         mode = base.stat().st_mode
@@ -151,16 +184,22 @@ def _glob_sync(args: GlobArgs, ctx: ToolContext, stop: threading.Event) -> GlobR
         raise ToolError(f"glob: {ctx.display(base)} is {kind_of(mode)}, not a directory")
     prefix, rest = _split_literal_prefix(args.pattern)
     start = _join(base, prefix)
-    if not rest or not start.is_dir():
+    if not rest or not (start.is_dir() or _holds(overlay, start)):
         return GlobResult(matches=[], truncated=False)
     regex = compile_glob(rest)
     found: list[str] = []
     truncated = False
-    walk = walk_files(
+    walk = _walked(
         start,
-        respect_gitignore=not args.include_ignored,
-        ignore_top=ctx.workspace,
-        stop=stop.is_set,
+        walk_files(
+            start,
+            respect_gitignore=not args.include_ignored,
+            ignore_top=ctx.workspace,
+            stop=stop.is_set,
+        )
+        if start.is_dir()
+        else iter(()),
+        overlay,
     )
     # Only regular files (and links to them) are walked: devices, FIFOs and sockets never
     # match.
@@ -176,8 +215,9 @@ def _glob_sync(args: GlobArgs, ctx: ToolContext, stop: threading.Event) -> GlobR
 async def glob(args: GlobArgs, ctx: ToolContext) -> GlobResult:
     """Find files whose paths match a glob pattern."""
     stop = threading.Event()
+    overlay = store_for(ctx).overlaid()  # on the event loop, as store_for wants
     try:
-        return await asyncio.to_thread(_glob_sync, args, ctx, stop)
+        return await asyncio.to_thread(_glob_sync, args, ctx, stop, overlay)
     finally:
         stop.set()  # a cancelled await: the walk stops at its next directory
 
@@ -273,13 +313,20 @@ def _compile_re2(pattern: str, case_insensitive: bool, *, multiline: bool) -> An
         ) from None
 
 
-def _read_text(path: Path) -> tuple[bytes, bool] | None:
+def _read_text(path: Path, overlay: Overlay) -> tuple[bytes, bool] | None:
     """A file's text as UTF-8 bytes and whether it was Latin-1, or None for files grep
-    passes over (binary, huge, unreadable, not regular)."""
-    try:
-        data = read_regular(path, MAX_READ_BYTES)
-    except (OSError, ToolError):
-        return None
+    passes over (binary, huge, unreadable, not regular, removed in the store)."""
+    key = path.resolve() if overlay else path
+    if key in overlay:
+        held = overlay[key]
+        if held is None or len(held) > MAX_READ_BYTES:
+            return None
+        data = held
+    else:
+        try:
+            data = read_regular(path, MAX_READ_BYTES)
+        except (OSError, ToolError):
+            return None
     if looks_binary(data):
         return None
     text, encoding = decode(data)
@@ -323,26 +370,44 @@ def _matching_lines(
         yield number, data[start:end].rstrip(b"\r").decode("utf-8")
 
 
-def _grep_sync(args: GrepArgs, regex: Any, ctx: ToolContext, stop: threading.Event) -> GrepResult:
+def _grep_sync(
+    args: GrepArgs, regex: Any, ctx: ToolContext, stop: threading.Event, overlay: Overlay
+) -> GrepResult:
     target = ctx.resolve(args.path)
-    try:
-        st = target.stat()
-    except OSError:
-        raise ToolError(f"grep: no such file or directory: {ctx.display(target)}") from None
-    if stat.S_ISDIR(st.st_mode):
+    missing = f"grep: no such file or directory: {ctx.display(target)}"
+    key = target.resolve() if overlay else target
+    if key in overlay:  # a file the store holds over the disk's
+        if overlay[key] is None:
+            raise ToolError(missing)
+        st_mode = stat.S_IFREG
+    else:
+        try:
+            st_mode = target.stat().st_mode
+        except OSError:
+            if not _holds(overlay, target):
+                raise ToolError(missing) from None
+            st_mode = stat.S_IFDIR  # a directory only the store has (made in a dry run)
+    if stat.S_ISDIR(st_mode):
         only = None
         if args.glob:
             # Like ripgrep's -g: a bare "*.py" means any .py file, not just top-level ones.
             only = compile_glob(args.glob if "/" in args.glob else "**/" + args.glob)
-        rels = walk_files(target, ignore_top=ctx.workspace, stop=stop.is_set)
+        on_disk = target.is_dir()
+        rels = _walked(
+            target,
+            walk_files(target, ignore_top=ctx.workspace, stop=stop.is_set)
+            if on_disk
+            else iter(()),
+            overlay,
+        )
         wanted = (r for r in rels if only is None or only.fullmatch(r))
         files: Iterator[Path] = (_join(target, r) for r in wanted)
-    elif stat.S_ISREG(st.st_mode):
+    elif stat.S_ISREG(st_mode):
         # Naming a file is explicit: search it even if .gitignore covers it.
         files = iter([target])
     else:
         raise ToolError(
-            f"grep: {ctx.display(target)} is {kind_of(st.st_mode)}, not a regular file or "
+            f"grep: {ctx.display(target)} is {kind_of(st_mode)}, not a regular file or "
             "a directory"
         )
 
@@ -350,7 +415,7 @@ def _grep_sync(args: GrepArgs, regex: Any, ctx: ToolContext, stop: threading.Eve
     for path in files:
         if stop.is_set():
             break
-        read = _read_text(path)
+        read = _read_text(path, overlay)
         if read is None:
             continue
         data, latin1 = read
@@ -370,8 +435,9 @@ async def grep(args: GrepArgs, ctx: ToolContext) -> GrepResult:
     """Search file contents for lines matching a regular expression."""
     regex = compile_pattern(args.pattern, args.case_insensitive)
     stop = threading.Event()
+    overlay = store_for(ctx).overlaid()  # on the event loop, as store_for wants
     try:
-        return await asyncio.to_thread(_grep_sync, args, regex, ctx, stop)
+        return await asyncio.to_thread(_grep_sync, args, regex, ctx, stop, overlay)
     finally:
         # A cancelled await (the program's time limit, an interrupt) leaves the thread
         # running; this makes it stop at the next match or file.

@@ -11,8 +11,9 @@ A ``FileStore`` is the files as one session sees them. Three layers exist:
   over disk for what an editor cannot do (stat, remove, bytes that are not text).
 
 ``store_for(ctx)`` gives a handler its session's store (``ToolContext.store``); read_file,
-write_file, edit and apply_patch all go through it, so a dry run or an editor session
-sees every file tool the same way.
+write_file, list_dir, edit and apply_patch all go through it, and grep and glob search
+the disk with what the store holds over it (``overlaid``), so a dry run sees every
+file tool the same way.
 
 The methods are blocking: the tools call them from a worker thread
 (``asyncio.to_thread``), as they do all filesystem work, so the event loop stays free.
@@ -83,6 +84,13 @@ class FileStore(Protocol):
 
     def stat(self, path: Path) -> FileInfo | None:
         """What is at ``path`` (symlinks followed), None if nothing is."""
+        ...
+
+    def overlaid(self) -> Mapping[Path, bytes | None]:
+        """The files this store holds other than the disk does, by resolved path
+        (None: removed), for the searches, which walk the disk and then this. Empty for
+        the disk and for the editor (which does not say which buffers are unsaved: a
+        search there sees the saved files)."""
         ...
 
     def entries(self, path: Path) -> list[DirItem]:

@@ -89,6 +89,9 @@ class DiskStore:
             return None
         return FileInfo(_kind(st.st_mode), stat.S_IMODE(st.st_mode), st.st_size, real)
 
+    def overlaid(self) -> Mapping[Path, bytes | None]:
+        return {}
+
     def entries(self, path: Path) -> list[DirItem]:
         with os.scandir(path) as found:
             return [_item(entry) for entry in found]

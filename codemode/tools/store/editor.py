@@ -80,6 +80,9 @@ class EditorStore:
     def stat(self, path: Path) -> FileInfo | None:
         return self.base.stat(path)
 
+    def overlaid(self) -> Mapping[Path, bytes | None]:
+        return {}
+
     def entries(self, path: Path) -> list[DirItem]:
         return self.base.entries(path)
 

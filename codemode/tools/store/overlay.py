@@ -67,6 +67,11 @@ class DryRunStore:
             return FileInfo("dir", 0o755, 0, key)
         return below
 
+    def overlaid(self) -> Mapping[Path, bytes | None]:
+        below = self.base.overlaid()
+        mine = {key: self.changes.content(key) for key in self.changes.recorded()}
+        return {**below, **mine}
+
     def entries(self, path: Path) -> list[DirItem]:
         """The store below's entries with the recorded changes applied: files written
         appear (with the folders made on the way), files removed are gone."""
