@@ -56,7 +56,7 @@ class AdapterTool(Tool):
     table: ToolTable | None = None
     target_tool: Tool | None = None
 
-    def item_args(self, raw: Any) -> Any:
+    def item_args(self, raw: object) -> object:
         """The emulated arguments by role (``command``, ``path``...); a todo list as our
         plan (``{plan: [{step, status}]}``)."""
         if self.table is None or not isinstance(raw, dict):
