@@ -27,7 +27,7 @@ from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.doc_text import unwrap
 from codemode.tools.registry import ToolRegistry
 
-Invoke = Callable[[str, dict[str, Any]], Awaitable[Any]]
+Invoke = Callable[[str, dict[str, object]], Awaitable[Any]]
 # (arguments by role, the tool's table, our tools, this tool's state for the session)
 Translate = Callable[[dict[str, Any], ToolTable, Invoke, dict[str, Any]], Awaitable[Any]]
 
@@ -78,7 +78,7 @@ def _int(value: Any) -> int | None:
 async def _shell(
     r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
 ) -> Any:
-    args: dict[str, Any] = {"command": r["command"]}
+    args: dict[str, object] = {"command": r["command"]}
     if r.get("timeout_ms") is not None:
         args["timeout_ms"] = max(1, _int(r["timeout_ms"]) or 1)
     elif r.get("timeout_s") is not None:
@@ -91,7 +91,7 @@ async def _shell(
 async def _read(
     r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
 ) -> Any:
-    args: dict[str, Any] = {"path": r["path"]}
+    args: dict[str, object] = {"path": r["path"]}
     offset = r.get("offset1")
     if r.get("offset0") is not None:
         offset = int(r["offset0"]) + 1
@@ -168,7 +168,7 @@ async def _grep(
         from codemode.harnesses.grep_more import multiline_grep
 
         return await multiline_grep(r, invoke)
-    args: dict[str, Any] = {"pattern": r["pattern"]}
+    args: dict[str, object] = {"pattern": r["pattern"]}
     for role in ("path", "glob"):
         if r.get(role):
             args[role] = r[role]
@@ -224,7 +224,7 @@ async def _todo(
     return result
 
 
-def _plan(todos: list[Any], t: ToolTable, strict: bool) -> list[dict[str, str]]:
+def _plan(todos: list[object], t: ToolTable, strict: bool) -> list[dict[str, str]]:
     """An emulated todo list as our plan steps. ``strict``: an unknown status is an error
     (else it reads as pending, and an item that is not an object is left out)."""
     text_key = t.options.get("todo_text", "content")
@@ -241,7 +241,7 @@ def _plan(todos: list[Any], t: ToolTable, strict: bool) -> list[dict[str, str]]:
     return plan
 
 
-def _plan_text(plan: list[dict[str, Any]]) -> str:
+def _plan_text(plan: list[dict[str, str]]) -> str:
     if not plan:
         return "The todo list is empty."
     return "Current todo list:\n" + "\n".join(f"  [{p['status']}] {p['step']}" for p in plan)
@@ -257,7 +257,7 @@ async def _editor(
         try:
             if view:
                 start, end = int(view[0]), int(view[1])
-                args: dict[str, Any] = {"path": path, "offset": max(1, start)}
+                args: dict[str, object] = {"path": path, "offset": max(1, start)}
                 if end > 0:
                     args["limit"] = max(1, end - max(1, start) + 1)
                 return await invoke("read_file", args)
@@ -370,7 +370,7 @@ def adapter_tool(table: ToolTable, base: ToolRegistry, *, text: bool = False) ->
     async def handler(args: BaseModel, ctx: ToolContext) -> Any:
         called: list[str] = []  # our tools this call used, in order: the last one answered
 
-        async def invoke(name: str, raw: dict[str, Any]) -> Any:
+        async def invoke(name: str, raw: dict[str, object]) -> Any:
             called.append(name)
             return await base.invoke(name, raw, ctx)
 
