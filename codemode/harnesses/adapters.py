@@ -29,7 +29,7 @@ from codemode.tools.registry import ToolRegistry
 
 Invoke = Callable[[str, dict[str, object]], Awaitable[Any]]
 # (arguments by role, the tool's table, our tools, this tool's state for the session)
-Translate = Callable[[dict[str, Any], ToolTable, Invoke, dict[str, Any]], Awaitable[Any]]
+Translate = Callable[[dict[str, Any], ToolTable, Invoke, dict[str, Any]], Awaitable[object]]
 
 
 
@@ -77,7 +77,7 @@ def _int(value: Any) -> int | None:
 
 async def _shell(
     r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
-) -> Any:
+) -> object:
     args: dict[str, object] = {"command": r["command"]}
     if r.get("timeout_ms") is not None:
         args["timeout_ms"] = max(1, _int(r["timeout_ms"]) or 1)
@@ -90,7 +90,7 @@ async def _shell(
 
 async def _read(
     r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
-) -> Any:
+) -> object:
     args: dict[str, object] = {"path": r["path"]}
     offset = r.get("offset1")
     if r.get("offset0") is not None:
@@ -108,7 +108,7 @@ async def _read(
 
 async def _write(
     r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
-) -> Any:
+) -> object:
     content = r["content"]
     if r.get("mode") == "append":
         try:
@@ -121,7 +121,7 @@ async def _write(
 
 async def _edit(
     r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
-) -> Any:
+) -> object:
     edits = r.get("edits")
     if edits is None:
         every = r.get("replace_all")
@@ -154,7 +154,7 @@ async def _edit(
 
 async def _glob(
     r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
-) -> Any:
+) -> object:
     args = {"pattern": r["pattern"]}
     if r.get("path"):
         args["path"] = r["path"]
@@ -163,7 +163,7 @@ async def _glob(
 
 async def _grep(
     r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
-) -> Any:
+) -> object:
     if r.get("multiline"):
         from codemode.harnesses.grep_more import multiline_grep
 
@@ -191,7 +191,7 @@ async def _grep(
 
 async def _list(
     r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
-) -> Any:
+) -> object:
     result = await invoke("list_dir", {"path": r.get("path") or "."})
     ignore = r.get("ignore") or []
     if ignore:
@@ -213,7 +213,7 @@ _STATUS = {"pending": "pending", "todo": "pending", "in_progress": "in_progress"
 
 async def _todo(
     r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
-) -> Any:
+) -> object:
     if r.get("todos") is None and t.options.get("read_when_omitted"):
         # Kimi Code's TodoList: called without todos, it shows the current list.
         plan = state.get("plan", [])
@@ -249,7 +249,7 @@ def _plan_text(plan: list[dict[str, str]]) -> str:
 
 async def _editor(
     r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
-) -> Any:
+) -> object:
     """SWE-agent's str_replace_editor: view, create, str_replace, insert."""
     command, path = r.get("command"), r["path"]
     if command == "view":
@@ -367,7 +367,7 @@ def adapter_tool(table: ToolTable, base: ToolRegistry, *, text: bool = False) ->
 
     state: dict[str, Any] = {}  # this tool's memory for the session (a todo list, a terminal)
 
-    async def handler(args: BaseModel, ctx: ToolContext) -> Any:
+    async def handler(args: BaseModel, ctx: ToolContext) -> object:
         called: list[str] = []  # our tools this call used, in order: the last one answered
 
         async def invoke(name: str, raw: dict[str, object]) -> Any:
