@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from codemode.assembly.program import program_parts
 from codemode.js_runtime.bridge import Bridge, EventSink
 from codemode.js_runtime.models import ExecResult, Limits
-from codemode.tools.registry import ToolRegistry
+from codemode.tools.registry import ToolFn, ToolRegistry
 
 if TYPE_CHECKING:
     from codemode.sandbox.approval import Approver
@@ -86,14 +86,26 @@ class ToolHost:
     def workspace(self) -> Path:
         return self.context.workspace
 
+    @overload
+    def tool(
+        self, fn: ToolFn, *, name: str | None = None, description: str | None = None
+    ) -> ToolFn: ...
+
+    @overload
+    def tool(
+        self, fn: None = None, *, name: str | None = None, description: str | None = None
+    ) -> Callable[[ToolFn], ToolFn]: ...
+
     def tool(
         self,
-        fn: Callable[..., Any] | None = None,
+        fn: ToolFn | None = None,
         *,
         name: str | None = None,
         description: str | None = None,
-    ) -> Any:
+    ) -> ToolFn | Callable[[ToolFn], ToolFn]:
         """Decorator: expose an async function to programs as ``tools.<name>``."""
+        if fn is None:
+            return self.registry.tool(name=name, description=description)
         return self.registry.tool(fn, name=name, description=description)
 
     async def execute(

@@ -46,7 +46,7 @@ def _printer(verbose: bool, out: TextIO, err: TextIO) -> Any:
     return on_event
 
 
-def _render_value(value: Any) -> str:
+def _render_value(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from acp import text_block, tool_content, update_tool_call, update_user_message_text
 from pydantic import TypeAdapter, ValidationError
 
-from codemode.acp.updates import UpdateMapper
+from codemode.acp.updates import Update, UpdateMapper
 from codemode.agent.events import ItemCompleted, ItemStarted
 
 if TYPE_CHECKING:
@@ -42,11 +42,13 @@ def _records(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def replay_updates(path: Path, cwd: str, tools: ToolRegistry | None = None) -> list[Any]:
+def replay_updates(
+    path: Path, cwd: str, tools: ToolRegistry | None = None
+) -> list[Update]:
     """The updates that show the session recorded at ``path`` to an editor (``tools``:
     the session's, whose kinds its calls show with)."""
     mapper = UpdateMapper(cwd, tools)
-    updates: list[Any] = []
+    updates: list[Update] = []
     for record in _records(path):
         kind = record.get("type")
         if kind == "message" and record.get("prompt"):

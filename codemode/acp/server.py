@@ -32,8 +32,8 @@ from pydantic import BaseModel
 
 from codemode.acp.client import AcpApprover, AcpToolClient
 from codemode.acp.history import replay_updates
-from codemode.acp.updates import UpdateMapper
-from codemode.agent.loop import Session, StopReason
+from codemode.acp.updates import Update, UpdateMapper
+from codemode.agent.loop import Session, StopReason, TurnResult
 from codemode.providers.base import ImageInput
 
 
@@ -64,9 +64,9 @@ class _Live:
         self.session: Session | None = None
         # Its tools come with the session (``attach``): a call's ACP kind is its tool's.
         self.mapper = UpdateMapper(cwd)
-        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.queue: asyncio.Queue[Update] = asyncio.Queue()
         self.sender = asyncio.create_task(self._send())
-        self.turn: asyncio.Task[Any] | None = None
+        self.turn: asyncio.Task[TurnResult] | None = None
 
     def attach(self, session: Session) -> None:
         self.session = session
@@ -154,7 +154,7 @@ class CodemodeAcpAgent:
         protocol_version: int,
         client_capabilities: ClientCapabilities | None = None,
         client_info: Implementation | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> InitializeResponse:
         from codemode.version import package_version
 
@@ -168,17 +168,17 @@ class CodemodeAcpAgent:
             agent_info=Implementation(name="codemode", title="codemode", version=package_version()),
         )
 
-    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
+    async def authenticate(self, method_id: str, **kwargs: object) -> None:
         return None
 
     async def new_session(
-        self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+        self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: object
     ) -> NewSessionResponse:
         live = self._open(cwd, mcp_servers, None)
         return NewSessionResponse(session_id=live.session_id)
 
     async def load_session(
-        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: object
     ) -> LoadSessionResponse:
         """Continue a recorded session; its conversation is sent to the client first."""
         from codemode.agent.rollout import SESSIONS_DIR, RolloutError, find_session, read_session
@@ -261,7 +261,7 @@ class CodemodeAcpAgent:
             raise _invalid(f"no session {session_id!r}")
         return live
 
-    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: object) -> PromptResponse:
         live = self._live(session_id)
         if live.turn is not None:
             raise RequestError(-32600, "a turn is already running")
@@ -283,12 +283,12 @@ class CodemodeAcpAgent:
             return PromptResponse(stop_reason=_ACP_STOP_REASONS[reason])
         raise RequestError(-32603, (result.error if result else None) or "the turn failed")
 
-    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+    async def cancel(self, session_id: str, **kwargs: object) -> None:
         live = self.sessions.get(session_id)
         if live is not None and live.turn is not None:
             live.turn.cancel()
 
-    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> None:
+    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: object) -> None:
         raise RequestError.method_not_found("session/set_mode")
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ their program's id in ``_meta.codemode.parent_id`` and say so in their title.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from acp import (
     start_tool_call,
@@ -20,7 +20,17 @@ from acp import (
     update_plan,
     update_tool_call,
 )
-from acp.schema import PlanEntry, ToolCallLocation, ToolKind
+from acp.schema import (
+    AgentMessageChunk,
+    AgentPlanUpdate,
+    AgentThoughtChunk,
+    PlanEntry,
+    ToolCallLocation,
+    ToolCallProgress,
+    ToolCallStart,
+    ToolKind,
+    UserMessageChunk,
+)
 from pydantic import BaseModel
 
 from codemode.agent.events import (
@@ -28,6 +38,7 @@ from codemode.agent.events import (
     CodeExecutionItem,
     CommandExecutionItem,
     FileChangeItem,
+    Item,
     ItemCompleted,
     ItemStarted,
     McpToolCallItem,
@@ -57,10 +68,22 @@ _TOOL_ITEMS = (
     CodeExecutionItem,
     McpToolCallItem,
 )
+# The session updates ACP's ``session/update`` carries (a user's message only in a replay).
+Update = (
+    UserMessageChunk
+    | AgentMessageChunk
+    | AgentThoughtChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | AgentPlanUpdate
+)
+ToolItem = (
+    CommandExecutionItem | FileChangeItem | ToolCallItem | CodeExecutionItem | McpToolCallItem
+)
 MAX_TITLE = 80
 
 
-def tool_name(item: Any) -> str:
+def tool_name(item: Item) -> str:
     """The registry name of the tool an item reports, where the item names it ("" for a
     command, a patch or a program: their items say what ran, not which tool ran it)."""
     if isinstance(item, McpToolCallItem):
@@ -73,7 +96,7 @@ def _short(text: str) -> str:
     return line if len(line) <= MAX_TITLE else line[: MAX_TITLE - 1] + "…"
 
 
-def _title(item: Any) -> str:
+def _title(item: ToolItem) -> str:
     if isinstance(item, CommandExecutionItem):
         title = f"$ {item.command}"
     elif isinstance(item, CodeExecutionItem):
@@ -90,7 +113,7 @@ def _title(item: Any) -> str:
     return _short(title) + (" (in program)" if item.parent_id else "")
 
 
-def _locations(item: Any, cwd: str) -> list[ToolCallLocation] | None:
+def _locations(item: ToolItem, cwd: str) -> list[ToolCallLocation] | None:
     args = getattr(item, "arguments", None)
     if isinstance(item, ToolCallItem) and isinstance(args, dict) and args.get("path"):
         from pathlib import Path
@@ -100,7 +123,7 @@ def _locations(item: Any, cwd: str) -> list[ToolCallLocation] | None:
     return None
 
 
-def _input(item: Any) -> Any:
+def _input(item: ToolItem) -> object:
     if isinstance(item, CommandExecutionItem):
         return {"command": item.command}
     if isinstance(item, CodeExecutionItem):
@@ -108,7 +131,7 @@ def _input(item: Any) -> Any:
     return getattr(item, "arguments", None)
 
 
-def _output(item: Any) -> tuple[Any, str]:
+def _output(item: ToolItem) -> tuple[object, str]:
     """(raw output, text shown in the tool call)."""
     if isinstance(item, CommandExecutionItem):
         return {"exit_code": item.exit_code, "output": item.aggregated_output}, (
@@ -153,7 +176,7 @@ class UpdateMapper:
 
         return find_tool(self.tools, name)
 
-    def kind_of(self, item: Any) -> ToolKind:
+    def kind_of(self, item: Item) -> ToolKind:
         """How the editor shows ``item``'s call: its tool's ``acp_kind``."""
         tool = self._tool(tool_name(item))
         if tool is not None:
@@ -165,7 +188,7 @@ class UpdateMapper:
         found = self._tool(tool)
         return found.acp_kind if found is not None else "other"
 
-    def updates(self, event: BaseModel) -> list[Any]:
+    def updates(self, event: BaseModel) -> list[Update]:
         if isinstance(event, TextDeltaEvent):
             self._streamed.add(event.item_id)
             return [update_agent_message_text(event.text)]
@@ -186,10 +209,10 @@ class UpdateMapper:
             return self._completed(event.item)
         return []
 
-    def _meta(self, item: Any) -> dict[str, Any]:
+    def _meta(self, item: Item) -> dict[str, object]:
         return {"codemode": {"item_type": item.type, "parent_id": item.parent_id}}
 
-    def _started(self, item: Any) -> list[Any]:
+    def _started(self, item: Item) -> list[Update]:
         if isinstance(item, TodoListItem):
             entries = [
                 PlanEntry(
@@ -213,7 +236,7 @@ class UpdateMapper:
         start.field_meta = self._meta(item)
         return [start]
 
-    def _completed(self, item: Any) -> list[Any]:
+    def _completed(self, item: Item) -> list[Update]:
         if isinstance(item, AgentMessageItem):
             return [] if item.id in self._streamed else [update_agent_message_text(item.text)]
         if isinstance(item, ReasoningItem):

@@ -57,7 +57,7 @@ def start_item(
     return ToolCallItem(id=item_id, parent_id=parent_id, name=name, arguments=args), workspace
 
 
-def _patch_text(args: Any) -> str | None:
+def _patch_text(args: object) -> str | None:
     if isinstance(args, str):
         return args
     if isinstance(args, dict):
@@ -70,7 +70,7 @@ def _absolute(base: Path, path: str) -> str:
     return os.path.normpath(Path(base, path))
 
 
-def planned_changes(args: Any, workspace: Path) -> tuple[list[FileUpdate], Path]:
+def planned_changes(args: object, workspace: Path) -> tuple[list[FileUpdate], Path]:
     """The files a patch names, with absolute paths, before it is applied (Codex reports
     them as the call starts); also the directory its relative paths start from. A patch
     that does not parse names none: its call fails and says why."""

@@ -63,7 +63,7 @@ def answer_problem(schema: dict[str, Any], answer: str) -> str | None:
     return f"it does not match the schema at {where}: {first.message}{more}"
 
 
-def strict_compatible(schema: Any) -> bool:
+def strict_compatible(schema: object) -> bool:
     """Whether a wire's strict structured output accepts ``schema`` as it is: every
     object lists all its properties as required and forbids others. Other schemas are
     still enforced, by the check after the answer."""
@@ -77,7 +77,7 @@ def strict_compatible(schema: Any) -> bool:
             return False
         if set(schema.get("required", [])) != set(props):
             return False
-    children: list[Any] = []
+    children: list[object] = []
     for key in ("properties", "$defs", "definitions"):
         if isinstance(schema.get(key), dict):
             children.extend(schema[key].values())

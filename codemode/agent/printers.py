@@ -5,17 +5,26 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from pydantic import BaseModel
 
 from codemode.agent.codex_json import codex_event
-from codemode.agent.events import is_public
+from codemode.agent.events import (
+    ItemCompleted,
+    ItemStarted,
+    Notice,
+    OutputDeltaEvent,
+    ThreadStarted,
+    TurnCompleted,
+    TurnFailed,
+    is_public,
+)
 
 _OUTPUT_LINES = 6  # lines of command output shown under a command
 
 
-def describe_args(args: Any, width: int = 120) -> str:
+def describe_args(args: object, width: int = 120) -> str:
     """Tool-call arguments as one line of at most ``width`` characters."""
     text = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
     return text if len(text) <= width else text[: width - 3] + "..."
@@ -44,7 +53,7 @@ class JsonPrinter:
             self._write({"type": "error", "message": data["error"]["message"]})
         self._write(data)
 
-    def _write(self, data: dict[str, Any]) -> None:
+    def _write(self, data: dict[str, object]) -> None:
         self.out.write(json.dumps(data, ensure_ascii=False) + "\n")
         self.out.flush()
 
@@ -83,16 +92,16 @@ class HumanPrinter:
             self._say(self._held)
             self._held = None
 
-    def _on_thread_started(self, event: Any) -> None:
+    def _on_thread_started(self, event: ThreadStarted) -> None:
         self._say(f"session {event.thread_id}")
 
-    def _on_notice(self, event: Any) -> None:
+    def _on_notice(self, event: Notice) -> None:
         self._say(f"! {event.message}")
 
-    def _on_delta_output(self, event: Any) -> None:
+    def _on_delta_output(self, event: OutputDeltaEvent) -> None:
         self._say(f"> {event.text}", depth=1)
 
-    def _on_item_started(self, event: Any) -> None:
+    def _on_item_started(self, event: ItemStarted) -> None:
         self._release_held()
         item = event.item
         depth = 1 if item.parent_id else 0
@@ -102,7 +111,7 @@ class HumanPrinter:
             self._say("exec:")
             self._say("\n".join(f"│ {line}" for line in item.code.splitlines()), 1)
 
-    def _on_item_completed(self, event: Any) -> None:
+    def _on_item_completed(self, event: ItemCompleted) -> None:
         item = event.item
         depth = 1 if item.parent_id else 0
         if item.type == "agent_message":
@@ -128,10 +137,10 @@ class HumanPrinter:
         elif item.type == "file_change":
             marks = {"add": "A", "update": "M", "delete": "D", "move": "R"}
             for change in item.changes:
-                shown = _near(change.path)
+                where = _near(change.path)
                 if change.move_to:
-                    shown += f" -> {_near(change.move_to)}"
-                self._say(f"{marks[change.kind]} {shown}", depth + 1)
+                    where += f" -> {_near(change.move_to)}"
+                self._say(f"{marks[change.kind]} {where}", depth + 1)
             if item.status == "failed":
                 self._say("patch failed", depth + 1)
         elif item.type == "todo_list":
@@ -151,7 +160,7 @@ class HumanPrinter:
             else:
                 self._say(f"done ({calls})", 1)
 
-    def _on_turn_completed(self, event: Any) -> None:
+    def _on_turn_completed(self, event: TurnCompleted) -> None:
         if self._held is not None:
             print(self._held, file=self.out)
             self.out.flush()
@@ -163,6 +172,6 @@ class HumanPrinter:
             f"{event.model_requests} model request{'s' if event.model_requests != 1 else ''}"
         )
 
-    def _on_turn_failed(self, event: Any) -> None:
+    def _on_turn_failed(self, event: TurnFailed) -> None:
         self._release_held()
         self._say(f"error: {event.error.message}")

@@ -27,9 +27,9 @@ from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.doc_text import unwrap
 from codemode.tools.registry import ToolRegistry
 
-Invoke = Callable[[str, dict[str, Any]], Awaitable[Any]]
+Invoke = Callable[[str, dict[str, object]], Awaitable[Any]]
 # (arguments by role, the tool's table, our tools, this tool's state for the session)
-Translate = Callable[[dict[str, Any], ToolTable, Invoke, dict[str, Any]], Awaitable[Any]]
+Translate = Callable[[dict[str, Any], ToolTable, Invoke, dict[str, Any]], Awaitable[object]]
 
 
 
@@ -56,7 +56,7 @@ class AdapterTool(Tool):
     table: ToolTable | None = None
     target_tool: Tool | None = None
 
-    def item_args(self, raw: Any) -> Any:
+    def item_args(self, raw: object) -> object:
         """The emulated arguments by role (``command``, ``path``...); a todo list as our
         plan (``{plan: [{step, status}]}``)."""
         if self.table is None or not isinstance(raw, dict):
@@ -77,8 +77,8 @@ def _int(value: Any) -> int | None:
 
 async def _shell(
     r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
-) -> Any:
-    args: dict[str, Any] = {"command": r["command"]}
+) -> object:
+    args: dict[str, object] = {"command": r["command"]}
     if r.get("timeout_ms") is not None:
         args["timeout_ms"] = max(1, _int(r["timeout_ms"]) or 1)
     elif r.get("timeout_s") is not None:
@@ -90,8 +90,8 @@ async def _shell(
 
 async def _read(
     r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
-) -> Any:
-    args: dict[str, Any] = {"path": r["path"]}
+) -> object:
+    args: dict[str, object] = {"path": r["path"]}
     offset = r.get("offset1")
     if r.get("offset0") is not None:
         offset = int(r["offset0"]) + 1
@@ -108,7 +108,7 @@ async def _read(
 
 async def _write(
     r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
-) -> Any:
+) -> object:
     content = r["content"]
     if r.get("mode") == "append":
         try:
@@ -121,7 +121,7 @@ async def _write(
 
 async def _edit(
     r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
-) -> Any:
+) -> object:
     edits = r.get("edits")
     if edits is None:
         every = r.get("replace_all")
@@ -154,7 +154,7 @@ async def _edit(
 
 async def _glob(
     r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
-) -> Any:
+) -> object:
     args = {"pattern": r["pattern"]}
     if r.get("path"):
         args["path"] = r["path"]
@@ -163,12 +163,12 @@ async def _glob(
 
 async def _grep(
     r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
-) -> Any:
+) -> object:
     if r.get("multiline"):
         from codemode.harnesses.grep_more import multiline_grep
 
         return await multiline_grep(r, invoke)
-    args: dict[str, Any] = {"pattern": r["pattern"]}
+    args: dict[str, object] = {"pattern": r["pattern"]}
     for role in ("path", "glob"):
         if r.get(role):
             args[role] = r[role]
@@ -191,7 +191,7 @@ async def _grep(
 
 async def _list(
     r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
-) -> Any:
+) -> object:
     result = await invoke("list_dir", {"path": r.get("path") or "."})
     ignore = r.get("ignore") or []
     if ignore:
@@ -213,7 +213,7 @@ _STATUS = {"pending": "pending", "todo": "pending", "in_progress": "in_progress"
 
 async def _todo(
     r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
-) -> Any:
+) -> object:
     if r.get("todos") is None and t.options.get("read_when_omitted"):
         # Kimi Code's TodoList: called without todos, it shows the current list.
         plan = state.get("plan", [])
@@ -224,7 +224,7 @@ async def _todo(
     return result
 
 
-def _plan(todos: list[Any], t: ToolTable, strict: bool) -> list[dict[str, str]]:
+def _plan(todos: list[object], t: ToolTable, strict: bool) -> list[dict[str, str]]:
     """An emulated todo list as our plan steps. ``strict``: an unknown status is an error
     (else it reads as pending, and an item that is not an object is left out)."""
     text_key = t.options.get("todo_text", "content")
@@ -241,7 +241,7 @@ def _plan(todos: list[Any], t: ToolTable, strict: bool) -> list[dict[str, str]]:
     return plan
 
 
-def _plan_text(plan: list[dict[str, Any]]) -> str:
+def _plan_text(plan: list[dict[str, str]]) -> str:
     if not plan:
         return "The todo list is empty."
     return "Current todo list:\n" + "\n".join(f"  [{p['status']}] {p['step']}" for p in plan)
@@ -249,7 +249,7 @@ def _plan_text(plan: list[dict[str, Any]]) -> str:
 
 async def _editor(
     r: dict[str, Any], t: ToolTable, invoke: Invoke, state: dict[str, Any]
-) -> Any:
+) -> object:
     """SWE-agent's str_replace_editor: view, create, str_replace, insert."""
     command, path = r.get("command"), r["path"]
     if command == "view":
@@ -257,7 +257,7 @@ async def _editor(
         try:
             if view:
                 start, end = int(view[0]), int(view[1])
-                args: dict[str, Any] = {"path": path, "offset": max(1, start)}
+                args: dict[str, object] = {"path": path, "offset": max(1, start)}
                 if end > 0:
                     args["limit"] = max(1, end - max(1, start) + 1)
                 return await invoke("read_file", args)
@@ -367,10 +367,10 @@ def adapter_tool(table: ToolTable, base: ToolRegistry, *, text: bool = False) ->
 
     state: dict[str, Any] = {}  # this tool's memory for the session (a todo list, a terminal)
 
-    async def handler(args: BaseModel, ctx: ToolContext) -> Any:
+    async def handler(args: BaseModel, ctx: ToolContext) -> object:
         called: list[str] = []  # our tools this call used, in order: the last one answered
 
-        async def invoke(name: str, raw: dict[str, Any]) -> Any:
+        async def invoke(name: str, raw: dict[str, object]) -> Any:
             called.append(name)
             return await base.invoke(name, raw, ctx)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from codemode.tools.context import ToolError
 
-Invoke = Callable[[str, dict[str, Any]], Awaitable[Any]]
+Invoke = Callable[[str, dict[str, object]], Awaitable[Any]]
 
 # A multiline search reads whole files: at most this many, and this many bytes in all.
 MAX_FILES = 2000

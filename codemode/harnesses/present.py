@@ -27,7 +27,7 @@ def arg_for_role(tool: ToolTable, role: str) -> str | None:
     return role if role in props and role not in tool.roles else None
 
 
-def _grep_mode(table: ToolTable, args: Any, value: dict[str, Any]) -> str | None:
+def _grep_mode(table: ToolTable, args: object, value: dict[str, Any]) -> str | None:
     """A grep adapter's result in the output mode the call asked for (files, counts);
     None for the default, matching lines."""
     if not isinstance(args, dict):
@@ -48,7 +48,7 @@ def _grep_mode(table: ToolTable, args: Any, value: dict[str, Any]) -> str | None
     return None
 
 
-def render_value(table: ToolTable, producer: Tool | None, args: Any, value: Any) -> str:
+def render_value(table: ToolTable, producer: Tool | None, args: object, value: object) -> str:
     """``value``, returned by the adapter for ``table`` after calling our tool
     ``producer``, as text. Without a producer (an adapter that may call several tools
     and says which in its result's ``output``, or one that calls none), that text or

@@ -8,7 +8,7 @@ read_file), and a tool without one as compact JSON.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from codemode.js_runtime.models import ExecResult
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from codemode.tools.base import Tool
 
 
-def render_result(tool: Tool | None, value: Any) -> str:
+def render_result(tool: Tool | None, value: object) -> str:
     """A tool's JSON result as text for the model: the tool's own ``render``, else the
     text itself or compact JSON."""
     text = tool.text(value) if tool is not None else None

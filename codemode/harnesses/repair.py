@@ -145,7 +145,7 @@ def parse_call_arguments(call: ToolCall, freeform_field: str | None = None) -> A
 # --- programs ----------------------------------------------------------------------------
 
 
-def unwrap_program(value: Any) -> str:
+def unwrap_program(value: object) -> str:
     """The JavaScript source in what was sent as a program.
 
     Accepts the source itself, the source in a Markdown fence, a JSON string holding
@@ -209,7 +209,7 @@ _PARAMETER_TAG = re.compile(r"<parameter=([\w.-]+)>\n?(.*?)\n?</parameter>", re.
 _JSON_FENCE = re.compile(r"```(?:json|tool_call|tool)?[ \t]*\n(.*?)\n?```", re.DOTALL)
 
 
-def _typed(value: str, schema: Mapping[str, Any] | None) -> Any:
+def _typed(value: str, schema: Mapping[str, object] | None) -> object:
     """An XML-tag parameter value, typed by the tool's schema (strings stay as written)."""
     kind = (schema or {}).get("type")
     if kind == "string" or (kind is None and value.strip()[:1] not in ("[", "{")):
@@ -220,11 +220,12 @@ def _typed(value: str, schema: Mapping[str, Any] | None) -> Any:
         return value
 
 
-def _call_from_object(obj: Any, names: set[str]) -> tuple[str, Any] | None:
+def _call_from_object(obj: object, names: set[str]) -> tuple[str, object] | None:
     if not isinstance(obj, dict):
         return None
-    if isinstance(obj.get("function"), dict):  # OpenAI's own shape, pasted as text
-        obj = obj["function"]
+    inner = obj.get("function")
+    if isinstance(inner, dict):  # OpenAI's own shape, pasted as text
+        obj = inner
     name = obj.get("name") or obj.get("tool") or obj.get("tool_name")
     if not isinstance(name, str):
         return None
@@ -249,7 +250,7 @@ def recover_text_calls(
     one of ``schemas`` (so an answer that shows JSON is not mistaken for a call).
     """
     names = set(schemas)
-    found: list[tuple[str, Any]] = []
+    found: list[tuple[str, object]] = []
     problem: str | None = None
 
     for fn_name, body in _FUNCTION_TAG.findall(text):

@@ -74,7 +74,7 @@ def _json_object(text: str) -> tuple[Any, list[str], str | None]:
     return value, warnings, None
 
 
-def _flag(value: Any, problems: list[str], warnings: list[str]) -> bool:
+def _flag(value: object, problems: list[str], warnings: list[str]) -> bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
@@ -114,7 +114,7 @@ def parse_reply(text: str, *, code: bool) -> tuple[Reply | None, list[str], list
     return (None if problems else reply), problems, warnings
 
 
-def _commands(raw: Any, problems: list[str], warnings: list[str]) -> list[dict[str, Any]]:
+def _commands(raw: object, problems: list[str], warnings: list[str]) -> list[dict[str, Any]]:
     if not isinstance(raw, list):
         problems.append('"commands" must be a list')
         return []

@@ -221,9 +221,9 @@ class _Run:
         self.on_event = on_event
         self.output = CappedOutput(limits.output_chars)
         self.records: dict[int, ToolCallRecord] = {}
-        self.tasks: dict[int, asyncio.Task[tuple[bool, Any]]] = {}
+        self.tasks: dict[int, asyncio.Task[tuple[bool, object]]] = {}
         # Finished calls whose results the isolate has not seen yet: (id, (ok, payload)).
-        self.ready: list[tuple[int, tuple[bool, Any]]] = []
+        self.ready: list[tuple[int, tuple[bool, object]]] = []
         self.wakeup: asyncio.Future[None] | None = None
         self.tool_names = [*bridge.catalog.flat_names(), *bridge.catalog.namespaces()]
         self.calls_made = 0  # counted here: nothing in the isolate can change it
@@ -248,7 +248,7 @@ class _Run:
                 ),
             )
         had_isolate = worker.has_isolate
-        value: Any = None
+        value: object = None
         error: ExecError | None = None
         setting_up = True
         try:
@@ -296,7 +296,7 @@ class _Run:
         return self._result(started, value, error, reset)
 
     def _result(
-        self, started: float, value: Any, error: ExecError | None, reset: bool = False
+        self, started: float, value: object, error: ExecError | None, reset: bool = False
     ) -> ExecResult:
         return ExecResult(
             ok=error is None,
@@ -326,7 +326,7 @@ class _Run:
         worker.has_isolate = True
         return None
 
-    async def _drive(self, worker: Worker) -> tuple[Any, ExecError | None]:
+    async def _drive(self, worker: Worker) -> tuple[object, ExecError | None]:
         program = self.program
         try:
             if program.might_be_expression():
@@ -392,7 +392,7 @@ class _Run:
             )
         return ExecError(kind="internal", name="EngineCrashed", message=str(exc))
 
-    def _capped_value(self, value: Any) -> Any:
+    def _capped_value(self, value: object) -> object:
         capped, self.value_truncated = cap_value(value, self.limits.output_chars)
         return capped
 
@@ -470,7 +470,7 @@ class _Run:
         self.tasks[call_id] = task
         task.add_done_callback(partial(self._on_done, call_id))
 
-    async def _invoke(self, record: ToolCallRecord) -> tuple[bool, Any]:
+    async def _invoke(self, record: ToolCallRecord) -> tuple[bool, object]:
         started = time.perf_counter()
         try:
             payload = await self.dispatch(record.name, record.args)
@@ -486,7 +486,7 @@ class _Run:
             self.on_event(ToolCallFinished(call=record))
         return ok, payload
 
-    def _on_done(self, call_id: int, task: asyncio.Task[tuple[bool, Any]]) -> None:
+    def _on_done(self, call_id: int, task: asyncio.Task[tuple[bool, object]]) -> None:
         self.tasks.pop(call_id, None)
         if task.cancelled():
             return
@@ -494,7 +494,7 @@ class _Run:
         if self.wakeup is not None and not self.wakeup.done():
             self.wakeup.set_result(None)
 
-    async def _wait_for_results(self) -> list[list[Any]]:
+    async def _wait_for_results(self) -> list[list[object]]:
         if not self.ready:
             self.wakeup = asyncio.get_running_loop().create_future()
             try:
@@ -523,7 +523,7 @@ class _Run:
             await asyncio.wait(cancelled, timeout=_CLEANUP_S)
 
 
-async def _sleep(args: Any) -> tuple[bool, Any]:
+async def _sleep(args: object) -> tuple[bool, object]:
     try:
         ms = float(args.get("ms", 0)) if isinstance(args, dict) else 0.0
     except (TypeError, ValueError):

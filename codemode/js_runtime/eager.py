@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine, Generator
-from typing import Any
+from types import TracebackType
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
 
 
-class Resumed(Coroutine[Any, Any, Any]):
+class Resumed(Coroutine[object, object, T], Generic[T]):
     """``coro``, already stepped by hand and waiting on ``waiting_on``, as a coroutine
     for a Task to carry on (``asyncio.ensure_future(Resumed(coro, waiting_on))``).
 
@@ -23,43 +26,53 @@ class Resumed(Coroutine[Any, Any, Any]):
     with an exception prints "Future exception was never retrieved".)
     """
 
-    def __init__(self, coro: Coroutine[Any, Any, Any], waiting_on: Any) -> None:
+    def __init__(self, coro: Coroutine[object, object, T], waiting_on: object) -> None:
         self._coro = coro
-        self._waiting_on: Any = waiting_on
+        self._waiting_on = waiting_on
         self._started = False
 
-    def send(self, value: Any) -> Any:
+    def send(self, value: object) -> object:
         if not self._started:
             self._started = True
             return self._waiting_on
         return self._coro.send(value)
 
-    def throw(self, exc: Any, val: Any = None, tb: Any = None) -> Any:
+    def throw(
+        self,
+        exc: type[BaseException] | BaseException,
+        val: object = None,
+        tb: TracebackType | None = None,
+    ) -> object:
         if not self._started:
             self._started = True
             if isinstance(self._waiting_on, asyncio.Future):
                 self._waiting_on.cancel()
         if val is None and tb is None:
             return self._coro.throw(exc)
-        return self._coro.throw(exc, val, tb)  # the old three-argument form
+        if isinstance(exc, type):
+            return self._coro.throw(exc, val, tb)  # the old three-argument form
+        if val is not None:  # as the coroutine's own throw answers this
+            raise TypeError("instance exception may not have a separate value")
+        return self._coro.throw(exc, None, tb)
 
     def close(self) -> None:
         self._coro.close()
 
-    def __await__(self) -> Generator[Any, Any, Any]:
-        value: Any = None
+    def __await__(self) -> Generator[object, object, T]:
+        value: object = None
         error: BaseException | None = None
         while True:
             try:
                 yielded = self.throw(error) if error is not None else self.send(value)
             except StopIteration as finished:
-                return finished.value
+                result: T = finished.value
+                return result
             try:
                 value, error = (yield yielded), None
             except BaseException as exc:  # thrown in by whoever awaits us: pass it on
                 value, error = None, exc
 
 
-def resume(coro: Coroutine[Any, Any, Any], waiting_on: Any) -> Resumed:
+def resume(coro: Coroutine[object, object, T], waiting_on: object) -> Resumed[T]:
     """Carry on ``coro``, which was stepped by hand and is waiting on ``waiting_on``."""
     return Resumed(coro, waiting_on)

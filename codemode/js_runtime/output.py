@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from typing import Any
 
 from codemode.js_runtime.models import LogEntry
 
@@ -69,7 +68,7 @@ class CappedOutput:
         return "\n".join(e.text for e in self.entries())
 
 
-def cap_value(value: Any, cap: int) -> tuple[Any, bool]:
+def cap_value(value: object, cap: int) -> tuple[object, bool]:
     """A program's return value, kept whole up to ``cap`` characters of JSON; beyond
     that it becomes text: the head and the tail of its JSON, the middle marked."""
     if value is None or isinstance(value, bool | int | float):

@@ -16,7 +16,7 @@ class Tampered(Exception):
     the runtime's internals (or the engine misbehaved)."""
 
 
-def well_formed(value: Any) -> Any:
+def well_formed(value: object) -> object:
     if isinstance(value, str):
         return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     if isinstance(value, list):
@@ -70,7 +70,7 @@ def parse_state(text: str) -> dict[str, Any]:
     return state
 
 
-def encode_results(results: list[list[Any]]) -> str:
+def encode_results(results: list[list[object]]) -> str:
     try:
         return json.dumps(results, default=str, allow_nan=False)
     except (ValueError, TypeError, RecursionError):

@@ -25,13 +25,18 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from codemode.js_runtime import protocol as p
 from codemode.js_runtime.engine import EngineOutOfMemory, EngineTimeout, ScriptError
 from codemode.js_runtime.spin import Spinner
+
+if TYPE_CHECKING:
+    from asyncio import AbstractEventLoop
+
+T = TypeVar("T")
 
 _FLUSH_S = 0.02  # how often console output leaves while a step runs
 _FLUSH_BYTES = 64 * 1024
@@ -136,13 +141,14 @@ def _controller(out: Output, fd: int) -> None:
             os._exit(0)
 
 
-def _run(coro: Any, loop: Any) -> Any:
+def _run(coro: Coroutine[object, object, T], loop: AbstractEventLoop | None) -> T:
     if loop is not None:
         return loop.run_until_complete(coro)
     try:  # steps here never await anything: run them without an event loop
         coro.send(None)
     except StopIteration as finished:
-        return finished.value
+        value: T = finished.value
+        return value
     raise RuntimeError("engine step awaited")
 
 

@@ -23,6 +23,7 @@ from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.registry import NAMESPACE_PREFIX, ToolRegistry, code_name
 
 if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
     from mcp.types import CallToolResult as McpCallToolResult
     from mcp.types import Tool as McpToolSpec
 
@@ -40,7 +41,7 @@ class _SchemaModel(BaseModel):
     json_schema: ClassVar[dict[str, Any]] = {}
 
     @classmethod
-    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    def model_json_schema(cls, *args: object, **kwargs: object) -> dict[str, Any]:
         return copy.deepcopy(cls.json_schema)
 
 
@@ -164,7 +165,7 @@ def content_blocks(result: McpCallToolResult) -> list[dict[str, Any]]:
     ]
 
 
-def result_data(result: McpCallToolResult, display: str) -> Any:
+def result_data(result: McpCallToolResult, display: str) -> object:
     """A call's result as a program sees it; ``isError`` becomes a ToolError."""
     if result.is_error:
         texts = [b.text for b in result.content if b.type == "text"]
@@ -175,7 +176,7 @@ def result_data(result: McpCallToolResult, display: str) -> Any:
     return {"content": content_blocks(result)}
 
 
-def _argument_problems(validator: Any, args: dict[str, Any]) -> list[str]:
+def _argument_problems(validator: Validator, args: dict[str, Any]) -> list[str]:
     problems = []
     for err in sorted(validator.iter_errors(args), key=lambda e: list(e.path)):
         where = ".".join(str(p) for p in err.path)
@@ -196,9 +197,9 @@ def mcp_tool(
         if spec.output_schema
         else CallToolResult
     )
-    checker: list[Any] = []
+    checker: list[Validator] = []
 
-    async def handler(args: BaseModel, ctx: ToolContext) -> Any:
+    async def handler(args: BaseModel, ctx: ToolContext) -> object:
         raw = args.model_dump()
         if not checker:
             import jsonschema  # lazy: jsonschema, with the first MCP call
@@ -227,7 +228,7 @@ def mcp_tool(
     )
 
 
-def text_content(result: dict[str, Any]) -> str | None:
+def text_content(result: dict[str, object]) -> str | None:
     """An MCP result of text blocks only, as its text; None (shown as JSON) otherwise."""
     blocks = result.get("content")
     if set(result) != {"content"} or not isinstance(blocks, list):

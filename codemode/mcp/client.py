@@ -357,7 +357,7 @@ class McpManager:
 
     # --- the private loop -----------------------------------------------------------
 
-    def _submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    def _submit(self, coro: Coroutine[object, object, T]) -> concurrent.futures.Future[T]:
         with self._guard:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
@@ -367,7 +367,7 @@ class McpManager:
                 _live.add(self)
         return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
-    async def _on_loop(self, coro: Coroutine[Any, Any, T]) -> T:
+    async def _on_loop(self, coro: Coroutine[object, object, T]) -> T:
         return await asyncio.wrap_future(self._submit(coro))
 
     # --- public API -----------------------------------------------------------------

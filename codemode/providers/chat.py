@@ -53,8 +53,8 @@ class ChatProvider(WireProvider):
         # calls tools (set on the first refusal of null; see ``stream``).
         self.empty_content = False
 
-    def build_body(self, request: ModelRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def build_body(self, request: ModelRequest) -> dict[str, object]:
+        body: dict[str, object] = {
             "model": request.model,
             "messages": render_messages(request, send_reasoning=self.send_reasoning,
                                         empty_content=self.empty_content),
@@ -142,7 +142,7 @@ class ChatProvider(WireProvider):
         return [*events, state.completed()]
 
 
-def render_tool(spec: ToolSpec) -> dict[str, Any]:
+def render_tool(spec: ToolSpec) -> dict[str, object]:
     return {
         "type": "function",
         "function": {
@@ -155,8 +155,8 @@ def render_tool(spec: ToolSpec) -> dict[str, Any]:
 
 def render_messages(
     request: ModelRequest, *, send_reasoning: bool = True, empty_content: bool = False
-) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
     if request.instructions:
         out.append({"role": "system", "content": request.instructions})
     for message in request.messages:
@@ -180,16 +180,16 @@ def render_message(
     *,
     send_reasoning: bool = True,
     empty_content: bool = False,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     if isinstance(message, UserMessage):
         if not message.images:
             return {"role": "user", "content": message.text}
-        parts: list[dict[str, Any]] = [{"type": "text", "text": message.text}]
+        parts: list[dict[str, object]] = [{"type": "text", "text": message.text}]
         parts += [{"type": "image_url", "image_url": {"url": i.data_url}} for i in message.images]
         return {"role": "user", "content": parts}
     if isinstance(message, ToolResultMessage):
         return {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
-    item: dict[str, Any] = {
+    item: dict[str, object] = {
         "role": "assistant",
         "content": message.text or ("" if empty_content else None),
     }

@@ -147,7 +147,7 @@ def error_fields(payload: Any) -> tuple[str | None, str | None, str]:
     return kind, _str(inner.get("code")), message
 
 
-def _str(value: Any) -> str | None:
+def _str(value: object) -> str | None:
     return None if value is None else str(value)
 
 

@@ -36,8 +36,8 @@ class ResponsesProvider(WireProvider):
 
     wire = "responses"
 
-    def build_body(self, request: ModelRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def build_body(self, request: ModelRequest) -> dict[str, object]:
+        body: dict[str, object] = {
             "model": request.model,
             "input": render_input(request.messages, request.tools),
             "stream": True,
@@ -92,7 +92,7 @@ class ResponsesProvider(WireProvider):
         yield state.completed()
 
 
-def render_tool(spec: ToolSpec) -> dict[str, Any]:
+def render_tool(spec: ToolSpec) -> dict[str, object]:
     if spec.freeform is None:
         return {
             "type": "function",
@@ -102,7 +102,7 @@ def render_tool(spec: ToolSpec) -> dict[str, Any]:
             "strict": False,
         }
     if spec.freeform.grammar:
-        fmt: dict[str, Any] = {
+        fmt: dict[str, object] = {
             "type": "grammar",
             "syntax": "lark",
             "definition": spec.freeform.grammar,
@@ -112,8 +112,8 @@ def render_tool(spec: ToolSpec) -> dict[str, Any]:
     return {"type": "custom", "name": spec.name, "description": spec.description, "format": fmt}
 
 
-def render_input(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
+def render_input(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[dict[str, object]]:
+    items: list[dict[str, object]] = []
     # A result's item type must match its call's (custom or function), whatever the
     # result message says.
     freeform_calls = {
@@ -149,7 +149,7 @@ def render_input(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list
     return items
 
 
-def _assistant_item(message: AssistantMessage) -> dict[str, Any]:
+def _assistant_item(message: AssistantMessage) -> dict[str, object]:
     """An assistant message in one of the two forms the API documents for input.
 
     One this wire received goes back as the output item it was
@@ -172,7 +172,7 @@ def _assistant_item(message: AssistantMessage) -> dict[str, Any]:
     return {"type": "message", "role": "assistant", "content": message.text}
 
 
-def _reasoning_item(item: dict[str, Any]) -> dict[str, Any]:
+def _reasoning_item(item: dict[str, object]) -> dict[str, object]:
     # Output-only fields (status) are refused when the item is sent back as input.
     keep = ("type", "id", "summary", "encrypted_content")
     return {k: item[k] for k in keep if k in item}

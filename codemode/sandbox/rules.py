@@ -200,7 +200,7 @@ class RuleSet:
         self.files.extend(other.files)
 
 
-def _starlark(value: Any) -> str:
+def _starlark(value: object) -> str:
     # JSON strings and lists are valid Starlark (and Python) literals.
     return json.dumps(value, ensure_ascii=False)
 
@@ -323,7 +323,7 @@ def _prefix_rule(kw: dict[str, Any], path: str, line: int, layer: Layer) -> Pref
     return rule
 
 
-def _example_tokens(example: Any, path: str, line: int, key: str) -> list[str]:
+def _example_tokens(example: object, path: str, line: int, key: str) -> list[str]:
     if isinstance(example, str):
         try:
             return shlex.split(example)

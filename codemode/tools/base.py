@@ -138,12 +138,12 @@ class Tool:
         """What a call can do: the declared ``effects``, else what ``effect`` implies."""
         return self.effects or _ACCESS_EFFECTS[self.effect]
 
-    def item_args(self, raw: Any) -> Any:
+    def item_args(self, raw: object) -> object:
         """The call's arguments in our own tools' shapes, for its event item (an
         emulated harness's tool translates its own; ours are that shape already)."""
         return raw
 
-    def text(self, value: Any) -> str | None:
+    def text(self, value: object) -> str | None:
         """``value`` (this tool's JSON result) as text, or None when the tool has no
         renderer or the value is not the shape it renders (then callers show JSON)."""
         if self.render is None or not isinstance(value, dict):
@@ -154,7 +154,7 @@ class Tool:
             return None
         return text if isinstance(text, str) else None
 
-    def validate(self, raw: Any) -> BaseModel:
+    def validate(self, raw: object) -> BaseModel:
         """Validate raw JSON arguments; raises ToolError naming the offending fields."""
         if raw is None:
             raw = {}
@@ -169,14 +169,14 @@ class Tool:
         except ValidationError as exc:
             raise ToolError(describe_validation_error(self, exc)) from None
 
-    async def call(self, raw_args: Any, ctx: ToolContext) -> Any:
+    async def call(self, raw_args: object, ctx: ToolContext) -> Any:
         """Validate, run the handler and return a JSON-ready result."""
         args = self.validate(raw_args)
         result = await self.handler(args, ctx)
         return to_json(result)
 
 
-def to_json(value: Any) -> Any:
+def to_json(value: object) -> Any:
     """Turn a handler's result into plain JSON data."""
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
@@ -189,7 +189,7 @@ def to_json(value: Any) -> Any:
     return value
 
 
-def _js_type(value: Any) -> str:
+def _js_type(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -238,7 +238,7 @@ def describe_validation_error(tool: Tool, exc: ValidationError) -> str:
 
 
 def define_tool(
-    fn: Callable[..., Awaitable[Any]],
+    fn: Callable[..., Awaitable[object]],
     *,
     name: str | None = None,
     description: str | None = None,
@@ -275,7 +275,7 @@ def define_tool(
         args_model: type[BaseModel] = first
         arg_name = data_params[0].name
 
-        async def handler(args: BaseModel, ctx: ToolContext) -> Any:
+        async def handler(args: BaseModel, ctx: ToolContext) -> object:
             extra = {n: ctx for n in wants_ctx}
             return await fn(**{arg_name: args}, **extra)
 
@@ -288,7 +288,7 @@ def define_tool(
             f"{tool_name}_args", __base__=StrictArgs, **model_fields
         )
 
-        async def handler(args: BaseModel, ctx: ToolContext) -> Any:
+        async def handler(args: BaseModel, ctx: ToolContext) -> object:
             values = {p.name: getattr(args, p.name) for p in data_params}
             extra = {n: ctx for n in wants_ctx}
             return await fn(**values, **extra)

@@ -57,7 +57,7 @@ class Call:
     # None when no tool has that name: interceptors pass such a call on, and the last
     # step refuses it (with the nearest name), so a report still shows the attempt.
     tool: Tool | None
-    args: Any  # the raw JSON arguments, not validated yet
+    args: object  # the raw JSON arguments, not validated yet
     ctx: ToolContext
     parent_id: str | None = None  # the item id of the program making the call
     program: str | None = None  # that program's source (approval requests show it)
@@ -66,7 +66,7 @@ class Call:
 Next = Callable[[Call], Awaitable[Any]]
 Interceptor = Callable[[Call, Next], Awaitable[Any]]
 # What the program host calls for each tool call a program makes.
-Dispatch = Callable[[str, Any], Awaitable[Any]]
+Dispatch = Callable[[str, object], Awaitable[Any]]
 
 Stage = Literal["report", "gate", "policy", "embedder", "route"]
 STAGES: tuple[Stage, ...] = ("report", "gate", "policy", "embedder", "route")

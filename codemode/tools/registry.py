@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 # Re-exported: the names of namespaced (MCP) tools, spelled in the leaf module.
 from codemode.tool_names import NAMESPACE_PREFIX as NAMESPACE_PREFIX
@@ -23,6 +23,9 @@ from codemode.tools.pipeline import (
 
 if TYPE_CHECKING:
     from codemode.tools.base import Tool
+
+# An async function a decorator registers as a tool (and hands back unchanged).
+ToolFn = TypeVar("ToolFn", bound=Callable[..., Awaitable[object]])
 
 
 def _for_call(ctx: ToolContext, name: str, program: str | None) -> ToolContext:
@@ -86,18 +89,28 @@ class ToolRegistry:
         self._tools[tool.name] = tool
         return tool
 
+    @overload
+    def tool(
+        self, fn: ToolFn, *, name: str | None = None, description: str | None = None
+    ) -> ToolFn: ...
+
+    @overload
+    def tool(
+        self, fn: None = None, *, name: str | None = None, description: str | None = None
+    ) -> Callable[[ToolFn], ToolFn]: ...
+
     def tool(
         self,
-        fn: Callable[..., Any] | None = None,
+        fn: ToolFn | None = None,
         *,
         name: str | None = None,
         description: str | None = None,
-    ) -> Any:
+    ) -> ToolFn | Callable[[ToolFn], ToolFn]:
         """Decorator registering an async function as a tool (see ``define_tool``)."""
 
         from codemode.tools.base import define_tool
 
-        def register(f: Callable[..., Any]) -> Callable[..., Any]:
+        def register(f: ToolFn) -> ToolFn:
             self.add(define_tool(f, name=name, description=description))
             return f
 
@@ -147,7 +160,7 @@ class ToolRegistry:
     async def invoke(
         self,
         name: str,
-        raw_args: Any,
+        raw_args: object,
         ctx: ToolContext,
         *,
         parent_id: str | None = None,
@@ -199,7 +212,7 @@ class ToolRegistry:
         """``async (name, args) -> result`` calling ``invoke`` with these: what a
         program host is given instead of the registry."""
 
-        async def dispatch(name: str, raw_args: Any) -> Any:
+        async def dispatch(name: str, raw_args: object) -> Any:
             return await self.invoke(
                 name, raw_args, ctx, parent_id=parent_id, program=program, around=around
             )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def shell(r: dict[str, Any]) -> str:
+def shell(r: dict[str, object]) -> str:
     head = f"exit code: {r['exit_code']}" + (" (timed out)" if r.get("timed_out") else "")
     return f"{head}\n{r.get('output', '')}".rstrip("\n")
 
@@ -86,14 +86,14 @@ def list_dir(r: dict[str, Any]) -> str:
     ) or "(empty directory)"
 
 
-def edit(r: dict[str, Any]) -> str:
+def edit(r: dict[str, object]) -> str:
     return f"Edited {r['path']} ({r['replacements']} replacement(s))."
 
 
-def write_file(r: dict[str, Any]) -> str:
+def write_file(r: dict[str, object]) -> str:
     verb = "Created" if r.get("created") else "Wrote"
     return f"{verb} {r['path']} ({r['bytes_written']} bytes)."
 
 
-def update_plan(r: dict[str, Any]) -> str:
+def update_plan(r: dict[str, object]) -> str:
     return str(r.get("message", "Todo list updated."))

@@ -40,7 +40,7 @@ _RESERVED = frozenset(
 _MAX_DEPTH = 64
 
 
-def _key(value: Any) -> str:
+def _key(value: object) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 

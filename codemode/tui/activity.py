@@ -10,12 +10,15 @@ streaming answer, an approval question).
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
-from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from codemode.agent.events import Item
 
 _TAIL_LINES = 5  # latest lines of a running command shown live
 _KEEP_CHARS = 8_000  # output kept per command for that tail
@@ -111,7 +114,7 @@ class Activity:
         if task is None:
             return
         width = max(20, options.max_width - 4)
-        parts: list[Any] = []
+        parts: list[RenderableType] = []
         if task.output:
             lines = [line.rsplit("\r", 1)[-1] for line in task.output.splitlines()]
             for line in [x for x in lines if x.strip()][-_TAIL_LINES:]:
@@ -125,18 +128,17 @@ class Activity:
         yield Group(*parts)
 
 
-def label_for(item: Any) -> str | None:
+def label_for(item: Item) -> str | None:
     """What a started item makes the turn wait for, or None for items that take no time."""
-    kind = getattr(item, "type", "")
-    if kind == "command_execution":
+    if item.type == "command_execution":
         command = " ".join(item.command.split())
         return f"running $ {command[:80]}"
-    if kind == "code_execution":
+    if item.type == "code_execution":
         return "running the program"
-    if kind == "tool_call":
+    if item.type == "tool_call":
         return f"running {item.name}"
-    if kind == "mcp_tool_call":
+    if item.type == "mcp_tool_call":
         return f"running {item.server}.{item.tool}"
-    if kind == "file_change":
+    if item.type == "file_change":
         return "applying the patch"
     return None

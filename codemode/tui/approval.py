@@ -14,6 +14,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from rich.console import RenderableType
 from rich.syntax import Syntax
 from rich.text import Text
 
@@ -87,10 +88,12 @@ class TerminalApprover:
         return await self.ask("which one (n: deny) › ", keys)
 
 
-def describe_request(request: Any, running_program: str | None = None) -> list[Any]:
+def describe_request(
+    request: Any, running_program: str | None = None
+) -> list[RenderableType]:
     """What the user sees: the command, the rule, the reason, and the program around
     a nested call."""
-    out: list[Any] = [Text("approval needed", style="bold yellow")]
+    out: list[RenderableType] = [Text("approval needed", style="bold yellow")]
     out.append(Text.assemble(("  command  ", "dim"), (request.command, "bold")))
     simple = getattr(request, "simple_command", None)
     if simple and simple != request.command:

@@ -11,14 +11,14 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 from prompt_toolkit import PromptSession
-from prompt_toolkit.completion import Completer, Completion
-from prompt_toolkit.history import FileHistory, InMemoryHistory
-from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 PROMPT = "› "
 
@@ -55,10 +55,10 @@ class TerminalReader:
         self.interactive = True
         try:
             history_file.parent.mkdir(parents=True, exist_ok=True)
-            history: Any = FileHistory(str(history_file))
+            history: History = FileHistory(str(history_file))
         except OSError:
             history = InMemoryHistory()
-        self._session: Any = PromptSession(
+        self._session: PromptSession[str] = PromptSession(
             history=history,
             completer=_Completer(cwd, sorted(commands)),
             complete_while_typing=False,
@@ -78,29 +78,29 @@ class TerminalReader:
         for key in ("c-c", "c-d", "escape"):
             kb.add(key)(_exit_with("deny"))
         kb.add("<any>")(lambda event: None)  # other keys do nothing
-        session: Any = PromptSession(key_bindings=kb)
+        session: PromptSession[str] = PromptSession(key_bindings=kb)
         # Asked in the middle of a turn: leave the turn's SIGINT handler in place.
         return await session.prompt_async(question, handle_sigint=False)
 
     async def ask_text(self, question: str, default: str = "", secret: bool = False) -> str:
         """A line of text; ``secret`` hides what is typed (an API key)."""
-        session: Any = PromptSession(is_password=secret)
+        session: PromptSession[str] = PromptSession(is_password=secret)
         answer = await session.prompt_async(question)
         return answer.strip() or default
 
 
-def _exit_with(answer: str) -> Any:
-    def handler(event: Any) -> None:
+def _exit_with(answer: str) -> Callable[[KeyPressEvent], None]:
+    def handler(event: KeyPressEvent) -> None:
         event.app.exit(result=answer)
 
     return handler
 
 
-def _bindings() -> Any:
+def _bindings() -> KeyBindings:
     kb = KeyBindings()
 
     @kb.add("c-c")
-    def _interrupt(event: Any) -> None:
+    def _interrupt(event: KeyPressEvent) -> None:
         # Ctrl-C clears a line being typed; on an empty line it is the way out.
         buffer = event.current_buffer
         if buffer.text:
@@ -110,7 +110,7 @@ def _bindings() -> Any:
 
     @kb.add("escape", "enter")
     @kb.add("c-j")
-    def _newline(event: Any) -> None:
+    def _newline(event: KeyPressEvent) -> None:
         event.current_buffer.insert_text("\n")
 
     return kb
@@ -123,7 +123,9 @@ class _Completer(Completer):
         self.cwd = cwd
         self.commands = commands
 
-    def get_completions(self, document: Any, complete_event: Any) -> Iterator[Completion]:
+    def get_completions(
+        self, document: Document, complete_event: CompleteEvent
+    ) -> Iterator[Completion]:
         text = document.text_before_cursor
         if text.startswith("/") and " " not in text:
             for name in self.commands:

@@ -14,16 +14,40 @@ import difflib
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.padding import Padding
 from rich.syntax import Syntax
 from rich.text import Text
 
+from codemode.agent.events import (
+    AgentMessageItem,
+    CodeExecutionItem,
+    CommandExecutionItem,
+    CommandOutputDeltaEvent,
+    ErrorItem,
+    FileChangeItem,
+    ItemCompleted,
+    ItemStarted,
+    ItemUpdated,
+    McpToolCallItem,
+    Notice,
+    OutputDeltaEvent,
+    ReasoningDeltaEvent,
+    ReasoningItem,
+    StreamError,
+    TextDeltaEvent,
+    ThreadStarted,
+    ToolCallItem,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+    TurnUsage,
+)
 from codemode.agent.printers import describe_args
 from codemode.tui.activity import Activity, label_for
 
@@ -80,7 +104,7 @@ class _Stream:
         self.summarized = False  # reasoning: its one-line summary is out
         self._last = 0.0
 
-    def _renderable(self, text: str) -> Any:
+    def _renderable(self, text: str) -> Text | Markdown:
         if self.kind == "reasoning":
             lines = text.rstrip("\n").splitlines()[-_COLLAPSED_REASONING_LINES:]
             return Text("\n".join(lines), style="dim italic")
@@ -169,16 +193,20 @@ class TerminalRenderer:
             handler(event)
         self._track(event, kind)
 
-    def _track(self, event: Any, kind: str) -> None:
+    def _track(self, event: BaseModel, kind: str) -> None:
         """Keep the activity line up to date with what the turn waits for."""
         activity = self.activity
         if kind == "turn.started":
             activity.begin_turn()
-        elif kind == "item.started" and (label := label_for(event.item)) is not None:
+        elif (
+            kind == "item.started"
+            and isinstance(event, ItemStarted)
+            and (label := label_for(event.item)) is not None
+        ):
             activity.started(event.item.id, label)
-        elif kind == "item.completed":
+        elif kind == "item.completed" and isinstance(event, ItemCompleted):
             activity.finished(event.item.id)
-        elif kind == "delta.command_output":
+        elif kind == "delta.command_output" and isinstance(event, CommandOutputDeltaEvent):
             activity.output(event.item_id, event.text)
         if not any(stream.live is not None for stream in self._streams.values()):
             activity.show()
@@ -195,7 +223,7 @@ class TerminalRenderer:
             else:
                 self._summarize(item_id, stream)
 
-    def _print(self, *renderables: Any, depth: int = 0) -> None:
+    def _print(self, *renderables: RenderableType, depth: int = 0) -> None:
         for r in renderables:
             if depth and isinstance(r, Text):
                 pad = Text("  " * depth)
@@ -204,7 +232,7 @@ class TerminalRenderer:
                 r = Padding(r, (0, 0, 0, 2 * depth), expand=False)
             self.console.print(r)
 
-    def _markdown(self, text: str) -> Any:
+    def _markdown(self, text: str) -> Markdown | Text:
         """The model's text: rendered on a terminal, as written elsewhere."""
         return Markdown(text) if self.console.is_terminal else Text(text.rstrip("\n"))
 
@@ -215,24 +243,24 @@ class TerminalRenderer:
 
     # --- events ----------------------------------------------------------------------
 
-    def _on_thread_started(self, event: Any) -> None:
+    def _on_thread_started(self, event: ThreadStarted) -> None:
         self.note(f"session {event.thread_id}")
 
-    def _on_turn_started(self, event: Any) -> None:
+    def _on_turn_started(self, event: TurnStarted) -> None:
         self._turn_started = time.monotonic()
         self._streams.clear()
 
-    def _on_notice(self, event: Any) -> None:
+    def _on_notice(self, event: Notice) -> None:
         self.note(f"! {event.message}", style="yellow")
 
-    def _on_delta_text(self, event: Any) -> None:
+    def _on_delta_text(self, event: TextDeltaEvent) -> None:
         # The answer starts: the reasoning before it is done.
         for item_id, stream in self._streams.items():
             if stream.kind == "reasoning" and not stream.summarized:
                 self._summarize(item_id, stream)
         self._stream(event.item_id, "text").add(event.text)
 
-    def _on_delta_reasoning(self, event: Any) -> None:
+    def _on_delta_reasoning(self, event: ReasoningDeltaEvent) -> None:
         self._stream(event.item_id, "reasoning").add(event.text)
 
     def _stream(self, item_id: str, kind: str) -> _Stream:
@@ -241,11 +269,11 @@ class TerminalRenderer:
             stream = self._streams[item_id] = _Stream(self.console, kind)
         return stream
 
-    def _on_delta_output(self, event: Any) -> None:
+    def _on_delta_output(self, event: OutputDeltaEvent) -> None:
         style = "red" if event.level in ("error", "warn") else ""
         self._print(Text(f"│ {event.text}", style=style), depth=1)
 
-    def _on_item_started(self, event: Any) -> None:
+    def _on_item_started(self, event: ItemStarted) -> None:
         item = event.item
         depth = 1 if item.parent_id else 0
         if item.type == "command_execution":
@@ -263,26 +291,26 @@ class TerminalRenderer:
                 mark = "[x]" if entry.completed else "[ ]"
                 self._print(Text(f"{mark} {entry.text}"), depth=depth)
 
-    def _on_item_updated(self, event: Any) -> None:
+    def _on_item_updated(self, event: ItemUpdated) -> None:
         item = event.item
         if item.type == "code_execution" and item.status == "in_progress":
             # Past its yield time: the program runs on, the model may `wait` for it.
             self._print(Text("… still running (the model can wait for it)", style="dim"), depth=1)
 
-    def _on_item_completed(self, event: Any) -> None:
+    def _on_item_completed(self, event: ItemCompleted) -> None:
         item = event.item
         depth = 1 if item.parent_id else 0
         handler = getattr(self, "_done_" + item.type, None)
         if handler is not None:
             handler(item, depth)
 
-    def _done_agent_message(self, item: Any, depth: int) -> None:
+    def _done_agent_message(self, item: AgentMessageItem, depth: int) -> None:
         stream = self._streams.pop(item.id, None)
         rest = stream.finish(item.text) if stream is not None else item.text
         if rest.strip():
             self.console.print(self._markdown(rest))
 
-    def _done_reasoning(self, item: Any, depth: int) -> None:
+    def _done_reasoning(self, item: ReasoningItem, depth: int) -> None:
         stream = self._streams.get(item.id)
         if stream is None:
             stream = self._streams[item.id] = _Stream(self.console, "reasoning")
@@ -305,7 +333,7 @@ class TerminalRenderer:
             more = f"  (+{len(lines) - 1} lines, /reasoning shows all)" if len(lines) > 1 else ""
             self._print(Text(f"thinking: {lines[0][:150]}{more}", style="dim italic"))
 
-    def _done_command_execution(self, item: Any, depth: int) -> None:
+    def _done_command_execution(self, item: CommandExecutionItem, depth: int) -> None:
         if item.exit_code is None:  # it never ran, or was stopped: the output is why
             reason = item.aggregated_output.strip() or "interrupted"
             self._print(Text(f"✗ {reason}", style="red"), depth=depth + 1)
@@ -321,7 +349,7 @@ class TerminalRenderer:
         else:
             self._print(Text(f"✗ exit {item.exit_code}", style="red"), depth=depth + 1)
 
-    def _done_file_change(self, item: Any, depth: int) -> None:
+    def _done_file_change(self, item: FileChangeItem, depth: int) -> None:
         marks = {"add": "A", "update": "M", "delete": "D", "move": "R"}
         for change in item.changes:
             self._print(Text(f"{marks[change.kind]} {change.path}", style="bold"), depth=depth)
@@ -330,7 +358,7 @@ class TerminalRenderer:
         if item.status == "failed":
             self._print(Text("✗ patch failed", style="red"), depth=depth + 1)
 
-    def _writes_whole_file(self, item: Any) -> bool:
+    def _writes_whole_file(self, item: ToolCallItem) -> bool:
         """A call of a writing tool (its ``effects``) given a whole file's ``path`` and
         ``content``: shown as the diff it makes."""
         tool = self.tools.get(item.name) if self.tools is not None else None
@@ -343,7 +371,7 @@ class TerminalRenderer:
             and isinstance(args.get("content"), str)
         )
 
-    def _remember_write(self, item: Any) -> None:
+    def _remember_write(self, item: ToolCallItem) -> None:
         args = item.arguments if isinstance(item.arguments, dict) else {}
         path = args.get("path")
         if self.workspace is None or not isinstance(path, str):
@@ -355,7 +383,7 @@ class TerminalRenderer:
             return
         self._writes[item.id] = (path, before)
 
-    def _done_tool_call(self, item: Any, depth: int) -> None:
+    def _done_tool_call(self, item: ToolCallItem, depth: int) -> None:
         written = self._writes.pop(item.id, None)
         if written is not None and item.status == "completed":
             path, before = written
@@ -375,12 +403,12 @@ class TerminalRenderer:
             )
         self._print(line, depth=depth)
 
-    def _done_mcp_tool_call(self, item: Any, depth: int) -> None:
+    def _done_mcp_tool_call(self, item: McpToolCallItem, depth: int) -> None:
         ok = item.status == "completed"
         mark = ("✓", "green") if ok else (f"✗ {item.error}", "red")
         self._print(Text.assemble(("· ", "dim"), f"{item.server}.{item.tool} ", mark), depth=depth)
 
-    def _done_code_execution(self, item: Any, depth: int) -> None:
+    def _done_code_execution(self, item: CodeExecutionItem, depth: int) -> None:
         self.current_program = None
         calls = f"{item.tool_calls} tool call{'s' if item.tool_calls != 1 else ''}"
         if item.error:
@@ -393,23 +421,23 @@ class TerminalRenderer:
             self._print(Text(f"→ {value}", style="dim"), depth=1)
         self._print(Text(f"✓ done ({calls})", style="green"), depth=1)
 
-    def _done_error(self, item: Any, depth: int) -> None:
+    def _done_error(self, item: ErrorItem, depth: int) -> None:
         self._print(Text(f"error: {item.message}", style="red"))
 
-    def _on_turn_completed(self, event: Any) -> None:
+    def _on_turn_completed(self, event: TurnCompleted) -> None:
         self.console.print(Text(self.status_line(event.usage, event.model_requests), style="dim"))
 
-    def _on_turn_failed(self, event: Any) -> None:
+    def _on_turn_failed(self, event: TurnFailed) -> None:
         self.console.print(Text(f"✗ {event.error.message}", style="red"))
         self.console.print(Text(self.elapsed(), style="dim"))
 
-    def _on_error(self, event: Any) -> None:
+    def _on_error(self, event: StreamError) -> None:
         self.console.print(Text(f"error: {event.message}", style="red"))
 
     def elapsed(self) -> str:
         return f"{time.monotonic() - self._turn_started:.1f}s"
 
-    def status_line(self, usage: Any, requests: int) -> str:
+    def status_line(self, usage: TurnUsage, requests: int) -> str:
         cached = f" ({usage.cached_input_tokens} cached)" if usage.cached_input_tokens else ""
         plural = "s" if requests != 1 else ""
         return (

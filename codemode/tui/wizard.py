@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from codemode.providers.catalog import ProviderInfo
     from codemode.tui.app import InteractiveApp
 
 CUSTOM_PROVIDER = "local"
@@ -80,7 +81,8 @@ async def first_run_setup(app: InteractiveApp) -> bool:
     # without more choices (a default model). Any other is a name away: type it.
     remote = [info for info in catalog.values() if info.needs_key and info.default_model]
     say("No model provider is configured yet. Which one should codemode use?", style="bold")
-    options: list[tuple[str, Any]] = []
+    options: list[tuple[str, ProviderInfo | None]] = []
+    info: ProviderInfo | None  # a choice on the list; None: another endpoint
     for info in local:
         options.append((f"{info.name:<16} {info.description} ({info.base_url})", info))
     options.append(("other            another OpenAI-compatible endpoint (you give the URL)", None))
@@ -150,7 +152,9 @@ def _yes(answer: str) -> bool:
     return answer.strip().lower() in ("", "y", "yes")
 
 
-def _pick(options: list[tuple[str, Any]], answer: str) -> tuple[Any, bool]:
+def _pick(
+    options: list[tuple[str, ProviderInfo | None]], answer: str
+) -> tuple[ProviderInfo | None, bool]:
     answer = answer.strip()
     if answer.isdigit() and 1 <= int(answer) <= len(options):
         return options[int(answer) - 1][1], True

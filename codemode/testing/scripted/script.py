@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -74,7 +74,7 @@ class RecordedRequest(BaseModel):
     query: str = ""  # the URL's query string, as sent
 
 
-Script = Sequence[ScriptedReply | dict[str, Any]] | Callable[[RecordedRequest], Any]
+Script = Sequence[ScriptedReply | Mapping[str, object]] | Callable[[RecordedRequest], object]
 
 _ROUTES = (("chat/completions", "chat"), ("responses", "responses"), ("messages", "anthropic"))
 
@@ -84,7 +84,7 @@ class JsonAnswer:
     """A complete JSON reply (an error, or a refusal of the request)."""
 
     status: int
-    body: dict[str, Any]
+    body: dict[str, object]
     headers: dict[str, str] = field(default_factory=dict)
     hang_s: float = 0.0  # wait this long before the headers
 
@@ -106,7 +106,7 @@ Answer = JsonAnswer | StreamAnswer
 
 
 def _not_retried(message: str, kind: str | None = None) -> JsonAnswer:
-    error: dict[str, Any] = {"message": message}
+    error: dict[str, str] = {"message": message}
     if kind is not None:
         error["type"] = kind
     return JsonAnswer(500, {"error": error}, {"x-should-retry": "false"})
@@ -119,7 +119,7 @@ class ScriptedModel:
     def __init__(self, script: Script, *, record_path: str | Path | None = None) -> None:
         if callable(script):
             self._replies: list[ScriptedReply] | None = None
-            self._responder: Callable[[RecordedRequest], Any] | None = script
+            self._responder: Callable[[RecordedRequest], object] | None = script
         else:
             self._replies = [_as_reply(r) for r in script]
             self._responder = None
@@ -145,7 +145,7 @@ class ScriptedModel:
         """Replies not yet consumed (None for a callable script)."""
         return None if self._replies is None else len(self._replies) - self.replies_used
 
-    def push(self, *replies: ScriptedReply | dict[str, Any]) -> None:
+    def push(self, *replies: ScriptedReply | Mapping[str, object]) -> None:
         """Append replies to a running list script (an interactive test's next answers)."""
         if self._replies is None:
             raise TypeError("scripted server: push() needs a list script, not a callable")
@@ -240,7 +240,7 @@ class ScriptedModel:
             return self._ids
 
 
-def _as_reply(value: Any) -> ScriptedReply:
+def _as_reply(value: object) -> ScriptedReply:
     if isinstance(value, ScriptedReply):
         return value
     return ScriptedReply.model_validate(value)
