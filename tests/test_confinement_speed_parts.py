@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from codemode.sandbox import bwrap, dropcaps, pidfd_process
+from codemode.sandbox import bwrap, dropcaps, helpers, pidfd_process
 from codemode.sandbox.confine import probe
 from codemode.sandbox.session import SandboxSession
 from codemode.sandbox.settings import SandboxSettings
@@ -74,18 +74,18 @@ def test_helper_runs_nothing_when_it_cannot_drop(request: pytest.FixtureRequest)
 
 def test_a_helper_others_could_write_is_not_used(tmp_path: Path, monkeypatch) -> None:
     _helper_or_skip()
-    monkeypatch.setenv("CODEMODE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CODEMODE_CACHE", str(tmp_path / "cache"))
     exe = dropcaps.path()
     assert exe is not None and exe.startswith(str(tmp_path))
     os.chmod(exe, 0o777)
-    dropcaps._checked.cache_clear()
+    helpers.checked.cache_clear()
     assert dropcaps.path() is None
     os.chmod(exe, 0o755)
     os.chmod(Path(exe).parent, 0o777)  # a folder others may write: they could swap it
-    dropcaps._checked.cache_clear()
+    helpers.checked.cache_clear()
     assert dropcaps.path() is None
     os.chmod(Path(exe).parent, 0o700)
-    dropcaps._checked.cache_clear()
+    helpers.checked.cache_clear()
     os.unlink(exe)
     os.symlink("/bin/true", exe)  # never through a link
     assert dropcaps.path() is None
@@ -94,28 +94,57 @@ def test_a_helper_others_could_write_is_not_used(tmp_path: Path, monkeypatch) ->
         assert bwrap.isolation()[1][0] == shutil.which("setpriv")
 
 
-async def test_codemode_home_is_read_only_to_commands(tmp_path: Path, monkeypatch) -> None:
-    """A workspace that holds the codemode home (the home folder): the helper cannot be
-    replaced from inside the sandbox."""
-    if probe().bubblewrap is not None:
-        pytest.skip(f"bubblewrap: {probe().bubblewrap}")
-    home = tmp_path / ".codemode"
-    monkeypatch.setenv("CODEMODE_HOME", str(home))
-    (home / "helpers").mkdir(parents=True)
-    target = home / "helpers" / "dropcaps-x"
+@pytest.mark.parametrize("backend", ["bubblewrap", "landlock"])
+@pytest.mark.parametrize("which", ["codemode home", "helpers cache"])
+async def test_codemode_home_and_helpers_are_read_only_to_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, which: str, backend: str
+) -> None:
+    """A workspace that holds the codemode home or the compiled-helpers cache (the home
+    folder): no command can replace the helper root's commands start through (bound
+    read-only under bubblewrap; put back after the command under Landlock, which cannot
+    make part of a writable root read-only)."""
+    why_not = getattr(probe(), backend)
+    if why_not is not None:
+        pytest.skip(f"{backend}: {why_not}")
+    if which == "codemode home":
+        top = tmp_path / ".codemode"
+        monkeypatch.setenv("CODEMODE_HOME", str(top))
+        folder = top / "helpers"
+    else:
+        top = tmp_path / ".cache" / "codemode"
+        monkeypatch.setenv("CODEMODE_CACHE", str(top))
+        folder = helpers.helpers_dir()
+        assert folder == top / "helpers"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / "dropcaps-x"
     target.write_text("original\n")
-    s = SandboxSession(tmp_path, SandboxSettings(approval_policy="never", backend="bubblewrap"))
+    s = SandboxSession(tmp_path, SandboxSettings(approval_policy="never", backend=backend))
+    planted = folder / helpers.name("dropcaps.c")
     try:
         r = await builtin_registry().invoke(
             "shell",
-            {"command": f"echo evil > {target}; rm -f {target}; mv {home} {tmp_path}/x; echo end"},
+            {"command": f"echo evil > {target}; rm -f {target}; echo evil > {planted}; "
+                        f"mv {folder} {tmp_path}/x; echo end"},
             ToolContext(workspace=tmp_path, sandbox=s),
         )
     finally:
         s.close()
-    assert "\nend\n" in r["output"]
+    assert "end" in r["output"].splitlines(), r["output"]
     assert target.read_text() == "original\n", r["output"]
-    assert home.is_dir()
+    assert folder.is_dir()
+    assert not planted.exists() or planted.read_bytes() != b"evil\n", r["output"]
+
+
+def test_the_helpers_folder_exists_before_any_command_even_without_a_compiler(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where nothing can be compiled the folder is still made (and so bound read-only),
+    or a command could plant a "helper" there for a later run with a compiler."""
+    monkeypatch.setenv("CODEMODE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # no cc, no gcc
+    assert dropcaps.path() is None
+    assert helpers.helpers_dir().is_dir()
+    assert oct(helpers.helpers_dir().stat().st_mode & 0o777) == "0o700"
 
 
 async def test_pidfd_process_reports_exit_codes_and_signals(tmp_path: Path) -> None:

@@ -45,7 +45,9 @@ def sandbox_for(
     # exec --add-dir: more writable roots for this session only.
     extra.writable_roots = [*extra.writable_roots, *(p.resolve() for p in options.writable_roots)]
     settings = SandboxSettings.combine(mode, policy, extra)  # type: ignore[arg-type]
-    return SandboxSession(cwd, settings, approver=approver)
+    session = SandboxSession(cwd, settings, approver=approver)
+    session.prewarm()
+    return session
 
 
 def prompt_env(config: Config, cwd: Path, sandbox_mode: str, approval_policy: str) -> PromptEnv:

@@ -52,11 +52,11 @@ def program_parts(
     if sandbox is not None:
         from codemode.sandbox.session import SandboxSession
 
-        session = (
-            sandbox
-            if isinstance(sandbox, SandboxSession)
-            else SandboxSession(root, sandbox, approver=approver)
-        )
+        if isinstance(sandbox, SandboxSession):
+            session = sandbox
+        else:
+            session = SandboxSession(root, sandbox, approver=approver)
+            session.prewarm()
     added = list(interceptors)
     if added:
         tools = tools.copy() if registry is not None else tools

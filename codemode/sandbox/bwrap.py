@@ -92,24 +92,24 @@ def available() -> str | None:
     return None
 
 
-def argv(
-    command: Sequence[str],
+def options(
     *,
-    cwd: Path,
     writable: Sequence[Path],
     network: bool,
-    seccomp_fd: int | None,
     hide_sockets: Iterable[Path] = (),
     read_only: Iterable[Path] = (),
     nested_git: Iterable[Path] = (),
-) -> list[str]:
-    """The bwrap command line that runs ``command`` confined.
+) -> tuple[list[str], list[str]]:
+    """bwrap and its options, and the words to put between them and the command.
 
-    ``hide_sockets``: Unix socket files covered with an empty file (used when some
-    sockets are allowed, so that only those stay reachable). ``read_only``: more
-    folders inside the writable roots to bind read-only (``.codemode/`` below the top).
-    ``nested_git``: ``.git`` entries below the tops, protected like the top ones.
-    """
+    The command sees the filesystem, namespaces and capabilities these give it; the
+    caller adds ``--seccomp FD``, ``--chdir`` and ``--``. ``hide_sockets``: Unix socket
+    files covered with an empty file (used when some sockets are allowed, so that only
+    those stay reachable). ``read_only``: more folders inside the writable roots to bind
+    read-only (``.codemode/`` below the top). ``nested_git``: ``.git`` entries below the
+    tops, protected like the top ones. The same for every command of a session while the
+    protected entries stay as they are: a command server (``command_servers``) is
+    reused while they do."""
     exe = executable() or "bwrap"
     out = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for root in writable:
@@ -128,10 +128,7 @@ def argv(
     out += [*opts]
     if not network:
         out.append("--unshare-net")
-    if seccomp_fd is not None:
-        out += ["--seccomp", str(seccomp_fd)]
-    out += ["--chdir", str(cwd), "--", *prefix, *command]
-    return out
+    return out, prefix
 
 
 def placeholders(root: Path) -> list[Path]:

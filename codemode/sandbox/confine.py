@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codemode.sandbox import bwrap, landlock, pidfd_process, seccomp, unix_sockets
+from codemode.sandbox.command_servers import CommandServers, ServerKey, ServerUnavailable
 from codemode.sandbox.pidfd_process import ChildProcess
 
 if TYPE_CHECKING:
@@ -38,10 +40,27 @@ class Backends:
         return {"bubblewrap": self.bubblewrap, "landlock": self.landlock, "seccomp": self.seccomp}
 
 
-@functools.cache
+_probe_lock = threading.Lock()
+
+
 def probe() -> Backends:
     """Find out (once per process) which confinement backends work here."""
+    with _probe_lock:  # ``prewarm``'s thread may be probing: wait for its answer
+        return _probe()
+
+
+@functools.cache
+def _probe() -> Backends:
     return Backends(bwrap.available(), landlock.available(), seccomp.available())
+
+
+def prewarm(settings: SandboxSettings) -> None:
+    """Probe the backends in a background thread, for a session that will likely run
+    commands: a probe starts bubblewrap once (and, as root, may compile the helper
+    ``dropcaps``), milliseconds that then pass while the first model request is out
+    instead of before the first command."""
+    if settings.restricted and not _probe.cache_info().currsize:
+        threading.Thread(target=probe, name="codemode-sandbox-probe", daemon=True).start()
 
 
 def choose_backend(settings: SandboxSettings) -> str:
@@ -88,15 +107,18 @@ async def spawn_confined(
     writable: Sequence[Path],
     read_only: Sequence[Path] = (),
     nested_git: Sequence[Path] = (),
+    servers: CommandServers | None = None,
 ) -> ChildProcess:
     """Start ``argv`` under the confinement ``settings`` ask for.
 
     The process returned offers ``pid``, ``returncode`` and ``wait()`` (a
-    ``pidfd_process.PidfdProcess`` where the kernel has pidfds).
+    ``pidfd_process.PidfdProcess`` where the kernel has pidfds, a
+    ``command_servers.ServerProcess`` when it runs in the session's command server).
 
     ``writable`` are the directories the command may write (empty in read-only mode);
     ``read_only`` folders inside them that stay read-only besides the built-in ones, and
-    ``nested_git`` the ``.git`` entries of repositories below their tops.
+    ``nested_git`` the ``.git`` entries of repositories below their tops. ``servers``:
+    the session's command servers, used with bubblewrap unless settings say not to.
     stdin is /dev/null; stdout and stderr go to ``output_fd``; the process leads a new
     session so its whole group can be killed.
     """
@@ -110,28 +132,38 @@ async def spawn_confined(
     if backend == "none":
         return await start(argv)
     if backend == "bubblewrap":
+        program = seccomp.bpf_program(deny_network, deny_unix) if use_seccomp else None
+        hide = unix_sockets.to_hide(settings.allow_unix_sockets) if not deny_unix else []
+        opts, prefix = bwrap.options(
+            writable=writable,
+            network=not deny_network,
+            hide_sockets=hide,
+            read_only=read_only,
+            nested_git=nested_git,
+        )
+        if servers is not None and settings.command_server:
+            try:
+                return await servers.run(
+                    ServerKey.of(opts, prefix, program),
+                    argv,
+                    cwd=cwd,
+                    env=env,
+                    output_fd=output_fd,
+                )
+            except ServerUnavailable:
+                pass  # this command (or this session) gets a sandbox of its own
         pass_fds: tuple[int, ...] = ()
         read_fd = None
-        if use_seccomp:
-            program = seccomp.bpf_program(deny_network, deny_unix)
+        if program is not None:
             read_fd, write_fd = os.pipe()
             try:
                 os.write(write_fd, program)  # a few hundred bytes: fits the pipe buffer
             finally:
                 os.close(write_fd)
             pass_fds = (read_fd,)
-        hide = unix_sockets.to_hide(settings.allow_unix_sockets) if not deny_unix else []
+            opts += ["--seccomp", str(read_fd)]
         try:
-            cmd = bwrap.argv(
-                argv,
-                cwd=cwd,
-                writable=writable,
-                network=not deny_network,
-                seccomp_fd=read_fd,
-                hide_sockets=hide,
-                read_only=read_only,
-                nested_git=nested_git,
-            )
+            cmd = [*opts, "--chdir", str(cwd), "--", *prefix, *argv]
             return await start(cmd, pass_fds=pass_fds)
         finally:
             if read_fd is not None:

@@ -67,8 +67,8 @@ def take(
             state.copies[cm] = _copy(cm, budget)
             if not gitp.is_dir() or gitp.is_symlink():
                 state.copies[gitp] = _copy(gitp, budget)  # a "gitdir:" file, or absent
-        gitconfig, xdg_git, home = host_config_paths()
-        for p in (gitconfig, xdg_git / "config", home / "config.toml", home / "rules"):
+        gitconfig, xdg_git, home, helpers = host_config_paths()
+        for p in (gitconfig, xdg_git / "config", home / "config.toml", home / "rules", helpers):
             if not _inside(p, root):
                 continue
             if full:

@@ -55,19 +55,26 @@ class PidfdProcess:
         self._done: asyncio.Future[int] = self._loop.create_future()
         self._loop.add_reader(pidfd, self._reap)
 
-    def _reap(self) -> None:
+    def _reap(self, flags: int = os.WNOHANG) -> None:
         try:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            pid, status = os.waitpid(self.pid, flags)
         except ChildProcessError:  # reaped elsewhere: the status is lost
             pid, status = self.pid, 255 << 8
         if pid == 0:
             return  # not yet (a spurious wakeup)
-        self._loop.remove_reader(self._pidfd)
+        with contextlib.suppress(ValueError, RuntimeError):  # (a loop already closed)
+            self._loop.remove_reader(self._pidfd)
         os.close(self._pidfd)
         self.returncode = os.waitstatus_to_exitcode(status)
         self._popen.returncode = self.returncode  # subprocess must not wait for it again
         if not self._done.done():
             self._done.set_result(self.returncode)
+
+    def reap_now(self) -> None:
+        """Wait for the process here, blocking (for a caller that killed it and cannot
+        await, such as a session's close)."""
+        if self.returncode is None:
+            self._reap(0)
 
     async def wait(self) -> int:
         """The exit code once the process has exited (negative: killed by that signal)."""

@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePath
 
 from codemode.config_file import codemode_home
+from codemode.sandbox.helpers import helpers_dir
 
 CODEMODE_DIR = ".codemode"
 GIT_DIR = ".git"
@@ -111,11 +112,13 @@ def refusal_hint(output: str) -> str | None:
 
 
 def host_config_paths() -> list[Path]:
-    """Settings outside any repository that host git and codemode read: protected too
-    when a writable root contains them (a workspace that is the home folder)."""
+    """Settings and programs outside any repository that host git and codemode read or
+    run: protected too when a writable root contains them (a workspace that is the home
+    folder). The helpers folder holds what root's confined commands start through
+    (``dropcaps``)."""
     home = Path.home()
     xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-    return [home / ".gitconfig", xdg / "git", codemode_home()]
+    return [home / ".gitconfig", xdg / "git", codemode_home(), helpers_dir()]
 
 
 def host_config_reason(real: Path) -> str | None:

@@ -25,6 +25,7 @@ from codemode.sandbox.paths import write_refusal
 if TYPE_CHECKING:
     from codemode.sandbox.approval import Approver, RememberOption
     from codemode.sandbox.codemode_watch import CodemodeWatch
+    from codemode.sandbox.command_servers import CommandServers
     from codemode.sandbox.git_guard import GuardState
     from codemode.sandbox.pidfd_process import ChildProcess
     from codemode.sandbox.policy import Evaluation, Policy, PolicyContext
@@ -75,6 +76,7 @@ class SandboxSession:
         self._guards: dict[int, GuardState] = {}
         self._baseline: GuardState | None = None
         self._watch: CodemodeWatch | None = None
+        self._servers: CommandServers | None = None
         # MCP tools the user allowed "always" in this session (codemode.sandbox.tool_trust).
         self.approved_tools: set[str] = set()
 
@@ -144,6 +146,13 @@ class SandboxSession:
                 f"refusing to write {shown}: {reason} (sandbox mode {self.settings.sandbox_mode})"
             )
         return path
+
+    def prewarm(self) -> None:
+        """Get ready for the first command in the background (``confine.prewarm``)."""
+        # lazy: a session is held before its first command
+        from codemode.sandbox.confine import prewarm
+
+        prewarm(self.settings)
 
     def scratch_dir(self) -> Path:
         """A private temporary directory (TMPDIR) writable by confined commands."""
@@ -334,6 +343,11 @@ class SandboxSession:
                     nested=[g.parent for g in nested],
                 )
             guard = self._baseline
+        if backend == "bubblewrap" and s.command_server and self._servers is None:
+            # lazy: a session is held before its first command
+            from codemode.sandbox.command_servers import CommandServers
+
+            self._servers = CommandServers()
         try:
             proc = await spawn_confined(
                 argv,
@@ -344,6 +358,7 @@ class SandboxSession:
                 writable=writable or [],
                 read_only=deeper,
                 nested_git=nested,
+                servers=self._servers,
             )
         except ConfinementUnavailable as exc:
             raise ToolError(f"tools.{tool}: {exc}") from None
@@ -352,13 +367,14 @@ class SandboxSession:
                 self._repair(guard)
             raise
         if guard is not None:
-            self._guards[proc.pid] = guard
+            # by process object: commands in one command server share its pid
+            self._guards[id(proc)] = guard
         return proc
 
     def after_command(self, proc: ChildProcess) -> list[str]:
         """Call once ``proc`` (from ``spawn``) has exited: puts back any protected git
         or ``.codemode/`` entry the command changed; one line per repair."""
-        guard = self._guards.pop(proc.pid, None)
+        guard = self._guards.pop(id(proc), None)
         if guard is None:
             return []
         notes = self._repair(guard)
@@ -405,6 +421,9 @@ class SandboxSession:
         return [f"[sandbox] {note}" for note in git_guard.repair(guard)]
 
     def close(self) -> None:
+        if self._servers is not None:
+            self._servers.close()
+            self._servers = None
         if self._watch is not None:
             self._watch.close()
             self._watch = None

@@ -12,6 +12,7 @@ a ``[sandbox]`` table (``SandboxOptions``)::
     env_allowlist = ["GITHUB_TOKEN"]     # credentials subprocesses may still see
     login_shell = false                  # bash -lc (reads the login profile; slow)
     backend = "auto"                     # auto | bubblewrap | landlock
+    command_server = true                # bubblewrap: one sandbox per session, not per command
     seccomp = true
     rules = ["~/team.rules"]             # extra .rules files
     allow_unix_sockets = ["/run/user/1000/podman/podman.sock"]   # default: none
@@ -59,6 +60,12 @@ class SandboxOptions(BaseModel):
     backend: Backend = Field(
         default="auto",
         description="Confinement: bubblewrap when it works, else Landlock ('auto'), or force one.",
+    )
+    command_server: bool = Field(
+        default=True,
+        description="With bubblewrap, start one sandbox per session and each command inside "
+        "it (a fork and an exec, ~1 ms) instead of a new sandbox per command (~4 ms); "
+        "the sandbox and the end of each command's processes are the same either way.",
     )
     seccomp: bool = Field(
         default=True,

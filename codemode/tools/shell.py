@@ -166,6 +166,10 @@ def _join_elided(head: str, elided: int, tail: str) -> str:
 
 
 def _kill_group(proc: ChildProcess) -> None:
+    kill_tree = getattr(proc, "kill_tree", None)
+    if kill_tree is not None:  # a command in the sandbox's command server
+        kill_tree()
+        return
     # start_new_session made the shell a group leader, so its pid is the group id.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)

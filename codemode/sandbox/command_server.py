@@ -1,0 +1,231 @@
+"""The command server: the program that runs inside a session's bubblewrap sandbox and
+starts each of the session's commands there, so that a command costs a fork and an exec
+instead of a whole new sandbox (``command_servers`` is the host side).
+
+It is started by the host as ``python -I -S -c BOOT FD SOURCE_FD [SUBREAPER]`` and runs
+the text of this module read from ``SOURCE_FD`` — read once by the host process, so a
+workspace that holds codemode's own source cannot change what runs — importing nothing
+but the standard library. It holds no authority
+a command lacks (same user, same mounts, same seccomp filter, no capabilities) and
+guards what it does hold, the socket to the host and the requests on it:
+
+- it is PID 1 of the sandbox's PID namespace, which the kernel never signals from
+  inside unless a handler is installed (there are none), so a command cannot kill it;
+- it is not dumpable: no command can ptrace it (the filter forbids ptrace anyway) or
+  read its ``/proc`` entries (``environ``, ``mem``, ``fd``);
+- each command's processes end with the command, as they would with a sandbox of its
+  own: the command starts in a new session as a *child subreaper* (through the
+  ``subreaper`` helper, else a ``preexec_fn``), so every process it orphans — ``setsid``
+  and double-forked ones included — is reparented to the command's first process while
+  that runs, and to the server once it has exited. A child of the server that is not a
+  running command's first process is therefore always something an ended command left
+  behind: when a command exits the server kills and reaps every such child (repeatedly,
+  as their own children are reparented in turn) before it reports the exit.
+
+Protocol (a SOCK_SEQPACKET socket, one JSON object a message):
+host → server ``{"op": "run", "id": N, "argv": [...], "cwd": "...", "env": {...}}``
+with the command's output descriptor attached (SCM_RIGHTS), ``{"op": "kill", "id": N}``;
+server → host ``{"ready": true}`` once, then ``{"id": N, "exit": CODE}`` per command
+(CODE as ``os.waitstatus_to_exitcode``: negative for a signal). End of the socket from
+the host ends the server, and with PID 1 the whole namespace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
+MAX_MESSAGE = 256 << 10  # the host sends nothing larger (and runs such commands itself)
+# What was left behind and did not die at once (it was SIGKILLed: only a process in the
+# kernel's D state lingers) is looked at again this often.
+_SWEEP_INTERVAL_S = 0.02
+# How long the sweep after a command may hold up its report; a fork bomb outrunning it
+# is swept again every interval afterwards.
+_SWEEP_BUDGET_S = 0.5
+
+
+def children(pid: int) -> list[int]:
+    """The children of ``pid`` (``/proc``; scanned where the kernel lacks the list)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(name))
+    return out
+
+
+_Command = tuple[list[str], str, dict[str, str]]
+
+
+def _command(request: object) -> _Command | None:
+    """argv, cwd and env of a "run" request, or None when any of them is malformed."""
+    if not isinstance(request, dict):
+        return None
+    argv, cwd, env = request.get("argv"), request.get("cwd"), request.get("env")
+    if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
+        return None
+    if not isinstance(cwd, str) or not isinstance(env, dict):
+        return None
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        return None
+    return argv, cwd, env
+
+
+class Server:
+    def __init__(self, sock: socket.socket, subreaper: str | None) -> None:
+        self.sock = sock
+        self.subreaper = subreaper
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.prctl = libc.prctl
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(sock, selectors.EVENT_READ, None)
+        self.mains: dict[int, tuple[int, int]] = {}  # command pid -> (request id, pidfd)
+        self.by_id: dict[int, int] = {}  # request id -> command pid
+        self.sweep = False  # something left behind may still be alive
+
+    def send(self, message: dict[str, object]) -> None:
+        self.sock.send(json.dumps(message).encode())
+
+    def serve(self) -> None:
+        self.send({"ready": True})
+        while True:
+            events = self.selector.select(_SWEEP_INTERVAL_S if self.sweep else None)
+            for key, _ in events:
+                if key.data is None:
+                    if not self.receive():
+                        return
+                else:
+                    self.finished(key.data)
+            if self.sweep:
+                self.sweep_left(0.0)
+
+    def receive(self) -> bool:
+        try:
+            data, ancdata, flags, _ = self.sock.recvmsg(MAX_MESSAGE, socket.CMSG_SPACE(4 * 4))
+        except InterruptedError:
+            return True
+        fds = [
+            fd
+            for level, kind, payload in ancdata
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS
+            for fd in memoryview(payload).cast("i")[: len(payload) // 4]
+        ]
+        if not data:
+            return False  # the host is gone: PID 1 exits and the namespace ends
+        try:
+            request = json.loads(data)
+            op, job = request["op"], int(request["id"])
+        except (ValueError, KeyError, TypeError):
+            op, job = None, -1
+        command = _command(request) if op == "run" else None
+        whole = not flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC)
+        if command is not None and len(fds) == 1 and whole:
+            self.start(job, command, fds[0])
+        else:
+            for fd in fds:
+                os.close(fd)
+            if op == "kill":
+                self.kill(job)
+            elif op == "run":
+                self.send({"id": job, "exit": 127})
+        return True
+
+    def _become_subreaper(self) -> None:
+        self.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+    def start(self, job: int, command: _Command, out_fd: int) -> None:
+        argv, cwd, env = command
+        try:
+            if self.subreaper is not None:  # exec'd through it: no fork of this process
+                argv = [self.subreaper, *argv]
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out_fd,
+                stderr=out_fd,
+                start_new_session=True,
+                preexec_fn=None if self.subreaper is not None else self._become_subreaper,
+            )
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.write(out_fd, f"{exc.filename or argv[0]}: {exc.strerror or exc}\n".encode())
+            self.send({"id": job, "exit": 126 if isinstance(exc, PermissionError) else 127})
+            return
+        finally:
+            os.close(out_fd)
+        proc.returncode = 0  # reaped by ``finished``: subprocess must never wait for it
+        pidfd = os.pidfd_open(proc.pid)
+        self.mains[proc.pid] = (job, pidfd)
+        self.by_id[job] = proc.pid
+        self.selector.register(pidfd, selectors.EVENT_READ, proc.pid)
+
+    def kill(self, job: int) -> None:
+        pid = self.by_id.get(job)
+        if pid is not None:
+            # The group first (most of what it started), then the command itself: what
+            # is left is reparented here and swept when it has exited.
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+    def finished(self, pid: int) -> None:
+        job, pidfd = self.mains.pop(pid)
+        self.by_id.pop(job, None)
+        self.selector.unregister(pidfd)
+        os.close(pidfd)
+        _, status = os.waitpid(pid, 0)
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)  # its background jobs
+        self.sweep_left(_SWEEP_BUDGET_S)
+        self.send({"id": job, "exit": os.waitstatus_to_exitcode(status)})
+
+    def sweep_left(self, budget: float) -> None:
+        """Kill and reap every child that is not a running command's first process (what
+        ended commands left), for up to ``budget`` seconds of waiting."""
+        deadline = time.monotonic() + budget
+        while True:
+            left = [pid for pid in children(os.getpid()) if pid not in self.mains]
+            for pid in left:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            for pid in left:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+            self.sweep = bool(left)
+            if not left or time.monotonic() >= deadline:
+                return
+            time.sleep(0.001)  # let the killed die (and their children be reparented)
+
+
+def main() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # no handlers: PID 1 is then unkillable
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    Server(sock, sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] else None).serve()
+
+
+if __name__ == "__main__":
+    main()
