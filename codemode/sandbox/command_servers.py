@@ -42,7 +42,7 @@ from codemode.sandbox import helpers, pidfd_process
 
 # The largest request sent to a server (a SOCK_SEQPACKET message must fit the socket
 # buffer); a command whose argv and environment are larger runs in a sandbox of its own.
-MAX_REQUEST = 128 << 10
+MAX_REQUEST = 160 << 10  # (one argument can be 128 KiB: MAX_ARG_STRLEN)
 _READY_TIMEOUT_S = 10.0
 # After a kill request, how long the server gets to report the command's end before the
 # whole server (and whatever still runs in it) is killed instead.

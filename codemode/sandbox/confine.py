@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codemode.sandbox import bwrap, landlock, pidfd_process, seccomp, unix_sockets
+from codemode.sandbox import bwrap, helpers, landlock, pidfd_process, seccomp, unix_sockets
 from codemode.sandbox.command_servers import CommandServers, ServerKey, ServerUnavailable
 from codemode.sandbox.pidfd_process import ChildProcess
 
@@ -51,14 +51,19 @@ def probe() -> Backends:
 
 @functools.cache
 def _probe() -> Backends:
-    return Backends(bwrap.available(), landlock.available(), seccomp.available())
+    found = Backends(bwrap.available(), landlock.available(), seccomp.available())
+    if found.bubblewrap is None:
+        # The command server's helper, compiled once per machine: here, before any
+        # command, so that the helpers folder is there (and protected) from the first.
+        helpers.path("subreaper.c")
+    return found
 
 
 def prewarm(settings: SandboxSettings) -> None:
     """Probe the backends in a background thread, for a session that will likely run
     commands: a probe starts bubblewrap once (and, as root, may compile the helper
-    ``dropcaps``), milliseconds that then pass while the first model request is out
-    instead of before the first command."""
+    ``dropcaps`` and the command server's ``subreaper``), milliseconds that then pass
+    while the first model request is out instead of before the first command."""
     if settings.restricted and not _probe.cache_info().currsize:
         threading.Thread(target=probe, name="codemode-sandbox-probe", daemon=True).start()
 

@@ -321,8 +321,14 @@ class SandboxSession:
             from codemode.sandbox.bwrap import placeholders
 
             # bubblewrap needs a mount point to keep a missing .codemode/ or .git from
-            # being created, and leaves it behind as an empty folder: removed at close().
-            self._placeholders.update(p for root in guarded for p in placeholders(root))
+            # being created, and would leave it behind as an empty folder: made here
+            # instead, before the first command, so that every command of the session
+            # finds the same folders (and can share one command server); removed at
+            # close() when still empty.
+            for p in (p for root in writable or [] for p in placeholders(root)):
+                with contextlib.suppress(OSError):  # (bubblewrap then makes it)
+                    p.mkdir(mode=0o755)
+                self._placeholders.add(p)
         guard = None
         deeper: list[Path] = []  # .codemode/ folders below the roots' tops
         nested: list[Path] = []  # .git entries below them
