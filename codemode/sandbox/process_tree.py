@@ -23,6 +23,8 @@ import os
 import signal
 from dataclasses import dataclass
 
+from codemode.sandbox.command_server import children
+
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_SECUREBITS = 1, 24, 28
 PR_SET_CHILD_SUBREAPER, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 36, 47, 4
@@ -147,7 +149,7 @@ def _end_orphans() -> None:
     """Kill and reap every process reparented to this (subreaper) process."""
     me = os.getpid()
     while True:
-        kids = _children(me)
+        kids = children(me)
         for pid in kids:
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -161,22 +163,3 @@ def _end_orphans() -> None:
         except OSError as exc:
             if exc.errno != errno.EINTR:
                 return
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        pass
-    out = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(name))
-    return out

@@ -105,7 +105,8 @@ def promises(settings: SandboxSettings | None = None) -> list[Promise]:
                 lk(None if ns is None or abi >= 6 else
                    f"no PID namespace ({ns}) and Landlock ABI {abi} (6 needed) cannot "
                    "scope signals")),
-        Promise("proc", "commands cannot read other processes' /proc entries (environ)", b(),
+        Promise("proc", "commands cannot read the /proc entries (environ) of processes outside "
+                "the sandbox", b(),
                 lk(None)),  # own /proc, or Landlock's ptrace restriction without capabilities
         Promise("tree", "every process a command started ends with it (setsid and "
                 "double-forked ones too)", b(),
