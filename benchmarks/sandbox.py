@@ -5,7 +5,9 @@
 - call_ms: one trivial command (`true`) through the shell tool (ToolRegistry.invoke, policy
   check included), median, for each way of running it that works here: plain (no
   sandbox session), danger-full-access (policy check and environment scrub only),
-  bubblewrap without and with seccomp, Landlock without and with seccomp;
+  bubblewrap without and with seccomp (in the session's command server), bubblewrap with
+  seccomp started anew for each command (``command_server = false``), Landlock without
+  and with seccomp;
 - call_cpu_ms: the CPU time of those calls (codemode's and the processes it waited
   for), median: what a call costs whatever the load (``load_average`` says how busy
   the machine was while the wall times were taken);
@@ -110,6 +112,10 @@ def variants() -> dict[str, dict[str, Any] | None]:
         out["bubblewrap"] = {"backend": "bubblewrap", "seccomp": False}
         if found.seccomp is None:
             out["bubblewrap+seccomp"] = {"backend": "bubblewrap"}
+            out["bubblewrap+seccomp, one per command"] = {
+                "backend": "bubblewrap",
+                "command_server": False,
+            }
     if found.landlock is None:
         out["landlock"] = {"backend": "landlock", "seccomp": False}
         if found.seccomp is None:

@@ -294,3 +294,22 @@ def test_as_an_unprivileged_user_too(tmp_path: Path) -> None:
         assert served is True
     finally:
         subprocess.run(["rm", "-rf", str(ws)], check=False)
+
+
+async def test_prewarm_in_a_running_loop_starts_the_server_the_first_command_uses(
+    tmp_path: Path,
+) -> None:
+    s = Shell(tmp_path)
+    try:
+        s.session.prewarm()
+        task = s.session._prestarting
+        assert task is not None
+        await task
+        started = s.server
+        assert started is not None and started.alive
+        r = await s("echo first")
+        assert r["output"] == "first\n"
+        assert s.server is started  # no second start for the first command
+    finally:
+        s.close()
+    assert not started.alive  # closing the session ended it

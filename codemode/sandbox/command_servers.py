@@ -338,6 +338,7 @@ class CommandServers:
         self._retired: list[CommandServer] = []
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self.broken: str | None = None  # why servers are not used in this session
+        self.closed = False
 
     async def run(
         self,
@@ -355,6 +356,11 @@ class CommandServers:
         server = await self._server(key)
         return await server.run(argv, cwd=cwd, env=env, output_fd=output_fd)
 
+    async def prestart(self, key: ServerKey) -> None:
+        """Start the server for ``key`` now, before a command needs it."""
+        if self.broken is None:
+            await self._server(key)
+
     async def _server(self, key: ServerKey) -> CommandServer:
         loop = asyncio.get_running_loop()
         if self._lock is None or self._lock[0] is not loop:
@@ -368,12 +374,16 @@ class CommandServers:
             if current is not None:
                 self._retire(current)
             try:
-                self._current = await CommandServer.start(key)
+                server = await CommandServer.start(key)
             except ServerUnavailable as exc:
                 self.broken = str(exc)
                 log.warning("sandbox: %s; one bubblewrap per command instead", exc)
                 raise
-            return self._current
+            if self.closed:  # the session ended while it started
+                server.close()
+                raise ServerUnavailable("the session has ended")
+            self._current = server
+            return server
 
     def _retire(self, server: CommandServer) -> None:
         self._current = None
@@ -385,6 +395,7 @@ class CommandServers:
             server.close()
 
     def close(self) -> None:
+        self.closed = True
         for server in [*self._retired, *([self._current] if self._current else [])]:
             server.close()
         self._retired.clear()

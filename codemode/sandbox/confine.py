@@ -102,6 +102,29 @@ def choose_backend(settings: SandboxSettings) -> str:
     )
 
 
+def server_key(
+    settings: SandboxSettings,
+    writable: Sequence[Path],
+    read_only: Sequence[Path] = (),
+    nested_git: Sequence[Path] = (),
+) -> ServerKey:
+    """The bubblewrap sandbox a command gets under ``settings`` (its options, the seccomp
+    program, what they bind): the same key, the same sandbox."""
+    deny_network = settings.restricted and not settings.network_access
+    deny_unix = settings.restricted and not settings.allow_unix_sockets
+    use_seccomp = settings.restricted and settings.seccomp and probe().seccomp is None
+    program = seccomp.bpf_program(deny_network, deny_unix) if use_seccomp else None
+    hide = unix_sockets.to_hide(settings.allow_unix_sockets) if not deny_unix else []
+    opts, prefix = bwrap.options(
+        writable=writable,
+        network=not deny_network,
+        hide_sockets=hide,
+        read_only=read_only,
+        nested_git=nested_git,
+    )
+    return ServerKey.of(opts, prefix, program)
+
+
 async def spawn_confined(
     argv: Sequence[str],
     *,
@@ -137,19 +160,12 @@ async def spawn_confined(
     if backend == "none":
         return await start(argv)
     if backend == "bubblewrap":
-        program = seccomp.bpf_program(deny_network, deny_unix) if use_seccomp else None
-        hide = unix_sockets.to_hide(settings.allow_unix_sockets) if not deny_unix else []
-        opts, prefix = bwrap.options(
-            writable=writable,
-            network=not deny_network,
-            hide_sockets=hide,
-            read_only=read_only,
-            nested_git=nested_git,
-        )
+        key = server_key(settings, writable, read_only, nested_git)
+        opts, prefix, program = list(key.options), list(key.prefix), key.seccomp
         if servers is not None and settings.command_server:
             try:
                 return await servers.run(
-                    ServerKey.of(opts, prefix, program),
+                    key,
                     argv,
                     cwd=cwd,
                     env=env,

@@ -7,6 +7,7 @@ check → approval (if required) → confined execution. ``check_writable`` is w
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -77,6 +78,7 @@ class SandboxSession:
         self._baseline: GuardState | None = None
         self._watch: CodemodeWatch | None = None
         self._servers: CommandServers | None = None
+        self._prestarting: asyncio.Task[None] | None = None
         # MCP tools the user allowed "always" in this session (codemode.sandbox.tool_trust).
         self.approved_tools: set[str] = set()
 
@@ -148,11 +150,21 @@ class SandboxSession:
         return path
 
     def prewarm(self) -> None:
-        """Get ready for the first command in the background (``confine.prewarm``)."""
+        """Get ready for the first command in the background: the backends probed
+        (``confine.prewarm``) and, called in a running event loop, the command server
+        started."""
         # lazy: a session is held before its first command
         from codemode.sandbox.confine import prewarm
 
-        prewarm(self.settings)
+        s = self.settings
+        prewarm(s)
+        if not (s.restricted and s.command_server and s.backend != "landlock"):
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._prestarting = loop.create_task(self._prestart())
 
     def scratch_dir(self) -> Path:
         """A private temporary directory (TMPDIR) writable by confined commands."""
@@ -316,29 +328,12 @@ class SandboxSession:
             except ConfinementUnavailable as exc:
                 raise ToolError(f"tools.{tool}: {exc}") from None
         guarded = [r for r in writable or [] if r != self._scratch]
-        if backend == "bubblewrap":
-            # lazy: a session is held before its first command
-            from codemode.sandbox.bwrap import placeholders
-
-            # bubblewrap needs a mount point to keep a missing .codemode/ or .git from
-            # being created, and would leave it behind as an empty folder: made here
-            # instead, before the first command, so that every command of the session
-            # finds the same folders (and can share one command server); removed at
-            # close() when still empty.
-            for p in (p for root in writable or [] for p in placeholders(root)):
-                with contextlib.suppress(OSError):  # (bubblewrap then makes it)
-                    p.mkdir(mode=0o755)
-                self._placeholders.add(p)
+        deeper, nested = self._layout(backend, writable or [], guarded)
         guard = None
-        deeper: list[Path] = []  # .codemode/ folders below the roots' tops
-        nested: list[Path] = []  # .git entries below them
         if backend != "none" and guarded:
             # lazy: a session is held before its first command
             from codemode.sandbox import git_guard
 
-            watch = self._codemode_watch(guarded)
-            deeper = sorted(watch.existing)
-            nested = sorted(g for g in watch.git if os.path.lexists(g))
             # While other commands run, their changes are no baseline: keep the first one
             # (a later command's snapshot could hold what an earlier one planted).
             if self._baseline is None or not self._guards:
@@ -349,11 +344,8 @@ class SandboxSession:
                     nested=[g.parent for g in nested],
                 )
             guard = self._baseline
-        if backend == "bubblewrap" and s.command_server and self._servers is None:
-            # lazy: a session is held before its first command
-            from codemode.sandbox.command_servers import CommandServers
-
-            self._servers = CommandServers()
+        if backend == "bubblewrap" and s.command_server:
+            self._command_servers()
         try:
             proc = await spawn_confined(
                 argv,
@@ -376,6 +368,54 @@ class SandboxSession:
             # by process object: commands in one command server share its pid
             self._guards[id(proc)] = guard
         return proc
+
+    def _layout(
+        self, backend: str, writable: list[Path], guarded: list[Path]
+    ) -> tuple[list[Path], list[Path]]:
+        """The ``.codemode/`` folders below the roots' tops and the ``.git`` entries below
+        them, for a confined command; with bubblewrap, the placeholders made first."""
+        if backend == "bubblewrap":
+            # lazy: a session is held before its first command
+            from codemode.sandbox.bwrap import placeholders
+
+            # bubblewrap needs a mount point to keep a missing .codemode/ or .git from
+            # being created, and would leave it behind as an empty folder: made here
+            # instead, before the first command, so that every command of the session
+            # finds the same folders (and can share one command server); removed at
+            # close() when still empty.
+            for p in (p for root in writable for p in placeholders(root)):
+                with contextlib.suppress(OSError):  # (bubblewrap then makes it)
+                    p.mkdir(mode=0o755)
+                self._placeholders.add(p)
+        if backend == "none" or not guarded:
+            return [], []
+        watch = self._codemode_watch(guarded)
+        nested = sorted(g for g in watch.git if os.path.lexists(g))
+        return sorted(watch.existing), nested
+
+    def _command_servers(self) -> CommandServers:
+        if self._servers is None:
+            # lazy: a session is held before its first command
+            from codemode.sandbox.command_servers import CommandServers
+
+            self._servers = CommandServers()
+        return self._servers
+
+    async def _prestart(self) -> None:
+        """Start the command server the first command will use, while the first model
+        request is out (``prewarm``)."""
+        # lazy: a session is held before its first command
+        from codemode.sandbox.confine import probe, server_key
+
+        await asyncio.to_thread(probe)  # (a probe may be running: wait off the loop)
+        s = self.settings
+        if probe().bubblewrap is not None or s.backend == "landlock":
+            return
+        writable = [*(self.writable_roots() or []), self.scratch_dir()]
+        guarded = writable[:-1]
+        deeper, nested = self._layout("bubblewrap", writable, guarded)
+        with contextlib.suppress(Exception):  # the first command says what went wrong
+            await self._command_servers().prestart(server_key(s, writable, deeper, nested))
 
     def after_command(self, proc: ChildProcess) -> list[str]:
         """Call once ``proc`` (from ``spawn``) has exited: puts back any protected git
@@ -427,6 +467,9 @@ class SandboxSession:
         return [f"[sandbox] {note}" for note in git_guard.repair(guard)]
 
     def close(self) -> None:
+        if self._prestarting is not None:
+            self._prestarting.cancel()
+            self._prestarting = None
         if self._servers is not None:
             self._servers.close()
             self._servers = None
