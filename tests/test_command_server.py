@@ -313,3 +313,33 @@ async def test_prewarm_in_a_running_loop_starts_the_server_the_first_command_use
     finally:
         s.close()
     assert not started.alive  # closing the session ended it
+
+
+def test_a_session_used_from_one_event_loop_after_another(tmp_path: Path) -> None:
+    """An embedder calling ``asyncio.run`` per call: each loop gets a server of its own,
+    the one of a closed loop is ended, and nothing is left running."""
+    s = Shell(tmp_path)
+    try:
+        first = asyncio.run(s("echo one"))
+        old = s.server
+        second = asyncio.run(s("echo two"))
+        assert (first["output"], second["output"]) == ("one\n", "two\n")
+        assert old is not None and not old.alive and s.server is not old
+    finally:
+        s.close()
+
+
+async def test_a_sandbox_whose_leftovers_would_not_end_is_ended_whole(shell: Shell) -> None:
+    """The server says "stuck" when what a command left outran its kills (a fork bomb):
+    the host then ends the whole sandbox, and the kernel empties its PID namespace."""
+    await shell("true")
+    server = shell.server
+    assert server is not None
+    other = asyncio.create_task(shell("sleep 30"))
+    await asyncio.sleep(0.3)
+    job = max(server._jobs)
+    server._report(json.dumps({"id": job, "exit": 0, "stuck": True}).encode())
+    assert not server.alive
+    r = await asyncio.wait_for(other, 5)
+    assert r["exit_code"] == 128 + signal.SIGKILL
+    assert (await shell("echo next"))["output"] == "next\n" and shell.server is not server

@@ -25,8 +25,10 @@ guards what it does hold, the socket to the host and the requests on it:
 Protocol (a SOCK_SEQPACKET socket, one JSON object a message):
 host → server ``{"op": "run", "id": N, "argv": [...], "cwd": "...", "env": {...}}``
 with the command's output descriptor attached (SCM_RIGHTS), ``{"op": "kill", "id": N}``;
-server → host ``{"ready": true}`` once, then ``{"id": N, "exit": CODE}`` per command
-(CODE as ``os.waitstatus_to_exitcode``: negative for a signal). End of the socket from
+server → host ``{"ready": true}`` once, then ``{"id": N, "exit": CODE, "stuck": BOOL}``
+per command (CODE as ``os.waitstatus_to_exitcode``: negative for a signal; ``stuck``:
+what it left could not all be killed within half a second, and the host ends the whole
+sandbox, which the kernel then empties at once). End of the socket from
 the host ends the server, and with PID 1 the whole namespace.
 """
 
@@ -195,15 +197,19 @@ class Server:
         self.by_id.pop(job, None)
         self.selector.unregister(pidfd)
         os.close(pidfd)
-        _, status = os.waitpid(pid, 0)
         with contextlib.suppress(OSError):
-            os.killpg(pid, signal.SIGKILL)  # its background jobs
-        self.sweep_left(_SWEEP_BUDGET_S)
-        self.send({"id": job, "exit": os.waitstatus_to_exitcode(status)})
+            # its background jobs; before the reap, while the zombie keeps its pid (and
+            # so its group id) from being reused
+            os.killpg(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        swept = self.sweep_left(_SWEEP_BUDGET_S)
+        # Not swept (a fork bomb outrunning the kills): the host ends the whole sandbox.
+        self.send({"id": job, "exit": os.waitstatus_to_exitcode(status), "stuck": not swept})
 
-    def sweep_left(self, budget: float) -> None:
+    def sweep_left(self, budget: float) -> bool:
         """Kill and reap every child that is not a running command's first process (what
-        ended commands left), for up to ``budget`` seconds of waiting."""
+        ended commands left), for up to ``budget`` seconds of waiting; whether none is
+        left."""
         deadline = time.monotonic() + budget
         while True:
             left = [pid for pid in children(os.getpid()) if pid not in self.mains]
@@ -215,7 +221,7 @@ class Server:
                     os.waitpid(pid, os.WNOHANG)
             self.sweep = bool(left)
             if not left or time.monotonic() >= deadline:
-                return
+                return not left
             time.sleep(0.001)  # let the killed die (and their children be reparented)
 
 

@@ -47,6 +47,7 @@ _READY_TIMEOUT_S = 10.0
 # After a kill request, how long the server gets to report the command's end before the
 # whole server (and whatever still runs in it) is killed instead.
 _KILL_GRACE_S = 1.0
+_READS_PER_WAKEUP = 64
 # Options that take a host path as their first argument (the bind source or the covered
 # folder): their identity is part of the key.
 _PATH_OPTIONS = frozenset({"--bind", "--ro-bind", "--tmpfs", "--remount-ro", "--dev-bind"})
@@ -110,7 +111,8 @@ class ServerProcess:
     def exited(self, code: int) -> None:
         if self.returncode is None:
             self.returncode = code
-            self._done.set_result(code)
+            with contextlib.suppress(RuntimeError):  # its event loop is already closed
+                self._done.set_result(code)
 
     async def wait(self) -> int:
         return await asyncio.shield(self._done)
@@ -258,7 +260,7 @@ class CommandServer:
         return not self._jobs
 
     def _readable(self) -> None:
-        while True:
+        for _ in range(_READS_PER_WAKEUP):  # then back to the loop: no flood can hold it
             try:
                 data = self._sock.recv(4096)
             except (BlockingIOError, InterruptedError):
@@ -273,14 +275,18 @@ class CommandServer:
     def _report(self, data: bytes) -> None:
         try:
             message = json.loads(data)
-            job, code = message["id"], message["exit"]
-        except (ValueError, KeyError, TypeError):
+            job, code, stuck = message["id"], message["exit"], message.get("stuck")
+        except (ValueError, KeyError, TypeError, AttributeError):
             return  # not something a server says: ignored
         if type(job) is int and type(code) is int and -64 <= code <= 255:
             proc = self._jobs.pop(job, None)
             if proc is not None:
                 proc.exited(code)
-                if self.retiring and not self._jobs:
+                if stuck is not False:
+                    log.warning("sandbox: a command left processes that would not end; "
+                                "ending its sandbox")
+                    self._lost()
+                elif self.retiring and not self._jobs:
                     self.close()
 
     def _lost(self) -> None:
