@@ -335,11 +335,14 @@ async def test_a_sandbox_whose_leftovers_would_not_end_is_ended_whole(shell: She
     await shell("true")
     server = shell.server
     assert server is not None
-    other = asyncio.create_task(shell("sleep 30"))
+    first = asyncio.create_task(shell("sleep 30"))
     await asyncio.sleep(0.3)
-    job = max(server._jobs)
+    other = asyncio.create_task(shell("sleep 31"))
+    await asyncio.sleep(0.3)
+    job = min(server._jobs)  # as if the first had ended and its leftovers outran the kills
     server._report(json.dumps({"id": job, "exit": 0, "stuck": True}).encode())
     assert not server.alive
+    assert (await asyncio.wait_for(first, 5))["exit_code"] == 0
     r = await asyncio.wait_for(other, 5)
     assert r["exit_code"] == 128 + signal.SIGKILL
     assert (await shell("echo next"))["output"] == "next\n" and shell.server is not server
