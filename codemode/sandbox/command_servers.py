@@ -297,7 +297,9 @@ class CommandServer:
         with contextlib.suppress(ValueError, OSError):
             self.loop.remove_reader(self._sock.fileno())
         self._sock.close()
-        _stop(self._proc)
+        # In a running loop the process's own reader reaps it once it is gone (a blocking
+        # wait here would hold the loop while the kernel tears the sandbox down).
+        _stop(self._proc, wait=not self.loop.is_running())
         for proc in self._jobs.values():
             proc.exited(-signal.SIGKILL)
         self._jobs.clear()
@@ -317,11 +319,11 @@ def _pipe_holding(data: bytes) -> int:
     return r
 
 
-def _stop(proc: pidfd_process.ChildProcess) -> None:
-    """Kill bubblewrap (its sandbox dies with it) and reap it now."""
+def _stop(proc: pidfd_process.ChildProcess, wait: bool = True) -> None:
+    """Kill bubblewrap (its sandbox dies with it); reap it now when ``wait``."""
     with contextlib.suppress(ProcessLookupError):
         proc.kill()
-    if isinstance(proc, pidfd_process.PidfdProcess):
+    if wait and isinstance(proc, pidfd_process.PidfdProcess):
         proc.reap_now()
 
 
