@@ -13,6 +13,8 @@ approval → confined execution), including those started by calls from code mod
   writes, variables that change what runs, deletes outside the workspace
 - ``settings``: ``SandboxSettings`` (config ``sandbox_mode``, ``approval_policy``, ``[sandbox]``)
 - ``confine`` / ``bwrap`` / ``landlock`` / ``seccomp``: confinement backends, fail closed
+- ``command_servers`` / ``command_server``: one bubblewrap sandbox per session, each
+  command forked inside it; ``helpers`` (``dropcaps.c``, ``subreaper.c``): compiled once
 - ``approval``: the ``Approver`` protocol and ``ApprovalRequest``
 - ``session``: ``SandboxSession``, the per-session state ``ToolContext.sandbox`` holds
 - ``env``: credentials withheld from subprocesses
