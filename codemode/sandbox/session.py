@@ -21,13 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from codemode.errors import ToolError
 from codemode.sandbox.env import scrub_environment
+from codemode.sandbox.keeper import Keeper
 from codemode.sandbox.paths import write_refusal
 
 if TYPE_CHECKING:
     from codemode.sandbox.approval import Approver, RememberOption
-    from codemode.sandbox.codemode_watch import CodemodeWatch
     from codemode.sandbox.command_servers import CommandServers
-    from codemode.sandbox.git_guard import GuardState
     from codemode.sandbox.pidfd_process import ChildProcess
     from codemode.sandbox.policy import Evaluation, Policy, PolicyContext
     from codemode.sandbox.settings import SandboxSettings
@@ -73,10 +72,7 @@ class SandboxSession:
         self._policy = policy
         self._rules_file = rules_file
         self._scratch: Path | None = None
-        self._placeholders: set[Path] = set()
-        self._guards: dict[int, GuardState] = {}
-        self._baseline: GuardState | None = None
-        self._watch: CodemodeWatch | None = None
+        self._keeper = Keeper()
         self._servers: CommandServers | None = None
         self._prestarting: asyncio.Task[None] | None = None
         # MCP tools the user allowed "always" in this session (codemode.sandbox.tool_trust).
@@ -328,22 +324,8 @@ class SandboxSession:
             except ConfinementUnavailable as exc:
                 raise ToolError(f"tools.{tool}: {exc}") from None
         guarded = [r for r in writable or [] if r != self._scratch]
-        deeper, nested = self._layout(backend, writable or [], guarded)
-        guard = None
-        if backend != "none" and guarded:
-            # lazy: a session is held before its first command
-            from codemode.sandbox import git_guard
-
-            # While other commands run, their changes are no baseline: keep the first one
-            # (a later command's snapshot could hold what an earlier one planted).
-            if self._baseline is None or not self._guards:
-                self._baseline = git_guard.take(
-                    guarded,
-                    full=backend == "landlock",
-                    extra=deeper,
-                    nested=[g.parent for g in nested],
-                )
-            guard = self._baseline
+        deeper, nested = self._keeper.layout(backend, writable or [], guarded)
+        guard = self._keeper.before(backend, guarded, deeper, nested)
         if backend == "bubblewrap" and s.command_server:
             self._command_servers()
         try:
@@ -362,36 +344,11 @@ class SandboxSession:
             raise ToolError(f"tools.{tool}: {exc}") from None
         except BaseException:
             if guard is not None:
-                self._repair(guard)
+                self._keeper.repair(guard)
             raise
         if guard is not None:
-            # by process object: commands in one command server share its pid
-            self._guards[id(proc)] = guard
+            self._keeper.started(proc, guard)
         return proc
-
-    def _layout(
-        self, backend: str, writable: list[Path], guarded: list[Path]
-    ) -> tuple[list[Path], list[Path]]:
-        """The ``.codemode/`` folders below the roots' tops and the ``.git`` entries below
-        them, for a confined command; with bubblewrap, the placeholders made first."""
-        if backend == "bubblewrap":
-            # lazy: a session is held before its first command
-            from codemode.sandbox.bwrap import placeholders
-
-            # bubblewrap needs a mount point to keep a missing .codemode/ or .git from
-            # being created, and would leave it behind as an empty folder: made here
-            # instead, before the first command, so that every command of the session
-            # finds the same folders (and can share one command server); removed at
-            # close() when still empty.
-            for p in (p for root in writable for p in placeholders(root)):
-                with contextlib.suppress(OSError):  # (bubblewrap then makes it)
-                    p.mkdir(mode=0o755)
-                self._placeholders.add(p)
-        if backend == "none" or not guarded:
-            return [], []
-        watch = self._codemode_watch(guarded)
-        nested = sorted(g for g in watch.git if os.path.lexists(g))
-        return sorted(watch.existing), nested
 
     def _command_servers(self) -> CommandServers:
         if self._servers is None:
@@ -413,32 +370,14 @@ class SandboxSession:
             return
         writable = [*(self.writable_roots() or []), self.scratch_dir()]
         guarded = writable[:-1]
-        deeper, nested = self._layout("bubblewrap", writable, guarded)
+        deeper, nested = self._keeper.layout("bubblewrap", writable, guarded)
         with contextlib.suppress(Exception):  # the first command says what went wrong
             await self._command_servers().prestart(server_key(s, writable, deeper, nested))
 
     def after_command(self, proc: ChildProcess) -> list[str]:
         """Call once ``proc`` (from ``spawn``) has exited: puts back any protected git
         or ``.codemode/`` entry the command changed; one line per repair."""
-        guard = self._guards.pop(id(proc), None)
-        if guard is None:
-            return []
-        notes = self._repair(guard)
-        if self._watch is not None:
-            # lazy: a session is held before its first command
-            from codemode.sandbox import git_sanity
-            from codemode.sandbox.codemode_watch import set_aside
-
-            watch = self._watch
-            notes += [f"[sandbox] {n}" for n in set_aside(watch.drain())]
-            writable = [*watch.roots, *([self._scratch] if self._scratch else [])]
-            for entry in sorted(watch.new_git):
-                why = git_sanity.unsafe_reason(entry, writable) if os.path.lexists(entry) else None
-                if why is not None:
-                    notes.append(f"[sandbox] {git_sanity.set_aside(entry, why)}")
-                    watch.git.discard(entry)
-            watch.new_git.clear()
-        return notes
+        return self._keeper.after(proc, self._scratch)
 
     def explain_refusals(self, output: str) -> list[str]:
         """A line saying why, when ``output`` shows a write to a protected path refused
@@ -451,21 +390,6 @@ class SandboxSession:
         hint = refusal_hint(output)
         return [f"[sandbox] {hint}"] if hint else []
 
-    def _codemode_watch(self, roots: list[Path]) -> CodemodeWatch:
-        # lazy: a session is held before its first command
-        from codemode.sandbox.codemode_watch import CodemodeWatch
-
-        if self._watch is None or self._watch.roots != roots:
-            if self._watch is not None:
-                self._watch.close()
-            self._watch = CodemodeWatch(roots)
-        return self._watch
-
-    def _repair(self, guard: GuardState) -> list[str]:
-        from codemode.sandbox import git_guard  # lazy: a session is held before its first command
-
-        return [f"[sandbox] {note}" for note in git_guard.repair(guard)]
-
     def close(self) -> None:
         if self._prestarting is not None:
             self._prestarting.cancel()
@@ -473,16 +397,10 @@ class SandboxSession:
         if self._servers is not None:
             self._servers.close()
             self._servers = None
-        if self._watch is not None:
-            self._watch.close()
-            self._watch = None
+        self._keeper.close()
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
-        for placeholder in self._placeholders:
-            with contextlib.suppress(OSError):  # gone, or no longer empty: keep it
-                placeholder.rmdir()
-        self._placeholders.clear()
 
 
 def _check_modes(settings: Mapping[str, Any]) -> None:
