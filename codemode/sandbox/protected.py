@@ -20,6 +20,7 @@ binds come from ``git_protected_paths`` and ``codemode_dirs``.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -116,9 +117,17 @@ def host_config_paths() -> list[Path]:
     run: protected too when a writable root contains them (a workspace that is the home
     folder). The helpers folder holds what root's confined commands start through
     (``dropcaps``)."""
+    env = os.environ
+    names = ("HOME", "XDG_CONFIG_HOME", "CODEMODE_HOME", "CODEMODE_CACHE", "XDG_CACHE_HOME")
+    return list(_host_config_paths(tuple(env.get(n) for n in names)))
+
+
+@functools.lru_cache(maxsize=8)
+def _host_config_paths(_env: tuple[str | None, ...]) -> tuple[Path, ...]:
+    # A function of the variables it is keyed by (looked at for every command).
     home = Path.home()
     xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-    return [home / ".gitconfig", xdg / "git", codemode_home(), helpers_dir()]
+    return (home / ".gitconfig", xdg / "git", codemode_home(), helpers_dir())
 
 
 def host_config_reason(real: Path) -> str | None:
