@@ -45,7 +45,7 @@ _probe_lock = threading.Lock()
 
 def probe() -> Backends:
     """Find out (once per process) which confinement backends work here."""
-    with _probe_lock:  # ``prewarm``'s thread may be probing: wait for its answer
+    with _probe_lock:  # a session's warm-up thread may be probing: wait for its answer
         return _probe()
 
 
@@ -57,15 +57,6 @@ def _probe() -> Backends:
         # command, so that the helpers folder is there (and protected) from the first.
         helpers.path("subreaper.c")
     return found
-
-
-def prewarm(settings: SandboxSettings) -> None:
-    """Probe the backends in a background thread, for a session that will likely run
-    commands: a probe starts bubblewrap once (and, as root, may compile the helper
-    ``dropcaps`` and the command server's ``subreaper``), milliseconds that then pass
-    while the first model request is out instead of before the first command."""
-    if settings.restricted and not _probe.cache_info().currsize:
-        threading.Thread(target=probe, name="codemode-sandbox-probe", daemon=True).start()
 
 
 def choose_backend(settings: SandboxSettings) -> str:

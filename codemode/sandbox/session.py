@@ -14,6 +14,7 @@ import os
 import shlex
 import shutil
 import tempfile
+import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -70,6 +71,8 @@ class SandboxSession:
                 self.settings  # noqa: B018 - validate the rest now: a bad value fails here
         self.approver = approver
         self._policy = policy
+        # the rules and their shell parser are shared with ``prewarm``'s thread
+        self._policy_lock = threading.RLock()
         self._rules_file = rules_file
         self._scratch: Path | None = None
         self._keeper = Keeper()
@@ -106,16 +109,17 @@ class SandboxSession:
     @property
     def policy(self) -> Policy:
         """The rules, loaded on first use (raises RulesError for a broken rules file)."""
-        if self._policy is None:
-            # lazy: a session is held before its first command
-            from codemode.sandbox.policy import Policy
+        with self._policy_lock:  # ``prewarm``'s thread may be loading it
+            if self._policy is None:
+                # lazy: a session is held before its first command
+                from codemode.sandbox.policy import Policy
 
-            self._policy = Policy.load(
-                self.workspace, extra_files=[Path(p).expanduser() for p in self.settings.rules]
-            )
-            for notice in self._policy.notices:  # repository rules that tried to loosen
-                logging.getLogger("codemode.sandbox").warning("execpolicy: %s", notice)
-        return self._policy
+                self._policy = Policy.load(
+                    self.workspace, extra_files=[Path(p).expanduser() for p in self.settings.rules]
+                )
+                for notice in self._policy.notices:  # repository rules that tried to loosen
+                    logging.getLogger("codemode.sandbox").warning("execpolicy: %s", notice)
+            return self._policy
 
     def policy_context(self, cwd: Path) -> PolicyContext:
         # lazy: a session is held before its first command
@@ -146,14 +150,14 @@ class SandboxSession:
         return path
 
     def prewarm(self) -> None:
-        """Get ready for the first command in the background: the backends probed
-        (``confine.prewarm``) and, called in a running event loop, the command server
-        started."""
-        # lazy: a session is held before its first command
-        from codemode.sandbox.confine import prewarm
-
+        """Get ready for the first command in the background, for a session that will
+        likely run commands: in a thread, the backends probed (bubblewrap started once;
+        as root the ``dropcaps`` helper compiled the first time) and the rules loaded
+        with the shell parser; called in a running event loop, the command server
+        started. Tens of milliseconds that then pass while the first model request is
+        out instead of before the first command."""
+        threading.Thread(target=self._warm, name="codemode-sandbox-warm", daemon=True).start()
         s = self.settings
-        prewarm(s)
         if not (s.restricted and s.command_server and s.backend != "landlock"):
             return
         try:
@@ -161,6 +165,16 @@ class SandboxSession:
         except RuntimeError:
             return
         self._prestarting = loop.create_task(self._prestart())
+
+    def _warm(self) -> None:
+        # lazy: a session is held before its first command
+        from codemode.sandbox.confine import probe
+
+        if self.settings.restricted:
+            probe()
+        # a broken rules file: the first command says so
+        with contextlib.suppress(Exception), self._policy_lock:
+            self.policy.evaluate("true", self.policy_context(self.workspace))
 
     def scratch_dir(self) -> Path:
         """A private temporary directory (TMPDIR) writable by confined commands."""
@@ -190,7 +204,8 @@ class SandboxSession:
             policy = self.policy
         except RulesError as exc:
             raise CommandRefused(f"tools.{tool}: cannot load the execpolicy rules: {exc}") from None
-        ev = policy.evaluate(command, self.policy_context(cwd))
+        with self._policy_lock:  # (held only while the warm-up thread parses)
+            ev = policy.evaluate(command, self.policy_context(cwd))
         d = ev.deciding
         if ev.decision == "forbidden" and d is not None:
             raise CommandRefused(
