@@ -346,3 +346,23 @@ async def test_a_sandbox_whose_leftovers_would_not_end_is_ended_whole(shell: She
     r = await asyncio.wait_for(other, 5)
     assert r["exit_code"] == 128 + signal.SIGKILL
     assert (await shell("echo next"))["output"] == "next\n" and shell.server is not server
+
+
+async def test_requests_the_server_cannot_run_leave_it_serving(shell: Shell) -> None:
+    """A NUL byte in the command, a variable name with "=": the command fails as it
+    would in a sandbox of its own, and the server goes on."""
+    await shell("true")
+    server = shell.server
+    assert server is not None
+    with pytest.raises(Exception, match="null byte"):
+        await shell("echo a\0b")
+    assert server.alive
+    r, w = os.pipe()
+    try:
+        proc = await server.run(["/bin/true"], cwd=Path("/"), env={"A=B": "1"}, output_fd=w)
+    finally:
+        os.close(w)
+    assert await proc.wait() == 127
+    assert b"environment" in os.read(r, 4096)
+    os.close(r)
+    assert (await shell("echo ok"))["output"] == "ok\n" and shell.server is server

@@ -93,6 +93,8 @@ def _command(request: object) -> _Command | None:
 
 
 class Server:
+    """The loop: requests from the host, the ends of the commands it started."""
+
     def __init__(self, sock: socket.socket, subreaper: str | None) -> None:
         self.sock = sock
         self.subreaper = subreaper
@@ -148,7 +150,7 @@ class Server:
             if op == "kill":
                 self.kill(job)
             elif op == "run":
-                self.send({"id": job, "exit": 127})
+                self.send({"id": job, "exit": 127, "stuck": False})
         return True
 
     def _become_subreaper(self) -> None:
@@ -170,9 +172,10 @@ class Server:
                 preexec_fn=None if self.subreaper is not None else self._become_subreaper,
             )
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.write(out_fd, f"{exc.filename or argv[0]}: {exc.strerror or exc}\n".encode())
-            self.send({"id": job, "exit": 126 if isinstance(exc, PermissionError) else 127})
+            self.failed(job, out_fd, f"{exc.filename or argv[0]}: {exc.strerror or exc}", exc)
+            return
+        except (ValueError, TypeError) as exc:  # a NUL byte, a name with "=": not run
+            self.failed(job, out_fd, f"{argv[0]}: {exc}", exc)
             return
         finally:
             os.close(out_fd)
@@ -181,6 +184,12 @@ class Server:
         self.mains[proc.pid] = (job, pidfd)
         self.by_id[job] = proc.pid
         self.selector.register(pidfd, selectors.EVENT_READ, proc.pid)
+
+    def failed(self, job: int, out_fd: int, message: str, exc: Exception) -> None:
+        with contextlib.suppress(OSError):
+            os.write(out_fd, f"{message}\n".encode())
+        code = 126 if isinstance(exc, PermissionError) else 127
+        self.send({"id": job, "exit": code, "stuck": False})
 
     def kill(self, job: int) -> None:
         pid = self.by_id.get(job)

@@ -217,6 +217,9 @@ class CommandServer:
         data = json.dumps(request).encode()
         if len(data) > MAX_REQUEST:
             raise ServerUnavailable("the command is too large for the command server")
+        if any("\0" in w for w in (*argv, str(cwd), *env, *env.values())):
+            # cannot be run either way: it fails as it does in a sandbox of its own
+            raise ServerUnavailable("the command holds a NUL byte")
         proc = ServerProcess(self, self._next)
         self._jobs[proc.job] = proc
         try:
