@@ -207,6 +207,63 @@ def _git_config(f: Finding, args: Sequence[Word], label: str) -> None:
         f.payloads.append((value.text.lstrip("!"), f"{label} {f.plain[0].text} may run it"))
 
 
+# ps options that take a value (UNIX style -p 1, BSD style p 1), and the long ones.
+_PS_VALUE = "CGgpqstuUoO"
+_PS_BSD_VALUE = "pqtUoOk"
+_PS_LONG_VALUE = frozenset(
+    "--pid --ppid --sort --cols --columns --width --rows --lines --user --User --group "
+    "--Group --tty --sid --quick-pid --format".split()
+)
+_PS_ENV = "shows the environment of every process (secrets such as API keys)"
+
+
+def _ps(f: Finding, args: Sequence[Word], label: str) -> None:
+    """``ps e`` (BSD), ``ps -E`` (BSD, macOS) and a format naming ``environ``/``env``
+    print other processes' environments."""
+    i = 0
+
+    def value(rest: str) -> Word | None:
+        nonlocal i
+        if rest:
+            return Word(rest)
+        if i < len(args):
+            i += 1
+            return args[i - 1]
+        return None
+
+    def fmt(w: Word | None) -> None:
+        if w is not None and not w.literal:
+            f.raise_to("unmatched", f"{label}: the format {w.text} is only known at run time")
+        elif w is not None and "env" in w.text.lower():
+            f.raise_to("prompt", f"{label} {w.text} {_PS_ENV}")
+
+    while i < len(args):
+        w = args[i]
+        i += 1
+        t = w.text
+        if not w.literal or t in ("-", "--"):
+            continue  # the generic reading already said `unmatched`
+        if t.startswith("--"):
+            name, eq, attached = t.partition("=")
+            if name in _PS_LONG_VALUE:
+                got = Word(attached) if eq else value("")
+                if name == "--format":
+                    fmt(got)
+            continue
+        bsd = not t.startswith("-")
+        if bsd and all(c.isdigit() or c == "," for c in t):
+            continue  # process ids
+        letters = t if bsd else t[1:]
+        for j, c in enumerate(letters):
+            if (bsd and c == "e") or (not bsd and c == "E"):
+                f.raise_to("prompt", f"{label} {t} {_PS_ENV}")
+            if c in (_PS_BSD_VALUE if bsd else _PS_VALUE):
+                got = value(letters[j + 1 :])
+                if c in "oO":
+                    fmt(got)
+                break
+
+
 CHECKS: dict[str, Callable[[Finding, Sequence[Word], str], None]] = {
     "sed": _sed,
     "awk": _awk,
@@ -216,4 +273,5 @@ CHECKS: dict[str, Callable[[Finding, Sequence[Word], str], None]] = {
     "read": _read,
     "fd": _fd,
     "git_config": _git_config,
+    "ps": _ps,
 }

@@ -213,6 +213,7 @@ class _Walker:
             outer = outer.parent
         writes: list[str] = []
         write_words: list[Word] = []
+        reads: list[Word] = []
         stdin: Stdin | None = None
         for r in redirects:
             dests = r.children_by_field_name("destination")
@@ -231,7 +232,13 @@ class _Walker:
                     writes.append(w.text)
                     write_words.append(w)
             elif r.type == "file_redirect" and op == "<" and dests:
-                stdin = ("file", self.word(dests[0]))
+                read = self.word(dests[0])
+                stdin = ("file", read)
+                reads.append(read)
+            elif r.type == "file_redirect" and dests:  # <>, <&FILE: opened too
+                w = self.word(dests[0])
+                if not (w.text.isdigit() or w.text in ("-", "")):
+                    reads.append(w)
             elif r.type == "heredoc_redirect" and _same(_redirect_owner(r), node):
                 stdin = self.heredoc(r)
             elif r.type == "herestring_redirect" and _same(_redirect_owner(r), node):
@@ -254,6 +261,7 @@ class _Walker:
                     source=self.text(node),
                     writes=tuple(writes),
                     write_words=tuple(write_words),
+                    reads=tuple(reads),
                 ),
                 stdin,
             )
