@@ -35,6 +35,7 @@ _WHY = (
 # Expansions with fewer known characters than this around them name nothing in
 # particular (`cat "$f"`): only the approval policy can judge those.
 _MIN_KNOWN = 4
+_MAX_LINKS = 16
 _EXEC_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 
 
@@ -282,12 +283,26 @@ def _pattern_kind(tokens: list[_Token]) -> str | None:
 
 
 def _forms(path: str) -> list[str]:
+    """``path`` as written, normalized, and through each symbolic link on the way (a link
+    in the workspace to ``/proc/1/root``: the final target alone would say ``/etc/x``)."""
     forms = [path, os.path.normpath(path)]
-    if len(path) < 4096:
-        try:
-            forms.append(os.path.realpath(path))  # a link in the workspace to /proc/1/environ
-        except (OSError, ValueError):
-            pass
+    todo = [path] if len(path) < 4096 else []
+    while todo and len(forms) < _MAX_LINKS:
+        current = todo.pop()
+        parts = current.split("/")
+        for n in range(2, len(parts) + 1):
+            prefix = "/".join(parts[:n])
+            if prefix == "/proc" or prefix.startswith("/proc/"):
+                break  # its links say what they mean to this process, not the command
+            try:
+                target = os.readlink(prefix)
+            except (OSError, ValueError):
+                continue
+            rest = "/".join(parts[n:])
+            joined = os.path.join(os.path.dirname(prefix), target, rest).rstrip("/")
+            forms.append(joined)
+            todo.append(joined)
+            break
     return forms
 
 
