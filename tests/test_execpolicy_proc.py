@@ -98,7 +98,7 @@ SECRET_READS = [
     "cp -r /proc/self/ x",
     "find /proc -name environ -exec cat {} +",
     "find /proc -name environ | xargs cat",
-    "while read f; do cat \"$f\"; done < <(find /proc -name environ)",
+    'while read f; do cat "$f"; done < <(find /proc -name environ)',
 ]
 
 

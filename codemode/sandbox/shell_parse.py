@@ -15,7 +15,7 @@ import os.path
 import re
 from typing import TYPE_CHECKING
 
-from codemode.sandbox import code_checks, line_checks, unwrap
+from codemode.sandbox import code_checks, heredocs, line_checks, unwrap
 from codemode.sandbox.continuations import join_continuations, quoted_heredoc
 from codemode.sandbox.safe_args import interpreters
 
@@ -166,12 +166,13 @@ class _Walker:
 
     def heredoc_expansions(self, body: Node) -> None:
         """tree-sitter leaves the substitutions of some here-documents unparsed (`<< X`
-        with a space, `<<-X`, backquotes); bash runs them all, so the body is parsed
-        again as the double-quoted word it expands like (a body that does not parse
-        that way is a problem, so asked about)."""
-        text = self.text(body)
-        if "$" in text or "`" in text:
-            self.expanded.append(f': "{text}"')
+        with a space, `<<-X`, backquotes); bash runs them all, so each expansion of the
+        body is parsed again as the double-quoted word it expands like (one that does
+        not parse that way is a problem, so asked about). The text around them is data:
+        a lone `"` there is no quote."""
+        script = heredocs.as_script(self.text(body))
+        if script is not None:
+            self.expanded.append(script)
 
     def missed_substitutions(self, node: Node) -> None:
         """Command substitutions tree-sitter reads as plain text (``${x:=`CMD`}``,
@@ -211,6 +212,7 @@ class _Walker:
             if outer.type in ("redirected_statement", "function_definition"):
                 redirects.extend(c for c in outer.children if c.type.endswith("_redirect"))
             outer = outer.parent
+        redirects += _after_heredocs(redirects, node)
         writes: list[str] = []
         write_words: list[Word] = []
         reads: list[Word] = []
@@ -403,6 +405,22 @@ def _redirect_owner(redirect: Node) -> Node | None:
         body = parent.child_by_field_name("body")
         return body if body is not None and body.type == "command" else None
     return None
+
+
+def _after_heredocs(redirects: list[Node], node: Node) -> list[Node]:
+    """Redirections written after a here-document's delimiter (``cat <<EOF > f``):
+    tree-sitter files them under the here-document, up to a ``|``, ``&&``, ``;``..."""
+    out = []
+    for r in redirects:
+        if r.type != "heredoc_redirect" or not _same(_redirect_owner(r), node):
+            continue
+        for c in r.children:
+            if c.type in ("<<", "<<-", "heredoc_start"):
+                continue
+            if not c.type.endswith("_redirect"):
+                break
+            out.append(c)
+    return out
 
 
 def _runs_a_command(statement: Node) -> bool:
