@@ -28,7 +28,7 @@ from codemode.sandbox.verdicts import CommandVerdict
 from codemode.sandbox.words import Word, decode_ansi_c
 
 RULE = "built-in: reads process state under /proc"
-_WHY = (
+WHY = (
     "a process's environment, memory, open files or root directory (secrets such as "
     "API keys, or files outside the sandbox)"
 )
@@ -315,6 +315,8 @@ def path_kind(word: Word, cwds: Sequence[Path], cwd_unknown: bool) -> tuple[str,
             if not part:
                 continue
             bases: list[list[_Token]] = [[]]
+            if part[0] == ("c", "-"):
+                continue  # an option; what it names after `=` or `/` is its own part
             if part[0] != ("c", "/"):
                 bases = [[("c", c) for c in f"{d}/"] for d in cwds]
                 if cwd_unknown:
@@ -357,7 +359,9 @@ def check(
     process's state."""
     out: list[CommandVerdict] = []
     listed: list[tuple[SimpleCommand, str]] = []
-    for cmd in commands:
+    # the commands that run first: a wrapper's own words (`env -C /proc/1 cat environ`)
+    # name the same paths, less clearly
+    for cmd in sorted(commands, key=lambda c: c.strict_only):
         shown = cmd.display()
         # a command's name is only a path when it has a slash (else PATH is searched)
         named = cmd.words[:1] if cmd.words and "/" in cmd.words[0].text else ()
@@ -371,10 +375,10 @@ def check(
                 continue
             kind, path = hit
             if kind == "sensitive":
-                out.append(CommandVerdict(shown, "prompt", RULE, None, f"names {path}: {_WHY}"))
+                out.append(CommandVerdict(shown, "prompt", RULE, None, f"names {path}: {WHY}"))
                 break
             if _reads_trees(cmd) or w in cmd.reads:
-                why = f"may read everything below {path}, including {_WHY}"
+                why = f"may read everything below {path}, including {WHY}"
                 out.append(CommandVerdict(shown, "prompt", RULE, None, why))
                 break
             listed.append((cmd, path))
@@ -386,7 +390,7 @@ def check(
             cmd, path = listed[0]
             why = (
                 f"lists {path} and runs a command on names only known at run time, which "
-                f"may read {_WHY}"
+                f"may read {WHY}"
             )
             out.append(CommandVerdict(cmd.display(), "prompt", RULE, None, why))
     return out

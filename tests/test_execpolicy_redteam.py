@@ -1,0 +1,83 @@
+"""Execpolicy: ways an auto-allowed command could reach past the sandbox, found by
+probing the policy as an attacker would; each case was allowed (or judged too leniently)
+before its fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codemode.sandbox.policy import Policy, PolicyContext
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    h = tmp_path / "codemode-home"
+    monkeypatch.setenv("CODEMODE_HOME", str(h))
+    return h
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    w = tmp_path / "ws"
+    w.mkdir()
+    return w
+
+
+def judge(command: str, ws: Path, home: Path) -> tuple[str, str]:
+    ev = Policy().evaluate(command, PolicyContext(cwd=ws, writable_roots=(ws,), home=home))
+    d = ev.deciding
+    return ev.decision, f"{d.rule} / {d.justification}" if d else ""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ssh host id",
+        "ssh -F cfg host ls",  # cfg may say ProxyCommand / LocalCommand: run here
+        "/usr/bin/ssh host id",
+        "env ssh host id",
+        "sshpass -p x ssh host id",
+        "mosh host",
+    ],
+)
+def test_remote_shells_need_approval(command: str, ws: Path, home: Path) -> None:
+    decision, why = judge(command, ws, home)
+    assert decision == "prompt", why
+    assert "another machine" in why, why
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "env -C / rm -rf etc",
+        "env -C/ rm -rf etc",
+        "env --chdir=/ rm -rf home",
+        "sudo -D / rm -rf etc",
+        "unshare -w / rm -rf etc",
+        "nsenter --wd=/ rm -rf usr",
+    ],
+)
+def test_a_wrappers_directory_counts_for_relative_paths(command: str, ws: Path, home: Path) -> None:
+    decision, why = judge(command, ws, home)
+    assert decision == "forbidden", why
+
+
+def test_a_wrappers_directory_reaches_process_state(ws: Path, home: Path) -> None:
+    decision, why = judge("env -C /proc/1 cat environ", ws, home)
+    assert decision == "prompt" and "/proc/1/environ" in why, why
+    assert judge("env -C src ls", ws, home)[0] == "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["sed 'r /proc/1/environ' f", "sed 'R /proc/self/environ' f", "sed '1r environ' f"],
+)
+def test_sed_reading_process_state_needs_approval(command: str, ws: Path, home: Path) -> None:
+    decision, why = judge(command, ws, home)
+    assert decision == "prompt" and "environ" in why, why
+
+
+def test_sed_reading_an_ordinary_file_stays_allowed(ws: Path, home: Path) -> None:
+    assert judge("sed '$r header.txt' f", ws, home)[0] == "allow"
