@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 
-from codemode.sandbox import command_checks, proc_reads, rm_checks
+from codemode.sandbox import command_checks, secret_reads, rm_checks
 from codemode.sandbox.rules import (
     ExactRule,
     PrefixRule,
@@ -160,7 +160,9 @@ class Policy:
                 )
             )
         cwds, cwd_unknown = rm_checks.candidate_cwds(parsed.commands, ctx)
-        verdicts += proc_reads.check(parsed.commands, cwds, cwd_unknown, parsed.literals)
+        verdicts += secret_reads.check(
+            parsed.commands, cwds, cwd_unknown, parsed.literals, ctx.home
+        )
         for cmd in parsed.commands:
             v = self._judge(cmd, ctx, cwds, cwd_unknown, depth, parsed.literals)
             if v is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from codemode.sandbox import proc_reads
+from codemode.sandbox import secret_reads
 from codemode.sandbox.findings import Finding, strings_in
 from codemode.sandbox.sed_script import analyze
 from codemode.sandbox.variables import is_identifier, risky_variable
@@ -37,9 +37,9 @@ def _sed(f: Finding, args: Sequence[Word], label: str) -> None:
             continue
         result = analyze(s.text)
         for name in [] if sandboxed else result.reads:  # relative: cwd may be /proc/N
-            hit = proc_reads.path_kind(Word(name), (), True)
-            if hit is not None and hit[0] == "sensitive":
-                f.raise_to("prompt", f"{label} r {name}: reads {proc_reads.WHY}")
+            hit = secret_reads.path_kind(Word(name), (), True)
+            if hit is not None and hit.kind == "sensitive":
+                f.raise_to("prompt", f"{label} r {name}: reads {hit.why}")
         if result.safe or sandboxed:
             continue
         if result.runs:

@@ -1,5 +1,6 @@
-"""Execpolicy: reading another process's state (/proc/PID/environ, mem, fd, root, cwd;
-``ps e``) needs approval, however the path is spelled; harmless /proc reads stay allowed."""
+"""Execpolicy: reading secrets needs approval, however the path is spelled: another
+process's state (/proc/PID/environ, mem, fd, root, cwd; ``ps e``) and credential files
+(~/.ssh/id_*, ~/.netrc, /etc/shadow...); harmless /proc and home reads stay allowed."""
 
 from __future__ import annotations
 
@@ -106,7 +107,7 @@ SECRET_READS = [
 def test_reading_process_state_needs_approval(command: str, ws: Path, home: Path) -> None:
     decision, why = judge(command, ws, home)
     assert decision == "prompt", why
-    assert "/proc" in why and "environment" in why, why
+    assert "reads secrets" in why and "environment" in why, why
 
 
 PS_ENV = [
@@ -157,7 +158,7 @@ HARMLESS = [
 
 
 @pytest.mark.parametrize("command", HARMLESS)
-def test_harmless_proc_reads_stay_allowed(command: str, ws: Path, home: Path) -> None:
+def test_harmless_secret_reads_stay_allowed(command: str, ws: Path, home: Path) -> None:
     decision, why = judge(command, ws, home)
     assert decision == "allow", why
 
@@ -183,3 +184,60 @@ def test_a_user_allow_rule_does_not_open_process_state(ws: Path, home: Path) -> 
     ctx = PolicyContext(cwd=ws, writable_roots=(ws,), home=home)
     assert policy.evaluate("cat /proc/1/environ", ctx).decision == "prompt"
     assert policy.evaluate("cat notes.txt", ctx).decision == "allow"
+
+
+def _home_ctx(ws: Path, home: Path) -> PolicyContext:
+    return PolicyContext(cwd=ws, writable_roots=(ws,), home=home)
+
+
+CREDENTIAL_READS = [
+    "cat {h}/.ssh/id_rsa",
+    "cat {h}/.ssh/id_ed25519",
+    "cat {h}/.ssh/*",
+    "cat {h}/.ssh/id_e*",
+    "cat ~/.ssh/id_rsa",
+    "cat $HOME/.ssh/id_rsa",
+    'cat "$HOME/.netrc"',
+    "cat ${{HOME}}/.aws/credentials",
+    "head {h}/.netrc",
+    "cat {h}/.git-credentials",
+    "cat {h}/.config/gh/hosts.yml",
+    "cat {h}/.gnupg/private-keys-v1.d/x.key",
+    "cat /etc/shadow",
+    "cat /etc/ssh/ssh_host_ed25519_key",
+    "cd {h} && cat .netrc",
+    "cd {h}/.ssh && cat id_rsa",
+    "grep -r password {h}",
+    "rg token ~",
+    "tar czf x.tgz {h}/.ssh",
+    "find {h} -name 'id_*' | xargs cat",
+]
+
+
+@pytest.mark.parametrize("template", CREDENTIAL_READS)
+def test_reading_credential_files_needs_approval(template: str, ws: Path, home: Path) -> None:
+    command = template.format(h=home)
+    ev = Policy().evaluate(command, _home_ctx(ws, home))
+    d = ev.deciding
+    why = f"{d.rule} / {d.justification}" if d else ""
+    assert ev.decision == "prompt", why
+    assert "reads secrets" in why and "credential" in why, why
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "cat {h}/.ssh/id_rsa.pub",
+        "cat {h}/.ssh/*.pub",
+        "cat {h}/.ssh/known_hosts",
+        "cat {h}/.bashrc",
+        "cat /etc/passwd",
+        "ls -la {h}",
+        "du -sh {h}",
+        'ls {h} && echo "$x"',
+        "grep -r x {h}/projects",
+    ],
+)
+def test_ordinary_home_reads_stay_allowed(template: str, ws: Path, home: Path) -> None:
+    ev = Policy().evaluate(template.format(h=home), _home_ctx(ws, home))
+    assert ev.decision == "allow", ev.deciding

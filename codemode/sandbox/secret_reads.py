@@ -1,0 +1,346 @@
+"""Reads of secrets: other processes' state under ``/proc`` (their environment, where the
+agent's API keys live, their memory, open files, and their root and working directories,
+which reach past the sandbox's mounts) and credential files (``~/.ssh/id_*``,
+``~/.netrc``, ``/etc/shadow``...). Any command naming such a path (as an argument, an
+option's value, a redirection, through a glob, a variable, a link or a ``cd``) needs
+approval; so does a program that may read a whole tree (``grep -r``, ``tar``) given
+``/``, ``/proc``, a process directory or the home folder. The paths are data:
+``secret_paths.toml``.
+
+A word only partly known (``/proc/$PID/environ``, ``/proc/[0-9]*/environ``) is read as
+a pattern (``word_patterns``) and tried against sample paths of each kind.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import itertools
+import os.path
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from codemode.sandbox import devices
+from codemode.sandbox.script_types import SimpleCommand
+from codemode.sandbox.verdicts import CommandVerdict
+from codemode.sandbox.word_patterns import DYN, Token, forms, known, path_parts, regex
+from codemode.sandbox.words import Word
+
+RULE = "built-in: reads secrets"
+WHY_PROC = (
+    "a process's environment, memory, open files or root directory (secrets such as "
+    "API keys, or files outside the sandbox)"
+)
+WHY_CREDENTIALS = "a credential file (private keys, tokens, passwords)"
+ANY_SECRET = "credential files or a process's environment, memory and open files"
+_READERS = frozenset({"read", "mapfile", "readarray"})
+# Expansions with fewer known characters than this around them name nothing in
+# particular (`cat "$f"`): only the approval policy can judge those.
+_MIN_KNOWN = 4
+_MAX_LINKS = 16
+_EXEC_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+
+
+@dataclass(frozen=True)
+class Hit:
+    kind: str  # "sensitive", or "ancestor": a directory above secrets
+    path: str  # as shown
+    why: str
+
+
+@dataclass(frozen=True)
+class _Table:
+    home_secrets: tuple[str, ...]
+    system_secrets: tuple[str, ...]
+    not_secrets: tuple[str, ...]
+    fills: tuple[str, ...]
+    process_entries: frozenset[str]
+    own_fds: frozenset[str]
+    machine_files: frozenset[str]
+    tree_readers: frozenset[str]
+    probes: tuple[str, ...]  # sensitive sample paths
+    ancestors: tuple[str, ...]  # directories above them
+
+
+@functools.cache
+def _table() -> _Table:
+    text = resources.files("codemode.sandbox").joinpath("secret_paths.toml").read_text("utf-8")
+    d = tomllib.loads(text)
+    pids = d["probe_pids"]
+    probes = [f"/proc/{m}" for m in d["machine_files"]]
+    ancestors = ["/", "/proc"]
+    for p in pids:
+        ancestors += [f"/proc/{p}", f"/proc/{p}/task", f"/proc/{p}/task/{p}"]
+        for e in d["probe_entries"]:
+            probes += [f"/proc/{p}/{e}", f"/proc/{p}/task/{p}/{e}"]
+    return _Table(
+        home_secrets=tuple(d["home_secrets"]),
+        system_secrets=tuple(s.lstrip("/") for s in d["system_secrets"]),
+        not_secrets=tuple(d["not_secrets"]),
+        fills=tuple(d["probe_fills"]),
+        process_entries=frozenset(d["process_entries"]),
+        own_fds=frozenset(d["own_fds"]),
+        machine_files=frozenset(d["machine_files"]),
+        tree_readers=frozenset(d["tree_readers"]),
+        probes=tuple(probes),
+        ancestors=tuple(ancestors),
+    )
+
+
+# --- what a path is ---------------------------------------------------------------------
+
+
+def _proc_kind(parts: list[str]) -> str | None:
+    """For the components of an absolute path below /proc."""
+    table = _table()
+    if not parts:
+        return "ancestor"
+    pid = parts[0]
+    if not (pid.isdigit() or pid in ("self", "thread-self")):
+        return "sensitive" if pid in table.machine_files else None
+    rest = parts[1:]
+    if len(rest) >= 1 and rest[0] == "task":
+        if len(rest) <= 2:
+            return "ancestor"
+        rest = rest[2:]
+    if not rest:
+        return "ancestor"
+    entry = rest[0]
+    if entry == "fd" and pid in ("self", "thread-self") and len(rest) == 2:
+        return None if rest[1] in table.own_fds else "sensitive"
+    if ".." in rest:
+        return "sensitive"  # through a link (cwd/.., root/..): wherever it leads
+    return None if entry in table.process_entries else "sensitive"
+
+
+def _credential_kind(parts: list[str], globs: Sequence[str]) -> str | None:
+    """For the components of a path below a directory that ``globs`` are relative to."""
+    table = _table()
+    found: str | None = None
+    for g in globs:
+        gparts = g.split("/")
+        shared = min(len(parts), len(gparts))
+        if not all(fnmatch.fnmatchcase(parts[i], gparts[i]) for i in range(shared)):
+            continue
+        if len(parts) < len(gparts):
+            found = "ancestor"
+        elif not any(fnmatch.fnmatchcase(parts[-1], n) for n in table.not_secrets):
+            return "sensitive"
+    return found
+
+
+def _literal_kind(path: str, homes: Sequence[str]) -> Hit | None:
+    if not path.startswith("/"):
+        return None
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if not parts:
+        return Hit("ancestor", path, WHY_PROC)
+    if parts[0] == "proc":
+        kind = _proc_kind(parts[1:])
+        return Hit(kind, path, WHY_PROC) if kind else None
+    best: Hit | None = None
+    for home in homes:
+        hparts = [p for p in home.split("/") if p]
+        if parts[: len(hparts)] == hparts:
+            kind = _credential_kind(parts[len(hparts) :], _table().home_secrets) or (
+                "ancestor" if len(parts) == len(hparts) else None
+            )
+            if kind == "sensitive":
+                return Hit(kind, path, WHY_CREDENTIALS)
+            best = best or (Hit(kind, path, WHY_CREDENTIALS) if kind else None)
+    kind = _credential_kind(parts, _table().system_secrets)
+    if kind == "sensitive":
+        return Hit(kind, path, WHY_CREDENTIALS)
+    return best
+
+
+@functools.cache
+def _samples(homes: tuple[str, ...]) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """Sensitive sample paths (with why) and the directories above them."""
+    table = _table()
+    probes = [(p, WHY_PROC) for p in table.probes]
+    ancestors = list(table.ancestors)
+    bases = [*(h.rstrip("/") for h in homes), ""]
+    for base in bases:
+        globs = table.home_secrets if base else table.system_secrets
+        for g in globs:
+            for fill in table.fills:
+                probes.append((f"{base}/{g.replace('*', fill)}", WHY_CREDENTIALS))
+            gparts = g.split("/")
+            ancestors += [base + "/" + "/".join(gparts[:i]) for i in range(len(gparts))]
+    return tuple(probes), tuple(dict.fromkeys(a.rstrip("/") or "/" for a in ancestors))
+
+
+def _pattern_kind(tokens: list[Token], shown: str, homes: tuple[str, ...]) -> Hit | None:
+    probes, ancestors = _samples(homes)
+    lead = "".join(t[1] for t in itertools.takewhile(lambda t: t[0] == "c", tokens))
+    if not any(p.startswith(lead) or lead.startswith(p) for p, _ in probes):
+        return None  # `/usr/share/*.txt` can be none of them
+    dynamic = DYN in tokens
+    cuts = [i for i, t in enumerate(tokens) if t == ("c", "/") and i > 0] + [len(tokens)]
+    for cut in cuts:
+        head = tokens[:cut]
+        if dynamic and known(head) < _MIN_KNOWN:
+            continue
+        rx = regex(head)
+        why = next((why for p, why in probes if rx.fullmatch(p)), None)
+        if why is not None:
+            return Hit("sensitive", shown, why)
+    while len(tokens) > 1 and tokens[-1] == ("c", "/"):
+        tokens = tokens[:-1]
+    if dynamic and known(tokens) < _MIN_KNOWN:
+        return None
+    rx = regex(tokens)
+    hit = any(rx.fullmatch(a) for a in ancestors)
+    return Hit("ancestor", shown, WHY_PROC) if hit else None
+
+
+def _forms(path: str) -> list[str]:
+    """``path`` as written, normalized, and through each symbolic link on the way (a link
+    in the workspace to ``/proc/1/root``: the final target alone would say ``/etc/x``)."""
+    forms = [path, os.path.normpath(path)]
+    todo = [path] if len(path) < 4096 else []
+    while todo and len(forms) < _MAX_LINKS:
+        current = todo.pop()
+        parts = current.split("/")
+        for n in range(2, len(parts) + 1):
+            prefix = "/".join(parts[:n])
+            if prefix == "/proc" or prefix.startswith("/proc/"):
+                break  # its links say what they mean to this process, not the command
+            try:
+                target = os.readlink(prefix)
+            except (OSError, ValueError):
+                continue
+            rest = "/".join(parts[n:])
+            joined = os.path.join(os.path.dirname(prefix), target, rest).rstrip("/")
+            forms.append(joined)
+            todo.append(joined)
+            break
+    return forms
+
+
+def path_kind(
+    word: Word, cwds: Sequence[Path], cwd_unknown: bool, homes: Sequence[Path] = ()
+) -> Hit | None:
+    """What ``word`` may name: a secret (``sensitive``), a directory above secrets
+    (``ancestor``), or nothing of concern (None). Relative words are taken from each
+    directory the command may run in; ``homes``: the home directories besides this
+    process's own (``~`` was expanded with it)."""
+    home_set = tuple(dict.fromkeys(str(h) for h in (Path.home(), *homes)))
+    worst: Hit | None = None
+    for tokens in forms(word):
+        for part in path_parts(tokens):
+            if not part or part[0] == ("c", "-"):
+                continue  # an option; what it names after `=` or `/` is its own part
+            bases: list[list[Token]] = [[]]
+            if part[0] != ("c", "/"):
+                # `$HOME/x` may be absolute already; `x` is relative to each directory
+                bases = [[]] if part[0] == DYN else []
+                bases += [[("c", c) for c in f"{d}/"] for d in cwds]
+                if cwd_unknown:
+                    bases.append([DYN, ("c", "/")])
+            for base in bases:
+                full = base + part
+                if all(t[0] == "c" for t in full):
+                    text = "".join(t[1] for t in full)
+                    hits = [h for f in _forms(text) if (h := _literal_kind(f, home_set))]
+                else:
+                    h = _pattern_kind(full, word.text, home_set)
+                    hits = [h] if h else []
+                for hit in hits:
+                    if hit.kind == "sensitive":
+                        return hit
+                    worst = worst or hit
+    return worst
+
+
+# --- the verdicts -----------------------------------------------------------------------
+
+
+def _reads_trees(cmd: SimpleCommand) -> bool:
+    """Whether the command may read the files below a directory it is given."""
+    if not cmd.words or not cmd.words[0].literal:
+        return True
+    name = os.path.basename(cmd.words[0].text)
+    if name == "find":
+        return any(w.text in _EXEC_ACTIONS or not w.literal for w in cmd.words[1:])
+    return name in _table().tree_readers
+
+
+def _runs_on_names(commands: Sequence[SimpleCommand], shallow: bool) -> bool:
+    """Whether a command of the line gets names at run time: from xargs or find -exec,
+    a ``read`` loop, a command's output (or, below a directory deeper than ``/`` or the
+    home folder, any expansion)."""
+    for c in commands:
+        if c.open_ended or (c.words and c.words[0].text in _READERS):
+            return True
+        for w in c.words:
+            if w.kind == "dynamic" and (not shallow or "$(" in w.text or "`" in w.text):
+                return True
+    return False
+
+
+def check(
+    commands: Sequence[SimpleCommand],
+    cwds: Sequence[Path],
+    cwd_unknown: bool,
+    literals: dict[str, set[str]],
+    home: Path | None = None,
+) -> list[CommandVerdict]:
+    """Prompt verdicts for the commands of one command line that may read secrets:
+    another process's state, credential files."""
+    homes = (home,) if home is not None else ()
+    memo: dict[Word, Hit | None] = {}  # wrappers repeat their command's words
+
+    def judged(w: Word) -> Hit | None:
+        if w not in memo:
+            memo[w] = next(
+                (
+                    h
+                    for r in devices.resolve(w, literals)
+                    if (h := path_kind(r, cwds, cwd_unknown, homes))
+                ),
+                None,
+            )
+        return memo[w]
+
+    out: list[CommandVerdict] = []
+    listed: list[tuple[SimpleCommand, Hit]] = []
+    # the commands that run first: a wrapper's own words (`env -C /proc/1 cat environ`)
+    # name the same paths, less clearly
+    for cmd in sorted(commands, key=lambda c: c.strict_only):
+        shown = cmd.display()
+        # a command's name is only a path when it has a slash (else PATH is searched)
+        named = cmd.words[:1] if cmd.words and "/" in cmd.words[0].text else ()
+        words = [*named, *cmd.words[1:], *cmd.write_words, *cmd.reads]
+        for w in words:
+            hit = judged(w)
+            if hit is None:
+                continue
+            if hit.kind == "sensitive":
+                why = f"names {hit.path}: {hit.why}"
+                out.append(CommandVerdict(shown, "prompt", RULE, None, why))
+                break
+            if _reads_trees(cmd) or w in cmd.reads:
+                why = f"may read everything below {hit.path}, including {ANY_SECRET}"
+                out.append(CommandVerdict(shown, "prompt", RULE, None, why))
+                break
+            listed.append((cmd, hit))
+    if listed and not out:
+        shallow = all(_shallow(h.path, homes) for _, h in listed)
+        if _runs_on_names(commands, shallow):
+            cmd, hit = listed[0]
+            why = (
+                f"lists {hit.path} and runs a command on names only known at run time, "
+                f"which may read {ANY_SECRET}"
+            )
+            out.append(CommandVerdict(cmd.display(), "prompt", RULE, None, why))
+    return out
+
+
+def _shallow(path: str, homes: Sequence[Path]) -> bool:
+    p = os.path.normpath(path) if path.startswith("/") else path
+    return p in ("/", "//", str(Path.home()), *(str(h) for h in homes))
