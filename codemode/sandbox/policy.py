@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 
-from codemode.sandbox import command_checks, secret_reads, rm_checks
+from codemode.sandbox import command_checks, rm_checks, secret_reads
 from codemode.sandbox.rules import (
     ExactRule,
     PrefixRule,
