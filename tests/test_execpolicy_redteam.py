@@ -81,3 +81,18 @@ def test_sed_reading_process_state_needs_approval(command: str, ws: Path, home: 
 
 def test_sed_reading_an_ordinary_file_stays_allowed(ws: Path, home: Path) -> None:
     assert judge("sed '$r header.txt' f", ws, home)[0] == "allow"
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("yq '.a = load(\"/proc/1/environ\")' f", "prompt"),
+        ("yq 'load_str(\"/etc/shadow\")' f", "prompt"),
+        ("yq '.a = load(.path)' f", "prompt"),
+        ("yq '.a = load(\"other.yaml\")' f", "allow"),
+        ("yq e '.a' f", "allow"),
+    ],
+)
+def test_yq_loading_files(command: str, expected: str, ws: Path, home: Path) -> None:
+    decision, why = judge(command, ws, home)
+    assert decision == expected, why

@@ -269,6 +269,27 @@ def _ps(f: Finding, args: Sequence[Word], label: str) -> None:
                 break
 
 
+# yq's functions that read a file: load, load_str, load_xml, load_props, load_base64...
+_YQ_LOAD = re.compile(r"\bload\w*\s*\(")
+_YQ_LOAD_LITERAL = re.compile(r"\bload\w*\s*\(\s*\"([^\"\\]*)\"\s*\)")
+
+
+def _yq(f: Finding, args: Sequence[Word], label: str) -> None:
+    """``yq 'load("/proc/1/environ")'`` reads any file: a secret, or one only known at
+    run time (``load(.path)``), needs approval."""
+    for w in args:
+        calls = len(_YQ_LOAD.findall(w.text))
+        if not calls:
+            continue
+        paths = _YQ_LOAD_LITERAL.findall(w.text)
+        if not w.literal or len(paths) < calls:
+            f.raise_to("prompt", f"{label} loads a file only known at run time")
+        for path in paths:
+            hit = secret_reads.path_kind(Word(path), (), True)
+            if hit is not None and hit.kind == "sensitive":
+                f.raise_to("prompt", f"{label} loads {path}: {hit.why}")
+
+
 CHECKS: dict[str, Callable[[Finding, Sequence[Word], str], None]] = {
     "sed": _sed,
     "awk": _awk,
@@ -279,4 +300,5 @@ CHECKS: dict[str, Callable[[Finding, Sequence[Word], str], None]] = {
     "fd": _fd,
     "git_config": _git_config,
     "ps": _ps,
+    "yq": _yq,
 }
