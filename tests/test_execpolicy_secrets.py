@@ -241,3 +241,47 @@ def test_reading_credential_files_needs_approval(template: str, ws: Path, home: 
 def test_ordinary_home_reads_stay_allowed(template: str, ws: Path, home: Path) -> None:
     ev = Policy().evaluate(template.format(h=home), _home_ctx(ws, home))
     assert ev.decision == "allow", ev.deciding
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo $(< /proc/1/environ)",
+        "x=$(</proc/1/environ)",
+        "printf '%s' \"$(</etc/shadow)\"",
+        "echo `< /proc/1/environ`",
+    ],
+)
+def test_a_file_substitution_reads_the_file(command: str, ws: Path, home: Path) -> None:
+    """`$(< FILE)` is `$(cat FILE)` (it was allowed as `echo` alone)."""
+    decision, why = judge(command, ws, home)
+    assert decision == "prompt" and "reads secrets" in why, why
+    assert judge('echo "$(< README.md)"', ws, home)[0] == "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat /dev/sda",
+        "head -c 512 /dev/nvme0n1",
+        "xxd /dev/mem",
+        "strings /dev/sda1",
+        "grep -a key /dev/sda",
+        "cat < /dev/sda",
+        "cat /dev/input/event0",
+        "cat /dev/sd*",
+        "echo $(< /dev/sda)",
+    ],
+)
+def test_reading_a_device_needs_approval(command: str, ws: Path, home: Path) -> None:
+    decision, why = judge(command, ws, home)
+    assert decision == "prompt" and "device" in why, why
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["cat /dev/urandom", "cat /dev/null", "cat /dev/stdin", "ls -l /dev/sda", "ls /dev"],
+)
+def test_harmless_device_uses_stay_allowed(command: str, ws: Path, home: Path) -> None:
+    decision, why = judge(command, ws, home)
+    assert decision == "allow", why

@@ -35,6 +35,9 @@ WHY_PROC = (
     "API keys, or files outside the sandbox)"
 )
 WHY_CREDENTIALS = "a credential file (private keys, tokens, passwords)"
+WHY_DEVICE = "a device (a disk, memory, a keyboard: everything on it, past file permissions)"
+# Folders under /dev that hold ordinary files.
+_DEV_FILES = ("/dev/shm/", "/dev/mqueue/", "/dev/hugepages/")
 ANY_SECRET = "credential files or a process's environment, memory and open files"
 _READERS = frozenset({"read", "mapfile", "readarray"})
 # Expansions with fewer known characters than this around them name nothing in
@@ -61,6 +64,7 @@ class _Table:
     own_fds: frozenset[str]
     machine_files: frozenset[str]
     tree_readers: frozenset[str]
+    metadata_only: frozenset[str]
     probes: tuple[str, ...]  # sensitive sample paths
     ancestors: tuple[str, ...]  # directories above them
 
@@ -85,6 +89,7 @@ def _table() -> _Table:
         own_fds=frozenset(d["own_fds"]),
         machine_files=frozenset(d["machine_files"]),
         tree_readers=frozenset(d["tree_readers"]),
+        metadata_only=frozenset(d["metadata_only"]),
         probes=tuple(probes),
         ancestors=tuple(ancestors),
     )
@@ -301,7 +306,7 @@ def check(
                 (
                     h
                     for r in devices.resolve(w, literals)
-                    if (h := path_kind(r, cwds, cwd_unknown, homes))
+                    if (h := path_kind(r, cwds, cwd_unknown, homes) or _device(r, cwds))
                 ),
                 None,
             )
@@ -319,6 +324,8 @@ def check(
         for w in words:
             hit = judged(w)
             if hit is None:
+                continue
+            if hit.why == WHY_DEVICE and _metadata_only(cmd):
                 continue
             if hit.kind == "sensitive":
                 why = f"names {hit.path}: {hit.why}"
@@ -339,6 +346,24 @@ def check(
             )
             out.append(CommandVerdict(cmd.display(), "prompt", RULE, None, why))
     return out
+
+
+def _metadata_only(cmd: SimpleCommand) -> bool:
+    """Whether the command only looks at what its arguments are, never inside them."""
+    if not cmd.words or not cmd.words[0].literal:
+        return False
+    name = os.path.basename(cmd.words[0].text)
+    if name == "find":
+        return not _reads_trees(cmd)
+    return name in _table().metadata_only
+
+
+def _device(word: Word, cwds: Sequence[Path]) -> Hit | None:
+    """A disk, memory or input device (reads of devices; writes are ``devices``')."""
+    dev = devices.names_device(word, cwds)
+    if dev is None or not dev.startswith("/dev/") or dev.startswith(_DEV_FILES):
+        return None
+    return Hit("sensitive", dev, WHY_DEVICE)
 
 
 def _shallow(path: str, homes: Sequence[Path]) -> bool:

@@ -157,12 +157,22 @@ class _Walker:
                 or self.src.find(b"$(", n.start_byte, n.end_byte) >= 0
             ):
                 self.missed_substitutions(n)
+            if n.type == "command_substitution":
+                self.file_substitution(n)
             if n.type == "command_substitution" and self.src[n.start_byte] == 0x60:
                 text = self.text(n)
                 if "\\`" in text:  # `echo \`CMD\``: inside backquotes \` nests one
                     self.expanded.append(text[1:-1].replace("\\`", "`"))
             stack.extend(reversed(n.children))
         self.problems.extend(code_checks.check(self, self.code_nodes, self.depth))
+
+    def file_substitution(self, node: Node) -> None:
+        """``$(< FILE)`` is bash's ``$(cat FILE)``: judged as that command."""
+        for r in node.children:
+            dests = r.children_by_field_name("destination") if r.type == "file_redirect" else []
+            if dests:
+                cmd = SimpleCommand(words=(Word("cat"), self.word(dests[0])), source=self.text(r))
+                self.found.append((cmd, None))
 
     def heredoc_expansions(self, body: Node) -> None:
         """tree-sitter leaves the substitutions of some here-documents unparsed (`<< X`
