@@ -96,3 +96,30 @@ def test_sed_reading_an_ordinary_file_stays_allowed(ws: Path, home: Path) -> Non
 def test_yq_loading_files(command: str, expected: str, ws: Path, home: Path) -> None:
     decision, why = judge(command, ws, home)
     assert decision == expected, why
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        # ~- is $OLDPWD, ~+ is $PWD: taken for files named "~-" before, inside the workspace
+        ("rm -rf ~-", "prompt"),
+        ("cd / && cd /tmp && rm -rf ~-", "prompt"),
+        ("rm -rf ~+/..", "prompt"),
+        ("rm -rf ~1", "prompt"),
+        ("cat ~-/environ", "prompt"),
+        ("cat ~+/x", "allow"),
+        ("cat '~-/x'", "allow"),
+    ],
+)
+def test_directory_tildes_are_run_time_values(
+    command: str, expected: str, ws: Path, home: Path
+) -> None:
+    decision, why = judge(command, ws, home)
+    assert decision == expected, why
+
+
+def test_a_cd_into_the_home_folder_does_not_make_every_expansion_a_secret(
+    ws: Path, home: Path
+) -> None:
+    assert judge(f'cd {home} && cat "$f"', ws, home)[0] == "allow"
+    assert judge(f"cd {home}/.ssh && cat ~+/id_rsa", ws, home)[0] == "prompt"

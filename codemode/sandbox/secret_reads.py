@@ -179,7 +179,11 @@ def _samples(homes: tuple[str, ...]) -> tuple[tuple[tuple[str, str], ...], tuple
     return tuple(probes), tuple(dict.fromkeys(a.rstrip("/") or "/" for a in ancestors))
 
 
-def _pattern_kind(tokens: list[Token], shown: str, homes: tuple[str, ...]) -> Hit | None:
+def _pattern_kind(
+    tokens: list[Token], shown: str, homes: tuple[str, ...], given: int = 0
+) -> Hit | None:
+    """``tokens[:given]`` is the directory a relative word was taken from: only the
+    characters the word itself fixes say what an expansion in it may name."""
     probes, ancestors = _samples(homes)
     lead = "".join(t[1] for t in itertools.takewhile(lambda t: t[0] == "c", tokens))
     if not any(p.startswith(lead) or lead.startswith(p) for p, _ in probes):
@@ -188,7 +192,7 @@ def _pattern_kind(tokens: list[Token], shown: str, homes: tuple[str, ...]) -> Hi
     cuts = [i for i, t in enumerate(tokens) if t == ("c", "/") and i > 0] + [len(tokens)]
     for cut in cuts:
         head = tokens[:cut]
-        if dynamic and known(head) < _MIN_KNOWN:
+        if dynamic and known(head[given:]) < _MIN_KNOWN:
             continue
         rx = regex(head)
         why = next((why for p, why in probes if rx.fullmatch(p)), None)
@@ -196,7 +200,7 @@ def _pattern_kind(tokens: list[Token], shown: str, homes: tuple[str, ...]) -> Hi
             return Hit("sensitive", shown, why)
     while len(tokens) > 1 and tokens[-1] == ("c", "/"):
         tokens = tokens[:-1]
-    if dynamic and known(tokens) < _MIN_KNOWN:
+    if dynamic and known(tokens[given:]) < _MIN_KNOWN:
         return None
     rx = regex(tokens)
     hit = any(rx.fullmatch(a) for a in ancestors)
@@ -253,7 +257,7 @@ def path_kind(
                     text = "".join(t[1] for t in full)
                     hits = [h for f in _forms(text) if (h := _literal_kind(f, home_set))]
                 else:
-                    h = _pattern_kind(full, word.text, home_set)
+                    h = _pattern_kind(full, word.text, home_set, len(base))
                     hits = [h] if h else []
                 for hit in hits:
                     if hit.kind == "sensitive":

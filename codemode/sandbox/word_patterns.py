@@ -17,6 +17,9 @@ Token = tuple[str, ...]
 DYN: Token = ("$",)
 
 
+_DIR_TILDE = re.compile(r"~(?:[+-]\d*|\d+)(?=/|$)")
+
+
 def _glob_at(text: str, i: int) -> tuple[Token, int]:
     """The glob token at ``text[i]`` and the index after it."""
     c = text[i]
@@ -62,6 +65,10 @@ def _source_tokens(text: str, *, quoted: bool = False) -> list[Token]:
     """The tokens of a word as written (a dynamic word's text)."""
     out: list[Token] = []
     i = 0
+    tilde = None if quoted else _DIR_TILDE.match(text)
+    if tilde is not None:  # ~+ ($PWD), ~- ($OLDPWD), ~N (the directory stack)
+        out.append(DYN)
+        i = tilde.end()
     while i < len(text):
         c = text[i]
         nxt = text[i + 1 : i + 2]
