@@ -123,3 +123,74 @@ def test_a_cd_into_the_home_folder_does_not_make_every_expansion_a_secret(
 ) -> None:
     assert judge(f'cd {home} && cat "$f"', ws, home)[0] == "allow"
     assert judge(f"cd {home}/.ssh && cat ~+/id_rsa", ws, home)[0] == "prompt"
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        # env -S splits by env's rules, not bash's: \_ separates words, # starts a comment
+        ("env -S 'mkfs.ext4\\_/dev/sda'", "forbidden"),
+        ("env -S '#x' mkfs.ext4 /dev/sda", "forbidden"),
+        ("env -S '#comment' ls", "allow"),
+        ("env -S 'echo \\c rm -rf ~'", "allow"),
+        ("env -S 'cat ${HOME}/.ssh/id_rsa'", "prompt"),
+        ("env -S 'ls $X'", "prompt"),  # env refuses $X without braces: asked about
+    ],
+)
+def test_env_split_string(command: str, expected: str, ws: Path, home: Path) -> None:
+    decision, why = judge(command, ws, home)
+    assert decision == expected, why
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "xargs --process-slot-var=PATH ls",
+        "xargs -P2 --process-slot-var PATH ls",
+        "xargs --proc=LD_PRELOAD ls",
+    ],
+)
+def test_xargs_setting_a_variable_needs_approval(command: str, ws: Path, home: Path) -> None:
+    decision, why = judge(command, ws, home)
+    assert decision == "prompt", why
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        # getopt_long and git's parse-options take any unambiguous prefix of a long option
+        ("env --sp='mkfs.ext4 /dev/sda'", "forbidden"),
+        ("env --split 'mkfs.ext4 /dev/sda'", "forbidden"),
+        ("env --chd=/ rm -rf etc", "forbidden"),
+        ("date --se=2020-01-01", "prompt"),
+        ("date --s=now", "prompt"),
+        ("git log --outp=/etc/x", "prompt"),
+        ("git diff --ext", "prompt"),
+        ("git grep --open-files=id x", "prompt"),
+        ("sort --comp=id f", "prompt"),
+        ("awk --fi=prog.awk f", "prompt"),
+        ("awk --lo=ext.so 'BEGIN{}'", "prompt"),
+        ("awk --pro=/etc/x '{print}' f", "prompt"),
+        ("date --da=yesterday", "allow"),
+        ("uniq --sk=1 f", "allow"),
+        ("env --ignore ls", "allow"),
+    ],
+)
+def test_abbreviated_long_options(command: str, expected: str, ws: Path, home: Path) -> None:
+    decision, why = judge(command, ws, home)
+    assert decision == expected, why
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("awk 'BEGIN{ARGV[1]=\"/proc/1/environ\"; ARGC=2} {print}'", "prompt"),
+        ('awk \'BEGIN{ARGV[1]="/pro" "c/1/environ"; ARGC=2} {print}\'', "prompt"),
+        ("awk '{print $1}' f", "allow"),
+    ],
+)
+def test_awk_choosing_its_own_input_files(
+    command: str, expected: str, ws: Path, home: Path
+) -> None:
+    decision, why = judge(command, ws, home)
+    assert decision == expected, why

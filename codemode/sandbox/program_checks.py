@@ -59,6 +59,17 @@ _AWK_LOADS = frozenset({"-f", "--file", "-i", "--include", "-l", "--load", "-E",
 _AWK_WRITES = frozenset({"-p", "--profile", "-o", "--pretty-print", "-d", "--dump-variables"})
 
 
+_AWK_ARGV = re.compile(r"\bARG[VC]\b")
+_AWK_LONG = (*_AWK_LOADS, *_AWK_WRITES, "--source", "--assign", "--field-separator")
+
+
+def _awk_long(option: str) -> str:
+    """The gawk long option ``option`` abbreviates (the riskiest when ambiguous)."""
+    if not option.startswith("--") or len(option) < 3 or option in _AWK_LONG:
+        return option
+    return next((o for o in _AWK_LONG if o.startswith(option)), option)
+
+
 def _awk(f: Finding, args: Sequence[Word], label: str) -> None:
     i = 0
     programs: list[Word] = []  # every -e/--source text is part of the program
@@ -71,6 +82,7 @@ def _awk(f: Finding, args: Sequence[Word], label: str) -> None:
             i += 1
             break
         option, eq, attached = t.partition("=")
+        option = _awk_long(option)  # gawk takes any unambiguous prefix: --fi=PROG
         if option in _AWK_LOADS or (t[:2] in _AWK_LOADS and len(t) > 2 and t[1] != "-"):
             f.raise_to("prompt", f"{label} {t} runs or loads a program file")
             return
@@ -109,6 +121,9 @@ def _awk(f: Finding, args: Sequence[Word], label: str) -> None:
         return
     if "--sandbox" in (w.text for w in args if w.literal):
         return
+    if _AWK_ARGV.search(program.text):
+        # ARGV[1]="/proc/1/environ": the program picks the files it reads itself
+        f.raise_to("prompt", f"{label}: the program changes the files it reads (ARGV)")
     if _AWK_RISKY.search(program.text):
         f.raise_to("prompt", f"{label}: the program runs commands or writes files")
         for s in strings_in(program.text):

@@ -13,7 +13,7 @@ from pathlib import Path
 from codemode.sandbox.script_types import SimpleCommand
 from codemode.sandbox.verdicts import CommandVerdict, PolicyContext
 from codemode.sandbox.words import Word
-from codemode.sandbox.wrapper_table import wrapper_table
+from codemode.sandbox.wrapper_table import long_option, wrapper_table
 
 BUILTIN = "built-in"
 
@@ -66,6 +66,8 @@ def _wrapper_dirs(words: Sequence[Word]) -> list[str] | None:
                 return None  # chroot NEWROOT
             break
         name, eq, attached = w.text.partition("=")
+        if name.startswith("--"):
+            name = long_option(name, spec)  # env --chd=/
         if not eq and not name.startswith("--") and len(name) > 2 and name[:2] in values:
             name, attached, eq = name[:2], name[2:], "="  # -C/dir
         if name not in values:
