@@ -285,3 +285,12 @@ def test_reading_a_device_needs_approval(command: str, ws: Path, home: Path) -> 
 def test_harmless_device_uses_stay_allowed(command: str, ws: Path, home: Path) -> None:
     decision, why = judge(command, ws, home)
     assert decision == "allow", why
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["PS_FORMAT=pid,environ ps", "export PS_FORMAT=environ; ps", "env PS_FORMAT=environ ps"],
+)
+def test_ps_default_format_from_the_environment(command: str, ws: Path, home: Path) -> None:
+    decision, why = judge(command, ws, home)
+    assert decision == "prompt", why
