@@ -294,3 +294,29 @@ def test_harmless_device_uses_stay_allowed(command: str, ws: Path, home: Path) -
 def test_ps_default_format_from_the_environment(command: str, ws: Path, home: Path) -> None:
     decision, why = judge(command, ws, home)
     assert decision == "prompt", why
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        # tree-sitter splits `$a/$b/environ` in two words; bash reads one
+        "a=/proc; b=1; cat $a/$b/environ",
+        "cat $a/$b/environ",
+        # what `..` climbs out of is only known at run time
+        "cat ${PWD%/*}/../proc/1/environ",
+        "cat $X/../../proc/1/environ",
+        # POSIX character classes in a glob
+        "cat /proc/[[:digit:]]*/environ",
+        "cat /proc/1/[[:alpha:]]nviron",
+    ],
+)
+def test_partly_known_words_that_may_name_process_state(command: str, ws: Path, home: Path) -> None:
+    decision, why = judge(command, ws, home)
+    assert decision == "prompt" and "environment" in why, why
+
+
+def test_touching_words_are_one_word(ws: Path) -> None:
+    from codemode.sandbox.shell_parse import parse_script
+
+    (cmd,) = parse_script('cat $a/$b/environ x"y"$z').commands
+    assert [w.text for w in cmd.words] == ["cat", "$a/$b/environ", 'x"y"$z']

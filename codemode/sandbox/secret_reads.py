@@ -185,6 +185,15 @@ def _pattern_kind(
     """``tokens[:given]`` is the directory a relative word was taken from: only the
     characters the word itself fixes say what an expansion in it may name."""
     probes, ancestors = _samples(homes)
+    up = [
+        i
+        for i in range(len(tokens) - 2)
+        if tokens[i : i + 3] == [("c", "/"), ("c", "."), ("c", ".")]
+    ]
+    if up and DYN in tokens[: up[-1]]:
+        # `${PWD%/*}/../proc/1/environ`: what `..` climbs out of is only known at run time
+        tokens = [DYN, *tokens[up[-1] + 3 :]]
+        given = 0
     lead = "".join(t[1] for t in itertools.takewhile(lambda t: t[0] == "c", tokens))
     if not any(p.startswith(lead) or lead.startswith(p) for p, _ in probes):
         return None  # `/usr/share/*.txt` can be none of them

@@ -257,7 +257,7 @@ class _Walker:
                 value = next((c for c in r.children if c.is_named), None)
                 stdin = ("text", self.word(value) if value is not None else Word(""))
         parts.sort(key=lambda n: n.start_byte)
-        words = tuple(w for p in parts for w in _brace_words(self.word(p)))
+        words = tuple(w for g in _touching(parts) for w in _brace_words(self.joined(g)))
         if bare:
             words = (Word(":"),)
         before = _pipe_source(node)
@@ -316,6 +316,22 @@ class _Walker:
         ):
             return ("text", Word(text, "dynamic"))
         return ("text", Word(unescape_double_quoted(text)))
+
+    def joined(self, nodes: list[Node]) -> Word:
+        """One word of nodes with nothing between them: tree-sitter splits `$a/$b/c` into
+        `$a/$` and `b/c`, bash reads one word."""
+        if len(nodes) == 1:
+            return self.word(nodes[0])
+        chars: list[tuple[str, bool]] = []
+        dynamic = splits = False
+        for n in nodes:
+            if n.type == "command_name":
+                n = n.named_children[0] if len(n.named_children) == 1 else n
+            c, d, sp = self.chars(n)
+            chars += c
+            dynamic, splits = dynamic or d, splits or sp
+        source = self.src[nodes[0].start_byte : nodes[-1].end_byte].decode("utf-8", "replace")
+        return finish(chars, dynamic=dynamic, splits=splits, source=source)
 
     def word(self, node: Node) -> Word:
         """The value of one word node, or a dynamic Word when it depends on run time."""
@@ -459,6 +475,17 @@ def _pipe_source(node: Node) -> Node | None:
     if holder is not None and holder.type in ("heredoc_redirect", "herestring_redirect"):
         return holder.parent
     return None
+
+
+def _touching(parts: list[Node]) -> list[list[Node]]:
+    """``parts`` grouped into the words bash sees: nodes that touch are one word."""
+    groups: list[list[Node]] = []
+    for p in parts:
+        if groups and groups[-1][-1].end_byte == p.start_byte:
+            groups[-1].append(p)
+        else:
+            groups.append([p])
+    return groups
 
 
 def _brace_words(w: Word) -> list[Word]:

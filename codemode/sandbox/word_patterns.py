@@ -26,11 +26,19 @@ def _glob_at(text: str, i: int) -> tuple[Token, int]:
     if c in "*?":
         return (c,), i + 1
     if c == "[":
-        start = i + 2 if text[i + 1 : i + 2] in ("!", "^") else i + 1
-        end = text.find("]", start + 1)
-        if end != -1:
-            body = text[i + 1 : end]
-            return ("[", "^" + body[1:] if body[:1] in ("!", "^") else body), end + 1
+        j = i + 2 if text[i + 1 : i + 2] in ("!", "^") else i + 1
+        j += 1 if text[j : j + 1] == "]" else 0  # a leading ] is one of the characters
+        while j < len(text) and text[j] != "]":
+            if text[j : j + 2] in ("[:", "[=", "[."):  # [:digit:], [=a=], [.x.]
+                close = text.find(text[j + 1] + "]", j + 2)
+                if close == -1:
+                    break
+                j = close + 2
+                continue
+            j += 1
+        if j < len(text) and text[j] == "]":
+            body = text[i + 1 : j]
+            return ("[", "^" + body[1:] if body[:1] in ("!", "^") else body), j + 1
     return ("c", c), i + 1
 
 
@@ -162,6 +170,8 @@ def regex(tokens: Sequence[Token]) -> re.Pattern[str]:
             out.append("[^/]*")
         elif t[0] == "?":
             out.append("[^/]")
+        elif t[0] == "[" and "[" in t[1]:
+            out.append("[^/]")  # a character class ([:digit:]): any one character
         elif t[0] == "[":
             out.append("[" + t[1].replace("\\", "\\\\").replace("[", "\\[") + "]")
         else:
