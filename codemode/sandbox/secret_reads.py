@@ -121,18 +121,30 @@ def _proc_kind(parts: list[str]) -> str | None:
     return None if entry in table.process_entries else "sensitive"
 
 
-def _credential_kind(parts: list[str], globs: Sequence[str]) -> str | None:
+@functools.cache
+def _split_globs(
+    globs: tuple[str, ...],
+) -> tuple[frozenset[str] | None, tuple[tuple[str, ...], ...]]:
+    """The globs as components, and the first components they can match (None: any)."""
+    split = tuple(tuple(g.split("/")) for g in globs)
+    heads = {g[0] for g in split}
+    literal = all(not any(c in h for c in "*?[") for h in heads)
+    return (frozenset(heads) if literal else None), split
+
+
+def _credential_kind(parts: list[str], globs: tuple[str, ...]) -> str | None:
     """For the components of a path below a directory that ``globs`` are relative to."""
-    table = _table()
+    heads, split = _split_globs(globs)
+    if parts and heads is not None and parts[0] not in heads:
+        return None  # the common case, cheaply
     found: str | None = None
-    for g in globs:
-        gparts = g.split("/")
+    for gparts in split:
         shared = min(len(parts), len(gparts))
         if not all(fnmatch.fnmatchcase(parts[i], gparts[i]) for i in range(shared)):
             continue
         if len(parts) < len(gparts):
             found = "ancestor"
-        elif not any(fnmatch.fnmatchcase(parts[-1], n) for n in table.not_secrets):
+        elif not any(fnmatch.fnmatchcase(parts[-1], n) for n in _table().not_secrets):
             return "sensitive"
     return found
 
@@ -179,6 +191,12 @@ def _samples(homes: tuple[str, ...]) -> tuple[tuple[tuple[str, str], ...], tuple
     return tuple(probes), tuple(dict.fromkeys(a.rstrip("/") or "/" for a in ancestors))
 
 
+@functools.lru_cache(maxsize=4096)
+def _may_lead(lead: str, homes: tuple[str, ...]) -> bool:
+    """Whether a path starting with ``lead`` may be a sensitive sample path."""
+    return any(p.startswith(lead) or lead.startswith(p) for p, _ in _samples(homes)[0])
+
+
 def _pattern_kind(
     tokens: list[Token], shown: str, homes: tuple[str, ...], given: int = 0
 ) -> Hit | None:
@@ -190,12 +208,13 @@ def _pattern_kind(
         for i in range(len(tokens) - 2)
         if tokens[i : i + 3] == [("c", "/"), ("c", "."), ("c", ".")]
     ]
-    if up and DYN in tokens[: up[-1]]:
-        # `${PWD%/*}/../proc/1/environ`: what `..` climbs out of is only known at run time
+    if up:
+        # `${PWD%/*}/../proc/1/environ`, `/*/../proc/...`: where `..` leads from a name
+        # only known at run time could be anywhere
         tokens = [DYN, *tokens[up[-1] + 3 :]]
         given = 0
     lead = "".join(t[1] for t in itertools.takewhile(lambda t: t[0] == "c", tokens))
-    if not any(p.startswith(lead) or lead.startswith(p) for p, _ in probes):
+    if not _may_lead(lead, homes):
         return None  # `/usr/share/*.txt` can be none of them
     dynamic = DYN in tokens
     cuts = [i for i, t in enumerate(tokens) if t == ("c", "/") and i > 0] + [len(tokens)]
@@ -216,7 +235,7 @@ def _pattern_kind(
     return Hit("ancestor", shown, WHY_PROC) if hit else None
 
 
-def _forms(path: str) -> list[str]:
+def _forms(path: str, links: dict[str, str | None]) -> list[str]:
     """``path`` as written, normalized, and through each symbolic link on the way (a link
     in the workspace to ``/proc/1/root``: the final target alone would say ``/etc/x``)."""
     forms = [path, os.path.normpath(path)]
@@ -228,9 +247,13 @@ def _forms(path: str) -> list[str]:
             prefix = "/".join(parts[:n])
             if prefix == "/proc" or prefix.startswith("/proc/"):
                 break  # its links say what they mean to this process, not the command
-            try:
-                target = os.readlink(prefix)
-            except (OSError, ValueError):
+            if prefix not in links:
+                try:
+                    links[prefix] = os.readlink(prefix)
+                except (OSError, ValueError):
+                    links[prefix] = None
+            target = links[prefix]
+            if target is None:
                 continue
             rest = "/".join(parts[n:])
             joined = os.path.join(os.path.dirname(prefix), target, rest).rstrip("/")
@@ -240,14 +263,32 @@ def _forms(path: str) -> list[str]:
     return forms
 
 
+def _home_set(homes: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys((_own_home(os.environ.get("HOME")), *homes)))
+
+
+@functools.lru_cache(maxsize=8)
+def _own_home(env_home: str | None) -> str:
+    """What this process expands ``~`` to (``$HOME``, else the password database)."""
+    return os.path.expanduser("~")
+
+
 def path_kind(
-    word: Word, cwds: Sequence[Path], cwd_unknown: bool, homes: Sequence[Path] = ()
+    word: Word,
+    cwds: Sequence[Path],
+    cwd_unknown: bool,
+    homes: Sequence[Path] = (),
+    links: dict[str, str | None] | None = None,
 ) -> Hit | None:
     """What ``word`` may name: a secret (``sensitive``), a directory above secrets
     (``ancestor``), or nothing of concern (None). Relative words are taken from each
     directory the command may run in; ``homes``: the home directories besides this
-    process's own (``~`` was expanded with it)."""
-    home_set = tuple(dict.fromkeys(str(h) for h in (Path.home(), *homes)))
+    process's own (``~`` was expanded with it); ``links``: what the links on the way
+    were found to point to (shared by the checks of one line)."""
+    home_set = _home_set(tuple(str(h) for h in homes))
+    links = {} if links is None else links
+    if word.literal and not cwd_unknown:
+        return _literal_word(word.text, cwds, home_set, links)
     worst: Hit | None = None
     for tokens in forms(word):
         for part in path_parts(tokens):
@@ -264,7 +305,7 @@ def path_kind(
                 full = base + part
                 if all(t[0] == "c" for t in full):
                     text = "".join(t[1] for t in full)
-                    hits = [h for f in _forms(text) if (h := _literal_kind(f, home_set))]
+                    hits = [h for f in _forms(text, links) if (h := _literal_kind(f, home_set))]
                 else:
                     h = _pattern_kind(full, word.text, home_set, len(base))
                     hits = [h] if h else []
@@ -272,6 +313,29 @@ def path_kind(
                     if hit.kind == "sensitive":
                         return hit
                     worst = worst or hit
+    return worst
+
+
+def _literal_word(
+    text: str, cwds: Sequence[Path], homes: tuple[str, ...], links: dict[str, str | None]
+) -> Hit | None:
+    """``path_kind`` of a word fixed by its text (the common case, without patterns)."""
+    parts = [text]
+    if "=" in text:
+        parts.append(text.partition("=")[2])  # --file=PATH
+    if text.startswith("-") and "/" in text:
+        parts.append(text[text.index("/") :])  # -fPATH
+    worst: Hit | None = None
+    for part in parts:
+        if not part or part.startswith("-"):
+            continue
+        paths = [part] if part.startswith("/") else [f"{d}/{part}" for d in cwds]
+        for path in paths:
+            for form in _forms(path, links):
+                hit = _literal_kind(form, homes)
+                if hit is not None and hit.kind == "sensitive":
+                    return hit
+                worst = worst or hit
     return worst
 
 
@@ -312,6 +376,7 @@ def check(
     another process's state, credential files."""
     homes = (home,) if home is not None else ()
     memo: dict[Word, Hit | None] = {}  # wrappers repeat their command's words
+    links: dict[str, str | None] = {}
 
     def judged(w: Word) -> Hit | None:
         if w not in memo:
@@ -319,7 +384,7 @@ def check(
                 (
                     h
                     for r in devices.resolve(w, literals)
-                    if (h := path_kind(r, cwds, cwd_unknown, homes) or _device(r, cwds))
+                    if (h := path_kind(r, cwds, cwd_unknown, homes, links) or _device(r, cwds))
                 ),
                 None,
             )
