@@ -194,3 +194,24 @@ def test_awk_choosing_its_own_input_files(
 ) -> None:
     decision, why = judge(command, ws, home)
     assert decision == expected, why
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("git symbolic-ref -d HEAD", "prompt"),  # deletes HEAD
+        ("git symbolic-ref --delete HEAD", "prompt"),
+        ("git symbolic-ref -qd HEAD", "prompt"),
+        ("git symbolic-ref --short HEAD", "allow"),
+        # git log's options, --output=FILE among them
+        ("git stash show -p --output=/etc/x", "prompt"),
+        ("git stash list --output=/etc/x", "prompt"),
+        ("git reflog show --output=/etc/x", "prompt"),
+        ("git reflog show --ext-diff", "prompt"),
+        ("git stash show -p", "allow"),
+        ("git reflog show", "allow"),
+    ],
+)
+def test_git_subcommands_that_write(command: str, expected: str, ws: Path, home: Path) -> None:
+    decision, why = judge(command, ws, home)
+    assert decision == expected, why
