@@ -203,6 +203,7 @@ CREDENTIAL_READS = [
     "cat {h}/.git-credentials",
     "cat {h}/.config/gh/hosts.yml",
     "cat {h}/.gnupg/private-keys-v1.d/x.key",
+    "tail -n 100 {h}/.bash_history",
     "cat /etc/shadow",
     "cat /etc/ssh/ssh_host_ed25519_key",
     "cd {h} && cat .netrc",
