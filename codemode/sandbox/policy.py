@@ -217,6 +217,7 @@ class Policy:
                 else:
                     soft.append(v)
         hard += command_checks.device_writes(cmd, cwds, shown, literal_words, literals)
+        hard += command_checks.network_redirects(cmd, shown, literal_words, literals)
         if name is not None and name.kind == "glob":
             hard += command_checks.glob_name(
                 cmd, (self.user, self.repo, self.defaults), shown, literal_words
