@@ -321,3 +321,19 @@ def test_touching_words_are_one_word(ws: Path) -> None:
 
     (cmd,) = parse_script('cat $a/$b/environ x"y"$z').commands
     assert [w.text for w in cmd.words] == ["cat", "$a/$b/environ", 'x"y"$z']
+
+
+def test_long_partly_known_words_decide_quickly(ws: Path, home: Path) -> None:
+    """Each prefix of a word with expansions is tried: a bound keeps that linear."""
+    import time
+
+    lines = [
+        'cat "$x' + "".join(f"/q{i}$y" for i in range(1500)) + '"',
+        "cat /" + "[" * 20000,
+        "cat /" + "[[:" * 7000,
+        "cat /" + "*/" * 1500 + "x",
+    ]
+    for line in lines:
+        start = time.perf_counter()
+        judge(line, ws, home)
+        assert time.perf_counter() - start < 5, line[:30]

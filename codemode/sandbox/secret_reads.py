@@ -44,6 +44,8 @@ _READERS = frozenset({"read", "mapfile", "readarray"})
 # particular (`cat "$f"`): only the approval policy can judge those.
 _MIN_KNOWN = 4
 _MAX_LINKS = 16
+# Components a pattern is tried to: a secret path has fewer (and a home folder's depth)
+_MAX_CUTS = 32
 _EXEC_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 
 
@@ -218,6 +220,10 @@ def _pattern_kind(
         return None  # `/usr/share/*.txt` can be none of them
     dynamic = DYN in tokens
     cuts = [i for i, t in enumerate(tokens) if t == ("c", "/") and i > 0] + [len(tokens)]
+    if len(cuts) > _MAX_CUTS:
+        if dynamic:  # each prefix may be any path: too many to try
+            return Hit("sensitive", shown, "a path too long to check, partly known at run time")
+        cuts = cuts[:_MAX_CUTS]  # without expansions a secret is only so deep
     for cut in cuts:
         head = tokens[:cut]
         if dynamic and known(head[given:]) < _MIN_KNOWN:

@@ -18,6 +18,7 @@ DYN: Token = ("$",)
 
 
 _DIR_TILDE = re.compile(r"~(?:[+-]\d*|\d+)(?=/|$)")
+_MAX_CLASS = 1024
 
 
 def _glob_at(text: str, i: int) -> tuple[Token, int]:
@@ -25,21 +26,28 @@ def _glob_at(text: str, i: int) -> tuple[Token, int]:
     c = text[i]
     if c in "*?":
         return (c,), i + 1
-    if c == "[":
-        j = i + 2 if text[i + 1 : i + 2] in ("!", "^") else i + 1
-        j += 1 if text[j : j + 1] == "]" else 0  # a leading ] is one of the characters
-        while j < len(text) and text[j] != "]":
-            if text[j : j + 2] in ("[:", "[=", "[."):  # [:digit:], [=a=], [.x.]
-                close = text.find(text[j + 1] + "]", j + 2)
-                if close == -1:
-                    break
-                j = close + 2
-                continue
-            j += 1
-        if j < len(text) and text[j] == "]":
-            body = text[i + 1 : j]
-            return ("[", "^" + body[1:] if body[:1] in ("!", "^") else body), j + 1
-    return ("c", c), i + 1
+    if c != "[":
+        return ("c", c), i + 1
+    j = i + 2 if text[i + 1 : i + 2] in ("!", "^") else i + 1
+    j += 1 if text[j : j + 1] == "]" else 0  # a leading ] is one of the characters
+    close = text.find("]", j)
+    if close == -1:
+        return ("c", c), i + 1  # no class: a plain [
+    if not any(m in text[j:close] for m in ("[:", "[=", "[.")):
+        body = text[i + 1 : close]
+        return ("[", "^" + body[1:] if body[:1] in ("!", "^") else body), close + 1
+    limit = min(len(text), i + _MAX_CLASS)
+    while j < limit and text[j] != "]":
+        if text[j : j + 2] in ("[:", "[=", "[."):  # [:digit:], [=a=], [.x.]
+            end = text.find(text[j + 1] + "]", j + 2, limit)
+            if end == -1:
+                break
+            j = end + 2
+            continue
+        j += 1
+    if j < limit and text[j] == "]":
+        return ("[", "[:any:]"), j + 1  # a class with a [:name:] in it: any one character
+    return ("?",), i + 1  # cannot tell where the class ends: any one character
 
 
 def glob_tokens(text: str) -> list[Token]:
