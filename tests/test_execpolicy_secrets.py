@@ -337,3 +337,19 @@ def test_long_partly_known_words_decide_quickly(ws: Path, home: Path) -> None:
         start = time.perf_counter()
         judge(line, ws, home)
         assert time.perf_counter() - start < 5, line[:30]
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("grep -r password /etc", "prompt"),  # /etc/shadow is below
+        ("find /etc -type f | xargs cat", "prompt"),
+        ("grep -rn foo /etc/nginx", "allow"),
+        ("cat /etc/hosts", "allow"),
+        ('ls /etc && cat "$f"', "allow"),  # far above any secret: a variable is common
+        ('ls /proc/1 && cat "$f"', "prompt"),  # right above them
+    ],
+)
+def test_folders_above_system_secrets(command: str, expected: str, ws: Path, home: Path) -> None:
+    decision, why = judge(command, ws, home)
+    assert decision == expected, why

@@ -171,7 +171,7 @@ def _literal_kind(path: str, homes: Sequence[str]) -> Hit | None:
                 return Hit(kind, path, WHY_CREDENTIALS)
             best = best or (Hit(kind, path, WHY_CREDENTIALS) if kind else None)
     kind = _credential_kind(parts, _table().system_secrets)
-    if kind == "sensitive":
+    if kind == "sensitive" or (kind and best is None):
         return Hit(kind, path, WHY_CREDENTIALS)
     return best
 
@@ -451,5 +451,10 @@ def _device(word: Word, cwds: Sequence[Path]) -> Hit | None:
 
 
 def _shallow(path: str, homes: Sequence[Path]) -> bool:
+    """A folder far above any secret (``/``, ``/etc``, the home folder itself), where
+    listing and then reading names from a variable is common and rarely reaches one."""
     p = os.path.normpath(path) if path.startswith("/") else path
-    return p in ("/", "//", str(Path.home()), *(str(h) for h in homes))
+    if p == "/proc" or p.startswith("/proc/"):
+        return False
+    home_set = _home_set(tuple(str(h) for h in homes))
+    return not any(p.startswith(h.rstrip("/") + "/") for h in home_set)
