@@ -11,8 +11,9 @@
   ``a[$(CMD)]`` in such a value runs CMD: arithmetic that names a variable assigned from
   run-time data in the same script (``read``, ``$(...)``, ``for x in``) needs approval,
   as does arithmetic over a command's output.
-- ``unset 'a[$(CMD)]'`` and ``[[ -v 'a[$(CMD)]' ]]`` evaluate their subscript, and so
-  does ``[[ 'a[$(CMD)]' -eq 0 ]]`` with a literal operand.
+- ``unset 'a[$(CMD)]'`` and ``[[ -v 'a[$(CMD)]' ]]`` (``[ -v ...]`` too) evaluate their
+  subscript, and so does ``[[ 'a[$(CMD)]' -eq 0 ]]`` with a literal operand; ``[`` and
+  ``test`` read ``-eq`` operands as plain integers, evaluating nothing.
 - ``${x@P}`` expands the value of x as a prompt string, running its ``$(...)``;
   ``${!x}`` with x assigned from run-time data may name ``a[$(CMD)]``.
 - Functions that call themselves or each other (``:(){ :|:& };:``, the fork bomb) run
@@ -143,6 +144,8 @@ def _arith_parts(walker: ScriptWalker, n: Node) -> list[Node] | None:
         colons = [i for i, c in enumerate(kids) if c.type == ":"]
         return [c for c in kids[colons[0] + 1 :] if c.is_named] if colons else None
     if t == "test_command":
+        if not n.children or n.children[0].type != "[[":
+            return None  # `[` (the test builtin) wants integers, it evaluates nothing
         parts: list[Node] = []
         for d in _descendants(n):
             if d.type == "binary_expression":

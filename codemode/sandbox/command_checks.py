@@ -8,10 +8,11 @@ import os.path
 from collections.abc import Sequence
 from pathlib import Path
 
-from codemode.sandbox import devices, rm_checks, safe_args
+from codemode.sandbox import devices, rm_checks, safe_args, word_patterns
 from codemode.sandbox.rules import TRUSTED_BIN_DIRS, RuleSet
 from codemode.sandbox.script_types import MAX_DEPTH, SimpleCommand
 from codemode.sandbox.verdicts import CommandVerdict, Evaluator, PolicyContext
+from codemode.sandbox.word_patterns import DYN
 
 BUILTIN = "built-in"
 
@@ -148,6 +149,34 @@ def device_writes(
                 )
             )
     return out
+
+
+_NETWORK_DIRS = ("/dev/tcp", "/dev/udp")
+
+
+def network_redirects(
+    cmd: SimpleCommand, shown: str, words: tuple[str, ...], literals: dict[str, set[str]]
+) -> list[CommandVerdict]:
+    """A redirection to bash's ``/dev/tcp/HOST/PORT`` or ``/dev/udp/...`` opens a
+    connection: even a read sends HOST (``$(whoami).example.com``) to a name server.
+    Never ``allow``: whether it may connect is the approval policy's and the sandbox's
+    network setting's to say (``unmatched``, like a write)."""
+    for w in (*cmd.reads, *cmd.write_words):
+        for r in devices.resolve(w, literals):
+            for tokens in word_patterns.forms(r):
+                cuts = [i for i, t in enumerate(tokens) if t == ("c", "/") and i > 0]
+                for cut in cuts:
+                    head = tokens[:cut]
+                    if DYN in head and word_patterns.known(head) < 4:
+                        continue  # `< "$f"/x` names nothing in particular
+                    rx = word_patterns.regex(head)
+                    if any(rx.fullmatch(d) for d in _NETWORK_DIRS):
+                        why = f"the redirection to {w.text} opens a network connection"
+                        verdict = CommandVerdict(
+                            shown, "unmatched", f"{BUILTIN}: network", None, why, words
+                        )
+                        return [verdict]
+    return []
 
 
 def _device_args(

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 
-from codemode.sandbox import command_checks, rm_checks
+from codemode.sandbox import command_checks, rm_checks, secret_reads
 from codemode.sandbox.rules import (
     ExactRule,
     PrefixRule,
@@ -160,6 +160,9 @@ class Policy:
                 )
             )
         cwds, cwd_unknown = rm_checks.candidate_cwds(parsed.commands, ctx)
+        verdicts += secret_reads.check(
+            parsed.commands, cwds, cwd_unknown, parsed.literals, ctx.home
+        )
         for cmd in parsed.commands:
             v = self._judge(cmd, ctx, cwds, cwd_unknown, depth, parsed.literals)
             if v is not None:
@@ -214,6 +217,7 @@ class Policy:
                 else:
                     soft.append(v)
         hard += command_checks.device_writes(cmd, cwds, shown, literal_words, literals)
+        hard += command_checks.network_redirects(cmd, shown, literal_words, literals)
         if name is not None and name.kind == "glob":
             hard += command_checks.glob_name(
                 cmd, (self.user, self.repo, self.defaults), shown, literal_words

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from codemode.sandbox import secret_reads
 from codemode.sandbox.findings import Finding, strings_in
 from codemode.sandbox.sed_script import analyze
 from codemode.sandbox.variables import is_identifier, risky_variable
@@ -35,6 +36,10 @@ def _sed(f: Finding, args: Sequence[Word], label: str) -> None:
             f.raise_to("prompt", f"{label} runs a script only known at run time ({s.text})")
             continue
         result = analyze(s.text)
+        for name in [] if sandboxed else result.reads:  # relative: cwd may be /proc/N
+            hit = secret_reads.path_kind(Word(name), (), True)
+            if hit is not None and hit.kind == "sensitive":
+                f.raise_to("prompt", f"{label} r {name}: reads {hit.why}")
         if result.safe or sandboxed:
             continue
         if result.runs:
@@ -54,6 +59,17 @@ _AWK_LOADS = frozenset({"-f", "--file", "-i", "--include", "-l", "--load", "-E",
 _AWK_WRITES = frozenset({"-p", "--profile", "-o", "--pretty-print", "-d", "--dump-variables"})
 
 
+_AWK_ARGV = re.compile(r"\bARG[VC]\b")
+_AWK_LONG = (*_AWK_LOADS, *_AWK_WRITES, "--source", "--assign", "--field-separator")
+
+
+def _awk_long(option: str) -> str:
+    """The gawk long option ``option`` abbreviates (the riskiest when ambiguous)."""
+    if not option.startswith("--") or len(option) < 3 or option in _AWK_LONG:
+        return option
+    return next((o for o in _AWK_LONG if o.startswith(option)), option)
+
+
 def _awk(f: Finding, args: Sequence[Word], label: str) -> None:
     i = 0
     programs: list[Word] = []  # every -e/--source text is part of the program
@@ -66,6 +82,7 @@ def _awk(f: Finding, args: Sequence[Word], label: str) -> None:
             i += 1
             break
         option, eq, attached = t.partition("=")
+        option = _awk_long(option)  # gawk takes any unambiguous prefix: --fi=PROG
         if option in _AWK_LOADS or (t[:2] in _AWK_LOADS and len(t) > 2 and t[1] != "-"):
             f.raise_to("prompt", f"{label} {t} runs or loads a program file")
             return
@@ -104,6 +121,9 @@ def _awk(f: Finding, args: Sequence[Word], label: str) -> None:
         return
     if "--sandbox" in (w.text for w in args if w.literal):
         return
+    if _AWK_ARGV.search(program.text):
+        # ARGV[1]="/proc/1/environ": the program picks the files it reads itself
+        f.raise_to("prompt", f"{label}: the program changes the files it reads (ARGV)")
     if _AWK_RISKY.search(program.text):
         f.raise_to("prompt", f"{label}: the program runs commands or writes files")
         for s in strings_in(program.text):
@@ -207,6 +227,84 @@ def _git_config(f: Finding, args: Sequence[Word], label: str) -> None:
         f.payloads.append((value.text.lstrip("!"), f"{label} {f.plain[0].text} may run it"))
 
 
+# ps options that take a value (UNIX style -p 1, BSD style p 1), and the long ones.
+_PS_VALUE = "CGgpqstuUoO"
+_PS_BSD_VALUE = "pqtUoOk"
+_PS_LONG_VALUE = frozenset(
+    "--pid --ppid --sort --cols --columns --width --rows --lines --user --User --group "
+    "--Group --tty --sid --quick-pid --format".split()
+)
+_PS_ENV = "shows the environment of every process (secrets such as API keys)"
+
+
+def _ps(f: Finding, args: Sequence[Word], label: str) -> None:
+    """``ps e`` (BSD), ``ps -E`` (BSD, macOS) and a format naming ``environ``/``env``
+    print other processes' environments."""
+    i = 0
+
+    def value(rest: str) -> Word | None:
+        nonlocal i
+        if rest:
+            return Word(rest)
+        if i < len(args):
+            i += 1
+            return args[i - 1]
+        return None
+
+    def fmt(w: Word | None) -> None:
+        if w is not None and not w.literal:
+            f.raise_to("unmatched", f"{label}: the format {w.text} is only known at run time")
+        elif w is not None and "env" in w.text.lower():
+            f.raise_to("prompt", f"{label} {w.text} {_PS_ENV}")
+
+    while i < len(args):
+        w = args[i]
+        i += 1
+        t = w.text
+        if not w.literal or t in ("-", "--"):
+            continue  # the generic reading already said `unmatched`
+        if t.startswith("--"):
+            name, eq, attached = t.partition("=")
+            if name in _PS_LONG_VALUE:
+                got = Word(attached) if eq else value("")
+                if name == "--format":
+                    fmt(got)
+            continue
+        bsd = not t.startswith("-")
+        if bsd and all(c.isdigit() or c == "," for c in t):
+            continue  # process ids
+        letters = t if bsd else t[1:]
+        for j, c in enumerate(letters):
+            if (bsd and c == "e") or (not bsd and c == "E"):
+                f.raise_to("prompt", f"{label} {t} {_PS_ENV}")
+            if c in (_PS_BSD_VALUE if bsd else _PS_VALUE):
+                got = value(letters[j + 1 :])
+                if c in "oO":
+                    fmt(got)
+                break
+
+
+# yq's functions that read a file: load, load_str, load_xml, load_props, load_base64...
+_YQ_LOAD = re.compile(r"\bload\w*\s*\(")
+_YQ_LOAD_LITERAL = re.compile(r"\bload\w*\s*\(\s*\"([^\"\\]*)\"\s*\)")
+
+
+def _yq(f: Finding, args: Sequence[Word], label: str) -> None:
+    """``yq 'load("/proc/1/environ")'`` reads any file: a secret, or one only known at
+    run time (``load(.path)``), needs approval."""
+    for w in args:
+        calls = len(_YQ_LOAD.findall(w.text))
+        if not calls:
+            continue
+        paths = _YQ_LOAD_LITERAL.findall(w.text)
+        if not w.literal or len(paths) < calls:
+            f.raise_to("prompt", f"{label} loads a file only known at run time")
+        for path in paths:
+            hit = secret_reads.path_kind(Word(path), (), True)
+            if hit is not None and hit.kind == "sensitive":
+                f.raise_to("prompt", f"{label} loads {path}: {hit.why}")
+
+
 CHECKS: dict[str, Callable[[Finding, Sequence[Word], str], None]] = {
     "sed": _sed,
     "awk": _awk,
@@ -216,4 +314,6 @@ CHECKS: dict[str, Callable[[Finding, Sequence[Word], str], None]] = {
     "read": _read,
     "fd": _fd,
     "git_config": _git_config,
+    "ps": _ps,
+    "yq": _yq,
 }

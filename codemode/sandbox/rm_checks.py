@@ -13,6 +13,7 @@ from pathlib import Path
 from codemode.sandbox.script_types import SimpleCommand
 from codemode.sandbox.verdicts import CommandVerdict, PolicyContext
 from codemode.sandbox.words import Word
+from codemode.sandbox.wrapper_table import long_option, wrapper_table
 
 BUILTIN = "built-in"
 
@@ -24,6 +25,13 @@ def candidate_cwds(
     cwds = [ctx.cwd]
     unknown = False
     for cmd in commands:
+        if cmd.strict_only and cmd.words and cmd.words[0].literal:
+            moved = _wrapper_dirs(cmd.words)
+            if moved is None:
+                unknown = True
+            else:
+                cwds += [Path(os.path.normpath(c / d)) for d in moved for c in cwds]
+            continue
         if cmd.strict_only or not cmd.words or cmd.words[0].text not in ("cd", "pushd"):
             continue
         args = [w for w in cmd.words[1:] if not (w.literal and w.text.startswith("-"))]
@@ -34,6 +42,48 @@ def candidate_cwds(
         else:
             cwds += [Path(os.path.normpath(c / args[0].text)) for c in cwds]
     return list(dict.fromkeys(cwds)), unknown
+
+
+def _wrapper_dirs(words: Sequence[Word]) -> list[str] | None:
+    """The directories a wrapper runs its command in (``env -C DIR``, ``sudo -D DIR``);
+    None when a path may mean anything there (a new root, a directory only known at run
+    time)."""
+    spec = wrapper_table().get(os.path.basename(words[0].text))
+    if not isinstance(spec, dict):
+        return []
+    chdir = set(spec.get("chdir_options", ()))
+    root = set(spec.get("root_options", ()))
+    if not chdir and not root and not spec.get("root_positional"):
+        return []
+    values = set(spec.get("value_options", ())) | chdir | root
+    out: list[str] = []
+    i = 1
+    while i < len(words):
+        w = words[i]
+        i += 1
+        if not w.literal or not w.text.startswith("-") or w.text in ("-", "--"):
+            if spec.get("root_positional"):
+                return None  # chroot NEWROOT
+            break
+        name, eq, attached = w.text.partition("=")
+        if name.startswith("--"):
+            name = long_option(name, spec)  # env --chd=/
+        if not eq and not name.startswith("--") and len(name) > 2 and name[:2] in values:
+            name, attached, eq = name[:2], name[2:], "="  # -C/dir
+        if name not in values:
+            continue
+        if eq:
+            value: Word | None = Word(attached)
+        else:
+            value = words[i] if i < len(words) else None
+            i += 1
+        if name in root:
+            return None
+        if name in chdir:
+            if value is None or not value.literal:
+                return None
+            out.append(value.text)
+    return out
 
 
 def _rm_parts(cmd: SimpleCommand) -> tuple[bool, list[Word]] | None:

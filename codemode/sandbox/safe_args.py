@@ -185,6 +185,8 @@ def read_args(spec: Spec, args: Sequence[Word], label: str) -> Finding:
             f.plain.append(w)
             continue
         name, eq, attached = t.partition("=")
+        if t.startswith("--") and name not in spec.options:
+            name = _abbreviated(spec, name)
         if t.startswith("--") or name in spec.options:
             opt = spec.options.get(name)
             if opt is None:
@@ -221,6 +223,19 @@ def read_args(spec: Spec, args: Sequence[Word], label: str) -> Finding:
             j += 1
     _positionals(spec, f, present, label)
     return f
+
+
+_ROLE_RANK = {"ok": 0, "prompt": 1, "output": 2, "payload": 3}
+
+
+def _abbreviated(spec: Spec, name: str) -> str:
+    """The long option ``name`` stands for: getopt_long (and git's parse-options) take
+    any unambiguous prefix, ``--sp`` for ``--split-string``. Of several candidates the
+    riskiest (ambiguous prefixes fail there, so this only ever asks more)."""
+    found = [o for o in spec.options if o.startswith(name) and o.startswith("--")]
+    if len(name) < 3 or not found:
+        return name
+    return max(found, key=lambda o: (_ROLE_RANK[spec.options[o].role], o))
 
 
 def _positionals(spec: Spec, f: Finding, present: set[str], label: str) -> None:

@@ -31,6 +31,7 @@ class SimpleCommand:
     open_ended: bool = False  # more arguments are added at run time (xargs, find -exec)
     writes: tuple[str, ...] = ()  # files its output is redirected to
     write_words: tuple[Word, ...] = ()  # the same, as words (for the device check)
+    reads: tuple[Word, ...] = ()  # files it opens through `<`, `<>` or `<&FILE`
     via: tuple[str, ...] = ()  # wrappers looked through to reach it (env, sudo, bash -c...)
     strict_only: bool = False  # a wrapper's own words: only prompt/forbidden rules apply
 

@@ -1,5 +1,5 @@
 """What a sed script can do besides printing: ``e`` commands and ``s///e`` run commands,
-``w``/``W`` and ``s///w`` write files.
+``w``/``W`` and ``s///w`` write files, ``r``/``R`` read files.
 
 ``analyze`` reads a script the way GNU sed splits it into commands. A script it cannot
 read fully is not safe; the commands and files it found are still reported, so that a
@@ -28,6 +28,7 @@ class SedScript:
     runs: bool = False  # something besides writing files: e, or text that could not be read
     commands: list[str] = field(default_factory=list)  # what e / s///e would run
     writes: list[str] = field(default_factory=list)  # files w / s///w would write
+    reads: list[str] = field(default_factory=list)  # files r / R would read
 
     def fail(self, reason: str, *, writes: bool = False) -> None:
         if self.safe:
@@ -97,7 +98,8 @@ def analyze(script: str) -> SedScript:
             while text.endswith("\\") and pos < n:  # a\ text continued on the next line
                 text, pos = _rest_of_line(script, pos + 1)
         elif c in "rR":
-            pos = _rest_of_line(script, pos)[1]
+            name, pos = _rest_of_line(script, pos)
+            out.reads.append(name)
         elif c in "wW":
             name, pos = _rest_of_line(script, pos)
             out.writes.append(name)

@@ -15,7 +15,7 @@ import os.path
 import re
 from typing import TYPE_CHECKING
 
-from codemode.sandbox import code_checks, line_checks, unwrap
+from codemode.sandbox import code_checks, heredocs, line_checks, unwrap
 from codemode.sandbox.continuations import join_continuations, quoted_heredoc
 from codemode.sandbox.safe_args import interpreters
 
@@ -157,6 +157,8 @@ class _Walker:
                 or self.src.find(b"$(", n.start_byte, n.end_byte) >= 0
             ):
                 self.missed_substitutions(n)
+            if n.type == "command_substitution":
+                self.file_substitution(n)
             if n.type == "command_substitution" and self.src[n.start_byte] == 0x60:
                 text = self.text(n)
                 if "\\`" in text:  # `echo \`CMD\``: inside backquotes \` nests one
@@ -164,14 +166,23 @@ class _Walker:
             stack.extend(reversed(n.children))
         self.problems.extend(code_checks.check(self, self.code_nodes, self.depth))
 
+    def file_substitution(self, node: Node) -> None:
+        """``$(< FILE)`` is bash's ``$(cat FILE)``: judged as that command."""
+        for r in node.children:
+            dests = r.children_by_field_name("destination") if r.type == "file_redirect" else []
+            if dests:
+                cmd = SimpleCommand(words=(Word("cat"), self.word(dests[0])), source=self.text(r))
+                self.found.append((cmd, None))
+
     def heredoc_expansions(self, body: Node) -> None:
         """tree-sitter leaves the substitutions of some here-documents unparsed (`<< X`
-        with a space, `<<-X`, backquotes); bash runs them all, so the body is parsed
-        again as the double-quoted word it expands like (a body that does not parse
-        that way is a problem, so asked about)."""
-        text = self.text(body)
-        if "$" in text or "`" in text:
-            self.expanded.append(f': "{text}"')
+        with a space, `<<-X`, backquotes); bash runs them all, so each expansion of the
+        body is parsed again as the double-quoted word it expands like (one that does
+        not parse that way is a problem, so asked about). The text around them is data:
+        a lone `"` there is no quote."""
+        script = heredocs.as_script(self.text(body))
+        if script is not None:
+            self.expanded.append(script)
 
     def missed_substitutions(self, node: Node) -> None:
         """Command substitutions tree-sitter reads as plain text (``${x:=`CMD`}``,
@@ -211,8 +222,10 @@ class _Walker:
             if outer.type in ("redirected_statement", "function_definition"):
                 redirects.extend(c for c in outer.children if c.type.endswith("_redirect"))
             outer = outer.parent
+        redirects += _after_heredocs(redirects, node)
         writes: list[str] = []
         write_words: list[Word] = []
+        reads: list[Word] = []
         stdin: Stdin | None = None
         for r in redirects:
             dests = r.children_by_field_name("destination")
@@ -231,14 +244,20 @@ class _Walker:
                     writes.append(w.text)
                     write_words.append(w)
             elif r.type == "file_redirect" and op == "<" and dests:
-                stdin = ("file", self.word(dests[0]))
+                read = self.word(dests[0])
+                stdin = ("file", read)
+                reads.append(read)
+            elif r.type == "file_redirect" and dests:  # <>, <&FILE: opened too
+                w = self.word(dests[0])
+                if not (w.text.isdigit() or w.text in ("-", "")):
+                    reads.append(w)
             elif r.type == "heredoc_redirect" and _same(_redirect_owner(r), node):
                 stdin = self.heredoc(r)
             elif r.type == "herestring_redirect" and _same(_redirect_owner(r), node):
                 value = next((c for c in r.children if c.is_named), None)
                 stdin = ("text", self.word(value) if value is not None else Word(""))
         parts.sort(key=lambda n: n.start_byte)
-        words = tuple(w for p in parts for w in _brace_words(self.word(p)))
+        words = tuple(w for g in _touching(parts) for w in _brace_words(self.joined(g)))
         if bare:
             words = (Word(":"),)
         before = _pipe_source(node)
@@ -254,6 +273,7 @@ class _Walker:
                     source=self.text(node),
                     writes=tuple(writes),
                     write_words=tuple(write_words),
+                    reads=tuple(reads),
                 ),
                 stdin,
             )
@@ -296,6 +316,22 @@ class _Walker:
         ):
             return ("text", Word(text, "dynamic"))
         return ("text", Word(unescape_double_quoted(text)))
+
+    def joined(self, nodes: list[Node]) -> Word:
+        """One word of nodes with nothing between them: tree-sitter splits `$a/$b/c` into
+        `$a/$` and `b/c`, bash reads one word."""
+        if len(nodes) == 1:
+            return self.word(nodes[0])
+        chars: list[tuple[str, bool]] = []
+        dynamic = splits = False
+        for n in nodes:
+            if n.type == "command_name":
+                n = n.named_children[0] if len(n.named_children) == 1 else n
+            c, d, sp = self.chars(n)
+            chars += c
+            dynamic, splits = dynamic or d, splits or sp
+        source = self.src[nodes[0].start_byte : nodes[-1].end_byte].decode("utf-8", "replace")
+        return finish(chars, dynamic=dynamic, splits=splits, source=source)
 
     def word(self, node: Node) -> Word:
         """The value of one word node, or a dynamic Word when it depends on run time."""
@@ -397,6 +433,22 @@ def _redirect_owner(redirect: Node) -> Node | None:
     return None
 
 
+def _after_heredocs(redirects: list[Node], node: Node) -> list[Node]:
+    """Redirections written after a here-document's delimiter (``cat <<EOF > f``):
+    tree-sitter files them under the here-document, up to a ``|``, ``&&``, ``;``..."""
+    out = []
+    for r in redirects:
+        if r.type != "heredoc_redirect" or not _same(_redirect_owner(r), node):
+            continue
+        for c in r.children:
+            if c.type in ("<<", "<<-", "heredoc_start"):
+                continue
+            if not c.type.endswith("_redirect"):
+                break
+            out.append(c)
+    return out
+
+
 def _runs_a_command(statement: Node) -> bool:
     """Whether a simple command inside ``statement`` carries its redirections."""
     stack = [c for c in statement.children if not c.type.endswith("_redirect")]
@@ -423,6 +475,17 @@ def _pipe_source(node: Node) -> Node | None:
     if holder is not None and holder.type in ("heredoc_redirect", "herestring_redirect"):
         return holder.parent
     return None
+
+
+def _touching(parts: list[Node]) -> list[list[Node]]:
+    """``parts`` grouped into the words bash sees: nodes that touch are one word."""
+    groups: list[list[Node]] = []
+    for p in parts:
+        if groups and groups[-1][-1].end_byte == p.start_byte:
+            groups[-1].append(p)
+        else:
+            groups.append([p])
+    return groups
 
 
 def _brace_words(w: Word) -> list[Word]:

@@ -24,7 +24,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from codemode.sandbox import unwrap_builtins
+from codemode.sandbox import env_split, unwrap_builtins
 from codemode.sandbox.nested_scripts import script_of
 from codemode.sandbox.script_types import (
     Nesting,
@@ -38,6 +38,7 @@ from codemode.sandbox.variables import risky_variable
 from codemode.sandbox.words import Word
 
 # Re-exported: the wrapper table is read in a leaf module the parser shares.
+from codemode.sandbox.wrapper_table import long_option
 from codemode.sandbox.wrapper_table import shells as shells
 from codemode.sandbox.wrapper_table import wrapper_table as wrapper_table
 
@@ -304,6 +305,7 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], nesting: Nesting) -> Pars
             break
         if t.startswith("--"):
             option, eq, attached = t.partition("=")
+            option = long_option(option, spec)  # --sp: --split-string
             if option in stops:
                 return ParsedScript([cmd])
             i += 1
@@ -368,6 +370,8 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], nesting: Nesting) -> Pars
         )
     if script is not None:
         out.extend(script_of(cmd, script, nesting, base, record=False))
+        if base == "env":  # env's own splitting too: `env -S 'rm\_-rf\_~'`
+            out.extend(_env_split(cmd, script, nesting))
         return out
     if not spec.get("runs_command", True):
         if len(out.commands) == 1 and not out.problems:
@@ -402,6 +406,20 @@ def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], nesting: Nesting) -> Pars
     )
     out.extend(expand(inner, nesting=nesting))
     return out
+
+
+def _env_split(cmd: SimpleCommand, script: list[Word], nesting: Nesting) -> ParsedScript:
+    """The command ``env -S STRING ARGS...`` runs, split by env's rules."""
+    head = script[0]
+    split = env_split.split(head.text) if head.literal else None
+    if split is None:
+        if not head.literal:
+            return ParsedScript()  # the script's own reading asks already
+        return ParsedScript(problems=[Problem(cmd.source, "env -S string env cannot split")])
+    if not split and not script[1:]:
+        return ParsedScript()
+    inner = with_words(cmd, [*split, *script[1:]], via=("env", *cmd.via))
+    return expand(inner, nesting=nesting)
 
 
 def _key_value(text: str) -> tuple[str, str, str]:

@@ -17,6 +17,7 @@ from typing import Literal
 
 WordKind = Literal["literal", "glob", "dynamic"]
 
+_DIR_TILDE = re.compile(r"~(?:[+-]\d*|\d+)")
 _BRACE = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
 
 
@@ -139,6 +140,9 @@ def finish(chars: _Chars, *, dynamic: bool, splits: bool, source: str) -> Word:
         # Tilde expansion applies up to the first slash, when that part is unquoted.
         head, sep, rest = text.partition("/")
         quoted_head = any(q for c, q in chars[: len(head)])
+        if not quoted_head and _DIR_TILDE.fullmatch(head):
+            # ~+ is $PWD, ~- $OLDPWD, ~N / ~+N / ~-N the directory stack: run-time values
+            return Word(source, "dynamic")
         if not quoted_head:
             expanded = os.path.expanduser(head)
             if expanded != head:
