@@ -240,6 +240,9 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # no handlers: PID 1 is then unkillable
     sock = socket.socket(fileno=int(sys.argv[1]))
     Server(sock, sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] else None).serve()
+    # The host closed the socket: exit now (no interpreter teardown to wait for); as
+    # PID 1 this ends every process left in the namespace.
+    os._exit(0)
 
 
 if __name__ == "__main__":

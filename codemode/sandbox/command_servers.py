@@ -48,6 +48,8 @@ _READY_TIMEOUT_S = 10.0
 # whole server (and whatever still runs in it) is killed instead.
 _KILL_GRACE_S = 1.0
 _READS_PER_WAKEUP = 64
+# How long closing waits for the server to exit by itself before killing it.
+_CLOSE_GRACE_S = 0.5
 # Options that take a host path as their first argument (the bind source or the covered
 # folder): their identity is part of the key.
 _PATH_OPTIONS = frozenset({"--bind", "--ro-bind", "--tmpfs", "--remount-ro", "--dev-bind"})
@@ -292,24 +294,29 @@ class CommandServer:
                 elif self.retiring and not self._jobs:
                     self.close()
 
-    def _lost(self) -> None:
-        """The server ended, or is to: every command still in it ends as killed."""
+    def _lost(self, graceful: bool = False) -> None:
+        """The server ended, or is to: every command still in it ends as killed.
+
+        ``graceful``: the server exits by itself once its socket closes (PID 1 exiting
+        ends the whole namespace); that is waited for, briefly, so that nothing of the
+        session outlives it and the CPU time of its commands reaches this process's
+        accounts. Otherwise bubblewrap is killed."""
         if not self.alive:
             return
         self.alive = False
         with contextlib.suppress(ValueError, OSError):
             self.loop.remove_reader(self._sock.fileno())
         self._sock.close()
-        # In a running loop the process's own reader reaps it once it is gone (a blocking
-        # wait here would hold the loop while the kernel tears the sandbox down).
-        _stop(self._proc, wait=not self.loop.is_running())
+        if not (graceful and self._proc.wait_blocking(_CLOSE_GRACE_S)):
+            # In a running loop the process's own reader reaps it once it is gone.
+            _stop(self._proc, wait=not self.loop.is_running())
         for proc in self._jobs.values():
             proc.exited(-signal.SIGKILL)
         self._jobs.clear()
 
     def close(self) -> None:
         """End the server and everything running in it."""
-        self._lost()
+        self._lost(graceful=True)
 
 
 def _pipe_holding(data: bytes) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import select
 import signal
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
@@ -69,6 +70,17 @@ class PidfdProcess:
         self._popen.returncode = self.returncode  # subprocess must not wait for it again
         if not self._done.done():
             self._done.set_result(self.returncode)
+
+    def wait_blocking(self, timeout: float) -> bool:
+        """Wait here, blocking, up to ``timeout`` seconds for the process to exit and
+        reap it; whether it did."""
+        if self.returncode is None:
+            poller = select.poll()
+            poller.register(self._pidfd, select.POLLIN)
+            if not poller.poll(timeout * 1000):
+                return False
+            self._reap(0)
+        return True
 
     def reap_now(self) -> None:
         """Wait for the process here, blocking (for a caller that killed it and cannot
