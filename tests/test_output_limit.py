@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_support import call, provider_flags, run_cli
+from agent_support import WIRES, call, provider_flags, run_cli
 
 from codemode.providers.base import Usage
 from codemode.providers.output_limit import settle_stop_reason, stops_inside_json
@@ -26,8 +26,10 @@ BELOW = Usage(input_tokens=300, output_tokens=LIMIT - 10).model_dump()
 CUT_NOTE = "cut off by the output-token limit"
 
 
-def exec_cli(server: ScriptedModelServer, *args: str, home: Path, cwd: Path) -> Any:
-    flags = provider_flags(server.base_url, "chat")
+def exec_cli(
+    server: ScriptedModelServer, *args: str, home: Path, cwd: Path, wire: str = "chat"
+) -> Any:
+    flags = provider_flags(server.base_url, wire)
     return run_cli(["exec", *flags, "-c", f"max_output_tokens={LIMIT}", *args, "go"],
                    home=home, cwd=cwd)
 
@@ -43,14 +45,17 @@ def without_usage(arguments: str) -> int:
 PROGRAM_CUT = "await tools.shell({command: 'touch first.txt'});\nawait tools.shell({comm"
 
 
-def test_a_cut_program_at_the_reported_limit_is_not_run(home: Path, work: Path) -> None:
+@pytest.mark.parametrize(("wire", "freeform"), [(w, False) for w in WIRES] + [("responses", True)])
+def test_a_cut_program_at_the_reported_limit_is_not_run(
+    wire: str, freeform: bool, home: Path, work: Path
+) -> None:
     script = [
-        {"tool_calls": [call("exec", PROGRAM_CUT)], "stop_reason": "tool_calls",
-         "usage": AT_LIMIT},
+        {"tool_calls": [call("exec", PROGRAM_CUT, freeform=freeform)],
+         "stop_reason": "tool_calls", "usage": AT_LIMIT},
         {"text": "ok"},
     ]
     with ScriptedModelServer(script) as server:
-        run = exec_cli(server, "--code-mode", home=home, cwd=work)
+        run = exec_cli(server, "--code-mode", home=home, cwd=work, wire=wire)
     assert run.code == 0, run.stderr
     assert not (work / "first.txt").exists()
     second = json.dumps(server.requests[1].body)
