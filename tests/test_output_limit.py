@@ -150,6 +150,8 @@ def test_settle_stop_reason() -> None:
     assert settle("length", limit=None, output_tokens=0) == "length"
     assert settle("tool_calls", limit=10, output_tokens=10) == "length"
     assert settle("stop", limit=10, output_tokens=9) == "stop"
+    # Reasoning the server counts apart may lie outside the limit (DeepSeek's reasoner).
+    assert settle("tool_calls", limit=10, output_tokens=30, reasoning_tokens=25) == "tool_calls"
     assert settle("tool_calls", limit=10, output_tokens=0, pieces=10) == "length"
     assert settle("tool_calls", limit=None, output_tokens=0, last_arguments='{"a": "') == "length"
     # Usage reported below the limit: an open call is the model's own junk.

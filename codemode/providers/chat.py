@@ -226,7 +226,7 @@ class _ChatStream:
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
     done: bool = False
-    pieces: int = 0  # non-empty pieces of text, reasoning and arguments streamed
+    pieces: int = 0  # non-empty pieces of text and arguments streamed (not reasoning)
 
     def feed(self, chunk: Any) -> list[StreamEvent]:
         events: list[StreamEvent] = []
@@ -242,7 +242,6 @@ class _ChatStream:
             # reasoning (OpenRouter, newer vLLM); a few send both with the same text.
             piece = delta.get("reasoning_content") or delta.get("reasoning")
             if isinstance(piece, str) and piece:
-                self.pieces += 1
                 self.reasoning.append(piece)
                 events.append(ReasoningDelta(text=piece))
             piece = delta.get("content")
@@ -292,6 +291,7 @@ class _ChatStream:
             stop,
             limit=limit,
             output_tokens=self.usage.output_tokens,
+            reasoning_tokens=self.usage.reasoning_tokens,
             pieces=self.pieces,
             last_arguments=raw[-1][1] if raw else None,
         )
