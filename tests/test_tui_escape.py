@@ -109,6 +109,45 @@ def test_esc_stops_a_program_spinning_in_javascript(
         assert term.finish() == 0
 
 
+def test_an_approval_in_the_turn_gets_its_keys_and_esc_works_after_it(
+    home: Path, work: Path, terminals: list[Terminal]  # noqa: F811
+) -> None:
+    rules = home / "rules"
+    rules.mkdir()
+    (rules / "team.rules").write_text(
+        'prefix_rule(pattern=["touch"], decision="prompt")\n', encoding="utf-8"
+    )
+    command = "echo $$ > pid.txt; sleep 30"
+    script = [
+        {"tool_calls": [call("shell", {"command": "touch asked.txt"})]},
+        {"tool_calls": [call("shell", {"command": command})]},
+        {"text": "after"},
+    ]
+    with ScriptedModelServer(script) as server:
+        term = start(terminals, server, home=home, cwd=work)
+        term.prompt()
+        term.send_line("touch then sleep")
+        term.expect("[y] approve once")
+        term.child.send("y")  # read by the question, not kept as typed-ahead text
+        term.expect("→ approve once")
+        pid = int(_wait_for_file(work / "pid.txt"))
+        started = time.monotonic()
+        term.child.send(ESC)  # the turn has the keyboard again
+        term.expect("interrupted")
+        assert time.monotonic() - started < BOUND_S
+        term.prompt()
+        deadline = time.monotonic() + WAIT
+        while _alive(pid):
+            assert time.monotonic() < deadline, "the interrupted command's shell lives on"
+            time.sleep(0.05)
+        term.send_line("x")
+        term.expect("after")
+        term.prompt()
+        assert term.finish() == 0
+    assert (work / "asked.txt").exists()
+    assert server.requests[2].body["messages"][-1]["content"] == "x"  # no stray "y"
+
+
 def test_esc_at_the_prompt_keeps_the_line(
     home: Path, work: Path, terminals: list[Terminal]  # noqa: F811
 ) -> None:
