@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -468,32 +469,34 @@ async def test_overlay_reads_back_and_diffs_new_and_symlinked_files(tmp_path: Pa
 # --- Ray ---------------------------------------------------------------------------
 
 
-def ray_processes() -> set[int]:
-    """Pids of Ray's own daemons and workers running now."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
-        except OSError:
-            continue
-        if b"raylet" in cmdline or b"gcs_server" in cmdline or cmdline.startswith(b"ray::"):
-            found.add(int(entry.name))
-    return found
-
-
 def test_ray_backend_gives_the_same_report(workdir: Path) -> None:
     make_repos(workdir / "repos")
-    already = ray_processes()
     with tempfile.TemporaryDirectory(prefix="ray", dir="/tmp") as ray_tmp:
         # A short private temp dir: Ray's socket paths must fit in 107 bytes. A home of
         # its own too: a local Ray instance leaves an auth token in ~/.ray.
         env = {**os.environ, "RAY_TMPDIR": ray_tmp, "HOME": str(workdir / "home")}
-        proc = interp(
-            "run", "bump.js", "--repos", "repos", "--backend", "ray", "--jobs", "2",
-            "--report", "ray.jsonl", "--dry-run", cwd=workdir, env=env, timeout=180,
-        )
+        # Ray's processes while the batch runs, told from other Ray instances on the
+        # machine (another checkout's tests) by this run's temp dir.
+        seen: set[bytes] = set()  # their command lines
+        running = threading.Event()
+        running.set()
+
+        def watch() -> None:
+            while running.is_set():
+                seen.update(_cmdline(pid) for pid in cluster_processes(ray_tmp))
+                time.sleep(0.2)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            proc = interp(
+                "run", "bump.js", "--repos", "repos", "--backend", "ray", "--jobs", "2",
+                "--report", "ray.jsonl", "--dry-run", cwd=workdir, env=env, timeout=180,
+            )
+        finally:
+            running.clear()
+            watcher.join()
+        left = cluster_processes(ray_tmp)
         raylet_logs = [p.read_text() for p in Path(ray_tmp).rglob("raylet.out")]
     assert proc.returncode == 1, proc.stderr
     ray_report = read_report(workdir / "ray.jsonl")
@@ -513,7 +516,8 @@ def test_ray_backend_gives_the_same_report(workdir: Path) -> None:
     assert timeless(ray_report) == timeless(local_report)
     # The local instance ran on the loopback address, and is gone.
     assert raylet_logs and all("node_manager address: 127.0.0.1:" in log for log in raylet_logs)
-    assert ray_processes() <= already
+    assert any(b"raylet" in cmdline for cmdline in seen), "never saw this run's raylet"
+    assert left == set(), f"processes of the run outlived it: {sorted(left)}"
 
 
 def test_live_progress_counts_and_shows_failures() -> None:
@@ -539,8 +543,9 @@ def test_live_progress_counts_and_shows_failures() -> None:
 
 
 def cluster_processes(marker: str) -> set[int]:
-    """Pids whose command line names ``marker`` (one cluster's temp dir), and their
-    descendants (the agents and workers its raylet started)."""
+    """Pids whose command line or environment names ``marker`` (one cluster's temp
+    dir), and their descendants (the agents and workers its raylet started), less this
+    process and its own children (the ``interpreter`` the test runs is not Ray)."""
     parents: dict[int, int] = {}
     found: set[int] = set()
     for entry in Path("/proc").iterdir():
@@ -551,13 +556,26 @@ def cluster_processes(marker: str) -> set[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            environ = b""
         pid = int(entry.name)
         parents[pid] = int(stat.rsplit(")", 1)[1].split()[1])
-        if marker.encode() in cmdline:
+        if marker.encode() in cmdline or marker.encode() in environ:
             found.add(pid)
+    found -= {os.getpid()}
+    found -= {p for p, parent in parents.items() if parent == os.getpid()}
     while new := {p for p, parent in parents.items() if parent in found} - found:
         found |= new
-    return found - {os.getpid()}
+    return found
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def test_ray_joins_an_existing_cluster(workdir: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from codemode.agent.events import ItemCompleted, ItemUpdated
 from codemode.agent.runner import ToolRunner
 from codemode.harnesses.render import render_exec_result
 from codemode.js_runtime import Limits
+from codemode.testing.scripted_server import RecordedRequest
 from codemode.tools.context import ToolContext
 from codemode.tools.registry import ToolRegistry
 
@@ -34,6 +36,17 @@ def runner(engine: str, tmp_path: Path, events: list[BaseModel], **kw: object) -
     )
 
 
+# A first program that may take as long as it needs: the engine process is up (V8's
+# boot alone can outlast a 300 ms yield on a busy machine) before any clock that a
+# test asserts on starts.
+WARM_UP = '// @exec: {"yield_time_ms": 120000}\nreturn "ready"'
+
+
+async def warm(r: ToolRunner) -> None:
+    result = await r.run_program(WARM_UP)
+    assert result.ok and not result.running and result.value == "ready", result
+
+
 def test_the_pragma_sets_the_yield_time() -> None:
     assert yield_time_ms('// @exec: {"yield_time_ms": 1500}\nreturn 1', 20_000) == 1500
     assert yield_time_ms("return 1", 20_000) == 20_000
@@ -47,7 +60,7 @@ async def test_a_long_program_yields_and_wait_returns_on_new_output(
     events: list[BaseModel] = []
     r = runner(engine, tmp_path, events)
     try:
-        assert (await r.run_program("return 0")).value == 0  # the worker is up
+        await warm(r)
         code = (
             "console.log('one');\n"
             "await new Promise(r => setTimeout(r, 1000)); console.log('two');\n"
@@ -78,6 +91,7 @@ async def test_a_long_program_yields_and_wait_returns_on_new_output(
 async def test_wait_with_nothing_new_returns_at_its_yield_time(engine: str, tmp_path: Path) -> None:
     r = runner(engine, tmp_path, [])
     try:
+        await warm(r)
         first = await r.run_program("while (true) {}")
         assert first.running
         started = time.monotonic()
@@ -94,6 +108,7 @@ async def test_wait_with_nothing_new_returns_at_its_yield_time(engine: str, tmp_
 async def test_the_wall_clock_limit_holds_across_yields(engine: str, tmp_path: Path) -> None:
     r = runner(engine, tmp_path, [], timeout_s=1.5, yield_ms=200)
     try:
+        await warm(r)
         first = await r.run_program("console.log('x'); while (true) {}")
         assert first.running
         started = time.monotonic()
@@ -109,6 +124,7 @@ async def test_the_wall_clock_limit_holds_across_yields(engine: str, tmp_path: P
 async def test_a_quick_program_does_not_yield(engine: str, tmp_path: Path) -> None:
     r = runner(engine, tmp_path, [])
     try:
+        await warm(r)
         code = (
             '// @exec: {"yield_time_ms": 5000}\n'
             "await new Promise(r => setTimeout(r, 500)); return 7"
@@ -122,6 +138,7 @@ async def test_a_quick_program_does_not_yield(engine: str, tmp_path: Path) -> No
 async def test_cancelling_a_turn_stops_its_cell(engine: str, tmp_path: Path) -> None:
     r = runner(engine, tmp_path, [], yield_ms=60_000)
     try:
+        await warm(r)
         task = asyncio.create_task(r.run_program("globalThis.k = 1; while (true) {}"))
         await asyncio.sleep(1.0)
         started = time.monotonic()
@@ -145,11 +162,18 @@ def test_exec_json_shows_a_yielded_program_and_wait_finishes_it(
         '// @exec: {"yield_time_ms": 300}\n'
         "console.log('early'); await new Promise(r => setTimeout(r, 2000)); return 'late'"
     )
-    script = [
-        {"tool_calls": [call("exec", {"code": program})]},
-        {"tool_calls": [call("wait", {"cell_id": "1", "yield_time_ms": 20000})]},
-        {"text": "done"},
-    ]
+    # The first program only starts the engine, as long as that takes; the 300 ms yield
+    # is measured on the second. Each reply answers the request that came.
+    replies = iter([
+        lambda _: {"tool_calls": [call("exec", {"code": WARM_UP})]},
+        lambda _: {"tool_calls": [call("exec", {"code": program})]},
+        lambda r: {"tool_calls": [call("wait", {"cell_id": _cell_id(r), "yield_time_ms": 20000})]},
+        lambda _: {"text": "done"},
+    ])
+
+    def script(request: RecordedRequest) -> object:
+        return next(replies)(request)
+
     with ScriptedModelServer(script) as server:
         run = run_cli(
             ["exec", *provider_flags(server.base_url, "chat"), "--code-mode", "--json", "go"],
@@ -158,13 +182,25 @@ def test_exec_json_shows_a_yielded_program_and_wait_finishes_it(
         bodies = [r.body for r in server.requests]
     assert run.code == 0, run.stderr
     events = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    assert "ready" in json.dumps(bodies[1]["messages"][-1])  # the warm-up finished
     updated = [e for e in events if e["type"] == "item.updated"]
     assert updated and updated[0]["item"]["status"] == "in_progress"
     assert updated[0]["item"]["output"] == "early"
-    first_result = json.dumps(bodies[1]["messages"][-1])
-    assert "still running as cell 1" in first_result and "early" in first_result
-    second_result = json.dumps(bodies[2]["messages"][-1])
+    first_result = json.dumps(bodies[2]["messages"][-1])
+    cell = _cell_id_in(first_result)
+    assert cell and "early" in first_result
+    second_result = json.dumps(bodies[3]["messages"][-1])
     assert "late" in second_result
     completed = [e["item"] for e in events if e["type"] == "item.completed"
                  and e["item"]["type"] == "code_execution"]
-    assert completed and completed[0]["value"] == "late"
+    assert [c["value"] for c in completed] == ["ready", "late"]
+
+
+def _cell_id_in(text: str) -> str | None:
+    match = re.search(r"still running as cell (\w+)", text)
+    return match.group(1) if match else None
+
+
+def _cell_id(request: RecordedRequest) -> str:
+    """The cell id the last tool result named (the wait call's argument)."""
+    return _cell_id_in(json.dumps(request.body["messages"][-1])) or "missing"

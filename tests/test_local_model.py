@@ -190,8 +190,9 @@ def test_a_cut_off_call_is_refused_raw_and_accepted_settled(
 
     with pytest.raises(BadRequestError, match="not valid JSON"):
         asyncio.run(send(history))
-    # The server's reported reason ("tool_calls") hides the cut; either way the loop's
-    # history holds JSON: the call dropped under "length", wrapped otherwise.
+    # The server reports "tool_calls" for the cut (the provider calls it "length", see
+    # below); either way the loop's history holds JSON: the call dropped under
+    # "length", wrapped otherwise.
     for stop in ("length", done.stop_reason):
         settled = settle_reply(raw, stop, [LIST_DIR])
         kept = [ASK_LIST, settled.history]
@@ -203,6 +204,53 @@ def test_a_cut_off_call_is_refused_raw_and_accepted_settled(
 
 
 # --- the turn loop -------------------------------------------------------------------------
+
+
+def test_a_call_cut_off_under_a_tool_calls_reason_is_not_run(
+    llama_cpp_python: LocalModelServer, home: Path, work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """llama-cpp-python ends a call cut off by max_tokens with finish_reason "tool_calls"
+    and streams no usage: the provider reports the cut, the loop runs nothing and tells
+    the model its call was cut off."""
+    raw = httpx.post(llama_cpp_python.base_url + "/chat/completions", timeout=120, json={
+        "model": MODEL_NAME, "messages": [{"role": "user", "content": ASK_LIST.text}],
+        "tools": [{"type": "function", "function": {"name": "list_dir", "parameters":
+                                                    LIST_DIR.parameters}}],
+        "tool_choice": {"type": "function", "function": {"name": "list_dir"}},
+        "max_tokens": 6, "temperature": 0}).json()
+    cut = raw["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
+    if raw["choices"][0]["finish_reason"] != "tool_calls":
+        pytest.skip(f"this server build reports {raw['choices'][0]['finish_reason']!r}")
+    with pytest.raises(ValueError):
+        json.loads(cut)  # the wire shape this test is about: cut, yet "tool_calls"
+
+    done = collect(chat(llama_cpp_python, ForcedToolChat),
+                   ask([ASK_LIST], tools=[LIST_DIR], max_output_tokens=6))[-1]
+    assert isinstance(done, Completed) and done.stop_reason == "length"
+
+    monkeypatch.setenv("CODEMODE_HOME", str(home))
+    events: list[Any] = []
+    options = SessionOptions(cwd=work, model=MODEL_NAME, max_turns=1, harness="minimal")
+    spec = SessionSpec(listeners=[events.append], provider=chat(llama_cpp_python, ForcedToolChat),
+                       provider_name="llama-cpp-python")
+    session = build_session(load_config(["max_output_tokens=6", "temperature=0"]), options, spec)
+
+    async def run() -> Any:
+        try:
+            return await session.run_turn("Show the files in this directory.")
+        finally:
+            await session.aclose()
+
+    asyncio.run(run())
+    assert not [m for m in session.messages if isinstance(m, ToolResultMessage)]
+    assert not [e for e in events if type(e).__name__ == "ItemStarted"
+                and e.item.type == "command_execution"]
+    assert any(isinstance(e, Notice) and "cut off" in e.message for e in events)
+    notes = [m.text for m in session.messages if isinstance(m, UserMessage)]
+    assert any("cut off by the output-token limit (6 tokens)" in t for t in notes)
+    if session.rollout is not None:
+        session.rollout.close()
+
 
 
 def test_context_overflow_from_the_server_compacts_and_retries(

@@ -61,10 +61,17 @@ def servers(tmp_path: Path) -> Iterator[list[McpManager]]:
         manager.close()
 
 
+# How long a server the tests start may take to come up: setup, not what the tests are
+# about, and a Python server importing the mcp SDK can outlast the 10 s default on a busy
+# machine. (The startup timeout itself is tested with a server that never answers.)
+SETUP_S = 120.0
+
+
 def host(
     tmp_path: Path, opened: list[McpManager], tables: dict[str, Any], engine: str = "quickjs"
 ) -> tuple[Bridge, McpManager]:
     registry = builtin_registry()
+    tables = {name: {"startup_timeout_s": SETUP_S, **table} for name, table in tables.items()}
     manager, statuses = add_configured_servers(registry, tables, tmp_path / "logs")
     opened.append(manager)
     for status in statuses:

@@ -26,6 +26,7 @@ from codemode.providers.base import (
     UserMessage,
 )
 from codemode.providers.errors import classify
+from codemode.providers.output_limit import settle_completed
 from codemode.providers.transport import loads_event, stream_cut
 from codemode.providers.wire import WireProvider, arguments_object, function_parameters
 
@@ -105,7 +106,7 @@ class AnthropicProvider(WireProvider):
                     break
         if not state.stopped:
             raise stream_cut(self.name, "message_stop")
-        yield state.completed()
+        yield settle_completed(state.completed(), _int(body.get("max_tokens")))
 
 
 def render_tool(spec: ToolSpec) -> dict[str, Any]:
@@ -286,3 +287,7 @@ class _MessagesStream:
             wire="anthropic",
         )
         return Completed(message=message, usage=self.usage, stop_reason=stop)
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) else None

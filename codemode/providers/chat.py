@@ -27,6 +27,7 @@ from codemode.providers.base import (
     UserMessage,
 )
 from codemode.providers.errors import classify
+from codemode.providers.output_limit import settle_stop_reason
 from codemode.providers.transport import loads_event, stream_cut
 from codemode.providers.wire import WireProvider, function_parameters, json_arguments
 
@@ -124,9 +125,10 @@ class ChatProvider(WireProvider):
         # Some local servers end with a finish_reason and no [DONE]; that answer is whole.
         if not state.done and state.finish_reason is None:
             raise stream_cut(self.name, "[DONE]")
-        yield state.completed()
+        yield state.completed(request.max_output_tokens)
 
     async def _unstreamed(self, body: dict[str, Any], model: str) -> list[StreamEvent]:
+        limit = body.get(self.max_tokens_field)
         plain = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
         reply = await self.transport.post_json("chat/completions", plain, model=model)
         state = _ChatStream()
@@ -139,7 +141,7 @@ class ChatProvider(WireProvider):
         state.feed({"usage": reply.get("usage")} if reply.get("usage") else {})
         if state.finish_reason is None and not events:
             raise stream_cut(self.name, "its first event")
-        return [*events, state.completed()]
+        return [*events, state.completed(limit if isinstance(limit, int) else None)]
 
 
 def render_tool(spec: ToolSpec) -> dict[str, object]:
@@ -224,6 +226,7 @@ class _ChatStream:
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
     done: bool = False
+    pieces: int = 0  # non-empty pieces of text and arguments streamed (not reasoning)
 
     def feed(self, chunk: Any) -> list[StreamEvent]:
         events: list[StreamEvent] = []
@@ -243,6 +246,7 @@ class _ChatStream:
                 events.append(ReasoningDelta(text=piece))
             piece = delta.get("content")
             if isinstance(piece, str) and piece:
+                self.pieces += 1
                 self.text.append(piece)
                 events.append(TextDelta(text=piece))
             for raw in delta.get("tool_calls") or []:
@@ -268,6 +272,7 @@ class _ChatStream:
         if isinstance(args, dict):  # a few servers send the object, not its text
             args = json.dumps(args)
         if args:
+            self.pieces += 1
             call.arguments.append(args)
         return ToolCallDelta(
             index=list(self.calls).index(key),
@@ -276,14 +281,31 @@ class _ChatStream:
             arguments=args or "",
         )
 
-    def completed(self) -> Completed:
-        calls = [
-            ToolCall(id=c.id, name=c.name, arguments="".join(c.arguments) or "{}")
-            for c in self.calls.values()
-        ]
+    def completed(self, limit: int | None = None) -> Completed:
+        """The answer; ``limit``: the output-token limit the request asked for."""
+        raw = [(c, "".join(c.arguments)) for c in self.calls.values()]
         stop = self.finish_reason or "stop"
-        if calls and stop == "stop":
+        if raw and stop == "stop":
             stop = "tool_calls"
+        stop = settle_stop_reason(
+            stop,
+            limit=limit,
+            output_tokens=self.usage.output_tokens,
+            reasoning_tokens=self.usage.reasoning_tokens,
+            pieces=self.pieces,
+            last_arguments=raw[-1][1] if raw else None,
+        )
+        # A call with no arguments at all is one that takes none, except as the last
+        # of a cut-off reply: there it stays empty, so that it counts as unfinished.
+        last = len(raw) - 1
+        calls = [
+            ToolCall(
+                id=c.id,
+                name=c.name,
+                arguments=args or ("" if stop == "length" and i == last else "{}"),
+            )
+            for i, (c, args) in enumerate(raw)
+        ]
         message = AssistantMessage(
             text="".join(self.text),
             reasoning="".join(self.reasoning),

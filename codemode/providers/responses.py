@@ -25,6 +25,7 @@ from codemode.providers.base import (
     UserMessage,
 )
 from codemode.providers.errors import classify
+from codemode.providers.output_limit import settle_completed
 from codemode.providers.transport import loads_event, stream_cut
 from codemode.providers.wire import WireProvider, json_arguments
 
@@ -89,7 +90,7 @@ class ResponsesProvider(WireProvider):
                     break
         if state.finished is None:
             raise stream_cut(self.name, "response.completed")
-        yield state.completed()
+        yield settle_completed(state.completed(), request.max_output_tokens)
 
 
 def render_tool(spec: ToolSpec) -> dict[str, object]:

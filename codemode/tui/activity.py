@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 _TAIL_LINES = 5  # latest lines of a running command shown live
 _KEEP_CHARS = 8_000  # output kept per command for that tail
-HINT = "Ctrl-C interrupts"
+HINT = "Esc or Ctrl-C interrupts"
 
 
 class _Task:
@@ -121,7 +121,7 @@ class Activity:
                 parts.append(Text(f"  │ {line[:width]}", style="dim"))
         seconds = time.monotonic() - task.started
         status = Text.assemble(
-            (task.label[: width - 30], "bold"), (f" · {seconds:.1f}s · {HINT}", "dim")
+            (task.label[: width - 20 - len(HINT)], "bold"), (f" · {seconds:.1f}s · {HINT}", "dim")
         )
         self._spinner.text = status
         parts.append(self._spinner)

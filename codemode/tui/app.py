@@ -1,6 +1,6 @@
 """The interactive loop: read a message or a slash command, run it, repeat.
 
-A turn runs as a task; Ctrl-C cancels that task (the session records the turn as
+A turn runs as a task; Esc or Ctrl-C cancels that task (the session records the turn as
 interrupted, tool processes are killed) and the prompt comes back. At the prompt,
 Ctrl-C clears the line, twice on an empty line exits; Ctrl-D exits.
 """
@@ -274,7 +274,8 @@ class InteractiveApp:
         except (NotImplementedError, RuntimeError, ValueError):
             routed = False  # not the main thread, or no signals here
         try:
-            await task
+            with self.reader.watching(self.interrupt):  # Esc
+                await task
         except asyncio.CancelledError:
             if not task.cancelled():
                 raise
@@ -288,7 +289,7 @@ class InteractiveApp:
                 loop.remove_signal_handler(signal.SIGINT)
 
     def interrupt(self) -> None:
-        """SIGINT (Ctrl-C while no input line is up): stop what runs in the foreground."""
+        """SIGINT or Esc while no input line is up: stop what runs in the foreground."""
         if self._foreground is not None:
             self._foreground.cancel()
 
@@ -344,7 +345,7 @@ async def _main(options: InteractiveOptions) -> int:
     try:
         if not await _open_first_session(app, resume):
             return EXIT_USAGE
-        app.renderer.note("/help lists commands · Ctrl-C interrupts · Ctrl-D exits")
+        app.renderer.note("/help lists commands · Esc or Ctrl-C interrupts · Ctrl-D exits")
         return await app.loop()
     finally:
         session = app.session

@@ -66,8 +66,8 @@ async def _help(app: InteractiveApp, arg: str) -> None:
         _say(app, f"{cmd.usage.ljust(width)}  {cmd.summary}")
     _say(
         app,
-        "@path attaches a file · Alt-Enter or Ctrl-J: new line · Ctrl-C interrupts a turn, "
-        "twice on an empty line exits · Ctrl-D exits",
+        "@path attaches a file · Alt-Enter or Ctrl-J: new line · Esc or Ctrl-C interrupts a "
+        "turn · Ctrl-C twice on an empty line exits · Ctrl-D exits",
         "dim",
     )
 

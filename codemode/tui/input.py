@@ -3,12 +3,15 @@
 On a terminal: history (kept in ``$CODEMODE_HOME/history``), Enter sends, Alt-Enter or
 Ctrl-J inserts a newline (pasted text keeps its newlines), Tab completes slash
 commands and ``@path`` mentions. Ctrl-C raises KeyboardInterrupt, Ctrl-D EOFError,
-as the interactive loop expects.
+as the interactive loop expects. While a turn runs, ``watching`` reads the keyboard
+(``codemode.tui.keys``): Esc interrupts the turn, and text typed meanwhile starts the
+next input line.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -19,6 +22,8 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+from codemode.tui.keys import KeyWatcher
 
 PROMPT = "› "
 
@@ -34,6 +39,11 @@ class PlainReader:
         if not line:
             raise EOFError
         return line.rstrip("\n")
+
+    @contextlib.contextmanager
+    def watching(self, on_escape: Callable[[], None]) -> Iterator[None]:
+        """No keyboard to watch: input is piped in."""
+        yield
 
     async def ask(self, question: str, choices: dict[str, str]) -> str:
         print(question, flush=True)
@@ -66,9 +76,28 @@ class TerminalReader:
             multiline=False,
             enable_open_in_editor=False,
         )
+        self._watcher: KeyWatcher | None = None
+        self._typeahead = ""  # typed while the last turn ran
 
     async def read(self) -> str:
-        return await self._session.prompt_async(PROMPT)
+        typed, self._typeahead = self._typeahead.strip("\n"), ""
+        return await self._session.prompt_async(PROMPT, default=typed)
+
+    @contextlib.contextmanager
+    def watching(self, on_escape: Callable[[], None]) -> Iterator[None]:
+        """While the body runs (a turn): Esc calls ``on_escape``; typed text is kept."""
+        watcher = KeyWatcher(sys.stdin.fileno(), on_escape)
+        self._watcher = watcher if watcher.start() else None
+        try:
+            yield
+        finally:
+            self._watcher = None
+            watcher.stop()
+            self._typeahead += watcher.take_typeahead()
+
+    def _paused(self) -> contextlib.AbstractContextManager[None]:
+        # A question in the middle of a turn reads the keyboard itself.
+        return self._watcher.paused() if self._watcher is not None else contextlib.nullcontext()
 
     async def ask(self, question: str, choices: dict[str, str]) -> str:
         """One key picks an answer; Ctrl-C, Ctrl-D or Escape deny."""
@@ -79,13 +108,15 @@ class TerminalReader:
             kb.add(key)(_exit_with("deny"))
         kb.add("<any>")(lambda event: None)  # other keys do nothing
         session: PromptSession[str] = PromptSession(key_bindings=kb)
-        # Asked in the middle of a turn: leave the turn's SIGINT handler in place.
-        return await session.prompt_async(question, handle_sigint=False)
+        with self._paused():
+            # Asked in the middle of a turn: leave the turn's SIGINT handler in place.
+            return await session.prompt_async(question, handle_sigint=False)
 
     async def ask_text(self, question: str, default: str = "", secret: bool = False) -> str:
         """A line of text; ``secret`` hides what is typed (an API key)."""
         session: PromptSession[str] = PromptSession(is_password=secret)
-        answer = await session.prompt_async(question)
+        with self._paused():
+            answer = await session.prompt_async(question)
         return answer.strip() or default
 
 
