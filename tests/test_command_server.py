@@ -312,7 +312,8 @@ async def test_prewarm_in_a_running_loop_starts_the_server_the_first_command_use
         assert s.server is started  # no second start for the first command
     finally:
         s.close()
-    assert not started.alive  # closing the session ended it
+    assert not started.alive  # closing the session ended it: bubblewrap exited and reaped
+    assert not os.path.exists(f"/proc/{started.pid}")
 
 
 def test_a_session_used_from_one_event_loop_after_another(tmp_path: Path) -> None:
