@@ -367,3 +367,48 @@ async def test_requests_the_server_cannot_run_leave_it_serving(shell: Shell) -> 
     assert b"environment" in os.read(r, 4096)
     os.close(r)
     assert (await shell("echo ok"))["output"] == "ok\n" and shell.server is server
+
+
+@pytest.mark.parametrize("command_server", [True, False])
+async def test_dev_is_read_only_while_its_devices_and_shm_work(
+    tmp_path: Path, command_server: bool
+) -> None:
+    """No command can leave a file, or swap a link such as /dev/fd, in /dev for the
+    commands after it to meet; the devices and /dev/shm work as usual."""
+    s = Shell(tmp_path, command_server=command_server)
+    script = tmp_path / "dev.py"
+    script.write_text(
+        "import os\n"
+        "for act in (lambda: open('/dev/planted', 'w'), lambda: os.unlink('/dev/fd'),\n"
+        "            lambda: os.symlink('/etc', '/dev/planted2')):\n"
+        "    try:\n"
+        "        act()\n"
+        "        print('allowed')\n"
+        "    except OSError as exc:\n"
+        "        print('refused', exc.errno)\n"
+        "open('/dev/null', 'w').write('x')\n"
+        "open('/dev/shm/mine', 'w').write('x')\n"
+        "print(open('/dev/shm/mine').read(), len(open('/dev/urandom', 'rb').read(8)))\n"
+    )
+    try:
+        r = await s(f"{sys.executable} {script}")
+    finally:
+        s.close()
+    lines = r["output"].splitlines()
+    assert lines[:3] == ["refused 30", "refused 30", "refused 30"], r["output"]
+    assert lines[3] == "x 8", r["output"]
+
+
+async def test_what_a_command_left_in_shm_and_sysv_ipc_is_gone_for_the_next(
+    shell: Shell,
+) -> None:
+    if subprocess.run(["sh", "-c", "command -v ipcmk"], capture_output=True).returncode:
+        pytest.skip("ipcmk (util-linux) is not installed")
+    first = await shell(
+        f"ipcmk -M 4096 >/dev/null; ipcmk -S 2 >/dev/null; ipcmk -Q >/dev/null; "
+        f"{sys.executable} -c \"open('/dev/shm/left', 'w').write('x')\"; "
+        "ls /dev/shm; ipcs -m -s -q | grep -c '^0x'"
+    )
+    assert first["output"].split() == ["left", "3"], first["output"]
+    second = await shell("ls /dev/shm | wc -l; ipcs -m -s -q | grep -c '^0x'; true")
+    assert second["output"].split() == ["0", "0"], second["output"]

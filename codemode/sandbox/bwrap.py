@@ -111,7 +111,11 @@ def options(
     protected entries stay as they are: a command server (``command_servers``) is
     reused while they do."""
     exe = executable() or "bwrap"
-    out = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    # /dev itself read-only (its device nodes, /dev/shm and /dev/pts stay usable): a
+    # command cannot leave a file or replace a link there (/dev/fd, /dev/stdin) for the
+    # commands after it in the same sandbox to meet.
+    out = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm"]
+    out += ["--remount-ro", "/dev", "--proc", "/proc"]
     for root in writable:
         out += ["--bind", str(root), str(root)]
     for root in writable:

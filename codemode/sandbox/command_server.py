@@ -39,6 +39,7 @@ import ctypes
 import json
 import os
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -46,6 +47,7 @@ import sys
 import time
 
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
+_IPC_RMID = 0
 MAX_MESSAGE = 256 << 10  # the host sends nothing larger (and runs such commands itself)
 # What was left behind and did not die at once (it was SIGKILLed: only a process in the
 # kernel's D state lingers) is looked at again this often.
@@ -98,8 +100,8 @@ class Server:
     def __init__(self, sock: socket.socket, subreaper: str | None) -> None:
         self.sock = sock
         self.subreaper = subreaper
-        libc = ctypes.CDLL(None, use_errno=True)
-        self.prctl = libc.prctl
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.prctl = self.libc.prctl
         self.selector = selectors.DefaultSelector()
         self.selector.register(sock, selectors.EVENT_READ, None)
         self.mains: dict[int, tuple[int, int]] = {}  # command pid -> (request id, pidfd)
@@ -212,8 +214,37 @@ class Server:
             os.killpg(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
         swept = self.sweep_left(_SWEEP_BUDGET_S)
+        if not self.mains:
+            self.tidy()
         # Not swept (a fork bomb outrunning the kills): the host ends the whole sandbox.
         self.send({"id": job, "exit": os.waitstatus_to_exitcode(status), "stuck": not swept})
+
+    def tidy(self) -> None:
+        """With no command running: drop what commands may have left outside the
+        writable roots that a sandbox of their own would have taken with it — the files
+        in ``/dev/shm`` and the namespace's System V shared memory, semaphores and
+        message queues."""
+        with contextlib.suppress(OSError):
+            for entry in os.scandir("/dev/shm"):
+                with contextlib.suppress(OSError):
+                    if entry.is_dir(follow_symlinks=False):
+                        shutil.rmtree(entry.path, ignore_errors=True)
+                    else:
+                        os.unlink(entry.path)
+        for kind in ("shm", "sem", "msg"):
+            try:
+                with open(f"/proc/sysvipc/{kind}") as f:
+                    rows = f.read().splitlines()[1:]
+            except OSError:
+                continue
+            for row in rows:  # "key id perms ...": the id is the second column
+                ident = int(row.split()[1])
+                if kind == "shm":
+                    self.libc.shmctl(ident, _IPC_RMID, None)
+                elif kind == "sem":
+                    self.libc.semctl(ident, 0, _IPC_RMID)
+                else:
+                    self.libc.msgctl(ident, _IPC_RMID, None)
 
     def sweep_left(self, budget: float) -> bool:
         """Kill and reap every child that is not a running command's first process (what
