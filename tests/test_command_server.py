@@ -144,6 +144,34 @@ async def test_a_running_commands_processes_outlive_another_command_ending(
     assert not _host_has(f"sleep\0{t}")
 
 
+STEAL = """
+import ctypes, os, resource
+libc = ctypes.CDLL(None, use_errno=True)
+pidfd = os.pidfd_open(1)
+for fd in range(8):  # the server's socket is one of these
+    print("getfd", libc.syscall(438, pidfd, fd, 0), ctypes.get_errno())
+try:
+    resource.prlimit(1, resource.RLIMIT_NOFILE, (0, 0))
+    print("prlimit allowed")
+except OSError as exc:
+    print("prlimit refused", exc.errno)
+print("own", resource.prlimit(0, resource.RLIMIT_CORE, (0, 0)) is not None)
+"""
+
+
+async def test_commands_cannot_take_the_servers_descriptors_or_limit_it(
+    shell: Shell, tmp_path: Path
+) -> None:
+    await shell("true")
+    server = shell.server
+    (tmp_path / "steal.py").write_text(STEAL)
+    r = await shell(f"{sys.executable} steal.py")
+    lines = r["output"].splitlines()
+    assert [line.split()[1] for line in lines[:8]] == ["-1"] * 8, r["output"]
+    assert "prlimit refused 1" in lines and "own True" in lines, r["output"]
+    assert (await shell("echo fine"))["output"] == "fine\n" and shell.server is server
+
+
 async def test_commands_cannot_end_or_read_the_server(shell: Shell) -> None:
     await shell("true")
     server = shell.server

@@ -2,11 +2,13 @@
 
 Denied (EPERM): IP and every other non-Unix socket unless the network is allowed; Unix
 sockets (``socket(AF_UNIX, ...)``; ``socketpair`` stays, it reaches nothing) unless some
-are allowed; ``ptrace`` and cross-process memory access; io_uring (its operations would
-bypass the socket rule); and, behind the capability drop, everything that changes the
-host: mounts, host and domain names, the clocks, kernel modules, kexec, reboot, swap,
-raw port I/O, process accounting, BPF, the kernel keyrings, and new user namespaces
-(``clone3`` fails with ENOSYS, so the C library falls back to ``clone``).
+are allowed; ``ptrace``, cross-process memory access, taking another process's file
+descriptors (``pidfd_getfd``) and setting another process's limits (``prlimit``);
+io_uring (its operations would bypass the socket rule); and, behind the capability
+drop, everything that changes the host: mounts, host and domain names, the clocks,
+kernel modules, kexec, reboot, swap, raw port I/O, process accounting, BPF, the kernel
+keyrings, and new user namespaces (``clone3`` fails with ENOSYS, so the C library falls
+back to ``clone``).
 
 The filter is compiled once with pyseccomp (libseccomp) into a classic BPF program and
 a hand-written prefix is put in front of it: on x86-64 every x32-ABI system call (number
@@ -39,6 +41,7 @@ DENIED_ALWAYS = (
     "ptrace",
     "process_vm_readv",
     "process_vm_writev",
+    "pidfd_getfd",
     "io_uring_setup",
     "io_uring_enter",
     "io_uring_register",
@@ -124,6 +127,11 @@ def bpf_program(deny_network: bool, deny_unix: bool = True) -> bytes:
     flt.add_rule(deny, "unshare", newuser)
     flt.add_rule(deny, "clone", newuser)
     flt.add_rule(pyseccomp.ERRNO(errno.ENOSYS), "clone3")
+    # no new limits for another process (the command server, or a command running
+    # beside this one, would be left unable to start anything); its own, and reading
+    # another's, stay allowed
+    flt.add_rule(deny, "prlimit64", pyseccomp.Arg(0, pyseccomp.NE, 0),
+                 pyseccomp.Arg(2, pyseccomp.NE, 0))
     if deny_network and deny_unix:
         flt.add_rule(deny, "socket")
     elif deny_network:
