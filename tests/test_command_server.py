@@ -440,3 +440,42 @@ async def test_what_a_command_left_in_shm_and_sysv_ipc_is_gone_for_the_next(
     assert first["output"].split() == ["left", "3"], first["output"]
     second = await shell("ls /dev/shm | wc -l; ipcs -m -s -q | grep -c '^0x'; true")
     assert second["output"].split() == ["0", "0"], second["output"]
+
+
+KILLED_DRIVER = """
+import asyncio, sys
+from pathlib import Path
+from codemode.sandbox.session import SandboxSession
+from codemode.sandbox.settings import SandboxSettings
+from codemode.tools import ToolContext, builtin_registry
+ws, t = Path(sys.argv[1]), sys.argv[2]
+async def main():
+    s = SandboxSession(ws, SandboxSettings(approval_policy="never", backend="bubblewrap"))
+    ctx = ToolContext(workspace=ws, sandbox=s)
+    print("ready", flush=True)
+    await builtin_registry().invoke(
+        "shell", {"command": f"setsid sleep {t} & sleep {t}", "timeout_ms": 600000}, ctx)
+asyncio.run(main())
+"""
+
+
+def test_killing_codemode_ends_its_sandbox_and_everything_in_it(tmp_path: Path) -> None:
+    t = f"{300 + uuid.uuid4().int % 600}.{uuid.uuid4().int % 10**6}"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_DRIVER, str(tmp_path), t], stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 30
+        while not _host_has(f"sleep\0{t}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _host_has(f"sleep\0{t}"), "the command never started"
+    finally:
+        proc.kill()  # SIGKILL: no cleanup of its own runs
+        proc.wait()
+    deadline = time.monotonic() + 10
+    while _host_has(f"sleep\0{t}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _host_has(f"sleep\0{t}")  # the namespace (and its PID 1, the server) ended
+    assert not _host_has(str(tmp_path))  # and bubblewrap, which names the workspace
