@@ -479,3 +479,13 @@ def test_killing_codemode_ends_its_sandbox_and_everything_in_it(tmp_path: Path) 
         time.sleep(0.05)
     assert not _host_has(f"sleep\0{t}")  # the namespace (and its PID 1, the server) ended
     assert not _host_has(str(tmp_path))  # and bubblewrap, which names the workspace
+
+
+def test_policy_confinement_says_whether_the_command_server_works() -> None:
+    exe = Path(sys.executable).parent / "interpreter"
+    out = subprocess.run([str(exe), "policy", "confinement", "--json"], capture_output=True,
+                         text=True, timeout=120, check=True).stdout  # fmt: skip
+    assert json.loads(out)["command_server"] is None  # it starts and runs a command here
+    text = subprocess.run([str(exe), "policy", "confinement"], capture_output=True, text=True,
+                          timeout=120, check=True).stdout  # fmt: skip
+    assert "command server  works: one bubblewrap per session" in text

@@ -61,23 +61,30 @@ def policy_check(
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def policy_confinement(as_json: bool) -> None:
     """Which confinement backends work on this machine, and which promises each keeps."""
+    from codemode.sandbox import command_servers
     from codemode.sandbox.confine import probe
     from codemode.sandbox.promises import promises
 
     table = promises()
+    server = command_servers.check()
     if as_json:
         import json
 
-        click.echo(json.dumps({"backends": probe().to_json(),
+        click.echo(json.dumps({"backends": probe().to_json(), "command_server": server,
                                "promises": {p.key: p.to_json() for p in table}}, indent=2))
         return
-    _print_confinement(probe().to_json(), table)
+    _print_confinement(probe().to_json(), server, table)
 
 
-def _print_confinement(backends: dict[str, str | None], table: list[Promise]) -> None:
-    """Each backend's state, then per backend the promises it keeps and why not."""
+def _print_confinement(
+    backends: dict[str, str | None], server: str | None, table: list[Promise]
+) -> None:
+    """Each backend's state and the command server's, then per backend the promises it
+    keeps and why not."""
     for name, why in backends.items():
         click.echo(f"{name:<10}  {'works' if why is None else 'unavailable: ' + why}")
+    click.echo("command server  " + ("works: one bubblewrap per session" if server is None
+               else f"unavailable ({server}): one bubblewrap per command"))
     for backend in ("bubblewrap", "landlock"):
         click.echo(f"\n{backend}:")
         for p in table:
