@@ -310,10 +310,12 @@ def test_policy_confinement_lists_the_backends(ws: Path) -> None:
         [str(INTERPRETER), "policy", "confinement"], capture_output=True, text=True, timeout=30
     )
     assert proc.returncode == 0, proc.stderr
-    backends = proc.stdout.split("\n\n")[0].splitlines()  # then the promises, per backend
+    lines = proc.stdout.split("\n\n")[0].splitlines()  # then the promises, per backend
+    backends, server = lines[:-1], lines[-1]
     names = [line.split()[0] for line in backends]
     assert names == ["bubblewrap", "landlock", "seccomp"]
     assert all(" works" in line or "unavailable: " in line for line in backends)
+    assert server.startswith("command server  "), server
 
 
 def test_help_does_not_import_tree_sitter(tmp_path: Path) -> None:
