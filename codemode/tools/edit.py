@@ -4,11 +4,17 @@ Many agents edit by naming the text to change rather than by patch: the emulated
 harnesses (``Edit{file_path, old_string, new_string, replace_all}`` and its relatives)
 all land here. The old text must match exactly once unless ``replace_all`` is set, so
 an ambiguous edit is refused instead of changing the wrong place.
+
+A file keeps its encoding (``codemode.tools.fs.text``) and its line endings: in a file
+whose every line ends in CRLF, the ``\n`` line breaks of old_string and new_string are
+taken as CRLF (a model copying the text back usually drops the ``\r``), so no LF-only
+line is written into it. Binary files are refused, as read_file refuses them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 
 from pydantic import Field
 
@@ -16,7 +22,7 @@ from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
 from codemode.tools.files import WriteFileArgs, write_through
 from codemode.tools.fs.reading import NotRegular
-from codemode.tools.fs.text import Encoding, decode
+from codemode.tools.fs.text import Encoding, decode, is_binary
 from codemode.tools.store import FileStore, store_for
 
 
@@ -30,6 +36,19 @@ class EditArgs(StrictArgs):
     replace_all: bool = Field(
         default=False, description="Replace every occurrence instead of exactly one."
     )
+
+
+# A line feed that is not the end of a CRLF.
+_BARE_LF = re.compile(r"(?<!\r)\n")
+
+
+def _crlf_only(text: str) -> bool:
+    """Whether every line break of ``text`` is CRLF (and it has at least one)."""
+    return "\r\n" in text and _BARE_LF.search(text) is None
+
+
+def _as_crlf(text: str) -> str:
+    return _BARE_LF.sub("\r\n", text)
 
 
 class EditResult(ToolResult):
@@ -61,12 +80,17 @@ def _plan_edit(
         raise ToolError(f"edit: {exc}") from None
     # A file that is not UTF-8 is edited as Latin-1 and written back so: no byte changes.
     text, encoding = decode(data)
+    if is_binary(text):
+        raise ToolError(f"edit: {shown} looks like a binary file (it has NUL bytes); not edited")
     if args.old_string == args.new_string:
         raise ToolError("edit: old_string and new_string are the same; nothing to change")
-    count = text.count(args.old_string)
+    old_string, new_string = args.old_string, args.new_string
+    if _crlf_only(text):
+        old_string, new_string = _as_crlf(old_string), _as_crlf(new_string)
+    count = text.count(old_string)
     if count == 0:
         hint = ""
-        if text.count(args.old_string.strip()) > 0:
+        if text.count(old_string.strip()) > 0:
             hint = " (it matches once leading/trailing whitespace is dropped: check indentation)"
         raise ToolError(f"edit: old_string was not found in {shown}{hint}; read the file first")
     if count > 1 and not args.replace_all:
@@ -74,7 +98,7 @@ def _plan_edit(
             f"edit: old_string occurs {count} times in {shown}; add surrounding lines to make "
             "it unique, or set replace_all"
         )
-    new = text.replace(args.old_string, args.new_string, -1 if args.replace_all else 1)
+    new = text.replace(old_string, new_string, -1 if args.replace_all else 1)
     replaced = count if args.replace_all else 1
     return new, encoding, EditResult(path=shown, replacements=replaced, created=False)
 

@@ -20,7 +20,13 @@ from pydantic import Field
 from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
 from codemode.tools.fs.reading import NotRegular, TooBig
-from codemode.tools.fs.text import Encoding, check_no_new_replacement, decode, encode
+from codemode.tools.fs.text import (
+    Encoding,
+    check_no_new_replacement,
+    decode,
+    encode,
+    is_binary,
+)
 from codemode.tools.store import (
     MAX_READ_BYTES,
     EntryKind,
@@ -30,14 +36,13 @@ from codemode.tools.store import (
     store_for,
 )
 
-# A NUL byte this early is the same heuristic git and grep use to call a file binary.
-BINARY_SNIFF_BYTES = 8192
 MAX_LIST_ENTRIES = 2000
 
 
-def looks_binary(head: bytes) -> bool:
-    """Whether a file whose first bytes are ``head`` should be treated as binary."""
-    return b"\0" in head[:BINARY_SNIFF_BYTES]
+def looks_binary(data: bytes) -> bool:
+    """Whether a file holding ``data`` is binary: a NUL near the start of its text (so a
+    UTF-16 file, whose bytes are half NULs, is text)."""
+    return is_binary(decode(data)[0])
 
 
 def split_lines(text: str) -> list[str]:
@@ -86,9 +91,11 @@ class ReadFileResult(ToolResult):
         description="True when the file continues after end_line; read on with offset."
     )
     encoding: Encoding = Field(
-        description='"utf-8", or "latin-1" for a file that is not valid UTF-8 (each byte '
-        "is then one character, U+0000-U+00FF, so every byte is kept). write_file and "
-        "edit write a file back in the encoding it had."
+        description='"utf-8"; "utf-16le", "utf-16be", "utf-32le" or "utf-32be" for a file '
+        'that starts with that byte order mark (not part of content); or "latin-1" for a '
+        "file that is not valid UTF-8 (each byte is then one character, U+0000-U+00FF, so "
+        "every byte is kept). write_file, edit and apply_patch write a file back in the "
+        "encoding it had, byte order mark included."
     )
 
 
@@ -118,9 +125,12 @@ def _read_file_sync(args: ReadFileArgs, ctx: ToolContext, store: FileStore) -> R
     path = ctx.resolve(args.path)
     shown = ctx.display(path)
     data = _read_bytes(path, shown, store)
-    if looks_binary(data):
-        raise ToolError(f"read_file: {shown} looks like a binary file")
     text, encoding = decode(data)
+    if is_binary(text):
+        raise ToolError(
+            f"read_file: {shown} looks like a binary file (it holds NUL characters); "
+            "only text files can be read"
+        )
     return _window(text, shown, args, encoding)
 
 
@@ -160,7 +170,8 @@ READ_FILE = Tool(
     description=(
         "Read a text file. Returns the whole file unless offset/limit pick a range "
         "of lines; total_lines and truncated tell you whether there is more. A file that "
-        "is not valid UTF-8 is read as Latin-1 (encoding says which), so no byte is lost. "
+        "is not valid UTF-8 is read as Latin-1, one with a UTF-16 or UTF-32 byte order mark "
+        "in that encoding (encoding says which), so no byte is lost. "
         "Binary files, files over 20 MB and anything but a regular file (devices, "
         "FIFOs, sockets) are refused."
     ),
@@ -188,7 +199,8 @@ class WriteFileArgs(StrictArgs):
     encoding: Encoding | None = Field(
         default=None,
         description="How to write the text: an existing file keeps its encoding (as "
-        'read_file reported it), a new one is "utf-8". Set it to convert a file.',
+        'read_file reported it), a new one is "utf-8". Set it to convert a file (the '
+        "UTF-16 and UTF-32 encodings are written with a byte order mark).",
     )
 
 
@@ -201,7 +213,9 @@ class WriteFileResult(ToolResult):
 def _old_text(data: bytes | None) -> tuple[str | None, Encoding | None]:
     if data is None:
         return None, None
-    return decode(data)
+    text, encoding = decode(data)
+    # A binary file replaced by text has no text encoding to keep: the new one is UTF-8.
+    return text, None if is_binary(text) else encoding
 
 
 def _encoded(args: WriteFileArgs, old: bytes | None, shown: str) -> bytes:

@@ -25,7 +25,13 @@ def read_file(r: dict[str, Any]) -> str:
             f"\n[lines {r['start_line']}-{r['end_line']} of {r['total_lines']}; "
             f"continue with offset={r['end_line'] + 1}]"
         )
-    if r.get("encoding", "utf-8") != "utf-8":
+    encoding = r.get("encoding", "utf-8")
+    if encoding.startswith("utf-") and encoding != "utf-8":
+        body += (
+            f"\n[{r['path']} is {encoding.upper()} text with a byte order mark; write_file, "
+            "edit and apply_patch keep that encoding]"
+        )
+    elif encoding != "utf-8":
         body += (
             f"\n[{r['path']} is not valid UTF-8: read as {r['encoding']}, one character per "
             "byte; write_file and edit keep that encoding]"

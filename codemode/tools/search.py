@@ -22,9 +22,8 @@ from pydantic import Field
 
 from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
-from codemode.tools.files import looks_binary
 from codemode.tools.fs.reading import kind_of, read_regular
-from codemode.tools.fs.text import decode
+from codemode.tools.fs.text import decode, is_binary
 from codemode.tools.ignore import walk_files
 from codemode.tools.store import MAX_READ_BYTES, store_for
 
@@ -327,12 +326,14 @@ def _read_text(path: Path, overlay: Overlay) -> tuple[bytes, bool] | None:
             data = read_regular(path, MAX_READ_BYTES)
         except (OSError, ToolError):
             return None
-    if looks_binary(data):
-        return None
     text, encoding = decode(data)
+    if is_binary(text):
+        return None
     if encoding == "utf-8":
         return data, False
-    return text.encode("utf-8"), True
+    # Searched as text whatever its encoding; only Latin-1 is reported (it may be a
+    # guess), as a file with a byte order mark says what it is.
+    return text.encode("utf-8"), encoding == "latin-1"
 
 
 def matching_line_spans(

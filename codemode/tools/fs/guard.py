@@ -8,6 +8,9 @@ it is about to create or replace, symlinks already resolved by the race-free wal
   any depth: hooks, config, info and the rest are code git runs later on the host;
   git commands in the shell still update a repository as usual;
 - nothing inside a ``.codemode`` directory at any depth (the agent's own rules);
+- no name holding a control character, a line separator or a bidirectional
+  formatting character (``codemode.tools.path_chars``), even one reached through a
+  symlink whose target was given such a name;
 - reads of the agent process's own ``/proc`` entries (its environment holds the
   credentials that subprocesses are denied), and of the kernel files that look regular
   but block until data arrives.
@@ -20,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from codemode.sandbox.protected import protected_reason
+from codemode.tools.path_chars import path_problem
 
 # Path components under which the file tools never write, at any depth.
 _PROTECTED_DIRS = {
@@ -47,6 +51,9 @@ def write_refusal(parts: Sequence[str]) -> str | None:
         reason = _PROTECTED_DIRS.get(part)
         if reason is not None:
             return reason
+        problem = path_problem(part)
+        if problem is not None:
+            return f"the name {part!r} is refused: {problem}"
     return None
 
 
