@@ -12,7 +12,9 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
+
+from codemode.tools.context import ToolError
 
 if TYPE_CHECKING:
     # Imported where a .gitignore is read: pathspec (with its RE2 and Hyperscan
@@ -21,12 +23,35 @@ if TYPE_CHECKING:
     import pathspec
 
 
+# A .gitignore is read like any file the tools read: regular files only (a FIFO would
+# block the walk for good, /dev/zero fill memory), at most this many bytes. A bigger one
+# is not honoured: the search then looks at more files, never at fewer.
+MAX_GITIGNORE_BYTES = 1 << 20
+# Patterns tried together in one RE2 alternation before trying them one by one.
+_GROUP = 64
+
+
+class _Searcher(Protocol):
+    """A compiled RE2 regex, as far as it is used here."""
+
+    def search(self, text: str, /) -> object: ...
+
+
+@dataclass(frozen=True)
+class _Group:
+    """Consecutive patterns of one ``.gitignore`` and ``any``, which matches where one
+    of them does (None when RE2 would not compile them together)."""
+
+    patterns: list[pathspec.Pattern]
+    any: _Searcher | None
+
+
 @dataclass(frozen=True)
 class _Rules:
     """One ``.gitignore``; ``prefix + rel[strip:]`` turns a walk-relative path into one
     relative to the directory holding the file, which is what its patterns match."""
 
-    spec: pathspec.GitIgnoreSpec
+    groups: list[_Group]
     prefix: str
     strip: int
 
@@ -34,44 +59,66 @@ class _Rules:
         """True if ignored, False if re-included by a ``!`` pattern, None if no pattern applies."""
         path = self.prefix + rel[self.strip :]
         # The last matching pattern decides, as in git. Going through the patterns
-        # ourselves (rather than match_file) tells "no match" apart from "negated".
-        for pattern in reversed(self.spec.patterns):
-            if pattern.include is not None and pattern.match_file(path) is not None:
-                return bool(pattern.include)
+        # ourselves (rather than match_file) tells "no match" apart from "negated". A
+        # group none of whose patterns match is passed over with one search, so a
+        # .gitignore of thousands of lines costs a few searches per path, not thousands.
+        for group in reversed(self.groups):
+            if group.any is not None and group.any.search(path) is None:
+                continue
+            for pattern in reversed(group.patterns):
+                if pattern.match_file(path) is not None:
+                    return bool(pattern.include)
         return None
 
 
 def _load(directory: Path, prefix: str, strip: int) -> _Rules | None:
+    from codemode.tools.fs.reading import read_regular
+
     try:
-        text = (directory / ".gitignore").read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        data = read_regular(directory / ".gitignore", MAX_GITIGNORE_BYTES)
+    except (OSError, ToolError):  # none, not a regular file, too big, refused
         return None
     import pathspec
 
-    spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines())
-    _linear(spec)
-    return _Rules(spec, prefix, strip) if spec.patterns else None
+    text = data.decode("utf-8", errors="replace")
+    # The "simple" backend: the others compile every pattern into one RE2 or Hyperscan
+    # set, which a .gitignore of a few thousand lines makes fail ("failed to compile
+    # Set"), failing the whole search. Patterns are matched by ``_Rules`` instead.
+    spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines(), backend="simple")
+    groups = _linear(spec)
+    return _Rules(groups, prefix, strip) if groups else None
 
 
-def _linear(spec: pathspec.GitIgnoreSpec) -> None:
-    """Match ``spec``'s patterns with RE2 instead of Python's re. A .gitignore is written
-    by whatever runs in the workspace, and Python's engine takes minutes to match a
-    line such as ``*a*a*a*a*a*a*a*a*c`` against a long name; RE2 is linear. A pattern RE2
-    cannot compile is dropped."""
+def _linear(spec: pathspec.GitIgnoreSpec) -> list[_Group]:
+    """``spec``'s patterns matched with RE2 instead of Python's re, in groups. A
+    .gitignore is written by whatever runs in the workspace, and Python's engine takes
+    minutes to match a line such as ``*a*a*a*a*a*a*a*a*c`` against a long name; RE2 is
+    linear. A pattern RE2 cannot compile is dropped, as are no-op patterns."""
     import re2  # lazy: RE2 loads with the first .gitignore
 
     options = re2.Options()
     options.log_errors = False
-    kept = []
+    kept: list[tuple[pathspec.Pattern, str]] = []
     for pattern in spec.patterns:
         regex = getattr(pattern, "regex", None)
-        if regex is not None:
-            try:
-                pattern.regex = re2.compile(regex.pattern, options)
-            except re2.error:
-                continue
-        kept.append(pattern)
-    spec.patterns = kept
+        if pattern.include is None or regex is None:
+            continue
+        try:
+            pattern.regex = re2.compile(regex.pattern, options)
+        except re2.error:
+            continue
+        kept.append((pattern, regex.pattern))
+    groups = []
+    for at in range(0, len(kept), _GROUP):
+        part = kept[at : at + _GROUP]
+        # Each pattern names its group "ps_d"; one alternation may not repeat a name.
+        joined = "|".join(f"(?:{source.replace('(?P<ps_d>', '(?:')})" for _, source in part)
+        try:
+            any_of = re2.compile(joined, options)
+        except re2.error:
+            any_of = None  # tried one by one
+        groups.append(_Group([pattern for pattern, _ in part], any_of))
+    return groups
 
 
 def _inherited_rules(root: Path, top: Path | None) -> list[_Rules]:
@@ -110,8 +157,8 @@ def walk_files(
     ``.git`` directories are always skipped. With ``respect_gitignore``, paths ignored
     by ``.gitignore`` files (in ``root``, below it, or in its ancestors up to
     ``ignore_top``/the repository root) are skipped too. Symlinked directories are not
-    followed; symlinks to files are yielded. ``stop`` is polled between directories so a
-    long walk can be abandoned.
+    followed; symlinks to files are yielded. ``stop`` is polled at every entry so a long
+    walk can be abandoned.
     """
     inherited = _inherited_rules(root, ignore_top) if respect_gitignore else []
     yield from _walk(root, "", inherited, respect_gitignore, stop)
@@ -146,6 +193,9 @@ def _walk(
             continue  # unreadable directories are skipped, as find and rg do
         todo: list[tuple[Path, str, list[_Rules]] | str] = []
         for entry in entries:
+            # Polled per entry too: a huge .gitignore over a huge folder is slow to match.
+            if stop is not None and stop():
+                return
             if entry.name == ".git":
                 continue
             rel = f"{rel_here}/{entry.name}" if rel_here else entry.name

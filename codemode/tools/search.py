@@ -29,6 +29,10 @@ from codemode.tools.store import MAX_READ_BYTES, store_for
 
 MAX_GLOB_MATCHES = 5000
 MAX_LINE_CHARS = 500
+# The most lines one grep returns, whatever max_results asks: with each line cut to
+# MAX_LINE_CHARS, a result stays a few megabytes (a pattern such as "^" over a file of
+# millions of empty lines would otherwise build millions of matches).
+MAX_GREP_MATCHES = 10_000
 _MAGIC = frozenset("*?[{")
 
 
@@ -254,7 +258,12 @@ class GrepArgs(StrictArgs):
         '"**/*.ts". A glob without "/" such as "*.py" matches the file name at any depth.',
     )
     case_insensitive: bool = Field(default=False, description="Ignore case when matching.")
-    max_results: int = Field(default=500, ge=1, description="Stop after this many matching lines.")
+    max_results: int = Field(
+        default=500,
+        ge=1,
+        description=f"Stop after this many matching lines (at most {MAX_GREP_MATCHES}: a "
+        "larger value is taken as that).",
+    )
 
 
 class GrepMatch(ToolResult):
@@ -269,7 +278,8 @@ class GrepMatch(ToolResult):
 class GrepResult(ToolResult):
     matches: list[GrepMatch] = Field(description="Matching lines, file by file, in line order.")
     truncated: bool = Field(
-        description="True when max_results was reached and further matches were left out."
+        description=f"True when max_results (or the cap of {MAX_GREP_MATCHES}) was reached "
+        "and further matches were left out."
     )
     files_searched: int = Field(description="How many text files were read.")
     latin1_files: list[str] = Field(
@@ -413,6 +423,7 @@ def _grep_sync(
         )
 
     result = GrepResult(matches=[], truncated=False, files_searched=0)
+    most = min(args.max_results, MAX_GREP_MATCHES)
     for path in files:
         if stop.is_set():
             break
@@ -425,7 +436,7 @@ def _grep_sync(
         if latin1:
             result.latin1_files.append(shown)
         for number, line in _matching_lines(data, regex, stop):
-            if len(result.matches) >= args.max_results:
+            if len(result.matches) >= most:
                 result.truncated = True
                 return result
             result.matches.append(GrepMatch(path=shown, line=number, text=line[:MAX_LINE_CHARS]))

@@ -8,6 +8,10 @@ it is about to create or replace, symlinks already resolved by the race-free wal
   any depth: hooks, config, info and the rest are code git runs later on the host;
   git commands in the shell still update a repository as usual;
 - nothing inside a ``.codemode`` directory at any depth (the agent's own rules);
+- both by any name a case-insensitive filesystem (a Windows drive under WSL, vfat, an
+  ext4 folder with casefolding) takes for the same folder: ``.GIT``, ``.Codemode``,
+  ``.git.`` and ``.git `` (NTFS drops trailing dots and spaces), ``GIT~1`` (the NTFS
+  short name), as git itself refuses them in a tree;
 - no name holding a control character, a line separator or a bidirectional
   formatting character (``codemode.tools.path_chars``), even one reached through a
   symlink whose target was given such a name;
@@ -48,13 +52,26 @@ def write_refusal(parts: Sequence[str]) -> str | None:
     if reason is not None:
         return reason
     for part in parts:
-        reason = _PROTECTED_DIRS.get(part)
+        reason = _PROTECTED_DIRS.get(_folded(part))
         if reason is not None:
             return reason
         problem = path_problem(part)
         if problem is not None:
             return f"the name {part!r} is refused: {problem}"
     return None
+
+
+# NTFS short names of the protected folders (git's "is_ntfs_dotgit" rule).
+_SHORT_NAMES = {"git~1": ".git", "codemo~1": ".codemode"}
+
+
+def _folded(part: str) -> str:
+    """The protected folder a case-insensitive filesystem may take ``part`` for (its
+    own name otherwise)."""
+    folded = part.rstrip(". ").casefold() if part not in ("", ".", "..") else part
+    if folded in _PROTECTED_DIRS:
+        return folded
+    return _SHORT_NAMES.get(folded, part)
 
 
 def read_refusal(real: Path) -> str | None:

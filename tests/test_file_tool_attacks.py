@@ -1,0 +1,287 @@
+"""The file tools attacked as a hostile program would: a .gitignore that is a FIFO, a
+link to /dev/zero or thousands of lines long; protected folders named in another case;
+hard links to files outside; /proc/self/root; searches and reads whose output would be
+enormous; a patch whose last write fails. Real files, FIFOs and links in a temporary
+workspace; anything that could hang runs in a child process with a deadline."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codemode.tools.builtin import builtin_registry
+from codemode.tools.context import ToolContext, ToolError
+from codemode.tools.edit import EDIT
+from codemode.tools.files import READ_FILE
+from codemode.tools.search import GREP, MAX_GREP_MATCHES
+
+
+def _registry() -> Any:
+    registry = builtin_registry()
+    registry.add(EDIT)
+    return registry
+
+
+async def call(ws: Path, name: str, **args: Any) -> Any:
+    return await _registry().invoke(name, args, ToolContext(workspace=ws))
+
+
+async def call_error(ws: Path, name: str, **args: Any) -> str:
+    with pytest.raises(ToolError) as info:
+        await call(ws, name, **args)
+    return str(info.value)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    w = tmp_path / "ws"
+    w.mkdir()
+    return w
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    o = tmp_path / "outside"
+    o.mkdir()
+    return o
+
+
+# --- a hostile .gitignore ------------------------------------------------------------
+
+# Runs grep and glob over the workspace in a child process: a walk that blocks on a
+# FIFO would otherwise hang the test run itself (a worker thread cannot be stopped).
+SEARCH_CHILD = """
+import asyncio, json, sys
+from pathlib import Path
+from codemode.tools.builtin import builtin_registry
+from codemode.tools.context import ToolContext
+
+async def main():
+    ctx = ToolContext(workspace=Path(sys.argv[1]))
+    reg = builtin_registry()
+    found = await reg.invoke("grep", {"pattern": "needle"}, ctx)
+    names = await reg.invoke("glob", {"pattern": "**/*.txt"}, ctx)
+    print(json.dumps([[m["path"] for m in found["matches"]], names["matches"]]))
+
+asyncio.run(main())
+"""
+
+
+def _search_in_child(ws: Path) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-c", SEARCH_CHILD, str(ws)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "proc-environ"])
+def test_a_gitignore_that_is_no_regular_file_is_passed_over(ws: Path, kind: str) -> None:
+    # was: a FIFO .gitignore blocked the walk for good (the worker thread never came
+    # back, and the process could not exit); a link to /dev/zero read until memory ran out
+    (ws / "a.txt").write_text("needle\n")
+    sub = ws / "sub"
+    sub.mkdir()
+    (sub / "b.txt").write_text("needle\n")
+    if kind == "fifo":
+        os.mkfifo(sub / ".gitignore")
+    elif kind == "dev-zero":
+        os.symlink("/dev/zero", sub / ".gitignore")
+    else:
+        os.symlink("/proc/self/environ", sub / ".gitignore")
+    started = time.monotonic()
+    out = _search_in_child(ws)
+    assert out == '[["a.txt", "sub/b.txt"], ["a.txt", "sub/b.txt"]]', out
+    assert time.monotonic() - started < 50
+
+
+def test_an_oversized_gitignore_is_not_honoured(ws: Path) -> None:
+    from codemode.tools.ignore import MAX_GITIGNORE_BYTES
+
+    (ws / "a.txt").write_text("needle\n")
+    (ws / ".gitignore").write_text("a.txt\n" + "#" * MAX_GITIGNORE_BYTES)
+    found = asyncio.run(call(ws, "glob", pattern="*.txt"))
+    assert found["matches"] == ["a.txt"]  # searching more, never less
+
+
+def test_a_gitignore_of_thousands_of_lines_still_applies(ws: Path) -> None:
+    # was: "tools.glob failed: Error: failed to compile Set" (pathspec's RE2 backend
+    # compiles every line into one set, and a long file is past RE2's memory budget)
+    for i in range(300):
+        (ws / f"f{i}.txt").write_text("needle\n")
+    (ws / "secret.txt").write_text("needle\n")
+    (ws / "keep.log").write_text("needle\n")
+    lines = [f"pattern{i}*x/**/y{i}" for i in range(10_000)]
+    lines[5000] = "*.log"
+    lines.append("secret.txt")
+    lines.append("!keep.log")  # re-included by the last line
+    (ws / ".gitignore").write_text("\n".join(lines) + "\n")
+    started = time.monotonic()
+    found = asyncio.run(call(ws, "glob", pattern="*"))
+    elapsed = time.monotonic() - started
+    assert "secret.txt" not in found["matches"]
+    assert "keep.log" in found["matches"] and "f299.txt" in found["matches"]
+    assert len(found["matches"]) == 300 + 2  # keep.log, and the .gitignore itself
+    grep = asyncio.run(call(ws, "grep", pattern="needle"))
+    assert len(grep["matches"]) == 301
+    # 10,000 patterns over 300 files one by one took ~5 s here; in groups, well under.
+    assert elapsed < 30, elapsed
+
+
+# --- protected folders by another name -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".GIT/hooks/pre-commit",
+        ".Git/config",
+        ".git./hooks/pre-commit",
+        ".git /hooks/pre-commit",
+        "GIT~1/hooks/pre-commit",
+        "sub/.GIT/hooks/post-checkout",
+        ".CODEMODE/config.toml",
+        ".codemode./rules/x.rules",
+        "CODEMO~1/config.toml",
+    ],
+)
+def test_protected_folders_are_refused_in_any_case(ws: Path, path: str) -> None:
+    # On a case-insensitive filesystem (a Windows drive under WSL, vfat, casefolded
+    # ext4) these are .git/hooks and .codemode; was: written
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    before = sorted(p.relative_to(ws).as_posix() for p in ws.rglob("*"))
+    for tool, args in (
+        ("write_file", {"path": path, "content": "x\n"}),
+        ("edit", {"path": path, "old_string": "", "new_string": "x\n"}),
+        ("apply_patch", {"input": f"*** Begin Patch\n*** Add File: {path}\n+x\n*** End Patch\n"}),
+    ):
+        message = asyncio.run(call_error(ws, tool, **args))
+        assert "read-only" in message, (tool, message)
+    assert sorted(p.relative_to(ws).as_posix() for p in ws.rglob("*")) == before
+
+
+def test_names_that_only_resemble_protected_folders_are_written(ws: Path) -> None:
+    for path in (".github/workflows/ci.yml", ".gitignore", "git/x", ".codemodex/y", "a.git/b"):
+        asyncio.run(call(ws, "write_file", path=path, content="x\n"))
+        assert (ws / path).read_text() == "x\n"
+
+
+# --- escapes that are already closed (confirmed) -------------------------------------
+
+
+def test_a_hard_link_to_a_file_outside_is_replaced_not_written_through(
+    ws: Path, outside: Path
+) -> None:
+    secret = outside / "secret"
+    secret.write_text("outside\n")
+    os.link(secret, ws / "link")
+    asyncio.run(call(ws, "write_file", path="link", content="one\n"))
+    asyncio.run(call(ws, "edit", path="link", old_string="one", new_string="two"))
+    patch = "*** Begin Patch\n*** Update File: link\n@@\n-two\n+three\n*** End Patch\n"
+    asyncio.run(call(ws, "apply_patch", input=patch))
+    assert (ws / "link").read_text() == "three\n"
+    assert secret.read_text() == "outside\n" and os.stat(secret).st_nlink == 1
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/proc/self/root/proc/self/environ",
+        "/proc/thread-self/root/proc/thread-self/environ",
+        "/dev/fd/0",
+    ],
+)
+def test_proc_and_fd_links_lead_nowhere_readable(ws: Path, path: str) -> None:
+    message = asyncio.run(call_error(ws, "read_file", path=path))
+    assert "refusing to read" in message or "not a regular file" in message, message
+
+
+def test_writes_through_proc_self_root_stay_under_the_same_rules(ws: Path, outside: Path) -> None:
+    message = asyncio.run(
+        call_error(ws, "write_file", path=f"/proc/self/root{outside}/x", content="x")
+    )
+    assert "refusing to write" in message, message
+    assert not (outside / "x").exists()
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    message = asyncio.run(
+        call_error(ws, "write_file", path=f"/proc/self/root{ws}/.git/hooks/pre-commit", content="x")
+    )
+    assert "read-only" in message or "refusing" in message, message
+    assert not (ws / ".git" / "hooks" / "pre-commit").exists()
+
+
+def test_a_patch_whose_last_write_fails_changes_nothing(ws: Path) -> None:
+    (ws / "a.txt").write_text("one\n")
+    (ws / "b.txt").write_text("bee\n")
+    # The name passes every check and fails only when written (over 255 bytes).
+    patch = (
+        "*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+two\n"
+        "*** Delete File: b.txt\n*** Add File: new/dir/c.txt\n+c\n"
+        f"*** Add File: {'n' * 300}\n+x\n*** End Patch\n"
+    )
+    message = asyncio.run(call_error(ws, "apply_patch", input=patch))
+    assert "no file was changed" in message and "restored" in message, message
+    assert (ws / "a.txt").read_text() == "one\n" and (ws / "b.txt").read_text() == "bee\n"
+    assert sorted(p.name for p in ws.iterdir()) == ["a.txt", "b.txt"]
+
+
+# --- outputs that would be enormous --------------------------------------------------
+
+
+def test_grep_never_returns_more_than_its_cap(ws: Path) -> None:
+    # was: max_results=10**9 and "^" over two million empty lines built two million
+    # matches (14 s, hundreds of MB)
+    (ws / "nl.txt").write_text("\n" * (3 * MAX_GREP_MATCHES))
+    found = asyncio.run(call(ws, "grep", pattern="^", max_results=10**9))
+    assert len(found["matches"]) == MAX_GREP_MATCHES and found["truncated"] is True
+    found = asyncio.run(call(ws, "grep", pattern="^", max_results=7))
+    assert len(found["matches"]) == 7 and found["truncated"] is True
+
+
+def test_the_text_a_model_reads_of_a_huge_file_is_cut(ws: Path) -> None:
+    # was: read_file's text (the classic dialect's reply) held the whole 20 MB file
+    from codemode.tools.rendering import READ_TEXT_CHARS
+
+    (ws / "big.txt").write_text("".join(f"line {i}\n" for i in range(1_000_000)))
+    value = asyncio.run(call(ws, "read_file", path="big.txt"))
+    assert value["total_lines"] == 1_000_000 and len(value["content"]) > 6_000_000
+    text = READ_FILE.text(value)
+    assert text is not None and len(text) < READ_TEXT_CHARS + 500
+    last = text.splitlines()[-2]
+    number = int(last.split("\t")[0])
+    assert last.endswith(f"line {number - 1}")
+    assert f"continue with offset={number + 1}" in text.splitlines()[-1]
+    # One line longer than the whole budget: its start, and what to do.
+    (ws / "min.js").write_text("x" * (3 * READ_TEXT_CHARS) + "\n")
+    text = READ_FILE.text(asyncio.run(call(ws, "read_file", path="min.js")))
+    assert text is not None and len(text) < READ_TEXT_CHARS + 500 and "line cut" in text
+
+
+def test_the_text_of_a_huge_grep_is_cut(ws: Path) -> None:
+    from codemode.tools.rendering import READ_TEXT_CHARS
+
+    (ws / "wide.txt").write_text(("needle " + "x" * 400 + "\n") * 2000)
+    value = asyncio.run(call(ws, "grep", pattern="needle", max_results=2000))
+    assert len(value["matches"]) == 2000
+    text = GREP.text(value)
+    assert text is not None and len(text) < READ_TEXT_CHARS + 200
+    assert text.endswith("more lines left out to keep this reply short]")
+
+
+def test_read_file_text_numbers_lines_as_the_file_has_them(ws: Path) -> None:
+    # was: str.splitlines broke at the form feed and U+2028 too, so every number after
+    # them was off from the file's own (and from grep's)
+    (ws / "f.txt").write_text("a\x0cb\nc\u2028d\ne\n")
+    text = READ_FILE.text(asyncio.run(call(ws, "read_file", path="f.txt")))
+    assert text == "1\ta\x0cb\n2\tc\u2028d\n3\te"
+    assert [m["line"] for m in asyncio.run(call(ws, "grep", pattern="e"))["matches"]] == [3]
