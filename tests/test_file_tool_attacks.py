@@ -285,3 +285,82 @@ def test_read_file_text_numbers_lines_as_the_file_has_them(ws: Path) -> None:
     text = READ_FILE.text(asyncio.run(call(ws, "read_file", path="f.txt")))
     assert text == "1\ta\x0cb\n2\tc\u2028d\n3\te"
     assert [m["line"] for m in asyncio.run(call(ws, "grep", pattern="e"))["matches"]] == [3]
+
+
+# --- links and names the kernel refuses ----------------------------------------------
+
+
+def test_a_symlink_loop_does_not_sink_a_search(ws: Path) -> None:
+    # was: "tools.glob: Too many levels of symbolic links" for the whole search
+    (ws / "a.txt").write_text("needle\n")
+    os.symlink("loop", ws / "loop")
+    os.symlink("b", ws / "c")
+    os.symlink("c", ws / "b")
+    assert asyncio.run(call(ws, "glob", pattern="**/*"))["matches"] == ["a.txt"]
+    found = asyncio.run(call(ws, "grep", pattern="needle"))
+    assert [m["path"] for m in found["matches"]] == ["a.txt"]
+    listed = asyncio.run(call(ws, "list_dir"))["entries"]
+    assert {e["path"]: e["type"] for e in listed} == {
+        "a.txt": "file",
+        "b": "symlink",
+        "c": "symlink",
+        "loop": "symlink",
+    }
+    message = asyncio.run(call_error(ws, "read_file", path="loop"))
+    assert "read_file:" in message and "loop" in message, message
+
+
+def test_a_name_too_long_is_refused_by_each_tool_in_its_own_words(ws: Path) -> None:
+    name = "n" * 300
+    for tool, args, words in (
+        ("write_file", {"path": name, "content": "x"}, "write_file: cannot write"),
+        ("read_file", {"path": name}, "read_file: cannot read"),
+        ("edit", {"path": name, "old_string": "a", "new_string": "b"}, "edit: cannot read"),
+    ):
+        message = asyncio.run(call_error(ws, tool, **args))
+        # was: "tools.write_file: File name too long: nnn..." (the registry's fallback)
+        assert message.startswith(words) and "File name too long" in message, message
+    assert os.listdir(ws) == []
+    message = asyncio.run(call_error(ws, "edit", path="/", old_string="a", new_string="b"))
+    assert message == "edit: / is a directory, not a regular file", message
+
+
+@pytest.mark.parametrize("path", ["/proc/kallsyms", "/proc/kpageflags", "/proc/kcore"])
+def test_kernel_memory_is_not_readable(ws: Path, path: str) -> None:
+    if not os.path.exists(path):
+        pytest.skip(f"{path} does not exist here")
+    # was: /proc/kallsyms read (kernel addresses, as root), /proc/kpageflags "Invalid
+    # argument" from the registry's fallback
+    message = asyncio.run(call_error(ws, "read_file", path=path))
+    assert "refusing to read" in message or "not a regular file" in message, message
+
+
+def test_a_glob_without_doublestar_walks_only_as_deep_as_it_can_match(ws: Path) -> None:
+    from codemode.tools.ignore import walk_files
+
+    (ws / "top.py").write_text("x\n")
+    deep = ws / "src" / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    (ws / "src" / "one.py").write_text("x\n")
+    for i in range(200):
+        (deep / f"f{i}.py").write_text("x\n")
+    polls = 0
+
+    def stop() -> bool:
+        nonlocal polls
+        polls += 1
+        return False
+
+    assert list(walk_files(ws, stop=stop, max_depth=1)) == ["top.py"]
+    shallow = polls
+    polls = 0
+    assert len(list(walk_files(ws, stop=stop))) == 202
+    assert shallow * 20 < polls, (shallow, polls)  # the 200 deep files were never visited
+    assert asyncio.run(call(ws, "glob", pattern="*.py"))["matches"] == ["top.py"]
+    assert asyncio.run(call(ws, "glob", pattern="src/*.py"))["matches"] == ["src/one.py"]
+    assert asyncio.run(call(ws, "glob", pattern="*/*/*/*/f7.py"))["matches"] == ["src/a/b/c/f7.py"]
+    assert len(asyncio.run(call(ws, "glob", pattern="**/*.py"))["matches"]) == 202
+    found = asyncio.run(call(ws, "grep", pattern="x", glob="src/*.py"))
+    assert [m["path"] for m in found["matches"]] == ["src/one.py"]
+    found = asyncio.run(call(ws, "grep", pattern="x", glob="*.py"))
+    assert len(found["matches"]) == 202  # a bare glob matches at any depth, as rg -g

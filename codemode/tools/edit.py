@@ -74,10 +74,14 @@ def _plan_edit(
         data = store.read(path, shown)
     except (FileNotFoundError, NotADirectoryError):
         raise ToolError(f"edit: {shown} does not exist") from None
+    except IsADirectoryError:
+        raise ToolError(f"edit: {shown} is a directory, not a regular file") from None
     except NotRegular as exc:
         raise ToolError(f"edit: {exc}") from None
     except ToolError as exc:
         raise ToolError(f"edit: {exc}") from None
+    except OSError as exc:
+        raise ToolError(f"edit: cannot read {shown}: {exc.strerror or exc}") from None
     # A file that is not UTF-8 is edited as Latin-1 and written back so: no byte changes.
     text, encoding = decode(data)
     if is_binary(text):

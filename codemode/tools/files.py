@@ -119,6 +119,8 @@ def _read_bytes(path: Path, shown: str, store: FileStore) -> bytes:
         ) from None
     except ToolError as exc:
         raise ToolError(f"read_file: {exc}") from None
+    except OSError as exc:  # a name too long, a file the kernel will not read...
+        raise ToolError(f"read_file: cannot read {shown}: {exc.strerror or exc}") from None
 
 
 def _read_file_sync(args: ReadFileArgs, ctx: ToolContext, store: FileStore) -> ReadFileResult:
@@ -243,6 +245,8 @@ def _write_file_sync(
         raise ToolError(f"write_file: cannot create {shown}: {exc.filename} is a file") from None
     except ToolError as exc:
         raise ToolError(f"write_file: {exc}") from None
+    except OSError as exc:  # a name too long, a full disk, a read-only filesystem...
+        raise ToolError(f"write_file: cannot write {shown}: {exc.strerror or exc}") from None
     return WriteFileResult(path=shown, bytes_written=len(data), created=created)
 
 

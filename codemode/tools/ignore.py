@@ -151,6 +151,7 @@ def walk_files(
     respect_gitignore: bool = True,
     ignore_top: Path | None = None,
     stop: Callable[[], bool] | None = None,
+    max_depth: int | None = None,
 ) -> Iterator[str]:
     """Yield the files under ``root`` as posix paths relative to it, depth first.
 
@@ -158,10 +159,12 @@ def walk_files(
     by ``.gitignore`` files (in ``root``, below it, or in its ancestors up to
     ``ignore_top``/the repository root) are skipped too. Symlinked directories are not
     followed; symlinks to files are yielded. ``stop`` is polled at every entry so a long
-    walk can be abandoned.
+    walk can be abandoned. ``max_depth`` yields only files at most that many components
+    deep (and descends no further): a glob without ``**`` such as ``*.py`` or
+    ``src/*.ts`` need not walk the whole tree.
     """
     inherited = _inherited_rules(root, ignore_top) if respect_gitignore else []
-    yield from _walk(root, "", inherited, respect_gitignore, stop)
+    yield from _walk(root, "", inherited, respect_gitignore, stop, max_depth)
 
 
 def _walk(
@@ -170,6 +173,7 @@ def _walk(
     rules: list[_Rules],
     respect: bool,
     stop: Callable[[], bool] | None,
+    max_depth: int | None = None,
 ) -> Iterator[str]:
     # A stack, not recursion: a tree thousands of folders deep (a hostile repository)
     # must not end the walk with RecursionError. Order as before: depth first, sorted.
@@ -206,10 +210,19 @@ def _walk(
             if respect and _ignored(here_rules, rel + "/" if is_dir else rel):
                 continue
             if is_dir:
-                todo.append((Path(entry.path), rel, here_rules))
-            elif entry.is_file():  # follows symlinks: broken links and sockets drop out here
+                # A folder of k components holds files of k + 1.
+                if max_depth is None or rel.count("/") + 2 <= max_depth:
+                    todo.append((Path(entry.path), rel, here_rules))
+            elif _is_file(entry):  # follows symlinks: broken links and sockets drop out here
                 todo.append(rel)
         stack.extend(reversed(todo))
+
+
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:  # a link the kernel will not let us follow (/proc/1/cwd)
+        return False
 
 
 def _ignored(rules: list[_Rules], rel: str) -> bool:

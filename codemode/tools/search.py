@@ -114,6 +114,13 @@ def _split_literal_prefix(pattern: str) -> tuple[str, str]:
     return prefix, "/".join(segments[n:])
 
 
+def _depth(pattern: str) -> int | None:
+    """How many components deep a path matching ``pattern`` is, None when ``**`` makes
+    it any depth (``*`` and the other wildcards never cross a ``/``)."""
+    segments = [s for s in pattern.split("/") if s not in ("", ".")]
+    return None if "**" in segments else len(segments)
+
+
 def _join(base: Path, rel: str) -> Path:
     return Path(os.path.normpath(os.path.join(base, rel)))
 
@@ -199,6 +206,7 @@ def _glob_sync(
             respect_gitignore=not args.include_ignored,
             ignore_top=ctx.workspace,
             stop=stop.is_set,
+            max_depth=_depth(rest),
         )
         if start.is_dir()
         else iter(()),
@@ -400,13 +408,16 @@ def _grep_sync(
             st_mode = stat.S_IFDIR  # a directory only the store has (made in a dry run)
     if stat.S_ISDIR(st_mode):
         only = None
+        depth = None
         if args.glob:
             # Like ripgrep's -g: a bare "*.py" means any .py file, not just top-level ones.
-            only = compile_glob(args.glob if "/" in args.glob else "**/" + args.glob)
+            wanted_glob = args.glob if "/" in args.glob else "**/" + args.glob
+            only = compile_glob(wanted_glob)
+            depth = _depth(wanted_glob)
         on_disk = target.is_dir()
         rels = _walked(
             target,
-            walk_files(target, ignore_top=ctx.workspace, stop=stop.is_set)
+            walk_files(target, ignore_top=ctx.workspace, stop=stop.is_set, max_depth=depth)
             if on_disk
             else iter(()),
             overlay,

@@ -16,8 +16,8 @@ it is about to create or replace, symlinks already resolved by the race-free wal
   formatting character (``codemode.tools.path_chars``), even one reached through a
   symlink whose target was given such a name;
 - reads of the agent process's own ``/proc`` entries (its environment holds the
-  credentials that subprocesses are denied), and of the kernel files that look regular
-  but block until data arrives.
+  credentials that subprocesses are denied), of the kernel files that look regular
+  but block until data arrives, and of kernel memory (``/proc/kcore``, ``kallsyms``).
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ _PROC_PROCESS = re.compile(r"^/proc/(?:\d+|self|thread-self)(?:/|$)")
 # Files that look regular but wait for data that may never come (the kernel log, the
 # tracing pipes): a read could outlive every time limit.
 _BLOCKING = re.compile(r"^/(?:proc/kmsg$|sys/kernel/(?:debug/)?tracing/(?:.*/)?trace_pipe)")
+# Kernel memory and addresses, which look like regular files to a process with the
+# capabilities to read them (an agent run as root): no coding task needs them.
+_KERNEL_MEMORY = re.compile(r"^/proc/(?:kcore|vmcore|kallsyms|kpage[a-z]+)$")
 
 
 def write_refusal(parts: Sequence[str]) -> str | None:
@@ -81,4 +84,6 @@ def read_refusal(real: Path) -> str | None:
         return "process information under /proc is not readable by the file tools"
     if _BLOCKING.match(shown):
         return "it waits for data that may never come; read it with tools.shell"
+    if _KERNEL_MEMORY.match(shown):
+        return "kernel memory and addresses are not readable by the file tools"
     return None
