@@ -364,3 +364,99 @@ def test_a_glob_without_doublestar_walks_only_as_deep_as_it_can_match(ws: Path) 
     assert [m["path"] for m in found["matches"]] == ["src/one.py"]
     found = asyncio.run(call(ws, "grep", pattern="x", glob="*.py"))
     assert len(found["matches"]) == 202  # a bare glob matches at any depth, as rg -g
+
+
+# --- a file changed by something else while a patch is applied ----------------------
+
+
+def _plan(ws: Path, patch: str) -> Any:
+    from codemode.tools.patch.parser import parse_patch
+    from codemode.tools.patch.plan import make_plan
+    from codemode.tools.store.disk import DiskStore
+
+    ctx = ToolContext(workspace=ws)
+    store = DiskStore(ctx)
+    return store, make_plan(parse_patch(patch)[0], ws, ctx, store)
+
+
+@pytest.mark.parametrize("change", ["rewrite", "remove", "create"])
+def test_a_file_changed_between_plan_and_commit_is_not_overwritten(ws: Path, change: str) -> None:
+    # The planner and the commit are the real ones, run one after the other as
+    # apply_patch does; between them the test does what a concurrent shell would.
+    from codemode.tools.store.commit import CommitFailed
+
+    (ws / "a.txt").write_text("one\n")
+    (ws / "b.txt").write_text("bee\n")
+    patch = (
+        "*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+two\n"
+        "*** Update File: b.txt\n@@\n-bee\n+BEE\n*** Add File: c.txt\n+sea\n*** End Patch\n"
+    )
+    store, plan = _plan(ws, patch)
+    if change == "rewrite":
+        (ws / "b.txt").write_text("bee, and the shell's line\n")
+    elif change == "remove":
+        (ws / "b.txt").unlink()
+    else:
+        (ws / "c.txt").write_text("the shell's file\n")
+    # was: b.txt (or c.txt) overwritten with content computed from what it held before
+    with pytest.raises(CommitFailed) as info:
+        store.commit(plan.removals, plan.writes, plan.originals)
+    assert "by something else" in str(info.value) and "restored" in str(info.value)
+    assert (ws / "a.txt").read_text() == "one\n"  # the write before it was undone
+    if change == "rewrite":
+        assert (ws / "b.txt").read_text() == "bee, and the shell's line\n"
+    elif change == "remove":
+        assert not (ws / "b.txt").exists()
+    else:
+        assert (ws / "c.txt").read_text() == "the shell's file\n"
+        assert (ws / "b.txt").read_text() == "bee\n"
+
+
+def test_a_patch_over_unchanged_files_still_commits(ws: Path) -> None:
+    (ws / "a.txt").write_text("one\n")
+    (ws / "gone.txt").write_text("x\n")
+    os.symlink("a.txt", ws / "link")
+    store, plan = _plan(
+        ws,
+        "*** Begin Patch\n*** Update File: link\n@@\n-one\n+two\n"
+        "*** Delete File: gone.txt\n*** Add File: new.txt\n+n\n*** End Patch\n",
+    )
+    store.commit(plan.removals, plan.writes, plan.originals)
+    assert (ws / "a.txt").read_text() == "two\n" and (ws / "link").is_symlink()
+    assert not (ws / "gone.txt").exists() and (ws / "new.txt").read_text() == "n\n"
+
+
+async def test_an_edit_is_made_on_what_the_file_holds_when_it_is_written(tmp_path: Path) -> None:
+    # The approval question stands between an edit's check and its write; a shell
+    # appends to the file while the user decides. was: the edit wrote the text it had
+    # computed from the file before, and the appended line was lost.
+    from codemode.sandbox.session import SandboxSession
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = outside / "notes.txt"
+    target.write_text("alpha\nbeta\n")
+
+    async def approver(request: Any) -> str:
+        with open(target, "a") as f:  # what a concurrent shell would do
+            f.write("gamma\n")
+        return "once"
+
+    settings = {"sandbox_mode": "workspace-write", "approval_policy": "on-request"}
+    ctx = ToolContext(workspace=ws, sandbox=SandboxSession(ws, settings, approver=approver))
+    args = {"path": str(target), "old_string": "beta", "new_string": "BETA"}
+    result = await _registry().invoke("edit", args, ctx)
+    assert result["replacements"] == 1
+    assert target.read_text() == "alpha\nBETA\ngamma\n"
+
+    # Meanwhile the text to replace went away: the edit is refused, nothing written.
+    async def removes(request: Any) -> str:
+        target.write_text("rewritten\n")
+        return "once"
+
+    ctx = ToolContext(workspace=ws, sandbox=SandboxSession(ws, settings, approver=removes))
+    with pytest.raises(ToolError, match="old_string was not found"):
+        await _registry().invoke("edit", args | {"old_string": "alpha"}, ctx)
+    assert target.read_text() == "rewritten\n"

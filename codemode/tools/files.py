@@ -13,6 +13,7 @@ worker thread so the event loop stays responsive.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import Field
@@ -229,24 +230,33 @@ def _encoded(args: WriteFileArgs, old: bytes | None, shown: str) -> bytes:
     return encode(args.content, encoding, shown)
 
 
-def _write_file_sync(
-    args: WriteFileArgs, ctx: ToolContext, store: FileStore, path: Path, grant: Path | None
+# What a write puts in a file given what it holds now (None: no file, or one too big to
+# look at) and the path as shown; raises ToolError to write nothing.
+Change = Callable[[bytes | None, str], bytes]
+
+
+def _write_sync(
+    tool: str,
+    ctx: ToolContext,
+    store: FileStore,
+    path: Path,
+    named: str,
+    change: Change,
+    grant: Path | None,
 ) -> WriteFileResult:
     shown = ctx.display(path)
     try:
-        data, created = store.replace(
-            path, args.path, lambda old: _encoded(args, old, shown), grant=grant
-        )
+        data, created = store.replace(path, named, lambda old: change(old, shown), grant=grant)
     except WriteRefused:
         raise  # says which path and why already
     except IsADirectoryError:
-        raise ToolError(f"write_file: {shown} is a directory") from None
+        raise ToolError(f"{tool}: {shown} is a directory") from None
     except NotADirectoryError as exc:
-        raise ToolError(f"write_file: cannot create {shown}: {exc.filename} is a file") from None
+        raise ToolError(f"{tool}: cannot create {shown}: {exc.filename} is a file") from None
     except ToolError as exc:
-        raise ToolError(f"write_file: {exc}") from None
+        raise ToolError(f"{tool}: {exc}") from None
     except OSError as exc:  # a name too long, a full disk, a read-only filesystem...
-        raise ToolError(f"write_file: cannot write {shown}: {exc.strerror or exc}") from None
+        raise ToolError(f"{tool}: cannot write {shown}: {exc.strerror or exc}") from None
     return WriteFileResult(path=shown, bytes_written=len(data), created=created)
 
 
@@ -259,15 +269,23 @@ async def write_file(args: WriteFileArgs, ctx: ToolContext) -> WriteFileResult:
 
 async def write_through(args: WriteFileArgs, ctx: ToolContext, tool: str) -> WriteFileResult:
     """``write_file``'s work, with ``tool`` named in what the user is asked."""
+    return await write_changed(ctx, tool, args.path, lambda old, shown: _encoded(args, old, shown))
+
+
+async def write_changed(ctx: ToolContext, tool: str, named: str, change: Change) -> WriteFileResult:
+    """Write the file ``named`` (as the model gave it) with what ``change`` makes of
+    its current bytes, read and replaced in one walk (so nothing written meanwhile is
+    lost), through the session's store; a write outside the writable roots is put to
+    the user, naming ``tool``, when someone can answer."""
     store = store_for(ctx)
-    path = ctx.resolve(args.path)
+    path = ctx.resolve(named)
     try:
-        return await asyncio.to_thread(_write_file_sync, args, ctx, store, path, None)
+        return await asyncio.to_thread(_write_sync, tool, ctx, store, path, named, change, None)
     except OutsideRoots as refusal:
         from codemode.tools.write_approval import approve_outside_write
 
         grant = await approve_outside_write(ctx, tool, path, refusal)
-    return await asyncio.to_thread(_write_file_sync, args, ctx, store, path, grant)
+    return await asyncio.to_thread(_write_sync, tool, ctx, store, path, named, change, grant)
 
 
 WRITE_FILE = Tool(
