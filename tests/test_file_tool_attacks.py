@@ -460,3 +460,52 @@ async def test_an_edit_is_made_on_what_the_file_holds_when_it_is_written(tmp_pat
     with pytest.raises(ToolError, match="old_string was not found"):
         await _registry().invoke("edit", args | {"old_string": "alpha"}, ctx)
     assert target.read_text() == "rewritten\n"
+
+
+# A child reads a 20 MB file of empty lines (and renders it as the classic dialect
+# does) with its address space capped a little above what it uses before the read.
+READ_CHILD = """
+import asyncio, resource, sys
+from pathlib import Path
+from codemode.tools.builtin import builtin_registry
+from codemode.tools.context import ToolContext
+from codemode.tools.files import READ_FILE
+
+ws = Path(sys.argv[1])
+reg = builtin_registry()
+ctx = ToolContext(workspace=ws)
+
+async def main():
+    await reg.invoke("read_file", {"path": "small.txt"}, ctx)  # threads, imports: warm
+    with open("/proc/self/status") as status:
+        vm = next(int(line.split()[1]) for line in status if line.startswith("VmSize:"))
+    headroom = int(sys.argv[2]) << 20
+    resource.setrlimit(resource.RLIMIT_AS, (vm * 1024 + headroom, resource.RLIM_INFINITY))
+    value = await reg.invoke("read_file", {"path": "nl.txt"}, ctx)
+    window = await reg.invoke("read_file", {"path": "nl.txt", "offset": 10**7, "limit": 3}, ctx)
+    text = READ_FILE.text(value)
+    print(value["total_lines"], len(value["content"]), window["content"] == "\\n" * 3, len(text))
+
+asyncio.run(main())
+"""
+
+
+def test_reading_a_file_of_millions_of_lines_costs_memory_by_its_size(ws: Path) -> None:
+    # was: a list of one string per line, twice (the window, then the rendered text):
+    # ~520 MB of peak memory for a 20 MB file of empty lines
+    from codemode.tools.files import MAX_READ_BYTES
+
+    size = MAX_READ_BYTES - 10
+    (ws / "small.txt").write_text("x\n")
+    (ws / "nl.txt").write_text("\n" * size)
+    # The file's text, its window copied out, its JSON-able result: a few times 20 MB.
+    proc = subprocess.run(
+        [sys.executable, "-c", READ_CHILD, str(ws), "200"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    total, length, window_ok, text_length = proc.stdout.split()
+    assert int(total) == size and int(length) == size and window_ok == "True"
+    assert int(text_length) < 110_000

@@ -137,11 +137,32 @@ def _read_file_sync(args: ReadFileArgs, ctx: ToolContext, store: FileStore) -> R
     return _window(text, shown, args, encoding)
 
 
+def _line_start(text: str, number: int) -> int:
+    """Where line ``number`` (1-based) of ``text`` starts; ``len(text)`` past the end.
+    Counted in C a block at a time: a file of millions of lines is never split into a
+    string per line."""
+    need = number - 1
+    pos = 0
+    while need > 0 and pos < len(text):
+        block_end = min(len(text), pos + _BLOCK)
+        found = text.count("\n", pos, block_end)
+        if found < need:
+            need -= found
+            pos = block_end
+            continue
+        for _ in range(need):
+            pos = text.index("\n", pos) + 1
+        return pos
+    return pos if need <= 0 else len(text)
+
+
+_BLOCK = 1 << 16
+
+
 def _window(
     text: str, shown: str, args: ReadFileArgs, encoding: Encoding = "utf-8"
 ) -> ReadFileResult:
-    lines = split_lines(text)
-    total = len(lines)
+    total = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
     first = args.offset or 1
     # An empty file still has a "line 1" to start at, so offset 1 is always valid.
     if first > max(total, 1):
@@ -150,10 +171,12 @@ def _window(
             f"which has {total} line{'' if total == 1 else 's'}"
         )
     stop = total if args.limit is None else min(total, first - 1 + args.limit)
-    selected = lines[first - 1 : stop]
+    start = _line_start(text, first)
+    end = len(text) if stop >= total else _line_start(text, stop + 1)
+    selected = stop >= first
     return ReadFileResult(
         path=shown,
-        content="".join(selected),
+        content=text[start:end],
         start_line=first if selected else 0,
         end_line=stop if selected else 0,
         total_lines=total,

@@ -21,29 +21,34 @@ def shell(r: dict[str, object]) -> str:
 
 
 def read_file(r: dict[str, Any]) -> str:
+    content: str = r["content"]
     # Lines as read_file counts them: only "\n" ends one (str.splitlines would also break
-    # at a form feed or U+2028, and the numbers shown would drift from the file's).
-    lines = [line.removesuffix("\r") for line in r["content"].split("\n")]
+    # at a form feed or U+2028, and the numbers shown would drift from the file's). Only
+    # as much as can be shown is split: a file of millions of short lines would
+    # otherwise cost a string each.
+    lines = [line.removesuffix("\r") for line in content[: READ_TEXT_CHARS + 1].split("\n")]
     if lines and lines[-1] == "":
         lines.pop()
-    width = len(str(r["start_line"] + len(lines)))
+    in_content = r["end_line"] - r["start_line"] + 1 if r["start_line"] else 0
+    width = len(str(r["start_line"] + in_content))
     shown: list[str] = []
     size = 0
     for i, line in enumerate(lines):
         numbered = f"{r['start_line'] + i:>{width}}\t{line}"
         if size + len(numbered) > READ_TEXT_CHARS:
             if not shown:  # one line longer than the whole budget: its start
+                length = content.find("\n")
                 shown.append(
                     numbered[:READ_TEXT_CHARS]
-                    + f" [line cut: {len(line)} characters in all; read it with tools.grep "
-                    "or tools.shell]"
+                    + f" [line cut: {length if length >= 0 else len(content)} characters in "
+                    "all; read it with tools.grep or tools.shell]"
                 )
             break
         shown.append(numbered)
         size += len(numbered) + 1
     body = "\n".join(shown)
     last = r["start_line"] + len(shown) - 1
-    if len(shown) < len(lines):
+    if len(shown) < in_content:
         body += (
             f"\n[lines {r['start_line']}-{last} of {r['total_lines']} shown, to keep this "
             f"reply short; continue with offset={last + 1}]"
