@@ -106,12 +106,23 @@ def test_a_gitignore_that_is_no_regular_file_is_passed_over(ws: Path, kind: str)
 
 
 def test_an_oversized_gitignore_is_not_honoured(ws: Path) -> None:
-    from codemode.tools.ignore import MAX_GITIGNORE_BYTES
+    from codemode.tools.ignore_rules import MAX_GITIGNORE_BYTES
 
     (ws / "a.txt").write_text("needle\n")
     (ws / ".gitignore").write_text("a.txt\n" + "#" * MAX_GITIGNORE_BYTES)
     found = asyncio.run(call(ws, "glob", pattern="*.txt"))
     assert found["matches"] == ["a.txt"]  # searching more, never less
+
+
+def test_a_gitignore_line_git_cannot_use_is_dropped_not_fatal(ws: Path) -> None:
+    # was: "tools.glob failed: GitIgnorePatternError: Invalid git pattern: '!'" for every
+    # search below the folder
+    (ws / "a.txt").write_text("needle\n")
+    (ws / "b.log").write_text("needle\n")
+    (ws / ".gitignore").write_text("!\nx\\\n*.log\n[unclosed\n")
+    assert asyncio.run(call(ws, "glob", pattern="*"))["matches"] == [".gitignore", "a.txt"]
+    found = asyncio.run(call(ws, "grep", pattern="needle"))
+    assert [m["path"] for m in found["matches"]] == ["a.txt"]
 
 
 def test_a_gitignore_of_thousands_of_lines_still_applies(ws: Path) -> None:

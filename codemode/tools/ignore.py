@@ -10,118 +10,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
 
-from codemode.tools.context import ToolError
-
-if TYPE_CHECKING:
-    # Imported where a .gitignore is read: pathspec (with its RE2 and Hyperscan
-    # backends) costs ~30 ms of CPU, and a session loads this module with its tools
-    # whether or not anything is ever searched.
-    import pathspec
+from codemode.tools.ignore_rules import Rules, load
 
 
-# A .gitignore is read like any file the tools read: regular files only (a FIFO would
-# block the walk for good, /dev/zero fill memory), at most this many bytes. A bigger one
-# is not honoured: the search then looks at more files, never at fewer.
-MAX_GITIGNORE_BYTES = 1 << 20
-# Patterns tried together in one RE2 alternation before trying them one by one.
-_GROUP = 64
-
-
-class _Searcher(Protocol):
-    """A compiled RE2 regex, as far as it is used here."""
-
-    def search(self, text: str, /) -> object: ...
-
-
-@dataclass(frozen=True)
-class _Group:
-    """Consecutive patterns of one ``.gitignore`` and ``any``, which matches where one
-    of them does (None when RE2 would not compile them together)."""
-
-    patterns: list[pathspec.Pattern]
-    any: _Searcher | None
-
-
-@dataclass(frozen=True)
-class _Rules:
-    """One ``.gitignore``; ``prefix + rel[strip:]`` turns a walk-relative path into one
-    relative to the directory holding the file, which is what its patterns match."""
-
-    groups: list[_Group]
-    prefix: str
-    strip: int
-
-    def verdict(self, rel: str) -> bool | None:
-        """True if ignored, False if re-included by a ``!`` pattern, None if no pattern applies."""
-        path = self.prefix + rel[self.strip :]
-        # The last matching pattern decides, as in git. Going through the patterns
-        # ourselves (rather than match_file) tells "no match" apart from "negated". A
-        # group none of whose patterns match is passed over with one search, so a
-        # .gitignore of thousands of lines costs a few searches per path, not thousands.
-        for group in reversed(self.groups):
-            if group.any is not None and group.any.search(path) is None:
-                continue
-            for pattern in reversed(group.patterns):
-                if pattern.match_file(path) is not None:
-                    return bool(pattern.include)
-        return None
-
-
-def _load(directory: Path, prefix: str, strip: int) -> _Rules | None:
-    from codemode.tools.fs.reading import read_regular
-
-    try:
-        data = read_regular(directory / ".gitignore", MAX_GITIGNORE_BYTES)
-    except (OSError, ToolError):  # none, not a regular file, too big, refused
-        return None
-    import pathspec
-
-    text = data.decode("utf-8", errors="replace")
-    # The "simple" backend: the others compile every pattern into one RE2 or Hyperscan
-    # set, which a .gitignore of a few thousand lines makes fail ("failed to compile
-    # Set"), failing the whole search. Patterns are matched by ``_Rules`` instead.
-    spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines(), backend="simple")
-    groups = _linear(spec)
-    return _Rules(groups, prefix, strip) if groups else None
-
-
-def _linear(spec: pathspec.GitIgnoreSpec) -> list[_Group]:
-    """``spec``'s patterns matched with RE2 instead of Python's re, in groups. A
-    .gitignore is written by whatever runs in the workspace, and Python's engine takes
-    minutes to match a line such as ``*a*a*a*a*a*a*a*a*c`` against a long name; RE2 is
-    linear. A pattern RE2 cannot compile is dropped, as are no-op patterns."""
-    import re2  # lazy: RE2 loads with the first .gitignore
-
-    options = re2.Options()
-    options.log_errors = False
-    kept: list[tuple[pathspec.Pattern, str]] = []
-    for pattern in spec.patterns:
-        regex = getattr(pattern, "regex", None)
-        if pattern.include is None or regex is None:
-            continue
-        try:
-            pattern.regex = re2.compile(regex.pattern, options)
-        except re2.error:
-            continue
-        kept.append((pattern, regex.pattern))
-    groups = []
-    for at in range(0, len(kept), _GROUP):
-        part = kept[at : at + _GROUP]
-        # Each pattern names its group "ps_d"; one alternation may not repeat a name.
-        joined = "|".join(f"(?:{source.replace('(?P<ps_d>', '(?:')})" for _, source in part)
-        try:
-            any_of = re2.compile(joined, options)
-        except re2.error:
-            any_of = None  # tried one by one
-        groups.append(_Group([pattern for pattern, _ in part], any_of))
-    return groups
-
-
-def _inherited_rules(root: Path, top: Path | None) -> list[_Rules]:
+def _inherited_rules(root: Path, top: Path | None) -> list[Rules]:
     """Rules from ``.gitignore`` files in the ancestors of ``root``, outermost first.
 
     The ancestors considered run up to ``top`` or, if that lies inside a git repository,
@@ -139,7 +33,7 @@ def _inherited_rules(root: Path, top: Path | None) -> list[_Rules]:
     ancestors = [root, *root.parents]
     for directory in reversed(ancestors[1 : ancestors.index(top) + 1]):
         below = root.relative_to(directory).as_posix() + "/"
-        found = _load(directory, below, 0)
+        found = load(directory, below, 0)
         if found:
             rules.append(found)
     return rules
@@ -170,14 +64,14 @@ def walk_files(
 def _walk(
     directory: Path,
     rel_dir: str,
-    rules: list[_Rules],
+    rules: list[Rules],
     respect: bool,
     stop: Callable[[], bool] | None,
     max_depth: int | None = None,
 ) -> Iterator[str]:
     # A stack, not recursion: a tree thousands of folders deep (a hostile repository)
     # must not end the walk with RecursionError. Order as before: depth first, sorted.
-    stack: list[tuple[Path, str, list[_Rules]] | str] = [(directory, rel_dir, rules)]
+    stack: list[tuple[Path, str, list[Rules]] | str] = [(directory, rel_dir, rules)]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
@@ -187,7 +81,7 @@ def _walk(
             return
         here, rel_here, here_rules = item
         if respect:
-            own = _load(here, "", len(rel_here) + 1 if rel_here else 0)
+            own = load(here, "", len(rel_here) + 1 if rel_here else 0)
             if own:
                 here_rules = [*here_rules, own]
         try:
@@ -195,7 +89,7 @@ def _walk(
                 entries = sorted(it, key=lambda e: e.name)
         except OSError:
             continue  # unreadable directories are skipped, as find and rg do
-        todo: list[tuple[Path, str, list[_Rules]] | str] = []
+        todo: list[tuple[Path, str, list[Rules]] | str] = []
         for entry in entries:
             # Polled per entry too: a huge .gitignore over a huge folder is slow to match.
             if stop is not None and stop():
@@ -225,7 +119,7 @@ def _is_file(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def _ignored(rules: list[_Rules], rel: str) -> bool:
+def _ignored(rules: list[Rules], rel: str) -> bool:
     # Deeper .gitignore files take precedence over shallower ones.
     for r in reversed(rules):
         verdict = r.verdict(rel)
