@@ -520,3 +520,81 @@ def test_reading_a_file_of_millions_of_lines_costs_memory_by_its_size(ws: Path) 
     total, length, window_ok, text_length = proc.stdout.split()
     assert int(total) == size and int(length) == size and window_ok == "True"
     assert int(text_length) < 110_000
+
+
+# --- the same attacks from an unprivileged user --------------------------------------
+
+UNPRIVILEGED_CHILD = """
+import asyncio, json, os, sys
+from pathlib import Path
+from codemode.tools.builtin import builtin_registry
+from codemode.tools.context import ToolContext, ToolError
+
+ws = Path(sys.argv[1])
+(ws / "a.txt").write_text("needle\\n")
+(ws / "sub").mkdir()
+(ws / "sub" / "b.txt").write_text("needle\\n")
+os.mkfifo(ws / "sub" / ".gitignore")
+os.mkdir(ws / ".git")
+reg, ctx = builtin_registry(), ToolContext(workspace=ws)
+
+async def refused(tool, **args):
+    try:
+        await reg.invoke(tool, args, ctx)
+    except ToolError as exc:
+        return str(exc)
+    return "written"
+
+async def main():
+    found = await reg.invoke("grep", {"pattern": "needle"}, ctx)
+    out = {
+        "uid": os.getuid(),
+        "grep": [m["path"] for m in found["matches"]],
+        "newline": await refused("write_file", path="x\\ny", content="x"),
+        "case": await refused("write_file", path=".GIT/hooks/pre-commit", content="x"),
+        "patch": await refused(
+            "apply_patch", input="*** Begin Patch\\n*** Add File: e\\x1bf\\n+x\\n*** End Patch\\n"
+        ),
+        "environ": await refused("read_file", path="/proc/self/environ"),
+    }
+    print(json.dumps(out))
+
+asyncio.run(main())
+"""
+
+
+def test_the_attacks_fail_the_same_for_an_unprivileged_user() -> None:
+    import json
+    import shutil
+    import tempfile
+
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to drop to an unprivileged user (uid 65534)")
+    # Not under pytest's tmp_path: its parents are private to root.
+    top = Path(tempfile.mkdtemp(prefix="codemode-attacks-"))
+    os.chmod(top, 0o755)
+    ws = top / "ws"
+    ws.mkdir()
+    os.chown(ws, 65534, 65534)
+    try:
+        proc = subprocess.run(
+            [
+                *("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"),
+                *(sys.executable, "-c", UNPRIVILEGED_CHILD, str(ws)),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "HOME": str(top)},
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        out = json.loads(proc.stdout)
+        assert out["uid"] == 65534
+        assert out["grep"] == ["a.txt", "sub/b.txt"]
+        assert "a newline (U+000A)" in out["newline"]
+        assert "read-only" in out["case"]
+        assert "an escape character (U+001B)" in out["patch"]
+        assert "refusing to read" in out["environ"]
+        assert sorted(os.listdir(ws)) == [".git", "a.txt", "sub"]
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
