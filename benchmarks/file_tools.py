@@ -9,7 +9,12 @@ path every surface takes), in a fresh temporary workspace, in microseconds:
 - ``write_over_us``: write_file over an existing file;
 - ``read_us``: read_file of a 4 KB file three folders deep;
 - ``patch_update_us``: apply_patch updating one line of that file;
-- ``grep_tree_ms``: grep over 200 files of 4 KB (milliseconds).
+- ``grep_tree_ms``: grep over 200 files of 4 KB (milliseconds);
+- ``glob_big_gitignore_ms``: glob ``*`` over 300 files under a 10,000-line .gitignore
+  (milliseconds, median of 5);
+- ``read_20mb_lines_ms`` and ``read_20mb_lines_peak_mb``: read_file of a 20 MB file of
+  empty lines and its classic text, in a fresh process (milliseconds, once; the
+  process's peak resident memory over what it held before the read, in MB).
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import argparse
 import asyncio
 import json
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -78,7 +85,54 @@ async def measure(calls: int) -> dict[str, float]:
             registry, ctx, "grep", lambda i: {"pattern": "never there", "path": "tree"}, 20
         )
         out["grep_tree_ms"] = grep / 1000
+        ignored = ws / "ignored"
+        ignored.mkdir()
+        for i in range(300):
+            (ignored / f"f{i}.txt").write_text("x\n")
+        lines = [f"pattern{i}*x/**/y{i}" for i in range(10_000)]
+        (ignored / ".gitignore").write_text("\n".join(lines) + "\n")
+        glob = await _median_us(
+            registry, ctx, "glob", lambda i: {"pattern": "*", "path": "ignored"}, 5
+        )
+        out["glob_big_gitignore_ms"] = glob / 1000
+        (ws / "nl.txt").write_text("\n" * (20 * 1024 * 1024 - 10))
+        ms, peak = _read_in_child(ws)
+        out["read_20mb_lines_ms"] = ms
+        out["read_20mb_lines_peak_mb"] = peak
     return {k: round(v, 1) for k, v in out.items()}
+
+
+READ_CHILD = """
+import asyncio, json, sys, time
+from pathlib import Path
+from codemode.tools.builtin import builtin_registry
+from codemode.tools.context import ToolContext
+from codemode.tools.files import READ_FILE
+
+def status(field):
+    # ru_maxrss would count the parent's peak, which a child inherits across exec.
+    with open("/proc/self/status") as lines:
+        return next(int(line.split()[1]) for line in lines if line.startswith(field))
+
+async def main():
+    reg, ctx = builtin_registry(), ToolContext(workspace=Path(sys.argv[1]))
+    await reg.invoke("list_dir", {}, ctx)
+    before = status("VmRSS:")
+    started = time.perf_counter()
+    READ_FILE.text(await reg.invoke("read_file", {"path": "nl.txt"}, ctx))
+    ms = (time.perf_counter() - started) * 1000
+    print(json.dumps([ms, (status("VmHWM:") - before) / 1024]))
+
+asyncio.run(main())
+"""
+
+
+def _read_in_child(ws: Path) -> tuple[float, float]:
+    proc = subprocess.run(
+        [sys.executable, "-c", READ_CHILD, str(ws)], capture_output=True, text=True, check=True
+    )
+    ms, peak = json.loads(proc.stdout)
+    return float(ms), float(peak)
 
 
 def main() -> None:

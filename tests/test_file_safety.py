@@ -122,11 +122,13 @@ def _attack(
     return ok, refused, flips
 
 
-@pytest.mark.parametrize("tool", ["write_file", "apply_patch"])
+@pytest.mark.parametrize("tool", ["write_file", "apply_patch", "edit"])
 def test_symlink_flipping_race_writes_nothing_outside(ws: Path, outside: Path, tool: str) -> None:
     def args(i: int) -> Any:
         if tool == "write_file":
             return {"path": f"d/f{i}.txt", "content": "x\n"}
+        if tool == "edit":
+            return {"path": f"d/e{i}.txt", "old_string": "", "new_string": "x\n"}
         return {"input": f"*** Begin Patch\n*** Add File: d/p{i}.txt\n+x\n*** End Patch\n"}
 
     ok, refused, flips = _attack(ws, outside, tool, args, 3.0)
@@ -162,6 +164,19 @@ def test_race_on_update_delete_and_move_leaves_outside_decoys_alone(
     for name in ("t.txt", "gone.txt", "m.txt"):
         assert (outside / name).read_text() == "decoy\n"
     assert flips > 20 and ok > 0 and refused > 0, (flips, ok, refused)
+
+
+def test_race_on_edit_leaves_an_outside_decoy_alone(ws: Path, outside: Path) -> None:
+    (outside / "t.txt").write_text("decoy\n")
+
+    def args(i: int) -> Any:
+        # Read through the link (reads may look outside), written back inside or refused.
+        return {"path": "d/t.txt", "old_string": "decoy", "new_string": f"changed {i}"}
+
+    ok, refused, flips = _attack(ws, outside, "edit", args, 2.0)
+    assert _outside_files(outside) == ["t.txt"]
+    assert (outside / "t.txt").read_text() == "decoy\n"
+    assert flips > 20 and refused > 0, (flips, ok, refused)
 
 
 def test_symlink_inside_the_workspace_is_still_written_through(ws: Path) -> None:

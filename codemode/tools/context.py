@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codemode.errors import ToolError as ToolError  # defined in the leaf; named here too
+from codemode.tools.path_chars import refusal
 
 if TYPE_CHECKING:
     from codemode.sandbox.session import SandboxSession
@@ -60,9 +61,11 @@ class ToolContext:
 
     def resolve(self, path: str | Path) -> Path:
         """Resolve ``path`` against the workspace; the result is absolute and normalised.
-        A path holding a NUL character (which no file name can) is refused clearly."""
-        if "\0" in str(path):
-            raise ToolError(f"invalid path {str(path)!r}: it contains a NUL character")
+        A path holding a NUL, a newline or another control character is refused clearly
+        (``codemode.tools.path_chars``)."""
+        refused = refusal(str(path))
+        if refused is not None:
+            raise ToolError(refused)
         p = Path(path).expanduser()
         if not p.is_absolute():
             p = self.workspace / p

@@ -13,6 +13,7 @@ worker thread so the event loop stays responsive.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import Field
@@ -20,7 +21,13 @@ from pydantic import Field
 from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
 from codemode.tools.fs.reading import NotRegular, TooBig
-from codemode.tools.fs.text import Encoding, check_no_new_replacement, decode, encode
+from codemode.tools.fs.text import (
+    Encoding,
+    check_no_new_replacement,
+    decode,
+    encode,
+    is_binary,
+)
 from codemode.tools.store import (
     MAX_READ_BYTES,
     EntryKind,
@@ -30,14 +37,13 @@ from codemode.tools.store import (
     store_for,
 )
 
-# A NUL byte this early is the same heuristic git and grep use to call a file binary.
-BINARY_SNIFF_BYTES = 8192
 MAX_LIST_ENTRIES = 2000
 
 
-def looks_binary(head: bytes) -> bool:
-    """Whether a file whose first bytes are ``head`` should be treated as binary."""
-    return b"\0" in head[:BINARY_SNIFF_BYTES]
+def looks_binary(data: bytes) -> bool:
+    """Whether a file holding ``data`` is binary: a NUL near the start of its text (so a
+    UTF-16 file, whose bytes are half NULs, is text)."""
+    return is_binary(decode(data)[0])
 
 
 def split_lines(text: str) -> list[str]:
@@ -86,9 +92,11 @@ class ReadFileResult(ToolResult):
         description="True when the file continues after end_line; read on with offset."
     )
     encoding: Encoding = Field(
-        description='"utf-8", or "latin-1" for a file that is not valid UTF-8 (each byte '
-        "is then one character, U+0000-U+00FF, so every byte is kept). write_file and "
-        "edit write a file back in the encoding it had."
+        description='"utf-8"; "utf-16le", "utf-16be", "utf-32le" or "utf-32be" for a file '
+        'that starts with that byte order mark (not part of content); or "latin-1" for a '
+        "file that is not valid UTF-8 (each byte is then one character, U+0000-U+00FF, so "
+        "every byte is kept). write_file, edit and apply_patch write a file back in the "
+        "encoding it had, byte order mark included."
     )
 
 
@@ -112,23 +120,49 @@ def _read_bytes(path: Path, shown: str, store: FileStore) -> bytes:
         ) from None
     except ToolError as exc:
         raise ToolError(f"read_file: {exc}") from None
+    except OSError as exc:  # a name too long, a file the kernel will not read...
+        raise ToolError(f"read_file: cannot read {shown}: {exc.strerror or exc}") from None
 
 
 def _read_file_sync(args: ReadFileArgs, ctx: ToolContext, store: FileStore) -> ReadFileResult:
     path = ctx.resolve(args.path)
     shown = ctx.display(path)
     data = _read_bytes(path, shown, store)
-    if looks_binary(data):
-        raise ToolError(f"read_file: {shown} looks like a binary file")
     text, encoding = decode(data)
+    if is_binary(text):
+        raise ToolError(
+            f"read_file: {shown} looks like a binary file (it holds NUL characters); "
+            "only text files can be read"
+        )
     return _window(text, shown, args, encoding)
+
+
+def _line_start(text: str, number: int) -> int:
+    """Where line ``number`` (1-based) of ``text`` starts; ``len(text)`` past the end.
+    Counted in C a block at a time: a file of millions of lines is never split into a
+    string per line."""
+    need = number - 1
+    pos = 0
+    while need > 0 and pos < len(text):
+        block_end = min(len(text), pos + _BLOCK)
+        found = text.count("\n", pos, block_end)
+        if found < need:
+            need -= found
+            pos = block_end
+            continue
+        for _ in range(need):
+            pos = text.index("\n", pos) + 1
+        return pos
+    return pos if need <= 0 else len(text)
+
+
+_BLOCK = 1 << 16
 
 
 def _window(
     text: str, shown: str, args: ReadFileArgs, encoding: Encoding = "utf-8"
 ) -> ReadFileResult:
-    lines = split_lines(text)
-    total = len(lines)
+    total = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
     first = args.offset or 1
     # An empty file still has a "line 1" to start at, so offset 1 is always valid.
     if first > max(total, 1):
@@ -137,10 +171,12 @@ def _window(
             f"which has {total} line{'' if total == 1 else 's'}"
         )
     stop = total if args.limit is None else min(total, first - 1 + args.limit)
-    selected = lines[first - 1 : stop]
+    start = _line_start(text, first)
+    end = len(text) if stop >= total else _line_start(text, stop + 1)
+    selected = stop >= first
     return ReadFileResult(
         path=shown,
-        content="".join(selected),
+        content=text[start:end],
         start_line=first if selected else 0,
         end_line=stop if selected else 0,
         total_lines=total,
@@ -160,7 +196,8 @@ READ_FILE = Tool(
     description=(
         "Read a text file. Returns the whole file unless offset/limit pick a range "
         "of lines; total_lines and truncated tell you whether there is more. A file that "
-        "is not valid UTF-8 is read as Latin-1 (encoding says which), so no byte is lost. "
+        "is not valid UTF-8 is read as Latin-1, one with a UTF-16 or UTF-32 byte order mark "
+        "in that encoding (encoding says which), so no byte is lost. "
         "Binary files, files over 20 MB and anything but a regular file (devices, "
         "FIFOs, sockets) are refused."
     ),
@@ -188,7 +225,8 @@ class WriteFileArgs(StrictArgs):
     encoding: Encoding | None = Field(
         default=None,
         description="How to write the text: an existing file keeps its encoding (as "
-        'read_file reported it), a new one is "utf-8". Set it to convert a file.',
+        'read_file reported it), a new one is "utf-8". Set it to convert a file (the '
+        "UTF-16 and UTF-32 encodings are written with a byte order mark).",
     )
 
 
@@ -201,7 +239,9 @@ class WriteFileResult(ToolResult):
 def _old_text(data: bytes | None) -> tuple[str | None, Encoding | None]:
     if data is None:
         return None, None
-    return decode(data)
+    text, encoding = decode(data)
+    # A binary file replaced by text has no text encoding to keep: the new one is UTF-8.
+    return text, None if is_binary(text) else encoding
 
 
 def _encoded(args: WriteFileArgs, old: bytes | None, shown: str) -> bytes:
@@ -213,22 +253,33 @@ def _encoded(args: WriteFileArgs, old: bytes | None, shown: str) -> bytes:
     return encode(args.content, encoding, shown)
 
 
-def _write_file_sync(
-    args: WriteFileArgs, ctx: ToolContext, store: FileStore, path: Path, grant: Path | None
+# What a write puts in a file given what it holds now (None: no file, or one too big to
+# look at) and the path as shown; raises ToolError to write nothing.
+Change = Callable[[bytes | None, str], bytes]
+
+
+def _write_sync(
+    tool: str,
+    ctx: ToolContext,
+    store: FileStore,
+    path: Path,
+    named: str,
+    change: Change,
+    grant: Path | None,
 ) -> WriteFileResult:
     shown = ctx.display(path)
     try:
-        data, created = store.replace(
-            path, args.path, lambda old: _encoded(args, old, shown), grant=grant
-        )
+        data, created = store.replace(path, named, lambda old: change(old, shown), grant=grant)
     except WriteRefused:
         raise  # says which path and why already
     except IsADirectoryError:
-        raise ToolError(f"write_file: {shown} is a directory") from None
+        raise ToolError(f"{tool}: {shown} is a directory") from None
     except NotADirectoryError as exc:
-        raise ToolError(f"write_file: cannot create {shown}: {exc.filename} is a file") from None
+        raise ToolError(f"{tool}: cannot create {shown}: {exc.filename} is a file") from None
     except ToolError as exc:
-        raise ToolError(f"write_file: {exc}") from None
+        raise ToolError(f"{tool}: {exc}") from None
+    except OSError as exc:  # a name too long, a full disk, a read-only filesystem...
+        raise ToolError(f"{tool}: cannot write {shown}: {exc.strerror or exc}") from None
     return WriteFileResult(path=shown, bytes_written=len(data), created=created)
 
 
@@ -241,15 +292,23 @@ async def write_file(args: WriteFileArgs, ctx: ToolContext) -> WriteFileResult:
 
 async def write_through(args: WriteFileArgs, ctx: ToolContext, tool: str) -> WriteFileResult:
     """``write_file``'s work, with ``tool`` named in what the user is asked."""
+    return await write_changed(ctx, tool, args.path, lambda old, shown: _encoded(args, old, shown))
+
+
+async def write_changed(ctx: ToolContext, tool: str, named: str, change: Change) -> WriteFileResult:
+    """Write the file ``named`` (as the model gave it) with what ``change`` makes of
+    its current bytes, read and replaced in one walk (so nothing written meanwhile is
+    lost), through the session's store; a write outside the writable roots is put to
+    the user, naming ``tool``, when someone can answer."""
     store = store_for(ctx)
-    path = ctx.resolve(args.path)
+    path = ctx.resolve(named)
     try:
-        return await asyncio.to_thread(_write_file_sync, args, ctx, store, path, None)
+        return await asyncio.to_thread(_write_sync, tool, ctx, store, path, named, change, None)
     except OutsideRoots as refusal:
         from codemode.tools.write_approval import approve_outside_write
 
         grant = await approve_outside_write(ctx, tool, path, refusal)
-    return await asyncio.to_thread(_write_file_sync, args, ctx, store, path, grant)
+    return await asyncio.to_thread(_write_sync, tool, ctx, store, path, named, change, grant)
 
 
 WRITE_FILE = Tool(

@@ -10,71 +10,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    # Imported where a .gitignore is read: pathspec (with its RE2 and Hyperscan
-    # backends) costs ~30 ms of CPU, and a session loads this module with its tools
-    # whether or not anything is ever searched.
-    import pathspec
+from codemode.tools.ignore_rules import Rules, load
 
 
-@dataclass(frozen=True)
-class _Rules:
-    """One ``.gitignore``; ``prefix + rel[strip:]`` turns a walk-relative path into one
-    relative to the directory holding the file, which is what its patterns match."""
-
-    spec: pathspec.GitIgnoreSpec
-    prefix: str
-    strip: int
-
-    def verdict(self, rel: str) -> bool | None:
-        """True if ignored, False if re-included by a ``!`` pattern, None if no pattern applies."""
-        path = self.prefix + rel[self.strip :]
-        # The last matching pattern decides, as in git. Going through the patterns
-        # ourselves (rather than match_file) tells "no match" apart from "negated".
-        for pattern in reversed(self.spec.patterns):
-            if pattern.include is not None and pattern.match_file(path) is not None:
-                return bool(pattern.include)
-        return None
-
-
-def _load(directory: Path, prefix: str, strip: int) -> _Rules | None:
-    try:
-        text = (directory / ".gitignore").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    import pathspec
-
-    spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines())
-    _linear(spec)
-    return _Rules(spec, prefix, strip) if spec.patterns else None
-
-
-def _linear(spec: pathspec.GitIgnoreSpec) -> None:
-    """Match ``spec``'s patterns with RE2 instead of Python's re. A .gitignore is written
-    by whatever runs in the workspace, and Python's engine takes minutes to match a
-    line such as ``*a*a*a*a*a*a*a*a*c`` against a long name; RE2 is linear. A pattern RE2
-    cannot compile is dropped."""
-    import re2  # lazy: RE2 loads with the first .gitignore
-
-    options = re2.Options()
-    options.log_errors = False
-    kept = []
-    for pattern in spec.patterns:
-        regex = getattr(pattern, "regex", None)
-        if regex is not None:
-            try:
-                pattern.regex = re2.compile(regex.pattern, options)
-            except re2.error:
-                continue
-        kept.append(pattern)
-    spec.patterns = kept
-
-
-def _inherited_rules(root: Path, top: Path | None) -> list[_Rules]:
+def _inherited_rules(root: Path, top: Path | None) -> list[Rules]:
     """Rules from ``.gitignore`` files in the ancestors of ``root``, outermost first.
 
     The ancestors considered run up to ``top`` or, if that lies inside a git repository,
@@ -92,7 +33,7 @@ def _inherited_rules(root: Path, top: Path | None) -> list[_Rules]:
     ancestors = [root, *root.parents]
     for directory in reversed(ancestors[1 : ancestors.index(top) + 1]):
         below = root.relative_to(directory).as_posix() + "/"
-        found = _load(directory, below, 0)
+        found = load(directory, below, 0)
         if found:
             rules.append(found)
     return rules
@@ -104,29 +45,33 @@ def walk_files(
     respect_gitignore: bool = True,
     ignore_top: Path | None = None,
     stop: Callable[[], bool] | None = None,
+    max_depth: int | None = None,
 ) -> Iterator[str]:
     """Yield the files under ``root`` as posix paths relative to it, depth first.
 
     ``.git`` directories are always skipped. With ``respect_gitignore``, paths ignored
     by ``.gitignore`` files (in ``root``, below it, or in its ancestors up to
     ``ignore_top``/the repository root) are skipped too. Symlinked directories are not
-    followed; symlinks to files are yielded. ``stop`` is polled between directories so a
-    long walk can be abandoned.
+    followed; symlinks to files are yielded. ``stop`` is polled at every entry so a long
+    walk can be abandoned. ``max_depth`` yields only files at most that many components
+    deep (and descends no further): a glob without ``**`` such as ``*.py`` or
+    ``src/*.ts`` need not walk the whole tree.
     """
     inherited = _inherited_rules(root, ignore_top) if respect_gitignore else []
-    yield from _walk(root, "", inherited, respect_gitignore, stop)
+    yield from _walk(root, "", inherited, respect_gitignore, stop, max_depth)
 
 
 def _walk(
     directory: Path,
     rel_dir: str,
-    rules: list[_Rules],
+    rules: list[Rules],
     respect: bool,
     stop: Callable[[], bool] | None,
+    max_depth: int | None = None,
 ) -> Iterator[str]:
     # A stack, not recursion: a tree thousands of folders deep (a hostile repository)
     # must not end the walk with RecursionError. Order as before: depth first, sorted.
-    stack: list[tuple[Path, str, list[_Rules]] | str] = [(directory, rel_dir, rules)]
+    stack: list[tuple[Path, str, list[Rules]] | str] = [(directory, rel_dir, rules)]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
@@ -136,7 +81,7 @@ def _walk(
             return
         here, rel_here, here_rules = item
         if respect:
-            own = _load(here, "", len(rel_here) + 1 if rel_here else 0)
+            own = load(here, "", len(rel_here) + 1 if rel_here else 0)
             if own:
                 here_rules = [*here_rules, own]
         try:
@@ -144,8 +89,11 @@ def _walk(
                 entries = sorted(it, key=lambda e: e.name)
         except OSError:
             continue  # unreadable directories are skipped, as find and rg do
-        todo: list[tuple[Path, str, list[_Rules]] | str] = []
+        todo: list[tuple[Path, str, list[Rules]] | str] = []
         for entry in entries:
+            # Polled per entry too: a huge .gitignore over a huge folder is slow to match.
+            if stop is not None and stop():
+                return
             if entry.name == ".git":
                 continue
             rel = f"{rel_here}/{entry.name}" if rel_here else entry.name
@@ -156,13 +104,22 @@ def _walk(
             if respect and _ignored(here_rules, rel + "/" if is_dir else rel):
                 continue
             if is_dir:
-                todo.append((Path(entry.path), rel, here_rules))
-            elif entry.is_file():  # follows symlinks: broken links and sockets drop out here
+                # A folder of k components holds files of k + 1.
+                if max_depth is None or rel.count("/") + 2 <= max_depth:
+                    todo.append((Path(entry.path), rel, here_rules))
+            elif _is_file(entry):  # follows symlinks: broken links and sockets drop out here
                 todo.append(rel)
         stack.extend(reversed(todo))
 
 
-def _ignored(rules: list[_Rules], rel: str) -> bool:
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:  # a link the kernel will not let us follow (/proc/1/cwd)
+        return False
+
+
+def _ignored(rules: list[Rules], rel: str) -> bool:
     # Deeper .gitignore files take precedence over shallower ones.
     for r in reversed(rules):
         verdict = r.verdict(rel)

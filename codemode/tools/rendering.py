@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+# The most of a file read_file's text shows a model at once (its structured result, which
+# code mode gets, is whole): a 20 MB file in one reply would overflow any context.
+READ_TEXT_CHARS = 100_000
+
 
 def shell(r: dict[str, object]) -> str:
     head = f"exit code: {r['exit_code']}" + (" (timed out)" if r.get("timed_out") else "")
@@ -17,15 +21,50 @@ def shell(r: dict[str, object]) -> str:
 
 
 def read_file(r: dict[str, Any]) -> str:
-    lines = r["content"].splitlines()
-    width = len(str(r["start_line"] + len(lines)))
-    body = "\n".join(f"{r['start_line'] + i:>{width}}\t{line}" for i, line in enumerate(lines))
-    if r.get("truncated"):
+    content: str = r["content"]
+    # Lines as read_file counts them: only "\n" ends one (str.splitlines would also break
+    # at a form feed or U+2028, and the numbers shown would drift from the file's). Only
+    # as much as can be shown is split: a file of millions of short lines would
+    # otherwise cost a string each.
+    lines = [line.removesuffix("\r") for line in content[: READ_TEXT_CHARS + 1].split("\n")]
+    if lines and lines[-1] == "":
+        lines.pop()
+    in_content = r["end_line"] - r["start_line"] + 1 if r["start_line"] else 0
+    width = len(str(r["start_line"] + in_content))
+    shown: list[str] = []
+    size = 0
+    for i, line in enumerate(lines):
+        numbered = f"{r['start_line'] + i:>{width}}\t{line}"
+        if size + len(numbered) > READ_TEXT_CHARS:
+            if not shown:  # one line longer than the whole budget: its start
+                length = content.find("\n")
+                shown.append(
+                    numbered[:READ_TEXT_CHARS]
+                    + f" [line cut: {length if length >= 0 else len(content)} characters in "
+                    "all; read it with tools.grep or tools.shell]"
+                )
+            break
+        shown.append(numbered)
+        size += len(numbered) + 1
+    body = "\n".join(shown)
+    last = r["start_line"] + len(shown) - 1
+    if len(shown) < in_content:
+        body += (
+            f"\n[lines {r['start_line']}-{last} of {r['total_lines']} shown, to keep this "
+            f"reply short; continue with offset={last + 1}]"
+        )
+    elif r.get("truncated"):
         body += (
             f"\n[lines {r['start_line']}-{r['end_line']} of {r['total_lines']}; "
             f"continue with offset={r['end_line'] + 1}]"
         )
-    if r.get("encoding", "utf-8") != "utf-8":
+    encoding = r.get("encoding", "utf-8")
+    if encoding.startswith("utf-") and encoding != "utf-8":
+        body += (
+            f"\n[{r['path']} is {encoding.upper()} text with a byte order mark; write_file, "
+            "edit and apply_patch keep that encoding]"
+        )
+    elif encoding != "utf-8":
         body += (
             f"\n[{r['path']} is not valid UTF-8: read as {r['encoding']}, one character per "
             "byte; write_file and edit keep that encoding]"
@@ -38,11 +77,24 @@ def grep(r: dict[str, Any]) -> str:
         lines = _with_context(r["matches"], r["context"])
     else:
         lines = [f"{m['path']}:{m['line']}: {m['text']}" for m in r["matches"]]
-    if r.get("truncated"):
+    kept = _within(lines, READ_TEXT_CHARS)
+    if len(kept) < len(lines):
+        lines = [*kept, f"[{len(lines) - len(kept)} more lines left out to keep this reply short]"]
+    elif r.get("truncated"):
         lines.append("[more matches left out; narrow the pattern or raise max_results]")
     if r.get("latin1_files") and r["matches"]:
         lines.append(f"[not valid UTF-8, searched as Latin-1: {', '.join(r['latin1_files'])}]")
     return "\n".join(lines) or f"no matches ({r.get('files_searched', 0)} files searched)"
+
+
+def _within(lines: list[str], budget: int) -> list[str]:
+    """The first of ``lines`` that fit in ``budget`` characters, joined by newlines."""
+    size = 0
+    for i, line in enumerate(lines):
+        size += len(line) + 1
+        if size > budget:
+            return lines[:i]
+    return lines
 
 
 def _with_context(matches: list[dict[str, Any]], context: list[dict[str, Any]]) -> list[str]:

@@ -22,14 +22,17 @@ from pydantic import Field
 
 from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
-from codemode.tools.files import looks_binary
 from codemode.tools.fs.reading import kind_of, read_regular
-from codemode.tools.fs.text import decode
+from codemode.tools.fs.text import decode, is_binary
 from codemode.tools.ignore import walk_files
 from codemode.tools.store import MAX_READ_BYTES, store_for
 
 MAX_GLOB_MATCHES = 5000
 MAX_LINE_CHARS = 500
+# The most lines one grep returns, whatever max_results asks: with each line cut to
+# MAX_LINE_CHARS, a result stays a few megabytes (a pattern such as "^" over a file of
+# millions of empty lines would otherwise build millions of matches).
+MAX_GREP_MATCHES = 10_000
 _MAGIC = frozenset("*?[{")
 
 
@@ -109,6 +112,13 @@ def _split_literal_prefix(pattern: str) -> tuple[str, str]:
     if not prefix and pattern.startswith("/"):
         prefix = "/"  # an absolute pattern such as "/*.conf" starts at the filesystem root
     return prefix, "/".join(segments[n:])
+
+
+def _depth(pattern: str) -> int | None:
+    """How many components deep a path matching ``pattern`` is, None when ``**`` makes
+    it any depth (``*`` and the other wildcards never cross a ``/``)."""
+    segments = [s for s in pattern.split("/") if s not in ("", ".")]
+    return None if "**" in segments else len(segments)
 
 
 def _join(base: Path, rel: str) -> Path:
@@ -196,6 +206,7 @@ def _glob_sync(
             respect_gitignore=not args.include_ignored,
             ignore_top=ctx.workspace,
             stop=stop.is_set,
+            max_depth=_depth(rest),
         )
         if start.is_dir()
         else iter(()),
@@ -255,7 +266,12 @@ class GrepArgs(StrictArgs):
         '"**/*.ts". A glob without "/" such as "*.py" matches the file name at any depth.',
     )
     case_insensitive: bool = Field(default=False, description="Ignore case when matching.")
-    max_results: int = Field(default=500, ge=1, description="Stop after this many matching lines.")
+    max_results: int = Field(
+        default=500,
+        ge=1,
+        description=f"Stop after this many matching lines (at most {MAX_GREP_MATCHES}: a "
+        "larger value is taken as that).",
+    )
 
 
 class GrepMatch(ToolResult):
@@ -270,7 +286,8 @@ class GrepMatch(ToolResult):
 class GrepResult(ToolResult):
     matches: list[GrepMatch] = Field(description="Matching lines, file by file, in line order.")
     truncated: bool = Field(
-        description="True when max_results was reached and further matches were left out."
+        description=f"True when max_results (or the cap of {MAX_GREP_MATCHES}) was reached "
+        "and further matches were left out."
     )
     files_searched: int = Field(description="How many text files were read.")
     latin1_files: list[str] = Field(
@@ -327,12 +344,14 @@ def _read_text(path: Path, overlay: Overlay) -> tuple[bytes, bool] | None:
             data = read_regular(path, MAX_READ_BYTES)
         except (OSError, ToolError):
             return None
-    if looks_binary(data):
-        return None
     text, encoding = decode(data)
+    if is_binary(text):
+        return None
     if encoding == "utf-8":
         return data, False
-    return text.encode("utf-8"), True
+    # Searched as text whatever its encoding; only Latin-1 is reported (it may be a
+    # guess), as a file with a byte order mark says what it is.
+    return text.encode("utf-8"), encoding == "latin-1"
 
 
 def matching_line_spans(
@@ -389,13 +408,16 @@ def _grep_sync(
             st_mode = stat.S_IFDIR  # a directory only the store has (made in a dry run)
     if stat.S_ISDIR(st_mode):
         only = None
+        depth = None
         if args.glob:
             # Like ripgrep's -g: a bare "*.py" means any .py file, not just top-level ones.
-            only = compile_glob(args.glob if "/" in args.glob else "**/" + args.glob)
+            wanted_glob = args.glob if "/" in args.glob else "**/" + args.glob
+            only = compile_glob(wanted_glob)
+            depth = _depth(wanted_glob)
         on_disk = target.is_dir()
         rels = _walked(
             target,
-            walk_files(target, ignore_top=ctx.workspace, stop=stop.is_set)
+            walk_files(target, ignore_top=ctx.workspace, stop=stop.is_set, max_depth=depth)
             if on_disk
             else iter(()),
             overlay,
@@ -412,6 +434,7 @@ def _grep_sync(
         )
 
     result = GrepResult(matches=[], truncated=False, files_searched=0)
+    most = min(args.max_results, MAX_GREP_MATCHES)
     for path in files:
         if stop.is_set():
             break
@@ -424,7 +447,7 @@ def _grep_sync(
         if latin1:
             result.latin1_files.append(shown)
         for number, line in _matching_lines(data, regex, stop):
-            if len(result.matches) >= args.max_results:
+            if len(result.matches) >= most:
                 result.truncated = True
                 return result
             result.matches.append(GrepMatch(path=shown, line=number, text=line[:MAX_LINE_CHARS]))

@@ -17,18 +17,17 @@ from pathlib import Path
 from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.fs.beneath import default_mode
 from codemode.tools.fs.reading import NotRegular
-from codemode.tools.fs.text import Encoding, decode, encode
+from codemode.tools.fs.text import Encoding, decode, encode, is_binary
 from codemode.tools.patch import diff as diffs
 from codemode.tools.patch.edit import ChunkProblems, Edit, apply_chunks, split_lines
 from codemode.tools.patch.errors import PatchError
 from codemode.tools.patch.model import AddFile, Change, DeleteFile, Patch, UpdateFile
+from codemode.tools.path_chars import path_problem
 from codemode.tools.store import MAX_READ_BYTES, FileStore, store_for
 from codemode.tools.store.commit import Original, Removal, Write
 
 # Files over this size are not patched (read_file's limit, which the store enforces).
 MAX_FILE_BYTES = MAX_READ_BYTES
-# A NUL byte this early marks a binary file, as git and grep decide it.
-_BINARY_SNIFF = 8192
 # Problems listed in one error; past this the rest are counted, to spare the context.
 _MAX_PROBLEMS = 10
 _RETRY = (
@@ -55,7 +54,9 @@ def _encode(entry: _Entry, shown: str) -> bytes:
     assert entry.text is not None
     if entry.encoding == "latin-1":
         return encode(entry.text.translate(_ESCAPED_BYTES), "latin-1", shown)
-    return entry.text.encode("utf-8", "surrogateescape")
+    if entry.encoding == "utf-8":
+        return entry.text.encode("utf-8", "surrogateescape")
+    return encode(entry.text, entry.encoding, shown)  # its byte order mark put back
 
 
 @dataclass
@@ -97,6 +98,14 @@ class Planner:
     # --- paths and files ---------------------------------------------------------------
 
     def resolve(self, raw: str, header: str) -> Path | None:
+        problem = path_problem(raw)
+        if problem is not None:
+            # Quoted, so the message shows the character instead of acting on it.
+            self.problems.append(
+                f"{header}: {raw!r} is refused: {problem}; a path may not hold control "
+                "characters, line separators or bidirectional formatting characters."
+            )
+            return None
         if raw.endswith(("/", os.sep)):
             self.problems.append(f"'{header}: {raw}' names a directory, not a file.")
             return None
@@ -188,7 +197,7 @@ class Planner:
             hint = " To create it, use '*** Add File:'." if header.endswith("Update File") else ""
             self.problems.append(f"'{header}: {shown}': no such file.{hint}")
             return None
-        if "\0" in entry.text[:_BINARY_SNIFF]:
+        if is_binary(entry.text):
             self.problems.append(f"'{header}: {shown}': {shown} is a binary file.")
             return None
         return entry.text

@@ -7,10 +7,16 @@ step fails, the steps already taken are undone in reverse (files restored from t
 copies read while planning, created files and directories removed), so the workspace
 ends as it started. Files are not fsynced: the guarantee is against failures of the
 patch, not against power loss.
+
+A file is replaced or removed only while it still holds what the plan read (and a new
+one is created only where nothing has appeared meanwhile): a shell writing the same
+file during the patch would otherwise lose its write to content computed from the
+older text. It is compared under the held directory just before the rename.
 """
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -18,7 +24,9 @@ from pathlib import Path
 from typing import NoReturn
 
 from codemode.tools.context import ToolError
-from codemode.tools.fs.beneath import Tree, rmdir, unlink, write_atomic
+from codemode.tools.fs.beneath import Spot, Tree, rmdir, unlink, write_atomic
+from codemode.tools.fs.reading import NotRegular, TooBig, read_spot
+from codemode.tools.store import MAX_READ_BYTES
 
 
 class CommitFailed(ToolError):
@@ -70,6 +78,7 @@ def commit(
         for removal in removals:
             current = removal.shown
             with tree.locate(removal.path, follow_last=False, shown=removal.shown) as spot:
+                _check_unchanged(spot, originals[removal.path], removal.shown)
                 unlink(spot)
             undo.append(partial(_restore, tree, removal.path, originals[removal.path]))
         for write in writes:
@@ -79,6 +88,7 @@ def commit(
                 with tree.locate(
                     write.path, make_parents=True, created=created, shown=write.shown
                 ) as spot:
+                    _check_unchanged(spot, originals.get(write.path), write.shown)
                     write_atomic(spot, write.data, write.mode)
             finally:
                 for directory in created:
@@ -91,6 +101,29 @@ def commit(
             )
     except (OSError, ToolError) as exc:
         roll_back(undo, current, exc)
+
+
+def _check_unchanged(spot: Spot, original: Original | None, shown: str) -> None:
+    """Raise ToolError unless the file at ``spot`` is as the plan read it: ``original``'s
+    bytes, or (None) no file at all. A symlink removed is not looked through."""
+    st = spot.lstat()
+    if original is None:
+        if st is not None:
+            raise ToolError(f"{shown} was created by something else while the patch was applied")
+        return
+    if st is None:
+        raise ToolError(f"{shown} was removed by something else while the patch was applied")
+    if stat.S_ISLNK(st.st_mode):
+        return
+    try:
+        now = read_spot(spot, MAX_READ_BYTES, shown)
+    except (NotRegular, TooBig):
+        now = None
+    if now != original.data:
+        raise ToolError(
+            f"{shown} was changed by something else while the patch was applied; read it "
+            "again and send the patch again"
+        )
 
 
 def roll_back(undo: list[Callable[[], object]], current: str, exc: BaseException) -> NoReturn:
