@@ -61,12 +61,11 @@ def policy_check(
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def policy_confinement(as_json: bool) -> None:
     """Which confinement backends work on this machine, and which promises each keeps."""
-    from codemode.sandbox import command_servers
-    from codemode.sandbox.confine import probe
+    from codemode.sandbox.confine import command_server_check, probe
     from codemode.sandbox.promises import promises
 
     table = promises()
-    server = command_servers.check()
+    server = command_server_check()
     if as_json:
         import json
 

@@ -419,33 +419,3 @@ class CommandServers:
         self._retired.clear()
         self._current = None
 
-
-def check() -> str | None:
-    """None when a command server starts and runs a command here, else why not (for
-    ``interpreter policy confinement``; starts one, in a folder of its own)."""
-    import tempfile
-
-    from codemode.sandbox.confine import probe, server_key
-    from codemode.sandbox.settings import SandboxSettings
-
-    if probe().bubblewrap is not None:
-        return f"needs bubblewrap ({probe().bubblewrap})"
-
-    async def run_one(root: Path) -> str | None:
-        server = await CommandServer.start(server_key(SandboxSettings(), [root]))
-        r, w = os.pipe()
-        try:
-            proc = await server.run(["true"], cwd=root, env={"PATH": "/usr/bin:/bin"},
-                                    output_fd=w)  # fmt: skip
-            os.close(w)
-            code = await asyncio.wait_for(proc.wait(), _READY_TIMEOUT_S)
-        finally:
-            os.close(r)
-            server.close()
-        return None if code == 0 else f"a command in it exited {code}"
-
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            return asyncio.run(run_one(Path(tmp)))
-        except (ServerUnavailable, TimeoutError) as exc:
-            return str(exc) or "it did not answer"

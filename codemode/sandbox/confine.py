@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codemode.sandbox import bwrap, helpers, landlock, pidfd_process, seccomp, unix_sockets
-from codemode.sandbox.command_servers import CommandServers, ServerKey, ServerUnavailable
+from codemode.sandbox.command_servers import (
+    CommandServer,
+    CommandServers,
+    ServerKey,
+    ServerUnavailable,
+)
 from codemode.sandbox.pidfd_process import ChildProcess
 
 if TYPE_CHECKING:
@@ -186,3 +191,36 @@ async def spawn_confined(
         return await start(argv, preexec_fn=landlock.child_setup(ruleset, filt))
     finally:
         ruleset.close()
+
+
+def command_server_check() -> str | None:
+    """None when a command server starts and runs a command here, else why not (for
+    ``interpreter policy confinement``; starts one, in a folder of its own)."""
+    import asyncio
+    import tempfile
+
+    from codemode.sandbox.settings import SandboxSettings
+
+    if probe().bubblewrap is not None:
+        return f"needs bubblewrap ({probe().bubblewrap})"
+
+    async def run_one(root: Path) -> str | None:
+        server = await CommandServer.start(server_key(SandboxSettings(), [root]))
+        r, w = os.pipe()
+        try:
+            try:
+                proc = await server.run(["true"], cwd=root, env={"PATH": "/usr/bin:/bin"},
+                                        output_fd=w)  # fmt: skip
+            finally:
+                os.close(w)
+            code = await asyncio.wait_for(proc.wait(), 10)
+        finally:
+            os.close(r)
+            server.close()
+        return None if code == 0 else f"a command in it exited {code}"
+
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            return asyncio.run(run_one(Path(tmp)))
+        except (ServerUnavailable, TimeoutError) as exc:
+            return str(exc) or "it did not answer"
