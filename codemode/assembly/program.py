@@ -52,11 +52,14 @@ def program_parts(
     if sandbox is not None:
         from codemode.sandbox.session import SandboxSession
 
-        if isinstance(sandbox, SandboxSession):
-            session = sandbox
-        else:
-            session = SandboxSession(root, sandbox, approver=approver)
-            session.prewarm()
+        # (not prewarmed: `interpreter run` and batch workers start their programs at
+        # once, with nothing to overlap a warm-up with; an embedder may call
+        # ``host.context.sandbox.prewarm()``)
+        session = (
+            sandbox
+            if isinstance(sandbox, SandboxSession)
+            else SandboxSession(root, sandbox, approver=approver)
+        )
     added = list(interceptors)
     if added:
         tools = tools.copy() if registry is not None else tools

@@ -19,14 +19,12 @@ root) and be writable by no one else, or it is not used.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
-import shutil
 import stat
-import subprocess
-import tempfile
-from importlib import resources
 from pathlib import Path
+
+# hashlib, importlib.resources, subprocess and tempfile are imported where a helper is
+# looked up or built: protected.py imports ``helpers_dir`` for every session.
 
 
 def helpers_dir() -> Path:
@@ -40,12 +38,16 @@ def helpers_dir() -> Path:
 
 
 def _source(source: str) -> bytes:
+    from importlib import resources
+
     return resources.files("codemode.sandbox").joinpath(source).read_bytes()
 
 
 @functools.cache
 def name(source: str) -> str:
     """The file name of ``source``'s (``dropcaps.c``) program: its stem and a hash."""
+    import hashlib
+
     return f"{source.removesuffix('.c')}-{hashlib.sha256(_source(source)).hexdigest()[:16]}"
 
 
@@ -71,6 +73,10 @@ def _trusted(p: Path) -> bool:
 
 
 def _build(source: str, target: Path) -> bool:
+    import shutil
+    import subprocess
+    import tempfile
+
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         return False
