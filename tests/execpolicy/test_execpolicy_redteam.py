@@ -8,27 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from codemode.sandbox.policy import Policy, PolicyContext
-
-
-@pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    h = tmp_path / "codemode-home"
-    monkeypatch.setenv("CODEMODE_HOME", str(h))
-    return h
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    w = tmp_path / "ws"
-    w.mkdir()
-    return w
-
-
-def judge(command: str, ws: Path, home: Path) -> tuple[str, str]:
-    ev = Policy().evaluate(command, PolicyContext(cwd=ws, writable_roots=(ws,), home=home))
-    d = ev.deciding
-    return ev.decision, f"{d.rule} / {d.justification}" if d else ""
+from tests.execpolicy.conftest import judge
 
 
 @pytest.mark.parametrize(
