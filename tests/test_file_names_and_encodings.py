@@ -12,25 +12,7 @@ from typing import Any
 
 import pytest
 
-from codemode.tools.builtin import builtin_registry
-from codemode.tools.context import ToolContext, ToolError
-from codemode.tools.edit import EDIT
-
-
-def _registry() -> Any:
-    registry = builtin_registry()
-    registry.add(EDIT)
-    return registry
-
-
-async def call(ws: Path, name: str, **args: Any) -> Any:
-    return await _registry().invoke(name, args, ToolContext(workspace=ws))
-
-
-async def call_error(ws: Path, name: str, **args: Any) -> str:
-    with pytest.raises(ToolError) as info:
-        await call(ws, name, **args)
-    return str(info.value)
+from tests.file_tools_support import call, call_error
 
 
 def _tree(root: Path) -> dict[str, bytes | str | None]:

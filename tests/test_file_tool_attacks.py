@@ -16,27 +16,10 @@ from typing import Any
 
 import pytest
 
-from codemode.tools.builtin import builtin_registry
 from codemode.tools.context import ToolContext, ToolError
-from codemode.tools.edit import EDIT
 from codemode.tools.files import READ_FILE
 from codemode.tools.search import GREP, MAX_GREP_MATCHES
-
-
-def _registry() -> Any:
-    registry = builtin_registry()
-    registry.add(EDIT)
-    return registry
-
-
-async def call(ws: Path, name: str, **args: Any) -> Any:
-    return await _registry().invoke(name, args, ToolContext(workspace=ws))
-
-
-async def call_error(ws: Path, name: str, **args: Any) -> str:
-    with pytest.raises(ToolError) as info:
-        await call(ws, name, **args)
-    return str(info.value)
+from tests.file_tools_support import call, call_error, registry
 
 
 @pytest.fixture
@@ -458,7 +441,7 @@ async def test_an_edit_is_made_on_what_the_file_holds_when_it_is_written(tmp_pat
     settings = {"sandbox_mode": "workspace-write", "approval_policy": "on-request"}
     ctx = ToolContext(workspace=ws, sandbox=SandboxSession(ws, settings, approver=approver))
     args = {"path": str(target), "old_string": "beta", "new_string": "BETA"}
-    result = await _registry().invoke("edit", args, ctx)
+    result = await registry().invoke("edit", args, ctx)
     assert result["replacements"] == 1
     assert target.read_text() == "alpha\nBETA\ngamma\n"
 
@@ -469,7 +452,7 @@ async def test_an_edit_is_made_on_what_the_file_holds_when_it_is_written(tmp_pat
 
     ctx = ToolContext(workspace=ws, sandbox=SandboxSession(ws, settings, approver=removes))
     with pytest.raises(ToolError, match="old_string was not found"):
-        await _registry().invoke("edit", args | {"old_string": "alpha"}, ctx)
+        await registry().invoke("edit", args | {"old_string": "alpha"}, ctx)
     assert target.read_text() == "rewritten\n"
 
 
