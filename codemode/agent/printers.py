@@ -20,8 +20,16 @@ from codemode.agent.events import (
     TurnFailed,
     is_public,
 )
+from codemode.control_chars import visible
 
 _OUTPUT_LINES = 6  # lines of command output shown under a command
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # closed, or no such method
+        return False
 
 
 def describe_args(args: object, width: int = 120) -> str:
@@ -83,7 +91,9 @@ class HumanPrinter:
 
     def _say(self, text: str, depth: int = 0) -> None:
         pad = "  " * depth
-        for line in text.splitlines() or [""]:
+        # progress is for a person: nothing in it (command output, a file name, the
+        # model's words) may drive the terminal
+        for line in visible(text).splitlines() or [""]:
             print(pad + line, file=self.err)
         self.err.flush()
 
@@ -162,7 +172,9 @@ class HumanPrinter:
 
     def _on_turn_completed(self, event: TurnCompleted) -> None:
         if self._held is not None:
-            print(self._held, file=self.out)
+            # the answer as it is for a pipe or a file (it is the command's result),
+            # shown, not obeyed, on a terminal
+            print(visible(self._held) if _is_terminal(self.out) else self._held, file=self.out)
             self.out.flush()
             self._held = None
         u = event.usage

@@ -39,8 +39,9 @@ class BatchProgress:
 
     def __enter__(self) -> BatchProgress:
         if self.live:
-            from rich.console import Console  # lazy: rich, only for a progress bar
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            from codemode.control_chars import safe_console
 
             self._bar = Progress(
                 TextColumn("[bold]{task.description}"),
@@ -50,7 +51,7 @@ class BatchProgress:
                     "  {task.fields[remaining]} remaining"
                 ),
                 TimeElapsedColumn(),
-                console=Console(file=self.stream),
+                console=safe_console(file=self.stream),
             )
             self._task = self._bar.add_task("batch", total=self.total, **self._fields())
             self._bar.start()

@@ -49,6 +49,7 @@ from codemode.agent.events import (
     TurnUsage,
 )
 from codemode.agent.printers import describe_args
+from codemode.control_chars import safe_console
 from codemode.tui.activity import Activity, label_for
 
 if TYPE_CHECKING:
@@ -62,8 +63,9 @@ _COLLAPSED_REASONING_LINES = 3
 
 def make_console() -> Console:
     """The console for the session: colour and redraws only on a terminal; NO_COLOR
-    (read by rich) turns colour off."""
-    console = Console(highlight=False, emoji=False)
+    (read by rich) turns colour off; no control sequence from what it shows reaches the
+    terminal (``control_chars.safe_console``)."""
+    console = safe_console(highlight=False, emoji=False)
     # Piped: lines as long as they are, not folded at an assumed 80 columns.
     console.soft_wrap = not console.is_terminal
     return console
