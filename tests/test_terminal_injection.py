@@ -40,7 +40,7 @@ def test_visible_shows_every_control_and_keeps_text() -> None:
 @pytest.mark.parametrize(
     "renderable",
     [Text(HOSTILE), Text(HOSTILE, style="bold red"), Markdown(f"# t\n\n{HOSTILE}\n"),
-     Syntax(f"x = '{HOSTILE}'", "python")],  # fmt: skip
+     Syntax(f"x = '{HOSTILE}'", "python")],
     ids=["text", "styled", "markdown", "syntax"],
 )
 def test_the_console_shows_sequences_in_content_but_keeps_its_own_styles(

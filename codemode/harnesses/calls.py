@@ -25,6 +25,7 @@ from codemode.providers.base import (
     ToolSpec,
     UserMessage,
 )
+from codemode.tools.shell import MAX_OUTPUT_CHARS, truncate_middle
 
 if TYPE_CHECKING:
     from codemode.js_runtime.models import ExecResult
@@ -83,8 +84,14 @@ async def run_classic_call(
         return Outcome(str(exc), is_error=True)
     output = await runner.call_tool(call.name, args)
     if not output.ok:
-        return Outcome(output.error or "the tool failed", is_error=True)
-    return Outcome(render(call.name, args, output.value))
+        return Outcome(_capped(output.error or "the tool failed"), is_error=True)
+    return Outcome(_capped(render(call.name, args, output.value)))
+
+
+def _capped(text: str) -> str:
+    # Whatever a tool returns (an MCP server's reply can be any size), what goes back to
+    # the model is bounded like a command's output: head and tail kept, the middle marked.
+    return truncate_middle(text, MAX_OUTPUT_CHARS)[0]
 
 
 async def run_exec_call(call: ToolCall, runner: ToolRunner, prelude: str = "") -> Outcome:
