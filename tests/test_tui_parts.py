@@ -134,6 +134,13 @@ def test_mentions_attach_files_and_report_problems(tmp_path: Path) -> None:
     assert "@gone.txt: not a file" in problems and "b.com" not in problems
 
 
+def test_a_mentioned_utf16_file_is_attached_as_text(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_bytes("\ufeffhéllo\n".encode("utf-16-le"))
+    out = expand_mentions("see @notes.txt", tmp_path)
+    assert out.attached == ["notes.txt"] and not out.problems, out.problems
+    assert "``` notes.txt\nhéllo\n```" in out.text
+
+
 def test_message_without_mentions_is_unchanged(tmp_path: Path) -> None:
     out = expand_mentions("just @someone saying hi", tmp_path)
     assert out.text == "just @someone saying hi" and not out.attached and not out.problems

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codemode.tools.fs.text import decode, is_binary
+
 MAX_MENTION_BYTES = 200_000
 _MENTION = re.compile(r"(?:(?<=\s)|^)@([^\s@]+)")
 
@@ -44,10 +46,10 @@ def expand_mentions(message: str, cwd: Path) -> Expanded:
         if len(data) > MAX_MENTION_BYTES:
             result.problems.append(f"@{rel}: {len(data)} bytes, over {MAX_MENTION_BYTES}")
             continue
-        if b"\0" in data[:8192]:
+        text, _ = decode(data)  # UTF-8, or UTF-16/32 by its byte order mark
+        if is_binary(text):
             result.problems.append(f"@{rel}: binary file, not attached")
             continue
-        text = data.decode("utf-8", errors="replace")
         fence = "````" if "```" in text else "```"
         blocks.append(f"{fence} {rel}\n{text}{'' if text.endswith(chr(10)) else chr(10)}{fence}")
         result.attached.append(rel)
