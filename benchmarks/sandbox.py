@@ -10,7 +10,10 @@
   and with seccomp;
 - call_cpu_ms: the CPU time of those calls (codemode's and the processes it waited
   for), median: what a call costs whatever the load (``load_average`` says how busy
-  the machine was while the wall times were taken);
+  the machine was while the wall times were taken). In the command server the commands
+  are the server's children, not codemode's: their CPU time reaches codemode's
+  accounts only when the session ends, so there this is codemode's own side of a call
+  (``benchmarks/codex_compare.py`` times whole processes, where it is all counted);
 - program_ms: one code-mode program making 50 such calls under the default confinement,
   sequentially and with Promise.all (median of runs);
 - policy_ms: the execpolicy deciding one 50-command script (pipelines, wrappers, git,
