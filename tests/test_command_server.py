@@ -65,6 +65,12 @@ async def shell(tmp_path: Path):  # type: ignore[no-untyped-def]
     s.close()
 
 
+def _unique_seconds() -> str:
+    """A sleep length no other process on the machine has on its command line, so a
+    test can look for its own leftovers host-wide."""
+    return f"{300 + uuid.uuid4().int % 600}.{uuid.uuid4().int % 10**6}"
+
+
 def _host_has(marker: str) -> bool:
     """Whether any process on the host still has ``marker`` in its command line."""
     for name in os.listdir("/proc"):
@@ -120,7 +126,7 @@ async def test_without_the_server_each_command_gets_a_sandbox_of_its_own(tmp_pat
     ],
 )
 async def test_nothing_a_command_started_outlives_it(shell: Shell, start: str) -> None:
-    t = f"{300 + uuid.uuid4().int % 600}.{uuid.uuid4().int % 10**6}"  # unique: no other match
+    t = _unique_seconds()
     r = await shell(f"{start.format(t=t)} echo started")
     assert "started" in r["output"]
     assert not _host_has(f"sleep\0{t}"), "a left-behind process is still running on the host"
@@ -131,7 +137,7 @@ async def test_nothing_a_command_started_outlives_it(shell: Shell, start: str) -
 async def test_a_running_commands_processes_outlive_another_command_ending(
     shell: Shell,
 ) -> None:
-    t = f"{300 + uuid.uuid4().int % 600}.{uuid.uuid4().int % 10**6}"
+    t = _unique_seconds()
     await shell("true")  # the server is up before the two start
     long = asyncio.create_task(
         shell(f"setsid sleep {t} & (sleep {t}1 &); sleep 1.5; ps -eo args | grep -c '^sleep {t}'")
@@ -189,7 +195,7 @@ async def test_commands_cannot_end_or_read_the_server(shell: Shell) -> None:
 
 
 async def test_a_timeout_ends_the_whole_command_and_the_next_runs(shell: Shell) -> None:
-    t = f"{300 + uuid.uuid4().int % 600}.{uuid.uuid4().int % 10**6}"
+    t = _unique_seconds()
     await shell("true")
     started = time.monotonic()
     r = await shell(f"sleep {t} & setsid sleep {t} & sleep {t}", timeout_ms=500)
@@ -307,7 +313,7 @@ def test_as_an_unprivileged_user_too(tmp_path: Path) -> None:
     ws.mkdir(mode=0o777)
     ws.chmod(0o777)
     try:
-        t = f"{300 + uuid.uuid4().int % 600}.{uuid.uuid4().int % 10**6}"
+        t = _unique_seconds()
         commands = [f"setsid sleep {t} & echo one", "ps -eo args; id -u; kill -9 1; echo two"]
         env = {"PYTHONPATH": f"{REPO}:{_site_packages()}", "PATH": os.environ.get("PATH", ""),
                "HOME": str(ws)}  # fmt: skip
@@ -460,7 +466,7 @@ asyncio.run(main())
 
 
 def test_killing_codemode_ends_its_sandbox_and_everything_in_it(tmp_path: Path) -> None:
-    t = f"{300 + uuid.uuid4().int % 600}.{uuid.uuid4().int % 10**6}"
+    t = _unique_seconds()
     proc = subprocess.Popen(
         [sys.executable, "-c", KILLED_DRIVER, str(tmp_path), t], stdout=subprocess.PIPE,
         text=True,

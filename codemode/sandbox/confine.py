@@ -98,6 +98,14 @@ def choose_backend(settings: SandboxSettings) -> str:
     )
 
 
+def _denials(settings: SandboxSettings) -> tuple[bool, bool, bool]:
+    """Whether the network and Unix sockets are denied, and whether by seccomp too."""
+    deny_network = settings.restricted and not settings.network_access
+    deny_unix = settings.restricted and not settings.allow_unix_sockets
+    use_seccomp = settings.restricted and settings.seccomp and probe().seccomp is None
+    return deny_network, deny_unix, use_seccomp
+
+
 def server_key(
     settings: SandboxSettings,
     writable: Sequence[Path],
@@ -106,9 +114,7 @@ def server_key(
 ) -> ServerKey:
     """The bubblewrap sandbox a command gets under ``settings`` (its options, the seccomp
     program, what they bind): the same key, the same sandbox."""
-    deny_network = settings.restricted and not settings.network_access
-    deny_unix = settings.restricted and not settings.allow_unix_sockets
-    use_seccomp = settings.restricted and settings.seccomp and probe().seccomp is None
+    deny_network, deny_unix, use_seccomp = _denials(settings)
     program = seccomp.bpf_program(deny_network, deny_unix) if use_seccomp else None
     hide = unix_sockets.to_hide(settings.allow_unix_sockets) if not deny_unix else []
     opts, prefix = bwrap.options(
@@ -147,9 +153,7 @@ async def spawn_confined(
     session so its whole group can be killed.
     """
     backend = choose_backend(settings)
-    deny_network = settings.restricted and not settings.network_access
-    deny_unix = settings.restricted and not settings.allow_unix_sockets
-    use_seccomp = settings.restricted and settings.seccomp and probe().seccomp is None
+    deny_network, deny_unix, use_seccomp = _denials(settings)
     start: Callable[..., Awaitable[ChildProcess]] = functools.partial(
         pidfd_process.start, cwd=cwd, env=env, output_fd=output_fd
     )

@@ -322,11 +322,9 @@ class SandboxSession:
             script if script is not None else shlex.join(argv), cwd=cwd, tool=tool, program=program
         )
         child_env = scrub_environment(env, allow=s.env_allowlist, deny=s.env_denylist)
-        writable = self.writable_roots()
+        writable, guarded = self._confined_roots() if s.restricted else ([], [])
         if s.restricted:
-            scratch = self.scratch_dir()
-            child_env["TMPDIR"] = str(scratch)
-            writable = [*(writable or []), scratch]
+            child_env["TMPDIR"] = str(self.scratch_dir())
         if s.login_shell and script is not None and len(argv) == 3:
             argv = [argv[0], "-lc", argv[2]]
         backend = "none"
@@ -338,11 +336,9 @@ class SandboxSession:
                 backend = choose_backend(s)
             except ConfinementUnavailable as exc:
                 raise ToolError(f"tools.{tool}: {exc}") from None
-        guarded = [r for r in writable or [] if r != self._scratch]
-        deeper, nested = self._keeper.layout(backend, writable or [], guarded)
+        deeper, nested = self._keeper.layout(backend, writable, guarded)
         guard = self._keeper.before(backend, guarded, deeper, nested)
-        if backend == "bubblewrap" and s.command_server:
-            self._command_servers()
+        servers = self._command_servers() if backend == "bubblewrap" and s.command_server else None
         try:
             proc = await spawn_confined(
                 argv,
@@ -350,10 +346,10 @@ class SandboxSession:
                 env=child_env,
                 output_fd=output_fd,
                 settings=s,
-                writable=writable or [],
+                writable=writable,
                 read_only=deeper,
                 nested_git=nested,
-                servers=self._servers,
+                servers=servers,
             )
         except ConfinementUnavailable as exc:
             raise ToolError(f"tools.{tool}: {exc}") from None
@@ -364,6 +360,12 @@ class SandboxSession:
         if guard is not None:
             self._keeper.started(proc, guard)
         return proc
+
+    def _confined_roots(self) -> tuple[list[Path], list[Path]]:
+        """What a confined command may write (the writable roots, then the scratch
+        folder), and the roots whose protected entries are kept (all but the scratch)."""
+        guarded = list(self.writable_roots() or [])
+        return [*guarded, self.scratch_dir()], guarded
 
     def _command_servers(self) -> CommandServers:
         if self._servers is None:
@@ -383,8 +385,7 @@ class SandboxSession:
         s = self.settings
         if probe().bubblewrap is not None or s.backend == "landlock":
             return
-        writable = [*(self.writable_roots() or []), self.scratch_dir()]
-        guarded = writable[:-1]
+        writable, guarded = self._confined_roots()
         deeper, nested = self._keeper.layout("bubblewrap", writable, guarded)
         with contextlib.suppress(Exception):  # the first command says what went wrong
             await self._command_servers().prestart(server_key(s, writable, deeper, nested))
