@@ -1,0 +1,315 @@
+"""A code-mode session as Codex's protocol sees it, on our runtime: cells that run, yield,
+are waited on and terminated; nested tool calls and notifications go to a ``Delegate``.
+
+This is the one module that knows how the runtime is driven (today ``Bridge``, one per
+exec, each in a confined engine worker from the pool); both wire protocols talk to
+``CodeSession`` only. Each exec gets a fresh isolate (Codex's contract); what survives
+between execs of a session is the ``store``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+import time
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from codemode.codex_host.items import budget, error_text, parse_image
+from codemode.codex_host.model import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    DEFAULT_YIELD_MS,
+    ContentItem,
+    Delegate,
+    NestedCall,
+    Outcome,
+    TextItem,
+    ToolFailed,
+    ToolSpec,
+)
+from codemode.js_runtime.bridge import Bridge
+from codemode.js_runtime.models import ExecEvent, ExecResult, Limits, LogEvent
+from codemode.tools.context import ToolError
+
+_MAX_YIELD_MS = 3_600_000
+
+
+@cache
+def _globals_js() -> str:
+    return resources.files("codemode.codex_host").joinpath("globals.js").read_text("utf-8")
+
+
+class CellBusy(Exception):
+    """Another Execute or Wait is already observing this cell."""
+
+
+@dataclass(frozen=True)
+class SessionLimits:
+    engine: str = "quickjs"
+    timeout_s: float = 3600.0  # a cell's whole life, across yields and waits
+    memory_mb: int = 256
+    max_tool_calls: int = 100_000
+    max_yield_ms: int | None = None
+
+
+class _Catalog:
+    def __init__(self, names: list[str]) -> None:
+        self._names = names
+
+    def flat_names(self) -> list[str]:
+        return list(self._names)
+
+    def namespaces(self) -> dict[str, dict[str, str]]:
+        return {}
+
+
+@dataclass(eq=False)
+class Cell:
+    id: str
+    execution_id: str
+    tool_call_id: str
+    max_output_tokens: int
+    tools: dict[str, ToolSpec]
+    items: list[ContentItem] = field(default_factory=list)
+    task: asyncio.Task[ExecResult] | None = None
+    bridge: Bridge | None = None
+    sequence: int = 0
+    observing: bool = False
+    terminated: bool = False
+    yield_now: asyncio.Event = field(default_factory=asyncio.Event)
+    early: asyncio.Event = field(default_factory=asyncio.Event)
+    wait_id: str | None = None
+
+    def take_items(self) -> list[ContentItem]:
+        items, self.items = self.items, []
+        return budget(items, self.max_output_tokens)
+
+
+class CodeSession:
+    """One client session: its cells, its store, and where its tool calls go."""
+
+    def __init__(self, delegate: Delegate, limits: SessionLimits | None = None) -> None:
+        self.delegate = delegate
+        self.limits = limits or SessionLimits()
+        self.cells: dict[str, Cell] = {}
+        self.store: dict[str, str] = {}  # key -> value as JSON text
+        self._next_cell = 1
+        # What exit() throws: a name no program can guess, so a thrown error never passes
+        # for a clean exit.
+        self._exit_name = f"CodexExit_{secrets.token_hex(8)}"
+        self.closed = False
+
+    # -- exec ---------------------------------------------------------------------------
+
+    def start(
+        self,
+        source: str,
+        tools: list[ToolSpec],
+        *,
+        execution_id: str,
+        tool_call_id: str = "",
+        max_output_tokens: int | None = None,
+        cell_id: str | None = None,
+    ) -> Cell:
+        """Admit a program as a new cell and start it; ``observe`` reports on it.
+
+        Cell ids count from 1 per session unless the client chooses one (framed protocol)."""
+        if cell_id is None or cell_id in self.cells:
+            while str(self._next_cell) in self.cells:
+                self._next_cell += 1
+            cell_id = str(self._next_cell)
+            self._next_cell += 1
+        by_name = {t.global_name: t for t in tools}
+        cell = Cell(
+            id=cell_id,
+            execution_id=execution_id,
+            tool_call_id=tool_call_id,
+            max_output_tokens=DEFAULT_MAX_OUTPUT_TOKENS
+            if max_output_tokens is None
+            else max_output_tokens,
+            tools=by_name,
+        )
+        config = {
+            "store": {k: json.loads(v) for k, v in self.store.items()},
+            "tools": [{"name": t.global_name, "description": t.description} for t in tools],
+            "exitName": self._exit_name,
+        }
+        setup = (
+            f"globalThis.__codex = JSON.parse({json.dumps(json.dumps(config))});\n" + _globals_js()
+        )
+        limits = Limits(
+            timeout_s=self.limits.timeout_s,
+            memory_mb=self.limits.memory_mb,
+            max_tool_calls=self.limits.max_tool_calls,
+            output_chars=64 * 1024 * 1024,
+        )
+        cell.bridge = Bridge(
+            self._dispatch_for(cell),
+            _Catalog(list(by_name)),
+            engine=self.limits.engine,
+            limits=limits,
+            setup_scripts=[setup],
+        )
+        cell.task = asyncio.ensure_future(
+            cell.bridge.execute(source, on_event=self._sink_for(cell))
+        )
+        self.cells[cell_id] = cell
+        return cell
+
+    def yield_ms(self, requested: int | None) -> int:
+        ms = DEFAULT_YIELD_MS if requested is None else requested
+        if self.limits.max_yield_ms is not None:
+            ms = min(ms, self.limits.max_yield_ms)
+        return max(0, min(ms, _MAX_YIELD_MS))
+
+    async def observe(self, cell: Cell, yield_ms: int, started_ns: int | None = None) -> Outcome:
+        """Until the cell finishes, asks to yield, is told to, or ``yield_ms`` passes."""
+        started_ns = time.monotonic_ns() if started_ns is None else started_ns
+        if cell.observing:
+            raise CellBusy(f"cell {cell.id} is already being observed")
+        cell.observing = True
+        cell.early.clear()
+        assert cell.task is not None
+        try:
+            if not cell.task.done() and not cell.yield_now.is_set():
+                signals = [
+                    asyncio.ensure_future(cell.yield_now.wait()),
+                    asyncio.ensure_future(cell.early.wait()),
+                ]
+                try:
+                    await asyncio.wait(
+                        [cell.task, *signals],
+                        timeout=yield_ms / 1000,
+                        return_when=asyncio.FIRST_COMPLETED,
+                    )
+                finally:
+                    for s in signals:
+                        s.cancel()
+            return await self._report(cell, started_ns)
+        finally:
+            cell.observing = False
+            cell.wait_id = None
+
+    async def _report(self, cell: Cell, started_ns: int) -> Outcome:
+        assert cell.task is not None
+        if not cell.task.done():
+            cell.yield_now.clear()
+            return Outcome("yielded", cell.id, cell.take_items(), None, _since(started_ns))
+        self._retire(cell)
+        if cell.terminated or cell.task.cancelled():
+            return Outcome("terminated", cell.id, cell.take_items(), None, _since(started_ns))
+        result = cell.task.result()
+        error = None
+        if result.error is not None and result.error.name != self._exit_name:
+            error = error_text(result.error)
+        return Outcome("completed", cell.id, cell.take_items(), error, _since(started_ns))
+
+    async def wait(self, cell_id: str, yield_ms: int, wait_id: str | None = None) -> Outcome | None:
+        """None when no such cell is running (never started, or already reported done)."""
+        started = time.monotonic_ns()
+        cell = self.cells.get(cell_id)
+        if cell is None:
+            return None
+        if cell.observing:
+            raise CellBusy(f"cell {cell_id} is already being waited on")
+        cell.wait_id = wait_id
+        return await self.observe(cell, self.yield_ms(yield_ms), started)
+
+    def end_observation(
+        self, *, execution_id: str | None = None, wait_id: str | None = None
+    ) -> bool:
+        """YieldObservation: the Execute or Wait in progress returns now (the cell runs on)."""
+        for cell in self.cells.values():
+            if cell.observing and (
+                (execution_id is not None and cell.execution_id == execution_id)
+                or (wait_id is not None and cell.wait_id == wait_id)
+            ):
+                cell.early.set()
+                return True
+        return False
+
+    async def terminate(self, cell_id: str) -> Outcome | None:
+        started = time.monotonic_ns()
+        cell = self.cells.get(cell_id)
+        if cell is None or cell.task is None:
+            return None
+        cell.terminated = True
+        if not cell.task.done():
+            cell.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await cell.task
+        if cell.observing:
+            # The Execute or Wait observing it reports the termination; this answers too.
+            return Outcome("terminated", cell.id, [], None, _since(started))
+        return await self._report(cell, started)
+
+    async def close(self) -> None:
+        self.closed = True
+        cells = list(self.cells.values())
+        for cell in cells:
+            cell.terminated = True
+            if cell.task is not None and not cell.task.done():
+                cell.task.cancel()
+        for cell in cells:
+            if cell.task is not None:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await cell.task
+            self._retire(cell)
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def _retire(self, cell: Cell) -> None:
+        if self.cells.pop(cell.id, None) is None:
+            return
+        if cell.bridge is not None:
+            cell.bridge.close()
+        self.delegate.cell_closed(cell.id, cell.execution_id, cell.sequence)
+
+    def _dispatch_for(self, cell: Cell) -> Any:
+        async def dispatch(name: str, args: object) -> Any:
+            tool = cell.tools[name]
+            cell.sequence += 1
+            call = NestedCall(
+                cell_id=cell.id,
+                execution_id=cell.execution_id,
+                runtime_call_id=f"tool-{cell.sequence}",
+                sequence=cell.sequence,
+                tool=tool,
+                input=args,
+            )
+            try:
+                return await self.delegate.call_tool(call)
+            except ToolFailed as exc:
+                raise ToolError(str(exc)) from None
+
+        return dispatch
+
+    def _sink_for(self, cell: Cell) -> Any:
+        def sink(event: ExecEvent) -> None:
+            if not isinstance(event, LogEvent):
+                return
+            level, text = event.level, event.text
+            if level == "log":
+                cell.items.append(TextItem(text))
+            elif level == "info":
+                item = parse_image(text)
+                if item is not None:
+                    cell.items.append(item)
+            elif level == "warn":
+                self.delegate.notify(cell.id, cell.execution_id, cell.tool_call_id, text)
+            elif level == "error":
+                with contextlib.suppress(ValueError, TypeError):
+                    key, value = json.loads(text)
+                    self.store[str(key)] = str(value)
+            elif level == "debug" and text == "yield":
+                cell.yield_now.set()
+
+        return sink
+
+
+def _since(started_ns: int) -> int:
+    return max(0, time.monotonic_ns() - started_ns)
