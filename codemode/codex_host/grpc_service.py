@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
 
-from codemode.codex_host.grpc_session import GrpcSession, tool_spec
+from codemode.codex_host.grpc_session import GrpcSession, Subscription, tool_spec
 from codemode.codex_host.model import ImageItem, Outcome, TextItem
 from codemode.codex_host.runtime import CellBusy, SessionLimits
 from codemode.codex_host.schema import SERVICE, pb
@@ -95,6 +95,7 @@ class CodeModeHostService:
                 if method.server_streaming
                 else grpc.unary_unary_rpc_method_handler
             )
+            impl = _traced(name, impl)
             wrapped = _streaming(impl) if method.server_streaming else _unary(impl)
             handlers[name] = make(
                 wrapped,
@@ -117,6 +118,9 @@ class CodeModeHostService:
     # -- RPCs ------------------------------------------------------------------------------
 
     async def OpenSession(self, request: Any) -> AsyncIterator[Any]:
+        return self._session_events(self._open(request))
+
+    def _open(self, request: Any) -> GrpcSession:
         limits = self.limits
         if request.HasField("cell_execution_limits"):
             given = request.cell_execution_limits
@@ -128,6 +132,9 @@ class CodeModeHostService:
             limits = SessionLimits(**{**limits.__dict__, **changes})
         session = GrpcSession(limits)
         self.sessions[session.id] = session
+        return session
+
+    async def _session_events(self, session: GrpcSession) -> AsyncIterator[Any]:
         try:
             yield pb.SessionEvent(opened=pb.SessionOpened(session_id=session.id))
             while (event := await session.events.get()) is not None:
@@ -148,7 +155,9 @@ class CodeModeHostService:
         filters = [
             (n.name, n.namespace if n.HasField("namespace") else None) for n in request.tool_names
         ]
-        sub = session.subscribe(filters)
+        return self._tool_calls(session, session.subscribe(filters))
+
+    async def _tool_calls(self, session: GrpcSession, sub: Subscription) -> AsyncIterator[Any]:
         try:
             while (pending := await sub.queue.get()) is not None:
                 if pending.future.done():
@@ -186,7 +195,11 @@ class CodeModeHostService:
 
     async def Execute(self, request: Any) -> AsyncIterator[Any]:
         started = time.monotonic_ns()
-        session = self._session(request.session_id)
+        return self._execute(self._session(request.session_id), request, started)
+
+    async def _execute(
+        self, session: GrpcSession, request: Any, started: int
+    ) -> AsyncIterator[Any]:
         tools = [tool_spec(d) for d in request.enabled_tools]
         cell = session.code.start(
             request.source,
@@ -257,12 +270,17 @@ def _unary(impl: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
     return handle
 
 
-def _streaming(impl: Callable[[Any], AsyncIterator[Any]]) -> Callable[[Any, Any], Any]:
+def _streaming(impl: Callable[[Any], Awaitable[AsyncIterator[Any]]]) -> Callable[[Any, Any], Any]:
     async def handle(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         if isinstance(request, _Malformed):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, _bad_body(request))
         try:
-            async for message in impl(request):
+            # Checks the request (raising _Abort) before any header is sent.
+            stream = await impl(request)
+            # A client (Codex) waits for the response headers of a stream that may carry
+            # no message for a long time (a tool-call subscription): send them now.
+            await context.send_initial_metadata(())
+            async for message in stream:
                 yield message
         except _Abort as exc:
             await context.abort(exc.code, str(exc))
@@ -272,3 +290,23 @@ def _streaming(impl: Callable[[Any], AsyncIterator[Any]]) -> Callable[[Any, Any]
 
 def _bad_body(bad: _Malformed) -> str:
     return f"the request is not a valid protobuf message: {bad.error}"
+
+
+def _traced(name: str, impl: Any) -> Any:
+    import os
+    import sys
+
+    if not os.environ.get("CODEMODE_HOST_TRACE"):
+        return impl
+
+    async def call(request: Any) -> Any:
+        print(f"> {name} {str(request)[:300]!r}", file=sys.stderr, flush=True)
+        try:
+            out = await impl(request)
+        except BaseException as exc:
+            print(f"! {name} {type(exc).__name__} {exc}", file=sys.stderr, flush=True)
+            raise
+        print(f"< {name} {str(out)[:300]!r}", file=sys.stderr, flush=True)
+        return out
+
+    return call

@@ -136,7 +136,10 @@ class GrpcSession:
                 self._route(pending)
 
     def complete(self, invocation_id: str, ok: bool, value: Any) -> bool:
-        """False when no such invocation was ever issued to this session."""
+        """False when no such invocation was ever issued to this session.
+
+        No ``ToolResultDelivered`` event follows: Codex 0.169 closes the session on
+        receiving one for an ordinary completion."""
         pending = self.pending.pop(invocation_id, None)
         if pending is None:
             return invocation_id in self.retired
@@ -146,15 +149,6 @@ class GrpcSession:
                 pending.future.set_result(value)
             else:
                 pending.future.set_exception(ToolFailed(str(value)))
-        self.events.put_nowait(
-            pb.SessionEvent(
-                tool_result_delivered=pb.ToolResultDelivered(
-                    cell_id=pending.call.cell_id,
-                    runtime_tool_call_id=pending.call.runtime_call_id,
-                    delivered=True,
-                )
-            )
-        )
         return True
 
     def acknowledge(self, notification_id: str) -> bool:
