@@ -266,6 +266,8 @@ def _unary(impl: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
             return await impl(request)
         except _Abort as exc:
             await context.abort(exc.code, str(exc))
+        except Exception as exc:  # a bug here: a clean status, never a traceback
+            await context.abort(grpc.StatusCode.INTERNAL, _internal(exc))
 
     return handle
 
@@ -284,8 +286,14 @@ def _streaming(impl: Callable[[Any], Awaitable[AsyncIterator[Any]]]) -> Callable
                 yield message
         except _Abort as exc:
             await context.abort(exc.code, str(exc))
+        except Exception as exc:  # a bug here: a clean status, never a traceback
+            await context.abort(grpc.StatusCode.INTERNAL, _internal(exc))
 
     return handle
+
+
+def _internal(exc: Exception) -> str:
+    return f"the code-mode host failed: {type(exc).__name__}: {str(exc)[:300]}"
 
 
 def _bad_body(bad: _Malformed) -> str:

@@ -10,13 +10,19 @@ from codemode.js_runtime.models import ExecError
 
 # Codex's host names the program's module exec_main.mjs in stack frames.
 _PROGRAM_FILE = re.compile(r"\bprogram\.js:")
+_UNCAUGHT = "Uncaught "
 _DETAILS = ("auto", "low", "high", "original")
 # A token is about four characters of English text or code (what the budget counts).
 _CHARS_PER_TOKEN = 4
 
 
 def error_text(error: ExecError) -> str:
-    """The text after "Script error:": the error and where it happened in the program."""
+    """The text after "Script error:": the error and where it happened in the program.
+
+    A thrown value that is not an Error (a failed tool call's message is a string) is
+    shown as its text, as Codex's host shows it."""
+    if error.name == "Error" and error.line is None and error.message.startswith(_UNCAUGHT):
+        return error.message[len(_UNCAUGHT) :]
     if error.stack:
         return _PROGRAM_FILE.sub("exec_main.mjs:", error.stack)
     if error.line is not None:

@@ -138,8 +138,13 @@ class CodeSession:
             "tools": [{"name": t.global_name, "description": t.description} for t in tools],
             "exitName": self._exit_name,
         }
+        names = list(by_name)
         setup = (
-            f"globalThis.__codex = JSON.parse({json.dumps(json.dumps(config))});\n" + _globals_js()
+            # A failed call rejects with its message as a string, as in Codex's host.
+            f"__cm.configure({json.dumps(names)}, {self.limits.max_tool_calls}, {{}}, "
+            "{plainRejections: true});\n"
+            f"globalThis.__codex = JSON.parse({json.dumps(json.dumps(config))});\n"
+            + _globals_js()
         )
         limits = Limits(
             timeout_s=self.limits.timeout_s,
@@ -149,7 +154,7 @@ class CodeSession:
         )
         cell.bridge = Bridge(
             self._dispatch_for(cell),
-            _Catalog(list(by_name)),
+            _Catalog(names),
             engine=self.limits.engine,
             limits=limits,
             setup_scripts=[setup],
