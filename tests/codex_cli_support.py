@@ -194,5 +194,8 @@ def reported_items(turn: Turn) -> list[Any]:
             item.pop("id", None)
             if item.get("type") == "error":
                 continue  # warnings about the scripted model's metadata
+            # Codex 0.148 sometimes reports a command's item before its output arrived
+            # (either host); the output itself is compared in what the model was sent.
+            item.pop("aggregated_output", None)
             items.append(normalized(json.loads(json.dumps(item).replace(turn.ran_in, "WS"))))
     return sorted(items, key=lambda i: json.dumps(i, sort_keys=True))

@@ -9,8 +9,6 @@ the Codex build is not cached (scripts/setup-test-servers.sh fetches both)."""
 from __future__ import annotations
 
 import json
-from typing import Any
-
 import pytest
 
 from tests.codex_cli_support import (
@@ -58,7 +56,7 @@ SPINS = (
 THROWS = 'text("about to fail");\nthrow new Error("boom-42");\n'
 TOOL_FAILS = (
     "try {\n  await tools.exec_command({});\n} catch (e) {\n"
-    '  text(`exec_command failed: ${typeof e}: ${String(e)}`);\n}\n'
+    "  text(`exec_command failed: ${typeof e}: ${String(e)}`);\n}\n"
 )
 
 
@@ -85,8 +83,7 @@ def check_turn(turn: Turn) -> None:
     assert "first-call" in tools_out
     assert ",".join(f"call-{i}" for i in range(12)) in tools_out
     assert any(
-        isinstance(o, list) and any(p.get("type") == "input_image" for p in o)
-        for o in turn.outputs
+        isinstance(o, list) and any(p.get("type") == "input_image" for p in o) for o in turn.outputs
     )
     assert "halfway there" in texts
     assert (turn.workspace / "hello.txt").read_text() == "hello from the patch\n"
@@ -132,6 +129,3 @@ def test_codex_0148_over_the_framed_protocol_matches_its_own_host() -> None:
     check_turn(ours)
     compare(ours, theirs)
 
-
-def _texts(outputs: list[Any]) -> list[str]:
-    return [output_text(o) for o in outputs]

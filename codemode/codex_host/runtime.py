@@ -143,8 +143,7 @@ class CodeSession:
             # A failed call rejects with its message as a string, as in Codex's host.
             f"__cm.configure({json.dumps(names)}, {self.limits.max_tool_calls}, {{}}, "
             "{plainRejections: true});\n"
-            f"globalThis.__codex = JSON.parse({json.dumps(json.dumps(config))});\n"
-            + _globals_js()
+            f"globalThis.__codex = JSON.parse({json.dumps(json.dumps(config))});\n" + _globals_js()
         )
         limits = Limits(
             timeout_s=self.limits.timeout_s,
