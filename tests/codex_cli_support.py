@@ -199,3 +199,71 @@ def reported_items(turn: Turn) -> list[Any]:
             item.pop("aggregated_output", None)
             items.append(normalized(json.loads(json.dumps(item).replace(turn.ran_in, "WS"))))
     return sorted(items, key=lambda i: json.dumps(i, sort_keys=True))
+
+
+class JsonRpc:
+    """The client side of ``codex app-server``'s JSON-RPC (JSON lines on stdio)."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.next_id = 1
+        self.seen: list[dict[str, Any]] = []
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def notify(self, method: str, params: Any = None) -> None:
+        self._send({"method": method} | ({"params": params} if params is not None else {}))
+
+    def request(self, method: str, params: Any) -> Any:
+        rid = self.next_id
+        self.next_id += 1
+        self._send({"id": rid, "method": method, "params": params})
+        reply = self._until(lambda m: m.get("id") == rid and "method" not in m)
+        assert "error" not in reply, reply
+        return reply["result"]
+
+    def until(self, method: str) -> dict[str, Any]:
+        return self._until(lambda m: m.get("method") == method)
+
+    def _until(self, want: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        while line := self.proc.stdout.readline():
+            message = json.loads(line)
+            self.seen.append(message)
+            if want(message):
+                return message
+        raise AssertionError(f"app-server ended; last messages: {self.seen[-5:]}")
+
+
+@contextmanager
+def app_server(
+    vendor: Path, host_port: int, script: list[Any]
+) -> Iterator[tuple[JsonRpc, ScriptedModelServer]]:
+    with _homes() as (_ws, home), ScriptedModelServer(script) as server:
+        (home / "config.toml").write_text(
+            f'model = "{MODEL}"\nmodel_provider = "scripted"\n'
+            'approval_policy = "never"\nsandbox_mode = "workspace-write"\n'
+            "check_for_update_on_startup = false\nsuppress_unstable_features_warning = true\n\n"
+            f'[model_providers.scripted]\nname = "scripted"\nbase_url = "{server.base_url}"\n'
+            'wire_api = "responses"\n',
+            encoding="utf-8",
+        )
+        proc = subprocess.Popen(
+            [str(vendor / "bin" / "codex"), "app-server",
+             "--code-mode-host", f"http://127.0.0.1:{host_port}",
+             "--enable", "code_mode_only", "--enable", "code_mode_host"],
+            env=dict(os.environ, CODEX_HOME=str(home)), text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            yield JsonRpc(proc), server
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

@@ -87,7 +87,7 @@ def host_process(transport: str, engine: str, *extra: str) -> Iterator[str]:
             env=env, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
         )  # fmt: skip
         try:
-            _wait_port(port, proc)
+            wait_port(port, proc)
             yield f"127.0.0.1:{port}"
         finally:
             _stop(proc)
@@ -137,7 +137,7 @@ def _pump_to_sock(pipe: Any, conn: socket.socket) -> None:
         conn.close()
 
 
-def _wait_port(port: int, proc: subprocess.Popen[bytes]) -> None:
+def wait_port(port: int, proc: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:

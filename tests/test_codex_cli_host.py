@@ -9,11 +9,17 @@ the Codex build is not cached (scripts/setup-test-servers.sh fetches both)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from tests.codex_cli_support import (
+    INTERPRETER,
     Step,
     Turn,
+    app_server,
     cell_of,
     codex_vendor,
     exec_call,
@@ -21,9 +27,11 @@ from tests.codex_cli_support import (
     output_text,
     reported_items,
     run_turn,
+    tool_outputs,
     wait_call,
     with_our_host,
 )
+from tests.codex_host_support import free_port, wait_port
 
 # A 1x1 PNG: Codex checks that an image decodes.
 PNG = (
@@ -129,3 +137,40 @@ def test_codex_0148_over_the_framed_protocol_matches_its_own_host() -> None:
     check_turn(ours)
     compare(ours, theirs)
 
+
+def test_codex_app_server_runs_a_code_mode_turn_on_our_host_over_tcp(tmp_path: Path) -> None:
+    """``codex app-server --code-mode-host http://127.0.0.1:PORT``: one turn over the
+    app-server's JSON-RPC, its program run by our host on TCP."""
+    vendor = codex_vendor("0.169.0")
+    port = free_port()
+    host_log = tmp_path / "host.err"
+    with open(host_log, "wb") as err:
+        host = subprocess.Popen(
+            [INTERPRETER, "code-mode-host", "--listen", f"grpc://127.0.0.1:{port}"],
+            env=dict(os.environ, CODEMODE_HOST_TRACE="1"), stderr=err,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    code = (
+        'const r = await tools.exec_command({cmd: "echo via-app-server", login: false});\n'
+        "text(r.output.trim().toUpperCase());\n"
+    )
+    try:
+        wait_port(port, host)
+        with app_server(vendor, port, [exec_call(code), {"text": "done"}]) as (rpc, server):
+            rpc.request("initialize", {"clientInfo": {"name": "codemode-test", "version": "1"}})
+            rpc.notify("initialized")
+            thread = rpc.request("thread/start", {"cwd": str(tmp_path)})["thread"]["id"]
+            rpc.request(
+                "turn/start",
+                {"threadId": thread, "input": [{"type": "text", "text": "run it"}]},
+            )
+            done = rpc.until("turn/completed")
+            assert done["params"]["turn"]["status"] == "completed", done
+            outputs = [output_text(o) for o in tool_outputs(server.requests[-1])]
+        assert len(outputs) == 1 and outputs[0].startswith("Script completed")
+        assert "VIA-APP-SERVER" in outputs[0]
+    finally:
+        host.terminate()
+        host.wait(10)
+    trace = host_log.read_text()
+    assert "> Execute" in trace and "> CompleteToolCall" in trace, trace[-2000:]
