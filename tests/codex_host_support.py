@@ -36,6 +36,8 @@ class Generated:
 
 
 _generated: Generated | None = None
+# The host process behind each address host_process yields.
+HOST_PIDS: dict[str, int] = {}
 
 
 def generated() -> Generated:
@@ -88,6 +90,7 @@ def host_process(transport: str, engine: str, *extra: str) -> Iterator[str]:
         )  # fmt: skip
         try:
             wait_port(port, proc)
+            HOST_PIDS[f"127.0.0.1:{port}"] = proc.pid
             yield f"127.0.0.1:{port}"
         finally:
             _stop(proc)
@@ -112,6 +115,7 @@ def host_process(transport: str, engine: str, *extra: str) -> Iterator[str]:
             threading.Thread(target=_pump_to_sock, args=(stdout, conn), daemon=True).start()
 
     threading.Thread(target=accept, daemon=True).start()
+    HOST_PIDS[f"unix:{path}"] = proc.pid
     try:
         yield f"unix:{path}"
     finally:
@@ -253,3 +257,21 @@ async def session(address: str | Any, **tools: ToolFn) -> AsyncIterator[Client]:
             with contextlib.suppress(BaseException):
                 await runner
             events.cancel()
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            for line in (entry / "status").read_text().splitlines():
+                if line.startswith("PPid:"):
+                    children.setdefault(int(line.split()[1]), []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found

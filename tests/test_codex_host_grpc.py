@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 
-from tests.codex_host_support import generated, host_process, session, texts
+from tests.codex_host_support import (
+    HOST_PIDS,
+    descendants,
+    generated,
+    host_process,
+    session,
+    texts,
+)
 
 grpc = pytest.importorskip("grpc", reason="grpcio is not installed (scripts/setup.sh)")
 
@@ -325,3 +332,30 @@ async def test_session_limits_cap_the_yield_time(host: str) -> None:
         with pytest.raises(grpc_mod.aio.AioRpcError) as closed:
             await stub.Wait(pb2.WaitRequest(session_id=sid, cell_id="1"))
         assert closed.value.code() == grpc_mod.StatusCode.NOT_FOUND
+
+
+async def test_programs_run_in_a_confined_engine_worker(host: str) -> None:
+    """The program runs in a worker process below the host, under the seccomp filter and
+    without the host's environment, as everywhere else in codemode."""
+    pb2 = generated().pb2
+    async with session(host) as client:
+        source = (
+            'text("up");\nyield_control();\n'
+            "while (true) { await new Promise(r => setTimeout(r, 20)); }"
+        )
+        started, outcome = await client.execute(source, yield_time_ms=30_000)
+        assert outcome.WhichOneof("outcome") == "yielded"
+        try:
+            confined = []
+            for pid in descendants(HOST_PIDS[host]):
+                with contextlib.suppress(OSError):
+                    status = open(f"/proc/{pid}/status").read()
+                    environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+                    if "Seccomp:\t2" in status:
+                        confined.append({e.split(b"=", 1)[0] for e in environ if e})
+            assert confined, "no engine worker under the seccomp filter below the host"
+            assert all(names <= {b"CODEMODE_WORKER_PATH"} for names in confined), confined
+        finally:
+            await client.stub.Terminate(
+                pb2.TerminateRequest(session_id=client.session_id, cell_id=started.cell_id)
+            )
