@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from codemode.codex_host.beside import vendor_with_our_host
 from codemode.testing.scripted_server import RecordedRequest, ScriptedModelServer
 
 VENDOR = "node_modules/@openai/codex/vendor/x86_64-unknown-linux-musl"
@@ -43,28 +43,11 @@ def codex_vendor(version: str) -> Path:
 
 
 def with_our_host(version: str, *host_args: str) -> Path:
-    """A copy of Codex's vendor folder (hard links, same file system) whose
-    ``codex-code-mode-host`` is a one-line shim that execs ``interpreter code-mode-host``."""
+    """A copy of Codex's vendor folder whose ``codex-code-mode-host`` execs ours."""
     vendor = codex_vendor(version)
     tag = "-".join(host_args) or "default"
-    copy = vendor.parent / f"ours-{tag}"
-    if not (copy / "bin" / "codex").is_file():
-        tmp = Path(tempfile.mkdtemp(dir=vendor.parent, prefix=".ours-"))
-        try:
-            shutil.copytree(vendor, tmp / "v", copy_function=os.link)
-        except OSError:
-            shutil.rmtree(tmp / "v", ignore_errors=True)
-            shutil.copytree(vendor, tmp / "v")
-        (tmp / "v").rename(copy) if not copy.exists() else None
-        shutil.rmtree(tmp, ignore_errors=True)
-    shim = copy / "bin" / "codex-code-mode-host"
-    args = " ".join(host_args)
-    text = f'#!/bin/sh\nexec {INTERPRETER} code-mode-host {args} "$@"\n'
-    if not shim.exists() or shim.read_bytes() != text.encode():
-        shim.unlink(missing_ok=True)  # a hard link to Codex's own host: never write through it
-        shim.write_text(text)
-        shim.chmod(0o755)
-    return copy
+    command = [INTERPRETER, "code-mode-host", *host_args]
+    return vendor_with_our_host(vendor, vendor.parent / f"ours-{tag}", command)
 
 
 Step = dict[str, Any] | Callable[[str], dict[str, Any]]
