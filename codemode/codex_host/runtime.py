@@ -14,6 +14,7 @@ import contextlib
 import json
 import secrets
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -41,6 +42,19 @@ _MAX_YIELD_MS = 3_600_000
 @cache
 def _globals_js() -> str:
     return resources.files("codemode.codex_host").joinpath("globals.js").read_text("utf-8")
+
+
+# This exec's part of its isolate's setup (its tools, the store as it stands, exit()).
+_EXEC_SETUP: ContextVar[str] = ContextVar("codex_exec_setup", default="")
+
+
+class _SessionBridge(Bridge):
+    def setup_script(self, limits: Limits) -> str:
+        return f"{super().setup_script(limits)}\n{_EXEC_SETUP.get()}"
+
+
+async def _no_dispatch(name: str, args: object) -> Any:
+    raise ToolError(f"tools.{name} is not enabled for this exec")
 
 
 class CellBusy(Exception):
@@ -76,7 +90,6 @@ class Cell:
     tools: dict[str, ToolSpec]
     items: list[ContentItem] = field(default_factory=list)
     task: asyncio.Task[ExecResult] | None = None
-    bridge: Bridge | None = None
     sequence: int = 0
     observing: bool = False
     terminated: bool = False
@@ -102,6 +115,8 @@ class CodeSession:
         # for a clean exit.
         self._exit_name = f"CodexExit_{secrets.token_hex(8)}"
         self.closed = False
+        # One bridge for the session: a fresh isolate per exec, in workers it keeps warm.
+        self._bridge: _SessionBridge | None = None
 
     # -- exec ---------------------------------------------------------------------------
 
@@ -151,16 +166,20 @@ class CodeSession:
             max_tool_calls=self.limits.max_tool_calls,
             output_chars=64 * 1024 * 1024,
         )
-        cell.bridge = Bridge(
-            self._dispatch_for(cell),
-            _Catalog(names),
-            engine=self.limits.engine,
-            limits=limits,
-            setup_scripts=[setup],
-        )
-        cell.task = asyncio.ensure_future(
-            cell.bridge.execute(source, on_event=self._sink_for(cell))
-        )
+        if self._bridge is None:
+            self._bridge = _SessionBridge(
+                _no_dispatch, _Catalog([]), engine=self.limits.engine, limits=limits
+            )
+        # The task takes a copy of this context: its isolate's setup reads this exec's.
+        token = _EXEC_SETUP.set(setup)
+        try:
+            cell.task = asyncio.ensure_future(
+                self._bridge.execute(
+                    source, on_event=self._sink_for(cell), dispatch=self._dispatch_for(cell)
+                )
+            )
+        finally:
+            _EXEC_SETUP.reset(token)
         self.cells[cell_id] = cell
         return cell
 
@@ -263,14 +282,15 @@ class CodeSession:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await cell.task
             self._retire(cell)
+        if self._bridge is not None:
+            self._bridge.close()
+            self._bridge = None
 
     # -- plumbing -------------------------------------------------------------------------
 
     def _retire(self, cell: Cell) -> None:
         if self.cells.pop(cell.id, None) is None:
             return
-        if cell.bridge is not None:
-            cell.bridge.close()
         self.delegate.cell_closed(cell.id, cell.execution_id, cell.sequence)
 
     def _dispatch_for(self, cell: Cell) -> Any:
