@@ -56,7 +56,8 @@ def program(calls: int, parallel: bool, tool: str = "exec_command") -> str:
         body = f"const rs = await Promise.all(Array.from({{length: {calls}}}, (_, i) => {call}));\n"
     else:
         body = f"const rs = [];\nfor (let i = 0; i < {calls}; i++) rs.push(await {call});\n"
-    return body + "text(`${rs.length} calls`);\n"
+    # Codex's pragma: no yield however slow the machine (exec's default is 10 s).
+    return '// @exec: {"yield_time_ms": 600000}\n' + body + "text(`${rs.length} calls`);\n"
 
 
 def run_turn(codex: Path, code: str) -> float:
@@ -83,7 +84,7 @@ def run_turn(codex: Path, code: str) -> float:
             raise SystemExit(f"codex exited {done.returncode}: {done.stderr[-2000:]}")
         output = tool_output(server.requests)
         if "Script completed" not in output or " calls" not in output:
-            raise SystemExit(f"unexpected program output: {output[:500]!r}")
+            raise SystemExit(f"{codex}: unexpected program output: {output[:500]!r}")
         return elapsed
 
 

@@ -55,11 +55,16 @@ def take_stdout() -> int:
 
 
 async def serve(listen: Listen, limits: SessionLimits) -> int:
+    from codemode.js_runtime.worker_process import POOL
+
+    # In the stdio modes fd 1 is the protocol's before any process is started.
+    out_fd = take_stdout() if listen.kind != "tcp" else -1
+    # An engine worker boots while the client gets going: the first exec finds it ready.
+    POOL.prestart(limits.engine, limits.memory_mb * 1024 * 1024)
     if listen.kind == "framed-stdio":
         # lazy: the framed protocol needs no grpc
         from codemode.codex_host.framed import serve_framed
 
-        out_fd = take_stdout()
         return await serve_framed(0, out_fd, limits)
     import grpc  # lazy: only the gRPC transports need it
 
@@ -82,7 +87,6 @@ async def serve(listen: Listen, limits: SessionLimits) -> int:
             await service.close()
             await server.stop(0.5)
         return 0
-    out_fd = take_stdout()
     with tempfile.TemporaryDirectory(prefix="codemode-host-") as private:
         os.chmod(private, 0o700)
         path = Path(private) / "grpc.sock"
