@@ -72,7 +72,8 @@ class Worker:
         # process is still its parent's to use and to kill.
         self._owner = os.getpid()
         self.dead = False
-        self.has_isolate = False  # set by the bridge once an OPEN succeeded
+        self.has_isolate = False  # set by the execution once an OPEN succeeded
+        self.configured: str | None = None  # the prelude's configure call it last ran
         _reap()
 
     @property
