@@ -209,3 +209,48 @@ def _cell_id_in(text: str) -> str | None:
 def _cell_id(request: RecordedRequest) -> str:
     """The cell id the last tool result named (the wait call's argument)."""
     return _cell_id_in(json.dumps(request.body["messages"][-1])) or "missing"
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_a_session_that_ends_with_a_cell_running_closes_it_cleanly(
+    home: Path, work: Path, as_json: bool
+) -> None:
+    """The model answers while its program still runs: `exec` ends, the cell and the
+    command it started stop, and nothing reports after the session has closed (once a
+    traceback: "I/O operation on closed file")."""
+    from agent_support import call, provider_flags, run_cli, session_files
+
+    from codemode.testing.scripted_server import ScriptedModelServer
+
+    marker = work / "still-running"
+    program = (
+        '// @exec: {"yield_time_ms": 300}\n'
+        "console.log('started');\n"
+        f"await tools.shell({{command: 'sleep 30; touch {marker}'}});"
+    )
+    replies = iter([
+        lambda _: {"tool_calls": [call("exec", {"code": WARM_UP})]},
+        lambda _: {"tool_calls": [call("exec", {"code": program})]},
+        lambda _: {"text": "leaving it running"},
+    ])
+    with ScriptedModelServer(lambda request: next(replies)(request)) as server:
+        flags = ["--json"] if as_json else []
+        started = time.monotonic()
+        run = run_cli(
+            ["exec", *provider_flags(server.base_url, "chat"), "--code-mode", *flags, "go"],
+            home=home, cwd=work,
+        )
+        elapsed = time.monotonic() - started
+        bodies = [r.body for r in server.requests]
+    assert run.code == 0, run.stderr
+    assert "still running as cell" in json.dumps(bodies[2]["messages"][-1])
+    assert "Traceback" not in run.stderr and "closed file" not in run.stderr, run.stderr
+    assert "Traceback" not in run.stdout
+    assert elapsed < 25  # the 30 s command did not hold the exit
+    time.sleep(0.5)
+    assert not marker.exists()  # the command was stopped, not left behind
+    # The session file records the program as ended by the session's end.
+    recorded = [json.loads(line) for line in session_files(home)[-1].read_text().splitlines()]
+    programs = [r for r in recorded if "code_execution" in json.dumps(r)
+                and "item.completed" in json.dumps(r)]
+    assert programs and "interrupted" in json.dumps(programs[-1])
