@@ -158,8 +158,8 @@ class Worker:
 
     async def _readable(self) -> None:
         loop = asyncio.get_running_loop()
-        ready = loop.create_future()
-        loop.add_reader(self._out, lambda: ready.done() or ready.set_result(None))
+        ready: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(self._out, _settle_once, ready)
         try:
             await ready
         finally:
@@ -245,6 +245,11 @@ class Worker:
         with contextlib.suppress(Exception):
             if not self.dead:
                 self.kill()
+
+
+def _settle_once(ready: asyncio.Future[None]) -> None:
+    if not ready.done():
+        ready.set_result(None)
 
 
 # Killed workers not yet reaped (their zombies), tried again whenever a worker starts.
