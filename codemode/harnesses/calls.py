@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from codemode.harnesses.base import Actions, Outcome, ToolRunner
+from codemode.harnesses.program_tools import EXEC_TOOL, WAIT_TOOL, exec_tool, wait_tool
 from codemode.harnesses.render import render_exec_result
 from codemode.harnesses.repair import (
     RECOVERED_PREFIX,
@@ -17,6 +18,7 @@ from codemode.harnesses.repair import (
     unknown_tool_message,
     unwrap_program,
 )
+from codemode.js_runtime.elide import elide_middle
 from codemode.providers.base import (
     AssistantMessage,
     Message,
@@ -25,13 +27,12 @@ from codemode.providers.base import (
     ToolSpec,
     UserMessage,
 )
-from codemode.tools.shell import MAX_OUTPUT_CHARS, truncate_middle
+from codemode.tools.context import ToolError
+from codemode.tools.shell import MAX_OUTPUT_CHARS
 
 if TYPE_CHECKING:
-    from codemode.js_runtime.models import ExecResult
+    from codemode.js_runtime.outcome import Outcome as ProgramOutcome
 
-EXEC_TOOL = "exec"
-WAIT_TOOL = "wait"
 _JS_FENCE_LANGS = ("```js", "```javascript", "```ts", "```typescript")
 
 
@@ -91,7 +92,7 @@ async def run_classic_call(
 def _capped(text: str) -> str:
     # Whatever a tool returns (an MCP server's reply can be any size), what goes back to
     # the model is bounded like a command's output: head and tail kept, the middle marked.
-    return truncate_middle(text, MAX_OUTPUT_CHARS)[0]
+    return elide_middle(text, MAX_OUTPUT_CHARS)[0]
 
 
 async def run_exec_call(call: ToolCall, runner: ToolRunner, prelude: str = "") -> Outcome:
@@ -101,8 +102,8 @@ async def run_exec_call(call: ToolCall, runner: ToolRunner, prelude: str = "") -
 
 async def exec_call(
     call: ToolCall, runner: ToolRunner, prelude: str = ""
-) -> tuple[Outcome, ExecResult | None]:
-    """Run the program in an ``exec`` call: its rendered outcome, and the raw result
+) -> tuple[Outcome, ProgramOutcome | None]:
+    """Run the program in an ``exec`` call: its rendered outcome, and the program's
     (None when no program ran). ``prelude`` goes in front of the program, on its first
     line so that line numbers in errors stay the model's own."""
     if call.name == WAIT_TOOL:
@@ -130,49 +131,34 @@ async def exec_call(
     if not code:
         return Outcome('exec needs {"code": "<JavaScript program>"}', is_error=True), None
     program = f"{prelude} {code}" if prelude else code
-    result = await runner.run_program(program)
-    return Outcome(render_exec_result(result, program), is_error=not result.ok), result
-
-
-def wait_tool_spec() -> ToolSpec:
-    """The code dialect's second tool: come back to a program that yielded."""
-    from codemode.harnesses.base import load_prompt
-
-    return ToolSpec(
-        name=WAIT_TOOL,
-        description=load_prompt("wait_tool").strip(),
-        parameters={
-            "type": "object",
-            "properties": {
-                "cell_id": {"type": "string", "description": "The running program's cell id."},
-                "yield_time_ms": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "Longest wait for something new.",
-                },
-                "terminate": {"type": "boolean", "description": "Stop the program."},
-            },
-            "required": ["cell_id"],
-            "additionalProperties": False,
-        },
-    )
-
-
-async def _wait_call(call: ToolCall, runner: ToolRunner) -> tuple[Outcome, ExecResult | None]:
+    tool = exec_tool("", runner)
     try:
-        args = parse_call_arguments(call)
-    except ArgumentError as exc:
+        args = tool.validate({"code": program})
+        outcome: ProgramOutcome = await tool.handler(args, runner.context)
+    except ToolError as exc:
         return Outcome(str(exc), is_error=True), None
-    if not isinstance(args, dict) or "cell_id" not in args:
-        return Outcome('wait needs {"cell_id": "<id from exec>"}', is_error=True), None
-    yield_ms = args.get("yield_time_ms")
-    if not (yield_ms is None or (isinstance(yield_ms, int) and not isinstance(yield_ms, bool))):
-        return Outcome("wait: yield_time_ms must be a whole number of ms", is_error=True), None
-    wait = getattr(runner, "wait_cell", None)
-    if wait is None:
-        return Outcome("wait: this session runs no programs", is_error=True), None
-    result = await wait(str(args["cell_id"]), yield_ms, bool(args.get("terminate", False)))
-    return Outcome(render_exec_result(result), is_error=not result.ok), result
+    return Outcome(render_exec_result(outcome, program), is_error=_failed(outcome)), outcome
+
+
+def _failed(outcome: ProgramOutcome) -> bool:
+    return outcome.kind == "completed" and not outcome.ok
+
+
+async def _wait_call(
+    call: ToolCall, runner: ToolRunner
+) -> tuple[Outcome, ProgramOutcome | None]:
+    tool = wait_tool(runner)
+    try:
+        raw = parse_call_arguments(call)
+        if isinstance(raw, dict) and isinstance(raw.get("cell_id"), int):
+            raw = {**raw, "cell_id": str(raw["cell_id"])}  # a number is a fine cell id
+        args = tool.validate(raw)
+        outcome: ProgramOutcome = await tool.handler(args, runner.context)
+    except (ArgumentError, ToolError) as exc:
+        # (``wait`` is the model's tool, not a ``tools.*`` member programs call)
+        message = str(exc).replace(f"tools.{WAIT_TOOL}:", f"{WAIT_TOOL}:", 1)
+        return Outcome(message, is_error=True), None
+    return Outcome(render_exec_result(outcome), is_error=_failed(outcome)), outcome
 
 
 def result_messages(calls: list[ToolCall], outcomes: list[Outcome]) -> list[Message]:
