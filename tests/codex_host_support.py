@@ -36,8 +36,13 @@ class Generated:
 
 
 _generated: Generated | None = None
+# A channel that owns its connection: closing it closes the socket (grpc otherwise keeps
+# connections in a process-wide pool), as a client process that goes away does.
+CHANNEL_OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
 # The host process behind each address host_process yields.
 HOST_PIDS: dict[str, int] = {}
+# stdio hosts: closes the host's stdin, as a client process that dies does.
+HANG_UP: dict[str, Callable[[], None]] = {}
 
 
 def generated() -> Generated:
@@ -80,7 +85,7 @@ def host_process(transport: str, engine: str, *extra: str) -> Iterator[str]:
 
     ``tcp``: ``--listen grpc://127.0.0.1:PORT``. ``stdio``: ``--listen grpc+stdio://``, its
     stdin/stdout joined to a unix socket here (the test's side of the relay)."""
-    env = dict(os.environ)
+    env = dict(os.environ, CODEMODE_HOST_TRACE=os.environ.get("CODEMODE_HOST_TRACE", ""))
     if transport == "tcp":
         port = free_port()
         proc = subprocess.Popen(
@@ -102,7 +107,7 @@ def host_process(transport: str, engine: str, *extra: str) -> Iterator[str]:
     listener.listen(4)
     proc = subprocess.Popen(
         [INTERPRETER, "code-mode-host", "--listen", "grpc+stdio://", "--engine", engine, *extra],
-        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=_host_stderr(),
     )  # fmt: skip
     assert proc.stdin is not None and proc.stdout is not None
     stdin, stdout = proc.stdin, proc.stdout
@@ -116,6 +121,7 @@ def host_process(transport: str, engine: str, *extra: str) -> Iterator[str]:
 
     threading.Thread(target=accept, daemon=True).start()
     HOST_PIDS[f"unix:{path}"] = proc.pid
+    HANG_UP[f"unix:{path}"] = stdin.close
     try:
         yield f"unix:{path}"
     finally:
@@ -242,7 +248,9 @@ async def session(address: str | Any, **tools: ToolFn) -> AsyncIterator[Client]:
     gen = generated()
     own = isinstance(address, str)
     async with (
-        grpc.aio.insecure_channel(address) if own else contextlib.nullcontext(address) as channel
+        grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+        if own
+        else contextlib.nullcontext(address) as channel
     ):
         stub = gen.grpc.CodeModeHostStub(channel)
         events = stub.OpenSession(gen.pb2.OpenSessionRequest())
@@ -275,3 +283,8 @@ def descendants(pid: int) -> list[int]:
             found.append(child)
             todo.append(child)
     return found
+
+
+def _host_stderr() -> Any:
+    where = os.environ.get("CODEMODE_HOST_STDERR")
+    return open(where, "ab") if where else subprocess.PIPE

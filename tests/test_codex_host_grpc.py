@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.codex_host_support import (
+    HANG_UP,
     HOST_PIDS,
     descendants,
     generated,
@@ -288,6 +289,7 @@ async def test_a_client_that_disconnects_mid_call_leaves_the_host_serving(host: 
     stdio, as Codex has it): the host ends, cleanly."""
     async with session(host, slow=lambda _n, a: a) as client:
         client.hold.add("slow")
+        # (stdio: the client goes while its call is unanswered: its stdin closes below)
         request = client.pb2.ExecuteRequest(
             session_id=client.session_id, execution_id="gone", tool_call_id="c",
             source="await tools.slow({}); text('never');", enabled_tools=client.definitions(),
@@ -300,6 +302,7 @@ async def test_a_client_that_disconnects_mid_call_leaves_the_host_serving(host: 
             await asyncio.sleep(0.05)
         assert client.held, "the tool call never reached the client"
     if host.startswith("unix:"):
+        HANG_UP[host]()
         pid = HOST_PIDS[host]
         for _ in range(300):
             state = _process_state(pid)

@@ -1,10 +1,16 @@
 """A code-mode session as Codex's protocol sees it, on our runtime: cells that run, yield,
 are waited on and terminated; nested tool calls and notifications go to a ``Delegate``.
 
-This is the one module that knows how the runtime is driven (today ``Bridge``, one per
-exec, each in a confined engine worker from the pool); both wire protocols talk to
-``CodeSession`` only. Each exec gets a fresh isolate (Codex's contract); what survives
-between execs of a session is the ``store``.
+This is the one module that knows how the runtime is driven: one runtime
+``js_runtime.session.CodeSession`` per Codex session (not persistent: a fresh isolate per
+exec, Codex's contract, in confined engine workers the runtime keeps warm), each exec
+run to its end there (``yield_time=None``) inside a cell task of ours, since Codex's
+yield rules differ from the runtime's (``wait`` returns when the yield time passes or the
+program calls ``yield_control()``, not on any new output). What the runtime hands its
+delegate is routed to our cell by a context variable the exec's task carries; each exec
+brings its own setup (its tools, the store as it stands) as its tools'
+``program_setup``. What survives between execs of a session is the ``store``. Both wire
+protocols talk to ``CodeSession`` here only.
 """
 
 from __future__ import annotations
@@ -32,9 +38,11 @@ from codemode.codex_host.model import (
     ToolFailed,
     ToolSpec,
 )
-from codemode.js_runtime.bridge import Bridge
+from codemode.errors import ToolError
+from codemode.js_runtime.delegate import NestedCall as RuntimeCall
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits, LogEvent
-from codemode.tools.context import ToolError
+from codemode.js_runtime.outcome import Completed
+from codemode.js_runtime.session import CodeSession as RuntimeSession
 
 _MAX_YIELD_MS = 3_600_000
 
@@ -44,17 +52,25 @@ def _globals_js() -> str:
     return resources.files("codemode.codex_host").joinpath("globals.js").read_text("utf-8")
 
 
-# This exec's part of its isolate's setup (its tools, the store as it stands, exit()).
-_EXEC_SETUP: ContextVar[str] = ContextVar("codex_exec_setup", default="")
+# The cell whose exec is running in this task (and in the runtime's, which copies it).
+_CURRENT: ContextVar[Cell | None] = ContextVar("codex_cell", default=None)
 
 
-class _SessionBridge(Bridge):
-    def setup_script(self, limits: Limits) -> str:
-        return f"{super().setup_script(limits)}\n{_EXEC_SETUP.get()}"
+@dataclass(frozen=True)
+class _ExecTools:
+    """The runtime's ``ToolNames`` for one exec, with that exec's setup (one line)."""
 
+    names: tuple[str, ...]
+    setup: str
 
-async def _no_dispatch(name: str, args: object) -> Any:
-    raise ToolError(f"tools.{name} is not enabled for this exec")
+    def flat_names(self) -> list[str]:
+        return list(self.names)
+
+    def namespaces(self) -> dict[str, dict[str, str]]:
+        return {}
+
+    def program_setup(self) -> str:
+        return self.setup
 
 
 class CellBusy(Exception):
@@ -68,17 +84,6 @@ class SessionLimits:
     memory_mb: int = 256
     max_tool_calls: int = 100_000
     max_yield_ms: int | None = None
-
-
-class _Catalog:
-    def __init__(self, names: list[str]) -> None:
-        self._names = names
-
-    def flat_names(self) -> list[str]:
-        return list(self._names)
-
-    def namespaces(self) -> dict[str, dict[str, str]]:
-        return {}
 
 
 @dataclass(eq=False)
@@ -115,8 +120,7 @@ class CodeSession:
         # for a clean exit.
         self._exit_name = f"CodexExit_{secrets.token_hex(8)}"
         self.closed = False
-        # One bridge for the session: a fresh isolate per exec, in workers it keeps warm.
-        self._bridge: _SessionBridge | None = None
+        self._session: RuntimeSession | None = None
 
     # -- exec ---------------------------------------------------------------------------
 
@@ -153,35 +157,39 @@ class CodeSession:
             "tools": [{"name": t.global_name, "description": t.description} for t in tools],
             "exitName": self._exit_name,
         }
-        names = list(by_name)
+        names = tuple(by_name)
         setup = (
             # A failed call rejects with its message as a string, as in Codex's host.
             f"__cm.configure({json.dumps(names)}, {self.limits.max_tool_calls}, {{}}, "
-            "{plainRejections: true});\n"
-            f"globalThis.__codex = JSON.parse({json.dumps(json.dumps(config))});\n" + _globals_js()
+            "{plainRejections: true}); "
+            f"globalThis.__codex = JSON.parse({json.dumps(json.dumps(config))});"
         )
-        limits = Limits(
-            timeout_s=self.limits.timeout_s,
-            memory_mb=self.limits.memory_mb,
-            max_tool_calls=self.limits.max_tool_calls,
-            output_chars=64 * 1024 * 1024,
-        )
-        if self._bridge is None:
-            self._bridge = _SessionBridge(
-                _no_dispatch, _Catalog([]), engine=self.limits.engine, limits=limits
-            )
-        # The task takes a copy of this context: its isolate's setup reads this exec's.
-        token = _EXEC_SETUP.set(setup)
-        try:
-            cell.task = asyncio.ensure_future(
-                self._bridge.execute(
-                    source, on_event=self._sink_for(cell), dispatch=self._dispatch_for(cell)
-                )
-            )
-        finally:
-            _EXEC_SETUP.reset(token)
+        cell.task = asyncio.ensure_future(self._run(cell, source, _ExecTools(names, setup)))
         self.cells[cell_id] = cell
         return cell
+
+    def _runtime(self) -> RuntimeSession:
+        if self._session is None:
+            limits = Limits(
+                timeout_s=self.limits.timeout_s,
+                memory_mb=self.limits.memory_mb,
+                max_tool_calls=self.limits.max_tool_calls,
+                output_chars=64 * 1024 * 1024,
+            )
+            self._session = RuntimeSession(
+                _RuntimeDelegate(self),
+                limits=limits,
+                engine=self.limits.engine,
+                persistent=False,
+                setup_scripts=[_globals_js()],
+            )
+        return self._session
+
+    async def _run(self, cell: Cell, source: str, tools: _ExecTools) -> ExecResult:
+        _CURRENT.set(cell)  # this task's context, which the runtime's task copies
+        outcome = await self._runtime().execute(source, tools, yield_time=None)
+        assert isinstance(outcome, Completed)  # no yield time: it ran to its end
+        return outcome.result
 
     def yield_ms(self, requested: int | None) -> int:
         ms = DEFAULT_YIELD_MS if requested is None else requested
@@ -282,9 +290,9 @@ class CodeSession:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await cell.task
             self._retire(cell)
-        if self._bridge is not None:
-            self._bridge.close()
-            self._bridge = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -293,46 +301,59 @@ class CodeSession:
             return
         self.delegate.cell_closed(cell.id, cell.execution_id, cell.sequence)
 
-    def _dispatch_for(self, cell: Cell) -> Any:
-        async def dispatch(name: str, args: object) -> Any:
-            tool = cell.tools[name]
-            cell.sequence += 1
-            call = NestedCall(
-                cell_id=cell.id,
-                execution_id=cell.execution_id,
-                runtime_call_id=f"tool-{cell.sequence}",
-                sequence=cell.sequence,
-                tool=tool,
-                input=args,
-            )
-            try:
-                return await self.delegate.call_tool(call)
-            except ToolFailed as exc:
-                raise ToolError(str(exc)) from None
+    async def call_tool(self, cell: Cell, name: str, args: object) -> Any:
+        tool = cell.tools[name]
+        cell.sequence += 1
+        call = NestedCall(
+            cell_id=cell.id,
+            execution_id=cell.execution_id,
+            runtime_call_id=f"tool-{cell.sequence}",
+            sequence=cell.sequence,
+            tool=tool,
+            input=args,
+        )
+        try:
+            return await self.delegate.call_tool(call)
+        except ToolFailed as exc:
+            raise ToolError(str(exc)) from None
 
-        return dispatch
+    def heard(self, cell: Cell, event: ExecEvent) -> None:
+        """What the program wrote on the channels globals.js opens (its console levels)."""
+        if not isinstance(event, LogEvent):
+            return
+        level, text = event.level, event.text
+        if level == "log":
+            cell.items.append(TextItem(text))
+        elif level == "info":
+            item = parse_image(text)
+            if item is not None:
+                cell.items.append(item)
+        elif level == "warn":
+            self.delegate.notify(cell.id, cell.execution_id, cell.tool_call_id, text)
+        elif level == "error":
+            with contextlib.suppress(ValueError, TypeError):
+                key, value = json.loads(text)
+                self.store[str(key)] = str(value)
+        elif level == "debug" and text == "yield":
+            cell.yield_now.set()
 
-    def _sink_for(self, cell: Cell) -> Any:
-        def sink(event: ExecEvent) -> None:
-            if not isinstance(event, LogEvent):
-                return
-            level, text = event.level, event.text
-            if level == "log":
-                cell.items.append(TextItem(text))
-            elif level == "info":
-                item = parse_image(text)
-                if item is not None:
-                    cell.items.append(item)
-            elif level == "warn":
-                self.delegate.notify(cell.id, cell.execution_id, cell.tool_call_id, text)
-            elif level == "error":
-                with contextlib.suppress(ValueError, TypeError):
-                    key, value = json.loads(text)
-                    self.store[str(key)] = str(value)
-            elif level == "debug" and text == "yield":
-                cell.yield_now.set()
 
-        return sink
+class _RuntimeDelegate:
+    """The runtime's delegate for a session: each call and event goes to its cell."""
+
+    def __init__(self, session: CodeSession) -> None:
+        self.session = session
+
+    async def call_tool(self, call: RuntimeCall) -> object:
+        cell = _CURRENT.get()
+        if cell is None or call.name not in cell.tools:
+            raise ToolError(f"tools.{call.name} is not enabled for this exec")
+        return await self.session.call_tool(cell, call.name, call.args)
+
+    def notify(self, cell_id: str, event: ExecEvent) -> None:
+        cell = _CURRENT.get()
+        if cell is not None:
+            self.session.heard(cell, event)
 
 
 def _since(started_ns: int) -> int:

@@ -57,6 +57,12 @@ def take_stdout() -> int:
 async def serve(listen: Listen, limits: SessionLimits) -> int:
     from codemode.js_runtime.worker_process import POOL
 
+    if os.environ.get("CODEMODE_HOST_TRACE"):
+        import faulthandler
+        import signal
+
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+
     # In the stdio modes fd 1 is the protocol's before any process is started.
     out_fd = take_stdout() if listen.kind != "tcp" else -1
     # An engine worker boots while the client gets going: the first exec finds it ready.
