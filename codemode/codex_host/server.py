@@ -43,7 +43,7 @@ def parse_listen(value: str | None) -> Listen:
             if not sep or not port.isdigit() or not host:
                 break
             return Listen("tcp", host.strip("[]"), int(port))
-    raise ValueError(f"--listen {value!r}: expected stdio, grpc+stdio:// or grpc://HOST:PORT")
+    raise ValueError(f"{value!r}: expected stdio, grpc+stdio:// or grpc://HOST:PORT")
 
 
 def take_stdout() -> int:
