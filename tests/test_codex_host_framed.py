@@ -189,3 +189,13 @@ def test_a_frame_that_is_not_json_ends_the_host_without_a_traceback() -> None:
         assert peer.proc.wait(30) == 1
         assert peer.proc.stderr is not None
         assert b"Traceback" not in peer.proc.stderr.read()
+
+
+def test_a_listen_address_it_cannot_serve_is_a_usage_error() -> None:
+    done = subprocess.run(
+        [INTERPRETER, "code-mode-host", "--listen", "ws://127.0.0.1:9"],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "expected stdio, grpc+stdio:// or grpc://HOST:PORT" in done.stderr
+    assert "Traceback" not in done.stderr
