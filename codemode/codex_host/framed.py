@@ -26,6 +26,8 @@ from codemode.codex_host.runtime import CellBusy, CodeSession, SessionLimits
 
 MAX_FRAME = 64 * 1024 * 1024
 VERSION = 1
+# How long an outcome waits for the client to acknowledge the cell's notifications.
+_NOTE_WAIT_S = 5.0
 _KIND = {"yielded": "Yielded", "terminated": "Terminated", "completed": "Result"}
 
 
@@ -103,6 +105,7 @@ class _Session:
         self.conn = conn
         self.id = session_id
         self.code = CodeSession(self, limits)
+        self.notes: dict[str, list[asyncio.Future[Any]]] = {}
 
     async def call_tool(self, call: NestedCall) -> Any:
         tool = call.tool
@@ -123,7 +126,17 @@ class _Session:
 
     def notify(self, cell_id: str, execution_id: str, call_id: str, text: str) -> None:
         request = {"type": "notification/send", "callId": call_id, "cellId": cell_id, "text": text}
-        self.conn.spawn(self.conn.delegate(self.id, request))
+        # Sent now, before anything the program does next; the cell's next outcome waits
+        # for the client to say it delivered it (Codex 0.148 drops a notification that
+        # arrives after its exec's result).
+        task = asyncio.ensure_future(self.conn.delegate(self.id, request, eager=True))
+        self.notes.setdefault(cell_id, []).append(task)
+
+    async def delivered(self, cell_id: str) -> None:
+        """Until the client has answered the cell's notifications (a few seconds at most)."""
+        tasks = self.notes.pop(cell_id, [])
+        if tasks:
+            await asyncio.wait(tasks, timeout=_NOTE_WAIT_S)
 
     def cell_closed(self, cell_id: str, execution_id: str, final_sequence: int) -> None:
         self.conn.send({"type": "cell/closed", "sessionId": self.id, "cellId": cell_id})
@@ -149,18 +162,30 @@ class FramedConnection:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
-    async def delegate(self, session_id: str, request: dict[str, Any]) -> dict[str, Any]:
+    def delegate(self, session_id: str, request: dict[str, Any], *, eager: bool = False) -> Any:
+        """The client's answer to a delegate request; ``eager``: the request is sent
+        now, not when the returned coroutine first runs."""
         delegate_id = next(self.ids)
         future = asyncio.get_running_loop().create_future()
         self.waiting[delegate_id] = future
-        self.send(
-            {
-                "type": "delegate/request",
-                "id": delegate_id,
-                "sessionId": session_id,
-                "request": request,
-            }
-        )
+        frame = {
+            "type": "delegate/request",
+            "id": delegate_id,
+            "sessionId": session_id,
+            "request": request,
+        }
+        if eager:
+            self.send(frame)
+        return self._answer(delegate_id, future, None if eager else frame)
+
+    async def _answer(
+        self,
+        delegate_id: int,
+        future: asyncio.Future[dict[str, Any]],
+        frame: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        if frame is not None:
+            self.send(frame)
         try:
             result: dict[str, Any] = await future
             return result
@@ -264,6 +289,7 @@ class FramedConnection:
             )
             respond({"type": "execution/started", "cellId": cell.id})
             outcome = await code.observe(cell, code.yield_ms(body.get("yield_time_ms")))
+            await session.delivered(cell.id)
             self.send(
                 {
                     "type": "execute/initialResponse",
@@ -279,6 +305,7 @@ class FramedConnection:
             else:
                 cell_id = str(request["cellId"])
                 got = await code.terminate(cell_id)
+            await session.delivered(cell_id)
             if got is None:
                 missing = Outcome("completed", cell_id, [], f"exec cell {cell_id} not found")
                 outcome_json = {"MissingCell": wire_outcome(missing)}

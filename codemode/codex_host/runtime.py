@@ -26,7 +26,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from codemode.codex_host.items import budget, error_text, parse_image
+from codemode.codex_host.items import error_text, parse_image
 from codemode.codex_host.model import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     DEFAULT_YIELD_MS,
@@ -104,7 +104,9 @@ class Cell:
 
     def take_items(self) -> list[ContentItem]:
         items, self.items = self.items, []
-        return budget(items, self.max_output_tokens)
+        # Whole: the client cuts them to max_output_tokens (Codex does, with its own
+        # marker; its own host passes them whole too).
+        return items
 
 
 class CodeSession:
