@@ -65,12 +65,17 @@ async def serve(listen: Listen, limits: SessionLimits) -> int:
 
     # In the stdio modes fd 1 is the protocol's before any process is started.
     out_fd = take_stdout() if listen.kind != "tcp" else -1
-    # An engine worker boots while the client gets going: the first exec finds it ready.
-    POOL.prestart(limits.engine, limits.memory_mb * 1024 * 1024)
+
+    def prestart() -> None:
+        # An engine worker boots while the client gets going (once the host answers:
+        # its start is what a client waits for): the first exec finds it ready.
+        POOL.prestart(limits.engine, limits.memory_mb * 1024 * 1024)
+
     if listen.kind == "framed-stdio":
         # lazy: the framed protocol needs no grpc
         from codemode.codex_host.framed import serve_framed
 
+        prestart()
         return await serve_framed(0, out_fd, limits)
     import grpc  # lazy: only the gRPC transports need it
 
@@ -84,6 +89,7 @@ async def serve(listen: Listen, limits: SessionLimits) -> int:
         if port == 0:
             raise OSError(f"cannot listen on {listen.host}:{listen.port}")
         await server.start()
+        prestart()
         print(
             f"code-mode host listening on grpc://{listen.host}:{port}", file=sys.stderr, flush=True
         )
@@ -98,6 +104,7 @@ async def serve(listen: Listen, limits: SessionLimits) -> int:
         path = Path(private) / "grpc.sock"
         server.add_insecure_port(f"unix:{path}")
         await server.start()
+        prestart()
         try:
             await _relay(path, 0, out_fd)
         finally:
