@@ -203,7 +203,7 @@ def test_declarations_nest_namespaced_tools() -> None:
 
     dts = typescript_declarations(ToolRegistry([define_tool(echo, name="mcp__srv__echo")]))
     assert "  srv: {\n" in dts
-    assert "    echo(args: McpSrvEchoArgs): Promise<unknown>;" in dts
+    assert "    echo(args: McpSrvEchoArgs): Promise<Record<string, string>>;" in dts
 
 
 # --- a real server: calls, concurrency, failures ---------------------------------------

@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
-from codemode.harnesses.base import render_template
 from codemode.harnesses.render import render_exec_result
 from codemode.js_runtime.bridge import Bridge
 from codemode.js_runtime.models import Limits
 from codemode.mcp.approval import Decider, approving_registry
+from codemode.mcp.description import execute_description
 from codemode.tools.context import ToolContext
 from codemode.tools.registry import ToolRegistry, code_name
 
@@ -36,10 +35,6 @@ DISCLOSURE_THRESHOLD = 8
 # message (the official client's SSE event limit) even when every character escapes.
 RESULT_FIELD_CHARS = 60_000
 TEXT_PREVIEW_CHARS = 2_000
-
-
-def _prompt(name: str) -> str:
-    return (resources.files("codemode.mcp") / "prompts" / f"{name}.md").read_text("utf-8")
 
 
 # Words ending in a full stop that do not end a sentence ("e.g. a path", "vs. main").
@@ -115,22 +110,9 @@ class HostService:
         return len(self.registry) > DISCLOSURE_THRESHOLD
 
     def execute_description(self) -> str:
-        if self.progressive:
-            sample = ", ".join(f"tools.{code_name(n)}" for n in self.registry.names()[:6])
-            tools = render_template(
-                _prompt("execute_search"), {"count": str(len(self.registry)), "sample": sample}
-            )
-        else:
-            from codemode.tools.surfaces import declarations
-
-            tools = render_template(
-                _prompt("execute_declarations"),
-                {"declarations": declarations(self.registry).strip()},
-            )
-        text = render_template(
-            _prompt("execute"), {"workspace": str(self.context.workspace), "tools": tools}
+        return execute_description(
+            self.registry, self.context.workspace, progressive=self.progressive
         )
-        return text.strip()
 
     async def execute(self, code: str) -> CallToolResult:
         # lazy: the mcp SDK is heavy; loaded when the server is built

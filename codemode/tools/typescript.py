@@ -68,6 +68,11 @@ class _Emitter:
         self._defs = schema.get("$defs", {})
         # A ``$ref`` means what this model's ``$defs`` say: two servers may both say Item.
         self._scope = _key(self._defs) if self._defs else ""
+        if not (schema.get("type", "object") == "object" and "properties" in schema):
+            # A RootModel (a result annotated ``float``, ``list[str]``, ``dict``...):
+            # its type itself, not an interface around it.
+            schema = {k: v for k, v in schema.items() if k != "title"}
+            return self.type(schema, name)
         return self.object(schema, name)
 
     def _claim(self, wanted: str, shape: str) -> tuple[str, bool]:
@@ -163,6 +168,11 @@ def _comment(doc: str, indent: str) -> str:
     return f"{jsdoc(doc, indent)}\n" if doc and doc.strip() else ""
 
 
+_ARGV = (
+    "/** Arguments given after the script name to `interpreter run`. */\n"
+    "declare const argv: string[];\n"
+)
+
 _STANDALONE = (
     "/** Printed lines are captured and returned with the program's result. (Declared\n"
     " * so that they merge with a DOM or Node `console` when those libraries are on.) */\n"
@@ -179,14 +189,17 @@ _STANDALONE = (
 )
 
 
-def typescript_declarations(registry: ToolRegistry, *, standalone: bool = False) -> str:
+def typescript_declarations(
+    registry: ToolRegistry, *, standalone: bool = False, argv: bool | None = None
+) -> str:
     """Declarations of ``tools.*`` as the program in the isolate sees them.
 
     Namespaced tools (``mcp__NS__NAME``) are declared as ``tools.NS.NAME``. A result
     model may name its interface with a ``ts_name`` class attribute (MCP tools without
     an output schema share one ``CallToolResult``). ``standalone`` adds the isolate's
     ``console`` and ``print``, for a file that tsc checks a program against (prompts
-    leave them out: models know console.log).
+    leave them out: models know console.log). ``argv`` (default: ``standalone``)
+    declares the global ``interpreter run`` gives scripts; no other host has it.
     """
     emit = _Emitter()
     methods = []
@@ -225,6 +238,6 @@ def typescript_declarations(registry: ToolRegistry, *, standalone: bool = False)
         f"declare const tools: {{\n{body}\n}};\n\n"
         "/** Raised (as a rejected Promise) when a tool call fails. */\n"
         "declare class ToolError extends Error { tool: string; }\n"
-        "/** Arguments given after the script name to `interpreter run`. */\n"
-        "declare const argv: string[];\n"
-    ) + (_STANDALONE if standalone else "")
+    ) + (_ARGV if (standalone if argv is None else argv) else "") + (
+        _STANDALONE if standalone else ""
+    )
