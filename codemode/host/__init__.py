@@ -58,6 +58,11 @@ def _sandbox_arg(
     return sandbox
 
 
+def _lines(text: str) -> str:
+    """A cell's unseen lines as ``ExecResult.output`` has them: each ends with a newline."""
+    return text + "\n" if text else ""
+
+
 class ToolHost:
     """Runs code-mode programs in a workspace with the built-in tools plus your own.
 
@@ -169,7 +174,7 @@ class ToolHost:
         if await cell.wait(max(yield_time_ms, 0) / 1000):
             self._cells.pop(cell.id, None)  # finished in time: an ordinary result
             return self._finished(cell)
-        return cell.snapshot()
+        return self._report(cell)
 
     async def wait(self, cell_id: str, *, yield_time_ms: int = 10_000) -> ExecResult:
         """A yielded cell's new output as soon as there is some, or its result when it
@@ -185,7 +190,7 @@ class ToolHost:
             return self._report(cell)
         await cell.stop()
         self._cells.pop(cell.id, None)
-        result = terminated(cell.take_output())
+        result = terminated(_lines(cell.take_output()))
         result.cell_id = cell.id
         return result
 
@@ -278,10 +283,10 @@ class ToolHost:
         return cell
 
     def _report(self, cell: Cell) -> ExecResult:
+        unseen = _lines(cell.take_output())
         if not cell.task.done():
-            return cell.snapshot()
+            return ExecResult(ok=True, output=unseen, cell_id=cell.id, running=True)
         self._cells.pop(cell.id, None)
-        unseen = cell.take_output()
         result = self._finished(cell)
         result.output = unseen  # only what was not handed back at a yield
         result.cell_id = cell.id

@@ -112,6 +112,16 @@ def check_model(
         raise TypeError(_refusal(tool_name, what, hint or model, exc)) from None
 
 
+def check_annotation(hint: object, tool_name: str, what: str) -> None:
+    """Raise TypeError now if pydantic cannot describe ``hint`` (an argument's type)."""
+    from pydantic import TypeAdapter
+
+    try:
+        TypeAdapter(hint).json_schema()  # type: ignore[arg-type]
+    except Exception as exc:
+        raise TypeError(_refusal(tool_name, what, hint, exc)) from None
+
+
 def _refusal(tool_name: str, what: str, hint: object, exc: Exception) -> str:
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     shown = getattr(hint, "__name__", None) or repr(hint)

@@ -20,7 +20,7 @@ from typing import Any, Literal, get_type_hints
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 # Re-exported: how a handler's result becomes JSON (one stated rule).
-from codemode.tools.annotations import NotJson, check_model, result_model
+from codemode.tools.annotations import NotJson, check_annotation, check_model, result_model
 from codemode.tools.annotations import to_json as to_json
 
 # Re-exported: tool modules import both from here, with the definition helpers.
@@ -266,6 +266,8 @@ def define_tool(
     params = [p for p in inspect.signature(fn).parameters.values() if p.name != "return"]
     wants_ctx = [p.name for p in params if hints.get(p.name) is ToolContext]
     data_params = [p for p in params if hints.get(p.name) is not ToolContext]
+    for p in data_params:  # each alone first, so that an error names the bad one
+        check_annotation(hints.get(p.name, Any), tool_name, f"parameter {p.name!r} annotated")
     results = result_model(hints.get("return", inspect.Parameter.empty), tool_name)
 
     async def call(kwargs: dict[str, Any]) -> object:
@@ -299,14 +301,6 @@ def define_tool(
             values = {p.name: getattr(args, p.name) for p in data_params}
             return await call({**values, **{n: ctx for n in wants_ctx}})
 
-    for p in data_params:  # each alone first, so that the error names the bad one
-        one: dict[str, Any] = {p.name: (hints.get(p.name, Any), ...)}
-        check_model(
-            create_model(f"{tool_name}_{p.name}", **one),
-            tool_name,
-            f"parameter {p.name!r} annotated",
-            hints.get(p.name, Any),
-        )
     check_model(args_model, tool_name, "arguments")
     return Tool(
         tool_name, doc, args_model, results, handler,
