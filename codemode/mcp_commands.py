@@ -13,6 +13,7 @@ from codemode.config import Config, codemode_home
 
 if TYPE_CHECKING:
     from codemode.assembly.options import SessionOptions
+    from codemode.mcp.early import EarlyStdio
 
 
 def list_servers(config: Config, *, as_json: bool) -> int:
@@ -49,15 +50,27 @@ def list_servers(config: Config, *, as_json: bool) -> int:
     return 1 if any(s.state == "failed" for s in statuses) else 0
 
 
-def serve(config: Config, options: SessionOptions, *, http_port: int | None) -> int:
-    """Serve the tool host over stdio, or streamable HTTP on 127.0.0.1:PORT, in the
-    workspace ``options.cwd``, sandboxed as the config and ``options`` say."""
+def serve(
+    config: Config,
+    options: SessionOptions,
+    *,
+    http_port: int | None,
+    early: EarlyStdio | None = None,
+) -> int:
+    """Serve the tool host over stdio (the wire ``early`` took at start-up, if given),
+    or streamable HTTP on 127.0.0.1:PORT, in the workspace ``options.cwd``, sandboxed
+    as the config and ``options`` say."""
+    if early is None and http_port is None:
+        from codemode.mcp.early import EarlyStdio
+        from codemode.version import package_version
+
+        early = EarlyStdio.start(package_version())
     # lazy: the MCP server stack, for mcp-server only
     from codemode.assembly.parts import sandbox_for
     from codemode.js_runtime.models import Limits
     from codemode.mcp.adapter import add_configured_servers
     from codemode.mcp.approval import policy_decider
-    from codemode.mcp.server import HostService, build_server
+    from codemode.mcp.server import RESULT_FIELD_CHARS, HostService, build_server, run_stdio
     from codemode.tools.builtin import builtin_registry
 
     registry = builtin_registry()
@@ -76,12 +89,15 @@ def serve(config: Config, options: SessionOptions, *, http_port: int | None) -> 
         cwd,
         decide=policy_decider(settings.approval_policy, settings.sandbox_mode),
         engine=config.engine or "quickjs",
-        limits=Limits(timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=30_000),
+        limits=Limits(
+            timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=RESULT_FIELD_CHARS
+        ),
         sandbox=sandbox,
     )
     server = build_server(service)
     if http_port is None:
-        server.run("stdio")
+        assert early is not None
+        run_stdio(server, early)
     else:
         print(f"serving MCP on http://127.0.0.1:{http_port}/mcp", file=sys.stderr, flush=True)
         server.run("streamable-http", host="127.0.0.1", port=http_port)

@@ -20,6 +20,7 @@ from codemode.js_runtime.bridge import Bridge
 from codemode.js_runtime.models import Limits
 from codemode.mcp.approval import Decider, approving_registry
 from codemode.mcp.description import execute_description
+from codemode.mcp.early import INSTRUCTIONS, EarlyStdio
 from codemode.tools.context import ToolContext
 from codemode.tools.registry import ToolRegistry, code_name
 
@@ -181,11 +182,7 @@ def build_server(service: HostService) -> MCPServer:
 
     from codemode.version import package_version
 
-    server = MCPServer(
-        "codemode",
-        version=package_version(),
-        instructions="Run JavaScript programs against the host's tools with `execute`.",
-    )
+    server = MCPServer("codemode", version=package_version(), instructions=INSTRUCTIONS)
 
     async def execute(code: str) -> CallToolResult:
         return await service.execute(code)
@@ -233,3 +230,19 @@ def build_server(service: HostService) -> MCPServer:
         structured_output=False,
     )
     return server
+
+
+def run_stdio(server: MCPServer, early: EarlyStdio) -> None:
+    """Serve ``server`` on the stdio wire ``early`` took at start-up (and on which it
+    may have answered ``initialize`` already)."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    async def main() -> None:
+        stdin = anyio.wrap_file(early.reader())  # type: ignore[arg-type]
+        stdout = anyio.wrap_file(early.writer())  # type: ignore[arg-type]
+        async with stdio_server(stdin=stdin, stdout=stdout) as (read, write):
+            lowlevel = server._lowlevel_server
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+    anyio.run(main)
