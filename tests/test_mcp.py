@@ -687,7 +687,8 @@ def test_our_server_lists_and_runs_execute(tmp_path: Path) -> None:
         )
     )
     tools = {t.name: t for t in listed.tools}
-    assert list(tools) == ["execute"]  # six tools: declarations fit in the description
+    # seven tools: brief declarations fit in the description, describe_tool has the rest
+    assert list(tools) == ["execute", "describe_tool"]
     assert "read_file(args: ReadFileArgs): Promise<ReadFileResult>;" in tools["execute"].description
     assert tools["execute"].input_schema["required"] == ["code"]
     assert ok.is_error is False

@@ -20,10 +20,12 @@ def execute_description(
     *,
     declarations: str | None = None,
     progressive: bool = False,
+    brief: bool = False,
 ) -> str:
     """``execute``'s description: with ``progressive``, a sample of the tool names and
     where to find the rest (``search_tools``, ``describe_tool``); else the tools'
-    TypeScript declarations (``declarations``, or the registry's)."""
+    TypeScript declarations (``declarations``, or the registry's: ``brief``, the types
+    and a sentence per tool, with ``describe_tool`` for the rest)."""
     if progressive:
         sample = ", ".join(f"tools.{code_name(n)}" for n in registry.names()[:6])
         tools = render_template(
@@ -31,9 +33,10 @@ def execute_description(
         )
     else:
         if declarations is None:
-            from codemode.tools.surfaces import declarations as registry_declarations
+            from codemode.tools.typescript import typescript_declarations
 
-            declarations = registry_declarations(registry).strip()
-        tools = render_template(prompt("execute_declarations"), {"declarations": declarations})
+            declarations = typescript_declarations(registry, brief=brief).strip()
+        template = "execute_brief" if brief else "execute_declarations"
+        tools = render_template(prompt(template), {"declarations": declarations})
     text = render_template(prompt("execute"), {"workspace": str(workspace), "tools": tools})
     return text.strip()

@@ -1,9 +1,11 @@
 """Our tool host served over MCP: ``execute`` runs a JavaScript program against the tools.
 
 With a handful of tools, ``execute``'s description carries their TypeScript
-declarations. With more, it names a few and the client discovers the rest through
-``search_tools`` and ``describe_tool`` (progressive disclosure), so the description
-stays short however many MCP servers feed the host.
+declarations, brief (the types, and one sentence per tool); ``describe_tool`` gives a
+tool's declaration in full, with what each field means. With more tools, it names a few
+and the client discovers the rest through ``search_tools`` and ``describe_tool``
+(progressive disclosure), so the description stays short however many MCP servers feed
+the host.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from codemode.mcp.approval import Decider, approving_registry
 from codemode.mcp.description import execute_description
 from codemode.mcp.early import INSTRUCTIONS, EarlyStdio
 from codemode.tools.context import ToolContext
+from codemode.tools.doc_text import first_sentence
 from codemode.tools.registry import ToolRegistry, code_name
 
 if TYPE_CHECKING:
@@ -38,15 +41,6 @@ RESULT_FIELD_CHARS = 60_000
 TEXT_PREVIEW_CHARS = 2_000
 
 
-# Words ending in a full stop that do not end a sentence ("e.g. a path", "vs. main").
-_ABBREVIATIONS = frozenset(
-    "e.g i.e etc vs cf al approx incl esp resp viz no nos fig eq ca mr mrs ms dr st jr sr"
-    " inc ltd co dept est min max sec".split()
-)
-_DOTTED = re.compile(r"(?:[a-z]{1,2}\.)+[a-z]{1,2}")  # "u.s", "a.m"
-_SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+")
-
-
 def _preview(text: str) -> str:
     """The text beside structuredContent: short, and saying where the rest is."""
     if len(text) <= TEXT_PREVIEW_CHARS:
@@ -58,23 +52,8 @@ def _preview(text: str) -> str:
     )
 
 
-def _summary(description: str) -> str:
-    """The description's first sentence: cut at a full stop followed by a space, except
-    after an abbreviation, an initial ("J. Smith") or before a lowercase word."""
-    text = " ".join(description.split())
-    for end in _SENTENCE_END.finditer(text):
-        before = text[: end.start() + 1]
-        word = re.search(r"(\S+)$", before)
-        token = (word.group(1) if word else "").rstrip(".").lstrip("(\"'").lower()
-        if text[end.start()] == "." and (
-            token in _ABBREVIATIONS or len(token) == 1 or _DOTTED.fullmatch(token)
-        ):
-            continue  # "e.g.", "i.e.", "U.S.", "J." - an abbreviation, not the end
-        following = text[end.end() : end.end() + 1]
-        if following and following.islower():
-            continue  # "see the docs. then" reads as one sentence a model would cut badly
-        return text[: end.end()].rstrip()
-    return text
+# The description's first sentence (search_tools's summaries).
+_summary = first_sentence
 
 
 class HostService:
@@ -112,14 +91,21 @@ class HostService:
 
     def execute_description(self) -> str:
         return execute_description(
-            self.registry, self.context.workspace, progressive=self.progressive
+            self.registry, self.context.workspace, progressive=self.progressive, brief=True
         )
 
-    async def execute(self, code: str) -> CallToolResult:
+    async def execute(self, code: str, timeout_ms: int | None = None) -> CallToolResult:
+        """Run ``code``; ``timeout_ms`` shortens this call's time limit (never beyond the
+        server's own, ``self.limits.timeout_s``)."""
         # lazy: the mcp SDK is heavy; loaded when the server is built
         from mcp.types import CallToolResult, TextContent
 
-        result = await self.bridge.execute(code)
+        limits = None
+        if timeout_ms is not None:
+            limits = dataclasses.replace(
+                self.limits, timeout_s=min(timeout_ms / 1000, self.limits.timeout_s)
+            )
+        result = await self.bridge.execute(code, limits=limits)
         structured = {
             "ok": result.ok,
             "value": result.value,
@@ -184,18 +170,25 @@ def build_server(service: HostService) -> MCPServer:
 
     server = MCPServer("codemode", version=package_version(), instructions=INSTRUCTIONS)
 
-    async def execute(code: str) -> CallToolResult:
-        return await service.execute(code)
+    async def execute(code: str, timeout_ms: int | None = None) -> CallToolResult:
+        return await service.execute(code, timeout_ms)
 
     # This module postpones annotations, and the SDK reads them to build input schemas:
     # give it the objects (CallToolResult is imported here, not at module level).
+    ceiling = round(service.limits.timeout_s * 1000)
     execute.__annotations__ = {
         "code": Annotated[str, Field(description="The JavaScript program to run.")],
+        "timeout_ms": Annotated[
+            int | None,
+            Field(
+                ge=1,
+                description=f"Time limit for this program in milliseconds (at most, and by "
+                f"default, {ceiling}): it is stopped when the time is up.",
+            ),
+        ],
         "return": CallToolResult,
     }
     server.add_tool(execute, name="execute", description=service.execute_description())
-    if not service.progressive:
-        return server
 
     def search_tools(query: str, limit: int = 20) -> dict[str, Any]:
         return {"tools": service.search(query, limit)}
@@ -214,15 +207,16 @@ def build_server(service: HostService) -> MCPServer:
         "return": dict[str, Any],
     }
     describe_tool.__annotations__ = {
-        "name": Annotated[str, Field(description="A tool name as search_tools gives it.")],
+        "name": Annotated[str, Field(description="A tool name, such as read_file or probe.add.")],
         "return": str,
     }
-    server.add_tool(
-        search_tools,
-        name="search_tools",
-        description="Find the host's tools by words in their names and descriptions; "
-        "an empty query lists them all.",
-    )
+    if service.progressive:
+        server.add_tool(
+            search_tools,
+            name="search_tools",
+            description="Find the host's tools by words in their names and descriptions; "
+            "an empty query lists them all.",
+        )
     server.add_tool(
         describe_tool,
         name="describe_tool",

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from codemode.tools.doc_text import jsdoc
+from codemode.tools.doc_text import first_sentence, jsdoc
 from codemode.tools.registry import ToolRegistry, split_namespace
 
 
@@ -49,7 +49,8 @@ class _Emitter:
     (the second ``Item`` becomes ``Item2``), and the same shape under the same name is
     written once."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, field_docs: bool = True) -> None:
+        self.field_docs = field_docs
         self.interfaces: dict[str, str] = {}
         self._shapes: dict[tuple[str, str], str] = {}  # (wanted name, shape) -> name
         self._defs: dict[str, Any] = {}
@@ -98,7 +99,7 @@ class _Emitter:
         lines = [f"interface {name} {{"]
         for prop, sub in schema.get("properties", {}).items():
             sub = sub if isinstance(sub, dict) else {}
-            doc = sub.get("description")
+            doc = sub.get("description") if self.field_docs else None
             if isinstance(doc, str) and doc.strip():
                 lines.append(jsdoc(doc, "  "))
             opt = "" if prop in required else "?"
@@ -190,7 +191,11 @@ _STANDALONE = (
 
 
 def typescript_declarations(
-    registry: ToolRegistry, *, standalone: bool = False, argv: bool | None = None
+    registry: ToolRegistry,
+    *,
+    standalone: bool = False,
+    argv: bool | None = None,
+    brief: bool = False,
 ) -> str:
     """Declarations of ``tools.*`` as the program in the isolate sees them.
 
@@ -200,8 +205,10 @@ def typescript_declarations(
     ``console`` and ``print``, for a file that tsc checks a program against (prompts
     leave them out: models know console.log). ``argv`` (default: ``standalone``)
     declares the global ``interpreter run`` gives scripts; no other host has it.
+    ``brief``: the types only, each tool with the first sentence of its description
+    (``mcp-server``'s description, whose ``describe_tool`` gives the rest).
     """
-    emit = _Emitter()
+    emit = _Emitter(field_docs=not brief)
     methods = []
     spaces: dict[str, list[str]] = {}
     for tool in registry:
@@ -218,11 +225,12 @@ def typescript_declarations(
             args = f"string | {args}"  # the text itself, or the object holding it
         param = "args?" if _optional_args(emit.schema(tool.args_model)) else "args"
         parts = split_namespace(tool.name)
+        description = first_sentence(tool.description) if brief else tool.description
         if parts is None:
-            doc = _comment(tool.description, "  ")
+            doc = _comment(description, "  ")
             methods.append(f"{doc}  {tool.name}({param}: {args}): Promise<{result}>;")
         else:
-            doc = _comment(tool.description, "    ")
+            doc = _comment(description, "    ")
             spaces.setdefault(parts[0], []).append(
                 f"{doc}    {parts[1]}({param}: {args}): Promise<{result}>;"
             )
