@@ -234,28 +234,38 @@ def engines(report: Report) -> None:
     import asyncio
     import sys
 
-    from codemode.js_runtime import Bridge  # lazy: the engines, for the engine check only
-    from codemode.tools.context import ToolContext
-    from codemode.tools.registry import ToolRegistry
+    from codemode.js_runtime import CodeSession, Completed  # lazy: the engines, for this only
 
     report.add("environment", "python", "info", f"{sys.version.split()[0]} ({sys.executable})")
     for engine, label in (("quickjs", "quickjs-ng"), ("v8", "V8 (mini-racer)")):
         # Run a program: an engine that imports but cannot run (a mini-racer whose C
         # API moved, a broken wheel) fails here rather than in a session.
-        registry = ToolRegistry()
-        bridge = Bridge(
-            registry.dispatch(ToolContext(workspace=Path.cwd())), registry, engine=engine
-        )
+        session = CodeSession(_NoTools(), engine=engine, persistent=False)
+        problem: object
         try:
-            result = asyncio.run(bridge.execute("return 6 * 7"))
-            problem = None if result.value == 42 else (result.error or result.value)
+            outcome = asyncio.run(session.execute("return 6 * 7"))
+            assert isinstance(outcome, Completed)  # no yield time: it ran to its end
+            value, error = outcome.result.value, outcome.error
+            problem = None if value == 42 else (error.one_line() if error else value)
         except Exception as exc:  # a broken wheel raises more than ImportError
             problem = f"{type(exc).__name__}: {exc}"
+        finally:
+            session.close_now()
         if problem is None:
             report.add("environment", label, "ok", f"runs programs{_engine_version(engine)}")
         else:
             report.add("environment", label, "error", f"cannot run a program: {problem}",
                        "reinstall codemode: pip install --force-reinstall codemode")
+
+
+class _NoTools:
+    """The engine check's delegate: its program calls no tool."""
+
+    async def call_tool(self, call: object) -> object:
+        raise RuntimeError("the engine check calls no tool")
+
+    def notify(self, cell_id: str, event: object) -> None:
+        pass
 
 
 def _engine_version(engine: str) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from codemode.host import ToolHost
+from codemode.assembly.program import program_parts, run_to_end
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
 from codemode.tools.registry import ToolRegistry, code_name
 
@@ -73,28 +73,24 @@ async def run_source(
     catchable exception) unless the approval policy is ``never``. ``dry_run``: no file
     is written; the unified diff of what would have changed is printed at the end.
     """
-    host = ToolHost(
-        cwd,
-        engine=engine,
-        limits=limits,
-        registry=registry,
-        globals={"argv": argv},
-        sandbox=sandbox,
-        dry_run=dry_run,
-    )
-    changes = host.dry_run
+    parts = program_parts(cwd, registry, sandbox=sandbox, dry_run=dry_run)
+    changes = parts.dry_run
     try:
         on_event = None if as_json else _printer(verbose, out, err)
-        result = await host.execute(source, on_event=on_event)
+        result = await run_to_end(
+            parts, source, engine=engine, limits=limits, globals={"argv": argv}, on_event=on_event
+        )
     finally:
-        host.close()
-    diff = changes.diff(host.workspace) if changes is not None else None
+        if parts.context.sandbox is not None:
+            parts.context.sandbox.close()
+    workspace = parts.context.workspace
+    diff = changes.diff(workspace) if changes is not None else None
     if as_json:
         if changes is None:
             print(result.to_json(indent=2), file=out)
         else:
             data = json.loads(result.to_json())
-            data["changed_files"] = changes.changed_paths(host.workspace)
+            data["changed_files"] = changes.changed_paths(workspace)
             data["diff"] = diff
             print(json.dumps(data, indent=2, ensure_ascii=False), file=out)
     else:
@@ -108,7 +104,7 @@ async def run_source(
 
             print(render_error(result.error, source, filename), file=err)
         if changes is not None:
-            _print_dry_run(diff or "", changes.changed_paths(host.workspace), out, err)
+            _print_dry_run(diff or "", changes.changed_paths(workspace), out, err)
     return exit_status(result)
 
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from codemode.agent.cells import yield_time_ms
 from codemode.agent.events import ItemCompleted, ItemUpdated
 from codemode.agent.runner import ToolRunner
 from codemode.harnesses.render import render_exec_result
-from codemode.js_runtime import Limits
+from codemode.js_runtime import Completed, Limits, Terminated, Yielded
+from codemode.js_runtime.cells import yield_time_ms
 from codemode.testing.scripted_server import RecordedRequest
-from codemode.tools.context import ToolContext
+from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.registry import ToolRegistry
 
 ENGINES = ["quickjs", "v8"]
@@ -44,7 +44,7 @@ WARM_UP = '// @exec: {"yield_time_ms": 120000}\nreturn "ready"'
 
 async def warm(r: ToolRunner) -> None:
     result = await r.run_program(WARM_UP)
-    assert result.ok and not result.running and result.value == "ready", result
+    assert isinstance(result, Completed) and result.result.value == "ready", result
 
 
 def test_the_pragma_sets_the_yield_time() -> None:
@@ -67,23 +67,24 @@ async def test_a_long_program_yields_and_wait_returns_on_new_output(
             "await new Promise(r => setTimeout(r, 1000)); return 'done'"
         )
         first = await r.run_program(code)
-        assert first.running and first.cell_id and first.output == "one"
+        assert isinstance(first, Yielded) and first.cell_id and first.output == "one"
         assert "still running as cell" in render_exec_result(first)
         assert any(isinstance(e, ItemUpdated) for e in events)  # shown as still running
         # Another program is refused while the cell runs (it would wait on the isolate).
-        refused = await r.run_program("return 1")
-        assert not refused.ok and "still running" in refused.error.message
+        with pytest.raises(ToolError, match="still running"):
+            await r.run_program("return 1")
         started = time.monotonic()
-        second = await r.wait_cell(first.cell_id, 10_000)
+        second = await r.wait_program(first.cell_id, 10_000)
         # Back on the new line, long before the 10 s the model allowed.
-        assert second.running and second.output == "two"
+        assert isinstance(second, Yielded) and second.output == "two"
         assert time.monotonic() - started < 5
-        last = await r.wait_cell(first.cell_id, 10_000)
-        assert not last.running and last.ok and last.value == "done" and last.output == ""
+        last = await r.wait_program(first.cell_id, 10_000)
+        assert isinstance(last, Completed) and last.ok and last.output == ""
+        assert last.result.value == "done" and last.result.output == "one\ntwo"
         done = [e for e in events if isinstance(e, ItemCompleted)]
         assert done[-1].item.status == "completed"
-        again = await r.wait_cell(first.cell_id)
-        assert not again.ok and "no running cell" in again.error.message
+        with pytest.raises(ToolError, match="no running cell"):
+            await r.wait_program(first.cell_id)
     finally:
         r.close()
 
@@ -93,14 +94,16 @@ async def test_wait_with_nothing_new_returns_at_its_yield_time(engine: str, tmp_
     try:
         await warm(r)
         first = await r.run_program("while (true) {}")
-        assert first.running
+        assert isinstance(first, Yielded)
         started = time.monotonic()
-        still = await r.wait_cell(first.cell_id, 500)
-        assert still.running and still.output == ""
+        still = await r.wait_program(first.cell_id, 500)
+        assert isinstance(still, Yielded) and still.output == ""
         assert 0.4 < time.monotonic() - started < 3
-        stopped = await r.wait_cell(first.cell_id, terminate=True)
-        assert not stopped.ok and stopped.error.name == "Terminated"
-        assert (await r.run_program("return 'next'")).value == "next"
+        stopped = await r.wait_program(first.cell_id, terminate=True)
+        assert isinstance(stopped, Terminated) and stopped.cell_id == first.cell_id
+        assert "terminated" in render_exec_result(stopped)
+        after = await r.run_program("return 'next'")
+        assert isinstance(after, Completed) and after.result.value == "next"
     finally:
         r.close()
 
@@ -110,11 +113,12 @@ async def test_the_wall_clock_limit_holds_across_yields(engine: str, tmp_path: P
     try:
         await warm(r)
         first = await r.run_program("console.log('x'); while (true) {}")
-        assert first.running
+        assert isinstance(first, Yielded)
         started = time.monotonic()
         result = first
-        while result.running:
-            result = await r.wait_cell(first.cell_id, 10_000)
+        while isinstance(result, Yielded):
+            result = await r.wait_program(first.cell_id, 10_000)
+        assert isinstance(result, Completed)
         assert result.error is not None and result.error.limit == "timeout"
         assert time.monotonic() - started < 3
     finally:
@@ -130,7 +134,7 @@ async def test_a_quick_program_does_not_yield(engine: str, tmp_path: Path) -> No
             "await new Promise(r => setTimeout(r, 500)); return 7"
         )
         result = await r.run_program(code)
-        assert result.ok and not result.running and result.value == 7
+        assert isinstance(result, Completed) and result.ok and result.result.value == 7
     finally:
         r.close()
 
@@ -146,7 +150,8 @@ async def test_cancelling_a_turn_stops_its_cell(engine: str, tmp_path: Path) -> 
         with pytest.raises(asyncio.CancelledError):
             await task
         assert time.monotonic() - started < 0.5
-        assert (await r.run_program("return typeof k")).value == "undefined"
+        after = await r.run_program("return typeof k")
+        assert isinstance(after, Completed) and after.result.value == "undefined"
     finally:
         r.close()
 
@@ -204,3 +209,48 @@ def _cell_id_in(text: str) -> str | None:
 def _cell_id(request: RecordedRequest) -> str:
     """The cell id the last tool result named (the wait call's argument)."""
     return _cell_id_in(json.dumps(request.body["messages"][-1])) or "missing"
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_a_session_that_ends_with_a_cell_running_closes_it_cleanly(
+    home: Path, work: Path, as_json: bool
+) -> None:
+    """The model answers while its program still runs: `exec` ends, the cell and the
+    command it started stop, and nothing reports after the session has closed (once a
+    traceback: "I/O operation on closed file")."""
+    from agent_support import call, provider_flags, run_cli, session_files
+
+    from codemode.testing.scripted_server import ScriptedModelServer
+
+    marker = work / "still-running"
+    program = (
+        '// @exec: {"yield_time_ms": 300}\n'
+        "console.log('started');\n"
+        f"await tools.shell({{command: 'sleep 30; touch {marker}'}});"
+    )
+    replies = iter([
+        lambda _: {"tool_calls": [call("exec", {"code": WARM_UP})]},
+        lambda _: {"tool_calls": [call("exec", {"code": program})]},
+        lambda _: {"text": "leaving it running"},
+    ])
+    with ScriptedModelServer(lambda request: next(replies)(request)) as server:
+        flags = ["--json"] if as_json else []
+        started = time.monotonic()
+        run = run_cli(
+            ["exec", *provider_flags(server.base_url, "chat"), "--code-mode", *flags, "go"],
+            home=home, cwd=work,
+        )
+        elapsed = time.monotonic() - started
+        bodies = [r.body for r in server.requests]
+    assert run.code == 0, run.stderr
+    assert "still running as cell" in json.dumps(bodies[2]["messages"][-1])
+    assert "Traceback" not in run.stderr and "closed file" not in run.stderr, run.stderr
+    assert "Traceback" not in run.stdout
+    assert elapsed < 25  # the 30 s command did not hold the exit
+    time.sleep(0.5)
+    assert not marker.exists()  # the command was stopped, not left behind
+    # The session file records the program as ended by the session's end.
+    recorded = [json.loads(line) for line in session_files(home)[-1].read_text().splitlines()]
+    programs = [r for r in recorded if "code_execution" in json.dumps(r)
+                and "item.completed" in json.dumps(r)]
+    assert programs and "interrupted" in json.dumps(programs[-1])

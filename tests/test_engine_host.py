@@ -113,7 +113,7 @@ async def test_programs_run_in_another_process(engine: str, tmp_path: Path) -> N
         # The isolate cannot see the host's pid, so ask the OS who the worker is.
         result = await bridge.execute("return 1")
         assert result.ok
-        worker = bridge._idle[0]
+        worker = bridge._isolates._idle[0]
         assert worker.pid != os.getpid() and worker.alive()
         status = Path(f"/proc/{worker.pid}/status").read_text()
         assert "Seccomp:\t2" in status  # filter mode
@@ -145,8 +145,8 @@ async def test_the_worker_keeps_no_file_it_inherited(engine: str, tmp_path: Path
         os.close(fd)
     try:
         assert (await bridge.execute("return 1")).ok  # booted, confined, serving
-        assert bridge._worker is not None
-        fds = Path(f"/proc/{bridge._worker.pid}/fd")
+        assert bridge._isolates._worker is not None
+        fds = Path(f"/proc/{bridge._isolates._worker.pid}/fd")
         held = {os.readlink(f) for f in fds.iterdir()}
         assert str(secret) not in held, held
         assert not [h for h in held if h.startswith("socket:")], held
@@ -275,7 +275,7 @@ async def test_a_segfaulting_worker_is_replaced(engine: str, tmp_path: Path) -> 
     try:
         task = asyncio.create_task(bridge.execute("while (true) {}"))
         await asyncio.sleep(0.5)
-        os.kill(bridge._worker.pid, signal.SIGSEGV)
+        os.kill(bridge._isolates._worker.pid, signal.SIGSEGV)
         result = await task
         assert result.error is not None
         assert result.error.one_line() == "EngineCrashed: the JavaScript engine crashed (SIGSEGV)"

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from codemode.agent.events import ItemCompleted
 from codemode.agent.runner import ToolRunner
 from codemode.host import ToolHost
-from codemode.js_runtime import LogEvent
+from codemode.js_runtime import Completed, LogEvent
 from codemode.tools.context import ToolContext
 from codemode.tools.registry import ToolRegistry
 
@@ -100,8 +100,9 @@ async def test_two_programs_in_one_reply_run_in_order_with_their_own_items(
         )
     finally:
         runner.close()
-    assert a.value == "AAA"
-    assert b.value == ["A", "BBB"]  # sequential on the persistent isolate: A finished first
+    assert isinstance(a, Completed) and isinstance(b, Completed)
+    assert a.result.value == "AAA"
+    assert b.result.value == ["A", "BBB"]  # sequential on the persistent isolate: A finished first
     done = [e.item for e in events if isinstance(e, ItemCompleted)]
     programs = [i for i in done if i.type == "code_execution"]
     calls = [i for i in done if i.type == "tool_call"]

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from codemode.agent.events import ItemCompleted, ItemStarted
 from codemode.agent.runner import ToolRunner
 from codemode.host import ToolHost
+from codemode.js_runtime import Completed
 from codemode.js_runtime.models import Limits
 from codemode.sandbox.approval import ApprovalChoice, ApprovalRequest
 from codemode.sandbox.session import SandboxSession
@@ -204,8 +205,9 @@ async def test_reporting_files_each_programs_calls_under_its_own_item(tmp_path: 
     )
     second = "return (await tools.read_file({path: 'f.txt'})).content"
     try:
-        assert (await runner.run_program(first)).value == "hi\n"
-        assert (await runner.run_program(second)).value == "x\n"
+        one, two = await runner.run_program(first), await runner.run_program(second)
+        assert isinstance(one, Completed) and one.result.value == "hi\n"
+        assert isinstance(two, Completed) and two.result.value == "x\n"
         outcome = await runner.call_tool("list_dir", {"path": "."})
         assert outcome.ok
         missing = await runner.call_tool("read_fil", {"path": "f.txt"})

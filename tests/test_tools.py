@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
+from codemode.js_runtime.elide import elide_middle
 from codemode.tools import ToolContext, ToolError, builtin_registry
 from codemode.tools.builtin import builtin_tools
 from codemode.tools.search import compile_glob
-from codemode.tools.shell import MAX_OUTPUT_CHARS, _Capture, truncate_middle
+from codemode.tools.shell import MAX_OUTPUT_CHARS, _Capture
 
 
 @pytest.fixture
@@ -182,11 +183,11 @@ def test_capture_counts_characters_not_bytes() -> None:
     assert len(head) + int(elided) + len(tail) == chars
 
 
-def test_truncate_middle() -> None:
-    text, cut = truncate_middle("a" * 10 + "b" * 10, 10)
+def test_elide_middle() -> None:
+    text, cut = elide_middle("a" * 10 + "b" * 10, 10)
     assert cut is True
     assert text == "aaaaa\n[... 10 characters elided ...]\nbbbbb"
-    assert truncate_middle("short", 10) == ("short", False)
+    assert elide_middle("short", 10) == ("short", False)
 
 
 async def test_shell_validation_errors_name_the_field(ws: Path) -> None:

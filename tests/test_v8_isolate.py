@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from codemode.js_runtime import Bridge, Limits, LogEvent
-from codemode.js_runtime.v8_isolate import BLOCK_S, Isolate, V8Error
+from codemode.js_runtime.v8_isolate import Isolate, V8Error
+from codemode.js_runtime.worker_process import BLOCK_S
 from codemode.tools.context import ToolContext
 from codemode.tools.pipeline import Dispatch
 from codemode.tools.registry import ToolRegistry
@@ -28,10 +29,10 @@ def _threads() -> int:
     return len(os.listdir("/proc/self/task"))
 
 
-async def test_posted_scripts_run_in_order_and_each_outcome_comes_back() -> None:
+def test_posted_scripts_run_in_order_and_each_outcome_comes_back() -> None:
     isolate = Isolate(64 * 1024 * 1024)
     try:
-        outcomes = await isolate.finish(
+        outcomes = isolate.finish(
             [
                 isolate.post("globalThis.trail = ['a']; 'first'"),
                 isolate.post("throw new TypeError('second failed')"),
@@ -51,11 +52,11 @@ async def test_posted_scripts_run_in_order_and_each_outcome_comes_back() -> None
     assert isinstance(fifth, V8Error) and fifth.kind == "parse"
 
 
-async def test_text_crosses_intact_both_ways() -> None:
+def test_text_crosses_intact_both_ways() -> None:
     isolate = Isolate(64 * 1024 * 1024)
     try:
-        (echoed,) = await isolate.finish([isolate.post("'héllo ✓ 😀 ' + 'x'.repeat(100000)")])
-        (empty,) = await isolate.finish([isolate.post("''")])
+        (echoed,) = isolate.finish([isolate.post("'héllo ✓ 😀 ' + 'x'.repeat(100000)")])
+        (empty,) = isolate.finish([isolate.post("''")])
     finally:
         isolate.close()
     assert echoed == "héllo ✓ 😀 " + "x" * 100000
@@ -157,14 +158,14 @@ async def test_more_console_output_than_the_live_buffer_holds(tmp_path: Path) ->
     assert seen[400:] == ["after 0", "after 1", "after 2"]
 
 
-async def test_without_a_log_sink_live_lines_come_back_in_the_state() -> None:
-    from codemode.js_runtime.bridge import _prelude
+def test_without_a_log_sink_live_lines_come_back_in_the_state() -> None:
+    from codemode.js_runtime.isolates import prelude as _prelude
     from codemode.js_runtime.v8_engine import V8Engine
 
     engine = V8Engine(64 * 1024 * 1024)
     try:
-        await engine.step(_prelude() + "\n__cm.configure([], 10, {});", 5)
-        state = await engine.step("console.log('a'); console.error('b')", 5)
+        engine.step(_prelude() + "\n__cm.configure([], 10, {});")
+        state = engine.step("console.log('a'); console.error('b')")
     finally:
         engine.close()
     assert json.loads(state)["logs"] == [["log", "a"], ["error", "b"]]

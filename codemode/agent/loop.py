@@ -193,7 +193,7 @@ class Session:
             return
         self._closed = True
         try:
-            self.runner.close()  # engine worker, cells, sandbox session, MCP servers
+            await self.runner.aclose()  # cells, engine worker, sandbox session, MCP servers
         finally:
             try:
                 if self.rollout is not None:

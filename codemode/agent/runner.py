@@ -3,18 +3,21 @@
 Classic calls and the calls a code-mode program makes take the same path,
 ``ToolRegistry.invoke`` (where policy and approval sit), with the runner's ``_report``
 interceptor first in the pipeline: each call becomes an item, a program's under the
-program's item. The isolate bridge is given a dispatch callable per program (the
-program's item id and source on every call it makes), never the registry.
+program's item.
 
-Programs run in the session's engine worker on its persistent isolate, one after
-another: two ``exec`` calls in one model reply run in the order the model wrote them
-(the second waits for the first), so they never see each other's half-done state,
-and each nested call is filed under the program that made it.
+Programs run in a ``CodeSession`` (the runtime's API) whose delegate (``_Programs``)
+sends each nested call down that path with the program's item id and source, and turns
+the session's notifications into the program's item and its live output. They run in
+the session's engine worker on its persistent isolate, one after another: two ``exec``
+calls in one model reply run in the order the model wrote them (the second waits for
+the first), so they never see each other's half-done state, and each nested call is
+filed under the program that made it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import itertools
 from collections.abc import Callable
@@ -22,7 +25,6 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from codemode.agent.cells import DEFAULT_YIELD_MS, Cell, yield_time_ms
 from codemode.agent.events import (
     CodeExecutionItem,
     CommandExecutionItem,
@@ -35,8 +37,11 @@ from codemode.agent.events import (
 )
 from codemode.agent.items import finish_item, start_item
 from codemode.harnesses.base import ToolOutput
-from codemode.js_runtime.bridge import Bridge
-from codemode.js_runtime.models import ExecError, ExecEvent, ExecResult, Limits
+from codemode.js_runtime.cells import DEFAULT_YIELD_MS, yield_time_ms
+from codemode.js_runtime.delegate import NestedCall
+from codemode.js_runtime.models import ExecEvent, Limits
+from codemode.js_runtime.outcome import AlreadyWaiting, CellBusy, Outcome, UnknownCell, Yielded
+from codemode.js_runtime.session import CodeSession
 from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.pipeline import Call, Next, with_context
 from codemode.tools.registry import ToolRegistry
@@ -64,18 +69,15 @@ class ToolRunner:
         self.context = context
         self.emit = emit
         self.yield_time_ms = yield_time_ms
-        self._output_cap = (limits or Limits()).output_chars
-        self._cells: dict[str, Cell] = {}
-        self._cell_ids = itertools.count(1)
-        self._order: asyncio.Lock | None = None
         self._ids = itertools.count()
+        # The item of each program still running, by its cell id.
+        self._program_items: dict[str, CodeExecutionItem] = {}
         # Persistent: a model that stores results on globalThis finds them next time.
-        # Each program's calls go to a dispatch made for it (see _start_cell).
-        self._bridge = Bridge(
-            registry.dispatch(context, around=(self._report,)),
-            registry,
-            engine=engine,
+        self._session = CodeSession(
+            _Programs(self),
             limits=limits,
+            tools=registry,
+            engine=engine,
             persistent=True,
             setup_scripts=setup_scripts,
         )
@@ -145,124 +147,120 @@ class ToolRunner:
 
         return dataclasses.replace(self.context, live_output=text_feed(sink))
 
-    async def run_program(self, code: str) -> ExecResult:
-        """Run a program until it finishes or its yield time passes (then it goes on as
-        a cell, and the result says ``running``). Programs start in the order they were
-        asked for; one asked for while a yielded cell still runs is refused."""
-        if self._order is None:
-            self._order = asyncio.Lock()
-        async with self._order:
-            running = next((c for c in self._cells.values() if not c.task.done()), None)
-            if running is not None:
-                return _refused(
-                    f"cell {running.id} is still running: call wait({{cell_id: "
-                    f'"{running.id}"}}) for its result, or with terminate: true to stop it'
-                )
-            cell, item = self._start_cell(code)
-            try:
-                await asyncio.wait(
-                    [cell.task], timeout=yield_time_ms(code, self.yield_time_ms) / 1000
-                )
-            except BaseException:
-                await cell.stop()  # Ctrl-C, a client's cancel: the program stops too
-                self._cells.pop(cell.id, None)
-                raise
-            if cell.task.done():
-                self._cells.pop(cell.id, None)
-                cell.take_output()
-                return _outcome(cell)
-            item.output = "\n".join(cell.unseen)
-            self.emit(ItemUpdated(item=item))  # shown as still running
-            return cell.snapshot()
+    # --- programs: the code session and its delegate ------------------------------
 
-    async def wait_cell(
+    async def run_program(self, code: str) -> Outcome:
+        """Run a program until it finishes or its yield time passes (then it goes on as
+        a cell: ``Yielded``). Programs start in the order they were asked for; one asked
+        for while a yielded cell still runs is refused (``ToolError``)."""
+        yield_s = yield_time_ms(code, self.yield_time_ms) / 1000
+        try:
+            outcome = await self._session.execute(code, yield_time=yield_s)
+        except CellBusy as exc:
+            raise ToolError(
+                f"cell {exc.cell_id} is still running: call wait({{cell_id: "
+                f'"{exc.cell_id}"}}) for its result, or with terminate: true to stop it'
+            ) from None
+        except BaseException:
+            self._end_items("interrupted")  # Ctrl-C, a client's cancel: it stopped too
+            raise
+        if isinstance(outcome, Yielded):
+            item = self._program_items.get(outcome.cell_id)
+            if item is not None:
+                item.output = outcome.output
+                self.emit(ItemUpdated(item=item))  # shown as still running
+        return outcome
+
+    async def wait_program(
         self, cell_id: str, yield_ms: int | None = None, terminate: bool = False
-    ) -> ExecResult:
-        """The ``wait`` tool: a cell's new output as soon as there is some, or its result."""
-        cell = self._cells.get(str(cell_id))
-        if cell is None:
-            known = ", ".join(self._cells) or "none"
-            return _refused(f"no running cell {cell_id!r} (running: {known})")
+    ) -> Outcome:
+        """The ``wait`` tool: a cell's new output as soon as there is some, its result,
+        or (``terminate``) its end. An unknown cell is a ``ToolError``."""
+        session = self._session
         try:
             if terminate:
-                await cell.stop()
-                self._cells.pop(cell.id, None)
-                result = ExecResult(ok=False, output=cell.take_output(), cell_id=cell.id)
-                result.error = ExecError(
-                    kind="runtime", name="Terminated", message="the program was stopped by wait"
-                )
-                return result
+                outcome = await session.terminate(cell_id)
+                self._end_items("terminated")
+                return outcome
             yield_s = (self.yield_time_ms if yield_ms is None else max(yield_ms, 0)) / 1000
-            if not await cell.wait(yield_s):
-                return cell.snapshot()
+            return await session.wait(cell_id, yield_s)
+        except (UnknownCell, AlreadyWaiting) as exc:
+            raise ToolError(str(exc)) from None
         except BaseException:
-            await cell.stop()
-            self._cells.pop(cell.id, None)
+            with contextlib.suppress(UnknownCell):
+                await session.terminate(cell_id)
+            self._end_items("interrupted")
             raise
-        self._cells.pop(cell.id, None)
-        result = _outcome(cell)
-        result.output = cell.take_output()  # what the model has not seen yet
-        result.cell_id = cell.id
-        return result
 
-    def _start_cell(self, code: str) -> tuple[Cell, CodeExecutionItem]:
-        item = CodeExecutionItem(id=self.next_id(), code=code)
-        self.emit(ItemStarted(item=item))
-        holder: list[Cell] = []
-
-        def on_event(event: ExecEvent) -> None:
-            if event.type == "log":
-                self.emit(OutputDeltaEvent(item_id=item.id, level=event.level, text=event.text))
-                if holder:
-                    holder[0].add(event.text)
-
-        # The program's calls are filed under its item, and an approval request for one
-        # shows the program.
-        dispatch = self.registry.dispatch(
-            self.context, parent_id=item.id, program=code, around=(self._report,)
-        )
-
-        async def body() -> ExecResult:
-            try:
-                result = await self._bridge.execute(code, on_event=on_event, dispatch=dispatch)
-            except BaseException:
-                item.status, item.error = "failed", "interrupted"
-                self.emit(ItemCompleted(item=item))
-                raise
+    def _program_event(self, cell_id: str, event: ExecEvent) -> None:
+        """The code session's notifications, as items and their live output."""
+        if event.type == "cell.started":
+            started = CodeExecutionItem(id=self.next_id(), code=event.source)
+            self._program_items[cell_id] = started
+            self.emit(ItemStarted(item=started))
+            return
+        item = self._program_items.get(cell_id)
+        if item is None:
+            return
+        if event.type == "log":
+            self.emit(OutputDeltaEvent(item_id=item.id, level=event.level, text=event.text))
+        elif event.type == "cell.finished":
+            del self._program_items[cell_id]
+            result = event.result
             item.output = result.output
             item.value = result.value
             item.tool_calls = len(result.tool_calls)
             if result.error is not None:
                 from codemode.js_runtime.error_render import render_error
 
-                item.error = render_error(result.error, code)  # what the model reads too
+                item.error = render_error(result.error, item.code)  # what the model reads too
             item.status = "completed" if result.ok else "failed"
             self.emit(ItemCompleted(item=item))
-            return result
 
-        cell = Cell(
-            id=str(next(self._cell_ids)), task=asyncio.ensure_future(body()), cap=self._output_cap
-        )
-        holder.append(cell)
-        self._cells[cell.id] = cell
-        return cell, item
+    def _end_items(self, why: str) -> None:
+        """Complete the items of programs that stopped without finishing."""
+        running = set(self._session.running())
+        for cell_id, item in list(self._program_items.items()):
+            if cell_id not in running:
+                del self._program_items[cell_id]
+                item.status, item.error = "failed", why
+                self.emit(ItemCompleted(item=item))
+
+    async def aclose(self) -> None:
+        """Stop the running programs (waiting until they have stopped, so nothing they
+        started reports after the session ends), then close the rest."""
+        try:
+            await self._session.close()
+            self._end_items("interrupted: the session ended")
+        finally:
+            self.close()
 
     def close(self) -> None:
-        for cell in self._cells.values():
-            cell.task.cancel()
-        self._cells.clear()
-        self._bridge.close()
+        self._session.close_now()
+        self._program_items.clear()
         if self.context.sandbox is not None:
             self.context.sandbox.close()
         self.registry.close()
 
 
-def _refused(message: str) -> ExecResult:
-    return ExecResult(ok=False, error=ExecError(kind="runtime", name="Error", message=message))
+class _Programs:
+    """The code session's delegate: a program's calls go down the registry's path as
+    the model's own do, filed under the program's item."""
 
+    def __init__(self, runner: ToolRunner) -> None:
+        self._runner = runner
 
-def _outcome(cell: Cell) -> ExecResult:
-    try:
-        return cell.task.result()
-    except asyncio.CancelledError:
-        return _refused("the program was cancelled")
+    async def call_tool(self, call: NestedCall) -> object:
+        runner = self._runner
+        item = runner._program_items.get(call.cell_id)
+        return await runner.registry.invoke(
+            call.name,
+            call.args,
+            runner.context,
+            parent_id=item.id if item is not None else None,
+            program=item.code if item is not None else None,
+            around=(runner._report,),
+        )
+
+    def notify(self, cell_id: str, event: ExecEvent) -> None:
+        self._runner._program_event(cell_id, event)

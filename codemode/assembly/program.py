@@ -1,5 +1,6 @@
-"""What a program host (``codemode.ToolHost``, and through it ``interpreter run`` and the
-batch worker) runs programs with: its tools and their context, built whole.
+"""What a program host (``codemode.ToolHost``, ``interpreter run``, the batch worker)
+runs programs with: its tools and their context, built whole, and the code session's
+delegate over them (``RegistryDelegate``).
 
 Unlike a model session there is no provider, harness or session file: only the tool
 set, the workspace, the sandbox session and, for a dry run, the overlay that the
@@ -8,11 +9,14 @@ writing tools record their changes in.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from codemode.js_runtime.delegate import NestedCall
+from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
+from codemode.js_runtime.outcome import Completed
 from codemode.tools.context import ToolContext
 
 if TYPE_CHECKING:
@@ -73,3 +77,64 @@ def program_parts(
         changes = DryRun()
     context = ToolContext(workspace=root, sandbox=session, dry_run=changes)
     return ProgramParts(tools, context, changes)
+
+
+class RegistryDelegate:
+    """A code session's delegate (``codemode.js_runtime.Delegate``) over a tool
+    registry: each nested call goes down the registry's path (policy, approval,
+    interceptors) in ``context``, carrying its program's source (approval requests show
+    it); each notification goes to ``on_event``, when given."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        context: ToolContext,
+        on_event: Callable[[str, ExecEvent], None] | None = None,
+    ) -> None:
+        self.registry = registry
+        self.context = context
+        self.on_event = on_event
+        self._sources: dict[str, str] = {}
+
+    async def call_tool(self, call: NestedCall) -> object:
+        return await self.registry.invoke(
+            call.name, call.args, self.context, program=self._sources.get(call.cell_id)
+        )
+
+    def notify(self, cell_id: str, event: ExecEvent) -> None:
+        if event.type == "cell.started":
+            self._sources[cell_id] = event.source
+        elif event.type == "cell.finished":
+            self._sources.pop(cell_id, None)
+        if self.on_event is not None:
+            self.on_event(cell_id, event)
+
+
+async def run_to_end(
+    parts: ProgramParts,
+    source: str,
+    *,
+    engine: str,
+    limits: Limits,
+    globals: dict[str, Any] | None = None,
+    on_event: Callable[[ExecEvent], None] | None = None,
+) -> ExecResult:
+    """Run one program with ``parts``'s tools in a code session of its own, to its end
+    (a value, an error or a limit); cancelled, the program stops too."""
+    from codemode.js_runtime.session import CodeSession
+
+    sink = None if on_event is None else (lambda _cell, event: on_event(event))
+    session = CodeSession(
+        RegistryDelegate(parts.registry, parts.context, sink),
+        limits=limits,
+        tools=parts.registry,
+        engine=engine,
+        persistent=False,
+        globals=globals,
+    )
+    try:
+        outcome = await session.execute(source)
+    finally:
+        await session.close()
+    assert isinstance(outcome, Completed)  # no yield time: it ran to its end
+    return outcome.result

@@ -1,6 +1,6 @@
 """One repository's run, inside a worker process (or a Ray task).
 
-Each repository gets a fresh ``ToolHost`` — its own isolate, a ``ToolContext`` whose
+Each repository gets a fresh ``CodeSession`` — its own isolate, a ``ToolContext`` whose
 only writable root is that repository, and its own sandbox session rooted there — so
 neither the file tools nor the commands a script starts can write into a sibling.
 """
@@ -44,7 +44,7 @@ def run_repository(task: RepoTask, cancel_on_sigterm: bool = False) -> RepoResul
 
 
 async def _run(task: RepoTask, started: float, cancel_on_sigterm: bool) -> RepoResult:
-    from codemode.host import ToolHost
+    from codemode.assembly.program import program_parts, run_to_end
 
     if cancel_on_sigterm:
         current = asyncio.current_task()
@@ -63,18 +63,18 @@ async def _run(task: RepoTask, started: float, cancel_on_sigterm: bool) -> RepoR
 
     root = Path(task.repository)
     repo_global = {"path": str(root), "name": root.name}
-    host = ToolHost(
-        root,
-        engine=task.engine,
-        limits=task.limits,
-        globals={"argv": list(task.argv), "repo": repo_global},
-        sandbox=task.sandbox,
-        dry_run=task.dry_run,
-    )
+    parts = program_parts(root, sandbox=task.sandbox, dry_run=task.dry_run)
     try:
-        result = await host.execute(task.source)
+        result = await run_to_end(
+            parts,
+            task.source,
+            engine=task.engine,
+            limits=task.limits,
+            globals={"argv": list(task.argv), "repo": repo_global},
+        )
     finally:
-        host.close()
+        if parts.context.sandbox is not None:
+            parts.context.sandbox.close()
     error = result.error
     outcome = RepoResult(
         repository=task.repository,
@@ -86,7 +86,7 @@ async def _run(task: RepoTask, started: float, cancel_on_sigterm: bool) -> RepoR
         value=result.value,
         output=result.output,
     )
-    if host.dry_run is not None:
-        outcome.changed_files = host.dry_run.changed_paths(host.workspace)
-        outcome.diff = host.dry_run.diff(host.workspace)
+    if parts.dry_run is not None:
+        outcome.changed_files = parts.dry_run.changed_paths(parts.context.workspace)
+        outcome.diff = parts.dry_run.diff(parts.context.workspace)
     return outcome

@@ -15,7 +15,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
-    from codemode.js_runtime.models import ExecResult
+    from codemode.js_runtime.outcome import Outcome as ProgramOutcome
     from codemode.providers.base import AssistantMessage, Message, ToolCall, ToolSpec
     from codemode.tools.registry import ToolRegistry
 
@@ -79,7 +79,15 @@ class ToolRunner(Protocol):
 
     async def call_tool(self, name: str, args: Any) -> ToolOutput: ...
 
-    async def run_program(self, code: str) -> ExecResult: ...
+    async def run_program(self, code: str) -> ProgramOutcome:
+        """Run a program (code mode); raises ``ToolError`` when it cannot start."""
+        ...
+
+    async def wait_program(
+        self, cell_id: str, yield_ms: int | None = None, terminate: bool = False
+    ) -> ProgramOutcome:
+        """Come back to a program that yielded; raises ``ToolError`` for an unknown cell."""
+        ...
 
 
 class Harness(Protocol):

@@ -17,6 +17,7 @@ from codemode.harnesses.repair import (
     unknown_tool_message,
     unwrap_program,
 )
+from codemode.js_runtime.elide import elide_middle
 from codemode.providers.base import (
     AssistantMessage,
     Message,
@@ -25,10 +26,11 @@ from codemode.providers.base import (
     ToolSpec,
     UserMessage,
 )
-from codemode.tools.shell import MAX_OUTPUT_CHARS, truncate_middle
+from codemode.tools.context import ToolError
+from codemode.tools.shell import MAX_OUTPUT_CHARS
 
 if TYPE_CHECKING:
-    from codemode.js_runtime.models import ExecResult
+    from codemode.js_runtime.outcome import Outcome as ProgramOutcome
 
 EXEC_TOOL = "exec"
 WAIT_TOOL = "wait"
@@ -91,7 +93,7 @@ async def run_classic_call(
 def _capped(text: str) -> str:
     # Whatever a tool returns (an MCP server's reply can be any size), what goes back to
     # the model is bounded like a command's output: head and tail kept, the middle marked.
-    return truncate_middle(text, MAX_OUTPUT_CHARS)[0]
+    return elide_middle(text, MAX_OUTPUT_CHARS)[0]
 
 
 async def run_exec_call(call: ToolCall, runner: ToolRunner, prelude: str = "") -> Outcome:
@@ -101,8 +103,8 @@ async def run_exec_call(call: ToolCall, runner: ToolRunner, prelude: str = "") -
 
 async def exec_call(
     call: ToolCall, runner: ToolRunner, prelude: str = ""
-) -> tuple[Outcome, ExecResult | None]:
-    """Run the program in an ``exec`` call: its rendered outcome, and the raw result
+) -> tuple[Outcome, ProgramOutcome | None]:
+    """Run the program in an ``exec`` call: its rendered outcome, and the program's
     (None when no program ran). ``prelude`` goes in front of the program, on its first
     line so that line numbers in errors stay the model's own."""
     if call.name == WAIT_TOOL:
@@ -130,8 +132,15 @@ async def exec_call(
     if not code:
         return Outcome('exec needs {"code": "<JavaScript program>"}', is_error=True), None
     program = f"{prelude} {code}" if prelude else code
-    result = await runner.run_program(program)
-    return Outcome(render_exec_result(result, program), is_error=not result.ok), result
+    try:
+        outcome = await runner.run_program(program)
+    except ToolError as exc:
+        return Outcome(str(exc), is_error=True), None
+    return Outcome(render_exec_result(outcome, program), is_error=_failed(outcome)), outcome
+
+
+def _failed(outcome: ProgramOutcome) -> bool:
+    return outcome.kind == "completed" and not outcome.ok
 
 
 def wait_tool_spec() -> ToolSpec:
@@ -158,7 +167,9 @@ def wait_tool_spec() -> ToolSpec:
     )
 
 
-async def _wait_call(call: ToolCall, runner: ToolRunner) -> tuple[Outcome, ExecResult | None]:
+async def _wait_call(
+    call: ToolCall, runner: ToolRunner
+) -> tuple[Outcome, ProgramOutcome | None]:
     try:
         args = parse_call_arguments(call)
     except ArgumentError as exc:
@@ -168,11 +179,13 @@ async def _wait_call(call: ToolCall, runner: ToolRunner) -> tuple[Outcome, ExecR
     yield_ms = args.get("yield_time_ms")
     if not (yield_ms is None or (isinstance(yield_ms, int) and not isinstance(yield_ms, bool))):
         return Outcome("wait: yield_time_ms must be a whole number of ms", is_error=True), None
-    wait = getattr(runner, "wait_cell", None)
-    if wait is None:
-        return Outcome("wait: this session runs no programs", is_error=True), None
-    result = await wait(str(args["cell_id"]), yield_ms, bool(args.get("terminate", False)))
-    return Outcome(render_exec_result(result), is_error=not result.ok), result
+    try:
+        outcome = await runner.wait_program(
+            str(args["cell_id"]), yield_ms, bool(args.get("terminate", False))
+        )
+    except ToolError as exc:
+        return Outcome(str(exc), is_error=True), None
+    return Outcome(render_exec_result(outcome), is_error=_failed(outcome)), outcome
 
 
 def result_messages(calls: list[ToolCall], outcomes: list[Outcome]) -> list[Message]:

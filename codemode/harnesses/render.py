@@ -11,6 +11,8 @@ import json
 from typing import TYPE_CHECKING
 
 from codemode.js_runtime.models import ExecResult
+from codemode.js_runtime.outcome import Completed, Terminated, Yielded
+from codemode.js_runtime.outcome import Outcome as ProgramOutcome
 
 if TYPE_CHECKING:
     from codemode.tools.base import Tool
@@ -27,12 +29,26 @@ def render_result(tool: Tool | None, value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def render_exec_result(result: ExecResult, source: str | None = None) -> str:
+def render_exec_result(outcome: ProgramOutcome | ExecResult, source: str | None = None) -> str:
     """A code-mode program's outcome: its output, return value and any error (shown in
-    ``source``, the program, as Node shows an uncaught error)."""
+    ``source``, the program, as Node shows an uncaught error); for a program still
+    running, how to come back to it. (An ``ExecResult`` is a program run to its end.)"""
+    if isinstance(outcome, ExecResult):
+        outcome = Completed("", outcome, outcome.output)
     parts = []
-    if result.output:
-        parts.append(result.output.rstrip("\n"))
+    if outcome.output:
+        parts.append(outcome.output.rstrip("\n"))
+    if isinstance(outcome, Yielded):
+        cell = outcome.cell_id
+        parts.append(
+            f'[still running as cell {cell}: call wait({{"cell_id": "{cell}"}})'
+            ' for more output or its result; add "terminate": true to stop it]'
+        )
+        return "\n".join(parts)
+    if isinstance(outcome, Terminated):
+        parts.append(f"[cell {outcome.cell_id} terminated: the program was stopped]")
+        return "\n".join(parts)
+    result = outcome.result
     if result.error is None and result.value is not None:
         value = (
             result.value
@@ -40,12 +56,6 @@ def render_exec_result(result: ExecResult, source: str | None = None) -> str:
             else json.dumps(result.value, ensure_ascii=False, indent=1)
         )
         parts.append(f"[return value]\n{value}")
-    if result.running:
-        parts.append(
-            f'[still running as cell {result.cell_id}: call wait({{"cell_id": "{result.cell_id}"}})'
-            ' for more output or its result; add "terminate": true to stop it]'
-        )
-        return "\n".join(parts)
     if result.error is not None:
         from codemode.js_runtime.error_render import render_error
 

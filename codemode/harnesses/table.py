@@ -289,8 +289,8 @@ class TextHarness:
 
     async def execute(self, call: ToolCall, runner: ToolRunner) -> Outcome:
         if self.dialect == "code":
-            outcome, result = await exec_call(call, runner)
-            return self._check_sentinel(outcome, result.output if result is not None else "")
+            outcome, program = await exec_call(call, runner)
+            return self._check_sentinel(outcome, program.output if program is not None else "")
         body = call.arguments
         first = body.split(None, 1)[0] if body.split() else ""
         tool = runner.registry.get(first)

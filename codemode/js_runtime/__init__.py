@@ -1,8 +1,13 @@
-"""The isolate tool host: JavaScript programs run against Python tools.
+"""The code-mode runtime: JavaScript programs run against tools someone else runs.
 
-``Bridge`` runs programs, each in an engine worker process (``worker.py``) holding a
-quickjs-ng (the default) or V8 isolate. Names load on first use: the worker imports
-this package's engine modules and must not pay for the bridge's imports.
+Its one API is ``CodeSession`` (``session.py``, whose docstring states it): opened
+with ``Limits`` and a ``Delegate`` (how nested tool calls and notifications leave the
+runtime), it runs programs as cells, each ``execute``/``wait``/``terminate`` ending in
+one ``Outcome``: ``Completed``, ``Yielded`` or ``Terminated``. Programs run in engine
+worker processes (``worker.py``) holding a quickjs-ng (the default) or V8 isolate.
+This package imports nothing from the rest of codemode but the ``errors`` leaf.
+Names load on first use: the worker imports this package's engine modules and must
+not pay for the session's imports.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from codemode.js_runtime.bridge import Bridge
+    from codemode.js_runtime.delegate import Delegate, NestedCall, ToolError, ToolNames, ToolSet
     from codemode.js_runtime.engine import ENGINES, Engine
     from codemode.js_runtime.models import (
         ExecError,
@@ -23,10 +29,38 @@ if TYPE_CHECKING:
         ToolCallRecord,
         ToolCallStarted,
     )
+    from codemode.js_runtime.outcome import (
+        AlreadyWaiting,
+        CellBusy,
+        Completed,
+        Outcome,
+        Terminated,
+        UnknownCell,
+        Yielded,
+    )
+    from codemode.js_runtime.session import CodeSession
+
+_HOMES = {
+    "Bridge": "bridge",
+    "CodeSession": "session",
+    "ENGINES": "engine",
+    "Engine": "engine",
+    **dict.fromkeys(("Delegate", "NestedCall", "ToolError", "ToolNames", "ToolSet"), "delegate"),
+    **dict.fromkeys(
+        ("AlreadyWaiting", "CellBusy", "Completed", "Outcome", "Terminated", "UnknownCell",
+         "Yielded"),
+        "outcome",
+    ),
+}
 
 __all__ = [
     "ENGINES",
+    "AlreadyWaiting",
     "Bridge",
+    "CellBusy",
+    "CodeSession",
+    "Completed",
+    "Delegate",
     "Engine",
     "ExecError",
     "ExecEvent",
@@ -34,26 +68,25 @@ __all__ = [
     "Limits",
     "LogEntry",
     "LogEvent",
+    "NestedCall",
+    "Outcome",
+    "Terminated",
     "ToolCallFinished",
     "ToolCallRecord",
     "ToolCallStarted",
+    "ToolError",
+    "ToolNames",
+    "ToolSet",
+    "UnknownCell",
+    "Yielded",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "Bridge":
-        # lazy: names load on first use (the bridge loads the engine pool)
-        from codemode.js_runtime.bridge import Bridge
-
-        return Bridge
-    if name in ("ENGINES", "Engine"):
-        # lazy: names load on first use (the bridge loads the engine pool)
-        from codemode.js_runtime import engine
-
-        return getattr(engine, name)
+    # lazy: names load on first use (the session loads the engine pool)
     if name in __all__:
-        # lazy: names load on first use (the bridge loads the engine pool)
-        from codemode.js_runtime import models
+        import importlib
 
-        return getattr(models, name)
+        module = importlib.import_module(f"codemode.js_runtime.{_HOMES.get(name, 'models')}")
+        return getattr(module, name)
     raise AttributeError(f"module 'codemode.js_runtime' has no attribute {name!r}")

@@ -1,9 +1,9 @@
 """The seam between an engine worker (``worker.py``) and a JavaScript engine.
 
-An engine only evaluates scripts, inside its worker process: the bridge
-(``bridge.py``, in the agent's process) owns everything else — the prelude, tool
-dispatch, limits and error reporting — so a backend is a page of code and both
-backends behave the same.
+An engine only evaluates scripts, inside its worker process: the execution
+(``execution.py``, in the session's process) owns everything else — the prelude, nested
+calls, limits and error reporting — so a backend is a page of code and both backends
+behave the same.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class EngineOutOfMemory(Exception):
 class ScriptError(Exception):
     """An exception escaped a script: a syntax error, or a throw outside any Promise.
 
-    ``text`` is the engine's own rendering (message plus stack) for the bridge to parse.
+    ``text`` is the engine's own rendering (message plus stack) for the session's side to parse.
     """
 
     def __init__(self, text: str) -> None:
@@ -31,28 +31,53 @@ class ScriptError(Exception):
         self.text = text
 
 
+# Handed a settle's outcome (a call that returns the state or raises), replies, and
+# returns the next results to settle, or None to end the chain.
+ChainServer = Callable[[Callable[[], str]], str | None]
+
+
 class Engine(Protocol):
-    """One isolate. Used from the worker's main thread only."""
+    """One isolate. Used from the worker's main thread only (V8: and its own thread)."""
 
     name: ClassVar[str]
     # Where console output goes that the engine can report while a step still runs
     # (V8: see "live console" in prelude.js); the rest comes back in the drained state.
-    # Set by the bridge for each program; while it is None, that output comes back in
-    # the drained state like the rest, at the end of the step.
+    # Set by the worker; while it is None, that output comes back in the drained state
+    # like the rest, at the end of the step.
     on_log: Callable[[str, str], None] | None
 
-    async def step(self, script: str, timeout: float) -> str:
+    def __init__(self, memory_bytes: int) -> None:
+        """A fresh isolate whose heap is capped at ``memory_bytes``."""
+        ...
+
+    @classmethod
+    def boot(cls) -> None:
+        """Load what the engine needs from disk, before the worker is confined."""
+        ...
+
+    def step(self, script: str) -> str:
         """Run ``script``, let every queued Promise job run, then return ``__cm.drain()``.
 
-        ``timeout`` is advisory: the parent measures the wall clock and kills the worker
-        when it runs out. Raises EngineOutOfMemory at the memory cap, ScriptError when
-        the script itself throws; after EngineOutOfMemory the engine is not used again.
+        Raises EngineOutOfMemory at the memory cap, ScriptError when the script itself
+        throws; after EngineOutOfMemory the engine is not used again. The parent
+        measures the wall clock and kills the worker when it runs out.
         """
         ...
 
-    async def settle(self, results_json: str, timeout: float) -> str:
+    def settle(self, results_json: str) -> str:
         """Pass finished tool calls (a JSON array of ``[id, ok, payload]``) to
         ``__cm.settle``, then as ``step``: run jobs, return the drained state."""
+        ...
+
+    def settle_chain(self, results_json: str, serve: ChainServer) -> None:
+        """Settle, hand the outcome to ``serve`` (``serve(finish)`` calls ``finish()``
+        for the state or the exception, replies, and returns the next results), and
+        again with what it returns, until it returns None. ``serve`` must not raise."""
+        ...
+
+    def read_live(self) -> None:
+        """Pass console output written so far in a running step to ``on_log`` (from
+        another thread; a no-op for an engine whose output leaves as it is written)."""
         ...
 
     def close(self) -> None:
@@ -61,3 +86,8 @@ class Engine(Protocol):
 
 
 ENGINES = ("quickjs", "v8")
+# Where each engine's class is (imported only in its worker process).
+ENGINE_CLASSES = {
+    "quickjs": ("codemode.js_runtime.quickjs_engine", "QuickJSEngine"),
+    "v8": ("codemode.js_runtime.v8_engine", "V8Engine"),
+}

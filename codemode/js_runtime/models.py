@@ -87,9 +87,6 @@ class ExecResult:
     engine: str = ""
     # True when a limit forced a fresh isolate, so persistent globals were lost.
     isolate_reset: bool = False
-    # A program that outlived its yield time: still running as this cell (``wait``).
-    cell_id: str | None = None
-    running: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -117,4 +114,21 @@ class ToolCallFinished:
     type: Literal["tool_call.finished"] = "tool_call.finished"
 
 
-ExecEvent = LogEvent | ToolCallStarted | ToolCallFinished
+@dataclass(slots=True)
+class CellStarted:
+    """A program began as cell ``cell_id`` (sent before any of its calls)."""
+
+    source: str
+    type: Literal["cell.started"] = "cell.started"
+
+
+@dataclass(slots=True)
+class CellFinished:
+    """The program ran to its end (value, error or limit): sent whether or not anyone
+    waits on the cell; not sent for a cell that was terminated or closed."""
+
+    result: ExecResult
+    type: Literal["cell.finished"] = "cell.finished"
+
+
+ExecEvent = CellStarted | CellFinished | LogEvent | ToolCallStarted | ToolCallFinished

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from collections import deque
 
+from codemode.js_runtime.elide import elide_middle
+from codemode.js_runtime.elide import marker as elision_marker
 from codemode.js_runtime.models import LogEntry
 
 
@@ -62,7 +64,7 @@ class CappedOutput:
         return [*self._head, *marker, *self._tail]
 
     def marker(self) -> str:
-        return f"[... {self.elided} characters of output elided ...]"
+        return elision_marker(self.elided, "output")
 
     def text(self) -> str:
         return "\n".join(e.text for e in self.entries())
@@ -74,9 +76,5 @@ def cap_value(value: object, cap: int) -> tuple[object, bool]:
     if value is None or isinstance(value, bool | int | float):
         return value, False
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    if len(text) <= cap:
-        return value, False
-    head, tail = cap - cap // 2, cap // 2
-    elided = len(text) - head - tail
-    marker = f"\n[... {elided} characters of the return value elided ...]\n"
-    return text[:head] + marker + text[len(text) - tail :], True
+    cut, elided = elide_middle(text, cap, "the return value")
+    return (cut, True) if elided else (value, False)

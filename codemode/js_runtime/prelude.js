@@ -46,6 +46,7 @@
   }
 
   let outbox = [];
+  let timerbox = [];  // [id, ms]: timers the host is to fire
   let logs = [];
   let pending = new Map();
   let nextId = 1;
@@ -254,8 +255,9 @@
     const tid = ++timerSeq;
     const id = nextId++;
     timers.set(tid, id);
-    outbox.push([id, "__timer", `{"ms":${Number(ms) || 0}}`]);
-    pending.set(id, [() => { if (timers.delete(tid)) fn(...args); }, () => {}, "__timer"]);
+    const delay = Number(ms);
+    timerbox.push([id, delay > 0 ? Math.min(delay, 1e9) : 0]);
+    pending.set(id, [() => { if (timers.delete(tid)) fn(...args); }, () => {}, "setTimeout"]);
     return tid;
   }
   function __cm_clearTimeout(tid) { timers.delete(tid); }
@@ -299,7 +301,8 @@
     },
     // A fresh program: forget the previous one's state but keep the globals.
     reset: function __cm_reset() {
-      outbox = []; logs = []; pending = new Map(); done = null; calls = 0; overLimit = false;
+      outbox = []; timerbox = []; logs = []; pending = new Map(); done = null; calls = 0;
+      overLimit = false;
       timers.clear();
     },
     start: function __cm_start(promise) {
@@ -331,9 +334,11 @@
     drain: function __cm_drain() {
       // `live`: units of live console written this step; they come before `logs`.
       const state = stringify({
-        calls: outbox, logs, done, overLimit, pending: pending.size, live: liveAt,
+        calls: outbox, timers: timerbox, logs, done, overLimit, pending: pending.size,
+        live: liveAt,
       }, __cm_replacer());
       outbox = [];
+      timerbox = [];
       logs = [];
       if (live !== null) {
         liveAt = 0;

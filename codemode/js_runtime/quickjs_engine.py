@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
@@ -21,7 +22,12 @@ else:
     # importing concurrent.futures and logging: a tenth of a worker's boot.
     import _quickjs as quickjs
 
-from codemode.js_runtime.engine import EngineOutOfMemory, EngineTimeout, ScriptError
+from codemode.js_runtime.engine import (
+    ChainServer,
+    EngineOutOfMemory,
+    EngineTimeout,
+    ScriptError,
+)
 
 # QuickJS's default 256 KB stack is shallow for recursive programs; 8 MB threads
 # (the glibc default) leave room for 4 MB.
@@ -54,10 +60,22 @@ class QuickJSEngine:
         except BaseException:
             pass
 
-    async def step(self, script: str, timeout: float) -> str:
+    @classmethod
+    def boot(cls) -> None:
+        pass  # the extension module is loaded by the import
+
+    def read_live(self) -> None:
+        pass  # console lines leave as they are written (``on_log``)
+
+    def settle_chain(self, results_json: str, serve: ChainServer) -> None:
+        text: str | None = results_json
+        while text is not None:
+            text = serve(partial(self.settle, text))
+
+    def step(self, script: str) -> str:
         return self._run(lambda ctx: ctx.eval(script))
 
-    async def settle(self, results_json: str, timeout: float) -> str:
+    def settle(self, results_json: str) -> str:
         # A call into a compiled function costs half an eval of fresh source; this is
         # the hot path of every tool call. Taken from the frozen __cm object, so a
         # program cannot swap it.

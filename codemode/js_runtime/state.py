@@ -56,6 +56,18 @@ def parse_state(text: str) -> dict[str, Any]:
             and isinstance(call[2], str)
         ):
             raise Tampered("a tool call is malformed")
+    timers = state.setdefault("timers", [])
+    if not isinstance(timers, list):
+        raise Tampered("the runtime's internal state lacks its lists")
+    for timer in timers:
+        if not (
+            isinstance(timer, list)
+            and len(timer) == 2
+            and type(timer[0]) is int
+            and isinstance(timer[1], int | float)
+            and not isinstance(timer[1], bool)
+        ):
+            raise Tampered("a timer is malformed")
     if done is not None:
         if not isinstance(done, dict) or not isinstance(done.get("ok"), bool):
             raise Tampered("the program's outcome is malformed")
@@ -84,9 +96,3 @@ def encode_results(results: list[list[object]]) -> str:
             parts.append(json.dumps([call_id, False, message]))
     return "[" + ",".join(parts) + "]"
 
-
-def clip(text: str, cap: int) -> str:
-    if len(text) <= cap:
-        return text
-    half = cap // 2
-    return f"{text[:half]}[... {len(text) - 2 * half} characters elided ...]{text[-half:]}"

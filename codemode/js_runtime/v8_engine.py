@@ -3,11 +3,11 @@
 V8 runs on a thread of its own (``v8_isolate.py``). Promise continuations run at the
 microtask checkpoint *between* evaluations, outside the reach of an evaluation's
 timeout; a loop that starts after an ``await`` can therefore only be stopped by closing
-the isolate. The bridge closes an engine after any timeout, so that is always what
+the isolate. The parent kills the worker after any timeout, so that is always what
 happens.
 
-Because V8 runs elsewhere, the event loop's thread can read console output while a
-step is still running: the prelude writes it into an ArrayBuffer whose bytes we read
+Because V8 runs elsewhere, the worker's flusher thread can read console output while
+a step is still running: the prelude writes it into an ArrayBuffer whose bytes we read
 in place (``live console`` in ``prelude.js``), so a long synchronous stretch of a
 program shows its output as it happens.
 """
@@ -20,12 +20,14 @@ import threading
 from collections.abc import Callable
 from typing import ClassVar
 
-from codemode.js_runtime.engine import EngineOutOfMemory, EngineTimeout, ScriptError
+from codemode.js_runtime.engine import (
+    ChainServer,
+    EngineOutOfMemory,
+    EngineTimeout,
+    ScriptError,
+)
+from codemode.js_runtime.v8_abi import library
 from codemode.js_runtime.v8_isolate import Evaluation, Isolate, Memory, Outcome, V8Error
-
-# Handed a settle's outcome (a call that returns the state or raises), replies, and
-# returns the next results to settle, or None to end the chain.
-ChainServer = Callable[[Callable[[], str]], str | None]
 
 _DRAIN = "__cm.drain()"
 _LIVE_BYTES = 512 * 1024  # 8 bytes of header, then UTF-16 units
@@ -46,17 +48,17 @@ class V8Engine:
         # The live console is read by the step and by the worker's flusher thread.
         self._lock = threading.Lock()
 
-    async def step(self, script: str, timeout: float) -> str:
+    @classmethod
+    def boot(cls) -> None:
+        library()  # maps the library and starts V8 before the process is confined
+
+    def step(self, script: str) -> str:
         # Both evaluations are posted at once: V8 runs them in order with its microtask
         # checkpoint in between (where the continuations the first one queued run), so
-        # one round trip serves both. The bridge bounds the whole program with
-        # asyncio.timeout; cancelling terminates the JavaScript still running.
+        # one round trip serves both. The parent bounds the whole program's time and
+        # kills this process when it runs out.
         posted = self._post(script)
-        try:
-            outcomes = await self._isolate.finish(posted, self._read_live if self.on_log else None)
-        except BaseException:
-            self._read_live()  # stopped (a time limit): what it printed up to then
-            raise
+        outcomes = self._isolate.finish(posted, self.read_live if self.on_log else None)
         return self._complete(outcomes)
 
     def settle_chain(self, results_json: str, serve: ChainServer) -> None:
@@ -152,7 +154,7 @@ class V8Engine:
             self._live_read = 0
         return state
 
-    def _read_live(self) -> None:
+    def read_live(self) -> None:
         """Pass the console lines written since the last read to ``on_log``."""
         if self.on_log is not None:
             with self._lock:
@@ -196,8 +198,8 @@ class V8Engine:
             return EngineOutOfMemory()
         return ScriptError(str(error))
 
-    async def settle(self, results_json: str, timeout: float) -> str:
-        return await self.step(_settle_script(results_json), timeout)
+    def settle(self, results_json: str) -> str:
+        return self.step(_settle_script(results_json))
 
     def close(self) -> None:
         self._isolate.close()

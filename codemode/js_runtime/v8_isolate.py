@@ -1,22 +1,19 @@
-"""A lean asynchronous binding to the V8 library that mini-racer ships.
+"""A lean binding to the V8 library that mini-racer ships, for an engine worker.
 
 We drive its C API (``v8_abi.py``) directly instead of going through the MiniRacer
-class, for the one thing the bridge does thousands of times a program: evaluate a short
+class, for the one thing a worker does thousands of times a program: evaluate a short
 script and get back a string. Two differences matter for speed:
 
 - A result comes back through our own callback, which only files it; no Future, handle
   wrapper or object factory per evaluation.
-- After posting work, the event loop's thread first waits for it on a plain lock, with
-  the GIL released, for at most ``BLOCK_S``. Settling a tool call takes V8 a few tens
-  of microseconds; handing the result to a thread blocked on a lock costs one wake-up,
-  where a trip through the event loop costs two more plus a GIL hand-over that can
-  stall (the V8 thread needs the GIL for its callback). Work that runs longer is
-  awaited as usual, so the event loop is never held for more than ``BLOCK_S``.
+- After posting work, the worker's thread waits for it on a plain lock, with the GIL
+  released: settling a tool call takes V8 a few tens of microseconds, and handing the
+  result to a thread blocked on a lock costs one wake-up. (The worker has nothing else
+  to do meanwhile: its flusher thread reads the live console.)
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import ctypes
 import itertools
@@ -27,9 +24,6 @@ from typing import Any
 
 from codemode.js_runtime.v8_abi import ARRAY_BUFFER, CALLBACK, ERRORS, STRING, library
 
-# How long the event loop's thread may block on V8 before it awaits instead. The steps
-# of a tool-call round trip take 20-60 µs; anything slower than this is real work.
-BLOCK_S = 300e-6
 # How often ``finish`` calls its ``tick`` while a long evaluation runs.
 TICK_S = 0.05
 
@@ -66,19 +60,16 @@ class Evaluation:
 class Isolate:
     """One V8 isolate on its own thread (mini-racer runs one per context).
 
-    Used from one event loop's thread; only ``_on_result`` runs on the V8 thread.
+    Used from one thread; only ``_on_result`` runs on the V8 thread.
     """
 
     def __init__(self, memory_bytes: int) -> None:
         self._dll = library()
-        # Results filed by the V8 thread, by callback id, and the futures of those the
-        # event loop sleeps on.
+        # Results filed by the V8 thread, by callback id.
         self._results: dict[int, Any] = {}
-        self._waiters: dict[int, asyncio.Future[None]] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
-        # Released by the V8 thread when the result the loop's thread blocks on is
+        # Released by the V8 thread when the result the waiting thread blocks on is
         # filed. Only a hint: ``_results`` is the truth, so a stray release costs a
-        # trip through the event loop and nothing else.
+        # look and nothing else.
         self._filed = threading.Lock()
         self._filed.acquire()
         self._blocking_on: int | None = None
@@ -97,9 +88,6 @@ class Isolate:
             self._blocking_on = None
             with contextlib.suppress(RuntimeError):  # still released from a lost race
                 self._filed.release()
-        waiter = self._waiters.get(callback_id)
-        if waiter is not None and self._loop is not None:
-            self._loop.call_soon_threadsafe(_wake, waiter)
         hook = self.on_filed
         if hook is not None:
             hook(callback_id)
@@ -113,50 +101,27 @@ class Isolate:
         task_id = self._dll.mr_eval(ctx, handle, callback_id)
         return Evaluation(callback_id, task_id, handle)
 
-    async def finish(
+    def finish(
         self, evaluations: list[Evaluation], tick: Callable[[], None] | None = None
     ) -> list[Outcome]:
         """Wait for posted evaluations (in posting order) and take their outcomes.
 
         A string result comes back as ``str``, an exception as a ``V8Error`` (returned,
         not raised, so that one failure does not strand the others), an ArrayBuffer as
-        its ``Memory``, anything else as None. While the last one is still running after
-        the first wait, ``tick`` is called every ``TICK_S``. Cancelled midway, the
-        unfinished ones are cancelled in the isolate.
+        its ``Memory``, anything else as None. The calling thread blocks (the GIL
+        released) until the last one is filed; V8 runs them in order, so the others are
+        filed by then. While it waits, ``tick`` is called every ``TICK_S``.
         """
         last = evaluations[-1].callback_id
-        if last not in self._results:
+        while last not in self._results:
             self._blocking_on = last
             if last not in self._results:  # else it was filed before we said so
-                self._filed.acquire(timeout=BLOCK_S)
+                self._filed.acquire(timeout=-1 if tick is None else TICK_S)
             self._blocking_on = None
             self._filed.acquire(blocking=False)  # a release that came after the timeout
-        try:
-            return [await self._outcome(evaluation, tick) for evaluation in evaluations]
-        except BaseException:
-            for evaluation in evaluations:
-                if evaluation.callback_id not in self._results and self._ctx is not None:
-                    self._dll.mr_cancel_task(self._ctx, evaluation.task_id)
-            raise
-
-    async def _outcome(self, evaluation: Evaluation, tick: Callable[[], None] | None) -> Outcome:
-        callback_id = evaluation.callback_id
-        if callback_id not in self._results:
-            self._loop = asyncio.get_running_loop()
-            waiter = self._loop.create_future()
-            self._waiters[callback_id] = waiter
-            try:
-                # Filed between our check and the waiter's registration: no wake comes.
-                while callback_id not in self._results:
-                    if tick is None:
-                        await waiter
-                        continue
-                    await asyncio.wait([waiter], timeout=TICK_S)
-                    if not waiter.done():
-                        tick()
-            finally:
-                del self._waiters[callback_id]
-        return self.take(evaluation)
+            if tick is not None and last not in self._results:
+                tick()
+        return [self.take(evaluation) for evaluation in evaluations]
 
     def filed(self, evaluation: Evaluation) -> bool:
         return evaluation.callback_id in self._results
@@ -204,8 +169,3 @@ class Isolate:
         # An isolate dropped without close() would keep its V8 thread and heap.
         with contextlib.suppress(Exception):
             self.close()
-
-
-def _wake(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)

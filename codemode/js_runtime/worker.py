@@ -9,8 +9,9 @@ crash), and a control pipe named in argv: any byte is a stop request (send the o
 printed so far, then ``STOPPED``); its end of file means the parent is gone, and the
 worker exits whatever its program is doing.
 
-With V8, tool-call settles are served from V8's own thread once a program waits on
-calls (``V8Engine.settle_chain``): no thread hand-over per call.
+Tool-call settles are served one after another by the engine (``settle_chain``); V8
+serves them from its own thread once a program waits on calls: no thread hand-over
+per call.
 
 The worker keeps no state but its isolate; it never decides a limit. The parent
 measures time, counts tool calls and output, and kills the worker when it must.
@@ -18,6 +19,7 @@ measures time, counts tool calls and output, and kills the worker when it must.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import select
@@ -25,18 +27,19 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 from codemode.js_runtime import protocol as p
-from codemode.js_runtime.engine import EngineOutOfMemory, EngineTimeout, ScriptError
+from codemode.js_runtime.engine import (
+    ENGINE_CLASSES,
+    Engine,
+    EngineOutOfMemory,
+    EngineTimeout,
+    ScriptError,
+)
 from codemode.js_runtime.spin import Spinner
-
-if TYPE_CHECKING:
-    from asyncio import AbstractEventLoop
-
-T = TypeVar("T")
 
 _FLUSH_S = 0.02  # how often console output leaves while a step runs
 _FLUSH_BYTES = 64 * 1024
@@ -141,31 +144,11 @@ def _controller(out: Output, fd: int) -> None:
             os._exit(0)
 
 
-def _run(coro: Coroutine[object, object, T], loop: AbstractEventLoop | None) -> T:
-    if loop is not None:
-        return loop.run_until_complete(coro)
-    try:  # steps here never await anything: run them without an event loop
-        coro.send(None)
-    except StopIteration as finished:
-        value: T = finished.value
-        return value
-    raise RuntimeError("engine step awaited")
-
-
-def _boot(engine_name: str, memory_bytes: int) -> Any:
+def _boot(engine_name: str, memory_bytes: int) -> type[Engine]:
     """Import the engine, then confine the process; returns the engine class."""
-    if engine_name == "v8":
-        from codemode.js_runtime import v8_isolate
-        from codemode.js_runtime.v8_abi import library
-        from codemode.js_runtime.v8_engine import V8Engine as Engine
-
-        library()
-        # The worker has nothing to do while V8 runs but wait for it: block on the
-        # result instead of going through an event loop (the flusher thread reads the
-        # live console meanwhile).
-        v8_isolate.BLOCK_S = 365 * 86400.0
-    else:
-        from codemode.js_runtime.quickjs_engine import QuickJSEngine as Engine
+    module_name, class_name = ENGINE_CLASSES[engine_name]
+    engine_class: type[Engine] = getattr(importlib.import_module(module_name), class_name)
+    engine_class.boot()
     time.localtime()  # reads the time zone now: /etc/localtime cannot be opened later
     # Everything imported lazily must be imported now: no file opens once confined.
     json.loads(json.dumps({"warm": [1.5, "é"]}))
@@ -175,9 +158,9 @@ def _boot(engine_name: str, memory_bytes: int) -> Any:
 
     # A throwaway isolate first, so that the memory backstop is measured with the
     # engine's own start-up already counted.
-    Engine(memory_bytes).close()
+    engine_class(memory_bytes).close()
     confine(memory_bytes, os.getpid())
-    return Engine
+    return engine_class
 
 
 class _BootFailed(Exception):
@@ -186,15 +169,14 @@ class _BootFailed(Exception):
 
 def serve(engine_name: str, memory_bytes: int, control_fd: int) -> None:
     try:
-        Engine = _boot(engine_name, memory_bytes)
-    except (ImportError, OSError, RuntimeError, ValueError) as exc:
+        engine_class = _boot(engine_name, memory_bytes)
+    except (ImportError, OSError, RuntimeError, ValueError, KeyError) as exc:
         # The type only: its message could carry a host path.
         raise _BootFailed(f"{engine_name}: {type(exc).__name__}") from None
-    loop = None
     out = Output()
     threading.Thread(target=_flusher, args=(out,), daemon=True).start()
     threading.Thread(target=_controller, args=(out, control_fd), daemon=True).start()
-    engine: Any = None
+    engine: Engine | None = None
     requests = Requests()
     pending: tuple[int, bytes] | None = None
     while True:
@@ -209,25 +191,22 @@ def serve(engine_name: str, memory_bytes: int, control_fd: int) -> None:
                 engine.close()
                 engine = None
             try:
-                engine = Engine(memory_bytes)
+                engine = engine_class(memory_bytes)
             except Exception as exc:
                 out.send(*_failed(exc))
                 continue
             engine.on_log = out.add
-            if engine_name == "v8":
-                out.poll_live = engine._read_live
-            out.send(*_reply(partial(_run, engine.step(text, 0), loop)))
+            out.poll_live = engine.read_live
+            out.send(*_reply(partial(engine.step, text)))
         elif engine is None or op not in (p.STEP, p.SETTLE):
             out.send(p.ERROR, bytes((p.INTERNAL,)) + b"unknown request")
         elif op == p.STEP:
-            out.send(*_reply(partial(_run, engine.step(text, 0), loop)))
-        elif engine_name == "v8":
+            out.send(*_reply(partial(engine.step, text)))
+        else:
             ended = _settle_chain(engine, text, out, requests)
             if ended is None:
                 return
             pending = ended
-        else:
-            out.send(*_reply(partial(_run, engine.settle(text, 0), loop)))
 
 
 def _reply(compute: Callable[[], str]) -> tuple[int, bytes]:
@@ -250,14 +229,14 @@ def _failed(exc: BaseException) -> tuple[int, bytes]:
 
 
 def _settle_chain(
-    engine: Any, text: str, out: Output, requests: Requests
+    engine: Engine, text: str, out: Output, requests: Requests
 ) -> tuple[int, bytes] | None:
-    """V8: serve SETTLE after SETTLE from V8's thread (``V8Engine.settle_chain``);
+    """Serve SETTLE after SETTLE (``Engine.settle_chain``; V8 from its own thread);
     returns the first other request, or None when the parent is gone."""
     ended: list[tuple[int, bytes] | None] = []
 
     def serve_one(finish: Callable[[], str]) -> str | None:
-        # On V8's thread, inside its callback: nothing may escape from here.
+        # (V8: on its thread, inside its callback): nothing may escape from here.
         try:
             out.send(*_reply(finish))
             request = requests.next()

@@ -72,7 +72,8 @@ class Worker:
         # process is still its parent's to use and to kill.
         self._owner = os.getpid()
         self.dead = False
-        self.has_isolate = False  # set by the bridge once an OPEN succeeded
+        self.has_isolate = False  # set by the execution once an OPEN succeeded
+        self.configured: str | None = None  # the prelude's configure call it last ran
         _reap()
 
     @property
@@ -157,8 +158,8 @@ class Worker:
 
     async def _readable(self) -> None:
         loop = asyncio.get_running_loop()
-        ready = loop.create_future()
-        loop.add_reader(self._out, lambda: ready.done() or ready.set_result(None))
+        ready: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(self._out, _settle_once, ready)
         try:
             await ready
         finally:
@@ -244,6 +245,11 @@ class Worker:
         with contextlib.suppress(Exception):
             if not self.dead:
                 self.kill()
+
+
+def _settle_once(ready: asyncio.Future[None]) -> None:
+    if not ready.done():
+        ready.set_result(None)
 
 
 # Killed workers not yet reaped (their zombies), tried again whenever a worker starts.

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from codemode.js_runtime.elide import elide_middle, join_elided
 from codemode.sandbox.pidfd_process import ChildProcess
 from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
@@ -133,12 +134,12 @@ class _Capture:
         """The output, decoded and cut to MAX_OUTPUT_CHARS; and whether it was cut."""
         if not self.dropped_chars:
             whole = (self.head + self.tail).decode("utf-8", errors="replace")
-            return truncate_middle(whole, MAX_OUTPUT_CHARS)
+            return elide_middle(whole, MAX_OUTPUT_CHARS)
         head = self.head.decode("utf-8", errors="replace")
         tail = self.tail.decode("utf-8", errors="replace")
         half = MAX_OUTPUT_CHARS // 2
         elided = self.dropped_chars + max(0, len(head) - half) + max(0, len(tail) - half)
-        return _join_elided(head[:half], elided, tail[-half:]), True
+        return join_elided(head[:half], elided, tail[-half:]), True
 
 
 _CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
@@ -148,21 +149,6 @@ def _count_continuations(data: bytes | bytearray) -> int:
     return len(data) - len(data.translate(None, _CONTINUATION_BYTES))
 
 
-def truncate_middle(text: str, limit: int) -> tuple[str, bool]:
-    """Cut ``text`` to about ``limit`` characters by eliding its middle.
-
-    The start and the end of command output are usually what matter (what ran, how it
-    ended), so both are kept. Returns the text and whether anything was cut.
-    """
-    if len(text) <= limit:
-        return text, False
-    half = limit // 2
-    return _join_elided(text[:half], len(text) - 2 * half, text[-half:]), True
-
-
-def _join_elided(head: str, elided: int, tail: str) -> str:
-    sep = "" if head.endswith("\n") or not head else "\n"
-    return f"{head}{sep}[... {elided} characters elided ...]\n{tail}"
 
 
 def _kill_group(proc: ChildProcess) -> None:

@@ -1,13 +1,11 @@
-"""Programs that outlive their yield time: cells the model comes back to with ``wait``.
+"""Programs that outlive their yield time: cells the caller comes back to.
 
-A program runs as a cell: an asyncio task around ``Bridge.execute``. ``ToolRunner``
-waits for it up to the yield time (20 s by default; per program with a first-line
-pragma ``// @exec: {"yield_time_ms": N}``); if it is still running then, the model
-gets the output so far and the cell id, and the program goes on. ``wait`` returns as
-soon as the program finishes or prints something new (never an unchanged "still
-running" on a timer unless the yield time passes with nothing new), or stops it with
-``terminate``. The program's own wall-clock limit holds across yields: it is the
-bridge's deadline, which no wait extends.
+A program runs as a cell: an asyncio task around one execution. ``CodeSession``
+waits for it up to the yield time; if it still runs then, the caller gets the output
+so far and the cell id, and the program goes on. ``wait`` returns as soon as the
+program finishes or prints something new (never an unchanged "still running" unless
+the yield time passes with nothing new); ``terminate`` stops it. The program's own
+wall-clock limit holds across yields: no wait extends it.
 """
 
 from __future__ import annotations
@@ -18,6 +16,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from codemode.js_runtime.elide import marker
 from codemode.js_runtime.models import ExecResult
 
 DEFAULT_YIELD_MS = 20_000
@@ -25,23 +24,31 @@ _PRAGMA = re.compile(r"^\s*//\s*@exec:\s*(\{.*\})\s*$")
 _MAX_YIELD_MS = 3_600_000
 
 
-def yield_time_ms(code: str, default: int) -> int:
-    """The program's first-line ``// @exec: {"yield_time_ms": N}``, else ``default``."""
+def pragma(code: str) -> dict[str, object]:
+    """The program's first-line ``// @exec: {...}`` options (empty when none)."""
     first = code.lstrip("\n").split("\n", 1)[0]
     m = _PRAGMA.match(first)
     if m:
         try:
-            value = json.loads(m.group(1)).get("yield_time_ms")
-        except (ValueError, AttributeError):
-            value = None
-        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-            return int(min(value, _MAX_YIELD_MS))
+            options = json.loads(m.group(1))
+        except ValueError:
+            return {}
+        if isinstance(options, dict):
+            return options
+    return {}
+
+
+def yield_time_ms(code: str, default: int) -> int:
+    """The program's first-line ``// @exec: {"yield_time_ms": N}``, else ``default``."""
+    value = pragma(code).get("yield_time_ms")
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return int(min(value, _MAX_YIELD_MS))
     return default
 
 
 @dataclass
 class Cell:
-    """One running (or finished) program and the output the model has not seen yet."""
+    """One running (or finished) program and the output its caller has not seen yet."""
 
     id: str
     task: asyncio.Task[ExecResult]
@@ -50,6 +57,8 @@ class Cell:
     unseen_chars: int = 0
     dropped: int = 0
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    yielded: bool = False  # the caller has been handed part of its output already
+    waiting: bool = False  # someone waits on it now
 
     def add(self, text: str) -> None:
         self.unseen.append(text)
@@ -63,14 +72,18 @@ class Cell:
     def take_output(self) -> str:
         lines = list(self.unseen)
         if self.dropped:
-            lines.insert(0, f"[... {self.dropped} characters of output elided ...]")
+            lines.insert(0, marker(self.dropped, "output"))
         self.unseen.clear()
         self.unseen_chars = self.dropped = 0
         self.changed.clear()
         return "\n".join(lines)
 
-    async def wait(self, yield_s: float) -> bool:
-        """Until it finishes, prints something new, or ``yield_s`` passes; True if done."""
+    async def wait(self, yield_s: float | None) -> bool:
+        """Until it finishes, prints something new, or ``yield_s`` passes (None: until
+        it finishes); True if done."""
+        if yield_s is None:
+            await asyncio.wait([self.task])
+            return True
         if not self.task.done() and not self.unseen:
             changed = asyncio.ensure_future(self.changed.wait())
             try:
@@ -80,10 +93,6 @@ class Cell:
             finally:
                 changed.cancel()
         return self.task.done()
-
-    def snapshot(self) -> ExecResult:
-        """The model's view of a cell still running: its new output and its id."""
-        return ExecResult(ok=True, output=self.take_output(), cell_id=self.id, running=True)
 
     async def stop(self) -> None:
         self.task.cancel()

@@ -1,0 +1,115 @@
+"""Which engine worker a program runs in, and what a fresh isolate runs first.
+
+Not persistent: every program gets a fresh isolate, and programs run at once run in
+workers of their own (a few idle ones are kept warm). Persistent: one worker holds the
+isolate, and globals survive from one program to the next; a program stopped by a
+limit (or a crash) costs the globals, and the next one starts afresh.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from codemode.js_runtime.delegate import ToolNames
+from codemode.js_runtime.models import Limits
+from codemode.js_runtime.worker_process import POOL, Worker
+
+_IDLE_KEPT = 4  # not persistent: warm workers kept for the next program
+
+
+@cache
+def prelude() -> str:
+    # inspect.js first: the prelude's console takes its formatter from it.
+    here = resources.files("codemode.js_runtime")
+    return "".join(here.joinpath(n).read_text("utf-8") for n in ("inspect.js", "prelude.js"))
+
+
+def memory_bytes(limits: Limits) -> int:
+    return limits.memory_mb * 1024 * 1024
+
+
+def configure_call(tools: ToolNames, max_tool_calls: int) -> str:
+    """The prelude call that sets the tools a program sees and its call cap."""
+    return (
+        f"__cm.configure({json.dumps(tools.flat_names())}, "
+        f"{max_tool_calls}, {json.dumps(tools.namespaces())});"
+    )
+
+
+class Isolates:
+    """The workers of one session, for one engine."""
+
+    def __init__(
+        self,
+        engine: str,
+        *,
+        persistent: bool,
+        globals: dict[str, Any] | None = None,
+        setup_scripts: list[str] | None = None,
+        prestart_memory: int | None = None,
+    ) -> None:
+        from codemode.js_runtime.engine import ENGINES
+
+        if engine not in ENGINES:
+            raise ValueError(f"unknown engine {engine!r} (choose from: {', '.join(ENGINES)})")
+        self.engine = engine
+        self.persistent = persistent
+        self.globals = dict(globals or {})
+        # Extra JavaScript run in each new isolate after the prelude (skill loader).
+        self.setup_scripts = list(setup_scripts or [])
+        self._worker: Worker | None = None  # persistent: the one holding the isolate
+        self._idle: list[Worker] = []  # not persistent: workers free for the next program
+        self._closed = False
+        if prestart_memory is not None:
+            POOL.prestart(engine, prestart_memory)
+
+    def setup_script(self, configure: str) -> str:
+        """What a fresh isolate runs first: the prelude, the tools, globals, setup."""
+        setup = [prelude(), "\n//# sourceURL=codemode-prelude.js\n", configure]
+        for name, value in self.globals.items():
+            setup.append(
+                f"Object.defineProperty(globalThis, {json.dumps(name)}, "
+                f"{{value: JSON.parse({json.dumps(json.dumps(value))}), writable: true}});"
+            )
+        setup.extend(self.setup_scripts)
+        return "\n".join(setup)
+
+    def checkout(self, limits: Limits) -> Worker:
+        memory = memory_bytes(limits)
+        if self.persistent:
+            worker = self._worker
+            if worker is not None and worker.alive() and worker.memory_bytes == memory:
+                return worker
+            if worker is not None:
+                worker.kill()
+            self._worker = POOL.take(self.engine, memory)
+            return self._worker
+        while self._idle:
+            worker = self._idle.pop()
+            if worker.alive() and worker.memory_bytes == memory:
+                return worker
+            worker.kill()
+        return POOL.take(self.engine, memory)
+
+    def checkin(self, worker: Worker) -> None:
+        if self.persistent:
+            if worker.dead and self._worker is worker:
+                self._worker = None
+            return
+        if worker.alive() and not self._closed and len(self._idle) < _IDLE_KEPT:
+            self._idle.append(worker)
+        else:
+            worker.kill()
+
+    def close(self) -> None:
+        """Kill the workers (a persistent one holds the isolate)."""
+        self._closed = True
+        workers, self._idle = self._idle, []
+        if self._worker is not None:
+            workers.append(self._worker)
+            self._worker = None
+        for worker in workers:
+            worker.kill()
