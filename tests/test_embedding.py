@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict as TypedDictExt
 
 from codemode import ToolHost
+from codemode.js_runtime import Completed, Outcome, Terminated, Yielded
 
 
 @pytest.fixture
@@ -241,33 +242,33 @@ async def test_cells_yield_wait_and_terminate(host: ToolHost) -> None:
         "await new Promise(r => setTimeout(r, 600));"
         "return 'done'"
     )
-    first = await host.execute(slow, yield_time_ms=100)
-    assert first.running and first.cell_id is not None
+    first = await host.start(slow, yield_time_ms=100)
+    assert isinstance(first, Yielded)
     seen = [first.output]
-    result = first
-    while result.running:
-        result = await host.wait(first.cell_id, yield_time_ms=5_000)
-        seen.append(result.output)
-    assert result.ok and result.value == "done"
+    outcome: Outcome = first
+    while isinstance(outcome, Yielded):
+        outcome = await host.wait(first.cell_id, yield_time_ms=5_000)
+        seen.append(outcome.output)
+    assert isinstance(outcome, Completed)
+    assert outcome.ok and outcome.result.value == "done"
     # each line handed back once, in order, across the yields
-    assert "".join(seen).split() == ["started", "half"]
+    assert "\n".join(seen).split() == ["started", "half"]
     assert len(seen) >= 2
-    with pytest.raises(KeyError, match="no cell"):
+    with pytest.raises(LookupError, match="no running cell"):
         await host.wait(first.cell_id)
 
-    quick = await host.execute("return 1 + 1", yield_time_ms=5_000)
-    assert not quick.running and quick.value == 2
+    quick = await host.start("return 1 + 1", yield_time_ms=5_000)
+    assert isinstance(quick, Completed) and quick.result.value == 2
 
-    forever = await host.execute(
+    forever = await host.start(
         "console.log('spin'); while (true) { await new Promise(r => setTimeout(r, 10)) }",
         yield_time_ms=100,
     )
-    assert forever.running
+    assert isinstance(forever, Yielded)
     started = time.monotonic()
-    stopped = await host.terminate(forever.cell_id or "")
+    stopped = await host.terminate(forever.cell_id)
     assert time.monotonic() - started < 10
-    assert not stopped.ok and stopped.error is not None
-    assert stopped.error.name == "Terminated"
+    assert isinstance(stopped, Terminated) and stopped.cell_id == forever.cell_id
     # the host goes on
     again = await host.execute("return 'still here'")
     assert again.value == "still here"

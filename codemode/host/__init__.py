@@ -15,18 +15,19 @@ the model-facing tool.
 
 from __future__ import annotations
 
-import asyncio
-import itertools
+import contextvars
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-from codemode.agent.cells import Cell
-from codemode.assembly.program import program_parts
-from codemode.host.delegate import DelegatedProgram, PendingCall, terminated
+from codemode.assembly.program import RegistryDelegate, program_parts
+from codemode.host.delegate import DelegatedProgram, Dispatch, PendingCall
 from codemode.host.model_tool import ModelTool
-from codemode.js_runtime.bridge import Bridge, EventSink
+from codemode.js_runtime.delegate import NestedCall
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
+from codemode.js_runtime.outcome import Completed, Outcome
+from codemode.js_runtime.session import CodeSession
 from codemode.tools.context import ToolError
 from codemode.tools.registry import ToolFn, ToolRegistry
 
@@ -39,9 +40,53 @@ if TYPE_CHECKING:
 
 __all__ = ["DelegatedProgram", "ModelTool", "PendingCall", "ToolHost"]
 
+EventSink = Callable[[ExecEvent], None]
 _MODES = ("read-only", "workspace-write", "danger-full-access")
-# Output a yielded cell keeps for the next ``wait`` (the oldest goes first beyond it).
-_CELL_OUTPUT_CHARS = 50_000
+
+
+@dataclass(frozen=True)
+class _Route:
+    """Where one program's events go, and who runs its calls (None: the registry)."""
+
+    on_event: EventSink | None = None
+    calls: Dispatch | None = None
+
+
+# The route of the program being started: read when the session announces its cell
+# (``cell.started`` is sent from inside ``execute``, in its caller's context).
+_starting: contextvars.ContextVar[_Route | None] = contextvars.ContextVar(
+    "codemode_host_route", default=None
+)
+
+
+class _HostDelegate(RegistryDelegate):
+    """The session's delegate: calls down the registry's path, or to the caller that
+    runs a delegated program's tools; each program's events to its own sink."""
+
+    def __init__(self, registry: ToolRegistry, context: Any) -> None:
+        super().__init__(registry, context, self._event)
+        self.routes: dict[str, _Route] = {}
+
+    async def call_tool(self, call: NestedCall) -> object:
+        route = self.routes.get(call.cell_id)
+        if route is not None and route.calls is not None:
+            return await route.calls(call.name, call.args)
+        return await super().call_tool(call)
+
+    def notify(self, cell_id: str, event: ExecEvent) -> None:
+        if event.type == "cell.started":
+            route = _starting.get()
+            if route is not None:
+                self.routes[cell_id] = route
+        super().notify(cell_id, event)
+        if event.type == "cell.finished":
+            self.routes.pop(cell_id, None)
+
+    def _event(self, cell_id: str, event: ExecEvent) -> None:
+        route = self.routes.get(cell_id)
+        if route is not None and route.on_event is not None:
+            if event.type not in ("cell.started", "cell.finished"):
+                route.on_event(event)
 
 
 def _sandbox_arg(
@@ -56,11 +101,6 @@ def _sandbox_arg(
             raise ValueError(f"sandbox={sandbox!r}: choose one of {', '.join(_MODES)}")
         return {"sandbox_mode": sandbox}
     return sandbox
-
-
-def _lines(text: str) -> str:
-    """A cell's unseen lines as ``ExecResult.output`` has them: each ends with a newline."""
-    return text + "\n" if text else ""
 
 
 class ToolHost:
@@ -111,16 +151,16 @@ class ToolHost:
         self.registry = parts.registry
         self.context = parts.context
         self.dry_run: DryRun | None = parts.dry_run
-        self._bridge = Bridge(
-            self.registry.dispatch(self.context),
-            self.registry,
-            engine=engine,
+        self._delegate = _HostDelegate(self.registry, self.context)
+        self._globals = dict(globals or {})
+        self._session = CodeSession(
+            self._delegate,
             limits=limits,
+            tools=self.registry,
+            engine=engine,
             persistent=persistent,
-            globals=globals,
+            globals=self._globals,
         )
-        self._cells: dict[str, Cell] = {}
-        self._cell_ids = itertools.count(1)
 
     @property
     def workspace(self) -> Path:
@@ -128,7 +168,12 @@ class ToolHost:
 
     @property
     def limits(self) -> Limits:
-        return self._bridge.limits
+        return self._session.limits
+
+    @property
+    def session(self) -> CodeSession:
+        """The runtime's code session the host runs its programs in."""
+        return self._session
 
     @overload
     def tool(
@@ -156,43 +201,45 @@ class ToolHost:
         return self.registry.tool(fn, name=name, description=description)
 
     async def execute(
+        self, code: str, *, on_event: EventSink | None = None, limits: Limits | None = None
+    ) -> ExecResult:
+        """Run one program to its end (a value, an error or a limit); never raises for a
+        failing program (see ``ExecResult.error``)."""
+        outcome = await self.start(code, on_event=on_event, limits=limits)
+        assert isinstance(outcome, Completed)  # no yield time: it ran to its end
+        return outcome.result
+
+    async def start(
         self,
         code: str,
         *,
+        yield_time_ms: int | None = None,
         on_event: EventSink | None = None,
         limits: Limits | None = None,
-        yield_time_ms: int | None = None,
-    ) -> ExecResult:
-        """Run one program; never raises for a failing program (see ``ExecResult.error``).
+    ) -> Outcome:
+        """Run one program as a cell: ``Completed`` (``.result``) when it finishes within
+        ``yield_time_ms`` (None: whenever it does), else ``Yielded`` with its output so
+        far and its ``cell_id``; it goes on running, to be waited on or terminated. Its
+        time limit holds across yields. A persistent host runs one program at a time
+        (starting one while a cell runs raises ``codemode.js_runtime.CellBusy``)."""
+        yield_time = None if yield_time_ms is None else max(yield_time_ms, 0) / 1000
+        token = _starting.set(_Route(on_event=on_event))
+        try:
+            return await self._session.execute(code, yield_time=yield_time, limits=limits)
+        finally:
+            _starting.reset(token)
 
-        With ``yield_time_ms``, a program still running then hands back its output so
-        far as a cell (``result.running``, ``result.cell_id``) and goes on: ``wait`` for
-        more, ``terminate`` to stop it. Its time limit holds across yields."""
-        if yield_time_ms is None:
-            return await self._run(code, on_event, limits)
-        cell = self._start_cell(code, on_event, limits)
-        if await cell.wait(max(yield_time_ms, 0) / 1000):
-            self._cells.pop(cell.id, None)  # finished in time: an ordinary result
-            return self._finished(cell)
-        return self._report(cell)
+    async def wait(self, cell_id: str, *, yield_time_ms: int = 10_000) -> Outcome:
+        """A yielded cell's new output as soon as there is some (``Yielded``), or its
+        result once it finishes (``Completed``); after ``yield_time_ms`` with nothing
+        new, ``Yielded`` with no output. An unknown (or finished) cell raises
+        ``codemode.js_runtime.UnknownCell``."""
+        return await self._session.wait(cell_id, max(yield_time_ms, 0) / 1000)
 
-    async def wait(self, cell_id: str, *, yield_time_ms: int = 10_000) -> ExecResult:
-        """A yielded cell's new output as soon as there is some, or its result when it
-        finishes; after ``yield_time_ms`` with nothing new, ``running`` and no output."""
-        cell = self._cell(cell_id)
-        await cell.wait(max(yield_time_ms, 0) / 1000)
-        return self._report(cell)
-
-    async def terminate(self, cell_id: str) -> ExecResult:
-        """Stop a yielded cell now; the result carries the output it had not handed back."""
-        cell = self._cell(cell_id)
-        if cell.task.done():
-            return self._report(cell)
-        await cell.stop()
-        self._cells.pop(cell.id, None)
-        result = terminated(_lines(cell.take_output()))
-        result.cell_id = cell.id
-        return result
+    async def terminate(self, cell_id: str) -> Outcome:
+        """Stop a yielded cell now: ``Terminated``, with the output it had not handed
+        back (``Completed`` if it finished first)."""
+        return await self._session.terminate(cell_id)
 
     def delegate(
         self, code: str, *, on_event: EventSink | None = None, limits: Limits | None = None
@@ -208,12 +255,16 @@ class ToolHost:
                 raise ToolError(f"tools.{name} is not a tool{suffix}")
             tool.validate(args)
 
-        async def start(dispatch: Any) -> ExecResult:
-            return await self._bridge.execute(
-                code, on_event=on_event, limits=limits, dispatch=dispatch
-            )
+        async def run(dispatch: Dispatch) -> ExecResult:
+            token = _starting.set(_Route(on_event=on_event, calls=dispatch))
+            try:
+                outcome = await self._session.execute(code, limits=limits)
+            finally:
+                _starting.reset(token)
+            assert isinstance(outcome, Completed)  # no yield time: it ran to its end
+            return outcome.result
 
-        return DelegatedProgram(start, check)
+        return DelegatedProgram(run, check)
 
     def model_tool(self, name: str = "execute") -> ModelTool:
         """This host as one tool for a model (``codemode.host.model_tool``): its handler
@@ -233,13 +284,17 @@ class ToolHost:
         """TypeScript declarations of the tools, as given to a model in code mode."""
         from codemode.tools.typescript import typescript_declarations
 
-        return typescript_declarations(self.registry, argv="argv" in self._bridge.globals)
+        return typescript_declarations(self.registry, argv="argv" in self._globals)
 
     def close(self) -> None:
-        for cell in self._cells.values():
-            cell.task.cancel()
-        self._cells.clear()
-        self._bridge.close()
+        """Stop every cell (without waiting for them: ``aclose`` does) and the workers."""
+        self._session.close_now()
+        if self.context.sandbox is not None:
+            self.context.sandbox.close()
+
+    async def aclose(self) -> None:
+        """Stop every cell, waiting until each has, then the workers."""
+        await self._session.close()
         if self.context.sandbox is not None:
             self.context.sandbox.close()
 
@@ -248,53 +303,3 @@ class ToolHost:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    async def _run(
-        self, code: str, on_event: EventSink | None, limits: Limits | None
-    ) -> ExecResult:
-        # Its calls carry the program: approval requests show the program making them.
-        dispatch = self.registry.dispatch(self.context, program=code)
-        return await self._bridge.execute(
-            code, on_event=on_event, limits=limits, dispatch=dispatch
-        )
-
-    def _start_cell(
-        self, code: str, on_event: EventSink | None, limits: Limits | None
-    ) -> Cell:
-        holder: list[Cell] = []
-
-        def events(event: ExecEvent) -> None:
-            if event.type == "log" and holder:
-                holder[0].add(event.text)
-            if on_event is not None:
-                on_event(event)
-
-        task = asyncio.ensure_future(self._run(code, events, limits))
-        cell = Cell(id=str(next(self._cell_ids)), task=task, cap=_CELL_OUTPUT_CHARS)
-        holder.append(cell)
-        self._cells[cell.id] = cell
-        return cell
-
-    def _cell(self, cell_id: str) -> Cell:
-        cell = self._cells.get(str(cell_id))
-        if cell is None:
-            known = ", ".join(self._cells) or "none"
-            raise KeyError(f"no cell {cell_id!r} (cells: {known})")
-        return cell
-
-    def _report(self, cell: Cell) -> ExecResult:
-        unseen = _lines(cell.take_output())
-        if not cell.task.done():
-            return ExecResult(ok=True, output=unseen, cell_id=cell.id, running=True)
-        self._cells.pop(cell.id, None)
-        result = self._finished(cell)
-        result.output = unseen  # only what was not handed back at a yield
-        result.cell_id = cell.id
-        return result
-
-    @staticmethod
-    def _finished(cell: Cell) -> ExecResult:
-        try:
-            return cell.task.result()
-        except asyncio.CancelledError:
-            return terminated()

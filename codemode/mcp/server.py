@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import Field
 
 from codemode.harnesses.render import render_exec_result
-from codemode.js_runtime.bridge import Bridge
-from codemode.js_runtime.models import Limits
+from codemode.js_runtime.delegate import NestedCall
+from codemode.js_runtime.models import ExecEvent, Limits
+from codemode.js_runtime.outcome import Completed
+from codemode.js_runtime.session import CodeSession
 from codemode.mcp.approval import Decider, approving_registry
 from codemode.mcp.description import execute_description
 from codemode.mcp.early import INSTRUCTIONS, EarlyStdio
@@ -56,6 +58,21 @@ def _preview(text: str) -> str:
 _summary = first_sentence
 
 
+class _Delegate:
+    """The code session's delegate: each nested call down the (approving) registry's
+    path, in the server's workspace and sandbox."""
+
+    def __init__(self, registry: ToolRegistry, context: ToolContext) -> None:
+        self.registry = registry
+        self.context = context
+
+    async def call_tool(self, call: NestedCall) -> object:
+        return await self.registry.invoke(call.name, call.args, self.context)
+
+    def notify(self, cell_id: str, event: ExecEvent) -> None:
+        pass
+
+
 class HostService:
     """What the MCP tools do, apart from the protocol: run programs, search, describe."""
 
@@ -81,8 +98,12 @@ class HostService:
         self.limits = limits
         # Not persistent: concurrent execute calls run in workers of their own, each
         # program in a fresh isolate; sequential ones reuse a warm worker.
-        self.bridge = Bridge(
-            self.guarded.dispatch(self.context), self.guarded, engine=engine, limits=limits
+        self.session = CodeSession(
+            _Delegate(self.guarded, self.context),
+            limits=limits,
+            tools=self.guarded,
+            engine=engine,
+            persistent=False,
         )
 
     @property
@@ -105,7 +126,9 @@ class HostService:
             limits = dataclasses.replace(
                 self.limits, timeout_s=min(timeout_ms / 1000, self.limits.timeout_s)
             )
-        result = await self.bridge.execute(code, limits=limits)
+        outcome = await self.session.execute(code, limits=limits)
+        assert isinstance(outcome, Completed)  # no yield time: it ran to its end
+        result = outcome.result
         structured = {
             "ok": result.ok,
             "value": result.value,
@@ -124,7 +147,7 @@ class HostService:
         )
 
     def close(self) -> None:
-        self.bridge.close()
+        self.session.close_now()
 
     def search(self, query: str, limit: int) -> list[dict[str, str]]:
         words = [w for w in re.split(r"\W+", query.lower()) if w]
