@@ -17,7 +17,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   else
     install=("${PYTHON:-python3}" -m pip --python .venv/bin/python install)
   fi
-  if ! "${install[@]}" -e '.[test]' --config-settings editable_mode=compat >"$log" 2>&1; then
+  if ! "${install[@]}" -e '.[agent,test]' --config-settings editable_mode=compat >"$log" 2>&1; then
     cat "$log" >&2
     echo "setup: pip install failed (log above, also in $log)" >&2
     exit 1
