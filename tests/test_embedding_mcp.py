@@ -84,7 +84,7 @@ def test_official_client_runs_programs_with_a_per_call_time_limit(tmp_path: Path
 
 def client_saw_same_initialize(stderr: str) -> bool:
     """The server checks its early answer against the SDK's and says so if they differ."""
-    return "early initialize answer differs" not in stderr
+    return "early handshake answer differs" not in stderr
 
 
 def test_docs_state_the_cap_the_server_uses() -> None:

@@ -1,14 +1,15 @@
-"""``mcp-server`` over stdio answers ``initialize`` before the MCP SDK has loaded.
+"""``mcp-server`` over stdio answers the handshake before the MCP SDK has loaded.
 
 Importing the official SDK and building the host (tools, declarations, sandbox) takes
 about a second on a quiet machine and several on a loaded one, longer than some clients
 wait for the handshake. So the server takes the wire first (``EarlyStdio.start``, before
-any heavy import): a thread reads fd 0 and, when the first message is ``initialize``,
-answers it at once with the result the SDK would give (the same server info,
-capabilities, instructions and negotiated version). Everything read, that first message
-included, is then fed to the SDK (``reader()``), so its session is initialized as usual;
-its own answer to that ``initialize`` is dropped from the wire (``writer()``) after a
-check that it says the same (a difference is reported on stderr). Later requests
+any heavy import): a thread reads fd 0 and, when the first message is ``initialize``
+(or ``server/discover``, which the official client sends first), answers it at once
+with the result the SDK would give (the same server info, capabilities, instructions
+and versions). Everything read, that first message included, is then fed to the SDK
+(``reader()``), so its session starts as usual; its own answer to that first message is
+dropped from the wire (``writer()``) after a check that it says the same (a difference
+is reported on stderr). Later requests
 (``tools/list``...) wait in the pipe until the SDK serves them.
 
 Like the SDK's own stdio transport, fds 0 and 1 are taken off the process while it
@@ -28,17 +29,24 @@ from typing import Any
 
 INSTRUCTIONS = "Run JavaScript programs against the host's tools with `execute`."
 # What the SDK's MCPServer declares for a server with tools (and no resources or
-# prompts of its own); ``EarlyStdio`` checks it against the SDK's answer.
+# prompts of its own), in the handshake era and in the per-request era (answering
+# `server/discover`, which the official client sends first); ``EarlyStdio`` checks each
+# against the SDK's own answer.
 CAPABILITIES: dict[str, Any] = {
     "prompts": {"listChanged": False},
     "resources": {"listChanged": False, "subscribe": False},
     "tools": {"listChanged": False},
 }
+DISCOVER_CAPABILITIES: dict[str, Any] = {
+    "prompts": {"listChanged": True},
+    "resources": {"listChanged": True, "subscribe": True},
+    "tools": {"listChanged": True},
+}
 
 
-def _handshake_versions() -> tuple[tuple[str, ...], str]:
-    """The SDK's handshake protocol versions, read from its ``mcp_types/version.py``
-    without importing the package (whose ``__init__`` loads every model)."""
+def _versions() -> Any:
+    """The SDK's protocol versions (its ``mcp_types/version.py``), read without
+    importing the package (whose ``__init__`` loads every model)."""
     spec = importlib.util.find_spec("mcp_types")
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("mcp_types (the MCP SDK) is not installed")
@@ -47,16 +55,31 @@ def _handshake_versions() -> tuple[tuple[str, ...], str]:
     assert module_spec is not None and module_spec.loader is not None
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
-    return tuple(module.HANDSHAKE_PROTOCOL_VERSIONS), str(module.LATEST_HANDSHAKE_VERSION)
+    return module
 
 
 def initialize_result(requested: object, version: str) -> dict[str, Any]:
-    versions, latest = _handshake_versions()
+    """The answer to ``initialize`` (the handshake era)."""
+    versions = _versions()
+    known = versions.HANDSHAKE_PROTOCOL_VERSIONS
     return {
         "capabilities": CAPABILITIES,
         "instructions": INSTRUCTIONS,
-        "protocolVersion": requested if requested in versions else latest,
+        "protocolVersion": requested if requested in known else versions.LATEST_HANDSHAKE_VERSION,
         "serverInfo": {"name": "codemode", "version": version},
+    }
+
+
+def discover_result(version: str) -> dict[str, Any]:
+    """The answer to ``server/discover`` (the per-request era)."""
+    return {
+        "cacheScope": "private",
+        "capabilities": DISCOVER_CAPABILITIES,
+        "instructions": INSTRUCTIONS,
+        "resultType": "complete",
+        "supportedVersions": list(_versions().MODERN_PROTOCOL_VERSIONS),
+        "ttlMs": 0,
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "codemode", "version": version}},
     }
 
 
@@ -112,16 +135,18 @@ class EarlyStdio:
             message = json.loads(raw)
         except ValueError:
             return
-        if not (
-            isinstance(message, dict)
-            and message.get("method") == "initialize"
-            and "id" in message
-        ):
+        if not isinstance(message, dict) or "id" not in message:
             return
+        method = message.get("method")
         params = message.get("params")
-        requested = params.get("protocolVersion") if isinstance(params, dict) else None
         try:
-            result = initialize_result(requested, self.version)
+            if method == "initialize":
+                requested = params.get("protocolVersion") if isinstance(params, dict) else None
+                result = initialize_result(requested, self.version)
+            elif method == "server/discover":
+                result = discover_result(self.version)
+            else:
+                return
         except ImportError:
             return  # the SDK will say what is missing
         self._answered = (message["id"], result)
@@ -149,7 +174,7 @@ class EarlyStdio:
                 self._answered = None
                 if message.get("result") != answered[1]:
                     print(
-                        "codemode mcp-server: the early initialize answer differs from the "
+                        "codemode mcp-server: the early handshake answer differs from the "
                         f"SDK's: {json.dumps(message)[:500]}",
                         file=sys.stderr,
                     )
