@@ -114,7 +114,7 @@ class ToolHost:
     in ``interpreter run``; a command the rules mark ``prompt`` is refused unless an
     ``approver`` says yes. ``sandbox`` picks another: a mode's name ("read-only", or
     "danger-full-access": commands run unconfined, with the user's own rights and
-    network, only the execpolicy's ``forbidden`` rules still apply), ``SandboxSettings``
+    network; only the execpolicy still applies), ``SandboxSettings``
     (or a dict of its fields), or a ``SandboxSession`` to share. The file tools write
     only inside the workspace whatever the mode.
 
