@@ -6,7 +6,7 @@ Programs run in engine worker processes, so every figure includes the pipe:
 
 - program_start_ms: a one-line program in a warm persistent session (median), the
   time from ``execute`` to its result;
-- fresh_isolate_ms: the same in a non-persistent bridge (a fresh isolate per program,
+- fresh_isolate_ms: the same in a non-persistent session (a fresh isolate per program,
   in a warm worker);
 - tool_call_us: one awaited no-op tool call, round trip (median of runs of 10,000);
 - promise_all_1000_ms: 1,000 no-op calls in one ``Promise.all`` (median);
@@ -36,7 +36,8 @@ import sys
 import time
 from pathlib import Path
 
-from codemode.js_runtime import Bridge, Limits
+from codemode.assembly.program import RegistryDelegate
+from codemode.js_runtime import CodeSession, Completed, ExecResult, Limits
 from codemode.tools.context import ToolContext
 from codemode.tools.registry import ToolRegistry
 
@@ -58,41 +59,49 @@ def _registry() -> ToolRegistry:
     return reg
 
 
-def _bridge(engine: str, persistent: bool, limits: Limits | None = None) -> Bridge:
+def _session(engine: str, persistent: bool, limits: Limits | None = None) -> CodeSession:
+    """A code session (the runtime's API) whose nested calls take the registry's path,
+    as the agent's do."""
     registry = _registry()
-    return Bridge(
-        registry.dispatch(ToolContext(ROOT)),
-        registry,
+    return CodeSession(
+        RegistryDelegate(registry, ToolContext(ROOT)),
+        tools=registry,
         engine=engine,
         limits=limits,
         persistent=persistent,
     )
 
 
+async def _run(session: CodeSession, program: str) -> ExecResult:
+    outcome = await session.execute(program)
+    assert isinstance(outcome, Completed)  # no yield time: it ran to its end
+    return outcome.result
+
+
 async def program_ms(engine: str, n: int, persistent: bool) -> float:
-    bridge = _bridge(engine=engine, persistent=persistent)
-    await bridge.execute("return 0")  # the worker is booted and the isolate made
+    session = _session(engine=engine, persistent=persistent)
+    await _run(session, "return 0")  # the worker is booted and the isolate made
     samples = []
     for i in range(n):
         t0 = time.perf_counter()
-        result = await bridge.execute(f"return {i}")
+        result = await _run(session, f"return {i}")
         samples.append((time.perf_counter() - t0) * 1000)
         assert result.ok, result.error
-    bridge.close()
+    session.close_now()
     return statistics.median(samples)
 
 
 async def promise_all_ms(engine: str, runs: int) -> float:
-    bridge = _bridge(engine=engine, persistent=True)
+    session = _session(engine=engine, persistent=True)
     program = "await Promise.all(Array.from({length: 1000}, () => tools.noop()))"
-    await bridge.execute(program)
+    await _run(session, program)
     samples = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        result = await bridge.execute(program)
+        result = await _run(session, program)
         samples.append((time.perf_counter() - t0) * 1000)
         assert result.ok and len(result.tool_calls) == 1000, result.error
-    bridge.close()
+    session.close_now()
     return statistics.median(samples)
 
 
@@ -104,24 +113,25 @@ def _rss_mb(pid: int | str = "self") -> float:
 
 
 async def rss_mb(engine: str) -> dict[str, float]:
-    bridge = _bridge(engine=engine, persistent=True)
-    await bridge.execute("globalThis.x = 1")
+    session = _session(engine=engine, persistent=True)
+    await _run(session, "globalThis.x = 1")
     await asyncio.sleep(0.2)
-    assert bridge._worker is not None
-    figures = {"parent_idle_session": _rss_mb(), "worker": _rss_mb(bridge._worker.pid)}
-    bridge.close()
+    worker = session._isolates._worker
+    assert worker is not None
+    figures = {"parent_idle_session": _rss_mb(), "worker": _rss_mb(worker.pid)}
+    session.close_now()
     return figures
 
 
 async def tool_call_us(engine: str, calls: int, runs: int) -> float:
     limits = Limits(timeout_s=120, max_tool_calls=calls + 10)
-    bridge = _bridge(engine=engine, limits=limits, persistent=True)
+    session = _session(engine=engine, limits=limits, persistent=True)
     program = f"for (let i = 0; i < {calls}; i++) await tools.noop();"
-    await bridge.execute(program.replace(str(calls), "100"))  # warm up
+    await _run(session, program.replace(str(calls), "100"))  # warm up
     samples = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        result = await bridge.execute(program)
+        result = await _run(session, program)
         elapsed = time.perf_counter() - t0
         assert result.ok and len(result.tool_calls) == calls, result.error
         samples.append(elapsed / calls * 1e6)

@@ -186,6 +186,13 @@ async def test_one_waiter_at_a_time_and_a_cancelled_wait_leaves_the_cell(engine:
             await waiter
         done = await s.wait(cell.cell_id, yield_time=30)
         assert isinstance(done, Completed) and done.result.value == 3
+        # A waiter whose cell is terminated meanwhile hears so.
+        busy = await s.execute("while (true) {}", yield_time=0.1)
+        assert isinstance(busy, Yielded)
+        waiting = asyncio.create_task(s.wait(busy.cell_id, yield_time=30))
+        await asyncio.sleep(0.1)
+        assert isinstance(await s.terminate(busy.cell_id), Terminated)
+        assert isinstance(await waiting, Terminated)
     finally:
         await s.close()
 

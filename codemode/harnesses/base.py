@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 if TYPE_CHECKING:
     from codemode.js_runtime.outcome import Outcome as ProgramOutcome
     from codemode.providers.base import AssistantMessage, Message, ToolCall, ToolSpec
+    from codemode.tools.context import ToolContext
     from codemode.tools.registry import ToolRegistry
 
 Dialect = Literal["classic", "code"]
@@ -76,6 +77,7 @@ class ToolRunner(Protocol):
     """The session side of tool execution, as a harness sees it."""
 
     registry: ToolRegistry
+    context: ToolContext
 
     async def call_tool(self, name: str, args: Any) -> ToolOutput: ...
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from codemode.harnesses.base import Actions, Outcome, ToolRunner
+from codemode.harnesses.program_tools import EXEC_TOOL, WAIT_TOOL, exec_tool, wait_tool
 from codemode.harnesses.render import render_exec_result
 from codemode.harnesses.repair import (
     RECOVERED_PREFIX,
@@ -32,8 +33,6 @@ from codemode.tools.shell import MAX_OUTPUT_CHARS
 if TYPE_CHECKING:
     from codemode.js_runtime.outcome import Outcome as ProgramOutcome
 
-EXEC_TOOL = "exec"
-WAIT_TOOL = "wait"
 _JS_FENCE_LANGS = ("```js", "```javascript", "```ts", "```typescript")
 
 
@@ -132,8 +131,10 @@ async def exec_call(
     if not code:
         return Outcome('exec needs {"code": "<JavaScript program>"}', is_error=True), None
     program = f"{prelude} {code}" if prelude else code
+    tool = exec_tool("", runner)
     try:
-        outcome = await runner.run_program(program)
+        args = tool.validate({"code": program})
+        outcome: ProgramOutcome = await tool.handler(args, runner.context)
     except ToolError as exc:
         return Outcome(str(exc), is_error=True), None
     return Outcome(render_exec_result(outcome, program), is_error=_failed(outcome)), outcome
@@ -143,48 +144,20 @@ def _failed(outcome: ProgramOutcome) -> bool:
     return outcome.kind == "completed" and not outcome.ok
 
 
-def wait_tool_spec() -> ToolSpec:
-    """The code dialect's second tool: come back to a program that yielded."""
-    from codemode.harnesses.base import load_prompt
-
-    return ToolSpec(
-        name=WAIT_TOOL,
-        description=load_prompt("wait_tool").strip(),
-        parameters={
-            "type": "object",
-            "properties": {
-                "cell_id": {"type": "string", "description": "The running program's cell id."},
-                "yield_time_ms": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "Longest wait for something new.",
-                },
-                "terminate": {"type": "boolean", "description": "Stop the program."},
-            },
-            "required": ["cell_id"],
-            "additionalProperties": False,
-        },
-    )
-
-
 async def _wait_call(
     call: ToolCall, runner: ToolRunner
 ) -> tuple[Outcome, ProgramOutcome | None]:
+    tool = wait_tool(runner)
     try:
-        args = parse_call_arguments(call)
-    except ArgumentError as exc:
-        return Outcome(str(exc), is_error=True), None
-    if not isinstance(args, dict) or "cell_id" not in args:
-        return Outcome('wait needs {"cell_id": "<id from exec>"}', is_error=True), None
-    yield_ms = args.get("yield_time_ms")
-    if not (yield_ms is None or (isinstance(yield_ms, int) and not isinstance(yield_ms, bool))):
-        return Outcome("wait: yield_time_ms must be a whole number of ms", is_error=True), None
-    try:
-        outcome = await runner.wait_program(
-            str(args["cell_id"]), yield_ms, bool(args.get("terminate", False))
-        )
-    except ToolError as exc:
-        return Outcome(str(exc), is_error=True), None
+        raw = parse_call_arguments(call)
+        if isinstance(raw, dict) and isinstance(raw.get("cell_id"), int):
+            raw = {**raw, "cell_id": str(raw["cell_id"])}  # a number is a fine cell id
+        args = tool.validate(raw)
+        outcome: ProgramOutcome = await tool.handler(args, runner.context)
+    except (ArgumentError, ToolError) as exc:
+        # (``wait`` is the model's tool, not a ``tools.*`` member programs call)
+        message = str(exc).replace(f"tools.{WAIT_TOOL}:", f"{WAIT_TOOL}:", 1)
+        return Outcome(message, is_error=True), None
     return Outcome(render_exec_result(outcome), is_error=_failed(outcome)), outcome
 
 

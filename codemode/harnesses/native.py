@@ -17,24 +17,22 @@ from codemode.harnesses.base import (
     render_template,
 )
 from codemode.harnesses.calls import (
-    EXEC_TOOL,
     function_call_actions,
     result_messages,
     run_classic_call,
     run_exec_call,
-    wait_tool_spec,
 )
+from codemode.harnesses.program_tools import EXEC_TOOL, exec_tool, wait_tool
 from codemode.harnesses.render import render_result
 from codemode.harnesses.repair import ArgumentError
 from codemode.providers.base import (
     AssistantMessage,
-    FreeformSpec,
     Message,
     ToolCall,
     ToolSpec,
 )
 from codemode.tools.registry import ToolRegistry
-from codemode.tools.surfaces import function_specs
+from codemode.tools.surfaces import function_spec, function_specs
 
 __all__ = ["EXEC_TOOL", "ArgumentError", "NativeHarness", "exec_tool_spec"]
 
@@ -62,7 +60,7 @@ class NativeHarness:
 
     def _tool_specs(self, registry: ToolRegistry) -> list[ToolSpec]:
         if self.dialect == "code":
-            return [exec_tool_spec(registry), wait_tool_spec()]
+            return [exec_tool_spec(registry), function_spec(wait_tool())]
         return function_specs(registry)
 
     def registry(self, base: ToolRegistry) -> ToolRegistry:
@@ -89,16 +87,4 @@ def exec_tool_spec(registry: ToolRegistry) -> ToolSpec:
     description = render_template(
         load_prompt("exec_tool"), {"declarations": typescript_declarations(registry).strip()}
     )
-    return ToolSpec(
-        name=EXEC_TOOL,
-        description=description.strip(),
-        parameters={
-            "type": "object",
-            "properties": {
-                "code": {"type": "string", "description": "The JavaScript program to run."}
-            },
-            "required": ["code"],
-            "additionalProperties": False,
-        },
-        freeform=FreeformSpec(field="code"),
-    )
+    return function_spec(exec_tool(description.strip()))

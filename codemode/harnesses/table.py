@@ -24,21 +24,19 @@ from codemode.harnesses.base import (
     render_template,
 )
 from codemode.harnesses.calls import (
-    EXEC_TOOL,
     exec_call,
     function_call_actions,
     result_messages,
     run_classic_call,
     run_exec_call,
-    wait_tool_spec,
 )
 from codemode.harnesses.present import arg_for_role, render_value
+from codemode.harnesses.program_tools import EXEC_TOOL, exec_tool, wait_tool
 from codemode.harnesses.render import render_result
 from codemode.harnesses.repair import RECOVERED_PREFIX, ArgumentError
 from codemode.harnesses.spec import HarnessTable
 from codemode.providers.base import (
     AssistantMessage,
-    FreeformSpec,
     Message,
     ToolCall,
     ToolSpec,
@@ -46,7 +44,7 @@ from codemode.providers.base import (
 )
 from codemode.tools.doc_text import unwrap
 from codemode.tools.registry import ToolRegistry
-from codemode.tools.surfaces import function_specs
+from codemode.tools.surfaces import function_spec, function_specs
 
 
 class DialectError(ValueError):
@@ -69,19 +67,7 @@ def exec_spec(registry: ToolRegistry, table: HarnessTable) -> ToolSpec:
             "notes": unwrap(table.code_notes),
         },
     )
-    return ToolSpec(
-        name=EXEC_TOOL,
-        description=re.sub(r"\n{3,}", "\n\n", description).strip(),
-        parameters={
-            "type": "object",
-            "properties": {
-                "code": {"type": "string", "description": "The JavaScript program to run."}
-            },
-            "required": ["code"],
-            "additionalProperties": False,
-        },
-        freeform=FreeformSpec(field="code"),
-    )
+    return function_spec(exec_tool(re.sub(r"\n{3,}", "\n\n", description).strip()))
 
 
 def _example(table: HarnessTable) -> str:
@@ -132,7 +118,7 @@ class TableHarness:
     def tool_specs(self, registry: ToolRegistry) -> list[ToolSpec]:
         self._names = registry.names()
         if self.dialect == "code":
-            self._specs = [exec_spec(registry, self.table), wait_tool_spec()]
+            self._specs = [exec_spec(registry, self.table), function_spec(wait_tool())]
             return self._specs
         # The emulated agent's tools offer no freeform text: its tables say what it sent.
         self._specs = function_specs(registry, freeform=False)

@@ -27,7 +27,8 @@ from codemode.harnesses.base import (
     load_prompt,
     render_template,
 )
-from codemode.harnesses.calls import EXEC_TOOL, exec_call
+from codemode.harnesses.calls import exec_call
+from codemode.harnesses.program_tools import EXEC_TOOL
 from codemode.harnesses.repair import RECOVERED_PREFIX, ArgumentError, repair_json
 from codemode.harnesses.spec import HarnessTable
 from codemode.providers.base import AssistantMessage, Message, ToolCall, ToolSpec, UserMessage

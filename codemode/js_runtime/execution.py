@@ -19,58 +19,29 @@ are counted here, and what the worker sends back is validated as untrusted input
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-from collections.abc import Awaitable, Callable
-from functools import partial
+from collections.abc import Callable
 from typing import Any
 
 from codemode.js_runtime import errors
 from codemode.js_runtime import protocol as p
-from codemode.js_runtime.delegate import NestedCall, ToolError, ToolNames
-from codemode.js_runtime.eager import resume
+from codemode.js_runtime.delegate import ToolNames
 from codemode.js_runtime.elide import elide_middle
 from codemode.js_runtime.engine import ScriptError
 from codemode.js_runtime.isolates import Isolates, configure_call
-from codemode.js_runtime.models import (
-    ExecError,
-    ExecEvent,
-    ExecResult,
-    LimitName,
-    Limits,
-    LogEvent,
-    ToolCallFinished,
-    ToolCallRecord,
-    ToolCallStarted,
-)
+from codemode.js_runtime.models import ExecError, ExecEvent, ExecResult, Limits, LogEvent
+from codemode.js_runtime.nested import CallTool, LimitReached, NestedCalls
 from codemode.js_runtime.output import CappedOutput, cap_value
 from codemode.js_runtime.source import Program
 from codemode.js_runtime.state import Tampered, encode_results, parse_state
 from codemode.js_runtime.worker_process import Worker, WorkerCrashed
 
-CallTool = Callable[[NestedCall], Awaitable[object]]
 EventSink = Callable[[ExecEvent], None]
-# How long cancelled tool calls get to clean up (a shell call kills and reaps its
-# process group in well under this) before a program's result is returned anyway.
-_CLEANUP_S = 2.0
-# Timers a program may have waiting at once (they are not tool calls, but each costs
-# the host a task).
-_MAX_TIMERS = 10_000
 # How long a worker may take to boot and set up a fresh isolate (not the program's time).
 _SETUP_S = 30.0
 # An error's message is kept to this many characters (head and tail): a program can
 # throw anything, and the message travels in every result and every session log.
 _ERROR_CHARS = 4_000
-_CANCELLED = "cancelled: the program ended before this call finished"
-_Done = tuple[bool, object]  # a finished call or timer: (ok, payload)
-
-
-class LimitReached(Exception):
-    def __init__(self, limit: LimitName, message: str) -> None:
-        super().__init__(message)
-        self.limit = limit
-
-
 def _clip(text: str, cap: int) -> str:
     return elide_middle(text, cap)[0]
 
@@ -96,20 +67,11 @@ class Execution:
         self.isolates = isolates
         self.program = program
         self.limits = limits
-        self.cell_id = cell_id
-        self.call_tool = call_tool
         self.on_event = on_event
         self.configure = configure_call(tools, limits.max_tool_calls)
         self.tool_names = [*tools.flat_names(), *tools.namespaces()]
         self.output = CappedOutput(limits.output_chars)
-        self.records: dict[int, ToolCallRecord] = {}
-        self.tasks: dict[int, asyncio.Task[_Done]] = {}
-        # Finished calls whose results the isolate has not seen yet: (id, (ok, payload)).
-        self.ready: list[tuple[int, _Done]] = []
-        self.wakeup: asyncio.Future[None] | None = None
-        self.calls_made = 0  # counted here: nothing in the isolate can change it
-        self.seen_ids: set[int] = set()
-        self.timers: set[int] = set()  # timers waiting
+        self.calls = NestedCalls(cell_id, call_tool, on_event, limits.max_tool_calls)
         self.value_truncated = False
 
     async def run(self) -> ExecResult:
@@ -170,11 +132,11 @@ class Execution:
             # printed.
             await worker.stop(self._log)
             isolates.checkin(worker)
-            await self._cancel_tasks()
+            await self.calls.cancel()
             raise
         isolates.checkin(worker)
         reset = isolates.persistent and had_isolate and worker.dead
-        await self._cancel_tasks()
+        await self.calls.cancel()
         return self._result(started, value, error, reset)
 
     def _result(
@@ -187,7 +149,7 @@ class Execution:
             logs=self.output.entries(),
             output_truncated=self.output.truncated,
             value_truncated=self.value_truncated,
-            tool_calls=list(self.records.values()),
+            tool_calls=list(self.calls.records.values()),
             error=error,
             duration_ms=(time.perf_counter() - started) * 1000,
             engine=self.isolates.engine,
@@ -239,14 +201,14 @@ class Execution:
                     program,
                     self.tool_names,
                 )
-            if not self.tasks and not self.ready:
+            if not self.calls.pending():
                 return None, ExecError(
                     kind="runtime",
                     name="Error",
                     message="the program is waiting on a Promise that nothing will settle",
                     hint="await only tool calls, timers, or Promises your code resolves",
                 )
-            results = await self._wait_for_results()
+            results = await self.calls.results()
             try:
                 state = await self._request(worker, p.SETTLE, encode_results(results))
             except ScriptError as exc:
@@ -295,126 +257,13 @@ class Execution:
         finished."""
         for level, text in state["logs"]:
             self._log(level, text)
-        for timer_id, ms in state["timers"]:
-            self._new_id(timer_id)
-            self.timers.add(timer_id)
-            if len(self.timers) > _MAX_TIMERS:
-                raise LimitReached("tool_calls", "program stopped: too many timers at once")
-            self._start(timer_id, _sleep(ms))
-        for call_id, name, args in state["calls"]:
-            self._new_id(call_id)
-            self.calls_made += 1
-            if self.calls_made > self.limits.max_tool_calls:
-                raise LimitReached(
-                    "tool_calls",
-                    f"program stopped: more than {self.limits.max_tool_calls} tool calls",
-                )
-            self._start_call(call_id, name, args)
+        self.calls.start(state["timers"], state["calls"])
         if state.get("overLimit"):
-            raise LimitReached(
-                "tool_calls",
-                f"program stopped: more than {self.limits.max_tool_calls} tool calls",
-            )
+            raise self.calls.too_many()
         done: dict[str, Any] | None = state["done"]
         return done
-
-    def _new_id(self, call_id: int) -> None:
-        if call_id in self.seen_ids:
-            raise Tampered("a tool call id came twice")
-        self.seen_ids.add(call_id)
 
     def _log(self, level: str, text: str) -> None:
         shown = self.output.add(level, text)
         if shown is not None and self.on_event is not None:
             self.on_event(LogEvent(level=level, text=shown))
-
-    def _start_call(self, call_id: int, name: str, args_json: str) -> None:
-        try:
-            args = json.loads(args_json)
-            problem = None
-        except RecursionError:
-            args, problem = None, "its arguments are nested too deeply"
-        except ValueError:
-            args, problem = None, "its arguments are not JSON"
-        if problem is not None:
-            record = ToolCallRecord(id=call_id, name=name, args=None, ok=False)
-            record.error = f"tools.{name} was not called: {problem}"
-            self.records[call_id] = record
-            self.ready.append((call_id, (False, record.error)))
-            return
-        record = ToolCallRecord(id=call_id, name=name, args=args)
-        self.records[call_id] = record
-        if self.on_event is not None:
-            self.on_event(ToolCallStarted(call=record))
-        self._start(call_id, self._invoke(record))
-
-    def _start(self, call_id: int, coro: Any) -> None:
-        # Start the handler eagerly (what Python 3.12 calls an eager task): most tools
-        # finish without waiting on I/O, and those then cost no trip through the loop.
-        try:
-            waiting_on = coro.send(None)
-        except StopIteration as finished:
-            self.ready.append((call_id, finished.value))
-            return
-        task = asyncio.ensure_future(resume(coro, waiting_on))
-        self.tasks[call_id] = task
-        task.add_done_callback(partial(self._on_done, call_id))
-
-    async def _invoke(self, record: ToolCallRecord) -> _Done:
-        started = time.perf_counter()
-        try:
-            payload = await self.call_tool(NestedCall(self.cell_id, record.name, record.args))
-            ok = True
-        except ToolError as exc:
-            ok, payload = False, str(exc)
-        except Exception as exc:  # a tool must never take the session down
-            ok, payload = False, f"tools.{record.name} failed: {type(exc).__name__}: {exc}"
-        record.ok = ok
-        record.duration_ms = round((time.perf_counter() - started) * 1000, 3)
-        record.error = None if ok else str(payload)
-        if self.on_event is not None:
-            self.on_event(ToolCallFinished(call=record))
-        return ok, payload
-
-    def _on_done(self, call_id: int, task: asyncio.Task[_Done]) -> None:
-        self.tasks.pop(call_id, None)
-        if task.cancelled():
-            return
-        self.ready.append((call_id, task.result()))
-        if self.wakeup is not None and not self.wakeup.done():
-            self.wakeup.set_result(None)
-
-    async def _wait_for_results(self) -> list[list[object]]:
-        if not self.ready:
-            self.wakeup = asyncio.get_running_loop().create_future()
-            try:
-                await self.wakeup
-            finally:
-                self.wakeup = None
-        results = [[call_id, ok, payload] for call_id, (ok, payload) in self.ready]
-        self.ready.clear()
-        for call_id, _, _ in results:
-            self.timers.discard(call_id)
-        return results
-
-    async def _cancel_tasks(self) -> None:
-        """Cancel the calls still running and give them a moment to clean up, so that
-        nothing a program started (a command's processes) outlives the program."""
-        cancelled = []
-        for call_id, task in self.tasks.items():
-            if not task.done():
-                task.cancel()
-                cancelled.append(task)
-                record = self.records.get(call_id)
-                if record is not None and record.ok is None:
-                    record.error = _CANCELLED
-        self.tasks.clear()
-        if cancelled:
-            await asyncio.wait(cancelled, timeout=_CLEANUP_S)
-
-
-async def _sleep(ms: float) -> _Done:
-    if not ms > 0:  # also NaN
-        ms = 0.0
-    await asyncio.sleep(min(ms, 1e9) / 1000)
-    return True, None

@@ -139,6 +139,8 @@ class CodeSession:
         if not done:
             cell.yielded = True
             return Yielded(cell.id, cell.take_output())
+        if cell.task.cancelled():  # terminated (or closed) while we waited
+            return Terminated(cell.id, cell.take_output())
         return self._completed(cell)
 
     async def terminate(self, cell_id: str) -> Outcome:
