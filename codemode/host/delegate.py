@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codemode.js_runtime.models import ExecError, ExecResult
-from codemode.tools.annotations import NotJson, to_json
 from codemode.tools.context import ToolError
 
 
@@ -44,6 +43,9 @@ class PendingCall:
     def respond(self, value: object) -> None:
         """Resolve the program's Promise with ``value`` (converted to JSON by the rule
         in ``codemode.tools.annotations``; a value with no JSON form fails the call)."""
+        # lazy: pydantic, which the host's import need not pay for
+        from codemode.tools.annotations import NotJson, to_json
+
         if self._answer.done():
             raise RuntimeError(f"call {self.id} (tools.{self.name}) was answered already")
         try:
