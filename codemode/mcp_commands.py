@@ -97,6 +97,8 @@ def serve(
     server = build_server(service)
     if http_port is None:
         assert early is not None
+        # At the end of the input, requests still running get this long to finish.
+        early.drain_s = config.exec_timeout_s + 30
         run_stdio(server, early)
     else:
         print(f"serving MCP on http://127.0.0.1:{http_port}/mcp", file=sys.stderr, flush=True)

@@ -154,3 +154,31 @@ def test_initialize_is_answered_as_the_sdk_answers_it(tmp_path: Path) -> None:
         assert "tools" in result["capabilities"]
         # the SDK answered the same request too (dropped from the wire): no difference
         assert client_saw_same_initialize(stderr), stderr
+
+
+def test_requests_written_before_the_input_ends_are_all_answered(tmp_path: Path) -> None:
+    """A client that writes its requests and closes its end at once (a pipe) still gets
+    every answer: the end of the input waits for what was asked."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "pipe", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "execute",
+            "arguments": {"code": "await new Promise(r => setTimeout(r, 500)); return 'late'"}}},
+        {"jsonrpc": "2.0", "id": "three", "method": "tools/list"},
+    ]
+    done = subprocess.run(
+        [str(INTERPRETER), "mcp-server"], cwd=work, env=cli_env(home),
+        input="".join(json.dumps(m) + "\n" for m in messages), capture_output=True,
+        text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
+    assert set(answers) == {1, 2, "three"}, done.stdout[:500]
+    assert answers[2]["result"]["structuredContent"]["value"] == "late"
+    assert "tools" in answers["three"]["result"]

@@ -23,8 +23,10 @@ import importlib.util
 import json
 import os
 import queue
+import re
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 INSTRUCTIONS = "Run JavaScript programs against the host's tools with `execute`."
@@ -90,6 +92,12 @@ class EarlyStdio:
         self.version = version
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._answered: tuple[object, dict[str, Any]] | None = None  # (id, result)
+        # Requests read and not answered yet (their ids as JSON text): at the end of
+        # the input the SDK hears of it only once they are, so a client that writes
+        # its last request and closes its end still gets every answer.
+        self._open: set[str] = set()
+        self._settled = threading.Condition()
+        self.drain_s = 60.0  # the longest that may take (the server sets its time limit)
         self._in = os.dup(0)
         self._out = os.dup(1)
         null = os.open(os.devnull, os.O_RDONLY)
@@ -124,11 +132,33 @@ class EarlyStdio:
                     if first:
                         first = False
                         self._answer(raw)
+                    self._track(raw)
                     self._lines.put(raw.decode("utf-8", "replace") + "\n")
             if pending:
                 self._lines.put(pending.decode("utf-8", "replace"))
         finally:
             self._lines.put(None)
+
+    def _track(self, raw: bytes) -> None:
+        try:
+            message = json.loads(raw)
+        except ValueError:
+            return
+        if not isinstance(message, dict):
+            return
+        with self._settled:
+            if "method" in message and "id" in message:
+                self._open.add(json.dumps(message["id"]))
+            elif message.get("method") == "notifications/cancelled":
+                params = message.get("params")
+                if isinstance(params, dict) and "requestId" in params:
+                    self._open.discard(json.dumps(params["requestId"]))
+                    self._settled.notify_all()
+
+    def _drained(self) -> None:
+        """Wait (up to ``drain_s``) until every request read has been answered."""
+        with self._settled:
+            self._settled.wait_for(lambda: not self._open, timeout=self.drain_s)
 
     def _answer(self, raw: bytes) -> None:
         try:
@@ -155,13 +185,22 @@ class EarlyStdio:
 
     def reader(self) -> _LineReader:
         """Text lines for the SDK's transport (``anyio.wrap_file``)."""
-        return _LineReader(self._lines)
+        return _LineReader(self._lines, self._drained)
 
     def writer(self) -> _Writer:
         """Where the SDK's transport writes; drops its answer to an early initialize."""
         return _Writer(self)
 
     def _from_sdk(self, text: str) -> None:
+        replied = _REPLY.match(text)
+        if replied is not None or self._open:
+            reply_id = (
+                json.dumps(json.loads(replied.group(1))) if replied is not None else _reply_id(text)
+            )
+            if reply_id is not None:
+                with self._settled:
+                    self._open.discard(reply_id)
+                    self._settled.notify_all()
         answered = self._answered
         if answered is not None:
             try:
@@ -182,9 +221,25 @@ class EarlyStdio:
         self._send(text.encode("utf-8"))
 
 
+# How the SDK writes an answer: its id comes first (checked without parsing the result).
+_REPLY = re.compile(r'\{"jsonrpc":"2\.0","id":(-?\d+|"(?:[^"\\]|\\.)*"),"(?:result|error)"')
+
+
+def _reply_id(text: str) -> str | None:
+    """The id (as JSON text) of an answer the regular expression did not recognise."""
+    try:
+        message = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(message, dict) and "id" in message and ({"result", "error"} & message.keys()):
+        return json.dumps(message["id"])
+    return None
+
+
 class _LineReader:
-    def __init__(self, lines: queue.Queue[str | None]) -> None:
+    def __init__(self, lines: queue.Queue[str | None], drained: Callable[[], None]) -> None:
         self._lines = lines
+        self._drained = drained
         self._done = False
 
     def readline(self) -> str:
@@ -192,6 +247,7 @@ class _LineReader:
             return ""
         line = self._lines.get()
         if line is None:
+            self._drained()  # the end of the input, once what was asked is answered
             self._done = True
             return ""
         return line
