@@ -309,6 +309,17 @@ async def test_the_caller_runs_the_tools(host: ToolHost) -> None:
     assert [c.name for c in result.tool_calls] == ["price"] * 5
 
 
+async def test_async_close_waits_for_a_running_cell(tmp_path: Path) -> None:
+    async with ToolHost(tmp_path) as host:
+        running = await host.start(
+            "while (true) { await new Promise(r => setTimeout(r, 10)) }", yield_time_ms=50
+        )
+        assert isinstance(running, Yielded)
+    assert host.session.running() == []
+    with pytest.raises(RuntimeError, match="closed"):
+        await host.execute("return 1")
+
+
 async def test_leaving_a_delegated_program_early_stops_it(host: ToolHost) -> None:
     program = host.delegate("await tools.read_file({path: 'x'}); return 'no'")
     async for call in program:

@@ -303,3 +303,9 @@ class ToolHost:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    async def __aenter__(self) -> ToolHost:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
