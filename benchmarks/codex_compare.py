@@ -33,7 +33,7 @@ start, session, one program), ``sequential`` and ``parallel``; the ratios Codex 
 what one sandboxed call costs beyond the start. ``load_average`` says how busy the machine was.
 
 The Codex binary: $CODEX_BIN, else the one
-``CODEMODE_CODEX=1 bash scripts/setup-test-servers.sh`` caches in
+``bash scripts/setup-test-servers.sh`` caches in
 $CODEMODE_CACHE (default ~/.cache/codemode)/codex-VERSION, else ``codex`` on PATH.
 Without one it prints ``{"skipped": REASON}``. Target (issue 14): >= 6x faster than Codex.
 """
@@ -288,7 +288,7 @@ def main() -> None:
     args = parser.parse_args()
     codex = find_codex()
     if codex is None:
-        print(json.dumps({"skipped": "no Codex binary: run CODEMODE_CODEX=1 bash "
+        print(json.dumps({"skipped": "no Codex binary: run bash "
                           "scripts/setup-test-servers.sh "
                           "(needs npm and the registry) or set CODEX_BIN"}))
         return

@@ -4,12 +4,16 @@
 #   .cache/mcp-servers, the TypeScript compiler (tsc --strict on `tools --dts`) in
 #   .cache/typescript, and the ACP SDK (@agentclientprotocol/sdk, its zod schemas check
 #   what `interpreter acp` sends) in .cache/acp-sdk.
-# Plus the Codex CLI's own linux x64 binary, for benchmarks/codex_compare.py: the npm
-# package ships it as a platform build of the same package (`@openai/codex@V-linux-x64`,
-# the optional dependency that `npm --omit=optional` leaves out), so it is installed
+# Plus the Codex CLI's own linux x64 binaries, versions 0.169.0 and 0.148.0: the tests of
+# `interpreter code-mode-host` run real Codex turns with it (tests/test_codex_cli_host.py;
+# 0.169 speaks gRPC to its host, 0.148 the framed stdio protocol), and
+# benchmarks/codex_compare.py and benchmarks/codex_host.py compare against it. The npm
+# package ships them as a platform build of the same package (`@openai/codex@V-linux-x64`,
+# the optional dependency that `npm --omit=optional` leaves out), so each is installed
 # directly, once per version, outside the clone in $CODEMODE_CACHE (default
-# ~/.cache/codemode)/codex-V: 167 MB to fetch, 404 MB unpacked, so only when asked
-# (CODEMODE_CODEX=1 bash scripts/setup-test-servers.sh): no test needs it.
+# ~/.cache/codemode)/codex-V: about 170 MB to fetch, 400 MB unpacked each.
+# CODEMODE_CODEX=0 skips them (those tests then skip and say why); CODEX_CLI_VERSIONS
+# chooses other versions.
 # Never fails setup: without node/npm or a registry the tests that need a package skip
 # and print why (each folder's install.log says what happened).
 set -uo pipefail
@@ -45,10 +49,12 @@ install .cache/typescript node_modules/.bin/tsc typescript@7.0.2
 install .cache/acp-sdk node_modules/@agentclientprotocol/sdk/package.json \
   @agentclientprotocol/sdk@2.4.0
 
-codex_version=${CODEX_CLI_VERSION:-0.169.0}
-if [ "${CODEMODE_CODEX:-0}" = 1 ] && [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
-  install "${CODEMODE_CACHE:-$HOME/.cache/codemode}/codex-$codex_version" \
-    node_modules/@openai/codex/vendor/x86_64-unknown-linux-musl/bin/codex \
-    "@openai/codex@$codex_version-linux-x64"
+codex_versions=${CODEX_CLI_VERSIONS:-${CODEX_CLI_VERSION:-0.169.0} 0.148.0}
+if [ "${CODEMODE_CODEX:-1}" = 1 ] && [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
+  for codex_version in $codex_versions; do
+    install "${CODEMODE_CACHE:-$HOME/.cache/codemode}/codex-$codex_version" \
+      node_modules/@openai/codex/vendor/x86_64-unknown-linux-musl/bin/codex \
+      "@openai/codex@$codex_version-linux-x64"
+  done
 fi
 exit 0

@@ -24,6 +24,7 @@ import click
 # Imported for their commands, which they register on `cli`.
 from codemode.cli import (  # noqa: F401
     acp,
+    codex_host,
     doctor,
     harness,
     mcp,

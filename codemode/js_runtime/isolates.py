@@ -32,11 +32,15 @@ def memory_bytes(limits: Limits) -> int:
 
 
 def configure_call(tools: ToolNames, max_tool_calls: int) -> str:
-    """The prelude call that sets the tools a program sees and its call cap."""
-    return (
+    """The prelude call that sets the tools a program sees and its call cap, then the
+    tools' own JavaScript for this program when they bring some: ``program_setup()``,
+    one line (a Codex session's per-exec globals, ``codex_host``)."""
+    call = (
         f"__cm.configure({json.dumps(tools.flat_names())}, "
         f"{max_tool_calls}, {json.dumps(tools.namespaces())});"
     )
+    extra = getattr(tools, "program_setup", None)
+    return f"{call} {extra()}" if callable(extra) else call
 
 
 class Isolates:

@@ -54,6 +54,9 @@
   let calls = 0;
   let overLimit = false;
   let maxCalls = Infinity;
+  // A failed tool call rejects with a ToolError; with `plainRejections` (Codex's
+  // protocol, whose programs see a failed call's message as a bare string) with the text.
+  let plainRejections = false;
 
   function __cm_render(value, seen) {
     if (typeof value === "string") return value;
@@ -291,8 +294,9 @@
   const host = {
     // Called by the host once the tool names and limits are known.
     // `namespaces` is optional: {NS: {NAME: registryName}} for tools called as tools.NS.NAME.
-    configure: function __cm_configure(names, limit, namespaces) {
+    configure: function __cm_configure(names, limit, namespaces, options) {
       maxCalls = limit;
+      plainRejections = Boolean(options && options.plainRejections);
       toolMembers = new Map(names.map((n) => [n, n]));
       for (const [ns, members] of Object.entries(namespaces || {})) {
         if (!toolMembers.has(ns)) toolMembers.set(ns, new Map(Object.entries(members)));
@@ -324,6 +328,7 @@
         if (entry === undefined) continue;
         pending.delete(id);
         if (ok) entry[0](payload);
+        else if (plainRejections) entry[1](String(payload));
         else {
           const error = new ToolError(payload, entry[2]);
           if (entry[3]) error.stack = `ToolError: ${payload}\n${__cm_frames(entry[3])}`;

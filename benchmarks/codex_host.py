@@ -1,0 +1,234 @@
+"""Codex 0.169 with our code-mode host vs with its own, printed as JSON.
+
+    .venv/bin/python benchmarks/codex_host.py [--runs N] [--calls N]
+
+1. Whole process: one ``codex exec --enable code_mode_only --enable code_mode_host`` turn
+   against the scripted model server (Responses wire): the model's first reply is a
+   program making CALLS nested ``exec_command`` calls (``echo call-I``, plain shell),
+   awaited one after another (``sequential``) or all in one ``Promise.all``
+   (``parallel``); the second is a final message. The same Codex binary runs it with its
+   own ``codex-code-mode-host`` and with ours beside it (``codemode.codex_host.beside``),
+   alternating, fresh workspace and home each run. ``ratio`` is ours / Codex's median
+   wall time (target <= 1.0: ours no slower).
+2. The host's own time per nested call: each host alone on TCP (``--listen
+   grpc://127.0.0.1:PORT``), driven by one Python gRPC client that answers every tool
+   call at once. A program makes CALLS calls to a no-op tool; the host reports how long
+   it took (``code_mode_host_duration_ns``, which includes the client's answers, the same
+   client for both); per call = (that - the same program with no call) / CALLS, medians.
+
+Needs the Codex 0.169 linux x64 build that scripts/setup-test-servers.sh caches (else
+``{"skipped": REASON}``). ``load_average`` says how busy the machine was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from codemode.codex_host.beside import vendor_with_our_host
+from codemode.testing.scripted_server import ScriptedModelServer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from codex_compare import cache_dir, homes, script, tool_output
+
+VERSION = os.environ.get("CODEX_CLI_VERSION", "0.169.0")
+VENDOR = "node_modules/@openai/codex/vendor/x86_64-unknown-linux-musl"
+INTERPRETER = str(Path(sys.executable).parent / "interpreter")
+SIDES = ("codex_host", "ours")
+
+
+def program(calls: int, parallel: bool, tool: str = "exec_command") -> str:
+    call = (
+        f"tools.{tool}({{cmd: `echo call-${{i}}`, login: false}})"
+        if tool == "exec_command"
+        else f"tools.{tool}({{i}})"
+    )
+    if parallel:
+        body = f"const rs = await Promise.all(Array.from({{length: {calls}}}, (_, i) => {call}));\n"
+    else:
+        body = f"const rs = [];\nfor (let i = 0; i < {calls}; i++) rs.push(await {call});\n"
+    # Codex's pragma: no yield however slow the machine (exec's default is 10 s).
+    return '// @exec: {"yield_time_ms": 600000}\n' + body + "text(`${rs.length} calls`);\n"
+
+
+def run_turn(codex: Path, code: str) -> float:
+    with homes() as (ws, home), ScriptedModelServer(script(code)) as server:
+        (home / "config.toml").write_text(
+            'model = "gpt-5.5"\nmodel_provider = "scripted"\n'
+            'approval_policy = "never"\nsandbox_mode = "workspace-write"\n'
+            "check_for_update_on_startup = false\nsuppress_unstable_features_warning = true\n\n"
+            f'[model_providers.scripted]\nname = "scripted"\nbase_url = "{server.base_url}"\n'
+            'wire_api = "responses"\n',
+            encoding="utf-8",
+        )
+        argv = [
+            str(codex), "exec", "--enable", "code_mode_only", "--enable", "code_mode_host",
+            "--skip-git-repo-check", "-C", str(ws), "run the program",
+        ]  # fmt: skip
+        t0 = time.perf_counter()
+        done = subprocess.run(
+            argv, env=dict(os.environ, CODEX_HOME=str(home)), stdin=subprocess.DEVNULL,
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        elapsed = (time.perf_counter() - t0) * 1000
+        if done.returncode != 0:
+            raise SystemExit(f"codex exited {done.returncode}: {done.stderr[-2000:]}")
+        output = tool_output(server.requests)
+        if "Script completed" not in output or " calls" not in output:
+            raise SystemExit(f"{codex}: unexpected program output: {output[:500]!r}")
+        return elapsed
+
+
+def whole_process(vendor: Path, ours: Path, calls: int, runs: int) -> dict[str, Any]:
+    binaries = {"codex_host": vendor / "bin" / "codex", "ours": ours / "bin" / "codex"}
+    result: dict[str, Any] = {}
+    for mode, parallel in (("sequential", False), ("parallel", True)):
+        code = program(calls, parallel)
+        for side in SIDES:  # warm the caches, untimed
+            run_turn(binaries[side], code)
+        times: dict[str, list[float]] = {side: [] for side in SIDES}
+        for _ in range(runs):
+            for side in SIDES:
+                times[side].append(run_turn(binaries[side], code))
+        medians = {side: round(statistics.median(times[side]), 1) for side in SIDES}
+        result[mode] = {
+            "median_ms": medians,
+            "ratio": round(medians["ours"] / medians["codex_host"], 3),
+            "meets_target": medians["ours"] <= medians["codex_host"],
+        }
+    return result
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _host_durations(address: str, calls: int, runs: int) -> dict[str, float]:
+    """Median code_mode_host_duration_ns per program kind, in ms."""
+    import grpc
+
+    from codemode.codex_host.schema import SERVICE, pb
+
+    def rpc(name: str, streaming: bool) -> Any:
+        method = pb.methods[name]
+        make = channel.unary_stream if streaming else channel.unary_unary
+        return make(
+            f"/{SERVICE}/{name}",
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=pb.classes[method.response].FromString,
+        )
+
+    async with grpc.aio.insecure_channel(address) as channel:
+        await asyncio.wait_for(channel.channel_ready(), 60)
+        events = rpc("OpenSession", True)(pb.OpenSessionRequest())
+        sid = (await events.read()).opened.session_id
+        calls_stream = rpc("SubscribeToToolCalls", True)(
+            pb.SubscribeToToolCallsRequest(session_id=sid)
+        )
+        complete = rpc("CompleteToolCall", False)
+
+        async def answer() -> None:
+            async for call in calls_stream:
+                await complete(
+                    pb.CompleteToolCallRequest(
+                        session_id=sid, invocation_id=call.invocation_id,
+                        succeeded=pb.ToolCallSucceeded(output_json=b"{}"),
+                    )
+                )  # fmt: skip
+
+        answering = asyncio.ensure_future(answer())
+        tool = pb.ToolDefinition(
+            name="noop", tool_name=pb.ToolName(name="noop"), description="does nothing",
+            kind=pb.enums["ToolKind"]["TOOL_KIND_FUNCTION"],
+        )  # fmt: skip
+        execute = rpc("Execute", True)
+        kinds = {
+            "no_calls": program(0, False, "noop"),
+            "sequential": program(calls, False, "noop"),
+            "parallel": program(calls, True, "noop"),
+        }
+        found: dict[str, list[float]] = {k: [] for k in kinds}
+        for i in range(runs + 1):
+            for kind, code in kinds.items():
+                request = pb.ExecuteRequest(
+                    session_id=sid, execution_id=f"{kind}-{i}", tool_call_id=f"c{i}",
+                    source=code, enabled_tools=[tool], yield_time_ms=60_000,
+                )  # fmt: skip
+                outcome = [e async for e in execute(request)][-1].outcome
+                if outcome.WhichOneof("outcome") != "completed" or outcome.completed.error_text:
+                    raise SystemExit(f"{kind}: {outcome}")
+                if i:  # the first round warms up
+                    found[kind].append(outcome.code_mode_host_duration_ns / 1e6)
+        answering.cancel()
+        events.cancel()
+    return {k: statistics.median(v) for k, v in found.items()}
+
+
+def host_time(argv: list[str], calls: int, runs: int) -> dict[str, Any]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [*argv, "--listen", f"grpc://127.0.0.1:{port}"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        ms = asyncio.run(_host_durations(f"127.0.0.1:{port}", calls, runs))
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    return {
+        "program_ms": {k: round(v, 2) for k, v in ms.items()},
+        "per_call_us": {
+            mode: round((ms[mode] - ms["no_calls"]) / calls * 1000, 1)
+            for mode in ("sequential", "parallel")
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="turns per side and mode")
+    parser.add_argument("--calls", type=int, default=50, help="nested calls per program")
+    args = parser.parse_args()
+    vendor = cache_dir() / f"codex-{VERSION}" / VENDOR
+    if not (vendor / "bin" / "codex").is_file():
+        print(
+            json.dumps(
+                {
+                    "skipped": f"no Codex {VERSION} build in {vendor}: run "
+                    "bash scripts/setup-test-servers.sh (needs npm and the registry)"
+                }
+            )
+        )
+        return
+    ours = vendor_with_our_host(
+        vendor, vendor.parent / "ours-bench", [INTERPRETER, "code-mode-host"]
+    )
+    report = {
+        "codex_version": VERSION,
+        "calls": args.calls,
+        "runs": args.runs,
+        "whole_process": whole_process(vendor, ours, args.calls, args.runs),
+        "host_time": {
+            "codex_host": host_time(
+                [str(vendor / "bin" / "codex-code-mode-host")], args.calls, args.runs
+            ),
+            "ours": host_time([INTERPRETER, "code-mode-host"], args.calls, args.runs),
+        },
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,302 @@
+"""The framed stdio protocol (version 1), as Codex 0.148 speaks it to a host it starts with
+no arguments: JSON messages, each after its length as four little-endian bytes.
+
+The client says ``connection/hello`` (versions, required and optional capabilities), the
+host answers ``connection/ready`` or ``connection/rejected``; then ``operation/request``
+frames (``session/open``, ``session/execute``, ``session/wait``, ``session/terminate``,
+``session/shutdown``) are answered by ``operation/response`` (and, for an execute, an
+``execute/initialResponse`` with the first outcome), while the host sends
+``delegate/request`` frames (``tool/invoke``, ``notification/send``) that the client
+answers with ``delegate/response``. Field names follow Codex's message definitions
+(``codex-rs/code-mode-protocol/src/host/``): camelCase in the envelopes, snake_case in
+the payloads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import struct
+from typing import Any
+
+from codemode.codex_host.model import ImageItem, NestedCall, Outcome, ToolFailed, ToolSpec
+from codemode.codex_host.runtime import CellBusy, CodeSession, SessionLimits
+
+MAX_FRAME = 64 * 1024 * 1024
+VERSION = 1
+_KIND = {"yielded": "Yielded", "terminated": "Terminated", "completed": "Result"}
+
+
+class FrameError(Exception):
+    pass
+
+
+async def read_frame(reader: asyncio.StreamReader) -> Any | None:
+    """The next message, or None at a clean end of input."""
+    try:
+        head = await reader.readexactly(4)
+    except asyncio.IncompleteReadError as exc:
+        if not exc.partial:
+            return None
+        raise FrameError("the input ended inside a frame's length") from None
+    (length,) = struct.unpack("<I", head)
+    if length > MAX_FRAME:
+        raise FrameError(f"frame of {length} bytes is over the {MAX_FRAME}-byte limit")
+    try:
+        payload = await reader.readexactly(length)
+    except asyncio.IncompleteReadError:
+        raise FrameError("the input ended inside a frame") from None
+    try:
+        return json.loads(payload)
+    except ValueError as exc:
+        raise FrameError(f"a frame is not JSON: {exc}") from None
+
+
+def encode_frame(message: Any) -> bytes:
+    payload = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+    return struct.pack("<I", len(payload)) + payload
+
+
+def _ok(value: Any) -> dict[str, Any]:
+    return {"status": "ok", "value": value}
+
+
+def _err(message: str) -> dict[str, Any]:
+    return {"status": "error", "message": message}
+
+
+def wire_outcome(outcome: Outcome) -> dict[str, Any]:
+    items: list[dict[str, Any]] = []
+    for item in outcome.items:
+        if isinstance(item, ImageItem):
+            image: dict[str, Any] = {"type": "input_image", "image_url": item.image_url}
+            if item.detail is not None:
+                image["detail"] = item.detail
+            items.append(image)
+        else:
+            items.append({"type": "input_text", "text": item.text})
+    body: dict[str, Any] = {"cell_id": outcome.cell_id, "content_items": items}
+    if outcome.kind == "completed":
+        body["error_text"] = outcome.error_text
+    return {_KIND[outcome.kind]: body}
+
+
+def tool_spec(data: dict[str, Any]) -> ToolSpec:
+    name = data.get("tool_name") or {}
+    return ToolSpec(
+        name=str(data["name"]),
+        tool_name=str(name.get("name") or data["name"]),
+        namespace=name.get("namespace"),
+        description=str(data.get("description") or ""),
+        freeform=data.get("kind") == "freeform",
+        input_schema=data.get("input_schema"),
+        output_schema=data.get("output_schema"),
+    )
+
+
+class _Session:
+    """The runtime's delegate for one framed session: calls become delegate requests."""
+
+    def __init__(self, conn: FramedConnection, session_id: str, limits: SessionLimits) -> None:
+        self.conn = conn
+        self.id = session_id
+        self.code = CodeSession(self, limits)
+
+    async def call_tool(self, call: NestedCall) -> Any:
+        tool = call.tool
+        invocation = {
+            "cell_id": call.cell_id,
+            "runtime_tool_call_id": call.runtime_call_id,
+            "tool_name": {"name": tool.tool_name, "namespace": tool.namespace},
+            "tool_kind": "freeform" if tool.freeform else "function",
+            "input": call.input,
+        }
+        result = await self.conn.delegate(
+            self.id, {"type": "tool/invoke", "invocation": invocation}
+        )
+        if result.get("status") != "ok":
+            raise ToolFailed(str(result.get("message", "the tool failed")))
+        value = result.get("value") or {}
+        return value.get("result") if isinstance(value, dict) else None
+
+    def notify(self, cell_id: str, execution_id: str, call_id: str, text: str) -> None:
+        request = {"type": "notification/send", "callId": call_id, "cellId": cell_id, "text": text}
+        self.conn.spawn(self.conn.delegate(self.id, request))
+
+    def cell_closed(self, cell_id: str, execution_id: str, final_sequence: int) -> None:
+        self.conn.send({"type": "cell/closed", "sessionId": self.id, "cellId": cell_id})
+
+
+class FramedConnection:
+    def __init__(self, reader: asyncio.StreamReader, out_fd: int, limits: SessionLimits) -> None:
+        self.reader = reader
+        self.out_fd = out_fd
+        self.limits = limits
+        self.sessions: dict[str, _Session] = {}
+        self.waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.ids = itertools.count(1)
+        self.tasks: set[asyncio.Task[Any]] = set()
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = memoryview(encode_frame(message))
+        while data:
+            data = data[os.write(self.out_fd, data) :]
+
+    def spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def delegate(self, session_id: str, request: dict[str, Any]) -> dict[str, Any]:
+        delegate_id = next(self.ids)
+        future = asyncio.get_running_loop().create_future()
+        self.waiting[delegate_id] = future
+        self.send(
+            {
+                "type": "delegate/request",
+                "id": delegate_id,
+                "sessionId": session_id,
+                "request": request,
+            }
+        )
+        try:
+            result: dict[str, Any] = await future
+            return result
+        except asyncio.CancelledError:
+            if self.waiting.pop(delegate_id, None) is not None:
+                self.send({"type": "delegate/cancel", "id": delegate_id})
+            raise
+
+    async def run(self) -> int:
+        try:
+            hello = await read_frame(self.reader)
+        except FrameError as exc:
+            self._reject("invalidHello", message=str(exc))
+            return 1
+        if hello is None:
+            return 0
+        if not self._handshake(hello):
+            return 1
+        try:
+            while (message := await read_frame(self.reader)) is not None:
+                self._dispatch(message)
+        except FrameError:
+            return 1
+        finally:
+            for session in list(self.sessions.values()):
+                await session.code.close()
+            for task in list(self.tasks):
+                task.cancel()
+        return 0
+
+    def _reject(self, kind: str, **fields: Any) -> None:
+        self.send({"type": "connection/rejected", "reason": {"type": kind, **fields}})
+
+    def _handshake(self, hello: Any) -> bool:
+        if not isinstance(hello, dict) or hello.get("type") != "connection/hello":
+            self._reject("invalidHello", message="the first frame must be connection/hello")
+            return False
+        versions = hello.get("supportedVersions")
+        if not isinstance(versions, list) or VERSION not in versions:
+            self._reject("noCompatibleVersion", supportedVersions=[VERSION])
+            return False
+        for capability in hello.get("requiredCapabilities") or []:
+            self._reject("missingRequiredCapability", capability=capability)
+            return False
+        self.send({"type": "connection/ready", "selectedVersion": VERSION, "capabilities": []})
+        return True
+
+    def _dispatch(self, message: Any) -> None:
+        kind = message.get("type") if isinstance(message, dict) else None
+        if kind == "delegate/response":
+            future = self.waiting.pop(message.get("id"), None)
+            if future is not None and not future.done():
+                result = message.get("result")
+                future.set_result(result if isinstance(result, dict) else _err("bad response"))
+        elif kind == "operation/request":
+            self.spawn(self._operation(message.get("id"), message.get("request")))
+
+    def _respond(self, request_id: Any, result: dict[str, Any]) -> None:
+        self.send({"type": "operation/response", "id": request_id, "result": result})
+
+    async def _operation(self, request_id: Any, request: Any) -> None:
+        try:
+            await self._operate(request_id, request if isinstance(request, dict) else {})
+        except CellBusy as exc:
+            self._respond(request_id, _err(str(exc)))
+        except (KeyError, TypeError, ValueError) as exc:
+            self.send(
+                {
+                    "type": "operation/response",
+                    "id": request_id,
+                    "result": _err(f"bad request: {exc}"),
+                }
+            )
+
+    async def _operate(self, request_id: Any, request: dict[str, Any]) -> None:
+        method = request.get("method")
+        session_id = str(request.get("sessionId", ""))
+
+        def respond(value: Any) -> None:
+            self.send({"type": "operation/response", "id": request_id, "result": _ok(value)})
+
+        if method == "session/open":
+            if not session_id or session_id in self.sessions:
+                raise ValueError(f"session {session_id!r} cannot be opened")
+            self.sessions[session_id] = _Session(self, session_id, self.limits)
+            respond({"type": "session/ready", "sessionId": session_id})
+            return
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise KeyError(f"unknown session {session_id!r}")
+        code = session.code
+        if method == "session/execute":
+            body = request["request"]
+            cell = code.start(
+                str(body["source"]),
+                [tool_spec(t) for t in body.get("enabled_tools") or []],
+                execution_id=str(body.get("tool_call_id", "")),
+                tool_call_id=str(body.get("tool_call_id", "")),
+                max_output_tokens=body.get("max_output_tokens"),
+                cell_id=request.get("cellId"),
+            )
+            respond({"type": "execution/started", "cellId": cell.id})
+            outcome = await code.observe(cell, code.yield_ms(body.get("yield_time_ms")))
+            self.send(
+                {
+                    "type": "execute/initialResponse",
+                    "id": request_id,
+                    "result": _ok(wire_outcome(outcome)),
+                }
+            )
+        elif method in ("session/wait", "session/terminate"):
+            if method == "session/wait":
+                body = request["request"]
+                cell_id = str(body["cell_id"])
+                got = await code.wait(cell_id, int(body.get("yield_time_ms") or 0))
+            else:
+                cell_id = str(request["cellId"])
+                got = await code.terminate(cell_id)
+            if got is None:
+                missing = Outcome("completed", cell_id, [], f"exec cell {cell_id} not found")
+                outcome_json = {"MissingCell": wire_outcome(missing)}
+            else:
+                outcome_json = {"LiveCell": wire_outcome(got)}
+            respond({"type": "wait/completed", "outcome": outcome_json})
+        elif method == "session/shutdown":
+            self.sessions.pop(session_id, None)
+            await code.close()
+            respond({"type": "session/closed", "sessionId": session_id})
+        else:
+            raise ValueError(f"unknown method {method!r}")
+
+
+async def serve_framed(in_fd: int, out_fd: int, limits: SessionLimits) -> int:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=MAX_FRAME + 4)
+    await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(in_fd, "rb", buffering=0)
+    )
+    return await FramedConnection(reader, out_fd, limits).run()

@@ -1,0 +1,320 @@
+"""The ``codex.code_mode.v1.CodeModeHost`` service: each RPC on a ``GrpcSession``.
+
+Every bad request gets a gRPC status and nothing else changes: a body that is not the
+message (INVALID_ARGUMENT), an unknown session, cell or invocation (NOT_FOUND), a second
+observer of one cell (FAILED_PRECONDITION). RPCs the service does not define (such as
+``GetProcessMetrics``) are answered UNIMPLEMENTED by grpc itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+
+from codemode.codex_host.grpc_session import GrpcSession, Subscription, tool_spec
+from codemode.codex_host.model import ImageItem, Outcome, TextItem
+from codemode.codex_host.runtime import CellBusy, SessionLimits
+from codemode.codex_host.schema import SERVICE, pb
+
+_DETAIL = pb.ImageContent.DESCRIPTOR.fields_by_name["detail"].enum_type.values_by_name
+
+
+class _Malformed:
+    """A request body that did not parse as the RPC's message."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+def _deserializer(cls: type[Any]) -> Callable[[bytes], Any]:
+    def parse(data: bytes) -> Any:
+        try:
+            return cls.FromString(data)
+        except Exception as exc:  # the DecodeError family; never let grpc see a traceback
+            return _Malformed(exc)
+
+    return parse
+
+
+class _Abort(Exception):
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def outcome_message(outcome: Outcome) -> Any:
+    message = pb.ExecutionOutcome(
+        cell_id=outcome.cell_id, code_mode_host_duration_ns=outcome.duration_ns
+    )
+    for item in outcome.items:
+        if isinstance(item, TextItem):
+            message.content_items.add(text=pb.TextContent(text=item.text))
+        elif isinstance(item, ImageItem):
+            image = pb.ImageContent(image_url=item.image_url)
+            if item.detail is not None:
+                image.detail = _DETAIL[f"IMAGE_DETAIL_{item.detail.upper()}"].number
+            message.content_items.add(image=image)
+    if outcome.kind == "yielded":
+        message.yielded.SetInParent()
+    elif outcome.kind == "terminated":
+        message.terminated.SetInParent()
+    else:
+        completed = pb.ExecutionCompleted()
+        if outcome.error_text is not None:
+            completed.error_text = outcome.error_text
+        message.completed.CopyFrom(completed)
+    return message
+
+
+def _missing(cell_id: str) -> Any:
+    return pb.WaitResponse(
+        missing_cell=pb.ExecutionOutcome(
+            cell_id=cell_id,
+            completed=pb.ExecutionCompleted(error_text=f"exec cell {cell_id} not found"),
+        )
+    )
+
+
+class CodeModeHostService:
+    def __init__(self, limits: SessionLimits) -> None:
+        self.limits = limits
+        self.sessions: dict[str, GrpcSession] = {}
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        handlers = {}
+        for name, method in pb.methods.items():
+            impl = getattr(self, name)
+            request = pb.classes[method.request]
+            make = (
+                grpc.unary_stream_rpc_method_handler
+                if method.server_streaming
+                else grpc.unary_unary_rpc_method_handler
+            )
+            impl = _traced(name, impl)
+            wrapped = _streaming(impl) if method.server_streaming else _unary(impl)
+            handlers[name] = make(
+                wrapped,
+                request_deserializer=_deserializer(request),
+                response_serializer=lambda m: m.SerializeToString(),
+            )
+        return grpc.method_handlers_generic_handler(SERVICE, handlers)
+
+    def _session(self, session_id: str) -> GrpcSession:
+        session = self.sessions.get(session_id)
+        if session is None or session.closed.is_set():
+            raise _Abort(grpc.StatusCode.NOT_FOUND, f"unknown session {session_id!r}")
+        return session
+
+    async def close(self) -> None:
+        for session in list(self.sessions.values()):
+            await session.close()
+        self.sessions.clear()
+
+    # -- RPCs ------------------------------------------------------------------------------
+
+    async def OpenSession(self, request: Any) -> AsyncIterator[Any]:
+        return self._session_events(self._open(request))
+
+    def _open(self, request: Any) -> GrpcSession:
+        limits = self.limits
+        if request.HasField("cell_execution_limits"):
+            given = request.cell_execution_limits
+            changes: dict[str, Any] = {}
+            if given.HasField("max_yield_time_ms"):
+                changes["max_yield_ms"] = given.max_yield_time_ms
+            if given.HasField("max_heap_size_bytes") and given.max_heap_size_bytes > 0:
+                changes["memory_mb"] = max(1, -(-given.max_heap_size_bytes // (1 << 20)))
+            limits = SessionLimits(**{**limits.__dict__, **changes})
+        session = GrpcSession(limits)
+        self.sessions[session.id] = session
+        return session
+
+    async def _session_events(self, session: GrpcSession) -> AsyncIterator[Any]:
+        try:
+            yield pb.SessionEvent(opened=pb.SessionOpened(session_id=session.id))
+            while (event := await session.events.get()) is not None:
+                yield event
+        finally:
+            # The lease ends with the stream: its cells are terminated.
+            self.sessions.pop(session.id, None)
+            await asyncio.shield(session.close())
+
+    async def CloseSession(self, request: Any) -> Any:
+        session = self._session(request.session_id)
+        self.sessions.pop(session.id, None)
+        await session.close()
+        return pb.CloseSessionResponse()
+
+    async def SubscribeToToolCalls(self, request: Any) -> AsyncIterator[Any]:
+        session = self._session(request.session_id)
+        filters = [
+            (n.name, n.namespace if n.HasField("namespace") else None) for n in request.tool_names
+        ]
+        return self._tool_calls(session, session.subscribe(filters))
+
+    async def _tool_calls(self, session: GrpcSession, sub: Subscription) -> AsyncIterator[Any]:
+        try:
+            while (pending := await sub.queue.get()) is not None:
+                if pending.future.done():
+                    continue  # cancelled while queued
+                yield pending.message
+        finally:
+            session.unsubscribe(sub)
+
+    async def CompleteToolCall(self, request: Any) -> Any:
+        session = self._session(request.session_id)
+        which = request.WhichOneof("outcome")
+        if which == "succeeded":
+            try:
+                value = json.loads(request.succeeded.output_json or b"null")
+            except ValueError as exc:
+                raise _Abort(
+                    grpc.StatusCode.INVALID_ARGUMENT, f"output_json is not JSON: {exc}"
+                ) from None
+            ok = True
+        elif which == "failed":
+            ok, value = False, request.failed.message
+        else:
+            raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, "CompleteToolCall needs an outcome")
+        if not session.complete(request.invocation_id, ok, value):
+            raise _Abort(
+                grpc.StatusCode.NOT_FOUND, f"no tool call {request.invocation_id!r} was issued"
+            )
+        return pb.CompleteToolCallResponse()
+
+    async def AcknowledgeNotification(self, request: Any) -> Any:
+        session = self._session(request.session_id)
+        if not session.acknowledge(request.notification_id):
+            raise _Abort(grpc.StatusCode.NOT_FOUND, f"no notification {request.notification_id!r}")
+        return pb.AcknowledgeNotificationResponse()
+
+    async def Execute(self, request: Any) -> AsyncIterator[Any]:
+        started = time.monotonic_ns()
+        return self._execute(self._session(request.session_id), request, started)
+
+    async def _execute(
+        self, session: GrpcSession, request: Any, started: int
+    ) -> AsyncIterator[Any]:
+        tools = [tool_spec(d) for d in request.enabled_tools]
+        cell = session.code.start(
+            request.source,
+            tools,
+            execution_id=request.execution_id,
+            tool_call_id=request.tool_call_id,
+            max_output_tokens=request.max_output_tokens
+            if request.HasField("max_output_tokens")
+            else None,
+        )
+        yield pb.ExecuteEvent(
+            started=pb.ExecutionStarted(execution_id=request.execution_id, cell_id=cell.id)
+        )
+        yield_ms = session.code.yield_ms(
+            request.yield_time_ms if request.HasField("yield_time_ms") else None
+        )
+        outcome = await session.code.observe(cell, yield_ms, started)
+        yield pb.ExecuteEvent(outcome=outcome_message(outcome))
+
+    async def Wait(self, request: Any) -> Any:
+        session = self._session(request.session_id)
+        try:
+            outcome = await session.code.wait(
+                request.cell_id, request.yield_time_ms, request.wait_id or None
+            )
+        except CellBusy as exc:
+            raise _Abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc)) from None
+        if outcome is None:
+            return _missing(request.cell_id)
+        return pb.WaitResponse(live_cell=outcome_message(outcome))
+
+    async def YieldObservation(self, request: Any) -> Any:
+        session = self._session(request.session_id)
+        which = request.WhichOneof("observation")
+        if which == "execution_id":
+            session.code.end_observation(execution_id=request.execution_id)
+        elif which == "wait_id":
+            session.code.end_observation(wait_id=request.wait_id)
+        return pb.YieldObservationResponse()
+
+    async def CancelWait(self, request: Any) -> Any:
+        session = self._session(request.session_id)
+        # The Wait returns at once; answer when it has let go of its cell.
+        if session.code.end_observation(wait_id=request.wait_id):
+            for _ in range(500):
+                if not any(c.wait_id == request.wait_id for c in session.code.cells.values()):
+                    break
+                await asyncio.sleep(0.002)
+        return pb.CancelWaitResponse()
+
+    async def Terminate(self, request: Any) -> Any:
+        session = self._session(request.session_id)
+        outcome = await session.code.terminate(request.cell_id)
+        if outcome is None:
+            return _missing(request.cell_id)
+        return pb.WaitResponse(live_cell=outcome_message(outcome))
+
+
+def _unary(impl: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+    async def handle(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        if isinstance(request, _Malformed):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, _bad_body(request))
+        try:
+            return await impl(request)
+        except _Abort as exc:
+            await context.abort(exc.code, str(exc))
+        except Exception as exc:  # a bug here: a clean status, never a traceback
+            await context.abort(grpc.StatusCode.INTERNAL, _internal(exc))
+
+    return handle
+
+
+def _streaming(impl: Callable[[Any], Awaitable[AsyncIterator[Any]]]) -> Callable[[Any, Any], Any]:
+    async def handle(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        if isinstance(request, _Malformed):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, _bad_body(request))
+        try:
+            # Checks the request (raising _Abort) before any header is sent.
+            stream = await impl(request)
+            # A client (Codex) waits for the response headers of a stream that may carry
+            # no message for a long time (a tool-call subscription): send them now.
+            await context.send_initial_metadata(())
+            async for message in stream:
+                yield message
+        except _Abort as exc:
+            await context.abort(exc.code, str(exc))
+        except Exception as exc:  # a bug here: a clean status, never a traceback
+            await context.abort(grpc.StatusCode.INTERNAL, _internal(exc))
+
+    return handle
+
+
+def _internal(exc: Exception) -> str:
+    return f"the code-mode host failed: {type(exc).__name__}: {str(exc)[:300]}"
+
+
+def _bad_body(bad: _Malformed) -> str:
+    return f"the request is not a valid protobuf message: {bad.error}"
+
+
+def _traced(name: str, impl: Any) -> Any:
+    import os
+    import sys
+
+    if not os.environ.get("CODEMODE_HOST_TRACE"):
+        return impl
+
+    async def call(request: Any) -> Any:
+        print(f"> {name} {str(request)[:300]!r}", file=sys.stderr, flush=True)
+        try:
+            out = await impl(request)
+        except BaseException as exc:
+            print(f"! {name} {type(exc).__name__} {exc}", file=sys.stderr, flush=True)
+            raise
+        print(f"< {name} {str(out)[:300]!r}", file=sys.stderr, flush=True)
+        return out
+
+    return call

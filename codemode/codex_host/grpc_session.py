@@ -1,0 +1,219 @@
+"""One gRPC session: its event stream, its tool-call subscriptions, the calls in flight.
+
+The session is the runtime's ``Delegate``: a program's nested tool call becomes a
+``ToolCall`` routed to exactly one matching subscription (queued until one exists) and
+waits for the client's ``CompleteToolCall``; ``notify()`` and a cell's end become
+session events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from codemode.codex_host.model import NestedCall, ToolFailed, ToolSpec
+from codemode.codex_host.runtime import CodeSession, SessionLimits
+from codemode.codex_host.schema import pb
+
+_KIND = pb.ToolCall.DESCRIPTOR.fields_by_name["tool_kind"].enum_type.values_by_name
+FUNCTION = _KIND["TOOL_KIND_FUNCTION"].number
+FREEFORM = _KIND["TOOL_KIND_FREEFORM"].number
+# Invocations cancelled or finished recently: a late CompleteToolCall for one of them is
+# answered OK and ignored (it crossed the cancellation on another stream).
+_RETIRED_KEPT = 4096
+
+
+@dataclass(eq=False)
+class Subscription:
+    filters: list[tuple[str, str | None]]
+    queue: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
+
+    def matches(self, tool: ToolSpec) -> bool:
+        return not self.filters or (tool.tool_name, tool.namespace) in self.filters
+
+
+@dataclass(eq=False)
+class _Pending:
+    call: NestedCall
+    message: Any  # the pb.ToolCall
+    future: asyncio.Future[Any]
+
+
+class GrpcSession:
+    """A session lease: lives as long as the client's OpenSession stream."""
+
+    def __init__(self, limits: SessionLimits) -> None:
+        self.id = str(uuid.uuid4())
+        self.events: asyncio.Queue[Any] = asyncio.Queue()
+        self.subscriptions: list[Subscription] = []
+        self.unrouted: list[_Pending] = []
+        self.pending: dict[str, _Pending] = {}
+        self.retired: dict[str, None] = {}
+        self.notifications: set[str] = set()
+        self.code = CodeSession(self, limits)
+        self.closed = asyncio.Event()
+
+    # -- Delegate --------------------------------------------------------------------------
+
+    async def call_tool(self, call: NestedCall) -> Any:
+        invocation_id = str(uuid.uuid4())
+        tool = call.tool
+        message = pb.ToolCall(
+            session_id=self.id,
+            execution_id=call.execution_id,
+            cell_id=call.cell_id,
+            invocation_id=invocation_id,
+            runtime_tool_call_id=call.runtime_call_id,
+            tool_name=_tool_name(tool),
+            tool_kind=FREEFORM if tool.freeform else FUNCTION,
+            sequence=call.sequence,
+        )
+        if call.input is not None:
+            message.input_json = json.dumps(call.input, ensure_ascii=False).encode()
+        pending = _Pending(call, message, asyncio.get_running_loop().create_future())
+        self.pending[invocation_id] = pending
+        self._route(pending)
+        try:
+            return await pending.future
+        except asyncio.CancelledError:
+            # The program ended (terminated, a limit) while the client ran the tool.
+            if self.pending.pop(invocation_id, None) is not None:
+                self._retire(invocation_id)
+                self._unroute(pending)
+                self.events.put_nowait(
+                    pb.SessionEvent(
+                        tool_call_cancelled=pb.ToolCallCancelled(invocation_id=invocation_id)
+                    )
+                )
+            raise
+
+    def notify(self, cell_id: str, execution_id: str, call_id: str, text: str) -> None:
+        notification_id = str(uuid.uuid4())
+        self.notifications.add(notification_id)
+        self.events.put_nowait(
+            pb.SessionEvent(
+                notification=pb.Notification(
+                    notification_id=notification_id,
+                    execution_id=execution_id,
+                    cell_id=cell_id,
+                    call_id=call_id,
+                    text=text,
+                )
+            )
+        )
+
+    def cell_closed(self, cell_id: str, execution_id: str, final_sequence: int) -> None:
+        self.events.put_nowait(
+            pb.SessionEvent(
+                cell_closed=pb.CellClosed(
+                    execution_id=execution_id,
+                    cell_id=cell_id,
+                    final_tool_call_sequence=final_sequence,
+                )
+            )
+        )
+
+    # -- the client's side -------------------------------------------------------------------
+
+    def subscribe(self, filters: list[tuple[str, str | None]]) -> Subscription:
+        sub = Subscription(filters)
+        self.subscriptions.append(sub)
+        waiting, self.unrouted = self.unrouted, []
+        for pending in waiting:
+            self._route(pending)
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        """A subscription stream ended: calls it had not delivered go to another one."""
+        if sub in self.subscriptions:
+            self.subscriptions.remove(sub)
+        while not sub.queue.empty():
+            pending = sub.queue.get_nowait()
+            if isinstance(pending, _Pending) and not pending.future.done():
+                self._route(pending)
+
+    def complete(self, invocation_id: str, ok: bool, value: Any) -> bool:
+        """False when no such invocation was ever issued to this session.
+
+        No ``ToolResultDelivered`` event follows: Codex 0.169 closes the session on
+        receiving one for an ordinary completion."""
+        pending = self.pending.pop(invocation_id, None)
+        if pending is None:
+            return invocation_id in self.retired
+        self._retire(invocation_id)
+        if not pending.future.done():
+            if ok:
+                pending.future.set_result(value)
+            else:
+                pending.future.set_exception(ToolFailed(str(value)))
+        return True
+
+    def acknowledge(self, notification_id: str) -> bool:
+        if notification_id in self.notifications:
+            self.notifications.discard(notification_id)
+            return True
+        return False
+
+    async def close(self) -> None:
+        if self.closed.is_set():
+            return
+        self.closed.set()
+        await self.code.close()
+        for pending in list(self.pending.values()):
+            if not pending.future.done():
+                pending.future.cancel()
+        self.pending.clear()
+        for sub in self.subscriptions:
+            sub.queue.put_nowait(None)
+        self.events.put_nowait(None)
+
+    # -- routing -----------------------------------------------------------------------------
+
+    def _route(self, pending: _Pending) -> None:
+        for sub in self.subscriptions:
+            if sub.matches(pending.call.tool):
+                sub.queue.put_nowait(pending)
+                return
+        self.unrouted.append(pending)
+
+    def _unroute(self, pending: _Pending) -> None:
+        if pending in self.unrouted:
+            self.unrouted.remove(pending)
+
+    def _retire(self, invocation_id: str) -> None:
+        self.retired[invocation_id] = None
+        while len(self.retired) > _RETIRED_KEPT:
+            del self.retired[next(iter(self.retired))]
+
+
+def _tool_name(tool: ToolSpec) -> Any:
+    name = pb.ToolName(name=tool.tool_name)
+    if tool.namespace is not None:
+        name.namespace = tool.namespace
+    return name
+
+
+def tool_spec(definition: Any) -> ToolSpec:
+    """A ``pb.ToolDefinition`` as the runtime's ``ToolSpec``."""
+
+    def schema(field_name: str) -> Any:
+        if not definition.HasField(field_name):
+            return None
+        try:
+            return json.loads(getattr(definition, field_name))
+        except ValueError:
+            return None
+
+    tool_name = definition.tool_name
+    return ToolSpec(
+        name=definition.name,
+        tool_name=tool_name.name or definition.name,
+        namespace=tool_name.namespace if tool_name.HasField("namespace") else None,
+        description=definition.description,
+        freeform=definition.kind == FREEFORM,
+        input_schema=schema("input_schema_json"),
+        output_schema=schema("output_schema_json"),
+    )

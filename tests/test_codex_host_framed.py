@@ -1,0 +1,201 @@
+"""`interpreter code-mode-host` with no arguments: the framed stdio protocol Codex 0.148
+speaks (JSON messages after a four-byte little-endian length), driven frame by frame."""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from tests.codex_host_support import INTERPRETER
+
+HELLO = {
+    "type": "connection/hello",
+    "supportedVersions": [1],
+    "requiredCapabilities": [],
+    "optionalCapabilities": ["session-cell-execution-resource-limits"],
+}
+
+
+class Peer:
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+
+    def send(self, message: Any) -> None:
+        self.send_raw(json.dumps(message).encode())
+
+    def send_raw(self, payload: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(struct.pack("<I", len(payload)) + payload)
+        self.proc.stdin.flush()
+
+    def read(self) -> Any:
+        assert self.proc.stdout is not None
+        head = self.proc.stdout.read(4)
+        assert len(head) == 4, "the host closed its output"
+        (length,) = struct.unpack("<I", head)
+        return json.loads(self.proc.stdout.read(length))
+
+    def until(self, want: Any) -> Any:
+        """The next message ``want`` accepts (cell/closed and the like pass by)."""
+        while not want(message := self.read()):
+            pass
+        return message
+
+    def request(self, rid: int, request: dict[str, Any]) -> None:
+        self.send({"type": "operation/request", "id": rid, "request": request})
+
+
+@contextmanager
+def framed_host(*args: str) -> Iterator[Peer]:
+    proc = subprocess.Popen(
+        [INTERPRETER, "code-mode-host", *args],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        yield Peer(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+
+
+def tool_def(name: str) -> dict[str, Any]:
+    return {
+        "name": name, "tool_name": {"name": name, "namespace": None},
+        "description": f"the {name} tool", "kind": "function",
+        "input_schema": {"type": "object"}, "output_schema": None,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("engine", ["quickjs", "v8"])
+def test_a_session_runs_programs_and_delegates_tool_calls(engine: str) -> None:
+    args = () if engine == "quickjs" else ("--engine", engine)
+    with framed_host(*args) as peer:
+        peer.send(HELLO)
+        assert peer.read() == {"type": "connection/ready", "selectedVersion": 1, "capabilities": []}
+        peer.request(1, {"method": "session/open", "sessionId": "s1"})
+        assert peer.read()["result"] == {
+            "status": "ok", "value": {"type": "session/ready", "sessionId": "s1"},
+        }  # fmt: skip
+        source = (
+            "const [a, b] = await Promise.all([tools.double({n: 2}), tools.double({n: 5})]);\n"
+            "text(a.n + b.n);\nstore('k', 'kept');\n"
+            "try { await tools.double({n: -1}); } catch (e) { text(`no: ${e}`); }\n"
+            "throw new Error('boom');\n"
+        )
+        body = {
+            "tool_call_id": "call-9", "enabled_tools": [tool_def("double")], "source": source,
+            "yield_time_ms": 30000, "max_output_tokens": 1000,
+        }  # fmt: skip
+        peer.request(2, {"method": "session/execute", "sessionId": "s1", "request": body})
+        seen: list[Any] = []
+        while True:
+            message = peer.read()
+            seen.append(message)
+            if message["type"] == "delegate/request":
+                invocation = message["request"]["invocation"]
+                n = invocation["input"]["n"]
+                result = (
+                    {"status": "error", "message": "negative"}
+                    if n < 0
+                    else {"status": "ok", "value": {"type": "tool/result", "result": {"n": 2 * n}}}
+                )
+                peer.send({"type": "delegate/response", "id": message["id"], "result": result})
+            elif message["type"] == "execute/initialResponse":
+                break
+        started = next(m for m in seen if m["type"] == "operation/response")
+        cell = started["result"]["value"]["cellId"]
+        assert started["result"]["value"]["type"] == "execution/started"
+        outcome = seen[-1]["result"]["value"]["Result"]
+        assert outcome["cell_id"] == cell
+        assert [i["text"] for i in outcome["content_items"]] == ["14", "no: negative"]
+        assert outcome["error_text"].startswith("Error: boom\n    at exec_main.mjs:5:")
+        calls = [m for m in seen if m["type"] == "delegate/request"]
+        assert {c["request"]["invocation"]["tool_name"]["name"] for c in calls} == {"double"}
+        assert all(c["sessionId"] == "s1" for c in calls)
+        # The store outlives the exec; an unknown session and an unknown cell are errors
+        # answered in place; then the session closes.
+        body = {"tool_call_id": "call-10", "enabled_tools": [], "source": "text(load('k'))"}
+        peer.request(3, {"method": "session/execute", "sessionId": "s1", "request": body})
+        later = peer.until(lambda m: m["type"] == "execute/initialResponse")
+        assert later["result"]["value"]["Result"]["content_items"] == [
+            {"type": "input_text", "text": "kept"}
+        ]
+        peer.request(4, {"method": "session/wait", "sessionId": "nope",
+                         "request": {"cell_id": "1", "yield_time_ms": 10}})  # fmt: skip
+        bad = peer.until(lambda m: m.get("id") == 4)
+        assert bad["id"] == 4 and bad["result"]["status"] == "error"
+        assert "nope" in bad["result"]["message"]
+        peer.request(5, {"method": "session/wait", "sessionId": "s1",
+                         "request": {"cell_id": "77", "yield_time_ms": 10}})  # fmt: skip
+        missing = peer.until(lambda m: m.get("id") == 5)["result"]["value"]["outcome"]
+        assert "MissingCell" in missing
+        peer.request(6, {"method": "session/shutdown", "sessionId": "s1"})
+        closed = peer.until(lambda m: m.get("id") == 6)
+        assert closed["result"]["value"] == {"type": "session/closed", "sessionId": "s1"}
+
+
+def test_yield_wait_and_terminate() -> None:
+    with framed_host() as peer:
+        peer.send(HELLO)
+        peer.read()
+        peer.request(1, {"method": "session/open", "sessionId": "s"})
+        peer.read()
+        source = (
+            'text("a");\nyield_control();\n'
+            "while (true) { await new Promise(r => setTimeout(r, 20)); }"
+        )
+        body = {"tool_call_id": "c", "enabled_tools": [], "source": source, "yield_time_ms": 30000}
+        peer.request(2, {"method": "session/execute", "sessionId": "s", "request": body})
+        initial = peer.until(lambda m: m["type"] == "execute/initialResponse")
+        yielded = initial["result"]["value"]["Yielded"]
+        assert yielded["content_items"] == [{"type": "input_text", "text": "a"}]
+        peer.request(3, {"method": "session/terminate", "sessionId": "s",
+                         "cellId": yielded["cell_id"]})  # fmt: skip
+        replies = [peer.read(), peer.read()]  # the answer and cell/closed, in either order
+        answer = next(r for r in replies if r["type"] == "operation/response")
+        assert "Terminated" in answer["result"]["value"]["outcome"]["LiveCell"]
+        assert {"type": "cell/closed", "sessionId": "s", "cellId": yielded["cell_id"]} in replies
+
+
+@pytest.mark.parametrize(
+    ("hello", "reason"),
+    [
+        ({**HELLO, "supportedVersions": [7]}, "noCompatibleVersion"),
+        ({**HELLO, "requiredCapabilities": ["time-travel"]}, "missingRequiredCapability"),
+        ({"type": "operation/request", "id": 1}, "invalidHello"),
+    ],
+)
+def test_a_handshake_the_host_cannot_meet_is_rejected(hello: Any, reason: str) -> None:
+    with framed_host() as peer:
+        peer.send(hello)
+        rejected = peer.read()
+        assert rejected["type"] == "connection/rejected"
+        assert rejected["reason"]["type"] == reason
+        assert peer.proc.wait(30) == 1
+
+
+def test_a_frame_that_is_not_json_ends_the_host_without_a_traceback() -> None:
+    with framed_host() as peer:
+        peer.send(HELLO)
+        peer.read()
+        peer.send_raw(b"{not json")
+        assert peer.proc.wait(30) == 1
+        assert peer.proc.stderr is not None
+        assert b"Traceback" not in peer.proc.stderr.read()
+
+
+def test_a_listen_address_it_cannot_serve_is_a_usage_error() -> None:
+    done = subprocess.run(
+        [INTERPRETER, "code-mode-host", "--listen", "ws://127.0.0.1:9"],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "expected stdio, grpc+stdio:// or grpc://HOST:PORT" in done.stderr
+    assert "Traceback" not in done.stderr
