@@ -14,6 +14,12 @@ def run_apply_patch_command(source: str, cwd: Path) -> int:
     """
     from codemode.tools.patch.engine import apply_patch_text
     from codemode.tools.patch.errors import PatchError
+    from codemode.tools.store.journal import recover
+
+    # What a killed earlier patch left is rolled back first, and said (the store would
+    # do it silently on its first write).
+    for line in recover(cwd):
+        print(line, file=sys.stderr)
 
     try:
         if source == "-":
