@@ -355,7 +355,7 @@ def test_apply_patch_killed_at_random_points(tmp_path: Path) -> None:
     after = tree_state(done)
     assert after != before
     rng = random.Random(int(os.environ.get("CODEMODE_TEST_SEED", "26")))
-    rounds = int(os.environ.get("CODEMODE_KILL_ROUNDS", "10"))
+    rounds = int(os.environ.get("CODEMODE_KILL_ROUNDS", "8"))
     outcomes = {"before": 0, "after": 0, "between": 0}
     ws = tmp_path / "ws"
     for round_ in range(rounds):

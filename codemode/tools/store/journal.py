@@ -96,7 +96,8 @@ def missing_dirs(path: Path, roots: Sequence[Path]) -> list[Path]:
 # --- writing --------------------------------------------------------------------------
 
 
-def _encode(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry]) -> bytes:
+def _encode(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry]) -> list[bytes]:
+    """The journal's bytes, in parts (the originals are not copied into one buffer)."""
     blobs: list[bytes] = []
     offset = 0
     rows: list[dict[str, Any]] = []
@@ -126,8 +127,10 @@ def _encode(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry]) ->
         "entries": rows,
     }
     line = json.dumps(header, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
-    body = line + b"".join(blobs)
-    return _MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+    digest = hashlib.sha256(line)
+    for blob in blobs:
+        digest.update(blob)
+    return [_MAGIC + digest.hexdigest().encode() + b"\n", line, *blobs]
 
 
 class Recording:
@@ -170,10 +173,8 @@ def begin(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry], tag:
         return Recording(None, -1)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        data = _encode(workspace, roots, entries)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        with os.fdopen(os.dup(fd), "wb") as out:
+            out.writelines(_encode(workspace, roots, entries))
         os.rename(tmp, final)
     except OSError as exc:
         os.close(fd)
