@@ -128,8 +128,8 @@ def _encode(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry]) ->
     }
     line = json.dumps(header, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
     digest = hashlib.sha256(line)
-    for blob in blobs:
-        digest.update(blob)
+    for data in blobs:
+        digest.update(data)
     return [_MAGIC + digest.hexdigest().encode() + b"\n", line, *blobs]
 
 
