@@ -19,7 +19,6 @@ if sys.argv[1:2] == ["run"]:
 
 import click
 
-# Imported for their commands, which they register on `cli`.
 from codemode.cli import (  # noqa: F401
     acp,
     doctor,
@@ -34,6 +33,9 @@ from codemode.cli import (  # noqa: F401
     tools,
 )
 from codemode.cli.root import cli
+
+# Imported for their commands, which they register on `cli`.
+from codemode.control_chars import echo
 
 __all__ = ["INTERNAL_ERROR_STATUS", "cli", "main"]
 
@@ -64,17 +66,17 @@ def _main(argv: list[str] | None = None) -> None:
 
             exc.possibilities = near_options(exc.option_name, exc.possibilities or [])
         name = exc.ctx.command_path if exc.ctx else "interpreter"
-        click.echo(f"{name}: error: {exc.format_message()}", err=True)
+        echo(f"{name}: error: {exc.format_message()}", err=True)
         sys.exit(2)
     except click.ClickException as exc:
         from codemode.cli_crash import one_line
 
-        click.echo(f"interpreter: error: {one_line(exc.format_message())}", err=True)
+        echo(f"interpreter: error: {one_line(exc.format_message())}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except (click.Abort, KeyboardInterrupt):
-        click.echo("interrupted", err=True)
+        echo("interrupted", err=True)
         sys.exit(130)
     except BrokenPipeError:
         # The reader went away (`interpreter tools | head`): nothing left to say to it.
@@ -85,7 +87,7 @@ def _main(argv: list[str] | None = None) -> None:
 
         where = record_crash(exc, argv if argv is not None else sys.argv[1:])
         reason = one_line(f"{type(exc).__name__}: {exc}")
-        click.echo(f"interpreter: internal error: {reason} (see {where})", err=True)
+        echo(f"interpreter: internal error: {reason} (see {where})", err=True)
         sys.exit(INTERNAL_ERROR_STATUS)
     sys.exit(status if isinstance(status, int) else 0)
 
