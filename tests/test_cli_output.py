@@ -183,3 +183,25 @@ def test_foreign_text_reaches_the_terminal_shown_not_obeyed(
         assert "\\u001b]52;c;" in text, text
         return
     assert_shown_not_obeyed(received, " ".join(args))
+
+
+def test_session_listing_shows_a_recorded_prompt_not_obeyed(
+    planted: dict[str, Path],
+) -> None:
+    """A session whose first prompt (pasted from anywhere) holds escape sequences:
+    ``interpreter sessions`` lists it shown, not obeyed."""
+    from agent_support import provider_flags, run_cli
+
+    from codemode.testing.scripted_server import ScriptedModelServer
+
+    home = planted["home"]
+    (home / "config.toml").write_text("")  # no MCP server for this one
+    with ScriptedModelServer([{"text": "done"}]) as server:
+        run = run_cli(
+            ["exec", *provider_flags(server.base_url, "chat"), f"look {HOSTILE}"],
+            home=home,
+            cwd=planted["repo"],
+        )
+    assert run.code == 0, run.stderr
+    received = on_pty(["sessions"], cwd=planted["repo"], home=home)
+    assert_shown_not_obeyed(received, "sessions")

@@ -392,3 +392,31 @@ def test_apply_patch_killed_at_random_points(tmp_path: Path) -> None:
     print("outcomes of the kills before recovery:", outcomes)
     # Some kills landed mid-commit, where the tree was between (else nothing was shown).
     assert outcomes["between"] > 0, outcomes
+
+
+def test_a_session_started_in_the_workspace_rolls_back_first(tmp_path: Path) -> None:
+    """The next touch can be a whole session: it rolls back before the model reads a
+    file, and says so."""
+    from agent_support import provider_flags, run_cli
+
+    from codemode.testing.scripted_server import ScriptedModelServer
+
+    home = tmp_path / "home"
+    home.mkdir()
+    base = tmp_path / "base"
+    small_tree(base)
+    before = tree_state(base)
+    for n in range(4, 200):
+        ws = tmp_path / f"w{n}"
+        shutil.copytree(base, ws, symlinks=True)
+        proc = run_killed(n, "patch", ws, home, SMALL_PATCH)
+        assert proc.returncode == -signal.SIGKILL
+        if tree_state(ws) != before:
+            break  # killed between: a.txt patched, the rest not
+    left = journals(home)  # (those of the workspaces killed before any change, too)
+    with ScriptedModelServer([{"text": "done"}]) as server:
+        run = run_cli(["exec", *provider_flags(server.base_url, "chat"), "hi"], home=home, cwd=ws)
+    assert run.code == 0, run.stderr
+    assert "rolled back an interrupted write" in run.stderr
+    assert tree_state(ws) == before
+    assert len(journals(home)) == len(left) - 1  # this workspace's, and only it
