@@ -291,3 +291,55 @@ async def test_a_server_that_cannot_be_made_clean_is_replaced(
         assert (await s("echo four"))["output"] == "four\n"
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("user", ["self", "nobody"])
+def test_with_landlock_a_command_cannot_reschedule_a_host_process(
+    shared_dir: Path, user: str
+) -> None:
+    """Without a PID namespace (Landlock) the same filter keeps a command from slowing
+    a process of its user outside the sandbox (the agent itself): here a ``sleep`` the
+    test started as that user."""
+    from tests.confinement_support import NOBODY, run_shell, skip_unless
+
+    skip_unless(user, "landlock")
+    victim = subprocess.Popen(
+        ["sleep", "120"],
+        user=NOBODY if user == "nobody" else None,
+        group=NOBODY if user == "nobody" else None,
+    )
+    try:
+        ws = shared_dir / "ws"
+        ws.mkdir()
+        give(ws, user)
+        python = sys.executable if user == "self" else SYSTEM_PYTHON
+        attack = shared_dir / "attack.py"
+        # Only what aims at the victim: a regression must not renice the machine.
+        aimed = "\n".join(
+            line
+            for line in ATTACK.split("rt = ctypes.CDLL")[0].splitlines()
+            if not any(k in line for k in ("nice user", "nice group", "ioprio user", "own "))
+        )
+        attack.write_text(
+            aimed
+            .replace("os.PRIO_PROCESS, 1,", "os.PRIO_PROCESS, PID,")
+            .replace("(1, os.SCHED_IDLE", "(PID, os.SCHED_IDLE")
+            .replace("sched_setparam(1,", "sched_setparam(PID,")
+            .replace("sched_setaffinity(1,", "sched_setaffinity(PID,")
+            .replace("ioprio_set(1, 1)", "ioprio_set(1, PID)")
+            .replace("import ctypes, os", f"import ctypes, os\nPID = {victim.pid}")
+        )
+        attack.chmod(0o644)
+        r = run_shell(user, ws, f"{python} {attack}", backend="landlock")
+        out = r["output"]
+        for name in ("nice pid 1", "policy pid 1", "param pid 1", "affinity pid 1",
+                     "ioprio pid 1"):  # fmt: skip
+            assert f"{name} refused 1" in out, (name, out)
+        assert os.getpriority(os.PRIO_PROCESS, victim.pid) == os.getpriority(
+            os.PRIO_PROCESS, 0
+        )
+        assert os.sched_getaffinity(victim.pid) == os.sched_getaffinity(0)
+        assert os.sched_getscheduler(victim.pid) == os.sched_getscheduler(0)
+    finally:
+        victim.kill()
+        victim.wait()
