@@ -29,6 +29,8 @@ INTERPRETER = Path(sys.executable).parent / "interpreter"
 CLI_MODULES = [
     *sorted((REPO / "codemode" / "cli").glob("*.py")),
     REPO / "codemode" / "mcp_commands.py",
+    REPO / "codemode" / "exec.py",
+    REPO / "codemode" / "cli_crash.py",
     REPO / "codemode" / "run.py",
     REPO / "codemode" / "batch" / "command.py",
     REPO / "codemode" / "tools" / "patch" / "command.py",
@@ -144,7 +146,7 @@ def planted(tmp_path: Path) -> dict[str, Path]:
     home.mkdir()
     (home / "config.toml").write_text(
         f"[mcp_servers.evil]\ncommand = {json.dumps(sys.executable)}\n"
-        f"args = [{json.dumps(str(server))}]\n",
+        f"args = [{json.dumps(str(server))}]\nstartup_timeout_s = 120\n",
         encoding="utf-8",
     )
     (repo / "notes.txt").write_text("one\ntwo\n", encoding="utf-8")
