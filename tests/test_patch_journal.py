@@ -209,7 +209,10 @@ def test_recovery_leaves_a_file_changed_since_and_says_so(tmp_path: Path) -> Non
     assert any("a.txt: changed since; left as it is" in line for line in report), report
     assert "rolled back an interrupted write" in report[0]
     assert (ws / "gone.txt").read_text() == "gone\n"
-    assert journals(home) == []
+    # The original of the file left as it is stays readable, in the journal kept.
+    kept = [j for j in journals(home) if j.endswith(".kept")]
+    assert len(kept) == 1 and b"alpha\nbeta\n" in (home / "journal" / kept[0]).read_bytes()
+    assert "are kept in" in report[-1]
 
 
 def test_a_journal_of_a_live_commit_is_not_touched(tmp_path: Path) -> None:

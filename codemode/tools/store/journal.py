@@ -45,6 +45,7 @@ from codemode.config_file import codemode_home
 from codemode.tools.context import ToolError
 from codemode.tools.fs.beneath import Missing, Spot, Tree, rmdir, tmp_name, unlink, write_atomic
 from codemode.tools.fs.reading import NotRegular, TooBig, read_spot
+from codemode.tools.store import MAX_READ_BYTES
 
 _MAGIC = b"codemode-journal 1 "
 _SUFFIX = ".journal"
@@ -338,7 +339,12 @@ def _recover_one(path: Path, fd: int, workspace: Path) -> str | None:
                 tree.locate(folder, follow_last=False) as spot,
             ):
                 rmdir(spot)
-    os.unlink(path)
+    if conflicts:
+        # The originals of what was not put back stay readable (no file is lost).
+        kept = path.with_name(path.name + ".kept")
+        os.rename(path, kept)
+    else:
+        os.unlink(path)
     if restored == 0 and not conflicts:
         return None
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(loaded.started))
@@ -348,6 +354,7 @@ def _recover_one(path: Path, fd: int, workspace: Path) -> str | None:
     )
     if conflicts:
         line += " Not restored:\n  " + "\n  ".join(conflicts)
+        line += f"\n  (their contents before the write are kept in {kept})"
     log.info("%s", line)
     return line
 
@@ -386,7 +393,7 @@ def _state(spot: Spot) -> tuple[str, str] | None:
     if stat.S_ISLNK(st.st_mode):
         return ("link", os.readlink(spot.name, dir_fd=spot.parent))
     try:
-        data = read_spot(spot, _MAX_JOURNAL_BYTES, spot.name)
+        data = read_spot(spot, MAX_READ_BYTES, spot.name)  # no patch writes more
     except (NotRegular, TooBig):
         return ("other", "")
     return ("file", hashlib.sha256(data).hexdigest())
