@@ -113,9 +113,10 @@ else:
     from codemode.tools.edit import EDIT
     r = builtin_registry(); r.add(EDIT)
     args = {"write": {"path": "fresh/dir/w.txt", "content": "w\\n"},
-            "edit": {"path": "a.txt", "old_string": "beta", "new_string": "BETA"}}[mode]
-    asyncio.run(r.invoke(mode if mode == "edit" else "write_file", args,
-                         ToolContext(workspace=__import__("pathlib").Path(ws))))
+            "edit": {"path": "a.txt", "old_string": "beta", "new_string": "BETA"},
+            "tool": {"input": sys.stdin.read()}}[mode]
+    name = {"write": "write_file", "edit": "edit", "tool": "apply_patch"}[mode]
+    asyncio.run(r.invoke(name, args, ToolContext(workspace=__import__("pathlib").Path(ws))))
 print("DONE", count[0])
 """
 
@@ -150,7 +151,7 @@ def recover_in(ws: Path, home: Path) -> list[str]:
     return [line for line in proc.stdout.splitlines() if line]
 
 
-@pytest.mark.parametrize("mode", ["patch", "write", "edit"])
+@pytest.mark.parametrize("mode", ["patch", "tool", "write", "edit"])
 def test_killed_at_every_step_is_before_or_after(
     tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -48,6 +48,9 @@ _READY_TIMEOUT_S = 10.0
 # whole server (and whatever still runs in it) is killed instead.
 _KILL_GRACE_S = 1.0
 _READS_PER_WAKEUP = 64
+# How many new servers one command is handed on to (each said it could not start it)
+# before it fails as killed: a fault that follows it from server to server ends there.
+_MAX_MOVES = 2
 # How long closing waits for the server to exit by itself before killing it.
 _CLOSE_GRACE_S = 0.5
 # Options that take a host path as their first argument (the bind source or the covered
@@ -114,6 +117,7 @@ class ServerProcess:
         # it did not start it (it could not be made clean): it runs in a new one.
         self.request = request
         self.output_fd = os.dup(output_fd)
+        self.moves = 0  # servers it was handed on to
 
     def exited(self, code: int) -> None:
         if self.returncode is None:
@@ -248,7 +252,8 @@ class CommandServer:
 
     async def adopt(self, proc: ServerProcess) -> None:
         """Run ``proc``'s request here: another server answered it did not start it."""
-        if not self.alive or proc.killed or proc.output_fd < 0:
+        proc.moves += 1
+        if not self.alive or proc.killed or proc.output_fd < 0 or proc.moves > _MAX_MOVES:
             proc.exited(-signal.SIGKILL)
             return
         self._next += 1
