@@ -19,6 +19,7 @@ if sys.argv[1:2] == ["run"]:
 
 import click
 
+# Imported for their commands, which they register on `cli`.
 from codemode.cli import (  # noqa: F401
     acp,
     doctor,
@@ -33,8 +34,6 @@ from codemode.cli import (  # noqa: F401
     tools,
 )
 from codemode.cli.root import cli
-
-# Imported for their commands, which they register on `cli`.
 from codemode.control_chars import echo
 
 __all__ = ["INTERNAL_ERROR_STATUS", "cli", "main"]
