@@ -424,3 +424,21 @@ def test_a_session_started_in_the_workspace_rolls_back_first(tmp_path: Path) -> 
     assert "rolled back an interrupted write" in run.stderr
     assert tree_state(ws) == before
     assert len(journals(home)) == len(left) - 1  # this workspace's, and only it
+
+
+def test_without_a_writable_home_a_patch_still_applies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No journal can be written (codemode's home is a file here): the patch is applied
+    as before, unprotected against a kill, rather than refused."""
+    from codemode.tools.patch import apply_patch_text
+
+    home = tmp_path / "home"
+    home.write_text("not a folder")
+    monkeypatch.setenv("CODEMODE_HOME", str(home))
+    ws = tmp_path / "ws"
+    small_tree(ws)
+    outcome = apply_patch_text(SMALL_PATCH, ws)
+    assert [c.kind for c in outcome.changes] == ["update", "add", "delete", "move", "delete", "add"]
+    assert (ws / "a.txt").read_text() == "ALPHA\nbeta\n"
+    assert not [p for p in ws.rglob("*.tmp")]
