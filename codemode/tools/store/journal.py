@@ -17,9 +17,10 @@ only the temporary file and the folders made, so nothing is left behind.
 Journals live in ``$CODEMODE_HOME/journal`` (mode 0700), one file per commit, named for
 the workspace: a confined command cannot write there (codemode's home is never a
 writable root, ``codemode.sandbox.protected``). A journal is still validated strictly
-before it is used: our own uid, a regular file, a header line with a SHA-256 of the
-rest, absolute normalised paths under the roots it names, and the same race-free walk
-and protected-path check as every other write (``codemode.tools.fs``). The writer holds
+before it is used: our own uid, a regular file, then the format's own checks
+(``journal_format``: a SHA-256 of the content, absolute normalised paths under the roots
+it names), and the same race-free walk and protected-path check as every other write
+(``codemode.tools.fs``). The writer holds
 an ``flock`` on its journal for the commit's lifetime, so ``recover`` never touches a
 commit still in progress in another process. Nothing is fsynced: the guarantee is
 against a process killed, not against power loss.
@@ -30,44 +31,24 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import json
 import logging
 import os
 import secrets
 import stat
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from codemode.config_file import codemode_home
 from codemode.tools.context import ToolError
 from codemode.tools.fs.beneath import Missing, Spot, Tree, rmdir, tmp_name, unlink, write_atomic
 from codemode.tools.fs.reading import NotRegular, TooBig, read_spot
 from codemode.tools.store import MAX_READ_BYTES
+from codemode.tools.store.journal_format import BadJournal, Entry, decode, encode
 
-_MAGIC = b"codemode-journal 1 "
 _SUFFIX = ".journal"
 _MAX_JOURNAL_BYTES = 4 * 1024 * 1024 * 1024
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Entry:
-    """One path a commit touches. ``before``: the bytes it held (None: no file;
-    ``before_link``: it was a symlink to that target); ``unknown`` True for a single
-    write, whose rename is atomic and needs no undo. ``after``: SHA-256 of the new
-    bytes, None for a removal."""
-
-    path: Path
-    tmp: str | None = None
-    before: bytes | None = None
-    before_mode: int = 0o644
-    before_link: str | None = None
-    after: str | None = None
-    unknown: bool = False
-    made_dirs: list[Path] = field(default_factory=list)
 
 
 def journal_dir() -> Path:
@@ -95,43 +76,6 @@ def missing_dirs(path: Path, roots: Sequence[Path]) -> list[Path]:
 
 
 # --- writing --------------------------------------------------------------------------
-
-
-def _encode(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry]) -> list[bytes]:
-    """The journal's bytes, in parts (the originals are not copied into one buffer)."""
-    blobs: list[bytes] = []
-    offset = 0
-    rows: list[dict[str, Any]] = []
-    for e in entries:
-        blob: list[int] | None = None
-        if e.before is not None:
-            blob = [offset, len(e.before)]
-            blobs.append(e.before)
-            offset += len(e.before)
-        rows.append(
-            {
-                "path": os.fsdecode(e.path),
-                "tmp": e.tmp,
-                "before": blob,
-                "mode": e.before_mode,
-                "link": e.before_link,
-                "after": e.after,
-                "unknown": e.unknown,
-                "made": [os.fsdecode(d) for d in e.made_dirs],
-            }
-        )
-    header = {
-        "workspace": os.path.realpath(workspace),
-        "roots": [os.fsdecode(r) for r in roots],
-        "pid": os.getpid(),
-        "time": time.time(),
-        "entries": rows,
-    }
-    line = json.dumps(header, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
-    digest = hashlib.sha256(line)
-    for data in blobs:
-        digest.update(data)
-    return [_MAGIC + digest.hexdigest().encode() + b"\n", line, *blobs]
 
 
 class Recording:
@@ -175,7 +119,7 @@ def begin(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry], tag:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         with os.fdopen(os.dup(fd), "wb") as out:
-            out.writelines(_encode(workspace, roots, entries))
+            out.writelines(encode(workspace, roots, entries))
         os.rename(tmp, final)
     except OSError as exc:
         os.close(fd)
@@ -191,70 +135,6 @@ def new_tag() -> str:
 
 
 # --- reading and recovering -----------------------------------------------------------
-
-
-class BadJournal(ValueError):
-    """A journal that fails validation: it is set aside, never acted on."""
-
-
-@dataclass
-class Loaded:
-    roots: list[Path]
-    entries: list[Entry]
-    pid: int
-    started: float
-
-
-def _abs_path(raw: object, roots: Sequence[Path] | None = None) -> Path:
-    if not isinstance(raw, str) or not raw.startswith("/") or os.path.normpath(raw) != raw:
-        raise BadJournal(f"not an absolute normalised path: {raw!r}")
-    path = Path(raw)
-    if roots is not None and not any(path.is_relative_to(r) and path != r for r in roots):
-        raise BadJournal(f"{raw!r} is outside the journal's roots")
-    return path
-
-
-def _decode(data: bytes, workspace: Path) -> Loaded:
-    first, sep, body = data.partition(b"\n")
-    if not sep or not first.startswith(_MAGIC):
-        raise BadJournal("not a codemode journal")
-    if hashlib.sha256(body).hexdigest().encode() != first[len(_MAGIC) :]:
-        raise BadJournal("checksum mismatch")
-    line, _, blobs = body.partition(b"\n")
-    header = json.loads(line)
-    if header.get("workspace") != os.path.realpath(workspace):
-        raise BadJournal("journal of another workspace")
-    roots = [_abs_path(r) for r in header["roots"]]
-    entries: list[Entry] = []
-    for row in header["entries"]:
-        before = None
-        if row["before"] is not None:
-            start, length = (int(n) for n in row["before"])
-            if start < 0 or length < 0 or start + length > len(blobs):
-                raise BadJournal("blob out of range")
-            before = blobs[start : start + length]
-        tmp = row["tmp"]
-        if tmp is not None and (not isinstance(tmp, str) or "/" in tmp or not tmp.endswith(".tmp")):
-            raise BadJournal(f"bad temporary name {tmp!r}")
-        link = row["link"]
-        if link is not None and not isinstance(link, str):
-            raise BadJournal("bad link")
-        after = row["after"]
-        if after is not None and (not isinstance(after, str) or len(after) != 64):
-            raise BadJournal("bad digest")
-        entries.append(
-            Entry(
-                path=_abs_path(row["path"], roots),
-                tmp=tmp,
-                before=before,
-                before_mode=int(row["mode"]) & 0o7777,
-                before_link=link,
-                after=after,
-                unknown=bool(row["unknown"]),
-                made_dirs=[_abs_path(d, roots) for d in row["made"]],
-            )
-        )
-    return Loaded(roots, entries, int(header["pid"]), float(header["time"]))
 
 
 def _own_file(fd: int) -> bool:
@@ -312,7 +192,7 @@ def _recover_one(path: Path, fd: int, workspace: Path) -> str | None:
         chunks = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
-        loaded = _decode(b"".join(chunks), workspace)
+        loaded = decode(b"".join(chunks), workspace)
     except (BadJournal, ValueError, KeyError, TypeError, OSError) as exc:
         aside = path.with_name(path.name + ".bad")
         with contextlib.suppress(OSError):
