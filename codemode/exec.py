@@ -7,7 +7,6 @@ Exit status: 0 every turn completed, 1 a turn failed, 2 bad configuration or usa
 from __future__ import annotations
 
 import asyncio
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from codemode.agent.rollout import SESSIONS_DIR, RolloutError, find_session, rea
 from codemode.assembly.options import SessionOptions, SessionSpec
 from codemode.assembly.session import REPLAY_PROVIDER, build_session
 from codemode.config import ConfigError, codemode_home, load_config
+from codemode.control_chars import echo
 from codemode.harnesses.catalog import UnknownHarnessError
 from codemode.providers.base import AuthenticationError, ImageInput
 
@@ -71,7 +71,7 @@ def run_exec(options: ExecOptions) -> int:
 async def _run(options: ExecOptions) -> int:
     compat = translate_overrides(options.overrides)
     for notice in compat.notices:
-        print(f"note: {notice}", file=sys.stderr)
+        echo(f"note: {notice}", err=True)
     options.overrides = compat.overrides
     config = load_config(options.overrides)
     if compat.openai_base_url and config.model_provider is None and options.provider is None:
@@ -119,11 +119,11 @@ async def _run(options: ExecOptions) -> int:
 
         differs = difference(recorded_outcomes(options.replay), replayed)
         if differs:
-            print(
+            echo(
                 f"replay: the tools did not do what they did in the recording: {differs}. "
                 f"The recorded replies no longer fit (it ran in {recorded.meta.cwd}): run "
                 "it in a copy of that workspace with -C DIR.",
-                file=sys.stderr,
+                err=True,
             )
             status = EXIT_FAILED
     return status

@@ -5,11 +5,10 @@ the ``mcp`` package, which the composition root itself uses for MCP clients."""
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import TYPE_CHECKING
 
 from codemode.config import Config, codemode_home
+from codemode.control_chars import echo, json_text
 
 if TYPE_CHECKING:
     from codemode.assembly.options import SessionOptions
@@ -34,19 +33,19 @@ def list_servers(config: Config, *, as_json: bool) -> int:
             for tool in entry["tools"]:
                 tool["enabled"] = wants(tool["name"])
             listed.append(entry)
-        print(json.dumps({"servers": listed}, indent=2))
+        echo(json_text({"servers": listed}, indent=2))
     elif not statuses:
-        print("no MCP servers configured (add [mcp_servers.NAME] to the config file)")
+        echo("no MCP servers configured (add [mcp_servers.NAME] to the config file)")
     for status in [] if as_json else statuses:
         config_entry = manager.servers[status.name].config
         where = config_entry.url or " ".join([config_entry.command or "", *config_entry.args])
-        print(f"{status.name}  {status.state}  {status.transport}: {where}")
+        echo(f"{status.name}  {status.state}  {status.transport}: {where}")
         if status.error:
-            print(f"  error: {status.error}")
+            echo(f"  error: {status.error}")
         for tool in status.tools:
             wanted = "" if config_entry.wants_tool(tool.name) else "  (disabled)"
             summary = " ".join((tool.description or "").split())[:90]
-            print(f"  {tool.name}{wanted}  {summary}")
+            echo(f"  {tool.name}{wanted}  {summary}")
     return 1 if any(s.state == "failed" for s in statuses) else 0
 
 
@@ -82,7 +81,7 @@ def serve(
         )
         for status in statuses:
             if status.error:
-                print(f"mcp server {status.name}: {status.error}", file=sys.stderr)
+                echo(f"mcp server {status.name}: {status.error}", err=True)
     settings = sandbox.settings
     service = HostService(
         registry,
@@ -101,6 +100,6 @@ def serve(
         early.drain_s = config.exec_timeout_s + 30
         run_stdio(server, early)
     else:
-        print(f"serving MCP on http://127.0.0.1:{http_port}/mcp", file=sys.stderr, flush=True)
+        echo(f"serving MCP on http://127.0.0.1:{http_port}/mcp", err=True)
         server.run("streamable-http", host="127.0.0.1", port=http_port)
     return 0

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from codemode.assembly.program import program_parts, run_to_end
+from codemode.control_chars import echo, json_text
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
 from codemode.tools.registry import ToolRegistry, code_name
 
@@ -33,7 +34,7 @@ def _printer(verbose: bool, out: TextIO, err: TextIO) -> Any:
     def on_event(event: ExecEvent) -> None:
         if event.type == "log":
             stream = err if event.level in ("warn", "error") else out
-            print(event.text, file=stream, flush=True)
+            echo(event.text, file=stream, raw_to_pipe=stream is out)
         elif verbose and event.type == "tool_call.finished":
             call = event.call
             status = "ok" if call.ok else f"failed: {call.error}"
@@ -41,7 +42,7 @@ def _printer(verbose: bool, out: TextIO, err: TextIO) -> Any:
             if len(args) > 120:
                 args = args[:117] + "..."
             name = code_name(call.name)
-            print(f"· tools.{name}({args}) {call.duration_ms:.0f} ms {status}", file=err)
+            echo(f"· tools.{name}({args}) {call.duration_ms:.0f} ms {status}", file=err)
 
     return on_event
 
@@ -87,22 +88,22 @@ async def run_source(
     diff = changes.diff(workspace) if changes is not None else None
     if as_json:
         if changes is None:
-            print(result.to_json(indent=2), file=out)
+            echo(result.to_json(indent=2), file=out, raw_to_pipe=True)
         else:
             data = json.loads(result.to_json())
             data["changed_files"] = changes.changed_paths(workspace)
             data["diff"] = diff
-            print(json.dumps(data, indent=2, ensure_ascii=False), file=out)
+            echo(json_text(data, indent=2, ensure_ascii=False), file=out)
     else:
         if result.output_truncated:
             # The head streamed as it came; the elision marker and the tail follow.
-            print(_tail_note(result), file=out)
+            echo(_tail_note(result), file=out, raw_to_pipe=True)
         if result.ok and result.value is not None:
-            print(_render_value(result.value), file=out)
+            echo(_render_value(result.value), file=out, raw_to_pipe=True)
         if result.error is not None:
             from codemode.js_runtime.error_render import render_error
 
-            print(render_error(result.error, source, filename), file=err)
+            echo(render_error(result.error, source, filename), file=err)
         if changes is not None:
             _print_dry_run(diff or "", changes.changed_paths(workspace), out, err)
     return exit_status(result)
@@ -110,11 +111,11 @@ async def run_source(
 
 def _print_dry_run(diff: str, changed: list[str], out: TextIO, err: TextIO) -> None:
     if not changed:
-        print("dry run: no file would change", file=err)
+        echo("dry run: no file would change", file=err)
         return
     plural = "s" if len(changed) != 1 else ""
-    print(f"dry run: {len(changed)} file{plural} would change (nothing written)", file=err)
-    print(diff, file=out, end="" if diff.endswith("\n") else "\n")
+    echo(f"dry run: {len(changed)} file{plural} would change (nothing written)", file=err)
+    echo(diff if diff.endswith("\n") else diff + "\n", file=out, nl=False, raw_to_pipe=True)
 
 
 def _tail_note(result: ExecResult) -> str:
@@ -161,7 +162,7 @@ def run_script(
     )
     try:
         for notice in notices:
-            print(f"warning: {notice}", file=options.get("err", sys.stderr), flush=True)
+            echo(f"warning: {notice}", file=options.get("err", sys.stderr))
         return asyncio.run(run_source(source, registry=registry, **options))
     finally:
         registry.close()

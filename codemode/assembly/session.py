@@ -36,6 +36,7 @@ from codemode.harnesses.base import Dialect
 from codemode.harnesses.catalog import get_harness
 from codemode.js_runtime.models import Limits
 from codemode.tools.context import ToolContext
+from codemode.tools.store.journal import recover as recover_writes
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -112,6 +113,8 @@ def build_session(
 
     sandbox = sandbox_for(config, options, cwd, spec.approver)
     context = ToolContext(workspace=cwd, sandbox=sandbox, client=spec.client)
+    # What a killed patch or write left here is rolled back before anyone reads it.
+    notices.extend(recover_writes(cwd))
     tools = session_tools(config, harness, cwd, notices)
     # The runner reports to the session, which exists only once the runner does.
     session_ref: list[Session] = []

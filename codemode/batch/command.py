@@ -12,6 +12,7 @@ from codemode.batch.models import OUTPUT_CHARS
 from codemode.batch.report import default_report_path
 from codemode.batch.repos import RepoListError, find_repositories
 from codemode.batch.runner import EXIT_FAILED, BatchOptions, BatchUsageError, run_batch
+from codemode.control_chars import echo
 from codemode.js_runtime.models import Limits
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ def run_batch_command(
     from codemode.batch.precheck import syntax_error
 
     if (error := syntax_error(source)) is not None:
-        click.echo(f"{error.one_line()} (no repository was run)", err=True)
+        echo(f"{error.one_line()} (no repository was run)", err=True)
         return EXIT_FAILED
     options = BatchOptions(
         repositories=repositories,

@@ -37,6 +37,7 @@ from codemode.cli import (  # noqa: F401
     tools,
 )
 from codemode.cli.root import cli
+from codemode.control_chars import echo
 
 __all__ = ["INTERNAL_ERROR_STATUS", "cli", "main"]
 
@@ -67,17 +68,17 @@ def _main(argv: list[str] | None = None) -> None:
 
             exc.possibilities = near_options(exc.option_name, exc.possibilities or [])
         name = exc.ctx.command_path if exc.ctx else "interpreter"
-        click.echo(f"{name}: error: {exc.format_message()}", err=True)
+        echo(f"{name}: error: {exc.format_message()}", err=True)
         sys.exit(2)
     except click.ClickException as exc:
         from codemode.cli_crash import one_line
 
-        click.echo(f"interpreter: error: {one_line(exc.format_message())}", err=True)
+        echo(f"interpreter: error: {one_line(exc.format_message())}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except (click.Abort, KeyboardInterrupt):
-        click.echo("interrupted", err=True)
+        echo("interrupted", err=True)
         sys.exit(130)
     except BrokenPipeError:
         # The reader went away (`interpreter tools | head`): nothing left to say to it.
@@ -86,7 +87,7 @@ def _main(argv: list[str] | None = None) -> None:
     except ModuleNotFoundError as exc:
         if (missing := _not_installed(exc)) is None:
             _crash(exc, argv)
-        click.echo(
+        echo(
             f"interpreter: error: this needs the full install (no module {missing!r}): "
             "pip install 'codemode[agent]'",
             err=True,
@@ -102,7 +103,7 @@ def _crash(exc: Exception, argv: list[str] | None) -> NoReturn:
 
     where = record_crash(exc, argv if argv is not None else sys.argv[1:])
     reason = one_line(f"{type(exc).__name__}: {exc}")
-    click.echo(f"interpreter: internal error: {reason} (see {where})", err=True)
+    echo(f"interpreter: internal error: {reason} (see {where})", err=True)
     sys.exit(INTERNAL_ERROR_STATUS)
 
 

@@ -11,6 +11,7 @@ import click
 
 from codemode.cli.options import codex_exec_options, session_options
 from codemode.cli.root import _run_interactive, cli
+from codemode.control_chars import echo
 
 
 def _read_prompt(prompt: str | None) -> str | None:
@@ -139,8 +140,8 @@ def sessions(limit: int) -> None:
 
     rows = list_sessions(codemode_home() / SESSIONS_DIR)[:limit]
     if not rows:
-        click.echo("no sessions recorded yet", err=True)
+        echo("no sessions recorded yet", err=True)
     for row in rows:
-        click.echo(
+        echo(
             f"{row.id}  {row.model:<24} {row.dialect:<7} {row.cwd or '?'}  {row.first_prompt}"
         )
