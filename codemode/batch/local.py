@@ -6,6 +6,8 @@ so that when a worker dies (killed for memory, a crash in native code) — which
 the whole pool — the repositories in flight are exactly the suspects. Each suspect is
 then run again on its own in a fresh one-worker pool, where a second death can only be
 its own and is reported as its failure; the rest of the batch goes on in a new pool.
+A rerun starts from the repository's original state (scripts run in a copy, see
+``workcopy.py``) and is counted in the result's ``attempts``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 
-from codemode.batch.models import RepoResult, RepoTask, worker_failure
+from codemode.batch.models import RepoResult, RepoTask, now_iso, worker_failure
 from codemode.batch.worker import run_repository
 
 OnResult = Callable[[RepoResult], None]
@@ -90,6 +92,7 @@ def _run_pool(todo: deque[RepoTask], jobs: int, on_result: OnResult) -> list[Rep
 
 def _run_alone(task: RepoTask, on_result: OnResult) -> None:
     started = time.perf_counter()
+    started_at = now_iso()
     with _pool(1) as pool:
         try:
             result = _submit(pool, task).result()
@@ -99,9 +102,11 @@ def _run_alone(task: RepoTask, on_result: OnResult) -> None:
                 "the worker process died while running this repository "
                 "(killed, out of memory, or a crash)",
                 duration_s=round(time.perf_counter() - started, 4),
+                started_at=started_at,
             )
         except Exception as exc:
             result = worker_failure(task.repository, _describe(exc))
+    result.attempts = 2
     on_result(result)
 
 

@@ -29,6 +29,7 @@ class BatchProgress:
         self.live = self.stream.isatty() if live is None else live
         self.done = 0
         self.failed = 0
+        self.skipped = 0  # arguments that named no repository (not part of total)
         self.started = time.monotonic()
         self._bar: Any = None
         self._task: Any = None
@@ -61,7 +62,17 @@ class BatchProgress:
         return {"done": self.done, "failed": self.failed, "remaining": self.remaining}
 
     def add(self, result: RepoResult) -> None:
-        """Count one finished repository and show it."""
+        """Count one finished (or skipped) repository and show it."""
+        if result.status == "skipped":
+            self.skipped += 1
+            line = f"skipped {result.repository}: {result.reason}"
+            if self._bar is not None:
+                from rich.text import Text  # lazy: rich, only for a progress bar
+
+                self._bar.console.print(Text.assemble(("skipped", "yellow"), line[7:]))
+            else:
+                print(line, file=self.stream, flush=True)
+            return
         if result.ok:
             self.done += 1
         else:
@@ -105,13 +116,18 @@ class BatchProgress:
             lines.append(f"  → {value}")
         return "\n".join(lines)
 
-    def summary(self) -> str:
-        """One closing line: counts and wall-clock time."""
+    def summary(self, dropped: dict[str, int] | None = None) -> str:
+        """One closing line: counts, what was skipped or filtered out, wall-clock time."""
         elapsed = time.monotonic() - self.started
-        return (
+        text = (
             f"{self.total} repositories: {self.done} done, {self.failed} failed, "
-            f"{self.remaining} not run ({elapsed:.1f} s)"
+            f"{self.remaining} not run"
         )
+        if self.skipped:
+            text += f", {self.skipped} skipped (not a repository)"
+        for name, count in (dropped or {}).items():
+            text += f", {count} dropped by --{name}"
+        return f"{text} ({elapsed:.1f} s)"
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:

@@ -1,8 +1,13 @@
 """One repository's run, inside a worker process (or a Ray task).
 
+The script runs in an isolated copy of the repository (``workcopy.py``), never in the
+repository itself; what it changed there comes back in the result as a journal
+(``changes.py``) for the driver to apply, all or nothing, when the run succeeded. A
+dry run needs no copy: the file tools write into an overlay and the shell is refused.
+
 Each repository gets a fresh ``ToolHost`` — its own isolate, a ``ToolContext`` whose
-only writable root is that repository, and its own sandbox session rooted there — so
-neither the file tools nor the commands a script starts can write into a sibling.
+only writable root is its copy, and its own sandbox session rooted there — so neither
+the file tools nor the commands a script starts can write into a sibling.
 """
 
 from __future__ import annotations
@@ -10,10 +15,11 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import tempfile
 import time
 from pathlib import Path
 
-from codemode.batch.models import RepoResult, RepoTask
+from codemode.batch.models import ERROR_CHARS, VALUE_CHARS, RepoResult, RepoTask, now_iso
 
 
 def run_repository(task: RepoTask, cancel_on_sigterm: bool = False) -> RepoResult:
@@ -24,8 +30,9 @@ def run_repository(task: RepoTask, cancel_on_sigterm: bool = False) -> RepoResul
     process group is killed), then the process exits.
     """
     started = time.perf_counter()
+    started_at = now_iso()
     try:
-        return asyncio.run(_run(task, started, cancel_on_sigterm))
+        result = asyncio.run(_run(task, started, cancel_on_sigterm))
     except asyncio.CancelledError:
         if cancel_on_sigterm:
             # Stopped by the parent, and cleaned up: exit rather than take the next task
@@ -33,19 +40,19 @@ def run_repository(task: RepoTask, cancel_on_sigterm: bool = False) -> RepoResul
             os._exit(128 + signal.SIGTERM)
         raise
     except Exception as exc:  # a bug here must fail one repository, not the batch
-        return RepoResult(
+        result = RepoResult(
             repository=task.repository,
             status="failed",
-            duration_s=time.perf_counter() - started,
+            duration_s=round(time.perf_counter() - started, 4),
             tool_calls=0,
             error=f"{type(exc).__name__}: {exc}",
             error_kind="internal",
         )
+    result.started_at, result.ended_at = started_at, now_iso()
+    return result
 
 
 async def _run(task: RepoTask, started: float, cancel_on_sigterm: bool) -> RepoResult:
-    from codemode.host import ToolHost
-
     if cancel_on_sigterm:
         current = asyncio.current_task()
         assert current is not None
@@ -62,9 +69,32 @@ async def _run(task: RepoTask, started: float, cancel_on_sigterm: bool) -> RepoR
         loop.add_signal_handler(signal.SIGTERM, stop)
 
     root = Path(task.repository)
-    repo_global = {"path": str(root), "name": root.name}
+    if task.dry_run:
+        return await _execute(task, root, root, started)
+    with tempfile.TemporaryDirectory(prefix="codemode-batch-") as scratch:
+        from codemode.batch import changes, diff_text
+        from codemode.batch.workcopy import make_copy
+
+        work = Path(scratch) / (root.name or "repository")
+        make_copy(root, work)
+        outcome = await _execute(task, root, work, started)
+        journal = changes.compute(root, work)
+    files = changes.changed_files(journal)
+    outcome.set_changes(files, diff_text.render(root, journal))
+    outcome.rolled_back = not outcome.ok and bool(journal)
+    if outcome.ok:
+        outcome.journal = journal or None
+    return outcome
+
+
+async def _execute(task: RepoTask, root: Path, work: Path, started: float) -> RepoResult:
+    """Run the script with ``work`` as its workspace (``root``, the repository, names it)."""
+    from codemode.host import ToolHost
+    from codemode.js_runtime.output import cap_value
+
+    repo_global = {"path": str(work), "name": root.name, "origin": str(root)}
     host = ToolHost(
-        root,
+        work,
         engine=task.engine,
         limits=task.limits,
         globals={"argv": list(task.argv), "repo": repo_global},
@@ -81,12 +111,14 @@ async def _run(task: RepoTask, started: float, cancel_on_sigterm: bool) -> RepoR
         status="ok" if error is None else "failed",
         duration_s=round(time.perf_counter() - started, 4),
         tool_calls=len(result.tool_calls),
-        error=None if error is None else error.one_line(),
+        error=None if error is None else error.one_line()[:ERROR_CHARS],
         error_kind=None if error is None else error.kind,
-        value=result.value,
+        value=cap_value(result.value, VALUE_CHARS)[0],
         output=result.output,
     )
     if host.dry_run is not None:
-        outcome.changed_files = host.dry_run.changed_paths(host.workspace)
-        outcome.diff = host.dry_run.diff(host.workspace)
+        from codemode.batch.diff_text import DIFF_CHARS, cap_text
+
+        diff = cap_text(host.dry_run.diff(host.workspace), DIFF_CHARS, "diff")
+        outcome.set_changes(host.dry_run.changed_paths(host.workspace), diff)
     return outcome
