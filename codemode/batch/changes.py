@@ -78,7 +78,7 @@ def fingerprint(path: Path) -> str | None:
     """What ``path`` holds, as a journal's ``base``: None when nothing (or a directory)."""
     try:
         st = path.lstat()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     if stat.S_ISLNK(st.st_mode):
         return "link:" + hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()
