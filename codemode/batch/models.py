@@ -43,6 +43,9 @@ class RepoTask:
     # How the commands the script's tools start are checked and confined (None: not at
     # all); each repository gets its own sandbox session rooted at it.
     sandbox: SandboxSettings | None = None
+    # The working copy packed by ``shipping.pack``, for a worker that cannot read
+    # ``repository`` (a Ray node); None: read it where it is.
+    archive: bytes | None = None
 
 
 class RepoResult(BaseModel):
@@ -80,6 +83,7 @@ class RepoResult(BaseModel):
     branch: str | None = Field(default=None, description="Branch published (--branch).")
     commit: str | None = Field(default=None, description="Commit made on it.")
     pushed: bool | None = Field(default=None, description="Whether --push pushed it.")
+    worker: str | None = Field(default=None, description="Where it ran (Ray: node address).")
     # The binary-safe journal of what the run changed, from the worker to the driver,
     # which applies it; never written to the report.
     journal: list[Any] | None = Field(default=None, exclude=True)
@@ -102,7 +106,8 @@ class RepoResult(BaseModel):
         absent = {"journal"}
         optional = ("changed_files", "changed_count", "diff", "rolled_back", "reason")
         absent |= {name for name in optional if getattr(self, name) is None}
-        absent |= {name for name in ("branch", "commit", "pushed") if getattr(self, name) is None}
+        later = ("branch", "commit", "pushed", "worker")
+        absent |= {name for name in later if getattr(self, name) is None}
         return absent
 
     def set_changes(self, files: list[str], diff: str) -> None:

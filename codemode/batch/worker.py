@@ -69,18 +69,33 @@ async def _run(task: RepoTask, started: float, cancel_on_sigterm: bool) -> RepoR
         loop.add_signal_handler(signal.SIGTERM, stop)
 
     root = Path(task.repository)
-    if task.dry_run:
+    if task.dry_run and task.archive is None:
         return await _execute(task, root, root, started)
     with tempfile.TemporaryDirectory(prefix="codemode-batch-") as scratch:
-        from codemode.batch import changes, diff_text
-        from codemode.batch.workcopy import make_copy
+        name = root.name or "repository"
+        base = root
+        if task.archive is not None:
+            from codemode.batch.shipping import unpack
 
-        work = Path(scratch) / (root.name or "repository")
-        make_copy(root, work)
-        outcome = await _execute(task, root, work, started)
-        journal = changes.compute(root, work)
-    files = changes.changed_files(journal)
-    outcome.set_changes(files, diff_text.render(root, journal))
+            base = Path(scratch) / "base" / name
+            unpack(task.archive, base)
+            if task.dry_run:
+                return await _execute(task, root, base, started)
+        return await _run_in_copy(task, root, base, Path(scratch) / "work" / name, started)
+
+
+async def _run_in_copy(
+    task: RepoTask, root: Path, base: Path, work: Path, started: float
+) -> RepoResult:
+    """Run in ``work``, a copy of ``base`` (the repository, or what was shipped of it),
+    and record what changed against ``base``."""
+    from codemode.batch import changes, diff_text
+    from codemode.batch.workcopy import make_copy
+
+    make_copy(base, work)
+    outcome = await _execute(task, root, work, started)
+    journal = changes.compute(base, work)
+    outcome.set_changes(changes.changed_files(journal), diff_text.render(base, journal))
     outcome.rolled_back = not outcome.ok and bool(journal)
     if outcome.ok:
         outcome.journal = journal or None
