@@ -518,7 +518,7 @@ def test_ray_backend_gives_the_same_report(workdir: Path) -> None:
     local_report = read_report(workdir / "local.jsonl")
 
     def timeless(report: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        times = {"duration_s": None, "started_at": None, "ended_at": None}
+        times = {"duration_s": None, "started_at": None, "ended_at": None, "worker": None}
         return {k: {**line, **times} for k, line in report.items()}
 
     assert timeless(ray_report) == timeless(local_report)

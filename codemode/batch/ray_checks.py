@@ -51,6 +51,13 @@ def preflight(ray: Any) -> str:
         where = f"node {node.get('NodeManagerAddress', '?')} ({node['NodeID'][:8]})"
         try:
             found = ray.get(ref, timeout=PREFLIGHT_TIMEOUT_S)
+        except ray.exceptions.GetTimeoutError:
+            problems.append(
+                f"{where}: no answer in {PREFLIGHT_TIMEOUT_S:.0f} s (the node cannot start a "
+                "worker with codemode's runtime environment: see its raylet and "
+                "runtime_env agent logs)"
+            )
+            continue
         except Exception as exc:
             problems.append(f"{where}: {describe_failure(ray, exc)}")
             continue

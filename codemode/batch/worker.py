@@ -80,8 +80,26 @@ async def _run(task: RepoTask, started: float, cancel_on_sigterm: bool) -> RepoR
             base = Path(scratch) / "base" / name
             unpack(task.archive, base)
             if task.dry_run:
-                return await _execute(task, root, base, started)
+                result = await _execute(task, root, base, started)
+            else:
+                work = Path(scratch) / "work" / name
+                result = await _run_in_copy(task, root, base, work, started)
+            result.worker = _ray_node()
+            return result
         return await _run_in_copy(task, root, base, Path(scratch) / "work" / name, started)
+
+
+def _ray_node() -> str | None:
+    """The Ray node this runs on, when it runs as a Ray task."""
+    import sys
+
+    if "ray" not in sys.modules:
+        return None
+    try:
+        context = sys.modules["ray"].get_runtime_context()
+        return f"ray node {context.get_node_id()[:12]}"
+    except Exception:
+        return None
 
 
 async def _run_in_copy(
