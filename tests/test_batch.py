@@ -76,12 +76,15 @@ def report_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def read_report(path: Path) -> dict[str, dict[str, Any]]:
-    """The repository lines of a report by repository name (its run header checked)."""
+def read_report(path: Path, resumed: bool = False) -> dict[str, dict[str, Any]]:
+    """The repository lines of a report by repository name (its run header checked);
+    ``resumed``: a report appended to, where a later line for a repository wins."""
     [header, *lines] = report_lines(path)
     assert header["kind"] == "run" and header["started_at"], header
+    lines = [line for line in lines if line.get("kind") != "run"]
     by_repo = {Path(line["repository"]).name: line for line in lines}
-    assert len(by_repo) == len(lines), "a repository was reported twice"
+    if not resumed:
+        assert len(by_repo) == len(lines), "a repository was reported twice"
     return by_repo
 
 

@@ -160,8 +160,48 @@ def batch_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def refuse_without_repos(given: dict[str, Any]) -> None:
     """Batch-only options make no sense for a single run: say so instead of ignoring them."""
-    used = [name for name in BATCH_ONLY if given.get(name) not in (None, ())]
+    used = [name for name in (*BATCH_ONLY, *AGENT_ONLY) if given.get(name) not in (None, ())]
     if used:
         flags = ", ".join("--" + name.replace("_", "-") for name in used)
         verb = "applies" if len(used) == 1 else "apply"
         raise click.UsageError(f"{flags} only {verb} to batch runs: add --repos FILE|DIR")
+
+
+AGENT_ONLY = ("token_budget", "total_token_budget", "price")
+
+
+def _price(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    if value is None:
+        return None
+    try:
+        per_input, per_output = (float(part) for part in value.split(","))
+    except ValueError:
+        raise click.BadParameter("expected INPUT,OUTPUT: USD per million tokens") from None
+    return (per_input, per_output)
+
+
+def agent_batch_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the options of an agent-driven batch (exec --repos): budgets and price."""
+    options = [
+        click.option(
+            "--token-budget",
+            type=click.IntRange(min=1),
+            help="With --repos: stop a repository's session (it fails, its changes are "
+            "dropped) once it has used this many tokens (input + output).",
+        ),
+        click.option(
+            "--total-token-budget",
+            type=click.IntRange(min=1),
+            help="With --repos: start no further repository once the finished ones have "
+            "used this many tokens; --resume the report to go on.",
+        ),
+        click.option(
+            "--price",
+            metavar="IN,OUT",
+            callback=_price,
+            help="With --repos: USD per million input and output tokens, to report cost.",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from codemode.batch.models import OUTPUT_CHARS, now_iso
+from codemode.batch.models import OUTPUT_CHARS, AgentTask, now_iso
 from codemode.batch.report import ReportError, RunHeader, default_report_path
 from codemode.batch.repos import RepoListError, Skipped, select_repositories
 from codemode.batch.runner import EXIT_FAILED, BatchOptions, BatchUsageError, run_batch
@@ -25,10 +25,10 @@ def run_batch_command(
     args: tuple[str, ...],
     *,
     script: str = "",
-    engine: str,
-    timeout: float,
-    memory: int,
-    max_tool_calls: int,
+    engine: str = "quickjs",
+    timeout: float = 300.0,
+    memory: int = 512,
+    max_tool_calls: int = 100_000,
     repos: tuple[Path, ...],
     jobs: int | None,
     report: Path | None,
@@ -37,14 +37,17 @@ def run_batch_command(
     ray_address: str | None,
     sandbox: SandboxSettings | None = None,
     verbose: bool = False,
+    agent: AgentTask | None = None,
+    total_token_budget: int | None = None,
     **selection: Any,
 ) -> int:
-    """`interpreter run SCRIPT --repos ...` with the script's text: returns the exit status."""
+    """`interpreter run SCRIPT --repos ...` with the script's text (or, with ``agent``,
+    `interpreter exec --repos ... PROMPT` with the prompt): returns the exit status."""
     if ray_address and backend != "ray":
         raise click.UsageError("--ray-address needs --backend ray")
     from codemode.batch.precheck import syntax_error
 
-    if (error := syntax_error(source)) is not None:
+    if agent is None and (error := syntax_error(source)) is not None:
         click.echo(f"{error.one_line()} (no repository was run)", err=True)
         return EXIT_FAILED
     script_sha = hashlib.sha256(source.encode()).hexdigest()
@@ -85,7 +88,7 @@ def run_batch_command(
 
     header = RunHeader(
         version=package_version(),
-        script=script,
+        script=script if agent is None else "(prompt)",
         script_sha256=script_sha,
         arguments=list(args),
         repos=repos_args,
@@ -125,6 +128,8 @@ def run_batch_command(
         publish=publish,
         header=header,
         append=resume is not None,
+        agent=agent,
+        total_token_budget=total_token_budget,
     )
     try:
         return run_batch(source, options)

@@ -25,6 +25,7 @@ from codemode.batch.models import RepoResult, RepoTask, now_iso, worker_failure
 from codemode.batch.worker import run_repository
 
 OnResult = Callable[[RepoResult], None]
+Stop = Callable[[], bool]
 
 
 def _init_worker() -> None:
@@ -33,12 +34,14 @@ def _init_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def run_local(tasks: list[RepoTask], jobs: int, on_result: OnResult) -> None:
+def run_local(
+    tasks: list[RepoTask], jobs: int, on_result: OnResult, stop: Stop = lambda: False
+) -> None:
     """Run every task on up to ``jobs`` worker processes, calling ``on_result`` (in this
-    process) as each finishes."""
+    process) as each finishes. Once ``stop()`` says so, no further task is started."""
     todo = deque(tasks)
-    while todo:
-        for suspect in _run_pool(todo, jobs, on_result):
+    while todo and not stop():
+        for suspect in _run_pool(todo, jobs, on_result, stop):
             _run_alone(suspect, on_result)
 
 
@@ -64,13 +67,15 @@ def _submit(pool: ProcessPoolExecutor, task: RepoTask) -> Future[RepoResult]:
     return pool.submit(run_repository, task, cancel_on_sigterm=True)
 
 
-def _run_pool(todo: deque[RepoTask], jobs: int, on_result: OnResult) -> list[RepoTask]:
+def _run_pool(
+    todo: deque[RepoTask], jobs: int, on_result: OnResult, stop: Stop
+) -> list[RepoTask]:
     """Work through ``todo`` until it is empty or the pool breaks; returns the tasks that
     were in flight when it broke."""
     with _pool(max(1, min(jobs, len(todo)))) as pool:
         in_flight: dict[Future[RepoResult], RepoTask] = {}
-        while todo or in_flight:
-            while todo and len(in_flight) < jobs:
+        while (todo and not stop()) or in_flight:
+            while todo and len(in_flight) < jobs and not stop():
                 task = todo.popleft()
                 in_flight[_submit(pool, task)] = task
             done, _ = wait(in_flight, return_when=FIRST_COMPLETED)

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 Status = Literal["ok", "failed", "skipped"]
 # How a failed run failed: the runtime's kinds, plus "worker" when the process or Ray
 # task running it died.
-ErrorKind = Literal["syntax", "runtime", "limit", "internal", "worker", "apply", "publish"]
+ErrorKind = Literal[
+    "syntax", "runtime", "limit", "internal", "worker", "apply", "publish", "agent", "budget"
+]
 
 # Console output kept per repository in the report; beyond it the head and tail survive.
 OUTPUT_CHARS = 20_000
@@ -28,6 +30,19 @@ OUTPUT_CHARS = 20_000
 VALUE_CHARS = 20_000
 ERROR_CHARS = 4_000
 CHANGED_FILES = 1_000
+
+
+@dataclass(frozen=True)
+class AgentTask:
+    """An agent session per repository (``interpreter exec --repos ... PROMPT``)."""
+
+    prompt: str
+    # SessionOptions fields but cwd (model, provider, code_mode, harness, max_turns,
+    # overrides, sandbox_mode, approval_policy, full_auto).
+    options: dict[str, Any] = field(default_factory=dict)
+    token_budget: int | None = None  # input + output tokens for this repository
+    # USD per million input and output tokens, for cost_usd; None: no cost reported.
+    price: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -46,6 +61,8 @@ class RepoTask:
     # The working copy packed by ``shipping.pack``, for a worker that cannot read
     # ``repository`` (a Ray node); None: read it where it is.
     archive: bytes | None = None
+    # An agent session instead of ``source`` (which then holds the prompt).
+    agent: AgentTask | None = None
 
 
 class RepoResult(BaseModel):
@@ -84,6 +101,10 @@ class RepoResult(BaseModel):
     commit: str | None = Field(default=None, description="Commit made on it.")
     pushed: bool | None = Field(default=None, description="Whether --push pushed it.")
     worker: str | None = Field(default=None, description="Where it ran (Ray: node address).")
+    model_requests: int | None = Field(default=None, description="Agent runs: model requests.")
+    input_tokens: int | None = Field(default=None, description="Agent runs: input tokens.")
+    output_tokens: int | None = Field(default=None, description="Agent runs: output tokens.")
+    cost_usd: float | None = Field(default=None, description="Agent runs, with --price.")
     # The binary-safe journal of what the run changed, from the worker to the driver,
     # which applies it; never written to the report.
     journal: list[Any] | None = Field(default=None, exclude=True)
@@ -91,6 +112,10 @@ class RepoResult(BaseModel):
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def tokens(self) -> int:
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
 
     def report_line(self) -> str:
         """This result as one JSON Lines line (no newline); fields that do not apply
@@ -106,7 +131,8 @@ class RepoResult(BaseModel):
         absent = {"journal"}
         optional = ("changed_files", "changed_count", "diff", "rolled_back", "reason")
         absent |= {name for name in optional if getattr(self, name) is None}
-        later = ("branch", "commit", "pushed", "worker")
+        later = ("branch", "commit", "pushed", "worker", "model_requests", "input_tokens",
+                 "output_tokens", "cost_usd")
         absent |= {name for name in later if getattr(self, name) is None}
         return absent
 

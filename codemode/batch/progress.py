@@ -30,6 +30,12 @@ class BatchProgress:
         self.done = 0
         self.failed = 0
         self.skipped = 0  # arguments that named no repository (not part of total)
+        # Agent runs: what the finished repositories used, in all.
+        self.tokens = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.requests = 0
+        self.cost: float | None = None
         self.started = time.monotonic()
         self._bar: Any = None
         self._task: Any = None
@@ -73,6 +79,7 @@ class BatchProgress:
             else:
                 print(line, file=self.stream, flush=True)
             return
+        self._count_usage(result)
         if result.ok:
             self.done += 1
         else:
@@ -115,6 +122,22 @@ class BatchProgress:
             )
             lines.append(f"  → {value}")
         return "\n".join(lines)
+
+    def _count_usage(self, result: RepoResult) -> None:
+        self.tokens += result.tokens
+        self.input_tokens += result.input_tokens or 0
+        self.output_tokens += result.output_tokens or 0
+        self.requests += result.model_requests or 0
+        if result.cost_usd is not None:
+            self.cost = (self.cost or 0.0) + result.cost_usd
+
+    def usage_line(self) -> str:
+        """Agent runs: the model requests, tokens and cost of the whole batch."""
+        line = (
+            f"model: {self.requests} requests, {self.input_tokens} input + "
+            f"{self.output_tokens} output tokens"
+        )
+        return line + (f", ${self.cost:.4f}" if self.cost is not None else "")
 
     def summary(self, dropped: dict[str, int] | None = None) -> str:
         """One closing line: counts, what was skipped or filtered out, wall-clock time."""

@@ -67,7 +67,11 @@ def _import_ray() -> Any:
 
 
 def run_ray(
-    tasks: list[RepoTask], jobs: int, on_result: OnResult, address: str | None = None
+    tasks: list[RepoTask],
+    jobs: int,
+    on_result: OnResult,
+    address: str | None = None,
+    stop: Callable[[], bool] = lambda: False,
 ) -> None:
     """Submit one Ray task per repository and call ``on_result`` as each finishes."""
     if (not address or _is_loopback(address)) and "ray" not in sys.modules:
@@ -104,7 +108,7 @@ def run_ray(
         problems = preflight(ray)
         if problems:
             raise RayUnavailable("pre-flight check failed, no repository was run: " + problems)
-        _run_all(ray, tasks, jobs, on_result)
+        _run_all(ray, tasks, jobs, on_result, stop)
     finally:
         ray.shutdown()
 
@@ -117,7 +121,9 @@ def _runtime_env() -> dict[str, Any]:
     return {"py_modules": [codemode], "excludes": ["__pycache__", "*.pyc"]}
 
 
-def _run_all(ray: Any, tasks: list[RepoTask], jobs: int, on_result: OnResult) -> None:
+def _run_all(
+    ray: Any, tasks: list[RepoTask], jobs: int, on_result: OnResult, stop: Callable[[], bool]
+) -> None:
     """Submit the tasks (a bounded number at a time: each carries its repository's
     archive) and hand each result to ``on_result``, resubmitting a dead worker's task."""
     remote = ray.remote(num_cpus=1, max_retries=0)(run_repository)
@@ -130,8 +136,8 @@ def _run_all(ray: Any, tasks: list[RepoTask], jobs: int, on_result: OnResult) ->
         in_flight[remote.remote(shipped)] = (shipped, attempt, now_iso())
 
     try:
-        while todo or in_flight:
-            while todo and len(in_flight) < window:
+        while (todo and not stop()) or in_flight:
+            while todo and len(in_flight) < window and not stop():
                 submit(todo.pop(), 1)
             ready, _ = ray.wait(list(in_flight), num_returns=1)
             for ref in ready:

@@ -23,8 +23,9 @@ def to_resume(report: Path, script_sha256: str, only_failed: bool) -> tuple[list
     first = headers[0]
     if first.script_sha256 != script_sha256:
         raise ReportError(
-            f"{report} was made with another script (SHA-256 {first.script_sha256[:12]}..., "
-            f"this one {script_sha256[:12]}...): resume with the same script"
+            f"{report} was made with another script or prompt (SHA-256 "
+            f"{first.script_sha256[:12]}..., this one {script_sha256[:12]}...): resume with "
+            "the same one"
         )
     last = {result.repository: result.status for result in results}
     if only_failed:

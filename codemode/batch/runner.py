@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TextIO
 
-from codemode.batch.models import RepoResult, RepoTask
+from codemode.batch.models import AgentTask, RepoResult, RepoTask
 from codemode.batch.progress import BatchProgress
 from codemode.batch.report import ReportWriter, RunHeader
 from codemode.js_runtime.models import Limits
@@ -59,6 +59,10 @@ class BatchOptions:
     # The report's first line; None: a minimal one is made.
     header: RunHeader | None = None
     append: bool = False  # --resume: add to the report instead of replacing it
+    # An agent session per repository (exec --repos): the "source" is then the prompt.
+    agent: AgentTask | None = None
+    # No repository is started once the finished ones have used this many tokens.
+    total_token_budget: int | None = None
 
 
 def run_batch(source: str, options: BatchOptions, stream: TextIO | None = None) -> int:
@@ -79,6 +83,7 @@ def run_batch(source: str, options: BatchOptions, stream: TextIO | None = None) 
             argv=tuple(options.argv),
             dry_run=options.dry_run,
             sandbox=options.sandbox,
+            agent=options.agent,
         )
         for repo in options.repositories
     ]
@@ -96,8 +101,12 @@ def run_batch(source: str, options: BatchOptions, stream: TextIO | None = None) 
             report.write(result)
             progress.add(result)
 
+        def spent() -> bool:
+            budget = options.total_token_budget
+            return budget is not None and progress.tokens >= budget
+
         try:
-            _dispatch(tasks, options, on_result)
+            _dispatch(tasks, options, on_result, spent)
         except BatchUsageError:
             report.discard_if_empty()
             raise
@@ -108,6 +117,13 @@ def run_batch(source: str, options: BatchOptions, stream: TextIO | None = None) 
             bad = progress.failed or (empty and not options.allow_empty)
             status = EXIT_FAILED if bad else EXIT_OK
     print(f"{progress.summary(options.dropped)}; report: {options.report}", file=stream, flush=True)
+    if options.agent is not None:
+        print(progress.usage_line(), file=stream, flush=True)
+    if status != EXIT_INTERRUPTED and spent() and progress.remaining:
+        print(f"total token budget spent ({progress.tokens} of {options.total_token_budget}): "
+              f"{progress.remaining} repositories not started (--resume the report to go on)",
+              file=stream, flush=True)  # fmt: skip
+        status = EXIT_FAILED
     if status == EXIT_INTERRUPTED:
         print("interrupted", file=stream)
     elif status == EXIT_FAILED and not progress.failed:
@@ -186,7 +202,10 @@ def _fail(result: RepoResult, kind: Literal["apply", "publish"], message: str) -
 
 
 def _dispatch(
-    tasks: list[RepoTask], options: BatchOptions, on_result: Callable[[RepoResult], None]
+    tasks: list[RepoTask],
+    options: BatchOptions,
+    on_result: Callable[[RepoResult], None],
+    stop: Callable[[], bool],
 ) -> None:
     if not tasks:
         return
@@ -195,10 +214,10 @@ def _dispatch(
         from codemode.batch.ray_backend import RayUnavailable, run_ray
 
         try:
-            run_ray(tasks, options.jobs, on_result, options.ray_address)
+            run_ray(tasks, options.jobs, on_result, options.ray_address, stop=stop)
         except RayUnavailable as exc:
             raise BatchUsageError(str(exc)) from None
     else:
         from codemode.batch.local import run_local
 
-        run_local(tasks, options.jobs, on_result)
+        run_local(tasks, options.jobs, on_result, stop=stop)

@@ -69,7 +69,7 @@ async def _run(task: RepoTask, started: float, cancel_on_sigterm: bool) -> RepoR
         loop.add_signal_handler(signal.SIGTERM, stop)
 
     root = Path(task.repository)
-    if task.dry_run and task.archive is None:
+    if task.dry_run and task.archive is None and task.agent is None:
         return await _execute(task, root, root, started)
     with tempfile.TemporaryDirectory(prefix="codemode-batch-") as scratch:
         name = root.name or "repository"
@@ -79,7 +79,7 @@ async def _run(task: RepoTask, started: float, cancel_on_sigterm: bool) -> RepoR
 
             base = Path(scratch) / "base" / name
             unpack(task.archive, base)
-            if task.dry_run:
+            if task.dry_run and task.agent is None:
                 result = await _execute(task, root, base, started)
             else:
                 work = Path(scratch) / "work" / name
@@ -122,6 +122,10 @@ async def _run_in_copy(
 
 async def _execute(task: RepoTask, root: Path, work: Path, started: float) -> RepoResult:
     """Run the script with ``work`` as its workspace (``root``, the repository, names it)."""
+    if task.agent is not None:
+        from codemode.batch.agent_worker import run_agent
+
+        return await run_agent(task.agent, task.repository, work, started)
     from codemode.host import ToolHost
     from codemode.js_runtime.output import cap_value
 
