@@ -10,8 +10,9 @@ The copy holds every file and symlink of the working copy, timestamps and modes 
 (so comparing stat results finds the unchanged ones cheaply). A git repository's
 ``.git`` is copied except its object store, which the copy borrows through git's own
 ``objects/info/alternates``: the objects are immutable, git in the copy reads them
-from the original and writes new ones into the copy. FIFOs, sockets and devices are
-not copied.
+from the original and writes new ones into the copy. Its ``hooks`` folder is left out:
+git commands a script runs in the copy run no hook of the repository's. FIFOs, sockets
+and devices are not copied.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def _copy_entry(entry: os.DirEntry[str], target: Path) -> None:
 
 
 def _copy_git_dir(source: Path, dest: Path) -> None:
-    _copy_tree(source, dest, skip=frozenset({"objects"}))
+    _copy_tree(source, dest, skip=frozenset({"objects", "hooks"}))
     info = dest / "objects" / "info"
     info.mkdir(parents=True)
     (dest / "objects" / "pack").mkdir()

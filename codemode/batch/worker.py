@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import tempfile
 import time
 from pathlib import Path
 
@@ -37,6 +36,9 @@ def run_repository(task: RepoTask, cancel_on_sigterm: bool = False) -> RepoResul
         if cancel_on_sigterm:
             # Stopped by the parent, and cleaned up: exit rather than take the next task
             # the pool had already queued here.
+            from codemode.batch.scratch import finish_removing
+
+            finish_removing()  # os._exit runs no finalizer
             os._exit(128 + signal.SIGTERM)
         raise
     except Exception as exc:  # a bug here must fail one repository, not the batch
@@ -71,7 +73,9 @@ async def _run(task: RepoTask, started: float, cancel_on_sigterm: bool) -> RepoR
     root = Path(task.repository)
     if task.dry_run and task.archive is None and task.agent is None:
         return await _execute(task, root, root, started)
-    with tempfile.TemporaryDirectory(prefix="codemode-batch-") as scratch:
+    from codemode.batch.scratch import scratch_dir
+
+    with scratch_dir() as scratch:
         name = root.name or "repository"
         base = root
         if task.archive is not None:
