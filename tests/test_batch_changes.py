@@ -156,6 +156,14 @@ def test_journal_apply_is_all_or_nothing_and_checks_its_base(tmp_path: Path) -> 
     for bad in ("../x", "/etc/passwd", ".git/config", "a/../../x"):
         with pytest.raises(ApplyError, match="refusing"):
             apply(base, [Change(bad, "file", b"x")])
+    # A journal (say from a hostile Ray worker) that makes a symlink out, then writes
+    # through it: refused when it gets there, and the symlink taken back.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    through = [Change("out", "symlink", os.fsencode(outside)), Change("out/x", "file", b"x")]
+    with pytest.raises(ApplyError, match="leads outside the repository"):
+        apply(base, through)
+    assert not (outside / "x").exists() and not os.path.lexists(base / "out")
     (base / "a.txt").write_text("a\n")
     apply(base, journal)
     assert tree_state(base) == tree_state(work)
@@ -180,6 +188,7 @@ def test_report_lines_are_bounded(tmp_path: Path) -> None:
     line = json.loads(raw[-1])
     assert line["changed_count"] == 3001 and len(line["changed_files"]) == 1000
     assert "characters of the diff elided" in line["diff"]
+    assert "Large files a/big.txt and b/big.txt differ" in line["diff"]
     assert "characters of the return value elided" in line["value"]
     assert "elided" in line["output"]
     assert (repo / "big.txt").read_text().startswith("LINE 0\n")

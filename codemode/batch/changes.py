@@ -209,9 +209,13 @@ def apply(root: Path, changes: list[Change]) -> None:
     undo = _Undo()
     try:
         for change, target in targets:
+            # Again now: an earlier entry may have made a folder on the way a symlink.
+            _check_path(root, change.path)
             _apply_one(change, target, undo)
     except BaseException as exc:
         undo.rollback()
+        if isinstance(exc, ApplyError):
+            raise
         if isinstance(exc, OSError):
             raise ApplyError(f"cannot apply the changes: {exc}") from None
         raise

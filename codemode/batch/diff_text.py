@@ -57,6 +57,10 @@ def render(base: Path, changes: list[Change], cap: int = DIFF_CHARS) -> str:
             parts.append(f"symbolic link changed: {name}\n")
             continue
         new = None if removed else change.data
+        if max(len(old or b""), len(new or b"")) > TEXT_BYTES:
+            sizes = f"{len(old or b'')} -> {len(new or b'')} bytes"
+            parts.append(f"Large files a/{name} and b/{name} differ ({sizes}, not diffed)\n")
+            continue
         old_lines, new_lines = _text(old), _text(new)
         if old_lines is None or new_lines is None:
             parts.append(f"Binary files a/{name} and b/{name} differ\n")

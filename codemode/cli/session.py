@@ -76,6 +76,8 @@ def exec_(
     if batch["repos"] or batch["resume"] is not None:
         _run_agent_batch(args, replay, overrides, add_dirs, images, last, batch, kw)
         return
+    if batch["dry_run"]:
+        raise click.UsageError("--dry-run applies to exec only with --repos (a batch)")
     refuse_without_repos(batch)
     resume: str | None = None
     if args[:1] == ("resume",) and (len(args) > 1 or last):
