@@ -138,3 +138,24 @@ def test_a_two_node_cluster_without_codemode_installed(tmp_path: Path) -> None:
         assert "git is not on PATH" in refused.stderr
         assert "\x1b" not in refused.stderr
         assert not (tmp_path / "p.jsonl").exists()
+
+
+def test_a_ray_task_error_reads_as_its_cause() -> None:
+    """Ray's RayTaskError leads with a coloured ``ray::run_repository()`` banner; the
+    report line gives the exception that failed the task, and no terminal code."""
+    import ray
+
+    from codemode.batch.ray_checks import describe_failure
+
+    traceback = (
+        "Traceback (most recent call last):\n  File \"worker.py\", line 1, in <module>\n"
+        "ModuleNotFoundError: No module named 'quickjs'"
+    )
+    error = ray.exceptions.RayTaskError(
+        "run_repository", traceback, ModuleNotFoundError("No module named 'quickjs'"),
+        proctitle="ray::run_repository()", pid=12, ip="127.0.0.1",
+    )  # fmt: skip
+    assert "\x1b[" in str(error)  # what Ray itself shows
+    assert describe_failure(ray, error) == (
+        "Ray task failed: ModuleNotFoundError: No module named 'quickjs'"
+    )
