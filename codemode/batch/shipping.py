@@ -1,8 +1,8 @@
 """Shipping a repository to a worker that does not share the driver's filesystem.
 
 The driver packs the working copy — its files, symlinks as links, modes and
-timestamps, and all of its VCS metadata (``.git`` included, so that git works in the
-worker) — into a gzip-compressed tar archive held in memory; the worker unpacks it
+timestamps, and its VCS metadata (``.git`` included, so that git works in the worker;
+its hooks left out) — into a gzip-compressed tar archive held in memory; the worker unpacks it
 into a private temporary directory that then plays the repository's part: the script
 runs in a copy of it and the journal is computed against it (``worker.py``). Only the
 journal and the report line come back.
@@ -24,7 +24,10 @@ def pack(root: Path) -> bytes:
 
 
 def _files_only(member: tarfile.TarInfo) -> tarfile.TarInfo | None:
-    # Files, directories and symlinks; no FIFOs or devices (workcopy.py skips them too).
+    # Files, directories and symlinks; no FIFOs or devices, and no .git/hooks (the
+    # worker's copy leaves them out: workcopy.py).
+    if member.name == "./.git/hooks" or member.name.startswith("./.git/hooks/"):
+        return None
     if member.isfile() or member.isdir() or member.issym():
         return member
     return None
