@@ -312,7 +312,7 @@ return repo.name;
 def _publish_repos(root: Path) -> list[Path]:
     repos = []
     for name in ("a", "b", "same"):
-        repo = make_repo(root / "repos" / name, {"v.txt": "1\n"})
+        repo = make_repo(root / "repos" / name, {"v.txt": "1\n", ".gitignore": "build/\n"})
         remote = root / "remotes" / f"{name}.git"
         subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
         git(repo, "remote", "add", "origin", str(remote))
@@ -331,6 +331,8 @@ def test_publish_branch_commit_and_push_to_a_bare_remote(tmp_path: Path) -> None
         'if (repo.name !== "same") await tools.write_file({path: "v.txt", content: "2\\n"});\n'
         'await tools.shell({command: "printf bin > new.bin"});\n'
         'await tools.shell({command: "rm new.bin"});\n'
+        'if (repo.name !== "same")\n'
+        '  await tools.shell({command: "mkdir build && echo o > build/x.o"});\n'
     )
     proc = interp(
         "run", "bump.js", "--repos", "repos", "--branch", "bump-v", "--commit-message",
@@ -350,6 +352,9 @@ def test_publish_branch_commit_and_push_to_a_bare_remote(tmp_path: Path) -> None
         assert subprocess.run(["git", "-C", str(remote), "rev-parse", "bump-v"],
                               capture_output=True, text=True).stdout.strip() == line["commit"]
         assert (repo / "v.txt").read_text() == "2\n"
+        # Ignored output reaches the working copy, not the commit.
+        assert (repo / "build" / "x.o").read_text() == "o\n"
+        assert git(repo, "ls-tree", "-r", "--name-only", "HEAD") == ".gitignore\nv.txt"
     same = report["same"]
     assert "branch" not in same and same["changed_files"] == []
     assert git(repos[2], "branch", "--list", "bump-v") == ""  # no change, no branch

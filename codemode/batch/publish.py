@@ -4,7 +4,8 @@ Done by the host's own git in the driver, after the run succeeded and never insi
 sandbox. Git runs with hooks, fsmonitor and signing turned off, and the commit is built
 from the journal's bytes with plumbing (``hash-object --no-filters``, a private index,
 ``commit-tree``), so no clean/smudge filter, hook or other config-driven program runs.
-Order: the commit and the branch ref first (the working copy untouched), then the push,
+Files git ignores are applied to the working copy but left out of the commit. Order:
+the commit and the branch ref first (the working copy untouched), then the push,
 then the journal is applied to the working copy and HEAD moves to the new branch. A
 failure at any step removes the branch (and a branch already pushed), so the repository
 is left on its own branch exactly as it was.
@@ -122,8 +123,26 @@ def _identity(author: str | None) -> dict[str, str]:
     }
 
 
+def _ignored(repo: Path, paths: list[str]) -> set[str]:
+    """The paths git ignores (.gitignore and the like; tracked files never are)."""
+    if not paths:
+        return set()
+    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
+    proc = subprocess.run(
+        [*SAFE_GIT, "check-ignore", "--stdin", "-z"], cwd=repo, capture_output=True,
+        input="\0".join(paths).encode() + b"\0", env=full_env, timeout=300,
+    )  # fmt: skip
+    if proc.returncode not in (0, 1):  # 1: none of them is ignored
+        raise PublishError("git check-ignore: " + proc.stderr.decode(errors="replace").strip())
+    return {p for p in proc.stdout.decode(errors="surrogateescape").split("\0") if p}
+
+
 def _commit(repo: Path, journal: list[Change], head: str, message: str, env: dict[str, str]) -> str:
     entries = [c for c in journal if c.kind in ("file", "symlink", "deleted")]
+    # What a command made that git ignores (build output, node_modules) reaches the
+    # working copy but not the commit, as `git add -A` would leave it out.
+    ignored = _ignored(repo, [c.path for c in entries if c.kind != "deleted"])
+    entries = [c for c in entries if c.path not in ignored]
     lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="codemode-publish-") as tmp:
         for change in entries:
