@@ -13,10 +13,14 @@ the report). For each size:
 - ``peak_rss_mb``: the peak of the summed RSS of the whole process tree (the driver,
   its workers, their engine processes and commands), sampled every 50 ms.
 
+``machinery``: in this process, what the all-or-nothing machinery costs one small
+repository (its copy; the journal and diff of one changed file).
+
 ``--large N`` runs N repositories too and reports how each figure grew. ``--ray``
 repeats the default size on a two-node Ray cluster started here (``ray start`` twice,
 one CPU per job split over the two nodes): its total time against the local pool, and
-the cost of shipping one repository (packing and unpacking its archive, its size).
+the cost of shipping one repository (packing and unpacking its archive, its size); its
+``peak_rss_mb`` is the driver's tree only (the nodes are not its children).
 ``--agent N`` runs ``interpreter exec --repos`` over N repositories against the
 scripted model server (which answers at once): per-repository overhead beyond the
 model's time. The default run is modest (100 repositories, local pool only).
@@ -129,6 +133,32 @@ def local_figures(tmp: Path, count: int, jobs: int) -> dict[str, Any]:
     return run_batch(workdir, ["run", "bench.js", "--repos", "repos", "--jobs", str(jobs)])
 
 
+def machinery_figures(tmp: Path) -> dict[str, Any]:
+    """In this process, on one generated repository: what the all-or-nothing machinery
+    adds to each repository's run (its copy, the journal, an unchanged diff)."""
+    from codemode.batch import changes, diff_text
+    from codemode.batch.workcopy import make_copy
+
+    root = tmp / "machinery"
+    make_repos(root / "repos", 1)
+    repo = root / "repos" / "repo-0000"
+    copies, journals = [], []
+    for i in range(20):
+        work = root / f"work{i}"
+        started = time.perf_counter()
+        make_copy(repo, work)
+        copies.append(time.perf_counter() - started)
+        (work / "README.md").write_text("changed\n")
+        started = time.perf_counter()
+        journal = changes.compute(repo, work)
+        diff_text.render(repo, journal)
+        journals.append(time.perf_counter() - started)
+    return {
+        "copy_ms": round(statistics.median(copies) * 1000, 2),
+        "journal_and_diff_ms": round(statistics.median(journals) * 1000, 2),
+    }
+
+
 def shipping_figures(tmp: Path) -> dict[str, Any]:
     from codemode.batch.shipping import pack, unpack
 
@@ -214,6 +244,7 @@ def main() -> None:
     figures: dict[str, Any] = {"jobs": jobs}
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
+        figures["machinery"] = machinery_figures(tmp)
         figures[f"local_{args.repos}"] = small = local_figures(tmp, args.repos, jobs)
         if args.large:
             figures[f"local_{args.large}"] = large = local_figures(tmp, args.large, jobs)
