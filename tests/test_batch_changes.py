@@ -419,3 +419,44 @@ return repo.name;
     assert (repos / "r2" / "count.txt").read_text() == ""
     for name in ("r0", "r3"):
         assert (repos / name / "count.txt").read_text() == "run\n"
+
+
+def test_what_a_script_does_to_git_metadata_stays_in_its_copy(tmp_path: Path) -> None:
+    """A script (here with an unconfined shell) that plants a hook and config in its
+    .git, commits and moves HEAD: none of it reaches the repository (publishing with
+    the host's git then runs no hook), only its file change does."""
+    repo = make_repo(tmp_path / "repos" / "r", {"v.txt": "1\n"})
+    config_before = (repo / ".git" / "config").read_text()
+    head_before = git(repo, "rev-parse", "HEAD")
+    planted = tmp_path / "planted-ran"
+    (tmp_path / "plant.js").write_text(
+        f"""
+await tools.shell({{command: [
+  "mkdir -p .git/hooks",
+  "printf '#!/bin/sh\\\\ntouch {planted}\\\\n' > .git/hooks/post-commit",
+  "cp .git/hooks/post-commit .git/hooks/reference-transaction",
+  "chmod +x .git/hooks/post-commit .git/hooks/reference-transaction",
+  "git config codemode.planted yes",
+  "echo 2 > v.txt",
+  "git -c user.name=s -c user.email=s@x commit -qam inside",
+].join(" && ")}});
+const out = await tools.shell({{command: "git log --oneline | wc -l"}});
+return out.output.trim();
+"""
+    )
+    proc = interp(
+        "run", "plant.js", "--repos", repo, "--report", "r.jsonl", "--sandbox",
+        "danger-full-access", "--approval", "never", "--branch", "b", "--commit-message",
+        "From the batch", "--author", "Bot <bot@example.com>", cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    line = read_report(tmp_path / "r.jsonl")["r"]
+    assert line["value"] == "2"  # git worked in the copy (objects borrowed), committed there
+    assert line["changed_files"] == ["v.txt"]
+    assert (repo / ".git" / "config").read_text() == config_before
+    assert not (repo / ".git" / "hooks" / "post-commit").exists()
+    assert git(repo, "rev-parse", "HEAD~1") == head_before  # the batch's commit only
+    assert git(repo, "log", "-1", "--format=%s") == "From the batch"
+    planted.unlink()  # the hooks ran in the copy, on the script's own commit
+    git(repo, "commit", "-q", "--allow-empty", "-m", "after")  # the repository's own hooks
+    assert not planted.exists()
