@@ -124,3 +124,25 @@ def test_total_token_budget_stops_starting_and_resume_goes_on(tmp_path: Path) ->
         cwd=tmp_path, capture_output=True, text=True, timeout=60, env=cli_env(tmp_path / "home"),
     )  # fmt: skip
     assert other.returncode == 2 and "made with another script" in other.stderr
+
+
+def test_agent_batch_publishes_each_change_on_a_branch(tmp_path: Path) -> None:
+    make_repos(tmp_path / "repos", ["p1", "p2"])
+    for name in ("p1", "p2"):
+        repo = tmp_path / "repos" / name
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm",
+                        "init", "--allow-empty"], cwd=repo, check=True)  # fmt: skip
+    with ScriptedModelServer(reply) as server:
+        proc = exec_batch(
+            tmp_path, server, "--repos", "repos", "--report", "r.jsonl", "--branch",
+            "agent-edit", "--commit-message", "Agent edit", "--author", "Bot <bot@x.y>",
+            "Edit agent.txt",
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    for name, line in read_report(tmp_path / "r.jsonl").items():
+        repo = tmp_path / "repos" / name
+        assert line["branch"] == "agent-edit" and line["commit"], line
+        shown = subprocess.run(["git", "show", "--format=%an|%s", "--name-only", "HEAD"],
+                               cwd=repo, capture_output=True, text=True).stdout.split()
+        assert shown == ["Bot|Agent", "edit", "agent.txt", "log.txt"], shown
+        assert (repo / "agent.txt").read_text() == f"edited {name}\n"
