@@ -12,7 +12,7 @@ import click
 from codemode.batch.models import OUTPUT_CHARS, AgentTask, now_iso
 from codemode.batch.report import ReportError, RunHeader, default_report_path
 from codemode.batch.repos import RepoListError, Skipped, select_repositories
-from codemode.batch.runner import EXIT_FAILED, BatchOptions, BatchUsageError, run_batch
+from codemode.batch.runner import EXIT_FAILED, EXIT_OK, BatchOptions, BatchUsageError, run_batch
 from codemode.js_runtime.models import Limits
 
 if TYPE_CHECKING:
@@ -68,6 +68,10 @@ def run_batch_command(
         except ReportError as exc:
             raise click.UsageError(str(exc)) from None
         repos_args = first.repos
+        if not repositories:
+            which = "failed" if selection.get("only_failed") else "left to finish"
+            click.echo(f"{resume}: no repository {which}; nothing to run", err=True)
+            return EXIT_OK
         report = resume
     else:
         if selection.get("only_failed"):
