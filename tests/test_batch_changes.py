@@ -460,3 +460,21 @@ return out.output.trim();
     planted.unlink()  # the hooks ran in the copy, on the script's own commit
     git(repo, "commit", "-q", "--allow-empty", "-m", "after")  # the repository's own hooks
     assert not planted.exists()
+
+
+def test_progress_shows_escape_sequences_from_paths_and_errors() -> None:
+    import io
+
+    from codemode.batch.models import RepoResult
+    from codemode.batch.progress import BatchProgress
+
+    stream = io.StringIO()
+    with BatchProgress(1, stream, live=False) as progress:
+        progress.add(RepoResult(repository="/r/\x1b[2Jskip", status="skipped", duration_s=0,
+                                tool_calls=0, reason="not a working copy"))  # fmt: skip
+        progress.add(RepoResult(repository="/r/a", status="failed", duration_s=0, tool_calls=0,
+                                error="Error: \x1b]52;c;cGF5bG9hZA==\x07"))  # fmt: skip
+    text = stream.getvalue()
+    assert "\x1b" not in text and "\x07" not in text
+    assert "skipped /r/^[[2Jskip: not a working copy" in text
+    assert "Error: ^[]52;c;cGF5bG9hZA==^G" in text

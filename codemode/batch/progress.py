@@ -11,6 +11,7 @@ import time
 from typing import Any, TextIO
 
 from codemode.batch.models import RepoResult
+from codemode.control_chars import visible
 
 
 class BatchProgress:
@@ -77,7 +78,7 @@ class BatchProgress:
 
                 self._bar.console.print(Text.assemble(("skipped", "yellow"), line[7:]))
             else:
-                print(line, file=self.stream, flush=True)
+                print(visible(line), file=self.stream, flush=True)
             return
         self._count_usage(result)
         if result.ok:
@@ -107,7 +108,8 @@ class BatchProgress:
                 line += f": {result.error}"
             if self.verbose:
                 line += "\n" + self._details(result)
-            print(line, file=self.stream, flush=True)
+            # Paths and error messages come from outside: shown, not obeyed.
+            print(visible(line), file=self.stream, flush=True)
 
     @staticmethod
     def _details(result: RepoResult) -> str:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal, TextIO
 from codemode.batch.models import AgentTask, RepoResult, RepoTask
 from codemode.batch.progress import BatchProgress
 from codemode.batch.report import ReportWriter, RunHeader
+from codemode.control_chars import visible
 from codemode.js_runtime.models import Limits
 
 if TYPE_CHECKING:
@@ -116,7 +117,8 @@ def run_batch(source: str, options: BatchOptions, stream: TextIO | None = None) 
             empty = progress.skipped > 0 or not tasks
             bad = progress.failed or (empty and not options.allow_empty)
             status = EXIT_FAILED if bad else EXIT_OK
-    print(f"{progress.summary(options.dropped)}; report: {options.report}", file=stream, flush=True)
+    summary = f"{progress.summary(options.dropped)}; report: {options.report}"
+    print(visible(summary), file=stream, flush=True)
     if options.agent is not None:
         print(progress.usage_line(), file=stream, flush=True)
     if status != EXIT_INTERRUPTED and spent() and progress.remaining:
