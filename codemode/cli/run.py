@@ -89,7 +89,8 @@ def run(
         raise click.UsageError(str(exc)) from None
     # The config file's sandbox_mode, approval_policy and [sandbox], flags overriding.
     sandbox = configured_sandbox(raw, sandbox_mode, approval_policy, full_auto)
-    if not repos:
+    batch_run = bool(repos) or batch.get("resume") is not None
+    if not batch_run:
         from codemode.js_runtime.worker_process import POOL
 
         # The engine worker boots while the rest of the command imports.
@@ -102,7 +103,7 @@ def run(
     except UnreadableScript as exc:
         raise click.UsageError(str(exc)) from None
     servers = _mcp_servers_named_in(source, overrides, raw)
-    if repos:
+    if batch_run:
         if servers:
             raise click.UsageError(
                 "MCP servers are not started for batch runs (--repos), and the script "
@@ -117,6 +118,7 @@ def run(
             run_batch_command(
                 source,
                 args,
+                script=script,
                 engine=engine,
                 repos=repos,
                 sandbox=SandboxSettings.model_validate(sandbox),
