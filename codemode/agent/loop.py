@@ -29,6 +29,7 @@ from codemode.agent.events import (
     TurnUsage,
     is_public,
 )
+from codemode.agent.lifecycle import SessionHooks
 from codemode.agent.rollout import Rollout, close_dangling_calls
 from codemode.agent.runner import ToolRunner
 from codemode.harnesses.base import Harness
@@ -50,8 +51,12 @@ from codemode.providers.base import (
     UserMessage,
 )
 from codemode.providers.sampling import Sampling
+from codemode.tools.provenance import current_model_call
 
 if TYPE_CHECKING:
+    from codemode.harnesses.base import Outcome
+    from codemode.hooks.engine import HookEngine
+    from codemode.providers.base import ToolCall
     from codemode.providers.catalog import ModelFacts
 
 # Consecutive replies with neither an action nor an answer before the turn gives up.
@@ -69,7 +74,9 @@ Listener = Callable[[BaseModel], None]
 # its model requests; cancelled: interrupted; no_action: it kept replying with neither
 # an action nor an answer; answer_rejected: its final answer failed the output check
 # twice; context_full: the conversation no longer fits even after compaction;
-# provider_error: the model service failed; error: anything else (a broken stream).
+# provider_error: the model service failed; prompt_blocked: a UserPromptSubmit hook
+# refused the prompt; hook_stopped: a hook said ``continue: false``; error: anything
+# else (a broken stream).
 StopReason = Literal[
     "completed",
     "max_turns",
@@ -78,6 +85,8 @@ StopReason = Literal[
     "answer_rejected",
     "context_full",
     "provider_error",
+    "prompt_blocked",
+    "hook_stopped",
     "error",
 ]
 
@@ -123,6 +132,8 @@ class Session:
         listeners: list[Listener] | None = None,
         final_check: Callable[[str], str | None] | None = None,
         output_schema: dict[str, Any] | None = None,
+        hooks: HookEngine | None = None,
+        start_source: str = "startup",
     ) -> None:
         self.id = session_id
         self.provider = provider
@@ -151,6 +162,15 @@ class Session:
         # The last turn's result, also when it was cancelled (run_turn then raises).
         self.last_result: TurnResult | None = None
         self._closed = False
+        # The user's hooks (codemode.hooks), and SessionStart's source for the first turn.
+        self.hooks: SessionHooks | None = None
+        self.start_source = start_source
+        self._stop_active = False  # a Stop hook has already blocked this turn
+        if hooks is not None:
+            self.hooks = SessionHooks(hooks, self.emit, runner.next_id)
+            hooks.facts.session_id, hooks.facts.model = session_id, model
+            if rollout is not None:
+                hooks.facts.transcript_path = str(rollout.path)
         self.set_harness(harness)
         self.messages = valid_history(self.messages, self._tool_specs)
 
@@ -185,13 +205,21 @@ class Session:
         context.sandbox = SandboxSession(old.workspace, settings, approver=old.approver)
         old.close()
 
-    async def aclose(self) -> None:
-        """End the session: stop its engine worker and running programs, its MCP servers
-        and sandbox session, close its session file and the provider's connections.
-        Safe to call more than once."""
+    async def aclose(self, reason: str = "other") -> None:
+        """End the session: its SessionEnd hooks (``reason``: clear, logout,
+        prompt_input_exit, other), then stop its engine worker and running programs, its
+        MCP servers and sandbox session, close its session file and the provider's
+        connections. Safe to call more than once."""
         if self._closed:
             return
         self._closed = True
+        try:
+            if self.hooks is not None and self.hooks.started:
+                await self.hooks.session_end(reason)
+        finally:
+            await self._release()
+
+    async def _release(self) -> None:
         try:
             self.runner.close()  # engine worker, cells, sandbox session, MCP servers
         finally:
@@ -225,10 +253,15 @@ class Session:
         (the result says what went wrong). Cancellation propagates after the turn is
         recorded as failed."""
         self.emit(TurnStarted())
-        self._append(UserMessage(text=prompt, images=images or []), prompt=True)
         result = TurnResult(ok=False)
         self.last_result = result
         try:
+            before, after = await self._prompt_hooks(prompt) if self.hooks else ([], [])
+            for text in before:
+                self._append(UserMessage(text=text))
+            self._append(UserMessage(text=prompt, images=images or []), prompt=True)
+            for text in after:
+                self._append(UserMessage(text=text))
             await self._loop(result)
         except asyncio.CancelledError:
             self._fail(result, "interrupted", "cancelled")
@@ -293,6 +326,8 @@ class Session:
                 continue
             reminders = 0
             if actions.final_answer is not None:
+                if await self._stop_blocked(actions.final_answer):
+                    continue
                 self._finish_with(result, actions.final_answer)
                 return
             if not actions.calls:
@@ -311,13 +346,15 @@ class Session:
                         )
                     )
                     continue
+                if await self._stop_blocked(message.text):
+                    continue
                 result.final_message = message.text
                 return
-            outcomes = await asyncio.gather(
-                *(self.harness.execute(call, self.runner) for call in actions.calls)
-            )
+            outcomes = await asyncio.gather(*(self._execute(call) for call in actions.calls))
             for reply in self.harness.result_messages(actions.calls, list(outcomes)):
                 self._append(reply)
+            if self.hooks is not None:
+                self._after_calls(self.hooks)
             if cut_note is not None:
                 self._append(UserMessage(text=cut_note))
             done = [o.final_answer for o in outcomes if o.final_answer is not None]
@@ -329,6 +366,65 @@ class Session:
             "(raise --max-turns to allow more)",
             "max_turns",
         )
+
+    async def _execute(self, call: ToolCall) -> Outcome:
+        # Hooks name the model's call that a tool call (a program's too) belongs to.
+        current_model_call.set(call.id)  # (this task's own context: gather made it)
+        return await self.harness.execute(call, self.runner)
+
+    # --- hooks (codemode.agent.lifecycle) ----------------------------------------------
+
+    async def _prompt_hooks(self, prompt: str) -> tuple[list[str], list[str]]:
+        """SessionStart (once) and UserPromptSubmit: the context their hooks add, to go
+        before and after the prompt. Raises TurnFailure when a hook refuses the prompt."""
+        hooks = self.hooks
+        assert hooks is not None
+        hooks.engine.facts.model = self.model
+        self._stop_active = False
+        before = []
+        if not hooks.started:
+            before = await hooks.session_start(self.start_source)
+        answer = await hooks.prompt_submit(prompt)
+        if answer.decision == "block":
+            raise TurnFailure(f"the prompt was blocked by {answer.reason_text()}",
+                              "prompt_blocked")
+        self._stop_if_asked(hooks)
+        return (
+            [f"[SessionStart hook context]\n{text}" for text in before],
+            [f"[UserPromptSubmit hook context]\n{text}" for text in answer.context],
+        )
+
+    async def _stop_blocked(self, answer: str) -> bool:
+        """Stop hooks: True when one refused to let the turn end (its reason is now the
+        model's next instruction)."""
+        hooks = self.hooks
+        if hooks is None or not hooks.engine.has("Stop"):
+            return False
+        verdict = await hooks.stop(answer, self._stop_active)
+        self._stop_if_asked(hooks)
+        if verdict.decision != "block":
+            return False
+        self._stop_active = True
+        self._append(UserMessage(text=f"[Stop hook] {verdict.reason_text()}"))
+        return True
+
+    def _after_calls(self, hooks: SessionHooks) -> None:
+        for note in hooks.take_context():
+            self._append(UserMessage(text=note))
+        self._stop_if_asked(hooks)
+
+    def _stop_if_asked(self, hooks: SessionHooks) -> None:
+        reason, hooks.engine.stop_request = hooks.engine.stop_request, None
+        if reason is not None:
+            raise TurnFailure(f"a hook stopped the turn: {reason}", "hook_stopped")
+
+    async def start_over(self, source: str = "clear") -> None:
+        """After the conversation was cleared: SessionEnd for the old one and
+        SessionStart (``source``) before the next prompt."""
+        if self.hooks is not None and self.hooks.started:
+            await self.hooks.session_end(source)
+            self.hooks.started = False
+        self.start_source = source
 
     def _finish_with(self, result: TurnResult, answer: str) -> None:
         """End the turn on a harness's completion signal, with ``answer`` as the reply."""
@@ -345,18 +441,31 @@ class Session:
         window = self.context_window
         if window and self._last_tokens > CONTEXT_HIGH_WATER * window:
             self._last_tokens = 0  # measured again by the next request
-            if compact_tool_results(self.messages):
+            if await self._compact():
                 self.emit(Notice(message=f"context window ({window:,} tokens) nearly full: "
                                  "old tool outputs removed"))
         try:
             message, usage, stop = await self._stream_once()
         except ContextOverflowError as exc:
-            if not compact_tool_results(self.messages):
+            if not await self._compact():
                 raise TurnFailure(f"{exc} (nothing left to compact)", "context_full") from None
             self.emit(Notice(message="context window full: old tool outputs removed, retrying"))
             message, usage, stop = await self._stream_once()
         self._last_tokens = usage.input_tokens + usage.output_tokens
         return message, usage, stop
+
+    async def _compact(self) -> int:
+        """Cut old tool outputs (``compact_tool_results``), with the PreCompact and
+        PostCompact hooks around it and SessionStart (compact) after."""
+        hooks = self.hooks
+        if hooks is not None:
+            await hooks.compact("PreCompact", "auto")
+        cut = compact_tool_results(self.messages)
+        if hooks is not None and cut:
+            await hooks.compact("PostCompact", "auto")
+            for text in await hooks.session_start("compact"):
+                self._append(UserMessage(text=f"[SessionStart hook context]\n{text}"))
+        return cut
 
     async def _stream_once(self) -> tuple[AssistantMessage, Usage, str]:
         from codemode.providers.retry import stream_with_retries

@@ -39,6 +39,7 @@ from codemode.js_runtime.bridge import Bridge
 from codemode.js_runtime.models import ExecError, ExecEvent, ExecResult, Limits
 from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.pipeline import Call, Next, with_context
+from codemode.tools.provenance import ProgramProvenance, current_model_call, current_program
 from codemode.tools.registry import ToolRegistry
 
 Emit = Callable[[BaseModel], None]
@@ -222,13 +223,23 @@ class ToolRunner:
             self.context, parent_id=item.id, program=code, around=(self._report,)
         )
 
+        cell_id = str(next(self._cell_ids))
+        provenance = ProgramProvenance(
+            exec_call_id=current_model_call.get(), cell_id=cell_id, item_id=item.id
+        )
+
         async def body() -> ExecResult:
+            # Each call the program makes knows it (hooks: codemode.tools.provenance).
+            current_program.set(provenance)
             try:
                 result = await self._bridge.execute(code, on_event=on_event, dispatch=dispatch)
             except BaseException:
                 item.status, item.error = "failed", "interrupted"
                 self.emit(ItemCompleted(item=item))
                 raise
+            if provenance.notes:  # hooks' context for the model, with the program's result
+                shown = [result.output.rstrip("\n")] if result.output else []
+                result.output = "\n".join([*shown, *provenance.notes])
             item.output = result.output
             item.value = result.value
             item.tool_calls = len(result.tool_calls)
@@ -240,9 +251,7 @@ class ToolRunner:
             self.emit(ItemCompleted(item=item))
             return result
 
-        cell = Cell(
-            id=str(next(self._cell_ids)), task=asyncio.ensure_future(body()), cap=self._output_cap
-        )
+        cell = Cell(id=cell_id, task=asyncio.ensure_future(body()), cap=self._output_cap)
         holder.append(cell)
         self._cells[cell.id] = cell
         return cell, item

@@ -21,6 +21,7 @@ from codemode.agent.rollout import (
     new_session_id,
 )
 from codemode.agent.runner import ToolRunner
+from codemode.assembly.hooks import attach_hooks
 from codemode.assembly.model import choose_model, open_resolved, provider_named
 from codemode.assembly.options import SessionOptions, SessionSpec
 from codemode.assembly.parts import (
@@ -113,6 +114,15 @@ def build_session(
     sandbox = sandbox_for(config, options, cwd, spec.approver)
     context = ToolContext(workspace=cwd, sandbox=sandbox, client=spec.client)
     tools = session_tools(config, harness, cwd, notices)
+    hooks = attach_hooks(
+        config,
+        cwd,
+        sandbox,
+        tools.registry,
+        notices,
+        run_untrusted=spec.run_untrusted_hooks,
+        untrusted_hint=spec.untrusted_hooks_hint,
+    )
     # The runner reports to the session, which exists only once the runner does.
     session_ref: list[Session] = []
 
@@ -181,6 +191,8 @@ def build_session(
         listeners=listeners,
         final_check=final_check,
         output_schema=strict_schema,
+        hooks=hooks,
+        start_source="resume" if resume is not None else "startup",
     )
     session_ref.append(session)
     for problem in tools.problems:

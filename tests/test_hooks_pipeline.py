@@ -1,0 +1,143 @@
+"""Hooks in the tool pipeline: every call a code-mode program makes is hooked, in order,
+with its provenance; a guard's deny is a ToolError the program catches."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hooks_support import (
+    RECORDER,
+    hooks_table,
+    logged,
+    merge,
+    python_hook,
+    run_session,
+    write_hooks,
+)
+
+
+@pytest.fixture(autouse=True)
+def _home_env(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    monkeypatch.setenv("CODEMODE_HOME", str(home))
+
+
+GUARD = """\
+import json, os, sys
+data = json.load(sys.stdin)
+with open(os.environ["HOOK_LOG"], "a") as log:
+    log.write(json.dumps(data) + "\\n")
+if "rm -rf" in data["tool_input"].get("command", ""):
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason": "no recursive deletes here"}}))
+"""
+
+PROGRAM = """
+try { await tools.shell({command: "rm -rf build"}); }
+catch (e) { console.log("caught: " + e.message); }
+const ok = await tools.shell({command: "echo fine"});
+console.log(ok.output.trim());
+"""
+
+
+def test_a_deny_guard_is_hit_from_inside_a_program_and_caught_there(
+    home: Path, work: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    log = tmp_path / "hook.log"
+    monkeypatch.setenv("HOOK_LOG", str(log))
+    guard = python_hook(tmp_path, "guard.py", GUARD)
+    recorder = python_hook(tmp_path, "post.py", RECORDER)
+    write_hooks(home / "hooks.json", merge(hooks_table("PreToolUse", guard, "Bash"),
+                                           hooks_table("PostToolUse", recorder, "shell")))
+    (work / "build").mkdir()
+    run = run_session(home, work, [
+        {"tool_calls": [{"name": "exec", "id": "x1", "arguments": {"code": PROGRAM}}]},
+        {"text": "done"},
+    ])
+    assert run.result.ok
+    assert (work / "build").is_dir()  # the denied call did not run
+    program = run.items("code_execution")[0]
+    assert "caught: tools.shell was denied by PreToolUse hook" in program["output"]
+    assert "no recursive deletes here" in program["output"]
+    assert str(tmp_path / "guard.py") in program["output"] and "fine" in program["output"]
+    seen = logged(log)
+    pre = [d for d in seen if d["hook_event_name"] == "PreToolUse"]
+    post = [d for d in seen if d["hook_event_name"] == "PostToolUse"]
+    # Both calls were seen by the guard, in the program's order, with provenance.
+    assert [d["tool_input"]["command"] for d in pre] == ["rm -rf build", "echo fine"]
+    assert [d["sequence"] for d in pre] == [1, 2]
+    for d in pre:
+        assert d["exec_call_id"] == "x1" and d["cell_id"] == "1"
+        assert d["program_item_id"] == program["id"]
+        assert (d["tool_name"], d["harness_tool_name"], d["canonical_tool_name"]) == (
+            "Bash", "shell", "shell")
+        assert d["cwd"] == str(work) and d["session_id"] and d["model"] == "test-model"
+    # PostToolUse only for the call that ran, with its result.
+    assert len(post) == 1 and post[0]["sequence"] == 2
+    assert post[0]["tool_response"]["output"].strip() == "fine"
+    # Each run is an item under the program.
+    hook_items = run.items("hook_run")
+    assert {h["event"] for h in hook_items} == {"PreToolUse", "PostToolUse"}
+    assert all(h["parent_id"] == program["id"] for h in hook_items)
+    assert [h["status"] for h in hook_items if h["event"] == "PreToolUse"].count("declined") == 1
+    # The model saw the refusal as the program's output.
+    assert "no recursive deletes here" in run.sent(1)
+
+
+def test_post_tool_use_context_reaches_the_model_with_the_exec_result(
+    home: Path, work: Path, tmp_path: Path
+) -> None:
+    hook = python_hook(tmp_path, "ctx.py", (
+        "import json, sys\n"
+        "d = json.load(sys.stdin)\n"
+        "print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PostToolUse',"
+        " 'additionalContext': 'remember: ' + d['tool_input']['path']}}))\n"))
+    write_hooks(home / "hooks.json", hooks_table("PostToolUse", hook, "Read"))
+    run = run_session(home, work, [
+        {"tool_calls": [{"name": "exec", "id": "x1", "arguments": {
+            "code": "const r = await tools.read_file({path: 'notes.txt'});\n"
+                    "return r.total_lines"}}]},
+        {"text": "done"},
+    ])
+    assert run.result.ok
+    sent = run.sent(1)
+    assert "remember: notes.txt" in sent and "PostToolUse hook on tools.read_file" in sent
+
+
+def test_updated_input_is_validated_like_any_call(home: Path, work: Path, tmp_path: Path) -> None:
+    rewrite = python_hook(tmp_path, "rewrite.py", (
+        "import json, sys\n"
+        "d = json.load(sys.stdin)\n"
+        "cmd = d['tool_input']['command']\n"
+        "new = {'command': 'echo rewritten'} if 'good' in cmd else {'nonsense': 1}\n"
+        "print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PreToolUse',"
+        " 'updatedInput': new}}))\n"))
+    write_hooks(home / "hooks.json", hooks_table("PreToolUse", rewrite, "shell"))
+    code = ("const a = await tools.shell({command: 'echo good'});\n"
+            "console.log(a.output.trim());\n"
+            "try { await tools.shell({command: 'echo bad'}) }\n"
+            "catch (e) { console.log('E:' + e.message) }")
+    run = run_session(home, work, [
+        {"tool_calls": [{"name": "exec", "arguments": {"code": code}}]}, {"text": "ok"}])
+    out = run.items("code_execution")[0]["output"]
+    assert "rewritten" in out
+    assert "E:" in out and "nonsense" in out  # the rewritten input failed validation
+
+
+def test_no_matching_hook_is_not_run(home: Path, work: Path, tmp_path: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "hook.log"
+    monkeypatch.setenv("HOOK_LOG", str(log))
+    recorder = python_hook(tmp_path, "rec.py", RECORDER)
+    write_hooks(home / "hooks.json", hooks_table("PreToolUse", recorder, "Edit|Write"))
+    run = run_session(home, work, [
+        {"tool_calls": [{"name": "exec", "arguments": {
+            "code": "await tools.read_file({path: 'notes.txt'}); "
+                    "await tools.write_file({path: 'out.txt', content: 'x'})"}}]},
+        {"text": "ok"}])
+    assert run.result.ok
+    # Write matched (write_file's Claude Code name), Read did not.
+    assert [d["canonical_tool_name"] for d in logged(log)] == ["write_file"]
+    assert json.loads(json.dumps(run.items("hook_run")))[0]["event"] == "PreToolUse"
