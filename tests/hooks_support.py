@@ -105,6 +105,7 @@ def run_session(
     overrides: list[str] = (),  # type: ignore[assignment]
     run_untrusted: bool = False,
     prompts: list[str] | None = None,
+    approval_policy: str = "never",
 ) -> Run:
     """One in-process code-mode session (native harness) with ``replies`` scripted; the
     session's CODEMODE_HOME is ``home``."""
@@ -114,7 +115,7 @@ def run_session(
     provider = open_provider(info, api_key="sk-test", http_transport=ScriptedTransport(model))
     events: list[BaseModel] = []
     options = SessionOptions(cwd=work, model="test-model", code_mode=True, harness="native",
-                             sandbox_mode="workspace-write", approval_policy="never")
+                             sandbox_mode="workspace-write", approval_policy=approval_policy)
     config = load_config(["model_provider=scripted", *overrides], home=home)
     spec = SessionSpec(listeners=[events.append], provider=provider, provider_name="scripted",
                        record=False, run_untrusted_hooks=run_untrusted)

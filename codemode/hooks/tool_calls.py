@@ -94,12 +94,16 @@ def hooks_interceptor(engine: HookEngine) -> Interceptor:
             if answer.decision == "ask":
                 await _ask(call, names, answer)
             _note(engine, answer, "PreToolUse", names)
-        token = _current.set((names, fields)) if permission_any else None
+        if permission_any:
+            # Set, not reset with a token: the bridge starts a call in the program's
+            # context and may finish it in a task of its own.
+            previous = _current.get()
+            _current.set((names, fields))
         try:
             result = await next_(call)
         finally:
-            if token is not None:
-                _current.reset(token)
+            if permission_any:
+                _current.set(previous)
         if post:
             answer = await engine.fire(
                 "PostToolUse", {**fields, "tool_response": result}, hooks=post, parent_id=parent
