@@ -105,7 +105,8 @@ def test_a_stop_hook_blocks_once_and_the_agent_continues(
     run = run_session(home, work, [
         {"text": "all done"},
         {"tool_calls": [{"name": "exec", "arguments": {
-            "code": "const r = await tools.shell({command: 'echo tests pass'}); return r.output"}}]},
+            "code": "const r = await tools.shell({command: 'echo tests pass'});\n"
+                    "return r.output"}}]},
         {"text": "tests pass, done"},
     ])
     assert run.result.ok and run.result.final_message == "tests pass, done"

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,11 +60,11 @@ async def run_command(
 ) -> ProcessResult:
     started = time.perf_counter()
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv_for(command),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+        proc = subprocess.Popen(
+            argv_for(command),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             cwd=cwd,
             env=env,
             start_new_session=True,  # its own process group: stopped whole
@@ -74,66 +75,163 @@ async def run_command(
             error=f"cannot start it: {exc.strerror or exc}",
             duration_ms=_ms(started),
         )
+    # Driven from the event loop by its file descriptors (a pidfd says when it exits):
+    # no thread, and its exit is seen even while a child it left holds its output.
+    watch = _Watch(proc, stdin)
     result = ProcessResult(exit_code=None)
-    flood = asyncio.Event()
-    out: list[bytes] = []
-    err: list[bytes] = []
-    assert proc.stdout is not None and proc.stderr is not None and proc.stdin is not None
-    readers = [
-        asyncio.ensure_future(_read(proc.stdout, out, flood)),
-        asyncio.ensure_future(_read(proc.stderr, err, flood)),
-    ]
-    feeder = asyncio.ensure_future(_feed(proc.stdin, stdin))
-    waiter = asyncio.ensure_future(proc.wait())
-    flooded = asyncio.ensure_future(flood.wait())
     stop = True  # unless it exits and lets go of its output
     try:
-        done, _ = await asyncio.wait(
-            [waiter, flooded], timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
-        )
-        if flooded in done:
+        ended = await watch.wait(timeout_s)
+        if watch.flooded:
             result.flooded = True
-        elif waiter in done:
-            result.exit_code = waiter.result()
+        elif ended:
+            result.exit_code = proc.returncode
             # Its output closes when it exits, unless a child it left holds it open:
             # then that child is stopped too. One that let go of it may go on.
-            _, open_ = await asyncio.wait(readers, timeout=EXIT_GRACE_S)
-            stop = bool(open_)
+            stop = not await watch.drained(EXIT_GRACE_S)
         else:
             result.timed_out = True
     finally:
         if stop:
             _stop_group(proc.pid)
-        for task in (feeder, flooded, *readers):
-            task.cancel()
-        if not waiter.done():
-            with contextlib.suppress(asyncio.CancelledError, ProcessLookupError):
-                await asyncio.shield(waiter)
-    result.stdout = b"".join(out).decode("utf-8", "replace")
-    result.stderr = b"".join(err).decode("utf-8", "replace")
+        watch.close()
+        if proc.returncode is None:
+            proc.wait()  # killed: reaped at once
+    result.stdout = b"".join(watch.out).decode("utf-8", "replace")
+    result.stderr = b"".join(watch.err).decode("utf-8", "replace")
     result.duration_ms = _ms(started)
     return result
 
 
-async def _read(stream: asyncio.StreamReader, into: list[bytes], flood: asyncio.Event) -> None:
-    size = 0
-    while True:
-        chunk = await stream.read(65536)
+class _Watch:
+    """A started hook's pipes and exit, on the running event loop."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], data: bytes) -> None:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        self.proc = proc
+        self.loop = asyncio.get_running_loop()
+        self.out: list[bytes] = []
+        self.err: list[bytes] = []
+        self.flooded = False
+        self._sizes = {proc.stdout.fileno(): 0, proc.stderr.fileno(): 0}
+        self._open = set(self._sizes)
+        self._changed = self.loop.create_future()
+        self._pending = memoryview(data)
+        self._stdin: int | None = proc.stdin.fileno()
+        self._pidfd: int | None = None
+        for fd in self._sizes:
+            os.set_blocking(fd, False)
+            self.loop.add_reader(fd, self._read, fd)
+        os.set_blocking(self._stdin, False)
+        self._write()
+        try:
+            self._pidfd = os.pidfd_open(proc.pid)
+            self.loop.add_reader(self._pidfd, self._on_exit)
+        except OSError:  # no pidfd (an old kernel): its exit is polled
+            self._pidfd = None
+
+    def _wake(self) -> None:
+        if not self._changed.done():
+            self._changed.set_result(None)
+
+    def _on_exit(self) -> None:
+        # A pidfd stays readable once its process exits: watched no longer.
+        if self._pidfd is not None:
+            self.loop.remove_reader(self._pidfd)
+        self._wake()
+
+    def _read(self, fd: int) -> None:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
         if not chunk:
-            return
-        size += len(chunk)
-        if size > OUTPUT_CAP:
-            flood.set()
-            return
-        into.append(chunk)
+            self.loop.remove_reader(fd)
+            self._open.discard(fd)
+        else:
+            self._sizes[fd] += len(chunk)
+            if self._sizes[fd] > OUTPUT_CAP:
+                self.flooded = True
+            else:
+                assert self.proc.stdout is not None
+                (self.out if fd == self.proc.stdout.fileno() else self.err).append(chunk)
+        self._wake()
 
+    def _write(self) -> None:
+        fd = self._stdin
+        if fd is None:
+            return
+        try:
+            while self._pending:
+                sent = os.write(fd, self._pending)
+                self._pending = self._pending[sent:]
+        except BlockingIOError:
+            self.loop.add_writer(fd, self._write_more)
+            return
+        except OSError:
+            pass  # it exited, or closed its input: not an error
+        self._close_stdin()
 
-async def _feed(stdin: asyncio.StreamWriter, data: bytes) -> None:
-    # A hook that does not read its input (or exits first) is not an error.
-    with contextlib.suppress(OSError, ConnectionError):
-        stdin.write(data)
-        await stdin.drain()
-        stdin.close()
+    def _write_more(self) -> None:
+        if self._stdin is not None:
+            self.loop.remove_writer(self._stdin)
+        self._write()
+
+    def _close_stdin(self) -> None:
+        if self._stdin is not None:
+            self.loop.remove_writer(self._stdin)
+            self._stdin = None
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+
+    def _exited(self) -> bool:
+        return self.proc.poll() is not None
+
+    async def wait(self, timeout_s: float) -> bool:
+        """True when it exited within ``timeout_s``; False at the timeout or a flood."""
+        deadline = self.loop.time() + timeout_s
+        while not self.flooded:
+            if self._exited():
+                return True
+            left = deadline - self.loop.time()
+            if left <= 0:
+                return False
+            await self._next(min(left, 0.05) if self._pidfd is None else left)
+        return False
+
+    async def drained(self, grace_s: float) -> bool:
+        """True when its output closed within ``grace_s`` of its exit."""
+        deadline = self.loop.time() + grace_s
+        while self._open and not self.flooded:
+            left = deadline - self.loop.time()
+            if left <= 0:
+                return False
+            await self._next(left)
+        return not self.flooded
+
+    async def _next(self, timeout_s: float) -> None:
+        if self._changed.done():
+            self._changed = self.loop.create_future()
+        timer = self.loop.call_later(timeout_s, self._wake)
+        try:
+            await self._changed
+        finally:
+            timer.cancel()
+
+    def close(self) -> None:
+        self._close_stdin()
+        for fd in self._open:
+            self.loop.remove_reader(fd)
+        self._open.clear()
+        if self._pidfd is not None:
+            self.loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self.proc.stdout.close()
+        self.proc.stderr.close()
 
 
 def _stop_group(pid: int) -> None:
@@ -145,4 +243,3 @@ def _stop_group(pid: int) -> None:
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
-
