@@ -24,6 +24,7 @@ from codemode.cli import (  # noqa: F401
     acp,
     doctor,
     harness,
+    hooks,
     mcp,
     models,
     patch,
