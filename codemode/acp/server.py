@@ -231,6 +231,7 @@ class CodemodeAcpAgent:
             session_id=session_id,
             approver=approver,
             client=AcpToolClient(self.conn, session_id, self.capabilities.fs, approver),
+            untrusted_hooks_hint=": trust them with `interpreter hooks trust`",
         )
         try:
             config = load_config(self.options.overrides)

@@ -441,28 +441,29 @@ class Session:
         window = self.context_window
         if window and self._last_tokens > CONTEXT_HIGH_WATER * window:
             self._last_tokens = 0  # measured again by the next request
-            if await self._compact():
+            if await self.compact():
                 self.emit(Notice(message=f"context window ({window:,} tokens) nearly full: "
                                  "old tool outputs removed"))
         try:
             message, usage, stop = await self._stream_once()
         except ContextOverflowError as exc:
-            if not await self._compact():
+            if not await self.compact():
                 raise TurnFailure(f"{exc} (nothing left to compact)", "context_full") from None
             self.emit(Notice(message="context window full: old tool outputs removed, retrying"))
             message, usage, stop = await self._stream_once()
         self._last_tokens = usage.input_tokens + usage.output_tokens
         return message, usage, stop
 
-    async def _compact(self) -> int:
+    async def compact(self, trigger: str = "auto", keep: int = KEEP_RECENT_RESULTS) -> int:
         """Cut old tool outputs (``compact_tool_results``), with the PreCompact and
-        PostCompact hooks around it and SessionStart (compact) after."""
+        PostCompact hooks (``trigger``: auto or manual) around it and SessionStart
+        (compact) after; how many were cut."""
         hooks = self.hooks
         if hooks is not None:
-            await hooks.compact("PreCompact", "auto")
-        cut = compact_tool_results(self.messages)
+            await hooks.compact("PreCompact", trigger)
+        cut = compact_tool_results(self.messages, keep)
         if hooks is not None and cut:
-            await hooks.compact("PostCompact", "auto")
+            await hooks.compact("PostCompact", trigger)
             for text in await hooks.session_start("compact"):
                 self._append(UserMessage(text=f"[SessionStart hook context]\n{text}"))
         return cut

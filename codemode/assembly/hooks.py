@@ -45,3 +45,17 @@ def attach_hooks(
     if loaded.engine is not None:
         install(registry, loaded.engine, sandbox)
     return loaded.engine
+
+
+def refresh_hooks(
+    config: Config, cwd: Path, engine: HookEngine, sandbox: SandboxSession | None
+) -> None:
+    """After the person trusted or disabled hooks: the session runs the trusted ones
+    from its next call on."""
+    from codemode.hooks.review import review
+    from codemode.hooks.tool_calls import watch_approvals
+
+    found = review(cwd, codemode_home(), config.hooks, config.hooks_from_other_agents)
+    engine.set_hooks([hook for hook, state in found.rows if state == "trusted"])
+    if sandbox is not None:
+        watch_approvals(engine, sandbox)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from codemode.hooks.definitions import EVENTS, HookDef
+from codemode.hooks.definitions import EVENTS, TOOL_EVENTS, HookDef
 from codemode.hooks.outcome import HookOutcome, read_outcome
 from codemode.hooks.process import run_command
 
@@ -97,7 +97,6 @@ class HookEngine:
         env: dict[str, str] | None = None,
         listeners: Sequence[Listener] = (),
     ) -> None:
-        self.hooks = list(hooks)
         self.facts = facts
         self.env = dict(env if env is not None else os.environ)
         project = str(facts.cwd)
@@ -105,16 +104,23 @@ class HookEngine:
         self.env.setdefault("CODEMODE_PROJECT_DIR", project)
         self.env.setdefault("CLAUDE_PROJECT_DIR", project)
         self.listeners: list[Listener] = list(listeners)
-        self._by_event: dict[str, list[HookDef]] = {}
-        for hook in self.hooks:
-            self._by_event.setdefault(hook.event, []).append(hook)
-        self._matching: dict[tuple[str, tuple[str, ...]], tuple[HookDef, ...]] = {}
         self._ids = itertools.count(1)
+        self.set_hooks(hooks)
         # Context hooks added for the model outside a program (a classic call's
         # PostToolUse): the session delivers it with the next request.
         self.pending_context: list[str] = []
         # Set when a hook said ``continue: false``: the turn ends after its calls.
         self.stop_request: str | None = None
+
+    def set_hooks(self, hooks: Iterable[HookDef]) -> None:
+        """Run these hooks from now on (the person trusted or disabled some)."""
+        self.hooks = list(hooks)
+        self._by_event: dict[str, list[HookDef]] = {}
+        for hook in self.hooks:
+            self._by_event.setdefault(hook.event, []).append(hook)
+        self._matching: dict[tuple[str, tuple[str, ...]], tuple[HookDef, ...]] = {}
+        # Read on every tool call: a call with no tool hook at all pays one lookup.
+        self.tool_hooks = any(e in self._by_event for e in TOOL_EVENTS)
 
     def has(self, event: str) -> bool:
         return event in self._by_event

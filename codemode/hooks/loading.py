@@ -15,8 +15,9 @@ from codemode.hooks.trust import State, TrustStore
 
 @dataclass
 class LoadedHooks:
-    """Every hook found with its state, the engine of those that run (None: none do),
-    and what to tell the person once."""
+    """Every hook found with its state, the engine that runs the trusted ones (None:
+    no hook was found, and nothing is installed anywhere), and what to tell the person
+    once."""
 
     found: list[tuple[HookDef, State]] = field(default_factory=list)
     engine: HookEngine | None = None
@@ -57,7 +58,7 @@ def load_hooks(
             f"{skipped} project hook{'s' if skipped != 1 else ''} not trusted yet, so not "
             f"run{untrusted_hint}"
         )
-    if running:
+    if out.found:  # (an engine with none running yet: trusting one starts it)
         from codemode.sandbox.env import DEFAULT_ENV_DENY, scrub_environment
 
         env = scrub_environment(

@@ -68,17 +68,16 @@ def names_of(call: Call) -> CallNames:
 
 def hooks_interceptor(engine: HookEngine) -> Interceptor:
     """The interceptor for the ``hooks`` stage of a registry's pipeline."""
-    pre_any, post_any = engine.has("PreToolUse"), engine.has("PostToolUse")
-    permission_any = engine.has("PermissionRequest")
 
     async def hooks(call: Call, next_: Next) -> Any:
         program = current_program.get()
         sequence = program.next_sequence() if program is not None else None
-        if not (pre_any or post_any or permission_any):
+        if not engine.tool_hooks:
             return await next_(call)
         names = names_of(call)
-        pre = engine.matching("PreToolUse", names.subjects) if pre_any else ()
-        post = engine.matching("PostToolUse", names.subjects) if post_any else ()
+        pre = engine.matching("PreToolUse", names.subjects)
+        post = engine.matching("PostToolUse", names.subjects)
+        permission_any = engine.has("PermissionRequest")
         if not (pre or post or permission_any):
             return await next_(call)  # nothing matches this tool: nothing to pay
         fields = _call_fields(call, names, sequence)
@@ -208,6 +207,7 @@ def hook_approver(engine: HookEngine, inner: Approver | None) -> Approver:
                             "(no PermissionRequest hook decided)")
         return await inner(request)
 
+    approve.hooked = True  # type: ignore[attr-defined]
     return approve
 
 
@@ -224,7 +224,13 @@ def install(
 ) -> None:
     """Hook every call ``registry`` runs; with ``sandbox``, its approvals go to the
     PermissionRequest hooks first."""
-    if engine.has("PreToolUse") or engine.has("PostToolUse") or engine.has("PermissionRequest"):
-        registry.use(hooks_interceptor(engine), "hooks")
-    if sandbox is not None and engine.has("PermissionRequest"):
+    registry.use(hooks_interceptor(engine), "hooks")
+    if sandbox is not None:
+        watch_approvals(engine, sandbox)
+
+
+def watch_approvals(engine: HookEngine, sandbox: SandboxSession) -> None:
+    """Send ``sandbox``'s approvals to the PermissionRequest hooks first, if there are
+    any now and its approver is not already theirs."""
+    if engine.has("PermissionRequest") and not getattr(sandbox.approver, "hooked", False):
         sandbox.approver = hook_approver(engine, sandbox.approver)
