@@ -63,6 +63,10 @@ async def _run(task: RepoTask, started: float, cancel_on_sigterm: bool) -> RepoR
 
     root = Path(task.repository)
     repo_global = {"path": str(root), "name": root.name}
+    from codemode.hooks.loading import program_hooks
+
+    # The user's hooks (and the repository's trusted ones) guard a batch's calls too.
+    hooks = program_hooks(root, sandbox=task.sandbox).engine
     host = ToolHost(
         root,
         engine=task.engine,
@@ -70,6 +74,7 @@ async def _run(task: RepoTask, started: float, cancel_on_sigterm: bool) -> RepoR
         globals={"argv": list(task.argv), "repo": repo_global},
         sandbox=task.sandbox,
         dry_run=task.dry_run,
+        hooks=hooks,
     )
     try:
         result = await host.execute(task.source)

@@ -17,9 +17,11 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from codemode.hooks.places import Scope
 
 # Every event, in the order a session meets them.
 EVENTS = (
@@ -41,8 +43,6 @@ SUBJECT_EVENTS = frozenset({"SessionStart", "PreCompact", "PostCompact", "Sessio
 
 # Seconds a hook may run when its definition names no timeout.
 DEFAULT_TIMEOUT_S = 60.0
-
-Scope = Literal["user", "project"]
 
 
 class CommandHookModel(BaseModel):

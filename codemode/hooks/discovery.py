@@ -15,16 +15,12 @@ layers still load.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codemode.hooks.definitions import HookDef, Scope, parse_table
-from codemode.repository import repository_root
-
-HOOKS_FILE = "hooks.json"
-PROJECT_DIR = ".codemode"
+from codemode.hooks.definitions import HookDef, parse_table
+from codemode.hooks.places import Scope, hook_files
 
 
 @dataclass
@@ -49,29 +45,14 @@ def discover(
     ``config_table`` the config's ``[hooks]`` table, ``user_home`` the person's home
     (where Codex and Claude Code keep theirs)."""
     out = Discovered()
-    out.add(read_file(home / HOOKS_FILE, "user"))
+    files = hook_files(cwd, home, other_agents=other_agents, user_home=user_home)
+    # The config's own table comes right after the home's hooks.json: both are the user's.
+    out.add(read_file(*files[0]))
     if config_table:
         out.add(parse_table(config_table, f"{home / 'config.toml'} [hooks]", "user"))
-    roots = project_roots(cwd)
-    for root in roots:
-        out.add(read_file(root / PROJECT_DIR / HOOKS_FILE, "project"))
-    if other_agents:
-        person = user_home or Path.home()
-        codex_home = Path(os.environ.get("CODEX_HOME") or person / ".codex")
-        out.add(read_file(codex_home / HOOKS_FILE, "user"))
-        out.add(read_file(person / ".claude" / "settings.json", "user"))
-        for root in roots:
-            out.add(read_file(root / ".codex" / HOOKS_FILE, "project"))
-            out.add(read_file(root / ".claude" / "settings.json", "project"))
-            out.add(read_file(root / ".claude" / "settings.local.json", "project"))
+    for path, scope in files[1:]:
+        out.add(read_file(path, scope))
     return out
-
-
-def project_roots(cwd: Path) -> list[Path]:
-    """The repository's root and the workspace (once when they are the same)."""
-    cwd = cwd.resolve()
-    root = repository_root(cwd) or cwd
-    return [root] if root == cwd else [root, cwd]
 
 
 def read_file(path: Path, scope: Scope) -> tuple[list[HookDef], list[str]]:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from codemode.hooks.definitions import HookDef
-from codemode.hooks.discovery import discover
-from codemode.hooks.engine import HookEngine, SessionFacts
-from codemode.hooks.trust import State, TrustStore
+if TYPE_CHECKING:
+    # (imported when hooks are found: a run with none does not load pydantic for them)
+    from codemode.hooks.definitions import HookDef
+    from codemode.hooks.engine import HookEngine
+    from codemode.hooks.trust import State
 
 
 @dataclass
@@ -39,6 +40,10 @@ def load_hooks(
     """The session's hooks. ``run_untrusted``: project hooks run without being trusted
     (an explicit flag, for automation that validated them elsewhere). ``untrusted_hint``
     ends the one notice about project hooks that do not run."""
+    from codemode.hooks.discovery import discover
+    from codemode.hooks.engine import HookEngine, SessionFacts
+    from codemode.hooks.trust import TrustStore
+
     discovered = discover(cwd, home, config_table, other_agents=other_agents)
     store = TrustStore(home)
     out = LoadedHooks(notices=list(discovered.problems))
@@ -75,3 +80,41 @@ def permission_mode(approval_policy: str, sandbox_mode: str) -> str:
     if approval_policy == "never" and sandbox_mode == "danger-full-access":
         return "bypassPermissions"
     return "dontAsk" if approval_policy == "never" else "default"
+
+
+def program_hooks(
+    cwd: Path,
+    raw: dict[str, Any] | None = None,
+    *,
+    sandbox: Any = None,
+    run_untrusted: bool = False,
+    untrusted_hint: str = "",
+) -> LoadedHooks:
+    """The hooks a program run without a model (``interpreter run``, a batch worker)
+    obeys: the same ones a session in ``cwd`` would, from the raw config table ``raw``
+    (read from the config file when None). ``sandbox``: its settings (a model or a
+    mapping), for the withheld environment variables."""
+    from codemode.config_file import ConfigError, codemode_home, raw_config
+    from codemode.hooks.places import any_hooks
+
+    if raw is None:
+        try:
+            raw = raw_config()[1]
+        except ConfigError as exc:
+            return LoadedHooks(notices=[str(exc)])
+    if not any_hooks(cwd, codemode_home(), raw):
+        return LoadedHooks()
+    settings = sandbox if isinstance(sandbox, dict) else (
+        sandbox.model_dump() if sandbox is not None else {})
+    return load_hooks(
+        cwd.resolve(),
+        codemode_home(),
+        config_table=raw.get("hooks"),
+        other_agents=bool(raw.get("hooks_from_other_agents")),
+        run_untrusted=run_untrusted,
+        env_allow=list(settings.get("env_allowlist") or []),
+        env_deny=settings.get("env_denylist"),
+        permission_mode=permission_mode(str(settings.get("approval_policy", "")),
+                                        str(settings.get("sandbox_mode", ""))),
+        untrusted_hint=untrusted_hint,
+    )
