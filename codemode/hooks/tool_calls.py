@@ -119,9 +119,13 @@ def hooks_interceptor(engine: HookEngine) -> Interceptor:
 def _call_fields(call: Call, names: CallNames, sequence: int | None) -> dict[str, Any]:
     program = current_program.get()
     model_call = current_model_call.get()
+    args = call.args
+    field = getattr(call.tool, "freeform_field", None)
+    if isinstance(args, str) and field:
+        args = {field: args}  # `tools.apply_patch("...")`: hooks always get an object
     fields: dict[str, Any] = {
         "tool_name": names.hook_name,
-        "tool_input": call.args,
+        "tool_input": args,
         "tool_use_id": model_call if sequence is None or model_call is None
         else f"{model_call}#{sequence}",
         "harness_tool_name": names.harness,
