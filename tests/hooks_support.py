@@ -109,7 +109,28 @@ def run_session(
 ) -> Run:
     """One in-process code-mode session (native harness) with ``replies`` scripted; the
     session's CODEMODE_HOME is ``home``."""
+    before = os.environ.get("CODEMODE_HOME")
     os.environ["CODEMODE_HOME"] = str(home)
+    try:
+        return _run(home, work, replies, prompt, overrides, run_untrusted, prompts,
+                    approval_policy)
+    finally:
+        if before is None:
+            os.environ.pop("CODEMODE_HOME", None)
+        else:
+            os.environ["CODEMODE_HOME"] = before
+
+
+def _run(
+    home: Path,
+    work: Path,
+    replies: list[dict[str, Any]],
+    prompt: str,
+    overrides: Any,
+    run_untrusted: bool,
+    prompts: list[str] | None,
+    approval_policy: str,
+) -> Run:
     model = ScriptedModel(replies)
     info = ProviderInfo(name="scripted", base_url=IN_PROCESS_BASE_URL, wire_api="chat")
     provider = open_provider(info, api_key="sk-test", http_transport=ScriptedTransport(model))

@@ -141,3 +141,92 @@ def test_no_matching_hook_is_not_run(home: Path, work: Path, tmp_path: Path,
     # Write matched (write_file's Claude Code name), Read did not.
     assert [d["canonical_tool_name"] for d in logged(log)] == ["write_file"]
     assert json.loads(json.dumps(run.items("hook_run")))[0]["event"] == "PreToolUse"
+
+
+def test_a_program_cannot_trust_or_plant_hooks(home: Path, work: Path, tmp_path: Path) -> None:
+    """The trust store and the project's hooks file are out of a program's reach: the
+    workspace's .codemode/ is read-only to every tool and command, and codemode's home
+    (here inside the workspace, the worst case) is protected in it."""
+    inner_home = work / "agent-home"
+    inner_home.mkdir()
+    planted = {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "true"}]}]}}
+    code = f"""
+const out = [];
+for (const path of [".codemode/hooks.json", "agent-home/hooks-trust.json",
+                    "agent-home/hooks.json"]) {{
+  try {{ await tools.write_file({{path, content: {json.dumps(json.dumps(planted))}}});
+         out.push("wrote " + path); }}
+  catch (e) {{ out.push("refused " + path); }}
+}}
+const r = await tools.shell({{command:
+  "mkdir -p .codemode; echo x > .codemode/hooks.json; echo x > agent-home/hooks-trust.json"}});
+out.push("shell exit " + r.exit_code);
+return out;
+"""
+    run = run_session(inner_home, work, [
+        {"tool_calls": [{"name": "exec", "arguments": {"code": code}}]}, {"text": "ok"}])
+    value = run.items("code_execution")[0]["value"]
+    assert value[:3] == ["refused .codemode/hooks.json", "refused agent-home/hooks-trust.json",
+                         "refused agent-home/hooks.json"], value
+    assert value[3] != "shell exit 0"
+    assert not (work / ".codemode" / "hooks.json").exists()
+    assert not (inner_home / "hooks-trust.json").exists()
+    assert not (inner_home / "hooks.json").exists()
+
+
+def test_ask_goes_to_the_approver_and_is_refused_without_one(
+    home: Path, work: Path, tmp_path: Path
+) -> None:
+    import asyncio
+
+    from codemode.hooks.loading import program_hooks
+    from codemode.host import ToolHost
+
+    asker = python_hook(tmp_path, "ask.py", (
+        "import json\n"
+        "print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PreToolUse',"
+        " 'permissionDecision': 'ask', 'permissionDecisionReason': 'writes need a look'}}))\n"))
+    write_hooks(home / "hooks.json", hooks_table("PreToolUse", asker, "Write"))
+    asked: list[str] = []
+
+    async def approver(request: object) -> str:
+        asked.append(getattr(request, "justification", ""))
+        return "once" if len(asked) == 1 else "deny"
+
+    code = """
+const out = [];
+for (const name of ["a.txt", "b.txt"]) {
+  try { await tools.write_file({path: name, content: "x"}); out.push("wrote " + name); }
+  catch (e) { out.push(e.message); }
+}
+return out;
+"""
+
+    async def go(with_approver: bool) -> object:
+        host = ToolHost(work, hooks=program_hooks(work).engine,
+                        sandbox={"sandbox_mode": "workspace-write"},
+                        approver=approver if with_approver else None)
+        try:
+            return (await host.execute(code)).value
+        finally:
+            host.close()
+
+    value = asyncio.run(go(True))
+    assert value[0] == "wrote a.txt" and "declined" in value[1]
+    assert len(asked) == 2 and "writes need a look" in asked[0]
+    refused = asyncio.run(go(False))
+    assert all("no one can approve it" in v for v in refused)
+
+
+def test_continue_false_stops_the_turn(home: Path, work: Path, tmp_path: Path) -> None:
+    stopper = python_hook(tmp_path, "stop.py", (
+        "import json\n"
+        "print(json.dumps({'continue': False, 'stopReason': 'budget exhausted'}))\n"))
+    write_hooks(home / "hooks.json", hooks_table("PostToolUse", stopper))
+    run = run_session(home, work, [
+        {"tool_calls": [{"name": "exec", "arguments": {
+            "code": "await tools.read_file({path: 'notes.txt'})"}}]},
+        {"text": "never asked"}])
+    assert not run.result.ok and run.result.stop_reason == "hook_stopped"
+    assert "budget exhausted" in run.result.error
+    assert len(run.model.requests) == 1
