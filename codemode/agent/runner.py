@@ -240,6 +240,9 @@ class ToolRunner:
             if provenance.notes:  # hooks' context for the model, with the program's result
                 shown = [result.output.rstrip("\n")] if result.output else []
                 result.output = "\n".join([*shown, *provenance.notes])
+                if holder:  # (and for `wait`, when the program yielded first)
+                    for note in provenance.notes:
+                        holder[0].add(note)
             item.output = result.output
             item.value = result.value
             item.tool_calls = len(result.tool_calls)

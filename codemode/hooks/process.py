@@ -96,6 +96,9 @@ async def run_command(
             _stop_group(proc.pid)
         watch.close()
         if proc.returncode is None:
+            # (itself too: a hook that moved to a group of its own left ours)
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
             proc.wait()  # killed: reaped at once
     result.stdout = b"".join(watch.out).decode("utf-8", "replace")
     result.stderr = b"".join(watch.err).decode("utf-8", "replace")

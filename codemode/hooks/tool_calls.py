@@ -29,6 +29,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from codemode.hooks.definitions import HookDef
 from codemode.hooks.engine import Combined, HookEngine
 from codemode.tools.context import ToolError
 from codemode.tools.pipeline import Call, Interceptor, Next
@@ -82,38 +83,53 @@ def hooks_interceptor(engine: HookEngine) -> Interceptor:
             return await next_(call)  # nothing matches this tool: nothing to pay
         fields = _call_fields(call, names, sequence)
         parent = program.item_id if program is not None else None
-        if pre:
-            answer = await engine.fire("PreToolUse", fields, hooks=pre, parent_id=parent)
-            _stop_if_asked(engine, answer)
-            if answer.decision == "deny":
-                raise ToolError(f"tools.{names.harness} was denied by {answer.reason_text()}")
-            if answer.updated_input is not None:
-                call = dataclasses.replace(call, args=answer.updated_input)
-                fields = {**fields, "tool_input": answer.updated_input}
-            if answer.decision == "ask":
-                await _ask(call, names, answer)
-            _note(engine, answer, "PreToolUse", names)
         if permission_any:
-            # Set, not reset with a token: the bridge starts a call in the program's
-            # context and may finish it in a task of its own.
+            # For the PermissionRequest hooks of an approval this call leads to. Set,
+            # not reset with a token: the bridge starts a call in the program's context
+            # and may finish it in a task of its own.
             previous = _current.get()
             _current.set((names, fields))
         try:
-            result = await next_(call)
+            return await _hooked(engine, call, next_, names, fields, pre, post, parent)
         finally:
             if permission_any:
                 _current.set(previous)
-        if post:
-            answer = await engine.fire(
-                "PostToolUse", {**fields, "tool_response": result}, hooks=post, parent_id=parent
-            )
-            _stop_if_asked(engine, answer)
-            if answer.decision == "block":
-                answer.context.insert(0, answer.reason_text())
-            _note(engine, answer, "PostToolUse", names)
-        return result
 
     return hooks
+
+
+async def _hooked(
+    engine: HookEngine,
+    call: Call,
+    next_: Next,
+    names: CallNames,
+    fields: dict[str, Any],
+    pre: tuple[HookDef, ...],
+    post: tuple[HookDef, ...],
+    parent: str | None,
+) -> Any:
+    """The PreToolUse hooks, the call, the PostToolUse hooks."""
+    if pre:
+        answer = await engine.fire("PreToolUse", fields, hooks=pre, parent_id=parent)
+        _stop_if_asked(engine, answer)
+        if answer.decision == "deny":
+            raise ToolError(f"tools.{names.harness} was denied by {answer.reason_text()}")
+        if answer.updated_input is not None:
+            call = dataclasses.replace(call, args=answer.updated_input)
+            fields = {**fields, "tool_input": answer.updated_input}
+        if answer.decision == "ask":
+            await _ask(call, names, answer)
+        _note(engine, answer, "PreToolUse", names)
+    result = await next_(call)
+    if post:
+        answer = await engine.fire(
+            "PostToolUse", {**fields, "tool_response": result}, hooks=post, parent_id=parent
+        )
+        _stop_if_asked(engine, answer)
+        if answer.decision == "block":
+            answer.context.insert(0, answer.reason_text())
+        _note(engine, answer, "PostToolUse", names)
+    return result
 
 
 def _call_fields(call: Call, names: CallNames, sequence: int | None) -> dict[str, Any]:
