@@ -106,6 +106,8 @@ def run_session(
     run_untrusted: bool = False,
     prompts: list[str] | None = None,
     approval_policy: str = "never",
+    harness: str = "native",
+    code_mode: bool = True,
 ) -> Run:
     """One in-process code-mode session (native harness) with ``replies`` scripted; the
     session's CODEMODE_HOME is ``home``."""
@@ -113,7 +115,7 @@ def run_session(
     os.environ["CODEMODE_HOME"] = str(home)
     try:
         return _run(home, work, replies, prompt, overrides, run_untrusted, prompts,
-                    approval_policy)
+                    approval_policy, harness, code_mode)
     finally:
         if before is None:
             os.environ.pop("CODEMODE_HOME", None)
@@ -130,12 +132,14 @@ def _run(
     run_untrusted: bool,
     prompts: list[str] | None,
     approval_policy: str,
+    harness: str,
+    code_mode: bool,
 ) -> Run:
     model = ScriptedModel(replies)
     info = ProviderInfo(name="scripted", base_url=IN_PROCESS_BASE_URL, wire_api="chat")
     provider = open_provider(info, api_key="sk-test", http_transport=ScriptedTransport(model))
     events: list[BaseModel] = []
-    options = SessionOptions(cwd=work, model="test-model", code_mode=True, harness="native",
+    options = SessionOptions(cwd=work, model="test-model", code_mode=code_mode, harness=harness,
                              sandbox_mode="workspace-write", approval_policy=approval_policy)
     config = load_config(["model_provider=scripted", *overrides], home=home)
     spec = SessionSpec(listeners=[events.append], provider=provider, provider_name="scripted",

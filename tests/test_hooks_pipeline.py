@@ -230,3 +230,47 @@ def test_continue_false_stops_the_turn(home: Path, work: Path, tmp_path: Path) -
     assert not run.result.ok and run.result.stop_reason == "hook_stopped"
     assert "budget exhausted" in run.result.error
     assert len(run.model.requests) == 1
+
+
+def test_matchers_see_an_emulated_harness_tool_and_ours(
+    home: Path, work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "hook.log"
+    monkeypatch.setenv("HOOK_LOG", str(log))
+    write_hooks(home / "hooks.json",
+                hooks_table("PreToolUse", python_hook(tmp_path, "rec.py", RECORDER), "shell"))
+    run = run_session(home, work, [
+        {"tool_calls": [{"name": "Bash", "id": "c1", "arguments": {"command": "echo via-bash"}}]},
+        {"text": "ok"}], harness="claude-code", code_mode=False)
+    assert run.result.ok
+    seen = logged(log)
+    assert len(seen) == 1  # the adapter's own call of our shell is not hooked twice
+    assert (seen[0]["tool_name"], seen[0]["harness_tool_name"], seen[0]["canonical_tool_name"],
+            seen[0]["tool_use_id"]) == ("Bash", "Bash", "shell", "c1")
+    assert "exec_call_id" not in seen[0]  # a classic call: no program
+
+
+def test_mcp_tools_are_matched_by_their_mcp_names(
+    home: Path, work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    probe = Path(__file__).parent / "mcp_servers" / "probe_server.py"
+    log = tmp_path / "hook.log"
+    monkeypatch.setenv("HOOK_LOG", str(log))
+    (home / "config.toml").write_text(
+        f"[mcp_servers.probe]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(probe))}]\ntrust = \"read\"\n"
+        "startup_timeout_s = 120\n")  # (a busy machine starts it slowly)
+    write_hooks(home / "hooks.json", hooks_table(
+        "PostToolUse", python_hook(tmp_path, "rec.py", RECORDER), "mcp__probe__.*"))
+    run = run_session(home, work, [
+        {"tool_calls": [{"name": "exec", "arguments": {
+            "code": "const s = await tools.probe.add({a: 2, b: 3}); "
+                    "await tools.read_file({path: 'notes.txt'}); return s"}}]},
+        {"text": "ok"}])
+    assert run.result.ok, run.result.error
+    seen = logged(log)
+    assert [d["tool_name"] for d in seen] == ["mcp__probe__add"], (
+        run.items("code_execution"), run.items("hook_run"), run.notices())
+    assert seen[0]["tool_input"] == {"a": 2, "b": 3} and seen[0]["sequence"] == 1

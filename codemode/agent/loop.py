@@ -418,14 +418,6 @@ class Session:
         if reason is not None:
             raise TurnFailure(f"a hook stopped the turn: {reason}", "hook_stopped")
 
-    async def start_over(self, source: str = "clear") -> None:
-        """After the conversation was cleared: SessionEnd for the old one and
-        SessionStart (``source``) before the next prompt."""
-        if self.hooks is not None and self.hooks.started:
-            await self.hooks.session_end(source)
-            self.hooks.started = False
-        self.start_source = source
-
     def _finish_with(self, result: TurnResult, answer: str) -> None:
         """End the turn on a harness's completion signal, with ``answer`` as the reply."""
         result.final_message = answer
