@@ -51,7 +51,8 @@ def configure(where: Path, tmp_path: Path) -> None:
     write_hooks(where, merge(
         hooks_table("PreToolUse", f"{PYTHON} {guard}", "Bash",
                     statusMessage="asking the repository guard"),
-        hooks_table("SessionEnd", f"{PYTHON} {end}")))
+        hooks_table("SessionEnd", f"{PYTHON} {end}"),
+        hooks_table("SessionStart", f"{PYTHON} {end}")))
 
 
 def test_the_interactive_session_reviews_trusts_and_shows_hooks(
@@ -60,11 +61,11 @@ def test_the_interactive_session_reviews_trusts_and_shows_hooks(
     log = tmp_path / "hook.log"
     configure(work / ".codemode" / "hooks.json", tmp_path)
     replies = [{"tool_calls": [{"name": "exec", "arguments": {"code": PROGRAM}}]},
-               {"text": "The guard refused."}]
+               {"text": "The guard refused."}, {"text": "A fresh start."}]
     with ScriptedModelServer(replies) as server:
         term = start(terms, server, "--code-mode", home=home, cwd=work,
                      HOOK_LOG=str(log))
-        term.expect("2 project hooks not trusted yet, so not run: review them with /hooks")
+        term.expect("3 project hooks not trusted yet, so not run: review them with /hooks")
         term.prompt()
         term.send_line("/hooks")
         term.expect("[untrusted]")
@@ -80,10 +81,16 @@ def test_the_interactive_session_reviews_trusts_and_shows_hooks(
         term.expect("deny: not in this repository")
         term.expect("The guard refused.")
         term.prompt()
+        term.send_line("/new")
+        term.expect("session ")
+        term.send_line("hello again")
+        term.expect("A fresh start.")
+        term.prompt()
         assert term.finish() == 0
     assert (work / "notes.txt").exists()
-    ends = [d for d in logged(log) if d["hook_event_name"] == "SessionEnd"]
-    assert [d["reason"] for d in ends] == ["prompt_input_exit"]
+    seen = [(d["hook_event_name"], d.get("source") or d.get("reason")) for d in logged(log)]
+    assert seen == [("SessionStart", "startup"), ("SessionEnd", "clear"),
+                    ("SessionStart", "clear"), ("SessionEnd", "prompt_input_exit")]
 
 
 async def test_acp_reports_hook_runs_as_tool_calls(home: Path, work: Path, tmp_path: Path) -> None:
