@@ -171,9 +171,12 @@ class HookEngine:
             return combined
         data = json.dumps({**self.base_input(event), **fields}, default=_jsonable,
                           ensure_ascii=False).encode()
-        outcomes = await asyncio.gather(
-            *(self._run(hook, data, parent_id) for hook in chosen)
-        )
+        if len(chosen) == 1:  # (no task to make: this runs around every hooked call)
+            outcomes = [await self._run(chosen[0], data, parent_id)]
+        else:
+            outcomes = list(
+                await asyncio.gather(*(self._run(hook, data, parent_id) for hook in chosen))
+            )
         for hook, outcome in zip(chosen, outcomes, strict=True):
             _merge(combined, hook, outcome)
         return combined
