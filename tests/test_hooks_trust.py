@@ -99,9 +99,9 @@ def test_a_bad_name_is_a_usage_error_and_a_bad_file_a_listed_problem(
                                                                      "hooks": []}]}}))
     listed = run_cli(["hooks", "list"], home=home, cwd=work)
     assert listed.code == 1 and "Traceback" not in listed.stderr + listed.stdout
-    assert "not valid JSON" in listed.stdout
-    assert "unknown hook event 'BeforeEverything'" in listed.stdout
-    assert "not a valid regular expression" in listed.stdout
+    assert "not valid JSON" in listed.stderr
+    assert "unknown hook event 'BeforeEverything'" in listed.stderr
+    assert "not a valid regular expression" in listed.stderr
     bad = run_cli(["hooks", "trust", "zzzz"], home=home, cwd=work)
     assert bad.code == 2 and "no hook 'zzzz'" in bad.stderr
 
@@ -163,3 +163,12 @@ def test_merging_layers_runs_all_matching_hooks(home: Path, work: Path, tmp_path
     with ScriptedModelServer(SCRIPT) as server:
         run = exec_run(server, home, work)
     assert run.code == 0 and a.exists() and b.exists()
+
+
+def test_a_listing_shows_escape_sequences_and_does_not_obey_them(home: Path, work: Path) -> None:
+    write_hooks(work / ".codemode" / "hooks.json",
+                hooks_table("Stop", "echo \x1b]0;owned\x07 \x1b[2J", statusMessage="\x1b[31mred"))
+    listed = run_cli(["hooks", "list"], home=home, cwd=work)
+    assert listed.code == 0
+    assert "\x1b" not in listed.stdout and "\x07" not in listed.stdout
+    assert "echo" in listed.stdout

@@ -11,6 +11,7 @@ import click
 
 from codemode.cli.options import config_option, cwd_option, load_config_or_usage
 from codemode.cli.root import cli
+from codemode.control_chars import visible
 
 if TYPE_CHECKING:
     from codemode.hooks.review import Review
@@ -44,6 +45,8 @@ def hooks_list(cwd: Path, overrides: tuple[str, ...], as_json: bool) -> None:
     else:
         for line in found.lines():
             click.echo(line)
+        for line in found.problem_lines():
+            click.echo(line, err=True)
     sys.exit(1 if found.problems else 0)
 
 
@@ -80,6 +83,6 @@ def _decide(cwd: Path, overrides: tuple[str, ...], names: list[str], *, trust: b
         raise click.ClickException(f"cannot write {found.store.path}: {exc}") from None
     verb = "trusted" if trust else "disabled"
     for hook in picked:
-        click.echo(f"{verb}: {hook.key}  {hook.describe()}")
+        click.echo(visible(f"{verb}: {hook.key}  {hook.describe()}"))
     if not picked:
         click.echo("nothing to do: no project hook waits for trust")

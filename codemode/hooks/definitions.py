@@ -140,10 +140,13 @@ def parse_table(table: Any, source: str, scope: Scope) -> tuple[list[HookDef], l
                                 f"not a valid regular expression ({exc})")
                 continue
             for hook in group.hooks:
-                if hook.type != "command" or not (hook.command or "").strip():
-                    problems.append(f"{source}: hooks.{event}[{n}]: a hook of type "
-                                    f"{hook.type!r} without a command does not run here "
-                                    "(only command hooks do)")
+                if hook.type != "command":
+                    problems.append(f"{source}: hooks.{event}[{n}]: {hook.type!r} hooks do "
+                                    "not run here (only command hooks do)")
+                    continue
+                if not (hook.command or "").strip():
+                    problems.append(f"{source}: hooks.{event}[{n}]: a command hook without "
+                                    "a command")
                     continue
                 found.append(
                     HookDef(

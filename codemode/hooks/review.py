@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codemode.control_chars import visible
 from codemode.hooks.definitions import HookDef
 from codemode.hooks.discovery import discover
 from codemode.hooks.trust import State, TrustStore
@@ -36,15 +37,17 @@ class Review:
         return picked
 
     def lines(self) -> list[str]:
-        """The listing, one hook per line (and its status message), then the problems."""
+        """The listing, one hook per line (and its status message), shown and not obeyed
+        by a terminal: a project's file could hold escape sequences."""
         if not self.rows:
-            out = ["no hooks found"]
-        else:
-            out = [f"{n:>2}. [{state}] {hook.key}  {hook.describe()}"
-                   + (f"\n      status: {hook.status_message}" if hook.status_message else "")
-                   for n, (hook, state) in enumerate(self.rows, start=1)]
-        out += [f"problem: {p}" for p in self.problems]
-        return out
+            return ["no hooks found"]
+        return [visible(f"{n:>2}. [{state}] {hook.key}  {hook.describe()}"
+                        + (f"\n      status: {hook.status_message}" if hook.status_message
+                           else ""))
+                for n, (hook, state) in enumerate(self.rows, start=1)]
+
+    def problem_lines(self) -> list[str]:
+        return [visible(f"problem: {p}") for p in self.problems]
 
     def as_json(self) -> dict[str, Any]:
         return {

@@ -27,6 +27,8 @@ async def _hooks(app: InteractiveApp, arg: str) -> None:
     if not verb:
         for line in found.lines():
             app.console.print(Text(line, style="yellow" if "[untrusted]" in line else ""))
+        for line in found.problem_lines():
+            app.console.print(Text(line, style="red"))
         if any(state == "untrusted" for _, state in found.rows):
             app.console.print(Text("trust with /hooks trust N (or all); a changed hook asks "
                                    "again", style="dim"))

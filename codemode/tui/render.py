@@ -414,10 +414,8 @@ class TerminalRenderer:
     def _done_hook_run(self, item: HookRunItem, depth: int) -> None:
         # Shown when it refused something; a failure was a notice, an agreement is quiet.
         if item.status == "declined":
-            from codemode.control_chars import visible
-
             line = f"⛔ {item.event} hook `{item.command}` {item.decision}: {item.reason}"
-            self._print(Text(visible(line), style="yellow"), depth=depth)
+            self._print(Text(line, style="yellow"), depth=depth)
 
     def _done_code_execution(self, item: CodeExecutionItem, depth: int) -> None:
         self.current_program = None
