@@ -10,11 +10,14 @@ from pathlib import Path
 
 import pytest
 from agent_support import provider_flags, run_cli
+from confinement_support import give, run_shell, shared_dir, skip_unless
 from hooks_support import hooks_table, script, write_hooks
 
 from codemode.hooks.discovery import discover
 from codemode.hooks.trust import TRUST_FILE
 from codemode.testing.scripted_server import ScriptedModelServer
+
+__all__ = ["shared_dir"]  # a fixture
 
 PROGRAM = {"code": "const r = await tools.shell({command: 'echo hi'}); return r.output"}
 SCRIPT = [{"tool_calls": [{"name": "exec", "arguments": PROGRAM}]}, {"text": "done"}]
@@ -172,3 +175,25 @@ def test_a_listing_shows_escape_sequences_and_does_not_obey_them(home: Path, wor
     assert listed.code == 0
     assert "\x1b" not in listed.stdout and "\x07" not in listed.stdout
     assert "echo" in listed.stdout
+
+
+def test_a_confined_command_cannot_trust_or_plant_hooks(shared_dir: Path, user: str) -> None:
+    """As root and as nobody: a command the agent runs writes neither the trust store
+    (codemode's home, here inside the workspace, the worst case) nor a project's
+    hooks file, though the workspace itself is writable to it."""
+    skip_unless(user)
+    ws = shared_dir / "ws"
+    agent_home = ws / "agent-home"
+    (ws / ".codemode").mkdir(parents=True)
+    agent_home.mkdir()
+    give(ws, user)
+    attack = ("echo '{\"trusted\": {}}' > agent-home/hooks-trust.json; "
+              "echo '{\"hooks\": {}}' > .codemode/hooks.json; "
+              "echo '{\"hooks\": {}}' > agent-home/hooks.json; "
+              "echo ok > allowed.txt; ls agent-home .codemode")
+    result = run_shell(user, ws, attack, extra_env={"CODEMODE_HOME": str(agent_home)},
+                       sandbox_mode="workspace-write")
+    assert (ws / "allowed.txt").read_text() == "ok\n"  # the workspace is writable
+    assert not (agent_home / "hooks-trust.json").exists(), result
+    assert not (agent_home / "hooks.json").exists(), result
+    assert not (ws / ".codemode" / "hooks.json").exists(), result
