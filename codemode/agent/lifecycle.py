@@ -11,7 +11,8 @@ session closes. Tool events fire in the tool pipeline (``codemode.hooks.tool_cal
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -19,6 +20,19 @@ from codemode.agent.events import HookRunItem, ItemCompleted, ItemStarted, Notic
 from codemode.hooks.engine import Combined, HookEngine, HookRun
 
 Emit = Callable[[BaseModel], None]
+# Why hooks end a turn (``codemode.agent.loop.StopReason``'s values for them).
+Ending = Literal["prompt_blocked", "hook_stopped"]
+
+
+@dataclass
+class Verdict:
+    """What the loop does after some hooks ran: messages for the model before and after
+    the prompt (or after the calls), or the turn's end (``refusal``: its message and
+    why)."""
+
+    before: list[str] = field(default_factory=list)
+    after: list[str] = field(default_factory=list)
+    refusal: tuple[str, Ending] | None = None
 
 
 class SessionHooks:
@@ -31,6 +45,7 @@ class SessionHooks:
         self._items: dict[str, HookRunItem] = {}
         engine.listeners.append(self._on_run)
         self.started = False
+        self._stop_active = False  # a Stop hook has blocked in this turn
 
     # --- showing runs --------------------------------------------------------------
 
@@ -70,10 +85,48 @@ class SessionHooks:
     # --- lifecycle events ----------------------------------------------------------
 
     async def session_start(self, source: str) -> list[str]:
-        """SessionStart; the context its hooks add for the model."""
+        """SessionStart; the messages with the context its hooks add for the model."""
         self.started = True
         answer = await self._fire("SessionStart", {"source": source}, (source,))
-        return answer.context
+        return [f"[SessionStart hook context]\n{text}" for text in answer.context]
+
+    async def before_prompt(self, prompt: str, source: str) -> Verdict:
+        """A turn begins: SessionStart (``source``) if the session has not started for
+        hooks yet, then UserPromptSubmit."""
+        self._stop_active = False
+        verdict = Verdict()
+        if not self.started:
+            verdict.before = await self.session_start(source)
+        answer = await self.prompt_submit(prompt)
+        if answer.decision == "block":
+            verdict.refusal = (f"the prompt was blocked by {answer.reason_text()}",
+                               "prompt_blocked")
+            return verdict
+        verdict.after = [f"[UserPromptSubmit hook context]\n{text}" for text in answer.context]
+        verdict.refusal = self._stopped()
+        return verdict
+
+    async def stop_check(self, answer: str) -> Verdict:
+        """The model answered: a Stop hook that blocks gives the model's next message
+        (``after``); one that stops ends the turn."""
+        if not self.engine.has("Stop"):
+            return Verdict()
+        said = await self.stop(answer, self._stop_active)
+        verdict = Verdict(refusal=self._stopped())
+        if said.decision == "block" and verdict.refusal is None:
+            self._stop_active = True
+            verdict.after = [f"[Stop hook] {said.reason_text()}"]
+        return verdict
+
+    def after_calls(self) -> Verdict:
+        """A reply's calls are done: the context their hooks added outside a program,
+        and the turn's end if one said ``continue: false``."""
+        pending, self.engine.pending_context = self.engine.pending_context, []
+        return Verdict(after=pending, refusal=self._stopped())
+
+    def _stopped(self) -> tuple[str, Ending] | None:
+        reason, self.engine.stop_request = self.engine.stop_request, None
+        return None if reason is None else (f"a hook stopped the turn: {reason}", "hook_stopped")
 
     async def prompt_submit(self, prompt: str) -> Combined:
         return await self._fire("UserPromptSubmit", {"prompt": prompt})
@@ -99,8 +152,3 @@ class SessionHooks:
         if answer.stop and self.engine.stop_request is None:
             self.engine.stop_request = answer.stop_reason or f"a {event} hook asked to stop"
         return answer
-
-    def take_context(self) -> list[str]:
-        """Context hooks added outside a program since the last request."""
-        pending, self.engine.pending_context = self.engine.pending_context, []
-        return pending

@@ -165,7 +165,6 @@ class Session:
         # The user's hooks (codemode.hooks), and SessionStart's source for the first turn.
         self.hooks: SessionHooks | None = None
         self.start_source = start_source
-        self._stop_active = False  # a Stop hook has already blocked this turn
         if hooks is not None:
             self.hooks = SessionHooks(hooks, self.emit, runner.next_id)
             hooks.facts.session_id, hooks.facts.model = session_id, model
@@ -375,48 +374,33 @@ class Session:
     # --- hooks (codemode.agent.lifecycle) ----------------------------------------------
 
     async def _prompt_hooks(self, prompt: str) -> tuple[list[str], list[str]]:
-        """SessionStart (once) and UserPromptSubmit: the context their hooks add, to go
-        before and after the prompt. Raises TurnFailure when a hook refuses the prompt."""
-        hooks = self.hooks
-        assert hooks is not None
-        hooks.engine.facts.model = self.model
-        self._stop_active = False
-        before = []
-        if not hooks.started:
-            before = await hooks.session_start(self.start_source)
-        answer = await hooks.prompt_submit(prompt)
-        if answer.decision == "block":
-            raise TurnFailure(f"the prompt was blocked by {answer.reason_text()}",
-                              "prompt_blocked")
-        self._stop_if_asked(hooks)
-        return (
-            [f"[SessionStart hook context]\n{text}" for text in before],
-            [f"[UserPromptSubmit hook context]\n{text}" for text in answer.context],
-        )
+        """SessionStart (once) and UserPromptSubmit: the messages their hooks add before
+        and after the prompt. TurnFailure when a hook refuses the prompt or stops."""
+        assert self.hooks is not None
+        self.hooks.engine.facts.model = self.model
+        verdict = await self.hooks.before_prompt(prompt, self.start_source)
+        if verdict.refusal is not None:
+            raise TurnFailure(*verdict.refusal)
+        return verdict.before, verdict.after
 
     async def _stop_blocked(self, answer: str) -> bool:
         """Stop hooks: True when one refused to let the turn end (its reason is now the
-        model's next instruction)."""
-        hooks = self.hooks
-        if hooks is None or not hooks.engine.has("Stop"):
+        model's next message)."""
+        if self.hooks is None:
             return False
-        verdict = await hooks.stop(answer, self._stop_active)
-        self._stop_if_asked(hooks)
-        if verdict.decision != "block":
-            return False
-        self._stop_active = True
-        self._append(UserMessage(text=f"[Stop hook] {verdict.reason_text()}"))
-        return True
+        verdict = await self.hooks.stop_check(answer)
+        if verdict.refusal is not None:
+            raise TurnFailure(*verdict.refusal)
+        for text in verdict.after:
+            self._append(UserMessage(text=text))
+        return bool(verdict.after)
 
     def _after_calls(self, hooks: SessionHooks) -> None:
-        for note in hooks.take_context():
-            self._append(UserMessage(text=note))
-        self._stop_if_asked(hooks)
-
-    def _stop_if_asked(self, hooks: SessionHooks) -> None:
-        reason, hooks.engine.stop_request = hooks.engine.stop_request, None
-        if reason is not None:
-            raise TurnFailure(f"a hook stopped the turn: {reason}", "hook_stopped")
+        verdict = hooks.after_calls()
+        for text in verdict.after:
+            self._append(UserMessage(text=text))
+        if verdict.refusal is not None:
+            raise TurnFailure(*verdict.refusal)
 
     def _finish_with(self, result: TurnResult, answer: str) -> None:
         """End the turn on a harness's completion signal, with ``answer`` as the reply."""
@@ -457,7 +441,7 @@ class Session:
         if hooks is not None and cut:
             await hooks.compact("PostCompact", trigger)
             for text in await hooks.session_start("compact"):
-                self._append(UserMessage(text=f"[SessionStart hook context]\n{text}"))
+                self._append(UserMessage(text=text))
         return cut
 
     async def _stream_once(self) -> tuple[AssistantMessage, Usage, str]:
