@@ -163,3 +163,42 @@ def test_compaction_fires_pre_and_post_compact(
     assert compact["trigger"] == "auto"
     assert logged(log)[at + 2]["source"] == "compact"
     assert json.dumps(names).count("SessionStart") == 2
+
+
+def test_a_manual_compaction_fires_its_hooks_with_trigger_manual(
+    home: Path, work: Path, tmp_path: Path, log: Path
+) -> None:
+    import asyncio
+
+    from codemode.assembly.options import SessionOptions, SessionSpec
+    from codemode.assembly.session import build_session
+    from codemode.config import load_config
+    from codemode.providers.catalog import ProviderInfo, open_provider
+    from codemode.testing.scripted.in_process import IN_PROCESS_BASE_URL, ScriptedTransport
+    from codemode.testing.scripted.script import ScriptedModel
+
+    record_every_event(home, tmp_path)
+    big = "const r = await tools.shell({command: 'seq 1 3000'}); return r.output"
+    model = ScriptedModel([{"tool_calls": [{"name": "exec", "arguments": {"code": big}}]},
+                           {"text": "done"}])
+    provider = open_provider(ProviderInfo(name="scripted", base_url=IN_PROCESS_BASE_URL,
+                                          wire_api="chat"),
+                             api_key="sk-test", http_transport=ScriptedTransport(model))
+    session = build_session(
+        load_config(["model_provider=scripted"], home=home),
+        SessionOptions(cwd=work, model="test-model", code_mode=True, harness="native",
+                       approval_policy="never"),
+        SessionSpec(provider=provider, provider_name="scripted", record=False))
+
+    async def go() -> int:
+        try:
+            assert (await session.run_turn("go")).ok
+            return await session.compact("manual", keep=0)  # what /compact does
+        finally:
+            await session.aclose()
+
+    assert asyncio.run(go()) == 1
+    fired = [(d["hook_event_name"], d.get("trigger") or d.get("source")) for d in logged(log)
+             if d["hook_event_name"] in ("PreCompact", "PostCompact", "SessionStart")]
+    assert fired == [("SessionStart", "startup"), ("PreCompact", "manual"),
+                     ("PostCompact", "manual"), ("SessionStart", "compact")]
