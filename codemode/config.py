@@ -72,6 +72,12 @@ class Config(BaseModel):
     mcp_servers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # Validated here, so a bad [sandbox] table is a usage error before anything runs.
     sandbox: SandboxOptions = Field(default_factory=SandboxOptions)
+    # Hooks inline ([[hooks.PreToolUse]], [[hooks.PreToolUse.hooks]]), read by
+    # codemode.hooks, which reports a bad entry without stopping the session.
+    hooks: dict[str, Any] = Field(default_factory=dict)
+    # Also run the hooks Codex and Claude Code users keep (.codex/hooks.json,
+    # .claude/settings.json, in the project and the home): docs/hooks.md.
+    hooks_from_other_agents: bool = False
 
 
 def load_config(overrides: list[str] | tuple[str, ...] = (), *, home: Path | None = None) -> Config:

@@ -41,6 +41,15 @@ class ExecOptions(SessionOptions):
     # Codex-compatible exec options (the Codex SDK passes these).
     images: list[Path] = field(default_factory=list)
     output_schema: Path | None = None
+    # Run project hooks nobody trusted (they are skipped, with one notice, otherwise).
+    trust_project_hooks: bool = False
+
+
+# What exec's one notice about a project's untrusted hooks adds.
+UNTRUSTED_HOOKS_HINT = (
+    ": review them with `interpreter hooks list`, trust them with `interpreter hooks "
+    "trust`, or pass --trust-project-hooks"
+)
 
 
 def run_exec(options: ExecOptions) -> int:
@@ -112,6 +121,8 @@ async def _run(options: ExecOptions) -> int:
             path = find_session(codemode_home() / SESSIONS_DIR, options.resume or None)
             resume = read_session(path)
         spec = SessionSpec(listeners=[printer], resume=resume, output_schema=schema)
+    spec.run_untrusted_hooks = options.trust_project_hooks
+    spec.untrusted_hooks_hint = UNTRUSTED_HOOKS_HINT
     session = build_session(config, options, spec)
     status = await _drive(session, prompts, images)
     if replayed is not None and options.replay is not None and status != EXIT_INTERRUPTED:

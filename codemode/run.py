@@ -19,6 +19,7 @@ from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
 from codemode.tools.registry import ToolRegistry, code_name
 
 if TYPE_CHECKING:
+    from codemode.hooks.engine import HookEngine
     from codemode.sandbox.settings import SandboxSettings
 
 EXIT_OK, EXIT_SCRIPT_ERROR, EXIT_USAGE, EXIT_LIMIT = 0, 1, 2, 3
@@ -66,6 +67,7 @@ async def run_source(
     err: TextIO = sys.stderr,
     dry_run: bool = False,
     filename: str = "program.js",
+    hooks: HookEngine | None = None,
 ) -> int:
     """Run one script and report it; returns the exit status.
 
@@ -73,8 +75,9 @@ async def run_source(
     approve anything, so a command needing approval is refused (the script sees a
     catchable exception) unless the approval policy is ``never``. ``dry_run``: no file
     is written; the unified diff of what would have changed is printed at the end.
+    ``hooks``: the user's tool hooks, run on every call the script makes.
     """
-    parts = program_parts(cwd, registry, sandbox=sandbox, dry_run=dry_run)
+    parts = program_parts(cwd, registry, sandbox=sandbox, dry_run=dry_run, hooks=hooks)
     changes = parts.dry_run
     try:
         on_event = None if as_json else _printer(verbose, out, err)
@@ -144,15 +147,24 @@ def read_script(script: str) -> str:
 
 
 def run_script(
-    source: str, *, mcp_servers: Mapping[str, dict[str, Any]] | None = None, **options: Any
+    source: str,
+    *,
+    mcp_servers: Mapping[str, dict[str, Any]] | None = None,
+    raw_config: dict[str, Any] | None = None,
+    trust_project_hooks: bool = False,
+    **options: Any,
 ) -> int:
     """Run ``source`` with ``run_source``'s options; returns the exit status.
 
     ``mcp_servers`` (``[mcp_servers.*]`` tables) are started first and their tools
     offered as ``tools.SERVER.*``; one that fails to start is a warning on stderr, and
     the script then fails only if it calls it. Raises ConfigError for a bad table.
+    The hooks a session in the workspace would run (from ``raw_config``, the config's
+    raw tables) run on the script's calls; a project's untrusted ones only with
+    ``trust_project_hooks``.
     """
     from codemode.config_file import codemode_home
+    from codemode.hooks.loading import program_hooks
     from codemode.mcp.referenced import add_servers
     from codemode.tools.builtin import builtin_registry
 
@@ -160,9 +172,20 @@ def run_script(
     registry = add_servers(
         builtin_registry(), dict(mcp_servers or {}), codemode_home() / "logs", notices
     )
+    loaded = program_hooks(
+        Path(options["cwd"]),
+        raw_config,
+        sandbox=options.get("sandbox"),
+        run_untrusted=trust_project_hooks,
+        untrusted_hint=": trust them with `interpreter hooks trust`, or pass "
+        "--trust-project-hooks",
+    )
+    notices += loaded.notices
     try:
         for notice in notices:
             echo(f"warning: {notice}", file=options.get("err", sys.stderr))
-        return asyncio.run(run_source(source, registry=registry, **options))
+        return asyncio.run(
+            run_source(source, registry=registry, hooks=loaded.engine, **options)
+        )
     finally:
         registry.close()

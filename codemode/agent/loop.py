@@ -29,6 +29,7 @@ from codemode.agent.events import (
     TurnUsage,
     is_public,
 )
+from codemode.agent.lifecycle import SessionHooks
 from codemode.agent.rollout import Rollout, close_dangling_calls
 from codemode.agent.runner import ToolRunner
 from codemode.harnesses.base import Harness
@@ -50,8 +51,12 @@ from codemode.providers.base import (
     UserMessage,
 )
 from codemode.providers.sampling import Sampling
+from codemode.tools.provenance import current_model_call
 
 if TYPE_CHECKING:
+    from codemode.harnesses.base import Outcome
+    from codemode.hooks.engine import HookEngine
+    from codemode.providers.base import ToolCall
     from codemode.providers.catalog import ModelFacts
 
 # Consecutive replies with neither an action nor an answer before the turn gives up.
@@ -69,7 +74,9 @@ Listener = Callable[[BaseModel], None]
 # its model requests; cancelled: interrupted; no_action: it kept replying with neither
 # an action nor an answer; answer_rejected: its final answer failed the output check
 # twice; context_full: the conversation no longer fits even after compaction;
-# provider_error: the model service failed; error: anything else (a broken stream).
+# provider_error: the model service failed; prompt_blocked: a UserPromptSubmit hook
+# refused the prompt; hook_stopped: a hook said ``continue: false``; error: anything
+# else (a broken stream).
 StopReason = Literal[
     "completed",
     "max_turns",
@@ -78,6 +85,8 @@ StopReason = Literal[
     "answer_rejected",
     "context_full",
     "provider_error",
+    "prompt_blocked",
+    "hook_stopped",
     "error",
 ]
 
@@ -123,6 +132,8 @@ class Session:
         listeners: list[Listener] | None = None,
         final_check: Callable[[str], str | None] | None = None,
         output_schema: dict[str, Any] | None = None,
+        hooks: HookEngine | None = None,
+        start_source: str = "startup",
     ) -> None:
         self.id = session_id
         self.provider = provider
@@ -151,6 +162,14 @@ class Session:
         # The last turn's result, also when it was cancelled (run_turn then raises).
         self.last_result: TurnResult | None = None
         self._closed = False
+        # The user's hooks (codemode.hooks), and SessionStart's source for the first turn.
+        self.hooks: SessionHooks | None = None
+        self.start_source = start_source
+        if hooks is not None:
+            self.hooks = SessionHooks(hooks, self.emit, runner.next_id)
+            hooks.facts.session_id, hooks.facts.model = session_id, model
+            if rollout is not None:
+                hooks.facts.transcript_path = str(rollout.path)
         self.set_harness(harness)
         self.messages = valid_history(self.messages, self._tool_specs)
 
@@ -185,13 +204,21 @@ class Session:
         context.sandbox = SandboxSession(old.workspace, settings, approver=old.approver)
         old.close()
 
-    async def aclose(self) -> None:
-        """End the session: stop its engine worker and running programs, its MCP servers
-        and sandbox session, close its session file and the provider's connections.
-        Safe to call more than once."""
+    async def aclose(self, reason: str = "other") -> None:
+        """End the session: its SessionEnd hooks (``reason``: clear, logout,
+        prompt_input_exit, other), then stop its engine worker and running programs, its
+        MCP servers and sandbox session, close its session file and the provider's
+        connections. Safe to call more than once."""
         if self._closed:
             return
         self._closed = True
+        try:
+            if self.hooks is not None and self.hooks.started:
+                await self.hooks.session_end(reason)
+        finally:
+            await self._release()
+
+    async def _release(self) -> None:
         try:
             await self.runner.aclose()  # cells, engine worker, sandbox session, MCP servers
         finally:
@@ -225,10 +252,15 @@ class Session:
         (the result says what went wrong). Cancellation propagates after the turn is
         recorded as failed."""
         self.emit(TurnStarted())
-        self._append(UserMessage(text=prompt, images=images or []), prompt=True)
         result = TurnResult(ok=False)
         self.last_result = result
         try:
+            before, after = await self._prompt_hooks(prompt) if self.hooks else ([], [])
+            for text in before:
+                self._append(UserMessage(text=text))
+            self._append(UserMessage(text=prompt, images=images or []), prompt=True)
+            for text in after:
+                self._append(UserMessage(text=text))
             await self._loop(result)
         except asyncio.CancelledError:
             self._fail(result, "interrupted", "cancelled")
@@ -293,6 +325,8 @@ class Session:
                 continue
             reminders = 0
             if actions.final_answer is not None:
+                if await self._stop_blocked(actions.final_answer):
+                    continue
                 self._finish_with(result, actions.final_answer)
                 return
             if not actions.calls:
@@ -311,13 +345,15 @@ class Session:
                         )
                     )
                     continue
+                if await self._stop_blocked(message.text):
+                    continue
                 result.final_message = message.text
                 return
-            outcomes = await asyncio.gather(
-                *(self.harness.execute(call, self.runner) for call in actions.calls)
-            )
+            outcomes = await asyncio.gather(*(self._execute(call) for call in actions.calls))
             for reply in self.harness.result_messages(actions.calls, list(outcomes)):
                 self._append(reply)
+            if self.hooks is not None:
+                self._after_calls(self.hooks)
             if cut_note is not None:
                 self._append(UserMessage(text=cut_note))
             done = [o.final_answer for o in outcomes if o.final_answer is not None]
@@ -329,6 +365,42 @@ class Session:
             "(raise --max-turns to allow more)",
             "max_turns",
         )
+
+    async def _execute(self, call: ToolCall) -> Outcome:
+        # Hooks name the model's call that a tool call (a program's too) belongs to.
+        current_model_call.set(call.id)  # (this task's own context: gather made it)
+        return await self.harness.execute(call, self.runner)
+
+    # --- hooks (codemode.agent.lifecycle) ----------------------------------------------
+
+    async def _prompt_hooks(self, prompt: str) -> tuple[list[str], list[str]]:
+        """SessionStart (once) and UserPromptSubmit: the messages their hooks add before
+        and after the prompt. TurnFailure when a hook refuses the prompt or stops."""
+        assert self.hooks is not None
+        self.hooks.engine.facts.model = self.model
+        verdict = await self.hooks.before_prompt(prompt, self.start_source)
+        if verdict.refusal is not None:
+            raise TurnFailure(*verdict.refusal)
+        return verdict.before, verdict.after
+
+    async def _stop_blocked(self, answer: str) -> bool:
+        """Stop hooks: True when one refused to let the turn end (its reason is now the
+        model's next message)."""
+        if self.hooks is None:
+            return False
+        verdict = await self.hooks.stop_check(answer)
+        if verdict.refusal is not None:
+            raise TurnFailure(*verdict.refusal)
+        for text in verdict.after:
+            self._append(UserMessage(text=text))
+        return bool(verdict.after)
+
+    def _after_calls(self, hooks: SessionHooks) -> None:
+        verdict = hooks.after_calls()
+        for text in verdict.after:
+            self._append(UserMessage(text=text))
+        if verdict.refusal is not None:
+            raise TurnFailure(*verdict.refusal)
 
     def _finish_with(self, result: TurnResult, answer: str) -> None:
         """End the turn on a harness's completion signal, with ``answer`` as the reply."""
@@ -345,18 +417,32 @@ class Session:
         window = self.context_window
         if window and self._last_tokens > CONTEXT_HIGH_WATER * window:
             self._last_tokens = 0  # measured again by the next request
-            if compact_tool_results(self.messages):
+            if await self.compact():
                 self.emit(Notice(message=f"context window ({window:,} tokens) nearly full: "
                                  "old tool outputs removed"))
         try:
             message, usage, stop = await self._stream_once()
         except ContextOverflowError as exc:
-            if not compact_tool_results(self.messages):
+            if not await self.compact():
                 raise TurnFailure(f"{exc} (nothing left to compact)", "context_full") from None
             self.emit(Notice(message="context window full: old tool outputs removed, retrying"))
             message, usage, stop = await self._stream_once()
         self._last_tokens = usage.input_tokens + usage.output_tokens
         return message, usage, stop
+
+    async def compact(self, trigger: str = "auto", keep: int = KEEP_RECENT_RESULTS) -> int:
+        """Cut old tool outputs (``compact_tool_results``), with the PreCompact and
+        PostCompact hooks (``trigger``: auto or manual) around it and SessionStart
+        (compact) after; how many were cut."""
+        hooks = self.hooks
+        if hooks is not None:
+            await hooks.compact("PreCompact", trigger)
+        cut = compact_tool_results(self.messages, keep)
+        if hooks is not None and cut:
+            await hooks.compact("PostCompact", trigger)
+            for text in await hooks.session_start("compact"):
+                self._append(UserMessage(text=text))
+        return cut
 
     async def _stream_once(self) -> tuple[AssistantMessage, Usage, str]:
         from codemode.providers.retry import stream_with_retries

@@ -21,6 +21,7 @@ from codemode.agent.rollout import (
     new_session_id,
 )
 from codemode.agent.runner import ToolRunner
+from codemode.assembly.hooks import attach_hooks
 from codemode.assembly.model import choose_model, open_resolved, provider_named
 from codemode.assembly.options import SessionOptions, SessionSpec
 from codemode.assembly.parts import (
@@ -116,6 +117,15 @@ def build_session(
     # What a killed patch or write left here is rolled back before anyone reads it.
     notices.extend(recover_writes(cwd))
     tools = session_tools(config, harness, cwd, notices)
+    hooks = attach_hooks(
+        config,
+        cwd,
+        sandbox,
+        tools.registry,
+        notices,
+        run_untrusted=spec.run_untrusted_hooks,
+        untrusted_hint=spec.untrusted_hooks_hint,
+    )
     # The runner reports to the session, which exists only once the runner does.
     session_ref: list[Session] = []
 
@@ -184,6 +194,8 @@ def build_session(
         listeners=listeners,
         final_check=final_check,
         output_schema=strict_schema,
+        hooks=hooks,
+        start_source="resume" if resume is not None else "startup",
     )
     session_ref.append(session)
     for problem in tools.problems:

@@ -131,10 +131,13 @@ async def _execute(task: RepoTask, root: Path, work: Path, started: float) -> Re
 
         return await run_agent(task.agent, task.repository, work, started)
     from codemode.assembly.program import program_parts, run_to_end
+    from codemode.hooks.loading import program_hooks
     from codemode.js_runtime.output import cap_value
 
     repo_global = {"path": str(work), "name": root.name, "origin": str(root)}
-    parts = program_parts(work, sandbox=task.sandbox, dry_run=task.dry_run)
+    # The user's hooks (and the repository's trusted ones) guard a batch's calls too.
+    hooks = program_hooks(root, sandbox=task.sandbox).engine
+    parts = program_parts(work, sandbox=task.sandbox, dry_run=task.dry_run, hooks=hooks)
     try:
         result = await run_to_end(
             parts,

@@ -27,6 +27,7 @@ from codemode.cli import (  # noqa: F401
     codex_host,
     doctor,
     harness,
+    hooks,
     mcp,
     models,
     patch,

@@ -51,6 +51,11 @@ from codemode.sandbox.cli_options import configured_sandbox, sandbox_options
 @cwd_option("Workspace the tools work in (default: current directory).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result.")
 @click.option("-v", "--verbose", is_flag=True, help="Show each tool call on stderr.")
+@click.option(
+    "--trust-project-hooks",
+    is_flag=True,
+    help="Run the workspace's hooks even if nobody trusted them here (docs/hooks.md).",
+)
 @config_option()
 @sandbox_options
 @batch_options
@@ -64,6 +69,7 @@ def run(
     cwd: Path,
     as_json: bool,
     verbose: bool,
+    trust_project_hooks: bool,
     overrides: tuple[str, ...],
     sandbox_mode: str | None,
     approval_policy: str | None,
@@ -150,6 +156,8 @@ def run(
             sandbox=sandbox,
             dry_run=bool(batch.get("dry_run")),
             filename="stdin" if script == "-" else script,
+            raw_config=raw,
+            trust_project_hooks=trust_project_hooks,
         )
     except ConfigError as exc:  # a bad [mcp_servers] table
         raise click.UsageError(str(exc)) from None

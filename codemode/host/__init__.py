@@ -32,6 +32,7 @@ from codemode.tools.context import ToolError
 from codemode.tools.registry import ToolFn, ToolRegistry
 
 if TYPE_CHECKING:
+    from codemode.hooks.engine import HookEngine
     from codemode.sandbox.approval import Approver
     from codemode.sandbox.session import SandboxSession
     from codemode.sandbox.settings import SandboxSettings
@@ -124,6 +125,10 @@ class ToolHost:
     ``interceptors`` (each ``async (call, next) -> result``, ``codemode.tools.pipeline``)
     see every tool call the policy lets through, in order, and may refuse, change or
     answer it; they are added to a copy of ``registry``.
+
+    ``hooks`` (a ``codemode.hooks.engine.HookEngine``, e.g. ``program_hooks(cwd).engine``
+    from ``codemode.hooks.loading``) runs the user's PreToolUse, PostToolUse and
+    PermissionRequest hooks on every call a program makes (docs/hooks.md).
     """
 
     def __init__(
@@ -139,6 +144,7 @@ class ToolHost:
         approver: Approver | None = None,
         dry_run: bool = False,
         interceptors: Iterable[Interceptor] = (),
+        hooks: HookEngine | None = None,
     ) -> None:
         parts = program_parts(
             workspace,
@@ -147,6 +153,7 @@ class ToolHost:
             approver=approver,
             dry_run=dry_run,
             interceptors=interceptors,
+            hooks=hooks,
         )
         self.registry = parts.registry
         self.context = parts.context

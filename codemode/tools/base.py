@@ -124,6 +124,9 @@ class Tool:
     # their place (codemode.harnesses.adapters); others (an MCP server's, an embedder's)
     # are offered next to them unchanged.
     core: bool = False
+    # The names hooks written for Claude Code and Codex match this tool by ("Bash" for
+    # the shell); the first is the ``tool_name`` a hook's input gives (codemode.hooks).
+    hook_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.effects:

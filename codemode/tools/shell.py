@@ -264,6 +264,7 @@ SHELL = Tool(
     effects=frozenset({"execute"}),
     item="command_execution",
     acp_kind="execute",
+    hook_names=("Bash",),
     render=rendering.shell,
     core=True,
 )
