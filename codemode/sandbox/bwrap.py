@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from codemode.sandbox import dropcaps
+from codemode.host_programs import host_program
+from codemode.sandbox import dropcaps, own_paths
 from codemode.sandbox.protected import (
     CODEMODE_DIR,
     GIT_DIR,
     GIT_PROTECTED,
     git_dirs,
-    host_config_paths,
 )
 
 # Options every confined command gets (see the module docstring).
@@ -59,12 +58,12 @@ def isolation() -> tuple[list[str], list[str]]:
 
 @functools.cache
 def _setpriv() -> str | None:
-    return shutil.which("setpriv")
+    return host_program("setpriv")
 
 
-@functools.cache
 def executable() -> str | None:
-    return shutil.which("bwrap")  # looked up once, like ``available``
+    # outside every writable root: bubblewrap runs with our authority, as root too
+    return host_program("bwrap")
 
 
 @functools.cache
@@ -77,9 +76,10 @@ def available() -> str | None:
     base = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     while True:
         opts, prefix = isolation()
-        probe = [*base, *opts, "--unshare-net", "--", *prefix, "true"]
+        probe = [*base, *opts, "--unshare-net"]
         try:
-            proc = subprocess.run(probe, capture_output=True, text=True, timeout=10)
+            # The helper is probed as a command runs: under the seccomp filter too.
+            proc = _run_filtered(probe, [*prefix, "true"])
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bubblewrap does not run here: {exc}"
         uses_helper = len(prefix) == 1  # [dropcaps]; setpriv comes with its options
@@ -90,6 +90,30 @@ def available() -> str | None:
         detail = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"
         return f"bubblewrap does not work here ({detail}); user namespaces may be disabled"
     return None
+
+
+def _run_filtered(opts: list[str], argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """bubblewrap with ``opts`` running ``argv`` under the strictest seccomp filter
+    (network and Unix sockets denied) where seccomp works here."""
+    from codemode.sandbox import seccomp
+
+    if seccomp.available() is not None:
+        return subprocess.run([*opts, "--", *argv], capture_output=True, text=True, timeout=10)
+    r, w = os.pipe()
+    try:
+        os.write(w, seccomp.bpf_program(deny_network=True, deny_unix=True))
+    finally:
+        os.close(w)
+    try:
+        return subprocess.run(
+            [*opts, "--seccomp", str(r), "--", *argv],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            pass_fds=(r,),
+        )
+    finally:
+        os.close(r)
 
 
 def options(
@@ -118,6 +142,10 @@ def options(
     out += ["--remount-ro", "/dev", "--proc", "/proc"]
     for root in writable:
         out += ["--bind", str(root), str(root)]
+    # codemode's own state and installation inside a root (a workspace that is the home
+    # folder): the folders on the way pinned first, the paths read-only last
+    pins, own = own_paths.pin_and_protect(writable)
+    out += pins
     for root in writable:
         out += protect_binds(root)
     for p in read_only:
@@ -126,6 +154,7 @@ def options(
     for g in nested_git:
         if os.path.lexists(g):
             out += git_binds(g.parent, top=False)
+    out += own
     for sock in hide_sockets:
         out += ["--ro-bind", "/dev/null", str(sock)]
     opts, prefix = isolation()
@@ -165,9 +194,6 @@ def protect_binds(root: Path) -> list[str]:
         out += _ro(cm)
     elif not cm.exists():
         out += ["--tmpfs", str(cm), "--remount-ro", str(cm)]
-    for p in host_config_paths():  # a workspace that is the home folder
-        if p.exists() and p.resolve().is_relative_to(root):
-            out += _ro(p.resolve())
     return out + git_binds(root, top=True)
 
 

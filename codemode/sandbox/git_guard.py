@@ -22,12 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codemode.sandbox.own_paths import links
 from codemode.sandbox.protected import (
     CODEMODE_DIR,
     GIT_DIR,
     GIT_PROTECTED,
     git_dirs,
-    host_config_paths,
 )
 
 # A copy larger than this is not kept: the entry is then only checked, not restored.
@@ -67,14 +67,10 @@ def take(
             state.copies[cm] = _copy(cm, budget)
             if not gitp.is_dir() or gitp.is_symlink():
                 state.copies[gitp] = _copy(gitp, budget)  # a "gitdir:" file, or absent
-        gitconfig, xdg_git, home, helpers = host_config_paths()
-        for p in (gitconfig, xdg_git / "config", home / "config.toml", home / "rules", helpers):
-            if not _inside(p, root):
-                continue
-            if full:
-                state.copies[p] = _copy(p, budget)
-            elif not os.path.lexists(p):
-                state.copies[p] = None
+    # codemode's own paths in a root that a mount cannot hold: a dotfile that is a
+    # symlink (its target is bound read-only), one not made yet (``own_paths``)
+    for p in links(roots):
+        state.copies[p] = _copy(p, budget)
     for root in [*roots, *nested]:
         for gitdir in git_dirs(root):
             for name in GIT_PROTECTED:
@@ -127,13 +123,6 @@ def repair(state: GuardState) -> list[str]:
             "read it later, outside the sandbox)"
         )
     return notes
-
-
-def _inside(p: Path, root: Path) -> bool:
-    try:
-        return Path(os.path.realpath(p)).is_relative_to(root)
-    except OSError:
-        return False
 
 
 def _find_moved(parent: Path, ident: tuple[int, int, int]) -> Path | None:

@@ -50,12 +50,10 @@ from codemode.sandbox.verdicts import PolicyContext as PolicyContext
 from codemode.sandbox.verdicts import Verdict as Verdict
 from codemode.sandbox.words import Word
 
+# Re-exported: the one expansion of paths from the environment (``user_dirs``).
+from codemode.user_dirs import codemode_home as codemode_home
+
 BUILTIN = "built-in"
-
-
-def codemode_home() -> Path:
-    """``$CODEMODE_HOME``, or ``~/.codemode``."""
-    return Path(os.environ.get("CODEMODE_HOME") or Path.home() / ".codemode")
 
 
 def user_rules_dir() -> Path:

@@ -20,14 +20,10 @@ binds come from ``git_protected_paths`` and ``codemode_dirs``.
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePath
-
-from codemode.config_file import codemode_home
-from codemode.sandbox.helpers import helpers_dir
 
 CODEMODE_DIR = ".codemode"
 GIT_DIR = ".git"
@@ -109,36 +105,6 @@ def refusal_hint(output: str) -> str | None:
                 "inside the sandbox: git or codemode would run or read them later, outside "
                 "it. Change them yourself, outside codemode, if that is really wanted."
             )
-    return None
-
-
-def host_config_paths() -> list[Path]:
-    """Settings and programs outside any repository that host git and codemode read or
-    run: protected too when a writable root contains them (a workspace that is the home
-    folder). The helpers folder holds what root's confined commands start through
-    (``dropcaps``)."""
-    env = os.environ
-    names = ("HOME", "XDG_CONFIG_HOME", "CODEMODE_HOME", "CODEMODE_CACHE", "XDG_CACHE_HOME")
-    return list(_host_config_paths(tuple(env.get(n) for n in names)))
-
-
-@functools.lru_cache(maxsize=8)
-def _host_config_paths(_env: tuple[str | None, ...]) -> tuple[Path, ...]:
-    # A function of the variables it is keyed by (looked at for every command).
-    home = Path.home()
-    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-    return (home / ".gitconfig", xdg / "git", codemode_home(), helpers_dir())
-
-
-def host_config_reason(real: Path) -> str | None:
-    """Why the resolved path ``real`` is one of ``host_config_paths``, or None."""
-    for p in host_config_paths():
-        try:
-            p = Path(os.path.realpath(p))
-        except OSError:
-            continue
-        if real == p or real.is_relative_to(p):
-            return f"{p} is read-only (settings git or codemode read on the host)"
     return None
 
 

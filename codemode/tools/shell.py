@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import signal
 import time
 from collections.abc import Mapping, Sequence
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from codemode.host_programs import host_program
 from codemode.sandbox.pidfd_process import ChildProcess
 from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
@@ -99,7 +99,7 @@ async def spawn(
 
 def shell_argv(command: str) -> list[str]:
     """The argv that runs ``command``: bash when installed, POSIX sh otherwise."""
-    bash = shutil.which("bash")
+    bash = host_program("bash")
     return [bash, "-c", command] if bash else ["/bin/sh", "-c", command]
 
 
