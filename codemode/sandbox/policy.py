@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 
-from codemode.sandbox import command_checks, rm_checks, secret_reads
+from codemode.sandbox import command_checks, program_source, rm_checks, secret_reads
 from codemode.sandbox.rules import (
     ExactRule,
     PrefixRule,
@@ -251,6 +251,18 @@ class Policy:
             best = table_allow
         else:
             return CommandVerdict(shown, "unmatched", words=literal_words)
+        if best.verdict == "allow" and name is not None and name.literal:
+            # the program the name leads to must be the one an allow means
+            why = program_source.allow_problem(name.text, ctx)
+            if why is not None:
+                return CommandVerdict(
+                    shown,
+                    "prompt",
+                    f"{BUILTIN}: the program a name runs",
+                    None,
+                    why,
+                    literal_words,
+                )
         if best.verdict == "allow" and cmd.writes:
             return CommandVerdict(
                 shown,
