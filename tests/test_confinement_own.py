@@ -213,3 +213,32 @@ def test_the_bubblewrap_probe_runs_under_the_seccomp_filter() -> None:
     assert "opened" not in p.stdout and p.returncode != 0, (p.stdout, p.stderr)
     p = bwrap._run_filtered(base, [*prefix, "true"])
     assert p.returncode == 0, p.stderr
+
+
+def test_host_programs_are_never_taken_from_a_writable_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codemode import host_programs
+    from codemode.sandbox.host_git import git_argv
+    from codemode.sandbox.session import SandboxSession
+
+    ws = tmp_path / "ws"
+    for name in ("git", "bwrap", "cc"):
+        p = ws / "bin" / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("#!/bin/sh\ntouch /tmp/planted\n")
+        p.chmod(0o755)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.symlink(ws / "bin" / "git", elsewhere / "git")  # a link outside leading in
+    monkeypatch.setenv("PATH", f"bin:{ws}/bin:{elsewhere}:/usr/bin:/bin")
+    s = SandboxSession(ws)
+    try:
+        for name in ("git", "bwrap", "cc"):
+            found = host_programs.host_program(name)
+            assert found is None or not found.startswith(str(tmp_path)), found
+        assert not git_argv("status")[0].startswith(str(tmp_path))
+    finally:
+        s.close()
+    # once no session holds the folder, it is an ordinary PATH entry again
+    assert host_programs.host_program("git", f"{ws}/bin") == f"{ws}/bin/git"

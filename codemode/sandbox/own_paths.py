@@ -102,7 +102,9 @@ def root_refusal(root: Path, backend: str) -> str | None:
                     "there could change what codemode runs or reads next time, on the host. "
                     "Run codemode in another folder."
                 )
-            if backend == "landlock" and _inside(p, root) and os.path.lexists(p):
+            # (state folders count when absent too: codemode makes them)
+            there = os.path.lexists(p) or own.state
+            if backend == "landlock" and p != root and _inside(p, root) and there:
                 return (
                     f"the writable root {root} contains {own.what} ({p}), which Landlock "
                     "cannot keep read-only inside it. Install bubblewrap (which binds it "
