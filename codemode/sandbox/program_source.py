@@ -118,7 +118,9 @@ def _risky(entry: str, full: str, roots: tuple[str, ...]) -> bool:
     return not os.path.isabs(entry) or _inside(os.path.realpath(full), roots)
 
 
+@functools.lru_cache(maxsize=1024)
 def _proxy_reason(name: str, path: str) -> str | None:
+    # a function of files outside the writable roots (commands cannot change them)
     real = os.path.realpath(path)
     folder = os.path.dirname(path)
     for p in _proxies():
