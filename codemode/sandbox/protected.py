@@ -73,8 +73,8 @@ def _parts(relative: PurePath | str | Sequence[str]) -> tuple[str, ...]:
 
 def _git_refusal(parts: Sequence[str]) -> str:
     return (
-        f".git/{'/'.join(parts)} is read-only: the whole .git is (git would run or read "
-        "what is in it later, outside the sandbox)"
+        f".git/ is read-only, .git/{'/'.join(parts)} too (git would run or read what is "
+        "in it later, outside the sandbox)"
     )
 
 
