@@ -242,3 +242,31 @@ def test_host_programs_are_never_taken_from_a_writable_root(
         s.close()
     # once no session holds the folder, it is an ordinary PATH entry again
     assert host_programs.host_program("git", f"{ws}/bin") == f"{ws}/bin/git"
+
+
+def test_a_helper_that_keeps_capabilities_fails_the_probe(tmp_path: Path) -> None:
+    """A `dropcaps` that runs the command without dropping anything (planted before
+    this version, or by anything outside codemode) is found out by the probe, which
+    checks what it starts holds no capability, and setpriv is used instead."""
+    import subprocess
+
+    if os.geteuid() != 0:
+        pytest.skip("dropcaps is only used as root; the tests do not run as root")
+    if (why := probe().bubblewrap) is not None:
+        pytest.skip(f"bubblewrap: {why}")
+    cache = tmp_path / "cache"
+    folder = cache / "helpers"
+    folder.mkdir(parents=True, mode=0o700)
+    cache.chmod(0o700)
+    fake = folder / helpers.name("dropcaps.c")
+    fake.write_text('#!/bin/sh\nexec "$@"\n')  # keeps CAP_SETPCAP and the bounding set
+    fake.chmod(0o755)
+    code = (
+        "from codemode.sandbox import bwrap; print(bwrap.available()); "
+        "print(bwrap._helper_allowed); print(bwrap.isolation()[1])"
+    )
+    env = {**os.environ, "CODEMODE_CACHE": str(cache)}
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    lines = p.stdout.splitlines()
+    assert lines[:2] == ["None", "False"], (p.stdout, p.stderr)
+    assert str(fake) not in lines[2], lines

@@ -39,6 +39,11 @@ _ROOT = ("--cap-drop", "ALL", "--cap-add", "CAP_SETPCAP")
 _SETPRIV_ARGS = ("--bounding-set=-all", "--inh-caps=-all", "--ambient-caps=-all", "--")
 
 
+# Exits 3 unless every capability set of the shell is empty (sh builtins only).
+_NO_CAPS = (
+    'while read -r k v; do case "$k" in Cap*:) case "$v" in *[!0]*) exit 3;; esac;; esac; '
+    "done < /proc/self/status"
+)
 # False once the helper failed the probe (``available``): setpriv is used from then on.
 _helper_allowed = True
 
@@ -77,8 +82,9 @@ def available() -> str | None:
         opts, prefix = isolation()
         probe = [*base, *opts, "--unshare-net"]
         try:
-            # The helper is probed as a command runs: under the seccomp filter too.
-            proc = _run_filtered(probe, [*prefix, "true"])
+            # The helper is probed as a command runs: under the seccomp filter too; and
+            # what it starts must hold no capability in any set, or it is not used.
+            proc = _run_filtered(probe, [*prefix, "/bin/sh", "-c", _NO_CAPS])
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bubblewrap does not run here: {exc}"
         uses_helper = len(prefix) == 1  # [dropcaps]; setpriv comes with its options
