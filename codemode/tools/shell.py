@@ -17,7 +17,6 @@ from pathlib import Path
 
 from pydantic import Field
 
-from codemode.host_programs import host_program
 from codemode.sandbox.pidfd_process import ChildProcess
 from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
@@ -99,6 +98,9 @@ async def spawn(
 
 def shell_argv(command: str) -> list[str]:
     """The argv that runs ``command``: bash when installed, POSIX sh otherwise."""
+    # never a bash from a PATH entry inside a writable root (``host_programs``)
+    from codemode.host_programs import host_program
+
     bash = host_program("bash")
     return [bash, "-c", command] if bash else ["/bin/sh", "-c", command]
 
