@@ -32,7 +32,9 @@ Kind = Literal["llama-server", "llama-cpp-python"]
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("CODEMODE_CACHE") or Path.home() / ".cache" / "codemode")
+    from codemode.user_dirs import cache_home
+
+    return cache_home()
 
 
 @dataclass
