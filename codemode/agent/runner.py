@@ -283,20 +283,17 @@ class _Programs:
         runner = self._runner
         item = runner._program_items.get(call.cell_id)
         # Each call the program makes knows its program (hooks: codemode.tools.provenance).
-        provenance = runner._provenance.get(call.cell_id)
-        token = current_program.set(provenance) if provenance is not None else None
-        try:
-            return await runner.registry.invoke(
-                call.name,
-                call.args,
-                runner.context,
-                parent_id=item.id if item is not None else None,
-                program=item.code if item is not None else None,
-                around=(runner._report,),
-            )
-        finally:
-            if token is not None:
-                current_program.reset(token)
+        # Set without a token: each nested call runs in a task (a context) of its own,
+        # and may finish in another one, where a reset would fail.
+        current_program.set(runner._provenance.get(call.cell_id))
+        return await runner.registry.invoke(
+            call.name,
+            call.args,
+            runner.context,
+            parent_id=item.id if item is not None else None,
+            program=item.code if item is not None else None,
+            around=(runner._report,),
+        )
 
     def notify(self, cell_id: str, event: ExecEvent) -> None:
         self._runner._program_event(cell_id, event)
