@@ -11,7 +11,7 @@ import click
 
 from codemode.cli.options import config_option, cwd_option, load_config_or_usage
 from codemode.cli.root import cli
-from codemode.control_chars import visible
+from codemode.control_chars import echo, json_text, visible
 
 if TYPE_CHECKING:
     from codemode.hooks.review import Review
@@ -39,14 +39,12 @@ def hooks_list(cwd: Path, overrides: tuple[str, ...], as_json: bool) -> None:
     event, matcher, command and source. Exit status 1 when a hooks file has problems."""
     found = _review(cwd, overrides)
     if as_json:
-        import json
-
-        click.echo(json.dumps(found.as_json(), indent=2, ensure_ascii=False))
+        echo(json_text(found.as_json(), indent=2, ensure_ascii=False))
     else:
         for line in found.lines():
-            click.echo(line)
+            echo(line)
         for line in found.problem_lines():
-            click.echo(line, err=True)
+            echo(line, err=True)
     sys.exit(1 if found.problems else 0)
 
 
@@ -83,6 +81,6 @@ def _decide(cwd: Path, overrides: tuple[str, ...], names: list[str], *, trust: b
         raise click.ClickException(f"cannot write {found.store.path}: {exc}") from None
     verb = "trusted" if trust else "disabled"
     for hook in picked:
-        click.echo(visible(f"{verb}: {hook.key}  {hook.describe()}"))
+        echo(visible(f"{verb}: {hook.key}  {hook.describe()}"))
     if not picked:
-        click.echo("nothing to do: no project hook waits for trust")
+        echo("nothing to do: no project hook waits for trust")
