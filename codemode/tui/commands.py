@@ -270,7 +270,7 @@ async def _undo(app: InteractiveApp, arg: str) -> None:
 
 @command("/compact", "/compact", "drop old tool outputs from the conversation to free context")
 async def _compact(app: InteractiveApp, arg: str) -> None:
-    from codemode.agent.loop import compact_tool_results
+    from codemode.agent.compaction import compact_tool_results
 
     assert app.session is not None
     before = sum(len(str(getattr(m, "content", ""))) for m in app.session.messages)
