@@ -377,7 +377,7 @@ class Session:
         if done.changed:
             window = f" ({budget.window:,} tokens)" if budget.window else ""
             again = ", retrying" if retrying else ""
-            self.emit(Notice(message=f"context window{window} {state}: {done.describe()}{again}"))
+            self.emit(Notice(message=f"context window {state}{window}: {done.describe()}{again}"))
         return done.changed
 
     async def _stream_once(self) -> tuple[AssistantMessage, Usage, str]:
