@@ -23,6 +23,7 @@ import click
 from codemode.cli import (  # noqa: F401
     acp,
     doctor,
+    eval,
     harness,
     mcp,
     models,
