@@ -66,7 +66,8 @@ def eval_command(
         config=config, provider=provider, model=model,
         harnesses=list(harnesses), dialects=list(dialects) or ["code", "classic"],
         repeats=repeats, tasks=list(tasks), report_path=report_path, resume=resume,
-        max_tokens=max_tokens, max_cost=max_cost, prices=prices, max_turns=max_turns or config.max_turns,
+        max_tokens=max_tokens, max_cost=max_cost, prices=prices,
+        max_turns=max_turns or config.max_turns,
     )
     try:
         the_plan = plan(settings)
