@@ -210,3 +210,51 @@ def test_head_and_tail_keep_both_ends_at_line_breaks() -> None:
     assert head.endswith("\n") and tail.startswith("\n")
     assert note and "lines) cut from the middle" in cut
     assert head_and_tail("short", 600) == "short"
+
+
+# --- what is shortened first ----------------------------------------------------------------
+
+
+def conversation() -> tuple[list[Any], int]:
+    """Two earlier turns (a long prompt, a long output) and the current one (two outputs)."""
+    from codemode.providers.base import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+
+    def round_(n: int, output: str) -> list[Any]:
+        return [AssistantMessage(tool_calls=[ToolCall(id=f"c{n}", name="bash", arguments="{}")]),
+                ToolResultMessage(call_id=f"c{n}", name="bash", content=output)]
+
+    numbers = "".join(f"{i}\n" for i in range(1, 3001))
+    messages = [UserMessage(text="pasted log:\n" + "error at line 7\n" * 400),
+                *round_(1, numbers), AssistantMessage(text="done"),
+                UserMessage(text="second"), *round_(2, "short"), AssistantMessage(text="ok"),
+                UserMessage(text="now"), *round_(3, numbers), *round_(4, numbers)]
+    return messages, 8
+
+
+def test_earlier_outputs_go_first_then_this_turns_older_output() -> None:
+    from codemode.agent.compaction import REMOVED, shorten, text_units
+
+    messages, start = conversation()
+    numbers = text_units("".join(f"{i}\n" for i in range(1, 3001)))
+    done = shorten(messages, start, numbers - 100)
+    assert done.removed == 1 and messages[2].content == REMOVED  # turn 1's output
+    assert done.dropped == 0 and done.short == 0
+    # The saving was met by the earlier output alone: this turn's outputs are whole.
+    assert messages[start + 2].content.endswith("3000\n")
+    assert "cut from the middle" not in messages[start + 4].content
+
+
+def test_this_turns_outputs_are_cut_older_first_then_earlier_turns_dropped() -> None:
+    from codemode.agent.compaction import message_units, shorten
+
+    messages, start = conversation()
+    total = sum(message_units(m) for m in messages)
+    done = shorten(messages, start, total - 1200)  # keep ~1,200 units of ~25,000
+    assert done.trimmed == 2 and done.dropped == start
+    assert done.turn_start == 0 and messages[0].text.startswith(f"[{start} earlier messages")
+    older, latest = messages[2].content, messages[4].content
+    assert "cut from the middle" in older and "cut from the middle" in latest
+    assert older.startswith("1\n2\n") and latest.rstrip().endswith("3000")
+    # Calls and results still pair up.
+    assert [type(m).__name__ for m in messages[1:]] == [
+        "AssistantMessage", "ToolResultMessage", "AssistantMessage", "ToolResultMessage"]

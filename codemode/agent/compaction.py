@@ -19,7 +19,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from codemode.providers.base import (
@@ -108,6 +108,7 @@ class Shortened:
     dropped: int = 0  # messages of earlier turns dropped
     saved: int = 0  # units
     short: int = 0  # units still over the target (0: it fits)
+    cut: list[ToolResultMessage] = field(default_factory=list)  # the outputs trimmed
 
     def describe(self) -> str:
         parts = []
@@ -172,14 +173,16 @@ def _trim_current(messages: list[Message], done: Shortened, excess: int, floor: 
             continue
         units = text_units(message.content)
         per_char = units / size if size else 1.0
-        # The note costs ~40 units; cut a little more than the bare need.
-        keep = max(floor, size - math.ceil((need + 60) / max(per_char, 0.01) * 1.05))
+        # The note costs ~40 units and ~200 characters; cut a little more than the need.
+        keep = max(floor, size - math.ceil((need + 60) / max(per_char, 0.01) * 1.05) - 200)
         cut = head_and_tail(message.content, keep)
         if len(cut) >= size:
             continue
         done.saved += units - text_units(cut)
         message.content = cut
-        done.trimmed += 1
+        if not any(m is message for m in done.cut):
+            done.cut.append(message)
+            done.trimmed += 1
 
 
 def _round_size(messages: list[Message], last: int) -> int:
