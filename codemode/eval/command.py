@@ -40,7 +40,7 @@ class EvalSettings:
     max_tokens: int | None = None
     max_cost: float | None = None
     prices: Prices | None = None
-    max_turns: int = 30
+    max_turns: int = 50
 
 
 @dataclass
