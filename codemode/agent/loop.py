@@ -351,7 +351,10 @@ class Session:
             sent = budget.refused(exc, units)
             target = budget.target()
             fixed = budget.tokens(request_units(self.instructions, self._tool_specs, []))
-            over = sent - target if target is not None else sent // 3
+            # Without a size to fit, or when the estimate said it fits (the server counts
+            # differently), a third goes.
+            over = sent - target if target is not None else 0
+            over = over if over > 0 else sent // 3
             if not self._shorten(over, "full", retrying=True):
                 # The first request of a session, or nothing but instructions and prompt.
                 raise TurnFailure(does_not_fit_first(budget, sent, fixed, self.harness.name),
