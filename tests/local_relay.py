@@ -30,6 +30,7 @@ class Relay:
     upstream: str  # the real server's /v1 root
     script: list[dict[str, Any]]
     log: list[Relayed] = field(default_factory=list)
+    scripted: int = 0  # script replies used
     _server: ThreadingHTTPServer | None = None
 
     @property
@@ -39,7 +40,6 @@ class Relay:
 
     def __enter__(self) -> Relay:
         relay = self
-        scripted = ScriptedModel(self.script)
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -49,11 +49,20 @@ class Relay:
 
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-                if scripted.remaining:
-                    answer = scripted.answer("POST", self.path, {}, raw)
+                if relay.scripted < len(relay.script):
+                    # Measured by the real server (one token generated), answered from
+                    # the script with the real prompt size as its usage.
+                    reply = dict(relay.script[relay.scripted])
+                    relay.scripted += 1
+                    probe = {**json.loads(raw), "max_tokens": 1}
+                    status, _, data = relay._forward(self.path, json.dumps(probe).encode())
+                    tokens = _prompt_tokens(data) if status == 200 else None
+                    if tokens:
+                        reply["usage"] = {"input_tokens": tokens, "output_tokens": 20}
+                    answer = ScriptedModel([reply]).answer("POST", self.path, {}, raw)
                     assert isinstance(answer, StreamAnswer)
                     data = b"".join(sse_frame(e) for e in answer.events)
-                    relay.log.append(Relayed(len(raw), 200, None, True))
+                    relay.log.append(Relayed(len(raw), 200, tokens, True))
                     self._send(200, "text/event-stream", data)
                     return
                 status, kind, data = relay._forward(self.path, raw)

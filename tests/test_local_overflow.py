@@ -59,8 +59,8 @@ def test_seq_3000_in_a_program_overflows_8k_and_the_turn_goes_on(
     log = relay.log
     print("\nrequests (body characters, HTTP status, prompt tokens llama.cpp counted):")
     for n, r in enumerate(log, 1):
-        print(f"  {n}: {r.body_chars:,} chars, {r.status}, "
-              f"{'scripted' if r.scripted else r.prompt_tokens}")
+        print(f"  {n}: {r.body_chars:,} chars, HTTP {r.status}, {r.prompt_tokens} tokens"
+              f"{' (reply scripted)' if r.scripted else ''}")
     print(f"exit {run.code}; stderr tail: {run.stderr.strip().splitlines()[-2:]}")
     assert "Traceback" not in run.stderr
     assert log[0].scripted and log[1].status == 400  # the overflow llama.cpp reported

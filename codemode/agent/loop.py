@@ -351,9 +351,9 @@ class Session:
             sent = budget.refused(exc, units)
             target = budget.target()
             fixed = budget.tokens(request_units(self.instructions, self._tool_specs, []))
-            # Without a size to fit, or when the estimate said it fits (the server counts
-            # differently), a third goes.
-            over = sent - target if target is not None else 0
+            # There is one retry: aim a tenth under the target. Without a size to fit, or
+            # when the estimate said it fits (the server counts differently), a third goes.
+            over = sent - int(target * 0.9) if target is not None else 0
             over = over if over > 0 else sent // 3
             if not self._shorten(over, "full", retrying=True):
                 # The first request of a session, or nothing but instructions and prompt.
