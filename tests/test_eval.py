@@ -169,3 +169,14 @@ def test_costs_are_counted_with_the_prices_given(home: Path, work: Path) -> None
     [first] = report["runs"]  # ~10,000 tokens at $1,000 per million: over $0.001
     assert first["cost"] == (first["input_tokens"] + first["output_tokens"]) * 1000 / 1e6
     assert "stopped early: cost budget reached" in run.stderr
+
+
+def test_a_provider_that_fails_every_request_stops_the_eval(home: Path, work: Path) -> None:
+    refused = {"status": 401, "error_message": "Incorrect API key provided."}
+    with ScriptedModelServer(lambda request: refused) as server:
+        run = eval_cli(server, home, work, *task_flags("fix_failing_test", "find_the_bug"))
+        asked = len(server.requests)
+    assert run.code == 1, run.stderr
+    assert "stopped: the model service failed twice in a row" in run.stderr
+    assert "authentication failed" in run.stderr and "Traceback" not in run.stderr
+    assert asked == 2  # not the 8 runs planned

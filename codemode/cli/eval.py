@@ -52,7 +52,14 @@ def eval_command(
     import asyncio
 
     from codemode.config import ConfigError, codemode_home
-    from codemode.eval.command import EvalError, EvalSettings, plan, run_plan, write_choice
+    from codemode.eval.command import (
+        PROVIDER_FAILED,
+        EvalError,
+        EvalSettings,
+        plan,
+        run_plan,
+        write_choice,
+    )
     from codemode.eval.report import save_report, table, to_json
     from codemode.eval.runner import Prices
     from codemode.eval.suite import SuiteError
@@ -91,9 +98,13 @@ def eval_command(
             click.echo(table(report))
         sys.exit(130)
     click.echo(to_json(report) if as_json else table(report))
-    if report.stopped:
-        say(f"stopped early: {report.stopped} ({len(report.runs)} of {report.planned()} "
-            "runs); raise the budget and go on with --resume")
     if write_config:
         say(write_choice(report, codemode_home() / "config.toml"))
         save_report(report, the_plan.report_path)
+    if report.stopped and report.stopped.startswith(PROVIDER_FAILED):
+        say(f"stopped: {report.stopped}; check the provider (interpreter doctor), then go "
+            "on with --resume")
+        sys.exit(1)
+    if report.stopped:
+        say(f"stopped early: {report.stopped} ({len(report.runs)} of {report.planned()} "
+            "runs); raise the budget and go on with --resume")

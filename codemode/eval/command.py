@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from codemode.config import Config
 
 DIALECTS = ("code", "classic")
+# Runs in a row that could not get one answer from the model before the eval stops
+# (a server that is down, a wrong key): every other run would fail the same way.
+PROVIDER_FAILURES = 2
+PROVIDER_FAILED = "the model service failed twice in a row"
 LIGHT_HARNESS = "minimal"
 
 
@@ -115,6 +119,7 @@ async def run_plan(
     total = report.planned()
     if done:
         say(f"resuming: {len(done)} of {total} runs already in {the_plan.report_path}")
+    unreachable = 0  # runs in a row whose first model request failed
     for task, cell, repeat in todo:
         stop = _over_budget(settings, report)
         if stop:
@@ -131,9 +136,15 @@ async def run_plan(
         report.runs.append(record)
         save_report(report, the_plan.report_path)
         outcome = "ok" if record.ok else record.error_kind
+        unreachable = unreachable + 1 if (record.error_kind == "provider_error"
+                                          and record.model_requests == 0) else 0
+        if unreachable >= PROVIDER_FAILURES:
+            report.stopped = f"{PROVIDER_FAILED}: {record.error}"
         say(f"[{len(report.runs)}/{total}] {task.name} · {cell.harness} {cell.dialect} "
             f"#{repeat}: {outcome} · {record.model_requests} requests · "
             f"{record.input_tokens + record.output_tokens:,} tokens · {record.wall_s:.1f} s")
+        if report.stopped:
+            break
     save_report(report, the_plan.report_path)
     return report
 
