@@ -52,12 +52,18 @@ class TimedProvider:
         return self.inner.wire
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
-        started = time.perf_counter()
-        try:
-            async for event in self.inner.stream(request):
-                yield event
-        finally:
-            self.waited_s += time.perf_counter() - started
+        # Only the time spent inside the wire's stream counts: the session may stop
+        # reading at the final event and leave this generator unfinished.
+        events = aiter(self.inner.stream(request))
+        while True:
+            started = time.perf_counter()
+            try:
+                event = await anext(events)
+            except StopAsyncIteration:
+                return
+            finally:
+                self.waited_s += time.perf_counter() - started
+            yield event
 
     async def aclose(self) -> None:
         await self.inner.aclose()
