@@ -118,6 +118,21 @@ def test_an_overflow_inside_a_turn_is_shortened_and_retried(
     print(f"\n{shape}: window {model.window}, requests (tokens, accepted): {model.sizes}")
 
 
+@pytest.mark.parametrize("harness", ["native", "minimal"])
+def test_the_classic_dialects_output_is_shortened_the_same_way(
+    harness: str, home: Path, work: Path
+) -> None:
+    tool = "shell" if harness == "native" else "bash"
+    model = WindowedModel([{"tool_calls": [call(tool, {"command": "seq 1 3000"})]},
+                           {"text": "counted"}], llama_cpp)
+    with ScriptedModelServer(model) as server:
+        run = exec_run(server, "chat", home, work, "--classic", "--harness", harness, "count")
+        retried = json.dumps(server.requests[-1].body)
+    assert run.code == 0, run.stderr
+    assert [ok for _, ok in model.sizes] == [True, False, True], model.sizes
+    assert "cut from the middle of this output" in retried and "2999" in retried
+
+
 def test_once_the_window_is_known_requests_are_shortened_before_sending(
     home: Path, work: Path
 ) -> None:
