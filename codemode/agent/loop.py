@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
+from codemode.agent.compaction import compact_tool_results, request_units, shorten
+from codemode.agent.context_window import ContextBudget, does_not_fit_first, still_too_long
 from codemode.agent.cutoff import cutoff_note, settle_reply, valid_history
 from codemode.agent.events import (
     AgentMessageItem,
@@ -45,7 +47,6 @@ from codemode.providers.base import (
     ReasoningDelta,
     StreamRestarted,
     TextDelta,
-    ToolResultMessage,
     ToolSpec,
     Usage,
     UserMessage,
@@ -61,12 +62,6 @@ if TYPE_CHECKING:
 
 # Consecutive replies with neither an action nor an answer before the turn gives up.
 MAX_FORMAT_REMINDERS = 3
-# The share of a known context window past which old tool outputs are cut before the
-# next request (the answer still needs room).
-CONTEXT_HIGH_WATER = 0.8
-# Tool results kept whole when old ones are cut down to fit the context window.
-KEEP_RECENT_RESULTS = 1
-_COMPACTED = "[output removed to fit the context window; run the call again if needed]"
 
 Listener = Callable[[BaseModel], None]
 
@@ -147,10 +142,13 @@ class Session:
         self.retry_policy = retry_policy
         self.sampling = sampling or Sampling()
         # What the provider catalog knows about the model (None: nothing), and its
-        # context window: old tool outputs are cut before a request would come near it.
+        # context window, also learnt from an overflow error: the conversation is
+        # shortened before a request would not fit (codemode.agent.compaction).
         self.model_facts = model_facts
-        self.context_window = model_facts.context_window if model_facts is not None else None
-        self._last_tokens = 0  # the last request's input and output tokens
+        self.context = ContextBudget(
+            window=model_facts.context_window if model_facts is not None else None
+        )
+        self._turn_start = 0  # index of the current turn's first message
         self.total_usage = Usage()
         self.listeners: list[Listener] = list(listeners or [])
         # Checks a final answer: None when it is acceptable, else what is wrong with it
@@ -252,6 +250,7 @@ class Session:
         (the result says what went wrong). Cancellation propagates after the turn is
         recorded as failed."""
         self.emit(TurnStarted())
+        self._turn_start = len(self.messages)
         result = TurnResult(ok=False)
         self.last_result = result
         try:
@@ -408,30 +407,66 @@ class Session:
         self.emit(ItemCompleted(item=AgentMessageItem(id=self.runner.next_id(), text=answer)))
 
     async def _sample(self) -> tuple[AssistantMessage, Usage, str]:
-        """One model request, streamed; retried after compaction on context overflow.
-
-        With a known context window, old tool outputs are cut first when the last
-        request (its input and its answer, all of which the next one resends) used
-        more than CONTEXT_HIGH_WATER of it.
-        """
-        window = self.context_window
-        if window and self._last_tokens > CONTEXT_HIGH_WATER * window:
-            self._last_tokens = 0  # measured again by the next request
-            if await self.compact():
-                self.emit(Notice(message=f"context window ({window:,} tokens) nearly full: "
-                                 "old tool outputs removed"))
+        """One model request, streamed. With a known context window the conversation is
+        shortened first when the request would not fit; on an overflow it is shortened
+        to the size the error reports and sent once more."""
+        budget = self.context
+        budget.max_output_tokens = self.sampling.max_output_tokens
+        target = budget.limit()
+        units = self._request_units()
+        if target is not None and budget.tokens(units) > target:
+            await self._shorten(budget.tokens(units) - target, "nearly full")
+            units = self._request_units()
         try:
             message, usage, stop = await self._stream_once()
         except ContextOverflowError as exc:
-            if not await self.compact():
-                raise TurnFailure(f"{exc} (nothing left to compact)", "context_full") from None
-            self.emit(Notice(message="context window full: old tool outputs removed, retrying"))
-            message, usage, stop = await self._stream_once()
-        self._last_tokens = usage.input_tokens + usage.output_tokens
+            sent = budget.refused(exc, units)
+            target = budget.target()
+            fixed = budget.tokens(request_units(self.instructions, self._tool_specs, []))
+            # There is one retry: aim a tenth under the target. Without a size to fit, or
+            # when the estimate said it fits (the server counts differently), a third goes.
+            over = sent - int(target * 0.9) if target is not None else 0
+            over = over if over > 0 else sent // 3
+            if not await self._shorten(over, "full", retrying=True):
+                # The first request of a session, or nothing but instructions and prompt.
+                raise TurnFailure(does_not_fit_first(budget, sent, fixed, self.harness.name),
+                                  "context_full") from None
+            units = self._request_units()
+            try:
+                message, usage, stop = await self._stream_once()
+            except ContextOverflowError as again:
+                raise TurnFailure(still_too_long(budget, again.prompt_tokens),
+                                  "context_full") from None
+        budget.accepted(units, usage.input_tokens)
         return message, usage, stop
 
-    async def compact(self, trigger: str = "auto", keep: int = KEEP_RECENT_RESULTS) -> int:
-        """Cut old tool outputs (``compact_tool_results``), with the PreCompact and
+    def _request_units(self) -> int:
+        return request_units(self.instructions, self._tool_specs, self.messages)
+
+    async def _shorten(self, over_tokens: int, state: str, retrying: bool = False) -> bool:
+        """Shorten the conversation by ``over_tokens``, with the PreCompact and
+        PostCompact hooks (trigger: auto) around it and SessionStart (compact) after;
+        says whether anything changed."""
+        budget = self.context
+        excess = max(1, int(over_tokens / budget.scale) + 1)
+        hooks = self.hooks
+        if hooks is not None:
+            await hooks.compact("PreCompact", "auto")
+        done = shorten(self.messages, self._turn_start, excess)
+        self._turn_start = done.turn_start
+        if done.changed:
+            window = f" ({budget.window:,} tokens)" if budget.window else ""
+            again = ", retrying" if retrying else ""
+            self.emit(Notice(message=f"context window {state}{window}: {done.describe()}{again}"))
+            if hooks is not None:
+                await hooks.compact("PostCompact", "auto")
+                for text in await hooks.session_start("compact"):
+                    self._append(UserMessage(text=text))
+        return done.changed
+
+    async def compact(self, trigger: str = "manual", keep: int = 1) -> int:
+        """Cut old tool outputs (``compact_tool_results``, keeping the last ``keep``; the
+        interactive ``/compact``), with the PreCompact and
         PostCompact hooks (``trigger``: auto or manual) around it and SessionStart
         (compact) after; how many were cut."""
         hooks = self.hooks
@@ -489,13 +524,3 @@ class Session:
                 return message, event.usage, event.stop_reason
         raise TurnFailure("the model stream ended without a complete reply")
 
-
-def compact_tool_results(messages: list[Message], keep: int = KEEP_RECENT_RESULTS) -> int:
-    """Cut the content of all but the last ``keep`` long tool results; returns how many."""
-    results = [m for m in messages if isinstance(m, ToolResultMessage)]
-    cut = 0
-    for message in results[: max(0, len(results) - keep)]:
-        if len(message.content) > len(_COMPACTED):
-            message.content = _COMPACTED
-            cut += 1
-    return cut

@@ -104,7 +104,15 @@ def build_session(
     choice = choose_model(config, resolved, model, options.overrides)
     model = choice.model
     facts = choice.facts
-    chose_harness = bool(options.harness or config.harness or resume is not None)
+    per_model = config.model_harness.get(model) if resume is None else None
+    if per_model is not None and (options.harness is None or options.code_mode is None):
+        # What `interpreter eval --write-config` chose for this model.
+        code = options.code_mode if options.code_mode is not None else per_model.code_mode
+        dialect = _dialect(code if code is not None else config.code_mode)
+        harness_name = options.harness or per_model.harness or harness_name
+        harness = get_harness(harness_name, dialect)
+    chose_harness = bool(options.harness or config.harness or resume is not None
+                         or (per_model is not None and per_model.harness))
     harness = fit_harness(harness, facts, model, dialect, chose_harness, notices)
     reasoning_effort = config.model_reasoning_effort
     if facts is not None and not facts.reasoning and reasoning_effort:

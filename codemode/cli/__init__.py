@@ -26,6 +26,7 @@ from codemode.cli import (  # noqa: F401
     acp,
     codex_host,
     doctor,
+    eval,
     harness,
     hooks,
     mcp,
