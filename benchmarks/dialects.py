@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/dialects.py [--runs N] [--table]
 
-Each task is a folder under ``benchmarks/tasks/`` (see its README.md): ``setup/`` is
+Each task is a folder under ``codemode/eval/tasks/`` (see its README.md): ``setup/`` is
 copied into a fresh workspace, then a real agent session (the claude-code harness, real
 tools, real isolate) runs the task twice against the scripted model server: scripted the
 way a model works in the classic dialect (``classic.json``, one tool call per model step)
@@ -27,68 +27,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
-import importlib.util
 import json
 import os
-import shutil
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from token_count import request_tokens, tokenizer
 
-TASKS_DIR = Path(__file__).resolve().parent / "tasks"
-# A line of code.js that starts the next program (the model's next exec call).
-PROGRAM_MARK = "// @program"
+from codemode.eval.suite import TASKS_DIR, Task, load_tasks
 
-
-@dataclass
-class Task:
-    name: str
-    folder: Path
-    prompt: str
-    answer: str
-    verify: Callable[[Path], None]
-
-    @classmethod
-    def load(cls, folder: Path) -> Task:
-        meta = json.loads((folder / "task.json").read_text("utf-8"))
-        spec = importlib.util.spec_from_file_location(f"task_{folder.name}", folder / "verify.py")
-        if spec is None or spec.loader is None:
-            raise SystemExit(f"{folder}: no verify.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return cls(folder.name, folder, meta["prompt"], meta["answer"], module.verify)
-
-    def setup(self, root: Path) -> None:
-        shutil.copytree(self.folder / "setup", root, dirs_exist_ok=True)
-
-    def classic(self) -> list[dict[str, Any]]:
-        """One model step per tool call, then the answer."""
-        calls = json.loads((self.folder / "classic.json").read_text("utf-8"))
-        return [*({"tool_calls": [c]} for c in calls), {"text": self.answer}]
-
-    def code(self) -> list[dict[str, Any]]:
-        """One exec call per program of code.js, then the answer."""
-        programs: list[list[str]] = []
-        for line in (self.folder / "code.js").read_text("utf-8").splitlines():
-            if line == PROGRAM_MARK:
-                programs.append([])
-            elif programs:
-                programs[-1].append(line)
-        steps = [{"tool_calls": [{"name": "exec", "arguments": {"code": "\n".join(p)}}]}
-                 for p in programs]
-        return [*steps, {"text": self.answer}]
-
-
-def load_tasks() -> list[Task]:
-    return [Task.load(d) for d in sorted(TASKS_DIR.iterdir()) if (d / "task.json").is_file()]
-
+__all__ = ["TASKS_DIR", "Task", "load_tasks", "run_once"]
 
 def tree_digest(root: Path) -> str:
     digest = hashlib.sha256()

@@ -75,6 +75,8 @@ def install_thread_hooks(argv: list[str]) -> None:
 
 def _say(line: str) -> None:
     try:
-        print(line, file=sys.stderr, flush=True)
+        from codemode.control_chars import echo
+
+        echo(line, err=True)
     except (OSError, ValueError):
         pass  # stderr is gone: the log file has it

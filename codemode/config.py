@@ -34,6 +34,13 @@ __all__ = [
 ]
 
 
+class ModelHarness(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    harness: str | None = None
+    code_mode: bool | None = None
+
+
 class Config(BaseModel):
     """Every setting a session reads. Unknown keys are errors, not silently ignored."""
 
@@ -54,6 +61,10 @@ class Config(BaseModel):
     model_settings: dict[str, Sampling] = Field(default_factory=dict)
     code_mode: bool = False
     harness: str | None = None
+    # [model_harness."MODEL"]: the harness and dialect for one model (what
+    # `interpreter eval --write-config` found it does best with); over `harness` and
+    # `code_mode`, under the command line's --harness and --code-mode/--classic.
+    model_harness: dict[str, ModelHarness] = Field(default_factory=dict)
     # The isolate for code-mode programs. Unset: QuickJS (fastest to start and to call
     # tools). Either runs in an engine worker process, so either stops at once when a
     # turn is interrupted.
@@ -72,6 +83,12 @@ class Config(BaseModel):
     mcp_servers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # Validated here, so a bad [sandbox] table is a usage error before anything runs.
     sandbox: SandboxOptions = Field(default_factory=SandboxOptions)
+    # Hooks inline ([[hooks.PreToolUse]], [[hooks.PreToolUse.hooks]]), read by
+    # codemode.hooks, which reports a bad entry without stopping the session.
+    hooks: dict[str, Any] = Field(default_factory=dict)
+    # Also run the hooks Codex and Claude Code users keep (.codex/hooks.json,
+    # .claude/settings.json, in the project and the home): docs/hooks.md.
+    hooks_from_other_agents: bool = False
 
 
 def load_config(overrides: list[str] | tuple[str, ...] = (), *, home: Path | None = None) -> Config:

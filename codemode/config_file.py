@@ -8,22 +8,18 @@ configured — without paying for validation it may not need.
 
 from __future__ import annotations
 
-import os
 import tomllib
 from pathlib import Path
 from typing import Any
+
+# Re-exported: the one expansion of paths from the environment (``user_dirs``).
+from codemode.user_dirs import codemode_home as codemode_home
 
 CONFIG_FILE = "config.toml"
 
 
 class ConfigError(Exception):
     """A config file or override that cannot be used; the message says which and why."""
-
-
-def codemode_home() -> Path:
-    """Where user data lives: ``$CODEMODE_HOME``, else ``~/.codemode``."""
-    home = os.environ.get("CODEMODE_HOME")
-    return Path(home).expanduser() if home else Path.home() / ".codemode"
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 _KEEP = {0x09: "\t", 0x0A: "\n", 0x0D: ""}
 
@@ -34,6 +34,52 @@ _TABLE = {c: _shown(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
 def visible(text: str) -> str:
     """``text`` with every control character shown, not obeyed (newline and tab kept)."""
     return text.translate(_TABLE)
+
+
+def echo(
+    text: object = "",
+    *,
+    err: bool = False,
+    nl: bool = True,
+    file: TextIO | None = None,
+    raw_to_pipe: bool = False,
+) -> None:
+    """Print ``text`` for a CLI command, every control character made ``visible``: the
+    one way the CLI shows what did not come from codemode (names, descriptions, file
+    paths and contents, error messages quoting them, MCP replies, session titles).
+    ``tests/test_cli_output.py`` checks that no CLI module prints any other way.
+
+    ``file``: the stream (default stdout, or stderr with ``err``). ``raw_to_pipe``: a
+    command's product meant for another program (a script's own stdout) goes to a pipe
+    or file unchanged, and is made visible on a terminal only."""
+    import sys
+
+    stream = file if file is not None else sys.stderr if err else sys.stdout
+    shown = str(text)
+    if not (raw_to_pipe and not _is_tty(stream)):
+        shown = visible(shown)
+    stream.write(shown + ("\n" if nl else ""))
+    stream.flush()
+
+
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+# JSON output: control characters as JSON escapes, so the value read back is unchanged.
+# (``json.dumps`` escapes C0 itself; DEL and C1 only with ensure_ascii.)
+_JSON_TABLE = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0))}
+
+
+def json_text(value: Any, **dumps: Any) -> str:
+    """``json.dumps(value, **dumps)`` with no control character left raw: print it with
+    ``echo`` (where it comes out unchanged)."""
+    import json
+
+    return json.dumps(value, **dumps).translate(_JSON_TABLE)
 
 
 if TYPE_CHECKING:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import ctypes.util
 import os
-import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+from codemode.host_programs import host_program
 
 Status = Literal["ok", "info", "warn", "error"]
 
@@ -121,7 +122,7 @@ def _run(argv: list[str], timeout: float = 10) -> tuple[int, str]:
 
 
 def bubblewrap(report: Report) -> None:
-    exe = shutil.which("bwrap")
+    exe = host_program("bwrap")
     if exe is None:
         report.add(
             "environment", "bubblewrap", "warn", "bwrap not found: shell commands cannot be "
@@ -204,8 +205,8 @@ def confinement(report: Report) -> None:
 
 
 def node(report: Report) -> None:
-    exe = shutil.which("node")
-    npx = shutil.which("npx")
+    exe = host_program("node")
+    npx = host_program("npx")
     if exe is None:
         report.add(
             "environment", "node", "warn", "node not found: MCP servers started with npx or "

@@ -7,7 +7,6 @@ Exit status: 0 every turn completed, 1 a turn failed, 2 bad configuration or usa
 from __future__ import annotations
 
 import asyncio
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from codemode.agent.rollout import SESSIONS_DIR, RolloutError, find_session, rea
 from codemode.assembly.options import SessionOptions, SessionSpec
 from codemode.assembly.session import REPLAY_PROVIDER, build_session
 from codemode.config import ConfigError, codemode_home, load_config
+from codemode.control_chars import echo
 from codemode.harnesses.catalog import UnknownHarnessError
 from codemode.providers.base import AuthenticationError, ImageInput
 
@@ -41,6 +41,15 @@ class ExecOptions(SessionOptions):
     # Codex-compatible exec options (the Codex SDK passes these).
     images: list[Path] = field(default_factory=list)
     output_schema: Path | None = None
+    # Run project hooks nobody trusted (they are skipped, with one notice, otherwise).
+    trust_project_hooks: bool = False
+
+
+# What exec's one notice about a project's untrusted hooks adds.
+UNTRUSTED_HOOKS_HINT = (
+    ": review them with `interpreter hooks list`, trust them with `interpreter hooks "
+    "trust`, or pass --trust-project-hooks"
+)
 
 
 def run_exec(options: ExecOptions) -> int:
@@ -71,7 +80,7 @@ def run_exec(options: ExecOptions) -> int:
 async def _run(options: ExecOptions) -> int:
     compat = translate_overrides(options.overrides)
     for notice in compat.notices:
-        print(f"note: {notice}", file=sys.stderr)
+        echo(f"note: {notice}", err=True)
     options.overrides = compat.overrides
     config = load_config(options.overrides)
     if compat.openai_base_url and config.model_provider is None and options.provider is None:
@@ -112,6 +121,8 @@ async def _run(options: ExecOptions) -> int:
             path = find_session(codemode_home() / SESSIONS_DIR, options.resume or None)
             resume = read_session(path)
         spec = SessionSpec(listeners=[printer], resume=resume, output_schema=schema)
+    spec.run_untrusted_hooks = options.trust_project_hooks
+    spec.untrusted_hooks_hint = UNTRUSTED_HOOKS_HINT
     session = build_session(config, options, spec)
     status = await _drive(session, prompts, images)
     if replayed is not None and options.replay is not None and status != EXIT_INTERRUPTED:
@@ -119,11 +130,11 @@ async def _run(options: ExecOptions) -> int:
 
         differs = difference(recorded_outcomes(options.replay), replayed)
         if differs:
-            print(
+            echo(
                 f"replay: the tools did not do what they did in the recording: {differs}. "
                 f"The recorded replies no longer fit (it ran in {recorded.meta.cwd}): run "
                 "it in a copy of that workspace with -C DIR.",
-                file=sys.stderr,
+                err=True,
             )
             status = EXIT_FAILED
     return status

@@ -5,14 +5,14 @@ the ``mcp`` package, which the composition root itself uses for MCP clients."""
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import TYPE_CHECKING
 
 from codemode.config import Config, codemode_home
+from codemode.control_chars import echo, json_text
 
 if TYPE_CHECKING:
     from codemode.assembly.options import SessionOptions
+    from codemode.mcp.early import EarlyStdio
 
 
 def list_servers(config: Config, *, as_json: bool) -> int:
@@ -33,31 +33,43 @@ def list_servers(config: Config, *, as_json: bool) -> int:
             for tool in entry["tools"]:
                 tool["enabled"] = wants(tool["name"])
             listed.append(entry)
-        print(json.dumps({"servers": listed}, indent=2))
+        echo(json_text({"servers": listed}, indent=2))
     elif not statuses:
-        print("no MCP servers configured (add [mcp_servers.NAME] to the config file)")
+        echo("no MCP servers configured (add [mcp_servers.NAME] to the config file)")
     for status in [] if as_json else statuses:
         config_entry = manager.servers[status.name].config
         where = config_entry.url or " ".join([config_entry.command or "", *config_entry.args])
-        print(f"{status.name}  {status.state}  {status.transport}: {where}")
+        echo(f"{status.name}  {status.state}  {status.transport}: {where}")
         if status.error:
-            print(f"  error: {status.error}")
+            echo(f"  error: {status.error}")
         for tool in status.tools:
             wanted = "" if config_entry.wants_tool(tool.name) else "  (disabled)"
             summary = " ".join((tool.description or "").split())[:90]
-            print(f"  {tool.name}{wanted}  {summary}")
+            echo(f"  {tool.name}{wanted}  {summary}")
     return 1 if any(s.state == "failed" for s in statuses) else 0
 
 
-def serve(config: Config, options: SessionOptions, *, http_port: int | None) -> int:
-    """Serve the tool host over stdio, or streamable HTTP on 127.0.0.1:PORT, in the
-    workspace ``options.cwd``, sandboxed as the config and ``options`` say."""
+def serve(
+    config: Config,
+    options: SessionOptions,
+    *,
+    http_port: int | None,
+    early: EarlyStdio | None = None,
+) -> int:
+    """Serve the tool host over stdio (the wire ``early`` took at start-up, if given),
+    or streamable HTTP on 127.0.0.1:PORT, in the workspace ``options.cwd``, sandboxed
+    as the config and ``options`` say."""
+    if early is None and http_port is None:
+        from codemode.mcp.early import EarlyStdio
+        from codemode.version import package_version
+
+        early = EarlyStdio.start(package_version())
     # lazy: the MCP server stack, for mcp-server only
     from codemode.assembly.parts import sandbox_for
     from codemode.js_runtime.models import Limits
     from codemode.mcp.adapter import add_configured_servers
     from codemode.mcp.approval import policy_decider
-    from codemode.mcp.server import HostService, build_server
+    from codemode.mcp.server import RESULT_FIELD_CHARS, HostService, build_server, run_stdio
     from codemode.tools.builtin import builtin_registry
 
     registry = builtin_registry()
@@ -69,20 +81,25 @@ def serve(config: Config, options: SessionOptions, *, http_port: int | None) -> 
         )
         for status in statuses:
             if status.error:
-                print(f"mcp server {status.name}: {status.error}", file=sys.stderr)
+                echo(f"mcp server {status.name}: {status.error}", err=True)
     settings = sandbox.settings
     service = HostService(
         registry,
         cwd,
         decide=policy_decider(settings.approval_policy, settings.sandbox_mode),
         engine=config.engine or "quickjs",
-        limits=Limits(timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=30_000),
+        limits=Limits(
+            timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=RESULT_FIELD_CHARS
+        ),
         sandbox=sandbox,
     )
     server = build_server(service)
     if http_port is None:
-        server.run("stdio")
+        assert early is not None
+        # At the end of the input, requests still running get this long to finish.
+        early.drain_s = config.exec_timeout_s + 30
+        run_stdio(server, early)
     else:
-        print(f"serving MCP on http://127.0.0.1:{http_port}/mcp", file=sys.stderr, flush=True)
+        echo(f"serving MCP on http://127.0.0.1:{http_port}/mcp", err=True)
         server.run("streamable-http", host="127.0.0.1", port=http_port)
     return 0

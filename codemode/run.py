@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from codemode.assembly.program import program_parts, run_to_end
+from codemode.control_chars import echo, json_text
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
 from codemode.tools.registry import ToolRegistry, code_name
 
 if TYPE_CHECKING:
+    from codemode.hooks.engine import HookEngine
     from codemode.sandbox.settings import SandboxSettings
 
 EXIT_OK, EXIT_SCRIPT_ERROR, EXIT_USAGE, EXIT_LIMIT = 0, 1, 2, 3
@@ -33,7 +35,7 @@ def _printer(verbose: bool, out: TextIO, err: TextIO) -> Any:
     def on_event(event: ExecEvent) -> None:
         if event.type == "log":
             stream = err if event.level in ("warn", "error") else out
-            print(event.text, file=stream, flush=True)
+            echo(event.text, file=stream, raw_to_pipe=stream is out)
         elif verbose and event.type == "tool_call.finished":
             call = event.call
             status = "ok" if call.ok else f"failed: {call.error}"
@@ -41,7 +43,7 @@ def _printer(verbose: bool, out: TextIO, err: TextIO) -> Any:
             if len(args) > 120:
                 args = args[:117] + "..."
             name = code_name(call.name)
-            print(f"· tools.{name}({args}) {call.duration_ms:.0f} ms {status}", file=err)
+            echo(f"· tools.{name}({args}) {call.duration_ms:.0f} ms {status}", file=err)
 
     return on_event
 
@@ -65,6 +67,7 @@ async def run_source(
     err: TextIO = sys.stderr,
     dry_run: bool = False,
     filename: str = "program.js",
+    hooks: HookEngine | None = None,
 ) -> int:
     """Run one script and report it; returns the exit status.
 
@@ -72,8 +75,9 @@ async def run_source(
     approve anything, so a command needing approval is refused (the script sees a
     catchable exception) unless the approval policy is ``never``. ``dry_run``: no file
     is written; the unified diff of what would have changed is printed at the end.
+    ``hooks``: the user's tool hooks, run on every call the script makes.
     """
-    parts = program_parts(cwd, registry, sandbox=sandbox, dry_run=dry_run)
+    parts = program_parts(cwd, registry, sandbox=sandbox, dry_run=dry_run, hooks=hooks)
     changes = parts.dry_run
     try:
         on_event = None if as_json else _printer(verbose, out, err)
@@ -87,22 +91,22 @@ async def run_source(
     diff = changes.diff(workspace) if changes is not None else None
     if as_json:
         if changes is None:
-            print(result.to_json(indent=2), file=out)
+            echo(result.to_json(indent=2), file=out, raw_to_pipe=True)
         else:
             data = json.loads(result.to_json())
             data["changed_files"] = changes.changed_paths(workspace)
             data["diff"] = diff
-            print(json.dumps(data, indent=2, ensure_ascii=False), file=out)
+            echo(json_text(data, indent=2, ensure_ascii=False), file=out)
     else:
         if result.output_truncated:
             # The head streamed as it came; the elision marker and the tail follow.
-            print(_tail_note(result), file=out)
+            echo(_tail_note(result), file=out, raw_to_pipe=True)
         if result.ok and result.value is not None:
-            print(_render_value(result.value), file=out)
+            echo(_render_value(result.value), file=out, raw_to_pipe=True)
         if result.error is not None:
             from codemode.js_runtime.error_render import render_error
 
-            print(render_error(result.error, source, filename), file=err)
+            echo(render_error(result.error, source, filename), file=err)
         if changes is not None:
             _print_dry_run(diff or "", changes.changed_paths(workspace), out, err)
     return exit_status(result)
@@ -110,11 +114,11 @@ async def run_source(
 
 def _print_dry_run(diff: str, changed: list[str], out: TextIO, err: TextIO) -> None:
     if not changed:
-        print("dry run: no file would change", file=err)
+        echo("dry run: no file would change", file=err)
         return
     plural = "s" if len(changed) != 1 else ""
-    print(f"dry run: {len(changed)} file{plural} would change (nothing written)", file=err)
-    print(diff, file=out, end="" if diff.endswith("\n") else "\n")
+    echo(f"dry run: {len(changed)} file{plural} would change (nothing written)", file=err)
+    echo(diff if diff.endswith("\n") else diff + "\n", file=out, nl=False, raw_to_pipe=True)
 
 
 def _tail_note(result: ExecResult) -> str:
@@ -143,15 +147,24 @@ def read_script(script: str) -> str:
 
 
 def run_script(
-    source: str, *, mcp_servers: Mapping[str, dict[str, Any]] | None = None, **options: Any
+    source: str,
+    *,
+    mcp_servers: Mapping[str, dict[str, Any]] | None = None,
+    raw_config: dict[str, Any] | None = None,
+    trust_project_hooks: bool = False,
+    **options: Any,
 ) -> int:
     """Run ``source`` with ``run_source``'s options; returns the exit status.
 
     ``mcp_servers`` (``[mcp_servers.*]`` tables) are started first and their tools
     offered as ``tools.SERVER.*``; one that fails to start is a warning on stderr, and
     the script then fails only if it calls it. Raises ConfigError for a bad table.
+    The hooks a session in the workspace would run (from ``raw_config``, the config's
+    raw tables) run on the script's calls; a project's untrusted ones only with
+    ``trust_project_hooks``.
     """
     from codemode.config_file import codemode_home
+    from codemode.hooks.loading import program_hooks
     from codemode.mcp.referenced import add_servers
     from codemode.tools.builtin import builtin_registry
 
@@ -159,9 +172,20 @@ def run_script(
     registry = add_servers(
         builtin_registry(), dict(mcp_servers or {}), codemode_home() / "logs", notices
     )
+    loaded = program_hooks(
+        Path(options["cwd"]),
+        raw_config,
+        sandbox=options.get("sandbox"),
+        run_untrusted=trust_project_hooks,
+        untrusted_hint=": trust them with `interpreter hooks trust`, or pass "
+        "--trust-project-hooks",
+    )
+    notices += loaded.notices
     try:
         for notice in notices:
-            print(f"warning: {notice}", file=options.get("err", sys.stderr), flush=True)
-        return asyncio.run(run_source(source, registry=registry, **options))
+            echo(f"warning: {notice}", file=options.get("err", sys.stderr))
+        return asyncio.run(
+            run_source(source, registry=registry, hooks=loaded.engine, **options)
+        )
     finally:
         registry.close()

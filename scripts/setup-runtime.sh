@@ -58,10 +58,22 @@ else
   install=("$python" -m pip --python .venv/bin/python install -q --disable-pip-version-check
            --no-compile)
 fi
+# Everything: the lean install's dependencies and the `agent` extra's (the full install),
+# its own `codemode[...]` references followed.
 mapfile -t deps < <("$python" -c '
-import tomllib
-project = tomllib.load(open("pyproject.toml", "rb"))
-print(*project["build-system"]["requires"], *project["project"]["dependencies"], sep="\n")')
+import re, tomllib
+data = tomllib.load(open("pyproject.toml", "rb"))
+project, extras = data["project"], data["project"]["optional-dependencies"]
+def expand(reqs):
+    for req in reqs:
+        own = re.fullmatch(r"codemode\[([\w,-]+)\]", req.strip())
+        if own:
+            for extra in own.group(1).split(","):
+                yield from expand(extras[extra])
+        else:
+            yield req
+print(*data["build-system"]["requires"], *project["dependencies"], *expand(extras["agent"]),
+      sep="\n")')
 # A path-file editable install: the import-hook kind costs ~7 ms at every start.
 fill() {
   "$@" "${deps[@]}" \

@@ -17,7 +17,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   else
     install=("${PYTHON:-python3}" -m pip --python .venv/bin/python install)
   fi
-  if ! "${install[@]}" -e '.[test]' --config-settings editable_mode=compat >"$log" 2>&1; then
+  if ! "${install[@]}" -e '.[agent,test]' --config-settings editable_mode=compat >"$log" 2>&1; then
     cat "$log" >&2
     echo "setup: pip install failed (log above, also in $log)" >&2
     exit 1
@@ -43,5 +43,16 @@ fi
 # Third-party MCP servers for the tests (never fails setup; see the script).
 bash scripts/setup-test-servers.sh
 # A real llama.cpp server and a small model for tests/test_local_model.py, cached in
-# ~/.cache/codemode (never fails setup; CODEMODE_LOCAL_MODEL=0 skips it).
-bash scripts/setup-local-model.sh
+# ~/.cache/codemode (never fails setup; CODEMODE_LOCAL_MODEL=0 skips it). With
+# CODEMODE_LOCAL_MODEL_BACKGROUND=1 (scripts/test.sh) a build that is needed runs in the
+# background, in a process group of its own named in .venv/.local-model-build.pid.
+rm -f .venv/.local-model-build.pid
+if [ -n "${CODEMODE_LOCAL_MODEL_BACKGROUND:-}" ]; then
+  if ! bash scripts/setup-local-model.sh --check; then
+    setsid bash scripts/setup-local-model.sh </dev/null >/dev/null 2>&1 &
+    echo $! > .venv/.local-model-build.pid
+    echo "setup: building the local model servers in the background (the tests that need them run last)" >&2
+  fi
+else
+  bash scripts/setup-local-model.sh
+fi

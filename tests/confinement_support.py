@@ -33,6 +33,7 @@ from pathlib import Path
 from codemode.sandbox.session import SandboxSession
 from codemode.sandbox.settings import SandboxSettings
 from codemode.tools import ToolContext, builtin_registry
+from codemode.errors import ToolError
 ws, command, settings = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
 async def main():
     s = SandboxSession(ws, SandboxSettings(**settings))
@@ -40,6 +41,8 @@ async def main():
         r = await builtin_registry().invoke(
             "shell", {"command": command, "timeout_ms": 20000},
             ToolContext(workspace=ws, sandbox=s))
+    except ToolError as exc:  # a refusal: its message is the output
+        r = {"exit_code": None, "output": f"refused: {exc}"}
     finally:
         s.close()
     print(json.dumps({"exit_code": r["exit_code"], "output": r["output"]}))

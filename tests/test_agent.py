@@ -287,7 +287,10 @@ def test_unknown_model(home: Path, work: Path) -> None:
     assert "test-model" in run.stderr or "nope" in run.stderr
 
 
-def test_context_overflow_compacts_old_outputs_and_retries_once(home: Path, work: Path) -> None:
+def test_context_overflow_shortens_this_turns_outputs_and_retries_once(
+    home: Path, work: Path
+) -> None:
+    """(tests/test_context_overflow.py has each service's error shape and the sizes.)"""
     big = "x" * 5000
     (work / "big.txt").write_text(big, encoding="utf-8")
     script = [
@@ -296,7 +299,8 @@ def test_context_overflow_compacts_old_outputs_and_retries_once(home: Path, work
         {
             "status": 400,
             "error_code": "context_length_exceeded",
-            "error_message": "This model's maximum context length is 10 tokens",
+            "error_message": "This model's maximum context length is 1000 tokens. However, "
+            "your messages resulted in 2600 tokens.",
         },
         {"text": "fits now"},
     ]
@@ -304,8 +308,9 @@ def test_context_overflow_compacts_old_outputs_and_retries_once(home: Path, work
         run = exec_cli(server, "chat", "go", home=home, cwd=work)
     assert run.code == 0, run.stderr
     retried = tool_results(server.requests[3].body)
-    assert big not in retried and "removed to fit the context window" in retried
-    assert "alpha" in retried  # the latest result is kept
+    assert big not in retried and "cut from the middle of this output" in retried
+    assert "alpha" in retried  # the latest result is kept (it is short)
+    assert len(server.requests) == 4  # one retry
 
 
 def test_max_turns_stops_the_turn(home: Path, work: Path) -> None:

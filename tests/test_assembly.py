@@ -203,7 +203,7 @@ ENTRY_POINTS = [
     "codemode/tui/app.py",
     "codemode/tui/commands.py",
     "codemode/run.py",
-    "codemode/host.py",
+    "codemode/host/__init__.py",
     "codemode/mcp_commands.py",
 ]
 # What belongs to a built session or host: an entry point may read these, never set them

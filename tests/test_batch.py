@@ -72,10 +72,19 @@ def interp(
     )
 
 
-def read_report(path: Path) -> dict[str, dict[str, Any]]:
-    lines = [json.loads(line) for line in path.read_text().splitlines()]
+def report_lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def read_report(path: Path, resumed: bool = False) -> dict[str, dict[str, Any]]:
+    """The repository lines of a report by repository name (its run header checked);
+    ``resumed``: a report appended to, where a later line for a repository wins."""
+    [header, *lines] = report_lines(path)
+    assert header["kind"] == "run" and header["started_at"], header
+    lines = [line for line in lines if line.get("kind") != "run"]
     by_repo = {Path(line["repository"]).name: line for line in lines}
-    assert len(by_repo) == len(lines), "a repository was reported twice"
+    if not resumed:
+        assert len(by_repo) == len(lines), "a repository was reported twice"
     return by_repo
 
 
@@ -104,18 +113,20 @@ def check_bump_report(report: dict[str, dict[str, Any]], *, dry_run: bool) -> No
             assert line["tool_calls"] == 4
             assert line["value"] == {"name": name, "version": f"1.{i}.1"}
             assert line["output"] == f"{name}: 1.{i}.0 -> 1.{i}.1"
-        if dry_run:
-            if i in BROKEN:
-                assert line["changed_files"] == [] and line["diff"] == ""
-            else:
-                assert line["changed_files"] == ["version.txt"]
-                assert line["diff"] == (
-                    "diff --git a/version.txt b/version.txt\n"
-                    "--- a/version.txt\n+++ b/version.txt\n"
-                    f"@@ -1 +1 @@\n-1.{i}.0\n+1.{i}.1\n"
-                )
+        assert line["attempts"] == 1 and line["started_at"] <= line["ended_at"]
+        if i in BROKEN:
+            assert line["changed_files"] == [] and line["diff"] == ""
         else:
-            assert "diff" not in line and "changed_files" not in line
+            assert line["changed_files"] == ["version.txt"]
+            assert line["diff"] == (
+                "diff --git a/version.txt b/version.txt\n"
+                "--- a/version.txt\n+++ b/version.txt\n"
+                f"@@ -1 +1 @@\n-1.{i}.0\n+1.{i}.1\n"
+            )
+        if dry_run:
+            assert "rolled_back" not in line
+        else:
+            assert line["rolled_back"] is False
 
 
 def test_fifty_repositories_in_parallel(workdir: Path) -> None:
@@ -313,7 +324,7 @@ def test_interrupt_stops_workers_and_their_commands(workdir: Path) -> None:
     assert proc.returncode == 130, stderr
     assert "6 repositories: 0 done, 0 failed, 6 not run" in stderr
     assert stderr.splitlines()[-1] == "interrupted"
-    assert (workdir / "r.jsonl").read_text() == ""
+    assert read_report(workdir / "r.jsonl") == {}  # the run's header only
     deadline = time.monotonic() + 5
     while processes_running(b"sleep 31.4159") and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -410,7 +421,6 @@ def test_batch_usage_errors(workdir: Path) -> None:
     (workdir / "missing.txt").write_text("repos/nope\n")
     cases = [
         (["--jobs", "2", "--report", "x.jsonl"], "--jobs, --report only apply to batch runs"),
-        (["--repos", "plain"], "is not a working copy and has no subdirectory"),
         (["--repos", "empty.txt"], "names no repository"),
         (["--repos", "missing.txt"], "missing.txt:1: no such directory: repos/nope"),
         (["--repos", ".", "--ray-address", "auto"], "--ray-address needs --backend ray"),
@@ -511,7 +521,8 @@ def test_ray_backend_gives_the_same_report(workdir: Path) -> None:
     local_report = read_report(workdir / "local.jsonl")
 
     def timeless(report: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        return {k: {**line, "duration_s": None} for k, line in report.items()}
+        times = {"duration_s": None, "started_at": None, "ended_at": None, "worker": None}
+        return {k: {**line, **times} for k, line in report.items()}
 
     assert timeless(ray_report) == timeless(local_report)
     # The local instance ran on the loopback address, and is gone.

@@ -1,5 +1,5 @@
-"""The benchmark tasks (benchmarks/tasks/<task>/) as data: each folder loads, its verify.py
-rejects the untouched workspace, and both of its scripts drive a real agent session
+"""The benchmark and eval tasks (codemode/eval/tasks/<task>/) as data: each folder loads,
+its verify.py rejects the untouched workspace, and both of its scripts drive a real agent session
 (claude-code harness, real tools and isolate, the scripted model server) to the same
 workspace, which verify.py accepts."""
 

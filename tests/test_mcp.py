@@ -203,7 +203,7 @@ def test_declarations_nest_namespaced_tools() -> None:
 
     dts = typescript_declarations(ToolRegistry([define_tool(echo, name="mcp__srv__echo")]))
     assert "  srv: {\n" in dts
-    assert "    echo(args: McpSrvEchoArgs): Promise<unknown>;" in dts
+    assert "    echo(args: McpSrvEchoArgs): Promise<Record<string, string>>;" in dts
 
 
 # --- a real server: calls, concurrency, failures ---------------------------------------
@@ -687,7 +687,8 @@ def test_our_server_lists_and_runs_execute(tmp_path: Path) -> None:
         )
     )
     tools = {t.name: t for t in listed.tools}
-    assert list(tools) == ["execute"]  # six tools: declarations fit in the description
+    # seven tools: brief declarations fit in the description, describe_tool has the rest
+    assert list(tools) == ["execute", "describe_tool"]
     assert "read_file(args: ReadFileArgs): Promise<ReadFileResult>;" in tools["execute"].description
     assert tools["execute"].input_schema["required"] == ["code"]
     assert ok.is_error is False

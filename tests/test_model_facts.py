@@ -77,29 +77,30 @@ def test_reasoning_effort_is_not_sent_to_a_model_that_does_not_reason(
 
 
 def test_old_outputs_are_cut_before_the_context_window_fills(home: Path, work: Path) -> None:
-    """trytako/tako has a 2,048-token window: after a request that used 1,900 of it, the
-    next one goes out with the older tool output cut (no overflow error needed)."""
+    """trytako/tako has a 2,048-token window: when the next request would come too near
+    it, the older tool output is cut to its head and tail before it goes out (no
+    overflow error needed), and the latest is kept whole."""
     facts = model_facts("poe", "trytako/tako")
     assert facts is not None and facts.context_window == 2048
-    (work / "a.txt").write_text("alpha " * 200, encoding="utf-8")
-    (work / "b.txt").write_text("beta " * 200, encoding="utf-8")
-    full = {"input_tokens": 1900, "output_tokens": 20}
+    (work / "a.txt").write_text("alpha " * 800, encoding="utf-8")  # ~1,200 tokens
+    (work / "b.txt").write_text("beta " * 300, encoding="utf-8")  # ~375
     script = [
-        {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}], "usage": full},
-        {"tool_calls": [{"name": "read_file", "arguments": {"path": "b.txt"}}],
-         "usage": {"input_tokens": 300, "output_tokens": 20}},
-        {"tool_calls": [{"name": "read_file", "arguments": {"path": "b.txt"}}], "usage": full},
-        {"text": "done", "usage": full},
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "cat a.txt"}}]},
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "cat b.txt"}}]},
+        {"text": "done"},
     ]
     with ScriptedModelServer(script) as server:
-        run = run_cli(["exec", *catalog_flags("poe", server.base_url, "trytako/tako"), "go"],
+        run = run_cli(["exec", *catalog_flags("poe", server.base_url, "trytako/tako"),
+                       "--harness", "minimal", "--classic", "go"],
                       home=home, cwd=work, POE_API_KEY="sk-test")
     assert run.code == 0, run.stderr
     sent = [json.dumps(r.body) for r in server.requests]
-    assert "alpha alpha" in sent[1]  # 1,900 of 2,048 used, but one result only: kept
-    assert "alpha alpha" in sent[2]  # the last request used 320: nothing cut
-    assert "alpha alpha" not in sent[3] and "removed to fit the context window" in sent[3]
-    assert "beta beta" in sent[3]  # the latest result is kept
+    sizes = [len(s) // 4 for s in sent]  # what the scripted server reports as usage
+    assert sizes[1] < 1711 < sizes[1] + 375, sizes  # 2,048 less the answer's room
+    assert "alpha " * 799 in sent[1]  # it fits: nothing cut
+    assert "alpha " * 799 not in sent[2] and "cut from the middle of this output" in sent[2]
+    assert "beta " * 299 in sent[2]  # the latest result is kept whole
+    assert sizes[2] < 2048
     assert "nearly full" in run.stderr
 
 

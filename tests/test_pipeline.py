@@ -87,8 +87,8 @@ async def test_stages_run_in_their_order_whatever_order_they_were_added() -> Non
 
     call = Call(name="x", tool=None, args={}, ctx=ToolContext(workspace=ROOT))
     assert await pipeline.run(call, last, around=(mark("around"),)) == "done"
-    assert order == ["around", "report", "gate", "policy", "embedder", "embedder-2", "route",
-                     "tool"]
+    assert order == ["around", "report", "gate", "hooks", "policy", "embedder", "embedder-2",
+                     "route", "tool"]
     with pytest.raises(ValueError, match="unknown stage"):
         pipeline.use(mark("x"), "later")  # type: ignore[arg-type]
 

@@ -150,7 +150,10 @@ async def test_protected_folders_stay_read_only_for_the_shell(ws: Path) -> None:
     assert not (ws / ".git" / "hooks" / "pre-commit").exists()
     assert not (ws / ".codemode" / "rules").exists()
     assert (ws / ".git" / "hooks").is_dir()
-    r = await shell(ctx, "echo fine > .git/description && cat .git/description")
+    # all of .git is read-only (git add/commit run outside codemode); the work tree is not
+    r = await shell(ctx, "echo fine > .git/description")
+    assert r["exit_code"] != 0 and "the whole .git is read-only" in r["output"], r["output"]
+    r = await shell(ctx, "echo fine > work.txt && cat work.txt")
     assert r["output"] == "fine\n"
 
 

@@ -244,8 +244,9 @@ async def test_the_editor_surface_renders_with_the_tool_that_answered(tmp_path: 
 
 
 def _dts_body(dts: str) -> str:
-    """The declarations a prompt carries (the standalone file adds console and print)."""
-    return dts.split("/** Printed lines are captured")[0].strip()
+    """The declarations a prompt carries (the standalone file, for `interpreter run`
+    scripts, adds argv, console and print)."""
+    return dts.split("/** Arguments given after the script name")[0].strip()
 
 
 @pytest.mark.parametrize(("harness", "member"), [("native", "update_plan"),

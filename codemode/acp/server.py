@@ -106,6 +106,9 @@ _ACP_STOP_REASONS: dict[StopReason, AcpStopReason] = {
     "completed": "end_turn",
     "max_turns": "max_turn_requests",
     "cancelled": "cancelled",
+    # A UserPromptSubmit hook refused the prompt; a hook ended the turn (continue: false).
+    "prompt_blocked": "refusal",
+    "hook_stopped": "end_turn",
 }
 
 
@@ -228,6 +231,7 @@ class CodemodeAcpAgent:
             session_id=session_id,
             approver=approver,
             client=AcpToolClient(self.conn, session_id, self.capabilities.fs, approver),
+            untrusted_hooks_hint=": trust them with `interpreter hooks trust`",
         )
         try:
             config = load_config(self.options.overrides)

@@ -2,7 +2,9 @@
 
 Text and reasoning deltas become message and thought chunks; every tool item (a
 classic call, a code-mode program, and each call a program makes) becomes an ACP tool
-call whose status follows the item. ACP has no nesting, so a program's calls carry
+call whose status follows the item; so does each run of the user's hooks (a
+``hook_run`` item: ``_meta.codemode.hook`` has its event, decision and reason). ACP has
+no nesting, so a program's calls carry
 their program's id in ``_meta.codemode.parent_id`` and say so in their title.
 """
 
@@ -38,6 +40,7 @@ from codemode.agent.events import (
     CodeExecutionItem,
     CommandExecutionItem,
     FileChangeItem,
+    HookRunItem,
     Item,
     ItemCompleted,
     ItemStarted,
@@ -67,6 +70,7 @@ _TOOL_ITEMS = (
     ToolCallItem,
     CodeExecutionItem,
     McpToolCallItem,
+    HookRunItem,
 )
 # The session updates ACP's ``session/update`` carries (a user's message only in a replay).
 Update = (
@@ -78,7 +82,12 @@ Update = (
     | AgentPlanUpdate
 )
 ToolItem = (
-    CommandExecutionItem | FileChangeItem | ToolCallItem | CodeExecutionItem | McpToolCallItem
+    CommandExecutionItem
+    | FileChangeItem
+    | ToolCallItem
+    | CodeExecutionItem
+    | McpToolCallItem
+    | HookRunItem
 )
 MAX_TITLE = 80
 
@@ -104,6 +113,8 @@ def _title(item: ToolItem) -> str:
         title = f"Run program ({len(lines)} line{'s' if len(lines) != 1 else ''})"
     elif isinstance(item, FileChangeItem):
         title = "Apply patch"
+    elif isinstance(item, HookRunItem):
+        title = f"{item.event} hook: {item.status_message or item.command}"
     elif isinstance(item, ToolCallItem):
         args = item.arguments
         target = args.get("path") or args.get("pattern") if isinstance(args, dict) else None
@@ -128,6 +139,8 @@ def _input(item: ToolItem) -> object:
         return {"command": item.command}
     if isinstance(item, CodeExecutionItem):
         return {"code": item.code}
+    if isinstance(item, HookRunItem):
+        return {"event": item.event, "command": item.command, "source": item.source}
     return getattr(item, "arguments", None)
 
 
@@ -146,6 +159,11 @@ def _output(item: ToolItem) -> tuple[object, str]:
         return {"output": item.output, "value": item.value, "error": item.error}, shown
     if isinstance(item, FileChangeItem):
         return {"diff": item.diff}, item.diff
+    if isinstance(item, HookRunItem):
+        raw = {"decision": item.decision, "reason": item.reason,
+               "additional_context": item.additional_context, "error": item.error}
+        shown = item.error or (f"{item.decision}: {item.reason}" if item.decision else "")
+        return raw, shown
     error = getattr(item, "error", None)
     result = getattr(item, "result", None)
     if error:
@@ -210,7 +228,11 @@ class UpdateMapper:
         return []
 
     def _meta(self, item: Item) -> dict[str, object]:
-        return {"codemode": {"item_type": item.type, "parent_id": item.parent_id}}
+        meta: dict[str, object] = {"item_type": item.type, "parent_id": item.parent_id}
+        if isinstance(item, HookRunItem):
+            meta["hook"] = {"event": item.event, "decision": item.decision,
+                            "reason": item.reason, "status": item.status}
+        return {"codemode": meta}
 
     def _started(self, item: Item) -> list[Update]:
         if isinstance(item, TodoListItem):

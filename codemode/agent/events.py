@@ -4,10 +4,10 @@ One stream of these feeds the terminal printer, ``exec --json`` and the session 
 The public events and items follow the shapes of Codex's ``exec --json`` output
 (``thread.started``, ``turn.started``, ``item.started|updated|completed``,
 ``turn.completed``, ``turn.failed``, ``error``) so tools written for it can read ours.
-Two item types are ours: ``code_execution`` (a code-mode program) and ``tool_call``
-(a tool Codex has no item for, such as ``read_file``); a call a program makes carries
-its program's item id in ``parent_id``. Deltas and notices are for live display only
-and are left out of ``--json``.
+Three item types are ours: ``code_execution`` (a code-mode program), ``tool_call``
+(a tool Codex has no item for, such as ``read_file``) and ``hook_run`` (a user's hook);
+a call a program makes carries its program's item id in ``parent_id``. Deltas and
+notices are for live display only and are left out of ``--json``.
 """
 
 from __future__ import annotations
@@ -109,6 +109,24 @@ class CodeExecutionItem(_Item):
     status: ItemStatus = "in_progress"
 
 
+class HookRunItem(_Item):
+    """One of the user's hooks running (``codemode.hooks``); ``parent_id`` is the
+    program whose call it hooked, if any. ``status``: completed, failed (the hook did
+    not work: ``error`` says how) or declined (it denied or blocked: ``reason``)."""
+
+    type: Literal["hook_run"] = "hook_run"
+    event: str
+    command: str
+    source: str
+    status_message: str | None = None
+    decision: str | None = None
+    reason: str | None = None
+    additional_context: str | None = None
+    error: str | None = None
+    duration_ms: float | None = None
+    status: ItemStatus = "in_progress"
+
+
 class ErrorItem(_Item):
     type: Literal["error"] = "error"
     message: str
@@ -123,6 +141,7 @@ Item = Annotated[
     | TodoListItem
     | ToolCallItem
     | CodeExecutionItem
+    | HookRunItem
     | ErrorItem,
     Field(discriminator="type"),
 ]

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
+from codemode.agent.compaction import compact_tool_results, request_units, shorten
+from codemode.agent.context_window import ContextBudget, does_not_fit_first, still_too_long
 from codemode.agent.cutoff import cutoff_note, settle_reply, valid_history
 from codemode.agent.events import (
     AgentMessageItem,
@@ -29,6 +31,7 @@ from codemode.agent.events import (
     TurnUsage,
     is_public,
 )
+from codemode.agent.lifecycle import SessionHooks
 from codemode.agent.rollout import Rollout, close_dangling_calls
 from codemode.agent.runner import ToolRunner
 from codemode.harnesses.base import Harness
@@ -44,24 +47,21 @@ from codemode.providers.base import (
     ReasoningDelta,
     StreamRestarted,
     TextDelta,
-    ToolResultMessage,
     ToolSpec,
     Usage,
     UserMessage,
 )
 from codemode.providers.sampling import Sampling
+from codemode.tools.provenance import current_model_call
 
 if TYPE_CHECKING:
+    from codemode.harnesses.base import Outcome
+    from codemode.hooks.engine import HookEngine
+    from codemode.providers.base import ToolCall
     from codemode.providers.catalog import ModelFacts
 
 # Consecutive replies with neither an action nor an answer before the turn gives up.
 MAX_FORMAT_REMINDERS = 3
-# The share of a known context window past which old tool outputs are cut before the
-# next request (the answer still needs room).
-CONTEXT_HIGH_WATER = 0.8
-# Tool results kept whole when old ones are cut down to fit the context window.
-KEEP_RECENT_RESULTS = 1
-_COMPACTED = "[output removed to fit the context window; run the call again if needed]"
 
 Listener = Callable[[BaseModel], None]
 
@@ -69,7 +69,9 @@ Listener = Callable[[BaseModel], None]
 # its model requests; cancelled: interrupted; no_action: it kept replying with neither
 # an action nor an answer; answer_rejected: its final answer failed the output check
 # twice; context_full: the conversation no longer fits even after compaction;
-# provider_error: the model service failed; error: anything else (a broken stream).
+# provider_error: the model service failed; prompt_blocked: a UserPromptSubmit hook
+# refused the prompt; hook_stopped: a hook said ``continue: false``; error: anything
+# else (a broken stream).
 StopReason = Literal[
     "completed",
     "max_turns",
@@ -78,6 +80,8 @@ StopReason = Literal[
     "answer_rejected",
     "context_full",
     "provider_error",
+    "prompt_blocked",
+    "hook_stopped",
     "error",
 ]
 
@@ -123,6 +127,8 @@ class Session:
         listeners: list[Listener] | None = None,
         final_check: Callable[[str], str | None] | None = None,
         output_schema: dict[str, Any] | None = None,
+        hooks: HookEngine | None = None,
+        start_source: str = "startup",
     ) -> None:
         self.id = session_id
         self.provider = provider
@@ -136,10 +142,13 @@ class Session:
         self.retry_policy = retry_policy
         self.sampling = sampling or Sampling()
         # What the provider catalog knows about the model (None: nothing), and its
-        # context window: old tool outputs are cut before a request would come near it.
+        # context window, also learnt from an overflow error: the conversation is
+        # shortened before a request would not fit (codemode.agent.compaction).
         self.model_facts = model_facts
-        self.context_window = model_facts.context_window if model_facts is not None else None
-        self._last_tokens = 0  # the last request's input and output tokens
+        self.context = ContextBudget(
+            window=model_facts.context_window if model_facts is not None else None
+        )
+        self._turn_start = 0  # index of the current turn's first message
         self.total_usage = Usage()
         self.listeners: list[Listener] = list(listeners or [])
         # Checks a final answer: None when it is acceptable, else what is wrong with it
@@ -151,6 +160,14 @@ class Session:
         # The last turn's result, also when it was cancelled (run_turn then raises).
         self.last_result: TurnResult | None = None
         self._closed = False
+        # The user's hooks (codemode.hooks), and SessionStart's source for the first turn.
+        self.hooks: SessionHooks | None = None
+        self.start_source = start_source
+        if hooks is not None:
+            self.hooks = SessionHooks(hooks, self.emit, runner.next_id)
+            hooks.facts.session_id, hooks.facts.model = session_id, model
+            if rollout is not None:
+                hooks.facts.transcript_path = str(rollout.path)
         self.set_harness(harness)
         self.messages = valid_history(self.messages, self._tool_specs)
 
@@ -185,13 +202,21 @@ class Session:
         context.sandbox = SandboxSession(old.workspace, settings, approver=old.approver)
         old.close()
 
-    async def aclose(self) -> None:
-        """End the session: stop its engine worker and running programs, its MCP servers
-        and sandbox session, close its session file and the provider's connections.
-        Safe to call more than once."""
+    async def aclose(self, reason: str = "other") -> None:
+        """End the session: its SessionEnd hooks (``reason``: clear, logout,
+        prompt_input_exit, other), then stop its engine worker and running programs, its
+        MCP servers and sandbox session, close its session file and the provider's
+        connections. Safe to call more than once."""
         if self._closed:
             return
         self._closed = True
+        try:
+            if self.hooks is not None and self.hooks.started:
+                await self.hooks.session_end(reason)
+        finally:
+            await self._release()
+
+    async def _release(self) -> None:
         try:
             await self.runner.aclose()  # cells, engine worker, sandbox session, MCP servers
         finally:
@@ -225,10 +250,16 @@ class Session:
         (the result says what went wrong). Cancellation propagates after the turn is
         recorded as failed."""
         self.emit(TurnStarted())
-        self._append(UserMessage(text=prompt, images=images or []), prompt=True)
+        self._turn_start = len(self.messages)
         result = TurnResult(ok=False)
         self.last_result = result
         try:
+            before, after = await self._prompt_hooks(prompt) if self.hooks else ([], [])
+            for text in before:
+                self._append(UserMessage(text=text))
+            self._append(UserMessage(text=prompt, images=images or []), prompt=True)
+            for text in after:
+                self._append(UserMessage(text=text))
             await self._loop(result)
         except asyncio.CancelledError:
             self._fail(result, "interrupted", "cancelled")
@@ -293,6 +324,8 @@ class Session:
                 continue
             reminders = 0
             if actions.final_answer is not None:
+                if await self._stop_blocked(actions.final_answer):
+                    continue
                 self._finish_with(result, actions.final_answer)
                 return
             if not actions.calls:
@@ -311,13 +344,15 @@ class Session:
                         )
                     )
                     continue
+                if await self._stop_blocked(message.text):
+                    continue
                 result.final_message = message.text
                 return
-            outcomes = await asyncio.gather(
-                *(self.harness.execute(call, self.runner) for call in actions.calls)
-            )
+            outcomes = await asyncio.gather(*(self._execute(call) for call in actions.calls))
             for reply in self.harness.result_messages(actions.calls, list(outcomes)):
                 self._append(reply)
+            if self.hooks is not None:
+                self._after_calls(self.hooks)
             if cut_note is not None:
                 self._append(UserMessage(text=cut_note))
             done = [o.final_answer for o in outcomes if o.final_answer is not None]
@@ -330,33 +365,119 @@ class Session:
             "max_turns",
         )
 
+    async def _execute(self, call: ToolCall) -> Outcome:
+        # Hooks name the model's call that a tool call (a program's too) belongs to.
+        current_model_call.set(call.id)  # (this task's own context: gather made it)
+        return await self.harness.execute(call, self.runner)
+
+    # --- hooks (codemode.agent.lifecycle) ----------------------------------------------
+
+    async def _prompt_hooks(self, prompt: str) -> tuple[list[str], list[str]]:
+        """SessionStart (once) and UserPromptSubmit: the messages their hooks add before
+        and after the prompt. TurnFailure when a hook refuses the prompt or stops."""
+        assert self.hooks is not None
+        self.hooks.engine.facts.model = self.model
+        verdict = await self.hooks.before_prompt(prompt, self.start_source)
+        if verdict.refusal is not None:
+            raise TurnFailure(*verdict.refusal)
+        return verdict.before, verdict.after
+
+    async def _stop_blocked(self, answer: str) -> bool:
+        """Stop hooks: True when one refused to let the turn end (its reason is now the
+        model's next message)."""
+        if self.hooks is None:
+            return False
+        verdict = await self.hooks.stop_check(answer)
+        if verdict.refusal is not None:
+            raise TurnFailure(*verdict.refusal)
+        for text in verdict.after:
+            self._append(UserMessage(text=text))
+        return bool(verdict.after)
+
+    def _after_calls(self, hooks: SessionHooks) -> None:
+        verdict = hooks.after_calls()
+        for text in verdict.after:
+            self._append(UserMessage(text=text))
+        if verdict.refusal is not None:
+            raise TurnFailure(*verdict.refusal)
+
     def _finish_with(self, result: TurnResult, answer: str) -> None:
         """End the turn on a harness's completion signal, with ``answer`` as the reply."""
         result.final_message = answer
         self.emit(ItemCompleted(item=AgentMessageItem(id=self.runner.next_id(), text=answer)))
 
     async def _sample(self) -> tuple[AssistantMessage, Usage, str]:
-        """One model request, streamed; retried after compaction on context overflow.
-
-        With a known context window, old tool outputs are cut first when the last
-        request (its input and its answer, all of which the next one resends) used
-        more than CONTEXT_HIGH_WATER of it.
-        """
-        window = self.context_window
-        if window and self._last_tokens > CONTEXT_HIGH_WATER * window:
-            self._last_tokens = 0  # measured again by the next request
-            if compact_tool_results(self.messages):
-                self.emit(Notice(message=f"context window ({window:,} tokens) nearly full: "
-                                 "old tool outputs removed"))
+        """One model request, streamed. With a known context window the conversation is
+        shortened first when the request would not fit; on an overflow it is shortened
+        to the size the error reports and sent once more."""
+        budget = self.context
+        budget.max_output_tokens = self.sampling.max_output_tokens
+        target = budget.limit()
+        units = self._request_units()
+        if target is not None and budget.tokens(units) > target:
+            await self._shorten(budget.tokens(units) - target, "nearly full")
+            units = self._request_units()
         try:
             message, usage, stop = await self._stream_once()
         except ContextOverflowError as exc:
-            if not compact_tool_results(self.messages):
-                raise TurnFailure(f"{exc} (nothing left to compact)", "context_full") from None
-            self.emit(Notice(message="context window full: old tool outputs removed, retrying"))
-            message, usage, stop = await self._stream_once()
-        self._last_tokens = usage.input_tokens + usage.output_tokens
+            sent = budget.refused(exc, units)
+            target = budget.target()
+            fixed = budget.tokens(request_units(self.instructions, self._tool_specs, []))
+            # There is one retry: aim a tenth under the target. Without a size to fit, or
+            # when the estimate said it fits (the server counts differently), a third goes.
+            over = sent - int(target * 0.9) if target is not None else 0
+            over = over if over > 0 else sent // 3
+            if not await self._shorten(over, "full", retrying=True):
+                # The first request of a session, or nothing but instructions and prompt.
+                raise TurnFailure(does_not_fit_first(budget, sent, fixed, self.harness.name),
+                                  "context_full") from None
+            units = self._request_units()
+            try:
+                message, usage, stop = await self._stream_once()
+            except ContextOverflowError as again:
+                raise TurnFailure(still_too_long(budget, again.prompt_tokens),
+                                  "context_full") from None
+        budget.accepted(units, usage.input_tokens)
         return message, usage, stop
+
+    def _request_units(self) -> int:
+        return request_units(self.instructions, self._tool_specs, self.messages)
+
+    async def _shorten(self, over_tokens: int, state: str, retrying: bool = False) -> bool:
+        """Shorten the conversation by ``over_tokens``, with the PreCompact and
+        PostCompact hooks (trigger: auto) around it and SessionStart (compact) after;
+        says whether anything changed."""
+        budget = self.context
+        excess = max(1, int(over_tokens / budget.scale) + 1)
+        hooks = self.hooks
+        if hooks is not None:
+            await hooks.compact("PreCompact", "auto")
+        done = shorten(self.messages, self._turn_start, excess)
+        self._turn_start = done.turn_start
+        if done.changed:
+            window = f" ({budget.window:,} tokens)" if budget.window else ""
+            again = ", retrying" if retrying else ""
+            self.emit(Notice(message=f"context window {state}{window}: {done.describe()}{again}"))
+            if hooks is not None:
+                await hooks.compact("PostCompact", "auto")
+                for text in await hooks.session_start("compact"):
+                    self._append(UserMessage(text=text))
+        return done.changed
+
+    async def compact(self, trigger: str = "manual", keep: int = 1) -> int:
+        """Cut old tool outputs (``compact_tool_results``, keeping the last ``keep``; the
+        interactive ``/compact``), with the PreCompact and
+        PostCompact hooks (``trigger``: auto or manual) around it and SessionStart
+        (compact) after; how many were cut."""
+        hooks = self.hooks
+        if hooks is not None:
+            await hooks.compact("PreCompact", trigger)
+        cut = compact_tool_results(self.messages, keep)
+        if hooks is not None and cut:
+            await hooks.compact("PostCompact", trigger)
+            for text in await hooks.session_start("compact"):
+                self._append(UserMessage(text=text))
+        return cut
 
     async def _stream_once(self) -> tuple[AssistantMessage, Usage, str]:
         from codemode.providers.retry import stream_with_retries
@@ -403,13 +524,3 @@ class Session:
                 return message, event.usage, event.stop_reason
         raise TurnFailure("the model stream ended without a complete reply")
 
-
-def compact_tool_results(messages: list[Message], keep: int = KEEP_RECENT_RESULTS) -> int:
-    """Cut the content of all but the last ``keep`` long tool results; returns how many."""
-    results = [m for m in messages if isinstance(m, ToolResultMessage)]
-    cut = 0
-    for message in results[: max(0, len(results) - keep)]:
-        if len(message.content) > len(_COMPACTED):
-            message.content = _COMPACTED
-            cut += 1
-    return cut

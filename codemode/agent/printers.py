@@ -163,6 +163,10 @@ class HumanPrinter:
             status = "ok" if item.status == "completed" else f"failed: {item.error}"
             name = f"{item.server}.{item.tool}"
             self._say(f"· {name} {describe_args(item.arguments)} {status}", depth)
+        elif item.type == "hook_run" and item.status == "declined":
+            # (a hook that failed was a notice already; one that agreed says nothing)
+            self._say(f"· {item.event} hook `{item.command}` {item.decision}: {item.reason}",
+                      depth)
         elif item.type == "code_execution":
             calls = f"{item.tool_calls} tool call{'s' if item.tool_calls != 1 else ''}"
             if item.error:

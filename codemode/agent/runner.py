@@ -44,6 +44,7 @@ from codemode.js_runtime.outcome import AlreadyWaiting, CellBusy, Outcome, Unkno
 from codemode.js_runtime.session import CodeSession
 from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.pipeline import Call, Next, with_context
+from codemode.tools.provenance import ProgramProvenance, current_model_call, current_program
 from codemode.tools.registry import ToolRegistry
 
 Emit = Callable[[BaseModel], None]
@@ -72,6 +73,10 @@ class ToolRunner:
         self._ids = itertools.count()
         # The item of each program still running, by its cell id.
         self._program_items: dict[str, CodeExecutionItem] = {}
+        # Where each running program's calls come from (hooks read it:
+        # codemode.tools.provenance), and the model's call that asked for the next one.
+        self._provenance: dict[str, ProgramProvenance] = {}
+        self._exec_call: str | None = None
         # Persistent: a model that stores results on globalThis finds them next time.
         self._session = CodeSession(
             _Programs(self),
@@ -154,8 +159,9 @@ class ToolRunner:
         a cell: ``Yielded``). Programs start in the order they were asked for; one asked
         for while a yielded cell still runs is refused (``ToolError``)."""
         yield_s = yield_time_ms(code, self.yield_time_ms) / 1000
+        self._exec_call = current_model_call.get()
         try:
-            outcome = await self._session.execute(code, yield_time=yield_s)
+            outcome = self._with_notes(await self._session.execute(code, yield_time=yield_s))
         except CellBusy as exc:
             raise ToolError(
                 f"cell {exc.cell_id} is still running: call wait({{cell_id: "
@@ -179,11 +185,11 @@ class ToolRunner:
         session = self._session
         try:
             if terminate:
-                outcome = await session.terminate(cell_id)
+                outcome = self._with_notes(await session.terminate(cell_id))
                 self._end_items("terminated")
                 return outcome
             yield_s = (self.yield_time_ms if yield_ms is None else max(yield_ms, 0)) / 1000
-            return await session.wait(cell_id, yield_s)
+            return self._with_notes(await session.wait(cell_id, yield_s))
         except (UnknownCell, AlreadyWaiting) as exc:
             raise ToolError(str(exc)) from None
         except BaseException:
@@ -197,6 +203,9 @@ class ToolRunner:
         if event.type == "cell.started":
             started = CodeExecutionItem(id=self.next_id(), code=event.source)
             self._program_items[cell_id] = started
+            self._provenance[cell_id] = ProgramProvenance(
+                exec_call_id=self._exec_call, cell_id=cell_id, item_id=started.id
+            )
             self.emit(ItemStarted(item=started))
             return
         item = self._program_items.get(cell_id)
@@ -208,6 +217,11 @@ class ToolRunner:
             del self._program_items[cell_id]
             result = event.result
             item.output = result.output
+            provenance = self._provenance.get(cell_id)
+            if provenance is not None and provenance.notes:
+                # Hooks' context for the model (PostToolUse), with the program's result.
+                item.output = "\n".join([*filter(None, [result.output.rstrip("\n")]),
+                                         *provenance.notes])
             item.value = result.value
             item.tool_calls = len(result.tool_calls)
             if result.error is not None:
@@ -216,6 +230,21 @@ class ToolRunner:
                 item.error = render_error(result.error, item.code)  # what the model reads too
             item.status = "completed" if result.ok else "failed"
             self.emit(ItemCompleted(item=item))
+
+    def _with_notes(self, outcome: Outcome) -> Outcome:
+        """``outcome`` with the context hooks added for the model since it last heard
+        from the cell (PostToolUse's additionalContext); a finished cell's record goes."""
+        provenance = self._provenance.get(outcome.cell_id)
+        if provenance is None:
+            return outcome
+        if not isinstance(outcome, Yielded):
+            del self._provenance[outcome.cell_id]
+        if not provenance.notes:
+            return outcome
+        shown = [outcome.output.rstrip("\n")] if outcome.output else []
+        output = "\n".join([*shown, *provenance.notes])
+        provenance.notes.clear()
+        return dataclasses.replace(outcome, output=output)
 
     def _end_items(self, why: str) -> None:
         """Complete the items of programs that stopped without finishing."""
@@ -253,6 +282,10 @@ class _Programs:
     async def call_tool(self, call: NestedCall) -> object:
         runner = self._runner
         item = runner._program_items.get(call.cell_id)
+        # Each call the program makes knows its program (hooks: codemode.tools.provenance).
+        # Set without a token: each nested call runs in a task (a context) of its own,
+        # and may finish in another one, where a reset would fail.
+        current_program.set(runner._provenance.get(call.cell_id))
         return await runner.registry.invoke(
             call.name,
             call.args,

@@ -62,3 +62,7 @@ class SessionSpec:
     output_schema: dict[str, Any] | None = None
     # The isolate when the config names none.
     default_engine: str = "quickjs"
+    # Run project hooks nobody trusted yet (exec --trust-project-hooks), and what the
+    # one notice about untrusted ones adds (how to review them on this surface).
+    run_untrusted_hooks: bool = False
+    untrusted_hooks_hint: str = ""

@@ -20,6 +20,7 @@ from codemode.js_runtime.outcome import Completed
 from codemode.tools.context import ToolContext
 
 if TYPE_CHECKING:
+    from codemode.hooks.engine import HookEngine
     from codemode.sandbox.approval import Approver
     from codemode.sandbox.session import SandboxSession
     from codemode.sandbox.settings import SandboxSettings
@@ -43,11 +44,13 @@ def program_parts(
     approver: Approver | None = None,
     dry_run: bool = False,
     interceptors: Iterable[Interceptor] = (),
+    hooks: HookEngine | None = None,
 ) -> ProgramParts:
     """The tools (the built-ins unless ``registry``) and the context a program host
     runs programs with. ``sandbox``: settings (or a dict of them) for a new sandbox
     session rooted at ``workspace``, or a session to use as it is. ``interceptors``
-    join the pipeline of a copy of ``registry`` (the caller's stays as it was)."""
+    join the pipeline of a copy of ``registry`` (the caller's stays as it was), and so
+    do ``hooks`` (``codemode.hooks``: every call a program makes is hooked)."""
     from codemode.tools.builtin import builtin_registry
 
     root = Path(workspace).resolve()
@@ -65,10 +68,14 @@ def program_parts(
             else SandboxSession(root, sandbox, approver=approver)
         )
     added = list(interceptors)
-    if added:
+    if added or hooks is not None:
         tools = tools.copy() if registry is not None else tools
         for interceptor in added:
             tools.use(interceptor)
+    if hooks is not None:
+        from codemode.hooks.tool_calls import install
+
+        install(tools, hooks, session)
     changes = None
     if dry_run:
         from codemode.tools.dry_run import DryRun, dry_run_registry

@@ -21,6 +21,7 @@ from codemode.agent.rollout import (
     new_session_id,
 )
 from codemode.agent.runner import ToolRunner
+from codemode.assembly.hooks import attach_hooks
 from codemode.assembly.model import choose_model, open_resolved, provider_named
 from codemode.assembly.options import SessionOptions, SessionSpec
 from codemode.assembly.parts import (
@@ -36,6 +37,7 @@ from codemode.harnesses.base import Dialect
 from codemode.harnesses.catalog import get_harness
 from codemode.js_runtime.models import Limits
 from codemode.tools.context import ToolContext
+from codemode.tools.store.journal import recover as recover_writes
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -102,7 +104,15 @@ def build_session(
     choice = choose_model(config, resolved, model, options.overrides)
     model = choice.model
     facts = choice.facts
-    chose_harness = bool(options.harness or config.harness or resume is not None)
+    per_model = config.model_harness.get(model) if resume is None else None
+    if per_model is not None and (options.harness is None or options.code_mode is None):
+        # What `interpreter eval --write-config` chose for this model.
+        code = options.code_mode if options.code_mode is not None else per_model.code_mode
+        dialect = _dialect(code if code is not None else config.code_mode)
+        harness_name = options.harness or per_model.harness or harness_name
+        harness = get_harness(harness_name, dialect)
+    chose_harness = bool(options.harness or config.harness or resume is not None
+                         or (per_model is not None and per_model.harness))
     harness = fit_harness(harness, facts, model, dialect, chose_harness, notices)
     reasoning_effort = config.model_reasoning_effort
     if facts is not None and not facts.reasoning and reasoning_effort:
@@ -112,7 +122,18 @@ def build_session(
 
     sandbox = sandbox_for(config, options, cwd, spec.approver)
     context = ToolContext(workspace=cwd, sandbox=sandbox, client=spec.client)
+    # What a killed patch or write left here is rolled back before anyone reads it.
+    notices.extend(recover_writes(cwd))
     tools = session_tools(config, harness, cwd, notices)
+    hooks = attach_hooks(
+        config,
+        cwd,
+        sandbox,
+        tools.registry,
+        notices,
+        run_untrusted=spec.run_untrusted_hooks,
+        untrusted_hint=spec.untrusted_hooks_hint,
+    )
     # The runner reports to the session, which exists only once the runner does.
     session_ref: list[Session] = []
 
@@ -181,6 +202,8 @@ def build_session(
         listeners=listeners,
         final_check=final_check,
         output_schema=strict_schema,
+        hooks=hooks,
+        start_source="resume" if resume is not None else "startup",
     )
     session_ref.append(session)
     for problem in tools.problems:

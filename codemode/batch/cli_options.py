@@ -11,7 +11,10 @@ from typing import Any
 
 import click
 
-BATCH_ONLY = ("jobs", "report", "backend", "ray_address")
+BATCH_ONLY = (
+    "jobs", "report", "backend", "ray_address", "allow_empty", "include", "exclude",
+    "contains", "only_failed", "branch", "commit_message", "author", "push",
+)  # fmt: skip
 
 
 def spread_repos(args: list[str]) -> list[str]:
@@ -50,7 +53,8 @@ class BatchCommand(click.Command):
 
 
 def batch_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Add --repos, --jobs, --report, --dry-run, --backend and --ray-address."""
+    """Add --repos, --jobs, --report, --dry-run, --backend, --ray-address and the
+    selection, resume and publish options."""
     options = [
         click.option(
             "--repos",
@@ -92,6 +96,62 @@ def batch_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             help="Ray cluster to use (ray://HOST:10001, HOST:6379 or auto; "
             "default: start a local instance).",
         ),
+        click.option(
+            "--allow-empty",
+            is_flag=True,
+            default=None,
+            help="Exit 0 even when a --repos argument names no repository (it is still "
+            "reported as skipped) or the filters leave none.",
+        ),
+        click.option(
+            "--include",
+            multiple=True,
+            metavar="GLOB",
+            help="Only repositories whose name (or, for a GLOB with '/', whole path) "
+            "matches; repeatable.",
+        ),
+        click.option(
+            "--exclude",
+            multiple=True,
+            metavar="GLOB",
+            help="Leave out repositories whose name (or path) matches; repeatable.",
+        ),
+        click.option(
+            "--contains",
+            metavar="REGEX",
+            help="Only repositories where some file matches REGEX (Python syntax).",
+        ),
+        click.option(
+            "--resume",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            metavar="REPORT",
+            help="Run the repositories that did not finish ok in REPORT (same script, "
+            "checked by hash), appending to it; no --repos.",
+        ),
+        click.option(
+            "--only-failed",
+            is_flag=True,
+            default=None,
+            help="With --resume: only the repositories that failed (not those never run).",
+        ),
+        click.option(
+            "--branch",
+            metavar="NAME",
+            help="Publish: commit each changed repository's changes on a new branch NAME "
+            "(host git, hooks off) and switch to it; needs --commit-message.",
+        ),
+        click.option("--commit-message", metavar="MSG", help="The commit message for --branch."),
+        click.option(
+            "--author",
+            metavar="'NAME <EMAIL>'",
+            help="Author (and committer) of --branch commits (default: git's configured user).",
+        ),
+        click.option(
+            "--push",
+            metavar="REMOTE",
+            help="Push each --branch to REMOTE (a remote name or URL); a failed push "
+            "fails the repository and leaves it as it was.",
+        ),
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -100,8 +160,48 @@ def batch_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def refuse_without_repos(given: dict[str, Any]) -> None:
     """Batch-only options make no sense for a single run: say so instead of ignoring them."""
-    used = [name for name in BATCH_ONLY if given.get(name) is not None]
+    used = [name for name in (*BATCH_ONLY, *AGENT_ONLY) if given.get(name) not in (None, ())]
     if used:
         flags = ", ".join("--" + name.replace("_", "-") for name in used)
         verb = "applies" if len(used) == 1 else "apply"
         raise click.UsageError(f"{flags} only {verb} to batch runs: add --repos FILE|DIR")
+
+
+AGENT_ONLY = ("token_budget", "total_token_budget", "price")
+
+
+def _price(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    if value is None:
+        return None
+    try:
+        per_input, per_output = (float(part) for part in value.split(","))
+    except ValueError:
+        raise click.BadParameter("expected INPUT,OUTPUT: USD per million tokens") from None
+    return (per_input, per_output)
+
+
+def agent_batch_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the options of an agent-driven batch (exec --repos): budgets and price."""
+    options = [
+        click.option(
+            "--token-budget",
+            type=click.IntRange(min=1),
+            help="With --repos: stop a repository's session (it fails, its changes are "
+            "dropped) once it has used this many tokens (input + output).",
+        ),
+        click.option(
+            "--total-token-budget",
+            type=click.IntRange(min=1),
+            help="With --repos: start no further repository once the finished ones have "
+            "used this many tokens; --resume the report to go on.",
+        ),
+        click.option(
+            "--price",
+            metavar="IN,OUT",
+            callback=_price,
+            help="With --repos: USD per million input and output tokens, to report cost.",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn

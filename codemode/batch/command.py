@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from codemode.batch.models import OUTPUT_CHARS
-from codemode.batch.report import default_report_path
-from codemode.batch.repos import RepoListError, find_repositories
-from codemode.batch.runner import EXIT_FAILED, BatchOptions, BatchUsageError, run_batch
+from codemode.batch.models import OUTPUT_CHARS, AgentTask, now_iso
+from codemode.batch.report import ReportError, RunHeader, default_report_path
+from codemode.batch.repos import RepoListError, Skipped, select_repositories
+from codemode.batch.runner import EXIT_FAILED, EXIT_OK, BatchOptions, BatchUsageError, run_batch
+from codemode.control_chars import echo
 from codemode.js_runtime.models import Limits
 
 if TYPE_CHECKING:
+    from codemode.batch.publish import PublishOptions
     from codemode.sandbox.settings import SandboxSettings
 
 
@@ -22,10 +25,11 @@ def run_batch_command(
     source: str,
     args: tuple[str, ...],
     *,
-    engine: str,
-    timeout: float,
-    memory: int,
-    max_tool_calls: int,
+    script: str = "",
+    engine: str = "quickjs",
+    timeout: float = 300.0,
+    memory: int = 512,
+    max_tool_calls: int = 100_000,
     repos: tuple[Path, ...],
     jobs: int | None,
     report: Path | None,
@@ -34,23 +38,82 @@ def run_batch_command(
     ray_address: str | None,
     sandbox: SandboxSettings | None = None,
     verbose: bool = False,
+    agent: AgentTask | None = None,
+    total_token_budget: int | None = None,
+    **selection: Any,
 ) -> int:
-    """`interpreter run SCRIPT --repos ...` with the script's text: returns the exit status."""
+    """`interpreter run SCRIPT --repos ...` with the script's text (or, with ``agent``,
+    `interpreter exec --repos ... PROMPT` with the prompt): returns the exit status."""
     if ray_address and backend != "ray":
         raise click.UsageError("--ray-address needs --backend ray")
-    try:
-        repositories = find_repositories(repos)
-    except RepoListError as exc:
-        raise click.UsageError(str(exc)) from None
     from codemode.batch.precheck import syntax_error
 
-    if (error := syntax_error(source)) is not None:
-        click.echo(f"{error.one_line()} (no repository was run)", err=True)
+    if agent is None and (error := syntax_error(source)) is not None:
+        echo(f"{error.one_line()} (no repository was run)", err=True)
         return EXIT_FAILED
+    script_sha = hashlib.sha256(source.encode()).hexdigest()
+    resume: Path | None = selection.get("resume")
+    publish = _publish_options(selection, bool(dry_run))
+    filters = _filters(selection)
+    skipped: list[Skipped] = []
+    dropped: dict[str, int] = {}
+    if resume is not None:
+        if repos:
+            raise click.UsageError("--resume takes the repositories from the report: drop --repos")
+        if report is not None and report.resolve() != resume.resolve():
+            raise click.UsageError("--resume appends to the report it resumes: drop --report")
+        from codemode.batch.resume import to_resume
+
+        try:
+            repositories, first = to_resume(resume, script_sha, bool(selection.get("only_failed")))
+        except ReportError as exc:
+            raise click.UsageError(str(exc)) from None
+        repos_args = first.repos
+        if not repositories:
+            which = "failed" if selection.get("only_failed") else "left to finish"
+            echo(f"{resume}: no repository {which}; nothing to run", err=True)
+            return EXIT_OK
+        report = resume
+    else:
+        if selection.get("only_failed"):
+            raise click.UsageError("--only-failed goes with --resume REPORT")
+        try:
+            chosen = select_repositories(repos)
+        except RepoListError as exc:
+            raise click.UsageError(str(exc)) from None
+        from codemode.batch.select import FilterError, apply_filters
+
+        try:
+            repositories, dropped = apply_filters(chosen.repositories, filters)
+        except FilterError as exc:
+            raise click.UsageError(str(exc)) from None
+        skipped = chosen.skipped
+        repos_args = [str(r) for r in repos]
+    from codemode.version import package_version
+
+    header = RunHeader(
+        version=package_version(),
+        script=script if agent is None else "(prompt)",
+        script_sha256=script_sha,
+        arguments=list(args),
+        repos=repos_args,
+        repositories=[str(r) for r in repositories],
+        skipped=len(skipped),
+        filters=filters.as_dict(),
+        dropped=dropped,
+        backend="ray" if backend == "ray" else "local",
+        jobs=jobs or os.cpu_count() or 1,
+        dry_run=bool(dry_run),
+        publish=None if publish is None else {
+            "branch": publish.branch, "push": publish.push, "author": publish.author
+        },
+        resumed_from=str(resume) if resume else None,
+        started_at=now_iso(),
+    )  # fmt: skip
     options = BatchOptions(
         repositories=repositories,
         report=report or default_report_path(),
-        jobs=jobs or os.cpu_count() or 1,
+        jobs=header.jobs,
         backend="ray" if backend == "ray" else "local",
         ray_address=ray_address,
         dry_run=bool(dry_run),
@@ -64,8 +127,48 @@ def run_batch_command(
         argv=list(args),
         sandbox=sandbox,
         verbose=verbose,
+        skipped=skipped,
+        allow_empty=bool(selection.get("allow_empty")),
+        dropped=dropped,
+        publish=publish,
+        header=header,
+        append=resume is not None,
+        agent=agent,
+        total_token_budget=total_token_budget,
     )
     try:
         return run_batch(source, options)
     except BatchUsageError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+def _filters(selection: dict[str, Any]) -> Any:
+    from codemode.batch.select import Filters
+
+    return Filters(
+        include=list(selection.get("include") or ()),
+        exclude=list(selection.get("exclude") or ()),
+        contains=selection.get("contains"),
+    )
+
+
+def _publish_options(selection: dict[str, Any], dry_run: bool) -> PublishOptions | None:
+    branch, message = selection.get("branch"), selection.get("commit_message")
+    author, push = selection.get("author"), selection.get("push")
+    if branch is None:
+        for name, value in (("--commit-message", message), ("--author", author), ("--push", push)):
+            if value is not None:
+                raise click.UsageError(f"{name} goes with --branch NAME")
+        return None
+    if not message:
+        raise click.UsageError("--branch needs --commit-message MSG")
+    if dry_run:
+        raise click.UsageError("--branch publishes changes; a --dry-run makes none")
+    from codemode.batch.publish import PublishOptions, parse_author
+
+    if author is not None:
+        try:
+            parse_author(author)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+    return PublishOptions(branch=branch, message=message, author=author, push=push)

@@ -6,6 +6,8 @@ so that when a worker dies (killed for memory, a crash in native code) — which
 the whole pool — the repositories in flight are exactly the suspects. Each suspect is
 then run again on its own in a fresh one-worker pool, where a second death can only be
 its own and is reported as its failure; the rest of the batch goes on in a new pool.
+A rerun starts from the repository's original state (scripts run in a copy, see
+``workcopy.py``) and is counted in the result's ``attempts``.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 
-from codemode.batch.models import RepoResult, RepoTask, worker_failure
+from codemode.batch.models import RepoResult, RepoTask, now_iso, worker_failure
 from codemode.batch.worker import run_repository
 
 OnResult = Callable[[RepoResult], None]
+Stop = Callable[[], bool]
 
 
 def _init_worker() -> None:
@@ -31,12 +34,14 @@ def _init_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def run_local(tasks: list[RepoTask], jobs: int, on_result: OnResult) -> None:
+def run_local(
+    tasks: list[RepoTask], jobs: int, on_result: OnResult, stop: Stop = lambda: False
+) -> None:
     """Run every task on up to ``jobs`` worker processes, calling ``on_result`` (in this
-    process) as each finishes."""
+    process) as each finishes. Once ``stop()`` says so, no further task is started."""
     todo = deque(tasks)
-    while todo:
-        for suspect in _run_pool(todo, jobs, on_result):
+    while todo and not stop():
+        for suspect in _run_pool(todo, jobs, on_result, stop):
             _run_alone(suspect, on_result)
 
 
@@ -62,13 +67,15 @@ def _submit(pool: ProcessPoolExecutor, task: RepoTask) -> Future[RepoResult]:
     return pool.submit(run_repository, task, cancel_on_sigterm=True)
 
 
-def _run_pool(todo: deque[RepoTask], jobs: int, on_result: OnResult) -> list[RepoTask]:
+def _run_pool(
+    todo: deque[RepoTask], jobs: int, on_result: OnResult, stop: Stop
+) -> list[RepoTask]:
     """Work through ``todo`` until it is empty or the pool breaks; returns the tasks that
     were in flight when it broke."""
     with _pool(max(1, min(jobs, len(todo)))) as pool:
         in_flight: dict[Future[RepoResult], RepoTask] = {}
-        while todo or in_flight:
-            while todo and len(in_flight) < jobs:
+        while (todo and not stop()) or in_flight:
+            while todo and len(in_flight) < jobs and not stop():
                 task = todo.popleft()
                 in_flight[_submit(pool, task)] = task
             done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
@@ -90,6 +97,7 @@ def _run_pool(todo: deque[RepoTask], jobs: int, on_result: OnResult) -> list[Rep
 
 def _run_alone(task: RepoTask, on_result: OnResult) -> None:
     started = time.perf_counter()
+    started_at = now_iso()
     with _pool(1) as pool:
         try:
             result = _submit(pool, task).result()
@@ -99,9 +107,11 @@ def _run_alone(task: RepoTask, on_result: OnResult) -> None:
                 "the worker process died while running this repository "
                 "(killed, out of memory, or a crash)",
                 duration_s=round(time.perf_counter() - started, 4),
+                started_at=started_at,
             )
         except Exception as exc:
             result = worker_failure(task.repository, _describe(exc))
+    result.attempts = 2
     on_result(result)
 
 

@@ -11,6 +11,7 @@ import time
 from typing import Any, TextIO
 
 from codemode.batch.models import RepoResult
+from codemode.control_chars import visible
 
 
 class BatchProgress:
@@ -29,6 +30,13 @@ class BatchProgress:
         self.live = self.stream.isatty() if live is None else live
         self.done = 0
         self.failed = 0
+        self.skipped = 0  # arguments that named no repository (not part of total)
+        # Agent runs: what the finished repositories used, in all.
+        self.tokens = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.requests = 0
+        self.cost: float | None = None
         self.started = time.monotonic()
         self._bar: Any = None
         self._task: Any = None
@@ -61,7 +69,18 @@ class BatchProgress:
         return {"done": self.done, "failed": self.failed, "remaining": self.remaining}
 
     def add(self, result: RepoResult) -> None:
-        """Count one finished repository and show it."""
+        """Count one finished (or skipped) repository and show it."""
+        if result.status == "skipped":
+            self.skipped += 1
+            line = f"skipped {result.repository}: {result.reason}"
+            if self._bar is not None:
+                from rich.text import Text  # lazy: rich, only for a progress bar
+
+                self._bar.console.print(Text.assemble(("skipped", "yellow"), line[7:]))
+            else:
+                print(visible(line), file=self.stream, flush=True)
+            return
+        self._count_usage(result)
         if result.ok:
             self.done += 1
         else:
@@ -89,7 +108,8 @@ class BatchProgress:
                 line += f": {result.error}"
             if self.verbose:
                 line += "\n" + self._details(result)
-            print(line, file=self.stream, flush=True)
+            # Paths and error messages come from outside: shown, not obeyed.
+            print(visible(line), file=self.stream, flush=True)
 
     @staticmethod
     def _details(result: RepoResult) -> str:
@@ -105,13 +125,34 @@ class BatchProgress:
             lines.append(f"  → {value}")
         return "\n".join(lines)
 
-    def summary(self) -> str:
-        """One closing line: counts and wall-clock time."""
-        elapsed = time.monotonic() - self.started
-        return (
-            f"{self.total} repositories: {self.done} done, {self.failed} failed, "
-            f"{self.remaining} not run ({elapsed:.1f} s)"
+    def _count_usage(self, result: RepoResult) -> None:
+        self.tokens += result.tokens
+        self.input_tokens += result.input_tokens or 0
+        self.output_tokens += result.output_tokens or 0
+        self.requests += result.model_requests or 0
+        if result.cost_usd is not None:
+            self.cost = (self.cost or 0.0) + result.cost_usd
+
+    def usage_line(self) -> str:
+        """Agent runs: the model requests, tokens and cost of the whole batch."""
+        line = (
+            f"model: {self.requests} requests, {self.input_tokens} input + "
+            f"{self.output_tokens} output tokens"
         )
+        return line + (f", ${self.cost:.4f}" if self.cost is not None else "")
+
+    def summary(self, dropped: dict[str, int] | None = None) -> str:
+        """One closing line: counts, what was skipped or filtered out, wall-clock time."""
+        elapsed = time.monotonic() - self.started
+        text = (
+            f"{self.total} repositories: {self.done} done, {self.failed} failed, "
+            f"{self.remaining} not run"
+        )
+        if self.skipped:
+            text += f", {self.skipped} skipped (not a repository)"
+        for name, count in (dropped or {}).items():
+            text += f", {count} dropped by --{name}"
+        return f"{text} ({elapsed:.1f} s)"
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:

@@ -10,9 +10,18 @@ token in ``~/.ray/auth_token``, which a local ``ray.init()`` leaves behind) need
 ``RAY_AUTH_MODE=token`` for an explicit address: Ray sends its token on its own only to
 a cluster it finds itself (``auto``).
 
-On a cluster, every node needs codemode installed (``pip install 'codemode[ray]'``)
-and must see the repositories at the same paths (a shared filesystem); the script's
-source travels with each task.
+Nothing is assumed of the cluster's nodes but Ray and codemode's dependencies in
+their Python: codemode itself reaches them through Ray's runtime environment
+(``py_modules``), and no filesystem is shared. Each repository travels with its task
+as an archive (``shipping.py``); the worker runs the script in a copy of it and sends
+back its report line and the journal of what changed, which the driver applies all or
+nothing, as for the local pool. Before any repository runs, a pre-flight task on every
+node checks that codemode can run there and names what is missing.
+
+Ray's own retries are off: a task whose worker process or node died is resubmitted
+here, once, from the same archive (so a retry starts from the repository's original
+state), and counted in the report line's ``attempts``. A task that failed for another
+reason is reported with its real cause, in one line without terminal codes.
 """
 
 from __future__ import annotations
@@ -23,7 +32,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from codemode.batch.models import RepoResult, RepoTask, worker_failure
+from codemode.batch.models import RepoResult, RepoTask, now_iso, worker_failure
+from codemode.batch.ray_checks import describe_failure, is_worker_death, preflight
+from codemode.batch.shipping import pack
 from codemode.batch.worker import run_repository
 
 OnResult = Callable[[RepoResult], None]
@@ -34,6 +45,8 @@ OnResult = Callable[[RepoResult], None]
 _LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 _OBJECT_STORE_BYTES = 256 * 1024 * 1024
 _AUTH_MODE = "RAY_AUTH_MODE"
+# Tries per repository: the first, and one more when its worker or node died.
+ATTEMPTS = 2
 
 
 class RayUnavailable(RuntimeError):
@@ -54,7 +67,11 @@ def _import_ray() -> Any:
 
 
 def run_ray(
-    tasks: list[RepoTask], jobs: int, on_result: OnResult, address: str | None = None
+    tasks: list[RepoTask],
+    jobs: int,
+    on_result: OnResult,
+    address: str | None = None,
+    stop: Callable[[], bool] = lambda: False,
 ) -> None:
     """Submit one Ray task per repository and call ``on_result`` as each finishes."""
     if (not address or _is_loopback(address)) and "ray" not in sys.modules:
@@ -65,7 +82,7 @@ def run_ray(
     quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
     try:
         if address:
-            ray.init(address=address, **quiet)
+            ray.init(address=address, runtime_env=_runtime_env(), **quiet)
         else:
             ray.init(
                 address="local",
@@ -88,26 +105,61 @@ def run_ray(
             )
         raise RayUnavailable(f"cannot start Ray on {where}: {exc}{hint}") from None
     try:
-        remote = ray.remote(num_cpus=1, max_retries=1)(run_repository)
-        refs = {remote.remote(task): task for task in tasks}
-        pending = list(refs)
-        try:
-            while pending:
-                ready, pending = ray.wait(pending, num_returns=1)
-                for ref in ready:
-                    on_result(_collect(ray, ref, refs[ref]))
-        except BaseException:
-            for ref in pending:
-                ray.cancel(ref, force=True)
-            raise
+        problems = preflight(ray)
+        if problems:
+            raise RayUnavailable("pre-flight check failed, no repository was run: " + problems)
+        _run_all(ray, tasks, jobs, on_result, stop)
     finally:
         ray.shutdown()
 
 
-def _collect(ray: Any, ref: Any, task: RepoTask) -> RepoResult:
+def _runtime_env() -> dict[str, Any]:
+    """codemode's own package, shipped to every worker (its dependencies must be
+    there: the pre-flight check names any that is not)."""
+    import codemode
+
+    return {"py_modules": [codemode], "excludes": ["__pycache__", "*.pyc"]}
+
+
+def _run_all(
+    ray: Any, tasks: list[RepoTask], jobs: int, on_result: OnResult, stop: Callable[[], bool]
+) -> None:
+    """Submit the tasks (a bounded number at a time: each carries its repository's
+    archive) and hand each result to ``on_result``, resubmitting a dead worker's task."""
+    remote = ray.remote(num_cpus=1, max_retries=0)(run_repository)
+    window = max(2 * jobs, 2 * int(ray.cluster_resources().get("CPU", 1)))
+    todo = list(reversed(tasks))
+    in_flight: dict[Any, tuple[RepoTask, int, str]] = {}
+
+    def submit(task: RepoTask, attempt: int) -> None:
+        shipped = task if task.archive is not None else _with_archive(task)
+        in_flight[remote.remote(shipped)] = (shipped, attempt, now_iso())
+
     try:
-        return ray.get(ref)
-    except ray.exceptions.RayError as exc:
-        # The task's process died (twice, counting Ray's retry) or the node was lost.
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return worker_failure(task.repository, f"Ray task failed: {first}")
+        while (todo and not stop()) or in_flight:
+            while todo and len(in_flight) < window and not stop():
+                submit(todo.pop(), 1)
+            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            for ref in ready:
+                task, attempt, started_at = in_flight.pop(ref)
+                try:
+                    result: RepoResult = ray.get(ref)
+                except ray.exceptions.RayError as exc:
+                    if is_worker_death(ray, exc) and attempt < ATTEMPTS:
+                        submit(task, attempt + 1)
+                        continue
+                    message = describe_failure(ray, exc)
+                    result = worker_failure(task.repository, message, started_at=started_at)
+                result.attempts = attempt
+                on_result(result)
+    except BaseException:
+        for ref in in_flight:
+            ray.cancel(ref, force=True)
+        raise
+
+
+def _with_archive(task: RepoTask) -> RepoTask:
+    from dataclasses import replace
+    from pathlib import Path
+
+    return replace(task, archive=pack(Path(task.repository)))

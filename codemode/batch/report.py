@@ -1,16 +1,48 @@
-"""The JSON Lines report: one line per repository, written as each one finishes.
+"""The JSON Lines report: a line describing the run, then one line per repository.
 
-Lines are flushed as they come, so an interrupted batch still leaves a report of what
-finished. Each line is a ``RepoResult`` (see ``models.py`` for the fields).
+The first line (``RunHeader``, ``"kind": "run"``) says what ran: codemode's version, the
+script's SHA-256, its arguments, the repositories selected, the filters, the backend
+and the start time. A resumed run appends a new header and its own lines to the same
+file. Repository lines (``RepoResult``, see ``models.py``) are flushed as they come, so
+an interrupted batch still leaves a report of what finished; each is bounded (output,
+value, error and diff capped, head and tail kept) and always valid JSON.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
+
+from pydantic import BaseModel, Field, ValidationError
 
 from codemode.batch.models import RepoResult
+
+
+class RunHeader(BaseModel):
+    """The report's first line: what this run was."""
+
+    kind: str = "run"
+    version: str
+    script: str = Field(description="The script's path as given ('-': stdin).")
+    script_sha256: str
+    arguments: list[str] = Field(description="The script's argv.")
+    repos: list[str] = Field(description="The --repos arguments as given.")
+    repositories: list[str] = Field(description="The repositories selected to run.")
+    skipped: int = Field(default=0, description="Arguments that named no repository.")
+    filters: dict[str, Any] = Field(default_factory=dict)
+    dropped: dict[str, int] = Field(default_factory=dict, description="Dropped per filter.")
+    backend: str
+    jobs: int
+    dry_run: bool = False
+    publish: dict[str, Any] | None = None
+    resumed_from: str | None = None
+    started_at: str
+
+
+class ReportError(ValueError):
+    """A report that cannot be read back (for --resume); the message says why."""
 
 
 def default_report_path(directory: Path | None = None) -> Path:
@@ -26,32 +58,65 @@ def default_report_path(directory: Path | None = None) -> Path:
 class ReportWriter:
     """Appends results to a JSON Lines file; use as a context manager."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, header: RunHeader | None = None, append: bool = False) -> None:
         self.path = path
+        self.header = header
+        self.append = append
+        self.written = 0
         self._file: TextIO | None = None
+        self._start = 0
 
     def __enter__(self) -> ReportWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.path.open("w", encoding="utf-8")
+        self._file = self.path.open("a" if self.append else "w", encoding="utf-8")
+        self._start = self._file.tell()
+        if self.header is not None:
+            self._file.write(self.header.model_dump_json(exclude_none=True) + "\n")
+            self._file.flush()
         return self
 
     def write(self, result: RepoResult) -> None:
         assert self._file is not None, "ReportWriter used outside its with block"
         self._file.write(result.report_line() + "\n")
         self._file.flush()
+        self.written += 1
 
     def discard_if_empty(self) -> None:
-        """Close and delete the report if nothing was written (the run never started)."""
-        if self._file is not None and self._file.tell() == 0:
-            self._file.close()
+        """Take back what this run wrote if no repository was reported (the run never
+        started): a new file is deleted, an appended one cut back."""
+        if self._file is None or self.written:
+            return
+        self._file.close()
+        if self.append and self._start:
+            with self.path.open("r+b") as file:
+                file.truncate(self._start)
+        else:
             self.path.unlink(missing_ok=True)
+        self._file = None
 
     def __exit__(self, *exc: object) -> None:
         if self._file is not None:
             self._file.close()
 
 
-def read_report(path: Path) -> list[RepoResult]:
-    """The results in a report file, in the order written."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [RepoResult.model_validate_json(line) for line in lines if line.strip()]
+def read_report(path: Path) -> tuple[list[RunHeader], list[RepoResult]]:
+    """The run headers and the repository results in a report file, in order."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportError(f"cannot read the report {path}: {exc}") from None
+    headers: list[RunHeader] = []
+    results: list[RepoResult] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            if isinstance(data, dict) and data.get("kind") == "run":
+                headers.append(RunHeader.model_validate(data))
+            else:
+                results.append(RepoResult.model_validate(data))
+        except (ValueError, ValidationError) as exc:
+            first = str(exc).splitlines()[0]
+            raise ReportError(f"{path}:{number}: not a batch report line ({first})") from None
+    return headers, results

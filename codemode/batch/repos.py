@@ -2,10 +2,12 @@
 
 Each argument is a FILE or a DIR:
 
-- a FILE lists one repository path per line; blank lines and lines starting with
-  ``#`` are skipped, and relative paths are taken from the file's own directory;
+- a FILE lists one path per line, each taken as a DIR; blank lines and lines
+  starting with ``#`` are skipped, and relative paths are taken from the file's own
+  directory;
 - a DIR that is itself a working copy is that one repository; any other DIR stands
-  for its immediate subdirectories that are working copies, in name order.
+  for its immediate subdirectories that are working copies, in name order; a DIR that
+  is neither is *skipped*: reported by name, never silently dropped.
 
 A working copy is a directory holding ``.git`` (a directory, or the file that git
 worktrees and submodules use), ``.hg``, ``.svn`` or ``.jj``. Paths are resolved
@@ -15,13 +17,30 @@ worktrees and submodules use), ``.hg``, ``.svn`` or ``.jj``. Paths are resolved
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 VCS_MARKERS = (".git", ".hg", ".svn", ".jj")
 
 
 class RepoListError(ValueError):
-    """A ``--repos`` argument that names no usable repository; the message says why."""
+    """A ``--repos`` argument that cannot be read (missing, an unreadable list)."""
+
+
+@dataclass
+class Skipped:
+    """An argument (or list entry) that names no repository, and why."""
+
+    path: Path
+    reason: str
+
+
+@dataclass
+class RepoSelection:
+    """The repositories ``--repos`` names, and the arguments that named none."""
+
+    repositories: list[Path] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
 
 
 def is_working_copy(path: Path) -> bool:
@@ -53,29 +72,41 @@ def _from_file(list_file: Path) -> list[Path]:
     return found
 
 
+NOT_A_REPOSITORY = (
+    "not a working copy and has no subdirectory that is one (a directory holding "
+    + ", ".join(VCS_MARKERS)
+    + ")"
+)
+
+
 def _from_dir(directory: Path) -> list[Path]:
     if is_working_copy(directory):
         return [directory]
-    children = sorted(p for p in directory.iterdir() if is_working_copy(p))
-    if not children:
-        markers = ", ".join(VCS_MARKERS)
-        raise RepoListError(
-            f"{directory} is not a working copy and has no subdirectory that is one "
-            f"(a directory holding {markers})"
-        )
-    return children
+    try:
+        return sorted(p for p in directory.iterdir() if is_working_copy(p))
+    except OSError:
+        return []
 
 
-def find_repositories(specs: Iterable[str | Path]) -> list[Path]:
-    """The repositories named by ``--repos`` arguments, resolved and without repeats."""
+def select_repositories(specs: Iterable[str | Path]) -> RepoSelection:
+    """The repositories named by ``--repos`` arguments, resolved and without repeats,
+    and the directories that named none."""
     seen: dict[Path, None] = {}
+    selection = RepoSelection()
     for spec in specs:
         path = Path(spec).expanduser()
         if not path.exists():
             raise RepoListError(f"--repos {spec}: no such file or directory")
-        found = _from_dir(path) if path.is_dir() else _from_file(path)
-        for repo in found:
-            seen.setdefault(repo.resolve(), None)
-    if not seen:
-        raise RepoListError("no repositories given")
-    return list(seen)
+        for directory in [path] if path.is_dir() else _from_file(path):
+            found = _from_dir(directory)
+            if not found:
+                selection.skipped.append(Skipped(directory.resolve(), NOT_A_REPOSITORY))
+            for repo in found:
+                seen.setdefault(repo.resolve(), None)
+    selection.repositories = list(seen)
+    return selection
+
+
+def find_repositories(specs: Iterable[str | Path]) -> list[Path]:
+    """The repositories named by ``--repos`` arguments (see ``select_repositories``)."""
+    return select_repositories(specs).repositories

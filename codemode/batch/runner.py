@@ -1,4 +1,12 @@
-"""A batch run from start to end: repositories in, report and exit status out."""
+"""A batch run from start to end: repositories in, report and exit status out.
+
+The driver (this process) writes the report's header, a ``skipped`` line for every
+argument that named no repository, then hands the repositories to a backend. As each
+result comes back it is *settled* here: a successful run's journal is applied to the
+repository all or nothing (``changes.apply``), and with ``--branch`` published
+(``publish.py``); a failure at either step fails that repository and leaves it as it
+was. Then the result is reported and counted.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TextIO
 
-from codemode.batch.models import RepoResult, RepoTask
+from codemode.batch.models import AgentTask, RepoResult, RepoTask
 from codemode.batch.progress import BatchProgress
-from codemode.batch.report import ReportWriter
+from codemode.batch.report import ReportWriter, RunHeader
+from codemode.control_chars import visible
 from codemode.js_runtime.models import Limits
 
 if TYPE_CHECKING:
+    from codemode.batch.publish import PublishOptions
+    from codemode.batch.repos import Skipped
     from codemode.sandbox.settings import SandboxSettings
 
 Backend = Literal["local", "ray"]
@@ -40,11 +51,24 @@ class BatchOptions:
     sandbox: SandboxSettings | None = None
     # Show each repository's console output and return value as it finishes (-v).
     verbose: bool = False
+    # Arguments that named no repository: reported, and fail the run unless allow_empty.
+    skipped: list[Skipped] = field(default_factory=list)
+    allow_empty: bool = False
+    # How many repositories each filter dropped, for the summary.
+    dropped: dict[str, int] = field(default_factory=dict)
+    publish: PublishOptions | None = None
+    # The report's first line; None: a minimal one is made.
+    header: RunHeader | None = None
+    append: bool = False  # --resume: add to the report instead of replacing it
+    # An agent session per repository (exec --repos): the "source" is then the prompt.
+    agent: AgentTask | None = None
+    # No repository is started once the finished ones have used this many tokens.
+    total_token_budget: int | None = None
 
 
 def run_batch(source: str, options: BatchOptions, stream: TextIO | None = None) -> int:
     """Run ``source`` in every repository; returns the exit status (0 all ok, 1 any
-    failed, 130 interrupted). Progress and the summary go to ``stream`` (stderr)."""
+    failed or skipped, 130 interrupted). Progress and the summary go to ``stream``."""
     stream = stream if stream is not None else sys.stderr
     if options.backend == "ray":
         import importlib.util
@@ -60,44 +84,142 @@ def run_batch(source: str, options: BatchOptions, stream: TextIO | None = None) 
             argv=tuple(options.argv),
             dry_run=options.dry_run,
             sandbox=options.sandbox,
+            agent=options.agent,
         )
         for repo in options.repositories
     ]
-    with ReportWriter(options.report) as report, BatchProgress(
+    header = options.header or default_header(source, options)
+    with ReportWriter(options.report, header, append=options.append) as report, BatchProgress(
         len(tasks), stream, verbose=options.verbose
     ) as progress:
+        for skipped in options.skipped:
+            line = skipped_result(skipped.path, skipped.reason)
+            report.write(line)
+            progress.add(line)
 
         def on_result(result: RepoResult) -> None:
+            settle(result, options)
             report.write(result)
             progress.add(result)
 
+        def spent() -> bool:
+            budget = options.total_token_budget
+            return budget is not None and progress.tokens >= budget
+
         try:
-            _dispatch(tasks, options, on_result)
+            _dispatch(tasks, options, on_result, spent)
         except BatchUsageError:
             report.discard_if_empty()
             raise
         except KeyboardInterrupt:
             status = EXIT_INTERRUPTED
         else:
-            status = EXIT_FAILED if progress.failed else EXIT_OK
-    print(f"{progress.summary()}; report: {options.report}", file=stream, flush=True)
+            empty = progress.skipped > 0 or not tasks
+            bad = progress.failed or (empty and not options.allow_empty)
+            status = EXIT_FAILED if bad else EXIT_OK
+    summary = f"{progress.summary(options.dropped)}; report: {options.report}"
+    print(visible(summary), file=stream, flush=True)
+    if options.agent is not None:
+        print(progress.usage_line(), file=stream, flush=True)
+    if status != EXIT_INTERRUPTED and spent() and progress.remaining:
+        print(f"total token budget spent ({progress.tokens} of {options.total_token_budget}): "
+              f"{progress.remaining} repositories not started (--resume the report to go on)",
+              file=stream, flush=True)  # fmt: skip
+        status = EXIT_FAILED
     if status == EXIT_INTERRUPTED:
         print("interrupted", file=stream)
+    elif status == EXIT_FAILED and not progress.failed:
+        print("no repository failed, but some arguments named none (--allow-empty: exit 0)",
+              file=stream)
     return status
 
 
+def default_header(source: str, options: BatchOptions) -> RunHeader:
+    """A header from the options alone (``command.py`` makes the full one)."""
+    import hashlib
+
+    from codemode.batch.models import now_iso
+    from codemode.version import package_version
+
+    return RunHeader(
+        version=package_version(),
+        script="",
+        script_sha256=hashlib.sha256(source.encode()).hexdigest(),
+        arguments=list(options.argv),
+        repos=[],
+        repositories=[str(r) for r in options.repositories],
+        backend=options.backend,
+        jobs=options.jobs,
+        dry_run=options.dry_run,
+        started_at=now_iso(),
+    )
+
+
+def skipped_result(path: Path, reason: str) -> RepoResult:
+    from codemode.batch.models import now_iso
+
+    when = now_iso()
+    return RepoResult(
+        repository=str(path), status="skipped", duration_s=0.0, tool_calls=0,
+        reason=reason, started_at=when, ended_at=when, attempts=0,
+    )  # fmt: skip
+
+
+def settle(result: RepoResult, options: BatchOptions) -> None:
+    """Apply (and publish) a finished repository's changes, or fail it cleanly."""
+    journal, result.journal = result.journal, None
+    if not result.ok or options.dry_run:
+        return
+    if not result.changed_files and options.publish is None:
+        result.rolled_back = False
+        return
+    from codemode.batch.changes import ApplyError, apply
+
+    repo = Path(result.repository)
+    try:
+        if options.publish is not None and journal:
+            from codemode.batch.publish import PublishError, publish
+
+            try:
+                published = publish(repo, journal, options.publish)
+            except PublishError as exc:
+                _fail(result, "publish", str(exc))
+                return
+            result.branch, result.commit, result.pushed = (
+                published.branch, published.commit, published.pushed
+            )  # fmt: skip
+        elif journal:
+            apply(repo, journal)
+    except ApplyError as exc:
+        _fail(result, "apply", str(exc))
+        return
+    result.rolled_back = False
+
+
+def _fail(result: RepoResult, kind: Literal["apply", "publish"], message: str) -> None:
+    result.status = "failed"
+    result.error_kind = kind
+    result.error = message
+    result.rolled_back = True
+
+
 def _dispatch(
-    tasks: list[RepoTask], options: BatchOptions, on_result: Callable[[RepoResult], None]
+    tasks: list[RepoTask],
+    options: BatchOptions,
+    on_result: Callable[[RepoResult], None],
+    stop: Callable[[], bool],
 ) -> None:
+    if not tasks:
+        return
     if options.backend == "ray":
         # lazy: Ray, only for --backend ray
         from codemode.batch.ray_backend import RayUnavailable, run_ray
 
         try:
-            run_ray(tasks, options.jobs, on_result, options.ray_address)
+            run_ray(tasks, options.jobs, on_result, options.ray_address, stop=stop)
         except RayUnavailable as exc:
             raise BatchUsageError(str(exc)) from None
     else:
         from codemode.batch.local import run_local
 
-        run_local(tasks, options.jobs, on_result)
+        run_local(tasks, options.jobs, on_result, stop=stop)

@@ -9,7 +9,9 @@ pydantic models, HTTP clients) are imported inside the commands, so
 
 from __future__ import annotations
 
+import re
 import sys
+from typing import NoReturn
 
 if sys.argv[1:2] == ["run"]:
     # Before anything heavy: `interpreter run`'s engine worker boots meanwhile.
@@ -24,7 +26,9 @@ from codemode.cli import (  # noqa: F401
     acp,
     codex_host,
     doctor,
+    eval,
     harness,
+    hooks,
     mcp,
     models,
     patch,
@@ -35,6 +39,7 @@ from codemode.cli import (  # noqa: F401
     tools,
 )
 from codemode.cli.root import cli
+from codemode.control_chars import echo
 
 __all__ = ["INTERNAL_ERROR_STATUS", "cli", "main"]
 
@@ -65,30 +70,70 @@ def _main(argv: list[str] | None = None) -> None:
 
             exc.possibilities = near_options(exc.option_name, exc.possibilities or [])
         name = exc.ctx.command_path if exc.ctx else "interpreter"
-        click.echo(f"{name}: error: {exc.format_message()}", err=True)
+        echo(f"{name}: error: {exc.format_message()}", err=True)
         sys.exit(2)
     except click.ClickException as exc:
         from codemode.cli_crash import one_line
 
-        click.echo(f"interpreter: error: {one_line(exc.format_message())}", err=True)
+        echo(f"interpreter: error: {one_line(exc.format_message())}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except (click.Abort, KeyboardInterrupt):
-        click.echo("interrupted", err=True)
+        echo("interrupted", err=True)
         sys.exit(130)
     except BrokenPipeError:
         # The reader went away (`interpreter tools | head`): nothing left to say to it.
         _quiet_stdout()
         sys.exit(1)
+    except ModuleNotFoundError as exc:
+        if (missing := _not_installed(exc)) is None:
+            _crash(exc, argv)
+        echo(
+            f"interpreter: error: this needs the full install (no module {missing!r}): "
+            "pip install 'codemode[agent]'",
+            err=True,
+        )
+        sys.exit(1)
     except Exception as exc:  # the last stop before a traceback
-        from codemode.cli_crash import one_line, record_crash
-
-        where = record_crash(exc, argv if argv is not None else sys.argv[1:])
-        reason = one_line(f"{type(exc).__name__}: {exc}")
-        click.echo(f"interpreter: internal error: {reason} (see {where})", err=True)
-        sys.exit(INTERNAL_ERROR_STATUS)
+        _crash(exc, argv)
     sys.exit(status if isinstance(status, int) else 0)
+
+
+def _crash(exc: Exception, argv: list[str] | None) -> NoReturn:
+    from codemode.cli_crash import one_line, record_crash
+
+    where = record_crash(exc, argv if argv is not None else sys.argv[1:])
+    reason = one_line(f"{type(exc).__name__}: {exc}")
+    echo(f"interpreter: internal error: {reason} (see {where})", err=True)
+    sys.exit(INTERNAL_ERROR_STATUS)
+
+
+def _not_installed(exc: ModuleNotFoundError) -> str | None:
+    """The missing module's name when ``exc`` comes from a lean install (``pip install
+    codemode``, without the full install's ``agent`` extra); None otherwise."""
+    from importlib import metadata
+
+    if not exc.name or exc.name.split(".")[0] == "codemode":
+        return None
+    try:
+        requires = metadata.requires("codemode") or []
+    except metadata.PackageNotFoundError:
+        return None
+    for req in requires:
+        extra = re.search(r"extra\s*==\s*[\"'](\w+)[\"']", req)
+        dist = re.split(r"[\s;<>=!~\[]", req, maxsplit=1)[0]
+        if extra is None or extra.group(1) not in _FULL or dist == "codemode":
+            continue
+        try:
+            metadata.distribution(dist)
+        except metadata.PackageNotFoundError:
+            return exc.name
+    return None
+
+
+# The extras that make the full install.
+_FULL = frozenset({"agent", "v8", "mcp"})
 
 
 def _quiet_stdout() -> None:

@@ -7,6 +7,7 @@ import sys
 import click
 
 from codemode.cli.root import cli
+from codemode.control_chars import echo
 
 
 @cli.command("code-mode-host")
@@ -62,5 +63,5 @@ def code_mode_host(listen: str, engine: str, timeout_s: float, memory_mb: int) -
     except KeyboardInterrupt:
         sys.exit(130)
     except OSError as exc:
-        click.echo(f"interpreter code-mode-host: {exc}", err=True)
+        echo(f"interpreter code-mode-host: {exc}", err=True)
         sys.exit(1)

@@ -9,6 +9,7 @@ import click
 
 from codemode.cli.options import cwd_option
 from codemode.cli.root import cli
+from codemode.control_chars import echo, json_text
 
 
 @cli.command()
@@ -38,9 +39,8 @@ def doctor(cwd: Path, as_json: bool, local: bool, base_urls: tuple[str, ...],
         report = run_checks(cwd)
     if as_json:
         import dataclasses
-        import json
 
-        click.echo(json.dumps([dataclasses.asdict(c) for c in report.checks], indent=2))
+        echo(json_text([dataclasses.asdict(c) for c in report.checks], indent=2))
     else:
-        click.echo(render(report))
+        echo(render(report))
     sys.exit(1 if report.problems else 0)

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from codemode.cli.root import cli
+from codemode.control_chars import echo, json_text
 
 
 @cli.group()
@@ -23,7 +24,7 @@ def harness_list() -> None:
     infos = harness_infos()
     width = max(len(i.name) for i in infos)
     for info in infos:
-        click.echo(f"{info.name.ljust(width)}  {'+'.join(info.dialects):<13} {info.description}")
+        echo(f"{info.name.ljust(width)}  {'+'.join(info.dialects):<13} {info.description}")
 
 
 @harness.command("show")
@@ -32,7 +33,6 @@ def harness_list() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def harness_show(name: str, code_mode: bool, as_json: bool) -> None:
     """The rendered prompt of harness NAME and its tools (schemas, or TypeScript in code mode)."""
-    import json
 
     from codemode.assembly.show import describe_harness
 
@@ -41,23 +41,22 @@ def harness_show(name: str, code_mode: bool, as_json: bool) -> None:
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     if as_json:
-        click.echo(json.dumps(shown, indent=2, ensure_ascii=False))
+        echo(json_text(shown, indent=2, ensure_ascii=False))
         return
     _print_harness(shown)
 
 
 def _print_harness(shown: dict[str, Any]) -> None:
     """The prompt, then each tool's description and schema (or the text commands)."""
-    import json
 
-    click.echo(f"# harness {shown['name']} ({shown['dialect']})\n")
-    click.echo(shown["instructions"])
+    echo(f"# harness {shown['name']} ({shown['dialect']})\n")
+    echo(shown["instructions"])
     for tool in shown["tools"]:
-        click.echo(f"\n## tool {tool['name']}\n\n{tool['description']}")
+        echo(f"\n## tool {tool['name']}\n\n{tool['description']}")
         if tool["name"] != "exec":
-            click.echo(json.dumps(tool["parameters"], indent=2, ensure_ascii=False))
+            echo(json_text(tool["parameters"], indent=2, ensure_ascii=False))
     if not shown["tools"]:
-        click.echo("\n## actions are parsed from the reply text (no function calling)")
+        echo("\n## actions are parsed from the reply text (no function calling)")
         for command in shown.get("commands", []):
-            click.echo(f"\n### command {command['name']}\n\n{command['description']}")
-            click.echo(json.dumps(command["parameters"], indent=2, ensure_ascii=False))
+            echo(f"\n### command {command['name']}\n\n{command['description']}")
+            echo(json_text(command["parameters"], indent=2, ensure_ascii=False))

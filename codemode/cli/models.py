@@ -6,6 +6,7 @@ import click
 
 from codemode.cli.options import config_option, load_config_or_usage
 from codemode.cli.root import cli
+from codemode.control_chars import echo
 
 
 @cli.command()
@@ -19,7 +20,7 @@ def providers(overrides: tuple[str, ...]) -> None:
     from codemode.providers.listing import providers_table
 
     config = load_config_or_usage(overrides)
-    click.echo(providers_table(config.model_providers, config.model_provider))
+    echo(providers_table(config.model_providers, config.model_provider))
 
 
 @cli.command()
@@ -34,7 +35,7 @@ def models(overrides: tuple[str, ...], provider: str) -> None:
         from codemode.harnesses.repair import closest_name
 
         if provider in _catalog() or provider in load_config_or_usage(overrides).model_providers:
-            click.echo(f"the catalog lists no models for {provider!r} (a local server: ask "
+            echo(f"the catalog lists no models for {provider!r} (a local server: ask "
                        "it, e.g. GET /v1/models)", err=True)
             raise click.exceptions.Exit(1)
         hint = closest_name(provider, list(_catalog()))
@@ -42,4 +43,4 @@ def models(overrides: tuple[str, ...], provider: str) -> None:
             f"unknown provider {provider!r}{f' (did you mean {hint}?)' if hint else ''}; "
             "`interpreter providers` lists them"
         )
-    click.echo(models_table(provider))
+    echo(models_table(provider))

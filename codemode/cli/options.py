@@ -124,6 +124,12 @@ def codex_exec_options(fn: F) -> F:
             help="Attach an image to the prompt (repeatable).",
         ),
         click.option("--last", is_flag=True, help="With resume: continue the newest session."),
+        click.option(
+            "--trust-project-hooks",
+            is_flag=True,
+            help="Run the workspace's hooks even if nobody trusted them here (for "
+            "automation that checked them elsewhere; docs/hooks.md).",
+        ),
         # Passed by some SDK versions; nothing to do with them here.
         click.option("--thread-source", hidden=True),
         click.option("--cyber-access-program", hidden=True),

@@ -11,6 +11,7 @@ import click
 
 from codemode.cli.options import cwd_option
 from codemode.cli.root import cli
+from codemode.control_chars import echo, json_text
 
 if TYPE_CHECKING:
     from codemode.sandbox.promises import Promise
@@ -49,11 +50,11 @@ def policy_check(
     try:
         ev, notices = evaluate(command, cwd=cwd, rules_files=rules_files)
     except RulesError as exc:
-        click.echo(f"interpreter policy check: error: {exc}", err=True)
+        echo(f"interpreter policy check: error: {exc}", err=True)
         sys.exit(2)
     for notice in notices:
-        click.echo(f"interpreter policy check: notice: {notice}", err=True)
-    click.echo(render(ev, as_json=as_json))
+        echo(f"interpreter policy check: notice: {notice}", err=True)
+    echo(render(ev, as_json=as_json))
     sys.exit(EXIT_STATUS[ev.decision])
 
 
@@ -67,9 +68,8 @@ def policy_confinement(as_json: bool) -> None:
     table = promises()
     server = command_server_check()
     if as_json:
-        import json
 
-        click.echo(json.dumps({"backends": probe().to_json(), "command_server": server,
+        echo(json_text({"backends": probe().to_json(), "command_server": server,
                                "promises": {p.key: p.to_json() for p in table}}, indent=2))
         return
     _print_confinement(probe().to_json(), server, table)
@@ -81,13 +81,13 @@ def _print_confinement(
     """Each backend's state and the command server's, then per backend the promises it
     keeps and why not."""
     for name, why in backends.items():
-        click.echo(f"{name:<10}  {'works' if why is None else 'unavailable: ' + why}")
-    click.echo("command server  " + ("works: one bubblewrap per session" if server is None
+        echo(f"{name:<10}  {'works' if why is None else 'unavailable: ' + why}")
+    echo("command server  " + ("works: one bubblewrap per session" if server is None
                else f"unavailable ({server}): one bubblewrap per command"))
     for backend in ("bubblewrap", "landlock"):
-        click.echo(f"\n{backend}:")
+        echo(f"\n{backend}:")
         for p in table:
             why = getattr(p, backend)
-            click.echo(f"  {'kept' if why is None else 'NOT KEPT'}  {p.text}")
+            echo(f"  {'kept' if why is None else 'NOT KEPT'}  {p.text}")
             if why is not None:
-                click.echo(f"            {why}")
+                echo(f"            {why}")

@@ -51,6 +51,11 @@ from codemode.sandbox.cli_options import configured_sandbox, sandbox_options
 @cwd_option("Workspace the tools work in (default: current directory).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result.")
 @click.option("-v", "--verbose", is_flag=True, help="Show each tool call on stderr.")
+@click.option(
+    "--trust-project-hooks",
+    is_flag=True,
+    help="Run the workspace's hooks even if nobody trusted them here (docs/hooks.md).",
+)
 @config_option()
 @sandbox_options
 @batch_options
@@ -64,6 +69,7 @@ def run(
     cwd: Path,
     as_json: bool,
     verbose: bool,
+    trust_project_hooks: bool,
     overrides: tuple[str, ...],
     sandbox_mode: str | None,
     approval_policy: str | None,
@@ -89,7 +95,8 @@ def run(
         raise click.UsageError(str(exc)) from None
     # The config file's sandbox_mode, approval_policy and [sandbox], flags overriding.
     sandbox = configured_sandbox(raw, sandbox_mode, approval_policy, full_auto)
-    if not repos:
+    batch_run = bool(repos) or batch.get("resume") is not None
+    if not batch_run:
         from codemode.js_runtime.worker_process import POOL
 
         # The engine worker boots while the rest of the command imports.
@@ -102,7 +109,7 @@ def run(
     except UnreadableScript as exc:
         raise click.UsageError(str(exc)) from None
     servers = _mcp_servers_named_in(source, overrides, raw)
-    if repos:
+    if batch_run:
         if servers:
             raise click.UsageError(
                 "MCP servers are not started for batch runs (--repos), and the script "
@@ -117,6 +124,7 @@ def run(
             run_batch_command(
                 source,
                 args,
+                script=script,
                 engine=engine,
                 repos=repos,
                 sandbox=SandboxSettings.model_validate(sandbox),
@@ -148,6 +156,8 @@ def run(
             sandbox=sandbox,
             dry_run=bool(batch.get("dry_run")),
             filename="stdin" if script == "-" else script,
+            raw_config=raw,
+            trust_project_hooks=trust_project_hooks,
         )
     except ConfigError as exc:  # a bad [mcp_servers] table
         raise click.UsageError(str(exc)) from None

@@ -9,8 +9,15 @@ from typing import Any
 
 import click
 
+from codemode.batch.cli_options import (
+    BatchCommand,
+    agent_batch_options,
+    batch_options,
+    refuse_without_repos,
+)
 from codemode.cli.options import codex_exec_options, session_options
 from codemode.cli.root import _run_interactive, cli
+from codemode.control_chars import echo
 
 
 def _read_prompt(prompt: str | None) -> str | None:
@@ -31,7 +38,7 @@ def _run_agent(**kwargs: Any) -> None:
     sys.exit(status)
 
 
-@cli.command("exec")
+@cli.command("exec", cls=BatchCommand)
 @click.argument("args", nargs=-1)
 @session_options
 @codex_exec_options
@@ -40,6 +47,8 @@ def _run_agent(**kwargs: Any) -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Replay the model side of a recorded session (no network); tools run for real.",
 )
+@batch_options
+@agent_batch_options
 def exec_(
     args: tuple[str, ...],
     replay: Path | None,
@@ -59,7 +68,18 @@ def exec_(
 
     Progress goes to stderr, the final answer to stdout. Exit status: 0 done,
     1 the turn failed, 2 usage or configuration error, 130 interrupted.
+
+    With --repos, one session per repository, in parallel, each in a copy of its
+    repository whose changes are applied only when its turn completes; a JSON Lines
+    report as for `interpreter run --repos`.
     """
+    batch = _batch_arguments(kw)
+    if batch["repos"] or batch["resume"] is not None:
+        _run_agent_batch(args, replay, overrides, add_dirs, images, last, batch, kw)
+        return
+    if batch["dry_run"]:
+        raise click.UsageError("--dry-run applies to exec only with --repos (a batch)")
+    refuse_without_repos(batch)
     resume: str | None = None
     if args[:1] == ("resume",) and (len(args) > 1 or last):
         if last:
@@ -86,6 +106,55 @@ def exec_(
         images=list(images),
         **kw,
     )
+
+
+_BATCH_KEYS = (
+    "repos", "jobs", "report", "dry_run", "backend", "ray_address", "allow_empty", "include",
+    "exclude", "contains", "resume", "only_failed", "branch", "commit_message", "author", "push",
+    "token_budget", "total_token_budget", "price",
+)  # fmt: skip
+
+
+def _batch_arguments(kw: dict[str, Any]) -> dict[str, Any]:
+    return {key: kw.pop(key, None) for key in _BATCH_KEYS}
+
+
+def _run_agent_batch(
+    args: tuple[str, ...],
+    replay: Path | None,
+    overrides: tuple[str, ...],
+    add_dirs: tuple[Path, ...],
+    images: tuple[Path, ...],
+    last: bool,
+    batch: dict[str, Any],
+    kw: dict[str, Any],
+) -> None:
+    """exec --repos ... PROMPT: one agent session per repository."""
+    from codemode.batch.command import run_batch_command
+    from codemode.batch.models import AgentTask
+
+    unsupported = {"--replay": replay, "--add-dir": add_dirs, "--image": images, "--last": last,
+                   "--json": kw.get("as_json"), "--output-schema": kw.get("output_schema")}
+    used = [name for name, value in unsupported.items() if value]
+    if used or args[:1] == ("resume",):
+        what = ", ".join(used) or "exec resume"
+        raise click.UsageError(f"{what}: not for batch runs (--repos)")
+    if len(args) != 1:
+        raise click.UsageError("exec --repos ... takes one PROMPT (quote it)")
+    prompt = _read_prompt(args[0])
+    if not prompt or not prompt.strip():
+        raise click.UsageError("no prompt given")
+    fields = ("model", "provider", "code_mode", "harness", "max_turns", "sandbox_mode",
+              "approval_policy", "full_auto")  # fmt: skip
+    options = {name: kw[name] for name in fields if kw.get(name) is not None}
+    options["overrides"] = list(overrides)
+    agent = AgentTask(
+        prompt=prompt,
+        options=options,
+        token_budget=batch.pop("token_budget"),
+        price=batch.pop("price"),
+    )
+    sys.exit(run_batch_command(prompt, (), agent=agent, **batch))
 
 
 @cli.command()
@@ -139,8 +208,8 @@ def sessions(limit: int) -> None:
 
     rows = list_sessions(codemode_home() / SESSIONS_DIR)[:limit]
     if not rows:
-        click.echo("no sessions recorded yet", err=True)
+        echo("no sessions recorded yet", err=True)
     for row in rows:
-        click.echo(
+        echo(
             f"{row.id}  {row.model:<24} {row.dialect:<7} {row.cwd or '?'}  {row.first_prompt}"
         )

@@ -10,6 +10,7 @@ import click
 
 from codemode.cli.options import cwd_option
 from codemode.cli.root import cli
+from codemode.control_chars import echo, json_text
 
 if TYPE_CHECKING:
     from codemode.skills.discovery import SkillSet
@@ -32,9 +33,8 @@ def skills_list(cwd: Path, as_json: bool) -> None:
 
     found = discover_skills(cwd)
     if as_json:
-        import json
 
-        click.echo(json.dumps(_skills_json(found), indent=2))
+        echo(json_text(_skills_json(found), indent=2))
     else:
         _print_skills(found)
     sys.exit(1 if found.problems else 0)
@@ -62,9 +62,9 @@ def _print_skills(found: SkillSet) -> None:
     each problem on stderr."""
     if not found.skills and not found.problems:
         places = ", ".join(str(d) for d, _ in found.searched)
-        click.echo(f"no skills found (searched {places})", err=True)
+        echo(f"no skills found (searched {places})", err=True)
     for s in found.skills:
         helpers = f"  [helpers: {', '.join(sorted(s.helpers))}]" if s.helpers else ""
-        click.echo(f"{s.name}  ({s.scope}: {s.directory}){helpers}\n    {s.description}")
+        echo(f"{s.name}  ({s.scope}: {s.directory}){helpers}\n    {s.description}")
     for p in found.problems:
-        click.echo(f"error: {p.path}: {p.message}", err=True)
+        echo(f"error: {p.path}: {p.message}", err=True)

@@ -8,6 +8,7 @@ import click
 
 from codemode.cli.options import config_option, load_config_or_usage
 from codemode.cli.root import cli
+from codemode.control_chars import echo
 
 
 @cli.command()
@@ -41,7 +42,7 @@ def tools(
         raise click.UsageError(str(exc)) from None
     try:
         for notice in notices:
-            click.echo(f"warning: {notice}", err=True)
-        click.echo(listing_text(listing, dts=dts, as_json=as_json), nl=False)
+            echo(f"warning: {notice}", err=True)
+        echo(listing_text(listing, dts=dts, as_json=as_json), nl=False)
     finally:
         listing.close()

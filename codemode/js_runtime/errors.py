@@ -94,7 +94,25 @@ def from_script_error(text: str, program: Program, tool_names: Sequence[str]) ->
         head = _HEAD.match(lines[0])
         name, message = (head["name"], head["msg"]) if head else ("Error", lines[0])
         stack = text
+    if name == "SyntaxError" and _past_end(stack, program):
+        # The parser met the wrapper's closing lines: the program itself ended too soon.
+        # Say so at the program's own end, never naming a token it does not contain.
+        last = program.code.split("\n")[-1]
+        message = "unexpected end of the program"
+        stack = f"    at program.js:{program.line_count + WRAPPER_LINES}:{len(last) + 1}"
+        error = from_thrown(name, message, stack, program, tool_names)
+        error.hint = "something is not finished: a bracket, string, comment or expression"
+        return error
     return from_thrown(name, message, stack, program, tool_names)
+
+
+def _past_end(stack: str, program: Program) -> bool:
+    """Whether the stack's first position lies after the program's last line."""
+    for raw in stack.splitlines():
+        m = _FRAME.match(raw)
+        if m:
+            return int(m["line"]) - WRAPPER_LINES > program.line_count
+    return False
 
 
 def hint_for(name: str, message: str, tool_names: Sequence[str]) -> str | None:

@@ -187,8 +187,20 @@ class _Server:
         log.write(f"--- {stamp} codemode pid {os.getpid()} starting: {command}\n")
         log.flush()
         self._log_offset = log.tell()
+        # a bare name is looked up outside every writable root (``host_programs``): a
+        # ./node_modules/.bin or ./bin on PATH does not choose what "npx" is
+        resolved = config.command
+        if "/" not in resolved:
+            from codemode.host_programs import host_program
+
+            found = host_program(resolved)
+            if found is None:
+                raise FileNotFoundError(
+                    2, "not found on PATH outside the writable roots", config.command
+                )
+            resolved = found
         params = StdioServerParameters(
-            command=config.command,
+            command=resolved,
             args=config.args,
             env=config.env or None,
             cwd=config.cwd,

@@ -1,27 +1,32 @@
 """Our tool host served over MCP: ``execute`` runs a JavaScript program against the tools.
 
 With a handful of tools, ``execute``'s description carries their TypeScript
-declarations. With more, it names a few and the client discovers the rest through
-``search_tools`` and ``describe_tool`` (progressive disclosure), so the description
-stays short however many MCP servers feed the host.
+declarations, brief (the types, and one sentence per tool); ``describe_tool`` gives a
+tool's declaration in full, with what each field means. With more tools, it names a few
+and the client discovers the rest through ``search_tools`` and ``describe_tool``
+(progressive disclosure), so the description stays short however many MCP servers feed
+the host.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
-from codemode.harnesses.base import render_template
 from codemode.harnesses.render import render_exec_result
-from codemode.js_runtime.bridge import Bridge
-from codemode.js_runtime.models import Limits
+from codemode.js_runtime.delegate import NestedCall
+from codemode.js_runtime.models import ExecEvent, Limits
+from codemode.js_runtime.outcome import Completed
+from codemode.js_runtime.session import CodeSession
 from codemode.mcp.approval import Decider, approving_registry
+from codemode.mcp.description import execute_description
+from codemode.mcp.early import INSTRUCTIONS, EarlyStdio
 from codemode.tools.context import ToolContext
+from codemode.tools.doc_text import first_sentence
 from codemode.tools.registry import ToolRegistry, code_name
 
 if TYPE_CHECKING:
@@ -38,19 +43,6 @@ RESULT_FIELD_CHARS = 60_000
 TEXT_PREVIEW_CHARS = 2_000
 
 
-def _prompt(name: str) -> str:
-    return (resources.files("codemode.mcp") / "prompts" / f"{name}.md").read_text("utf-8")
-
-
-# Words ending in a full stop that do not end a sentence ("e.g. a path", "vs. main").
-_ABBREVIATIONS = frozenset(
-    "e.g i.e etc vs cf al approx incl esp resp viz no nos fig eq ca mr mrs ms dr st jr sr"
-    " inc ltd co dept est min max sec".split()
-)
-_DOTTED = re.compile(r"(?:[a-z]{1,2}\.)+[a-z]{1,2}")  # "u.s", "a.m"
-_SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+")
-
-
 def _preview(text: str) -> str:
     """The text beside structuredContent: short, and saying where the rest is."""
     if len(text) <= TEXT_PREVIEW_CHARS:
@@ -62,23 +54,23 @@ def _preview(text: str) -> str:
     )
 
 
-def _summary(description: str) -> str:
-    """The description's first sentence: cut at a full stop followed by a space, except
-    after an abbreviation, an initial ("J. Smith") or before a lowercase word."""
-    text = " ".join(description.split())
-    for end in _SENTENCE_END.finditer(text):
-        before = text[: end.start() + 1]
-        word = re.search(r"(\S+)$", before)
-        token = (word.group(1) if word else "").rstrip(".").lstrip("(\"'").lower()
-        if text[end.start()] == "." and (
-            token in _ABBREVIATIONS or len(token) == 1 or _DOTTED.fullmatch(token)
-        ):
-            continue  # "e.g.", "i.e.", "U.S.", "J." - an abbreviation, not the end
-        following = text[end.end() : end.end() + 1]
-        if following and following.islower():
-            continue  # "see the docs. then" reads as one sentence a model would cut badly
-        return text[: end.end()].rstrip()
-    return text
+# The description's first sentence (search_tools's summaries).
+_summary = first_sentence
+
+
+class _Delegate:
+    """The code session's delegate: each nested call down the (approving) registry's
+    path, in the server's workspace and sandbox."""
+
+    def __init__(self, registry: ToolRegistry, context: ToolContext) -> None:
+        self.registry = registry
+        self.context = context
+
+    async def call_tool(self, call: NestedCall) -> object:
+        return await self.registry.invoke(call.name, call.args, self.context)
+
+    def notify(self, cell_id: str, event: ExecEvent) -> None:
+        pass
 
 
 class HostService:
@@ -106,8 +98,12 @@ class HostService:
         self.limits = limits
         # Not persistent: concurrent execute calls run in workers of their own, each
         # program in a fresh isolate; sequential ones reuse a warm worker.
-        self.bridge = Bridge(
-            self.guarded.dispatch(self.context), self.guarded, engine=engine, limits=limits
+        self.session = CodeSession(
+            _Delegate(self.guarded, self.context),
+            limits=limits,
+            tools=self.guarded,
+            engine=engine,
+            persistent=False,
         )
 
     @property
@@ -115,28 +111,24 @@ class HostService:
         return len(self.registry) > DISCLOSURE_THRESHOLD
 
     def execute_description(self) -> str:
-        if self.progressive:
-            sample = ", ".join(f"tools.{code_name(n)}" for n in self.registry.names()[:6])
-            tools = render_template(
-                _prompt("execute_search"), {"count": str(len(self.registry)), "sample": sample}
-            )
-        else:
-            from codemode.tools.surfaces import declarations
-
-            tools = render_template(
-                _prompt("execute_declarations"),
-                {"declarations": declarations(self.registry).strip()},
-            )
-        text = render_template(
-            _prompt("execute"), {"workspace": str(self.context.workspace), "tools": tools}
+        return execute_description(
+            self.registry, self.context.workspace, progressive=self.progressive, brief=True
         )
-        return text.strip()
 
-    async def execute(self, code: str) -> CallToolResult:
+    async def execute(self, code: str, timeout_ms: int | None = None) -> CallToolResult:
+        """Run ``code``; ``timeout_ms`` shortens this call's time limit (never beyond the
+        server's own, ``self.limits.timeout_s``)."""
         # lazy: the mcp SDK is heavy; loaded when the server is built
         from mcp.types import CallToolResult, TextContent
 
-        result = await self.bridge.execute(code)
+        limits = None
+        if timeout_ms is not None:
+            limits = dataclasses.replace(
+                self.limits, timeout_s=min(timeout_ms / 1000, self.limits.timeout_s)
+            )
+        outcome = await self.session.execute(code, limits=limits)
+        assert isinstance(outcome, Completed)  # no yield time: it ran to its end
+        result = outcome.result
         structured = {
             "ok": result.ok,
             "value": result.value,
@@ -155,7 +147,7 @@ class HostService:
         )
 
     def close(self) -> None:
-        self.bridge.close()
+        self.session.close_now()
 
     def search(self, query: str, limit: int) -> list[dict[str, str]]:
         words = [w for w in re.split(r"\W+", query.lower()) if w]
@@ -199,24 +191,27 @@ def build_server(service: HostService) -> MCPServer:
 
     from codemode.version import package_version
 
-    server = MCPServer(
-        "codemode",
-        version=package_version(),
-        instructions="Run JavaScript programs against the host's tools with `execute`.",
-    )
+    server = MCPServer("codemode", version=package_version(), instructions=INSTRUCTIONS)
 
-    async def execute(code: str) -> CallToolResult:
-        return await service.execute(code)
+    async def execute(code: str, timeout_ms: int | None = None) -> CallToolResult:
+        return await service.execute(code, timeout_ms)
 
     # This module postpones annotations, and the SDK reads them to build input schemas:
     # give it the objects (CallToolResult is imported here, not at module level).
+    ceiling = round(service.limits.timeout_s * 1000)
     execute.__annotations__ = {
         "code": Annotated[str, Field(description="The JavaScript program to run.")],
+        "timeout_ms": Annotated[
+            int | None,
+            Field(
+                ge=1,
+                description=f"Time limit for this program in milliseconds (at most, and by "
+                f"default, {ceiling}): it is stopped when the time is up.",
+            ),
+        ],
         "return": CallToolResult,
     }
     server.add_tool(execute, name="execute", description=service.execute_description())
-    if not service.progressive:
-        return server
 
     def search_tools(query: str, limit: int = 20) -> dict[str, Any]:
         return {"tools": service.search(query, limit)}
@@ -235,15 +230,16 @@ def build_server(service: HostService) -> MCPServer:
         "return": dict[str, Any],
     }
     describe_tool.__annotations__ = {
-        "name": Annotated[str, Field(description="A tool name as search_tools gives it.")],
+        "name": Annotated[str, Field(description="A tool name, such as read_file or probe.add.")],
         "return": str,
     }
-    server.add_tool(
-        search_tools,
-        name="search_tools",
-        description="Find the host's tools by words in their names and descriptions; "
-        "an empty query lists them all.",
-    )
+    if service.progressive:
+        server.add_tool(
+            search_tools,
+            name="search_tools",
+            description="Find the host's tools by words in their names and descriptions; "
+            "an empty query lists them all.",
+        )
     server.add_tool(
         describe_tool,
         name="describe_tool",
@@ -251,3 +247,19 @@ def build_server(service: HostService) -> MCPServer:
         structured_output=False,
     )
     return server
+
+
+def run_stdio(server: MCPServer, early: EarlyStdio) -> None:
+    """Serve ``server`` on the stdio wire ``early`` took at start-up (and on which it
+    may have answered ``initialize`` already)."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    async def main() -> None:
+        stdin = anyio.wrap_file(early.reader())  # type: ignore[arg-type]
+        stdout = anyio.wrap_file(early.writer())  # type: ignore[arg-type]
+        async with stdio_server(stdin=stdin, stdout=stdout) as (read, write):
+            lowlevel = server._lowlevel_server
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+    anyio.run(main)

@@ -213,7 +213,22 @@ class ModelNotFoundError(ProviderError):
 
 
 class ContextOverflowError(ProviderError):
-    """The request is longer than the model's context window."""
+    """The request is longer than the model's context window; the sizes are the ones
+    the error reported (None: it did not say)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        context_window: int | None = None,
+        prompt_tokens: int | None = None,
+        excess_tokens: int | None = None,
+    ) -> None:
+        super().__init__(message, status=status)
+        self.context_window = context_window
+        self.prompt_tokens = prompt_tokens
+        self.excess_tokens = excess_tokens
 
 
 class BadRequestError(ProviderError):

@@ -25,6 +25,7 @@ from codemode.providers.base import (
     RateLimitError,
     TransientError,
 )
+from codemode.providers.overflow import overflow_sizes
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,8 @@ _CONTEXT_PATTERNS = re.compile(
     r"|context window|exceeds? the (available )?context|context length|too many tokens"
     r"|input is too long|reduce the length of the messages|exceed_context_size"
     r"|larger than the max context size|context size|context the overflows"
-    r"|context overflows|prompt too long",
+    r"|context overflows|prompt too long|maximum model length"
+    r"|exceeds the maximum number of tokens",
     re.IGNORECASE,
 )
 _MODEL_PATTERNS = re.compile(
@@ -169,10 +171,14 @@ def classify(
     detail = f"{message}{suffix}"
 
     if tags & _CONTEXT_CODES or _CONTEXT_PATTERNS.search(message):
+        sizes = overflow_sizes(payload, message)
         return ContextOverflowError(
             f"{where}the request is longer than the context window of model {ctx.model!r}: "
             f"{detail}",
             status=status,
+            context_window=sizes.context_window,
+            prompt_tokens=sizes.prompt_tokens,
+            excess_tokens=sizes.excess_tokens,
         )
     if status in (401, 403) or tags & _AUTH_CODES:
         return AuthenticationError(f"{where}authentication failed: {detail}. {_key_hint(ctx)}",

@@ -15,18 +15,16 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from codemode.sandbox import dropcaps
+from codemode.host_programs import host_program
+from codemode.sandbox import dropcaps, own_paths
 from codemode.sandbox.protected import (
     CODEMODE_DIR,
     GIT_DIR,
-    GIT_PROTECTED,
     git_dirs,
-    host_config_paths,
 )
 
 # Options every confined command gets (see the module docstring).
@@ -41,6 +39,11 @@ _ROOT = ("--cap-drop", "ALL", "--cap-add", "CAP_SETPCAP")
 _SETPRIV_ARGS = ("--bounding-set=-all", "--inh-caps=-all", "--ambient-caps=-all", "--")
 
 
+# Exits 3 unless every capability set of the shell is empty (sh builtins only).
+_NO_CAPS = (
+    'while read -r k v; do case "$k" in Cap*:) case "$v" in *[!0]*) exit 3;; esac;; esac; '
+    "done < /proc/self/status"
+)
 # False once the helper failed the probe (``available``): setpriv is used from then on.
 _helper_allowed = True
 
@@ -59,12 +62,12 @@ def isolation() -> tuple[list[str], list[str]]:
 
 @functools.cache
 def _setpriv() -> str | None:
-    return shutil.which("setpriv")
+    return host_program("setpriv")
 
 
-@functools.cache
 def executable() -> str | None:
-    return shutil.which("bwrap")  # looked up once, like ``available``
+    # outside every writable root: bubblewrap runs with our authority, as root too
+    return host_program("bwrap")
 
 
 @functools.cache
@@ -77,9 +80,11 @@ def available() -> str | None:
     base = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     while True:
         opts, prefix = isolation()
-        probe = [*base, *opts, "--unshare-net", "--", *prefix, "true"]
+        probe = [*base, *opts, "--unshare-net"]
         try:
-            proc = subprocess.run(probe, capture_output=True, text=True, timeout=10)
+            # The helper is probed as a command runs: under the seccomp filter too; and
+            # what it starts must hold no capability in any set, or it is not used.
+            proc = _run_filtered(probe, [*prefix, "/bin/sh", "-c", _NO_CAPS])
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bubblewrap does not run here: {exc}"
         uses_helper = len(prefix) == 1  # [dropcaps]; setpriv comes with its options
@@ -90,6 +95,30 @@ def available() -> str | None:
         detail = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"
         return f"bubblewrap does not work here ({detail}); user namespaces may be disabled"
     return None
+
+
+def _run_filtered(opts: list[str], argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """bubblewrap with ``opts`` running ``argv`` under the strictest seccomp filter
+    (network and Unix sockets denied) where seccomp works here."""
+    from codemode.sandbox import seccomp
+
+    if seccomp.available() is not None:
+        return subprocess.run([*opts, "--", *argv], capture_output=True, text=True, timeout=10)
+    r, w = os.pipe()
+    try:
+        os.write(w, seccomp.bpf_program(deny_network=True, deny_unix=True))
+    finally:
+        os.close(w)
+    try:
+        return subprocess.run(
+            [*opts, "--seccomp", str(r), "--", *argv],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            pass_fds=(r,),
+        )
+    finally:
+        os.close(r)
 
 
 def options(
@@ -118,14 +147,19 @@ def options(
     out += ["--remount-ro", "/dev", "--proc", "/proc"]
     for root in writable:
         out += ["--bind", str(root), str(root)]
+    # codemode's own state and installation inside a root (a workspace that is the home
+    # folder): the folders on the way pinned first, the paths read-only last
+    pins, own = own_paths.pin_and_protect(writable)
+    out += pins
     for root in writable:
-        out += protect_binds(root)
-    for p in read_only:
-        if p.is_dir() and not p.is_symlink():
+        out += protect_binds(root, writable)
+    for p in read_only:  # .codemode/ below the tops, files git's config names
+        if (p.is_dir() or p.is_file()) and not p.is_symlink():
             out += _ro(p)
     for g in nested_git:
         if os.path.lexists(g):
-            out += git_binds(g.parent, top=False)
+            out += git_binds(g.parent, top=False, writable=writable)
+    out += own
     for sock in hide_sockets:
         out += ["--ro-bind", "/dev/null", str(sock)]
     opts, prefix = isolation()
@@ -145,17 +179,13 @@ def placeholders(root: Path) -> list[Path]:
     return [p for p in out if not os.path.lexists(p)]
 
 
-def protect_binds(root: Path) -> list[str]:
+def protect_binds(root: Path, writable: Sequence[Path] = ()) -> list[str]:
     """Binds keeping a writable root's protected parts read-only and in place.
 
-    A mount point cannot be renamed, removed or replaced, so each protected entry, and
-    each folder on the way to one (``.git``, ``.git/modules``, ...), is made one: the
-    entry itself read-only, the folders on the way bound onto themselves read-write so
-    that git can still write objects, refs and the index. A protected entry that is a
-    symlink (it could be swapped) makes its whole git directory read-only. A missing
-    ``.codemode/`` or a missing or empty ``.git`` becomes an empty read-only mount, so
-    the command cannot create one (a new ``.git`` would be a repository whose settings
-    it chose).
+    A mount point cannot be renamed, removed or replaced: ``.codemode/`` and ``.git``
+    are bound read-only as wholes (``git_binds``). A missing ``.codemode/`` or a missing
+    or empty ``.git`` becomes an empty read-only mount, so the command cannot create one
+    (a new ``.git`` would be a repository whose settings it chose).
     """
     out: list[str] = []
     cm = root / CODEMODE_DIR
@@ -165,52 +195,34 @@ def protect_binds(root: Path) -> list[str]:
         out += _ro(cm)
     elif not cm.exists():
         out += ["--tmpfs", str(cm), "--remount-ro", str(cm)]
-    for p in host_config_paths():  # a workspace that is the home folder
-        if p.exists() and p.resolve().is_relative_to(root):
-            out += _ro(p.resolve())
-    return out + git_binds(root, top=True)
+    return out + git_binds(root, top=True, writable=writable)
 
 
-def git_binds(root: Path, *, top: bool) -> list[str]:
-    """The binds for ``root/.git`` and the git directories it leads to; ``top``: the
-    top of a writable root, where a missing ``.git`` gets a stand-in."""
-    out: list[str] = []
+def git_binds(root: Path, *, top: bool, writable: Sequence[Path] = ()) -> list[str]:
+    """The binds for ``root/.git``; ``top``: the top of a writable root, where a missing
+    ``.git`` gets a stand-in.
+
+    The whole git directory is read-only, as Codex has it: config, hooks, info,
+    ``modules/**`` and ``worktrees/*`` alike, and a file the user's own ``git config``
+    renames over ``.git/config`` while a command runs is read-only too (a bind of the
+    folder shows what is in it now; a bind of the file would keep the old one). A
+    ``.git`` file (``gitdir: ...``) is read-only, and the git directory it names too
+    when that lies in a writable root. What is left writable is the work tree: commands
+    read the repository (status, diff, log), they do not change it."""
     git = root / GIT_DIR
     if git.is_symlink() or (git.exists() and not (git.is_dir() or git.is_file())):
         target = git.resolve()
-        out += _ro(target) if target.exists() else []
-    elif git.is_file():
-        out += _ro(git)  # a worktree's or submodule's "gitdir: ..." file
-    elif top and (not git.exists() or _empty_dir(git)):
+        return _ro(target) if target.exists() else []
+    if git.is_file():
+        out = _ro(git)  # a worktree's or submodule's "gitdir: ..." file
+        for gitdir in git_dirs(root, writable or [root]):
+            out += _ro(gitdir)
+        return out
+    if top and (not git.exists() or _empty_dir(git)):
         # An empty .git (mostly the mount point left by an earlier call) is no
-        # repository yet: it stays empty and read-only like a missing one, which is
-        # also one mount instead of the three a git directory's binds take.
+        # repository yet: it stays empty and read-only like a missing one.
         return ["--tmpfs", str(git), "--remount-ro", str(git)]
-    folders: set[Path] = set()
-    entries: list[str] = []
-    for gitdir in git_dirs(root):
-        _gitdir_binds(root, gitdir, folders, entries)
-    # folders first (outermost first): a later bind would cover the read-only entries
-    for d in sorted(folders, key=lambda p: len(p.parts)):
-        out += ["--bind", str(d), str(d)]
-    return out + entries
-
-
-def _gitdir_binds(root: Path, gitdir: Path, folders: set[Path], out: list[str]) -> None:
-    entries = [gitdir / name for name in GIT_PROTECTED]
-    if any(p.is_symlink() for p in entries):
-        out += _ro(gitdir)
-        return
-    # every folder from the root down to the git directory, so none can be renamed away
-    rel = gitdir.relative_to(root).parts
-    folders.update(root.joinpath(*rel[:i]) for i in range(1, len(rel) + 1))
-    for p in entries:
-        if p.is_dir() or p.is_file():
-            out += _ro(p)
-        elif p.name in ("hooks", "info"):
-            out += ["--tmpfs", str(p), "--remount-ro", str(p)]
-        # config, config.worktree and commondir cannot get a stand-in (git would read
-        # an empty one); their creation is caught by the check after the command.
+    return _ro(git) if git.is_dir() else []
 
 
 def _empty_dir(p: Path) -> bool:

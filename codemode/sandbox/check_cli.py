@@ -7,11 +7,11 @@ not load (or a usage error).
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
+from codemode.control_chars import json_text
 from codemode.sandbox.policy import Evaluation, Policy, PolicyContext
 
 EXIT_STATUS = {"allow": 0, "unmatched": 10, "prompt": 20, "forbidden": 30}
@@ -35,7 +35,7 @@ def evaluate(
 
 def render(ev: Evaluation, *, as_json: bool) -> str:
     if as_json:
-        return json.dumps(ev.to_json(), indent=2, ensure_ascii=False)
+        return json_text(ev.to_json(), indent=2, ensure_ascii=False)
     lines = [f"decision: {ev.decision}"]
     d = ev.deciding
     if d is not None:

@@ -30,6 +30,16 @@ per command (CODE as ``os.waitstatus_to_exitcode``: negative for a signal; ``stu
 what it left could not all be killed within half a second, and the host ends the whole
 sandbox, which the kernel then empties at once). End of the socket from
 the host ends the server, and with PID 1 the whole namespace.
+
+Each command starts clean, as in a sandbox of its own: when the last running command
+has ended, ``tidy`` empties ``/dev/shm`` (whatever modes a command set on its folders)
+and the System V IPC objects, and before each command ``Baseline.restore`` puts back
+the OOM adjustment and CPU affinity the server started with and checks its nice value,
+scheduling policy and I/O priority (which the seccomp filter lets no command change
+for another process). What cannot be put back makes the server *dirty*: the report
+says ``"dirty": [...]``, a command asked for afterwards is answered
+``{"id": N, "unstarted": true}`` without being run, and the host runs it in a new
+server and ends this one.
 """
 
 from __future__ import annotations
@@ -39,15 +49,16 @@ import ctypes
 import json
 import os
 import selectors
-import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
 
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
 _IPC_RMID = 0
+_SHM = "/dev/shm"
 MAX_MESSAGE = 256 << 10  # the host sends nothing larger (and runs such commands itself)
 # What was left behind and did not die at once (it was SIGKILLed: only a process in the
 # kernel's D state lingers) is looked at again this often.
@@ -94,10 +105,87 @@ def _command(request: object) -> _Command | None:
     return argv, cwd, env
 
 
+# ioprio_get/ioprio_set by architecture (the standard library has no wrapper).
+_IOPRIO_CALLS = {"x86_64": (252, 251), "aarch64": (31, 30)}
+_IOPRIO_WHO_PROCESS = 1
+
+
+class Baseline:
+    """What the server passes to every command it starts that a command could have
+    changed since: the OOM adjustment (through ``/proc/1/oom_score_adj``), the CPU
+    affinity, the nice value, the scheduling policy and the I/O priority, as they were
+    when the server started. The filter (``seccomp``) refuses to change the scheduling
+    of another process, so the last three should never move; the first two are put
+    back before each command. ``restore`` says what could not be."""
+
+    def __init__(self, libc: ctypes.CDLL, oom_fd: int | None) -> None:
+        self.libc = libc
+        self.oom_fd = oom_fd
+        self.oom = os.pread(oom_fd, 32, 0) if oom_fd is not None else b""
+        self.affinity = os.sched_getaffinity(0)
+        self.nice = os.getpriority(os.PRIO_PROCESS, 0)
+        self.policy = os.sched_getscheduler(0)
+        self.ioprio = self._ioprio()
+
+    def _ioprio(self) -> int | None:
+        calls = _IOPRIO_CALLS.get(os.uname().machine)
+        if calls is None:
+            return None
+        return int(self.libc.syscall(calls[0], _IOPRIO_WHO_PROCESS, 0))
+
+    def restore(self) -> list[str]:
+        problems = []
+        if self.oom_fd is not None:
+            try:
+                if os.pread(self.oom_fd, 32, 0) != self.oom:
+                    os.pwrite(self.oom_fd, self.oom, 0)
+            except OSError as exc:
+                problems.append(f"oom_score_adj: {exc.strerror}")
+        try:
+            if os.sched_getaffinity(0) != self.affinity:
+                os.sched_setaffinity(0, self.affinity)
+        except OSError as exc:
+            problems.append(f"affinity: {exc.strerror}")
+        if os.getpriority(os.PRIO_PROCESS, 0) != self.nice:
+            try:
+                os.setpriority(os.PRIO_PROCESS, 0, self.nice)
+            except OSError as exc:
+                problems.append(f"nice: {exc.strerror}")
+        if os.sched_getscheduler(0) != self.policy:
+            try:
+                os.sched_setscheduler(0, self.policy, os.sched_param(0))
+            except OSError as exc:
+                problems.append(f"scheduling policy: {exc.strerror}")
+        if self.ioprio is not None and self._ioprio() != self.ioprio:
+            problems.append("I/O priority")
+        return problems
+
+
+def remove_all(path: str) -> None:
+    """Remove ``path`` and everything below it, whatever modes a command set on the
+    folders (each is made 0700 before it is listed: the server owns what its commands
+    made). Only called with no command running, so nothing changes meanwhile."""
+    stack = [(path, False)]
+    while stack:
+        current, listed = stack.pop()
+        st = os.lstat(current)
+        if not stat.S_ISDIR(st.st_mode):
+            os.unlink(current)
+        elif listed:
+            os.rmdir(current)
+        else:
+            if stat.S_IMODE(st.st_mode) & 0o700 != 0o700:
+                os.chmod(current, 0o700)
+            stack.append((current, True))
+            stack.extend((entry.path, False) for entry in os.scandir(current))
+
+
 class Server:
     """The loop: requests from the host, the ends of the commands it started."""
 
-    def __init__(self, sock: socket.socket, subreaper: str | None) -> None:
+    def __init__(
+        self, sock: socket.socket, subreaper: str | None, oom_fd: int | None = None
+    ) -> None:
         self.sock = sock
         self.subreaper = subreaper
         self.libc = ctypes.CDLL(None, use_errno=True)
@@ -107,6 +195,10 @@ class Server:
         self.mains: dict[int, tuple[int, int]] = {}  # command pid -> (request id, pidfd)
         self.by_id: dict[int, int] = {}  # request id -> command pid
         self.sweep = False  # something left behind may still be alive
+        self.baseline = Baseline(self.libc, oom_fd)
+        # What could not be made clean again: no command starts here any more, the
+        # host replaces the server (``"dirty"`` in a report).
+        self.dirty: list[str] = []
 
     def send(self, message: dict[str, object]) -> None:
         self.sock.send(json.dumps(message).encode())
@@ -144,7 +236,14 @@ class Server:
             op, job = None, -1
         command = _command(request) if op == "run" else None
         whole = not flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC)
-        if command is not None and len(fds) == 1 and whole:
+        if op == "run" and not self.dirty:
+            self.dirty = self.baseline.restore()
+        if op == "run" and self.dirty:
+            for fd in fds:
+                os.close(fd)
+            # Not started: the host runs it in a new server.
+            self.send({"id": job, "unstarted": True, "dirty": self.dirty})
+        elif command is not None and len(fds) == 1 and whole:
             self.start(job, command, fds[0])
         else:
             for fd in fds:
@@ -214,23 +313,33 @@ class Server:
             os.killpg(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
         swept = self.sweep_left(_SWEEP_BUDGET_S)
-        if not self.mains:
-            self.tidy()
+        if not self.mains and swept and not self.dirty:
+            self.dirty = self.tidy() + self.baseline.restore()
         # Not swept (a fork bomb outrunning the kills): the host ends the whole sandbox.
-        self.send({"id": job, "exit": os.waitstatus_to_exitcode(status), "stuck": not swept})
+        report: dict[str, object] = {
+            "id": job, "exit": os.waitstatus_to_exitcode(status), "stuck": not swept
+        }  # fmt: skip
+        if self.dirty:
+            report["dirty"] = self.dirty
+        self.send(report)
 
-    def tidy(self) -> None:
+    def tidy(self) -> list[str]:
         """With no command running: drop what commands may have left outside the
         writable roots that a sandbox of their own would have taken with it — the files
         in ``/dev/shm`` and the namespace's System V shared memory, semaphores and
-        message queues."""
-        with contextlib.suppress(OSError):
-            for entry in os.scandir("/dev/shm"):
-                with contextlib.suppress(OSError):
-                    if entry.is_dir(follow_symlinks=False):
-                        shutil.rmtree(entry.path, ignore_errors=True)
-                    else:
-                        os.unlink(entry.path)
+        message queues. Returns what is still there (the server is then replaced)."""
+        problems = []
+        try:
+            st = os.lstat(_SHM)
+            if stat.S_IMODE(st.st_mode) != 0o1777:
+                os.chmod(_SHM, 0o1777)
+            for entry in os.scandir(_SHM):
+                with contextlib.suppress(OSError, RecursionError):
+                    remove_all(entry.path)
+            if os.listdir(_SHM):
+                problems.append("/dev/shm could not be emptied")
+        except OSError as exc:
+            problems.append(f"/dev/shm: {exc.strerror}")
         for kind in ("shm", "sem", "msg"):
             try:
                 with open(f"/proc/sysvipc/{kind}") as f:
@@ -245,6 +354,10 @@ class Server:
                     self.libc.semctl(ident, 0, _IPC_RMID)
                 else:
                     self.libc.msgctl(ident, _IPC_RMID, None)
+            with contextlib.suppress(OSError), open(f"/proc/sysvipc/{kind}") as f:
+                if len(f.read().splitlines()) > 1:
+                    problems.append(f"System V {kind} left")
+        return problems
 
     def sweep_left(self, budget: float) -> bool:
         """Kill and reap every child that is not a running command's first process (what
@@ -267,10 +380,16 @@ class Server:
 
 def main() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
+    # Opened while the server is still dumpable: afterwards its /proc entries belong to
+    # root, and a server that is not root could no longer put its value back.
+    try:
+        oom_fd: int | None = os.open("/proc/self/oom_score_adj", os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        oom_fd = None
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # no handlers: PID 1 is then unkillable
     sock = socket.socket(fileno=int(sys.argv[1]))
-    Server(sock, sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] else None).serve()
+    Server(sock, sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] else None, oom_fd).serve()
     # The host closed the socket: exit now (no interpreter teardown to wait for); as
     # PID 1 this ends every process left in the namespace.
     os._exit(0)

@@ -33,7 +33,7 @@ import signal
 import socket
 import stat
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -48,6 +48,9 @@ _READY_TIMEOUT_S = 10.0
 # whole server (and whatever still runs in it) is killed instead.
 _KILL_GRACE_S = 1.0
 _READS_PER_WAKEUP = 64
+# How many new servers one command is handed on to (each said it could not start it)
+# before it fails as killed: a fault that follows it from server to server ends there.
+_MAX_MOVES = 2
 # How long closing waits for the server to exit by itself before killing it.
 _CLOSE_GRACE_S = 0.5
 # Options that take a host path as their first argument (the bind source or the covered
@@ -103,24 +106,34 @@ class ServerProcess:
     ``pid`` is the host pid of the server's bubblewrap (the command's own pid lives in
     the sandbox's namespace); signalling goes through ``kill_tree``, never that pid."""
 
-    def __init__(self, server: CommandServer, job: int) -> None:
+    def __init__(self, server: CommandServer, job: int, request: bytes, output_fd: int) -> None:
         self._server = server
         self.job = job
         self.pid = server.pid
         self.returncode: int | None = None
+        self.killed = False
         self._done: asyncio.Future[int] = server.loop.create_future()
+        # Kept until the command has started and ended, for a server that answers that
+        # it did not start it (it could not be made clean): it runs in a new one.
+        self.request = request
+        self.output_fd = os.dup(output_fd)
+        self.moves = 0  # servers it was handed on to
 
     def exited(self, code: int) -> None:
         if self.returncode is None:
             self.returncode = code
             with contextlib.suppress(RuntimeError):  # its event loop is already closed
                 self._done.set_result(code)
+        if self.output_fd >= 0:
+            os.close(self.output_fd)
+            self.output_fd = -1
 
     async def wait(self) -> int:
         return await asyncio.shield(self._done)
 
     def kill_tree(self) -> None:
         """End the command and every process it started."""
+        self.killed = True
         if self.returncode is None:
             self._server.kill(self)
 
@@ -150,6 +163,10 @@ class CommandServer:
         self._next = 0
         self.alive = True
         self.retiring = False  # replaced: ends once its last command has
+        # Said it could not be made clean for the next command: replaced at once.
+        self.dirty = False
+        # Given the commands this server did not start (``CommandServers`` reruns them).
+        self.on_unstarted: Callable[[ServerProcess], None] | None = None
         self.loop.add_reader(sock.fileno(), self._readable)
 
     @classmethod
@@ -222,15 +239,33 @@ class CommandServer:
         if any("\0" in w for w in (*argv, str(cwd), *env, *env.values())):
             # cannot be run either way: it fails as it does in a sandbox of its own
             raise ServerUnavailable("the command holds a NUL byte")
-        proc = ServerProcess(self, self._next)
+        proc = ServerProcess(self, self._next, data, output_fd)
         self._jobs[proc.job] = proc
         try:
             await self._send(data, [output_fd])
         except OSError:
             self._jobs.pop(proc.job, None)
+            proc.exited(-signal.SIGKILL)  # (not reported: the caller runs it elsewhere)
             self._lost()
             raise ServerUnavailable("the command server has ended") from None
         return proc
+
+    async def adopt(self, proc: ServerProcess) -> None:
+        """Run ``proc``'s request here: another server answered it did not start it."""
+        proc.moves += 1
+        if not self.alive or proc.killed or proc.output_fd < 0 or proc.moves > _MAX_MOVES:
+            proc.exited(-signal.SIGKILL)
+            return
+        self._next += 1
+        request = json.loads(proc.request)
+        request["id"] = self._next
+        proc._server, proc.job, proc.pid = self, self._next, self.pid
+        proc.request = json.dumps(request).encode()
+        self._jobs[proc.job] = proc
+        try:
+            await self._send(proc.request, [proc.output_fd])
+        except OSError:
+            self._lost()
 
     async def _send(self, data: bytes, fds: list[int]) -> None:
         while True:
@@ -280,9 +315,25 @@ class CommandServer:
     def _report(self, data: bytes) -> None:
         try:
             message = json.loads(data)
-            job, code, stuck = message["id"], message["exit"], message.get("stuck")
+            job, code, stuck = message["id"], message.get("exit"), message.get("stuck")
+            dirty = message.get("dirty")
         except (ValueError, KeyError, TypeError, AttributeError):
             return  # not something a server says: ignored
+        if dirty and not self.dirty:
+            # What a command changed could not be undone (``command_server.Baseline``,
+            # ``tidy``): no command starts here any more.
+            self.dirty = True
+            log.info("sandbox: replacing the command server (%s)", str(dirty)[:200])
+        if message.get("unstarted") is True and type(job) is int:
+            proc = self._jobs.pop(job, None)
+            self.dirty = True
+            if proc is not None and self.on_unstarted is not None:
+                self.on_unstarted(proc)
+            elif proc is not None:
+                proc.exited(-signal.SIGKILL)
+            if not self._jobs:
+                self.close()
+            return
         if type(job) is int and type(code) is int and -64 <= code <= 255:
             proc = self._jobs.pop(job, None)
             if proc is not None:
@@ -291,7 +342,7 @@ class CommandServer:
                     log.warning("sandbox: a command left processes that would not end; "
                                 "ending its sandbox")
                     self._lost()
-                elif self.retiring and not self._jobs:
+                elif (self.retiring or self.dirty) and not self._jobs:
                     self.close()
 
     def _lost(self, graceful: bool = False) -> None:
@@ -357,6 +408,7 @@ class CommandServers:
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self.broken: str | None = None  # why servers are not used in this session
         self.closed = False
+        self._reruns: set[asyncio.Task[None]] = set()
 
     async def run(
         self,
@@ -386,7 +438,7 @@ class CommandServers:
         async with self._lock[1]:
             current = self._current
             if current is not None and current.alive and current.key == key and (
-                current.loop is loop
+                current.loop is loop and not current.dirty
             ):
                 return current
             if current is not None:
@@ -400,8 +452,25 @@ class CommandServers:
             if self.closed:  # the session ended while it started
                 server.close()
                 raise ServerUnavailable("the session has ended")
+            server.on_unstarted = functools.partial(self._rerun, key)
             self._current = server
             return server
+
+    def _rerun(self, key: ServerKey, proc: ServerProcess) -> None:
+        """Run a command its server did not start (it could not be made clean) in a
+        new one."""
+
+        async def rerun() -> None:
+            try:
+                server = await self._server(key)
+            except ServerUnavailable:
+                proc.exited(-signal.SIGKILL)
+                return
+            await server.adopt(proc)
+
+        task = asyncio.get_running_loop().create_task(rerun())
+        self._reruns.add(task)
+        task.add_done_callback(self._reruns.discard)
 
     def _retire(self, server: CommandServer) -> None:
         self._current = None

@@ -22,12 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codemode.sandbox.own_paths import links
 from codemode.sandbox.protected import (
     CODEMODE_DIR,
     GIT_DIR,
     GIT_PROTECTED,
     git_dirs,
-    host_config_paths,
 )
 
 # A copy larger than this is not kept: the entry is then only checked, not restored.
@@ -44,6 +44,10 @@ class GuardState:
     full: bool
     copies: dict[Path, Copy] = field(default_factory=dict)
     identities: dict[Path, tuple[int, int, int] | None] = field(default_factory=dict)
+    # the git directories there were, and where to look for new ones (Landlock: a
+    # command can make ``.git/modules/lib`` with hooks for ``git submodule update``)
+    gitdirs: set[Path] = field(default_factory=set)
+    repos: list[Path] = field(default_factory=list)
 
 
 def take(
@@ -55,11 +59,13 @@ def take(
 ) -> GuardState:
     """Note the protected entries of ``roots`` and the git directories of the
     repositories at ``nested`` (copies of them, and of ``extra``, when ``full``)."""
-    state = GuardState(full)
+    state = GuardState(full, repos=[*roots, *nested])
     budget = [_MAX_COPY_BYTES]
-    if full:
-        for p in extra:
+    for p in extra:  # .codemode/ below the tops, work-tree files git's config names
+        if full:
             state.copies[p] = _copy(p, budget)
+        elif not os.path.lexists(p):
+            state.copies[p] = None  # bubblewrap binds what exists; this must stay absent
     for root in roots:
         if full:
             gitp, cm = root / GIT_DIR, root / CODEMODE_DIR
@@ -67,16 +73,13 @@ def take(
             state.copies[cm] = _copy(cm, budget)
             if not gitp.is_dir() or gitp.is_symlink():
                 state.copies[gitp] = _copy(gitp, budget)  # a "gitdir:" file, or absent
-        gitconfig, xdg_git, home, helpers = host_config_paths()
-        for p in (gitconfig, xdg_git / "config", home / "config.toml", home / "rules", helpers):
-            if not _inside(p, root):
-                continue
-            if full:
-                state.copies[p] = _copy(p, budget)
-            elif not os.path.lexists(p):
-                state.copies[p] = None
+    # codemode's own paths in a root that a mount cannot hold: a dotfile that is a
+    # symlink (its target is bound read-only), one not made yet (``own_paths``)
+    for p in links(roots):
+        state.copies[p] = _copy(p, budget)
     for root in [*roots, *nested]:
         for gitdir in git_dirs(root):
+            state.gitdirs.add(gitdir)
             for name in GIT_PROTECTED:
                 p = gitdir / name
                 if full:
@@ -126,14 +129,25 @@ def repair(state: GuardState) -> list[str]:
             f"the command {what} {p}; put back as it was (git or codemode would run or "
             "read it later, outside the sandbox)"
         )
+    if state.full:
+        notes += _new_gitdirs(state)
     return notes
 
 
-def _inside(p: Path, root: Path) -> bool:
-    try:
-        return Path(os.path.realpath(p)).is_relative_to(root)
-    except OSError:
-        return False
+def _new_gitdirs(state: GuardState) -> list[str]:
+    """Set aside git directories a command made inside a git directory (a submodule's
+    under ``modules/``, a worktree's) that would make git run something."""
+    from codemode.sandbox import git_sanity
+
+    notes = []
+    for root in state.repos:
+        for gitdir in list(git_dirs(root)):
+            if gitdir in state.gitdirs:
+                continue
+            why = git_sanity.unsafe_reason(gitdir, state.repos)
+            if why is not None:
+                notes.append(_quarantine(gitdir) + f" ({why})")
+    return notes
 
 
 def _find_moved(parent: Path, ident: tuple[int, int, int]) -> Path | None:

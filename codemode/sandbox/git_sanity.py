@@ -63,6 +63,25 @@ def unsafe_reason(entry: Path, writable: Sequence[Path]) -> str | None:
     return None
 
 
+def looks(entry: Path) -> tuple[object, ...]:
+    """A cheap fingerprint of what ``unsafe_reason`` looks at (stats, no reading): when
+    it is unchanged, so is the answer."""
+    gitdir = gitfile_target(entry) if entry.is_file() else entry
+    parts: list[object] = [_stat(entry)]
+    if gitdir is not None:
+        for name in ("config", "config.worktree", "commondir", "hooks"):
+            parts.append(_stat(gitdir / name))
+    return tuple(parts)
+
+
+def _stat(p: Path) -> tuple[int, ...] | None:
+    try:
+        st = os.lstat(p)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 def _config_reason(path: Path) -> str | None:
     if not os.path.lexists(path):
         return None

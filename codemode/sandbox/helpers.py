@@ -7,34 +7,51 @@ build products, so they live with the caches and not in the codemode home, and a
 ``$CODEMODE_HOME`` (a test, a CI job, a second profile) does not pay the ~60 ms compile
 again. Where no compiler works, ``path()`` is None and the caller does without.
 
-What is executed must be exactly what was compiled. The helpers folder is a protected
-path (``protected.host_config_paths``): bound read-only for confined commands and
-refused to the file tools when a workspace contains it, so no command can swap a
-helper for a program that keeps the capabilities. It is created before the first
-command runs, compiler or not, so that no command can plant a helper for a later
-codemode to find. And the file, and every folder down to it, must belong to us (or
-root) and be writable by no one else, or it is not used.
+What is executed must be exactly what was compiled:
+
+- the cache is codemode's own state (``own_paths``): a writable root that contains it
+  keeps it read-only, with every folder above it pinned so that none can be renamed
+  aside and replaced (bubblewrap), or is refused (Landlock); the file tools refuse it;
+  it is created before the first command runs, compiler or not;
+- a helper's digest is held in memory from the moment this process built it (or first
+  accepted it) and checked before each use: the file's identity (device, inode, size,
+  times) on each call, its sha256 whenever that changed. A helper that differs from the
+  digest is never run again in this process;
+- names carry a format version, so nothing an older codemode built (whose cache was not
+  yet kept from commands) is run;
+- the file, and every folder down to it, must belong to us (or root) and be writable by
+  no one else.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import stat
+import threading
 from pathlib import Path
 
+from codemode.host_programs import host_program
+from codemode.user_dirs import cache_home
+
 # hashlib, importlib.resources, subprocess and tempfile are imported where a helper is
-# looked up or built: protected.py imports ``helpers_dir`` for every session.
+# looked up or built.
+
+# Part of every helper's name: raised when what may be trusted in the cache changes
+# (2: the cache became read-only to commands, with the folders above it).
+FORMAT = 2
+# path -> (identity when last checked, sha256): what this process built or accepted
+_digests: dict[Path, tuple[tuple[int, ...], str]] = {}
+_refused: set[Path] = set()
+_lock = threading.Lock()
+log = logging.getLogger("codemode.sandbox")
 
 
 def helpers_dir() -> Path:
-    """Where compiled helpers are kept: ``$CODEMODE_CACHE/helpers``, else
-    ``$XDG_CACHE_HOME/codemode/helpers``, else ``~/.cache/codemode/helpers``."""
-    cache = os.environ.get("CODEMODE_CACHE")
-    if cache:
-        return Path(cache).expanduser() / "helpers"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "codemode" / "helpers"
+    """Where compiled helpers are kept: ``helpers`` in codemode's cache
+    (``user_dirs.cache_home``)."""
+    return cache_home() / "helpers"
 
 
 def _source(source: str) -> bytes:
@@ -48,7 +65,8 @@ def name(source: str) -> str:
     """The file name of ``source``'s (``dropcaps.c``) program: its stem and a hash."""
     import hashlib
 
-    return f"{source.removesuffix('.c')}-{hashlib.sha256(_source(source)).hexdigest()[:16]}"
+    digest = hashlib.sha256(_source(source)).hexdigest()[:16]
+    return f"{source.removesuffix('.c')}-v{FORMAT}-{digest}"
 
 
 def _trusted(p: Path) -> bool:
@@ -73,11 +91,10 @@ def _trusted(p: Path) -> bool:
 
 
 def _build(source: str, target: Path) -> bool:
-    import shutil
     import subprocess
     import tempfile
 
-    cc = shutil.which("cc") or shutil.which("gcc")
+    cc = host_program("cc") or host_program("gcc")
     if cc is None:
         return False
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
@@ -95,21 +112,23 @@ def _build(source: str, target: Path) -> bool:
                 return False
             if proc.returncode == 0:
                 out.chmod(0o755)
+                digest = _sha256(out)
                 os.replace(out, target)  # atomic: never a half-written program
+                with _lock:
+                    _digests[target] = (_identity(target), digest)
                 return True
     return False
 
 
 def path(source: str) -> str | None:
     """The program compiled from ``source`` (built now if needed), or None where it
-    cannot be had.
+    cannot be had (or what is there is not what this process built or first accepted).
 
     Looked up on each call (one stat when it is there): the cache folder can change
     within a process (``$CODEMODE_CACHE``), and a helper that vanished must not be run."""
     target = helpers_dir() / name(source)
     if os.path.isfile(target):
-        return checked(target)
-    checked.cache_clear()  # (a rebuilt file is checked again)
+        return verified(target)
     try:
         # Made even when nothing can be compiled: a protected path that exists is bound
         # read-only, so no command can create a helper here for a later run to trust.
@@ -118,10 +137,44 @@ def path(source: str) -> str | None:
             return None
     except OSError:
         return None
-    return checked(target)
+    return verified(target)
 
 
-@functools.cache
-def checked(target: Path) -> str | None:
-    """``target`` if it may be run (``_trusted``); looked at once per path."""
-    return str(target) if _trusted(target) else None
+def verified(target: Path) -> str | None:
+    """``target`` if it may be run: trusted (``_trusted``) and, once this process has
+    seen it, unchanged (its identity, else its sha256, against the digest in memory)."""
+    ident = _identity(target)
+    with _lock:
+        if target in _refused:
+            return None
+        known = _digests.get(target)
+    if known is not None and known[0] == ident and ident:
+        return str(target)
+    if not _trusted(target):
+        return None
+    try:
+        digest = _sha256(target)
+    except OSError:
+        return None
+    with _lock:
+        if known is not None and known[1] != digest:
+            _refused.add(target)
+            log.warning("sandbox: %s changed since it was built; not running it", target)
+            return None
+        _digests[target] = (ident, digest)
+    return str(target)
+
+
+def _identity(p: Path) -> tuple[int, ...]:
+    try:
+        st = os.lstat(p)
+    except OSError:
+        return ()
+    return (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _sha256(p: Path) -> str:
+    import hashlib
+
+    with open(p, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()

@@ -11,8 +11,9 @@ something or point git elsewhere.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Mapping
+
+from codemode.host_programs import host_program
 
 # Each disables a way for repository config or attributes to run a command.
 SAFE_CONFIG = (
@@ -43,7 +44,7 @@ _DROP_ENV = ("PAGER", "EDITOR", "VISUAL", "LESSOPEN", "SSH_ASKPASS")
 
 def git_argv(*args: str) -> list[str]:
     """``git`` with the overrides, then ``args`` (flags for diff-like commands added)."""
-    out = [shutil.which("git") or "git", "--no-pager"]
+    out = [host_program("git") or "/usr/bin/git", "--no-pager"]
     for item in SAFE_CONFIG:
         out += ["-c", item]
     if args and args[0] in ("diff", "show", "log"):

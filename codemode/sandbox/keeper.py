@@ -33,6 +33,10 @@ class Keeper:
         self._guards: dict[int, GuardState] = {}
         self._baseline: GuardState | None = None
         self._watch: CodemodeWatch | None = None
+        # repositories commands made that passed the check, and how they looked then:
+        # checked again after every later command (one that was running when the check
+        # ran could have planted something since, ``Promise.all``)
+        self._created: dict[Path, tuple[object, ...]] = {}
 
     def layout(
         self, backend: str, writable: list[Path], guarded: list[Path]
@@ -53,9 +57,15 @@ class Keeper:
                 self._placeholders.add(p)
         if backend == "none" or not guarded:
             return [], []
+        from codemode.sandbox.git_named import named_paths
+
         watch = self._codemode_watch(guarded)
         nested = sorted(g for g in watch.git if os.path.lexists(g))
-        return sorted(watch.existing), nested
+        # files of the work tree git's configuration reads or runs (``git_named``)
+        named = [
+            p for r in [*guarded, *(g.parent for g in nested)] for p in named_paths(r, writable)
+        ]
+        return sorted({*watch.existing, *named}), nested
 
     def before(
         self, backend: str, guarded: list[Path], deeper: list[Path], nested: list[Path]
@@ -99,11 +109,15 @@ class Keeper:
             watch = self._watch
             notes += [f"[sandbox] {n}" for n in set_aside(watch.drain())]
             writable = [*watch.roots, *([scratch] if scratch else [])]
-            for entry in sorted(watch.new_git):
+            recheck = {e for e, look in self._created.items() if git_sanity.looks(e) != look}
+            for entry in sorted(watch.new_git | recheck):
                 why = git_sanity.unsafe_reason(entry, writable) if os.path.lexists(entry) else None
                 if why is not None:
                     notes.append(f"[sandbox] {git_sanity.set_aside(entry, why)}")
                     watch.git.discard(entry)
+                    self._created.pop(entry, None)
+                elif os.path.lexists(entry):
+                    self._created[entry] = git_sanity.looks(entry)
             watch.new_git.clear()
         return notes
 

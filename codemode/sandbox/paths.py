@@ -6,7 +6,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from codemode.sandbox.protected import host_config_reason, protected_reason
+from codemode.sandbox.own_paths import file_refusal
+from codemode.sandbox.protected import protected_reason
 
 
 def write_refusal(path: Path, roots: Sequence[Path] | None) -> str | None:
@@ -34,4 +35,4 @@ def write_refusal(path: Path, roots: Sequence[Path] | None) -> str | None:
             reason = protected_reason(lexical.relative_to(r))
         if reason is not None:
             return reason
-    return host_config_reason(real)
+    return file_refusal(real, lexical)

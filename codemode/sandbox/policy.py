@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 
-from codemode.sandbox import command_checks, rm_checks, secret_reads
+from codemode.sandbox import command_checks, program_source, rm_checks, secret_reads
 from codemode.sandbox.rules import (
     ExactRule,
     PrefixRule,
@@ -50,12 +50,10 @@ from codemode.sandbox.verdicts import PolicyContext as PolicyContext
 from codemode.sandbox.verdicts import Verdict as Verdict
 from codemode.sandbox.words import Word
 
+# Re-exported: the one expansion of paths from the environment (``user_dirs``).
+from codemode.user_dirs import codemode_home as codemode_home
+
 BUILTIN = "built-in"
-
-
-def codemode_home() -> Path:
-    """``$CODEMODE_HOME``, or ``~/.codemode``."""
-    return Path(os.environ.get("CODEMODE_HOME") or Path.home() / ".codemode")
 
 
 def user_rules_dir() -> Path:
@@ -253,6 +251,18 @@ class Policy:
             best = table_allow
         else:
             return CommandVerdict(shown, "unmatched", words=literal_words)
+        if best.verdict == "allow" and name is not None and name.literal:
+            # the program the name leads to must be the one an allow means
+            why = program_source.allow_problem(name.text, ctx)
+            if why is not None:
+                return CommandVerdict(
+                    shown,
+                    "prompt",
+                    f"{BUILTIN}: the program a name runs",
+                    None,
+                    why,
+                    literal_words,
+                )
         if best.verdict == "allow" and cmd.writes:
             return CommandVerdict(
                 shown,

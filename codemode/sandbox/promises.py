@@ -81,11 +81,18 @@ def promises(settings: SandboxSettings | None = None) -> list[Promise]:
                 "clock, module loading or raw I/O)", b(), lk()),
         Promise("writes", "commands write only inside the writable roots", b(), lk()),
         Promise(
-            "protected", "git's config, hooks and info, a worktree's .git file and .codemode/ "
-            "stay read-only, and .git cannot be renamed or replaced", b(),
+            "protected", "the whole .git (config, hooks, info, modules, worktrees), the "
+            "files git's config names, a worktree's .git file and .codemode/ stay "
+            "read-only, and .git cannot be renamed or replaced", b(),
             lk("kept only after the fact: Landlock cannot make part of a writable root "
                "read-only, so codemode puts back what a command changed there once it exits "
                "(and moves a replaced .git aside)"),
+        ),
+        Promise(
+            "own", "codemode's own home, cache, package and Python environment stay "
+            "read-only, and the folders above them cannot be renamed", b(),
+            lk("a writable root that holds them is refused: Landlock cannot make part of "
+               "it read-only"),
         ),
         Promise("network", "no network unless network_access = true", b(),
                 lk(None if abi >= 4 or sc is None else

@@ -4,14 +4,17 @@ Two kinds of path are protected, at every depth of a writable root:
 
 - ``.codemode/`` and everything in it: the agent's own rules and settings, read by the
   next run started in that folder;
-- the parts of a git directory that make git run code or read settings later, on the
-  host, outside the sandbox: ``config``, ``config.worktree``, ``commondir``, ``hooks/``,
-  ``info/`` (and the same inside ``modules/**`` and ``worktrees/*``), plus any path
-  named ``.git`` itself (creating or replacing a worktree's ``.git`` file, or a
-  ``.git`` folder, could point git at a directory the program filled).
+- ``.git`` and everything in it: its config, hooks and info (and those of
+  ``modules/**`` and ``worktrees/*``) make git run code or read settings later, on the
+  host, outside the sandbox, and a file git renames into it (``git config`` writes a new
+  ``config`` and renames it) must stay read-only too, which only protecting the whole
+  folder does. Creating or replacing a ``.git`` file or folder could point git at a
+  directory the program filled. Commands read the repository; ``git add`` and
+  ``git commit`` inside the sandbox fail (with bubblewrap; Landlock keeps copies of the
+  parts git runs or reads and puts them back instead, ``git_guard``).
 
-Objects, refs, logs, the index and ``HEAD`` stay writable, so ``git add`` and
-``git commit`` keep working inside the sandbox.
+``GIT_PROTECTED`` names the parts of a git directory a copy is kept of under Landlock
+and that ``git_named`` follows when they are symlinks.
 
 The file tools call ``protected_reason`` with a path relative to the writable root they
 are writing in (after walking it without following symlinks); the shell's bubblewrap
@@ -20,14 +23,10 @@ binds come from ``git_protected_paths`` and ``codemode_dirs``.
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePath
-
-from codemode.config_file import codemode_home
-from codemode.sandbox.helpers import helpers_dir
 
 CODEMODE_DIR = ".codemode"
 GIT_DIR = ".git"
@@ -56,9 +55,7 @@ def protected_reason(relative: PurePath | str | Sequence[str]) -> str | None:
                     "a .git entry is read-only (replacing it could point git at files "
                     "the program chose)"
                 )
-            why = _git_dir_reason(rest)
-            if why is not None:
-                return why
+            return _git_refusal(rest)
     return None
 
 
@@ -74,29 +71,17 @@ def _parts(relative: PurePath | str | Sequence[str]) -> tuple[str, ...]:
     return tuple(p for p in relative if p not in ("", "."))
 
 
-def _git_dir_reason(rest: Sequence[str]) -> str | None:
-    """``rest``: the components below a ``.git`` directory."""
-    first = rest[0]
-    if first in GIT_PROTECTED:
-        return _git_refusal(rest[:1])
-    if first in GIT_NESTED:
-        # modules/<name...>/<a git dir>: a submodule's name may hold slashes and even
-        # look like "objects", so any protected name below counts.
-        for i, name in enumerate(rest[1:], start=1):
-            if name in GIT_PROTECTED:
-                return _git_refusal(rest[: i + 1])
-    return None
-
-
 def _git_refusal(parts: Sequence[str]) -> str:
     return (
-        f".git/{'/'.join(parts)} is read-only (git would run or read it later, outside "
-        "the sandbox)"
+        f".git/ is read-only, .git/{'/'.join(parts)} too (git would run or read what is "
+        "in it later, outside the sandbox)"
     )
 
 
 _KERNEL_REFUSALS = ("Read-only file system", "Device or resource busy")
-_PROTECTED_MARKERS = re.compile(r"(?<![\w.])\.(codemode|git)(?=$|[/\s'\"`:\u2019])")
+_PROTECTED_MARKERS = re.compile(
+    r"((?<![\w.])\.(codemode|git)|(?<=/)codemode)(?=$|[/\s'\"`:\u2019])"
+)
 
 
 def refusal_hint(output: str) -> str | None:
@@ -105,50 +90,23 @@ def refusal_hint(output: str) -> str | None:
     for line in output.splitlines():
         if any(r in line for r in _KERNEL_REFUSALS) and _PROTECTED_MARKERS.search(line):
             return (
-                "git's config, hooks and info, .git itself and .codemode/ are read-only "
-                "inside the sandbox: git or codemode would run or read them later, outside "
-                "it. Change them yourself, outside codemode, if that is really wanted."
+                "the whole .git is read-only inside the sandbox, as are .codemode/, the "
+                "files git's config names (hooks path, includes, filters) and codemode's own "
+                "files: git or codemode would run or read them later, outside it. Commands "
+                "can read the repository (status, diff, log) but not change it: run git add "
+                "and git commit yourself, outside codemode."
             )
-    return None
-
-
-def host_config_paths() -> list[Path]:
-    """Settings and programs outside any repository that host git and codemode read or
-    run: protected too when a writable root contains them (a workspace that is the home
-    folder). The helpers folder holds what root's confined commands start through
-    (``dropcaps``)."""
-    env = os.environ
-    names = ("HOME", "XDG_CONFIG_HOME", "CODEMODE_HOME", "CODEMODE_CACHE", "XDG_CACHE_HOME")
-    return list(_host_config_paths(tuple(env.get(n) for n in names)))
-
-
-@functools.lru_cache(maxsize=8)
-def _host_config_paths(_env: tuple[str | None, ...]) -> tuple[Path, ...]:
-    # A function of the variables it is keyed by (looked at for every command).
-    home = Path.home()
-    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-    return (home / ".gitconfig", xdg / "git", codemode_home(), helpers_dir())
-
-
-def host_config_reason(real: Path) -> str | None:
-    """Why the resolved path ``real`` is one of ``host_config_paths``, or None."""
-    for p in host_config_paths():
-        try:
-            p = Path(os.path.realpath(p))
-        except OSError:
-            continue
-        if real == p or real.is_relative_to(p):
-            return f"{p} is read-only (settings git or codemode read on the host)"
     return None
 
 
 # --- concrete paths, for the shell's bind mounts ----------------------------------------
 
 
-def git_dirs(root: Path) -> Iterator[Path]:
+def git_dirs(root: Path, within: Sequence[Path] = ()) -> Iterator[Path]:
     """The git directories inside ``root`` that host git will read: ``root/.git`` when it
     is a directory, the gitdir a ``.git`` file names when it lies inside ``root``, and
-    every git directory under their ``modules/`` and ``worktrees/``."""
+    every git directory under their ``modules/`` and ``worktrees/``. ``within``: where
+    a gitdir may lie to count (default: ``root``)."""
     top = root / GIT_DIR
     seen: set[Path] = set()
     start: list[Path] = []
@@ -156,7 +114,7 @@ def git_dirs(root: Path) -> Iterator[Path]:
         start.append(top)
     elif top.is_file() and not top.is_symlink():
         target = gitfile_target(top)
-        if target is not None and _inside(target, root):
+        if target is not None and _inside_any(target, within or [root]):
             start.append(target)
     stack = start
     while stack:
@@ -171,7 +129,7 @@ def git_dirs(root: Path) -> Iterator[Path]:
                 c = (d / common.read_text().strip()).resolve()
             except OSError:
                 c = None
-            if c is not None and _inside(c, root) and c.is_dir():
+            if c is not None and _inside_any(c, within or [root]) and c.is_dir():
                 stack.append(c)
         for nested in GIT_NESTED:
             stack.extend(_nested_git_dirs(d / nested))
@@ -215,3 +173,7 @@ def gitfile_target(gitfile: Path) -> Path | None:
 
 def _inside(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
+
+
+def _inside_any(path: Path, roots: Sequence[Path]) -> bool:
+    return any(_inside(path, r) for r in roots)

@@ -3,7 +3,8 @@
 Denied (EPERM): IP and every other non-Unix socket unless the network is allowed; Unix
 sockets (``socket(AF_UNIX, ...)``; ``socketpair`` stays, it reaches nothing) unless some
 are allowed; ``ptrace``, cross-process memory access, taking another process's file
-descriptors (``pidfd_getfd``) and setting another process's limits (``prlimit``);
+descriptors (``pidfd_getfd``), setting another process's limits (``prlimit``) or its
+scheduling (nice value, policy, affinity, I/O priority), new POSIX message queues;
 io_uring (its operations would bypass the socket rule); and, behind the capability
 drop, everything that changes the host: mounts, host and domain names, the clocks,
 kernel modules, kexec, reboot, swap, raw port I/O, process accounting, BPF, the kernel
@@ -32,6 +33,7 @@ import platform
 import socket
 import struct
 import tempfile
+from typing import Any
 
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
@@ -132,6 +134,7 @@ def bpf_program(deny_network: bool, deny_unix: bool = True) -> bytes:
     # another's, stay allowed
     flt.add_rule(deny, "prlimit64", pyseccomp.Arg(0, pyseccomp.NE, 0),
                  pyseccomp.Arg(2, pyseccomp.NE, 0))
+    _add_own_process_only(flt, deny)
     if deny_network and deny_unix:
         flt.add_rule(deny, "socket")
     elif deny_network:
@@ -145,6 +148,37 @@ def bpf_program(deny_network: bool, deny_unix: bool = True) -> bytes:
         flt.export_bpf(f)
         f.seek(0)
         return _x32_prefix() + f.read()
+
+
+# The scheduling of a process other than the caller (pid or "who" not 0): nice value,
+# policy, priority, CPU affinity, I/O priority. Commands of one session share the
+# command server's PID namespace, and the server (PID 1) passes what it has to every
+# command it starts, so one command could otherwise start all the later ones at nice
+# 19, SCHED_IDLE or on one CPU; with Landlock, a command could slow the agent itself.
+# ``nice``, ``taskset``, ``chrt`` and ``ionice`` in front of a command act on the caller
+# (0) and keep working. The OOM adjustment, set through /proc, is reset by the server
+# before each command instead (``command_server``).
+_OTHER_PROCESS_ARG0 = ("sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr")
+_PRIO_PROCESS = 0
+_IOPRIO_WHO_PROCESS = 1
+_O_CREAT = 0o100
+
+
+def _add_own_process_only(flt: Any, deny: Any) -> None:
+    import pyseccomp
+
+    for name in _OTHER_PROCESS_ARG0:
+        flt.add_rule(deny, name, pyseccomp.Arg(0, pyseccomp.NE, 0))
+    # setpriority(which, who, prio): PRIO_PGRP and PRIO_USER reach other processes
+    # even with who 0 (the caller's group, every process of its user)
+    flt.add_rule(deny, "setpriority", pyseccomp.Arg(0, pyseccomp.NE, _PRIO_PROCESS))
+    flt.add_rule(deny, "setpriority", pyseccomp.Arg(1, pyseccomp.NE, 0))
+    flt.add_rule(deny, "ioprio_set", pyseccomp.Arg(0, pyseccomp.NE, _IOPRIO_WHO_PROCESS))
+    flt.add_rule(deny, "ioprio_set", pyseccomp.Arg(1, pyseccomp.NE, 0))
+    # No new POSIX message queue: one would outlive its command in the IPC namespace the
+    # server's commands share, and without mounting mqueue (a capability) nothing can
+    # list them to remove it.
+    flt.add_rule(deny, "mq_open", pyseccomp.Arg(1, pyseccomp.MASKED_EQ, _O_CREAT, _O_CREAT))
 
 
 class _SockFprog(ctypes.Structure):

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from codemode import host_programs
 from codemode.errors import ToolError
 from codemode.sandbox.env import scrub_environment
 from codemode.sandbox.keeper import Keeper
@@ -80,6 +81,20 @@ class SandboxSession:
         self._prestarting: asyncio.Task[None] | None = None
         # MCP tools the user allowed "always" in this session (codemode.sandbox.tool_trust).
         self.approved_tools: set[str] = set()
+        # Programs codemode starts on the host are never looked up in a writable root
+        # (``host_programs``): the workspace now, the rest once the settings are read.
+        self._roots_token = host_programs.register_roots([self.workspace])
+        weakref.finalize(self, host_programs.unregister_roots, self._roots_token)
+        self._refusals: dict[tuple[str, tuple[Path, ...]], str | None] = {}
+
+    def _note_roots(self) -> None:
+        roots = [self.workspace, *self.settings.expanded_roots()]
+        if self._scratch is not None:
+            roots.append(self._scratch)
+        old = self._roots_token
+        self._roots_token = host_programs.register_roots(roots)
+        weakref.finalize(self, host_programs.unregister_roots, self._roots_token)
+        host_programs.unregister_roots(old)
 
     @property
     def settings(self) -> SandboxSettings:
@@ -94,6 +109,7 @@ class SandboxSession:
                 self._settings = raw
             else:
                 self._settings = SandboxSettings.model_validate(dict(raw))
+            self._note_roots()
         return self._settings
 
     @property
@@ -181,6 +197,7 @@ class SandboxSession:
         if self._scratch is None:
             self._scratch = Path(tempfile.mkdtemp(prefix="codemode-tmp-"))
             weakref.finalize(self, shutil.rmtree, str(self._scratch), True)
+            self._note_roots()
         return self._scratch
 
     # --- running commands ------------------------------------------------------------
@@ -336,6 +353,7 @@ class SandboxSession:
                 backend = choose_backend(s)
             except ConfinementUnavailable as exc:
                 raise ToolError(f"tools.{tool}: {exc}") from None
+        self._refuse_own_roots(backend, guarded, tool)
         deeper, nested = self._keeper.layout(backend, writable, guarded)
         guard = self._keeper.before(backend, guarded, deeper, nested)
         servers = self._command_servers() if backend == "bubblewrap" and s.command_server else None
@@ -360,6 +378,24 @@ class SandboxSession:
         if guard is not None:
             self._keeper.started(proc, guard)
         return proc
+
+    def _refuse_own_roots(self, backend: str, guarded: list[Path], tool: str) -> None:
+        """Refuse a writable root inside codemode's own state or installation, or (under
+        Landlock) one containing them (``own_paths``); once per session and backend."""
+        if backend == "none":
+            return
+        key = (backend, tuple(guarded))
+        if key not in self._refusals:
+            # lazy: a session is held before its first command
+            from codemode.sandbox import own_paths
+
+            why = next(filter(None, (own_paths.root_refusal(r, backend) for r in guarded)), None)
+            if why is None:
+                own_paths.make_state_dirs(guarded)
+            self._refusals[key] = why
+        why = self._refusals[key]
+        if why is not None:
+            raise ToolError(f"tools.{tool}: {why}")
 
     def _confined_roots(self) -> tuple[list[Path], list[Path]]:
         """What a confined command may write (the writable roots, then the scratch
@@ -417,6 +453,7 @@ class SandboxSession:
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
+        host_programs.unregister_roots(self._roots_token)
 
 
 def _check_modes(settings: Mapping[str, Any]) -> None:

@@ -87,7 +87,7 @@ class SandboxSettings(SandboxOptions):
     sandbox_mode: SandboxMode = Field(
         default="workspace-write",
         description="read-only: nothing may be written; workspace-write: only the workspace "
-        "and writable_roots (never .codemode/ or git's config, hooks and info); "
+        "and writable_roots (never .codemode/, .git or codemode's own files); "
         "danger-full-access: no "
         "confinement.",
     )

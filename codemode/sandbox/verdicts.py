@@ -20,6 +20,8 @@ class PolicyContext:
     cwd: Path
     writable_roots: tuple[Path, ...]  # the workspace first
     home: Path = field(default_factory=Path.home)
+    # the PATH the command gets (None: this process's): where its program names lead
+    path: str | None = None
 
 
 @dataclass(frozen=True)

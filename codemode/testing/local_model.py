@@ -4,7 +4,11 @@ llama-cpp-python's ``llama_cpp.server``, with the small GGUF that
 ``$CODEMODE_CACHE``).
 
 ``find_local_model()`` says what is there (or why nothing is); ``LocalModelServer``
-starts one on a free port and stops it. Nothing here downloads or builds anything.
+starts one on a free port and stops it. Nothing here downloads or builds anything, but
+``scripts/test.sh`` starts the build in the background while the rest of the suite runs
+and names its process in ``CODEMODE_LOCAL_MODEL_BUILD_PID``: ``find_local_model()`` then
+waits for that build to end (at most ``CODEMODE_LOCAL_MODEL_WAIT`` seconds) before it
+looks, and the tests that use a server run last (tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -32,7 +36,9 @@ Kind = Literal["llama-server", "llama-cpp-python"]
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("CODEMODE_CACHE") or Path.home() / ".cache" / "codemode")
+    from codemode.user_dirs import cache_home
+
+    return cache_home()
 
 
 @dataclass
@@ -42,8 +48,34 @@ class LocalModel:
     model: Path
 
 
+def _build_running(pid: int) -> bool:
+    """Whether the background build is still running (a zombie has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
+def wait_for_build() -> str | None:
+    """Wait for the background build scripts/test.sh started, if any; a sentence when
+    it outlasted ``CODEMODE_LOCAL_MODEL_WAIT`` seconds."""
+    pid = os.environ.get("CODEMODE_LOCAL_MODEL_BUILD_PID", "")
+    if not pid.isdigit():
+        return None
+    limit = float(os.environ.get("CODEMODE_LOCAL_MODEL_WAIT") or 2400)
+    deadline = time.monotonic() + limit
+    while _build_running(int(pid)):
+        if time.monotonic() > deadline:
+            return f"the local-model build (pid {pid}) was still running after {limit:.0f} s"
+        time.sleep(1)
+    return None
+
+
 def find_local_model(prefer: Kind | None = None) -> LocalModel | str:
     """The cached server and model, or a sentence saying what is missing."""
+    if (late := wait_for_build()) is not None:
+        return late
     cache = cache_dir()
     model = cache / "models" / f"SmolLM2-135M-Instruct.Q4_1-{SMOLLM2_VERSION}.gguf"
     if not model.is_file():

@@ -68,6 +68,7 @@ APPLY_PATCH = Tool(
     dry_run=True,
     item="file_change",
     acp_kind="edit",
+    hook_names=("apply_patch", "Edit", "Write"),
     render=rendering.apply_patch,
     core=True,
 )

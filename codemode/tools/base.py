@@ -11,13 +11,17 @@ keeps a list of tool names.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+# Re-exported: how a handler's result becomes JSON (one stated rule).
+from codemode.tools.annotations import NotJson, check_annotation, check_model, result_model
+from codemode.tools.annotations import to_json as to_json
 
 # Re-exported: tool modules import both from here, with the definition helpers.
 from codemode.tools.context import ToolContext as ToolContext
@@ -120,6 +124,9 @@ class Tool:
     # their place (codemode.harnesses.adapters); others (an MCP server's, an embedder's)
     # are offered next to them unchanged.
     core: bool = False
+    # The names hooks written for Claude Code and Codex match this tool by ("Bash" for
+    # the shell); the first is the ``tool_name`` a hook's input gives (codemode.hooks).
+    hook_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.effects:
@@ -173,20 +180,10 @@ class Tool:
         """Validate, run the handler and return a JSON-ready result."""
         args = self.validate(raw_args)
         result = await self.handler(args, ctx)
-        return to_json(result)
-
-
-def to_json(value: object) -> Any:
-    """Turn a handler's result into plain JSON data."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if isinstance(value, list | tuple):
-        return [to_json(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): to_json(v) for k, v in value.items()}
-    if isinstance(value, Path):
-        return str(value)
-    return value
+        try:
+            return to_json(result)
+        except NotJson as exc:
+            raise ToolError(f"tools.{self.name} {exc}") from None
 
 
 def _js_type(value: object) -> str:
@@ -238,7 +235,7 @@ def describe_validation_error(tool: Tool, exc: ValidationError) -> str:
 
 
 def define_tool(
-    fn: Callable[..., Awaitable[object]],
+    fn: Callable[..., object],
     *,
     name: str | None = None,
     description: str | None = None,
@@ -247,28 +244,41 @@ def define_tool(
     acp_kind: AcpKind = "other",
     render: Render | None = None,
 ) -> Tool:
-    """Build a Tool from a plain async function, the way embedders write them.
+    """Build a Tool from a plain or async function, the way embedders write them.
 
     Either the function takes one pydantic-model parameter (the arguments), optionally
     followed by a ``ToolContext``; or it takes keyword parameters with type hints, from
-    which the argument model is generated. The traits (``effects``, ``item``,
-    ``acp_kind``, ``render``) are those of ``Tool``; a tool that declares no effects may
-    do anything ("run").
+    which the argument model is generated. A plain (not async) function runs in a worker
+    thread, so it may block without stalling the event loop. The return annotation
+    declares the result (``float``, ``list[str]``, a TypedDict, a pydantic model...).
+    Every annotation is checked here: one that cannot be declared raises TypeError now.
+    The traits (``effects``, ``item``, ``acp_kind``, ``render``) are those of ``Tool``;
+    a tool that declares no effects may do anything ("run").
     """
-    if not inspect.iscoroutinefunction(fn):
-        raise TypeError(f"tool {fn.__name__!r} must be an async function")
-    tool_name = name or fn.__name__
+    if not callable(fn):
+        raise TypeError(f"a tool must be a function, got {type(fn).__name__}")
+    tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__
+    is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
+    )
     doc = description or inspect.getdoc(fn) or ""
-    hints = get_type_hints(fn)
+    try:
+        hints = get_type_hints(fn)
+    except Exception as exc:  # a name the annotations use that cannot be resolved
+        raise TypeError(f"tool {tool_name!r}: its annotations cannot be read: {exc}") from None
     params = [p for p in inspect.signature(fn).parameters.values() if p.name != "return"]
     wants_ctx = [p.name for p in params if hints.get(p.name) is ToolContext]
     data_params = [p for p in params if hints.get(p.name) is not ToolContext]
-    result_hint = hints.get("return")
-    result_model = (
-        result_hint
-        if isinstance(result_hint, type) and issubclass(result_hint, BaseModel)
-        else None
-    )
+    for p in data_params:  # each alone first, so that an error names the bad one
+        check_annotation(hints.get(p.name, Any), tool_name, f"parameter {p.name!r} annotated")
+    results = result_model(hints.get("return", inspect.Parameter.empty), tool_name)
+
+    async def call(kwargs: dict[str, Any]) -> object:
+        if is_async:
+            return await fn(**kwargs)  # type: ignore[misc]
+        # A plain function may block (a database call, a file read): not on the loop.
+        value = await asyncio.to_thread(fn, **kwargs)
+        return await value if inspect.isawaitable(value) else value
 
     first = hints.get(data_params[0].name) if len(data_params) == 1 else None
     if isinstance(first, type) and issubclass(first, BaseModel):
@@ -276,24 +286,26 @@ def define_tool(
         arg_name = data_params[0].name
 
         async def handler(args: BaseModel, ctx: ToolContext) -> object:
-            extra = {n: ctx for n in wants_ctx}
-            return await fn(**{arg_name: args}, **extra)
+            return await call({arg_name: args, **{n: ctx for n in wants_ctx}})
 
     else:
         model_fields: dict[str, Any] = {}
         for p in data_params:
             default = ... if p.default is inspect.Parameter.empty else p.default
             model_fields[p.name] = (hints.get(p.name, Any), default)
-        args_model = create_model(
-            f"{tool_name}_args", __base__=StrictArgs, **model_fields
-        )
+        try:
+            args_model = create_model(
+                f"{tool_name}_args", __base__=StrictArgs, **model_fields
+            )
+        except Exception as exc:
+            raise TypeError(f"tool {tool_name!r}: its parameters: {exc}") from None
 
         async def handler(args: BaseModel, ctx: ToolContext) -> object:
             values = {p.name: getattr(args, p.name) for p in data_params}
-            extra = {n: ctx for n in wants_ctx}
-            return await fn(**values, **extra)
+            return await call({**values, **{n: ctx for n in wants_ctx}})
 
+    check_model(args_model, tool_name, "arguments")
     return Tool(
-        tool_name, doc, args_model, result_model, handler,
+        tool_name, doc, args_model, results, handler,
         effects=effects, item=item, acp_kind=acp_kind, render=render,
     )

@@ -57,3 +57,31 @@ def jsdoc(text: str, indent: str = "") -> str:
         return f"{indent}/** {lines[0]} */"
     inner = "\n".join(f"{indent} * {line}".rstrip() for line in lines)
     return f"{indent}/**\n{inner}\n{indent} */"
+
+
+# Words ending in a full stop that do not end a sentence ("e.g. a path", "vs. main").
+_ABBREVIATIONS = frozenset(
+    "e.g i.e etc vs cf al approx incl esp resp viz no nos fig eq ca mr mrs ms dr st jr sr"
+    " inc ltd co dept est min max sec".split()
+)
+_DOTTED = re.compile(r"(?:[a-z]{1,2}\.)+[a-z]{1,2}")  # "u.s", "a.m"
+_SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+")
+
+
+def first_sentence(description: str) -> str:
+    """The description's first sentence: cut at a full stop followed by a space, except
+    after an abbreviation, an initial ("J. Smith") or before a lowercase word."""
+    text = " ".join(description.split())
+    for end in _SENTENCE_END.finditer(text):
+        before = text[: end.start() + 1]
+        word = re.search(r"(\S+)$", before)
+        token = (word.group(1) if word else "").rstrip(".").lstrip("(\"'").lower()
+        if text[end.start()] == "." and (
+            token in _ABBREVIATIONS or len(token) == 1 or _DOTTED.fullmatch(token)
+        ):
+            continue  # "e.g.", "i.e.", "U.S.", "J." - an abbreviation, not the end
+        following = text[end.end() : end.end() + 1]
+        if following and following.islower():
+            continue  # "see the docs. then" reads as one sentence a model would cut badly
+        return text[: end.end()].rstrip()
+    return text

@@ -152,6 +152,7 @@ EDIT = Tool(
     handler=edit,
     effects=frozenset({"write"}),
     acp_kind="edit",
+    hook_names=("Edit",),
     render=rendering.edit,
     core=True,
     dry_run=True,

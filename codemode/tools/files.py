@@ -206,6 +206,7 @@ READ_FILE = Tool(
     handler=read_file,
     effects=frozenset({"read"}),
     acp_kind="read",
+    hook_names=("Read",),
     render=rendering.read_file,
     core=True,
 )
@@ -324,6 +325,7 @@ WRITE_FILE = Tool(
     effects=frozenset({"write"}),
     dry_run=True,
     acp_kind="edit",
+    hook_names=("Write",),
     render=rendering.write_file,
     core=True,
 )
@@ -412,6 +414,7 @@ LIST_DIR = Tool(
     handler=list_dir,
     effects=frozenset({"read"}),
     acp_kind="search",
+    hook_names=("LS",),
     render=rendering.list_dir,
     core=True,
 )

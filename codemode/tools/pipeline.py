@@ -17,6 +17,10 @@ order they were added):
     Refusals that hold for the whole session whatever the call's arguments: a dry run
     (``codemode.tools.dry_run``), ``interpreter mcp-server``'s policy for built-in
     tools (``codemode.mcp.approval``).
+``hooks``
+    The user's hooks (``codemode.hooks.tool_calls``): PreToolUse may refuse, ask about
+    or change the call, PostToolUse sees its result; a call of a program is hooked as
+    one call, with the program's provenance (``codemode.tools.provenance``).
 ``policy``
     The sandbox session's decision, and the user's approval, for a tool outside this
     process (an MCP server's: ``codemode.sandbox.tool_trust``). Commands are decided
@@ -68,8 +72,8 @@ Interceptor = Callable[[Call, Next], Awaitable[Any]]
 # What the program host calls for each tool call a program makes.
 Dispatch = Callable[[str, object], Awaitable[Any]]
 
-Stage = Literal["report", "gate", "policy", "embedder", "route"]
-STAGES: tuple[Stage, ...] = ("report", "gate", "policy", "embedder", "route")
+Stage = Literal["report", "gate", "hooks", "policy", "embedder", "route"]
+STAGES: tuple[Stage, ...] = ("report", "gate", "hooks", "policy", "embedder", "route")
 
 
 class ToolCatalog(Protocol):

@@ -57,6 +57,7 @@ UPDATE_PLAN = Tool(
     effects=frozenset({"read"}),  # it only records the plan it is given
     item="todo_list",
     acp_kind="think",
+    hook_names=("TodoWrite",),
     render=rendering.update_plan,
     core=True,
 )

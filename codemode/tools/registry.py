@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 # Re-exported: the names of namespaced (MCP) tools, spelled in the leaf module.
@@ -24,8 +24,8 @@ from codemode.tools.pipeline import (
 if TYPE_CHECKING:
     from codemode.tools.base import Tool
 
-# An async function a decorator registers as a tool (and hands back unchanged).
-ToolFn = TypeVar("ToolFn", bound=Callable[..., Awaitable[object]])
+# A function (plain or async) a decorator registers as a tool (and hands back unchanged).
+ToolFn = TypeVar("ToolFn", bound=Callable[..., object])
 
 
 def _for_call(ctx: ToolContext, name: str, program: str | None) -> ToolContext:
@@ -106,7 +106,7 @@ class ToolRegistry:
         name: str | None = None,
         description: str | None = None,
     ) -> ToolFn | Callable[[ToolFn], ToolFn]:
-        """Decorator registering an async function as a tool (see ``define_tool``)."""
+        """Decorator registering a plain or async function as a tool (see ``define_tool``)."""
 
         from codemode.tools.base import define_tool
 

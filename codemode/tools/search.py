@@ -244,6 +244,7 @@ GLOB = Tool(
     handler=glob,
     effects=frozenset({"read"}),
     acp_kind="search",
+    hook_names=("Glob",),
     render=rendering.glob,
     core=True,
 )
@@ -481,6 +482,7 @@ GREP = Tool(
     handler=grep,
     effects=frozenset({"read"}),
     acp_kind="search",
+    hook_names=("Grep",),
     render=rendering.grep,
     core=True,
 )

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import signal
 import time
 from collections.abc import Mapping, Sequence
@@ -100,7 +99,10 @@ async def spawn(
 
 def shell_argv(command: str) -> list[str]:
     """The argv that runs ``command``: bash when installed, POSIX sh otherwise."""
-    bash = shutil.which("bash")
+    # never a bash from a PATH entry inside a writable root (``host_programs``)
+    from codemode.host_programs import host_program
+
+    bash = host_program("bash")
     return [bash, "-c", command] if bash else ["/bin/sh", "-c", command]
 
 
@@ -264,6 +266,7 @@ SHELL = Tool(
     effects=frozenset({"execute"}),
     item="command_execution",
     acp_kind="execute",
+    hook_names=("Bash",),
     render=rendering.shell,
     core=True,
 )

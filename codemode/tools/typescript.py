@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from codemode.tools.doc_text import jsdoc
+from codemode.tools.doc_text import first_sentence, jsdoc
 from codemode.tools.registry import ToolRegistry, split_namespace
 
 
@@ -49,7 +49,8 @@ class _Emitter:
     (the second ``Item`` becomes ``Item2``), and the same shape under the same name is
     written once."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, field_docs: bool = True) -> None:
+        self.field_docs = field_docs
         self.interfaces: dict[str, str] = {}
         self._shapes: dict[tuple[str, str], str] = {}  # (wanted name, shape) -> name
         self._defs: dict[str, Any] = {}
@@ -68,6 +69,11 @@ class _Emitter:
         self._defs = schema.get("$defs", {})
         # A ``$ref`` means what this model's ``$defs`` say: two servers may both say Item.
         self._scope = _key(self._defs) if self._defs else ""
+        if not (schema.get("type", "object") == "object" and "properties" in schema):
+            # A RootModel (a result annotated ``float``, ``list[str]``, ``dict``...):
+            # its type itself, not an interface around it.
+            schema = {k: v for k, v in schema.items() if k != "title"}
+            return self.type(schema, name)
         return self.object(schema, name)
 
     def _claim(self, wanted: str, shape: str) -> tuple[str, bool]:
@@ -93,7 +99,7 @@ class _Emitter:
         lines = [f"interface {name} {{"]
         for prop, sub in schema.get("properties", {}).items():
             sub = sub if isinstance(sub, dict) else {}
-            doc = sub.get("description")
+            doc = sub.get("description") if self.field_docs else None
             if isinstance(doc, str) and doc.strip():
                 lines.append(jsdoc(doc, "  "))
             opt = "" if prop in required else "?"
@@ -163,6 +169,11 @@ def _comment(doc: str, indent: str) -> str:
     return f"{jsdoc(doc, indent)}\n" if doc and doc.strip() else ""
 
 
+_ARGV = (
+    "/** Arguments given after the script name to `interpreter run`. */\n"
+    "declare const argv: string[];\n"
+)
+
 _STANDALONE = (
     "/** Printed lines are captured and returned with the program's result. (Declared\n"
     " * so that they merge with a DOM or Node `console` when those libraries are on.) */\n"
@@ -179,16 +190,25 @@ _STANDALONE = (
 )
 
 
-def typescript_declarations(registry: ToolRegistry, *, standalone: bool = False) -> str:
+def typescript_declarations(
+    registry: ToolRegistry,
+    *,
+    standalone: bool = False,
+    argv: bool | None = None,
+    brief: bool = False,
+) -> str:
     """Declarations of ``tools.*`` as the program in the isolate sees them.
 
     Namespaced tools (``mcp__NS__NAME``) are declared as ``tools.NS.NAME``. A result
     model may name its interface with a ``ts_name`` class attribute (MCP tools without
     an output schema share one ``CallToolResult``). ``standalone`` adds the isolate's
     ``console`` and ``print``, for a file that tsc checks a program against (prompts
-    leave them out: models know console.log).
+    leave them out: models know console.log). ``argv`` (default: ``standalone``)
+    declares the global ``interpreter run`` gives scripts; no other host has it.
+    ``brief``: the types only, each tool with the first sentence of its description
+    (``mcp-server``'s description, whose ``describe_tool`` gives the rest).
     """
-    emit = _Emitter()
+    emit = _Emitter(field_docs=not brief)
     methods = []
     spaces: dict[str, list[str]] = {}
     for tool in registry:
@@ -205,11 +225,12 @@ def typescript_declarations(registry: ToolRegistry, *, standalone: bool = False)
             args = f"string | {args}"  # the text itself, or the object holding it
         param = "args?" if _optional_args(emit.schema(tool.args_model)) else "args"
         parts = split_namespace(tool.name)
+        description = first_sentence(tool.description) if brief else tool.description
         if parts is None:
-            doc = _comment(tool.description, "  ")
+            doc = _comment(description, "  ")
             methods.append(f"{doc}  {tool.name}({param}: {args}): Promise<{result}>;")
         else:
-            doc = _comment(tool.description, "    ")
+            doc = _comment(description, "    ")
             spaces.setdefault(parts[0], []).append(
                 f"{doc}    {parts[1]}({param}: {args}): Promise<{result}>;"
             )
@@ -225,6 +246,6 @@ def typescript_declarations(registry: ToolRegistry, *, standalone: bool = False)
         f"declare const tools: {{\n{body}\n}};\n\n"
         "/** Raised (as a rejected Promise) when a tool call fails. */\n"
         "declare class ToolError extends Error { tool: string; }\n"
-        "/** Arguments given after the script name to `interpreter run`. */\n"
-        "declare const argv: string[];\n"
-    ) + (_STANDALONE if standalone else "")
+    ) + (_ARGV if (standalone if argv is None else argv) else "") + (
+        _STANDALONE if standalone else ""
+    )

@@ -23,13 +23,13 @@ from codemode.tools.store import OutsideRoots
 def _never_offered(path: Path) -> bool:
     """Whether ``path`` is protected wherever it lies: a ``.git`` or ``.codemode`` part
     (as named, or with symlinks resolved), or the host's git or codemode settings."""
-    from codemode.sandbox.protected import host_config_reason
+    from codemode.sandbox.own_paths import file_refusal
 
     real = Path(os.path.realpath(path))
     return (
         guard.write_refusal(path.parts[1:]) is not None
         or guard.write_refusal(real.parts[1:]) is not None
-        or host_config_reason(real) is not None
+        or file_refusal(real, Path(os.path.abspath(path))) is not None
     )
 
 

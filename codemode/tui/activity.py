@@ -141,4 +141,6 @@ def label_for(item: Item) -> str | None:
         return f"running {item.server}.{item.tool}"
     if item.type == "file_change":
         return "applying the patch"
+    if item.type == "hook_run":
+        return item.status_message or f"running the {item.event} hook"
     return None

@@ -49,6 +49,7 @@ class InteractiveApp:
     """One interactive run: the current session plus everything around it."""
 
     def __init__(self, options: InteractiveOptions, config: Config) -> None:
+        from codemode.tui import hooks_command  # noqa: F401 (registers /hooks)
         from codemode.tui.commands import COMMANDS
 
         self.options = options
@@ -104,7 +105,12 @@ class InteractiveApp:
         session = build_session(
             self.config,
             options,
-            SessionSpec(listeners=[self.renderer], resume=resume, approver=self.approver),
+            SessionSpec(
+                listeners=[self.renderer],
+                resume=resume,
+                approver=self.approver,
+                untrusted_hooks_hint=": review them with /hooks",
+            ),
         )
         self.renderer.tools = session.runner.registry  # how each call shows: its tool's traits
         if resume is not None:  # what /new starts with from now on
@@ -183,16 +189,20 @@ class InteractiveApp:
         )
         session.rollout.record_meta(meta)
 
-    async def close_session(self) -> None:
+    async def close_session(self, reason: str = "prompt_input_exit") -> None:
+        """Close the session (``reason``: why, for its SessionEnd hooks)."""
         session, self.session = self.session, None
         if session is not None:
-            await session.aclose()
+            await session.aclose(reason)
 
     async def replace_session(self, resume: RecordedSession | None = None) -> None:
         """/new and /resume: open another session in place of this one (which stays
-        if the other cannot be opened)."""
+        if the other cannot be opened). For hooks, /new clears: SessionEnd (clear) for
+        this one, SessionStart (clear) for the next."""
         session = self._build(resume)
-        await self.close_session()
+        if resume is None:
+            session.start_source = "clear"
+        await self.close_session("clear" if resume is None else "other")
         await self._wait_prepared()
         self.snapshots.close()
         self.snapshots = Snapshots(self.cwd)

@@ -270,11 +270,9 @@ async def _undo(app: InteractiveApp, arg: str) -> None:
 
 @command("/compact", "/compact", "drop old tool outputs from the conversation to free context")
 async def _compact(app: InteractiveApp, arg: str) -> None:
-    from codemode.agent.loop import compact_tool_results
-
     assert app.session is not None
     before = sum(len(str(getattr(m, "content", ""))) for m in app.session.messages)
-    cut = compact_tool_results(app.session.messages, keep=0)
+    cut = await app.session.compact("manual", keep=0)
     after = sum(len(str(getattr(m, "content", ""))) for m in app.session.messages)
     _say(app, f"compacted {cut} tool output{'s' if cut != 1 else ''} ({before - after} chars)")
 

@@ -31,6 +31,7 @@ from codemode.agent.events import (
     CommandOutputDeltaEvent,
     ErrorItem,
     FileChangeItem,
+    HookRunItem,
     ItemCompleted,
     ItemStarted,
     ItemUpdated,
@@ -409,6 +410,12 @@ class TerminalRenderer:
         ok = item.status == "completed"
         mark = ("✓", "green") if ok else (f"✗ {item.error}", "red")
         self._print(Text.assemble(("· ", "dim"), f"{item.server}.{item.tool} ", mark), depth=depth)
+
+    def _done_hook_run(self, item: HookRunItem, depth: int) -> None:
+        # Shown when it refused something; a failure was a notice, an agreement is quiet.
+        if item.status == "declined":
+            line = f"⛔ {item.event} hook `{item.command}` {item.decision}: {item.reason}"
+            self._print(Text(line, style="yellow"), depth=depth)
 
     def _done_code_execution(self, item: CodeExecutionItem, depth: int) -> None:
         self.current_program = None

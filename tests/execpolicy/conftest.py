@@ -19,6 +19,13 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return h
 
 
+@pytest.fixture(autouse=True)
+def system_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The system's programs only: a version manager's shims or rustup's proxies on this
+    machine's PATH make their allows prompts (``program_source``), tested on their own."""
+    monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
+
+
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     w = tmp_path / "ws"

@@ -85,7 +85,7 @@ def error_body(reply: ScriptedReply, request: RecordedRequest) -> dict[str, Any]
     status = error_status(reply)
     kind = _ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
     message = error_message("anthropic", reply, request)
-    return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"type": "error", "error": {"type": kind, "message": message, **reply.error_fields}}
 
 
 def error_event(reply: ScriptedReply, request: RecordedRequest) -> Event:

@@ -66,7 +66,8 @@ def error_body(reply: ScriptedReply, request: RecordedRequest) -> dict[str, Any]
     if code is None:
         code = {401: "invalid_api_key", 404: "model_not_found",
                 429: "rate_limit_exceeded"}.get(status, "server_error" if status >= 500 else None)
-    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    error = {"message": message, "type": kind, "param": None, "code": code}
+    return {"error": {**error, **reply.error_fields}}
 
 
 def error_event(reply: ScriptedReply, request: RecordedRequest) -> Event:

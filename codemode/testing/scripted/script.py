@@ -57,6 +57,9 @@ class ScriptedReply(BaseModel):
     status: int = 200
     error_message: str | None = None
     error_code: str | None = None  # e.g. "context_length_exceeded"
+    # More fields of the error object, over the wire's own (llama-server's
+    # {"type": "exceed_context_size_error", "n_ctx": 8192, "n_prompt_tokens": 9000}).
+    error_fields: dict[str, Any] = Field(default_factory=dict)
     retry_after: float | None = None  # sent as a Retry-After header
     # Send the error as an event inside a 200 stream (after cut_after_events events).
     error_in_stream: bool = False

@@ -283,10 +283,20 @@ def _bump(retries: int, shown: str | Path) -> int:
 # --- what is done at a spot ----------------------------------------------------------
 
 
-def write_atomic(spot: Spot, data: bytes, mode: int | None = None) -> bool:
+def tmp_name(name: str, tag: str) -> str:
+    """The temporary file a write of ``name`` goes through (``tag``: the journal's, so
+    that a killed write's leftover can be found and removed)."""
+    # Short enough for any name: 255 bytes is the limit, and a name may be multibyte.
+    return f".{name[:40]}.{tag}.tmp"
+
+
+def write_atomic(
+    spot: Spot, data: bytes, mode: int | None = None, *, tag: str | None = None
+) -> bool:
     """Replace the spot's file with ``data`` (a temporary file renamed over it in the
     same held directory); returns True if it did not exist. ``mode`` None keeps an
-    existing file's permission bits (else the umask default)."""
+    existing file's permission bits (else the umask default). ``tag`` names the
+    temporary file (``tmp_name``), random when None."""
     old = spot.lstat()
     if old is not None and stat.S_ISDIR(old.st_mode):
         raise IsADirectoryError(errno.EISDIR, "is a directory", str(spot.real))
@@ -296,8 +306,7 @@ def write_atomic(spot: Spot, data: bytes, mode: int | None = None) -> bool:
             if old is not None and stat.S_ISREG(old.st_mode)
             else default_mode()
         )
-    # Short enough for any name: 255 bytes is the limit, and a name may be multibyte.
-    tmp = f".{spot.name[:40]}.{secrets.token_hex(4)}.tmp"
+    tmp = tmp_name(spot.name, tag or secrets.token_hex(4))
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(tmp, flags, 0o600, dir_fd=spot.parent)
     try:

@@ -43,7 +43,10 @@ def locate_existing(tree: Tree, path: Path, shown: str) -> Spot | None:
         return None
 
 
-def write_new_or_replace(tree: Tree, path: Path, data: bytes, shown: str) -> bool:
-    """Write ``data`` at ``path``, making missing directories; True if it created the file."""
+def write_new_or_replace(
+    tree: Tree, path: Path, data: bytes, shown: str, *, tag: str | None = None
+) -> bool:
+    """Write ``data`` at ``path``, making missing directories; True if it created the
+    file. ``tag`` names the temporary file (``beneath.tmp_name``)."""
     with tree.locate(path, make_parents=True, shown=shown) as spot:
-        return write_atomic(spot, data)
+        return write_atomic(spot, data, tag=tag)

@@ -12,8 +12,15 @@ def run_apply_patch_command(source: str, cwd: Path) -> int:
     Prints one ``A/M/D/R`` line per file and returns 0; on failure prints the error to
     stderr and returns 1, with no file changed.
     """
+    from codemode.control_chars import echo
     from codemode.tools.patch.engine import apply_patch_text
     from codemode.tools.patch.errors import PatchError
+    from codemode.tools.store.journal import recover
+
+    # What a killed earlier patch left is rolled back first, and said (the store would
+    # do it silently on its first write).
+    for line in recover(cwd):
+        echo(line, err=True)
 
     try:
         if source == "-":
@@ -21,12 +28,12 @@ def run_apply_patch_command(source: str, cwd: Path) -> int:
         else:
             text = Path(source).read_bytes().decode("utf-8", "surrogateescape")
     except OSError as exc:
-        print(f"apply-patch: cannot read {source}: {exc.strerror or exc}", file=sys.stderr)
+        echo(f"apply-patch: cannot read {source}: {exc.strerror or exc}", err=True)
         return 1
     try:
         outcome = apply_patch_text(text, cwd)
     except PatchError as exc:
-        print(exc, file=sys.stderr)
+        echo(exc, err=True)
         return 1
-    sys.stdout.write(outcome.summary())
+    echo(outcome.summary(), nl=False)
     return 0

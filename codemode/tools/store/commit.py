@@ -16,6 +16,9 @@ older text. It is compared under the held directory just before the rename.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +30,7 @@ from codemode.tools.context import ToolError
 from codemode.tools.fs.beneath import Spot, Tree, rmdir, unlink, write_atomic
 from codemode.tools.fs.reading import NotRegular, TooBig, read_spot
 from codemode.tools.store import MAX_READ_BYTES
+from codemode.tools.store.journal import Entry, missing_dirs, tmp_for
 
 
 class CommitFailed(ToolError):
@@ -67,11 +71,13 @@ def commit(
     writes: Sequence[Write],
     originals: Mapping[Path, Original],
     tree: Tree,
+    tag: str | None = None,
 ) -> None:
     """Remove then write files under ``tree``'s roots; on any failure undo what was done
     and raise PatchError. Every path is walked again from the roots' descriptors
     (``codemode.tools.fs``): a directory swapped for a symlink since the plan cannot
-    send a write, or a removal, outside them. On any failure raises CommitFailed."""
+    send a write, or a removal, outside them. On any failure raises CommitFailed.
+    ``tag`` names the temporary files (the journal's, ``journal_entries``)."""
     undo: list[Callable[[], object]] = []
     current = ""
     try:
@@ -80,7 +86,7 @@ def commit(
             with tree.locate(removal.path, follow_last=False, shown=removal.shown) as spot:
                 _check_unchanged(spot, originals[removal.path], removal.shown)
                 unlink(spot)
-            undo.append(partial(_restore, tree, removal.path, originals[removal.path]))
+            undo.append(partial(_restore, tree, removal.path, originals[removal.path], tag))
         for write in writes:
             current = write.shown
             created: list[Path] = []
@@ -89,13 +95,13 @@ def commit(
                     write.path, make_parents=True, created=created, shown=write.shown
                 ) as spot:
                     _check_unchanged(spot, originals.get(write.path), write.shown)
-                    write_atomic(spot, write.data, write.mode)
+                    write_atomic(spot, write.data, write.mode, tag=tag)
             finally:
                 for directory in created:
                     undo.append(partial(_rmdir, tree, directory))
             original = originals.get(write.path)
             undo.append(
-                partial(_restore, tree, write.path, original)
+                partial(_restore, tree, write.path, original, tag)
                 if original is not None
                 else partial(_unlink, tree, write.path)
             )
@@ -151,9 +157,9 @@ def _reason(exc: BaseException, *, with_name: bool = False) -> str:
     return str(exc)
 
 
-def _restore(tree: Tree, path: Path, original: Original) -> None:
+def _restore(tree: Tree, path: Path, original: Original, tag: str | None = None) -> None:
     with tree.locate(path, make_parents=True) as spot:
-        write_atomic(spot, original.data, original.mode)
+        write_atomic(spot, original.data, original.mode, tag=tag)
 
 
 def _unlink(tree: Tree, path: Path) -> None:
@@ -164,3 +170,49 @@ def _unlink(tree: Tree, path: Path) -> None:
 def _rmdir(tree: Tree, path: Path) -> None:
     with tree.locate(path, follow_last=False) as spot:
         rmdir(spot)
+
+
+def journal_entries(
+    removals: Sequence[Removal],
+    writes: Sequence[Write],
+    originals: Mapping[Path, Original],
+    roots: Sequence[Path],
+    tag: str,
+) -> list[Entry]:
+    """What the journal records of a commit before it starts (``journal``): each path's
+    state before, the digest of its state after, its temporary file, the folders a
+    write will create. A removed symlink is recorded as the link it was."""
+    entries: list[Entry] = []
+    for removal in removals:
+        path = journal_path(removal.path, roots)
+        removed = originals[removal.path]
+        link = None
+        with contextlib.suppress(OSError):
+            if os.path.islink(path):
+                link = os.readlink(path)
+        entries.append(
+            Entry(path, before=removed.data, before_mode=removed.mode, before_link=link)
+        )
+    for write in writes:
+        path = journal_path(write.path, roots)
+        original = originals.get(write.path)
+        entries.append(
+            Entry(
+                path,
+                tmp=tmp_for(path, tag),
+                before=None if original is None else original.data,
+                before_mode=0o644 if original is None else original.mode,
+                after=hashlib.sha256(write.data).hexdigest(),
+                made_dirs=missing_dirs(path, roots),
+            )
+        )
+    return entries
+
+
+def journal_path(path: Path, roots: Sequence[Path]) -> Path:
+    """``path`` as the journal names it: normalised, under one of ``roots`` (its folder
+    resolved when only that puts it there)."""
+    norm = Path(os.path.normpath(path))
+    if any(norm.is_relative_to(r) for r in roots):
+        return norm
+    return Path(os.path.realpath(norm.parent)) / norm.name

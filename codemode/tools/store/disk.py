@@ -10,9 +10,10 @@ meanwhile cannot send a write elsewhere and no protected path is ever written.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,7 @@ from codemode.tools.store import (
     FileKind,
     OutsideRoots,
     WriteRefused,
+    journal,
 )
 
 if TYPE_CHECKING:
@@ -117,7 +119,9 @@ class DiskStore:
     def write(self, path: Path, data: bytes, shown: str, *, grant: Path | None = None) -> bool:
         self.writable(path, shown, grant=grant)
         # Walked from the roots' descriptors, never by name again.
-        return write_new_or_replace(self._tree(grant), path, data, shown)
+        tree = self._tree(grant)
+        with self._journaled_write(tree, path) as tag:
+            return write_new_or_replace(tree, path, data, shown, tag=tag)
 
     def replace(
         self,
@@ -130,16 +134,18 @@ class DiskStore:
         self.writable(path, shown, grant=grant)
         # One walk from the roots' descriptors: what is read is what is replaced.
         tree = self._tree(grant)
-        spot = locate_existing(tree, path, shown)
-        if spot is None:
-            data = change(None)
-            return data, write_new_or_replace(tree, path, data, shown)
-        with spot:
-            data = change(existing_bytes(spot, MAX_READ_BYTES, shown))
-            return data, write_atomic(spot, data)
+        with self._journaled_write(tree, path) as tag:
+            spot = locate_existing(tree, path, shown)
+            if spot is None:
+                data = change(None)
+                return data, write_new_or_replace(tree, path, data, shown, tag=tag)
+            with spot:
+                data = change(existing_bytes(spot, MAX_READ_BYTES, shown))
+                return data, write_atomic(spot, data, tag=tag)
 
     def remove(self, path: Path, shown: str) -> None:
         self.writable(path, shown)
+        self.recover()
         with writable_tree(self.ctx).locate(path, follow_last=False, shown=shown) as spot:
             unlink(spot)
 
@@ -149,9 +155,56 @@ class DiskStore:
         writes: Sequence[Write],
         originals: Mapping[Path, Original],
     ) -> None:
-        from codemode.tools.store.commit import commit
+        from codemode.tools.store.commit import CommitFailed, commit, journal_entries
 
-        commit(removals, writes, originals, writable_tree(self.ctx))
+        tree = writable_tree(self.ctx)
+        self.recover()
+        tag = journal.new_tag()
+        roots = _real_roots(tree)
+        entries = journal_entries(removals, writes, originals, roots, tag)
+        recording = journal.begin(self.ctx.workspace, roots, entries, tag)
+        keep = False
+        try:
+            commit(removals, writes, originals, tree, tag)
+        except CommitFailed as failed:
+            # Some change could not be undone here: the next touch tries again.
+            keep = failed.partial
+            raise
+        finally:
+            recording.close(keep=keep)
+
+    def recover(self) -> list[str]:
+        """Roll back what a killed patch or write left in this workspace (``journal``);
+        the lines say what was done. Costs one ``listdir`` when there is nothing."""
+        return journal.recover(self.ctx.workspace)
+
+    @contextlib.contextmanager
+    def _journaled_write(self, tree: Tree, path: Path) -> Iterator[str]:
+        """A single write's journal: its temporary file and the folders it makes, so a
+        kill leaves neither behind (the rename itself is atomic)."""
+        self.recover()
+        tag = journal.new_tag()
+        roots = _real_roots(tree)
+        real = Path(os.path.realpath(path))
+        if not any(real.is_relative_to(r) and real != r for r in roots):
+            yield tag  # refused by the walk anyway
+            return
+        entry = journal.Entry(
+            real,
+            tmp=journal.tmp_for(real, tag),
+            unknown=True,
+            made_dirs=journal.missing_dirs(real, roots),
+        )
+        recording = journal.begin(self.ctx.workspace, roots, [entry], tag)
+        try:
+            yield tag
+        finally:
+            recording.close()
+
+
+def _real_roots(tree: Tree) -> list[Path]:
+    roots = tree.roots if tree.roots is not None else [Path("/")]
+    return [Path(os.path.realpath(r)) for r in roots]
 
 
 def _under(path: Path, grant: Path) -> bool:

@@ -1,0 +1,154 @@
+"""A session's side of hooks (``codemode.hooks``): the lifecycle events, and each hook
+run shown as an item.
+
+The loop (``codemode.agent.loop``) calls these at the points of a session's life:
+SessionStart (startup, resume, clear, compact) before the first request, and again
+after a clear or a compaction; UserPromptSubmit before a prompt goes in; Stop when the
+model has answered; PreCompact/PostCompact around a compaction; SessionEnd when the
+session closes. Tool events fire in the tool pipeline (``codemode.hooks.tool_calls``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from codemode.agent.events import HookRunItem, ItemCompleted, ItemStarted, Notice
+from codemode.hooks.engine import Combined, HookEngine, HookRun
+
+Emit = Callable[[BaseModel], None]
+# Why hooks end a turn (``codemode.agent.loop.StopReason``'s values for them).
+Ending = Literal["prompt_blocked", "hook_stopped"]
+
+
+@dataclass
+class Verdict:
+    """What the loop does after some hooks ran: messages for the model before and after
+    the prompt (or after the calls), or the turn's end (``refusal``: its message and
+    why)."""
+
+    before: list[str] = field(default_factory=list)
+    after: list[str] = field(default_factory=list)
+    refusal: tuple[str, Ending] | None = None
+
+
+class SessionHooks:
+    """The lifecycle events of one session's hooks, and their runs as items."""
+
+    def __init__(self, engine: HookEngine, emit: Emit, next_id: Callable[[], str]) -> None:
+        self.engine = engine
+        self._emit = emit
+        self._next_id = next_id
+        self._items: dict[str, HookRunItem] = {}
+        engine.listeners.append(self._on_run)
+        self.started = False
+        self._stop_active = False  # a Stop hook has blocked in this turn
+
+    # --- showing runs --------------------------------------------------------------
+
+    def _on_run(self, run: HookRun) -> None:
+        hook = run.hook
+        outcome = run.outcome
+        if outcome is None:
+            item = HookRunItem(
+                id=self._next_id(),
+                parent_id=run.parent_id,
+                event=run.event,
+                command=hook.command,
+                source=hook.source,
+                status_message=hook.status_message,
+            )
+            self._items[run.id] = item
+            self._emit(ItemStarted(item=item))
+            return
+        item = self._items.pop(run.id)
+        item.duration_ms = run.duration_ms
+        item.decision, item.reason = outcome.decision, outcome.reason
+        item.additional_context = outcome.additional_context
+        if outcome.failure is not None:
+            item.status, item.error = "failed", outcome.failure
+            default = ("the call was denied" if run.event == "PreToolUse"
+                       else "the session goes on as if it had said nothing")
+            self._emit(Notice(message=f"hook failed: {hook.describe()} {outcome.failure}; "
+                              f"{default}"))
+        elif outcome.decision in ("deny", "block"):
+            item.status = "declined"
+        else:
+            item.status = "completed"
+        if outcome.system_message:
+            self._emit(Notice(message=f"hook: {outcome.system_message}"))
+        self._emit(ItemCompleted(item=item))
+
+    # --- lifecycle events ----------------------------------------------------------
+
+    async def session_start(self, source: str) -> list[str]:
+        """SessionStart; the messages with the context its hooks add for the model."""
+        self.started = True
+        answer = await self._fire("SessionStart", {"source": source}, (source,))
+        return [f"[SessionStart hook context]\n{text}" for text in answer.context]
+
+    async def before_prompt(self, prompt: str, source: str) -> Verdict:
+        """A turn begins: SessionStart (``source``) if the session has not started for
+        hooks yet, then UserPromptSubmit."""
+        self._stop_active = False
+        verdict = Verdict()
+        if not self.started:
+            verdict.before = await self.session_start(source)
+        answer = await self.prompt_submit(prompt)
+        if answer.decision == "block":
+            verdict.refusal = (f"the prompt was blocked by {answer.reason_text()}",
+                               "prompt_blocked")
+            return verdict
+        verdict.after = [f"[UserPromptSubmit hook context]\n{text}" for text in answer.context]
+        verdict.refusal = self._stopped()
+        return verdict
+
+    async def stop_check(self, answer: str) -> Verdict:
+        """The model answered: a Stop hook that blocks gives the model's next message
+        (``after``); one that stops ends the turn."""
+        if not self.engine.has("Stop"):
+            return Verdict()
+        said = await self.stop(answer, self._stop_active)
+        verdict = Verdict(refusal=self._stopped())
+        if said.decision == "block" and verdict.refusal is None:
+            self._stop_active = True
+            verdict.after = [f"[Stop hook] {said.reason_text()}"]
+        return verdict
+
+    def after_calls(self) -> Verdict:
+        """A reply's calls are done: the context their hooks added outside a program,
+        and the turn's end if one said ``continue: false``."""
+        pending, self.engine.pending_context = self.engine.pending_context, []
+        return Verdict(after=pending, refusal=self._stopped())
+
+    def _stopped(self) -> tuple[str, Ending] | None:
+        reason, self.engine.stop_request = self.engine.stop_request, None
+        return None if reason is None else (f"a hook stopped the turn: {reason}", "hook_stopped")
+
+    async def prompt_submit(self, prompt: str) -> Combined:
+        return await self._fire("UserPromptSubmit", {"prompt": prompt})
+
+    async def stop(self, last_message: str, active: bool) -> Combined:
+        return await self._fire(
+            "Stop", {"stop_hook_active": active, "last_assistant_message": last_message}
+        )
+
+    async def compact(self, when: str, trigger: str) -> None:
+        """PreCompact or PostCompact (``when``); trigger: manual or auto."""
+        await self._fire(when, {"trigger": trigger}, (trigger,))
+
+    async def session_end(self, reason: str) -> None:
+        await self._fire("SessionEnd", {"reason": reason}, (reason,))
+
+    async def _fire(
+        self, event: str, fields: dict[str, Any], subjects: tuple[str, ...] = ()
+    ) -> Combined:
+        if not self.engine.has(event):
+            return Combined()
+        answer = await self.engine.fire(event, fields, subjects)
+        if answer.stop and self.engine.stop_request is None:
+            self.engine.stop_request = answer.stop_reason or f"a {event} hook asked to stop"
+        return answer

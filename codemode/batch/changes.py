@@ -1,0 +1,279 @@
+"""What a script changed in its copy, as a binary-safe journal, and applying it.
+
+``compute(base, work)`` compares the repository (``base``) with the copy the script
+ran in (``work``, see ``workcopy.py``) and lists every file, symlink and directory that
+differs: new contents as bytes, so binary files travel as they are. Each entry names
+what the repository held before (a SHA-256 of the file, or of a link's target), and
+``apply`` refuses the whole journal when the repository no longer holds that (someone
+changed it while the batch ran). ``apply`` is all or nothing: every file it replaces or
+deletes is first renamed aside and kept until the end, so that a failure halfway (a
+full disk, a permission) puts each one back.
+
+VCS metadata (``.git``, ``.hg``, ...) is never part of a journal: what a script does to
+its copy's ``.git`` (an index, a commit) stays in the copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from codemode.batch.workcopy import VCS_DIRS
+
+Kind = Literal["file", "symlink", "deleted", "mkdir", "rmdir"]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One path's change; ``path`` is relative to the repository, in POSIX form."""
+
+    path: str
+    kind: Kind
+    data: bytes = b""  # a file's new contents; a symlink's target (os.fsencode)
+    executable: bool = False
+    base: str | None = None  # fingerprint of what the repository held; None: nothing
+
+
+class ApplyError(RuntimeError):
+    """The journal could not be applied; the repository is as it was."""
+
+
+@dataclass(frozen=True)
+class _Entry:
+    kind: Literal["file", "symlink", "dir"]
+    st: os.stat_result
+
+
+def _walk(root: Path) -> dict[str, _Entry]:
+    """Every file, symlink and directory under ``root`` (VCS metadata left out)."""
+    found: dict[str, _Entry] = {}
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        try:
+            entries = list(os.scandir(root / rel if rel else root))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name in VCS_DIRS:
+                continue
+            path = f"{rel}/{entry.name}" if rel else entry.name
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                found[path] = _Entry("symlink", st)
+            elif stat.S_ISDIR(st.st_mode):
+                found[path] = _Entry("dir", st)
+                stack.append(path)
+            elif stat.S_ISREG(st.st_mode):
+                found[path] = _Entry("file", st)
+    return found
+
+
+def fingerprint(path: Path) -> str | None:
+    """What ``path`` holds, as a journal's ``base``: None when nothing (or a directory)."""
+    try:
+        st = path.lstat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return "link:" + hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()
+    if stat.S_ISREG(st.st_mode):
+        return "file:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    if stat.S_ISDIR(st.st_mode):
+        return None
+    return "other"
+
+
+def _exec_bit(st: os.stat_result) -> bool:
+    return bool(st.st_mode & stat.S_IXUSR)
+
+
+def compute(base: Path, work: Path) -> list[Change]:
+    """The journal that turns ``base`` into ``work``: deletions (deepest first), then
+    new directories (shallowest first), then files and symlinks."""
+    before, after = _walk(base), _walk(work)
+    deleted: list[Change] = []
+    made: list[Change] = []
+    written: list[Change] = []
+    for path in sorted(set(before) | set(after)):
+        old, new = before.get(path), after.get(path)
+        if old is not None and new is not None and _same(base / path, old, work / path, new):
+            continue
+        if old is not None and (new is None or new.kind != old.kind or old.kind != "dir"):
+            if old.kind == "dir":
+                if new is None or new.kind != "dir":
+                    deleted.append(Change(path, "rmdir"))
+            elif new is None or new.kind == "dir":
+                deleted.append(Change(path, "deleted", base=fingerprint(base / path)))
+        if new is None:
+            continue
+        if new.kind == "dir":
+            if old is None or old.kind != "dir":
+                made.append(Change(path, "mkdir"))
+            continue
+        old_print = fingerprint(base / path) if old is not None and old.kind != "dir" else None
+        if new.kind == "symlink":
+            target = os.fsencode(os.readlink(work / path))
+            written.append(Change(path, "symlink", target, base=old_print))
+        else:
+            data = (work / path).read_bytes()
+            written.append(Change(path, "file", data, _exec_bit(new.st), base=old_print))
+    deleted.sort(key=lambda c: c.path.count("/"), reverse=True)
+    made.sort(key=lambda c: c.path.count("/"))
+    return deleted + made + written
+
+
+def _same(a: Path, old: _Entry, b: Path, new: _Entry) -> bool:
+    if old.kind != new.kind:
+        return False
+    if old.kind == "dir":
+        return True
+    if old.kind == "symlink":
+        return os.readlink(a) == os.readlink(b)
+    if _exec_bit(old.st) != _exec_bit(new.st) or old.st.st_size != new.st.st_size:
+        return False
+    if old.st.st_mtime_ns == new.st.st_mtime_ns:
+        return True  # the copy keeps timestamps; a write changes them
+    return a.read_bytes() == b.read_bytes()
+
+
+def changed_files(changes: list[Change]) -> list[str]:
+    """The files and symlinks a journal writes or deletes, sorted."""
+    return sorted(c.path for c in changes if c.kind in ("file", "symlink", "deleted"))
+
+
+# --- applying -----------------------------------------------------------------------
+
+
+def _check_path(root: Path, rel: str) -> Path:
+    """``root / rel``, refusing a path that leaves the repository or enters VCS
+    metadata (a journal from a Ray worker is checked like any input)."""
+    pure = PurePosixPath(rel)
+    if pure.is_absolute() or not pure.parts or any(p in ("..", ".", "") for p in pure.parts):
+        raise ApplyError(f"refusing the path {rel!r}")
+    if any(part in VCS_DIRS for part in pure.parts):
+        raise ApplyError(f"refusing a change inside VCS metadata: {rel}")
+    target = root.joinpath(*pure.parts)
+    parent = target.parent.resolve()
+    if parent != root and root not in parent.parents:
+        raise ApplyError(f"refusing {rel}: its folder leads outside the repository")
+    return target
+
+
+class _Undo:
+    """The steps taken so far, undone in reverse on failure."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[str, Path, Path | None]] = []
+
+    def rollback(self) -> None:
+        for action, path, backup in reversed(self.steps):
+            try:
+                if action == "moved-away" and backup is not None:
+                    if path.is_dir() and not path.is_symlink():
+                        path.rmdir()
+                    elif os.path.lexists(path):
+                        path.unlink()
+                    os.replace(backup, path)
+                elif action == "created":
+                    if path.is_dir() and not path.is_symlink():
+                        path.rmdir()
+                    elif os.path.lexists(path):
+                        path.unlink()
+                elif action == "removed-dir":
+                    path.mkdir(exist_ok=True)
+            except OSError:
+                continue
+
+    def discard_backups(self) -> None:
+        for action, _path, backup in self.steps:
+            if action == "moved-away" and backup is not None:
+                try:
+                    backup.unlink()
+                except OSError:
+                    continue
+
+
+def apply(root: Path, changes: list[Change]) -> None:
+    """Apply ``changes`` to the repository at ``root``, all or nothing."""
+    root = root.resolve()
+    targets = [(change, _check_path(root, change.path)) for change in changes]
+    for change, target in targets:
+        if change.kind in ("file", "symlink", "deleted") and fingerprint(target) != change.base:
+            raise ApplyError(f"{change.path} changed in the repository while the batch ran")
+    undo = _Undo()
+    try:
+        for change, target in targets:
+            # Again now: an earlier entry may have made a folder on the way a symlink.
+            _check_path(root, change.path)
+            _apply_one(change, target, undo)
+    except BaseException as exc:
+        undo.rollback()
+        if isinstance(exc, ApplyError):
+            raise
+        if isinstance(exc, OSError):
+            raise ApplyError(f"cannot apply the changes: {exc}") from None
+        raise
+    undo.discard_backups()
+
+
+def _backup_name(target: Path) -> Path:
+    return target.with_name(f".{target.name}.codemode-{os.getpid()}-bak")
+
+
+def _apply_one(change: Change, target: Path, undo: _Undo) -> None:
+    if change.kind == "rmdir":
+        if target.is_dir() and not target.is_symlink():
+            try:
+                target.rmdir()
+            except OSError:
+                return  # not empty: it holds files the script never saw (ignored ones)
+            undo.steps.append(("removed-dir", target, None))
+        return
+    if change.kind == "mkdir":
+        if not target.is_dir():
+            target.mkdir()
+            undo.steps.append(("created", target, None))
+        return
+    mode = 0o666 & ~_umask()
+    if os.path.lexists(target):
+        st = target.lstat()
+        if stat.S_ISREG(st.st_mode):
+            mode = stat.S_IMODE(st.st_mode)
+        backup = _backup_name(target)
+        os.replace(target, backup)
+        undo.steps.append(("moved-away", target, backup))
+    if change.kind == "deleted":
+        return
+    for parent in reversed(list(_missing_parents(target))):
+        parent.mkdir()
+        undo.steps.append(("created", parent, None))
+    if change.kind == "symlink":
+        os.symlink(os.fsdecode(change.data), target)
+        undo.steps.append(("created", target, None))
+        return
+    staged = target.with_name(f".{target.name}.codemode-{os.getpid()}-new")
+    with open(staged, "wb") as out:
+        out.write(change.data)
+    executable = (mode & 0o444) >> 2  # x wherever r is, as git checks files out
+    os.chmod(staged, (mode | executable) if change.executable else (mode & ~0o111))
+    os.replace(staged, target)
+    undo.steps.append(("created", target, None))
+
+
+def _missing_parents(target: Path) -> Iterator[Path]:
+    parent = target.parent
+    while not parent.exists():
+        yield parent
+        parent = parent.parent
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,174 @@
+"""Publishing a repository's changes: a branch, a commit, and optionally a push.
+
+Done by the host's own git in the driver, after the run succeeded and never inside the
+sandbox. Git runs with hooks, fsmonitor and signing turned off, and the commit is built
+from the journal's bytes with plumbing (``hash-object --no-filters``, a private index,
+``commit-tree``), so no clean/smudge filter, hook or other config-driven program runs.
+Files git ignores are applied to the working copy but left out of the commit. Order:
+the commit and the branch ref first (the working copy untouched), then the push,
+then the journal is applied to the working copy and HEAD moves to the new branch. A
+failure at any step removes the branch (and a branch already pushed), so the repository
+is left on its own branch exactly as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from codemode.batch.changes import Change, apply
+
+# Options that keep git from starting programs the repository's config names.
+SAFE_GIT = (
+    "git",
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "core.fsmonitor=false",
+    "-c", "commit.gpgSign=false",
+    "-c", "core.untrackedCache=false",
+    "-c", "credential.helper=",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PublishOptions:
+    branch: str
+    message: str
+    author: str | None = None  # "Name <email>"; None: git's configured identity
+    push: str | None = None  # a remote name or URL
+
+
+@dataclass
+class Published:
+    branch: str
+    commit: str
+    pushed: bool
+
+
+class PublishError(RuntimeError):
+    """Committing or pushing failed; the repository is as it was."""
+
+
+_AUTHOR = re.compile(r"^\s*(?P<name>[^<>]+?)\s*<(?P<email>[^<>]*)>\s*$")
+
+
+def parse_author(author: str) -> tuple[str, str]:
+    """``Name <email>`` as (name, email); ValueError if it is not that shape."""
+    match = _AUTHOR.match(author)
+    if match is None:
+        raise ValueError(f"--author {author!r}: expected 'Name <email>'")
+    return match["name"], match["email"]
+
+
+def _git(repo: Path, *args: str, env: dict[str, str] | None = None, data: bytes = b"") -> str:
+    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
+    full_env.update(env or {})
+    proc = subprocess.run(
+        [*SAFE_GIT, *args], cwd=repo, input=data, capture_output=True, env=full_env, timeout=300
+    )
+    if proc.returncode != 0:
+        from codemode.control_chars import visible
+
+        message = visible(proc.stderr.decode(errors="replace")).strip().splitlines()
+        raise PublishError(f"git {args[0]}: {message[-1] if message else 'failed'}")
+    return proc.stdout.decode(errors="replace").strip()
+
+
+def publish(repo: Path, journal: list[Change], options: PublishOptions) -> Published:
+    """Commit ``journal`` on a new branch, push it if asked, then apply it to the
+    working copy and switch to the branch. Raises PublishError (nothing changed) or
+    ``changes.ApplyError``."""
+    if not (repo / ".git").exists():
+        raise PublishError("not a git repository: --branch needs one")
+    ref = f"refs/heads/{options.branch}"
+    _git(repo, "check-ref-format", ref)
+    head = _git(repo, "rev-parse", "--verify", "HEAD^{commit}")
+    try:
+        current = _git(repo, "symbolic-ref", "-q", "HEAD")
+    except PublishError:
+        raise PublishError("HEAD is detached: --branch starts from a branch") from None
+    env = _identity(options.author)
+    commit = _commit(repo, journal, head, options.message, env)
+    _git(repo, "update-ref", ref, commit, "")  # "": the branch must not exist yet
+    pushed = False
+    try:
+        if options.push:
+            _git(repo, "push", "--no-verify", "--porcelain", options.push, f"{ref}:{ref}")
+            pushed = True
+        apply(repo, journal)
+    except BaseException:
+        _undo(repo, ref, options.push if pushed else None)
+        raise
+    try:
+        _git(repo, "symbolic-ref", "HEAD", ref)
+        _git(repo, "reset", "-q", "--no-refresh")  # the index as the new branch has it
+    except PublishError:
+        _git(repo, "symbolic-ref", "HEAD", current)
+        raise
+    return Published(options.branch, commit, pushed)
+
+
+def _identity(author: str | None) -> dict[str, str]:
+    if author is None:
+        return {}
+    name, email = parse_author(author)
+    return {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+    }
+
+
+def _ignored(repo: Path, paths: list[str]) -> set[str]:
+    """The paths git ignores (.gitignore and the like; tracked files never are)."""
+    if not paths:
+        return set()
+    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
+    proc = subprocess.run(
+        [*SAFE_GIT, "check-ignore", "--stdin", "-z"], cwd=repo, capture_output=True,
+        input="\0".join(paths).encode() + b"\0", env=full_env, timeout=300,
+    )  # fmt: skip
+    if proc.returncode not in (0, 1):  # 1: none of them is ignored
+        raise PublishError("git check-ignore: " + proc.stderr.decode(errors="replace").strip())
+    return {p for p in proc.stdout.decode(errors="surrogateescape").split("\0") if p}
+
+
+def _commit(repo: Path, journal: list[Change], head: str, message: str, env: dict[str, str]) -> str:
+    entries = [c for c in journal if c.kind in ("file", "symlink", "deleted")]
+    # What a command made that git ignores (build output, node_modules) reaches the
+    # working copy but not the commit, as `git add -A` would leave it out.
+    ignored = _ignored(repo, [c.path for c in entries if c.kind != "deleted"])
+    entries = [c for c in entries if c.path not in ignored]
+    lines: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="codemode-publish-") as tmp:
+        for change in entries:
+            if change.kind == "deleted":
+                lines.append(f"0 {'0' * len(head)}\t{change.path}")
+                continue
+            blob = _git(repo, "hash-object", "-w", "--no-filters", "--stdin", data=change.data)
+            mode = "120000" if change.kind == "symlink" else (
+                "100755" if change.executable else "100644"
+            )
+            lines.append(f"{mode} {blob}\t{change.path}")
+        index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        _git(repo, "read-tree", head, env=index)
+        _git(repo, "update-index", "--index-info", env=index, data="\n".join(lines).encode())
+        tree = _git(repo, "write-tree", env=index)
+    return _git(repo, "commit-tree", tree, "-p", head, "-m", message, env=env)
+
+
+def _undo(repo: Path, ref: str, pushed_to: str | None) -> None:
+    try:
+        if pushed_to:
+            _git(repo, "push", "--no-verify", "--porcelain", pushed_to, f":{ref}")
+    except PublishError:
+        pass
+    finally:
+        try:
+            _git(repo, "update-ref", "-d", ref)
+        except PublishError:
+            pass

@@ -1,0 +1,2 @@
+def money(amount: float) -> str:
+    return f"${amount:,.2f}"

@@ -1,0 +1,1 @@
+SETTINGS = {"limit": 3, "title": "Report"}

@@ -1,0 +1,120 @@
+"""The hooks a session runs: discovered, filtered by trust, made into an engine."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    # (imported when hooks are found: a run with none does not load pydantic for them)
+    from codemode.hooks.definitions import HookDef
+    from codemode.hooks.engine import HookEngine
+    from codemode.hooks.trust import State
+
+
+@dataclass
+class LoadedHooks:
+    """Every hook found with its state, the engine that runs the trusted ones (None:
+    no hook was found, and nothing is installed anywhere), and what to tell the person
+    once."""
+
+    found: list[tuple[HookDef, State]] = field(default_factory=list)
+    engine: HookEngine | None = None
+    notices: list[str] = field(default_factory=list)
+
+
+def load_hooks(
+    cwd: Path,
+    home: Path,
+    *,
+    config_table: Any = None,
+    other_agents: bool = False,
+    run_untrusted: bool = False,
+    env_allow: list[str] | None = None,
+    env_deny: list[str] | None = None,
+    permission_mode: str = "default",
+    untrusted_hint: str = "",
+) -> LoadedHooks:
+    """The session's hooks. ``run_untrusted``: project hooks run without being trusted
+    (an explicit flag, for automation that validated them elsewhere). ``untrusted_hint``
+    ends the one notice about project hooks that do not run."""
+    from codemode.hooks.discovery import discover
+    from codemode.hooks.engine import HookEngine, SessionFacts
+    from codemode.hooks.trust import TrustStore
+
+    discovered = discover(cwd, home, config_table, other_agents=other_agents)
+    store = TrustStore(home)
+    out = LoadedHooks(notices=list(discovered.problems))
+    if store.problem:
+        out.notices.append(store.problem)
+    running: list[HookDef] = []
+    skipped = 0
+    for hook in discovered.hooks:
+        state = store.state(hook)
+        out.found.append((hook, state))
+        if state == "trusted" or (state == "untrusted" and run_untrusted):
+            running.append(hook)
+        elif state == "untrusted":
+            skipped += 1
+    if skipped:
+        out.notices.append(
+            f"{skipped} project hook{'s' if skipped != 1 else ''} not trusted yet, so not "
+            f"run{untrusted_hint}"
+        )
+    if out.found:  # (an engine with none running yet: trusting one starts it)
+        from codemode.sandbox.env import DEFAULT_ENV_DENY, scrub_environment
+
+        env = scrub_environment(
+            os.environ, allow=env_allow or (), deny=env_deny if env_deny is not None
+            else DEFAULT_ENV_DENY,
+        )
+        facts = SessionFacts(cwd=cwd, permission_mode=permission_mode)
+        out.engine = HookEngine(running, facts, env=env)
+    return out
+
+
+def permission_mode(approval_policy: str, sandbox_mode: str) -> str:
+    """Claude Code's and Codex's ``permission_mode`` for our policy and mode."""
+    if approval_policy == "never" and sandbox_mode == "danger-full-access":
+        return "bypassPermissions"
+    return "dontAsk" if approval_policy == "never" else "default"
+
+
+def program_hooks(
+    cwd: Path,
+    raw: dict[str, Any] | None = None,
+    *,
+    sandbox: Any = None,
+    run_untrusted: bool = False,
+    untrusted_hint: str = "",
+) -> LoadedHooks:
+    """The hooks a program run without a model (``interpreter run``, a batch worker)
+    obeys: the same ones a session in ``cwd`` would, from the raw config table ``raw``
+    (read from the config file when None). ``sandbox``: its settings (a model or a
+    mapping), for the withheld environment variables."""
+    from codemode.config_file import ConfigError, codemode_home, raw_config
+    from codemode.hooks.places import any_hooks
+
+    if raw is None:
+        try:
+            raw = raw_config()[1]
+        except ConfigError as exc:
+            return LoadedHooks(notices=[str(exc)])
+    if not any_hooks(cwd, codemode_home(), raw):
+        return LoadedHooks()
+    settings = sandbox if isinstance(sandbox, dict) else (
+        sandbox.model_dump() if sandbox is not None else {})
+    return load_hooks(
+        cwd.resolve(),
+        codemode_home(),
+        config_table=raw.get("hooks"),
+        other_agents=bool(raw.get("hooks_from_other_agents")),
+        run_untrusted=run_untrusted,
+        env_allow=list(settings.get("env_allowlist") or []),
+        env_deny=settings.get("env_denylist"),
+        permission_mode=permission_mode(str(settings.get("approval_policy", "")),
+                                        str(settings.get("sandbox_mode", ""))),
+        untrusted_hint=untrusted_hint,
+    )

@@ -1,0 +1,82 @@
+"""Programs codemode itself starts on the host, found where no command could have put them.
+
+``bwrap``, ``git``, the C compiler, ``setpriv``, ``node``, ``bash``: codemode runs these
+with the user's full authority (bubblewrap even as root, before any confinement). A
+``PATH`` that lists a folder inside a writable root (``./bin``, ``node_modules/.bin``,
+a project's ``.venv/bin``) would let a command choose what they are. So a name is looked
+up along ``PATH`` skipping every entry that is relative (the working folder) or lies
+inside a writable root of a live session, and a candidate whose real path (after its
+symlinks) lies inside one is skipped too. Sessions register their roots
+(``register_roots``) before their first command; the registry is process-wide.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+_lock = threading.Lock()
+_roots: dict[int, tuple[str, ...]] = {}
+_tokens = itertools.count(1)
+
+
+def register_roots(roots: Iterable[Path | str]) -> int:
+    """Note folders commands may write; returns a token for ``unregister_roots``."""
+    real = tuple(os.path.realpath(r) for r in roots)
+    with _lock:
+        token = next(_tokens)
+        _roots[token] = real
+    return token
+
+
+def unregister_roots(token: int) -> None:
+    with _lock:
+        _roots.pop(token, None)
+
+
+def writable_roots() -> tuple[str, ...]:
+    """Every folder a live session lets its commands write (real paths)."""
+    with _lock:
+        return tuple(sorted({r for rs in _roots.values() for r in rs}))
+
+
+def inside_writable(path: str, roots: Iterable[str] | None = None) -> bool:
+    """Whether ``path`` (as given, and after its symlinks) lies in a writable root."""
+    roots = writable_roots() if roots is None else tuple(roots)
+    if not roots:
+        return False
+    for p in {os.path.abspath(path), os.path.realpath(path)}:
+        if any(p == r or p.startswith(r.rstrip("/") + "/") for r in roots):
+            return True
+    return False
+
+
+def host_program(name: str, path: str | None = None) -> str | None:
+    """The absolute path of the program ``name`` outside every writable root, or None.
+
+    ``name`` with a slash must be absolute and outside them itself. ``path`` defaults to
+    ``$PATH``."""
+    search = os.environ.get("PATH", "") if path is None else path
+    return _lookup(name, search, writable_roots())
+
+
+@functools.lru_cache(maxsize=64)
+def _lookup(name: str, search: str, roots: tuple[str, ...]) -> str | None:
+    if "/" in name:
+        ok = os.path.isabs(name) and _runnable(name) and not inside_writable(name, roots)
+        return name if ok else None
+    for entry in search.split(os.pathsep):
+        if not entry or not os.path.isabs(entry):
+            continue  # "", "." and relative entries mean the working folder
+        candidate = os.path.join(entry, name)
+        if _runnable(candidate) and not inside_writable(candidate, roots):
+            return candidate
+    return None
+
+
+def _runnable(p: str) -> bool:
+    return os.path.isfile(p) and os.access(p, os.X_OK)

@@ -1,0 +1,141 @@
+"""The write journal's file format (``journal`` writes and replays it).
+
+A journal is ``codemode-journal 1 <SHA-256 of the rest>``, a newline, one JSON line
+(the workspace, the roots, the writer's pid and start time, and per path ``path``,
+``tmp``, ``before`` as [offset, length] into the bytes that follow, ``mode``, ``link``,
+``after`` as a SHA-256, ``made`` folders, ``unknown``), then the original bytes.
+``decode`` accepts nothing else: a checksum that fails, a path that is not absolute and
+normalised or lies outside the roots, a blob out of range, a temporary name with a
+slash are a ``BadJournal``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MAGIC = b"codemode-journal 1 "
+
+
+@dataclass
+class Entry:
+    """One path a commit touches. ``before``: the bytes it held (None: no file;
+    ``before_link``: it was a symlink to that target); ``unknown`` True for a single
+    write, whose rename is atomic and needs no undo. ``after``: SHA-256 of the new
+    bytes, None for a removal."""
+
+    path: Path
+    tmp: str | None = None
+    before: bytes | None = None
+    before_mode: int = 0o644
+    before_link: str | None = None
+    after: str | None = None
+    unknown: bool = False
+    made_dirs: list[Path] = field(default_factory=list)
+
+
+def encode(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry]) -> list[bytes]:
+    """The journal's bytes, in parts (the originals are not copied into one buffer)."""
+    blobs: list[bytes] = []
+    offset = 0
+    rows: list[dict[str, Any]] = []
+    for e in entries:
+        blob: list[int] | None = None
+        if e.before is not None:
+            blob = [offset, len(e.before)]
+            blobs.append(e.before)
+            offset += len(e.before)
+        rows.append(
+            {
+                "path": os.fsdecode(e.path),
+                "tmp": e.tmp,
+                "before": blob,
+                "mode": e.before_mode,
+                "link": e.before_link,
+                "after": e.after,
+                "unknown": e.unknown,
+                "made": [os.fsdecode(d) for d in e.made_dirs],
+            }
+        )
+    header = {
+        "workspace": os.path.realpath(workspace),
+        "roots": [os.fsdecode(r) for r in roots],
+        "pid": os.getpid(),
+        "time": time.time(),
+        "entries": rows,
+    }
+    line = json.dumps(header, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
+    digest = hashlib.sha256(line)
+    for data in blobs:
+        digest.update(data)
+    return [MAGIC + digest.hexdigest().encode() + b"\n", line, *blobs]
+
+
+class BadJournal(ValueError):
+    """A journal that fails validation: it is set aside, never acted on."""
+
+
+@dataclass
+class Loaded:
+    roots: list[Path]
+    entries: list[Entry]
+    pid: int
+    started: float
+
+
+def _abs_path(raw: object, roots: Sequence[Path] | None = None) -> Path:
+    if not isinstance(raw, str) or not raw.startswith("/") or os.path.normpath(raw) != raw:
+        raise BadJournal(f"not an absolute normalised path: {raw!r}")
+    path = Path(raw)
+    if roots is not None and not any(path.is_relative_to(r) and path != r for r in roots):
+        raise BadJournal(f"{raw!r} is outside the journal's roots")
+    return path
+
+
+def decode(data: bytes, workspace: Path) -> Loaded:
+    first, sep, body = data.partition(b"\n")
+    if not sep or not first.startswith(MAGIC):
+        raise BadJournal("not a codemode journal")
+    if hashlib.sha256(body).hexdigest().encode() != first[len(MAGIC) :]:
+        raise BadJournal("checksum mismatch")
+    line, _, blobs = body.partition(b"\n")
+    header = json.loads(line)
+    if header.get("workspace") != os.path.realpath(workspace):
+        raise BadJournal("journal of another workspace")
+    roots = [_abs_path(r) for r in header["roots"]]
+    entries: list[Entry] = []
+    for row in header["entries"]:
+        before = None
+        if row["before"] is not None:
+            start, length = (int(n) for n in row["before"])
+            if start < 0 or length < 0 or start + length > len(blobs):
+                raise BadJournal("blob out of range")
+            before = blobs[start : start + length]
+        tmp = row["tmp"]
+        if tmp is not None and (not isinstance(tmp, str) or "/" in tmp or not tmp.endswith(".tmp")):
+            raise BadJournal(f"bad temporary name {tmp!r}")
+        link = row["link"]
+        if link is not None and not isinstance(link, str):
+            raise BadJournal("bad link")
+        after = row["after"]
+        if after is not None and (not isinstance(after, str) or len(after) != 64):
+            raise BadJournal("bad digest")
+        entries.append(
+            Entry(
+                path=_abs_path(row["path"], roots),
+                tmp=tmp,
+                before=before,
+                before_mode=int(row["mode"]) & 0o7777,
+                before_link=link,
+                after=after,
+                unknown=bool(row["unknown"]),
+                made_dirs=[_abs_path(d, roots) for d in row["made"]],
+            )
+        )
+    return Loaded(roots, entries, int(header["pid"]), float(header["time"]))
