@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import struct
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -198,4 +199,19 @@ def test_a_listen_address_it_cannot_serve_is_a_usage_error() -> None:
     )  # fmt: skip
     assert done.returncode == 2
     assert "expected stdio, grpc+stdio:// or grpc://HOST:PORT" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_without_grpc_the_grpc_modes_say_what_to_install() -> None:
+    """A lean install has no grpc: a clear line, no traceback."""
+    code = (
+        "import sys\nsys.modules['grpc'] = None\nfrom codemode.cli import main\n"
+        "main(['code-mode-host', '--listen', 'grpc://127.0.0.1:0'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "gRPC needs grpc" in done.stderr and "codemode[agent]" in done.stderr
     assert "Traceback" not in done.stderr

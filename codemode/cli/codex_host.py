@@ -65,3 +65,10 @@ def code_mode_host(listen: str, engine: str, timeout_s: float, memory_mb: int) -
     except OSError as exc:
         echo(f"interpreter code-mode-host: {exc}", err=True)
         sys.exit(1)
+    except ModuleNotFoundError as exc:  # a lean install: no grpc, no protobuf
+        echo(
+            f"interpreter code-mode-host: gRPC needs {exc.name}, which the full install "
+            "has: pip install 'codemode[agent]'",
+            err=True,
+        )
+        sys.exit(1)
