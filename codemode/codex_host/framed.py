@@ -27,7 +27,7 @@ from codemode.codex_host.runtime import CellBusy, CodeSession, SessionLimits
 MAX_FRAME = 64 * 1024 * 1024
 VERSION = 1
 # How long an outcome waits for the client to acknowledge the cell's notifications.
-_NOTE_WAIT_S = 5.0
+_NOTE_WAIT_S = 2.0
 _KIND = {"yielded": "Yielded", "terminated": "Terminated", "completed": "Result"}
 
 
