@@ -10,6 +10,7 @@ import click
 
 from codemode.cli.options import config_option, load_config_or_usage
 from codemode.cli.root import cli
+from codemode.control_chars import echo
 
 
 @cli.command("eval")
@@ -83,7 +84,7 @@ def eval_command(
     report = the_plan.report
 
     def say(line: str) -> None:
-        click.echo(line, err=True)
+        echo(line, err=True)
 
     cells = ", ".join(f"{c.harness} {c.dialect}" for c in the_plan.cells)
     say(f"eval of {the_plan.model} on {the_plan.provider}: {len(the_plan.tasks)} tasks × "
@@ -95,9 +96,9 @@ def eval_command(
         say(f"interrupted after {len(report.runs)} of {report.planned()} runs; the report is "
             f"in {the_plan.report_path}; go on with the same command and --resume")
         if report.runs:
-            click.echo(table(report))
+            echo(table(report))
         sys.exit(130)
-    click.echo(to_json(report) if as_json else table(report))
+    echo(to_json(report) if as_json else table(report))
     if write_config:
         say(write_choice(report, codemode_home() / "config.toml"))
         save_report(report, the_plan.report_path)
