@@ -278,7 +278,7 @@ def test_aclose_is_idempotent_and_stops_the_worker_and_mcp_servers(
 
         async def main() -> TurnResult:
             result = await session.run_turn("pid?")
-            worker = session.runner._bridge._worker
+            worker = session.runner._session._isolates._worker
             assert worker is not None and worker.alive()
             pids.append(worker.pid)
             await session.aclose()
