@@ -394,7 +394,9 @@ def test_a_worker_killed_mid_run_is_retried_from_the_original_state(tmp_path: Pa
         make_repo(repos / f"r{i}", {"count.txt": ""}, commit=False)
     marker = tmp_path / "killed-once"
     # r1's worker is killed once, after the script appended a line: the retry starts
-    # from the original (one line in the end, not two). r2's is killed every time.
+    # from the original (one line in the end, not two). r2's is killed every time, but
+    # only once r1's kill has happened: were r2 to break the pool first, r1 would be
+    # rerun as a suspect before its own kill, and that rerun would be its second death.
     (tmp_path / "kill.js").write_text(
         f"""
 await tools.shell({{command: "echo run >> count.txt"}});
@@ -402,7 +404,11 @@ if (repo.name === "r1") {{
   const once = "[ -e {marker} ] || {{ touch {marker}; kill -9 $PPID; sleep 5; }}";
   await tools.shell({{command: once}});
 }}
-if (repo.name === "r2") await tools.shell({{command: "kill -9 $PPID; sleep 5"}});
+if (repo.name === "r2") {{
+  const wait = "for i in $(seq 200); do [ -e {marker} ] && break; sleep 0.05; done";
+  const after = wait + "; kill -9 $PPID; sleep 5";
+  await tools.shell({{command: after}});
+}}
 return repo.name;
 """
     )
