@@ -11,6 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from codemode.sandbox.grpc_fork import quiet_grpc_fork
+
+# Tests load gRPC in this process (the code-mode host's client, Ray) and also start
+# commands confined with Landlock from it, as codemode's own processes never do with
+# gRPC's fork handlers on (codemode.sandbox.grpc_fork).
+quiet_grpc_fork()
+
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:

@@ -118,7 +118,13 @@ def _runtime_env() -> dict[str, Any]:
     there: the pre-flight check names any that is not)."""
     import codemode
 
-    return {"py_modules": [codemode], "excludes": ["__pycache__", "*.pyc"]}
+    return {
+        "py_modules": [codemode],
+        "excludes": ["__pycache__", "*.pyc"],
+        # gRPC (in every Ray worker) with its fork handlers on can hang or abort a child
+        # forked to start a command confined by Landlock (codemode.sandbox.grpc_fork).
+        "env_vars": {"GRPC_ENABLE_FORK_SUPPORT": "0"},
+    }
 
 
 def _run_all(

@@ -66,10 +66,6 @@ class SandboxSession:
         self.workspace = Path(workspace).resolve()
         self._settings_input = settings
         self._settings: SandboxSettings | None = None
-        if isinstance(settings, Mapping):
-            _check_modes(settings)
-            if set(settings) - {"sandbox_mode", "approval_policy"}:
-                self.settings  # noqa: B018 - validate the rest now: a bad value fails here
         self.approver = approver
         self._policy = policy
         # the rules and their shell parser are shared with ``prewarm``'s thread
@@ -86,6 +82,11 @@ class SandboxSession:
         self._roots_token = host_programs.register_roots([self.workspace])
         weakref.finalize(self, host_programs.unregister_roots, self._roots_token)
         self._refusals: dict[tuple[str, tuple[Path, ...]], str | None] = {}
+        # Last: reading the settings notes the writable roots, which needs the above.
+        if isinstance(settings, Mapping):
+            _check_modes(settings)
+            if set(settings) - {"sandbox_mode", "approval_policy"}:
+                self.settings  # noqa: B018 - validate the rest now: a bad value fails here
 
     def _note_roots(self) -> None:
         roots = [self.workspace, *self.settings.expanded_roots()]
