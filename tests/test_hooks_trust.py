@@ -43,7 +43,7 @@ def test_exec_skips_untrusted_project_hooks_until_trusted_and_asks_again_after_a
     hook = marker_hook(tmp_path, "mark.sh", marker)
     hooks_file = write_hooks(work / ".codemode" / "hooks.json",
                              hooks_table("PreToolUse", hook, "Bash"))
-    with ScriptedModelServer(SCRIPT * 4) as server:
+    with ScriptedModelServer(SCRIPT * 5) as server:
         first = exec_run(server, home, work, "--human")
         assert first.code == 0, first.stderr
         assert not marker.exists()
@@ -70,6 +70,12 @@ def test_exec_skips_untrusted_project_hooks_until_trusted_and_asks_again_after_a
         third = exec_run(server, home, work, "--human")
         assert third.code == 0 and marker.read_text() == "ran\n"
         assert "not trusted yet" in third.stderr
+
+        # With --json the notice is on stderr too, once; stdout stays events only.
+        as_json = exec_run(server, home, work)
+        assert as_json.code == 0 and marker.read_text() == "ran\n"
+        assert as_json.stderr.count("not trusted yet") == 1, as_json.stderr
+        assert all(line.startswith("{") for line in as_json.stdout.splitlines())
 
         # An explicit flag runs them all.
         fourth = exec_run(server, home, work, "--trust-project-hooks")

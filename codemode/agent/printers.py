@@ -47,12 +47,19 @@ def _near(path: str) -> str:
 
 
 class JsonPrinter:
-    """``--json``: one public event per line on stdout, flushed as it happens."""
+    """``--json``: one public event per line on stdout, flushed as it happens. Notices
+    (a skipped hook, a compaction, a setting not sent), which Codex's event stream has
+    no place for, go to stderr as ``note:`` lines, as they do without ``--json``."""
 
-    def __init__(self, out: TextIO | None = None) -> None:
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
         self.out = out or sys.stdout
+        self.err = err or sys.stderr
 
     def __call__(self, event: BaseModel) -> None:
+        if isinstance(event, Notice):
+            self.err.write(f"note: {visible(event.message)}\n")
+            self.err.flush()
+            return
         if not is_public(event):
             return
         data = codex_event(event)
