@@ -49,7 +49,8 @@ bash scripts/setup-test-servers.sh
 rm -f .venv/.local-model-build.pid
 if [ -n "${CODEMODE_LOCAL_MODEL_BACKGROUND:-}" ]; then
   if ! bash scripts/setup-local-model.sh --check; then
-    setsid bash scripts/setup-local-model.sh </dev/null >/dev/null 2>&1 &
+    # niced: the suite beside it runs timing-bound tests (limits, cancellation)
+    setsid nice -n 19 bash scripts/setup-local-model.sh </dev/null >/dev/null 2>&1 &
     echo $! > .venv/.local-model-build.pid
     echo "setup: building the local model servers in the background (the tests that need them run last)" >&2
   fi
