@@ -553,6 +553,18 @@ def test_live_progress_counts_and_shows_failures() -> None:
     assert progress.summary().startswith("3 repositories: 2 done, 1 failed, 0 not run")
 
 
+def stop_cluster(marker: str) -> None:
+    """Kill a test's Ray cluster (``cluster_processes(marker)``) and check, within 10 s,
+    that nothing of it is left."""
+    for pid in cluster_processes(marker):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while cluster_processes(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert cluster_processes(marker) == set()
+
+
 def cluster_processes(marker: str) -> set[int]:
     """Pids whose command line or environment names ``marker`` (one cluster's temp
     dir), and their descendants (the agents and workers its raylet started), less this
@@ -630,10 +642,4 @@ def test_ray_joins_an_existing_cluster(workdir: Path) -> None:
             assert f"cannot start Ray on {address}" in refused.stderr
             assert "set RAY_AUTH_MODE=token" in refused.stderr
         finally:
-            for pid in cluster_processes(ray_tmp):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while cluster_processes(ray_tmp) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert cluster_processes(ray_tmp) == set()
+            stop_cluster(ray_tmp)

@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import sys
 import sysconfig
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_batch import cluster_processes, interp, read_report
+from test_batch import interp, read_report, stop_cluster
 
 pytest.importorskip("ray", reason="the Ray tests need Ray (pip install 'codemode[ray]')")
 
@@ -73,13 +71,7 @@ def two_node_cluster(tmp: Path) -> Iterator[tuple[str, dict[str, str], list[str]
         assert node.returncode == 0, node.stderr
         yield address, env, ray
     finally:
-        for pid in cluster_processes(ray_tmp):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while cluster_processes(ray_tmp) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert cluster_processes(ray_tmp) == set()
+        stop_cluster(ray_tmp)
 
 
 SCRIPT = """
