@@ -220,8 +220,7 @@ class ToolRunner:
             provenance = self._provenance.get(cell_id)
             if provenance is not None and provenance.notes:
                 # Hooks' context for the model (PostToolUse), with the program's result.
-                item.output = "\n".join([*filter(None, [result.output.rstrip("\n")]),
-                                         *provenance.notes])
+                item.output = _with_lines(result.output, provenance.notes)
             item.value = result.value
             item.tool_calls = len(result.tool_calls)
             if result.error is not None:
@@ -241,8 +240,7 @@ class ToolRunner:
             del self._provenance[outcome.cell_id]
         if not provenance.notes:
             return outcome
-        shown = [outcome.output.rstrip("\n")] if outcome.output else []
-        output = "\n".join([*shown, *provenance.notes])
+        output = _with_lines(outcome.output, provenance.notes)
         provenance.notes.clear()
         return dataclasses.replace(outcome, output=output)
 
@@ -270,6 +268,12 @@ class ToolRunner:
         if self.context.sandbox is not None:
             self.context.sandbox.close()
         self.registry.close()
+
+
+def _with_lines(output: str, lines: list[str]) -> str:
+    """``output`` with ``lines`` after it, one a line (hooks' context for the model)."""
+    shown = [output.rstrip("\n")] if output.rstrip("\n") else []
+    return "\n".join([*shown, *lines])
 
 
 class _Programs:
