@@ -14,7 +14,7 @@ from rich.markdown import Markdown
 from rich.syntax import Syntax
 from rich.text import Text
 
-from codemode.control_chars import safe_console, visible
+from codemode.terminal.control_chars import safe_console, visible
 from codemode.testing.scripted_server import ScriptedModelServer
 
 CLIPBOARD = "\x1b]52;c;cm0gLXJmIH4=\x1b\\"  # OSC 52: put "rm -rf ~" on the clipboard

@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 # Re-exported: the names of namespaced (MCP) tools, spelled in the leaf module.
-from codemode.tool_names import NAMESPACE_PREFIX as NAMESPACE_PREFIX
-from codemode.tool_names import code_name as code_name
-from codemode.tool_names import split_namespace as split_namespace
+from codemode.tool_terms.names import NAMESPACE_PREFIX as NAMESPACE_PREFIX
+from codemode.tool_terms.names import code_name as code_name
+from codemode.tool_terms.names import split_namespace as split_namespace
 from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.pipeline import (
     Call,

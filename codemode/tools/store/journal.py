@@ -39,7 +39,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from codemode.config_file import codemode_home
+from codemode.locations.config_file import codemode_home
 from codemode.tools.context import ToolError
 from codemode.tools.fs.beneath import Missing, Spot, Tree, rmdir, tmp_name, unlink, write_atomic
 from codemode.tools.fs.reading import NotRegular, TooBig, read_spot

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 # Re-exported: the one expansion of paths from the environment (``user_dirs``).
-from codemode.user_dirs import codemode_home as codemode_home
+from codemode.locations.user_dirs import codemode_home as codemode_home
 
 CONFIG_FILE = "config.toml"
 
