@@ -5,7 +5,7 @@ with ``Limits`` and a ``Delegate`` (how nested tool calls and notifications leav
 runtime), it runs programs as cells, each ``execute``/``wait``/``terminate`` ending in
 one ``Outcome``: ``Completed``, ``Yielded`` or ``Terminated``. Programs run in engine
 worker processes (``worker.py``) holding a quickjs-ng (the default) or V8 isolate.
-This package imports nothing from the rest of codemode but the ``errors`` leaf.
+This package imports nothing from the rest of codemode but the ``tool_terms`` leaf.
 Names load on first use: the worker imports this package's engine modules and must
 not pay for the session's imports.
 """

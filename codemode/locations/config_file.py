@@ -1,7 +1,7 @@
 """Where the configuration lives and its raw contents: the file's TOML with the ``-c``
 overrides merged in, not yet validated.
 
-Kept apart from ``config.py`` (whose model needs pydantic, ~50 ms to import) so that a
+Kept apart from ``codemode.config`` (whose model needs pydantic, ~50 ms to import) so that a
 command can look at the raw tables — ``interpreter run`` asks only which MCP servers are
 configured — without paying for validation it may not need.
 """
