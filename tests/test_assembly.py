@@ -20,7 +20,7 @@ from codemode.assembly.options import SessionOptions, SessionSpec
 from codemode.assembly.session import build_session
 from codemode.config import ConfigError, load_config
 from codemode.providers.catalog import provider_info, resolve_provider
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 ROOT = Path(__file__).parent.parent
 PROBE = Path(__file__).parent / "mcp_servers" / "probe_server.py"

@@ -191,7 +191,7 @@ def test_session_listing_shows_a_recorded_prompt_not_obeyed(
     ``interpreter sessions`` lists it shown, not obeyed."""
     from agent_support import provider_flags, run_cli
 
-    from codemode.testing.scripted_server import ScriptedModelServer
+    from codemode_testkit.scripted_server import ScriptedModelServer
 
     home = planted["home"]
     (home / "config.toml").write_text("")  # no MCP server for this one

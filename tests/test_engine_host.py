@@ -81,7 +81,7 @@ def _as_user(user: str) -> list[str]:
 @pytest.mark.parametrize("user", ["as-is", "nobody"])
 def test_a_confined_worker_is_refused_each_forbidden_call(engine: str, user: str) -> None:
     probe = subprocess.run(
-        [*_as_user(user), sys.executable, "-m", "codemode.testing.worker_probe", engine],
+        [*_as_user(user), sys.executable, "-m", "codemode_testkit.worker_probe", engine],
         capture_output=True,
         text=True,
         timeout=60,
@@ -98,7 +98,7 @@ def test_a_confined_worker_is_refused_each_forbidden_call(engine: str, user: str
 
 def test_a_system_call_through_the_x32_abi_kills_the_worker() -> None:
     probe = subprocess.run(
-        [sys.executable, "-m", "codemode.testing.worker_probe", "quickjs", "x32"],
+        [sys.executable, "-m", "codemode_testkit.worker_probe", "quickjs", "x32"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -29,7 +29,6 @@ from codemode.mcp.adapter import (
 )
 from codemode.mcp.client import McpManager
 from codemode.mcp.config import parse_mcp_servers
-from codemode.testing.scripted_server import ScriptedModelServer
 from codemode.tools import (
     Tool,
     ToolContext,
@@ -39,6 +38,7 @@ from codemode.tools import (
     define_tool,
 )
 from codemode.tools.typescript import typescript_declarations
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = Path(__file__).resolve().parent / "mcp_servers" / "probe_server.py"

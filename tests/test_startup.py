@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from codemode.providers.transport import Transport, _tls_verify
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 
 def _python(code: str, tmp_path: Path) -> str:
