@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from codemode.js_runtime.bridge import Bridge
     from codemode.js_runtime.delegate import Delegate, NestedCall, ToolError, ToolNames, ToolSet
     from codemode.js_runtime.engine import ENGINES, Engine
     from codemode.js_runtime.models import (
@@ -41,7 +40,6 @@ if TYPE_CHECKING:
     from codemode.js_runtime.session import CodeSession
 
 _HOMES = {
-    "Bridge": "bridge",
     "CodeSession": "session",
     "ENGINES": "engine",
     "Engine": "engine",
@@ -56,7 +54,6 @@ _HOMES = {
 __all__ = [
     "ENGINES",
     "AlreadyWaiting",
-    "Bridge",
     "CellBusy",
     "CodeSession",
     "Completed",
