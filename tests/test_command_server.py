@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from codemode.sandbox.command_servers import CommandServer
-from codemode.sandbox.confine import probe
+from codemode.sandbox.confinement.confine import probe
+from codemode.sandbox.server.command_servers import CommandServer
 from codemode.sandbox.session import SandboxSession
 from codemode.sandbox.settings import SandboxSettings
 from codemode.tools import ToolContext, builtin_registry
@@ -256,7 +256,7 @@ async def test_a_dead_server_fails_its_commands_and_the_next_gets_a_new_one(
 async def test_a_command_too_large_for_the_server_runs_in_a_sandbox_of_its_own(
     shell: Shell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from codemode.sandbox import command_servers
+    from codemode.sandbox.server import command_servers
 
     await shell("true")
     server = shell.server
