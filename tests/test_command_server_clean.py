@@ -244,9 +244,9 @@ FLAG = "force-dirty"
 
 
 def _faulty_source(flag: Path) -> bytes:
-    from codemode.sandbox.server import command_servers
+    from codemode.sandbox.server import server_handle
 
-    source = command_servers._source().decode()
+    source = server_handle._source().decode()
     hook = (
         "    def restore(self) -> list[str]:\n"
         "        problems = []\n"
@@ -265,11 +265,11 @@ async def test_a_server_that_cannot_be_made_clean_is_replaced(
 ) -> None:
     import asyncio
 
-    from codemode.sandbox.server import command_servers
+    from codemode.sandbox.server import server_handle
     from tests.test_command_server import Shell
 
     faulty = _faulty_source(tmp_path / FLAG)
-    monkeypatch.setattr(command_servers, "_source", lambda: faulty)
+    monkeypatch.setattr(server_handle, "_source", lambda: faulty)
     s = Shell(tmp_path)
     try:
         # After a command: found when it ends; the next command gets a new server.

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from codemode.sandbox.execpolicy.policy import Policy, PolicyContext
-from codemode.sandbox.execpolicy.rules import RulesError, load_rules_file, parse_rules
+from codemode.sandbox.execpolicy.rules_file import RulesError, load_rules_file, parse_rules
 from codemode.sandbox.execpolicy.shell_parse import parse_script
 
 INTERPRETER = Path(sys.executable).parent / "interpreter"

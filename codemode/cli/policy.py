@@ -45,7 +45,7 @@ def policy_check(
     Exit status: 0 allow, 10 unmatched, 20 prompt, 30 forbidden, 2 rules that do not load.
     """
     from codemode.sandbox.execpolicy.check_cli import EXIT_STATUS, evaluate, render
-    from codemode.sandbox.execpolicy.rules import RulesError
+    from codemode.sandbox.execpolicy.rules_file import RulesError
 
     try:
         ev, notices = evaluate(command, cwd=cwd, rules_files=rules_files)

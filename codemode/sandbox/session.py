@@ -215,7 +215,7 @@ class SandboxSession:
         """
         # lazy: a session is held before its first command
         from codemode.sandbox.approvals.approval import ApprovalRequest, remember_options
-        from codemode.sandbox.execpolicy.rules import RulesError
+        from codemode.sandbox.execpolicy.rules_file import RulesError
 
         tool = tool or "shell"
         try:
@@ -296,12 +296,8 @@ class SandboxSession:
     def remember(self, option: RememberOption) -> None:
         """Allow what ``option`` says from now on, in this session and the next."""
         # lazy: a session is held before its first command
-        from codemode.sandbox.execpolicy.rules import (
-            ExactRule,
-            PrefixRule,
-            append_allow_rule,
-            append_exact_rule,
-        )
+        from codemode.sandbox.execpolicy.rules import ExactRule, PrefixRule
+        from codemode.sandbox.execpolicy.rules_file import append_allow_rule, append_exact_rule
 
         source = f"{self.rules_file}:appended"
         if option.command is not None:

@@ -19,13 +19,10 @@ from typing import TYPE_CHECKING
 from codemode.sandbox.confinement import bwrap, landlock, seccomp, unix_sockets
 from codemode.sandbox.helpers import compiled
 from codemode.sandbox.server import pidfd_process
-from codemode.sandbox.server.command_servers import (
-    CommandServer,
-    CommandServers,
-    ServerKey,
-    ServerUnavailable,
-)
+from codemode.sandbox.server.command_servers import CommandServers
 from codemode.sandbox.server.pidfd_process import ChildProcess
+from codemode.sandbox.server.server_handle import CommandServer, ServerUnavailable
+from codemode.sandbox.server.server_key import ServerKey
 
 if TYPE_CHECKING:
     from codemode.sandbox.settings import SandboxSettings
@@ -145,7 +142,7 @@ async def spawn_confined(
 
     The process returned offers ``pid``, ``returncode`` and ``wait()`` (a
     ``pidfd_process.PidfdProcess`` where the kernel has pidfds, a
-    ``command_servers.ServerProcess`` when it runs in the session's command server).
+    ``server_handle.ServerProcess`` when it runs in the session's command server).
 
     ``writable`` are the directories the command may write (empty in read-only mode);
     ``read_only`` folders inside them that stay read-only besides the built-in ones, and

@@ -32,14 +32,8 @@ from importlib import resources
 from pathlib import Path
 
 from codemode.sandbox.execpolicy import command_checks, program_source, rm_checks, secret_reads
-from codemode.sandbox.execpolicy.rules import (
-    ExactRule,
-    PrefixRule,
-    RuleSet,
-    load_rules_dir,
-    load_rules_file,
-    parse_rules,
-)
+from codemode.sandbox.execpolicy.rules import ExactRule, PrefixRule, RuleSet
+from codemode.sandbox.execpolicy.rules_file import load_rules_dir, load_rules_file, parse_rules
 from codemode.sandbox.execpolicy.shell_parse import SimpleCommand, parse_script, with_words
 
 # Re-exported: the verdict types live in a leaf module the per-command checks share.

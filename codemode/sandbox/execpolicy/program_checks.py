@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from codemode.sandbox.execpolicy import secret_reads
+from codemode.sandbox.execpolicy import secret_paths
 from codemode.sandbox.execpolicy.findings import Finding, strings_in
 from codemode.sandbox.execpolicy.sed_script import analyze
 from codemode.sandbox.execpolicy.variables import is_identifier, risky_variable
@@ -37,7 +37,7 @@ def _sed(f: Finding, args: Sequence[Word], label: str) -> None:
             continue
         result = analyze(s.text)
         for name in [] if sandboxed else result.reads:  # relative: cwd may be /proc/N
-            hit = secret_reads.path_kind(Word(name), (), True)
+            hit = secret_paths.path_kind(Word(name), (), True)
             if hit is not None and hit.kind == "sensitive":
                 f.raise_to("prompt", f"{label} r {name}: reads {hit.why}")
         if result.safe or sandboxed:
@@ -300,7 +300,7 @@ def _yq(f: Finding, args: Sequence[Word], label: str) -> None:
         if not w.literal or len(paths) < calls:
             f.raise_to("prompt", f"{label} loads a file only known at run time")
         for path in paths:
-            hit = secret_reads.path_kind(Word(path), (), True)
+            hit = secret_paths.path_kind(Word(path), (), True)
             if hit is not None and hit.kind == "sensitive":
                 f.raise_to("prompt", f"{label} loads {path}: {hit.why}")
 

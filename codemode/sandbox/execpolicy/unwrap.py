@@ -18,13 +18,10 @@ for the wrapper alone can never let an unchecked inner command through.
 
 from __future__ import annotations
 
-import os.path
 import re
-import shlex
-from collections.abc import Sequence
 from typing import Any
 
-from codemode.sandbox.execpolicy import env_split, unwrap_builtins
+from codemode.sandbox.execpolicy import env_split, unwrap_builtins, unwrap_shells
 from codemode.sandbox.execpolicy.nested_scripts import script_of
 from codemode.sandbox.execpolicy.script_types import (
     Nesting,
@@ -35,7 +32,7 @@ from codemode.sandbox.execpolicy.script_types import (
     with_words,
 )
 from codemode.sandbox.execpolicy.variables import risky_variable
-from codemode.sandbox.execpolicy.words import Word
+from codemode.sandbox.execpolicy.words import Word, base_name
 
 # Re-exported: the wrapper table is read in a leaf module the parser shares.
 from codemode.sandbox.execpolicy.wrapper_table import long_option
@@ -43,12 +40,6 @@ from codemode.sandbox.execpolicy.wrapper_table import shells as shells
 from codemode.sandbox.execpolicy.wrapper_table import wrapper_table as wrapper_table
 
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
-
-
-def base_name(word: Word) -> str:
-    return os.path.basename(word.text) if word.literal else ""
-
-
 MAX_WRAPPERS = 32
 
 
@@ -78,7 +69,7 @@ def expand(cmd: SimpleCommand, *, nesting: Nesting, stdin: Stdin | None = None) 
     base = base_name(name)
     table = wrapper_table()
     if base in shells():
-        return _shell(cmd, nesting, stdin)
+        return unwrap_shells.shell(cmd, nesting, stdin)
     if stdin and stdin[0] != "file" and unwrap_builtins.reads_code(base, cmd.words[1:]):
         return unwrap_builtins.code_on_stdin(cmd, base, stdin, nesting)
     if base == "eval":
@@ -127,111 +118,6 @@ def _plain_arguments(
             continue
         plain.append(w.text)
     return tuple(plain)
-
-
-# $0..$9, ${N}, $@, $*, ${@}, ${*} in a `bash -c` script: the arguments after it.
-_POSITIONAL = re.compile(r"\$(?:\{(\d+)\}|(\d)|\{[@*]\}|[@*])")
-
-
-def _with_positionals(script: Word, args: Sequence[Word]) -> Word | None:
-    """``bash -c SCRIPT A0 A1 ...``: SCRIPT with its positional parameters replaced by
-    the literal arguments (``bash -c '$0 $1' mkfs.ext4 /dev/sda`` runs ``mkfs.ext4
-    /dev/sda``), or None when it names none or an argument is only known at run time.
-    Replacing text over-approximates word splitting, which is the safe side to err on."""
-    if not args or not script.literal or not _POSITIONAL.search(script.text):
-        return None
-    if any(not a.literal for a in args):
-        return None
-    values = [a.text for a in args]
-    # "$@" is each argument as a word of its own
-    each = " ".join(shlex.quote(v) for v in values[1:])
-    text = script.text.replace('"$@"', each).replace('"${@}"', each)
-
-    def value(m: re.Match[str]) -> str:
-        n = m.group(1) or m.group(2)
-        if n is None:
-            return " ".join(values[1:])
-        return values[int(n)] if int(n) < len(values) else ""
-
-    return Word(_POSITIONAL.sub(value, text))
-
-
-def _shell(cmd: SimpleCommand, nesting: Nesting, stdin: Stdin | None) -> ParsedScript:
-    words = cmd.words
-    base = base_name(words[0])
-    command_mode = False
-    read_stdin = False
-    i = 1
-    while i < len(words):
-        w = words[i]
-        if not w.literal:
-            if command_mode:
-                break
-            out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
-            why = f"{base} option {w.text} is only known at run time"
-            out.problems.append(Problem(cmd.source, why))
-            return out
-        t = w.text
-        if t in ("--", "-"):
-            i += 1
-            break
-        if t in ("--rcfile", "--init-file"):
-            out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
-            out.problems.append(Problem(cmd.source, f"{base} {t} runs a startup file"))
-            return out
-        if t.startswith("--"):
-            i += 1
-            continue
-        if len(t) > 1 and t[0] in "-+":
-            flags = t[1:]
-            command_mode = command_mode or "c" in flags
-            read_stdin = read_stdin or "s" in flags
-            i += 1 + sum(1 for f in flags if f in "oO")
-            continue
-        break
-    rest = words[i:]
-    if rest and not command_mode and not read_stdin and not rest[0].literal:
-        out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
-        why = f"{base} runs the script {rest[0].text}, only known at run time"
-        out.problems.append(Problem(cmd.source, why))
-        return out
-    if command_mode:
-        if not rest:
-            out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
-            if cmd.open_ended:  # xargs sh -c: the script arrives at run time
-                out.problems.append(Problem(cmd.source, f"{base} -c runs a script from its input"))
-            else:
-                out.commands.append(cmd)
-            return out
-        out = script_of(cmd, rest[:1], nesting, base)
-        expanded = _with_positionals(rest[0], rest[1:])
-        if expanded is not None:  # decided as written and as it will run: the stricter wins
-            again = script_of(cmd, [expanded], nesting, base, record=False)
-            out.problems.extend(again.problems)
-            out.commands.extend(again.commands)
-        return out
-    if rest and not read_stdin:
-        return ParsedScript([cmd])  # `bash script.sh`: a script file, judged as a command
-    kind, value = stdin if stdin else (None, None)
-    if kind == "text" and value is not None:
-        return script_of(cmd, [value], nesting, base)
-    if kind == "file" and value is not None and not value.literal:
-        out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
-        out.problems.append(
-            Problem(cmd.source, f"{base} runs {value.text}, only known at run time")
-        )
-        return out
-    if kind == "pipe-text" and value is not None:
-        out = script_of(cmd, [value], nesting, base)
-        out.problems.append(Problem(cmd.source, f"{base} runs commands piped into it"))
-        return out
-    if kind == "pipe":
-        out = ParsedScript([with_words(cmd, list(words), strict_only=True)])
-        out.problems.append(
-            Problem(cmd.source, f"{base} runs commands piped into it, which cannot be checked")
-        )
-        return out
-    return ParsedScript([cmd])
 
 
 def _wrapper(cmd: SimpleCommand, spec: dict[str, Any], nesting: Nesting) -> ParsedScript:

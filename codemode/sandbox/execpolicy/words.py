@@ -39,6 +39,11 @@ class Word:
         return cls(text)
 
 
+def base_name(word: Word) -> str:
+    """The program a literal command name runs, without its folder (else "")."""
+    return os.path.basename(word.text) if word.literal else ""
+
+
 # Characters with the flag saying whether they were quoted (quoted ones never glob).
 _Chars = list[tuple[str, bool]]
 
