@@ -8,6 +8,7 @@ root and as nobody, with bubblewrap (command server on and off) and with Landloc
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -250,8 +251,8 @@ def test_host_programs_are_never_taken_from_a_writable_root(
 
 
 def test_a_helper_that_keeps_capabilities_fails_the_probe(tmp_path: Path) -> None:
-    """A `dropcaps` that runs the command without dropping anything (planted before
-    this version, or by anything outside codemode) is found out by the probe, which
+    """A `dropcaps` that runs the command without dropping anything (planted with a
+    record, by anything outside codemode) is found out by the probe, which
     checks what it starts holds no capability, and setpriv is used instead."""
     import subprocess
 
@@ -266,6 +267,10 @@ def test_a_helper_that_keeps_capabilities_fails_the_probe(tmp_path: Path) -> Non
     fake = folder / compiled.name("dropcaps.c")
     fake.write_text('#!/bin/sh\nexec "$@"\n')  # keeps CAP_SETPCAP and the bounding set
     fake.chmod(0o755)
+    # with a record of its own (what only a process with the user's full authority
+    # could write): the digest check passes, so it is the probe that must refuse it
+    digest = hashlib.sha256(fake.read_bytes()).hexdigest()
+    compiled.record_path(fake).write_bytes(compiled.record("dropcaps.c", digest, "planted"))
     code = (
         "from codemode.sandbox.confinement import bwrap; print(bwrap.available()); "
         "print(bwrap._helper_allowed); print(bwrap.isolation()[1])"
