@@ -3,12 +3,21 @@
 Every subprocess a tool starts goes through ``SandboxSession.spawn`` (policy check →
 approval → confined execution), including those started by calls from code mode.
 
-What other packages use:
+What other packages use (nothing else of it; the rest is the sandbox's own):
 
 - ``session``: ``SandboxSession``, the per-session state ``ToolContext.sandbox`` holds
 - ``settings``: ``SandboxSettings`` (config ``sandbox_mode``, ``approval_policy``,
   ``[sandbox]``); ``modes``: their names; ``cli_options``: the command-line flags
 - ``env``: credentials withheld from subprocesses
+- ``approvals.approval``: ``Approver`` and ``ApprovalRequest``, which the terminal, ACP
+  and MCP answer; ``approvals.tool_trust``: ``authorize_tool``
+- ``protection.paths`` / ``protection.protected`` / ``protection.own_paths``: why the
+  file tools may not write a path
+- ``server.pidfd_process``: ``ChildProcess``, what the shell tool waits on
+- ``confinement.confine`` (``probe``), ``confinement.promises``: the backends available
+  here, for ``doctor`` and ``policy confinement``; ``confinement.grpc_fork``: run first
+- ``execpolicy.check_cli`` / ``execpolicy.policy``: ``interpreter policy check``
+- ``git.host_git``: how git is run on the host
 
 The subpackages, one concept each (each ``__init__`` lists its modules):
 
