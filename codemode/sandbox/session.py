@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 from codemode.locations import host_programs
 from codemode.sandbox.env import scrub_environment
-from codemode.sandbox.keeper import Keeper
-from codemode.sandbox.paths import write_refusal
+from codemode.sandbox.git.keeper import Keeper
+from codemode.sandbox.protection.paths import write_refusal
 from codemode.tool_terms.errors import ToolError
 
 if TYPE_CHECKING:
-    from codemode.sandbox.approval import Approver, RememberOption
-    from codemode.sandbox.command_servers import CommandServers
-    from codemode.sandbox.pidfd_process import ChildProcess
-    from codemode.sandbox.policy import Evaluation, Policy, PolicyContext
+    from codemode.sandbox.approvals.approval import Approver, RememberOption
+    from codemode.sandbox.execpolicy.policy import Evaluation, Policy, PolicyContext
+    from codemode.sandbox.server.command_servers import CommandServers
+    from codemode.sandbox.server.pidfd_process import ChildProcess
     from codemode.sandbox.settings import SandboxSettings
 
 # Cheap to construct: settings are validated (pydantic), rules loaded and tree-sitter
@@ -75,7 +75,7 @@ class SandboxSession:
         self._keeper = Keeper()
         self._servers: CommandServers | None = None
         self._prestarting: asyncio.Task[None] | None = None
-        # MCP tools the user allowed "always" in this session (codemode.sandbox.tool_trust).
+        # MCP tools the user allowed "always" in this session (approvals.tool_trust).
         self.approved_tools: set[str] = set()
         # Programs codemode starts on the host are never looked up in a writable root
         # (``host_programs``): the workspace now, the rest once the settings are read.
@@ -117,7 +117,7 @@ class SandboxSession:
     def rules_file(self) -> Path:
         """Where "always" approvals are saved."""
         # lazy: a session is held before its first command
-        from codemode.sandbox.policy import codemode_home
+        from codemode.sandbox.execpolicy.policy import codemode_home
 
         return self._rules_file or codemode_home() / "rules" / "default.rules"
 
@@ -129,7 +129,7 @@ class SandboxSession:
         with self._policy_lock:  # ``prewarm``'s thread may be loading it
             if self._policy is None:
                 # lazy: a session is held before its first command
-                from codemode.sandbox.policy import Policy
+                from codemode.sandbox.execpolicy.policy import Policy
 
                 self._policy = Policy.load(
                     self.workspace, extra_files=[Path(p).expanduser() for p in self.settings.rules]
@@ -140,7 +140,7 @@ class SandboxSession:
 
     def policy_context(self, cwd: Path) -> PolicyContext:
         # lazy: a session is held before its first command
-        from codemode.sandbox.policy import PolicyContext
+        from codemode.sandbox.execpolicy.policy import PolicyContext
 
         return PolicyContext(
             cwd=cwd, writable_roots=(self.workspace, *self.settings.expanded_roots())
@@ -185,7 +185,7 @@ class SandboxSession:
 
     def _warm(self) -> None:
         # lazy: a session is held before its first command
-        from codemode.sandbox.confine import probe
+        from codemode.sandbox.confinement.confine import probe
 
         if self.settings.restricted:
             probe()
@@ -214,8 +214,8 @@ class SandboxSession:
         program making that call (the request shows both).
         """
         # lazy: a session is held before its first command
-        from codemode.sandbox.approval import ApprovalRequest, remember_options
-        from codemode.sandbox.rules import RulesError
+        from codemode.sandbox.approvals.approval import ApprovalRequest, remember_options
+        from codemode.sandbox.execpolicy.rules_file import RulesError
 
         tool = tool or "shell"
         try:
@@ -286,7 +286,7 @@ class SandboxSession:
 
     def _ensure_confinement(self, tool: str) -> None:
         # lazy: a session is held before its first command
-        from codemode.sandbox.confine import ConfinementUnavailable, choose_backend
+        from codemode.sandbox.confinement.confine import ConfinementUnavailable, choose_backend
 
         try:
             choose_backend(self.settings)
@@ -296,12 +296,8 @@ class SandboxSession:
     def remember(self, option: RememberOption) -> None:
         """Allow what ``option`` says from now on, in this session and the next."""
         # lazy: a session is held before its first command
-        from codemode.sandbox.rules import (
-            ExactRule,
-            PrefixRule,
-            append_allow_rule,
-            append_exact_rule,
-        )
+        from codemode.sandbox.execpolicy.rules import ExactRule, PrefixRule
+        from codemode.sandbox.execpolicy.rules_file import append_allow_rule, append_exact_rule
 
         source = f"{self.rules_file}:appended"
         if option.command is not None:
@@ -330,7 +326,7 @@ class SandboxSession:
     ) -> ChildProcess:
         """Authorize and start ``argv`` confined; raises CommandRefused / ToolError."""
         # lazy: a session is held before its first command
-        from codemode.sandbox.confine import ConfinementUnavailable, spawn_confined
+        from codemode.sandbox.confinement.confine import ConfinementUnavailable, spawn_confined
 
         tool = tool or "shell"
         s = self.settings
@@ -348,7 +344,7 @@ class SandboxSession:
         backend = "none"
         if s.restricted:
             # lazy: a session is held before its first command
-            from codemode.sandbox.confine import choose_backend
+            from codemode.sandbox.confinement.confine import choose_backend
 
             try:
                 backend = choose_backend(s)
@@ -388,7 +384,7 @@ class SandboxSession:
         key = (backend, tuple(guarded))
         if key not in self._refusals:
             # lazy: a session is held before its first command
-            from codemode.sandbox import own_paths
+            from codemode.sandbox.protection import own_paths
 
             why = next(filter(None, (own_paths.root_refusal(r, backend) for r in guarded)), None)
             if why is None:
@@ -407,7 +403,7 @@ class SandboxSession:
     def _command_servers(self) -> CommandServers:
         if self._servers is None:
             # lazy: a session is held before its first command
-            from codemode.sandbox.command_servers import CommandServers
+            from codemode.sandbox.server.command_servers import CommandServers
 
             self._servers = CommandServers()
         return self._servers
@@ -416,7 +412,7 @@ class SandboxSession:
         """Start the command server the first command will use, while the first model
         request is out (``prewarm``)."""
         # lazy: a session is held before its first command
-        from codemode.sandbox.confine import probe, server_key
+        from codemode.sandbox.confinement.confine import probe, server_key
 
         await asyncio.to_thread(probe)  # (a probe may be running: wait off the loop)
         s = self.settings
@@ -438,7 +434,7 @@ class SandboxSession:
         if not self.settings.restricted:
             return []
         # lazy: a session is held before its first command
-        from codemode.sandbox.protected import refusal_hint
+        from codemode.sandbox.protection.protected import refusal_hint
 
         hint = refusal_hint(output)
         return [f"[sandbox] {hint}"] if hint else []

@@ -81,7 +81,7 @@ class ToolContext:
         p = self.resolve(path)
         if self.sandbox is not None:
             return self.sandbox.check_writable(p, path)
-        from codemode.sandbox.paths import write_refusal
+        from codemode.sandbox.protection.paths import write_refusal
 
         reason = write_refusal(p, [self.workspace, *self.writable_roots])
         if reason == "outside the writable roots":

@@ -23,7 +23,7 @@ from codemode.tools.store import OutsideRoots
 def _never_offered(path: Path) -> bool:
     """Whether ``path`` is protected wherever it lies: a ``.git`` or ``.codemode`` part
     (as named, or with symlinks resolved), or the host's git or codemode settings."""
-    from codemode.sandbox.own_paths import file_refusal
+    from codemode.sandbox.protection.own_paths import file_refusal
 
     real = Path(os.path.realpath(path))
     return (
@@ -38,7 +38,7 @@ async def approve_outside_write(
 ) -> Path:
     """The directory the user let ``tool`` write ``path`` in (the grant to pass to the
     store's ``write``); raises ``refusal`` (or a ToolError saying the user declined)."""
-    from codemode.sandbox.approval import ApprovalRequest
+    from codemode.sandbox.approvals.approval import ApprovalRequest
     from codemode.tools.context import ToolError
 
     sandbox = ctx.sandbox
