@@ -96,3 +96,28 @@ class ToolContext:
             return path.relative_to(self.workspace).as_posix() or "."
         except ValueError:
             return str(path)
+
+
+def store_for(ctx: ToolContext) -> FileStore:
+    """The store every file tool of ``ctx`` reads and writes through: ``ctx.store`` when
+    one was set, else the layers ``ctx`` implies: the disk, under the editor's buffers
+    when ``ctx.client`` offers file access, under the dry-run overlay when
+    ``ctx.dry_run`` is set (a dry run never reaches the editor: nothing it does may
+    change a buffer the user sees). Call it on the event loop: an editor store binds
+    to it."""
+    if ctx.store is not None:
+        return ctx.store
+    # Loaded on first use: a context is made for every call, most never touch a file.
+    from codemode.tools.store.disk import DiskStore
+
+    disk = DiskStore(ctx)
+    if ctx.dry_run is not None:
+        from codemode.tools.store.overlay import DryRunStore
+
+        return DryRunStore(ctx.dry_run, disk, ctx.workspace)
+    client = ctx.client
+    if client is not None and (client.reads_files or client.writes_files):
+        from codemode.tools.store.editor import EditorStore
+
+        return EditorStore(client, disk)
+    return disk

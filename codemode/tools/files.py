@@ -20,6 +20,7 @@ from pydantic import Field
 
 from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
+from codemode.tools.context import store_for
 from codemode.tools.fs.reading import NotRegular, TooBig
 from codemode.tools.fs.text import (
     Encoding,
@@ -34,7 +35,6 @@ from codemode.tools.store import (
     FileStore,
     OutsideRoots,
     WriteRefused,
-    store_for,
 )
 
 MAX_LIST_ENTRIES = 2000
@@ -44,20 +44,6 @@ def looks_binary(data: bytes) -> bool:
     """Whether a file holding ``data`` is binary: a NUL near the start of its text (so a
     UTF-16 file, whose bytes are half NULs, is text)."""
     return is_binary(decode(data)[0])
-
-
-def split_lines(text: str) -> list[str]:
-    """Split ``text`` into lines, each keeping its ending.
-
-    Only ``\\n`` ends a line (unlike ``str.splitlines``, which also breaks on form feeds
-    and other separators), so line numbers agree with editors, git and grep, and a
-    ``\\r\\n`` ending comes back intact.
-    """
-    parts = text.split("\n")
-    lines = [part + "\n" for part in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
 
 
 # --- read_file -------------------------------------------------------------------------

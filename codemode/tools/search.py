@@ -22,10 +22,11 @@ from pydantic import Field
 
 from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
+from codemode.tools.context import store_for
 from codemode.tools.fs.reading import kind_of, read_regular
 from codemode.tools.fs.text import decode, is_binary
 from codemode.tools.ignore import walk_files
-from codemode.tools.store import MAX_READ_BYTES, store_for
+from codemode.tools.store import MAX_READ_BYTES
 
 MAX_GLOB_MATCHES = 5000
 MAX_LINE_CHARS = 500
