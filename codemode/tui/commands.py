@@ -199,7 +199,7 @@ async def _permissions(app: App, arg: str) -> None:
 
 @command("/diff", "/diff", "what changed in the workspace (git diff, or the session's turns)")
 async def _diff(app: App, arg: str) -> None:
-    from codemode.tui.render import diff_renderable
+    from codemode.tui.diffs import diff_renderable
 
     inside = await _git(app, "rev-parse", "--is-inside-work-tree")
     if inside is None or inside.strip() != "true":
