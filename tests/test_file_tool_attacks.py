@@ -18,7 +18,7 @@ import pytest
 
 from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.files import READ_FILE
-from codemode.tools.search import GREP, MAX_GREP_MATCHES
+from codemode.tools.grep import GREP, MAX_GREP_MATCHES
 from tests.file_tools_support import call, call_error, registry
 
 

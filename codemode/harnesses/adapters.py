@@ -195,7 +195,7 @@ async def _list(
     result = await invoke("list_dir", {"path": r.get("path") or "."})
     ignore = r.get("ignore") or []
     if ignore:
-        from codemode.tools.search import compile_glob
+        from codemode.tools.glob_pattern import compile_glob
 
         # RE2 globs, as the glob tool's: a model's pattern runs in linear time.
         globs = [compile_glob(str(g)) for g in ignore]

@@ -16,8 +16,8 @@ BUILTIN_TOOLS = {
     "read_file": "codemode.tools.files:READ_FILE",
     "write_file": "codemode.tools.files:WRITE_FILE",
     "list_dir": "codemode.tools.files:LIST_DIR",
-    "glob": "codemode.tools.search:GLOB",
-    "grep": "codemode.tools.search:GREP",
+    "glob": "codemode.tools.glob:GLOB",
+    "grep": "codemode.tools.grep:GREP",
 }
 
 
