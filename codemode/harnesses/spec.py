@@ -24,7 +24,7 @@ class ToolTable(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str
-    adapter: str = Field(description="Adapter kind in codemode.harnesses.adapters.ADAPTERS.")
+    adapter: str = Field(description="Adapter kind in codemode.harnesses.adapter_kinds.ADAPTERS.")
     description: str
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
     # emulated argument name -> adapter role (see adapters.py); "drop" ignores it.
