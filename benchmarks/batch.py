@@ -214,7 +214,7 @@ def _kill_marked(marker: str) -> None:
 
 
 def agent_figures(tmp: Path, count: int, jobs: int) -> dict[str, Any]:
-    from codemode.testing.scripted_server import RecordedRequest, ScriptedModelServer
+    from codemode_testkit.scripted_server import RecordedRequest, ScriptedModelServer
 
     def reply(request: RecordedRequest) -> dict[str, Any]:
         if "tool" in json.dumps(request.body.get("messages", [])[-1:]):

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from codemode.testing.scripted_server import RecordedRequest, ScriptedModelServer
+from codemode_testkit.scripted_server import RecordedRequest, ScriptedModelServer
 
 CODEX_VERSION = os.environ.get("CODEX_CLI_VERSION", "0.169.0")
 VENDOR = "node_modules/@openai/codex/vendor/x86_64-unknown-linux-musl/bin/codex"

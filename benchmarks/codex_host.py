@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from codemode.codex_host.beside import vendor_with_our_host
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from codex_compare import cache_dir, homes, script, tool_output

@@ -55,7 +55,7 @@ async def run_once(task: Task, code: bool, root: Path, home: Path) -> dict[str, 
     from codemode.assembly.options import SessionOptions, SessionSpec
     from codemode.assembly.session import build_session
     from codemode.config import load_config
-    from codemode.testing.scripted_server import ScriptedModelServer
+    from codemode_testkit.scripted_server import ScriptedModelServer
 
     task.setup(root)
     script = task.code() if code else task.classic()

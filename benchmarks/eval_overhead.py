@@ -28,7 +28,7 @@ def main() -> None:
     from codemode.eval.command import EvalSettings, plan, run_plan
     from codemode.eval.scripted import TaskScripts
     from codemode.eval.suite import load_tasks
-    from codemode.testing.scripted_server import ScriptedModelServer
+    from codemode_testkit.scripted_server import ScriptedModelServer
 
     with tempfile.TemporaryDirectory() as tmp, \
             ScriptedModelServer(TaskScripts(load_tasks())) as server:

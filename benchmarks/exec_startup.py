@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 VENV_BIN = Path(sys.executable).parent
 

@@ -21,7 +21,7 @@ import time
 
 import httpx
 
-from codemode.testing.local_model import (
+from codemode_testkit.local_model import (
     LLAMA_CPP_PYTHON_VERSION,
     MODEL_NAME,
     LocalModelServer,

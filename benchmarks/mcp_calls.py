@@ -24,7 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from codemode.js_runtime import Bridge
+from codemode.assembly.program import RegistryDelegate
+from codemode.js_runtime import CodeSession, Completed, ExecResult
 from codemode.mcp.adapter import add_configured_servers
 from codemode.tools.context import ToolContext
 from codemode.tools.registry import ToolRegistry
@@ -32,6 +33,12 @@ from codemode.tools.registry import ToolRegistry
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = ROOT / "tests" / "mcp_servers" / "probe_server.py"
 TABLES = {"probe": {"command": sys.executable, "args": [str(PROBE)]}}
+
+
+async def _run(session: CodeSession, program: str) -> ExecResult:
+    outcome = await session.execute(program)
+    assert isinstance(outcome, Completed)  # no yield time: it ran to its end
+    return outcome.result
 
 
 def main() -> None:
@@ -52,14 +59,16 @@ def main() -> None:
     registry = ToolRegistry()
     manager, statuses = add_configured_servers(registry, TABLES, logs)
     assert statuses[0].state == "ready", statuses[0].error
-    bridge = Bridge(registry.dispatch(ToolContext(workspace=ROOT)), registry, persistent=True)
+    # A persistent code session (the runtime's API) whose nested calls take the
+    # registry's path, as the agent's do.
+    session = CodeSession(RegistryDelegate(registry, ToolContext(workspace=ROOT)), tools=registry)
     n = 50 if quick else 300
 
     async def measure() -> dict[str, float]:
-        await bridge.execute("await tools.probe.add({a: 1, b: 2})")  # warm
+        await _run(session, "await tools.probe.add({a: 1, b: 2})")  # warm
         singles = []
         for _ in range(n):
-            result = await bridge.execute("return await tools.probe.add({a: 1, b: 2})")
+            result = await _run(session, "return await tools.probe.add({a: 1, b: 2})")
             assert result.ok, result.error
             singles.append(result.duration_ms)
         parallel = []
@@ -68,7 +77,7 @@ def main() -> None:
             " tools.probe.add({a: i, b: 1})))).length"
         )
         for _ in range(n // 10):
-            result = await bridge.execute(program)
+            result = await _run(session, program)
             assert result.ok and result.value == 20, result.error
             parallel.append(result.duration_ms)
         server = manager.servers["probe"]
@@ -86,6 +95,7 @@ def main() -> None:
             began = time.perf_counter()
             await registry.invoke("mcp__probe__add", {"a": 1, "b": 2}, ctx)
             invokes.append((time.perf_counter() - began) * 1000)
+        await session.close()
         return {
             "invoke_ms": statistics.median(invokes),
             "call_ms": statistics.median(singles),

@@ -24,7 +24,7 @@ import time
 
 from codemode.providers.base import Completed, ModelRequest, TextDelta, ToolSpec, UserMessage
 from codemode.providers.catalog import ProviderInfo, open_provider
-from codemode.testing.scripted_server import ScriptedModelServer, ScriptedReply, ScriptedToolCall
+from codemode_testkit.scripted_server import ScriptedModelServer, ScriptedReply, ScriptedToolCall
 
 WIRES = ("chat", "responses", "anthropic")
 LONG = ScriptedReply(

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pexpect
 
-from codemode.testing.scripted_server import ScriptedModelServer
 from codemode.tui.snapshots import Snapshots
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 INTERPRETER = Path(sys.executable).parent / "interpreter"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from codemode import httpx_cli
+from codemode.process import httpx_cli
 from codemode.version import __version__ as __version__
 
 # httpx's own command line (rich, pygments) is imported only if something runs it.

@@ -24,7 +24,7 @@
 # Never fails the setup: anything that goes wrong is written to the log and the tests
 # that need a server skip and say why. CODEMODE_LOCAL_MODEL=0 skips it altogether.
 # Only one build runs at a time on a machine (a lock held for the whole run: the tests
-# wait on it, see codemode/testing/local_model.py); a second caller returns at once.
+# wait on it, see codemode_testkit/local_model.py); a second caller returns at once.
 set -uo pipefail
 
 llama_version=${LLAMA_CPP_PYTHON_VERSION:-0.3.36}

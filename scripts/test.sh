@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # The real llama.cpp servers (scripts/setup-local-model.sh) take minutes to compile on a
 # fresh machine: that build runs in the background, beside the lint and the suite, and
-# the tests that need a server run last and wait for it (codemode/testing/local_model.py).
+# the tests that need a server run last and wait for it (codemode_testkit/local_model.py).
 # Once built it is cached by version and this costs nothing.
 export CODEMODE_LOCAL_MODEL_BACKGROUND=1
 bash scripts/setup.sh
@@ -13,7 +13,7 @@ if [ -n "$build_pid" ] && kill -0 "$build_pid" 2>/dev/null; then
   export CODEMODE_LOCAL_MODEL_BUILD_PID=$build_pid
   trap 'kill -- -"$build_pid" 2>/dev/null || true' EXIT
 fi
-.venv/bin/ruff check codemode tests examples benchmarks
+.venv/bin/ruff check codemode codemode_testkit tests examples benchmarks
 # Import layers and cycles ([tool.importlinter] in pyproject.toml), then the type check.
 .venv/bin/lint-imports --no-cache
 .venv/bin/mypy

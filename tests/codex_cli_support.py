@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from codemode.codex_host.beside import vendor_with_our_host
-from codemode.testing.scripted_server import RecordedRequest, ScriptedModelServer
+from codemode_testkit.scripted_server import RecordedRequest, ScriptedModelServer
 
 VENDOR = "node_modules/@openai/codex/vendor/x86_64-unknown-linux-musl"
 INTERPRETER = str(Path(sys.executable).parent / "interpreter")

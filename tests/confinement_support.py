@@ -33,7 +33,7 @@ from pathlib import Path
 from codemode.sandbox.session import SandboxSession
 from codemode.sandbox.settings import SandboxSettings
 from codemode.tools import ToolContext, builtin_registry
-from codemode.errors import ToolError
+from codemode.tool_terms.errors import ToolError
 ws, command, settings = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
 async def main():
     s = SandboxSession(ws, SandboxSettings(**settings))

@@ -67,7 +67,7 @@ def burners() -> Iterator[None]:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that start a real local model server run last: scripts/test.sh builds the
-    server in the background while everything else runs (codemode/testing/local_model.py
+    server in the background while everything else runs (codemode_testkit/local_model.py
     waits for that build), so a cold test run pays for the build and the suite at once,
     not one after the other. A module that imports ``find_local_model`` is such a test."""
     def uses_local_model(item: pytest.Item) -> bool:

@@ -17,8 +17,8 @@ from codemode.assembly.options import SessionOptions, SessionSpec
 from codemode.assembly.session import build_session
 from codemode.config import load_config
 from codemode.providers.catalog import ProviderInfo, open_provider
-from codemode.testing.scripted.in_process import IN_PROCESS_BASE_URL, ScriptedTransport
-from codemode.testing.scripted.script import ScriptedModel
+from codemode_testkit.scripted.in_process import IN_PROCESS_BASE_URL, ScriptedTransport
+from codemode_testkit.scripted.script import ScriptedModel
 
 PYTHON = sys.executable
 

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from codemode.testing.scripted.script import ScriptedModel, StreamAnswer, sse_frame
+from codemode_testkit.scripted.script import ScriptedModel, StreamAnswer, sse_frame
 
 
 @dataclass

@@ -28,8 +28,8 @@ from agent_support import INTERPRETER, cli_env, provider_flags
 from codemode.acp.client import AcpApprover
 from codemode.acp.server import AcpOptions, CodemodeAcpAgent
 from codemode.acp.updates import UpdateMapper
-from codemode.testing.scripted_server import ScriptedModelServer
 from codemode.tools.builtin import builtin_registry
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 
 class RecordingClient:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from agent_support import INTERPRETER, cli_env, provider_flags
 
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 ROOT = Path(__file__).resolve().parent.parent
 ACP_SDK = ROOT / ".cache" / "acp-sdk" / "node_modules" / "@agentclientprotocol" / "sdk"

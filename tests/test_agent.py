@@ -25,7 +25,7 @@ from agent_support import (
     session_files,
 )
 
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

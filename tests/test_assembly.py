@@ -21,7 +21,7 @@ from codemode.assembly.options import SessionOptions, SessionSpec
 from codemode.assembly.session import build_session
 from codemode.config import ConfigError, load_config
 from codemode.providers.catalog import provider_info, resolve_provider
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 ROOT = Path(__file__).parent.parent
 PROBE = Path(__file__).parent / "mcp_servers" / "probe_server.py"
@@ -198,14 +198,14 @@ def test_batch_worker_dry_run_builds_its_host_whole(work: Path) -> None:
 
 # Modules that build sessions or hosts and then use them.
 ENTRY_POINTS = [
-    "codemode/exec.py",
+    "codemode/commands/exec.py",
     "codemode/acp/server.py",
     "codemode/batch/worker.py",
     "codemode/tui/app.py",
     "codemode/tui/commands.py",
-    "codemode/run.py",
+    "codemode/commands/run.py",
     "codemode/host/__init__.py",
-    "codemode/mcp_commands.py",
+    "codemode/commands/mcp.py",
 ]
 # What belongs to a built session or host: an entry point may read these, never set them
 # (nor anything reached through them).

@@ -13,7 +13,7 @@ from typing import Any
 from agent_support import cli_env, provider_flags
 from test_batch import INTERPRETER, read_report, report_lines
 
-from codemode.testing.scripted_server import RecordedRequest, ScriptedModelServer
+from codemode_testkit.scripted_server import RecordedRequest, ScriptedModelServer
 
 # The program the "model" writes in every repository: reads name.txt (its output tells
 # the model server which repository it is in), writes through a file tool and a command.

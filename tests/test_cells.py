@@ -16,9 +16,9 @@ from codemode.agent.runner import ToolRunner
 from codemode.harnesses.render import render_exec_result
 from codemode.js_runtime import Completed, Limits, Terminated, Yielded
 from codemode.js_runtime.cells import yield_time_ms
-from codemode.testing.scripted_server import RecordedRequest
 from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.registry import ToolRegistry
+from codemode_testkit.scripted_server import RecordedRequest
 
 ENGINES = ["quickjs", "v8"]
 
@@ -161,7 +161,7 @@ def test_exec_json_shows_a_yielded_program_and_wait_finishes_it(
 ) -> None:
     from agent_support import call, provider_flags, run_cli
 
-    from codemode.testing.scripted_server import ScriptedModelServer
+    from codemode_testkit.scripted_server import ScriptedModelServer
 
     program = (
         '// @exec: {"yield_time_ms": 300}\n'
@@ -220,7 +220,7 @@ def test_a_session_that_ends_with_a_cell_running_closes_it_cleanly(
     traceback: "I/O operation on closed file")."""
     from agent_support import call, provider_flags, run_cli, session_files
 
-    from codemode.testing.scripted_server import ScriptedModelServer
+    from codemode_testkit.scripted_server import ScriptedModelServer
 
     marker = work / "still-running"
     program = (

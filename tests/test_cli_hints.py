@@ -10,8 +10,8 @@ from pathlib import Path
 from agent_support import INTERPRETER, call, cli_env, provider_flags, run_cli, session_files
 from test_tui import Terminal, start, terminals  # noqa: F401  (the fixture)
 
-from codemode.cli_hints import near_options, one_edit_apart
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode.terminal.hints import near_options, one_edit_apart
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 
 def test_one_edit() -> None:

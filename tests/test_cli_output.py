@@ -28,10 +28,7 @@ INTERPRETER = Path(sys.executable).parent / "interpreter"
 # their printing to.
 CLI_MODULES = [
     *sorted((REPO / "codemode" / "cli").glob("*.py")),
-    REPO / "codemode" / "mcp_commands.py",
-    REPO / "codemode" / "exec.py",
-    REPO / "codemode" / "cli_crash.py",
-    REPO / "codemode" / "run.py",
+    *sorted((REPO / "codemode" / "commands").glob("*.py")),
     REPO / "codemode" / "batch" / "command.py",
     REPO / "codemode" / "tools" / "patch" / "command.py",
     REPO / "codemode" / "sandbox" / "check_cli.py",
@@ -55,7 +52,7 @@ def test_no_cli_module_writes_to_the_terminal_but_through_echo() -> None:
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and _dotted(node.func) in _FORBIDDEN:
                 found.append(f"{path.relative_to(REPO)}:{node.lineno}: {_dotted(node.func)}")
-    assert found == [], "print through codemode.control_chars.echo:\n" + "\n".join(found)
+    assert found == [], "print through codemode.terminal.control_chars.echo:\n" + "\n".join(found)
     # The lint does look: a module written the old way is caught.
     planted = ast.parse("import click\nclick.echo(name)\nprint(x)\n")
     calls = [n for n in ast.walk(planted) if isinstance(n, ast.Call)]
@@ -194,7 +191,7 @@ def test_session_listing_shows_a_recorded_prompt_not_obeyed(
     ``interpreter sessions`` lists it shown, not obeyed."""
     from agent_support import provider_flags, run_cli
 
-    from codemode.testing.scripted_server import ScriptedModelServer
+    from codemode_testkit.scripted_server import ScriptedModelServer
 
     home = planted["home"]
     (home / "config.toml").write_text("")  # no MCP server for this one

@@ -9,7 +9,6 @@ import time
 
 import pytest
 
-from codemode.errors import ToolError
 from codemode.js_runtime import (
     AlreadyWaiting,
     CellBusy,
@@ -23,6 +22,7 @@ from codemode.js_runtime import (
     UnknownCell,
     Yielded,
 )
+from codemode.tool_terms.errors import ToolError
 
 ENGINES = ["quickjs", "v8"]
 # Generous: the first program also waits for its engine process to boot, which on a

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from agent_support import WIRES, provider_flags, run_cli
 
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 
 def tiny_png() -> bytes:

@@ -14,7 +14,7 @@ import pytest
 from agent_support import INTERPRETER, cli_env
 from test_codex_exec import tiny_png
 
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 ROOT = Path(__file__).resolve().parent.parent
 SDK_DIR = ROOT / ".cache" / "codex-sdk"

@@ -100,7 +100,7 @@ def test_a_root_inside_codemodes_home_is_refused(shared_dir: Path, user: str, ba
 def test_codemode_home_with_a_tilde_is_the_same_folder_everywhere(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from codemode.config_file import codemode_home
+    from codemode.locations.config_file import codemode_home
     from codemode.sandbox import policy
 
     monkeypatch.setenv("HOME", str(tmp_path))
@@ -221,7 +221,7 @@ def test_the_bubblewrap_probe_runs_under_the_seccomp_filter() -> None:
 def test_host_programs_are_never_taken_from_a_writable_root(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from codemode import host_programs
+    from codemode.locations import host_programs
     from codemode.sandbox.host_git import git_argv
     from codemode.sandbox.session import SandboxSession
 

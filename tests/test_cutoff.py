@@ -12,7 +12,7 @@ from agent_support import WIRES, call, provider_flags, run_cli
 
 from codemode.agent.cutoff import RAW_ARGUMENTS, history_arguments, settle_reply
 from codemode.providers.base import AssistantMessage, FreeformSpec, ToolCall, ToolSpec
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 CUT = '{"pattern": "x", "path": ".", "max_results":'
 

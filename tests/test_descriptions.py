@@ -15,7 +15,7 @@ from agent_support import WIRES, provider_flags, run_cli
 from codemode.assembly.show import describe_harness
 from codemode.harnesses.catalog import get_harness, harness_infos
 from codemode.harnesses.spec import load_table, table_names
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 # Lines that only mean something on their own line: fenced code, patch and diff lines,
 # list items, indented code, command transcripts. (The test's own idea, written apart

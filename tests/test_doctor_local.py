@@ -7,8 +7,8 @@ from pathlib import Path
 
 from agent_support import call, run_cli
 
-from codemode.testing.local_model import free_port
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.local_model import free_port
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 
 def test_a_working_server_gets_a_full_round_trip(home: Path, work: Path) -> None:

@@ -14,12 +14,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from runtime_support import registry_session, run_program
 
-from codemode.js_runtime import Bridge, Limits, LogEvent
-from codemode.tools.context import ToolContext
+from codemode.js_runtime import CodeSession, ExecEvent, Limits, LogEvent
 from codemode.tools.registry import ToolRegistry
 
 ENGINES = ["quickjs", "v8"]
@@ -52,14 +53,21 @@ def registry() -> ToolRegistry:
     return reg
 
 
-def make(engine: str, tmp_path: Path, **limits: float) -> Bridge:
+def make(
+    engine: str,
+    tmp_path: Path,
+    on_event: Callable[[ExecEvent], None] | None = None,
+    **limits: float,
+) -> CodeSession:
+    """A code session over ``registry()``'s tools; not persistent (a fresh isolate per
+    program, programs at once in workers of their own)."""
     values = {"timeout_s": 5.0, "memory_mb": 64, **limits}
-    tools = registry()
-    return Bridge(
-        tools.dispatch(ToolContext(workspace=tmp_path)),
-        tools,
+    return registry_session(
+        registry(),
+        tmp_path,
         engine=engine,
         limits=Limits(**values),  # type: ignore[arg-type]
+        on_event=on_event,
     )
 
 
@@ -81,7 +89,7 @@ def _as_user(user: str) -> list[str]:
 @pytest.mark.parametrize("user", ["as-is", "nobody"])
 def test_a_confined_worker_is_refused_each_forbidden_call(engine: str, user: str) -> None:
     probe = subprocess.run(
-        [*_as_user(user), sys.executable, "-m", "codemode.testing.worker_probe", engine],
+        [*_as_user(user), sys.executable, "-m", "codemode_testkit.worker_probe", engine],
         capture_output=True,
         text=True,
         timeout=60,
@@ -98,7 +106,7 @@ def test_a_confined_worker_is_refused_each_forbidden_call(engine: str, user: str
 
 def test_a_system_call_through_the_x32_abi_kills_the_worker() -> None:
     probe = subprocess.run(
-        [sys.executable, "-m", "codemode.testing.worker_probe", "quickjs", "x32"],
+        [sys.executable, "-m", "codemode_testkit.worker_probe", "quickjs", "x32"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -108,12 +116,12 @@ def test_a_system_call_through_the_x32_abi_kills_the_worker() -> None:
 
 
 async def test_programs_run_in_another_process(engine: str, tmp_path: Path) -> None:
-    bridge = make(engine, tmp_path)
+    session = make(engine, tmp_path)
     try:
         # The isolate cannot see the host's pid, so ask the OS who the worker is.
-        result = await bridge.execute("return 1")
+        result = await run_program(session, "return 1")
         assert result.ok
-        worker = bridge._isolates._idle[0]
+        worker = session._isolates._idle[0]
         assert worker.pid != os.getpid() and worker.alive()
         status = Path(f"/proc/{worker.pid}/status").read_text()
         assert "Seccomp:\t2" in status  # filter mode
@@ -122,7 +130,7 @@ async def test_programs_run_in_another_process(engine: str, tmp_path: Path) -> N
         names = {e.split(b"=", 1)[0] for e in environ if e}
         assert names <= {b"CODEMODE_WORKER_PATH"}, names
     finally:
-        bridge.close()
+        await session.close()
 
 
 async def test_the_worker_keeps_no_file_it_inherited(engine: str, tmp_path: Path) -> None:
@@ -133,25 +141,20 @@ async def test_the_worker_keeps_no_file_it_inherited(engine: str, tmp_path: Path
     os.set_inheritable(fd, True)
     try:
         # A memory cap of its own: no spare started earlier can serve it.
-        tools = registry()
-        bridge = Bridge(
-            tools.dispatch(ToolContext(workspace=tmp_path)),
-            tools,
-            engine=engine,
-            persistent=True,
-            limits=Limits(memory_mb=73),
+        session = registry_session(
+            registry(), tmp_path, engine=engine, persistent=True, limits=Limits(memory_mb=73)
         )
     finally:
         os.close(fd)
     try:
-        assert (await bridge.execute("return 1")).ok  # booted, confined, serving
-        assert bridge._isolates._worker is not None
-        fds = Path(f"/proc/{bridge._isolates._worker.pid}/fd")
+        assert (await run_program(session, "return 1")).ok  # booted, confined, serving
+        assert session._isolates._worker is not None
+        fds = Path(f"/proc/{session._isolates._worker.pid}/fd")
         held = {os.readlink(f) for f in fds.iterdir()}
         assert str(secret) not in held, held
         assert not [h for h in held if h.startswith("socket:")], held
     finally:
-        bridge.close()
+        await session.close()
 
 
 # --- limits from outside ---------------------------------------------------------------
@@ -168,45 +171,48 @@ RUNAWAYS = {
 async def test_the_wall_clock_limit_holds_under_load(
     engine: str, kind: str, tmp_path: Path, burners: None
 ) -> None:
-    bridge = make(engine, tmp_path, timeout_s=2.0)
     seen: list[str] = []
+    session = make(
+        engine,
+        tmp_path,
+        on_event=lambda e: seen.append(e.text) if isinstance(e, LogEvent) else None,
+        timeout_s=2.0,
+    )
     try:
         # A booted worker waits for the program (as the pool's spares do): a busy
         # machine's boot is not the program's time and is not what is measured here.
-        assert (await bridge.execute("return 1")).ok
+        assert (await run_program(session, "return 1")).ok
         started = time.monotonic()
-        result = await bridge.execute(
-            RUNAWAYS[kind],
-            on_event=lambda e: seen.append(e.text) if isinstance(e, LogEvent) else None,
-        )
+        result = await run_program(session, RUNAWAYS[kind])
         elapsed = time.monotonic() - started
         assert result.error is not None and result.error.limit == "timeout", result.error
         # The issue's bound: `--timeout 2` ends within 2.5 s with both cores busy.
         assert elapsed < 2.5, elapsed
         assert seen == ["start"]  # what it printed before is shown
-        after = await bridge.execute("return 'next'")
+        after = await run_program(session, "return 'next'")
         assert after.ok and after.value == "next"
     finally:
-        bridge.close()
+        await session.close()
 
 
 async def test_the_tool_call_cap_is_counted_outside_the_isolate(
     engine: str, tmp_path: Path
 ) -> None:
-    bridge = make(engine, tmp_path, max_tool_calls=3)
+    session = make(engine, tmp_path, max_tool_calls=3)
     try:
-        result = await bridge.execute(
+        result = await run_program(
+            session,
             "__cm.configure(Object.keys(tools), 1e9);"
-            "for (let i = 0; i < 10; i++) await tools.noop(); return 'all ten'"
+            "for (let i = 0; i < 10; i++) await tools.noop(); return 'all ten'",
         )
         assert result.error is not None and result.error.limit == "tool_calls"
         assert len(result.tool_calls) == 3
     finally:
-        bridge.close()
+        await session.close()
 
 
 async def test_replaced_internals_give_a_clean_error(engine: str, tmp_path: Path) -> None:
-    bridge = make(engine, tmp_path)
+    session = make(engine, tmp_path)
     programs = [
         "JSON.stringify = () => 'garbage'; await tools.noop(); return 1",
         "__cm.drain = () => '{'; await tools.noop(); return 1",
@@ -216,73 +222,75 @@ async def test_replaced_internals_give_a_clean_error(engine: str, tmp_path: Path
     ]
     try:
         for program in programs:
-            result = await bridge.execute(program)
+            result = await run_program(session, program)
             text = result.error.one_line() if result.error else json.dumps(result.value)
             no_host_detail(text)
-        assert (await bridge.execute("return 'fine'")).value == "fine"
+        assert (await run_program(session, "return 'fine'")).value == "fine"
     finally:
-        bridge.close()
+        await session.close()
 
 
 async def test_the_return_value_is_capped_head_and_tail(engine: str, tmp_path: Path) -> None:
-    bridge = make(engine, tmp_path, output_chars=1000)
+    session = make(engine, tmp_path, output_chars=1000)
     try:
-        result = await bridge.execute("return 'H' + 'x'.repeat(200000) + 'T'")
+        result = await run_program(session, "return 'H' + 'x'.repeat(200000) + 'T'")
         assert result.ok and result.value_truncated
         assert len(result.value) < 1200
         assert result.value.startswith("Hxx") and result.value.endswith("xxT")
         assert "elided" in result.value
     finally:
-        bridge.close()
+        await session.close()
 
 
 async def test_typed_arrays_do_not_escape_the_memory_cap(engine: str, tmp_path: Path) -> None:
-    bridge = make(engine, tmp_path, memory_mb=64, timeout_s=30)
+    session = make(engine, tmp_path, memory_mb=64, timeout_s=30)
     try:
-        result = await bridge.execute(
+        result = await run_program(
+            session,
             "const kept = []; try { for (let i = 0; i < 6; i++)"
             " kept.push(new Uint8Array(256 << 20).fill(1)); }"
-            " catch (e) { return 'refused after ' + kept.length } return 'held ' + kept.length"
+            " catch (e) { return 'refused after ' + kept.length } return 'held ' + kept.length",
         )
         if result.ok:
             assert result.value.startswith("refused after ") and int(result.value.split()[-1]) < 2
         else:
             assert result.error.limit == "memory", result.error
-        assert (await bridge.execute("return 1")).ok
+        assert (await run_program(session, "return 1")).ok
     finally:
-        bridge.close()
+        await session.close()
 
 
 # --- crashes and hostile programs ------------------------------------------------------
 
 
 async def test_an_engine_abort_fails_one_program(engine: str, tmp_path: Path) -> None:
-    bridge = make(engine, tmp_path, memory_mb=256, timeout_s=60)
+    session = make(engine, tmp_path, memory_mb=256, timeout_s=60)
     try:
-        result = await bridge.execute('return "x".repeat(2 ** 28).split("").length')
+        result = await run_program(session, 'return "x".repeat(2 ** 28).split("").length')
         assert not result.ok
         assert result.error.one_line().startswith(("LimitError", "EngineCrashed")), result.error
         no_host_detail(result.error.one_line())
-        assert (await bridge.execute("return 'alive'")).value == "alive"
+        assert (await run_program(session, "return 'alive'")).value == "alive"
     finally:
-        bridge.close()
+        await session.close()
 
 
 async def test_a_segfaulting_worker_is_replaced(engine: str, tmp_path: Path) -> None:
-    tools = registry()
-    ctx = ToolContext(workspace=tmp_path)
-    bridge = Bridge(tools.dispatch(ctx), tools, engine=engine, persistent=True)
+    session = registry_session(registry(), tmp_path, engine=engine, persistent=True)
     try:
-        task = asyncio.create_task(bridge.execute("while (true) {}"))
+        # Booted first: the signal is for a worker running the program, not one still
+        # starting (which a loaded machine can take seconds over).
+        assert (await run_program(session, "return 1")).ok
+        task = asyncio.create_task(run_program(session, "while (true) {}"))
         await asyncio.sleep(0.5)
-        os.kill(bridge._isolates._worker.pid, signal.SIGSEGV)
+        os.kill(session._isolates._worker.pid, signal.SIGSEGV)
         result = await task
         assert result.error is not None
         assert result.error.one_line() == "EngineCrashed: the JavaScript engine crashed (SIGSEGV)"
-        after = await bridge.execute("return 2")
+        after = await run_program(session, "return 2")
         assert after.ok and after.value == 2
     finally:
-        bridge.close()
+        await session.close()
 
 
 HOSTILE_ARGS = {
@@ -296,47 +304,49 @@ HOSTILE_ARGS = {
 async def test_hostile_arguments_throw_where_the_program_can_catch(
     engine: str, kind: str, tmp_path: Path
 ) -> None:
-    bridge = make(engine, tmp_path)
+    session = make(engine, tmp_path)
     try:
         program = (
             "await tools.noop();\n"
             f"try {{ await tools.echo({HOSTILE_ARGS[kind]}); }}"
             " catch (e) { return 'caught ' + e.message }"
         )
-        result = await bridge.execute(program)
+        result = await run_program(session, program)
         assert result.ok, result.error
         assert result.value.startswith("caught tools.echo: arguments cannot be sent: boom")
-        uncaught = await bridge.execute(
-            f"await tools.noop();\nawait tools.echo({HOSTILE_ARGS[kind]})"
+        uncaught = await run_program(
+            session, f"await tools.noop();\nawait tools.echo({HOSTILE_ARGS[kind]})"
         )
         assert uncaught.error is not None and uncaught.error.line == 2, uncaught.error
         no_host_detail(uncaught.error.one_line())
     finally:
-        bridge.close()
+        await session.close()
 
 
 async def test_deep_cyclic_and_bigint_arguments(engine: str, tmp_path: Path) -> None:
-    bridge = make(engine, tmp_path)
+    session = make(engine, tmp_path)
     try:
-        deep = await bridge.execute(
+        deep = await run_program(
+            session,
             "let v = {}; for (let i = 0; i < 5000; i++) v = {v};\n"
-            "try { await tools.echo({text: 'a', v}); return 'sent' } catch (e) { return e.message }"
+            "try { await tools.echo({text: 'a', v}); return 'sent' }"
+            " catch (e) { return e.message }",
         )
         assert deep.ok, deep.error
         no_host_detail(str(deep.value))
-        cyclic = await bridge.execute(
-            "const a = {text: 'c'}; a.self = a; return (await tools.take({value: a}))"
+        cyclic = await run_program(
+            session, "const a = {text: 'c'}; a.self = a; return (await tools.take({value: a}))"
         )
         assert cyclic.ok and cyclic.value == {"text": "c", "self": "[Circular]"}, cyclic.error
-        big = await bridge.execute("return await tools.take({value: 10n ** 30n})")
+        big = await run_program(session, "return await tools.take({value: 10n ** 30n})")
         assert big.ok and big.value == "1" + "0" * 30, big.error
-        deep_value = await bridge.execute(
-            "let v = 1; for (let i = 0; i < 5000; i++) v = [v]; return v"
+        deep_value = await run_program(
+            session, "let v = 1; for (let i = 0; i < 5000; i++) v = [v]; return v"
         )
         # Too deep to send: a clean error, or a value saying it cannot be shown.
         no_host_detail(deep_value.error.one_line() if deep_value.error else deep_value.value)
     finally:
-        bridge.close()
+        await session.close()
 
 
 # --- cancel means stop ---------------------------------------------------------------
@@ -346,14 +356,6 @@ async def test_deep_cyclic_and_bigint_arguments(engine: str, tmp_path: Path) -> 
 async def test_cancel_stops_a_busy_program_at_once(
     engine: str, persistent: bool, tmp_path: Path, burners: None
 ) -> None:
-    tools = registry()
-    bridge = Bridge(
-        tools.dispatch(ToolContext(workspace=tmp_path)),
-        tools,
-        engine=engine,
-        persistent=persistent,
-        limits=Limits(timeout_s=60),
-    )
     printed = asyncio.Event()
     seen: list[str] = []
 
@@ -362,10 +364,16 @@ async def test_cancel_stops_a_busy_program_at_once(
             seen.append(event.text)
             printed.set()
 
+    session = registry_session(
+        registry(),
+        tmp_path,
+        engine=engine,
+        persistent=persistent,
+        limits=Limits(timeout_s=60),
+        on_event=on_event,
+    )
     try:
-        task = asyncio.create_task(
-            bridge.execute("console.log('start'); while (true) {}", on_event=on_event)
-        )
+        task = asyncio.create_task(run_program(session, "console.log('start'); while (true) {}"))
         await asyncio.wait_for(printed.wait(), 20)
         cancelled_at = time.monotonic()
         task.cancel()
@@ -375,66 +383,75 @@ async def test_cancel_stops_a_busy_program_at_once(
         # The issue's bound: 200 ms, with both cores busy.
         assert elapsed < 0.2, elapsed
         assert seen == ["start"]
-        after = await bridge.execute("return 'next'")
+        after = await run_program(session, "return 'next'")
         assert after.ok and after.value == "next"
     finally:
-        bridge.close()
+        await session.close()
 
 
-async def test_concurrent_programs_on_one_bridge_run_in_their_own_workers(
+async def test_concurrent_programs_in_one_session_run_in_their_own_workers(
     engine: str, tmp_path: Path
 ) -> None:
-    bridge = make(engine, tmp_path)
+    session = make(engine, tmp_path)
     try:
+        # A worker booted and kept idle, and the pool's spare beside it: what is shown
+        # is that the second program does not wait for the first, not how long a boot
+        # takes on a loaded machine.
+        assert (await run_program(session, "return 1")).ok
         slow = asyncio.create_task(
-            bridge.execute("const t = Date.now(); while (Date.now() - t < 1500) {} return 'slow'")
+            run_program(
+                session, "const t = Date.now(); while (Date.now() - t < 1500) {} return 'slow'"
+            )
         )
         await asyncio.sleep(0.2)
         started = time.monotonic()
-        quick = await bridge.execute("globalThis.mine = 1; return 'quick'")
+        quick = await run_program(session, "globalThis.mine = 1; return 'quick'")
         assert quick.value == "quick" and time.monotonic() - started < 1.0
+        assert not slow.done()  # it ran beside the first, not after it
         assert (await slow).value == "slow"
     finally:
-        bridge.close()
+        await session.close()
 
 
 async def test_the_live_console_cannot_be_aimed_elsewhere(tmp_path: Path) -> None:
-    bridge = make("v8", tmp_path)
     seen: list[str] = []
+    session = make(
+        "v8", tmp_path, on_event=lambda e: seen.append(e.text) if isinstance(e, LogEvent) else None
+    )
     try:
-        result = await bridge.execute(
-            "const swapped = __cm.live(new ArrayBuffer(64));\n"
-            "console.log('after'); return swapped",
-            on_event=lambda e: seen.append(e.text) if isinstance(e, LogEvent) else None,
+        result = await run_program(
+            session,
+            "const swapped = __cm.live(new ArrayBuffer(64));\nconsole.log('after'); return swapped",
         )
         assert result.ok and result.value is None  # refused: the host keeps its own buffer
         assert seen == ["after"]
     finally:
-        bridge.close()
+        await session.close()
 
 
 async def test_a_huge_result_is_refused_before_the_host_holds_it(tmp_path: Path) -> None:
     from codemode.js_runtime import worker_process
 
-    bridge = make("quickjs", tmp_path, memory_mb=256, timeout_s=60)
+    session = make("quickjs", tmp_path, memory_mb=256, timeout_s=60)
     try:
         size = worker_process.MAX_FRAME + (1 << 20)
-        result = await bridge.execute(f"return 'z'.repeat({size})")
+        result = await run_program(session, f"return 'z'.repeat({size})")
         assert result.error is not None and result.error.name == "LimitError", result.error
         assert "MB at once" in result.error.message
-        many = await bridge.execute(
-            "for (let i = 0; i < 20000; i++) await new Promise(r => setTimeout(r, 0)); return 'ok'"
+        many = await run_program(
+            session,
+            "for (let i = 0; i < 20000; i++) await new Promise(r => setTimeout(r, 0)); return 'ok'",
         )
         assert many.ok and many.value == "ok", many.error  # timers waiting, not timers ever
     finally:
-        bridge.close()
+        await session.close()
 
 
 async def test_a_huge_error_message_is_clipped(engine: str, tmp_path: Path) -> None:
-    bridge = make(engine, tmp_path)
+    session = make(engine, tmp_path)
     try:
-        result = await bridge.execute("throw new Error('e'.repeat(5000000))")
+        result = await run_program(session, "throw new Error('e'.repeat(5000000))")
         assert result.error is not None and len(result.error.one_line()) < 10_000
         assert "elided" in result.error.message
     finally:
-        bridge.close()
+        await session.close()

@@ -166,7 +166,7 @@ async def test_acp_session_cancel_stops_a_busy_program(tmp_path: Path, burners: 
     from agent_support import provider_flags
     from test_acp import RecordingClient
 
-    from codemode.testing.scripted_server import ScriptedModelServer
+    from codemode_testkit.scripted_server import ScriptedModelServer
 
     class LoopWatcher(RecordingClient):
         """Knows when the program printed its line: it is in its loop then."""
@@ -242,7 +242,7 @@ def test_run_starts_its_worker_before_parsing_the_command_line() -> None:
 def test_ctrl_c_stops_interpreter_exec_in_code_mode(tmp_path: Path) -> None:
     from agent_support import call, provider_flags
 
-    from codemode.testing.scripted_server import ScriptedModelServer
+    from codemode_testkit.scripted_server import ScriptedModelServer
 
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir()

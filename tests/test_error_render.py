@@ -12,7 +12,7 @@ from agent_support import call, provider_flags, run_cli
 
 from codemode.js_runtime.error_render import render_error
 from codemode.js_runtime.models import ExecError
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 PROGRAM = "function deep(o) {\n  return o.inner.value;\n}\nconst r = deep({});\nreturn r;\n"
 

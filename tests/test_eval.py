@@ -17,7 +17,7 @@ from agent_support import INTERPRETER, cli_env, provider_flags, run_cli
 
 from codemode.eval.scripted import TaskScripts
 from codemode.eval.suite import load_tasks
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 TASKS = ["fix_failing_test", "find_the_bug", "renamed_setting"]
 TWO_HARNESSES = ["--harness", "claude-code", "--harness", "minimal"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from agent_support import provider_flags, run_cli
 
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 
 def _exec(program: str, home: Path, work: Path, *extra: str) -> tuple[str, float]:

@@ -466,7 +466,7 @@ def test_latin1_round_trips_through_classic_tool_calls(home: Path, ws: Path) -> 
     from agent_support import call as scripted_call
     from agent_support import provider_flags, run_cli
 
-    from codemode.testing.scripted_server import ScriptedModelServer
+    from codemode_testkit.scripted_server import ScriptedModelServer
 
     (ws / "latin.txt").write_bytes(b"caf\xe9\n")
     # The model writes back what it read (as it saw it in the tool result), plus a header.

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from agent_support import call, provider_flags, run_cli
 
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 # Python's re needs ~2**n steps for "(a+)+$" on n a's and a non-matching end: this line
 # alone would hold the session for longer than the universe has existed.

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from agent_support import call, provider_flags, run_cli
 
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 SOURCE = "def greet(name):\n    return 'hello ' + name\n"
 

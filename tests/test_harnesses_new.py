@@ -14,7 +14,7 @@ import pytest
 from agent_support import call, provider_flags, run_cli
 
 from codemode.harnesses.terminus import parse_reply
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 SOURCE = "def greet(name):\n    return 'hello ' + name\n"
 NEW = ["opencode", "pi", "zcode", "little-coder", "terminus-2"]

@@ -174,8 +174,8 @@ def test_a_manual_compaction_fires_its_hooks_with_trigger_manual(
     from codemode.assembly.session import build_session
     from codemode.config import load_config
     from codemode.providers.catalog import ProviderInfo, open_provider
-    from codemode.testing.scripted.in_process import IN_PROCESS_BASE_URL, ScriptedTransport
-    from codemode.testing.scripted.script import ScriptedModel
+    from codemode_testkit.scripted.in_process import IN_PROCESS_BASE_URL, ScriptedTransport
+    from codemode_testkit.scripted.script import ScriptedModel
 
     record_every_event(home, tmp_path)
     big = "const r = await tools.shell({command: 'seq 1 3000'}); return r.output"

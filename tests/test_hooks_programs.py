@@ -154,7 +154,7 @@ def test_resume_fires_session_start_with_resume(home: Path, work: Path, tmp_path
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from agent_support import provider_flags
 
-    from codemode.testing.scripted_server import ScriptedModelServer
+    from codemode_testkit.scripted_server import ScriptedModelServer
 
     log = tmp_path / "log"
     monkeypatch.setenv("HOOK_LOG", str(log))

@@ -17,7 +17,7 @@ from hooks_support import PYTHON, hooks_table, logged, merge, script, write_hook
 from test_acp import RecordingClient
 from test_tui import Terminal, start
 
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 GUARD = """\
 import json, sys, time

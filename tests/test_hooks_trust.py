@@ -15,7 +15,7 @@ from hooks_support import hooks_table, script, write_hooks
 
 from codemode.hooks.discovery import discover
 from codemode.hooks.trust import TRUST_FILE
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 __all__ = ["shared_dir"]  # a fixture
 

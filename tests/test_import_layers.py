@@ -30,8 +30,9 @@ def _lint(root: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _copy(tmp_path: Path) -> Path:
-    shutil.copytree(ROOT / "codemode", tmp_path / "codemode",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("codemode", "codemode_testkit"):
+        shutil.copytree(ROOT / package, tmp_path / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     return tmp_path
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from agent_support import run_cli
 
-from codemode.testing.local_model import MODEL_NAME, LocalModelServer, find_local_model
+from codemode_testkit.local_model import MODEL_NAME, LocalModelServer, find_local_model
 
 KINDS = {None, "wrong_result", "max_turns", "no_action", "context_full", "error"}
 

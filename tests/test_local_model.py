@@ -41,7 +41,7 @@ from codemode.providers.base import (
 )
 from codemode.providers.chat import ChatProvider
 from codemode.providers.retry import RetryPolicy, stream_with_retries
-from codemode.testing.local_model import (
+from codemode_testkit.local_model import (
     MODEL_NAME,
     Kind,
     LocalModelServer,

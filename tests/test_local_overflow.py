@@ -17,7 +17,7 @@ import pytest
 from agent_support import run_cli
 from local_relay import Relay
 
-from codemode.testing.local_model import MODEL_NAME, LocalModelServer, find_local_model
+from codemode_testkit.local_model import MODEL_NAME, LocalModelServer, find_local_model
 
 SEQ_PROGRAM = "const r = await tools.shell({command: 'seq 1 3000'});\nconsole.log(r.output);"
 

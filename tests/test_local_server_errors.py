@@ -20,7 +20,7 @@ from codemode.providers.base import (
     TransientError,
 )
 from codemode.providers.errors import ErrorContext, classify
-from codemode.testing.scripted_server import RecordedRequest, ScriptedModelServer
+from codemode_testkit.scripted_server import RecordedRequest, ScriptedModelServer
 
 LLAMA = ErrorContext("local", "smollm2", None, "http://127.0.0.1:8080/v1")
 OLLAMA = ErrorContext("ollama", "qwen3:4b", None, "http://127.0.0.1:11434/v1")

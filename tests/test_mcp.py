@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 from agent_support import INTERPRETER, cli_env, provider_flags, run_cli
+from runtime_support import registry_session, run_program
 
 from codemode.config import Config, ConfigError
-from codemode.js_runtime.bridge import Bridge
-from codemode.js_runtime.models import ExecResult
+from codemode.js_runtime import CodeSession, ExecResult
 from codemode.mcp.adapter import (
     add_configured_servers,
     normalize_schema,
@@ -29,7 +29,6 @@ from codemode.mcp.adapter import (
 )
 from codemode.mcp.client import McpManager
 from codemode.mcp.config import parse_mcp_servers
-from codemode.testing.scripted_server import ScriptedModelServer
 from codemode.tools import (
     Tool,
     ToolContext,
@@ -39,6 +38,7 @@ from codemode.tools import (
     define_tool,
 )
 from codemode.tools.typescript import typescript_declarations
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = Path(__file__).resolve().parent / "mcp_servers" / "probe_server.py"
@@ -69,19 +69,18 @@ SETUP_S = 120.0
 
 def host(
     tmp_path: Path, opened: list[McpManager], tables: dict[str, Any], engine: str = "quickjs"
-) -> tuple[Bridge, McpManager]:
+) -> tuple[CodeSession, McpManager]:
     registry = builtin_registry()
     tables = {name: {"startup_timeout_s": SETUP_S, **table} for name, table in tables.items()}
     manager, statuses = add_configured_servers(registry, tables, tmp_path / "logs")
     opened.append(manager)
     for status in statuses:
         assert status.state == "ready", status.error
-    ctx = ToolContext(workspace=tmp_path)
-    return Bridge(registry.dispatch(ctx), registry, engine=engine), manager
+    return registry_session(registry, tmp_path, engine=engine), manager
 
 
-def run(bridge: Bridge, code: str) -> ExecResult:
-    return asyncio.run(bridge.execute(code))
+def run(session: CodeSession, code: str) -> ExecResult:
+    return asyncio.run(run_program(session, code))
 
 
 # --- configuration ------------------------------------------------------------------
@@ -174,9 +173,9 @@ def test_namespaced_tools_are_nested_in_the_isolate(engine: str, tmp_path: Path)
 
     registry = ToolRegistry([define_tool(echo, name="mcp__srv__echo")])
     registry.add(define_tool(echo, name="plain"))
-    bridge = Bridge(registry.dispatch(ToolContext(workspace=tmp_path)), registry, engine=engine)
+    session = registry_session(registry, tmp_path, engine=engine)
     result = run(
-        bridge,
+        session,
         "const r = await tools.srv.echo({text: 'hi'});\n"
         "return [r.echo, Object.keys(tools), Object.keys(tools.srv), 'srv' in tools,"
         " 'mcp__srv__echo' in tools];",
@@ -184,12 +183,12 @@ def test_namespaced_tools_are_nested_in_the_isolate(engine: str, tmp_path: Path)
     assert result.ok, result.error
     assert result.value == ["hi", ["plain", "srv"], ["echo"], True, False]
     assert result.tool_calls[0].name == "mcp__srv__echo"
-    typo = run(bridge, "return await tools.srv.ecko({text: 'x'})")
+    typo = run(session, "return await tools.srv.ecko({text: 'x'})")
     assert typo.error is not None
     assert "tools.srv.ecko is not a function — did you mean tools.srv.echo?" in typo.error.message
-    flat_typo = run(bridge, "return await tools.plian({})")
+    flat_typo = run(session, "return await tools.plian({})")
     assert flat_typo.error is not None and "did you mean tools.plain?" in flat_typo.error.message
-    no_server = run(bridge, "return await tools.svr.echo({text: 'x'})")
+    no_server = run(session, "return await tools.svr.echo({text: 'x'})")
     assert no_server.error is not None
     assert no_server.error.message == (
         "tools.svr.echo is not a function: there is no tools.svr — did you mean tools.srv?"
@@ -213,10 +212,10 @@ def test_declarations_nest_namespaced_tools() -> None:
 def test_two_mcp_tools_run_concurrently_with_promise_all(
     engine: str, tmp_path: Path, servers: list[McpManager]
 ) -> None:
-    bridge, _ = host(tmp_path, servers, {"probe": probe()}, engine)
+    session, _ = host(tmp_path, servers, {"probe": probe()}, engine)
     # meet_a and meet_b each wait for the other: they finish only if both are in flight.
     result = run(
-        bridge,
+        session,
         "const [a, b] = await Promise.all([tools.probe.meet_a({}), tools.probe.meet_b({})]);\n"
         "const sum = await tools.probe.add({a: 2, b: 3});\n"
         "return {a, b, total: sum.total};",
@@ -231,9 +230,9 @@ def test_two_mcp_tools_run_concurrently_with_promise_all(
 
 def test_results_structured_plain_and_errors(tmp_path: Path, servers: list[McpManager]) -> None:
     table = probe(cwd=str(tmp_path), env={"PROBE_MARKER": "from-config"})
-    bridge, _ = host(tmp_path, servers, {"probe": table})
+    session, _ = host(tmp_path, servers, {"probe": table})
     result = run(
-        bridge,
+        session,
         "const where = await tools.probe.where({});\n"
         "const plain = await tools.probe.shout({text: 'hi'});\n"
         "const waited = await tools.probe.wait_ms({ms: 1});\n"
@@ -259,9 +258,9 @@ def test_results_structured_plain_and_errors(tmp_path: Path, servers: list[McpMa
 def test_a_server_that_dies_mid_call_is_restarted_once(
     tmp_path: Path, servers: list[McpManager], capfd: pytest.CaptureFixture[str]
 ) -> None:
-    bridge, _ = host(tmp_path, servers, {"probe": probe()})
+    session, _ = host(tmp_path, servers, {"probe": probe()})
     result = run(
-        bridge,
+        session,
         "const before = (await tools.probe.pid({})).total;\n"
         "let crash = null;\n"
         "try { await tools.probe.die({after_ms: 50}) }"
@@ -284,9 +283,9 @@ def test_a_server_that_dies_mid_call_is_restarted_once(
 def test_a_server_that_exits_between_calls_is_restarted_without_failing_one(
     tmp_path: Path, servers: list[McpManager]
 ) -> None:
-    bridge, manager = host(tmp_path, servers, {"probe": probe()})
+    session, manager = host(tmp_path, servers, {"probe": probe()})
     first = run(
-        bridge,
+        session,
         "const p = await tools.probe.pid({});\n"
         "await tools.probe.die_soon({after_ms: 50});\n"
         "return p.total;",
@@ -297,7 +296,7 @@ def test_a_server_that_exits_between_calls_is_restarted_without_failing_one(
     while not manager.servers["probe"]._lost():
         assert time.monotonic() < deadline, "the exit was never noticed"
         time.sleep(0.05)
-    second = run(bridge, "return (await tools.probe.pid({})).total")
+    second = run(session, "return (await tools.probe.pid({})).total")
     assert second.ok, second.error  # no call failed: the server was restarted first
     assert second.value != first.value
     assert "probe: exiting between calls" in (tmp_path / "logs" / "mcp-probe.log").read_text()
@@ -307,9 +306,9 @@ def test_a_server_that_exits_between_calls_is_restarted_without_failing_one(
 def test_a_server_that_fails_again_after_its_restart_stays_down(
     tmp_path: Path, servers: list[McpManager]
 ) -> None:
-    bridge, manager = host(tmp_path, servers, {"probe": probe()})
+    session, manager = host(tmp_path, servers, {"probe": probe()})
     result = run(
-        bridge,
+        session,
         "const errors = [];\n"
         "for (const call of [() => tools.probe.die({}), () => tools.probe.die({}),"
         " () => tools.probe.pid({})]) {\n"
@@ -328,9 +327,9 @@ def test_a_server_that_fails_again_after_its_restart_stays_down(
 def test_a_call_past_tool_timeout_fails_and_the_server_comes_back(
     tmp_path: Path, servers: list[McpManager]
 ) -> None:
-    bridge, _ = host(tmp_path, servers, {"probe": probe(tool_timeout_s=0.5)})
+    session, _ = host(tmp_path, servers, {"probe": probe(tool_timeout_s=0.5)})
     result = run(
-        bridge,
+        session,
         "let slow = null;\n"
         "try { await tools.probe.wait_ms({ms: 20000}) } catch (e) { slow = e.message }\n"
         "return {slow, next: await tools.probe.add({a: 1, b: 1})};",
@@ -427,8 +426,8 @@ def test_a_server_over_streamable_http(tmp_path: Path, servers: list[McpManager]
     try:
         _wait_for_port(port, proc)
         url = f"http://127.0.0.1:{port}/mcp"
-        bridge, _ = host(tmp_path, servers, {"web": {"url": url, "headers": {"X-Test": "1"}}})
-        result = run(bridge, "return (await tools.web.add({a: 20, b: 22})).total")
+        session, _ = host(tmp_path, servers, {"web": {"url": url, "headers": {"X-Test": "1"}}})
+        result = run(session, "return (await tools.web.add({a: 20, b: 22})).total")
         assert result.ok, result.error
         assert result.value == 42
         manager = McpManager(
@@ -455,9 +454,9 @@ def test_third_party_filesystem_server_from_npm(tmp_path: Path, servers: list[Mc
     (root / "src").mkdir(parents=True)
     (root / "src" / "a.txt").write_text("alpha\nbeta\n")
     (root / "src" / "b.txt").write_text("gamma\n")
-    bridge, _ = host(tmp_path, servers, {"fs": {"command": str(FS_SERVER), "args": [str(root)]}})
+    session, _ = host(tmp_path, servers, {"fs": {"command": str(FS_SERVER), "args": [str(root)]}})
     result = run(
-        bridge,
+        session,
         f"const root = {json.dumps(str(root))};\n"
         "const listing = await tools.fs.list_directory({path: root + '/src'});\n"
         "const names = listing.content.match(/[ab]\\.txt/g).sort();\n"

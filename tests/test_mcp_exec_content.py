@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from agent_support import provider_flags, run_cli
 
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 PROBE = Path(__file__).resolve().parent / "mcp_servers" / "probe_server.py"
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from agent_support import INTERPRETER, cli_env, provider_flags, run_cli
 
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 DECOY = Path(__file__).resolve().parent / "mcp_servers" / "decoy_server.py"
 

@@ -12,7 +12,7 @@ from typing import Any
 from agent_support import run_cli
 
 from codemode.providers.catalog import model_facts
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 
 def catalog_flags(provider: str, base_url: str, model: str) -> list[str]:

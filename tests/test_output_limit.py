@@ -17,8 +17,8 @@ from agent_support import WIRES, call, provider_flags, run_cli
 
 from codemode.providers.base import Usage
 from codemode.providers.output_limit import settle_stop_reason, stops_inside_json
-from codemode.testing.scripted.encoding import split_args
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted.encoding import split_args
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 LIMIT = 40
 AT_LIMIT = Usage(input_tokens=300, output_tokens=LIMIT).model_dump()

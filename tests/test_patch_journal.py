@@ -403,7 +403,7 @@ def test_a_session_started_in_the_workspace_rolls_back_first(tmp_path: Path) -> 
     file, and says so."""
     from agent_support import provider_flags, run_cli
 
-    from codemode.testing.scripted_server import ScriptedModelServer
+    from codemode_testkit.scripted_server import ScriptedModelServer
 
     home = tmp_path / "home"
     home.mkdir()

@@ -24,7 +24,7 @@ from codemode.providers.base import (
 )
 from codemode.providers.catalog import provider_info
 from codemode.providers.retry import stream_with_retries
-from codemode.testing.scripted_server import ScriptedModelServer, ScriptedReply
+from codemode_testkit.scripted_server import ScriptedModelServer, ScriptedReply
 
 ASK = ModelRequest(model="m", messages=[UserMessage(text="hi")])
 

@@ -34,7 +34,7 @@ from codemode.providers.base import (
 )
 from codemode.providers.catalog import ProviderInfo, open_provider
 from codemode.providers.retry import RetryPolicy, stream_with_retries
-from codemode.testing.scripted_server import ScriptedModelServer, ScriptedReply, ScriptedToolCall
+from codemode_testkit.scripted_server import ScriptedModelServer, ScriptedReply, ScriptedToolCall
 
 WIRES = ["chat", "responses", "anthropic"]
 FAST = RetryPolicy(base_delay_s=0.01, max_delay_s=0.05)

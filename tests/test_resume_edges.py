@@ -10,7 +10,7 @@ from pathlib import Path
 from agent_support import call, provider_flags, run_cli, session_files
 from test_tui import Terminal, start, terminals  # noqa: F401  (the fixture)
 
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

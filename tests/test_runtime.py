@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 import pytest
+from runtime_support import registry_session, run_program
 
-from codemode.js_runtime import Bridge, Limits, LogEvent, ToolCallFinished
-from codemode.tools.context import ToolContext
+from codemode.js_runtime import CodeSession, ExecResult, Limits, LogEvent, ToolCallFinished
 from codemode.tools.registry import ToolRegistry
 
 ENGINES = ["quickjs", "v8"]
@@ -21,8 +21,9 @@ def make_registry(seen_logs: list[str] | None = None) -> ToolRegistry:
     @reg.tool
     async def sleep(ms: int) -> dict:
         """Sleep for ms milliseconds."""
+        began = time.monotonic()
         await asyncio.sleep(ms / 1000)
-        return {"slept": ms, "at": time.monotonic()}
+        return {"slept": ms, "began": began, "at": time.monotonic()}
 
     @reg.tool
     async def noop() -> dict:
@@ -52,20 +53,20 @@ def engine(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-def bridge(engine: str, tmp_path: Path, **kw) -> Bridge:
+def session(engine: str, tmp_path: Path, **kw) -> CodeSession:
+    """A code session over ``make_registry()``'s tools, not persistent unless asked."""
     limits = kw.pop("limits", Limits(timeout_s=5, memory_mb=64))
     registry = kw.pop("registry", make_registry())
-    return Bridge(
-        registry.dispatch(ToolContext(workspace=tmp_path)),
-        registry,
-        engine=engine,
-        limits=limits,
-        **kw,
-    )
+    return registry_session(registry, tmp_path, engine=engine, limits=limits, **kw)
 
 
-async def run(engine: str, tmp_path: Path, code: str, **kw):
-    return await bridge(engine, tmp_path, **kw).execute(code)
+async def run(engine: str, tmp_path: Path, code: str, **kw) -> ExecResult:
+    """``code`` run to its end in a session of its own."""
+    s = session(engine, tmp_path, **kw)
+    try:
+        return await run_program(s, code)
+    finally:
+        await s.close()
 
 
 # -- async program, return value --------------------------------------------------
@@ -98,19 +99,31 @@ async def test_tool_results_are_objects(engine, tmp_path):
     assert r.value == ["object", 1, False]
 
 
-async def test_promise_all_runs_tools_concurrently(engine, tmp_path):
-    code = """
+async def test_promise_all_runs_tools_concurrently(engine, tmp_path, burners):
+    # Beside CPU burners: the calls overlap (all four started before any finished),
+    # and the program takes less than the four sleeps one after another would.
+    ms = 400
+    code = f"""
     const t0 = Date.now();
-    const rs = await Promise.all([1, 2, 3, 4].map(() => tools.sleep({ms: 100})));
-    return {elapsed: Date.now() - t0, n: rs.length};
+    const rs = await Promise.all([1, 2, 3, 4].map(() => tools.sleep({{ms: {ms}}})));
+    return {{elapsed: Date.now() - t0, n: rs.length, spans: rs.map(r => [r.began, r.at])}};
     """
-    r = await run(engine, tmp_path, code)
+    s = session(engine, tmp_path, persistent=True)
+    try:
+        # The worker's boot and the isolate's set-up (seconds, on a busy machine) are
+        # not what is measured.
+        assert (await run_program(s, "return 1")).ok
+        r = await run_program(s, code)
+    finally:
+        await s.close()
     assert r.ok, r.error
     assert r.value["n"] == 4
-    assert r.value["elapsed"] < 300  # four sequential sleeps would take 400 ms
-    assert r.duration_ms < 350
+    spans = r.value["spans"]
+    assert max(began for began, _ in spans) < min(at for _, at in spans), spans
+    assert r.value["elapsed"] < 4 * ms  # four sequential sleeps would take 4 * ms
+    assert r.duration_ms < 4 * ms
     assert [c.name for c in r.tool_calls] == ["sleep"] * 4
-    assert all(c.ok and c.duration_ms >= 99 for c in r.tool_calls)
+    assert all(c.ok and c.duration_ms >= ms - 1 for c in r.tool_calls)
 
 
 async def test_timers_go_through_the_host(engine, tmp_path):
@@ -147,7 +160,6 @@ async def test_console_levels_in_order_and_objects_as_node_shows_them(engine, tm
 
 async def test_output_streams_while_the_program_runs(engine, tmp_path):
     seen: list[str] = []
-    b = bridge(engine, tmp_path, registry=make_registry(seen))
 
     def on_event(ev):
         if isinstance(ev, LogEvent):
@@ -156,7 +168,7 @@ async def test_output_streams_while_the_program_runs(engine, tmp_path):
     code = (
         'console.log("before"); const s = await tools.logs_seen(); console.log("after"); return s'
     )
-    r = await b.execute(code, on_event=on_event)
+    r = await run(engine, tmp_path, code, registry=make_registry(seen), on_event=on_event)
     assert r.ok, r.error
     assert r.value == ["before"]  # delivered before the program reached its tool call
     assert seen == ["before", "after"]
@@ -164,8 +176,9 @@ async def test_output_streams_while_the_program_runs(engine, tmp_path):
 
 async def test_tool_call_events(engine, tmp_path):
     events = []
-    b = bridge(engine, tmp_path)
-    await b.execute("await tools.sleep({ms: 5}); await tools.boom()", on_event=events.append)
+    await run(
+        engine, tmp_path, "await tools.sleep({ms: 5}); await tools.boom()", on_event=events.append
+    )
     finished = [e.call for e in events if isinstance(e, ToolCallFinished)]
     assert [(c.name, c.ok) for c in finished] == [("sleep", True), ("boom", False)]
     assert [e.type for e in events].count("tool_call.started") == 2
@@ -193,6 +206,22 @@ def _cpu_burn_after(seconds: float) -> float:
     return time.process_time() - before
 
 
+def _runs(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie waiting to be reaped does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+# The wall clock the limit cases run under. The memory cases get one they cannot reach
+# first beside the burners (48 MB of strings takes milliseconds on a quiet machine,
+# seconds with every core taken), so that hitting the memory limit is what is shown.
+TIMEOUT_S = 1.0
+MEMORY_CASE_TIMEOUT_S = 30.0
+
+
 LIMIT_CASES = {
     "busy loop": ("while (true) {}", "timeout"),
     "loop after await": ("await tools.noop(); while (true) {}", "timeout"),
@@ -210,23 +239,38 @@ LIMIT_CASES = {
 
 
 @pytest.mark.parametrize("case", list(LIMIT_CASES))
-async def test_limits_stop_the_program_and_the_host_recovers(engine, tmp_path, case):
+async def test_limits_stop_the_program_and_the_host_recovers(engine, tmp_path, case, burners):
     code, limit = LIMIT_CASES[case]
-    limits = Limits(timeout_s=1.0, memory_mb=48, max_tool_calls=20)
-    b = bridge(engine, tmp_path, limits=limits, persistent=True)
-    started = time.monotonic()
-    r = await b.execute(code)
-    assert not r.ok
-    assert r.error.kind == "limit" and r.error.limit == limit, r.error
-    assert time.monotonic() - started < 4
-    words = {"timeout": "time limit", "memory": "memory limit", "tool_calls": "tool calls"}
-    assert words[limit] in r.error.message
-    # the host runs the next program normally
-    nxt = await b.execute("const r = await tools.sleep({ms: 1}); return r.slept + 1")
-    assert nxt.ok and nxt.value == 2, nxt.error
-    # and no engine thread keeps burning CPU
-    assert _cpu_burn_after(0.5) < 0.25
-    b.close()
+    timeout_s = MEMORY_CASE_TIMEOUT_S if limit == "memory" else TIMEOUT_S
+    limits = Limits(timeout_s=timeout_s, memory_mb=48, max_tool_calls=20)
+    s = session(engine, tmp_path, limits=limits, persistent=True)
+    try:
+        # A booted worker holding the isolate waits for the program: the boot (seconds
+        # for V8 beside the burners) is not the program's time.
+        assert (await run_program(s, "globalThis.ready = 1")).ok
+        worker = s._isolates._worker
+        assert worker is not None
+        started = time.monotonic()
+        # Bounded here too: were the limit not enforced, the test fails, not hangs.
+        r = await asyncio.wait_for(run_program(s, code), 3 * timeout_s + 10)
+        elapsed = time.monotonic() - started
+        assert not r.ok
+        assert r.error.kind == "limit" and r.error.limit == limit, r.error
+        # Stopped by its limit: within its time limit plus a margin for the loaded
+        # machine; the memory cap well before the long clock that case is given.
+        bound = timeout_s / 2 if limit == "memory" else timeout_s + 3.0
+        assert elapsed < bound, (elapsed, bound)
+        words = {"timeout": "time limit", "memory": "memory limit", "tool_calls": "tool calls"}
+        assert words[limit] in r.error.message
+        # the host runs the next program normally
+        nxt = await run_program(s, "const r = await tools.sleep({ms: 1}); return r.slept + 1")
+        assert nxt.ok and nxt.value == 2, nxt.error
+        # and nothing keeps burning CPU: the stopped program's worker is gone, and this
+        # process is idle
+        assert _cpu_burn_after(0.5) < 0.25
+        assert not _runs(worker.pid)
+    finally:
+        await s.close()
 
 
 KEPT_OUTPUT_CASES = {
@@ -245,22 +289,26 @@ KEPT_OUTPUT_CASES = {
 
 
 @pytest.mark.parametrize("case", list(KEPT_OUTPUT_CASES))
-async def test_output_printed_before_a_limit_is_kept(engine, tmp_path, case):
+async def test_output_printed_before_a_limit_is_kept(engine, tmp_path, case, burners):
     # What a runaway program printed is what shows where it got to.
     code, limit, lines = KEPT_OUTPUT_CASES[case]
     seen: list[str] = []
-    # The memory case gets a clock it cannot reach first on a busy machine (48 MB of
-    # strings takes milliseconds quiet, over 0.5 s with both cores taken).
-    timeout_s = 20.0 if limit == "memory" else 0.5
-    b = bridge(engine, tmp_path, limits=Limits(timeout_s=timeout_s, memory_mb=48))
-    r = await b.execute(code, on_event=lambda e: seen.append(e.text) if e.type == "log" else None)
+    timeout_s = MEMORY_CASE_TIMEOUT_S if limit == "memory" else TIMEOUT_S
+    r = await run(
+        engine,
+        tmp_path,
+        code,
+        limits=Limits(timeout_s=timeout_s, memory_mb=48),
+        on_event=lambda e: seen.append(e.text) if e.type == "log" else None,
+    )
     assert r.error is not None and r.error.limit == limit, r.error
     assert r.output.splitlines() == lines
     assert seen == lines
 
 
-async def test_timeout_cancels_running_tools(engine, tmp_path):
-    r = await run(engine, tmp_path, "await tools.sleep({ms: 5000})", limits=Limits(timeout_s=0.3))
+async def test_timeout_cancels_running_tools(engine, tmp_path, burners):
+    limits = Limits(timeout_s=TIMEOUT_S)
+    r = await run(engine, tmp_path, "await tools.sleep({ms: 5000})", limits=limits)
     assert r.error.limit == "timeout"
     assert r.tool_calls[0].ok is None and "cancelled" in r.tool_calls[0].error
 
@@ -378,18 +426,23 @@ async def test_promise_that_never_settles_is_reported(engine, tmp_path):
 
 
 async def test_persistent_globals_survive(engine, tmp_path):
-    b = bridge(engine, tmp_path, persistent=True)
-    assert (await b.execute("globalThis.counter = 41; seen = 'yes'")).ok
-    r = await b.execute("return [++counter, seen]")
-    assert r.value == [42, "yes"]
-    b.close()
+    s = session(engine, tmp_path, persistent=True)
+    try:
+        assert (await run_program(s, "globalThis.counter = 41; seen = 'yes'")).ok
+        r = await run_program(s, "return [++counter, seen]")
+        assert r.value == [42, "yes"]
+    finally:
+        await s.close()
 
 
 async def test_without_persistence_each_program_starts_fresh(engine, tmp_path):
-    b = bridge(engine, tmp_path)
-    await b.execute("globalThis.counter = 41")
-    r = await b.execute("return typeof counter")
-    assert r.value == "undefined"
+    s = session(engine, tmp_path)
+    try:
+        await run_program(s, "globalThis.counter = 41")
+        r = await run_program(s, "return typeof counter")
+        assert r.value == "undefined"
+    finally:
+        await s.close()
 
 
 async def test_lone_surrogates_become_replacement_characters(engine, tmp_path):

@@ -10,7 +10,7 @@ from agent_support import provider_flags, run_cli
 
 from codemode.assembly.model import session_sampling
 from codemode.config import load_config
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 ALL = ["-c", "max_output_tokens=300", "-c", "temperature=0.25", "-c", "top_p=0.5",
        "-c", "seed=7"]

@@ -34,9 +34,9 @@ from codemode.providers.base import (
 )
 from codemode.providers.catalog import ProviderInfo, open_provider
 from codemode.providers.retry import RetryPolicy, stream_with_retries
-from codemode.testing.scripted.in_process import IN_PROCESS_BASE_URL, ScriptedTransport
-from codemode.testing.scripted.script import ScriptedModel
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted.in_process import IN_PROCESS_BASE_URL, ScriptedTransport
+from codemode_testkit.scripted.script import ScriptedModel
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 WIRES = ["chat", "responses", "anthropic"]
 PATHS = {"chat": "chat/completions", "responses": "responses", "anthropic": "messages"}

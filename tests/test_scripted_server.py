@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from codemode.testing.scripted_server import RecordedRequest, ScriptedModelServer, ScriptedReply
+from codemode_testkit.scripted_server import RecordedRequest, ScriptedModelServer, ScriptedReply
 
 CHAT = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
 
@@ -90,7 +90,7 @@ def test_standalone_command(tmp_path: Path) -> None:
     script.write_text(json.dumps([{"text": "hello from the script"}]))
     record = tmp_path / "requests.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "codemode.testing.scripted_server", str(script),
+        [sys.executable, "-m", "codemode_testkit.scripted_server", str(script),
          "--record", str(record)],
         stdout=subprocess.PIPE, text=True,
     )
@@ -109,7 +109,7 @@ def test_standalone_command(tmp_path: Path) -> None:
 
 def test_standalone_command_reports_a_missing_script(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "codemode.testing.scripted_server", str(tmp_path / "nope.json")],
+        [sys.executable, "-m", "codemode_testkit.scripted_server", str(tmp_path / "nope.json")],
         capture_output=True, text=True, timeout=30,
     )
     assert proc.returncode == 2

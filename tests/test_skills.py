@@ -11,7 +11,7 @@ import pytest
 from agent_support import provider_flags, run_cli
 
 from codemode.skills.discovery import discover_skills
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 
 def write_skill(base: Path, folder: str, front: str, body: str = "Do the thing.\n") -> Path:

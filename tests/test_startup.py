@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from codemode.providers.transport import Transport, _tls_verify
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 
 def _python(code: str, tmp_path: Path) -> str:
@@ -119,7 +119,7 @@ def test_exit_now_does_what_an_exit_must_and_skips_the_teardown(tmp_path: Path) 
     code = (
         "import atexit, sys, threading, time\n"
         "from concurrent.futures import ThreadPoolExecutor\n"
-        "from codemode.fast_exit import exit_now, is_command_process\n"
+        "from codemode.process.fast_exit import exit_now, is_command_process\n"
         "class Noisy:\n"
         "    def __del__(self):\n"
         "        open('teardown', 'w').write('ran')\n"
@@ -146,12 +146,12 @@ def test_exit_now_does_what_an_exit_must_and_skips_the_teardown(tmp_path: Path) 
 
 
 def test_command_process_is_the_console_script_only(tmp_path: Path) -> None:
-    from codemode.fast_exit import is_command_process
+    from codemode.process.fast_exit import is_command_process
 
     assert not is_command_process()  # pytest's own process: never exited early
     out = _python(
         "from codemode.cli import main\n"  # what the `interpreter` script's __main__ does
-        "from codemode.fast_exit import is_command_process\n"
+        "from codemode.process.fast_exit import is_command_process\n"
         "print(is_command_process())\n",
         tmp_path,
     )

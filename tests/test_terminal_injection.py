@@ -14,8 +14,8 @@ from rich.markdown import Markdown
 from rich.syntax import Syntax
 from rich.text import Text
 
-from codemode.control_chars import safe_console, visible
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode.terminal.control_chars import safe_console, visible
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 CLIPBOARD = "\x1b]52;c;cm0gLXJmIH4=\x1b\\"  # OSC 52: put "rm -rf ~" on the clipboard
 CLEAR = "\x1b[2J\x1b[H"  # clear the screen, cursor home

@@ -29,10 +29,10 @@ from codemode.assembly.toolset import session_registry
 from codemode.harnesses.catalog import get_harness
 from codemode.harnesses.native import NativeHarness
 from codemode.providers.base import ToolCall
-from codemode.testing.scripted_server import ScriptedModelServer
 from codemode.tools.base import StrictArgs, Tool, ToolResult, define_tool
 from codemode.tools.context import ToolContext
 from codemode.tools.registry import ToolRegistry
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 
 class ForecastArgs(StrictArgs):

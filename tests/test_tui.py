@@ -16,7 +16,7 @@ import pexpect
 import pytest
 from agent_support import INTERPRETER, call, cli_env, provider_flags, records, session_files
 
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 # Generous: the machine running the suite may be busy.
 WAIT = 30

@@ -12,7 +12,7 @@ from pathlib import Path
 from agent_support import call
 from test_tui import Terminal, start, terminals  # noqa: F401  (the fixture)
 
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 # Waits for the test's go-ahead (at most 30 s, so a broken test cannot hang forever).
 HOLD = "for i in $(seq 300); do [ -e go ] && break; sleep 0.1; done"

@@ -15,8 +15,8 @@ import pytest
 from agent_support import call
 from test_tui import WAIT, Terminal, _alive, sent_text, start, terminals  # noqa: F401
 
-from codemode.testing.scripted_server import ScriptedModelServer
 from codemode.tui.keys import ESCAPE_DELAY_S, KeyWatcher
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 ESC = "\x1b"
 # What an interrupted turn may take at most: a third of the 30 s the command sleeps,

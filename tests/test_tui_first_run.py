@@ -13,7 +13,7 @@ import pexpect
 from agent_support import INTERPRETER, cli_env
 from test_tui import Terminal, terminals  # noqa: F401  (the fixture)
 
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 
 def keyed_config(home: Path, base_url: str) -> None:

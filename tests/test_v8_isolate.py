@@ -9,20 +9,21 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from runtime_support import registry_session, run_program
 
-from codemode.js_runtime import Bridge, Limits, LogEvent
+from codemode.js_runtime import CodeSession, ExecEvent, Limits, LogEvent
 from codemode.js_runtime.v8_isolate import Isolate, V8Error
 from codemode.js_runtime.worker_process import BLOCK_S
-from codemode.tools.context import ToolContext
-from codemode.tools.pipeline import Dispatch
 from codemode.tools.registry import ToolRegistry
 
 
-def _no_tools(tmp_path: Path) -> Dispatch:
-    return ToolRegistry().dispatch(ToolContext(workspace=tmp_path))
+def _v8(tmp_path: Path, on_event: Callable[[ExecEvent], None] | None = None, **kw) -> CodeSession:
+    """A V8 code session with no tools, not persistent."""
+    return registry_session(ToolRegistry(), tmp_path, engine="v8", on_event=on_event, **kw)
 
 
 def _threads() -> int:
@@ -81,14 +82,16 @@ async def test_the_event_loop_keeps_running_while_v8_computes(tmp_path: Path) ->
             ticks.append(time.monotonic())
             await asyncio.sleep(0.01)
 
-    bridge = Bridge(_no_tools(tmp_path), ToolRegistry(), engine="v8")
+    session = _v8(tmp_path)
     task = asyncio.ensure_future(ticker())
     try:
-        result = await bridge.execute(
-            "const end = Date.now() + 400; let n = 0; while (Date.now() < end) n++; return n > 0"
+        result = await run_program(
+            session,
+            "const end = Date.now() + 400; let n = 0; while (Date.now() < end) n++; return n > 0",
         )
     finally:
         task.cancel()
+        await session.close()
     assert result.ok and result.value is True, result.error
     gaps = [b - a for a, b in itertools.pairwise(ticks)]
     assert len(ticks) >= 20, ticks
@@ -97,15 +100,18 @@ async def test_the_event_loop_keeps_running_while_v8_computes(tmp_path: Path) ->
 
 
 async def test_isolates_leave_no_threads_behind(tmp_path: Path) -> None:
-    bridge = Bridge(_no_tools(tmp_path), ToolRegistry(), engine="v8")
-    await bridge.execute("1")  # the library and V8 itself are loaded once per process
-    before = _threads()
-    for _ in range(15):
-        result = await bridge.execute("return 6 * 7")
-        assert result.value == 42
-    timed_out = await bridge.execute("while (true) {}", limits=Limits(timeout_s=0.2))
-    assert timed_out.error is not None and timed_out.error.limit == "timeout"
-    assert _threads() <= before
+    session = _v8(tmp_path)
+    try:
+        await run_program(session, "1")  # the library and V8 itself are loaded once per process
+        before = _threads()
+        for _ in range(15):
+            result = await run_program(session, "return 6 * 7")
+            assert result.value == 42
+        timed_out = await run_program(session, "while (true) {}", limits=Limits(timeout_s=0.2))
+        assert timed_out.error is not None and timed_out.error.limit == "timeout"
+        assert _threads() <= before
+    finally:
+        await session.close()
 
 
 async def test_console_output_streams_while_synchronous_code_runs(tmp_path: Path) -> None:
@@ -116,7 +122,7 @@ async def test_console_output_streams_while_synchronous_code_runs(tmp_path: Path
         if isinstance(event, LogEvent):
             arrived.append((event.text, time.monotonic()))
 
-    bridge = Bridge(_no_tools(tmp_path), ToolRegistry(), engine="v8")
+    session = _v8(tmp_path, on_event)
     program = (
         "for (let i = 0; i < 4; i++) {\n"
         "  console.log(`tick ${i}`, {i});\n"
@@ -124,8 +130,11 @@ async def test_console_output_streams_while_synchronous_code_runs(tmp_path: Path
         "}\n"
         "console.warn('\\uD800 lone'); return 'done'"
     )
-    result = await bridge.execute(program, on_event=on_event)
-    finished = time.monotonic()
+    try:
+        result = await run_program(session, program)
+        finished = time.monotonic()
+    finally:
+        await session.close()
     assert result.ok and result.value == "done", result.error
     texts = [text for text, _ in arrived]
     assert texts[:4] == [f"tick {i} {{ i: {i} }}" for i in range(4)]
@@ -145,13 +154,16 @@ async def test_more_console_output_than_the_live_buffer_holds(tmp_path: Path) ->
             seen.append(event.text)
 
     limits = Limits(output_chars=10_000_000)
-    bridge = Bridge(_no_tools(tmp_path), ToolRegistry(), engine="v8", limits=limits)
+    session = _v8(tmp_path, on_event, limits=limits)
     program = (
         "for (let i = 0; i < 400; i++) console.log(String(i).padStart(4, '0') + 'x'.repeat(1996));"
         "await new Promise((r) => setTimeout(r, 1));"  # a step boundary: the buffer starts over
         "for (let i = 0; i < 3; i++) console.log('after ' + i)"
     )
-    result = await bridge.execute(program, on_event=on_event)
+    try:
+        result = await run_program(session, program)
+    finally:
+        await session.close()
     assert result.ok, result.error
     assert [line[:4] for line in seen[:400]] == [f"{i:04d}" for i in range(400)]
     assert all(len(line) == 2000 for line in seen[:400])
@@ -194,16 +206,14 @@ async def test_a_settle_filed_before_its_post_returns_is_still_served(tmp_path: 
     # V8 can finish a short settle before the worker's main thread has recorded what it
     # posted; the chain must still serve it (it used to wait forever, about one program
     # in five of these: a step that fills the live buffer, then a timer's settle).
-    bridge = Bridge(
-        _no_tools(tmp_path), ToolRegistry(), engine="v8", limits=Limits(timeout_s=10)
-    )
+    session = _v8(tmp_path, lambda event: None, limits=Limits(timeout_s=10))
     program = (
         "for (let i = 0; i < 400; i++) console.log('x'.repeat(2000));"
         "await new Promise((r) => setTimeout(r, 1)); return 'served'"
     )
     try:
         for _ in range(30):
-            result = await bridge.execute(program, on_event=lambda event: None)
+            result = await run_program(session, program)
             assert result.ok and result.value == "served", result.error
     finally:
-        bridge.close()
+        await session.close()

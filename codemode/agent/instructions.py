@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codemode.repository import repository_root as repository_root
+from codemode.locations.repository import repository_root as repository_root
 
 DOC_NAME = "AGENTS.md"
 

@@ -20,7 +20,7 @@ from codemode.agent.events import (
     TurnFailed,
     is_public,
 )
-from codemode.control_chars import visible
+from codemode.terminal.control_chars import visible
 
 _OUTPUT_LINES = 6  # lines of command output shown under a command
 

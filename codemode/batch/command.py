@@ -13,8 +13,8 @@ from codemode.batch.models import OUTPUT_CHARS, AgentTask, now_iso
 from codemode.batch.report import ReportError, RunHeader, default_report_path
 from codemode.batch.repos import RepoListError, Skipped, select_repositories
 from codemode.batch.runner import EXIT_FAILED, EXIT_OK, BatchOptions, BatchUsageError, run_batch
-from codemode.control_chars import echo
 from codemode.js_runtime.models import Limits
+from codemode.terminal.control_chars import echo
 
 if TYPE_CHECKING:
     from codemode.batch.publish import PublishOptions

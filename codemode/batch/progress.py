@@ -11,7 +11,7 @@ import time
 from typing import Any, TextIO
 
 from codemode.batch.models import RepoResult
-from codemode.control_chars import visible
+from codemode.terminal.control_chars import visible
 
 
 class BatchProgress:
@@ -49,7 +49,7 @@ class BatchProgress:
         if self.live:
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-            from codemode.control_chars import safe_console
+            from codemode.terminal.control_chars import safe_console
 
             self._bar = Progress(
                 TextColumn("[bold]{task.description}"),

@@ -70,7 +70,7 @@ def _git(repo: Path, *args: str, env: dict[str, str] | None = None, data: bytes 
         [*SAFE_GIT, *args], cwd=repo, input=data, capture_output=True, env=full_env, timeout=300
     )
     if proc.returncode != 0:
-        from codemode.control_chars import visible
+        from codemode.terminal.control_chars import visible
 
         message = visible(proc.stderr.decode(errors="replace")).strip().splitlines()
         raise PublishError(f"git {args[0]}: {message[-1] if message else 'failed'}")

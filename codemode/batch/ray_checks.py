@@ -81,7 +81,7 @@ def is_worker_death(ray: Any, exc: BaseException) -> bool:
 
 def describe_failure(ray: Any, exc: BaseException) -> str:
     """The real cause of a Ray error, one line, no terminal codes."""
-    from codemode.control_chars import visible
+    from codemode.terminal.control_chars import visible
 
     if is_worker_death(ray, exc):
         kind = type(exc).__name__

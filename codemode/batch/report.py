@@ -49,7 +49,7 @@ def default_report_path(directory: Path | None = None) -> Path:
     """``codemode-batch-YYYYmmdd-HHMMSS.jsonl`` in ``directory`` (default:
     ``$CODEMODE_HOME/batch``: never the current directory, which is usually one of the
     repositories)."""
-    from codemode.config_file import codemode_home
+    from codemode.locations.config_file import codemode_home
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return (directory or codemode_home() / "batch") / f"codemode-batch-{stamp}.jsonl"

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Literal, TextIO
 from codemode.batch.models import AgentTask, RepoResult, RepoTask
 from codemode.batch.progress import BatchProgress
 from codemode.batch.report import ReportWriter, RunHeader
-from codemode.control_chars import visible
 from codemode.js_runtime.models import Limits
+from codemode.terminal.control_chars import visible
 
 if TYPE_CHECKING:
     from codemode.batch.publish import PublishOptions

@@ -39,7 +39,7 @@ from codemode.cli import (  # noqa: F401
     tools,
 )
 from codemode.cli.root import cli
-from codemode.control_chars import echo
+from codemode.terminal.control_chars import echo
 
 __all__ = ["INTERNAL_ERROR_STATUS", "cli", "main"]
 
@@ -59,7 +59,7 @@ def _main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors are one line on stderr and exit status 2, other click
     errors one line and their own status; an unexpected exception is one line naming
     the log file its traceback went to, never a traceback on the terminal."""
-    from codemode.cli_crash import install_thread_hooks
+    from codemode.cli.crash import install_thread_hooks
     from codemode.sandbox.grpc_fork import quiet_grpc_fork
 
     quiet_grpc_fork()  # before anything loads gRPC (the code-mode host, Ray)
@@ -68,14 +68,14 @@ def _main(argv: list[str] | None = None) -> None:
         status = cli.main(args=argv, prog_name="interpreter", standalone_mode=False)
     except click.UsageError as exc:
         if isinstance(exc, click.NoSuchOption):
-            from codemode.cli_hints import near_options
+            from codemode.terminal.hints import near_options
 
             exc.possibilities = near_options(exc.option_name, exc.possibilities or [])
         name = exc.ctx.command_path if exc.ctx else "interpreter"
         echo(f"{name}: error: {exc.format_message()}", err=True)
         sys.exit(2)
     except click.ClickException as exc:
-        from codemode.cli_crash import one_line
+        from codemode.cli.crash import one_line
 
         echo(f"interpreter: error: {one_line(exc.format_message())}", err=True)
         sys.exit(exc.exit_code)
@@ -103,7 +103,7 @@ def _main(argv: list[str] | None = None) -> None:
 
 
 def _crash(exc: Exception, argv: list[str] | None) -> NoReturn:
-    from codemode.cli_crash import one_line, record_crash
+    from codemode.cli.crash import one_line, record_crash
 
     where = record_crash(exc, argv if argv is not None else sys.argv[1:])
     reason = one_line(f"{type(exc).__name__}: {exc}")

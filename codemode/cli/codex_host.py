@@ -7,7 +7,7 @@ import sys
 import click
 
 from codemode.cli.root import cli
-from codemode.control_chars import echo
+from codemode.terminal.control_chars import echo
 
 
 @cli.command("code-mode-host")

@@ -9,7 +9,7 @@ import click
 
 from codemode.cli.options import cwd_option
 from codemode.cli.root import cli
-from codemode.control_chars import echo, json_text
+from codemode.terminal.control_chars import echo, json_text
 
 
 @cli.command()
@@ -29,10 +29,10 @@ def doctor(cwd: Path, as_json: bool, local: bool, base_urls: tuple[str, ...],
 
     Exit status 1 when something needs fixing (warn or FAIL lines).
     """
-    from codemode.doctor import render, run_checks
+    from codemode.doctor.checks import render, run_checks
 
     if local or base_urls:
-        from codemode.doctor_local import run_local_checks
+        from codemode.doctor.local_models import run_local_checks
 
         report = run_local_checks(list(base_urls), model)
     else:

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from codemode.cli.root import cli
-from codemode.control_chars import echo, json_text
+from codemode.terminal.control_chars import echo, json_text
 
 
 @cli.group()

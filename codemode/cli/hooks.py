@@ -11,7 +11,7 @@ import click
 
 from codemode.cli.options import config_option, cwd_option, load_config_or_usage
 from codemode.cli.root import cli
-from codemode.control_chars import echo, json_text, visible
+from codemode.terminal.control_chars import echo, json_text, visible
 
 if TYPE_CHECKING:
     from codemode.hooks.review import Review

@@ -23,8 +23,8 @@ def mcp() -> None:
 @config_option()
 def mcp_list(as_json: bool, overrides: tuple[str, ...]) -> None:
     """Start the configured servers and show each one's state and tools (exit 1 if one failed)."""
+    from codemode.commands.mcp import list_servers
     from codemode.config import ConfigError, load_config
-    from codemode.mcp_commands import list_servers
 
     try:
         config = load_config(overrides)
@@ -66,8 +66,8 @@ def mcp_server(
 
         early = EarlyStdio.start(package_version())
     from codemode.assembly.options import SessionOptions
+    from codemode.commands.mcp import serve
     from codemode.config import ConfigError, load_config
-    from codemode.mcp_commands import serve
 
     options = SessionOptions(
         cwd=cwd, sandbox_mode=sandbox_mode, approval_policy=approval_policy, full_auto=full_auto

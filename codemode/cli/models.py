@@ -6,7 +6,7 @@ import click
 
 from codemode.cli.options import config_option, load_config_or_usage
 from codemode.cli.root import cli
-from codemode.control_chars import echo
+from codemode.terminal.control_chars import echo
 
 
 @cli.command()

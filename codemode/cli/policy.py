@@ -11,7 +11,7 @@ import click
 
 from codemode.cli.options import cwd_option
 from codemode.cli.root import cli
-from codemode.control_chars import echo, json_text
+from codemode.terminal.control_chars import echo, json_text
 
 if TYPE_CHECKING:
     from codemode.sandbox.promises import Promise

@@ -26,7 +26,7 @@ class _SessionGroup(click.Group):
             return super().resolve_command(ctx, args)
         words = list(args)
         if len(words) == 1:
-            from codemode.cli_hints import near_names
+            from codemode.terminal.hints import near_names
 
             close = [n for n in near_names(words[0], self.list_commands(ctx))
                      if not n.startswith(words[0]) or len(words[0]) >= 3]

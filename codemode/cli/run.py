@@ -87,7 +87,7 @@ def run(
     With --repos, SCRIPT runs in each repository in parallel, confined to it, and
     writes a JSON Lines report; exit status 0 all done, 1 any failed.
     """
-    from codemode.config_file import ConfigError, raw_config
+    from codemode.locations.config_file import ConfigError, raw_config
 
     try:
         raw = raw_config(overrides)[1]
@@ -101,8 +101,8 @@ def run(
 
         # The engine worker boots while the rest of the command imports.
         POOL.prestart(engine, memory * 1024 * 1024)
+    from codemode.commands.run import UnreadableScript, read_script, run_script
     from codemode.js_runtime.models import Limits
-    from codemode.run import UnreadableScript, read_script, run_script
 
     try:
         source = read_script(script)

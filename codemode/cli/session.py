@@ -17,7 +17,7 @@ from codemode.batch.cli_options import (
 )
 from codemode.cli.options import codex_exec_options, session_options
 from codemode.cli.root import _run_interactive, cli
-from codemode.control_chars import echo
+from codemode.terminal.control_chars import echo
 
 
 def _read_prompt(prompt: str | None) -> str | None:
@@ -29,7 +29,7 @@ def _read_prompt(prompt: str | None) -> str | None:
 
 
 def _run_agent(**kwargs: Any) -> None:
-    from codemode.exec import ExecOptions, UsageProblem, run_exec
+    from codemode.commands.exec import ExecOptions, UsageProblem, run_exec
 
     try:
         status = run_exec(ExecOptions(**kwargs))

@@ -38,11 +38,11 @@ from codemode.codex_host.model import (
     ToolFailed,
     ToolSpec,
 )
-from codemode.errors import ToolError
 from codemode.js_runtime.delegate import NestedCall as RuntimeCall
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits, LogEvent
 from codemode.js_runtime.outcome import Completed
 from codemode.js_runtime.session import CodeSession as RuntimeSession
+from codemode.tool_terms.errors import ToolError
 
 _MAX_YIELD_MS = 3_600_000
 

@@ -94,8 +94,8 @@ def program_hooks(
     obeys: the same ones a session in ``cwd`` would, from the raw config table ``raw``
     (read from the config file when None). ``sandbox``: its settings (a model or a
     mapping), for the withheld environment variables."""
-    from codemode.config_file import ConfigError, codemode_home, raw_config
     from codemode.hooks.places import any_hooks
+    from codemode.locations.config_file import ConfigError, codemode_home, raw_config
 
     if raw is None:
         try:

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from codemode.repository import repository_root
+from codemode.locations.repository import repository_root
 
 HOOKS_FILE = "hooks.json"
 PROJECT_DIR = ".codemode"

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codemode.control_chars import visible
 from codemode.hooks.definitions import HookDef
 from codemode.hooks.discovery import discover
 from codemode.hooks.trust import State, TrustStore
+from codemode.terminal.control_chars import visible
 
 
 @dataclass

@@ -85,7 +85,7 @@ def hooks_interceptor(engine: HookEngine) -> Interceptor:
         parent = program.item_id if program is not None else None
         if permission_any:
             # For the PermissionRequest hooks of an approval this call leads to. Set,
-            # not reset with a token: the bridge starts a call in the program's context
+            # not reset with a token: the runtime starts a call in the program's context
             # and may finish it in a task of its own.
             previous = _current.get()
             _current.set((names, fields))

@@ -5,7 +5,7 @@ with ``Limits`` and a ``Delegate`` (how nested tool calls and notifications leav
 runtime), it runs programs as cells, each ``execute``/``wait``/``terminate`` ending in
 one ``Outcome``: ``Completed``, ``Yielded`` or ``Terminated``. Programs run in engine
 worker processes (``worker.py``) holding a quickjs-ng (the default) or V8 isolate.
-This package imports nothing from the rest of codemode but the ``errors`` leaf.
+This package imports nothing from the rest of codemode but the ``tool_terms`` leaf.
 Names load on first use: the worker imports this package's engine modules and must
 not pay for the session's imports.
 """
@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from codemode.js_runtime.bridge import Bridge
     from codemode.js_runtime.delegate import Delegate, NestedCall, ToolError, ToolNames, ToolSet
     from codemode.js_runtime.engine import ENGINES, Engine
     from codemode.js_runtime.models import (
@@ -41,7 +40,6 @@ if TYPE_CHECKING:
     from codemode.js_runtime.session import CodeSession
 
 _HOMES = {
-    "Bridge": "bridge",
     "CodeSession": "session",
     "ENGINES": "engine",
     "Engine": "engine",
@@ -56,7 +54,6 @@ _HOMES = {
 __all__ = [
     "ENGINES",
     "AlreadyWaiting",
-    "Bridge",
     "CellBusy",
     "CodeSession",
     "Completed",

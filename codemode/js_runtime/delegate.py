@@ -2,7 +2,7 @@
 
 The runtime never runs a tool. Each ``tools.NAME(args)`` a program makes becomes a
 ``NestedCall`` handed to the session's ``Delegate``; what it returns is the call's
-result, and a ``ToolError`` (``codemode.errors``) it raises is a failed call whose
+result, and a ``ToolError`` (``codemode.tool_terms.errors``) it raises is a failed call whose
 message the program sees (as a catchable ``ToolError``). Console output and call
 progress leave through ``Delegate.notify``. The names a program may call come from a
 ``ToolNames``: plain names (``tools.NAME``) and namespaces (``tools.NS.NAME``).
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 # the ``ToolError`` its Promise rejects with. Any other exception a delegate raises
 # reaches the program too, prefixed with its type. (Defined in the package's leaf, so
 # that every layer can raise it.)
-from codemode.errors import ToolError as ToolError
+from codemode.tool_terms.errors import ToolError as ToolError
 
 if TYPE_CHECKING:
     from codemode.js_runtime.models import ExecEvent

@@ -1,8 +1,8 @@
 """Starting a coroutine by hand, so that its first step runs now rather than when a
 Task gets to it, and carrying it on later in a Task exactly as ``await`` would.
 
-The bridge starts tool handlers this way: most finish without waiting on I/O, and
-those then cost no Task and no trip through the event loop.
+The runtime starts nested calls' handlers this way (``nested.py``): most finish
+without waiting on I/O, and those then cost no Task and no trip through the event loop.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ imports, which is most of what `interpreter run hello.js` costs: it is started w
 arguments are only peeked at here; click still parses them. A guess that turns out
 wrong (a bad option value) costs one worker, which exits when we do (its pipes close).
 
-The same `run` then exits through ``codemode.fast_exit``, without the interpreter's
+The same `run` then exits through ``codemode.process.fast_exit``, without the interpreter's
 teardown (as a finished `exec` does).
 """
 
@@ -56,12 +56,12 @@ def run_and_exit(main: Callable[[list[str] | None], object], argv: list[str] | N
 
     Python's own exit frees every module and object one by one, which is a large share
     of a short `interpreter run` (and of how long Ctrl-C takes to return the prompt);
-    ``codemode.fast_exit`` does what an exit must do and skips only that teardown.
+    ``codemode.process.fast_exit`` does what an exit must do and skips only that teardown.
     """
     if not (_started and argv is None and sys.argv[1:2] == ["run"]):
         main(argv)
         return
-    from codemode.fast_exit import exit_now  # lazy: only for an early-started run
+    from codemode.process.fast_exit import exit_now  # lazy: only for an early-started run
 
     try:
         main(argv)

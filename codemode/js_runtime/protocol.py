@@ -1,8 +1,8 @@
 """The frames an engine worker and its parent exchange over a pipe.
 
 A frame is a 5-byte header, ``<IB`` (payload length, op), then the payload. Text is
-UTF-8 (``surrogatepass``: JavaScript strings may hold lone surrogates; the bridge
-turns them into U+FFFD once it has the text).
+UTF-8 (``surrogatepass``: JavaScript strings may hold lone surrogates; the parent
+turns them into U+FFFD once it has the text, ``state.py``).
 
 Parent to worker, one request at a time, each answered by exactly one reply frame
 (``STATE`` or ``ERROR``), with any number of ``LOG`` frames before it:

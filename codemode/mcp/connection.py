@@ -178,7 +178,7 @@ class ServerConnection:
         # ./node_modules/.bin or ./bin on PATH does not choose what "npx" is
         resolved = config.command
         if "/" not in resolved:
-            from codemode.host_programs import host_program
+            from codemode.locations.host_programs import host_program
 
             found = host_program(resolved)
             if found is None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from codemode.config_file import ConfigError, parse_override
+from codemode.locations.config_file import ConfigError, parse_override
 
 
 class Sampling(BaseModel):

@@ -35,7 +35,7 @@ class Transport:
     event loop changed (a client's pooled connections belong to one loop).
 
     ``http_transport`` replaces httpx's network transport under the client (tests
-    answer in-process with ``codemode.testing.scripted.in_process``); the default
+    answer in-process with ``codemode_testkit.scripted.in_process``); the default
     is httpx's own, over sockets."""
 
     def __init__(

@@ -19,7 +19,7 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from codemode.host_programs import host_program
+from codemode.locations.host_programs import host_program
 from codemode.sandbox import dropcaps, own_paths
 from codemode.sandbox.protected import (
     CODEMODE_DIR,

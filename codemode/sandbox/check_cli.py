@@ -11,8 +11,8 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from codemode.control_chars import json_text
 from codemode.sandbox.policy import Evaluation, Policy, PolicyContext
+from codemode.terminal.control_chars import json_text
 
 EXIT_STATUS = {"allow": 0, "unmatched": 10, "prompt": 20, "forbidden": 30}
 

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
-from codemode.host_programs import host_program
+from codemode.locations.host_programs import host_program
 from codemode.sandbox.host_git import git_env
 from codemode.sandbox.protected import GIT_DIR, GIT_PROTECTED, git_dirs
 

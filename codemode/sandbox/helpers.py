@@ -32,8 +32,8 @@ import stat
 import threading
 from pathlib import Path
 
-from codemode.host_programs import host_program
-from codemode.user_dirs import cache_home
+from codemode.locations.host_programs import host_program
+from codemode.locations.user_dirs import cache_home
 
 # hashlib, importlib.resources, subprocess and tempfile are imported where a helper is
 # looked up or built.

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from codemode.host_programs import host_program
+from codemode.locations.host_programs import host_program
 
 # Each disables a way for repository config or attributes to run a command.
 SAFE_CONFIG = (

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from codemode.user_dirs import cache_home, codemode_home, config_home, home
+from codemode.locations.user_dirs import cache_home, codemode_home, config_home, home
 
 
 @dataclass(frozen=True)

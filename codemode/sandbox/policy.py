@@ -31,6 +31,8 @@ from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 
+# Re-exported: the one expansion of paths from the environment (``user_dirs``).
+from codemode.locations.user_dirs import codemode_home as codemode_home
 from codemode.sandbox import command_checks, program_source, rm_checks, secret_reads
 from codemode.sandbox.rules import (
     ExactRule,
@@ -49,9 +51,6 @@ from codemode.sandbox.verdicts import Evaluation as Evaluation
 from codemode.sandbox.verdicts import PolicyContext as PolicyContext
 from codemode.sandbox.verdicts import Verdict as Verdict
 from codemode.sandbox.words import Word
-
-# Re-exported: the one expansion of paths from the environment (``user_dirs``).
-from codemode.user_dirs import codemode_home as codemode_home
 
 BUILTIN = "built-in"
 

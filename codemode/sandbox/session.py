@@ -20,11 +20,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codemode import host_programs
-from codemode.errors import ToolError
+from codemode.locations import host_programs
 from codemode.sandbox.env import scrub_environment
 from codemode.sandbox.keeper import Keeper
 from codemode.sandbox.paths import write_refusal
+from codemode.tool_terms.errors import ToolError
 
 if TYPE_CHECKING:
     from codemode.sandbox.approval import Approver, RememberOption

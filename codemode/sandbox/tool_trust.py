@@ -23,9 +23,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from codemode.errors import ToolError
 from codemode.sandbox.approval import ApprovalRequest
-from codemode.tool_names import code_name, split_namespace
+from codemode.tool_terms.errors import ToolError
+from codemode.tool_terms.names import code_name, split_namespace
 
 if TYPE_CHECKING:
     from codemode.sandbox.session import SandboxSession

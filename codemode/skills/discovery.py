@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from codemode.repository import repository_root
+from codemode.locations.repository import repository_root
 
 SKILL_FILE = "SKILL.md"
 SKILLS_DIR = Path(".agents") / "skills"

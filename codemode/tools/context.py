@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codemode.errors import ToolError as ToolError  # defined in the leaf; named here too
+from codemode.tool_terms.errors import ToolError as ToolError  # defined in the leaf; named here too
 from codemode.tools.path_chars import refusal
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from codemode.errors import ToolError
+from codemode.tool_terms.errors import ToolError
 from codemode.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:

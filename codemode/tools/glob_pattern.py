@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from codemode.errors import ToolError
+from codemode.tool_terms.errors import ToolError
 
 _MAGIC = frozenset("*?[{")
 

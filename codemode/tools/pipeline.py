@@ -35,9 +35,9 @@ order they were added):
     interceptor that points file tools at an editor's buffers (``ToolContext`` fields
     are how such a choice reaches the handler).
 
-The host running programs never sees the registry: it receives a ``Dispatch``
-(``async (name, args) -> result``, from ``ToolRegistry.dispatch``), and the names to
-expose (``ToolCatalog``).
+The runtime running programs never sees the registry: their nested calls reach
+``ToolRegistry.invoke`` through the code session's delegate (``RegistryDelegate`` in
+``codemode.assembly.program``, the agent runner's own).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 from codemode.tools.context import ToolContext
 
@@ -69,19 +69,9 @@ class Call:
 
 Next = Callable[[Call], Awaitable[Any]]
 Interceptor = Callable[[Call, Next], Awaitable[Any]]
-# What the program host calls for each tool call a program makes.
-Dispatch = Callable[[str, object], Awaitable[Any]]
 
 Stage = Literal["report", "gate", "hooks", "policy", "embedder", "route"]
 STAGES: tuple[Stage, ...] = ("report", "gate", "hooks", "policy", "embedder", "route")
-
-
-class ToolCatalog(Protocol):
-    """The tool names a program host exposes (``ToolRegistry`` is one)."""
-
-    def flat_names(self) -> list[str]: ...
-
-    def namespaces(self) -> dict[str, dict[str, str]]: ...
 
 
 class Pipeline:

@@ -8,13 +8,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 # Re-exported: the names of namespaced (MCP) tools, spelled in the leaf module.
-from codemode.tool_names import NAMESPACE_PREFIX as NAMESPACE_PREFIX
-from codemode.tool_names import code_name as code_name
-from codemode.tool_names import split_namespace as split_namespace
+from codemode.tool_terms.names import NAMESPACE_PREFIX as NAMESPACE_PREFIX
+from codemode.tool_terms.names import code_name as code_name
+from codemode.tool_terms.names import split_namespace as split_namespace
 from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.pipeline import (
     Call,
-    Dispatch,
     Interceptor,
     Pipeline,
     Stage,
@@ -210,21 +209,3 @@ class ToolRegistry:
         if ctx.tool_name != call.name or ctx.program != call.program:
             ctx = _for_call(ctx, call.name, call.program)
         return await call.tool.call(call.args, ctx)
-
-    def dispatch(
-        self,
-        ctx: ToolContext,
-        *,
-        parent_id: str | None = None,
-        program: str | None = None,
-        around: Sequence[Interceptor] = (),
-    ) -> Dispatch:
-        """``async (name, args) -> result`` calling ``invoke`` with these: what a
-        program host is given instead of the registry."""
-
-        async def dispatch(name: str, raw_args: object) -> Any:
-            return await self.invoke(
-                name, raw_args, ctx, parent_id=parent_id, program=program, around=around
-            )
-
-        return dispatch

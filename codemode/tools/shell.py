@@ -100,7 +100,7 @@ async def spawn(
 def shell_argv(command: str) -> list[str]:
     """The argv that runs ``command``: bash when installed, POSIX sh otherwise."""
     # never a bash from a PATH entry inside a writable root (``host_programs``)
-    from codemode.host_programs import host_program
+    from codemode.locations.host_programs import host_program
 
     bash = host_program("bash")
     return [bash, "-c", command] if bash else ["/bin/sh", "-c", command]

@@ -42,7 +42,7 @@ async def run_command(app: App, line: str) -> None:
     name, _, arg = line.strip().partition(" ")
     found = COMMANDS.get(name)
     if found is None:
-        from codemode.cli_hints import near_names
+        from codemode.terminal.hints import near_names
 
         close = near_names(name, COMMANDS)
         hint = f" (did you mean {', '.join(close)}?)" if close else " (/help lists them)"

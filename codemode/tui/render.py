@@ -48,7 +48,7 @@ from codemode.agent.events import (
     TurnUsage,
 )
 from codemode.agent.printers import describe_args
-from codemode.control_chars import safe_console
+from codemode.terminal.control_chars import safe_console
 from codemode.tui.activity import Activity, label_for
 from codemode.tui.diffs import diff_renderable, unified_diff
 from codemode.tui.live_stream import LiveStream

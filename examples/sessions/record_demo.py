@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from codemode.testing.scripted_server import ScriptedModelServer
+from codemode_testkit.scripted_server import ScriptedModelServer
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent / "bugfix-repo"

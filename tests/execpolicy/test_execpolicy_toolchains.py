@@ -161,9 +161,9 @@ async def test_a_rust_toolchain_file_cannot_run_the_repositorys_cargo(
     with no one to approve, it is refused instead of run."""
     import subprocess
 
-    from codemode.errors import ToolError
     from codemode.sandbox.session import SandboxSession
     from codemode.sandbox.settings import SandboxSettings
+    from codemode.tool_terms.errors import ToolError
     from codemode.tools import ToolContext, builtin_registry
 
     cargo = shutil.which("cargo", path=REAL_PATH)

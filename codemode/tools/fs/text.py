@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from codemode.errors import ToolError
+from codemode.tool_terms.errors import ToolError
 
 Encoding = Literal["utf-8", "latin-1", "utf-16le", "utf-16be", "utf-32le", "utf-32be"]
 ENCODINGS: tuple[Encoding, ...] = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from codemode.errors import ToolError
+from codemode.tool_terms.errors import ToolError
 from codemode.tools.fs.beneath import Missing, Spot, Tree, write_atomic
 from codemode.tools.fs.reading import NotRegular, TooBig, read_spot
 

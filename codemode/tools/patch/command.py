@@ -12,7 +12,7 @@ def run_apply_patch_command(source: str, cwd: Path) -> int:
     Prints one ``A/M/D/R`` line per file and returns 0; on failure prints the error to
     stderr and returns 1, with no file changed.
     """
-    from codemode.control_chars import echo
+    from codemode.terminal.control_chars import echo
     from codemode.tools.patch.engine import apply_patch_text
     from codemode.tools.patch.errors import PatchError
     from codemode.tools.store.journal import recover

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from codemode.errors import ToolError
+from codemode.tool_terms.errors import ToolError
 
 if TYPE_CHECKING:
     from codemode.tools.store.commit import Original, Removal, Write

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codemode.errors import ToolError
+from codemode.tool_terms.errors import ToolError
 from codemode.tools.fs.beneath import Tree, unlink, write_atomic
 from codemode.tools.fs.reading import read_regular
 from codemode.tools.fs.writing import (

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from codemode.assembly.program import program_parts, run_to_end
-from codemode.control_chars import echo, json_text
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
+from codemode.terminal.control_chars import echo, json_text
 from codemode.tools.registry import ToolRegistry, code_name
 
 if TYPE_CHECKING:
@@ -163,8 +163,8 @@ def run_script(
     raw tables) run on the script's calls; a project's untrusted ones only with
     ``trust_project_hooks``.
     """
-    from codemode.config_file import codemode_home
     from codemode.hooks.loading import program_hooks
+    from codemode.locations.config_file import codemode_home
     from codemode.mcp.referenced import add_servers
     from codemode.tools.builtin import builtin_registry
 

@@ -20,9 +20,9 @@ from codemode.agent.rollout import SESSIONS_DIR, RolloutError, find_session, rea
 from codemode.assembly.options import SessionOptions, SessionSpec
 from codemode.assembly.session import REPLAY_PROVIDER, build_session
 from codemode.config import ConfigError, codemode_home, load_config
-from codemode.control_chars import echo
 from codemode.harnesses.catalog import UnknownHarnessError
 from codemode.providers.base import AuthenticationError, ImageInput
+from codemode.terminal.control_chars import echo
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -56,7 +56,7 @@ def run_exec(options: ExecOptions) -> int:
     """Run the command; returns its exit status. Raises UsageProblem for bad input.
 
     In the ``interpreter`` process itself a finished run exits here, without the
-    interpreter's teardown (``codemode.fast_exit``): by now the session log is fsynced
+    interpreter's teardown (``codemode.process.fast_exit``): by now the session log is fsynced
     and closed, the engine workers and the model client are closed, and the event loop
     is gone."""
     try:
@@ -70,7 +70,7 @@ def run_exec(options: ExecOptions) -> int:
         AuthenticationError,
     ) as exc:
         raise UsageProblem(str(exc)) from None
-    from codemode import fast_exit
+    from codemode.process import fast_exit
 
     if fast_exit.is_command_process():
         fast_exit.exit_now(status)

@@ -14,7 +14,7 @@ from pathlib import Path
 def record_crash(exc: BaseException, argv: list[str]) -> str:
     """Write ``exc``'s traceback to a new log file and return its path; when neither
     the logs folder nor the temporary folder takes it, say so instead of a path."""
-    from codemode.config_file import codemode_home
+    from codemode.locations.config_file import codemode_home
 
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     name = f"internal-error-{stamp}-{os.getpid()}.log"
@@ -75,7 +75,7 @@ def install_thread_hooks(argv: list[str]) -> None:
 
 def _say(line: str) -> None:
     try:
-        from codemode.control_chars import echo
+        from codemode.terminal.control_chars import echo
 
         echo(line, err=True)
     except (OSError, ValueError):

@@ -9,5 +9,5 @@
 - ``in_process``: ``ScriptedTransport``, the script as an httpx transport, for
   provider and loop tests without sockets (it imports httpx; the rest does not).
 
-``codemode.testing.scripted_server`` re-exports the names tests use.
+``codemode_testkit.scripted_server`` re-exports the names tests use.
 """

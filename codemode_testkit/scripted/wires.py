@@ -6,11 +6,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from codemode.testing.scripted import anthropic, chat, responses
-from codemode.testing.scripted.encoding import Event
+from codemode_testkit.scripted import anthropic, chat, responses
+from codemode_testkit.scripted.encoding import Event
 
 if TYPE_CHECKING:
-    from codemode.testing.scripted.script import RecordedRequest, ScriptedReply
+    from codemode_testkit.scripted.script import RecordedRequest, ScriptedReply
 
 
 @dataclass(frozen=True)

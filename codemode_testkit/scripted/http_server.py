@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Self
 
-from codemode.testing.scripted.script import (
+from codemode_testkit.scripted.script import (
     JsonAnswer,
     Script,
     ScriptedModel,
@@ -153,7 +153,7 @@ class _Handler(BaseHTTPRequestHandler):
 def main(argv: Sequence[str] | None = None) -> int:
     """Serve a script file until interrupted, printing the base URL first."""
     parser = argparse.ArgumentParser(
-        prog="python -m codemode.testing.scripted_server",
+        prog="python -m codemode_testkit.scripted_server",
         description="Serve a scripted model on 127.0.0.1 (chat, responses and anthropic wires).",
     )
     parser.add_argument("script", help="JSON file: a list of replies")

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from codemode.testing.scripted.encoding import (
+from codemode_testkit.scripted.encoding import (
     Event,
     call_arguments,
     error_message,
@@ -19,7 +19,7 @@ from codemode.testing.scripted.encoding import (
 )
 
 if TYPE_CHECKING:
-    from codemode.testing.scripted.script import RecordedRequest, ScriptedReply
+    from codemode_testkit.scripted.script import RecordedRequest, ScriptedReply
 
 
 def events(request: RecordedRequest, reply: ScriptedReply, seq: int) -> Iterator[Event]:

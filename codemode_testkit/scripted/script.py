@@ -15,8 +15,8 @@ from typing import Any, Self
 from pydantic import BaseModel, ConfigDict, Field
 
 from codemode.providers.base import Usage
-from codemode.testing.scripted.encoding import Event
-from codemode.testing.scripted.wires import error_body, error_event, render_events
+from codemode_testkit.scripted.encoding import Event
+from codemode_testkit.scripted.wires import error_body, error_event, render_events
 
 
 class ScriptedToolCall(BaseModel):

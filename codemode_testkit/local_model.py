@@ -36,7 +36,7 @@ Kind = Literal["llama-server", "llama-cpp-python"]
 
 
 def cache_dir() -> Path:
-    from codemode.user_dirs import cache_home
+    from codemode.locations.user_dirs import cache_home
 
     return cache_home()
 

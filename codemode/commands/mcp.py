@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from codemode.config import Config, codemode_home
-from codemode.control_chars import echo, json_text
+from codemode.terminal.control_chars import echo, json_text
 
 if TYPE_CHECKING:
     from codemode.assembly.options import SessionOptions

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from codemode.host_programs import host_program
+from codemode.locations.host_programs import host_program
 
 Status = Literal["ok", "info", "warn", "error"]
 

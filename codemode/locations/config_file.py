@@ -1,7 +1,7 @@
 """Where the configuration lives and its raw contents: the file's TOML with the ``-c``
 overrides merged in, not yet validated.
 
-Kept apart from ``config.py`` (whose model needs pydantic, ~50 ms to import) so that a
+Kept apart from ``codemode.config`` (whose model needs pydantic, ~50 ms to import) so that a
 command can look at the raw tables — ``interpreter run`` asks only which MCP servers are
 configured — without paying for validation it may not need.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 # Re-exported: the one expansion of paths from the environment (``user_dirs``).
-from codemode.user_dirs import codemode_home as codemode_home
+from codemode.locations.user_dirs import codemode_home as codemode_home
 
 CONFIG_FILE = "config.toml"
 

@@ -1,6 +1,6 @@
 """An engine worker that, once confined, tries what its filter forbids (for tests).
 
-    python -m codemode.testing.worker_probe ENGINE [x32]
+    python -m codemode_testkit.worker_probe ENGINE [x32]
 
 Boots exactly as a worker does (``worker._boot``: the engine imported, memory capped,
 seccomp loaded), runs a program in a fresh isolate to show the engine still works,

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 
-from codemode.testing.scripted.script import JsonAnswer, ScriptedModel, StreamAnswer, sse_frame
+from codemode_testkit.scripted.script import JsonAnswer, ScriptedModel, StreamAnswer, sse_frame
 
 # Any URL does: the transport answers whatever host it is asked; this one names itself.
 IN_PROCESS_BASE_URL = "http://scripted.in-process/v1"

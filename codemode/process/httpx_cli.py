@@ -58,7 +58,7 @@ class _Hook(MetaPathFinder, Loader):
             return None
         from importlib.machinery import ModuleSpec
 
-        return ModuleSpec(fullname, self, origin="deferred by codemode.httpx_cli")
+        return ModuleSpec(fullname, self, origin="deferred by codemode.process.httpx_cli")
 
     def create_module(self, spec: ModuleSpec) -> types.ModuleType:
         return _Deferred(spec.name, "httpx's command line, imported on first use")

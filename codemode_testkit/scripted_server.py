@@ -12,11 +12,11 @@ One script serves every wire: a ``ScriptedToolCall(freeform=True)`` is a custom 
 call on the Responses wire and, elsewhere, a function call whose JSON wraps the text
 in the tool's single string property (read from the request's tool schema).
 
-The parts live in ``codemode.testing.scripted`` (the script, one module per wire, the
+The parts live in ``codemode_testkit.scripted`` (the script, one module per wire, the
 HTTP server, and an in-process httpx transport); this module keeps their names where
 tests import them. Run standalone (for driving the CLI in a pseudo-terminal)::
 
-    python -m codemode.testing.scripted_server SCRIPT.json [--port N] [--record FILE]
+    python -m codemode_testkit.scripted_server SCRIPT.json [--port N] [--record FILE]
 
 prints the base URL as its first line of output and serves until interrupted.
 """
@@ -25,16 +25,16 @@ from __future__ import annotations
 
 import sys
 
-from codemode.testing.scripted.encoding import Event, estimate_usage, split_args, split_text
-from codemode.testing.scripted.http_server import ScriptedModelServer, main
-from codemode.testing.scripted.script import (
+from codemode_testkit.scripted.encoding import Event, estimate_usage, split_args, split_text
+from codemode_testkit.scripted.http_server import ScriptedModelServer, main
+from codemode_testkit.scripted.script import (
     RecordedRequest,
     Script,
     ScriptedModel,
     ScriptedReply,
     ScriptedToolCall,
 )
-from codemode.testing.scripted.wires import error_body, error_event, render_events
+from codemode_testkit.scripted.wires import error_body, error_event, render_events
 
 __all__ = [
     "Event",

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from codemode.config_file import (
+from codemode.locations.config_file import (
     CONFIG_FILE,
     ConfigError,
     codemode_home,

@@ -1,0 +1,45 @@
+"""Code sessions over a tool registry, for the runtime's tests: programs run through the
+runtime's one API (``CodeSession``) with the registry's path for every nested call
+(``RegistryDelegate``), as ``ToolHost`` and ``interpreter run`` run them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from codemode.assembly.program import RegistryDelegate
+from codemode.js_runtime import CodeSession, Completed, ExecEvent, ExecResult, Limits
+from codemode.tools.context import ToolContext
+from codemode.tools.registry import ToolRegistry
+
+
+def registry_session(
+    registry: ToolRegistry,
+    workspace: Path,
+    *,
+    engine: str = "quickjs",
+    limits: Limits | None = None,
+    persistent: bool = False,
+    on_event: Callable[[ExecEvent], None] | None = None,
+    **kw: Any,
+) -> CodeSession:
+    """A session whose programs see ``registry``'s tools and call them in a context
+    rooted at ``workspace``; every event its programs send goes to ``on_event``. Not
+    persistent unless asked: each program gets a fresh isolate."""
+    sink = None if on_event is None else (lambda _cell, event: on_event(event))
+    return CodeSession(
+        RegistryDelegate(registry, ToolContext(workspace=workspace), sink),
+        tools=registry,
+        engine=engine,
+        limits=limits,
+        persistent=persistent,
+        **kw,
+    )
+
+
+async def run_program(session: CodeSession, source: str, **kw: Any) -> ExecResult:
+    """Run ``source`` in ``session`` to its end (no yield time) and give its result."""
+    outcome = await session.execute(source, **kw)
+    assert isinstance(outcome, Completed), outcome  # no yield time: it ran to its end
+    return outcome.result
