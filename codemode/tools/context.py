@@ -45,7 +45,7 @@ class ToolContext:
     # read_file sees them (codemode.tools.dry_run).
     dry_run: DryRun | None = None
     # The files as this session sees them; None: the layers that ``client`` and
-    # ``dry_run`` imply, over the disk (``codemode.tools.store.store_for``).
+    # ``dry_run`` imply, over the disk (``store_for`` below).
     store: FileStore | None = None
     # Set for one call by whoever shows it live: a command's output chunks as they
     # arrive (codemode.tools.live_output).
