@@ -107,7 +107,7 @@ import asyncio, json, sys, time
 from pathlib import Path
 from codemode.tools.builtin import builtin_registry
 from codemode.tools.context import ToolContext
-from codemode.tools.files import READ_FILE
+from codemode.tools.read_file import READ_FILE
 
 def status(field):
     # ru_maxrss would count the parent's peak, which a child inherits across exec.

@@ -27,13 +27,8 @@ import sys
 
 from codemode_testkit.scripted.encoding import Event, estimate_usage, split_args, split_text
 from codemode_testkit.scripted.http_server import ScriptedModelServer, main
-from codemode_testkit.scripted.script import (
-    RecordedRequest,
-    Script,
-    ScriptedModel,
-    ScriptedReply,
-    ScriptedToolCall,
-)
+from codemode_testkit.scripted.replies import RecordedRequest, ScriptedReply, ScriptedToolCall
+from codemode_testkit.scripted.script import Script, ScriptedModel
 from codemode_testkit.scripted.wires import error_body, error_event, render_events
 
 __all__ = [

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from agent_support import call
 
-from codemode.agent.loop import Session, TurnResult
+from codemode.agent.loop import Session
+from codemode.agent.turn_result import TurnResult
 from codemode.assembly.model import choose_model, provider_named
 from codemode.assembly.options import SessionOptions, SessionSpec
 from codemode.assembly.session import build_session

@@ -20,7 +20,7 @@ from agent_support import call, provider_flags, run_cli
 
 from codemode.agent.compaction import head_and_tail
 from codemode.providers.errors import ErrorContext, classify
-from codemode_testkit.scripted.script import RecordedRequest
+from codemode_testkit.scripted.replies import RecordedRequest
 from codemode_testkit.scripted_server import ScriptedModelServer
 
 SEQ_PROGRAM = "const r = await tools.shell({command: 'seq 1 3000'});\nconsole.log(r.output);"

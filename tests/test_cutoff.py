@@ -89,7 +89,7 @@ def test_a_model_cut_off_every_time_stops_the_turn(home: Path, work: Path) -> No
     with ScriptedModelServer(script) as server:
         run = exec_cli(server, "chat", "go", home=home, cwd=work)
     assert run.code == 1
-    assert len(server.requests) == 3  # MAX_FORMAT_REMINDERS
+    assert len(server.requests) == 3  # codemode.agent.strikes.MAX_FORMAT_REMINDERS
     assert "Traceback" not in run.stderr
 
 

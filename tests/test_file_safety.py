@@ -299,7 +299,7 @@ def test_non_regular_files_are_refused_naming_what_they_are(ws: Path) -> None:
 
 
 def test_reads_stop_at_the_byte_cap(ws: Path) -> None:
-    from codemode.tools.files import MAX_READ_BYTES
+    from codemode.tools.store import MAX_READ_BYTES
 
     with open(ws / "big.txt", "wb") as f:
         f.truncate(MAX_READ_BYTES + 1)  # sparse: costs no disk

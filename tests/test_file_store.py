@@ -24,7 +24,8 @@ from codemode.acp.server import AcpOptions, CodemodeAcpAgent
 from codemode.sandbox.session import SandboxSession
 from codemode.tools.builtin import builtin_registry
 from codemode.tools.context import ToolContext, ToolError
-from codemode.tools.dry_run import DryRun, dry_run_registry
+from codemode.tools.dry_run import DryRun
+from codemode.tools.dry_run_gate import dry_run_registry
 from codemode.tools.registry import ToolRegistry
 
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from codemode.tools.context import ToolContext, ToolError
-from codemode.tools.files import READ_FILE
-from codemode.tools.search import GREP, MAX_GREP_MATCHES
+from codemode.tools.grep import GREP, MAX_GREP_MATCHES
+from codemode.tools.read_file import READ_FILE
 from tests.file_tools_support import call, call_error, registry
 
 
@@ -463,7 +463,7 @@ import asyncio, resource, sys
 from pathlib import Path
 from codemode.tools.builtin import builtin_registry
 from codemode.tools.context import ToolContext
-from codemode.tools.files import READ_FILE
+from codemode.tools.read_file import READ_FILE
 
 ws = Path(sys.argv[1])
 reg = builtin_registry()
@@ -487,7 +487,7 @@ asyncio.run(main())
 def test_reading_a_file_of_millions_of_lines_costs_memory_by_its_size(ws: Path) -> None:
     # was: a list of one string per line, twice (the window, then the rendered text):
     # ~520 MB of peak memory for a 20 MB file of empty lines
-    from codemode.tools.files import MAX_READ_BYTES
+    from codemode.tools.store import MAX_READ_BYTES
 
     size = MAX_READ_BYTES - 10
     (ws / "small.txt").write_text("x\n")

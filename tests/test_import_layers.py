@@ -76,3 +76,26 @@ def test_a_new_top_level_module_must_be_placed_in_a_layer(tmp_path: Path) -> Non
     done = _lint(root)
     assert done.returncode != 0
     assert "codemode.stray" in done.stdout
+
+
+def test_a_cycle_through_type_only_imports_fails(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    # The slash commands see the app through tui/protocols.py's App; naming the app
+    # itself, even only for annotations, closes a cycle (the app imports the commands).
+    _add(root / "codemode/tui/commands.py",
+         "\n\nif TYPE_CHECKING:\n    from codemode.tui.app import InteractiveApp  # noqa: F401\n")
+    done = _lint(root)
+    assert done.returncode != 0
+    assert "No cycles are allowed in codemode.tui" in done.stdout
+    assert ".commands -> .app" in done.stdout
+
+
+def test_a_cycle_in_the_test_kit_fails(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    # The wire encoders read the script's data from replies.py, a leaf; reaching for
+    # the script itself would close a cycle (the script renders through them).
+    back = "from codemode_testkit.scripted.script import ScriptedModel  # noqa: F401"
+    _add(root / "codemode_testkit/scripted/chat.py", f"\n\nif TYPE_CHECKING:\n    {back}\n")
+    done = _lint(root)
+    assert done.returncode != 0
+    assert "No cycles are allowed in codemode_testkit.scripted" in done.stdout

@@ -22,7 +22,8 @@ from codemode.sandbox.session import SandboxSession
 from codemode.sandbox.settings import SandboxSettings
 from codemode.tools import ToolContext, ToolError, builtin_registry
 from codemode.tools.base import Tool, Trust, define_tool
-from codemode.tools.dry_run import DryRun, dry_run_registry
+from codemode.tools.dry_run import DryRun
+from codemode.tools.dry_run_gate import dry_run_registry
 from codemode.tools.pipeline import STAGES, Call, Next, Pipeline
 from codemode.tools.registry import ToolRegistry
 

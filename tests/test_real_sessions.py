@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from codemode.agent.events import Notice
-from codemode.agent.loop import TurnResult
 from codemode.agent.rollout import read_session
+from codemode.agent.turn_result import TurnResult
 from codemode.assembly.options import SessionOptions, SessionSpec
 from codemode.assembly.session import build_session
 from codemode.config import load_config

@@ -14,7 +14,7 @@ import pytest
 from codemode.js_runtime.elide import elide_middle
 from codemode.tools import ToolContext, ToolError, builtin_registry
 from codemode.tools.builtin import builtin_tools
-from codemode.tools.search import compile_glob
+from codemode.tools.glob_pattern import compile_glob
 from codemode.tools.shell import MAX_OUTPUT_CHARS, _Capture
 
 

@@ -15,8 +15,8 @@ from agent_support import run_cli
 
 from codemode.tui.approval import calling_lines, describe_request
 from codemode.tui.input import complete_path
+from codemode.tui.live_stream import split_committed
 from codemode.tui.mentions import MAX_MENTION_BYTES, expand_mentions
-from codemode.tui.render import _split_committed
 from codemode.tui.snapshots import Snapshots
 from codemode.tui.wizard import write_provider_choice
 
@@ -192,12 +192,12 @@ def test_wizard_creates_the_file(tmp_path: Path) -> None:
 
 
 def test_streamed_markdown_is_committed_at_paragraph_breaks_outside_fences() -> None:
-    assert _split_committed("one\n\ntwo") == ("one\n\n", "two")
-    assert _split_committed("no break yet") == ("", "no break yet")
+    assert split_committed("one\n\ntwo") == ("one\n\n", "two")
+    assert split_committed("no break yet") == ("", "no break yet")
     fenced = "intro\n\n```py\na = 1\n\nb = 2\n"
-    assert _split_committed(fenced) == ("intro\n\n", "```py\na = 1\n\nb = 2\n")
+    assert split_committed(fenced) == ("intro\n\n", "```py\na = 1\n\nb = 2\n")
     closed = "```\nx\n```\n\nafter"
-    assert _split_committed(closed) == ("```\nx\n```\n\n", "after")
+    assert split_committed(closed) == ("```\nx\n```\n\n", "after")
 
 
 def test_approval_shows_the_rule_reason_and_calling_lines() -> None:

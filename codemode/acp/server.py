@@ -33,7 +33,8 @@ from pydantic import BaseModel
 from codemode.acp.client import AcpApprover, AcpToolClient
 from codemode.acp.history import replay_updates
 from codemode.acp.updates import Update, UpdateMapper
-from codemode.agent.loop import Session, StopReason, TurnResult
+from codemode.agent.loop import Session
+from codemode.agent.turn_result import StopReason, TurnResult
 from codemode.providers.base import ImageInput
 
 

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from codemode.agent.events import HookRunItem, ItemCompleted, ItemStarted, Notice
+from codemode.agent.turn_result import TurnFailure
 from codemode.hooks.engine import Combined, HookEngine, HookRun
 
 Emit = Callable[[BaseModel], None]
-# Why hooks end a turn (``codemode.agent.loop.StopReason``'s values for them).
+# Why hooks end a turn (``codemode.agent.turn_result.StopReason``'s values for them).
 Ending = Literal["prompt_blocked", "hook_stopped"]
 
 
@@ -46,6 +48,16 @@ class SessionHooks:
         engine.listeners.append(self._on_run)
         self.started = False
         self._stop_active = False  # a Stop hook has blocked in this turn
+
+    @classmethod
+    def attach(cls, engine: HookEngine, emit: Emit, next_id: Callable[[], str],
+               session_id: str, model: str, transcript: Path | None) -> SessionHooks:
+        """The hooks of the session ``session_id`` (talking to ``model``, recorded in
+        ``transcript``), which their runs are told about."""
+        engine.facts.session_id, engine.facts.model = session_id, model
+        if transcript is not None:
+            engine.facts.transcript_path = str(transcript)
+        return cls(engine, emit, next_id)
 
     # --- showing runs --------------------------------------------------------------
 
@@ -105,6 +117,26 @@ class SessionHooks:
         verdict.after = [f"[UserPromptSubmit hook context]\n{text}" for text in answer.context]
         verdict.refusal = self._stopped()
         return verdict
+
+    async def prompt_context(
+        self, prompt: str, source: str, model: str
+    ) -> tuple[list[str], list[str]]:
+        """SessionStart (once) and UserPromptSubmit for ``prompt`` to ``model``: the
+        messages their hooks add before and after it. TurnFailure when a hook refuses
+        the prompt or stops."""
+        self.engine.facts.model = model
+        verdict = await self.before_prompt(prompt, source)
+        if verdict.refusal is not None:
+            raise TurnFailure(*verdict.refusal)
+        return verdict.before, verdict.after
+
+    async def stop_context(self, answer: str) -> list[str]:
+        """Stop hooks on ``answer``: the model's next message when one refused to let the
+        turn end (its reason); TurnFailure when one stops it."""
+        verdict = await self.stop_check(answer)
+        if verdict.refusal is not None:
+            raise TurnFailure(*verdict.refusal)
+        return verdict.after
 
     async def stop_check(self, answer: str) -> Verdict:
         """The model answered: a Stop hook that blocks gives the model's next message

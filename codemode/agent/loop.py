@@ -9,21 +9,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from codemode.agent.compaction import compact_tool_results, request_units, shorten
-from codemode.agent.context_window import ContextBudget, does_not_fit_first, still_too_long
+from codemode.agent.compaction import compact_tool_results, request_units
+from codemode.agent.context_window import ContextBudget
 from codemode.agent.cutoff import cutoff_note, settle_reply, valid_history
 from codemode.agent.events import (
     AgentMessageItem,
     ItemCompleted,
     Notice,
-    ReasoningDeltaEvent,
-    ReasoningItem,
-    TextDeltaEvent,
     TurnCompleted,
     TurnError,
     TurnFailed,
@@ -31,22 +27,21 @@ from codemode.agent.events import (
     TurnUsage,
     is_public,
 )
+from codemode.agent.fitting import send_within_window, shorten_with_hooks
 from codemode.agent.lifecycle import SessionHooks
+from codemode.agent.reply_stream import stream_reply
 from codemode.agent.rollout import Rollout, close_dangling_calls
 from codemode.agent.runner import ToolRunner
+from codemode.agent.strikes import Strikes
+from codemode.agent.turn_result import StopReason, TurnFailure, TurnResult
 from codemode.harnesses.base import Harness
 from codemode.providers.base import (
     AssistantMessage,
-    Completed,
-    ContextOverflowError,
     ImageInput,
     Message,
     ModelRequest,
     Provider,
     ProviderError,
-    ReasoningDelta,
-    StreamRestarted,
-    TextDelta,
     ToolSpec,
     Usage,
     UserMessage,
@@ -60,49 +55,7 @@ if TYPE_CHECKING:
     from codemode.providers.base import ToolCall
     from codemode.providers.catalog import ModelFacts
 
-# Consecutive replies with neither an action nor an answer before the turn gives up.
-MAX_FORMAT_REMINDERS = 3
-
 Listener = Callable[[BaseModel], None]
-
-# Why a turn ended. completed: the model gave its final answer; max_turns: it used up
-# its model requests; cancelled: interrupted; no_action: it kept replying with neither
-# an action nor an answer; answer_rejected: its final answer failed the output check
-# twice; context_full: the conversation no longer fits even after compaction;
-# provider_error: the model service failed; prompt_blocked: a UserPromptSubmit hook
-# refused the prompt; hook_stopped: a hook said ``continue: false``; error: anything
-# else (a broken stream).
-StopReason = Literal[
-    "completed",
-    "max_turns",
-    "cancelled",
-    "no_action",
-    "answer_rejected",
-    "context_full",
-    "provider_error",
-    "prompt_blocked",
-    "hook_stopped",
-    "error",
-]
-
-
-@dataclass
-class TurnResult:
-    ok: bool
-    final_message: str = ""
-    usage: Usage = field(default_factory=Usage)
-    error: str | None = None
-    model_requests: int = 0
-    # Set by the loop whenever a turn ends: callers branch on this, never on ``error``.
-    stop_reason: StopReason = "error"
-
-
-class TurnFailure(Exception):
-    """Ends a turn with a message for the user, and why it stopped."""
-
-    def __init__(self, message: str, reason: StopReason = "error") -> None:
-        super().__init__(message)
-        self.reason: StopReason = reason
 
 
 class Session:
@@ -164,10 +117,9 @@ class Session:
         self.hooks: SessionHooks | None = None
         self.start_source = start_source
         if hooks is not None:
-            self.hooks = SessionHooks(hooks, self.emit, runner.next_id)
-            hooks.facts.session_id, hooks.facts.model = session_id, model
-            if rollout is not None:
-                hooks.facts.transcript_path = str(rollout.path)
+            transcript = rollout.path if rollout is not None else None
+            self.hooks = SessionHooks.attach(hooks, self.emit, runner.next_id, session_id,
+                                             model, transcript)
         self.set_harness(harness)
         self.messages = valid_history(self.messages, self._tool_specs)
 
@@ -254,7 +206,10 @@ class Session:
         result = TurnResult(ok=False)
         self.last_result = result
         try:
-            before, after = await self._prompt_hooks(prompt) if self.hooks else ([], [])
+            before, after = (
+                await self.hooks.prompt_context(prompt, self.start_source, self.model)
+                if self.hooks else ([], [])
+            )
             for text in before:
                 self._append(UserMessage(text=text))
             self._append(UserMessage(text=prompt, images=images or []), prompt=True)
@@ -292,8 +247,7 @@ class Session:
         self.emit(TurnFailed(error=TurnError(message=message)))
 
     async def _loop(self, result: TurnResult) -> None:
-        reminders = 0
-        checks_failed = 0
+        strikes = Strikes()
         for _ in range(self.max_turns):
             message, usage, stop_reason = await self._sample()
             result.model_requests += 1
@@ -313,16 +267,9 @@ class Session:
                     # Nothing else to do in this reply: the note is the reminder.
                     actions.reminder = cut_note
             if actions.reminder is not None:
-                reminders += 1
-                if reminders >= MAX_FORMAT_REMINDERS:
-                    raise TurnFailure(
-                        f"the model replied {reminders} times in a row without a valid "
-                        "action or a final answer; stopping",
-                        "no_action",
-                    )
-                self._append(UserMessage(text=actions.reminder))
+                self._append(UserMessage(text=strikes.remind(actions.reminder)))
                 continue
-            reminders = 0
+            strikes.reminders = 0
             if actions.final_answer is not None:
                 if await self._stop_blocked(actions.final_answer):
                     continue
@@ -331,18 +278,7 @@ class Session:
             if not actions.calls:
                 problem = self.final_check(message.text) if self.final_check else None
                 if problem is not None:
-                    checks_failed += 1
-                    if checks_failed > 1:
-                        raise TurnFailure(
-                            f"the final answer was not accepted, even after a retry: {problem}",
-                            "answer_rejected",
-                        )
-                    self._append(
-                        UserMessage(
-                            text=f"Your final answer was not accepted: {problem}. "
-                            "Reply again with a corrected final answer."
-                        )
-                    )
+                    self._append(UserMessage(text=strikes.reject(problem)))
                     continue
                 if await self._stop_blocked(message.text):
                     continue
@@ -372,27 +308,13 @@ class Session:
 
     # --- hooks (codemode.agent.lifecycle) ----------------------------------------------
 
-    async def _prompt_hooks(self, prompt: str) -> tuple[list[str], list[str]]:
-        """SessionStart (once) and UserPromptSubmit: the messages their hooks add before
-        and after the prompt. TurnFailure when a hook refuses the prompt or stops."""
-        assert self.hooks is not None
-        self.hooks.engine.facts.model = self.model
-        verdict = await self.hooks.before_prompt(prompt, self.start_source)
-        if verdict.refusal is not None:
-            raise TurnFailure(*verdict.refusal)
-        return verdict.before, verdict.after
-
     async def _stop_blocked(self, answer: str) -> bool:
         """Stop hooks: True when one refused to let the turn end (its reason is now the
         model's next message)."""
-        if self.hooks is None:
-            return False
-        verdict = await self.hooks.stop_check(answer)
-        if verdict.refusal is not None:
-            raise TurnFailure(*verdict.refusal)
-        for text in verdict.after:
+        after = await self.hooks.stop_context(answer) if self.hooks is not None else []
+        for text in after:
             self._append(UserMessage(text=text))
-        return bool(verdict.after)
+        return bool(after)
 
     def _after_calls(self, hooks: SessionHooks) -> None:
         verdict = hooks.after_calls()
@@ -407,61 +329,31 @@ class Session:
         self.emit(ItemCompleted(item=AgentMessageItem(id=self.runner.next_id(), text=answer)))
 
     async def _sample(self) -> tuple[AssistantMessage, Usage, str]:
-        """One model request, streamed. With a known context window the conversation is
-        shortened first when the request would not fit; on an overflow it is shortened
-        to the size the error reports and sent once more."""
-        budget = self.context
-        budget.max_output_tokens = self.sampling.max_output_tokens
-        target = budget.limit()
-        units = self._request_units()
-        if target is not None and budget.tokens(units) > target:
-            await self._shorten(budget.tokens(units) - target, "nearly full")
-            units = self._request_units()
-        try:
-            message, usage, stop = await self._stream_once()
-        except ContextOverflowError as exc:
-            sent = budget.refused(exc, units)
-            target = budget.target()
-            fixed = budget.tokens(request_units(self.instructions, self._tool_specs, []))
-            # There is one retry: aim a tenth under the target. Without a size to fit, or
-            # when the estimate said it fits (the server counts differently), a third goes.
-            over = sent - int(target * 0.9) if target is not None else 0
-            over = over if over > 0 else sent // 3
-            if not await self._shorten(over, "full", retrying=True):
-                # The first request of a session, or nothing but instructions and prompt.
-                raise TurnFailure(does_not_fit_first(budget, sent, fixed, self.harness.name),
-                                  "context_full") from None
-            units = self._request_units()
-            try:
-                message, usage, stop = await self._stream_once()
-            except ContextOverflowError as again:
-                raise TurnFailure(still_too_long(budget, again.prompt_tokens),
-                                  "context_full") from None
-        budget.accepted(units, usage.input_tokens)
-        return message, usage, stop
+        """One model request, streamed, made to fit the context window
+        (``codemode.agent.fitting``)."""
+        self.context.max_output_tokens = self.sampling.max_output_tokens
+        return await send_within_window(
+            self.context,
+            self._stream_once,
+            self._request_units,
+            lambda: request_units(self.instructions, self._tool_specs, []),
+            self._shorten,
+            self.harness.name,
+        )
 
     def _request_units(self) -> int:
         return request_units(self.instructions, self._tool_specs, self.messages)
 
     async def _shorten(self, over_tokens: int, state: str, retrying: bool = False) -> bool:
-        """Shorten the conversation by ``over_tokens``, with the PreCompact and
-        PostCompact hooks (trigger: auto) around it and SessionStart (compact) after;
-        says whether anything changed."""
-        budget = self.context
-        excess = max(1, int(over_tokens / budget.scale) + 1)
-        hooks = self.hooks
-        if hooks is not None:
-            await hooks.compact("PreCompact", "auto")
-        done = shorten(self.messages, self._turn_start, excess)
+        """Shorten the conversation by ``over_tokens`` (``shorten_with_hooks``); says
+        whether anything changed."""
+        done, context = await shorten_with_hooks(
+            self.messages, self._turn_start, over_tokens, self.context, self.hooks,
+            self.emit, state, retrying,
+        )
         self._turn_start = done.turn_start
-        if done.changed:
-            window = f" ({budget.window:,} tokens)" if budget.window else ""
-            again = ", retrying" if retrying else ""
-            self.emit(Notice(message=f"context window {state}{window}: {done.describe()}{again}"))
-            if hooks is not None:
-                await hooks.compact("PostCompact", "auto")
-                for text in await hooks.session_start("compact"):
-                    self._append(UserMessage(text=text))
+        for text in context:
+            self._append(UserMessage(text=text))
         return done.changed
 
     async def compact(self, trigger: str = "manual", keep: int = 1) -> int:
@@ -480,8 +372,6 @@ class Session:
         return cut
 
     async def _stream_once(self) -> tuple[AssistantMessage, Usage, str]:
-        from codemode.providers.retry import stream_with_retries
-
         request = ModelRequest(
             model=self.model,
             instructions=self.instructions,
@@ -494,33 +384,7 @@ class Session:
             top_p=self.sampling.top_p,
             seed=self.sampling.seed,
         )
-        text_id: str | None = None
-        reasoning_id: str | None = None
-        async for event in stream_with_retries(self.provider, request, self.retry_policy):
-            if isinstance(event, TextDelta):
-                text_id = text_id or self.runner.next_id()
-                self.emit(TextDeltaEvent(item_id=text_id, text=event.text))
-            elif isinstance(event, ReasoningDelta):
-                reasoning_id = reasoning_id or self.runner.next_id()
-                self.emit(ReasoningDeltaEvent(item_id=reasoning_id, text=event.text))
-            elif isinstance(event, StreamRestarted):
-                self.emit(
-                    Notice(
-                        message=f"model request failed ({event.reason}); retrying in "
-                        f"{event.delay_s:.1f}s (attempt {event.attempt})"
-                    )
-                )
-            elif isinstance(event, Completed):
-                message = event.message
-                if message.reasoning:
-                    item_id = reasoning_id or self.runner.next_id()
-                    self.emit(ItemCompleted(item=ReasoningItem(id=item_id, text=message.reasoning)))
-                if message.text:
-                    item_id = text_id or self.runner.next_id()
-                    self.emit(ItemCompleted(item=AgentMessageItem(id=item_id, text=message.text)))
-                if event.stop_reason == "length" and not message.tool_calls:
-                    self.emit(Notice(message="the reply was cut off by the output-token "
-                                     "limit (max_output_tokens)"))
-                return message, event.usage, event.stop_reason
-        raise TurnFailure("the model stream ended without a complete reply")
+        return await stream_reply(
+            self.provider, request, self.retry_policy, self.emit, self.runner.next_id
+        )
 

@@ -78,7 +78,8 @@ def program_parts(
         install(tools, hooks, session)
     changes = None
     if dry_run:
-        from codemode.tools.dry_run import DryRun, dry_run_registry
+        from codemode.tools.dry_run import DryRun
+        from codemode.tools.dry_run_gate import dry_run_registry
 
         tools = dry_run_registry(tools)
         changes = DryRun()

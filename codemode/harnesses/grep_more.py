@@ -65,7 +65,7 @@ async def multiline_grep(r: dict[str, Any], invoke: Invoke) -> dict[str, Any]:
     The pattern is RE2's, as the grep tool's is (linear time: no pattern can stall the
     session), and the matching runs in a worker thread, so the event loop stays free.
     """
-    from codemode.tools.search import compile_multiline
+    from codemode.tools.grep import compile_multiline
 
     pattern = compile_multiline(r["pattern"], bool(r.get("case_insensitive")))
     root = r.get("path") or "."
@@ -116,7 +116,7 @@ def _starts(
 ) -> list[tuple[int, str]]:
     """(line number, that line's text) of each line where a match starts, for the first
     ``most`` such lines (the lines are found as the grep tool finds them)."""
-    from codemode.tools.search import MAX_LINE_CHARS, matching_line_spans
+    from codemode.tools.grep import MAX_LINE_CHARS, matching_line_spans
 
     out: list[tuple[int, str]] = []
     if most <= 0:

@@ -24,10 +24,10 @@ class ToolTable(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str
-    adapter: str = Field(description="Adapter kind in codemode.harnesses.adapters.ADAPTERS.")
+    adapter: str = Field(description="Adapter kind in codemode.harnesses.adapter_kinds.ADAPTERS.")
     description: str
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
-    # emulated argument name -> adapter role (see adapters.py); "drop" ignores it.
+    # emulated argument name -> adapter role (see adapter_kinds.py); "drop" ignores it.
     roles: dict[str, str] = Field(default_factory=dict)
     # adapter options, e.g. {todo_text = "content"} or {output_mode_default = "content"}
     options: dict[str, Any] = Field(default_factory=dict)

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from codemode.mcp.client import McpManager, ServerStatus
+from codemode.mcp.client import McpManager
+from codemode.mcp.connection import ServerStatus
 from codemode.tools.base import Tool, Trust
 from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.registry import NAMESPACE_PREFIX, ToolRegistry, code_name

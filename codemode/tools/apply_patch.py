@@ -41,8 +41,8 @@ class ApplyPatchResult(ToolResult):
 async def run_apply_patch(args: ApplyPatchArgs, ctx: ToolContext) -> ApplyPatchResult:
     """Apply the patch in the workspace, through the session's file store (raises
     PatchError, a ToolError, on failure)."""
+    from codemode.tools.context import store_for
     from codemode.tools.patch.engine import apply_patch_text
-    from codemode.tools.store import store_for
 
     store = store_for(ctx)
     outcome = await asyncio.to_thread(apply_patch_text, args.input, ctx.workspace, ctx, store)

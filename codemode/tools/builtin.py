@@ -13,11 +13,11 @@ if TYPE_CHECKING:
 BUILTIN_TOOLS = {
     "shell": "codemode.tools.shell:SHELL",
     "apply_patch": "codemode.tools.apply_patch:APPLY_PATCH",
-    "read_file": "codemode.tools.files:READ_FILE",
-    "write_file": "codemode.tools.files:WRITE_FILE",
-    "list_dir": "codemode.tools.files:LIST_DIR",
-    "glob": "codemode.tools.search:GLOB",
-    "grep": "codemode.tools.search:GREP",
+    "read_file": "codemode.tools.read_file:READ_FILE",
+    "write_file": "codemode.tools.write_file:WRITE_FILE",
+    "list_dir": "codemode.tools.list_dir:LIST_DIR",
+    "glob": "codemode.tools.glob:GLOB",
+    "grep": "codemode.tools.grep:GREP",
 }
 
 

@@ -45,7 +45,7 @@ class ToolContext:
     # read_file sees them (codemode.tools.dry_run).
     dry_run: DryRun | None = None
     # The files as this session sees them; None: the layers that ``client`` and
-    # ``dry_run`` imply, over the disk (``codemode.tools.store.store_for``).
+    # ``dry_run`` imply, over the disk (``store_for`` below).
     store: FileStore | None = None
     # Set for one call by whoever shows it live: a command's output chunks as they
     # arrive (codemode.tools.live_output).
@@ -96,3 +96,28 @@ class ToolContext:
             return path.relative_to(self.workspace).as_posix() or "."
         except ValueError:
             return str(path)
+
+
+def store_for(ctx: ToolContext) -> FileStore:
+    """The store every file tool of ``ctx`` reads and writes through: ``ctx.store`` when
+    one was set, else the layers ``ctx`` implies: the disk, under the editor's buffers
+    when ``ctx.client`` offers file access, under the dry-run overlay when
+    ``ctx.dry_run`` is set (a dry run never reaches the editor: nothing it does may
+    change a buffer the user sees). Call it on the event loop: an editor store binds
+    to it."""
+    if ctx.store is not None:
+        return ctx.store
+    # Loaded on first use: a context is made for every call, most never touch a file.
+    from codemode.tools.store.disk import DiskStore
+
+    disk = DiskStore(ctx)
+    if ctx.dry_run is not None:
+        from codemode.tools.store.overlay import DryRunStore
+
+        return DryRunStore(ctx.dry_run, disk, ctx.workspace)
+    client = ctx.client
+    if client is not None and (client.reads_files or client.writes_files):
+        from codemode.tools.store.editor import EditorStore
+
+        return EditorStore(client, disk)
+    return disk

@@ -2,17 +2,14 @@
 
 A ``DryRun`` set on ``ToolContext.dry_run`` records changes in memory; the file tools
 reach it as a file store layered over the disk (``DryRunStore`` in
-``codemode.tools.store.overlay``, what ``codemode.tools.store.store_for`` gives them then).
+``codemode.tools.store.overlay``, what ``codemode.tools.context.store_for`` gives them then).
 Writes go into it after the usual writability check, so confinement is enforced exactly
 as in a real run; reads look in it first, so a program that writes a file (with
 write_file, edit or apply_patch) and reads it back sees its own change. At the
 end ``diff()`` gives every change as one unified diff (git's ``a/`` ``b/`` form).
 
-Only tools that honour the overlay may run during a dry run: readers (``effect="read"``
-on their definition) and writers marked ``dry_run=True``. ``dry_run_gate`` (an
-interceptor, which ``dry_run_registry`` puts in a registry's pipeline) refuses every
-other tool, since a tool that writes behind the overlay's back (the shell, or one
-a plugin adds) would change files that the diff never shows.
+Only tools that honour the overlay may run during a dry run; ``codemode.tools.dry_run_gate``
+refuses the others.
 """
 
 from __future__ import annotations
@@ -20,23 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from codemode.tools.context import ToolError
-from codemode.tools.registry import ToolRegistry
-
-if TYPE_CHECKING:
-    from codemode.tools.base import Tool
-    from codemode.tools.pipeline import Call, Interceptor, Next
-    from codemode.tools.store import FileStore
-    from codemode.tools.store.overlay import DryRunStore
-
-
-def allowed_in_dry_run(tool: Tool) -> bool:
-    """Readers, and the writers that record into the overlay (``Tool.dry_run``: set once
-    a writer writes through ``DryRun.write``/``DryRun.remove``)."""
-    return tool.effect == "read" or tool.dry_run
-
 
 # What diff and git print after a last line that has no line ending.
 NO_NEWLINE = "\\ No newline at end of file\n"
@@ -60,8 +40,9 @@ class DryRun:
     """The changes a dry run has recorded, by resolved path: what each file held before
     (as the store below had it) and what it holds now (``None``: removed).
 
-    ``over(store, workspace)`` is the overlay the file tools write into (``DryRunStore``);
-    ``diff()`` and ``changed_paths()`` report what it recorded."""
+    The file tools write into it through its overlay store (``DryRunStore``, which
+    ``codemode.tools.context.store_for`` makes); ``diff()`` and ``changed_paths()``
+    report what it recorded."""
 
     def __init__(self) -> None:
         self._after: dict[Path, bytes | None] = {}
@@ -75,12 +56,6 @@ class DryRun:
         """The recorded contents of ``path``; ``None`` if it was removed. Only for
         paths ``in`` the overlay."""
         return self._after[_key(path)]
-
-    def over(self, base: FileStore, workspace: Path) -> DryRunStore:
-        """The overlay store that records into this dry run, over ``base``."""
-        from codemode.tools.store.overlay import DryRunStore
-
-        return DryRunStore(self, base, workspace)
 
     def record(self, path: Path, data: bytes | None, before: Callable[[], bytes | None]) -> None:
         """Record ``data`` (None: removed) as the new contents of ``path``; ``before``
@@ -149,38 +124,7 @@ def _relative(path: Path, root: Path) -> str:
 def _lines(data: bytes | None) -> list[str]:
     if data is None:
         return []
-    from codemode.tools.files import split_lines
-    from codemode.tools.fs.text import decode
+    from codemode.tools.fs.text import decode, split_lines
 
     # As read_file shows the file: UTF-8, else Latin-1 (no byte turns into U+FFFD).
     return split_lines(decode(data)[0])
-
-
-def dry_run_gate(registry: ToolRegistry) -> Interceptor:
-    """A ``gate``-stage interceptor refusing, during a dry run (``ctx.dry_run`` set),
-    every tool of ``registry`` not ``allowed_in_dry_run``."""
-
-    async def gate(call: Call, next_: Next) -> Any:
-        tool = call.tool
-        if call.ctx.dry_run is None or tool is None or allowed_in_dry_run(tool):
-            return await next_(call)
-        why = (
-            "commands could change files without the change being recorded"
-            if tool.effect == "run"
-            else "it does not record its changes in the dry run"
-        )
-        available = sorted(t.name for t in registry if allowed_in_dry_run(t))
-        raise ToolError(
-            f"tools.{call.name} is refused in a dry run ({why}); "
-            f"tools available: {', '.join(available)}"
-        )
-
-    return gate
-
-
-def dry_run_registry(registry: ToolRegistry) -> ToolRegistry:
-    """A copy of ``registry`` that refuses, in a dry run, the tools that would write
-    behind the overlay's back."""
-    guarded = registry.copy()
-    guarded.use(dry_run_gate(guarded), "gate")
-    return guarded

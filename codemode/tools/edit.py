@@ -20,10 +20,11 @@ from pydantic import Field
 
 from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
-from codemode.tools.files import write_changed
+from codemode.tools.context import store_for
 from codemode.tools.fs.reading import NotRegular
 from codemode.tools.fs.text import Encoding, check_no_new_replacement, decode, encode, is_binary
-from codemode.tools.store import FileStore, store_for
+from codemode.tools.store import FileStore
+from codemode.tools.write_file import write_changed
 
 
 class EditArgs(StrictArgs):

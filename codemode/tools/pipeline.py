@@ -15,7 +15,7 @@ order they were added):
     program's every call is an item under its program.
 ``gate``
     Refusals that hold for the whole session whatever the call's arguments: a dry run
-    (``codemode.tools.dry_run``), ``interpreter mcp-server``'s policy for built-in
+    (``codemode.tools.dry_run_gate``), ``interpreter mcp-server``'s policy for built-in
     tools (``codemode.mcp.approval``).
 ``hooks``
     The user's hooks (``codemode.hooks.tool_calls``): PreToolUse may refuse, ask about
@@ -144,13 +144,3 @@ async def authorize_by_trust(call: Call, next_: Next) -> Any:
 
         await authorize_tool(sandbox, call.name, tool.trust, call.args, program=call.program)
     return await next_(call)
-
-
-def standard_pipeline() -> Pipeline:
-    """What every registry starts with: the trust policy and the shell's patch route."""
-    from codemode.tools.patch.intercept import intercept_shell_patch
-
-    pipeline = Pipeline()
-    pipeline.use(authorize_by_trust, "policy")
-    pipeline.use(intercept_shell_patch, "route")
-    return pipeline

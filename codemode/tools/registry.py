@@ -17,7 +17,7 @@ from codemode.tools.pipeline import (
     Interceptor,
     Pipeline,
     Stage,
-    standard_pipeline,
+    authorize_by_trust,
 )
 
 if TYPE_CHECKING:
@@ -34,6 +34,16 @@ def _for_call(ctx: ToolContext, name: str, program: str | None) -> ToolContext:
     made.__dict__.update(ctx.__dict__)
     made.tool_name, made.program = name, program
     return made
+
+
+def standard_pipeline() -> Pipeline:
+    """What every registry starts with: the trust policy and the shell's patch route."""
+    from codemode.tools.patch.intercept import intercept_shell_patch
+
+    pipeline = Pipeline()
+    pipeline.use(authorize_by_trust, "policy")
+    pipeline.use(intercept_shell_patch, "route")
+    return pipeline
 
 
 class ToolRegistry:

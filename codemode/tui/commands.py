@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from codemode.tui.app import InteractiveApp
+    from codemode.tui.protocols import App
 
-Handler = Callable[["InteractiveApp", str], Awaitable[None]]
+Handler = Callable[["App", str], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ def command(name: str, usage: str, summary: str) -> Callable[[Handler], Handler]
     return register
 
 
-async def run_command(app: InteractiveApp, line: str) -> None:
+async def run_command(app: App, line: str) -> None:
     name, _, arg = line.strip().partition(" ")
     found = COMMANDS.get(name)
     if found is None:
@@ -54,13 +54,13 @@ async def run_command(app: InteractiveApp, line: str) -> None:
         app.renderer.note(f"{name}: {exc}", style="red")
 
 
-def _say(app: InteractiveApp, text: str, style: str = "") -> None:
+def _say(app: App, text: str, style: str = "") -> None:
     app.renderer.flush_streams()
     app.console.print(Text(text, style=style))
 
 
 @command("/help", "/help", "list the commands")
-async def _help(app: InteractiveApp, arg: str) -> None:
+async def _help(app: App, arg: str) -> None:
     width = max(len(c.usage) for c in COMMANDS.values())
     for cmd in COMMANDS.values():
         _say(app, f"{cmd.usage.ljust(width)}  {cmd.summary}")
@@ -73,7 +73,7 @@ async def _help(app: InteractiveApp, arg: str) -> None:
 
 
 @command("/exit", "/exit", "leave (the session is saved; interpreter resume reopens it)")
-async def _exit(app: InteractiveApp, arg: str) -> None:
+async def _exit(app: App, arg: str) -> None:
     app.done = True
 
 
@@ -91,7 +91,7 @@ def _facts_line(facts: Any) -> str:
 
 
 @command("/status", "/status", "model, harness, dialect, sandbox, tokens, session id and file")
-async def _status(app: InteractiveApp, arg: str) -> None:
+async def _status(app: App, arg: str) -> None:
     s = app.session
     assert s is not None
     u = s.total_usage
@@ -112,7 +112,7 @@ async def _status(app: InteractiveApp, arg: str) -> None:
 
 
 @command("/model", "/model [PROVIDER] [MODEL]", "show or switch the provider and model")
-async def _model(app: InteractiveApp, arg: str) -> None:
+async def _model(app: App, arg: str) -> None:
     from codemode.assembly.model import open_named
     from codemode.providers.catalog import provider_names
 
@@ -143,7 +143,7 @@ async def _model(app: InteractiveApp, arg: str) -> None:
 
 
 @command("/harness", "/harness [NAME]", "list the harnesses or switch to one")
-async def _harness(app: InteractiveApp, arg: str) -> None:
+async def _harness(app: App, arg: str) -> None:
     from codemode.harnesses.catalog import harness_names
 
     s = app.session
@@ -159,7 +159,7 @@ async def _harness(app: InteractiveApp, arg: str) -> None:
 
 
 @command("/code-mode", "/code-mode [on|off]", "toggle the code dialect (JavaScript) and classic")
-async def _code_mode(app: InteractiveApp, arg: str) -> None:
+async def _code_mode(app: App, arg: str) -> None:
     s = app.session
     assert s is not None
     current = getattr(s.harness, "dialect", "classic")
@@ -177,7 +177,7 @@ async def _code_mode(app: InteractiveApp, arg: str) -> None:
 
 
 @command("/permissions", "/permissions [MODE] [POLICY]", "show or change sandbox and approvals")
-async def _permissions(app: InteractiveApp, arg: str) -> None:
+async def _permissions(app: App, arg: str) -> None:
     from codemode.sandbox.modes import APPROVAL_POLICIES, SANDBOX_MODES
 
     mode, policy = app.sandbox_mode, app.approval_policy
@@ -198,8 +198,8 @@ async def _permissions(app: InteractiveApp, arg: str) -> None:
 
 
 @command("/diff", "/diff", "what changed in the workspace (git diff, or the session's turns)")
-async def _diff(app: InteractiveApp, arg: str) -> None:
-    from codemode.tui.render import diff_renderable
+async def _diff(app: App, arg: str) -> None:
+    from codemode.tui.diffs import diff_renderable
 
     inside = await _git(app, "rev-parse", "--is-inside-work-tree")
     if inside is None or inside.strip() != "true":
@@ -225,7 +225,7 @@ async def _diff(app: InteractiveApp, arg: str) -> None:
         _say(app, f"new file: {path}", "green")
 
 
-async def _git(app: InteractiveApp, *args: str) -> str | None:
+async def _git(app: App, *args: str) -> str | None:
     # hardened: a program may have planted config, hooks or attributes that run commands
     from codemode.sandbox.git.host_git import git_argv, git_env
 
@@ -245,7 +245,7 @@ async def _git(app: InteractiveApp, *args: str) -> str | None:
 
 
 @command("/undo", "/undo", "revert the file changes of the last turn")
-async def _undo(app: InteractiveApp, arg: str) -> None:
+async def _undo(app: App, arg: str) -> None:
     result = await asyncio.to_thread(app.snapshots.undo)
     if result is None and app.snapshots.disabled:
         _say(app, f"/undo is off: {app.snapshots.disabled}")
@@ -269,7 +269,7 @@ async def _undo(app: InteractiveApp, arg: str) -> None:
 
 
 @command("/compact", "/compact", "drop old tool outputs from the conversation to free context")
-async def _compact(app: InteractiveApp, arg: str) -> None:
+async def _compact(app: App, arg: str) -> None:
     assert app.session is not None
     before = sum(len(str(getattr(m, "content", ""))) for m in app.session.messages)
     cut = await app.session.compact("manual", keep=0)
@@ -278,12 +278,12 @@ async def _compact(app: InteractiveApp, arg: str) -> None:
 
 
 @command("/new", "/new", "start a new session (same model, harness and dialect)")
-async def _new(app: InteractiveApp, arg: str) -> None:
+async def _new(app: App, arg: str) -> None:
     await app.replace_session()
 
 
 @command("/resume", "/resume [ID]", "list recent sessions, or reopen one")
-async def _resume(app: InteractiveApp, arg: str) -> None:
+async def _resume(app: App, arg: str) -> None:
     from codemode.agent.rollout import SESSIONS_DIR, find_session, list_sessions, read_session
     from codemode.config import codemode_home
 
@@ -300,7 +300,7 @@ async def _resume(app: InteractiveApp, arg: str) -> None:
 
 
 @command("/reasoning", "/reasoning", "show reasoning in full (the last one too), or collapse it")
-async def _reasoning(app: InteractiveApp, arg: str) -> None:
+async def _reasoning(app: App, arg: str) -> None:
     app.renderer.show_reasoning = not app.renderer.show_reasoning
     _say(app, f"reasoning: {'shown in full' if app.renderer.show_reasoning else 'collapsed'}")
     facts = app.session.model_facts if app.session is not None else None

@@ -10,13 +10,13 @@ from rich.text import Text
 from codemode.tui.commands import command
 
 if TYPE_CHECKING:
-    from codemode.tui.app import InteractiveApp
+    from codemode.tui.protocols import App
 
 USAGE = "/hooks [trust|disable N...|all]"
 
 
 @command("/hooks", USAGE, "list the hooks with their source and state; trust or disable them")
-async def _hooks(app: InteractiveApp, arg: str) -> None:
+async def _hooks(app: App, arg: str) -> None:
     from codemode.assembly.hooks import refresh_hooks
     from codemode.config import codemode_home
     from codemode.hooks.review import review

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 from codemode.providers.base import MissingKeyError
 
 if TYPE_CHECKING:
-    from codemode.tui.app import InteractiveApp
+    from codemode.tui.protocols import App
 
 
-async def fix_missing_key(app: InteractiveApp, problem: MissingKeyError) -> bool:
+async def fix_missing_key(app: App, problem: MissingKeyError) -> bool:
     """Ask how to go on; True when something changed and the session should be opened
     again, False to give up (the caller exits)."""
     say = app.renderer.note
@@ -41,7 +41,7 @@ async def fix_missing_key(app: InteractiveApp, problem: MissingKeyError) -> bool
     return False
 
 
-async def _pick_provider(app: InteractiveApp) -> bool:
+async def _pick_provider(app: App) -> bool:
     from codemode.providers.catalog import builtin_providers
 
     say = app.renderer.note

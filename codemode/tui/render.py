@@ -10,7 +10,6 @@ On a non-terminal stdout nothing is redrawn: whole items are printed as plain te
 
 from __future__ import annotations
 
-import difflib
 import json
 import time
 from pathlib import Path
@@ -18,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 from rich.console import Console, RenderableType
-from rich.live import Live
 from rich.markdown import Markdown
 from rich.padding import Padding
 from rich.syntax import Syntax
@@ -52,14 +50,13 @@ from codemode.agent.events import (
 from codemode.agent.printers import describe_args
 from codemode.terminal.control_chars import safe_console
 from codemode.tui.activity import Activity, label_for
+from codemode.tui.diffs import diff_renderable, unified_diff
+from codemode.tui.live_stream import LiveStream
 
 if TYPE_CHECKING:
     from codemode.tools.registry import ToolRegistry
 
 _OUTPUT_LINES = 8  # lines of a command's output shown under it
-_DIFF_LINES = 60  # lines of a diff shown under a file change
-_REDRAWS_PER_S = 15
-_COLLAPSED_REASONING_LINES = 3
 
 
 def make_console() -> Console:
@@ -70,93 +67,6 @@ def make_console() -> Console:
     # Piped: lines as long as they are, not folded at an assumed 80 columns.
     console.soft_wrap = not console.is_terminal
     return console
-
-
-def _split_committed(text: str) -> tuple[str, str]:
-    """Split streamed markdown at the last paragraph break outside a code fence:
-    (finished part, part still being written)."""
-    cut = -1
-    in_fence = False
-    pos = 0
-    for line in text.splitlines(keepends=True):
-        stripped = line.strip()
-        if stripped.startswith("```") or stripped.startswith("~~~"):
-            in_fence = not in_fence
-        pos += len(line)
-        if not in_fence and stripped == "" and line.endswith("\n") and pos < len(text):
-            cut = pos
-    if cut <= 0:
-        return "", text
-    return text[:cut], text[cut:]
-
-
-class _Stream:
-    """One item streaming into a live region (agent text or reasoning).
-
-    The live region is transient: whatever stays on screen is printed for good with
-    ``console.print`` (finished paragraphs as they complete, the rest at the end), so
-    nothing is drawn twice.
-    """
-
-    def __init__(self, console: Console, kind: str) -> None:
-        self.console = console
-        self.kind = kind
-        self.text = ""
-        self.committed = 0  # characters of ``text`` printed for good
-        self.live: Live | None = None
-        self.summarized = False  # reasoning: its one-line summary is out
-        self._last = 0.0
-
-    def _renderable(self, text: str) -> Text | Markdown:
-        if self.kind == "reasoning":
-            lines = text.rstrip("\n").splitlines()[-_COLLAPSED_REASONING_LINES:]
-            return Text("\n".join(lines), style="dim italic")
-        return Markdown(text)
-
-    def add(self, delta: str) -> None:
-        self.text += delta
-        if not self.console.is_terminal or self.summarized:
-            return
-        if self.kind == "text":
-            done, _ = _split_committed(self.text[self.committed :])
-            if done:
-                self.clear()
-                self.console.print(Markdown(done))
-                self.console.print()  # the blank line markdown puts between blocks
-                self.committed += len(done)
-        pending = self.text[self.committed :]
-        if not pending.strip():
-            return
-        if self.live is None:
-            self.live = Live(
-                self._renderable(pending),
-                console=self.console,
-                auto_refresh=False,
-                transient=True,
-                vertical_overflow="crop",
-            )
-            self.live.start(refresh=True)
-            self._last = time.monotonic()
-            return
-        now = time.monotonic()
-        if now - self._last >= 1 / _REDRAWS_PER_S:
-            self._last = now
-            self.live.update(self._renderable(pending), refresh=True)
-
-    def clear(self) -> None:
-        """Take the live region off the screen."""
-        if self.live is not None:
-            self.live.stop()
-            self.live = None
-
-    def finish(self, final: str | None = None) -> str:
-        """End the stream; returns the text not yet printed for good."""
-        if final is not None and final.startswith(self.text):
-            self.text = final
-        self.clear()
-        rest = self.text[self.committed :]
-        self.committed = len(self.text)
-        return rest
 
 
 class TerminalRenderer:
@@ -172,7 +82,7 @@ class TerminalRenderer:
         # Whole-file writes in flight: item id -> (path shown, the file's text before).
         self._writes: dict[str, tuple[str, str]] = {}
         self.show_reasoning = show_reasoning
-        self._streams: dict[str, _Stream] = {}
+        self._streams: dict[str, LiveStream] = {}
         self._turn_started = 0.0
         # The program running now, and its source: the approver shows it around the
         # nested call that needs approval.
@@ -266,10 +176,10 @@ class TerminalRenderer:
     def _on_delta_reasoning(self, event: ReasoningDeltaEvent) -> None:
         self._stream(event.item_id, "reasoning").add(event.text)
 
-    def _stream(self, item_id: str, kind: str) -> _Stream:
+    def _stream(self, item_id: str, kind: str) -> LiveStream:
         stream = self._streams.get(item_id)
         if stream is None:
-            stream = self._streams[item_id] = _Stream(self.console, kind)
+            stream = self._streams[item_id] = LiveStream(self.console, kind)
         return stream
 
     def _on_delta_output(self, event: OutputDeltaEvent) -> None:
@@ -316,12 +226,12 @@ class TerminalRenderer:
     def _done_reasoning(self, item: ReasoningItem, depth: int) -> None:
         stream = self._streams.get(item.id)
         if stream is None:
-            stream = self._streams[item.id] = _Stream(self.console, "reasoning")
+            stream = self._streams[item.id] = LiveStream(self.console, "reasoning")
         if not stream.summarized:
             stream.text = item.text or stream.text
             self._summarize(item.id, stream)
 
-    def _summarize(self, item_id: str, stream: _Stream) -> None:
+    def _summarize(self, item_id: str, stream: LiveStream) -> None:
         """Replace a reasoning stream by its summary line (or all of it, if shown)."""
         stream.clear()
         stream.summarized = True
@@ -453,38 +363,3 @@ class TerminalRenderer:
             f"─ {usage.input_tokens} in{cached} · {usage.output_tokens} out · "
             f"{requests} request{plural} · {self.elapsed()}"
         )
-
-
-def unified_diff(path: str, before: str, after: str, max_lines: int = _DIFF_LINES) -> str:
-    """A unified diff of one file, cut to ``max_lines`` lines."""
-    lines = list(
-        difflib.unified_diff(
-            before.splitlines(keepends=True),
-            after.splitlines(keepends=True),
-            fromfile=f"a/{path}" if before else "/dev/null",
-            tofile=f"b/{path}",
-        )
-    )
-    text = "".join(line if line.endswith("\n") else line + "\n" for line in lines[:max_lines])
-    if len(lines) > max_lines:
-        text += f"… {len(lines) - max_lines} more diff lines\n"
-    return text
-
-
-def diff_renderable(diff: str) -> Text:
-    """A unified diff with added lines green and removed lines red."""
-    text = Text()
-    for line in diff.rstrip("\n").splitlines():
-        if line.startswith(("+++", "---")):
-            style = "bold"
-        elif line.startswith("+"):
-            style = "green"
-        elif line.startswith("-"):
-            style = "red"
-        elif line.startswith("@@"):
-            style = "cyan"
-        else:
-            style = ""
-        text.append(line + "\n", style=style)
-    text.rstrip()
-    return text

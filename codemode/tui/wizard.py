@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from codemode.providers.catalog import ProviderInfo
-    from codemode.tui.app import InteractiveApp
+    from codemode.tui.protocols import App
 
 CUSTOM_PROVIDER = "local"
 
@@ -66,7 +66,7 @@ async def list_models(base_url: str, timeout_s: float = 1.5) -> list[str] | None
     return [str(r.get("id")) for r in rows or [] if isinstance(r, dict) and r.get("id")]
 
 
-async def first_run_setup(app: InteractiveApp) -> bool:
+async def first_run_setup(app: App) -> bool:
     """Ask, write the config; False when the user gave up (nothing is written then)."""
     import os
 

@@ -1,7 +1,8 @@
 """The scripted model: a stand-in for a model service that answers from a script.
 
-- ``script``: the script (``ScriptedReply``, ``ScriptedToolCall``), the requests
-  received (``RecordedRequest``) and ``ScriptedModel``, which decides each answer;
+- ``replies``: what a script is made of (``ScriptedReply``, ``ScriptedToolCall``) and
+  the requests received (``RecordedRequest``);
+- ``script``: ``ScriptedModel``, which decides each answer from the script;
 - ``chat``, ``responses``, ``anthropic``: each wire's events and error bodies
   (``encoding`` holds what they share, ``wires`` picks one by name);
 - ``http_server``: ``ScriptedModelServer``, the script behind real HTTP on 127.0.0.1,

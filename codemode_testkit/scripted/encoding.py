@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from codemode.providers.base import Usage
 
 if TYPE_CHECKING:
-    from codemode_testkit.scripted.script import RecordedRequest, ScriptedReply, ScriptedToolCall
+    from codemode_testkit.scripted.replies import RecordedRequest, ScriptedReply, ScriptedToolCall
 
 # A server-sent event: its name (None: a data-only event) and its data.
 Event = tuple[str | None, str]

@@ -19,7 +19,7 @@ from codemode_testkit.scripted.encoding import (
 )
 
 if TYPE_CHECKING:
-    from codemode_testkit.scripted.script import RecordedRequest, ScriptedReply
+    from codemode_testkit.scripted.replies import RecordedRequest, ScriptedReply
 
 
 def events(request: RecordedRequest, reply: ScriptedReply, seq: int) -> Iterator[Event]:

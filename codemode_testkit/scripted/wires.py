@@ -10,7 +10,7 @@ from codemode_testkit.scripted import anthropic, chat, responses
 from codemode_testkit.scripted.encoding import Event
 
 if TYPE_CHECKING:
-    from codemode_testkit.scripted.script import RecordedRequest, ScriptedReply
+    from codemode_testkit.scripted.replies import RecordedRequest, ScriptedReply
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 The one approval type of every surface: the sandbox asks it about commands
 (``SandboxSession.authorize``) and calls of outside tools (``tool_trust``), the file
-tools about a write outside the writable roots (``codemode.tools.files``, through the
+tools about a write outside the writable roots (``codemode.tools.write_approval``, through the
 editor); the terminal (``codemode.tui.approval``), an ACP editor
 (``codemode.acp.client``) or an embedder answers, and ``interpreter exec`` and
 ``mcp-server`` have none.

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from codemode.tools.context import ToolError
+from codemode.tool_terms.errors import ToolError
 from codemode.tools.fs import guard
 
 _DIR_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-from codemode.tools.context import ToolError
+from codemode.tool_terms.errors import ToolError
 from codemode.tools.fs import guard
 from codemode.tools.fs.beneath import Spot, Tree
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from codemode.tools.context import ToolError
+from codemode.tool_terms.errors import ToolError
 
 Encoding = Literal["utf-8", "latin-1", "utf-16le", "utf-16be", "utf-32le", "utf-32be"]
 ENCODINGS: tuple[Encoding, ...] = (
@@ -91,3 +91,17 @@ def check_no_new_replacement(new: str, old: str | None, shown: str) -> None:
             "when the text was decoded (as the shell tool's output does). Read the file "
             "with read_file, which keeps every byte, and write that text"
         )
+
+
+def split_lines(text: str) -> list[str]:
+    """Split ``text`` into lines, each keeping its ending.
+
+    Only ``\\n`` ends a line (unlike ``str.splitlines``, which also breaks on form feeds
+    and other separators), so line numbers agree with editors, git and grep, and a
+    ``\\r\\n`` ending comes back intact.
+    """
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines

@@ -3,13 +3,36 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
-from codemode.tools.context import ToolContext, ToolError
+from codemode.tool_terms.errors import ToolError
 from codemode.tools.fs.beneath import Missing, Spot, Tree, write_atomic
 from codemode.tools.fs.reading import NotRegular, TooBig, read_spot
 
+if TYPE_CHECKING:
+    from codemode.sandbox.session import SandboxSession
 
-def writable_tree(ctx: ToolContext, *, follow: bool = True) -> Tree:
+
+class WriteScope(Protocol):
+    """What writing files needs to know of a session: where it may write and how its
+    paths resolve. A ``ToolContext`` is one; the file layer asks no more of it, so it
+    sits below the context that holds it."""
+
+    @property
+    def workspace(self) -> Path: ...
+
+    @property
+    def writable_roots(self) -> list[Path]: ...
+
+    @property
+    def sandbox(self) -> SandboxSession | None: ...
+
+    def resolve(self, path: str | Path) -> Path: ...
+
+    def resolve_writable(self, path: str | Path) -> Path: ...
+
+
+def writable_tree(ctx: WriteScope, *, follow: bool = True) -> Tree:
     """The roots the file tools of ``ctx`` may write under (danger-full-access: all)."""
     if ctx.sandbox is not None:
         roots = ctx.sandbox.writable_roots()

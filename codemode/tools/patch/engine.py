@@ -6,12 +6,12 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from codemode.tools.context import ToolContext
+from codemode.tools.context import ToolContext, store_for
 from codemode.tools.patch.errors import HEADLINE, PARTIAL_HEADLINE, PatchError, printable
 from codemode.tools.patch.model import Change
 from codemode.tools.patch.parser import parse_patch
 from codemode.tools.patch.plan import make_plan
-from codemode.tools.store import FileStore, store_for
+from codemode.tools.store import FileStore
 from codemode.tools.store.commit import CommitFailed
 
 # One patch at a time per process: two patches planned against the same files at once

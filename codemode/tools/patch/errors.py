@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib.resources import files
 
-from codemode.tools.context import ToolError
+from codemode.tool_terms.errors import ToolError
 
 HEADLINE = "apply_patch: the patch was not applied; no file was changed."
 PARTIAL_HEADLINE = "apply_patch: the patch failed partway and could not be fully undone."

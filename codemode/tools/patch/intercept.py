@@ -73,10 +73,10 @@ async def shell_patch_result(
         return None
     import asyncio
 
+    from codemode.tools.context import store_for
     from codemode.tools.patch.engine import apply_patch_text
     from codemode.tools.patch.errors import PatchError
     from codemode.tools.shell import ShellResult
-    from codemode.tools.store import store_for
 
     directory, text = matched
     started = time.monotonic()

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codemode.tools.context import ToolContext, ToolError
+from codemode.tools.context import ToolContext, ToolError, store_for
 from codemode.tools.fs.beneath import default_mode
 from codemode.tools.fs.reading import NotRegular
 from codemode.tools.fs.text import Encoding, decode, encode, is_binary
@@ -23,7 +23,7 @@ from codemode.tools.patch.edit import ChunkProblems, Edit, apply_chunks, split_l
 from codemode.tools.patch.errors import PatchError
 from codemode.tools.patch.model import AddFile, Change, DeleteFile, Patch, UpdateFile
 from codemode.tools.path_chars import path_problem
-from codemode.tools.store import MAX_READ_BYTES, FileStore, store_for
+from codemode.tools.store import MAX_READ_BYTES, FileStore
 from codemode.tools.store.commit import Original, Removal, Write
 
 # Files over this size are not patched (read_file's limit, which the store enforces).

@@ -4,13 +4,14 @@ A ``FileStore`` is the files as one session sees them. Three layers exist:
 
 - ``DiskStore`` (``disk``): the real files, through the race-free walk of
   ``codemode.tools.fs``; writes only inside the writable roots, never a protected path;
-- the dry-run overlay (``codemode.tools.dry_run.DryRunStore``): records writes in memory
+- the dry-run overlay (``overlay.DryRunStore``): records writes in memory
   over another store, so a dry run changes nothing and can show its diff;
 - editor buffers (``editor.EditorStore``): the user's editor over ACP
   (``fs/read_text_file``, ``fs/write_text_file``), unsaved changes included, layered
   over disk for what an editor cannot do (stat, remove, bytes that are not text).
 
-``store_for(ctx)`` gives a handler its session's store (``ToolContext.store``); read_file,
+``codemode.tools.context.store_for(ctx)`` gives a handler its session's store
+(``ToolContext.store``, else these layers as the context implies them); read_file,
 write_file, list_dir, edit and apply_patch all go through it, and grep and glob search
 the disk with what the store holds over it (``overlaid``), so a dry run sees every
 file tool the same way.
@@ -27,10 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from codemode.tools.context import ToolError
+from codemode.tool_terms.errors import ToolError
 
 if TYPE_CHECKING:
-    from codemode.tools.context import ToolContext
     from codemode.tools.store.commit import Original, Removal, Write
 
 # The most a file tool reads of one file (read_file's documented 20 MB limit).
@@ -166,25 +166,3 @@ def read_modify_write(
     store.writable(path, shown, grant=grant)
     data = change(existing(store, path, shown))
     return data, store.write(path, data, shown, grant=grant)
-
-
-def store_for(ctx: ToolContext) -> FileStore:
-    """The store every file tool of ``ctx`` reads and writes through: ``ctx.store`` when
-    one was set, else the layers ``ctx`` implies: the disk, under the editor's buffers
-    when ``ctx.client`` offers file access, under the dry-run overlay when
-    ``ctx.dry_run`` is set (a dry run never reaches the editor: nothing it does may
-    change a buffer the user sees). Call it on the event loop: an editor store binds
-    to it."""
-    if ctx.store is not None:
-        return ctx.store
-    from codemode.tools.store.disk import DiskStore
-
-    disk = DiskStore(ctx)
-    if ctx.dry_run is not None:
-        return ctx.dry_run.over(disk, ctx.workspace)
-    client = ctx.client
-    if client is not None and (client.reads_files or client.writes_files):
-        from codemode.tools.store.editor import EditorStore
-
-        return EditorStore(client, disk)
-    return disk

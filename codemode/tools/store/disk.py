@@ -17,10 +17,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codemode.tools.context import ToolContext, ToolError
+from codemode.tool_terms.errors import ToolError
 from codemode.tools.fs.beneath import Tree, unlink, write_atomic
 from codemode.tools.fs.reading import read_regular
 from codemode.tools.fs.writing import (
+    WriteScope,
     existing_bytes,
     locate_existing,
     writable_tree,
@@ -58,7 +59,7 @@ def _item(entry: os.DirEntry[str]) -> DirItem:
     return DirItem(entry.name, "other", None)
 
 
-def outside_roots(ctx: ToolContext, path: Path) -> bool:
+def outside_roots(ctx: WriteScope, path: Path) -> bool:
     """Whether the only thing refusing a write of ``path`` is that it lies outside the
     writable roots (not a protected name, not a read-only sandbox)."""
     from codemode.sandbox.protection.paths import write_refusal
@@ -73,7 +74,7 @@ def outside_roots(ctx: ToolContext, path: Path) -> bool:
 class DiskStore:
     """The files on disk, as the session's writable roots and protected paths allow."""
 
-    def __init__(self, ctx: ToolContext) -> None:
+    def __init__(self, ctx: WriteScope) -> None:
         self.ctx = ctx
 
     def read(self, path: Path, shown: str) -> bytes:

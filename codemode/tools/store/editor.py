@@ -23,7 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from codemode.tools.context import ToolError
+from codemode.tool_terms.errors import ToolError
 from codemode.tools.fs import guard
 from codemode.tools.fs.reading import TooBig
 from codemode.tools.store import MAX_READ_BYTES, DirItem, FileInfo, FileStore, read_modify_write

@@ -40,7 +40,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from codemode.locations.config_file import codemode_home
-from codemode.tools.context import ToolError
+from codemode.tool_terms.errors import ToolError
 from codemode.tools.fs.beneath import Missing, Spot, Tree, rmdir, tmp_name, unlink, write_atomic
 from codemode.tools.fs.reading import NotRegular, TooBig, read_spot
 from codemode.tools.store import MAX_READ_BYTES

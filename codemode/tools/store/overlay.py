@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codemode.tools.context import ToolError
+from codemode.tool_terms.errors import ToolError
 from codemode.tools.fs import guard
 from codemode.tools.fs.beneath import default_mode
 from codemode.tools.fs.reading import NotRegular

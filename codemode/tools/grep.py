@@ -1,20 +1,17 @@
-"""Search tools: ``glob`` finds files by name, ``grep`` finds lines by regex.
+"""``grep``: find lines by regular expression (RE2, so no pattern can stall a search).
 
-Both skip ``.git`` and whatever ``.gitignore`` excludes, so a search of a project does
-not drown in ``node_modules`` or build output. The tree walk and file reads are blocking,
-so each search runs in a worker thread. They search the disk as the session's file
-store has it (``FileStore.overlaid``): in a dry run, a file written earlier in the run
-is found with its new contents and a removed one is not.
+Like ``glob`` it skips ``.git`` and whatever ``.gitignore`` excludes, runs in a worker
+thread, and searches the disk as the session's file store has it
+(``codemode.tools.overlaid_walk``): in a dry run, a file written earlier in the run is
+searched with its new contents and a removed one is not.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import re
 import stat
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,235 +19,19 @@ from pydantic import Field
 
 from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
+from codemode.tools.context import store_for
 from codemode.tools.fs.reading import kind_of, read_regular
 from codemode.tools.fs.text import decode, is_binary
+from codemode.tools.glob_pattern import compile_glob, pattern_depth
 from codemode.tools.ignore import walk_files
-from codemode.tools.store import MAX_READ_BYTES, store_for
+from codemode.tools.overlaid_walk import Overlay, holds, join, walked
+from codemode.tools.store import MAX_READ_BYTES
 
-MAX_GLOB_MATCHES = 5000
 MAX_LINE_CHARS = 500
 # The most lines one grep returns, whatever max_results asks: with each line cut to
 # MAX_LINE_CHARS, a result stays a few megabytes (a pattern such as "^" over a file of
 # millions of empty lines would otherwise build millions of matches).
 MAX_GREP_MATCHES = 10_000
-_MAGIC = frozenset("*?[{")
-
-
-def compile_glob(pattern: str) -> Any:
-    """Compile a glob to a regex to be ``fullmatch``-ed against a posix relative path.
-
-    ``*`` and ``?`` stay within one path segment, ``[abc]``/``[!abc]`` are character
-    classes, ``{a,b}`` picks one of a few alternatives, and a ``**`` segment spans zero
-    or more directories, so ``**/*.py`` also matches ``setup.py`` at the top. The regex
-    is RE2's: with Python's, ``*a*a*a*a*a*a*a*a*c`` took minutes on a 40-character name.
-    Raises ToolError for a glob that does not compile.
-    """
-    segments = [s for s in pattern.split("/") if s not in ("", ".")]
-    parts = []
-    for i, seg in enumerate(segments):
-        last = i == len(segments) - 1
-        if seg == "**":
-            parts.append(".*" if last else "(?:[^/]+/)*")
-        else:
-            parts.append(_translate_segment(seg) + ("" if last else "/"))
-    import re2  # lazy: RE2 loads with the first search
-
-    options = re2.Options()
-    options.log_errors = False
-    try:
-        return re2.compile("".join(parts), options)
-    except re2.error:
-        raise ToolError(f"invalid glob {pattern!r}") from None
-
-
-def _translate_segment(seg: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(seg):
-        c = seg[i]
-        if c == "*":
-            while i + 1 < len(seg) and seg[i + 1] == "*":
-                i += 1
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[" and (end := _class_end(seg, i)) != -1:
-            body = seg[i + 1 : end]
-            negate = body[:1] in ("!", "^")
-            body = body[1:] if negate else body
-            body = body.replace("\\", "\\\\").replace("[", "\\[")
-            out.append(f"[{'^' if negate else ''}{body}]")
-            i = end
-        elif c == "{" and (end := seg.find("}", i)) != -1:
-            choices = seg[i + 1 : end].split(",")
-            out.append("(?:" + "|".join(_translate_segment(a) for a in choices) + ")")
-            i = end
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)
-
-
-def _class_end(seg: str, start: int) -> int:
-    """Index of the ``]`` closing the class opened at ``start``, or -1 if unclosed."""
-    j = start + 1
-    if seg[j : j + 1] in ("!", "^"):
-        j += 1
-    # A "]" first in the class is a literal member, as in shell globs.
-    if seg[j : j + 1] == "]":
-        j += 1
-    return seg.find("]", j)
-
-
-def _split_literal_prefix(pattern: str) -> tuple[str, str]:
-    """Split ``src/lib/*.ts`` into ``("src/lib", "*.ts")`` so the walk can start lower."""
-    segments = pattern.split("/")
-    n = 0
-    while n < len(segments) - 1 and segments[n] != "**" and not _MAGIC.intersection(segments[n]):
-        n += 1
-    prefix = "/".join(segments[:n])
-    if not prefix and pattern.startswith("/"):
-        prefix = "/"  # an absolute pattern such as "/*.conf" starts at the filesystem root
-    return prefix, "/".join(segments[n:])
-
-
-def _depth(pattern: str) -> int | None:
-    """How many components deep a path matching ``pattern`` is, None when ``**`` makes
-    it any depth (``*`` and the other wildcards never cross a ``/``)."""
-    segments = [s for s in pattern.split("/") if s not in ("", ".")]
-    return None if "**" in segments else len(segments)
-
-
-def _join(base: Path, rel: str) -> Path:
-    return Path(os.path.normpath(os.path.join(base, rel)))
-
-
-# --- glob ------------------------------------------------------------------------------
-
-
-class GlobArgs(StrictArgs):
-    pattern: str = Field(
-        description='Glob matched against paths below `path`, e.g. "**/*.py" (any depth, '
-        'including the top), "src/*.ts" (one level), "**/test_*.{py,js}". '
-        '"*" does not cross "/"; a bare "*.py" only matches files directly in `path`.'
-    )
-    path: str = Field(
-        default=".", description="Directory to search from; the workspace if omitted."
-    )
-    include_ignored: bool = Field(
-        default=False, description="Also match files excluded by .gitignore."
-    )
-
-
-class GlobResult(ToolResult):
-    matches: list[str] = Field(
-        description="Matching files, relative to the workspace, sorted. Directories are "
-        "not included."
-    )
-    truncated: bool = Field(
-        description=f"True when more than {MAX_GLOB_MATCHES} files matched and the rest "
-        "were left out; narrow the pattern."
-    )
-
-
-Overlay = Mapping[Path, bytes | None]
-
-
-def _holds(overlay: Overlay, directory: Path) -> bool:
-    """Whether the store holds a file below ``directory`` (one a dry run created)."""
-    root = directory.resolve()
-    return any(d is not None and k.is_relative_to(root) and k != root for k, d in overlay.items())
-
-
-def _walked(start: Path, rels: Iterator[str], overlay: Overlay) -> Iterator[str]:
-    """The disk walk's relative paths below ``start``, less the files the store removed,
-    then the files it holds that the disk does not have (created in a dry run)."""
-    if not overlay:
-        yield from rels
-        return
-    seen: set[Path] = set()
-    for rel in rels:
-        path = _join(start, rel)
-        key = path.resolve()
-        if key in overlay and overlay[key] is None:
-            continue
-        seen.add(key)
-        yield rel
-    root = start.resolve()
-    for key, data in sorted(overlay.items()):
-        if data is not None and key not in seen and key.is_relative_to(root) and key != root:
-            yield key.relative_to(root).as_posix()
-
-
-def _glob_sync(
-    args: GlobArgs, ctx: ToolContext, stop: threading.Event, overlay: Overlay
-) -> GlobResult:
-    base = ctx.resolve(args.path)
-    try:
-        mode = base.stat().st_mode
-    except OSError:
-        raise ToolError(f"glob: no such directory: {ctx.display(base)}") from None
-    if not stat.S_ISDIR(mode):
-        raise ToolError(f"glob: {ctx.display(base)} is {kind_of(mode)}, not a directory")
-    prefix, rest = _split_literal_prefix(args.pattern)
-    start = _join(base, prefix)
-    if not rest or not (start.is_dir() or _holds(overlay, start)):
-        return GlobResult(matches=[], truncated=False)
-    regex = compile_glob(rest)
-    found: list[str] = []
-    truncated = False
-    walk = _walked(
-        start,
-        walk_files(
-            start,
-            respect_gitignore=not args.include_ignored,
-            ignore_top=ctx.workspace,
-            stop=stop.is_set,
-            max_depth=_depth(rest),
-        )
-        if start.is_dir()
-        else iter(()),
-        overlay,
-    )
-    # Only regular files (and links to them) are walked: devices, FIFOs and sockets never
-    # match.
-    for rel in walk:
-        if regex.fullmatch(rel):
-            if len(found) >= MAX_GLOB_MATCHES:
-                truncated = True
-                break
-            found.append(ctx.display(_join(start, rel)))
-    return GlobResult(matches=sorted(found), truncated=truncated)
-
-
-async def glob(args: GlobArgs, ctx: ToolContext) -> GlobResult:
-    """Find files whose paths match a glob pattern."""
-    stop = threading.Event()
-    overlay = store_for(ctx).overlaid()  # on the event loop, as store_for wants
-    try:
-        return await asyncio.to_thread(_glob_sync, args, ctx, stop, overlay)
-    finally:
-        stop.set()  # a cancelled await: the walk stops at its next directory
-
-
-GLOB = Tool(
-    name="glob",
-    description=(
-        'Find regular files by path pattern, e.g. all "**/*.py" files. Files ignored by '
-        ".gitignore are skipped unless include_ignored is set; .git always is."
-    ),
-    args_model=GlobArgs,
-    result_model=GlobResult,
-    handler=glob,
-    effects=frozenset({"read"}),
-    acp_kind="search",
-    hook_names=("Glob",),
-    render=rendering.glob,
-    core=True,
-)
-
-
-# --- grep ------------------------------------------------------------------------------
 
 
 class GrepArgs(StrictArgs):
@@ -404,7 +185,7 @@ def _grep_sync(
         try:
             st_mode = target.stat().st_mode
         except OSError:
-            if not _holds(overlay, target):
+            if not holds(overlay, target):
                 raise ToolError(missing) from None
             st_mode = stat.S_IFDIR  # a directory only the store has (made in a dry run)
     if stat.S_ISDIR(st_mode):
@@ -414,9 +195,9 @@ def _grep_sync(
             # Like ripgrep's -g: a bare "*.py" means any .py file, not just top-level ones.
             wanted_glob = args.glob if "/" in args.glob else "**/" + args.glob
             only = compile_glob(wanted_glob)
-            depth = _depth(wanted_glob)
+            depth = pattern_depth(wanted_glob)
         on_disk = target.is_dir()
-        rels = _walked(
+        rels = walked(
             target,
             walk_files(target, ignore_top=ctx.workspace, stop=stop.is_set, max_depth=depth)
             if on_disk
@@ -424,7 +205,7 @@ def _grep_sync(
             overlay,
         )
         wanted = (r for r in rels if only is None or only.fullmatch(r))
-        files: Iterator[Path] = (_join(target, r) for r in wanted)
+        files: Iterator[Path] = (join(target, r) for r in wanted)
     elif stat.S_ISREG(st_mode):
         # Naming a file is explicit: search it even if .gitignore covers it.
         files = iter([target])

@@ -1,0 +1,42 @@
+"""The files below a directory as the session's file store has them: the disk's walk,
+less the files the store removed, plus those it holds that the disk does not have (what a
+dry run wrote: ``FileStore.overlaid``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+# What the store holds over the disk, by resolved path (None: removed).
+Overlay = Mapping[Path, bytes | None]
+
+
+def holds(overlay: Overlay, directory: Path) -> bool:
+    """Whether the store holds a file below ``directory`` (one a dry run created)."""
+    root = directory.resolve()
+    return any(d is not None and k.is_relative_to(root) and k != root for k, d in overlay.items())
+
+
+def walked(start: Path, rels: Iterator[str], overlay: Overlay) -> Iterator[str]:
+    """The disk walk's relative paths below ``start``, less the files the store removed,
+    then the files it holds that the disk does not have (created in a dry run)."""
+    if not overlay:
+        yield from rels
+        return
+    seen: set[Path] = set()
+    for rel in rels:
+        path = join(start, rel)
+        key = path.resolve()
+        if key in overlay and overlay[key] is None:
+            continue
+        seen.add(key)
+        yield rel
+    root = start.resolve()
+    for key, data in sorted(overlay.items()):
+        if data is not None and key not in seen and key.is_relative_to(root) and key != root:
+            yield key.relative_to(root).as_posix()
+
+
+def join(base: Path, rel: str) -> Path:
+    return Path(os.path.normpath(os.path.join(base, rel)))
