@@ -11,7 +11,8 @@ the report). For each size:
 - ``repo_ms_median``: the median repository's own duration from the report (its copy,
   isolate, script and journal), i.e. the per-repository overhead;
 - ``peak_rss_mb``: the peak of the summed RSS of the whole process tree (the driver,
-  its workers, their engine processes and commands), sampled every 50 ms.
+  its workers, their engine processes and commands), sampled every 50 ms;
+- ``load_avg``: the machine's 1-minute load average before and after the run.
 
 ``machinery``: in this process, what the all-or-nothing machinery costs one small
 repository (its copy; the journal and diff of one changed file).
@@ -106,6 +107,7 @@ def run_batch(
 ) -> dict[str, Any]:
     report = workdir / "report.jsonl"
     report.unlink(missing_ok=True)
+    load_before = os.getloadavg()[0]
     started = time.perf_counter()
     proc = subprocess.Popen([str(INTERPRETER), *command, "--report", str(report)], cwd=workdir,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -123,6 +125,9 @@ def run_batch(
         "wall_per_repo_ms": round(wall / len(repos) * 1000, 1),
         "repo_ms_median": round(statistics.median(r["duration_s"] for r in repos) * 1000, 1),
         "peak_rss_mb": round(peak[0] / 1024, 1),
+        # The machine's 1-minute load average before and after: on a shared machine the
+        # other figures mean little without it.
+        "load_avg": [round(load_before, 2), round(os.getloadavg()[0], 2)],
     }
 
 
