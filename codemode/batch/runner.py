@@ -188,6 +188,7 @@ def settle(result: RepoResult, options: BatchOptions) -> None:
             result.branch, result.commit, result.pushed = (
                 published.branch, published.commit, published.pushed
             )  # fmt: skip
+            result.pull_request = published.pull_request
         elif journal:
             apply(repo, journal)
     except ApplyError as exc:
