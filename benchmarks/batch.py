@@ -11,7 +11,11 @@ the report). For each size:
 - ``repo_ms_median``: the median repository's own duration from the report (its copy,
   isolate, script and journal), i.e. the per-repository overhead;
 - ``peak_rss_mb``: the peak of the summed RSS of the whole process tree (the driver,
-  its workers, their engine processes and commands), sampled every 50 ms.
+  its workers, their engine processes and commands), sampled every 50 ms;
+- ``cpu_per_repo_ms``: the CPU time (user + system) of the whole command and every
+  process it waited for, per repository: start-up included, and what a busy machine
+  changes least;
+- ``load_avg``: the machine's 1-minute load average before and after the run.
 
 ``machinery``: in this process, what the all-or-nothing machinery costs one small
 repository (its copy; the journal and diff of one changed file).
@@ -32,6 +36,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -81,6 +86,11 @@ def _tree_rss_kb(root_pid: int) -> int:
     return sum(rss.get(p, 0) for p in tree)
 
 
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 @contextlib.contextmanager
 def peak_rss(pid: int) -> Iterator[list[int]]:
     peak = [0]
@@ -106,6 +116,8 @@ def run_batch(
 ) -> dict[str, Any]:
     report = workdir / "report.jsonl"
     report.unlink(missing_ok=True)
+    load_before = os.getloadavg()[0]
+    cpu_before = _children_cpu_s()
     started = time.perf_counter()
     proc = subprocess.Popen([str(INTERPRETER), *command, "--report", str(report)], cwd=workdir,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -113,6 +125,7 @@ def run_batch(
     with peak_rss(proc.pid) as peak:
         _, stderr = proc.communicate()
     wall = time.perf_counter() - started
+    cpu = _children_cpu_s() - cpu_before
     if proc.returncode != 0:
         sys.exit(f"batch run failed ({proc.returncode}):\n{stderr[-3000:]}")
     lines = [json.loads(line) for line in report.read_text().splitlines()]
@@ -122,7 +135,11 @@ def run_batch(
         "wall_s": round(wall, 2),
         "wall_per_repo_ms": round(wall / len(repos) * 1000, 1),
         "repo_ms_median": round(statistics.median(r["duration_s"] for r in repos) * 1000, 1),
+        "cpu_per_repo_ms": round(cpu / len(repos) * 1000, 1),
         "peak_rss_mb": round(peak[0] / 1024, 1),
+        # The machine's 1-minute load average before and after: on a shared machine the
+        # other figures mean little without it.
+        "load_avg": [round(load_before, 2), round(os.getloadavg()[0], 2)],
     }
 
 
@@ -250,7 +267,7 @@ def main() -> None:
             figures[f"local_{args.large}"] = large = local_figures(tmp, args.large, jobs)
             figures["growth"] = {
                 key: round(large[key] / small[key], 2)
-                for key in ("wall_per_repo_ms", "repo_ms_median", "peak_rss_mb")
+                for key in ("wall_per_repo_ms", "repo_ms_median", "cpu_per_repo_ms", "peak_rss_mb")
             }
         if args.ray:
             figures[f"ray_two_nodes_{args.repos}"] = ray = ray_figures(tmp, args.repos, jobs)

@@ -484,3 +484,94 @@ def test_progress_shows_escape_sequences_from_paths_and_errors() -> None:
     assert "\x1b" not in text and "\x07" not in text
     assert "skipped /r/^[[2Jskip: not a working copy" in text
     assert "Error: ^[]52;c;cGF5bG9hZA==^G" in text
+
+
+# A stand-in for gh / glab: records its arguments and folder, answers as the real one
+# does (the new request's URL), and refuses in repository "b".
+FAKE_REQUEST_TOOL = """#!/bin/sh
+name=$(basename "$PWD")
+{ printf '%s\\n' "$PWD" "$(basename "$0")"; printf '%s\\0' "$@"; } > "$RECORD/$name"
+if [ "$name" = b ]; then echo "pull request create failed: no permission" >&2; exit 1; fi
+echo "Creating pull request for bump-v into main"
+echo "https://forge.example/team/$name/pull/7"
+"""
+
+
+def _fake_tools(root: Path, *names: str) -> tuple[Path, Path]:
+    bin_dir, record = root / "fake-bin", root / "calls"
+    bin_dir.mkdir()
+    record.mkdir()
+    for name in names:
+        tool = bin_dir / name
+        tool.write_text(FAKE_REQUEST_TOOL)
+        tool.chmod(0o755)
+    return bin_dir, record
+
+
+def test_pull_request_opened_after_the_push_and_a_refused_one_undoes_it(tmp_path: Path) -> None:
+    repos = _publish_repos(tmp_path)
+    bin_dir, record = _fake_tools(tmp_path, "gh")
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "RECORD": str(record)}
+    (tmp_path / "bump.js").write_text(
+        'if (repo.name !== "same") await tools.write_file({path: "v.txt", content: "2\\n"});\n'
+    )
+    proc = interp(
+        "run", "bump.js", "--repos", "repos", "--branch", "bump-v", "--commit-message",
+        "Bump v to 2\n\nAll services move to v2.", "--author", "Bot <bot@example.com>",
+        "--push", "origin", "--pull-request", "--report", "r.jsonl", cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr  # b's request was refused
+    report = read_report(tmp_path / "r.jsonl")
+    a, b, _ = repos
+    assert report["a"]["status"] == "ok", report["a"]
+    assert report["a"]["pull_request"] == "https://forge.example/team/a/pull/7"
+    folder, tool, args = (record / "a").read_text().split("\n", 2)
+    assert (folder, tool) == (str(a), "gh")
+    assert args.split("\0")[:-1] == [
+        "pr", "create", "--head", "bump-v", "--base", "main", "--title", "Bump v to 2",
+        "--body", "All services move to v2.",
+    ]  # fmt: skip
+    assert git(a, "symbolic-ref", "--short", "HEAD") == "bump-v"
+    # b: pushed, then its request refused: the repository's failure, undone everywhere.
+    line = report["b"]
+    assert line["status"] == "failed" and line["error_kind"] == "publish", line
+    assert "gh pr create: pull request create failed: no permission" in line["error"]
+    assert "pull_request" not in line and line["rolled_back"] is True
+    assert git(b, "symbolic-ref", "--short", "HEAD") == "main"
+    assert git(b, "branch", "--list", "bump-v") == ""
+    assert (b / "v.txt").read_text() == "1\n" and git(b, "status", "--porcelain") == ""
+    remote_refs = subprocess.run(["git", "-C", str(tmp_path / "remotes" / "b.git"), "branch"],
+                                 capture_output=True, text=True).stdout  # fmt: skip
+    assert "bump-v" not in remote_refs
+    # No change, no branch, no request.
+    assert not (record / "same").exists() and "pull_request" not in report["same"]
+    header = report_lines(tmp_path / "r.jsonl")[0]
+    assert header["publish"]["pull_request"] is True
+
+
+def test_pull_request_usage_and_the_tool_chosen_by_the_remote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _publish_repos(tmp_path)
+    (tmp_path / "bump.js").write_text("return 1;\n")
+    base = ["run", "bump.js", "--repos", "repos", "--branch", "x", "--commit-message", "m"]
+    no_push = interp(*base, "--pull-request", cwd=tmp_path)
+    assert no_push.returncode == 2 and "--pull-request needs --push" in no_push.stderr
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    no_tool = interp(*base, "--push", "origin", "--pull-request", cwd=tmp_path,
+                     env={**os.environ, "PATH": str(empty)})  # fmt: skip
+    assert no_tool.returncode == 2, no_tool.stderr
+    assert "--pull-request needs gh (GitHub) or glab (GitLab) on PATH" in no_tool.stderr
+    alone = interp("run", "bump.js", "--repos", "repos", "--pull-request", cwd=tmp_path)
+    assert alone.returncode == 2 and "--pull-request goes with --branch" in alone.stderr
+
+    from codemode.batch import pull_request
+
+    bin_dir, _ = _fake_tools(tmp_path, "gh", "glab")
+    monkeypatch.setenv("PATH", str(bin_dir))
+    assert pull_request._choose("git@gitlab.example.com:team/a.git") == "glab"
+    assert pull_request._choose("https://gitlab.com/team/a") == "glab"
+    assert pull_request._choose("https://github.com/team/a") == "gh"
+    (bin_dir / "gh").unlink()
+    assert pull_request._choose("https://github.com/team/a") == "glab"  # the one there is

@@ -29,9 +29,10 @@ INTERPRETER = Path(sys.executable).parent / "interpreter"
 CLI_MODULES = [
     *sorted((REPO / "codemode" / "cli").glob("*.py")),
     *sorted((REPO / "codemode" / "commands").glob("*.py")),
-    REPO / "codemode" / "batch" / "command.py",
+    # Batch runs print progress, summaries and each repository's output themselves.
+    *sorted((REPO / "codemode" / "batch").glob("*.py")),
     REPO / "codemode" / "tools" / "patch" / "command.py",
-    REPO / "codemode" / "sandbox" / "check_cli.py",
+    REPO / "codemode" / "sandbox" / "execpolicy" / "check_cli.py",
 ]
 _FORBIDDEN = {"print", "click.echo", "click.secho", "sys.stdout.write", "sys.stderr.write",
               "sys.stdout.buffer.write", "sys.stderr.buffer.write"}  # fmt: skip
@@ -66,9 +67,11 @@ C1_CSI = "\x9b2J"
 HOSTILE = f"before{CLIPBOARD}{CLEAR}{TITLE}{C1_CSI}after"
 
 
-def on_pty(args: list[str], *, cwd: Path, home: Path, stdin: bytes = b"") -> bytes:
+def on_pty(
+    args: list[str], *, cwd: Path, home: Path, stdin: bytes = b"", **env: str
+) -> bytes:
     """What a terminal receives from ``interpreter ARGS`` (stdout and stderr both on
-    the pty)."""
+    the pty); ``env``: variables added to its environment."""
     master, slave = pty.openpty()
     proc = subprocess.Popen(
         [str(INTERPRETER), *args],
@@ -76,7 +79,7 @@ def on_pty(args: list[str], *, cwd: Path, home: Path, stdin: bytes = b"") -> byt
         stdout=slave,
         stderr=slave,
         cwd=cwd,
-        env={**cli_env(home), "TERM": "xterm-256color"},
+        env={**cli_env(home), "TERM": "xterm-256color", **env},
     )
     os.close(slave)
     if stdin and proc.stdin is not None:
@@ -204,3 +207,35 @@ def test_session_listing_shows_a_recorded_prompt_not_obeyed(
     assert run.code == 0, run.stderr
     received = on_pty(["sessions"], cwd=planted["repo"], home=home)
     assert_shown_not_obeyed(received, "sessions")
+
+
+def test_batch_progress_on_a_terminal_shows_foreign_text_not_obeyed(tmp_path: Path) -> None:
+    """A batch run's live progress bar, with -v: a repository and a non-repository
+    argument named with escape sequences, a script whose output, return value and
+    error carry them, and a report path holding them (the summary names it)."""
+    repos = tmp_path / "repos"
+    hostile_repo = repos / HOSTILE
+    hostile_repo.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(hostile_repo)], check=True)
+    (repos / "plain").mkdir()
+    subprocess.run(["git", "init", "-q", str(repos / "plain")], check=True)
+    not_a_repo = tmp_path / f"dir-{HOSTILE}"
+    not_a_repo.mkdir()
+    (tmp_path / "s.js").write_text(
+        f"const evil = {json.dumps(HOSTILE)};\n"
+        "console.log(evil);\n"
+        'if (repo.name === "plain") return evil;\n'
+        "throw new Error(evil);\n",
+        encoding="utf-8",
+    )
+    home = tmp_path / "home"
+    home.mkdir()
+    received = on_pty(
+        ["run", "s.js", "-v", "--repos", str(repos), str(not_a_repo), "--report",
+         f"{HOSTILE}.jsonl"],
+        cwd=tmp_path, home=home, COLUMNS="1000",
+    )  # fmt: skip
+    text = received.decode("utf-8", "replace")
+    assert "2 repositories: 1 done, 1 failed" in text, text  # it did run, on the bar
+    assert text.count("^[]52;c;") >= 6, text  # name, skipped, error, output, value, report
+    assert_shown_not_obeyed(received, "run --repos")

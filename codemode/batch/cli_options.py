@@ -13,7 +13,7 @@ import click
 
 BATCH_ONLY = (
     "jobs", "report", "backend", "ray_address", "allow_empty", "include", "exclude",
-    "contains", "only_failed", "branch", "commit_message", "author", "push",
+    "contains", "only_failed", "branch", "commit_message", "author", "push", "pull_request",
 )  # fmt: skip
 
 
@@ -151,6 +151,14 @@ def batch_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             metavar="REMOTE",
             help="Push each --branch to REMOTE (a remote name or URL); a failed push "
             "fails the repository and leaves it as it was.",
+        ),
+        click.option(
+            "--pull-request",
+            is_flag=True,
+            default=None,
+            help="After --push, open a pull request (gh) or merge request (glab) for each "
+            "pushed branch; a failure fails the repository (untested against the real "
+            "services).",
         ),
     ]
     for option in reversed(options):

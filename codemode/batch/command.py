@@ -105,7 +105,8 @@ def run_batch_command(
         jobs=jobs or os.cpu_count() or 1,
         dry_run=bool(dry_run),
         publish=None if publish is None else {
-            "branch": publish.branch, "push": publish.push, "author": publish.author
+            "branch": publish.branch, "push": publish.push, "author": publish.author,
+            "pull_request": publish.pull_request,
         },
         resumed_from=str(resume) if resume else None,
         started_at=now_iso(),
@@ -155,11 +156,20 @@ def _filters(selection: dict[str, Any]) -> Any:
 def _publish_options(selection: dict[str, Any], dry_run: bool) -> PublishOptions | None:
     branch, message = selection.get("branch"), selection.get("commit_message")
     author, push = selection.get("author"), selection.get("push")
+    pull_request = bool(selection.get("pull_request"))
     if branch is None:
-        for name, value in (("--commit-message", message), ("--author", author), ("--push", push)):
+        for name, value in (("--commit-message", message), ("--author", author), ("--push", push),
+                            ("--pull-request", selection.get("pull_request"))):  # fmt: skip
             if value is not None:
                 raise click.UsageError(f"{name} goes with --branch NAME")
         return None
+    if pull_request:
+        from codemode.batch.pull_request import installed
+
+        if not push:
+            raise click.UsageError("--pull-request needs --push REMOTE (the branch it proposes)")
+        if not installed():
+            raise click.UsageError("--pull-request needs gh (GitHub) or glab (GitLab) on PATH")
     if not message:
         raise click.UsageError("--branch needs --commit-message MSG")
     if dry_run:
@@ -171,4 +181,6 @@ def _publish_options(selection: dict[str, Any], dry_run: bool) -> PublishOptions
             parse_author(author)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
-    return PublishOptions(branch=branch, message=message, author=author, push=push)
+    return PublishOptions(
+        branch=branch, message=message, author=author, push=push, pull_request=pull_request
+    )

@@ -100,6 +100,9 @@ class RepoResult(BaseModel):
     branch: str | None = Field(default=None, description="Branch published (--branch).")
     commit: str | None = Field(default=None, description="Commit made on it.")
     pushed: bool | None = Field(default=None, description="Whether --push pushed it.")
+    pull_request: str | None = Field(
+        default=None, description="The pull (merge) request opened for it (--pull-request)."
+    )
     worker: str | None = Field(default=None, description="Where it ran (Ray: node address).")
     model_requests: int | None = Field(default=None, description="Agent runs: model requests.")
     input_tokens: int | None = Field(default=None, description="Agent runs: input tokens.")
@@ -131,8 +134,8 @@ class RepoResult(BaseModel):
         absent = {"journal"}
         optional = ("changed_files", "changed_count", "diff", "rolled_back", "reason")
         absent |= {name for name in optional if getattr(self, name) is None}
-        later = ("branch", "commit", "pushed", "worker", "model_requests", "input_tokens",
-                 "output_tokens", "cost_usd")
+        later = ("branch", "commit", "pushed", "pull_request", "worker", "model_requests",
+                 "input_tokens", "output_tokens", "cost_usd")
         absent |= {name for name in later if getattr(self, name) is None}
         return absent
 

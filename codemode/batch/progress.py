@@ -11,7 +11,7 @@ import time
 from typing import Any, TextIO
 
 from codemode.batch.models import RepoResult
-from codemode.terminal.control_chars import visible
+from codemode.terminal.control_chars import echo
 
 
 class BatchProgress:
@@ -78,7 +78,7 @@ class BatchProgress:
 
                 self._bar.console.print(Text.assemble(("skipped", "yellow"), line[7:]))
             else:
-                print(visible(line), file=self.stream, flush=True)
+                echo(line, file=self.stream)
             return
         self._count_usage(result)
         if result.ok:
@@ -108,8 +108,8 @@ class BatchProgress:
                 line += f": {result.error}"
             if self.verbose:
                 line += "\n" + self._details(result)
-            # Paths and error messages come from outside: shown, not obeyed.
-            print(visible(line), file=self.stream, flush=True)
+            # Paths, error messages and output come from outside: shown, not obeyed.
+            echo(line, file=self.stream)
 
     @staticmethod
     def _details(result: RepoResult) -> str:

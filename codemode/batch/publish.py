@@ -1,14 +1,15 @@
-"""Publishing a repository's changes: a branch, a commit, and optionally a push.
+"""Publishing a repository's changes: a branch, a commit, and optionally a push (and a
+pull request: ``pull_request.py``).
 
 Done by the host's own git in the driver, after the run succeeded and never inside the
 sandbox. Git runs with hooks, fsmonitor and signing turned off, and the commit is built
 from the journal's bytes with plumbing (``hash-object --no-filters``, a private index,
 ``commit-tree``), so no clean/smudge filter, hook or other config-driven program runs.
 Files git ignores are applied to the working copy but left out of the commit. Order:
-the commit and the branch ref first (the working copy untouched), then the push,
-then the journal is applied to the working copy and HEAD moves to the new branch. A
-failure at any step removes the branch (and a branch already pushed), so the repository
-is left on its own branch exactly as it was.
+the commit and the branch ref first (the working copy untouched), then the push and
+the pull request, then the journal is applied to the working copy and HEAD moves to
+the new branch. A failure at any step removes the branch (and a branch already pushed),
+so the repository is left on its own branch exactly as it was.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class PublishOptions:
     message: str
     author: str | None = None  # "Name <email>"; None: git's configured identity
     push: str | None = None  # a remote name or URL
+    pull_request: bool = False  # after the push, open a pull/merge request (gh, glab)
 
 
 @dataclass
@@ -46,6 +48,7 @@ class Published:
     branch: str
     commit: str
     pushed: bool
+    pull_request: str | None = None  # its URL
 
 
 class PublishError(RuntimeError):
@@ -94,10 +97,13 @@ def publish(repo: Path, journal: list[Change], options: PublishOptions) -> Publi
     commit = _commit(repo, journal, head, options.message, env)
     _git(repo, "update-ref", ref, commit, "")  # "": the branch must not exist yet
     pushed = False
+    request: str | None = None
     try:
         if options.push:
             _git(repo, "push", "--no-verify", "--porcelain", options.push, f"{ref}:{ref}")
             pushed = True
+            if options.pull_request:
+                request = _pull_request(repo, options, current.removeprefix("refs/heads/"))
         apply(repo, journal)
     except BaseException:
         _undo(repo, ref, options.push if pushed else None)
@@ -108,7 +114,23 @@ def publish(repo: Path, journal: list[Change], options: PublishOptions) -> Publi
     except PublishError:
         _git(repo, "symbolic-ref", "HEAD", current)
         raise
-    return Published(options.branch, commit, pushed)
+    return Published(options.branch, commit, pushed, request)
+
+
+def _pull_request(repo: Path, options: PublishOptions, base: str) -> str:
+    from codemode.batch.pull_request import PullRequestError, open_pull_request
+
+    assert options.push is not None
+    try:
+        url = _git(repo, "remote", "get-url", options.push)
+    except PublishError:
+        url = options.push  # a URL given as it is
+    try:
+        return open_pull_request(repo, url, options.branch, base, options.message)
+    except PullRequestError as exc:
+        from codemode.terminal.control_chars import visible
+
+        raise PublishError(visible(str(exc))) from None
 
 
 def _identity(author: str | None) -> dict[str, str]:

@@ -20,7 +20,7 @@ from codemode.batch.models import AgentTask, RepoResult, RepoTask
 from codemode.batch.progress import BatchProgress
 from codemode.batch.report import ReportWriter, RunHeader
 from codemode.js_runtime.models import Limits
-from codemode.terminal.control_chars import visible
+from codemode.terminal.control_chars import echo
 
 if TYPE_CHECKING:
     from codemode.batch.publish import PublishOptions
@@ -118,19 +118,19 @@ def run_batch(source: str, options: BatchOptions, stream: TextIO | None = None) 
             bad = progress.failed or (empty and not options.allow_empty)
             status = EXIT_FAILED if bad else EXIT_OK
     summary = f"{progress.summary(options.dropped)}; report: {options.report}"
-    print(visible(summary), file=stream, flush=True)
+    echo(summary, file=stream)
     if options.agent is not None:
-        print(progress.usage_line(), file=stream, flush=True)
+        echo(progress.usage_line(), file=stream)
     if status != EXIT_INTERRUPTED and spent() and progress.remaining:
-        print(f"total token budget spent ({progress.tokens} of {options.total_token_budget}): "
-              f"{progress.remaining} repositories not started (--resume the report to go on)",
-              file=stream, flush=True)  # fmt: skip
+        echo(f"total token budget spent ({progress.tokens} of {options.total_token_budget}): "
+             f"{progress.remaining} repositories not started (--resume the report to go on)",
+             file=stream)  # fmt: skip
         status = EXIT_FAILED
     if status == EXIT_INTERRUPTED:
-        print("interrupted", file=stream)
+        echo("interrupted", file=stream)
     elif status == EXIT_FAILED and not progress.failed:
-        print("no repository failed, but some arguments named none (--allow-empty: exit 0)",
-              file=stream)
+        echo("no repository failed, but some arguments named none (--allow-empty: exit 0)",
+             file=stream)
     return status
 
 
@@ -188,6 +188,7 @@ def settle(result: RepoResult, options: BatchOptions) -> None:
             result.branch, result.commit, result.pushed = (
                 published.branch, published.commit, published.pushed
             )  # fmt: skip
+            result.pull_request = published.pull_request
         elif journal:
             apply(repo, journal)
     except ApplyError as exc:

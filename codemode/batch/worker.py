@@ -5,9 +5,10 @@ repository itself; what it changed there comes back in the result as a journal
 (``changes.py``) for the driver to apply, all or nothing, when the run succeeded. A
 dry run needs no copy: the file tools write into an overlay and the shell is refused.
 
-Each repository gets a fresh ``CodeSession`` — its own isolate, a ``ToolContext`` whose
-only writable root is its copy, and its own sandbox session rooted there — so neither
-the file tools nor the commands a script starts can write into a sibling.
+Each repository's script gets a fresh isolate (in the engine worker its process keeps
+from one repository to the next: ``programs.py``), a ``ToolContext`` whose only
+writable root is its copy, and its own sandbox session rooted there, so neither the
+file tools nor the commands a script starts can write into a sibling.
 """
 
 from __future__ import annotations
@@ -130,7 +131,8 @@ async def _execute(task: RepoTask, root: Path, work: Path, started: float) -> Re
         from codemode.batch.agent_worker import run_agent
 
         return await run_agent(task.agent, task.repository, work, started)
-    from codemode.assembly.program import program_parts, run_to_end
+    from codemode.assembly.program import program_parts
+    from codemode.batch.programs import run_script
     from codemode.hooks.loading import program_hooks
     from codemode.js_runtime.output import cap_value
 
@@ -139,7 +141,7 @@ async def _execute(task: RepoTask, root: Path, work: Path, started: float) -> Re
     hooks = program_hooks(root, sandbox=task.sandbox).engine
     parts = program_parts(work, sandbox=task.sandbox, dry_run=task.dry_run, hooks=hooks)
     try:
-        result = await run_to_end(
+        result = await run_script(
             parts,
             task.source,
             engine=task.engine,

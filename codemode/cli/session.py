@@ -111,7 +111,7 @@ def exec_(
 _BATCH_KEYS = (
     "repos", "jobs", "report", "dry_run", "backend", "ray_address", "allow_empty", "include",
     "exclude", "contains", "resume", "only_failed", "branch", "commit_message", "author", "push",
-    "token_budget", "total_token_budget", "price",
+    "pull_request", "token_budget", "total_token_budget", "price",
 )  # fmt: skip
 
 

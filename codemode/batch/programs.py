@@ -1,0 +1,149 @@
+"""The code session a batch worker process runs its repositories' scripts in.
+
+Booting an engine worker (a Python process that imports its engine and confines
+itself) costs ~50 ms of CPU, more than everything else a small repository costs. So a
+batch worker process (a pool worker, a Ray worker) keeps one code session, not
+persistent, for all the repositories it runs, one after another: each script still
+gets a fresh isolate (a new QuickJS runtime or V8 isolate), only the engine process
+it lives in is reused. That process keeps no state but its isolate, and it is
+confined (no file opened once booted, no process started), so nothing of one
+repository's script survives into the next one's.
+
+What is a repository's own stays per repository: its tools and their context (the
+workspace is its copy, its sandbox session and scratch folder, its hooks) are the
+delegate of that script's run only (``_Current``), and ``repo`` / ``argv`` are set
+up in that script's fresh isolate (``_ScriptTools.program_setup``), never kept in
+the session. Timers and tool calls live in this process and end with the script
+(the runtime cancels what is left).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from codemode.js_runtime.delegate import NestedCall
+from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
+from codemode.js_runtime.outcome import Completed
+
+if TYPE_CHECKING:
+    from codemode.assembly.program import ProgramParts, RegistryDelegate
+    from codemode.js_runtime.delegate import ToolNames
+    from codemode.js_runtime.session import CodeSession
+
+
+@dataclass(frozen=True)
+class _ScriptTools:
+    """One script's ``ToolNames``: its registry's names, and its globals as the
+    JavaScript its fresh isolate runs before it (one line)."""
+
+    tools: ToolNames
+    globals: dict[str, Any]
+
+    def flat_names(self) -> list[str]:
+        return self.tools.flat_names()
+
+    def namespaces(self) -> dict[str, dict[str, str]]:
+        return self.tools.namespaces()
+
+    def program_setup(self) -> str:
+        # As the runtime defines a session's globals: writable, not enumerable.
+        return " ".join(
+            f"Object.defineProperty(globalThis, {json.dumps(name)}, "
+            f"{{value: JSON.parse({json.dumps(json.dumps(value))}), writable: true}});"
+            for name, value in self.globals.items()
+        )
+
+
+class _Current:
+    """The session's delegate: the running script's own (``RegistryDelegate``)."""
+
+    def __init__(self) -> None:
+        self.delegate: RegistryDelegate | None = None
+
+    async def call_tool(self, call: NestedCall) -> object:
+        if self.delegate is None:  # a call that outlived its script: refused
+            from codemode.tool_terms.errors import ToolError
+
+            raise ToolError("the script that made this call has finished")
+        return await self.delegate.call_tool(call)
+
+    def notify(self, cell_id: str, event: ExecEvent) -> None:
+        if self.delegate is not None:
+            self.delegate.notify(cell_id, event)
+
+
+@dataclass
+class _Kept:
+    engine: str
+    session: CodeSession
+    current: _Current
+    busy: bool = False
+
+
+_kept: _Kept | None = None
+
+
+def _session(engine: str, limits: Limits) -> _Kept:
+    """This process's session for ``engine`` (a new one if it has none, or if it is in
+    use: scripts never share one at the same time)."""
+    global _kept
+    kept = _kept
+    if kept is not None and kept.engine == engine and not kept.busy:
+        return kept
+    from codemode.js_runtime.session import CodeSession
+
+    current = _Current()
+    fresh = _Kept(engine, CodeSession(current, limits=limits, engine=engine, persistent=False),
+                  current)  # fmt: skip
+    if kept is None or not kept.busy:
+        if kept is not None:
+            kept.session.close_now()
+        _kept = fresh
+        if kept is None:
+            atexit.register(_close)
+    return fresh
+
+
+def _close() -> None:
+    global _kept
+    kept, _kept = _kept, None
+    if kept is not None:
+        kept.session.close_now()
+
+
+async def run_script(
+    parts: ProgramParts,
+    source: str,
+    *,
+    engine: str,
+    limits: Limits,
+    globals: dict[str, Any],
+) -> ExecResult:
+    """Run one repository's script to its end with ``parts``'s tools and ``globals``,
+    in a fresh isolate in this process's kept engine worker (see the module's
+    docstring); cancelled, the script stops too."""
+    from codemode.assembly.program import RegistryDelegate
+
+    kept = _session(engine, limits)
+    kept.busy = True
+    kept.current.delegate = RegistryDelegate(parts.registry, parts.context)
+    try:
+        outcome = await kept.session.execute(
+            source, tools=_ScriptTools(parts.registry, globals), limits=limits
+        )
+    except BaseException:
+        # Cancelled (the batch is stopping): nothing of this session is kept.
+        if kept is _kept:
+            _close()
+        kept.session.close_now()
+        raise
+    finally:
+        kept.current.delegate = None
+        kept.busy = False
+    if kept is not _kept:  # a second session, made while the kept one was busy
+        await kept.session.close()
+    assert isinstance(outcome, Completed)  # no yield time: it ran to its end
+    return outcome.result
