@@ -215,3 +215,43 @@ def test_without_grpc_the_grpc_modes_say_what_to_install() -> None:
     assert done.returncode == 1, done.stderr
     assert "gRPC needs grpc" in done.stderr and "codemode[agent]" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_host_starts_without_the_rest_of_the_command_line() -> None:
+    """Codex waits for its host's start in every session: `code-mode-host` with options
+    it takes is served before click and the other commands are imported (and without
+    httpx's import hook pulling in importlib.abc); what click would refuse it
+    still refuses, with click's words."""
+    proc = subprocess.Popen(
+        [sys.executable, "-X", "importtime", INTERPRETER, "code-mode-host",
+         "--engine=quickjs", "--memory-mb", "64"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        peer = Peer(proc)
+        peer.send(HELLO)
+        assert peer.read()["type"] == "connection/ready"
+        assert proc.stdin is not None and proc.stderr is not None
+        proc.stdin.close()
+        assert proc.wait(30) == 0
+        imported = {
+            line.rsplit("|", 1)[-1].strip()
+            for line in proc.stderr.read().decode().splitlines()
+            if line.startswith("import time:")
+        }
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "codemode.codex_host.framed" in imported  # (the lines are there to read)
+    assert not {"click", "codemode.cli.run", "importlib.abc"} & imported, imported
+    for args, said in [
+        (["--engine", "nope"], "'nope' is not one of"),
+        (["--memory-mb", "8"], "8 is not in the range"),
+        (["--listen", "stdio", "--listen", "stdio", "--bogus"], "No such option"),
+    ]:
+        done = subprocess.run(
+            [INTERPRETER, "code-mode-host", *args],
+            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert done.returncode == 2, (args, done.stderr)
+        assert said in done.stderr, (args, done.stderr)

@@ -183,6 +183,13 @@ def test_forbidden_rules_and_prompt_refusals_hold_by_default(tmp_path: Path) -> 
     assert out["ok"], out
     assert out["value"] != "ran"
     assert "python3 -c" in str(out["value"]) and "approval" in str(out["value"])
+    # The remedy is what a ToolHost's caller has, not the CLI's flags...
+    assert "--full-auto" not in str(out["value"]), out
+    assert "ToolHost(approver=...)" in str(out["value"]), out
+    assert "'approval_policy': 'never'" in str(out["value"]), out
+    # ...and the remedy it names works.
+    out = run_host("self", tmp_path, program, {"approval_policy": "never"})
+    assert out["ok"] and out["value"] == "ran", out
 
 
 def test_mode_names_are_checked(tmp_path: Path) -> None:

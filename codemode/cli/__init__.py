@@ -18,6 +18,11 @@ if sys.argv[1:2] == ["run"]:
     from codemode.js_runtime.early import prestart_for
 
     prestart_for(sys.argv[1:])
+elif sys.argv[1:2] == ["code-mode-host"]:
+    # Before click and the commands: Codex waits for its host's start on every session.
+    from codemode.cli.fast_host import serve_if_asked
+
+    serve_if_asked(sys.argv[1:])
 
 import click
 

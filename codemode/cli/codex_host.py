@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from codemode.cli.root import cli
-from codemode.terminal.control_chars import echo
 
 
 @cli.command("code-mode-host")
@@ -48,27 +45,11 @@ def code_mode_host(listen: str, engine: str, timeout_s: float, memory_mb: int) -
     host's confined engine workers. Put it beside Codex's binary in place of
     `codex-code-mode-host` (docs/codex-host.md).
     """
-    import asyncio
-
-    from codemode.codex_host.runtime import SessionLimits
-    from codemode.codex_host.server import parse_listen, serve
+    from codemode.cli.fast_host import serve_and_exit
+    from codemode.codex_host.server import parse_listen
 
     try:
         where = parse_listen(listen)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--listen") from None
-    limits = SessionLimits(engine=engine, timeout_s=timeout_s, memory_mb=memory_mb)
-    try:
-        sys.exit(asyncio.run(serve(where, limits)))
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except OSError as exc:
-        echo(f"interpreter code-mode-host: {exc}", err=True)
-        sys.exit(1)
-    except ModuleNotFoundError as exc:  # a lean install: no grpc, no protobuf
-        echo(
-            f"interpreter code-mode-host: gRPC needs {exc.name}, which the full install "
-            "has: pip install 'codemode[agent]'",
-            err=True,
-        )
-        sys.exit(1)
+    serve_and_exit(where, engine, timeout_s, memory_mb)

@@ -106,6 +106,8 @@ class _Session:
         self.id = session_id
         self.code = CodeSession(self, limits)
         self.notes: dict[str, list[asyncio.Future[Any]]] = {}
+        # Cells that ended whose ``cell/closed`` is not sent yet (see ``cell_closed``).
+        self.closing: set[str] = set()
 
     async def call_tool(self, call: NestedCall) -> Any:
         tool = call.tool
@@ -134,12 +136,33 @@ class _Session:
 
     async def delivered(self, cell_id: str) -> None:
         """Until the client has answered the cell's notifications (a few seconds at most)."""
-        tasks = self.notes.pop(cell_id, [])
+        tasks = self.notes.get(cell_id, [])
         if tasks:
             await asyncio.wait(tasks, timeout=_NOTE_WAIT_S)
+            self.notes[cell_id] = [t for t in tasks if not t.done()]
 
     def cell_closed(self, cell_id: str, execution_id: str, final_sequence: int) -> None:
-        self.conn.send({"type": "cell/closed", "sessionId": self.id, "cellId": cell_id})
+        # Not sent yet: Codex 0.148 drops a notification of a cell it has been told is
+        # closed (its reader hands the notification to a task, then marks the cell
+        # closed at once; the task then finds a closed cell). ``closed`` sends it once
+        # the cell's notifications are answered and its outcome is sent; a cell that
+        # ends with no operation observing it (a session shutdown) is closed soon.
+        self.closing.add(cell_id)
+        self.conn.spawn(self._close_soon(cell_id))
+
+    def closed(self, cell_id: str) -> None:
+        """Say ``cell/closed`` for a cell that ended, if not said yet."""
+        if cell_id in self.closing:
+            self.closing.discard(cell_id)
+            self.notes.pop(cell_id, None)
+            self.conn.send({"type": "cell/closed", "sessionId": self.id, "cellId": cell_id})
+
+    async def _close_soon(self, cell_id: str) -> None:
+        await self.delivered(cell_id)
+        # A turn of the loop more: the operation observing the cell sends its outcome
+        # first (it was waiting on the same notifications).
+        await asyncio.sleep(0)
+        self.closed(cell_id)
 
 
 class FramedConnection:
@@ -297,6 +320,7 @@ class FramedConnection:
                     "result": _ok(wire_outcome(outcome)),
                 }
             )
+            session.closed(cell.id)
         elif method in ("session/wait", "session/terminate"):
             if method == "session/wait":
                 body = request["request"]
@@ -312,6 +336,7 @@ class FramedConnection:
             else:
                 outcome_json = {"LiveCell": wire_outcome(got)}
             respond({"type": "wait/completed", "outcome": outcome_json})
+            session.closed(cell_id)
         elif method == "session/shutdown":
             self.sessions.pop(session_id, None)
             await code.close()

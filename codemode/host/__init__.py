@@ -90,6 +90,13 @@ class _HostDelegate(RegistryDelegate):
                 route.on_event(event)
 
 
+# What a command refused for want of an approver tells a ToolHost's caller to do.
+HOST_APPROVAL_REMEDY = (
+    "Pass ToolHost(approver=...) to decide such commands, or "
+    "ToolHost(sandbox={'approval_policy': 'never'}) to let them run inside the sandbox."
+)
+
+
 def _sandbox_arg(
     sandbox: SandboxSettings | SandboxSession | Mapping[str, Any] | str | None,
 ) -> SandboxSettings | SandboxSession | Mapping[str, Any]:
@@ -157,6 +164,9 @@ class ToolHost:
         )
         self.registry = parts.registry
         self.context = parts.context
+        if self.context.sandbox is not None:
+            # A refusal names what a ToolHost's caller has, not the CLI's options.
+            self.context.sandbox.approval_remedy = HOST_APPROVAL_REMEDY
         self.dry_run: DryRun | None = parts.dry_run
         self._delegate = _HostDelegate(self.registry, self.context)
         self._globals = dict(globals or {})

@@ -87,6 +87,11 @@ class Engine(Protocol):
 
 ENGINES = ("quickjs", "v8")
 # Where each engine's class is (imported only in its worker process).
+# What to install when an engine's package is missing (the lean install has no V8).
+INSTALL_HINTS = {
+    "v8": "the V8 engine is not installed: pip install 'codemode[v8]' (or use the "
+    "default engine, quickjs)",
+}
 ENGINE_CLASSES = {
     "quickjs": ("codemode.js_runtime.quickjs_engine", "QuickJSEngine"),
     "v8": ("codemode.js_runtime.v8_engine", "V8Engine"),

@@ -82,9 +82,13 @@ def parse_state(text: str) -> dict[str, Any]:
     return state
 
 
+# Built once: ``json.dumps`` with options builds an encoder per call (every tool call).
+_ENCODE = json.JSONEncoder(default=str, allow_nan=False).encode
+
+
 def encode_results(results: list[list[object]]) -> str:
     try:
-        return json.dumps(results, default=str, allow_nan=False)
+        return _ENCODE(results)
     except (ValueError, TypeError, RecursionError):
         pass
     parts = []

@@ -34,6 +34,7 @@ from typing import Any
 from codemode.js_runtime import protocol as p
 from codemode.js_runtime.engine import (
     ENGINE_CLASSES,
+    INSTALL_HINTS,
     Engine,
     EngineOutOfMemory,
     EngineTimeout,
@@ -170,7 +171,11 @@ class _BootFailed(Exception):
 def serve(engine_name: str, memory_bytes: int, control_fd: int) -> None:
     try:
         engine_class = _boot(engine_name, memory_bytes)
-    except (ImportError, OSError, RuntimeError, ValueError, KeyError) as exc:
+    except ImportError as exc:
+        if engine_name in INSTALL_HINTS:  # an install without the engine's extra
+            raise _BootFailed(INSTALL_HINTS[engine_name]) from None
+        raise _BootFailed(f"{engine_name}: {type(exc).__name__}") from None
+    except (OSError, RuntimeError, ValueError, KeyError) as exc:
         # The type only: its message could carry a host path.
         raise _BootFailed(f"{engine_name}: {type(exc).__name__}") from None
     out = Output()

@@ -18,7 +18,6 @@ from __future__ import annotations
 import sys
 import types
 from collections.abc import Callable, Sequence
-from importlib.abc import Loader, MetaPathFinder
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -43,8 +42,10 @@ class _Deferred(types.ModuleType):
         return getattr(_real(), attr)
 
 
-class _Hook(MetaPathFinder, Loader):
-    """A ``sys.meta_path`` finder and loader for ``httpx._main`` alone."""
+class _Hook:
+    """A ``sys.meta_path`` finder and loader for ``httpx._main`` alone. (The import
+    system only calls these methods; ``importlib.abc``'s base classes would cost every
+    command ``importlib.resources`` and ``tempfile`` at start.)"""
 
     real = False  # set once the real module is wanted: from then on, not ours
 
@@ -58,7 +59,8 @@ class _Hook(MetaPathFinder, Loader):
             return None
         from importlib.machinery import ModuleSpec
 
-        return ModuleSpec(fullname, self, origin="deferred by codemode.process.httpx_cli")
+        # (A loader by its methods, which is all the import system asks of one.)
+        return ModuleSpec(fullname, self, origin="deferred by codemode.process.httpx_cli")  # type: ignore[arg-type]
 
     def create_module(self, spec: ModuleSpec) -> types.ModuleType:
         return _Deferred(spec.name, "httpx's command line, imported on first use")

@@ -46,6 +46,12 @@ class CommandRefused(ToolError):
         self.evaluation = evaluation
 
 
+CLI_APPROVAL_REMEDY = (
+    "Run with --approval never or --full-auto to let such commands run inside the "
+    "sandbox, or run interactively."
+)
+
+
 class SandboxSession:
     """Settings, loaded rules and the approver of one session.
 
@@ -77,6 +83,9 @@ class SandboxSession:
         self._prestarting: asyncio.Task[None] | None = None
         # MCP tools the user allowed "always" in this session (approvals.tool_trust).
         self.approved_tools: set[str] = set()
+        # What a refusal for want of an approver tells the caller to do: the CLI's
+        # options by default; an embedding API says what applies to its caller.
+        self.approval_remedy = CLI_APPROVAL_REMEDY
         # Programs codemode starts on the host are never looked up in a writable root
         # (``host_programs``): the workspace now, the rest once the settings are read.
         self._roots_token = host_programs.register_roots([self.workspace])
@@ -246,8 +255,7 @@ class SandboxSession:
             raise CommandRefused(
                 f"tools.{tool}: `{d.command}` needs approval ({why}; "
                 f"{_rule_note(d.rule, d.source)}) and no one can approve it in this "
-                "session. Run with --approval never or --full-auto to let such commands run "
-                "inside the sandbox, or run interactively.",
+                f"session. {self.approval_remedy}",
                 ev,
             )
         needing = tuple(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_type_hints
@@ -26,6 +27,11 @@ from codemode.tools.annotations import to_json as to_json
 # Re-exported: tool modules import both from here, with the definition helpers.
 from codemode.tools.context import ToolContext as ToolContext
 from codemode.tools.context import ToolError as ToolError
+
+# Argument models without fields, and the arguments every empty call of them gets.
+_NO_ARGUMENTS: weakref.WeakKeyDictionary[type[BaseModel], BaseModel] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 class StrictArgs(BaseModel):
@@ -171,10 +177,19 @@ class Tool:
             raise ToolError(
                 f"tools.{self.name}: expected an object of arguments, got {_js_type(raw)}"
             )
+        if not raw:
+            # A tool without arguments, called as such: validated once, the same
+            # (field-less, immutable) arguments every call after.
+            empty = _NO_ARGUMENTS.get(self.args_model)
+            if empty is not None:
+                return empty
         try:
-            return self.args_model.model_validate(raw)
+            args = self.args_model.model_validate(raw)
         except ValidationError as exc:
             raise ToolError(describe_validation_error(self, exc)) from None
+        if not raw and not type(args).model_fields and not args.model_extra:
+            _NO_ARGUMENTS[self.args_model] = args
+        return args
 
     async def call(self, raw_args: object, ctx: ToolContext) -> Any:
         """Validate, run the handler and return a JSON-ready result."""

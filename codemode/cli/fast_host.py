@@ -1,0 +1,105 @@
+"""`interpreter code-mode-host` started without click and the other commands.
+
+Codex starts its code-mode host for every session and waits for it to answer, so the
+host's start is part of every Codex turn; most of it was the command line itself
+(click and every command module, imported to parse four options). When the arguments
+are ones this module parses (the options `code-mode-host` has, each given once), the
+host is served from here, as the click command would serve it; anything else (`--help`,
+a bad value, an unknown option) is left to click, which says what is wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from codemode.codex_host.server import Listen
+
+_ENGINES = ("quickjs", "v8")  # the click command's choices
+
+
+def _parse(args: list[str]) -> dict[str, str] | None:
+    """``{option: value}`` for ``--name value`` / ``--name=value`` pairs, or None."""
+    known = ("--listen", "--engine", "--timeout", "--memory-mb")
+    found: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        name, eq, value = args[i].partition("=")
+        if name not in known or name in found:
+            return None
+        if not eq:
+            if i + 1 >= len(args):
+                return None
+            value = args[i + 1]
+            i += 1
+        found[name] = value
+        i += 1
+    return found
+
+
+def _launched_as_command() -> bool:
+    """Whether this process is the `interpreter` command (its console script, or
+    ``python -m codemode.cli``), not a program that imports the CLI."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name == "codemode.cli.__main__":
+        return True
+    path = getattr(main, "__file__", None) or ""
+    return os.path.basename(path) in ("interpreter", "i")
+
+
+def serve_if_asked(argv: list[str]) -> None:
+    """``argv`` without the program name: serve and exit when it is `code-mode-host`
+    with arguments parsed here; otherwise return (click parses them)."""
+    if argv[:1] != ["code-mode-host"] or not _launched_as_command():
+        return
+    options = _parse(argv[1:])
+    if options is None:
+        return
+    engine = options.get("--engine", "quickjs")
+    try:
+        timeout_s = float(options.get("--timeout", "3600"))
+        memory_mb = int(options.get("--memory-mb", "256"))
+    except ValueError:
+        return
+    if engine not in _ENGINES or not timeout_s >= 0.1 or memory_mb < 16:
+        return
+    from codemode.codex_host.server import parse_listen
+
+    try:
+        where = parse_listen(options.get("--listen", "stdio"))
+    except ValueError:
+        return
+    from codemode.cli.crash import install_thread_hooks
+    from codemode.sandbox.confinement.grpc_fork import quiet_grpc_fork
+
+    quiet_grpc_fork()  # before gRPC loads
+    install_thread_hooks(argv)
+    serve_and_exit(where, engine, timeout_s, memory_mb)
+
+
+def serve_and_exit(where: Listen, engine: str, timeout_s: float, memory_mb: int) -> NoReturn:
+    """Serve until the client goes, then exit (the click command's body too)."""
+    import asyncio
+
+    from codemode.codex_host.runtime import SessionLimits
+    from codemode.codex_host.server import serve
+    from codemode.terminal.control_chars import echo
+
+    limits = SessionLimits(engine=engine, timeout_s=timeout_s, memory_mb=memory_mb)
+    try:
+        sys.exit(asyncio.run(serve(where, limits)))
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except OSError as exc:
+        echo(f"interpreter code-mode-host: {exc}", err=True)
+        sys.exit(1)
+    except ModuleNotFoundError as exc:  # a lean install: no grpc, no protobuf
+        echo(
+            f"interpreter code-mode-host: gRPC needs {exc.name}, which the full install "
+            "has: pip install 'codemode[agent]'",
+            err=True,
+        )
+        sys.exit(1)
