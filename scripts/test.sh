@@ -17,4 +17,7 @@ fi
 # Import layers and cycles ([tool.importlinter] in pyproject.toml), then the type check.
 .venv/bin/lint-imports --no-cache
 .venv/bin/mypy
-.venv/bin/python -m pytest -q "$@"
+# One pytest worker a core (pytest-xdist), each taking whole test files (module
+# fixtures, such as a local model server, start once): most tests wait on the processes
+# they start. CODEMODE_TEST_WORKERS=0 runs the suite in one process.
+.venv/bin/python -m pytest -q -n "${CODEMODE_TEST_WORKERS:-$(nproc)}" --dist loadfile "$@"
