@@ -17,4 +17,11 @@ fi
 # Import layers and cycles ([tool.importlinter] in pyproject.toml), then the type check.
 .venv/bin/lint-imports --no-cache
 .venv/bin/mypy
-.venv/bin/python -m pytest -q "$@"
+# One pytest worker a core (pytest-xdist), each taking whole test files (module
+# fixtures, such as a local model server, start once): most tests wait on the processes
+# they start. CODEMODE_TEST_WORKERS=0 runs the suite in one process.
+# Bytecode written even where PYTHONDONTWRITEBYTECODE is set (CI, containers): each
+# worker then reads the tests' rewritten modules back instead of rewriting them (the
+# collection: 12 CPU-s a worker, 6 once written by an earlier run).
+env -u PYTHONDONTWRITEBYTECODE \
+  .venv/bin/python -m pytest -q -n "${CODEMODE_TEST_WORKERS:-$(nproc)}" --dist loadfile "$@"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +19,11 @@ from codemode.sandbox.confinement.grpc_fork import quiet_grpc_fork
 # commands confined with Landlock from it, as codemode's own processes never do with
 # gRPC's fork handlers on (codemode.sandbox.confinement.grpc_fork).
 quiet_grpc_fork()
+# pytest-xdist's workers (scripts/test.sh) are started with COLUMNS=80 and LINES=24: the
+# programs the terminal tests start must size themselves from their own terminal.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
 
 
 @pytest.fixture
@@ -75,3 +82,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return module is not None and hasattr(module, "find_local_model")
 
     items.sort(key=uses_local_model)  # stable: the order within each group is kept
+
+
+def asserts_a_time_bound(item: pytest.Item) -> bool:
+    return "burners" in getattr(item, "fixturenames", ()) or bool(item.get_closest_marker("timing"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """scripts/test.sh runs the suite on several workers (pytest-xdist, one test file
+    each at a time); the tests that assert a time bound (marked ``timing``, or using
+    ``burners``) take turns across them, so one test's CPU burners never run beside
+    another's bound. (Beside them the other workers' tests run, as other work does on
+    a loaded machine.)"""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run is None or not asserts_a_time_bound(item):
+        yield
+        return
+    lock = Path(tempfile.gettempdir()) / f"codemode-tests-{run}.timing.lock"
+    with lock.open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        yield

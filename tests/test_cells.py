@@ -139,6 +139,7 @@ async def test_a_quick_program_does_not_yield(engine: str, tmp_path: Path) -> No
         r.close()
 
 
+@pytest.mark.timing
 async def test_cancelling_a_turn_stops_its_cell(engine: str, tmp_path: Path) -> None:
     r = runner(engine, tmp_path, [], yield_ms=60_000)
     try:

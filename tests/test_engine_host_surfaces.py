@@ -56,6 +56,7 @@ def test_ctrl_c_stops_interpreter_run_and_keeps_its_output(
     assert elapsed < 0.2, elapsed  # 200 ms is the target; both cores are busy here
 
 
+@pytest.mark.timing
 async def test_toolhost_cancellation_stops_the_program(engine: str, tmp_path: Path) -> None:
     with ToolHost(tmp_path, engine=engine, persistent=True) as host:
         seen = asyncio.Event()
@@ -239,6 +240,7 @@ def test_run_starts_its_worker_before_parsing_the_command_line() -> None:
         prestart._early.clear()
 
 
+@pytest.mark.timing
 def test_ctrl_c_stops_interpreter_exec_in_code_mode(tmp_path: Path) -> None:
     from agent_support import call, provider_flags
 

@@ -149,6 +149,7 @@ async def test_stream_max_retries_counts_broken_streams_apart() -> None:
     assert len(server.requests) == 4
 
 
+@pytest.mark.timing
 async def test_stream_idle_timeout() -> None:
     """A stream silent for longer than stream_idle_timeout_ms is lost, and retried."""
     slow = ScriptedReply(text="slow words here", chunk_delay_s=2.0)

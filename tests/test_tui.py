@@ -35,7 +35,7 @@ class Terminal:
             env=environment,
             encoding="utf-8",
             codec_errors="replace",
-            dimensions=(50, 120),
+            dimensions=(50, 200),  # room for the long temp paths under pytest-xdist
             timeout=WAIT,
         )
         self.seen = ""  # output not yet matched
