@@ -296,14 +296,12 @@ class ToolHost:
     def close(self) -> None:
         """Stop every cell (without waiting for them: ``aclose`` does) and the workers."""
         self._session.close_now()
-        if self.context.sandbox is not None:
-            self.context.sandbox.close()
+        self.context.sandbox.close()
 
     async def aclose(self) -> None:
         """Stop every cell, waiting until each has, then the workers."""
         await self._session.close()
-        if self.context.sandbox is not None:
-            self.context.sandbox.close()
+        self.context.sandbox.close()
 
     def __enter__(self) -> ToolHost:
         return self

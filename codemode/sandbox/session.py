@@ -10,13 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import shlex
 import shutil
 import tempfile
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +23,7 @@ from codemode.errors import ToolError
 from codemode.sandbox.env import scrub_environment
 from codemode.sandbox.keeper import Keeper
 from codemode.sandbox.paths import write_refusal
+from codemode.sandbox.shell_command import shell_argv
 
 if TYPE_CHECKING:
     from codemode.sandbox.approval import Approver, RememberOption
@@ -114,6 +113,14 @@ class SandboxSession:
         return self._settings
 
     @property
+    def sandbox_mode(self) -> str:
+        return self.settings.sandbox_mode
+
+    @property
+    def approval_policy(self) -> str:
+        return self.settings.approval_policy
+
+    @property
     def rules_file(self) -> Path:
         """Where "always" approvals are saved."""
         # lazy: a session is held before its first command
@@ -165,6 +172,42 @@ class SandboxSession:
                 f"refusing to write {shown}: {reason} (sandbox mode {self.settings.sandbox_mode})"
             )
         return path
+
+    async def approve_write(self, tool: str, path: Path, why: str) -> bool:
+        """Ask the approver about a write of ``path`` outside the writable roots (never
+        under approval policy ``never``); "always" makes its folder a writable root."""
+        # lazy: a session is held before its first command
+        from codemode.sandbox.approval import ApprovalRequest
+
+        s = self.settings
+        if self.approver is None or s.approval_policy == "never":
+            return False
+        action = f"write {path}"
+        request = ApprovalRequest(
+            tool=tool,
+            command=action,
+            simple_command=action,
+            decision="prompt",
+            justification=why,
+            cwd=self.workspace,
+            sandbox_mode=s.sandbox_mode,
+            approval_policy=s.approval_policy,
+        )
+        choice = await self.approver(request)
+        if choice == "deny":
+            raise ToolError(f"{tool}: the user declined writing {path}")
+        if choice.split(":")[0] == "always":
+            s.writable_roots.append(path.parent)
+        return True
+
+    async def authorize_tool(
+        self, name: str, trust: str, args: Any, *, program: str | None = None
+    ) -> None:
+        """An outside tool's call, decided by its trust (``tool_trust``)."""
+        # lazy: a session is held before its first command
+        from codemode.sandbox.tool_trust import authorize_tool
+
+        await authorize_tool(self, name, trust, args, program=program)
 
     def prewarm(self) -> None:
         """Get ready for the first command in the background, for a session that will
@@ -320,7 +363,7 @@ class SandboxSession:
 
     async def spawn(
         self,
-        argv: Sequence[str],
+        command: str,
         *,
         cwd: Path,
         env: Mapping[str, str],
@@ -328,23 +371,19 @@ class SandboxSession:
         tool: str | None = None,
         program: str | None = None,
     ) -> ChildProcess:
-        """Authorize and start ``argv`` confined; raises CommandRefused / ToolError."""
+        """Authorize and start the shell command line ``command`` confined; raises
+        CommandRefused / ToolError."""
         # lazy: a session is held before its first command
         from codemode.sandbox.confine import ConfinementUnavailable, spawn_confined
 
         tool = tool or "shell"
         s = self.settings
-        argv = list(argv)
-        script = _shell_script(argv)
-        await self.authorize(
-            script if script is not None else shlex.join(argv), cwd=cwd, tool=tool, program=program
-        )
+        await self.authorize(command, cwd=cwd, tool=tool, program=program)
         child_env = scrub_environment(env, allow=s.env_allowlist, deny=s.env_denylist)
         writable, guarded = self._confined_roots() if s.restricted else ([], [])
         if s.restricted:
             child_env["TMPDIR"] = str(self.scratch_dir())
-        if s.login_shell and script is not None and len(argv) == 3:
-            argv = [argv[0], "-lc", argv[2]]
+        argv = shell_argv(command, login=s.login_shell)
         backend = "none"
         if s.restricted:
             # lazy: a session is held before its first command
@@ -475,9 +514,3 @@ def _rule_note(rule: str | None, source: str | None) -> str:
         return "no rule allows it"
     return f"rule {rule}" + (f" at {source}" if source else "")
 
-
-def _shell_script(argv: Sequence[str]) -> str | None:
-    """The script of ``[sh, -c, SCRIPT]``, else None."""
-    if len(argv) == 3 and argv[1] == "-c" and os.path.basename(argv[0]) in ("bash", "sh"):
-        return argv[2]
-    return None

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from codemode.sandbox.rules import RuleSet
+    from codemode.sandbox.script_types import SimpleCommand
 
 Verdict = Literal["allow", "unmatched", "prompt", "forbidden"]
 STRICTNESS: dict[str, int] = {"allow": 0, "unmatched": 1, "prompt": 2, "forbidden": 3}
@@ -64,6 +68,20 @@ class Evaluation:
             "deciding": self.deciding.to_json() if self.deciding else None,
             "commands": [v.to_json() for v in self.verdicts],
         }
+
+
+@dataclass(frozen=True)
+class CommandFacts:
+    """What a per-command check (``protocols.Check``) knows about one simple command."""
+
+    cmd: SimpleCommand
+    ctx: PolicyContext
+    cwds: list[Path]  # the folders it may run in (a ``cd`` in a branch makes several)
+    cwd_unknown: bool  # after a ``cd`` to a folder only known at run time
+    literals: dict[str, set[str]]  # the literal values the script gives its variables
+    layers: tuple[RuleSet, ...]  # the rules: the user's, the repository's, the built-in
+    shown: str  # the command as shown in a verdict
+    words: tuple[str, ...]  # its words up to the first one only known at run time
 
 
 class Evaluator(Protocol):

@@ -11,13 +11,9 @@ from codemode.tools.fs.reading import NotRegular, TooBig, read_spot
 
 def writable_tree(ctx: ToolContext, *, follow: bool = True) -> Tree:
     """The roots the file tools of ``ctx`` may write under (danger-full-access: all)."""
-    if ctx.sandbox is not None:
-        roots = ctx.sandbox.writable_roots()
-        if roots is not None and not roots:
-            mode = ctx.sandbox.settings.sandbox_mode
-            raise ToolError(f"refusing to write: the sandbox mode is {mode}")
-    else:
-        roots = [ctx.workspace, *ctx.writable_roots]
+    roots = ctx.sandbox.writable_roots()
+    if roots is not None and not roots:
+        raise ToolError(f"refusing to write: the sandbox mode is {ctx.sandbox.sandbox_mode}")
     return Tree(roots, follow=follow)
 
 
