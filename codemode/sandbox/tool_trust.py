@@ -28,7 +28,7 @@ from codemode.sandbox.approval import ApprovalRequest
 from codemode.tool_names import code_name, split_namespace
 
 if TYPE_CHECKING:
-    from codemode.sandbox.session import SandboxSession
+    from codemode.sandbox.command_gate import CommandGate
 
 
 def _server(name: str) -> str:
@@ -52,7 +52,7 @@ def decide(trust: str, sandbox_mode: str, approval_policy: str) -> tuple[str, st
 
 
 async def authorize_tool(
-    session: SandboxSession, name: str, trust: str, raw_args: Any, *, program: str | None = None
+    session: CommandGate, name: str, trust: str, raw_args: Any, *, program: str | None = None
 ) -> None:
     """Let the call to ``name`` through, or raise ToolError saying what refused it;
     ``program`` is the code-mode program making the call (a request shows it)."""
