@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from codemode.host import ToolHost
-from codemode.sandbox.confine import decide_backend, probe
+from codemode.sandbox.confinement.confine import decide_backend, probe
 from codemode.sandbox.session import SandboxSession
 from codemode.sandbox.settings import SandboxSettings
 from codemode.tools import ToolContext, builtin_registry
@@ -84,7 +84,7 @@ POLICY_SCRIPT = "\n".join(
 
 
 def policy_ms(runs: int) -> dict[str, Any]:
-    from codemode.sandbox.policy import Policy, PolicyContext
+    from codemode.sandbox.execpolicy.policy import Policy, PolicyContext
 
     ws = Path(tempfile.gettempdir())
     policy = Policy()

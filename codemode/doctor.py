@@ -183,8 +183,8 @@ def landlock(report: Report) -> None:
 
 def confinement(report: Report) -> None:
     """The same promises as `interpreter policy confinement`, for each working backend."""
-    from codemode.sandbox.confine import probe
-    from codemode.sandbox.promises import promises
+    from codemode.sandbox.confinement.confine import probe
+    from codemode.sandbox.confinement.promises import promises
 
     found = probe()
     in_use = "bubblewrap" if found.bubblewrap is None else "landlock"

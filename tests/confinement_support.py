@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from codemode.sandbox.confine import probe
+from codemode.sandbox.confinement.confine import probe
 
 REPO = Path(__file__).resolve().parents[1]
 NOBODY = 65534

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from codemode.sandbox.grpc_fork import quiet_grpc_fork
+from codemode.sandbox.confinement.grpc_fork import quiet_grpc_fork
 
 # Tests load gRPC in this process (the code-mode host's client, Ray) and also start
 # commands confined with Landlock from it, as codemode's own processes never do with
-# gRPC's fork handlers on (codemode.sandbox.grpc_fork).
+# gRPC's fork handlers on (codemode.sandbox.confinement.grpc_fork).
 quiet_grpc_fork()
 
 

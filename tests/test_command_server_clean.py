@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from codemode.sandbox.command_server import remove_all
-from codemode.sandbox.confine import probe
+from codemode.sandbox.confinement.confine import probe
+from codemode.sandbox.server.command_server import remove_all
 from tests.confinement_support import (
     REPO,
     SYSTEM_PYTHON,
@@ -211,7 +211,7 @@ def test_the_baseline_puts_back_oom_and_affinity_and_says_what_it_cannot(
     the server refuse further commands and the host replace it."""
     code = r"""
 import ctypes, os
-from codemode.sandbox.command_server import Baseline
+from codemode.sandbox.server.command_server import Baseline
 fd = os.open("/proc/self/oom_score_adj", os.O_RDWR)
 b = Baseline(ctypes.CDLL(None, use_errno=True), fd)
 open("/proc/self/oom_score_adj", "w").write("987")
@@ -244,9 +244,9 @@ FLAG = "force-dirty"
 
 
 def _faulty_source(flag: Path) -> bytes:
-    from codemode.sandbox import command_servers
+    from codemode.sandbox.server import server_handle
 
-    source = command_servers._source().decode()
+    source = server_handle._source().decode()
     hook = (
         "    def restore(self) -> list[str]:\n"
         "        problems = []\n"
@@ -265,11 +265,11 @@ async def test_a_server_that_cannot_be_made_clean_is_replaced(
 ) -> None:
     import asyncio
 
-    from codemode.sandbox import command_servers
+    from codemode.sandbox.server import server_handle
     from tests.test_command_server import Shell
 
     faulty = _faulty_source(tmp_path / FLAG)
-    monkeypatch.setattr(command_servers, "_source", lambda: faulty)
+    monkeypatch.setattr(server_handle, "_source", lambda: faulty)
     s = Shell(tmp_path)
     try:
         # After a command: found when it ends; the next command gets a new server.

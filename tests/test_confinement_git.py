@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from confinement_support import give, run_shell, shared_dir, skip_unless
 
-from codemode.sandbox.host_git import git_argv, git_env
+from codemode.sandbox.git.host_git import git_argv, git_env
 
 __all__ = ["shared_dir"]
 

@@ -8,15 +8,18 @@ root and as nobody, with bubblewrap (command server on and off) and with Landloc
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from codemode.sandbox import bwrap, helpers, own_paths
-from codemode.sandbox.confine import probe
-from codemode.sandbox.paths import write_refusal
+from codemode.sandbox.confinement import bwrap
+from codemode.sandbox.confinement.confine import probe
+from codemode.sandbox.helpers import compiled
+from codemode.sandbox.protection import own_paths
+from codemode.sandbox.protection.paths import write_refusal
 from tests.confinement_support import give, run_shell, shared_dir, skip_unless
 
 __all__ = ["shared_dir"]  # the fixture, used by name
@@ -45,7 +48,7 @@ def test_planted_helpers_through_renamed_parents_never_reach_the_host(
     give(shared_dir, user)
     caches = home / ".cache"
     before = [os.stat(p).st_ino for p in (caches, caches / "codemode", home / ".codemode")]
-    name = helpers.name("dropcaps.c")
+    name = compiled.name("dropcaps.c")
     plant = (
         "mkdir -p {d}/codemode/helpers && printf evil > {d}/codemode/helpers/" + name + " && "
         "chmod 755 {d}/codemode/helpers/" + name
@@ -101,13 +104,13 @@ def test_codemode_home_with_a_tilde_is_the_same_folder_everywhere(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from codemode.config_file import codemode_home
-    from codemode.sandbox import policy
+    from codemode.sandbox.execpolicy import policy
 
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("CODEMODE_HOME", "~/cm")
     monkeypatch.setenv("CODEMODE_CACHE", "~/cache")
     assert codemode_home() == policy.codemode_home() == tmp_path / "cm"
-    assert helpers.helpers_dir() == tmp_path / "cache" / "helpers"
+    assert compiled.helpers_dir() == tmp_path / "cache" / "helpers"
     paths = {o.path for o in own_paths.own_paths()}
     assert {tmp_path / "cm", tmp_path / "cache"} <= paths
     # a file tool cannot write there either
@@ -190,15 +193,15 @@ def test_a_helper_changed_after_this_process_built_it_is_not_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CODEMODE_CACHE", str(tmp_path / "cache"))
-    exe = helpers.path("subreaper.c")
+    exe = compiled.path("subreaper.c")
     if exe is None:
         pytest.skip("no C compiler here: no helper to check")
-    assert helpers.verified(Path(exe)) == exe
+    assert compiled.verified(Path(exe)) == exe
     data = Path(exe).read_bytes()
     Path(exe).write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # same owner, same mode
-    assert helpers.path("subreaper.c") is None
+    assert compiled.path("subreaper.c") is None
     Path(exe).write_bytes(data)  # even put back: it was swapped once
-    assert helpers.path("subreaper.c") is None
+    assert compiled.path("subreaper.c") is None
 
 
 def test_the_bubblewrap_probe_runs_under_the_seccomp_filter() -> None:
@@ -222,7 +225,7 @@ def test_host_programs_are_never_taken_from_a_writable_root(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from codemode import host_programs
-    from codemode.sandbox.host_git import git_argv
+    from codemode.sandbox.git.host_git import git_argv
     from codemode.sandbox.session import SandboxSession
 
     ws = tmp_path / "ws"
@@ -248,8 +251,8 @@ def test_host_programs_are_never_taken_from_a_writable_root(
 
 
 def test_a_helper_that_keeps_capabilities_fails_the_probe(tmp_path: Path) -> None:
-    """A `dropcaps` that runs the command without dropping anything (planted before
-    this version, or by anything outside codemode) is found out by the probe, which
+    """A `dropcaps` that runs the command without dropping anything (planted with a
+    record, by anything outside codemode) is found out by the probe, which
     checks what it starts holds no capability, and setpriv is used instead."""
     import subprocess
 
@@ -261,11 +264,15 @@ def test_a_helper_that_keeps_capabilities_fails_the_probe(tmp_path: Path) -> Non
     folder = cache / "helpers"
     folder.mkdir(parents=True, mode=0o700)
     cache.chmod(0o700)
-    fake = folder / helpers.name("dropcaps.c")
+    fake = folder / compiled.name("dropcaps.c")
     fake.write_text('#!/bin/sh\nexec "$@"\n')  # keeps CAP_SETPCAP and the bounding set
     fake.chmod(0o755)
+    # with a record of its own (what only a process with the user's full authority
+    # could write): the digest check passes, so it is the probe that must refuse it
+    digest = hashlib.sha256(fake.read_bytes()).hexdigest()
+    compiled.record_path(fake).write_bytes(compiled.record("dropcaps.c", digest, "planted"))
     code = (
-        "from codemode.sandbox import bwrap; print(bwrap.available()); "
+        "from codemode.sandbox.confinement import bwrap; print(bwrap.available()); "
         "print(bwrap._helper_allowed); print(bwrap.isolation()[1])"
     )
     env = {**os.environ, "CODEMODE_CACHE": str(cache)}

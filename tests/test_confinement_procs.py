@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from confinement_support import give, run_shell, shared_dir, skip_unless
 
-from codemode.sandbox.confine import probe
+from codemode.sandbox.confinement.confine import probe
 
 __all__ = ["shared_dir"]
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from codemode.sandbox.promises import promises
+from codemode.sandbox.confinement.promises import promises
 
 INTERPRETER = Path(sys.executable).parent / "interpreter"
 

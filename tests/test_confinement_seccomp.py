@@ -11,7 +11,7 @@ import struct
 
 import pytest
 
-from codemode.sandbox.confine import probe
+from codemode.sandbox.confinement.confine import probe
 
 AUDIT_ARCH_X86_64, AUDIT_ARCH_I386 = 0xC000003E, 0x40000003
 RET_ALLOW, RET_KILL_PROCESS, RET_KILL_THREAD = 0x7FFF0000, 0x80000000, 0x00000000
@@ -63,7 +63,7 @@ def deny(e: int) -> int:
 def program() -> bytes:
     if probe().seccomp is not None:
         pytest.skip(f"seccomp cannot run on this machine: {probe().seccomp}")
-    from codemode.sandbox.seccomp import bpf_program
+    from codemode.sandbox.confinement.seccomp import bpf_program
 
     return bpf_program(True, True)
 
@@ -84,7 +84,7 @@ def test_socket_families_and_the_upper_half(program: bytes) -> None:
     assert run_bpf(program, NR["socket"], AUDIT_ARCH_X86_64, (unix, 1, 0)) == deny(errno.EPERM)
     assert run_bpf(program, NR["socket"], AUDIT_ARCH_X86_64, (inet, 1, 0)) == deny(errno.EPERM)
     assert run_bpf(program, NR["getpid"], AUDIT_ARCH_X86_64) == RET_ALLOW
-    from codemode.sandbox.seccomp import bpf_program
+    from codemode.sandbox.confinement.seccomp import bpf_program
 
     net_ok = bpf_program(False, True)  # network allowed, Unix sockets still denied
     assert run_bpf(net_ok, NR["socket"], AUDIT_ARCH_X86_64, (inet, 1, 0)) == RET_ALLOW

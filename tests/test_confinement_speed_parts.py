@@ -20,8 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from codemode.sandbox import bwrap, dropcaps, helpers, pidfd_process
-from codemode.sandbox.confine import probe
+from codemode.sandbox.confinement import bwrap
+from codemode.sandbox.confinement.confine import probe
+from codemode.sandbox.helpers import compiled, dropcaps
+from codemode.sandbox.server import pidfd_process
 from codemode.sandbox.session import SandboxSession
 from codemode.sandbox.settings import SandboxSettings
 from codemode.tools import ToolContext, builtin_registry
@@ -110,13 +112,13 @@ async def test_codemode_home_and_helpers_are_read_only_to_commands(
     else:
         top = tmp_path / ".cache" / "codemode"
         monkeypatch.setenv("CODEMODE_CACHE", str(top))
-        folder = helpers.helpers_dir()
+        folder = compiled.helpers_dir()
         assert folder == top / "helpers"
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / "dropcaps-x"
     target.write_text("original\n")
     s = SandboxSession(tmp_path, SandboxSettings(approval_policy="never", backend=backend))
-    planted = folder / helpers.name("dropcaps.c")
+    planted = folder / compiled.name("dropcaps.c")
     try:
         r = await builtin_registry().invoke(
             "shell",
@@ -140,8 +142,8 @@ def test_the_helpers_folder_exists_before_any_command_even_without_a_compiler(
     monkeypatch.setenv("CODEMODE_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # no cc, no gcc
     assert dropcaps.path() is None
-    assert helpers.helpers_dir().is_dir()
-    assert oct(helpers.helpers_dir().stat().st_mode & 0o777) == "0o700"
+    assert compiled.helpers_dir().is_dir()
+    assert oct(compiled.helpers_dir().stat().st_mode & 0o777) == "0o700"
 
 
 async def test_pidfd_process_reports_exit_codes_and_signals(tmp_path: Path) -> None:

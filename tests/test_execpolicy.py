@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from codemode.sandbox.policy import Policy, PolicyContext
-from codemode.sandbox.rules import RulesError, load_rules_file, parse_rules
-from codemode.sandbox.shell_parse import parse_script
+from codemode.sandbox.execpolicy.policy import Policy, PolicyContext
+from codemode.sandbox.execpolicy.rules_file import RulesError, load_rules_file, parse_rules
+from codemode.sandbox.execpolicy.shell_parse import parse_script
 
 INTERPRETER = Path(sys.executable).parent / "interpreter"
 
@@ -439,7 +439,7 @@ def test_policy_check_exit_status_is_the_decision(command: str, status: int, ws:
 
 
 def test_always_offers_the_exact_line_then_narrower_prefixes(ws: Path) -> None:
-    from codemode.sandbox.approval import remember_options
+    from codemode.sandbox.approvals.approval import remember_options
 
     ev = Policy().evaluate('rm -rf "$TMPDIR/build"', PolicyContext(cwd=ws, writable_roots=(ws,)))
     options = remember_options('rm -rf "$TMPDIR/build"', ev.needing_approval())
@@ -537,7 +537,7 @@ async def test_untrusted_runs_none_of_the_issue_commands_unasked(
 def test_sed_script_analysis(
     script: str, safe: bool, commands: list[str], writes: list[str]
 ) -> None:
-    from codemode.sandbox.sed_script import analyze
+    from codemode.sandbox.execpolicy.sed_script import analyze
 
     r = analyze(script)
     assert (r.safe, r.commands, r.writes) == (safe, commands, writes)

@@ -1,6 +1,6 @@
 """Commands confined with Landlock start reliably in a process that has gRPC loaded and
 busy (the code-mode host, a Ray worker, an embedder): codemode turns gRPC's fork
-handlers off (codemode.sandbox.grpc_fork). With them on, the child forked in the
+handlers off (codemode.sandbox.confinement.grpc_fork). With them on, the child forked in the
 ``preexec_fn`` hung, or aborted about one time in ten."""
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ PROGRAM = textwrap.dedent(
     """
     import sys, subprocess, threading
     from concurrent import futures
-    from codemode.sandbox.grpc_fork import quiet_grpc_fork
+    from codemode.sandbox.confinement.grpc_fork import quiet_grpc_fork
     if sys.argv[2] == "quiet":
         quiet_grpc_fork()
     import grpc
-    from codemode.sandbox import process_tree
+    from codemode.sandbox.server import process_tree
 
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     port = server.add_insecure_port("127.0.0.1:0")

@@ -50,11 +50,11 @@ def test_a_cycle_between_two_modules_fails(tmp_path: Path) -> None:
     root = _copy(tmp_path)
     # words.py is below shell_parse; importing back closes a cycle (function-local
     # imports count too: hiding one in a function does not hide it from the graph).
-    _add(root / "codemode/sandbox/words.py",
-         "\n\ndef _back() -> None:\n    from codemode.sandbox import shell_parse  # noqa: F401\n")
+    back = "from codemode.sandbox.execpolicy import shell_parse  # noqa: F401"
+    _add(root / "codemode/sandbox/execpolicy/words.py", f"\n\ndef _back() -> None:\n    {back}\n")
     done = _lint(root)
     assert done.returncode != 0
-    assert "No cycles are allowed in codemode.sandbox" in done.stdout
+    assert "No cycles are allowed in codemode.sandbox.execpolicy" in done.stdout
     assert ".words -> .shell_parse" in done.stdout
 
 
@@ -63,7 +63,7 @@ def test_a_lower_layer_importing_a_higher_one_fails(tmp_path: Path) -> None:
     # The sandbox may not use the tools package (the tools run inside the sandbox).
     # A `# lazy:` import is deferred, not exempt: it must respect the layers too.
     lazy = "from codemode.tools import registry  # noqa: F401  # lazy: test"
-    _add(root / "codemode/sandbox/paths.py", f"\n\ndef _up() -> None:\n    {lazy}\n")
+    _add(root / "codemode/sandbox/protection/paths.py", f"\n\ndef _up() -> None:\n    {lazy}\n")
     done = _lint(root)
     assert done.returncode != 0
     assert "codemode.sandbox is not allowed to import codemode.tools" in done.stdout

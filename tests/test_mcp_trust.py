@@ -112,7 +112,7 @@ def test_flags_override_the_config(dirs: tuple[Path, Path, Path]) -> None:
 
 
 def test_run_honours_the_sandbox_table(dirs: tuple[Path, Path, Path]) -> None:
-    from codemode.sandbox.confine import probe
+    from codemode.sandbox.confinement.confine import probe
 
     found = probe()  # each field is why that backend cannot run here, None if it can
     if found.bubblewrap is not None and found.landlock is not None:

@@ -17,7 +17,7 @@ from codemode.agent.runner import ToolRunner
 from codemode.host import ToolHost
 from codemode.js_runtime import Completed
 from codemode.js_runtime.models import Limits
-from codemode.sandbox.approval import ApprovalChoice, ApprovalRequest
+from codemode.sandbox.approvals.approval import ApprovalChoice, ApprovalRequest
 from codemode.sandbox.session import SandboxSession
 from codemode.sandbox.settings import SandboxSettings
 from codemode.tools import ToolContext, ToolError, builtin_registry

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from codemode.host import ToolHost
-from codemode.sandbox.approval import ApprovalRequest
-from codemode.sandbox.confine import probe
+from codemode.sandbox.approvals.approval import ApprovalRequest
+from codemode.sandbox.confinement.confine import probe
 from codemode.sandbox.session import CommandRefused, SandboxSession
 from codemode.sandbox.settings import SandboxSettings
 from codemode.tools import ToolContext, ToolError, builtin_registry

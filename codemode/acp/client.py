@@ -9,7 +9,7 @@ from typing import Any
 
 from acp.schema import FileSystemCapabilities, PermissionOption, ToolCallUpdate, ToolKind
 
-from codemode.sandbox.approval import ApprovalChoice, ApprovalRequest
+from codemode.sandbox.approvals.approval import ApprovalChoice, ApprovalRequest
 
 _OPTIONS = {
     "once": ("Allow once", "allow_once"),
@@ -19,7 +19,7 @@ _OPTIONS = {
 
 
 class AcpApprover:
-    """An ``Approver`` (``codemode.sandbox.approval``) that asks the ACP client: commands,
+    """An ``Approver`` (``codemode.sandbox.approvals.approval``) that asks the ACP client: commands,
     outside tools and file writes alike, as the one ``ApprovalRequest`` type.
     The permission request points at the tool call that is waiting (the newest open
     call of that tool), so the editor shows it in place; ``kind_for`` gives the tool's

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
     from codemode.agent.rollout import RecordedSession
     from codemode.providers.base import Provider
-    from codemode.sandbox.approval import Approver
+    from codemode.sandbox.approvals.approval import Approver
     from codemode.tools.client import ToolClient
 
 

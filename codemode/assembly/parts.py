@@ -19,7 +19,7 @@ from codemode.harnesses.catalog import get_harness
 if TYPE_CHECKING:
     from codemode.harnesses.base import Harness
     from codemode.providers.catalog import ModelFacts, ResolvedProvider
-    from codemode.sandbox.approval import Approver
+    from codemode.sandbox.approvals.approval import Approver
     from codemode.sandbox.session import SandboxSession
 
 # The harness for a model that cannot call tools: its actions are read from the text.

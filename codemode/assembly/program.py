@@ -22,7 +22,7 @@ from codemode.tools.context import ToolContext
 
 if TYPE_CHECKING:
     from codemode.hooks.engine import HookEngine
-    from codemode.sandbox.approval import Approver
+    from codemode.sandbox.approvals.approval import Approver
     from codemode.sandbox.protocols import Sandbox
     from codemode.sandbox.session import SandboxSession
     from codemode.sandbox.settings import SandboxSettings

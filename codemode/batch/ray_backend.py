@@ -122,7 +122,7 @@ def _runtime_env() -> dict[str, Any]:
         "py_modules": [codemode],
         "excludes": ["__pycache__", "*.pyc"],
         # gRPC (in every Ray worker) with its fork handlers on can hang or abort a child
-        # forked to start a command confined by Landlock (codemode.sandbox.grpc_fork).
+        # forked to start a command confined by Landlock (codemode.sandbox.confinement.grpc_fork).
         "env_vars": {"GRPC_ENABLE_FORK_SUPPORT": "0"},
     }
 

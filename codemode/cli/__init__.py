@@ -60,7 +60,7 @@ def _main(argv: list[str] | None = None) -> None:
     errors one line and their own status; an unexpected exception is one line naming
     the log file its traceback went to, never a traceback on the terminal."""
     from codemode.cli_crash import install_thread_hooks
-    from codemode.sandbox.grpc_fork import quiet_grpc_fork
+    from codemode.sandbox.confinement.grpc_fork import quiet_grpc_fork
 
     quiet_grpc_fork()  # before anything loads gRPC (the code-mode host, Ray)
     install_thread_hooks(argv if argv is not None else sys.argv[1:])

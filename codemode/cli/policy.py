@@ -14,7 +14,7 @@ from codemode.cli.root import cli
 from codemode.control_chars import echo, json_text
 
 if TYPE_CHECKING:
-    from codemode.sandbox.promises import Promise
+    from codemode.sandbox.confinement.promises import Promise
 
 
 @cli.group()
@@ -44,8 +44,8 @@ def policy_check(
 
     Exit status: 0 allow, 10 unmatched, 20 prompt, 30 forbidden, 2 rules that do not load.
     """
-    from codemode.sandbox.check_cli import EXIT_STATUS, evaluate, render
-    from codemode.sandbox.rules import RulesError
+    from codemode.sandbox.execpolicy.check_cli import EXIT_STATUS, evaluate, render
+    from codemode.sandbox.execpolicy.rules_file import RulesError
 
     try:
         ev, notices = evaluate(command, cwd=cwd, rules_files=rules_files)
@@ -62,8 +62,8 @@ def policy_check(
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def policy_confinement(as_json: bool) -> None:
     """Which confinement backends work on this machine, and which promises each keeps."""
-    from codemode.sandbox.confine import command_server_check, probe
-    from codemode.sandbox.promises import promises
+    from codemode.sandbox.confinement.confine import command_server_check, probe
+    from codemode.sandbox.confinement.promises import promises
 
     table = promises()
     server = command_server_check()

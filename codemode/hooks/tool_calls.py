@@ -36,7 +36,7 @@ from codemode.tools.pipeline import Call, Interceptor, Next
 from codemode.tools.provenance import current_model_call, current_program
 
 if TYPE_CHECKING:
-    from codemode.sandbox.approval import ApprovalChoice, ApprovalRequest, Approver
+    from codemode.sandbox.approvals.approval import ApprovalChoice, ApprovalRequest, Approver
     from codemode.sandbox.protocols import Sandbox
     from codemode.sandbox.session import SandboxSession
     from codemode.tools.registry import ToolRegistry
@@ -179,7 +179,7 @@ def _stop_if_asked(engine: HookEngine, answer: Combined) -> None:
 
 async def _ask(call: Call, names: CallNames, answer: Combined) -> None:
     """A PreToolUse ``ask``: the session's approver decides, as for a command."""
-    from codemode.sandbox.approval import ApprovalRequest
+    from codemode.sandbox.approvals.approval import ApprovalRequest
 
     approver = call.ctx.sandbox.approver
     if approver is None:

@@ -5,7 +5,7 @@ A user's own hooks (codemode's home, ``config.toml``, their Codex and Claude Cod
 run unless disabled. A project's hooks come with a repository someone else may have
 written: they run only once trusted, and a changed hook is a new key, so it is asked
 about again. The store is ``$CODEMODE_HOME/hooks-trust.json``: inside codemode's own
-home, which commands the agent runs cannot write (``codemode.sandbox.protected``), so a
+home, which commands the agent runs cannot write (``codemode.sandbox.protection.protected``), so a
 program cannot trust its own hooks.
 """
 

@@ -33,7 +33,7 @@ from codemode.tools.registry import ToolFn, ToolRegistry
 
 if TYPE_CHECKING:
     from codemode.hooks.engine import HookEngine
-    from codemode.sandbox.approval import Approver
+    from codemode.sandbox.approvals.approval import Approver
     from codemode.sandbox.session import SandboxSession
     from codemode.sandbox.settings import SandboxSettings
     from codemode.tools.dry_run import DryRun

@@ -6,7 +6,7 @@ is refused with the reason, because the MCP client is a program, not a person.
 ``decider_gate`` is the check as an interceptor of the call pipeline (its ``gate``
 stage, ``codemode.tools.pipeline``); ``approving_registry`` is a registry with it.
 Tools of configured MCP servers are decided by the sandbox session from their server's
-``trust``, in this entry point as in every other (``codemode.sandbox.tool_trust``).
+``trust``, in this entry point as in every other (``codemode.sandbox.approvals.tool_trust``).
 """
 
 from __future__ import annotations

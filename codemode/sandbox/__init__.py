@@ -1,23 +1,44 @@
 """Sandbox: execpolicy on parsed shell commands, process confinement and approvals.
 
-Every subprocess a tool starts goes through ``SandboxSession.spawn`` (policy check →
-approval → confined execution), including those started by calls from code mode.
+Every subprocess a tool starts goes through ``ToolContext.sandbox.spawn``: a
+``SandboxSession`` (policy check → approval → confined execution), or an ``Unconfined``
+sandbox where an embedder gave none, including those started by calls from code mode.
 
-- ``shell_parse`` / ``unwrap`` / ``unwrap_builtins`` / ``words`` / ``continuations`` /
-  ``line_checks``: every simple command of a script (tree-sitter-bash), and what it runs
-- ``code_checks``: assignments, arithmetic and other places bash evaluates data as code
-- ``rules`` / ``default.rules`` / ``policy``: Codex ``.rules`` files and the decision
-- ``safe_args`` / ``safe_commands.toml`` / ``program_checks`` / ``sed_script`` /
-  ``command_checks``: which commands are known read-only, option by option
-- ``devices`` / ``devices.toml``, ``variables`` / ``variables.toml``, ``rm_checks``: device
-  writes, variables that change what runs, deletes outside the workspace
-- ``settings``: ``SandboxSettings`` (config ``sandbox_mode``, ``approval_policy``, ``[sandbox]``)
-- ``confine`` / ``bwrap`` / ``landlock`` / ``seccomp``: confinement backends, fail closed
-- ``command_servers`` / ``command_server``: one bubblewrap sandbox per session, each
-  command forked inside it; ``helpers`` (``dropcaps.c``, ``subreaper.c``): compiled once
-- ``approval``: the ``Approver`` protocol and ``ApprovalRequest``
-- ``session``: ``SandboxSession``, the per-session state ``ToolContext.sandbox`` holds
+Start with ``protocols``: the seams. ``Sandbox`` is what tools call (run a command, may
+this path be written, may this outside tool run, ask about a write); ``Check`` is one
+per-command check of the execpolicy (``execpolicy.command_checks.HARD_CHECKS`` lists them).
+
+What other packages use (nothing else of it; the rest is the sandbox's own):
+
+- ``protocols``: ``Sandbox`` and ``Check``
+- ``session``: ``SandboxSession``, the confined ``Sandbox``, composed of its settings, an
+  ``approvals.gate.CommandGate`` (rules, approver) and a ``confined_runner.ConfinedRunner``
+  (the backend ``confinement.confine.decide_backend`` picks, the scratch folder, the
+  ``git.keeper``, the command servers)
+- ``unconfined``: ``Unconfined``, the ``Sandbox`` of a context made without one
+- ``shell_command``: the one place a command line becomes an argv
+- ``settings``: ``SandboxSettings`` (config ``sandbox_mode``, ``approval_policy``,
+  ``[sandbox]``); ``modes``: their names; ``cli_options``: the command-line flags
 - ``env``: credentials withheld from subprocesses
+- ``approvals.approval``: ``Approver`` and ``ApprovalRequest``, which the terminal, ACP
+  and MCP answer; ``approvals.tool_trust``: ``authorize_tool``
+- ``protection.paths`` / ``protection.protected`` / ``protection.own_paths``: why the
+  file tools may not write a path
+- ``server.pidfd_process``: ``ChildProcess``, what the shell tool waits on
+- ``confinement.confine`` (``probe``), ``confinement.promises``: the backends available
+  here, for ``doctor`` and ``policy confinement``; ``confinement.grpc_fork``: run first
+- ``execpolicy.check_cli`` / ``execpolicy.policy``: ``interpreter policy check``
+- ``git.host_git``: how git is run on the host
+
+The subpackages, one concept each (each ``__init__`` lists its modules):
+
+- ``execpolicy``: what a shell command runs and whether it may run without asking
+- ``approvals``: the ``Approver`` protocol, and trust in tools outside this process
+- ``confinement``: the backends (bubblewrap, Landlock, seccomp), failing closed
+- ``server``: the command server, one sandbox per session, each command forked inside
+- ``helpers``: the small C programs commands start through, compiled once and verified
+- ``protection``: codemode's own state, ``.codemode/`` and ``.git``, kept from commands
+- ``git``: git's configuration and hooks kept as they were around each command
 
 Nothing is imported here, so importing the package costs nothing.
 """

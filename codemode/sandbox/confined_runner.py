@@ -15,19 +15,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codemode.errors import ToolError
-from codemode.sandbox import own_paths
-from codemode.sandbox.command_servers import CommandServers
-from codemode.sandbox.confine import (
+from codemode.sandbox.confinement.confine import (
     BackendChoice,
     ConfinementUnavailable,
     decide_backend,
     server_key,
     spawn_confined,
 )
-from codemode.sandbox.keeper import Keeper
+from codemode.sandbox.git.keeper import Keeper
+from codemode.sandbox.protection import own_paths
+from codemode.sandbox.server.command_servers import CommandServers
 
 if TYPE_CHECKING:
-    from codemode.sandbox.pidfd_process import ChildProcess
+    from codemode.sandbox.server.pidfd_process import ChildProcess
     from codemode.sandbox.settings import SandboxSettings
 
 

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from codemode.sandbox.approval import Approver
-    from codemode.sandbox.pidfd_process import ChildProcess
-    from codemode.sandbox.verdicts import CommandFacts, CommandVerdict
+    from codemode.sandbox.approvals.approval import Approver
+    from codemode.sandbox.execpolicy.verdicts import CommandFacts, CommandVerdict
+    from codemode.sandbox.server.pidfd_process import ChildProcess
 
 __all__ = ["Check", "Sandbox"]
 

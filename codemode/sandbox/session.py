@@ -6,7 +6,7 @@ check → approval (if required) → confined execution. ``check_writable`` is w
 
 - the settings (``SandboxSettings``, validated on first use) and the writable roots
   they give, noted for ``host_programs``;
-- ``command_gate.CommandGate``: the rules and the approver (commands, outside tools,
+- ``approvals.gate.CommandGate``: the rules and the approver (commands, outside tools,
   writes outside the roots);
 - ``confined_runner.ConfinedRunner``: the backend (``confine.decide_backend``), the
   scratch folder, the protected entries kept around each command (``keeper``) and the
@@ -25,18 +25,18 @@ from typing import TYPE_CHECKING, Any
 
 from codemode import host_programs
 from codemode.errors import ToolError
-from codemode.sandbox.command_gate import CommandGate
-from codemode.sandbox.command_gate import CommandRefused as CommandRefused
+from codemode.sandbox.approvals.gate import CommandGate
+from codemode.sandbox.approvals.gate import CommandRefused as CommandRefused
 from codemode.sandbox.env import scrub_environment
 from codemode.sandbox.modes import APPROVAL_POLICIES, SANDBOX_MODES
-from codemode.sandbox.paths import write_refusal
+from codemode.sandbox.protection.paths import write_refusal
 from codemode.sandbox.shell_command import shell_argv
 
 if TYPE_CHECKING:
-    from codemode.sandbox.approval import Approver
+    from codemode.sandbox.approvals.approval import Approver
     from codemode.sandbox.confined_runner import ConfinedRunner
-    from codemode.sandbox.pidfd_process import ChildProcess
-    from codemode.sandbox.policy import Evaluation, Policy, PolicyContext
+    from codemode.sandbox.execpolicy.policy import Evaluation, Policy, PolicyContext
+    from codemode.sandbox.server.pidfd_process import ChildProcess
     from codemode.sandbox.settings import SandboxSettings
 
 # Cheap to construct: settings are validated (pydantic), rules loaded and tree-sitter
@@ -228,7 +228,7 @@ class SandboxSession:
         if not self.settings.restricted:
             return []
         # lazy: the protected-path hints load when a restricted command has run
-        from codemode.sandbox.protected import refusal_hint
+        from codemode.sandbox.protection.protected import refusal_hint
 
         hint = refusal_hint(output)
         return [f"[sandbox] {hint}"] if hint else []
@@ -255,7 +255,7 @@ class SandboxSession:
     def _warm(self) -> None:
         if self.settings.restricted:
             # lazy: the confinement backends load with the first command (here, early)
-            from codemode.sandbox.confine import probe
+            from codemode.sandbox.confinement.confine import probe
 
             probe()
         with contextlib.suppress(Exception):  # a broken rules file: the first command says so

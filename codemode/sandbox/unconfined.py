@@ -19,8 +19,8 @@ from codemode.sandbox.env import scrub_environment
 from codemode.sandbox.shell_command import shell_argv
 
 if TYPE_CHECKING:
-    from codemode.sandbox.approval import Approver
-    from codemode.sandbox.pidfd_process import ChildProcess
+    from codemode.sandbox.approvals.approval import Approver
+    from codemode.sandbox.server.pidfd_process import ChildProcess
 
 
 class Unconfined:
@@ -66,7 +66,7 @@ class Unconfined:
 
     def check_writable(self, path: Path, shown: str | Path) -> Path:
         # lazy: the protected-path tables load with the first write, not with every context
-        from codemode.sandbox.paths import write_refusal
+        from codemode.sandbox.protection.paths import write_refusal
 
         reason = write_refusal(path, self.writable_roots())
         if reason == "outside the writable roots":

@@ -46,7 +46,7 @@ class ToolResult(BaseModel):
 Handler = Callable[[Any, ToolContext], Awaitable[Any]]
 
 # How far a tool is trusted, which decides whether the sandbox session lets a call
-# through (codemode.sandbox.tool_trust). "host": code of this process that checks what
+# through (codemode.sandbox.approvals.tool_trust). "host": code of this process that checks what
 # it does itself (the built-ins: the shell goes through the execpolicy, the file tools
 # through the writable roots; an embedder's own tools). The others are for tools the
 # program reaches outside it (an MCP server's), as that server's `trust` config says:

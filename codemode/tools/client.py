@@ -5,7 +5,7 @@ land, so the file tools read and write through it when it offers to; and it is w
 the user answers approval requests. Without a client, tools use the filesystem and
 nothing is asked.
 
-Approvals use the one approval type of every surface, ``codemode.sandbox.approval``'s
+Approvals use the one approval type of every surface, ``codemode.sandbox.approvals.approval``'s
 ``ApprovalRequest`` / ``Approver`` (re-exported here for the tools that ask).
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from codemode.sandbox.approval import ApprovalChoice, ApprovalRequest, Approver
+from codemode.sandbox.approvals.approval import ApprovalChoice, ApprovalRequest, Approver
 
 __all__ = ["ApprovalChoice", "ApprovalRequest", "Approver", "ToolClient"]
 

@@ -23,7 +23,7 @@ order they were added):
     one call, with the program's provenance (``codemode.tools.provenance``).
 ``policy``
     The sandbox session's decision, and the user's approval, for a tool outside this
-    process (an MCP server's: ``codemode.sandbox.tool_trust``). Commands are decided
+    process (an MCP server's: ``codemode.sandbox.approvals.tool_trust``). Commands are decided
     later, by the shell's own spawn (``SandboxSession.spawn``), where the command line
     is known exactly.
 ``embedder``
@@ -147,7 +147,7 @@ def with_context(call: Call, ctx: ToolContext) -> Call:
 async def authorize_by_trust(call: Call, next_: Next) -> Any:
     """The ``policy`` stage of every registry: a tool outside this process (an MCP
     server's) runs only when the session's mode and approval policy let it, as a
-    command would (``codemode.sandbox.tool_trust``)."""
+    command would (``codemode.sandbox.approvals.tool_trust``)."""
     tool = call.tool
     if tool is not None and tool.trust != "host":
         await call.ctx.sandbox.authorize_tool(

@@ -23,7 +23,7 @@ from codemode.tools.store import OutsideRoots
 def _never_offered(path: Path) -> bool:
     """Whether ``path`` is protected wherever it lies: a ``.git`` or ``.codemode`` part
     (as named, or with symlinks resolved), or the host's git or codemode settings."""
-    from codemode.sandbox.own_paths import file_refusal
+    from codemode.sandbox.protection.own_paths import file_refusal
 
     real = Path(os.path.realpath(path))
     return (

@@ -1,6 +1,6 @@
 """Asking the user before a command runs that the rules say needs a yes.
 
-``TerminalApprover`` is the interactive ``Approver`` of ``codemode.sandbox.approval``:
+``TerminalApprover`` is the interactive ``Approver`` of ``codemode.sandbox.approvals.approval``:
 it is called with an ``ApprovalRequest`` and answers ``"once"``, ``"always"`` (the
 sandbox then remembers exactly this command line as a rule), ``"always:N"`` (one of the
 request's narrower-or-equal ``remember_options``, picked from a list that shows exactly
@@ -19,7 +19,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from codemode.sandbox.approval import ApprovalChoice, ApprovalRequest
+    from codemode.sandbox.approvals.approval import ApprovalChoice, ApprovalRequest
     from codemode.tui.render import TerminalRenderer
 
 # (label, key, answer) in the order offered.

@@ -227,7 +227,7 @@ async def _diff(app: InteractiveApp, arg: str) -> None:
 
 async def _git(app: InteractiveApp, *args: str) -> str | None:
     # hardened: a program may have planted config, hooks or attributes that run commands
-    from codemode.sandbox.host_git import git_argv, git_env
+    from codemode.sandbox.git.host_git import git_argv, git_env
 
     try:
         proc = await asyncio.create_subprocess_exec(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from codemode.sandbox.policy import Policy, PolicyContext
+from codemode.sandbox.execpolicy.policy import Policy, PolicyContext
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from codemode.sandbox.policy import Policy, PolicyContext
+from codemode.sandbox.execpolicy.policy import Policy, PolicyContext
 from tests.execpolicy.conftest import judge
 
 CMD = "mkfs.ext4 /dev/sda"  # forbidden wherever it is hidden

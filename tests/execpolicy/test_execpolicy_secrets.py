@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from codemode.sandbox.policy import Policy, PolicyContext
+from codemode.sandbox.execpolicy.policy import Policy, PolicyContext
 from tests.execpolicy.conftest import judge
 
 SECRET_READS = [
@@ -297,7 +297,7 @@ def test_partly_known_words_that_may_name_process_state(command: str, ws: Path, 
 
 
 def test_touching_words_are_one_word(ws: Path) -> None:
-    from codemode.sandbox.shell_parse import parse_script
+    from codemode.sandbox.execpolicy.shell_parse import parse_script
 
     (cmd,) = parse_script('cat $a/$b/environ x"y"$z').commands
     assert [w.text for w in cmd.words] == ["cat", "$a/$b/environ", 'x"y"$z']

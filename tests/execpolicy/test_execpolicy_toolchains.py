@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from codemode.sandbox.policy import Policy, PolicyContext
-from codemode.sandbox.rules import PrefixRule
+from codemode.sandbox.execpolicy.policy import Policy, PolicyContext
+from codemode.sandbox.execpolicy.rules import PrefixRule
 
 SYSTEM = "/usr/local/bin:/usr/bin:/bin"
 

@@ -26,7 +26,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from codemode.sandbox.protected import protected_reason
+from codemode.sandbox.protection.protected import protected_reason
 from codemode.tools.path_chars import path_problem
 
 # Path components under which the file tools never write, at any depth.
@@ -48,7 +48,7 @@ def write_refusal(parts: Sequence[str]) -> str | None:
     """Why a path with these components below its writable root may not be written
     (or created as a directory on the way), or None if it may.
 
-    First the sandbox's own predicate (``codemode.sandbox.protected``, which the shell's
+    First the sandbox's own predicate (``codemode.sandbox.protection.protected``, which the shell's
     confinement also follows), then the file tools' stricter rule: they write nothing
     inside a ``.git`` directory at all."""
     reason = protected_reason(parts)

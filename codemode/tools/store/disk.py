@@ -61,7 +61,7 @@ def _item(entry: os.DirEntry[str]) -> DirItem:
 def outside_roots(ctx: ToolContext, path: Path) -> bool:
     """Whether the only thing refusing a write of ``path`` is that it lies outside the
     writable roots (not a protected name, not a read-only sandbox)."""
-    from codemode.sandbox.paths import write_refusal
+    from codemode.sandbox.protection.paths import write_refusal
 
     return write_refusal(path, ctx.sandbox.writable_roots()) == "outside the writable roots"
 

@@ -16,7 +16,7 @@ only the temporary file and the folders made, so nothing is left behind.
 
 Journals live in ``$CODEMODE_HOME/journal`` (mode 0700), one file per commit, named for
 the workspace: a confined command cannot write there (codemode's home is never a
-writable root, ``codemode.sandbox.protected``). A journal is still validated strictly
+writable root, ``codemode.sandbox.protection.protected``). A journal is still validated strictly
 before it is used: our own uid, a regular file, then the format's own checks
 (``journal_format``: a SHA-256 of the content, absolute normalised paths under the roots
 it names), and the same race-free walk and protected-path check as every other write

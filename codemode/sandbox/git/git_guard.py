@@ -1,0 +1,265 @@
+"""A check after each confined command: git's protected files are as they were.
+
+bubblewrap keeps the protected parts of a git directory read-only (``bwrap.protect_binds``)
+but cannot hold a place for a file that does not exist yet without creating it, and an
+empty ``commondir`` or ``config`` would break git. So before the command the guard notes
+which of them are absent, and afterwards removes any the command created.
+
+Landlock cannot make a part of a writable root read-only at all. There the guard keeps a
+copy of every protected entry (``.codemode/`` at the root, ``.git`` itself, and
+``config``, ``config.worktree``, ``commondir``, ``hooks/``, ``info/`` of each git
+directory) and puts back whatever the command changed, before anything on the host can
+run git again. Each repair is reported in the command's output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codemode.sandbox.protection.own_paths import links
+from codemode.sandbox.protection.protected import (
+    CODEMODE_DIR,
+    GIT_DIR,
+    GIT_PROTECTED,
+    git_dirs,
+)
+
+# A copy larger than this is not kept: the entry is then only checked, not restored.
+_MAX_COPY_BYTES = 4 << 20
+_MUST_STAY_ABSENT = ("config", "config.worktree", "commondir")
+
+# what an entry was: None (absent), bytes (a file), str (a symlink's target),
+# dict (a folder: name -> same), or "?" (too large to copy)
+Copy = bytes | str | dict[str, "Copy"] | None
+
+
+@dataclass
+class GuardState:
+    full: bool
+    copies: dict[Path, Copy] = field(default_factory=dict)
+    identities: dict[Path, tuple[int, int, int] | None] = field(default_factory=dict)
+    # the git directories there were, and where to look for new ones (Landlock: a
+    # command can make ``.git/modules/lib`` with hooks for ``git submodule update``)
+    gitdirs: set[Path] = field(default_factory=set)
+    repos: list[Path] = field(default_factory=list)
+
+
+def take(
+    roots: Sequence[Path],
+    *,
+    full: bool,
+    extra: Sequence[Path] = (),
+    nested: Sequence[Path] = (),
+) -> GuardState:
+    """Note the protected entries of ``roots`` and the git directories of the
+    repositories at ``nested`` (copies of them, and of ``extra``, when ``full``)."""
+    state = GuardState(full, repos=[*roots, *nested])
+    budget = [_MAX_COPY_BYTES]
+    for p in extra:  # .codemode/ below the tops, work-tree files git's config names
+        if full:
+            state.copies[p] = _copy(p, budget)
+        elif not os.path.lexists(p):
+            state.copies[p] = None  # bubblewrap binds what exists; this must stay absent
+    for root in roots:
+        if full:
+            gitp, cm = root / GIT_DIR, root / CODEMODE_DIR
+            state.identities[gitp] = _identity(gitp)
+            state.copies[cm] = _copy(cm, budget)
+            if not gitp.is_dir() or gitp.is_symlink():
+                state.copies[gitp] = _copy(gitp, budget)  # a "gitdir:" file, or absent
+    # codemode's own paths in a root that a mount cannot hold: a dotfile that is a
+    # symlink (its target is bound read-only), one not made yet (``own_paths``)
+    for p in links(roots):
+        state.copies[p] = _copy(p, budget)
+    for root in [*roots, *nested]:
+        for gitdir in git_dirs(root):
+            state.gitdirs.add(gitdir)
+            for name in GIT_PROTECTED:
+                p = gitdir / name
+                if full:
+                    state.copies[p] = _copy(p, budget)
+                elif name in _MUST_STAY_ABSENT and not os.path.lexists(p):
+                    state.copies[p] = None
+    return state
+
+
+def repair(state: GuardState) -> list[str]:
+    """Undo what the command changed among the noted entries; one line per repair."""
+    notes: list[str] = []
+    gone: list[Path] = []
+    for p, ident in state.identities.items():
+        if ident is None or not stat.S_ISDIR(ident[2]):
+            continue  # absent or a file: compared with its copy below
+        now = _identity(p)
+        if now is not None and now[:2] == ident[:2] and stat.S_ISDIR(now[2]):
+            continue
+        if now is not None:
+            notes.append(_quarantine(p))
+        original = _find_moved(p.parent, ident)
+        if original is not None and not os.path.lexists(p):
+            os.rename(original, p)
+            notes.append(f"the command moved {p} to {original.name}; moved it back")
+        else:
+            gone.append(p)
+            notes.append(f"the command removed or moved {p}, and it was not found again")
+    seen: dict[Path, bool] = {}  # folder -> is now a symlink or no folder
+    for p, before in state.copies.items():
+        if before == "?" or any(p.is_relative_to(g) for g in gone):
+            continue
+        swapped = _symlinked_parent(p, seen)
+        if swapped is not None:
+            # never write through it: it could lead anywhere on the host
+            notes.append(_quarantine(swapped))
+            seen.clear()  # moved aside: look again
+        if _copy(p, [_MAX_COPY_BYTES]) == before:
+            continue
+        try:
+            _restore(p, before)
+        except OSError as exc:
+            notes.append(f"the command changed {p}, which could not be put back: {exc}")
+            continue
+        what = "created" if before is None else "changed"
+        notes.append(
+            f"the command {what} {p}; put back as it was (git or codemode would run or "
+            "read it later, outside the sandbox)"
+        )
+    if state.full:
+        notes += _new_gitdirs(state)
+    return notes
+
+
+def _new_gitdirs(state: GuardState) -> list[str]:
+    """Set aside git directories a command made inside a git directory (a submodule's
+    under ``modules/``, a worktree's) that would make git run something."""
+    from codemode.sandbox.git import git_sanity
+
+    notes = []
+    for root in state.repos:
+        for gitdir in list(git_dirs(root)):
+            if gitdir in state.gitdirs:
+                continue
+            why = git_sanity.unsafe_reason(gitdir, state.repos)
+            if why is not None:
+                notes.append(_quarantine(gitdir) + f" ({why})")
+    return notes
+
+
+def _find_moved(parent: Path, ident: tuple[int, int, int]) -> Path | None:
+    """The entry of ``parent`` that is the folder ``ident`` names (after ``mv .git .g``)."""
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return None
+    for e in entries:
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == ident[:2] and stat.S_ISDIR(st.st_mode):
+            return Path(e.path)
+    return None
+
+
+def _symlinked_parent(p: Path, seen: dict[Path, bool]) -> Path | None:
+    """The outermost folder above ``p`` that is now a symlink (or no folder), if any.
+    Writable roots are resolved paths, so any such link was made by a command.
+    ``seen`` remembers the folders looked at (the entries share most of them)."""
+    for a in reversed(p.parents):
+        bad = seen.get(a)
+        if bad is None:
+            try:
+                bad = not stat.S_ISDIR(os.lstat(a).st_mode)  # a symlink, or no folder
+            except OSError:
+                bad = False  # absent: nothing to write through
+            seen[a] = bad
+        if bad:
+            return a
+    return None
+
+
+def _quarantine(p: Path) -> str:
+    n = 1
+    while os.path.lexists(dest := p.with_name(f"{p.name}.codemode-refused-{n}")):
+        n += 1
+    try:
+        os.rename(p, dest)
+    except OSError as exc:
+        return f"the command replaced {p}, which could not be moved aside: {exc}"
+    return f"the command replaced {p}; moved the new one to {dest.name}"
+
+
+def _identity(p: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.lstat(p)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mode)
+
+
+def _copy(p: Path, budget: list[int]) -> Copy:
+    try:
+        st = os.lstat(p)
+    except OSError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return os.readlink(p)
+    if stat.S_ISREG(st.st_mode):
+        if st.st_size > budget[0]:
+            return "?"
+        budget[0] -= st.st_size
+        try:
+            return p.read_bytes()
+        except OSError:
+            return "?"
+    if stat.S_ISDIR(st.st_mode):
+        out: dict[str, Copy] = {}
+        try:
+            names = os.listdir(p)
+        except OSError:
+            return "?"
+        for name in sorted(names):
+            c = _copy(p / name, budget)
+            if c == "?":
+                return "?"
+            out[name] = c
+        return out
+    return "?"  # a device, FIFO or socket: nothing to keep
+
+
+def _remove(p: Path) -> None:
+    if os.path.isdir(p) and not os.path.islink(p):
+        shutil.rmtree(p)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(p)
+
+
+def _restore(p: Path, before: Copy) -> None:
+    if before is None:
+        _remove(p)
+        return
+    if isinstance(before, str):
+        _remove(p)
+        os.symlink(before, p)
+        return
+    if isinstance(before, bytes):
+        if os.path.islink(p) or os.path.isdir(p):
+            _remove(p)
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(before)
+        return
+    if os.path.islink(p) or (os.path.lexists(p) and not os.path.isdir(p)):
+        _remove(p)
+    os.makedirs(p, exist_ok=True)
+    for name in set(os.listdir(p)) - set(before):
+        _remove(p / name)
+    for name, child in before.items():
+        if _copy(p / name, [_MAX_COPY_BYTES]) != child:
+            _restore(p / name, child)

@@ -1,0 +1,176 @@
+"""``.codemode/`` folders (and ``.git`` entries) a command creates below a root's top.
+
+A mount can hold the place of a missing ``.codemode/`` at the top of a root, but not at
+every depth, and a later run started in ``sub/`` reads ``sub/.codemode/``. So the session
+watches the writable roots with inotify: the folders that exist are walked once (their
+``.codemode/`` folders are then bound read-only like the top one), every folder
+created or moved in later is walked when its event arrives, and a ``.codemode`` entry
+that appears is moved aside (``.codemode-refused-N``) once the command ends, with a line
+in its output. Without inotify (no instance or watch left) every check walks the roots.
+
+The same watch finds the ``.git`` entries below the tops (nested repositories): those
+that exist are protected like the top one, new ones are checked by ``git_sanity``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import struct
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+from codemode.sandbox.protection.protected import CODEMODE_DIR, GIT_DIR
+
+IN_MODIFY, IN_MOVED_TO, IN_CREATE = 0x2, 0x80, 0x100
+IN_DELETE_SELF, IN_MOVE_SELF, IN_Q_OVERFLOW, IN_IGNORED = 0x400, 0x800, 0x4000, 0x8000
+IN_ONLYDIR, IN_DONT_FOLLOW, IN_ISDIR = 0x01000000, 0x02000000, 0x40000000
+IN_NONBLOCK, IN_CLOEXEC = 0o4000, 0o2000000
+_MASK = IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW
+_EVENT = struct.Struct("iIII")
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+class CodemodeWatch:
+    """Watches ``roots`` for new ``.codemode`` entries below their top level."""
+
+    def __init__(self, roots: Sequence[Path]) -> None:
+        self.roots = [Path(r) for r in roots]
+        self.existing: set[Path] = set()  # .codemode folders below the tops, found so far
+        self.git: set[Path] = set()  # .git entries below the tops, found so far
+        self.new_git: set[Path] = set()  # found by the last drain()
+        self._wd: dict[int, Path] = {}
+        self._fd = -1
+        self.complete = True  # False: inotify could not cover everything; walk each time
+        libc = _libc()
+        fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+        if fd < 0:
+            self.complete = False
+        else:
+            self._fd = fd
+            self._finalizer = weakref.finalize(self, os.close, fd)
+        for root in self.roots:
+            self.existing.update(self._walk(root, watch=self.complete))
+        self.new_git.clear()  # those existing before the session are the user's
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            self._finalizer()
+            self._fd = -1
+
+    def _watch(self, d: Path) -> None:
+        if not self.complete or self._fd < 0:
+            return
+        wd = _libc().inotify_add_watch(self._fd, os.fsencode(d), _MASK)
+        if wd < 0:
+            self.complete = False  # out of watches: fall back to walking
+            return
+        self._wd[wd] = d
+
+    def _walk(self, top: Path, *, watch: bool) -> Iterator[Path]:
+        """``.codemode`` entries at or below ``top`` (not the roots' own), adding watches."""
+        stack = [top]
+        while stack:
+            d = stack.pop()
+            if os.path.islink(d) or os.path.realpath(d) != str(d):
+                continue  # swapped for a symlink meanwhile: never follow one out
+            if watch:
+                self._watch(d)
+            try:
+                entries = list(os.scandir(d))
+            except OSError:
+                continue
+            for e in entries:
+                if e.name == CODEMODE_DIR:
+                    if d not in self.roots:
+                        yield Path(e.path)
+                    continue
+                if e.name == GIT_DIR:
+                    if d not in self.roots and Path(e.path) not in self.git:
+                        self.git.add(Path(e.path))
+                        self.new_git.add(Path(e.path))
+                    continue  # .codemode is never read from inside a git directory
+                with contextlib.suppress(OSError):
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(Path(e.path))
+
+    def drain(self) -> list[Path]:
+        """New ``.codemode`` entries since the last call (folders created since are
+        walked and watched as well)."""
+        if not self.complete:
+            found: set[Path] = set()
+            self.git = {g for g in self.git if os.path.lexists(g)}
+            for root in self.roots:
+                found.update(self._walk(root, watch=False))
+            walked = sorted(found - self.existing)
+            self.existing = found - set(walked)
+            return walked
+        new: list[Path] = []
+        for path, mask in self._events():
+            if mask & IN_Q_OVERFLOW:
+                self.complete = False
+                return self.drain()
+            if path.name == CODEMODE_DIR and path.parent not in self.roots:
+                new.append(path)
+            elif path.name == GIT_DIR:
+                if path.parent not in self.roots:
+                    self.git.add(path)
+                    self.new_git.add(path)
+            elif mask & IN_ISDIR:
+                new.extend(self._walk(path, watch=True))
+        if not self.complete:  # ran out of watches while adding the new folders
+            return sorted(set(new) | set(self.drain()))
+        return sorted(set(new))
+
+    def _events(self) -> Iterable[tuple[Path, int]]:
+        buf = bytearray()
+        while True:
+            try:
+                chunk = os.read(self._fd, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            buf += chunk
+        i = 0
+        while i + _EVENT.size <= len(buf):
+            wd, mask, _cookie, length = _EVENT.unpack_from(buf, i)
+            name = bytes(buf[i + _EVENT.size : i + _EVENT.size + length]).rstrip(b"\0")
+            i += _EVENT.size + length
+            if mask & IN_IGNORED:
+                self._wd.pop(wd, None)
+                continue
+            if mask & IN_Q_OVERFLOW:
+                yield Path("/"), mask
+                continue
+            parent = self._wd.get(wd)
+            if parent is not None and name:
+                yield parent / os.fsdecode(name), mask
+
+
+def set_aside(paths: Iterable[Path]) -> list[str]:
+    """Move each new ``.codemode`` entry aside; one line per entry."""
+    notes = []
+    for p in paths:
+        if os.path.realpath(p.parent) != str(p.parent):
+            continue  # a parent is a symlink now: the entry is not where it was found
+        n = 1
+        while os.path.lexists(dest := p.with_name(f"{CODEMODE_DIR}-refused-{n}")):
+            n += 1
+        try:
+            os.rename(p, dest)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            notes.append(f"the command created {p}, which could not be moved aside: {exc}")
+            continue
+        notes.append(
+            f"the command created {p}; moved it to {dest.name} (.codemode/ is read-only "
+            "at every depth: the agent's own rules and settings)"
+        )
+    return notes

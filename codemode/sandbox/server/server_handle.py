@@ -1,0 +1,362 @@
+"""The host's handle on one running command server, and the commands running in it.
+
+``CommandServer.start`` starts ``command_server`` in bubblewrap (``bwrap.options``: the
+sandbox a command would have had of its own) and waits for it to say it is ready;
+``run`` sends it a command and returns a ``ServerProcess``, which the shell tool waits
+on and kills like any child. What the server says is not trusted: it is parsed as the
+small JSON it must be, a job id the host did not hand out is ignored, and nothing it
+reports is used as a host pid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from codemode.sandbox.helpers import compiled
+from codemode.sandbox.server import pidfd_process
+
+if TYPE_CHECKING:
+    from codemode.sandbox.server.server_key import ServerKey
+
+# The largest request sent to a server (a SOCK_SEQPACKET message must fit the socket
+# buffer); a command whose argv and environment are larger runs in a sandbox of its own.
+MAX_REQUEST = 160 << 10  # (one argument can be 128 KiB: MAX_ARG_STRLEN)
+_READY_TIMEOUT_S = 10.0
+# After a kill request, how long the server gets to report the command's end before the
+# whole server (and whatever still runs in it) is killed instead.
+_KILL_GRACE_S = 1.0
+_READS_PER_WAKEUP = 64
+# How many new servers one command is handed on to (each said it could not start it)
+# before it fails as killed: a fault that follows it from server to server ends there.
+_MAX_MOVES = 2
+# How long closing waits for the server to exit by itself before killing it.
+_CLOSE_GRACE_S = 0.5
+
+log = logging.getLogger("codemode.sandbox")
+
+
+class ServerUnavailable(RuntimeError):
+    """A command server cannot be used here (or for this command); run it on its own."""
+
+
+@functools.cache
+def _source() -> bytes:
+    # Read once per process: what runs in the sandbox is what this process loaded.
+    return resources.files("codemode.sandbox.server").joinpath("command_server.py").read_bytes()
+
+
+# What ``python -c`` runs: the server's source, from the descriptor named by argv[2].
+_BOOT = (
+    "import os,sys;f=os.fdopen(int(sys.argv[2]),'rb');s=f.read();f.close();"
+    "exec(compile(s,'command_server.py','exec'))"
+)
+
+
+class ServerProcess:
+    """One command running in a server: what ``pidfd_process.ChildProcess`` offers.
+
+    ``pid`` is the host pid of the server's bubblewrap (the command's own pid lives in
+    the sandbox's namespace); signalling goes through ``kill_tree``, never that pid."""
+
+    def __init__(self, server: CommandServer, job: int, request: bytes, output_fd: int) -> None:
+        self._server = server
+        self.job = job
+        self.pid = server.pid
+        self.returncode: int | None = None
+        self.killed = False
+        self._done: asyncio.Future[int] = server.loop.create_future()
+        # Kept until the command has started and ended, for a server that answers that
+        # it did not start it (it could not be made clean): it runs in a new one.
+        self.request = request
+        self.output_fd = os.dup(output_fd)
+        self.moves = 0  # servers it was handed on to
+
+    def exited(self, code: int) -> None:
+        if self.returncode is None:
+            self.returncode = code
+            with contextlib.suppress(RuntimeError):  # its event loop is already closed
+                self._done.set_result(code)
+        if self.output_fd >= 0:
+            os.close(self.output_fd)
+            self.output_fd = -1
+
+    async def wait(self) -> int:
+        return await asyncio.shield(self._done)
+
+    def kill_tree(self) -> None:
+        """End the command and every process it started."""
+        self.killed = True
+        if self.returncode is None:
+            self._server.kill(self)
+
+    def send_signal(self, sig: int) -> None:
+        # A server only kills: every signal the shell tool sends is there to end it.
+        self.kill_tree()
+
+    def kill(self) -> None:
+        self.kill_tree()
+
+    def terminate(self) -> None:
+        self.kill_tree()
+
+
+class CommandServer:
+    """A running ``command_server`` in its bubblewrap sandbox, bound to one event loop."""
+
+    def __init__(
+        self, key: ServerKey, proc: pidfd_process.PidfdProcess, sock: socket.socket
+    ) -> None:
+        self.key = key
+        self.pid = proc.pid
+        self.loop = asyncio.get_running_loop()
+        self._proc = proc
+        self._sock = sock
+        self._jobs: dict[int, ServerProcess] = {}
+        self._next = 0
+        self.alive = True
+        self.retiring = False  # replaced: ends once its last command has
+        # Said it could not be made clean for the next command: replaced at once.
+        self.dirty = False
+        # Given the commands this server did not start (``CommandServers`` reruns them).
+        self.on_unstarted: Callable[[ServerProcess], None] | None = None
+        self.loop.add_reader(sock.fileno(), self._readable)
+
+    @classmethod
+    async def start(cls, key: ServerKey, python: str = sys.executable) -> CommandServer:
+        """Start a server; raises ServerUnavailable saying why it could not."""
+        subreaper = compiled.path("subreaper.c") or ""  # "": the server uses a preexec_fn
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        passed: list[int] = []
+        try:
+            source_fd = _pipe_holding(_source())
+            passed.append(source_fd)
+            opts = list(key.options)
+            if key.seccomp is not None:
+                passed.append(_pipe_holding(key.seccomp))
+                opts += ["--seccomp", str(passed[-1])]
+            argv = [
+                *opts, "--as-pid-1", "--chdir", "/", "--", *key.prefix,
+                python, "-I", "-S", "-c", _BOOT, str(theirs.fileno()), str(source_fd), subreaper,
+            ]  # fmt: skip
+            err_r, err_w = os.pipe()  # the server's own stderr: read if it fails to start
+            try:
+                proc = await pidfd_process.start(
+                    argv,
+                    cwd=Path("/"),
+                    env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                    output_fd=err_w,
+                    pass_fds=[theirs.fileno(), *passed],
+                )
+            finally:
+                os.close(err_w)
+        except OSError as exc:
+            ours.close()
+            raise ServerUnavailable(f"cannot start bubblewrap: {exc}") from None
+        finally:
+            theirs.close()
+            for fd in passed:
+                os.close(fd)
+        if not isinstance(proc, pidfd_process.PidfdProcess):
+            _stop(proc)
+            ours.close()
+            os.close(err_r)
+            raise ServerUnavailable("this kernel offers no pidfds")
+        ours.setblocking(False)
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(_READY_TIMEOUT_S):
+                hello = await loop.sock_recv(ours, 4096)
+            if json.loads(hello or b"null") != {"ready": True}:
+                raise ValueError(hello)
+        except (TimeoutError, ValueError, OSError):
+            _stop(proc)
+            ours.close()
+            raise ServerUnavailable(_failure(err_r)) from None
+        finally:
+            os.close(err_r)
+        return cls(key, proc, ours)
+
+    async def run(
+        self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], output_fd: int
+    ) -> ServerProcess:
+        """Start ``argv`` in the sandbox, stdout and stderr ``output_fd``, stdin /dev/null."""
+        if not self.alive:
+            raise ServerUnavailable("the command server has ended")
+        self._next += 1
+        request = {"op": "run", "id": self._next, "argv": list(argv), "cwd": str(cwd),
+                   "env": dict(env)}  # fmt: skip
+        data = json.dumps(request).encode()
+        if len(data) > MAX_REQUEST:
+            raise ServerUnavailable("the command is too large for the command server")
+        if any("\0" in w for w in (*argv, str(cwd), *env, *env.values())):
+            # cannot be run either way: it fails as it does in a sandbox of its own
+            raise ServerUnavailable("the command holds a NUL byte")
+        proc = ServerProcess(self, self._next, data, output_fd)
+        self._jobs[proc.job] = proc
+        try:
+            await self._send(data, [output_fd])
+        except OSError:
+            self._jobs.pop(proc.job, None)
+            proc.exited(-signal.SIGKILL)  # (not reported: the caller runs it elsewhere)
+            self._lost()
+            raise ServerUnavailable("the command server has ended") from None
+        return proc
+
+    async def adopt(self, proc: ServerProcess) -> None:
+        """Run ``proc``'s request here: another server answered it did not start it."""
+        proc.moves += 1
+        if not self.alive or proc.killed or proc.output_fd < 0 or proc.moves > _MAX_MOVES:
+            proc.exited(-signal.SIGKILL)
+            return
+        self._next += 1
+        request = json.loads(proc.request)
+        request["id"] = self._next
+        proc._server, proc.job, proc.pid = self, self._next, self.pid
+        proc.request = json.dumps(request).encode()
+        self._jobs[proc.job] = proc
+        try:
+            await self._send(proc.request, [proc.output_fd])
+        except OSError:
+            self._lost()
+
+    async def _send(self, data: bytes, fds: list[int]) -> None:
+        while True:
+            try:
+                socket.send_fds(self._sock, [data], fds)
+                return
+            except BlockingIOError:
+                ready = self.loop.create_future()
+                self.loop.add_writer(self._sock.fileno(), ready.set_result, None)
+                try:
+                    await ready
+                finally:
+                    self.loop.remove_writer(self._sock.fileno())
+
+    def kill(self, proc: ServerProcess) -> None:
+        """Ask the server to end ``proc``'s command; end the whole server if it does not
+        report the command's end within a second."""
+        try:
+            self._sock.send(json.dumps({"op": "kill", "id": proc.job}).encode())
+        except OSError:
+            self._lost()
+            return
+        self.loop.call_later(_KILL_GRACE_S, self._check_killed, proc)
+
+    def _check_killed(self, proc: ServerProcess) -> None:
+        if proc.returncode is None and self.alive:
+            log.warning("sandbox: the command server did not end a command; ending it")
+            self._lost()
+
+    @property
+    def idle(self) -> bool:
+        return not self._jobs
+
+    def _readable(self) -> None:
+        for _ in range(_READS_PER_WAKEUP):  # then back to the loop: no flood can hold it
+            try:
+                data = self._sock.recv(4096)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self._lost()
+                return
+            self._report(data)
+
+    def _report(self, data: bytes) -> None:
+        try:
+            message = json.loads(data)
+            job, code, stuck = message["id"], message.get("exit"), message.get("stuck")
+            dirty = message.get("dirty")
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return  # not something a server says: ignored
+        if dirty and not self.dirty:
+            # What a command changed could not be undone (``command_server.Baseline``,
+            # ``tidy``): no command starts here any more.
+            self.dirty = True
+            log.info("sandbox: replacing the command server (%s)", str(dirty)[:200])
+        if message.get("unstarted") is True and type(job) is int:
+            proc = self._jobs.pop(job, None)
+            self.dirty = True
+            if proc is not None and self.on_unstarted is not None:
+                self.on_unstarted(proc)
+            elif proc is not None:
+                proc.exited(-signal.SIGKILL)
+            if not self._jobs:
+                self.close()
+            return
+        if type(job) is int and type(code) is int and -64 <= code <= 255:
+            proc = self._jobs.pop(job, None)
+            if proc is not None:
+                proc.exited(code)
+                if stuck is not False:
+                    log.warning("sandbox: a command left processes that would not end; "
+                                "ending its sandbox")
+                    self._lost()
+                elif (self.retiring or self.dirty) and not self._jobs:
+                    self.close()
+
+    def _lost(self, graceful: bool = False) -> None:
+        """The server ended, or is to: every command still in it ends as killed.
+
+        ``graceful``: the server exits by itself once its socket closes (PID 1 exiting
+        ends the whole namespace); that is waited for, briefly, so that nothing of the
+        session outlives it and the CPU time of its commands reaches this process's
+        accounts. Otherwise bubblewrap is killed."""
+        if not self.alive:
+            return
+        self.alive = False
+        with contextlib.suppress(ValueError, OSError):
+            self.loop.remove_reader(self._sock.fileno())
+        self._sock.close()
+        if not (graceful and self._proc.wait_blocking(_CLOSE_GRACE_S)):
+            # In a running loop the process's own reader reaps it once it is gone.
+            _stop(self._proc, wait=not self.loop.is_running())
+        for proc in self._jobs.values():
+            proc.exited(-signal.SIGKILL)
+        self._jobs.clear()
+
+    def close(self) -> None:
+        """End the server and everything running in it."""
+        self._lost(graceful=True)
+
+
+def _pipe_holding(data: bytes) -> int:
+    """The read end of a pipe that holds ``data`` (at most the pipe buffer, 64 KiB)."""
+    r, w = os.pipe()
+    try:
+        os.write(w, data)
+    finally:
+        os.close(w)
+    return r
+
+
+def _stop(proc: pidfd_process.ChildProcess, wait: bool = True) -> None:
+    """Kill bubblewrap (its sandbox dies with it); reap it now when ``wait``."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    if wait and isinstance(proc, pidfd_process.PidfdProcess):
+        proc.reap_now()
+
+
+def _failure(err_fd: int) -> str:
+    os.set_blocking(err_fd, False)
+    try:
+        text = os.read(err_fd, 4096).decode(errors="replace").strip()
+    except OSError:
+        text = ""
+    last = text.splitlines()[-1] if text else "it did not answer"
+    return f"the command server did not start ({last})"
