@@ -171,6 +171,8 @@ async def spawn_confined(
     stdin is /dev/null; stdout and stderr go to ``output_fd``; the process leads a new
     session so its whole group can be killed.
     """
+    if backend.name == "none" and settings.restricted:  # fail closed, whoever decided
+        raise ConfinementUnavailable(f"sandbox mode {settings.sandbox_mode} needs a backend")
     deny_network, deny_unix = _denials(settings)
     start: Callable[..., Awaitable[ChildProcess]] = functools.partial(
         pidfd_process.start, cwd=cwd, env=env, output_fd=output_fd
