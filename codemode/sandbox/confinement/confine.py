@@ -220,6 +220,7 @@ async def spawn_confined(
 def command_server_check() -> str | None:
     """None when a command server starts and runs a command here, else why not (for
     ``interpreter policy confinement``; starts one, in a folder of its own)."""
+    # lazy: only ``policy confinement`` runs this (the settings model is pydantic)
     import asyncio
     import tempfile
 
