@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from codemode.host import ToolHost
-from codemode.sandbox.confinement.confine import choose_backend, probe
+from codemode.sandbox.confinement.confine import decide_backend, probe
 from codemode.sandbox.session import SandboxSession
 from codemode.sandbox.settings import SandboxSettings
 from codemode.tools import ToolContext, builtin_registry
@@ -197,7 +197,7 @@ async def main(quick: bool, repo: bool = False) -> dict[str, Any]:
         measured = {name: await call_ms(ws, s, n) for name, s in variants().items()}
         calls = {name: wall for name, (wall, _) in measured.items()}
         calls_cpu = {name: cpu for name, (_, cpu) in measured.items()}
-        default = choose_backend(SandboxSettings())
+        default = decide_backend(SandboxSettings()).name
         programs = {
             "sequential_50_ms": await program_ms(ws, SEQUENTIAL, runs),
             "parallel_50_ms": await program_ms(ws, PARALLEL, runs),

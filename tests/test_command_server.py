@@ -51,7 +51,7 @@ class Shell:
 
     @property
     def server(self) -> CommandServer | None:
-        servers = self.session._servers
+        servers = self.session.runner._servers
         return servers._current if servers is not None else None
 
     def close(self) -> None:
@@ -109,7 +109,7 @@ async def test_without_the_server_each_command_gets_a_sandbox_of_its_own(tmp_pat
     s = Shell(tmp_path, command_server=False)
     try:
         r = await s("cat /proc/1/cmdline | tr '\\0' ' '")
-        assert s.session._servers is None
+        assert s.session.runner._servers is None
         assert "command_server" not in r["output"] and "-I -S -c" not in r["output"]
     finally:
         s.close()
@@ -298,7 +298,7 @@ async def main():
     try:
         for c in commands:
             out.append((await reg.invoke("shell", {"command": c}, ctx))["output"])
-        out.append(s._servers is not None and s._servers._current is not None)
+        out.append(s.runner._servers is not None and s.runner._servers._current is not None)
     finally:
         s.close()
     print(json.dumps(out))

@@ -47,7 +47,7 @@ async def main():
     try:
         for c in commands:
             out.append((await reg.invoke("shell", {"command": c}, ctx))["output"])
-        out.append(s._servers is not None and s._servers._current is not None)
+        out.append(s.runner._servers is not None and s.runner._servers._current is not None)
     finally:
         s.close()
     print(json.dumps(out))

@@ -35,6 +35,16 @@ def test_policy_confinement_and_doctor_agree(tmp_path: Path) -> None:
         seen += 1
     works = json.loads(policy.stdout)["backends"]
     assert seen == len(table) * sum(1 for b in ("bubblewrap", "landlock") if works[b] is None)
+    # the one backend decision, with what it passed over on the way
+    chosen = json.loads(policy.stdout)["default_backend"]
+    first = next((b for b in ("bubblewrap", "landlock") if works[b] is None), None)
+    if chosen["backend"] is None:  # none (or Landlock that cannot block the network)
+        assert first != "bubblewrap" and "cannot be enforced" in chosen["error"], chosen
+        assert works["bubblewrap"] in chosen["error"], chosen
+    else:
+        assert chosen["backend"] == first, chosen
+        passed = [works["bubblewrap"]] if first == "landlock" else []
+        assert chosen["passed_over"] == passed, chosen
 
 
 def test_every_promise_names_a_reason_when_not_kept() -> None:

@@ -25,9 +25,9 @@ def _wait_for(condition, seconds: float = 30.0) -> bool:  # type: ignore[no-unty
 def test_prewarm_loads_the_rules_before_any_command(tmp_path: Path) -> None:
     s = SandboxSession(tmp_path, SandboxSettings(approval_policy="never"))
     try:
-        assert s._policy is None
+        assert s.gate._policy is None
         s.prewarm()  # no running loop: the thread only
-        assert _wait_for(lambda: s._policy is not None)
+        assert _wait_for(lambda: s.gate._policy is not None)
         assert s._prestarting is None
     finally:
         s.close()

@@ -144,8 +144,8 @@ class Session:
 
         context = self.runner.context
         old = context.sandbox
-        if old is None:
-            return
+        if not isinstance(old, SandboxSession):
+            return  # an unconfined context has no modes to change
         settings = old.settings.model_copy(
             update={"sandbox_mode": sandbox_mode, "approval_policy": approval_policy}
         )

@@ -265,8 +265,7 @@ class ToolRunner:
     def close(self) -> None:
         self._session.close_now()
         self._program_items.clear()
-        if self.context.sandbox is not None:
-            self.context.sandbox.close()
+        self.context.sandbox.close()
         self.registry.close()
 
 

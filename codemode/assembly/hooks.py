@@ -10,6 +10,7 @@ from codemode.config import Config, codemode_home
 
 if TYPE_CHECKING:
     from codemode.hooks.engine import HookEngine
+    from codemode.sandbox.protocols import Sandbox
     from codemode.sandbox.session import SandboxSession
     from codemode.tools.registry import ToolRegistry
 
@@ -48,7 +49,7 @@ def attach_hooks(
 
 
 def refresh_hooks(
-    config: Config, cwd: Path, engine: HookEngine, sandbox: SandboxSession | None
+    config: Config, cwd: Path, engine: HookEngine, sandbox: Sandbox
 ) -> None:
     """After the person trusted or disabled hooks: the session runs the trusted ones
     from its next call on."""
@@ -57,5 +58,4 @@ def refresh_hooks(
 
     found = review(cwd, codemode_home(), config.hooks, config.hooks_from_other_agents)
     engine.set_hooks([hook for hook, state in found.rows if state == "trusted"])
-    if sandbox is not None:
-        watch_approvals(engine, sandbox)
+    watch_approvals(engine, sandbox)

@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Any
 from codemode.js_runtime.delegate import NestedCall
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
 from codemode.js_runtime.outcome import Completed
+from codemode.sandbox.unconfined import Unconfined
 from codemode.tools.context import ToolContext
 
 if TYPE_CHECKING:
     from codemode.hooks.engine import HookEngine
     from codemode.sandbox.approvals.approval import Approver
+    from codemode.sandbox.protocols import Sandbox
     from codemode.sandbox.session import SandboxSession
     from codemode.sandbox.settings import SandboxSettings
     from codemode.tools.dry_run import DryRun
@@ -83,7 +85,9 @@ def program_parts(
 
         tools = dry_run_registry(tools)
         changes = DryRun()
-    context = ToolContext(workspace=root, sandbox=session, dry_run=changes)
+    # without a sandbox session, commands run as they are (``Unconfined``)
+    box: Sandbox = session if session is not None else Unconfined(root, [])
+    context = ToolContext(workspace=root, sandbox=box, dry_run=changes)
     return ProgramParts(tools, context, changes)
 
 

@@ -149,8 +149,7 @@ async def _execute(task: RepoTask, root: Path, work: Path, started: float) -> Re
             globals={"argv": list(task.argv), "repo": repo_global},
         )
     finally:
-        if parts.context.sandbox is not None:
-            parts.context.sandbox.close()
+        parts.context.sandbox.close()
     error = result.error
     outcome = RepoResult(
         repository=task.repository,

@@ -62,15 +62,25 @@ def policy_check(
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def policy_confinement(as_json: bool) -> None:
     """Which confinement backends work on this machine, and which promises each keeps."""
-    from codemode.sandbox.confinement.confine import command_server_check, probe
+    from codemode.sandbox.confinement.confine import (
+        ConfinementUnavailable,
+        command_server_check,
+        decide_backend,
+        probe,
+    )
     from codemode.sandbox.confinement.promises import promises
+    from codemode.sandbox.settings import SandboxSettings
 
     table = promises()
     server = command_server_check()
     if as_json:
-
-        echo(json_text({"backends": probe().to_json(), "command_server": server,
-                               "promises": {p.key: p.to_json() for p in table}}, indent=2))
+        try:  # what the default settings get here, and why not the ones before it
+            chosen: dict[str, object] = decide_backend(SandboxSettings()).to_json()
+        except ConfinementUnavailable as exc:
+            chosen = {"backend": None, "error": str(exc)}
+        echo(json_text({"backends": probe().to_json(), "default_backend": chosen,
+                        "command_server": server,
+                        "promises": {p.key: p.to_json() for p in table}}, indent=2))
         return
     _print_confinement(probe().to_json(), server, table)
 

@@ -85,8 +85,7 @@ async def run_source(
             parts, source, engine=engine, limits=limits, globals={"argv": argv}, on_event=on_event
         )
     finally:
-        if parts.context.sandbox is not None:
-            parts.context.sandbox.close()
+        parts.context.sandbox.close()
     workspace = parts.context.workspace
     diff = changes.diff(workspace) if changes is not None else None
     if as_json:

@@ -37,6 +37,7 @@ from codemode.tools.provenance import current_model_call, current_program
 
 if TYPE_CHECKING:
     from codemode.sandbox.approvals.approval import ApprovalChoice, ApprovalRequest, Approver
+    from codemode.sandbox.protocols import Sandbox
     from codemode.sandbox.session import SandboxSession
     from codemode.tools.registry import ToolRegistry
 
@@ -180,8 +181,7 @@ async def _ask(call: Call, names: CallNames, answer: Combined) -> None:
     """A PreToolUse ``ask``: the session's approver decides, as for a command."""
     from codemode.sandbox.approvals.approval import ApprovalRequest
 
-    sandbox = call.ctx.sandbox
-    approver = sandbox.approver if sandbox is not None else None
+    approver = call.ctx.sandbox.approver
     if approver is None:
         raise ToolError(
             f"tools.{names.harness}: {answer.reason_text()} asks for approval, and no one "
@@ -249,7 +249,7 @@ def install(
         watch_approvals(engine, sandbox)
 
 
-def watch_approvals(engine: HookEngine, sandbox: SandboxSession) -> None:
+def watch_approvals(engine: HookEngine, sandbox: Sandbox) -> None:
     """Send ``sandbox``'s approvals to the PermissionRequest hooks first, if there are
     any now and its approver is not already theirs."""
     if engine.has("PermissionRequest") and not getattr(sandbox.approver, "hooked", False):

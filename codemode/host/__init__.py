@@ -28,13 +28,13 @@ from codemode.js_runtime.delegate import NestedCall
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
 from codemode.js_runtime.outcome import Completed, Outcome
 from codemode.js_runtime.session import CodeSession
+from codemode.sandbox.session import SandboxSession
 from codemode.tools.context import ToolError
 from codemode.tools.registry import ToolFn, ToolRegistry
 
 if TYPE_CHECKING:
     from codemode.hooks.engine import HookEngine
     from codemode.sandbox.approvals.approval import Approver
-    from codemode.sandbox.session import SandboxSession
     from codemode.sandbox.settings import SandboxSettings
     from codemode.tools.dry_run import DryRun
     from codemode.tools.pipeline import Interceptor
@@ -164,9 +164,9 @@ class ToolHost:
         )
         self.registry = parts.registry
         self.context = parts.context
-        if self.context.sandbox is not None:
+        if isinstance(self.context.sandbox, SandboxSession):
             # A refusal names what a ToolHost's caller has, not the CLI's options.
-            self.context.sandbox.approval_remedy = HOST_APPROVAL_REMEDY
+            self.context.sandbox.gate.approval_remedy = HOST_APPROVAL_REMEDY
         self.dry_run: DryRun | None = parts.dry_run
         self._delegate = _HostDelegate(self.registry, self.context)
         self._globals = dict(globals or {})
@@ -306,14 +306,12 @@ class ToolHost:
     def close(self) -> None:
         """Stop every cell (without waiting for them: ``aclose`` does) and the workers."""
         self._session.close_now()
-        if self.context.sandbox is not None:
-            self.context.sandbox.close()
+        self.context.sandbox.close()
 
     async def aclose(self) -> None:
         """Stop every cell, waiting until each has, then the workers."""
         await self._session.close()
-        if self.context.sandbox is not None:
-            self.context.sandbox.close()
+        self.context.sandbox.close()
 
     def __enter__(self) -> ToolHost:
         return self

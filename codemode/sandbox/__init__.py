@@ -1,11 +1,22 @@
 """Sandbox: execpolicy on parsed shell commands, process confinement and approvals.
 
-Every subprocess a tool starts goes through ``SandboxSession.spawn`` (policy check →
-approval → confined execution), including those started by calls from code mode.
+Every subprocess a tool starts goes through ``ToolContext.sandbox.spawn``: a
+``SandboxSession`` (policy check → approval → confined execution), or an ``Unconfined``
+sandbox where an embedder gave none, including those started by calls from code mode.
+
+Start with ``protocols``: the seams. ``Sandbox`` is what tools call (run a command, may
+this path be written, may this outside tool run, ask about a write); ``Check`` is one
+per-command check of the execpolicy (``execpolicy.command_checks.HARD_CHECKS`` lists them).
 
 What other packages use (nothing else of it; the rest is the sandbox's own):
 
-- ``session``: ``SandboxSession``, the per-session state ``ToolContext.sandbox`` holds
+- ``protocols``: ``Sandbox`` and ``Check``
+- ``session``: ``SandboxSession``, the confined ``Sandbox``, composed of its settings, an
+  ``approvals.gate.CommandGate`` (rules, approver) and a ``confined_runner.ConfinedRunner``
+  (the backend ``confinement.confine.decide_backend`` picks, the scratch folder, the
+  ``git.keeper``, the command servers)
+- ``unconfined``: ``Unconfined``, the ``Sandbox`` of a context made without one
+- ``shell_command``: the one place a command line becomes an argv
 - ``settings``: ``SandboxSettings`` (config ``sandbox_mode``, ``approval_policy``,
   ``[sandbox]``); ``modes``: their names; ``cli_options``: the command-line flags
 - ``env``: credentials withheld from subprocesses

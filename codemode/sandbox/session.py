@@ -1,59 +1,51 @@
-"""The sandbox state of one session, and the one path every subprocess goes through.
+"""The sandbox of one session (a ``protocols.Sandbox``), composed of its parts.
 
 ``SandboxSession.spawn`` is what the ``shell`` tool's ``spawn()`` seam calls: policy
 check → approval (if required) → confined execution. ``check_writable`` is what
-``ToolContext.resolve_writable`` calls for the file tools.
+``ToolContext.resolve_writable`` calls for the file tools. The parts, one concept each:
+
+- the settings (``SandboxSettings``, validated on first use) and the writable roots
+  they give, noted for ``host_programs``;
+- ``approvals.gate.CommandGate``: the rules and the approver (commands, outside tools,
+  writes outside the roots);
+- ``confined_runner.ConfinedRunner``: the backend (``confine.decide_backend``), the
+  scratch folder, the protected entries kept around each command (``keeper``) and the
+  command servers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-import os
-import shlex
-import shutil
-import tempfile
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codemode.locations import host_programs
+from codemode.sandbox.approvals.gate import CommandGate
+from codemode.sandbox.approvals.gate import CommandRefused as CommandRefused
 from codemode.sandbox.env import scrub_environment
-from codemode.sandbox.git.keeper import Keeper
+from codemode.sandbox.modes import APPROVAL_POLICIES, SANDBOX_MODES
 from codemode.sandbox.protection.paths import write_refusal
+from codemode.sandbox.shell_command import shell_argv
 from codemode.tool_terms.errors import ToolError
 
 if TYPE_CHECKING:
-    from codemode.sandbox.approvals.approval import Approver, RememberOption
+    from codemode.sandbox.approvals.approval import Approver
+    from codemode.sandbox.confined_runner import ConfinedRunner
     from codemode.sandbox.execpolicy.policy import Evaluation, Policy, PolicyContext
-    from codemode.sandbox.server.command_servers import CommandServers
     from codemode.sandbox.server.pidfd_process import ChildProcess
     from codemode.sandbox.settings import SandboxSettings
 
 # Cheap to construct: settings are validated (pydantic), rules loaded and tree-sitter
-# imported only when the first command or write needs them, so a script that never
-# calls a tool pays nothing.
-
-
-class CommandRefused(ToolError):
-    """A command the policy forbids, or that needed an approval it did not get."""
-
-    def __init__(self, message: str, evaluation: Evaluation | None = None) -> None:
-        super().__init__(message)
-        self.evaluation = evaluation
-
-
-CLI_APPROVAL_REMEDY = (
-    "Run with --approval never or --full-auto to let such commands run inside the "
-    "sandbox, or run interactively."
-)
+# and the confinement backends imported only when the first command or write needs
+# them, so a script that never calls a tool pays nothing.
 
 
 class SandboxSession:
-    """Settings, loaded rules and the approver of one session.
+    """The settings of one session, its gate (rules, approver) and its runner.
 
     ``approver`` is None on non-interactive surfaces: a command needing approval is then
     refused, unless ``approval_policy`` is ``never``. ``settings`` may also be a plain
@@ -72,44 +64,32 @@ class SandboxSession:
         self.workspace = Path(workspace).resolve()
         self._settings_input = settings
         self._settings: SandboxSettings | None = None
-        self.approver = approver
-        self._policy = policy
-        # the rules and their shell parser are shared with ``prewarm``'s thread
-        self._policy_lock = threading.RLock()
-        self._rules_file = rules_file
-        self._scratch: Path | None = None
-        self._keeper = Keeper()
-        self._servers: CommandServers | None = None
+        self.gate = CommandGate(
+            self.workspace,
+            lambda: self.settings,
+            approver=approver,
+            policy=policy,
+            rules_file=rules_file,
+            before_asking=lambda tool: self.runner.backend(self.settings, tool),
+        )
+        self._runner: ConfinedRunner | None = None
         self._prestarting: asyncio.Task[None] | None = None
-        # MCP tools the user allowed "always" in this session (approvals.tool_trust).
-        self.approved_tools: set[str] = set()
-        # What a refusal for want of an approver tells the caller to do: the CLI's
-        # options by default; an embedding API says what applies to its caller.
-        self.approval_remedy = CLI_APPROVAL_REMEDY
         # Programs codemode starts on the host are never looked up in a writable root
         # (``host_programs``): the workspace now, the rest once the settings are read.
         self._roots_token = host_programs.register_roots([self.workspace])
         weakref.finalize(self, host_programs.unregister_roots, self._roots_token)
-        self._refusals: dict[tuple[str, tuple[Path, ...]], str | None] = {}
         # Last: reading the settings notes the writable roots, which needs the above.
         if isinstance(settings, Mapping):
             _check_modes(settings)
             if set(settings) - {"sandbox_mode", "approval_policy"}:
                 self.settings  # noqa: B018 - validate the rest now: a bad value fails here
 
-    def _note_roots(self) -> None:
-        roots = [self.workspace, *self.settings.expanded_roots()]
-        if self._scratch is not None:
-            roots.append(self._scratch)
-        old = self._roots_token
-        self._roots_token = host_programs.register_roots(roots)
-        weakref.finalize(self, host_programs.unregister_roots, self._roots_token)
-        host_programs.unregister_roots(old)
+    # --- settings and roots ----------------------------------------------------------
 
     @property
     def settings(self) -> SandboxSettings:
         if self._settings is None:
-            # lazy: a session is held before its first command
+            # lazy: pydantic loads with the first command or write, not with the session
             from codemode.sandbox.settings import SandboxSettings
 
             raw = self._settings_input
@@ -122,40 +102,22 @@ class SandboxSession:
             self._note_roots()
         return self._settings
 
+    def _note_roots(self) -> None:
+        roots = [self.workspace, *self.settings.expanded_roots()]
+        if self._runner is not None and self._runner.scratch is not None:
+            roots.append(self._runner.scratch)
+        old = self._roots_token
+        self._roots_token = host_programs.register_roots(roots)
+        weakref.finalize(self, host_programs.unregister_roots, self._roots_token)
+        host_programs.unregister_roots(old)
+
     @property
-    def rules_file(self) -> Path:
-        """Where "always" approvals are saved."""
-        # lazy: a session is held before its first command
-        from codemode.sandbox.execpolicy.policy import codemode_home
-
-        return self._rules_file or codemode_home() / "rules" / "default.rules"
-
-    # --- rules -----------------------------------------------------------------------
+    def sandbox_mode(self) -> str:
+        return self.settings.sandbox_mode
 
     @property
-    def policy(self) -> Policy:
-        """The rules, loaded on first use (raises RulesError for a broken rules file)."""
-        with self._policy_lock:  # ``prewarm``'s thread may be loading it
-            if self._policy is None:
-                # lazy: a session is held before its first command
-                from codemode.sandbox.execpolicy.policy import Policy
-
-                self._policy = Policy.load(
-                    self.workspace, extra_files=[Path(p).expanduser() for p in self.settings.rules]
-                )
-                for notice in self._policy.notices:  # repository rules that tried to loosen
-                    logging.getLogger("codemode.sandbox").warning("execpolicy: %s", notice)
-            return self._policy
-
-    def policy_context(self, cwd: Path) -> PolicyContext:
-        # lazy: a session is held before its first command
-        from codemode.sandbox.execpolicy.policy import PolicyContext
-
-        return PolicyContext(
-            cwd=cwd, writable_roots=(self.workspace, *self.settings.expanded_roots())
-        )
-
-    # --- writing ---------------------------------------------------------------------
+    def approval_policy(self) -> str:
+        return self.settings.approval_policy
 
     def writable_roots(self) -> list[Path] | None:
         """Where writing is allowed: None = anywhere, [] = nowhere."""
@@ -175,6 +137,104 @@ class SandboxSession:
             )
         return path
 
+    # --- rules and approvals (the gate) ----------------------------------------------
+
+    @property
+    def approver(self) -> Approver | None:
+        return self.gate.approver
+
+    @approver.setter
+    def approver(self, approver: Approver | None) -> None:
+        self.gate.approver = approver
+
+    @property
+    def approved_tools(self) -> set[str]:
+        return self.gate.approved_tools
+
+    @property
+    def rules_file(self) -> Path:
+        return self.gate.rules_file
+
+    @property
+    def policy(self) -> Policy:
+        return self.gate.policy
+
+    def policy_context(self, cwd: Path) -> PolicyContext:
+        return self.gate.policy_context(cwd)
+
+    async def authorize(
+        self, command: str, *, cwd: Path, tool: str | None = None, program: str | None = None
+    ) -> Evaluation:
+        """``CommandGate.authorize``: the evaluation, or CommandRefused."""
+        return await self.gate.authorize(command, cwd=cwd, tool=tool, program=program)
+
+    async def authorize_tool(
+        self, name: str, trust: str, args: Any, *, program: str | None = None
+    ) -> None:
+        await self.gate.authorize_tool(name, trust, args, program=program)
+
+    async def approve_write(self, tool: str, path: Path, why: str) -> bool:
+        return await self.gate.approve_write(tool, path, why)
+
+    # --- running commands (the runner) ----------------------------------------------
+
+    @property
+    def runner(self) -> ConfinedRunner:
+        if self._runner is None:
+            # lazy: the confinement backends load with the first command
+            from codemode.sandbox.confined_runner import ConfinedRunner
+
+            self._runner = ConfinedRunner(self._note_roots)
+        return self._runner
+
+    def scratch_dir(self) -> Path:
+        """A private temporary directory (TMPDIR) writable by confined commands."""
+        return self.runner.scratch_dir()
+
+    async def spawn(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        output_fd: int,
+        tool: str | None = None,
+        program: str | None = None,
+    ) -> ChildProcess:
+        """Authorize and start the shell command line ``command`` confined; raises
+        CommandRefused / ToolError."""
+        tool = tool or "shell"
+        s = self.settings
+        await self.gate.authorize(command, cwd=cwd, tool=tool, program=program)
+        return await self.runner.start(
+            shell_argv(command, login=s.login_shell),
+            cwd=cwd,
+            env=scrub_environment(env, allow=s.env_allowlist, deny=s.env_denylist),
+            output_fd=output_fd,
+            settings=s,
+            backend=self.runner.backend(s, tool),
+            roots=self.writable_roots() or [],
+            tool=tool,
+        )
+
+    def after_command(self, proc: ChildProcess) -> list[str]:
+        """Call once ``proc`` (from ``spawn``) has exited: puts back any protected git
+        or ``.codemode/`` entry the command changed; one line per repair."""
+        return self.runner.after(proc)
+
+    def explain_refusals(self, output: str) -> list[str]:
+        """A line saying why, when ``output`` shows a write to a protected path refused
+        by the kernel (whose own message names no reason)."""
+        if not self.settings.restricted:
+            return []
+        # lazy: the protected-path hints load when a restricted command has run
+        from codemode.sandbox.protection.protected import refusal_hint
+
+        hint = refusal_hint(output)
+        return [f"[sandbox] {hint}"] if hint else []
+
+    # --- warming up and closing ------------------------------------------------------
+
     def prewarm(self) -> None:
         """Get ready for the first command in the background, for a session that will
         likely run commands: in a thread, the backends probed (bubblewrap started once;
@@ -193,295 +253,39 @@ class SandboxSession:
         self._prestarting = loop.create_task(self._prestart())
 
     def _warm(self) -> None:
-        # lazy: a session is held before its first command
-        from codemode.sandbox.confinement.confine import probe
-
         if self.settings.restricted:
+            # lazy: the confinement backends load with the first command (here, early)
+            from codemode.sandbox.confinement.confine import probe
+
             probe()
-        # a broken rules file: the first command says so
-        with contextlib.suppress(Exception), self._policy_lock:
-            self.policy.evaluate("true", self.policy_context(self.workspace))
-
-    def scratch_dir(self) -> Path:
-        """A private temporary directory (TMPDIR) writable by confined commands."""
-        if self._scratch is None:
-            self._scratch = Path(tempfile.mkdtemp(prefix="codemode-tmp-"))
-            weakref.finalize(self, shutil.rmtree, str(self._scratch), True)
-            self._note_roots()
-        return self._scratch
-
-    # --- running commands ------------------------------------------------------------
-
-    async def authorize(
-        self, command: str, *, cwd: Path, tool: str | None = None, program: str | None = None
-    ) -> Evaluation:
-        """Check ``command`` against the policy and ask for approval when needed.
-
-        Returns the evaluation when the command may run; raises CommandRefused (a
-        ToolError, so a code-mode program sees an exception it can catch) otherwise.
-        ``tool`` (default "shell") is the tool starting it, ``program`` the code-mode
-        program making that call (the request shows both).
-        """
-        # lazy: a session is held before its first command
-        from codemode.sandbox.approvals.approval import ApprovalRequest, remember_options
-        from codemode.sandbox.execpolicy.rules_file import RulesError
-
-        tool = tool or "shell"
-        try:
-            policy = self.policy
-        except RulesError as exc:
-            raise CommandRefused(f"tools.{tool}: cannot load the execpolicy rules: {exc}") from None
-        with self._policy_lock:  # (held only while the warm-up thread parses)
-            ev = policy.evaluate(command, self.policy_context(cwd))
-        d = ev.deciding
-        if ev.decision == "forbidden" and d is not None:
-            raise CommandRefused(
-                f"tools.{tool}: forbidden by policy: `{d.command}` — "
-                f"{d.justification or 'a rule forbids it'} ({_rule_note(d.rule, d.source)})",
-                ev,
-            )
-        untrusted = self.settings.approval_policy == "untrusted"
-        if not (ev.decision == "prompt" or (ev.decision == "unmatched" and untrusted)):
-            return ev
-        if self.settings.approval_policy == "never":
-            return ev  # never ask: the sandbox mode alone confines it
-        assert d is not None
-        if self.approver is None:
-            why = d.justification or (
-                "no rule allows it under the untrusted approval policy"
-                if d.verdict == "unmatched"
-                else "a rule asks for approval"
-            )
-            raise CommandRefused(
-                f"tools.{tool}: `{d.command}` needs approval ({why}; "
-                f"{_rule_note(d.rule, d.source)}) and no one can approve it in this "
-                f"session. {self.approval_remedy}",
-                ev,
-            )
-        needing = tuple(
-            ev.needing_approval()
-            if untrusted
-            else [v for v in ev.verdicts if v.verdict == "prompt"]
-        )
-        request = ApprovalRequest(
-            tool=tool,
-            command=command,
-            simple_command=d.command,
-            decision=d.verdict,
-            rule=d.rule,
-            source=d.source,
-            justification=d.justification,
-            cwd=cwd,
-            sandbox_mode=self.settings.sandbox_mode,
-            approval_policy=self.settings.approval_policy,
-            commands=needing,
-            program=program,
-            can_remember=True,
-            remember_options=remember_options(command, needing),
-        )
-        self._ensure_confinement(tool)  # asking for something that cannot run is no use
-        choice = await self.approver(request)
-        if choice == "deny":
-            raise CommandRefused(f"tools.{tool}: the user declined to run `{d.command}`", ev)
-        if isinstance(choice, str) and choice.split(":")[0] == "always":
-            index = choice.partition(":")[2]
-            options = request.remember_options
-            if index.isdigit() and int(index) < len(options):
-                self.remember(options[int(index)])
-            elif options:
-                self.remember(options[0])
-        return ev
-
-    def _ensure_confinement(self, tool: str) -> None:
-        # lazy: a session is held before its first command
-        from codemode.sandbox.confinement.confine import ConfinementUnavailable, choose_backend
-
-        try:
-            choose_backend(self.settings)
-        except ConfinementUnavailable as exc:
-            raise ToolError(f"tools.{tool}: {exc}") from None
-
-    def remember(self, option: RememberOption) -> None:
-        """Allow what ``option`` says from now on, in this session and the next."""
-        # lazy: a session is held before its first command
-        from codemode.sandbox.execpolicy.rules import ExactRule, PrefixRule
-        from codemode.sandbox.execpolicy.rules_file import append_allow_rule, append_exact_rule
-
-        source = f"{self.rules_file}:appended"
-        if option.command is not None:
-            append_exact_rule(self.rules_file, option.command)
-            self.policy.add_user_rule(ExactRule(option.command, source, "user"))
-        else:
-            append_allow_rule(self.rules_file, list(option.prefix))
-            self.policy.add_user_rule(
-                PrefixRule(
-                    pattern=tuple((w,) for w in option.prefix),
-                    decision="allow",
-                    source=source,
-                    layer="user",
-                )
-            )
-
-    async def spawn(
-        self,
-        argv: Sequence[str],
-        *,
-        cwd: Path,
-        env: Mapping[str, str],
-        output_fd: int,
-        tool: str | None = None,
-        program: str | None = None,
-    ) -> ChildProcess:
-        """Authorize and start ``argv`` confined; raises CommandRefused / ToolError."""
-        # lazy: a session is held before its first command
-        from codemode.sandbox.confinement.confine import ConfinementUnavailable, spawn_confined
-
-        tool = tool or "shell"
-        s = self.settings
-        argv = list(argv)
-        script = _shell_script(argv)
-        await self.authorize(
-            script if script is not None else shlex.join(argv), cwd=cwd, tool=tool, program=program
-        )
-        child_env = scrub_environment(env, allow=s.env_allowlist, deny=s.env_denylist)
-        writable, guarded = self._confined_roots() if s.restricted else ([], [])
-        if s.restricted:
-            child_env["TMPDIR"] = str(self.scratch_dir())
-        if s.login_shell and script is not None and len(argv) == 3:
-            argv = [argv[0], "-lc", argv[2]]
-        backend = "none"
-        if s.restricted:
-            # lazy: a session is held before its first command
-            from codemode.sandbox.confinement.confine import choose_backend
-
-            try:
-                backend = choose_backend(s)
-            except ConfinementUnavailable as exc:
-                raise ToolError(f"tools.{tool}: {exc}") from None
-        self._refuse_own_roots(backend, guarded, tool)
-        deeper, nested = self._keeper.layout(backend, writable, guarded)
-        guard = self._keeper.before(backend, guarded, deeper, nested)
-        servers = self._command_servers() if backend == "bubblewrap" and s.command_server else None
-        try:
-            proc = await spawn_confined(
-                argv,
-                cwd=cwd,
-                env=child_env,
-                output_fd=output_fd,
-                settings=s,
-                writable=writable,
-                read_only=deeper,
-                nested_git=nested,
-                servers=servers,
-            )
-        except ConfinementUnavailable as exc:
-            raise ToolError(f"tools.{tool}: {exc}") from None
-        except BaseException:
-            if guard is not None:
-                self._keeper.repair(guard)
-            raise
-        if guard is not None:
-            self._keeper.started(proc, guard)
-        return proc
-
-    def _refuse_own_roots(self, backend: str, guarded: list[Path], tool: str) -> None:
-        """Refuse a writable root inside codemode's own state or installation, or (under
-        Landlock) one containing them (``own_paths``); once per session and backend."""
-        if backend == "none":
-            return
-        key = (backend, tuple(guarded))
-        if key not in self._refusals:
-            # lazy: a session is held before its first command
-            from codemode.sandbox.protection import own_paths
-
-            why = next(filter(None, (own_paths.root_refusal(r, backend) for r in guarded)), None)
-            if why is None:
-                own_paths.make_state_dirs(guarded)
-            self._refusals[key] = why
-        why = self._refusals[key]
-        if why is not None:
-            raise ToolError(f"tools.{tool}: {why}")
-
-    def _confined_roots(self) -> tuple[list[Path], list[Path]]:
-        """What a confined command may write (the writable roots, then the scratch
-        folder), and the roots whose protected entries are kept (all but the scratch)."""
-        guarded = list(self.writable_roots() or [])
-        return [*guarded, self.scratch_dir()], guarded
-
-    def _command_servers(self) -> CommandServers:
-        if self._servers is None:
-            # lazy: a session is held before its first command
-            from codemode.sandbox.server.command_servers import CommandServers
-
-            self._servers = CommandServers()
-        return self._servers
+        with contextlib.suppress(Exception):  # a broken rules file: the first command says so
+            self.gate.warm()
 
     async def _prestart(self) -> None:
         """Start the command server the first command will use, while the first model
         request is out (``prewarm``)."""
-        # lazy: a session is held before its first command
-        from codemode.sandbox.confinement.confine import probe, server_key
-
-        await asyncio.to_thread(probe)  # (a probe may be running: wait off the loop)
         s = self.settings
-        if probe().bubblewrap is not None or s.backend == "landlock":
+        try:  # (a probe may be running: wait off the loop)
+            backend = await asyncio.to_thread(self.runner.backend, s, "shell")
+        except ToolError:
             return
-        writable, guarded = self._confined_roots()
-        deeper, nested = self._keeper.layout("bubblewrap", writable, guarded)
-        with contextlib.suppress(Exception):  # the first command says what went wrong
-            await self._command_servers().prestart(server_key(s, writable, deeper, nested))
-
-    def after_command(self, proc: ChildProcess) -> list[str]:
-        """Call once ``proc`` (from ``spawn``) has exited: puts back any protected git
-        or ``.codemode/`` entry the command changed; one line per repair."""
-        return self._keeper.after(proc, self._scratch)
-
-    def explain_refusals(self, output: str) -> list[str]:
-        """A line saying why, when ``output`` shows a write to a protected path refused
-        by the kernel (whose own message names no reason)."""
-        if not self.settings.restricted:
-            return []
-        # lazy: a session is held before its first command
-        from codemode.sandbox.protection.protected import refusal_hint
-
-        hint = refusal_hint(output)
-        return [f"[sandbox] {hint}"] if hint else []
+        if backend.name == "bubblewrap":
+            await self.runner.prestart(s, backend, self.writable_roots() or [])
 
     def close(self) -> None:
         if self._prestarting is not None:
             self._prestarting.cancel()
             self._prestarting = None
-        if self._servers is not None:
-            self._servers.close()
-            self._servers = None
-        self._keeper.close()
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
-            self._scratch = None
+        if self._runner is not None:
+            self._runner.close()
         host_programs.unregister_roots(self._roots_token)
 
 
 def _check_modes(settings: Mapping[str, Any]) -> None:
     """A mapping's two modes checked without pydantic (a ValueError names a bad one), so
     a bad value fails when the session is made, not at the first command."""
-    # lazy: a session is held before its first command
-    from codemode.sandbox.modes import APPROVAL_POLICIES, SANDBOX_MODES
-
     for key, allowed in (("sandbox_mode", SANDBOX_MODES), ("approval_policy", APPROVAL_POLICIES)):
         if key in settings and settings[key] not in allowed:
             raise ValueError(
                 f"invalid {key} {settings[key]!r}: expected one of {', '.join(allowed)}"
             )
-
-
-def _rule_note(rule: str | None, source: str | None) -> str:
-    if not rule:
-        return "no rule allows it"
-    return f"rule {rule}" + (f" at {source}" if source else "")
-
-
-def _shell_script(argv: Sequence[str]) -> str | None:
-    """The script of ``[sh, -c, SCRIPT]``, else None."""
-    if len(argv) == 3 and argv[1] == "-c" and os.path.basename(argv[0]) in ("bash", "sh"):
-        return argv[2]
-    return None

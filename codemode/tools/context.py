@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from codemode.sandbox.unconfined import Unconfined
 from codemode.tool_terms.errors import ToolError as ToolError  # defined in the leaf; named here too
 from codemode.tools.path_chars import refusal
 
 if TYPE_CHECKING:
-    from codemode.sandbox.session import SandboxSession
+    from codemode.sandbox.protocols import Sandbox
     from codemode.tools.client import ToolClient
     from codemode.tools.dry_run import DryRun
     from codemode.tools.store import FileStore
@@ -26,19 +27,21 @@ if TYPE_CHECKING:
 class ToolContext:
     """What a handler may know about the session that called it.
 
-    ``sandbox`` carries the session's sandbox state (settings, rules, approver). Without
-    one (the default, e.g. for ToolHost embedders) commands run unconfined and unchecked
-    as before, credentials are still withheld from subprocesses, and the file tools
-    write only inside the workspace and ``writable_roots`` (never inside ``.git`` or
-    ``.codemode``, at any depth: ``codemode.tools.fs.guard``). ``resolve_writable`` says
-    why a path is refused; the race-free walk of ``codemode.tools.fs`` enforces it.
+    ``sandbox`` is the session's sandbox (``codemode.sandbox.protocols.Sandbox``): every
+    command and write goes through it. None given (the default, e.g. for embedders), it
+    is an ``Unconfined`` one: commands run unconfined and unchecked, credentials still
+    withheld from subprocesses, and the file tools write only inside the workspace and
+    ``writable_roots`` (never inside ``.git`` or ``.codemode``, at any depth:
+    ``codemode.tools.fs.guard``). ``resolve_writable`` says why a path is refused; the
+    race-free walk of ``codemode.tools.fs`` enforces it.
     """
 
     workspace: Path
-    # Extra writable roots beyond the workspace, used when there is no sandbox session
-    # (a sandbox session has its own, from its settings).
+    # Extra writable roots beyond the workspace, for the ``Unconfined`` sandbox made when
+    # none is given (a sandbox session has its own, from its settings).
     writable_roots: list[Path] = field(default_factory=list)
-    sandbox: SandboxSession | None = None
+    # Never None once made (``__post_init__``); None here only means "the default".
+    sandbox: Sandbox = None  # type: ignore[assignment]
     # The user's editor (ACP), when a session has one: file I/O and approvals go there.
     client: ToolClient | None = None
     # Set for a dry run: writing tools record changes here instead of on disk, and
@@ -59,6 +62,10 @@ class ToolContext:
     tool_name: str | None = None
     program: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.sandbox is None:
+            self.sandbox = Unconfined(self.workspace, self.writable_roots)
+
     def resolve(self, path: str | Path) -> Path:
         """Resolve ``path`` against the workspace; the result is absolute and normalised.
         A path holding a NUL, a newline or another control character is refused clearly
@@ -78,17 +85,7 @@ class ToolContext:
         ``.git/hooks`` inside a root stay read-only; in read-only sandbox mode every
         write is refused.
         """
-        p = self.resolve(path)
-        if self.sandbox is not None:
-            return self.sandbox.check_writable(p, path)
-        from codemode.sandbox.protection.paths import write_refusal
-
-        reason = write_refusal(p, [self.workspace, *self.writable_roots])
-        if reason == "outside the writable roots":
-            raise ToolError(f"refusing to write outside the workspace: {path}")
-        if reason is not None:
-            raise ToolError(f"refusing to write {path}: {reason}")
-        return p
+        return self.sandbox.check_writable(self.resolve(path), path)
 
     def display(self, path: Path) -> str:
         """A path as the program should see it: relative to the workspace when inside."""

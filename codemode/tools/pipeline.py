@@ -138,9 +138,9 @@ async def authorize_by_trust(call: Call, next_: Next) -> Any:
     """The ``policy`` stage of every registry: a tool outside this process (an MCP
     server's) runs only when the session's mode and approval policy let it, as a
     command would (``codemode.sandbox.approvals.tool_trust``)."""
-    tool, sandbox = call.tool, call.ctx.sandbox
-    if tool is not None and tool.trust != "host" and sandbox is not None:
-        from codemode.sandbox.approvals.tool_trust import authorize_tool
-
-        await authorize_tool(sandbox, call.name, tool.trust, call.args, program=call.program)
+    tool = call.tool
+    if tool is not None and tool.trust != "host":
+        await call.ctx.sandbox.authorize_tool(
+            call.name, tool.trust, call.args, program=call.program
+        )
     return await next_(call)

@@ -12,7 +12,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import Field
@@ -67,43 +67,20 @@ class ShellResult(ToolResult):
 
 
 async def spawn(
-    argv: Sequence[str],
-    cwd: Path,
-    env: Mapping[str, str],
-    output_fd: int,
-    ctx: ToolContext | None = None,
+    command: str, cwd: Path, env: Mapping[str, str], output_fd: int, ctx: ToolContext
 ) -> ChildProcess:
-    """Start ``argv`` in a new session, stdout and stderr both writing to ``output_fd``.
+    """Start the shell command line ``command`` in a new session, stdout and stderr both
+    writing to ``output_fd``.
 
-    This is the only place a process is created. With a sandbox session on ``ctx`` the
-    command is checked against the execpolicy, approved if needed and started confined
-    (``SandboxSession.spawn``); without one it starts as it is. Either way the child
-    does not inherit credentials (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``...).
+    This is the only place a process is created: through the context's sandbox
+    (``codemode.sandbox.protocols.Sandbox``), which checks it against the execpolicy,
+    asks for approval if needed and starts it confined (``SandboxSession``), or starts
+    it as it is (``Unconfined``). Either way the child does not inherit credentials
+    (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``...).
     """
-    if ctx is not None and ctx.sandbox is not None:
-        return await ctx.sandbox.spawn(
-            argv, cwd=cwd, env=env, output_fd=output_fd, tool=ctx.tool_name, program=ctx.program
-        )
-    from codemode.sandbox.env import scrub_environment
-
-    return await asyncio.create_subprocess_exec(
-        *argv,
-        cwd=cwd,
-        env=scrub_environment(env),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=output_fd,
-        stderr=output_fd,
-        start_new_session=True,
+    return await ctx.sandbox.spawn(
+        command, cwd=cwd, env=env, output_fd=output_fd, tool=ctx.tool_name, program=ctx.program
     )
-
-
-def shell_argv(command: str) -> list[str]:
-    """The argv that runs ``command``: bash when installed, POSIX sh otherwise."""
-    # never a bash from a PATH entry inside a writable root (``host_programs``)
-    from codemode.locations.host_programs import host_program
-
-    bash = host_program("bash")
-    return [bash, "-c", command] if bash else ["/bin/sh", "-c", command]
 
 
 class _Capture:
@@ -187,7 +164,7 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ShellResult:
     pipe = os.fdopen(read_fd, "rb", buffering=0)
     started = time.monotonic()
     try:
-        proc = await spawn(shell_argv(args.command), cwd, env, write_fd, ctx)
+        proc = await spawn(args.command, cwd, env, write_fd, ctx)
     except BaseException:
         pipe.close()
         raise
@@ -235,12 +212,11 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ShellResult:
         else:
             pipe.close()
         # what the sandbox put back (protected git files the command changed)
-        notes = ctx.sandbox.after_command(proc) if ctx.sandbox is not None else []
+        notes = ctx.sandbox.after_command(proc)
 
     duration_ms = (time.monotonic() - started) * 1000
     output, truncated = capture.text()
-    if ctx.sandbox is not None:
-        notes += ctx.sandbox.explain_refusals(output)
+    notes += ctx.sandbox.explain_refusals(output)
     if notes:
         output += ("" if not output or output.endswith("\n") else "\n") + "\n".join(notes) + "\n"
     code = proc.returncode if proc.returncode is not None else -signal.SIGKILL

@@ -38,32 +38,6 @@ async def approve_outside_write(
 ) -> Path:
     """The directory the user let ``tool`` write ``path`` in (the grant to pass to the
     store's ``write``); raises ``refusal`` (or a ToolError saying the user declined)."""
-    from codemode.sandbox.approvals.approval import ApprovalRequest
-    from codemode.tools.context import ToolError
-
-    sandbox = ctx.sandbox
-    if sandbox is None or sandbox.approver is None:
+    if _never_offered(path) or not await ctx.sandbox.approve_write(tool, path, str(refusal)):
         raise refusal
-    if sandbox.settings.approval_policy == "never":
-        raise refusal
-    if _never_offered(path):
-        raise refusal
-    action = f"write {path}"
-    request = ApprovalRequest(
-        tool=tool,
-        command=action,
-        simple_command=action,
-        decision="prompt",
-        rule=None,
-        source=None,
-        justification=str(refusal),
-        cwd=ctx.workspace,
-        sandbox_mode=sandbox.settings.sandbox_mode,
-        approval_policy=sandbox.settings.approval_policy,
-    )
-    choice = await sandbox.approver(request)
-    if choice == "deny":
-        raise ToolError(f"{tool}: the user declined writing {path}")
-    if choice.split(":")[0] == "always":
-        sandbox.settings.writable_roots.append(path.parent)
     return path.parent

@@ -121,9 +121,8 @@ class InteractiveApp:
 
     def _install(self, session: Session, resume: RecordedSession | None) -> Session:
         sandbox = session.runner.context.sandbox
-        if sandbox is not None:
-            self.sandbox_mode = sandbox.settings.sandbox_mode
-            self.approval_policy = sandbox.settings.approval_policy
+        self.sandbox_mode = sandbox.sandbox_mode
+        self.approval_policy = sandbox.approval_policy
         self._provider_name = (
             self.options.provider
             or (live_provider(resume) if resume is not None else None)

@@ -21,14 +21,29 @@ the call is refused with the reason and how to allow it.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from codemode.sandbox.approvals.approval import ApprovalRequest
 from codemode.tool_terms.errors import ToolError
 from codemode.tool_terms.names import code_name, split_namespace
 
 if TYPE_CHECKING:
-    from codemode.sandbox.session import SandboxSession
+    from pathlib import Path
+
+    from codemode.sandbox.approvals.approval import Approver
+    from codemode.sandbox.settings import SandboxSettings
+
+
+class Asking(Protocol):
+    """What deciding an outside tool's call needs of the session (its ``CommandGate``)."""
+
+    workspace: Path
+    approver: Approver | None
+    # outside tools the user allowed "always" in this session
+    approved_tools: set[str]
+
+    @property
+    def settings(self) -> SandboxSettings: ...
 
 
 def _server(name: str) -> str:
@@ -52,7 +67,7 @@ def decide(trust: str, sandbox_mode: str, approval_policy: str) -> tuple[str, st
 
 
 async def authorize_tool(
-    session: SandboxSession, name: str, trust: str, raw_args: Any, *, program: str | None = None
+    session: Asking, name: str, trust: str, raw_args: Any, *, program: str | None = None
 ) -> None:
     """Let the call to ``name`` through, or raise ToolError saying what refused it;
     ``program`` is the code-mode program making the call (a request shows it)."""

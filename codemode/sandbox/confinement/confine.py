@@ -14,7 +14,7 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from codemode.sandbox.confinement import bwrap, landlock, seccomp, unix_sockets
 from codemode.sandbox.helpers import compiled
@@ -63,27 +63,45 @@ def _probe() -> Backends:
     return found
 
 
-def choose_backend(settings: SandboxSettings) -> str:
-    """``"none"``, ``"bubblewrap"`` or ``"landlock"``; raises ConfinementUnavailable."""
+BackendName = Literal["none", "bubblewrap", "landlock"]
+
+
+@dataclass(frozen=True)
+class BackendChoice:
+    """How commands are confined under some settings, and why: the one decision, made by
+    ``decide_backend`` for the session and for ``spawn_confined`` alike."""
+
+    name: BackendName
+    # why each backend tried before ``name`` does not work here (in the order tried)
+    passed_over: tuple[str, ...] = ()
+    # the seccomp filter is added (a restricted mode, ``seccomp`` on, and it works here)
+    seccomp: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        return {"backend": self.name, "passed_over": list(self.passed_over),
+                "seccomp": self.seccomp}  # fmt: skip
+
+
+def decide_backend(settings: SandboxSettings) -> BackendChoice:
+    """bubblewrap, Landlock or none for ``settings`` on this machine (``settings.backend``
+    says which may be tried; ``auto``: bubblewrap first); raises ConfinementUnavailable
+    naming why each does not work when a restricted mode has none."""
     if not settings.restricted:
-        return "none"
+        return BackendChoice("none")
     found = probe()
+    seccomp_ok = settings.seccomp and found.seccomp is None
     wanted = settings.backend
     reasons: list[str] = []
     if wanted in ("auto", "bubblewrap"):
         if found.bubblewrap is None:
-            return "bubblewrap"
+            return BackendChoice("bubblewrap", tuple(reasons), seccomp_ok)
         reasons.append(found.bubblewrap)
     if wanted in ("auto", "landlock"):
-        network_ok = (
-            settings.network_access
-            or (settings.seccomp and found.seccomp is None)
-            or landlock.abi_version() >= 4
-        )
+        network_ok = settings.network_access or seccomp_ok or landlock.abi_version() >= 4
         if found.landlock is not None:
             reasons.append(found.landlock)
         elif network_ok:
-            return "landlock"
+            return BackendChoice("landlock", tuple(reasons), seccomp_ok)
         else:
             reasons.append(
                 f"Landlock ABI {landlock.abi_version()} cannot block the network and "
@@ -97,24 +115,24 @@ def choose_backend(settings: SandboxSettings) -> str:
     )
 
 
-def _denials(settings: SandboxSettings) -> tuple[bool, bool, bool]:
-    """Whether the network and Unix sockets are denied, and whether by seccomp too."""
+def _denials(settings: SandboxSettings) -> tuple[bool, bool]:
+    """Whether the network and Unix sockets are denied."""
     deny_network = settings.restricted and not settings.network_access
     deny_unix = settings.restricted and not settings.allow_unix_sockets
-    use_seccomp = settings.restricted and settings.seccomp and probe().seccomp is None
-    return deny_network, deny_unix, use_seccomp
+    return deny_network, deny_unix
 
 
 def server_key(
     settings: SandboxSettings,
+    backend: BackendChoice,
     writable: Sequence[Path],
     read_only: Sequence[Path] = (),
     nested_git: Sequence[Path] = (),
 ) -> ServerKey:
     """The bubblewrap sandbox a command gets under ``settings`` (its options, the seccomp
     program, what they bind): the same key, the same sandbox."""
-    deny_network, deny_unix, use_seccomp = _denials(settings)
-    program = seccomp.bpf_program(deny_network, deny_unix) if use_seccomp else None
+    deny_network, deny_unix = _denials(settings)
+    program = seccomp.bpf_program(deny_network, deny_unix) if backend.seccomp else None
     hide = unix_sockets.to_hide(settings.allow_unix_sockets) if not deny_unix else []
     opts, prefix = bwrap.options(
         writable=writable,
@@ -133,12 +151,14 @@ async def spawn_confined(
     env: Mapping[str, str],
     output_fd: int,
     settings: SandboxSettings,
+    backend: BackendChoice,
     writable: Sequence[Path],
     read_only: Sequence[Path] = (),
     nested_git: Sequence[Path] = (),
     servers: CommandServers | None = None,
 ) -> ChildProcess:
-    """Start ``argv`` under the confinement ``settings`` ask for.
+    """Start ``argv`` under the confinement ``settings`` ask for, by ``backend``
+    (``decide_backend(settings)``, decided once by the caller).
 
     The process returned offers ``pid``, ``returncode`` and ``wait()`` (a
     ``pidfd_process.PidfdProcess`` where the kernel has pidfds, a
@@ -151,15 +171,16 @@ async def spawn_confined(
     stdin is /dev/null; stdout and stderr go to ``output_fd``; the process leads a new
     session so its whole group can be killed.
     """
-    backend = choose_backend(settings)
-    deny_network, deny_unix, use_seccomp = _denials(settings)
+    if backend.name == "none" and settings.restricted:  # fail closed, whoever decided
+        raise ConfinementUnavailable(f"sandbox mode {settings.sandbox_mode} needs a backend")
+    deny_network, deny_unix = _denials(settings)
     start: Callable[..., Awaitable[ChildProcess]] = functools.partial(
         pidfd_process.start, cwd=cwd, env=env, output_fd=output_fd
     )
-    if backend == "none":
+    if backend.name == "none":
         return await start(argv)
-    if backend == "bubblewrap":
-        key = server_key(settings, writable, read_only, nested_git)
+    if backend.name == "bubblewrap":
+        key = server_key(settings, backend, writable, read_only, nested_git)
         opts, prefix, program = list(key.options), list(key.prefix), key.seccomp
         if servers is not None and settings.command_server:
             try:
@@ -189,7 +210,7 @@ async def spawn_confined(
             if read_fd is not None:
                 os.close(read_fd)
     ruleset = landlock.Ruleset(writable, deny_network=deny_network)
-    filt = seccomp.prepared(deny_network, deny_unix) if use_seccomp else None
+    filt = seccomp.prepared(deny_network, deny_unix) if backend.seccomp else None
     try:
         return await start(argv, preexec_fn=landlock.child_setup(ruleset, filt))
     finally:
@@ -199,16 +220,20 @@ async def spawn_confined(
 def command_server_check() -> str | None:
     """None when a command server starts and runs a command here, else why not (for
     ``interpreter policy confinement``; starts one, in a folder of its own)."""
+    # lazy: only ``policy confinement`` runs this (the settings model is pydantic)
     import asyncio
     import tempfile
 
     from codemode.sandbox.settings import SandboxSettings
 
-    if probe().bubblewrap is not None:
+    settings = SandboxSettings(backend="bubblewrap")
+    try:
+        backend = decide_backend(settings)
+    except ConfinementUnavailable:
         return f"needs bubblewrap ({probe().bubblewrap})"
 
     async def run_one(root: Path) -> str | None:
-        server = await CommandServer.start(server_key(SandboxSettings(), [root]))
+        server = await CommandServer.start(server_key(settings, backend, [root]))
         r, w = os.pipe()
         try:
             try:

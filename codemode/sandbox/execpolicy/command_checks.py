@@ -1,18 +1,28 @@
 """Per-command checks of the execpolicy that are not rules: the safe-command table (with
-the commands a program would run and the files it would write) and writes to devices."""
+the commands a program would run and the files it would write), and ``HARD_CHECKS``,
+the ``verdicts.Check`` list no rule overrides (writes to devices, network redirections,
+glob command names, deletes)."""
 
 from __future__ import annotations
 
 import fnmatch
 import os.path
-from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codemode.sandbox.execpolicy import devices, rm_checks, safe_args, word_patterns
-from codemode.sandbox.execpolicy.rules import TRUSTED_BIN_DIRS, RuleSet
+from codemode.sandbox.execpolicy.rules import TRUSTED_BIN_DIRS
 from codemode.sandbox.execpolicy.script_types import MAX_DEPTH, SimpleCommand
-from codemode.sandbox.execpolicy.verdicts import CommandVerdict, Evaluator, PolicyContext
+from codemode.sandbox.execpolicy.verdicts import (
+    CommandFacts,
+    CommandVerdict,
+    Evaluator,
+    PolicyContext,
+)
 from codemode.sandbox.execpolicy.word_patterns import DYN
+
+if TYPE_CHECKING:
+    from codemode.sandbox.execpolicy.verdicts import Check
 
 BUILTIN = "built-in"
 
@@ -96,14 +106,9 @@ def table_verdict(
     return None
 
 
-def device_writes(
-    cmd: SimpleCommand,
-    cwds: list[Path],
-    shown: str,
-    words: tuple[str, ...],
-    literals: dict[str, set[str]],
-) -> list[CommandVerdict]:
+def device_writes(f: CommandFacts) -> list[CommandVerdict]:
     """Forbidden verdicts for writes to devices: redirections, writers, disk tools."""
+    cmd, cwds, shown, words, literals = f.cmd, f.cwds, f.shown, f.words, f.literals
     out = []
     targets = list(cmd.write_words)
     base = os.path.basename(cmd.words[0].text) if cmd.words and cmd.words[0].literal else ""
@@ -154,13 +159,12 @@ def device_writes(
 _NETWORK_DIRS = ("/dev/tcp", "/dev/udp")
 
 
-def network_redirects(
-    cmd: SimpleCommand, shown: str, words: tuple[str, ...], literals: dict[str, set[str]]
-) -> list[CommandVerdict]:
+def network_redirects(f: CommandFacts) -> list[CommandVerdict]:
     """A redirection to bash's ``/dev/tcp/HOST/PORT`` or ``/dev/udp/...`` opens a
     connection: even a read sends HOST (``$(whoami).example.com``) to a name server.
     Never ``allow``: whether it may connect is the approval policy's and the sandbox's
     network setting's to say (``unmatched``, like a write)."""
+    cmd, shown, words, literals = f.cmd, f.shown, f.words, f.literals
     for w in (*cmd.reads, *cmd.write_words):
         for r in devices.resolve(w, literals):
             for tokens in word_patterns.forms(r):
@@ -198,13 +202,14 @@ def _device_args(
             return
 
 
-def glob_name(
-    cmd: SimpleCommand, layers: Sequence[RuleSet], shown: str, words: tuple[str, ...]
-) -> list[CommandVerdict]:
+def glob_name(f: CommandFacts) -> list[CommandVerdict]:
     """A command name that is a glob (``/sbin/mkfs.e*``) and may expand to a program a
     rule forbids whatever its arguments: forbidden."""
+    cmd, shown, words = f.cmd, f.shown, f.words
+    if not cmd.words or cmd.words[0].kind != "glob":
+        return []
     pattern = os.path.basename(cmd.words[0].text)
-    for layer in layers:
+    for layer in f.layers:
         for rule in layer.rules:
             if rule.decision != "forbidden" or len(rule.pattern) != 1 or rule.any_argument:
                 continue
@@ -217,6 +222,18 @@ def glob_name(
                 described = rule.describe(short=True)
                 return [CommandVerdict(shown, "forbidden", described, rule.source, why, words)]
     return []
+
+
+# The checks every simple command goes through, in this order (the first of the
+# strictest verdicts decides): what no rule can allow. ``Policy._judge`` runs them.
+HARD_CHECKS: tuple[Check, ...] = (
+    device_writes,
+    network_redirects,
+    glob_name,
+    rm_checks.rm_root_by_glob,
+    rm_checks.rm_root_check,
+    rm_checks.rm_check,
+)
 
 
 def _device_verdict(shown: str, dev: str, words: tuple[str, ...]) -> CommandVerdict:

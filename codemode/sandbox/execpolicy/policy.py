@@ -23,7 +23,6 @@ user's own rules allows it. Layers:
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import os
 import os.path
@@ -36,10 +35,11 @@ from codemode.locations.user_dirs import codemode_home as codemode_home
 from codemode.sandbox.execpolicy import command_checks, program_source, rm_checks, secret_reads
 from codemode.sandbox.execpolicy.rules import ExactRule, PrefixRule, RuleSet
 from codemode.sandbox.execpolicy.rules_file import load_rules_dir, load_rules_file, parse_rules
-from codemode.sandbox.execpolicy.shell_parse import SimpleCommand, parse_script, with_words
+from codemode.sandbox.execpolicy.shell_parse import SimpleCommand, parse_script
 
 # Re-exported: the verdict types live in a leaf module the per-command checks share.
 from codemode.sandbox.execpolicy.verdicts import STRICTNESS as STRICTNESS
+from codemode.sandbox.execpolicy.verdicts import CommandFacts
 from codemode.sandbox.execpolicy.verdicts import CommandVerdict as CommandVerdict
 from codemode.sandbox.execpolicy.verdicts import Evaluation as Evaluation
 from codemode.sandbox.execpolicy.verdicts import PolicyContext as PolicyContext
@@ -208,22 +208,12 @@ class Policy:
                     hard.append(v)
                 else:
                     soft.append(v)
-        hard += command_checks.device_writes(cmd, cwds, shown, literal_words, literals)
-        hard += command_checks.network_redirects(cmd, shown, literal_words, literals)
-        if name is not None and name.kind == "glob":
-            hard += command_checks.glob_name(
-                cmd, (self.user, self.repo, self.defaults), shown, literal_words
-            )
-            if fnmatch.fnmatchcase("rm", os.path.basename(name.text)):  # /bin/r? -rf /
-                as_rm = with_words(cmd, [Word("rm"), *words[1:]])
-                root = rm_checks.rm_root_check(as_rm, ctx, cwds, shown, literal_words)
-                hard += [root] if root is not None else []
-        root = rm_checks.rm_root_check(cmd, ctx, cwds, shown, literal_words)
-        if root is not None:
-            hard.append(root)
-        rm = rm_checks.rm_check(cmd, ctx, cwds, cwd_unknown, shown, literal_words)
-        if rm is not None:
-            hard.append(rm)
+        facts = CommandFacts(
+            cmd, ctx, cwds, cwd_unknown, literals, (self.user, self.repo, self.defaults),
+            shown, literal_words,
+        )  # fmt: skip
+        for check in command_checks.HARD_CHECKS:
+            hard += check(facts)
         table_allow: CommandVerdict | None = None
         if not cmd.strict_only and words and words[0].literal:
             table_allow = command_checks.table_verdict(

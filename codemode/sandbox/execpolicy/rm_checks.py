@@ -5,13 +5,14 @@ Also the candidate working directories a relative path may be relative to.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import os.path
 from collections.abc import Sequence
 from pathlib import Path
 
-from codemode.sandbox.execpolicy.script_types import SimpleCommand
-from codemode.sandbox.execpolicy.verdicts import CommandVerdict, PolicyContext
+from codemode.sandbox.execpolicy.script_types import SimpleCommand, with_words
+from codemode.sandbox.execpolicy.verdicts import CommandFacts, CommandVerdict, PolicyContext
 from codemode.sandbox.execpolicy.words import Word
 from codemode.sandbox.execpolicy.wrapper_table import long_option, wrapper_table
 
@@ -136,7 +137,31 @@ def _static_path(word: Word) -> str | None:
     return None
 
 
-def rm_check(
+def rm_check(f: CommandFacts) -> list[CommandVerdict]:
+    """``rm`` of a path outside the writable roots, or one only known at run time."""
+    found = _rm_outside(f.cmd, f.ctx, f.cwds, f.cwd_unknown, f.shown, f.words)
+    return [found] if found is not None else []
+
+
+def rm_root_check(f: CommandFacts) -> list[CommandVerdict]:
+    """``rm -r`` of ``/``, a top-level system directory or the home directory."""
+    found = _rm_root(f.cmd, f.ctx, f.cwds, f.shown, f.words)
+    return [found] if found is not None else []
+
+
+def rm_root_by_glob(f: CommandFacts) -> list[CommandVerdict]:
+    """``/bin/r? -rf /``: a command name that is a glob matching ``rm``, judged as rm."""
+    name = f.cmd.words[0] if f.cmd.words else None
+    if name is None or name.kind != "glob":
+        return []
+    if not fnmatch.fnmatchcase("rm", os.path.basename(name.text)):
+        return []
+    as_rm = with_words(f.cmd, [Word("rm"), *f.cmd.words[1:]])
+    found = _rm_root(as_rm, f.ctx, f.cwds, f.shown, f.words)
+    return [found] if found is not None else []
+
+
+def _rm_outside(
     cmd: SimpleCommand,
     ctx: PolicyContext,
     cwds: list[Path],
@@ -189,14 +214,13 @@ def rm_check(
     return None
 
 
-def rm_root_check(
+def _rm_root(
     cmd: SimpleCommand,
     ctx: PolicyContext,
     cwds: list[Path],
     shown: str,
     words: tuple[str, ...],
 ) -> CommandVerdict | None:
-    """``rm -r`` of ``/``, a top-level system directory or the home directory."""
     parts = _rm_parts(cmd)
     if parts is None or not parts[0]:
         return None

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from codemode.sandbox.execpolicy.rules import RuleSet
+    from codemode.sandbox.execpolicy.script_types import SimpleCommand
 
 Verdict = Literal["allow", "unmatched", "prompt", "forbidden"]
 STRICTNESS: dict[str, int] = {"allow": 0, "unmatched": 1, "prompt": 2, "forbidden": 3}
@@ -66,7 +70,29 @@ class Evaluation:
         }
 
 
+@dataclass(frozen=True)
+class CommandFacts:
+    """What a per-command check (``Check``, below) knows about one simple command."""
+
+    cmd: SimpleCommand
+    ctx: PolicyContext
+    cwds: list[Path]  # the folders it may run in (a ``cd`` in a branch makes several)
+    cwd_unknown: bool  # after a ``cd`` to a folder only known at run time
+    literals: dict[str, set[str]]  # the literal values the script gives its variables
+    layers: tuple[RuleSet, ...]  # the rules: the user's, the repository's, the built-in
+    shown: str  # the command as shown in a verdict
+    words: tuple[str, ...]  # its words up to the first one only known at run time
+
+
 class Evaluator(Protocol):
     """What decides a whole command line (``Policy.evaluate``)."""
 
     def evaluate(self, command: str, ctx: PolicyContext, *, depth: int = 0) -> Evaluation: ...
+
+
+class Check(Protocol):
+    """One per-command check of the execpolicy: what it finds wrong with one simple
+    command (often nothing). The hard checks are listed, in order, in
+    ``command_checks.HARD_CHECKS``; ``Policy`` runs each on every simple command."""
+
+    def __call__(self, facts: CommandFacts, /) -> list[CommandVerdict]: ...

@@ -10,7 +10,7 @@ from codemode.tools.fs.beneath import Missing, Spot, Tree, write_atomic
 from codemode.tools.fs.reading import NotRegular, TooBig, read_spot
 
 if TYPE_CHECKING:
-    from codemode.sandbox.session import SandboxSession
+    from codemode.sandbox.protocols import Sandbox
 
 
 class WriteScope(Protocol):
@@ -25,7 +25,7 @@ class WriteScope(Protocol):
     def writable_roots(self) -> list[Path]: ...
 
     @property
-    def sandbox(self) -> SandboxSession | None: ...
+    def sandbox(self) -> Sandbox: ...
 
     def resolve(self, path: str | Path) -> Path: ...
 
@@ -34,13 +34,9 @@ class WriteScope(Protocol):
 
 def writable_tree(ctx: WriteScope, *, follow: bool = True) -> Tree:
     """The roots the file tools of ``ctx`` may write under (danger-full-access: all)."""
-    if ctx.sandbox is not None:
-        roots = ctx.sandbox.writable_roots()
-        if roots is not None and not roots:
-            mode = ctx.sandbox.settings.sandbox_mode
-            raise ToolError(f"refusing to write: the sandbox mode is {mode}")
-    else:
-        roots = [ctx.workspace, *ctx.writable_roots]
+    roots = ctx.sandbox.writable_roots()
+    if roots is not None and not roots:
+        raise ToolError(f"refusing to write: the sandbox mode is {ctx.sandbox.sandbox_mode}")
     return Tree(roots, follow=follow)
 
 

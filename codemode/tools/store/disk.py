@@ -64,11 +64,7 @@ def outside_roots(ctx: WriteScope, path: Path) -> bool:
     writable roots (not a protected name, not a read-only sandbox)."""
     from codemode.sandbox.protection.paths import write_refusal
 
-    if ctx.sandbox is not None:
-        roots = ctx.sandbox.writable_roots()
-    else:
-        roots = [ctx.workspace, *ctx.writable_roots]
-    return write_refusal(path, roots) == "outside the writable roots"
+    return write_refusal(path, ctx.sandbox.writable_roots()) == "outside the writable roots"
 
 
 class DiskStore:
