@@ -19,9 +19,9 @@
 - policy_ms: the execpolicy deciding one 50-command script (pipelines, wrappers, git,
   sed, find, redirections, a loop, a substitution), median of runs, rules loaded once.
 
-Targets: a confined call (the default backend, with seccomp) <= 8 ms median on a quiet
-machine; 50 confined calls <= 1 s sequential and <= 0.5 s with Promise.all; deciding a
-50-command script <= 5 ms median. The
+Targets: a confined call (the default backend, with seccomp, through the command
+server) <= 3 ms median on a quiet machine; 50 confined calls <= 200 ms sequential and
+<= 0.5 s with Promise.all; deciding a 50-command script <= 5 ms median. The
 confined variants include everything a call costs: the protected-path binds, the git
 guard before and after, and the watch for new ``.codemode/`` folders. ``--repo`` runs
 them in a git repository (with a submodule's git directory) instead of an empty folder.
@@ -48,8 +48,8 @@ from codemode.sandbox.settings import SandboxSettings
 from codemode.tools import ToolContext, builtin_registry
 
 TARGETS = {
-    "confined_call_ms": 8.0,
-    "sequential_50_ms": 1000.0,
+    "confined_call_ms": 3.0,
+    "sequential_50_ms": 200.0,
     "parallel_50_ms": 500.0,
     "policy_50_commands_ms": 5.0,
 }
