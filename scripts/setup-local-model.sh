@@ -89,7 +89,9 @@ src=$(mktemp -d)
 trap 'rm -rf "$src"' EXIT
 fetch_sdist() {
   [ -d "$src/pkg" ] && return 0
-  "$python" -m pip download --no-deps --no-binary :all: --no-input -q -d "$src" \
+  # --no-binary for this package only: with ":all:", pip builds the sdist's build
+  # requirements from source too, to read its metadata (minutes with an empty pip cache).
+  "$python" -m pip download --no-deps --no-binary llama-cpp-python --no-input -q -d "$src" \
       "llama-cpp-python==$llama_version" >>"$log" 2>&1 \
     && tar -xzf "$src"/llama_cpp_python-*.tar.gz -C "$src" \
     && mv "$src"/llama_cpp_python-"$llama_version" "$src/pkg"
