@@ -95,6 +95,19 @@ class Turn:
     ran_in: str  # the folder it ran in (gone now; reported paths name it)
 
 
+def _write_config(home: Path, base_url: str) -> None:
+    """Codex's config in ``home``: the scripted model on the Responses wire, no approvals,
+    workspace-write."""
+    (home / "config.toml").write_text(
+        f'model = "{MODEL}"\nmodel_provider = "scripted"\n'
+        'approval_policy = "never"\nsandbox_mode = "workspace-write"\n'
+        "check_for_update_on_startup = false\nsuppress_unstable_features_warning = true\n\n"
+        f'[model_providers.scripted]\nname = "scripted"\nbase_url = "{base_url}"\n'
+        'wire_api = "responses"\n',
+        encoding="utf-8",
+    )
+
+
 @contextmanager
 def _homes() -> Iterator[tuple[Path, Path]]:
     # Codex refuses to set up its sandbox helper under the temporary folder.
@@ -119,14 +132,7 @@ def run_turn(vendor: Path, steps: list[Step], *, timeout_s: float = 240) -> Turn
         return step
 
     with _homes() as (ws, home), ScriptedModelServer(responder) as server:
-        (home / "config.toml").write_text(
-            f'model = "{MODEL}"\nmodel_provider = "scripted"\n'
-            'approval_policy = "never"\nsandbox_mode = "workspace-write"\n'
-            "check_for_update_on_startup = false\nsuppress_unstable_features_warning = true\n\n"
-            f'[model_providers.scripted]\nname = "scripted"\nbase_url = "{server.base_url}"\n'
-            'wire_api = "responses"\n',
-            encoding="utf-8",
-        )
+        _write_config(home, server.base_url)
         env = dict(os.environ, CODEX_HOME=str(home))
         argv = [
             str(vendor / "bin" / "codex"), "exec", "--enable", "code_mode_only",
@@ -226,14 +232,7 @@ def app_server(
     vendor: Path, host_port: int, script: list[Any]
 ) -> Iterator[tuple[JsonRpc, ScriptedModelServer]]:
     with _homes() as (_ws, home), ScriptedModelServer(script) as server:
-        (home / "config.toml").write_text(
-            f'model = "{MODEL}"\nmodel_provider = "scripted"\n'
-            'approval_policy = "never"\nsandbox_mode = "workspace-write"\n'
-            "check_for_update_on_startup = false\nsuppress_unstable_features_warning = true\n\n"
-            f'[model_providers.scripted]\nname = "scripted"\nbase_url = "{server.base_url}"\n'
-            'wire_api = "responses"\n',
-            encoding="utf-8",
-        )
+        _write_config(home, server.base_url)
         proc = subprocess.Popen(
             [str(vendor / "bin" / "codex"), "app-server",
              "--code-mode-host", f"http://127.0.0.1:{host_port}",
