@@ -179,6 +179,7 @@ def test_esc_at_the_prompt_keeps_the_line(
         ([b"\x1b", b"[B"], 0, ""),  # ... split right after its ESC
         ([b"\x1b\x1b"], 2, ""),  # Esc twice
         ([b"abc\x7f\x7fz\n"], 0, "az\n"),  # backspaces applied
+        ([b"one\rtwo\n"], 0, "one\rtwo\n"),  # Enter (CR) kept apart from a newline (LF)
         ([b"x\x03\x01y"], 0, "xy"),  # control bytes dropped
         (["héllo".encode()], 0, "héllo"),
     ],

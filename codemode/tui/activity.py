@@ -42,6 +42,9 @@ class Activity:
         self.model = "the model"
         self._tasks: dict[str, _Task] = {}  # item id -> what it does, in start order
         self._waiting: _Task | None = None  # the model request, while no item runs
+        # Items also run outside a turn (the SessionEnd hook of /new): only a turn
+        # waits for the model once they are done.
+        self._in_turn = False
         self._live: Live | None = None
         self._held = False  # paused by someone who needs the screen (a question)
         self._spinner = Spinner("dots", style="cyan")
@@ -49,11 +52,13 @@ class Activity:
     # --- what the turn is doing ------------------------------------------------------
 
     def begin_turn(self) -> None:
+        self._in_turn = True
         self._tasks.clear()
         self._waiting = _Task(f"waiting for {self.model}")
         self.show()
 
     def end_turn(self) -> None:
+        self._in_turn = False
         self._tasks.clear()
         self._waiting = None
         self.hide()
@@ -62,8 +67,12 @@ class Activity:
         self._tasks[item_id] = _Task(label)
 
     def finished(self, item_id: str) -> None:
-        if self._tasks.pop(item_id, None) is not None and not self._tasks:
+        if self._tasks.pop(item_id, None) is None or self._tasks:
+            return
+        if self._in_turn:
             self._waiting = _Task(f"waiting for {self.model}")  # the next request
+        else:
+            self.hide()  # nothing runs any more: the input line comes back
 
     def output(self, item_id: str, text: str) -> None:
         task = self._tasks.get(item_id)

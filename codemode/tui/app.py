@@ -266,7 +266,8 @@ class InteractiveApp:
         """Run a message or a slash command in the foreground: Ctrl-C cancels it."""
         from codemode.tui.commands import run_command
 
-        if line.startswith("/") and not line.startswith("//"):
+        command = line.startswith("/") and not line.startswith("//")
+        if command:
             work = run_command(self, line)
         elif line.strip():
             work = self.run_turn(line[1:] if line.startswith("//") else line)
@@ -283,7 +284,8 @@ class InteractiveApp:
         except (NotImplementedError, RuntimeError, ValueError):
             routed = False  # not the main thread, or no signals here
         try:
-            with self.reader.watching(self.interrupt):  # Esc
+            # Esc; a line typed ahead during a command is sent after it.
+            with self.reader.watching(self.interrupt, submit=command):
                 await task
         except asyncio.CancelledError:
             if not task.cancelled():

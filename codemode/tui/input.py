@@ -3,9 +3,13 @@
 On a terminal: history (kept in ``$CODEMODE_HOME/history``), Enter sends, Alt-Enter or
 Ctrl-J inserts a newline (pasted text keeps its newlines), Tab completes slash
 commands and ``@path`` mentions. Ctrl-C raises KeyboardInterrupt, Ctrl-D EOFError,
-as the interactive loop expects. While a turn runs, ``watching`` reads the keyboard
-(``codemode.tui.keys``): Esc interrupts the turn, and text typed meanwhile starts the
-next input line.
+as the interactive loop expects. While a turn or a slash command runs, ``watching``
+reads the keyboard (``codemode.tui.keys``): Esc interrupts it, and text typed meanwhile
+starts the next input line. Typed during a turn, it is only shown (the user typed
+blind while the answer scrolled by, and sees it before it goes). Typed during a slash
+command (``/new`` starting a session, say), a line ended with Enter is sent as soon as
+the command is done, as a shell runs what was typed ahead: the user typed it for the
+prompt that was about to come back.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ class PlainReader:
         return line.rstrip("\n")
 
     @contextlib.contextmanager
-    def watching(self, on_escape: Callable[[], None]) -> Iterator[None]:
+    def watching(self, on_escape: Callable[[], None], *, submit: bool = False) -> Iterator[None]:
         """No keyboard to watch: input is piped in."""
         yield
 
@@ -77,15 +81,22 @@ class TerminalReader:
             enable_open_in_editor=False,
         )
         self._watcher: KeyWatcher | None = None
-        self._typeahead = ""  # typed while the last turn ran
+        self._typeahead = ""  # typed while the last turn or command ran, not sent yet
+        self._sent: list[str] = []  # lines sent with Enter while a slash command ran
 
     async def read(self) -> str:
+        if self._sent:
+            # Shown on its input line as if typed there, and sent.
+            line = self._sent.pop(0)
+            return await self._session.prompt_async(PROMPT, default=line, accept_default=True)
         typed, self._typeahead = self._typeahead.strip("\n"), ""
         return await self._session.prompt_async(PROMPT, default=typed)
 
     @contextlib.contextmanager
-    def watching(self, on_escape: Callable[[], None]) -> Iterator[None]:
-        """While the body runs (a turn): Esc calls ``on_escape``; typed text is kept."""
+    def watching(self, on_escape: Callable[[], None], *, submit: bool = False) -> Iterator[None]:
+        """While the body runs (a turn, or a slash command when ``submit``): Esc calls
+        ``on_escape``; typed text is kept, and with ``submit`` each line ended with
+        Enter is sent next (see the module docstring)."""
         watcher = KeyWatcher(sys.stdin.fileno(), on_escape)
         self._watcher = watcher if watcher.start() else None
         try:
@@ -93,7 +104,17 @@ class TerminalReader:
         finally:
             self._watcher = None
             watcher.stop()
-            self._typeahead += watcher.take_typeahead()
+            self._keep(watcher.take_typeahead(), submit=submit)
+
+    def _keep(self, typed: str, *, submit: bool) -> None:
+        """Take what was typed while a turn (or, ``submit``, a command) ran: Enter is
+        ``\r`` in it (``KeyWatcher``)."""
+        if not submit:
+            self._typeahead += typed.replace("\r", "\n")
+            return
+        *lines, rest = (self._typeahead + typed).split("\r")
+        self._sent += [line for line in lines if line.strip()]
+        self._typeahead = rest
 
     def _paused(self) -> contextlib.AbstractContextManager[None]:
         # A question in the middle of a turn reads the keyboard itself.

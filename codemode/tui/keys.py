@@ -5,8 +5,9 @@ Ctrl-C reaches the session as SIGINT, but Esc sits in the line buffer until Ente
 While a turn runs the terminal is put in cbreak mode (no line buffering, no echo;
 signals stay on, so Ctrl-C still works) and its input is read here: a lone Esc calls
 ``on_escape``; an escape sequence (an arrow key, Alt+key) is not an Esc and is dropped;
-other text typed meanwhile is kept, with its backspaces applied, and the next input
-line starts with it (not sent: what was typed blind is shown before it goes).
+other text typed meanwhile is kept, with its backspaces applied (Enter as ``\r``, a
+newline as ``\n``), and the next input line starts with it (``codemode.tui.input``
+decides what of it is sent).
 
 A question asked in the middle of a turn (an approval) needs the keyboard itself:
 ``paused()`` hands the terminal back for as long as it is asked.
@@ -51,6 +52,9 @@ class KeyWatcher:
         try:
             saved = termios.tcgetattr(self.fd)
             mode = termios.tcgetattr(self.fd)
+            # Enter reads as CR, Ctrl-J as LF: a line sent with Enter during a slash
+            # command is sent after it (``codemode.tui.input``).
+            mode[0] = int(mode[0]) & ~termios.ICRNL  # iflag
             mode[3] = int(mode[3]) & ~(termios.ECHO | termios.ICANON)  # lflag
             cc = mode[6]
             assert isinstance(cc, list)
@@ -131,7 +135,7 @@ class KeyWatcher:
                     self._add_text(text)
                     text.clear()
                     self.typeahead = self.typeahead[:-1]
-                elif byte >= 0x20 or byte in (0x09, 0x0A):
+                elif byte >= 0x20 or byte in (0x09, 0x0A, 0x0D):
                     text.append(byte)
                 continue  # other control bytes (Ctrl-letters) mean nothing here
             end = _sequence_end(buffer, i)
