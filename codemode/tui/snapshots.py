@@ -8,6 +8,12 @@ so after the first turn only files that changed cost anything. At the end of the
 the walk is repeated; every file added, changed or removed is remembered with its
 content from the start. ``undo`` restores the newest such turn.
 
+``undo`` writes as a patch does (``codemode.tools.store.journal``): it first journals
+every path it will touch with what the path holds now, so an undo killed partway (kill
+-9, a lost terminal) is rolled back the next time codemode touches the workspace — the
+files are as before the undo, never some restored and some not, and no temporary file
+is left behind.
+
 A file that appears during a turn but is older than the turn (it was ignored when the
 turn began) is not taken for one the turn created. Files over ``max_file_bytes``, and
 files beyond ``max_total_bytes`` of content, are not copied: a turn that changes one
@@ -18,6 +24,7 @@ files turns snapshots off (``disabled`` says why).
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import stat
 import tempfile
@@ -26,9 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codemode.tools.context import ToolError
-from codemode.tools.fs.beneath import Tree, rmdir, unlink, write_atomic
-from codemode.tools.fs.reading import read_regular
+from codemode.tools.fs.beneath import Missing, Tree, rmdir, unlink, write_atomic
+from codemode.tools.fs.reading import NotRegular, TooBig, read_regular, read_spot
 from codemode.tools.ignore import walk_files
+from codemode.tools.store import MAX_READ_BYTES, journal
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_TOTAL_BYTES = 256 * 1024 * 1024
@@ -202,11 +210,23 @@ class Snapshots:
         """
         if not self.turns:
             return None
+        # What a killed patch, write or undo left here is rolled back first.
+        journal.recover(self.root)
         changes = self.turns.pop()
         result = UndoResult(skipped=list(changes.unrestorable))
         # No guard: undo puts back what the workspace held before the turn, .codemode/
         # included; it never follows a link, so it writes only the recorded paths.
         tree = Tree([self.root], follow=False, writing=False)
+        tag = journal.new_tag()
+        entries = _journal_entries(tree, self.root, changes, tag)
+        recording = journal.begin(self.root, [self.root], entries, tag)
+        try:
+            self._restore(tree, changes, tag, result)
+        finally:
+            recording.close()
+        return result
+
+    def _restore(self, tree: Tree, changes: TurnChanges, tag: str, result: UndoResult) -> None:
         for rel, blob in sorted(changes.before.items()):
             path = self.root / rel
             try:
@@ -221,16 +241,61 @@ class Snapshots:
                     continue
                 data = (self.store / blob).read_bytes()
                 with tree.locate(path, follow_last=False, make_parents=True, shown=rel) as spot:
-                    write_atomic(spot, data)
+                    write_atomic(spot, data, tag=tag)  # the journal's temporary name
                 result.restored.append(rel)
             except (OSError, ToolError) as exc:
                 why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
                 result.failed.append(f"{rel}: {why}")
-        return result
 
     def close(self) -> None:
         if self._own_store:
             shutil.rmtree(self.store, ignore_errors=True)
+
+
+def _journal_entries(
+    tree: Tree, root: Path, changes: TurnChanges, tag: str
+) -> list[journal.Entry]:
+    """The journal of an undo (``journal``): each path it will write or remove with what
+    it holds now (the undo's "before") and the digest of what it will hold after."""
+    entries: list[journal.Entry] = []
+    for rel, blob in sorted(changes.before.items()):
+        path = root / rel
+        entry = journal.Entry(
+            path,
+            tmp=None if blob is None else journal.tmp_for(path, tag),
+            after=blob,  # a blob is named by its SHA-256; None: the file is removed
+            made_dirs=[] if blob is None else journal.missing_dirs(path, [root]),
+            # A removal empties and removes its folders (``_remove_empty_parents``).
+            parent_dirs=[] if blob is not None else _parents_below(path, root),
+        )
+        try:
+            with tree.locate(path, follow_last=False) as spot:
+                st = spot.lstat()
+                if st is None:
+                    pass  # no file now: before is "nothing"
+                elif stat.S_ISDIR(st.st_mode):
+                    continue  # undo leaves a folder alone (or fails on it)
+                elif stat.S_ISLNK(st.st_mode):
+                    entry.before_link = os.readlink(spot.name, dir_fd=spot.parent)
+                else:
+                    entry.before = read_spot(spot, MAX_READ_BYTES, rel)
+                    entry.before_mode = stat.S_IMODE(st.st_mode)
+        except Missing:
+            pass  # a folder on the way is gone: nothing there now
+        except (NotRegular, TooBig):
+            # A device, or more than a file tool reads: the journal cannot hold what
+            # it was, so a killed undo leaves this one path as it got (its temporary
+            # file is still removed); the rest are rolled back.
+            entry.unknown = True
+        except (OSError, ToolError):
+            continue  # the undo fails on this path too (a folder swapped for a link)
+        entries.append(entry)
+    return entries
+
+
+def _parents_below(path: Path, root: Path) -> list[Path]:
+    """The folders between ``root`` and ``path``, shallowest first."""
+    return list(reversed([p for p in path.parents if p != root and p.is_relative_to(root)]))
 
 
 def _remove_empty_parents(tree: Tree, directory: Path, root: Path) -> None:

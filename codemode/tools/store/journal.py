@@ -8,8 +8,9 @@ write goes through and the folders the write will create. The journal is removed
 the commit has finished (or rolled itself back). A journal left behind means a process
 died in between: ``recover`` (run by ``DiskStore`` before it touches the workspace)
 puts back every path that holds its "after" state, leaves one that holds its "before"
-state, removes the temporary files and the folders made, and reports a path that
-holds neither (something else wrote it since) instead of overwriting it.
+state, removes the temporary files and the folders made (and makes again the folders
+a removal emptied and removed: ``/undo``'s), and reports a path that holds neither
+(something else wrote it since) instead of overwriting it.
 
 A single-file write (write_file, edit) is already atomic (a rename); its journal names
 only the temporary file and the folders made, so nothing is left behind.
@@ -243,7 +244,15 @@ def _undo(tree: Tree, entry: Entry) -> str:
     try:
         spot = tree.locate(entry.path, follow_last=False)
     except Missing:
-        return "absent"  # its folder is gone: nothing of the commit is left there
+        if not entry.parent_dirs or entry.after is not None or _was_nothing(entry):
+            return "absent"  # its folder is gone: nothing of the commit is left there
+        # A removal that went on to remove the folders it emptied: they come back with
+        # the file (they were there when the journal was written).
+        for folder in entry.parent_dirs:
+            with tree.locate(folder, follow_last=False) as above:
+                if above.lstat() is None:
+                    os.mkdir(above.name, dir_fd=above.parent)
+        spot = tree.locate(entry.path, follow_last=False)
     with spot:
         if entry.tmp is not None:
             with contextlib.suppress(FileNotFoundError):
@@ -264,6 +273,10 @@ def _undo(tree: Tree, entry: Entry) -> str:
         else:
             write_atomic(spot, entry.before, entry.before_mode)
         return "restored"
+
+
+def _was_nothing(entry: Entry) -> bool:
+    return entry.before is None and entry.before_link is None
 
 
 def _state(spot: Spot) -> tuple[str, str] | None:

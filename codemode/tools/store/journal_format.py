@@ -3,7 +3,9 @@
 A journal is ``codemode-journal 1 <SHA-256 of the rest>``, a newline, one JSON line
 (the workspace, the roots, the writer's pid and start time, and per path ``path``,
 ``tmp``, ``before`` as [offset, length] into the bytes that follow, ``mode``, ``link``,
-``after`` as a SHA-256, ``made`` folders, ``unknown``), then the original bytes.
+``after`` as a SHA-256, ``made`` folders, ``unknown``, and ``parents``: for a removal
+that may also remove the folders it empties, those folders, absent from older
+journals), then the original bytes.
 ``decode`` accepts nothing else: a checksum that fails, a path that is not absolute and
 normalised or lies outside the roots, a blob out of range, a temporary name with a
 slash are a ``BadJournal``.
@@ -38,6 +40,9 @@ class Entry:
     after: str | None = None
     unknown: bool = False
     made_dirs: list[Path] = field(default_factory=list)
+    # A removal that may also remove the folders above the file (/undo of a turn that
+    # created it): made again, shallowest first, when the file is put back.
+    parent_dirs: list[Path] = field(default_factory=list)
 
 
 def encode(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry]) -> list[bytes]:
@@ -61,6 +66,7 @@ def encode(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry]) -> 
                 "after": e.after,
                 "unknown": e.unknown,
                 "made": [os.fsdecode(d) for d in e.made_dirs],
+                "parents": [os.fsdecode(d) for d in e.parent_dirs],
             }
         )
     header = {
@@ -136,6 +142,7 @@ def decode(data: bytes, workspace: Path) -> Loaded:
                 after=after,
                 unknown=bool(row["unknown"]),
                 made_dirs=[_abs_path(d, roots) for d in row["made"]],
+                parent_dirs=[_abs_path(d, roots) for d in row.get("parents", [])],
             )
         )
     return Loaded(roots, entries, int(header["pid"]), float(header["time"]))
