@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -99,7 +100,25 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     if run is None or not asserts_a_time_bound(item):
         yield
         return
-    lock = Path(tempfile.gettempdir()) / f"codemode-tests-{run}.timing.lock"
-    with lock.open("a") as held:
+    with timing_lock(run).open("a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         yield
+
+
+def timing_lock(run: str) -> Path:
+    return Path(tempfile.gettempdir()) / f"codemode-tests-{run}.timing.lock"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The xdist controller picks the run's id itself (xdist's ``--testrunuid``, which
+    its workers get as PYTEST_XDIST_TESTRUNUID), so that it knows which lock to remove."""
+    if not os.environ.get("PYTEST_XDIST_WORKER") and hasattr(config.option, "testrunuid"):
+        config.option.testrunuid = config.option.testrunuid or uuid.uuid4().hex
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The controller removes the run's timing lock once every worker is down (xdist's
+    loop ends only then): none can hold it, or open it again and lock another file."""
+    run = getattr(config.option, "testrunuid", None)
+    if run and not os.environ.get("PYTEST_XDIST_WORKER"):
+        timing_lock(run).unlink(missing_ok=True)
