@@ -28,6 +28,9 @@ What is executed must be exactly what was compiled:
 - the file, its record and every folder down to them must belong to us (or root) and
   be writable by no one else.
 
+A build also removes the helpers (and records) of older formats from its folder, once
+they are a day old (``_remove_older_formats`` says why that is safe).
+
 What this does not cover: a process with the user's full authority (a command under
 ``danger-full-access``, anything outside codemode) can rewrite a program and its record
 together, as it could rewrite codemode itself; docs/sandbox.md has the threat model.
@@ -39,8 +42,10 @@ import functools
 import json
 import logging
 import os
+import re
 import stat
 import threading
+import time
 from pathlib import Path
 
 from codemode.locations.host_programs import host_program
@@ -58,6 +63,11 @@ _MAX_RECORD = 4096
 # path -> (identity when last checked, sha256): what this process built or accepted
 _digests: dict[Path, tuple[tuple[int, ...], str]] = {}
 _refused: set[Path] = set()
+# A helper's name in any format: ``stem-HASH`` (format 1, unversioned), ``stem-vN-HASH``,
+# and its ``.sha256`` record.
+_HELPER_NAME = re.compile(r"[a-z0-9_]+(?:-v([0-9]+))?-[0-9a-f]{16}(?:\.sha256)?")
+# Older-format helpers younger than this are left alone (``_remove_older_formats``).
+OLD_FORMAT_GRACE_S = 24 * 3600
 _lock = threading.Lock()
 log = logging.getLogger("codemode.sandbox")
 
@@ -178,8 +188,51 @@ def _build(source: str, target: Path) -> bool:
                 os.replace(out, target)  # atomic: never a half-written program
                 with _lock:
                     _digests[target] = (_identity(target), digest)
+                _remove_older_formats(target.parent)
                 return True
     return False
+
+
+def _remove_older_formats(folder: Path, now: float | None = None) -> list[str]:
+    """Remove the helpers and records of formats older than ``FORMAT`` from ``folder``
+    (an upgrade leaves them there for good otherwise); returns the names removed.
+
+    Only regular files of ours with a helper's name, and only once they were last
+    written more than ``OLD_FORMAT_GRACE_S`` ago. Why that is safe while an older
+    codemode may still run: a program already started is not affected (its file is
+    only unlinked); and every codemode version looks its helper up by name on each
+    command and compiles it again when it is gone, so an older process that still uses
+    one pays one compile (and only a command it starts in the instant between its
+    lookup and its exec fails, with an error; nothing runs unconfined). A file of an
+    older format written in the last day means an older version compiled it again
+    lately, so is still at work here: it is left for a later build. Newer formats are
+    never touched."""
+    now = time.time() if now is None else now
+    removed: list[str] = []
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return removed
+    try:
+        for entry in os.scandir(fd):
+            found = _HELPER_NAME.fullmatch(entry.name)
+            if found is None or (found[1] is not None and int(found[1]) >= FORMAT):
+                continue
+            try:
+                st = os.stat(entry.name, dir_fd=fd, follow_symlinks=False)
+                if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+                    continue
+                if now - st.st_mtime <= OLD_FORMAT_GRACE_S:
+                    continue
+                os.unlink(entry.name, dir_fd=fd)
+                removed.append(entry.name)
+            except OSError:
+                continue
+    finally:
+        os.close(fd)
+    if removed:
+        log.info("sandbox: removed %d old-format helper file(s) from %s", len(removed), folder)
+    return removed
 
 
 def path(source: str) -> str | None:
