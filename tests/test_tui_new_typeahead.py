@@ -103,3 +103,15 @@ def test_an_item_outside_a_turn_ends_its_activity_line() -> None:
     assert activity.running  # in a turn, the next model request is waited for
     activity.end_turn()
     assert not activity.running
+
+
+def test_what_is_typed_during_a_command_or_a_turn() -> None:
+    from codemode.tui.input import TerminalReader
+
+    reader = TerminalReader.__new__(TerminalReader)  # the bookkeeping alone: no terminal
+    reader._typeahead, reader._sent = "", []
+    reader._keep("one\rtwo\n\rthree", submit=True)  # a newline ends a line as Enter does
+    assert (reader._sent, reader._typeahead) == (["one", "two"], "three")
+    reader._typeahead, reader._sent = "", []
+    reader._keep("one\rtwo", submit=False)  # during a turn: shown, never sent
+    assert (reader._sent, reader._typeahead) == ([], "one\ntwo")

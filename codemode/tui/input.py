@@ -112,7 +112,9 @@ class TerminalReader:
         if not submit:
             self._typeahead += typed.replace("\r", "\n")
             return
-        *lines, rest = (self._typeahead + typed).split("\r")
+        # A newline ends a line here too: typed in the instant before the keyboard was
+        # taken, Enter reached the terminal in its normal mode, which makes it one.
+        *lines, rest = (self._typeahead + typed.replace("\n", "\r")).split("\r")
         self._sent += [line for line in lines if line.strip()]
         self._typeahead = rest
 
