@@ -126,7 +126,10 @@ class V8Engine:
 
     def _post(self, script: str) -> list[Evaluation]:
         isolate = self._isolate
-        posted = [isolate.post(script), isolate.post(_DRAIN)]
+        posted = [
+            isolate.post(script, keep=script is _SETTLE_INBOX),
+            isolate.post(_DRAIN, keep=True),
+        ]
         if self._first_step:  # it installs the prelude: then hand the prelude its buffers
             self._first_step = False
             posted.append(isolate.post(f"__cm.live(new ArrayBuffer({_LIVE_BYTES}))"))

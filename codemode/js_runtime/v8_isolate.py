@@ -67,7 +67,9 @@ class Evaluation:
 
     callback_id: int
     task_id: int
-    code_handle: Any  # the source's value handle, alive until the result arrives
+    # The source's value handle, alive until the result arrives; None for a script
+    # posted with ``keep`` (its handle lives as long as the context).
+    code_handle: Any
 
 
 class Isolate:
@@ -96,6 +98,7 @@ class Isolate:
         self._unpin_id: int | None = None
         self._unpinned = threading.Event()
         self._v8_thread: int | None = None
+        self._kept: dict[str, Any] = {}  # source values of scripts posted with ``keep``
         self._callback = CALLBACK(self._on_result)  # must live as long as the context
         self._ctx: int | None = self._dll.mr_init_context(self._callback)
         self._dll.mr_set_hard_memory_limit(self._ctx, memory_bytes)
@@ -118,15 +121,21 @@ class Isolate:
             _gil_release(pin)  # the thread state goes when ctypes lets go of it
             self._unpinned.set()
 
-    def post(self, code: str, callback_id: int | None = None) -> Evaluation:
-        """Queue ``code`` for evaluation; scripts run in the order they are posted."""
+    def post(self, code: str, callback_id: int | None = None, *, keep: bool = False) -> Evaluation:
+        """Queue ``code`` for evaluation; scripts run in the order they are posted.
+        ``keep``: a script posted again and again (each tool call posts two), whose
+        source value is made once and kept rather than made and freed every time."""
         ctx = self._context()
-        source = code.encode("utf-8", "surrogatepass")
-        handle = self._dll.mr_alloc_string_val(ctx, source, len(source), STRING)
+        handle = self._kept.get(code) if keep else None
+        if handle is None:
+            source = code.encode("utf-8", "surrogatepass")
+            handle = self._dll.mr_alloc_string_val(ctx, source, len(source), STRING)
+            if keep:
+                self._kept[code] = handle
         if callback_id is None:
             callback_id = next(self._ids)
         task_id = self._dll.mr_eval(ctx, handle, callback_id)
-        return Evaluation(callback_id, task_id, handle)
+        return Evaluation(callback_id, task_id, None if keep else handle)
 
     def finish(
         self, evaluations: list[Evaluation], tick: Callable[[], None] | None = None
@@ -160,7 +169,8 @@ class Isolate:
             return self._convert(raw)
         finally:
             self._free(raw)
-            self._free(evaluation.code_handle)
+            if evaluation.code_handle is not None:
+                self._free(evaluation.code_handle)
 
     def _convert(self, raw: Any) -> Outcome:
         value = raw.contents
@@ -193,6 +203,7 @@ class Isolate:
         if ctx is not None:
             self._dll.mr_free_context(ctx)
         self._results.clear()
+        self._kept.clear()  # (freed with the context)
 
     def _unpin(self) -> None:
         """Give back the V8 thread's thread state (from a callback on that thread),
