@@ -40,7 +40,7 @@ from codemode.js_runtime.engine import (
     EngineTimeout,
     ScriptError,
 )
-from codemode.js_runtime.spin import Spinner
+from codemode.js_runtime.spin import RUN_QUEUE, Spinner
 
 _FLUSH_S = 0.02  # how often console output leaves while a step runs
 _FLUSH_BYTES = 64 * 1024
@@ -91,7 +91,7 @@ class Requests:
         os.set_blocking(0, False)  # read without blocking while spinning (``spin.py``)
         self._poll = select.poll()
         self._poll.register(0, select.POLLIN)
-        self._spinner = Spinner(_SPIN_S)
+        self._spinner = Spinner(_SPIN_S, busy=RUN_QUEUE.busy)
         self._ended = False
 
     def next(self) -> tuple[int, bytes] | None:
@@ -168,6 +168,8 @@ def _boot(engine_name: str, memory_bytes: int) -> type[Engine]:
     "\ud800".encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     b"\xff".decode("utf-8", "replace")
     from codemode.js_runtime.worker_confine import confine
+
+    RUN_QUEUE.open()  # read while waiting on the pipe (``spin.py``); no file opens later
 
     # A throwaway isolate first, so that the memory backstop is measured with the
     # engine's own start-up already counted.

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from codemode.js_runtime import prestart
 from codemode.js_runtime import protocol as p
 from codemode.js_runtime.prestart import Spawned, spawn
-from codemode.js_runtime.spin import Spinner
+from codemode.js_runtime.spin import RUN_QUEUE, Spinner
 
 BLOCK_S = 300e-6
 # How long a reply is polled for before this process sleeps on it (``spin.py``).
@@ -68,7 +68,7 @@ class Worker:
         self._control = self.proc.control
         os.set_blocking(self._out, False)
         os.set_blocking(self.proc.errors, False)
-        self._spinner = Spinner(SPIN_S)
+        self._spinner = Spinner(SPIN_S, busy=RUN_QUEUE.busy)
         self._buffer = bytearray()
         self._ended = False  # the worker's end of the reply pipe is closed
         # A forked child (a batch pool's worker) inherits this object; the worker
