@@ -9,11 +9,18 @@ Programs run in engine worker processes, so every figure includes the pipe:
 - fresh_isolate_ms: the same in a non-persistent session (a fresh isolate per program,
   in a warm worker);
 - tool_call_us: one awaited no-op tool call, round trip (median of runs of 10,000);
+  tool_call_cpu_us: the CPU time each call costs this process and the engine worker
+  (process CPU time over the calls, medians of the same runs): what the pipe's polling
+  (``spin.py``) and the work on each side cost;
 - promise_all_1000_ms: 1,000 no-op calls in one ``Promise.all`` (median);
 - rss_mb: the parent's RSS with an idle session, and one worker's RSS;
 - pipe_round_trip_us: the floor, measured in the same run: one byte to a child
-  process and one byte back over two pipes, both sides blocked in ``read`` (median
-  of runs of 10,000); ``tool_call_vs_pipe`` is the tool call's ratio to it;
+  process and one byte back over two pipes (median of runs of 10,000), ``sleeping``:
+  both sides blocked in ``read``, and ``spinning``: both sides first polling the pipe
+  as the engine worker and its parent do (``spin.py``: for up to 80 µs, while that
+  pays and the machine has a CPU to spare); ``tool_call_vs_pipe`` is the tool call's
+  ratio to the sleeping one. On a quiet virtual machine most of a sleeping round trip
+  is waking the other side's CPU; on a busy one polling stops and the two converge;
 - load_average: the 1-minute load average at the start and at the end (the machine is
   shared: compare ratios, not absolute times, between runs);
 - hello_vs_node: whole-process `interpreter run examples/hello.js --engine E` against
@@ -29,6 +36,7 @@ import argparse
 import asyncio
 import json
 import os
+import select
 import shutil
 import statistics
 import subprocess
@@ -123,37 +131,99 @@ async def rss_mb(engine: str) -> dict[str, float]:
     return figures
 
 
-async def tool_call_us(engine: str, calls: int, runs: int) -> float:
+def _cpu_s(pid: int) -> float:
+    """A process's CPU time so far (user and system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def tool_call_us(engine: str, calls: int, runs: int) -> tuple[float, dict[str, float]]:
+    """The awaited call's median time, and the CPU time per call of each process."""
     limits = Limits(timeout_s=120, max_tool_calls=calls + 10)
     session = _session(engine=engine, limits=limits, persistent=True)
     program = f"for (let i = 0; i < {calls}; i++) await tools.noop();"
     await _run(session, program.replace(str(calls), "100"))  # warm up
-    samples = []
+    worker = session._isolates._worker
+    assert worker is not None
+    samples, parent_cpu, worker_cpu = [], [], []
     for _ in range(runs):
+        cpu0, worker0 = time.process_time(), _cpu_s(worker.pid)
         t0 = time.perf_counter()
         result = await _run(session, program)
         elapsed = time.perf_counter() - t0
         assert result.ok and len(result.tool_calls) == calls, result.error
         samples.append(elapsed / calls * 1e6)
-    return statistics.median(samples)
+        parent_cpu.append((time.process_time() - cpu0) / calls * 1e6)
+        worker_cpu.append((_cpu_s(worker.pid) - worker0) / calls * 1e6)
+    session.close_now()
+    cpu = {
+        "parent": round(statistics.median(parent_cpu), 1),
+        "worker": round(statistics.median(worker_cpu), 1),
+    }
+    return statistics.median(samples), cpu
 
 
-_ECHO = "import os\nwhile True:\n    b = os.read(0, 1)\n    if not b: break\n    os.write(1, b)\n"
+_ECHO = """
+import os, select, sys
+spinning = sys.argv[1] == "1"
+if spinning:
+    sys.path[:0] = sys.argv[2:]
+    from codemode.js_runtime.spin import RUN_QUEUE, Spinner
+    spinner = Spinner(80e-6, busy=RUN_QUEUE.busy)
+os.set_blocking(0, False)
+poll = select.poll()
+poll.register(0, select.POLLIN)
+got = []
+
+def read():
+    try:
+        got.append(os.read(0, 1))
+        return True
+    except BlockingIOError:
+        return False
+
+while True:
+    if not (spinning and spinner.wait(read)):
+        while not read():
+            poll.poll()
+    b = got.pop()
+    if not b:
+        break
+    os.write(1, b)
+"""
 
 
-def pipe_round_trip_us(trips: int, runs: int) -> float:
-    """One byte there and back between two processes: what any crossing costs here."""
+def pipe_round_trip_us(trips: int, runs: int, spinning: bool) -> float:
+    """One byte there and back between two processes: what any crossing costs here,
+    with both sides sleeping on the pipe or (``spinning``) polling it first."""
+    from codemode.js_runtime.spin import RUN_QUEUE, Spinner
+
     child = subprocess.Popen(
-        [sys.executable, "-I", "-S", "-c", _ECHO], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        [sys.executable, "-I", "-S", "-c", _ECHO, "1" if spinning else "0", *sys.path],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
     )
     assert child.stdin and child.stdout
     to_child, from_child = child.stdin.fileno(), child.stdout.fileno()
+    os.set_blocking(from_child, False)
+    spinner = Spinner(80e-6, busy=RUN_QUEUE.busy)
+    poll = select.poll()
+    poll.register(from_child, select.POLLIN)
+
+    def read() -> bool:
+        try:
+            return bool(os.read(from_child, 1))
+        except BlockingIOError:
+            return False
+
     samples = []
     for _ in range(runs):
         t0 = time.perf_counter()
         for _ in range(trips):
             os.write(to_child, b"x")
-            os.read(from_child, 1)
+            if not (spinning and spinner.wait(read)):
+                while not read():
+                    poll.poll()
         samples.append((time.perf_counter() - t0) / trips * 1e6)
     child.stdin.close()
     child.wait()
@@ -193,12 +263,13 @@ async def main() -> None:
     quick = parser.parse_args().quick
     load_at_start = os.getloadavg()[0]
     report: dict[str, object] = {}
-    floor = pipe_round_trip_us(10_000, 3 if quick else 7)
-    report["pipe_round_trip_us"] = round(floor, 1)
+    floor = pipe_round_trip_us(10_000, 3 if quick else 7, spinning=False)
+    spun = pipe_round_trip_us(10_000, 3 if quick else 7, spinning=True)
+    report["pipe_round_trip_us"] = {"sleeping": round(floor, 1), "spinning": round(spun, 1)}
     for engine in ("quickjs", "v8"):
         start = await program_ms(engine, 50 if quick else 500, persistent=True)
         fresh = await program_ms(engine, 20 if quick else 200, persistent=False)
-        call = await tool_call_us(engine, 10_000, 2 if quick else 5)
+        call, call_cpu = await tool_call_us(engine, 10_000, 2 if quick else 5)
         gathered = await promise_all_ms(engine, 3 if quick else 15)
         rss = await rss_mb(engine)
         hello = hello_vs_node(engine, 3 if quick else 15)
@@ -207,6 +278,7 @@ async def main() -> None:
             "program_start_ms": round(start, 3),
             "fresh_isolate_ms": round(fresh, 3),
             "tool_call_us": round(call, 1),
+            "tool_call_cpu_us": call_cpu,
             "tool_call_vs_pipe": round(call / floor, 2),
             "promise_all_1000_ms": round(gathered, 1),
             "rss_mb": rss,

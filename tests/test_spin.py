@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from codemode.js_runtime.spin import Spinner
+from pathlib import Path
+
+from codemode.js_runtime.spin import RunQueue, Spinner
 
 
 class Clock:
@@ -69,3 +71,27 @@ def test_being_descheduled_while_polling_counts_as_a_miss() -> None:
     spinner = Spinner(50e-6, clock)
     assert polled(spinner) < 10  # gave up at the jump, not at the budget
     assert polled(spinner) == 1
+
+
+def test_the_run_queue_says_busy_while_more_tasks_can_run_than_there_are_cpus(
+    tmp_path: Path,
+) -> None:
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text("0.52 0.61 0.70 3/512 4242\n")
+    queue = RunQueue(str(loadavg), cpus=2)
+    assert queue.busy(0.0)  # three runnable tasks on two CPUs
+    loadavg.write_text("0.52 0.61 0.70 2/512 4243\n")  # same length: read in place
+    assert queue.busy(0.001)  # not looked at again yet
+    assert not queue.busy(1.0)  # looked at again: the caller and one more fit
+    # The real file parses (whatever it says), and a machine without it is never busy.
+    RunQueue().busy(0.0)
+    assert not RunQueue(str(tmp_path / "missing")).busy(0.0)
+
+
+def test_while_the_machine_is_busy_a_wait_looks_once_and_keeps_its_backoff() -> None:
+    busy = [True]
+    spinner = Spinner(50e-6, Clock(), busy=lambda now: busy[0])
+    assert polled(spinner) == 1  # no polling at all
+    assert polled(spinner, ready_after=1) == 1
+    busy[0] = False
+    assert polled(spinner) > 40  # a CPU to spare: polls through its budget again

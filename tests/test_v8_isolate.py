@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -217,3 +218,26 @@ async def test_a_settle_filed_before_its_post_returns_is_still_served(tmp_path: 
             assert result.ok and result.value == "served", result.error
     finally:
         await session.close()
+
+
+def test_the_v8_thread_keeps_one_python_thread_state_until_close() -> None:
+    # Thread-local data lives in the thread state: without the hold ``_on_result``
+    # takes, each callback would run under a new one and see none of it.
+    local = threading.local()
+    seen: list[int] = []
+
+    def on_filed(callback_id: int) -> None:
+        seen.append(getattr(local, "calls", 0))
+        local.calls = getattr(local, "calls", 0) + 1
+
+    isolate = Isolate(64 * 1024 * 1024)
+    isolate.on_filed = on_filed
+    try:
+        for i in range(5):
+            assert isolate.finish([isolate.post(f"'{i}'")]) == [str(i)]
+        assert seen == [0, 1, 2, 3, 4]
+    finally:
+        isolate.close()
+    # close gave the hold back, from a callback on that thread, and did not wait for it
+    # in vain
+    assert isolate._pin is None and isolate._unpinned.is_set()

@@ -10,24 +10,84 @@ So a ``Spinner`` only keeps polling while polling pays: when a wait outlasts its
 budget (or the poller was descheduled midway), it stops polling for the next waits,
 twice as many after each miss, and tries again after that; each wait that polling
 caught halves that number again.
+
+That alone still costs a busy machine: each probe after a backoff can take a CPU that
+another task wanted, and there a wake-up is cheap anyway (no CPU sits halted, waiting
+to be woken). So a ``Spinner`` given a ``RunQueue`` also does not poll while the
+machine has more runnable tasks than CPUs (looked at every ``_BUSY_CHECK_S``: a read
+of ``/proc/loadavg``'s running count). The wait sleeps then, as it would without any
+of this.
+
+Used by both ends of the engine worker pipe (``worker.py``, ``worker_process.py``);
+anything else that waits on another process over a pipe can use it the same way: a
+non-blocking read as ``ready``, then a blocking wait when ``wait`` says False.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
 # The longest gap between two polls that still means "we kept the CPU".
 _PREEMPTED_S = 30e-6
 _MAX_SKIP = 256
+# How often a RunQueue looks at the machine's runnable tasks again.
+_BUSY_CHECK_S = 0.01
+
+
+class RunQueue:
+    """Whether the machine has more runnable tasks than CPUs right now, from the
+    running count in ``/proc/loadavg`` (the caller counts among them), read again at
+    most every ``_BUSY_CHECK_S``. Without that file: never busy."""
+
+    def __init__(self, path: str = "/proc/loadavg", cpus: int | None = None) -> None:
+        self._path = path
+        self._fd: int | None = None
+        self._cpus = cpus or os.cpu_count() or 1
+        self._checked = float("-inf")
+        self._busy = False
+
+    def open(self) -> None:
+        """Open the file now (a confined engine worker opens no file later); its
+        descriptor is kept, and read again from its start each time."""
+        if self._fd is None:
+            try:
+                self._fd = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                self._fd = -1
+
+    def busy(self, now: float) -> bool:
+        if now - self._checked < _BUSY_CHECK_S:
+            return self._busy
+        self._checked = now
+        self.open()
+        try:
+            # "0.52 0.61 0.70 3/512 4242": the fourth field is running/total.
+            fields = os.pread(self._fd if self._fd is not None else -1, 128, 0).split()
+            running = int(fields[3].split(b"/")[0])
+        except (OSError, IndexError, ValueError):
+            running = 0
+        self._busy = running > self._cpus
+        return self._busy
+
+
+# The one each process's pipe waits share.
+RUN_QUEUE = RunQueue()
 
 
 class Spinner:
     """Polls ``ready`` for up to ``budget_s`` while that keeps paying off."""
 
-    def __init__(self, budget_s: float, clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(
+        self,
+        budget_s: float,
+        clock: Callable[[], float] = time.perf_counter,
+        busy: Callable[[float], bool] | None = None,
+    ) -> None:
         self.budget_s = budget_s
         self._clock = clock
+        self._busy = busy  # ``RunQueue.busy``: no polling while it says so
         self._skip = 0  # waits left that sleep at once
         self._backoff = 1
 
@@ -38,6 +98,8 @@ class Spinner:
             return bool(ready())
         clock = self._clock
         last = start = clock()
+        if self._busy is not None and self._busy(start):
+            return bool(ready())
         while not ready():
             now = clock()
             if now - start >= self.budget_s or now - last > _PREEMPTED_S:

@@ -8,6 +8,7 @@ without trusting it, and anything that is not the prelude's shape is ``Tampered`
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 
@@ -82,8 +83,20 @@ def parse_state(text: str) -> dict[str, Any]:
     return state
 
 
-# Built once: ``json.dumps`` with options builds an encoder per call (every tool call).
-_ENCODE = json.JSONEncoder(default=str, allow_nan=False).encode
+def _encoder() -> Callable[[object], str]:
+    """``json.dumps(value, default=str, allow_nan=False, separators=(",", ":"))``, built
+    once: ``JSONEncoder.encode`` builds its C encoder anew on every call (every tool
+    call), a third of its cost. No circular-reference check: a cycle is a
+    RecursionError, which ``encode_results`` handles like any other failure."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # a Python without the C accelerator
+        return json.JSONEncoder(default=str, allow_nan=False, separators=(",", ":")).encode
+    chunks = make(None, str, json.encoder.encode_basestring_ascii, None, ":", ",",
+                  False, False, False)  # fmt: skip
+    return lambda value: "".join(chunks(value, 0))
+
+
+_ENCODE = _encoder()
 
 
 def encode_results(results: list[list[object]]) -> str:

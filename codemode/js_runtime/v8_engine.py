@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import struct
 import threading
 from collections.abc import Callable
 from typing import ClassVar
@@ -36,6 +37,7 @@ _LIVE_BYTES = 512 * 1024  # 8 bytes of header, then UTF-16 units
 # third of V8's work for an awaited tool call.
 _INBOX_BYTES = 256 * 1024
 _SETTLE_INBOX = "__cm.settleInbox()"
+_UNITS = struct.Struct("=i")  # the inbox's Int32 0: how many UTF-16 units follow
 _LEVELS = ("log", "info", "warn", "error", "debug")  # the prelude's LEVELS, same order
 
 
@@ -48,7 +50,8 @@ class V8Engine:
         self._isolate = Isolate(memory_bytes)
         self.on_log: Callable[[str, str], None] | None = None
         self._live: Memory | None = None
-        self._inbox: Memory | None = None
+        # The inbox's bytes, written in place (no ctypes object made per settle).
+        self._inbox: memoryview | None = None
         self._live_read = 0  # units of the live console already passed to on_log
         self._first_step = True
         # The live console is read by the step and by the worker's flusher thread.
@@ -126,7 +129,10 @@ class V8Engine:
 
     def _post(self, script: str) -> list[Evaluation]:
         isolate = self._isolate
-        posted = [isolate.post(script), isolate.post(_DRAIN)]
+        posted = [
+            isolate.post(script, keep=script is _SETTLE_INBOX),
+            isolate.post(_DRAIN, keep=True),
+        ]
         if self._first_step:  # it installs the prelude: then hand the prelude its buffers
             self._first_step = False
             posted.append(isolate.post(f"__cm.live(new ArrayBuffer({_LIVE_BYTES}))"))
@@ -139,7 +145,10 @@ class V8Engine:
         if len(outcomes) == 4 and isinstance(outcomes[2], Memory):
             self._live = outcomes[2]
         if len(outcomes) == 4 and isinstance(outcomes[3], Memory):
-            self._inbox = outcomes[3]
+            inbox = outcomes[3]
+            self._inbox = memoryview(
+                (ctypes.c_char * inbox.size).from_address(inbox.address)
+            ).cast("B")
         for outcome in (run, state):
             if isinstance(outcome, V8Error):
                 raise self._translate(outcome)
@@ -216,10 +225,10 @@ class V8Engine:
         posted once the evaluations before it are done.)"""
         inbox = self._inbox
         data = results_json.encode("utf-16-le", "surrogatepass")
-        if inbox is None or len(data) > inbox.size - 8:
+        if inbox is None or len(data) > len(inbox) - 8:
             return _settle_script(results_json)
-        ctypes.memmove(inbox.address + 8, data, len(data))
-        ctypes.c_int32.from_address(inbox.address).value = len(data) // 2
+        inbox[8 : 8 + len(data)] = data
+        _UNITS.pack_into(inbox, 0, len(data) // 2)
         return _SETTLE_INBOX
 
     def close(self) -> None:

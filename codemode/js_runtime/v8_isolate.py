@@ -26,6 +26,19 @@ from codemode.js_runtime.v8_abi import ARRAY_BUFFER, CALLBACK, ERRORS, STRING, l
 
 # How often ``finish`` calls its ``tick`` while a long evaluation runs.
 TICK_S = 0.05
+# How long ``close`` waits for the V8 thread to give back its thread state.
+_UNPIN_S = 1.0
+
+# ctypes runs a callback from a thread Python does not know under a thread state made
+# for that one call and torn down after it (with, since 3.11, a 16 KiB frame stack
+# mapped and unmapped each time): two of each per tool call. So the V8 thread's first
+# callback takes a second hold on its thread state, which then outlives every call;
+# ``close`` gives it back from a last callback on that thread.
+_gil_ensure = ctypes.pythonapi.PyGILState_Ensure
+_gil_ensure.restype = ctypes.c_int
+_gil_release = ctypes.pythonapi.PyGILState_Release
+_gil_release.argtypes = [ctypes.c_int]
+_gil_release.restype = None
 
 
 class V8Error(Exception):
@@ -54,7 +67,9 @@ class Evaluation:
 
     callback_id: int
     task_id: int
-    code_handle: Any  # the source's value handle, alive until the result arrives
+    # The source's value handle, alive until the result arrives; None for a script
+    # posted with ``keep`` (its handle lives as long as the context).
+    code_handle: Any
 
 
 class Isolate:
@@ -77,12 +92,22 @@ class Isolate:
         # Called on the V8 thread with each filed result's callback id, after filing
         # (``V8Engine.settle_chain`` serves tool calls from there). It must not raise.
         self.on_filed: Callable[[int], None] | None = None
+        # The V8 thread's hold on its thread state (see ``_gil_ensure``), and the
+        # callback id whose result gives it back.
+        self._pin: int | None = None
+        self._unpin_id: int | None = None
+        self._unpinned = threading.Event()
+        self._v8_thread: int | None = None
+        self._kept: dict[str, Any] = {}  # source values of scripts posted with ``keep``
         self._callback = CALLBACK(self._on_result)  # must live as long as the context
         self._ctx: int | None = self._dll.mr_init_context(self._callback)
         self._dll.mr_set_hard_memory_limit(self._ctx, memory_bytes)
 
     def _on_result(self, callback_id: int, raw: Any) -> None:
         # On the V8 thread, which is blocked until we return: file it and go.
+        if self._pin is None and self._unpin_id is None:
+            self._pin = _gil_ensure()
+            self._v8_thread = threading.get_ident()
         self._results[callback_id] = raw
         if callback_id == self._blocking_on:
             self._blocking_on = None
@@ -91,15 +116,26 @@ class Isolate:
         hook = self.on_filed
         if hook is not None:
             hook(callback_id)
+        if callback_id == self._unpin_id and self._pin is not None:
+            pin, self._pin = self._pin, None
+            _gil_release(pin)  # the thread state goes when ctypes lets go of it
+            self._unpinned.set()
 
-    def post(self, code: str) -> Evaluation:
-        """Queue ``code`` for evaluation; scripts run in the order they are posted."""
+    def post(self, code: str, callback_id: int | None = None, *, keep: bool = False) -> Evaluation:
+        """Queue ``code`` for evaluation; scripts run in the order they are posted.
+        ``keep``: a script posted again and again (each tool call posts two), whose
+        source value is made once and kept rather than made and freed every time."""
         ctx = self._context()
-        source = code.encode("utf-8", "surrogatepass")
-        handle = self._dll.mr_alloc_string_val(ctx, source, len(source), STRING)
-        callback_id = next(self._ids)
+        handle = self._kept.get(code) if keep else None
+        if handle is None:
+            source = code.encode("utf-8", "surrogatepass")
+            handle = self._dll.mr_alloc_string_val(ctx, source, len(source), STRING)
+            if keep:
+                self._kept[code] = handle
+        if callback_id is None:
+            callback_id = next(self._ids)
         task_id = self._dll.mr_eval(ctx, handle, callback_id)
-        return Evaluation(callback_id, task_id, handle)
+        return Evaluation(callback_id, task_id, None if keep else handle)
 
     def finish(
         self, evaluations: list[Evaluation], tick: Callable[[], None] | None = None
@@ -133,7 +169,8 @@ class Isolate:
             return self._convert(raw)
         finally:
             self._free(raw)
-            self._free(evaluation.code_handle)
+            if evaluation.code_handle is not None:
+                self._free(evaluation.code_handle)
 
     def _convert(self, raw: Any) -> Outcome:
         value = raw.contents
@@ -160,10 +197,24 @@ class Isolate:
 
     def close(self) -> None:
         """Free the context; stops JavaScript still running and frees every value."""
+        if self._ctx is not None and self._pin is not None:
+            self._unpin()
         ctx, self._ctx = self._ctx, None
         if ctx is not None:
             self._dll.mr_free_context(ctx)
         self._results.clear()
+        self._kept.clear()  # (freed with the context)
+
+    def _unpin(self) -> None:
+        """Give back the V8 thread's thread state (from a callback on that thread),
+        unless that thread is busy for longer than ``_UNPIN_S``: then it stays, a few
+        kilobytes, rather than hold up the close."""
+        if threading.get_ident() == self._v8_thread:
+            return  # (a callback closing its own isolate: nobody else can do it)
+        self._unpin_id = next(self._ids)  # set before its callback can run
+        evaluation = self.post("0", self._unpin_id)
+        if self._unpinned.wait(_UNPIN_S):
+            self.take(evaluation)
 
     def __del__(self) -> None:
         # An isolate dropped without close() would keep its V8 thread and heap.

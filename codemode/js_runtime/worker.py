@@ -40,12 +40,13 @@ from codemode.js_runtime.engine import (
     EngineTimeout,
     ScriptError,
 )
-from codemode.js_runtime.spin import Spinner
+from codemode.js_runtime.spin import RUN_QUEUE, Spinner
 
 _FLUSH_S = 0.02  # how often console output leaves while a step runs
 _FLUSH_BYTES = 64 * 1024
 # How long the next request is polled for before the worker sleeps on it (``spin.py``).
 _SPIN_S = 80e-6
+_READ_BYTES = 1 << 16  # what a pipe holds: a bigger read only allocates more
 
 
 class Output:
@@ -87,9 +88,11 @@ class Requests:
 
     def __init__(self) -> None:
         self._buffer = bytearray()
+        os.set_blocking(0, False)  # read without blocking while spinning (``spin.py``)
         self._poll = select.poll()
         self._poll.register(0, select.POLLIN)
-        self._spinner = Spinner(_SPIN_S)
+        self._spinner = Spinner(_SPIN_S, busy=RUN_QUEUE.busy)
+        self._ended = False
 
     def next(self) -> tuple[int, bytes] | None:
         """The next request's (op, payload); None at end of file."""
@@ -100,23 +103,32 @@ class Requests:
         length, op = p.HEADER.unpack_from(buffer)
         end = p.HEADER.size + length
         while len(buffer) < end:
-            if not self._fill(end - len(buffer)):
+            if not self._fill():
                 return None
         payload = bytes(buffer[p.HEADER.size : end])
         del buffer[:end]
         return op, payload
 
-    def _fill(self, want: int = 0) -> bool:
-        if not self._buffer:
-            self._spinner.wait(self._ready)
-        chunk = os.read(0, max(want, 1 << 16))
-        if not chunk:
-            return False
-        self._buffer += chunk
-        return True
+    def _fill(self) -> bool:
+        """Read at least one byte; False at end of file. A new request is read at once
+        when it comes within the spin budget (the read is the poll); the rest of one
+        that has begun, or one that comes later, is waited for in ``poll``."""
+        if self._buffer or not self._spinner.wait(self._read):
+            while not self._read():
+                self._poll.poll()
+        return not self._ended
 
-    def _ready(self) -> bool:
-        return bool(self._poll.poll(0))
+    def _read(self) -> bool:
+        """One read that does not block: whether it got anything (bytes, or the end)."""
+        try:
+            chunk = os.read(0, _READ_BYTES)
+        except BlockingIOError:
+            return False
+        if chunk:
+            self._buffer += chunk
+        else:
+            self._ended = True
+        return True
 
 
 def _flusher(out: Output) -> None:
@@ -156,6 +168,8 @@ def _boot(engine_name: str, memory_bytes: int) -> type[Engine]:
     "\ud800".encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     b"\xff".decode("utf-8", "replace")
     from codemode.js_runtime.worker_confine import confine
+
+    RUN_QUEUE.open()  # read while waiting on the pipe (``spin.py``); no file opens later
 
     # A throwaway isolate first, so that the memory backstop is measured with the
     # engine's own start-up already counted.

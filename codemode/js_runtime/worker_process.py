@@ -6,9 +6,10 @@ bounded, text is decoded without raising, and a worker that dies mid-request bec
 ``WorkerCrashed`` with one line saying why. ``stop`` asks the worker for the output
 printed so far, then kills it, within ``STOP_GRACE_S`` whatever the program does.
 
-A reply is waited for first by polling the pipe for up to ``SPIN_S`` while that pays
-(``spin.py``), then with a blocking ``select`` on the loop's thread for up to
-``BLOCK_S``, and then through the event loop, so the loop is never held much longer.
+A reply is waited for first by reading the pipe without blocking, again and again, for
+up to ``SPIN_S`` while that pays (``spin.py``), then with a blocking ``select`` on the
+loop's thread for up to ``BLOCK_S``, and then through the event loop, so the loop is
+never held much longer.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from codemode.js_runtime import prestart
 from codemode.js_runtime import protocol as p
 from codemode.js_runtime.prestart import Spawned, spawn
-from codemode.js_runtime.spin import Spinner
+from codemode.js_runtime.spin import RUN_QUEUE, Spinner
 
 BLOCK_S = 300e-6
 # How long a reply is polled for before this process sleeps on it (``spin.py``).
@@ -34,6 +35,9 @@ SPIN_S = 80e-6
 STOP_GRACE_S = 0.08
 # The largest frame read from a worker: a return value or one console line.
 MAX_FRAME = 64 * 1024 * 1024
+# What one read asks for: what a pipe holds. (More gains nothing, and costs a fresh
+# memory mapping and its unmapping on every read: glibc maps allocations over 128 KiB.)
+_READ_BYTES = 64 * 1024
 _STDERR_KEEP = 4096
 LogSink = Callable[[str, str], None]
 
@@ -64,10 +68,9 @@ class Worker:
         self._control = self.proc.control
         os.set_blocking(self._out, False)
         os.set_blocking(self.proc.errors, False)
-        self._poll = select.poll()
-        self._poll.register(self._out, select.POLLIN)
-        self._spinner = Spinner(SPIN_S)
+        self._spinner = Spinner(SPIN_S, busy=RUN_QUEUE.busy)
         self._buffer = bytearray()
+        self._ended = False  # the worker's end of the reply pipe is closed
         # A forked child (a batch pool's worker) inherits this object; the worker
         # process is still its parent's to use and to kill.
         self._owner = os.getpid()
@@ -123,17 +126,19 @@ class Worker:
         del buffer[:end]
         return op, payload
 
-    def _fill(self) -> bool:
-        """Read what the pipe holds; False at end of file."""
+    def _read(self) -> bool:
+        """One read that does not block: whether it got anything, bytes or the end of
+        the pipe (``_ended``)."""
         try:
-            chunk = os.read(self._out, 1 << 20)
+            chunk = os.read(self._out, _READ_BYTES)
         except BlockingIOError:
-            return True
+            return False
         except OSError:
-            return False
-        if not chunk:
-            return False
-        self._buffer += chunk
+            chunk = b""
+        if chunk:
+            self._buffer += chunk
+        else:
+            self._ended = True
         return True
 
     async def _frame(self) -> tuple[int, bytes]:
@@ -141,20 +146,15 @@ class Worker:
             got = self._take_frame()
             if got is not None:
                 return got
-            if not self._wait_briefly():
-                await self._readable()
-            if not self._fill():
+            if self._ended:
                 raise await self._crashed()
-
-    def _wait_briefly(self) -> bool:
-        """Whether the pipe became readable within ``BLOCK_S`` (polled first while
-        polling pays: ``spin.py``)."""
-        if self._spinner.wait(self._ready):
-            return True
-        return bool(select.select([self._out], [], [], BLOCK_S)[0])
-
-    def _ready(self) -> bool:
-        return bool(self._poll.poll(0))
+            # What the worker sends within the spin budget is read at once (``spin.py``:
+            # the read is the poll); else it is waited for on this thread for up to
+            # BLOCK_S, then through the event loop.
+            if not self._spinner.wait(self._read):
+                if not select.select([self._out], [], [], BLOCK_S)[0]:
+                    await self._readable()
+                self._read()
 
     async def _readable(self) -> None:
         loop = asyncio.get_running_loop()
