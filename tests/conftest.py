@@ -10,6 +10,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,12 +77,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that start a real local model server run last: scripts/test.sh builds the
     server in the background while everything else runs (codemode_testkit/local_model.py
     waits for that build), so a cold test run pays for the build and the suite at once,
-    not one after the other. A module that imports ``find_local_model`` is such a test."""
+    not one after the other. A module that imports ``find_local_model`` is such a test.
+    (This orders one process's run; across xdist's workers the scheduler below does.)"""
     def uses_local_model(item: pytest.Item) -> bool:
         module = getattr(item, "module", None)
         return module is not None and hasattr(module, "find_local_model")
 
     items.sort(key=uses_local_model)  # stable: the order within each group is kept
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``--dist loadfile`` (scripts/test.sh) the local-model files go to a worker
+    once their server's build has ended, not when xdist's own order reaches them
+    (tests/xdist_order.py)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist_order import LocalModelWhenBuilt
+
+    return LocalModelWhenBuilt(config, log)
 
 
 def asserts_a_time_bound(item: pytest.Item) -> bool:
