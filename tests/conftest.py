@@ -56,21 +56,49 @@ def backend(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
+class Burners:
+    """One busy process per core, from ``start()`` until ``stop()``."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self) -> None:
+        if self.procs:
+            return
+        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                      for _ in range(os.cpu_count() or 2)]
+        time.sleep(0.1)
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()
+        self.procs = []
+
+
 @pytest.fixture
 def burners() -> Iterator[None]:
     """Keep every core busy for the test's duration (limits and cancellation must hold
     on a loaded machine)."""
-    procs = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        for _ in range(os.cpu_count() or 2)
-    ]
-    time.sleep(0.1)
+    load = Burners()
+    load.start()
     try:
         yield
     finally:
-        for proc in procs:
-            proc.kill()
-            proc.wait()
+        load.stop()
+
+
+@pytest.fixture
+def burners_later() -> Iterator[Burners]:
+    """Burners the test starts itself (``.start()``) just before what it bounds, and
+    that run to its end: its set-up (a process starting, an engine booting) then runs
+    beside no burner, so it is quicker, and the burners' CPU, which a loaded machine
+    pays, covers what is measured and little else."""
+    load = Burners()
+    try:
+        yield load
+    finally:
+        load.stop()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -99,7 +127,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 
 def asserts_a_time_bound(item: pytest.Item) -> bool:
-    return "burners" in getattr(item, "fixturenames", ()) or bool(item.get_closest_marker("timing"))
+    names = getattr(item, "fixturenames", ())
+    return "burners" in names or "burners_later" in names or bool(item.get_closest_marker("timing"))
 
 
 @pytest.hookimpl(hookwrapper=True)
