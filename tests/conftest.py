@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import fcntl
 import os
-import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cpu_burners import Burners
 
 from codemode.sandbox.confinement.grpc_fork import quiet_grpc_fork
 
@@ -54,26 +52,6 @@ def user(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(params=["bubblewrap", "landlock"])
 def backend(request: pytest.FixtureRequest) -> str:
     return request.param
-
-
-class Burners:
-    """One busy process per core, from ``start()`` until ``stop()``."""
-
-    def __init__(self) -> None:
-        self.procs: list[subprocess.Popen[bytes]] = []
-
-    def start(self) -> None:
-        if self.procs:
-            return
-        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
-                      for _ in range(os.cpu_count() or 2)]
-        time.sleep(0.1)
-
-    def stop(self) -> None:
-        for proc in self.procs:
-            proc.kill()
-            proc.wait()
-        self.procs = []
 
 
 @pytest.fixture

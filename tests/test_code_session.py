@@ -8,7 +8,7 @@ import asyncio
 import time
 
 import pytest
-from conftest import Burners
+from cpu_burners import Burners
 
 from codemode.js_runtime import (
     AlreadyWaiting,

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import Burners
+from cpu_burners import Burners
 from runtime_support import registry_session, run_program
 
 from codemode.js_runtime import CodeSession, ExecEvent, Limits, LogEvent

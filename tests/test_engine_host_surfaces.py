@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from agent_support import INTERPRETER, cli_env
-from conftest import Burners
+from cpu_burners import Burners
 from pydantic import BaseModel
 
 from codemode.agent.events import ItemCompleted
