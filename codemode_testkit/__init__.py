@@ -1,7 +1,8 @@
 """Test support for codemode, kept out of the product package (the wheel ships
 ``codemode`` only): the scripted model server, the one stand-in for a model service,
 used by the test suite, the benchmarks and the recorded demo; the local llama.cpp
-server the local-model tests wait for (``local_model``); and a worker that tries what
+server the local-model tests wait for (``local_model``) and a relay in front of it that
+scripts its first replies (``relay``); and a worker that tries what
 its confinement forbids (``worker_probe``).
 
 Importable from a checkout: ``scripts/setup.sh`` installs codemode editable

@@ -8,7 +8,8 @@ starts one on a free port and stops it. Nothing here downloads or builds anythin
 ``scripts/test.sh`` starts the build in the background while the rest of the suite runs
 and names its process in ``CODEMODE_LOCAL_MODEL_BUILD_PID``: ``find_local_model()`` then
 waits for that build to end (at most ``CODEMODE_LOCAL_MODEL_WAIT`` seconds) before it
-looks, and the tests that use a server run last (tests/conftest.py).
+looks, and the tests that use a server go to a worker once that build has ended
+(``build_running``; tests/xdist_order.py).
 """
 
 from __future__ import annotations
@@ -55,6 +56,12 @@ def _build_running(pid: int) -> bool:
     except OSError:
         return False
     return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
+def build_running() -> bool:
+    """Whether the background build scripts/test.sh started is still running."""
+    pid = os.environ.get("CODEMODE_LOCAL_MODEL_BUILD_PID", "")
+    return pid.isdigit() and _build_running(int(pid))
 
 
 def wait_for_build() -> str | None:

@@ -52,7 +52,7 @@ if [ -n "${CODEMODE_LOCAL_MODEL_BACKGROUND:-}" ]; then
     # niced: the suite beside it runs timing-bound tests (limits, cancellation)
     setsid nice -n 19 bash scripts/setup-local-model.sh </dev/null >/dev/null 2>&1 &
     echo $! > .venv/.local-model-build.pid
-    echo "setup: building the local model servers in the background (the tests that need them run last)" >&2
+    echo "setup: building the local model servers in the background (the tests that need them start once the build ends)" >&2
   fi
 else
   bash scripts/setup-local-model.sh

@@ -4,7 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # The real llama.cpp servers (scripts/setup-local-model.sh) take minutes to compile on a
 # fresh machine: that build runs in the background, beside the lint and the suite, and
-# the tests that need a server run last and wait for it (codemode_testkit/local_model.py).
+# the tests that need a server start as soon as it is built, or wait for it when nothing
+# else is left (codemode_testkit/local_model.py, tests/xdist_order.py).
 # Once built it is cached by version and this costs nothing.
 export CODEMODE_LOCAL_MODEL_BACKGROUND=1
 bash scripts/setup.sh

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import fcntl
 import os
-import subprocess
-import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from cpu_burners import Burners
 
 from codemode.sandbox.confinement.grpc_fork import quiet_grpc_fork
 
@@ -60,24 +59,33 @@ def backend(request: pytest.FixtureRequest) -> str:
 def burners() -> Iterator[None]:
     """Keep every core busy for the test's duration (limits and cancellation must hold
     on a loaded machine)."""
-    procs = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        for _ in range(os.cpu_count() or 2)
-    ]
-    time.sleep(0.1)
+    load = Burners()
+    load.start()
     try:
         yield
     finally:
-        for proc in procs:
-            proc.kill()
-            proc.wait()
+        load.stop()
+
+
+@pytest.fixture
+def burners_later() -> Iterator[Burners]:
+    """Burners the test starts itself (``.start()``) just before what it bounds, and
+    that run to its end: its set-up (a process starting, an engine booting) then runs
+    beside no burner, so it is quicker, and the burners' CPU, which a loaded machine
+    pays, covers what is measured and little else."""
+    load = Burners()
+    try:
+        yield load
+    finally:
+        load.stop()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that start a real local model server run last: scripts/test.sh builds the
     server in the background while everything else runs (codemode_testkit/local_model.py
     waits for that build), so a cold test run pays for the build and the suite at once,
-    not one after the other. A module that imports ``find_local_model`` is such a test."""
+    not one after the other. A module that imports ``find_local_model`` is such a test.
+    (This orders one process's run; across xdist's workers the scheduler below does.)"""
     def uses_local_model(item: pytest.Item) -> bool:
         module = getattr(item, "module", None)
         return module is not None and hasattr(module, "find_local_model")
@@ -85,8 +93,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=uses_local_model)  # stable: the order within each group is kept
 
 
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``--dist loadfile`` (scripts/test.sh) the local-model files go to a worker
+    once their server's build has ended, not when xdist's own order reaches them
+    (tests/xdist_order.py)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist_order import LocalModelWhenBuilt
+
+    return LocalModelWhenBuilt(config, log)
+
+
 def asserts_a_time_bound(item: pytest.Item) -> bool:
-    return "burners" in getattr(item, "fixturenames", ()) or bool(item.get_closest_marker("timing"))
+    names = getattr(item, "fixturenames", ())
+    return "burners" in names or "burners_later" in names or bool(item.get_closest_marker("timing"))
 
 
 @pytest.hookimpl(hookwrapper=True)

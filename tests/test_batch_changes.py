@@ -171,11 +171,13 @@ def test_journal_apply_is_all_or_nothing_and_checks_its_base(tmp_path: Path) -> 
 
 
 def test_report_lines_are_bounded(tmp_path: Path) -> None:
-    big = "".join(f"line {i}\n" for i in range(2_500_000))  # ~ 20 MB
+    # Over the diff's 1 MB text limit (codemode/batch/diff_text.py TEXT_BYTES): a diff of
+    # it would be ~4 MB, twenty times the bound on a line.
+    big = "".join(f"line {i}\n" for i in range(200_000))  # ~ 2 MB
     repo = make_repo(tmp_path / "repos" / "r", {"big.txt": big, "small.txt": "s\n"})
     (tmp_path / "big.js").write_text(
         'await tools.shell({command: "sed -i s/line/LINE/ big.txt"});\n'
-        "for (let i = 0; i < 3000; i++)\n"
+        "for (let i = 0; i < 1200; i++)\n"  # over the 1,000 files a report names
         '  await tools.write_file({path: `f/${i}.txt`, content: "x".repeat(100)});\n'
         'console.log("y".repeat(100000));\n'
         'return "z".repeat(1000000);\n'
@@ -186,7 +188,7 @@ def test_report_lines_are_bounded(tmp_path: Path) -> None:
     raw = (tmp_path / "r.jsonl").read_text().splitlines()
     assert all(len(line) < 200_000 for line in raw), [len(line) for line in raw]
     line = json.loads(raw[-1])
-    assert line["changed_count"] == 3001 and len(line["changed_files"]) == 1000
+    assert line["changed_count"] == 1201 and len(line["changed_files"]) == 1000
     assert "characters of the diff elided" in line["diff"]
     assert "Large files a/big.txt and b/big.txt differ" in line["diff"]
     assert "characters of the return value elided" in line["value"]

@@ -8,6 +8,7 @@ import asyncio
 import time
 
 import pytest
+from cpu_burners import Burners
 
 from codemode.js_runtime import (
     AlreadyWaiting,
@@ -234,12 +235,13 @@ async def test_tools_and_max_output_per_execute(engine: str) -> None:
 
 
 async def test_the_time_limit_holds_across_yields_beside_cpu_burners(
-    engine: str, burners: None
+    engine: str, burners_later: Burners
 ) -> None:
     d = Delegate()
     s = session(engine, d, limits=Limits(timeout_s=2.0))
     try:
         await warm(s)
+        burners_later.start()
         started = time.monotonic()
         outcome = await s.execute("console.log('x'); while (true) {}", yield_time=0.2)
         assert isinstance(outcome, Yielded)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from cpu_burners import Burners
 from runtime_support import registry_session, run_program
 
 from codemode.js_runtime import CodeSession, ExecEvent, Limits, LogEvent
@@ -169,7 +170,7 @@ RUNAWAYS = {
 
 @pytest.mark.parametrize("kind", list(RUNAWAYS))
 async def test_the_wall_clock_limit_holds_under_load(
-    engine: str, kind: str, tmp_path: Path, burners: None
+    engine: str, kind: str, tmp_path: Path, burners_later: Burners
 ) -> None:
     seen: list[str] = []
     session = make(
@@ -182,6 +183,7 @@ async def test_the_wall_clock_limit_holds_under_load(
         # A booted worker waits for the program (as the pool's spares do): a busy
         # machine's boot is not the program's time and is not what is measured here.
         assert (await run_program(session, "return 1")).ok
+        burners_later.start()
         started = time.monotonic()
         result = await run_program(session, RUNAWAYS[kind])
         elapsed = time.monotonic() - started
@@ -354,7 +356,7 @@ async def test_deep_cyclic_and_bigint_arguments(engine: str, tmp_path: Path) -> 
 
 @pytest.mark.parametrize("persistent", [False, True])
 async def test_cancel_stops_a_busy_program_at_once(
-    engine: str, persistent: bool, tmp_path: Path, burners: None
+    engine: str, persistent: bool, tmp_path: Path, burners_later: Burners
 ) -> None:
     printed = asyncio.Event()
     seen: list[str] = []
@@ -375,6 +377,7 @@ async def test_cancel_stops_a_busy_program_at_once(
     try:
         task = asyncio.create_task(run_program(session, "console.log('start'); while (true) {}"))
         await asyncio.wait_for(printed.wait(), 20)
+        burners_later.start()
         cancelled_at = time.monotonic()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

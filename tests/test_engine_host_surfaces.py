@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from agent_support import INTERPRETER, cli_env
+from cpu_burners import Burners
 from pydantic import BaseModel
 
 from codemode.agent.events import ItemCompleted
@@ -30,7 +31,7 @@ def engine(request: pytest.FixtureRequest) -> str:
 
 
 def test_ctrl_c_stops_interpreter_run_and_keeps_its_output(
-    engine: str, tmp_path: Path, burners: None
+    engine: str, tmp_path: Path, burners_later: Burners
 ) -> None:
     script = tmp_path / "loop.js"
     script.write_text('console.log("start"); while (true) {}\n')
@@ -44,6 +45,7 @@ def test_ctrl_c_stops_interpreter_run_and_keeps_its_output(
     )
     assert proc.stdout is not None
     assert proc.stdout.readline() == "start\n"
+    burners_later.start()
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
     try:
@@ -162,7 +164,9 @@ def test_mcp_server_answers_at_once_and_runs_executes_in_parallel(tmp_path: Path
     assert len(big.content[0].text) < 3_000
 
 
-async def test_acp_session_cancel_stops_a_busy_program(tmp_path: Path, burners: None) -> None:
+async def test_acp_session_cancel_stops_a_busy_program(
+    tmp_path: Path, burners_later: Burners
+) -> None:
     from acp import spawn_agent_process, text_block
     from agent_support import provider_flags
     from test_acp import RecordingClient
@@ -203,6 +207,7 @@ async def test_acp_session_cancel_stops_a_busy_program(tmp_path: Path, burners: 
             # Setup may take its time on a loaded machine (the engine starts); the clock
             # starts once the program is in its loop.
             await asyncio.wait_for(client.looping.wait(), 60)
+            burners_later.start()
             started = time.monotonic()
             await conn.cancel(session_id=session.session_id)
             cancelled = await asyncio.wait_for(pending, 30)

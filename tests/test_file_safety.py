@@ -611,9 +611,12 @@ def test_pathological_gitignore_line_does_not_stall_a_walk(ws: Path) -> None:
 
 def test_a_tree_deeper_than_the_recursion_limit_is_walked(ws: Path) -> None:
     # A hostile repository 1500 folders deep made glob and grep fail (RecursionError).
+    # A hundred levels past Python's recursion limit fail a recursive walk as surely,
+    # and a walk costs the square of the depth (1,500 levels: ~20 CPU-s, 1,100: ~11).
+    depth = sys.getrecursionlimit() + 100
     fd = os.open(ws, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        for _ in range(1500):
+        for _ in range(depth):
             os.mkdir("d", dir_fd=fd)
             inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
             os.close(fd)
@@ -626,7 +629,7 @@ def test_a_tree_deeper_than_the_recursion_limit_is_walked(ws: Path) -> None:
     try:
         (ws / "top.txt").write_text("needle\n")
         ctx = ToolContext(workspace=ws)
-        deep = "/".join(["d"] * 1500) + "/f.txt"
+        deep = "/".join(["d"] * depth) + "/f.txt"
         found = asyncio.run(call(ctx, "glob", pattern="**/*.txt"))
         assert found["matches"] == [deep, "top.txt"]
         found = asyncio.run(call(ctx, "grep", pattern="needle"))
