@@ -14,7 +14,8 @@ SUITE_CONFTEST = Path(__file__).with_name("conftest.py")
 
 # The nested run's conftest takes the suite's hooks from tests/conftest.py itself.
 CONFTEST = f"""
-import importlib.util
+import importlib.util, sys
+sys.path.insert(0, {str(SUITE_CONFTEST.parent)!r})  # the suite's conftest imports its neighbours
 spec = importlib.util.spec_from_file_location("suite_conftest", {str(SUITE_CONFTEST)!r})
 suite = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(suite)
