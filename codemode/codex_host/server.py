@@ -18,32 +18,10 @@ import socket
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
+from codemode.codex_host.listen import Listen
 from codemode.codex_host.runtime import SessionLimits
-
-
-@dataclass(frozen=True)
-class Listen:
-    kind: str  # "tcp", "grpc-stdio" or "framed-stdio"
-    host: str = ""
-    port: int = 0
-
-
-def parse_listen(value: str | None) -> Listen:
-    if value in (None, "", "stdio", "stdio://"):
-        return Listen("framed-stdio")
-    if value in ("grpc+stdio://", "grpc+stdio"):
-        return Listen("grpc-stdio")
-    for prefix in ("grpc://", "http://", "tcp://"):
-        if value.startswith(prefix):
-            hostport = value[len(prefix) :].rstrip("/")
-            host, sep, port = hostport.rpartition(":")
-            if not sep or not port.isdigit() or not host:
-                break
-            return Listen("tcp", host.strip("[]"), int(port))
-    raise ValueError(f"{value!r}: expected stdio, grpc+stdio:// or grpc://HOST:PORT")
 
 
 def take_stdout() -> int:
@@ -67,8 +45,9 @@ async def serve(listen: Listen, limits: SessionLimits) -> int:
     out_fd = take_stdout() if listen.kind != "tcp" else -1
 
     def prestart() -> None:
-        # An engine worker boots while the client gets going (once the host answers:
-        # its start is what a client waits for): the first exec finds it ready.
+        # The engine worker the command line started before its imports (when it did;
+        # else one boots now, once the host answers: its start is what a client waits
+        # for) is adopted by the pool: the first exec finds it ready.
         POOL.prestart(limits.engine, limits.memory_mb * 1024 * 1024)
 
     if listen.kind == "framed-stdio":
