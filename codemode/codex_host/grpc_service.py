@@ -3,20 +3,20 @@
 Every bad request gets a gRPC status and nothing else changes: a body that is not the
 message (INVALID_ARGUMENT), an unknown session, cell or invocation (NOT_FOUND), a second
 observer of one cell (FAILED_PRECONDITION). RPCs the service does not define (such as
-``GetProcessMetrics``) are answered UNIMPLEMENTED by grpc itself.
+``GetProcessMetrics``) are answered UNIMPLEMENTED by the server (``h2_server.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-import grpc
-
 from codemode.codex_host.grpc_session import GrpcSession, Subscription, tool_spec
+from codemode.codex_host.h2_server import Method, RpcError, Status
 from codemode.codex_host.model import ImageItem, Outcome, TextItem
 from codemode.codex_host.runtime import CellBusy, SessionLimits
 from codemode.codex_host.schema import SERVICE, pb
@@ -39,12 +39,6 @@ def _deserializer(cls: type[Any]) -> Callable[[bytes], Any]:
             return _Malformed(exc)
 
     return parse
-
-
-class _Abort(Exception):
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def outcome_message(outcome: Outcome) -> Any:
@@ -85,29 +79,22 @@ class CodeModeHostService:
         self.limits = limits
         self.sessions: dict[str, GrpcSession] = {}
 
-    def handler(self) -> grpc.GenericRpcHandler:
-        handlers = {}
+    def methods(self) -> dict[str, Method]:
+        """The server's methods by HTTP/2 path (``/codex.code_mode.v1.CodeModeHost/Execute``)."""
+        methods = {}
         for name, method in pb.methods.items():
-            impl = getattr(self, name)
-            request = pb.classes[method.request]
-            make = (
-                grpc.unary_stream_rpc_method_handler
-                if method.server_streaming
-                else grpc.unary_unary_rpc_method_handler
+            impl = _traced(name, getattr(self, name))
+            methods[f"/{SERVICE}/{name}"] = Method(
+                deserialize=_deserializer(pb.classes[method.request]),
+                handler=_streaming(impl) if method.server_streaming else _unary(impl),
+                streaming=method.server_streaming,
             )
-            impl = _traced(name, impl)
-            wrapped = _streaming(impl) if method.server_streaming else _unary(impl)
-            handlers[name] = make(
-                wrapped,
-                request_deserializer=_deserializer(request),
-                response_serializer=lambda m: m.SerializeToString(),
-            )
-        return grpc.method_handlers_generic_handler(SERVICE, handlers)
+        return methods
 
     def _session(self, session_id: str) -> GrpcSession:
         session = self.sessions.get(session_id)
         if session is None or session.closed.is_set():
-            raise _Abort(grpc.StatusCode.NOT_FOUND, f"unknown session {session_id!r}")
+            raise RpcError(Status.NOT_FOUND, f"unknown session {session_id!r}")
         return session
 
     async def close(self) -> None:
@@ -173,24 +160,20 @@ class CodeModeHostService:
             try:
                 value = json.loads(request.succeeded.output_json or b"null")
             except ValueError as exc:
-                raise _Abort(
-                    grpc.StatusCode.INVALID_ARGUMENT, f"output_json is not JSON: {exc}"
-                ) from None
+                raise RpcError(Status.INVALID_ARGUMENT, f"output_json is not JSON: {exc}") from None
             ok = True
         elif which == "failed":
             ok, value = False, request.failed.message
         else:
-            raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, "CompleteToolCall needs an outcome")
+            raise RpcError(Status.INVALID_ARGUMENT, "CompleteToolCall needs an outcome")
         if not session.complete(request.invocation_id, ok, value):
-            raise _Abort(
-                grpc.StatusCode.NOT_FOUND, f"no tool call {request.invocation_id!r} was issued"
-            )
+            raise RpcError(Status.NOT_FOUND, f"no tool call {request.invocation_id!r} was issued")
         return pb.CompleteToolCallResponse()
 
     async def AcknowledgeNotification(self, request: Any) -> Any:
         session = self._session(request.session_id)
         if not session.acknowledge(request.notification_id):
-            raise _Abort(grpc.StatusCode.NOT_FOUND, f"no notification {request.notification_id!r}")
+            raise RpcError(Status.NOT_FOUND, f"no notification {request.notification_id!r}")
         return pb.AcknowledgeNotificationResponse()
 
     async def Execute(self, request: Any) -> AsyncIterator[Any]:
@@ -226,7 +209,7 @@ class CodeModeHostService:
                 request.cell_id, request.yield_time_ms, request.wait_id or None
             )
         except CellBusy as exc:
-            raise _Abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc)) from None
+            raise RpcError(Status.FAILED_PRECONDITION, str(exc)) from None
         if outcome is None:
             return _missing(request.cell_id)
         return pb.WaitResponse(live_cell=outcome_message(outcome))
@@ -258,38 +241,50 @@ class CodeModeHostService:
         return pb.WaitResponse(live_cell=outcome_message(outcome))
 
 
-def _unary(impl: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
-    async def handle(request: Any, context: grpc.aio.ServicerContext) -> Any:
+def _unary(impl: Callable[[Any], Any]) -> Callable[[Any], Awaitable[Any]]:
+    async def handle(request: Any) -> Any:
         if isinstance(request, _Malformed):
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, _bad_body(request))
+            raise RpcError(Status.INVALID_ARGUMENT, _bad_body(request))
         try:
             return await impl(request)
-        except _Abort as exc:
-            await context.abort(exc.code, str(exc))
+        except RpcError:
+            raise
         except Exception as exc:  # a bug here: a clean status, never a traceback
-            await context.abort(grpc.StatusCode.INTERNAL, _internal(exc))
+            raise RpcError(Status.INTERNAL, _internal(exc)) from None
 
     return handle
 
 
-def _streaming(impl: Callable[[Any], Awaitable[AsyncIterator[Any]]]) -> Callable[[Any, Any], Any]:
-    async def handle(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+def _streaming(
+    impl: Callable[[Any], Awaitable[AsyncIterator[Any]]],
+) -> Callable[[Any], Awaitable[AsyncIterator[Any]]]:
+    async def handle(request: Any) -> AsyncIterator[Any]:
         if isinstance(request, _Malformed):
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, _bad_body(request))
+            raise RpcError(Status.INVALID_ARGUMENT, _bad_body(request))
         try:
-            # Checks the request (raising _Abort) before any header is sent.
+            # Checks the request (raising RpcError) before any header is sent: a client
+            # (Codex) waits for the response headers of a stream that may carry no
+            # message for a long time (a tool-call subscription); the server sends them
+            # as soon as this returns.
             stream = await impl(request)
-            # A client (Codex) waits for the response headers of a stream that may carry
-            # no message for a long time (a tool-call subscription): send them now.
-            await context.send_initial_metadata(())
+        except RpcError:
+            raise
+        except Exception as exc:  # a bug here: a clean status, never a traceback
+            raise RpcError(Status.INTERNAL, _internal(exc)) from None
+        return _guarded(stream)
+
+    return handle
+
+
+async def _guarded(stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    async with contextlib.aclosing(stream):  # type: ignore[type-var]
+        try:
             async for message in stream:
                 yield message
-        except _Abort as exc:
-            await context.abort(exc.code, str(exc))
+        except RpcError:
+            raise
         except Exception as exc:  # a bug here: a clean status, never a traceback
-            await context.abort(grpc.StatusCode.INTERNAL, _internal(exc))
-
-    return handle
+            raise RpcError(Status.INTERNAL, _internal(exc)) from None
 
 
 def _internal(exc: Exception) -> str:
