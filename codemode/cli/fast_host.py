@@ -80,6 +80,11 @@ def serve_if_asked(argv: list[str]) -> None:
     from codemode.js_runtime import prestart
 
     prestart.spawn_early(engine, memory_mb * 1024 * 1024)
+    # No spare worker behind each one the pool hands out: a session keeps the workers
+    # its execs used and runs its next exec in one of them, so in a Codex turn a spare
+    # only boots (a Python process, ~0.1 s of CPU) on the cores Codex is using. An exec
+    # that runs beside another still gets a worker, started then.
+    prestart.one_program = True
     from codemode.cli.crash import install_thread_hooks
     from codemode.sandbox.confinement.grpc_fork import quiet_grpc_fork
 
