@@ -9,7 +9,7 @@ observer of one cell (FAILED_PRECONDITION). RPCs the service does not define (su
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import inspect
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -80,14 +80,24 @@ class CodeModeHostService:
         self.sessions: dict[str, GrpcSession] = {}
 
     def methods(self) -> dict[str, Method]:
-        """The server's methods by HTTP/2 path (``/codex.code_mode.v1.CodeModeHost/Execute``)."""
+        """The server's methods by HTTP/2 path (``/codex.code_mode.v1.CodeModeHost/Execute``).
+
+        The RPCs that never wait (``CompleteToolCall``, the one every nested call makes,
+        among them) are plain functions, answered as soon as their request is read."""
         methods = {}
         for name, method in pb.methods.items():
-            impl = _traced(name, getattr(self, name))
+            impl = getattr(self, name)
+            immediate = not inspect.iscoroutinefunction(impl)
+            impl = _traced(name, impl, immediate)
+            if method.server_streaming:
+                handler = _streaming(impl)
+            else:
+                handler = _unary_now(impl) if immediate else _unary(impl)
             methods[f"/{SERVICE}/{name}"] = Method(
                 deserialize=_deserializer(pb.classes[method.request]),
-                handler=_streaming(impl) if method.server_streaming else _unary(impl),
+                handler=handler,
                 streaming=method.server_streaming,
+                immediate=immediate,
             )
         return methods
 
@@ -153,7 +163,7 @@ class CodeModeHostService:
         finally:
             session.unsubscribe(sub)
 
-    async def CompleteToolCall(self, request: Any) -> Any:
+    def CompleteToolCall(self, request: Any) -> Any:
         session = self._session(request.session_id)
         which = request.WhichOneof("outcome")
         if which == "succeeded":
@@ -170,7 +180,7 @@ class CodeModeHostService:
             raise RpcError(Status.NOT_FOUND, f"no tool call {request.invocation_id!r} was issued")
         return pb.CompleteToolCallResponse()
 
-    async def AcknowledgeNotification(self, request: Any) -> Any:
+    def AcknowledgeNotification(self, request: Any) -> Any:
         session = self._session(request.session_id)
         if not session.acknowledge(request.notification_id):
             raise RpcError(Status.NOT_FOUND, f"no notification {request.notification_id!r}")
@@ -214,7 +224,7 @@ class CodeModeHostService:
             return _missing(request.cell_id)
         return pb.WaitResponse(live_cell=outcome_message(outcome))
 
-    async def YieldObservation(self, request: Any) -> Any:
+    def YieldObservation(self, request: Any) -> Any:
         session = self._session(request.session_id)
         which = request.WhichOneof("observation")
         if which == "execution_id":
@@ -239,6 +249,20 @@ class CodeModeHostService:
         if outcome is None:
             return _missing(request.cell_id)
         return pb.WaitResponse(live_cell=outcome_message(outcome))
+
+
+def _unary_now(impl: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def handle(request: Any) -> Any:
+        if isinstance(request, _Malformed):
+            raise RpcError(Status.INVALID_ARGUMENT, _bad_body(request))
+        try:
+            return impl(request)
+        except RpcError:
+            raise
+        except Exception as exc:  # a bug here: a clean status, never a traceback
+            raise RpcError(Status.INTERNAL, _internal(exc)) from None
+
+    return handle
 
 
 def _unary(impl: Callable[[Any], Any]) -> Callable[[Any], Awaitable[Any]]:
@@ -271,20 +295,9 @@ def _streaming(
             raise
         except Exception as exc:  # a bug here: a clean status, never a traceback
             raise RpcError(Status.INTERNAL, _internal(exc)) from None
-        return _guarded(stream)
+        return stream  # a failure while it runs: h2_server answers INTERNAL
 
     return handle
-
-
-async def _guarded(stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    async with contextlib.aclosing(stream):  # type: ignore[type-var]
-        try:
-            async for message in stream:
-                yield message
-        except RpcError:
-            raise
-        except Exception as exc:  # a bug here: a clean status, never a traceback
-            raise RpcError(Status.INTERNAL, _internal(exc)) from None
 
 
 def _internal(exc: Exception) -> str:
@@ -295,21 +308,34 @@ def _bad_body(bad: _Malformed) -> str:
     return f"the request is not a valid protobuf message: {bad.error}"
 
 
-def _traced(name: str, impl: Any) -> Any:
+def _traced(name: str, impl: Any, immediate: bool) -> Any:
     import os
     import sys
 
     if not os.environ.get("CODEMODE_HOST_TRACE"):
         return impl
 
-    async def call(request: Any) -> Any:
-        print(f"> {name} {str(request)[:300]!r}", file=sys.stderr, flush=True)
-        try:
-            out = await impl(request)
-        except BaseException as exc:
-            print(f"! {name} {type(exc).__name__} {exc}", file=sys.stderr, flush=True)
-            raise
+    def said(out: Any) -> Any:
         print(f"< {name} {str(out)[:300]!r}", file=sys.stderr, flush=True)
         return out
 
-    return call
+    def failed(exc: BaseException) -> None:
+        print(f"! {name} {type(exc).__name__} {exc}", file=sys.stderr, flush=True)
+
+    def call_now(request: Any) -> Any:
+        print(f"> {name} {str(request)[:300]!r}", file=sys.stderr, flush=True)
+        try:
+            return said(impl(request))
+        except BaseException as exc:
+            failed(exc)
+            raise
+
+    async def call(request: Any) -> Any:
+        print(f"> {name} {str(request)[:300]!r}", file=sys.stderr, flush=True)
+        try:
+            return said(await impl(request))
+        except BaseException as exc:
+            failed(exc)
+            raise
+
+    return call_now if immediate else call

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -63,12 +63,14 @@ class RpcError(Exception):
 
 @dataclass(frozen=True)
 class Method:
-    """One RPC: how its request is read, and its handler, which returns the response
-    message (unary) or an async iterator of them (server streaming)."""
+    """One RPC: how its request is read, and its handler, a coroutine function whose
+    result is the response message (unary) or an async iterator of them (server
+    streaming), or for an ``immediate`` unary RPC a function returning the message."""
 
     deserialize: Callable[[bytes], Any]
-    handler: Callable[[Any], Awaitable[Any]]
+    handler: Callable[[Any], Any]
     streaming: bool
+    immediate: bool = False  # a plain function: answered as soon as the request is read
 
 
 class _ConnectionError(Exception):
@@ -330,7 +332,31 @@ class Connection(asyncio.Protocol):
             return
         request = method.deserialize(bytes(body[5:]))
         stream.body = bytearray()
+        if method.immediate:
+            self._answer_now(stream, method, request)
+            return
         stream.task = asyncio.ensure_future(self._run(stream, method, request))
+
+    def _answer_now(self, stream: _Stream, method: Method, request: Any) -> None:
+        """An RPC that never waits, answered without a task: one write, or a status."""
+        try:
+            reply = method.handler(request).SerializeToString()
+        except RpcError as exc:
+            self._trailers(stream, exc.code, str(exc))
+        except Exception as exc:  # a bug: a status, never a traceback on the wire
+            self._trailers(stream, Status.INTERNAL, _failed(exc))
+        else:
+            data = b"\x00" + len(reply).to_bytes(4, "big") + reply
+            if len(data) <= min(self.out_window, stream.window, self.peer_max_frame):
+                self.out_window -= len(data)
+                stream.window -= len(data)
+                frames = _response_headers(stream.id) + _frame(DATA, 0, stream.id, data)
+                self._write(frames + _frame(HEADERS, END_HEADERS | END_STREAM, stream.id, _OK))
+            else:  # no room in the window now: sent as the window opens
+                stream.task = asyncio.ensure_future(self._send(stream, reply, last=True))
+                stream.task.add_done_callback(lambda _: self.streams.pop(stream.id, None))
+                return
+        self.streams.pop(stream.id, None)
 
     def _refuse(self, stream: _Stream, code: Status, message: str) -> None:
         """Answer with a status alone (trailers-only), before the request is read."""
@@ -363,7 +389,7 @@ class Connection(asyncio.Protocol):
         except asyncio.CancelledError:
             pass  # reset by the client, or the connection ended: nobody to tell
         except Exception as exc:  # a bug: a status, never a traceback on the wire
-            self._trailers(stream, Status.INTERNAL, f"{type(exc).__name__}: {exc}"[:300])
+            self._trailers(stream, Status.INTERNAL, _failed(exc))
         finally:
             if replies is not None:
                 with contextlib.suppress(Exception):
@@ -423,6 +449,14 @@ class Connection(asyncio.Protocol):
         for waiter in waiting:
             if not waiter.done():
                 waiter.set_result(None)
+
+
+def _response_headers(stream: int) -> bytes:
+    return _frame(HEADERS, END_HEADERS, stream, _RESPONSE)
+
+
+def _failed(exc: Exception) -> str:
+    return f"the code-mode host failed: {type(exc).__name__}: {str(exc)[:300]}"
 
 
 def _unpad(flags: int, payload: bytes) -> bytes:
