@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from codemode.codex_host import hpack
-from codemode.codex_host.h2_server import (
+from codemode.codex_host.h2_wire import (
     DATA,
     END_HEADERS,
     END_STREAM,
@@ -21,7 +21,7 @@ from codemode.codex_host.h2_server import (
     HEADERS,
     PREFACE,
     SETTINGS,
-    _frame,
+    frame,
 )
 from tests.codex_host_support import INTERPRETER, host_process, session, texts
 
@@ -37,9 +37,7 @@ def test_hpack_decodes_rfc_7541_examples_with_huffman_and_the_dynamic_table() ->
     assert first[-1] == (":authority", "www.example.com")
     second = decoder.decode(bytes.fromhex("828684be5886a8eb10649cbf"))
     assert second[-2:] == [(":authority", "www.example.com"), ("cache-control", "no-cache")]
-    third = decoder.decode(
-        bytes.fromhex("828785bf408825a849e95ba97d7f8925a849e95bb8e8b4bf")
-    )
+    third = decoder.decode(bytes.fromhex("828785bf408825a849e95ba97d7f8925a849e95bb8e8b4bf"))
     assert third[-1] == ("custom-key", "custom-value")
     assert decoder.size == 164  # the table's size after C.4.3, as the RFC gives it
 
@@ -115,7 +113,7 @@ def _connect(address: str, preface: bool = True) -> socket.socket:
     sock = socket.create_connection((host, int(port)), timeout=30)
     sock.settimeout(1)
     if preface:
-        sock.sendall(PREFACE + _frame(SETTINGS, 0, 0))
+        sock.sendall(PREFACE + frame(SETTINGS, 0, 0))
     return sock
 
 
@@ -129,9 +127,9 @@ async def _still_serves(address: str) -> None:
     ("what", "sent", "code"),
     [
         ("not HTTP/2", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 0x1),  # PROTOCOL_ERROR
-        ("a broken header block", _frame(HEADERS, END_HEADERS, 1, b"\xbe"), 0x9),
-        ("a frame over the size agreed", _frame(DATA, 0, 1, b"x" * 20000), 0x6),
-        ("HEADERS on stream 0", _frame(HEADERS, END_HEADERS, 0, b"\x82"), 0x1),
+        ("a broken header block", frame(HEADERS, END_HEADERS, 1, b"\xbe"), 0x9),
+        ("a frame over the size agreed", frame(DATA, 0, 1, b"x" * 20000), 0x6),
+        ("HEADERS on stream 0", frame(HEADERS, END_HEADERS, 0, b"\x82"), 0x1),
     ],
 )
 async def test_a_peer_that_breaks_http2_gets_goaway_and_others_are_served(
@@ -148,24 +146,24 @@ async def test_bad_grpc_requests_get_a_status_on_their_stream(tcp_host: str) -> 
     with _connect(tcp_host) as sock:
         # A compressed message (this server takes none): UNIMPLEMENTED.
         sock.sendall(
-            _frame(HEADERS, END_HEADERS, 1, _request_headers(EXECUTE))
-            + _frame(DATA, END_STREAM, 1, b"\x01\x00\x00\x00\x00")
+            frame(HEADERS, END_HEADERS, 1, _request_headers(EXECUTE))
+            + frame(DATA, END_STREAM, 1, b"\x01\x00\x00\x00\x00")
         )
         assert _status(sock, 1)["grpc-status"] == "12"
         # A body that is not one gRPC message (the length says more than came): INTERNAL.
         sock.sendall(
-            _frame(HEADERS, END_HEADERS, 3, _request_headers(EXECUTE))
-            + _frame(DATA, END_STREAM, 3, b"\x00\x00\x00\x00\x09ab")
+            frame(HEADERS, END_HEADERS, 3, _request_headers(EXECUTE))
+            + frame(DATA, END_STREAM, 3, b"\x00\x00\x00\x00\x09ab")
         )
         assert _status(sock, 3)["grpc-status"] == "13"
         # A request over the 4 MiB cap: RESOURCE_EXHAUSTED, without reading it all.
-        sock.sendall(_frame(HEADERS, END_HEADERS, 5, _request_headers(EXECUTE)))
-        chunk = _frame(DATA, 0, 5, b"\x00" * 16384)
+        sock.sendall(frame(HEADERS, END_HEADERS, 5, _request_headers(EXECUTE)))
+        chunk = frame(DATA, 0, 5, b"\x00" * 16384)
         sock.sendall(chunk * ((4 << 20) // 16384 + 2))
         trailers = _status(sock, 5)
         assert trailers["grpc-status"] == "8" and "too large" in trailers["grpc-message"]
         # An unknown method, even one that is a prefix of a real one: UNIMPLEMENTED.
-        sock.sendall(_frame(HEADERS, END_HEADERS | END_STREAM, 7, _request_headers("/x/Exec")))
+        sock.sendall(frame(HEADERS, END_HEADERS | END_STREAM, 7, _request_headers("/x/Exec")))
         assert _status(sock, 7)["grpc-status"] == "12"
     await _still_serves(tcp_host)
 

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from codemode.codex_host.grpc_session import GrpcSession, Subscription, tool_spec
-from codemode.codex_host.h2_server import Method, RpcError, Status
+from codemode.codex_host.h2_wire import Method, RpcError, Status
 from codemode.codex_host.model import ImageItem, Outcome, TextItem
 from codemode.codex_host.runtime import CellBusy, SessionLimits
 from codemode.codex_host.schema import SERVICE, pb

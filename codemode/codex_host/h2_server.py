@@ -20,63 +20,44 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Any
 
-from codemode.codex_host.hpack import Decoder, HpackError, encode_literal
-
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE = range(9)
-CONTINUATION = 9
-END_STREAM = ACK = 0x1
-END_HEADERS, PADDED, PRIORITY_FLAG = 0x4, 0x8, 0x20
-PROTOCOL_ERROR, FLOW_CONTROL_ERROR, FRAME_SIZE_ERROR, COMPRESSION_ERROR = 0x1, 0x3, 0x6, 0x9
-
-MAX_FRAME = 16384  # the largest frame this server takes (the protocol's default)
-MAX_WINDOW = (1 << 31) - 1
-MAX_MESSAGE = 4 << 20  # a request message's cap, as grpcio's server has by default
-MAX_HEADER_BLOCK = 1 << 18
-_RESPONSE = b"\x88" + encode_literal("content-type", "application/grpc")  # :status 200
-_OK = encode_literal("grpc-status", "0")
-
-
-class Status(IntEnum):
-    """gRPC status codes (the ones this host answers with)."""
-
-    OK = 0
-    CANCELLED = 1
-    INVALID_ARGUMENT = 3
-    NOT_FOUND = 5
-    FAILED_PRECONDITION = 9
-    RESOURCE_EXHAUSTED = 8
-    UNIMPLEMENTED = 12
-    INTERNAL = 13
-
-
-class RpcError(Exception):
-    """Ends an RPC with this status (raised by a handler)."""
-
-    def __init__(self, code: Status, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-@dataclass(frozen=True)
-class Method:
-    """One RPC: how its request is read, and its handler, a coroutine function whose
-    result is the response message (unary) or an async iterator of them (server
-    streaming), or for an ``immediate`` unary RPC a function returning the message."""
-
-    deserialize: Callable[[bytes], Any]
-    handler: Callable[[Any], Any]
-    streaming: bool
-    immediate: bool = False  # a plain function: answered as soon as the request is read
-
-
-class _ConnectionError(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+from codemode.codex_host.h2_wire import (
+    ACK,
+    COMPRESSION_ERROR,
+    CONTINUATION,
+    DATA,
+    END_HEADERS,
+    END_STREAM,
+    FLOW_CONTROL_ERROR,
+    FRAME_SIZE_ERROR,
+    GOAWAY,
+    HEADERS,
+    MAX_FRAME,
+    MAX_HEADER_BLOCK,
+    MAX_MESSAGE,
+    MAX_WINDOW,
+    OK_STATUS,
+    PING,
+    PREFACE,
+    PRIORITY_FLAG,
+    PROTOCOL_ERROR,
+    PUSH_PROMISE,
+    RESPONSE,
+    RST_STREAM,
+    SETTINGS,
+    WINDOW_UPDATE,
+    Method,
+    ProtocolViolation,
+    RpcError,
+    Status,
+    failed,
+    frame,
+    response_headers,
+    status_fields,
+    unpad,
+)
+from codemode.codex_host.hpack import Decoder, HpackError
 
 
 @dataclass(eq=False)
@@ -89,22 +70,6 @@ class _Stream:
     answered: bool = False  # its request was read (or refused): nothing more comes in
     task: asyncio.Task[None] | None = None
     replied: bool = False  # response headers sent
-
-
-def _frame(kind: int, flags: int, stream: int, payload: bytes | memoryview = b"") -> bytes:
-    return b"".join(
-        (len(payload).to_bytes(3, "big"), bytes((kind, flags)), stream.to_bytes(4, "big"), payload)
-    )
-
-
-def _status_fields(code: int, message: str) -> bytes:
-    fields = encode_literal("grpc-status", str(int(code)))
-    if message:
-        # grpc-message is percent-encoded UTF-8 (the gRPC HTTP/2 spec)
-        raw = message.encode("utf-8", "replace")[:1024]
-        text = "".join(chr(b) if 0x20 <= b < 0x7F and b != 0x25 else f"%{b:02X}" for b in raw)
-        fields += encode_literal("grpc-message", text)
-    return fields
 
 
 class Connection(asyncio.Protocol):
@@ -140,8 +105,8 @@ class Connection(asyncio.Protocol):
         self._write, self._close = write, close
         settings = (4).to_bytes(2, "big") + MAX_WINDOW.to_bytes(4, "big")  # initial window
         self._write(
-            _frame(SETTINGS, 0, 0, settings)
-            + _frame(WINDOW_UPDATE, 0, 0, (MAX_WINDOW - 65535).to_bytes(4, "big"))
+            frame(SETTINGS, 0, 0, settings)
+            + frame(WINDOW_UPDATE, 0, 0, (MAX_WINDOW - 65535).to_bytes(4, "big"))
         )
 
     def data_received(self, data: bytes) -> None:
@@ -150,7 +115,7 @@ class Connection(asyncio.Protocol):
         self.buffer += data
         try:
             self._parse()
-        except _ConnectionError as exc:
+        except ProtocolViolation as exc:
             self._go_away(exc.code, str(exc))
         except HpackError as exc:
             self._go_away(COMPRESSION_ERROR, str(exc))
@@ -174,7 +139,7 @@ class Connection(asyncio.Protocol):
     def _go_away(self, code: int, message: str) -> None:
         payload = self.last_stream.to_bytes(4, "big") + code.to_bytes(4, "big")
         with contextlib.suppress(Exception):
-            self._write(_frame(GOAWAY, 0, 0, payload + message.encode()[:200]))
+            self._write(frame(GOAWAY, 0, 0, payload + message.encode()[:200]))
             self._close()
         self.connection_lost(None)
 
@@ -185,35 +150,35 @@ class Connection(asyncio.Protocol):
         if not self.started:
             if len(buf) < len(PREFACE):
                 if not PREFACE.startswith(bytes(buf)):
-                    raise _ConnectionError(PROTOCOL_ERROR, "not an HTTP/2 client preface")
+                    raise ProtocolViolation(PROTOCOL_ERROR, "not an HTTP/2 client preface")
                 return
             if buf[: len(PREFACE)] != PREFACE:
-                raise _ConnectionError(PROTOCOL_ERROR, "not an HTTP/2 client preface")
+                raise ProtocolViolation(PROTOCOL_ERROR, "not an HTTP/2 client preface")
             del buf[: len(PREFACE)]
             self.started = True
         at = 0
         while len(buf) - at >= 9 and not self.ended:
             length = int.from_bytes(buf[at : at + 3], "big")
             if length > MAX_FRAME:
-                raise _ConnectionError(FRAME_SIZE_ERROR, f"a frame of {length} bytes")
+                raise ProtocolViolation(FRAME_SIZE_ERROR, f"a frame of {length} bytes")
             if len(buf) - at - 9 < length:
                 break
             kind, flags = buf[at + 3], buf[at + 4]
             stream = int.from_bytes(buf[at + 5 : at + 9], "big") & 0x7FFFFFFF
             payload = bytes(buf[at + 9 : at + 9 + length])
             at += 9 + length
-            self._on_frame(kind, flags, stream, payload)
+            self._onframe(kind, flags, stream, payload)
         del buf[:at]
 
-    def _on_frame(self, kind: int, flags: int, sid: int, payload: bytes) -> None:
+    def _onframe(self, kind: int, flags: int, sid: int, payload: bytes) -> None:
         if self.continued is not None and (kind != CONTINUATION or sid != self.continued[0]):
-            raise _ConnectionError(PROTOCOL_ERROR, "a header block was interrupted")
+            raise ProtocolViolation(PROTOCOL_ERROR, "a header block was interrupted")
         if kind == DATA:
             self._on_data(flags, sid, payload)
         elif kind == HEADERS:
             if sid == 0 or sid % 2 == 0:
-                raise _ConnectionError(PROTOCOL_ERROR, f"HEADERS on stream {sid}")
-            block = _unpad(flags, payload)
+                raise ProtocolViolation(PROTOCOL_ERROR, f"HEADERS on stream {sid}")
+            block = unpad(flags, payload)
             if flags & PRIORITY_FLAG:
                 block = block[5:]
             if flags & END_HEADERS:
@@ -222,11 +187,11 @@ class Connection(asyncio.Protocol):
                 self.continued = (sid, flags, bytearray(block))
         elif kind == CONTINUATION:
             if self.continued is None:
-                raise _ConnectionError(PROTOCOL_ERROR, "CONTINUATION without HEADERS")
+                raise ProtocolViolation(PROTOCOL_ERROR, "CONTINUATION without HEADERS")
             cont_sid, cont_flags, pieces = self.continued
             pieces += payload
             if len(pieces) > MAX_HEADER_BLOCK:
-                raise _ConnectionError(PROTOCOL_ERROR, "a header block too large")
+                raise ProtocolViolation(PROTOCOL_ERROR, "a header block too large")
             if flags & END_HEADERS:
                 self.continued = None
                 self._on_headers(cont_sid, cont_flags, bytes(pieces))
@@ -239,28 +204,28 @@ class Connection(asyncio.Protocol):
                 self._on_settings(sid, payload)
         elif kind == PING:
             if len(payload) != 8 or sid:
-                raise _ConnectionError(FRAME_SIZE_ERROR, "a bad PING")
+                raise ProtocolViolation(FRAME_SIZE_ERROR, "a bad PING")
             if not flags & ACK:
-                self._write(_frame(PING, ACK, 0, payload))
+                self._write(frame(PING, ACK, 0, payload))
         elif kind == WINDOW_UPDATE:
             self._on_window_update(sid, payload)
         elif kind == PUSH_PROMISE:
-            raise _ConnectionError(PROTOCOL_ERROR, "a client may not push")
+            raise ProtocolViolation(PROTOCOL_ERROR, "a client may not push")
         # PRIORITY, GOAWAY (the client ends: its streams still get their answers) and
         # frame types this server does not know are ignored, as HTTP/2 allows.
 
     def _on_data(self, flags: int, sid: int, payload: bytes) -> None:
         if sid == 0:
-            raise _ConnectionError(PROTOCOL_ERROR, "DATA on stream 0")
+            raise ProtocolViolation(PROTOCOL_ERROR, "DATA on stream 0")
         # Every byte counts against the window, padding too; give it back in batches.
         self.unacknowledged += len(payload)
         if self.unacknowledged >= 1 << 20:
-            self._write(_frame(WINDOW_UPDATE, 0, 0, self.unacknowledged.to_bytes(4, "big")))
+            self._write(frame(WINDOW_UPDATE, 0, 0, self.unacknowledged.to_bytes(4, "big")))
             self.unacknowledged = 0
         stream = self.streams.get(sid)
         if stream is None or stream.answered:
             return  # a stream already answered or reset: its data goes nowhere
-        stream.body += _unpad(flags, payload)
+        stream.body += unpad(flags, payload)
         stream.unacknowledged += len(payload)
         if len(stream.body) > MAX_MESSAGE + 5:
             self._refuse(stream, Status.RESOURCE_EXHAUSTED, "the request is too large")
@@ -268,7 +233,7 @@ class Connection(asyncio.Protocol):
         if flags & END_STREAM:
             self._dispatch(stream)
         elif stream.unacknowledged >= 1 << 15:
-            self._write(_frame(WINDOW_UPDATE, 0, sid, stream.unacknowledged.to_bytes(4, "big")))
+            self._write(frame(WINDOW_UPDATE, 0, sid, stream.unacknowledged.to_bytes(4, "big")))
             stream.unacknowledged = 0
 
     def _on_headers(self, sid: int, flags: int, block: bytes) -> None:
@@ -289,31 +254,31 @@ class Connection(asyncio.Protocol):
 
     def _on_settings(self, sid: int, payload: bytes) -> None:
         if sid or len(payload) % 6:
-            raise _ConnectionError(FRAME_SIZE_ERROR, "a bad SETTINGS frame")
+            raise ProtocolViolation(FRAME_SIZE_ERROR, "a bad SETTINGS frame")
         for at in range(0, len(payload), 6):
             key = int.from_bytes(payload[at : at + 2], "big")
             value = int.from_bytes(payload[at + 2 : at + 6], "big")
             if key == 4:  # INITIAL_WINDOW_SIZE: every open stream's window moves with it
                 if value > MAX_WINDOW:
-                    raise _ConnectionError(FLOW_CONTROL_ERROR, "initial window too large")
+                    raise ProtocolViolation(FLOW_CONTROL_ERROR, "initial window too large")
                 for stream in self.streams.values():
                     stream.window += value - self.initial_window
                 self.initial_window = value
             elif key == 5:  # MAX_FRAME_SIZE
                 if not MAX_FRAME <= value <= (1 << 24) - 1:
-                    raise _ConnectionError(PROTOCOL_ERROR, "a bad frame size")
+                    raise ProtocolViolation(PROTOCOL_ERROR, "a bad frame size")
                 self.peer_max_frame = value
-        self._write(_frame(SETTINGS, ACK, 0))
+        self._write(frame(SETTINGS, ACK, 0))
         self._wake()
 
     def _on_window_update(self, sid: int, payload: bytes) -> None:
         if len(payload) != 4:
-            raise _ConnectionError(FRAME_SIZE_ERROR, "a bad WINDOW_UPDATE")
+            raise ProtocolViolation(FRAME_SIZE_ERROR, "a bad WINDOW_UPDATE")
         increment = int.from_bytes(payload, "big") & 0x7FFFFFFF
         if sid == 0:
             self.out_window += increment
             if self.out_window > MAX_WINDOW:
-                raise _ConnectionError(FLOW_CONTROL_ERROR, "the window overflowed")
+                raise ProtocolViolation(FLOW_CONTROL_ERROR, "the window overflowed")
         elif (stream := self.streams.get(sid)) is not None:
             stream.window += increment
         self._wake()
@@ -344,14 +309,14 @@ class Connection(asyncio.Protocol):
         except RpcError as exc:
             self._trailers(stream, exc.code, str(exc))
         except Exception as exc:  # a bug: a status, never a traceback on the wire
-            self._trailers(stream, Status.INTERNAL, _failed(exc))
+            self._trailers(stream, Status.INTERNAL, failed(exc))
         else:
             data = b"\x00" + len(reply).to_bytes(4, "big") + reply
             if len(data) <= min(self.out_window, stream.window, self.peer_max_frame):
                 self.out_window -= len(data)
                 stream.window -= len(data)
-                frames = _response_headers(stream.id) + _frame(DATA, 0, stream.id, data)
-                self._write(frames + _frame(HEADERS, END_HEADERS | END_STREAM, stream.id, _OK))
+                frames = response_headers(stream.id) + frame(DATA, 0, stream.id, data)
+                self._write(frames + frame(HEADERS, END_HEADERS | END_STREAM, stream.id, OK_STATUS))
             else:  # no room in the window now: sent as the window opens
                 stream.task = asyncio.ensure_future(self._send(stream, reply, last=True))
                 stream.task.add_done_callback(lambda _: self.streams.pop(stream.id, None))
@@ -363,11 +328,11 @@ class Connection(asyncio.Protocol):
         self.streams.pop(stream.id, None)
         stream.answered = True
         self._write(
-            _frame(
+            frame(
                 HEADERS,
                 END_HEADERS | END_STREAM,
                 stream.id,
-                _RESPONSE + _status_fields(code, message),
+                RESPONSE + status_fields(code, message),
             )
         )
 
@@ -379,7 +344,7 @@ class Connection(asyncio.Protocol):
                 await self._send(stream, reply, last=True)
                 return
             replies = await method.handler(request)
-            self._write(_frame(HEADERS, END_HEADERS, stream.id, _RESPONSE))
+            self._write(frame(HEADERS, END_HEADERS, stream.id, RESPONSE))
             stream.replied = True
             async for message in replies:
                 await self._send(stream, message.SerializeToString())
@@ -389,7 +354,7 @@ class Connection(asyncio.Protocol):
         except asyncio.CancelledError:
             pass  # reset by the client, or the connection ended: nobody to tell
         except Exception as exc:  # a bug: a status, never a traceback on the wire
-            self._trailers(stream, Status.INTERNAL, _failed(exc))
+            self._trailers(stream, Status.INTERNAL, failed(exc))
         finally:
             if replies is not None:
                 with contextlib.suppress(Exception):
@@ -400,10 +365,10 @@ class Connection(asyncio.Protocol):
         """One gRPC message on ``stream`` (with headers and OK trailers when ``last``,
         in one write when the windows allow, as they nearly always do)."""
         data = b"\x00" + len(message).to_bytes(4, "big") + message
-        head = b"" if stream.replied else _frame(HEADERS, END_HEADERS, stream.id, _RESPONSE)
+        head = b"" if stream.replied else frame(HEADERS, END_HEADERS, stream.id, RESPONSE)
         stream.replied = True
         tail = (
-            _frame(HEADERS, END_HEADERS | END_STREAM, stream.id, _status_fields(0, ""))
+            frame(HEADERS, END_HEADERS | END_STREAM, stream.id, status_fields(0, ""))
             if last
             else b""
         )
@@ -411,7 +376,7 @@ class Connection(asyncio.Protocol):
         if size <= min(self.out_window, stream.window, self.peer_max_frame):
             self.out_window -= size
             stream.window -= size
-            self._write(head + _frame(DATA, 0, stream.id, data) + tail)
+            self._write(head + frame(DATA, 0, stream.id, data) + tail)
             return
         if head:
             self._write(head)
@@ -423,7 +388,7 @@ class Connection(asyncio.Protocol):
                 continue
             self.out_window -= room
             stream.window -= room
-            self._write(_frame(DATA, 0, stream.id, view[:room]))
+            self._write(frame(DATA, 0, stream.id, view[:room]))
             view = view[room:]
         if tail:
             self._write(tail)
@@ -431,9 +396,9 @@ class Connection(asyncio.Protocol):
     def _trailers(self, stream: _Stream, code: Status, message: str) -> None:
         if self.ended or stream.id not in self.streams:
             return
-        head = b"" if stream.replied else _RESPONSE
-        fields = head + _status_fields(code, message)
-        self._write(_frame(HEADERS, END_HEADERS | END_STREAM, stream.id, fields))
+        head = b"" if stream.replied else RESPONSE
+        fields = head + status_fields(code, message)
+        self._write(frame(HEADERS, END_HEADERS | END_STREAM, stream.id, fields))
 
     async def _window(self) -> None:
         if self.ended:
@@ -449,19 +414,3 @@ class Connection(asyncio.Protocol):
         for waiter in waiting:
             if not waiter.done():
                 waiter.set_result(None)
-
-
-def _response_headers(stream: int) -> bytes:
-    return _frame(HEADERS, END_HEADERS, stream, _RESPONSE)
-
-
-def _failed(exc: Exception) -> str:
-    return f"the code-mode host failed: {type(exc).__name__}: {str(exc)[:300]}"
-
-
-def _unpad(flags: int, payload: bytes) -> bytes:
-    if not flags & PADDED:
-        return payload
-    if not payload or payload[0] >= len(payload):
-        raise _ConnectionError(PROTOCOL_ERROR, "bad padding")
-    return payload[1 : len(payload) - payload[0]]
