@@ -88,7 +88,9 @@ class Connection(asyncio.Protocol):
         self.unacknowledged = 0  # DATA bytes received, not yet given back as window
         self.continued: tuple[int, int, bytearray] | None = None
         self.waiting: list[asyncio.Future[None]] = []
-        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.loop = asyncio.get_running_loop()
+        self.done: asyncio.Future[None] = self.loop.create_future()
+        self.pending: list[bytes] = []  # written at the end of the loop's turn
         self.ended = False
         self._write: Callable[[bytes], object] = lambda data: None
         self._close: Callable[[], object] = lambda: None
@@ -139,9 +141,24 @@ class Connection(asyncio.Protocol):
     def _go_away(self, code: int, message: str) -> None:
         payload = self.last_stream.to_bytes(4, "big") + code.to_bytes(4, "big")
         with contextlib.suppress(Exception):
+            self._flush()
             self._write(frame(GOAWAY, 0, 0, payload + message.encode()[:200]))
             self._close()
         self.connection_lost(None)
+
+    def _emit(self, data: bytes) -> None:
+        """Write ``data`` at the end of this turn of the event loop, with whatever else
+        is written in the same turn: the tool calls of a ``Promise.all`` (or the answers
+        to a batch of completions) leave in one write, one wake-up of the client."""
+        if not self.pending:
+            self.loop.call_soon(self._flush)
+        self.pending.append(data)
+
+    def _flush(self) -> None:
+        if self.pending and not self.ended:
+            data = b"".join(self.pending)
+            self.pending.clear()
+            self._write(data)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -206,7 +223,7 @@ class Connection(asyncio.Protocol):
             if len(payload) != 8 or sid:
                 raise ProtocolViolation(FRAME_SIZE_ERROR, "a bad PING")
             if not flags & ACK:
-                self._write(frame(PING, ACK, 0, payload))
+                self._emit(frame(PING, ACK, 0, payload))
         elif kind == WINDOW_UPDATE:
             self._on_window_update(sid, payload)
         elif kind == PUSH_PROMISE:
@@ -220,7 +237,7 @@ class Connection(asyncio.Protocol):
         # Every byte counts against the window, padding too; give it back in batches.
         self.unacknowledged += len(payload)
         if self.unacknowledged >= 1 << 20:
-            self._write(frame(WINDOW_UPDATE, 0, 0, self.unacknowledged.to_bytes(4, "big")))
+            self._emit(frame(WINDOW_UPDATE, 0, 0, self.unacknowledged.to_bytes(4, "big")))
             self.unacknowledged = 0
         stream = self.streams.get(sid)
         if stream is None or stream.answered:
@@ -233,7 +250,7 @@ class Connection(asyncio.Protocol):
         if flags & END_STREAM:
             self._dispatch(stream)
         elif stream.unacknowledged >= 1 << 15:
-            self._write(frame(WINDOW_UPDATE, 0, sid, stream.unacknowledged.to_bytes(4, "big")))
+            self._emit(frame(WINDOW_UPDATE, 0, sid, stream.unacknowledged.to_bytes(4, "big")))
             stream.unacknowledged = 0
 
     def _on_headers(self, sid: int, flags: int, block: bytes) -> None:
@@ -268,7 +285,7 @@ class Connection(asyncio.Protocol):
                 if not MAX_FRAME <= value <= (1 << 24) - 1:
                     raise ProtocolViolation(PROTOCOL_ERROR, "a bad frame size")
                 self.peer_max_frame = value
-        self._write(frame(SETTINGS, ACK, 0))
+        self._emit(frame(SETTINGS, ACK, 0))
         self._wake()
 
     def _on_window_update(self, sid: int, payload: bytes) -> None:
@@ -316,7 +333,7 @@ class Connection(asyncio.Protocol):
                 self.out_window -= len(data)
                 stream.window -= len(data)
                 frames = response_headers(stream.id) + frame(DATA, 0, stream.id, data)
-                self._write(frames + frame(HEADERS, END_HEADERS | END_STREAM, stream.id, OK_STATUS))
+                self._emit(frames + frame(HEADERS, END_HEADERS | END_STREAM, stream.id, OK_STATUS))
             else:  # no room in the window now: sent as the window opens
                 stream.task = asyncio.ensure_future(self._send(stream, reply, last=True))
                 stream.task.add_done_callback(lambda _: self.streams.pop(stream.id, None))
@@ -327,7 +344,7 @@ class Connection(asyncio.Protocol):
         """Answer with a status alone (trailers-only), before the request is read."""
         self.streams.pop(stream.id, None)
         stream.answered = True
-        self._write(
+        self._emit(
             frame(
                 HEADERS,
                 END_HEADERS | END_STREAM,
@@ -344,7 +361,7 @@ class Connection(asyncio.Protocol):
                 await self._send(stream, reply, last=True)
                 return
             replies = await method.handler(request)
-            self._write(frame(HEADERS, END_HEADERS, stream.id, RESPONSE))
+            self._emit(frame(HEADERS, END_HEADERS, stream.id, RESPONSE))
             stream.replied = True
             async for message in replies:
                 await self._send(stream, message.SerializeToString())
@@ -376,10 +393,10 @@ class Connection(asyncio.Protocol):
         if size <= min(self.out_window, stream.window, self.peer_max_frame):
             self.out_window -= size
             stream.window -= size
-            self._write(head + frame(DATA, 0, stream.id, data) + tail)
+            self._emit(head + frame(DATA, 0, stream.id, data) + tail)
             return
         if head:
-            self._write(head)
+            self._emit(head)
         view = memoryview(data)
         while view:
             room = min(len(view), self.out_window, stream.window, self.peer_max_frame)
@@ -388,17 +405,17 @@ class Connection(asyncio.Protocol):
                 continue
             self.out_window -= room
             stream.window -= room
-            self._write(frame(DATA, 0, stream.id, view[:room]))
+            self._emit(frame(DATA, 0, stream.id, view[:room]))
             view = view[room:]
         if tail:
-            self._write(tail)
+            self._emit(tail)
 
     def _trailers(self, stream: _Stream, code: Status, message: str) -> None:
         if self.ended or stream.id not in self.streams:
             return
         head = b"" if stream.replied else RESPONSE
         fields = head + status_fields(code, message)
-        self._write(frame(HEADERS, END_HEADERS | END_STREAM, stream.id, fields))
+        self._emit(frame(HEADERS, END_HEADERS | END_STREAM, stream.id, fields))
 
     async def _window(self) -> None:
         if self.ended:
