@@ -41,7 +41,8 @@ async def serve(listen: Listen, limits: SessionLimits) -> int:
 
         faulthandler.register(signal.SIGUSR1, all_threads=True)
 
-    # In the stdio modes fd 1 is the protocol's before any process is started.
+    # In the stdio modes fd 1 is the protocol's before anything here can write to it (an
+    # engine worker started earlier has its own fd 1: its reply pipe).
     out_fd = take_stdout() if listen.kind != "tcp" else -1
 
     def prestart() -> None:
@@ -51,7 +52,7 @@ async def serve(listen: Listen, limits: SessionLimits) -> int:
         POOL.prestart(limits.engine, limits.memory_mb * 1024 * 1024)
 
     if listen.kind == "framed-stdio":
-        # lazy: the framed protocol needs no grpc
+        # lazy: the framed protocol needs no protobuf
         from codemode.codex_host.framed import serve_framed
 
         prestart()
