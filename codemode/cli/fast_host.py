@@ -77,6 +77,11 @@ def serve_if_asked(argv: list[str]) -> None:
     # now, on the other core, while this process imports asyncio, grpc and the runtime,
     # instead of after them. The pool adopts it (a session without its own heap limit
     # uses this one).
+    import gc
+
+    # What start-up creates lives as long as the host: no collection while it is made
+    # (``server.py`` turns the collector back on once the host answers).
+    gc.disable()
     from codemode.js_runtime import prestart
 
     prestart.spawn_early(engine, memory_mb * 1024 * 1024)

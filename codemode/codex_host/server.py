@@ -56,6 +56,7 @@ async def serve(listen: Listen, limits: SessionLimits) -> int:
         from codemode.codex_host.framed import serve_framed
 
         prestart()
+        _collect_later()
         return await serve_framed(0, out_fd, limits)
     from codemode.codex_host.grpc_service import CodeModeHostService
     from codemode.codex_host.h2_server import Connection
@@ -68,6 +69,7 @@ async def serve(listen: Listen, limits: SessionLimits) -> int:
             server = await loop.create_server(lambda: Connection(methods), listen.host, listen.port)
             port = server.sockets[0].getsockname()[1]
             prestart()
+            _collect_later()
             print(
                 f"code-mode host listening on grpc://{listen.host}:{port}",
                 file=sys.stderr,
@@ -79,10 +81,20 @@ async def serve(listen: Listen, limits: SessionLimits) -> int:
         connection = Connection(methods)
         await _attach_stdio(connection, 0, out_fd)
         prestart()
+        _collect_later()
         await connection.done
         return 0
     finally:
         await service.close()
+
+
+def _collect_later() -> None:
+    """The objects start-up made are kept out of every later collection (they live as
+    long as the host), and the collector, off while they were made, is on again."""
+    import gc
+
+    gc.freeze()
+    gc.enable()
 
 
 async def _attach_stdio(connection: Connection, in_fd: int, out_fd: int) -> None:
