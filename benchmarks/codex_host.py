@@ -16,6 +16,14 @@
    it took (``code_mode_host_duration_ns``, which includes the client's answers, the same
    client for both); per call = (that - the same program with no call) / CALLS, medians.
 
+   ``cpu_us_per_call``: the CPU the host (and its engine workers) used over those
+   programs, from /proc, divided by the nested calls they made (the programs' own runs
+   included): on a busy machine CPU time says more than wall time.
+3. The host's start (``start``): spawned with ``--listen grpc+stdio://`` and sent an
+   HTTP/2 preface, how long until its first byte comes back (its SETTINGS, sent once
+   it can serve: Codex starts its host at the turn's first exec and waits for it), and
+   the CPU the host process had used by then (10 ms clock ticks), medians, alternating.
+
 Needs the Codex 0.169 linux x64 build that scripts/setup-test-servers.sh caches (else
 ``{"skipped": REASON}``). ``load_average`` says how busy the machine was.
 """
@@ -24,8 +32,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
+import select
 import socket
 import statistics
 import subprocess
@@ -114,8 +124,30 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def _host_durations(address: str, calls: int, runs: int) -> dict[str, float]:
-    """Median code_mode_host_duration_ns per program kind, in ms."""
+_TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_ms(pid: int, children: bool = True) -> float:
+    """CPU time of ``pid`` and (``children``) of the processes whose parent it is."""
+    ticks = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(entry) == pid or (children and int(fields[1]) == pid):
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks * _TICK_MS
+
+
+async def _host_durations(
+    address: str, calls: int, runs: int, pid: int
+) -> tuple[dict[str, float], float]:
+    """Median code_mode_host_duration_ns per program kind, in ms; and the host's CPU
+    (with its engine workers) per nested call over the measured rounds, in µs."""
     import grpc
 
     from codemode.codex_host.schema import SERVICE, pb
@@ -159,7 +191,10 @@ async def _host_durations(address: str, calls: int, runs: int) -> dict[str, floa
             "parallel": program(calls, True, "noop"),
         }
         found: dict[str, list[float]] = {k: [] for k in kinds}
+        cpu_before = 0.0
         for i in range(runs + 1):
+            if i == 1:
+                cpu_before = _cpu_ms(pid)
             for kind, code in kinds.items():
                 request = pb.ExecuteRequest(
                     session_id=sid, execution_id=f"{kind}-{i}", tool_call_id=f"c{i}",
@@ -170,9 +205,10 @@ async def _host_durations(address: str, calls: int, runs: int) -> dict[str, floa
                     raise SystemExit(f"{kind}: {outcome}")
                 if i:  # the first round warms up
                     found[kind].append(outcome.code_mode_host_duration_ns / 1e6)
+        cpu_us = (_cpu_ms(pid) - cpu_before) * 1000 / (runs * 2 * calls)
         answering.cancel()
         events.cancel()
-    return {k: statistics.median(v) for k, v in found.items()}
+    return {k: statistics.median(v) for k, v in found.items()}, cpu_us
 
 
 def host_time(argv: list[str], calls: int, runs: int) -> dict[str, Any]:
@@ -182,7 +218,7 @@ def host_time(argv: list[str], calls: int, runs: int) -> dict[str, Any]:
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        ms = asyncio.run(_host_durations(f"127.0.0.1:{port}", calls, runs))
+        ms, cpu_us = asyncio.run(_host_durations(f"127.0.0.1:{port}", calls, runs, proc.pid))
     finally:
         proc.terminate()
         proc.wait(10)
@@ -192,7 +228,50 @@ def host_time(argv: list[str], calls: int, runs: int) -> dict[str, Any]:
             mode: round((ms[mode] - ms["no_calls"]) / calls * 1000, 1)
             for mode in ("sequential", "parallel")
         },
+        "cpu_us_per_call": round(cpu_us, 1),
     }
+
+
+_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
+def first_byte(argv: list[str]) -> tuple[float, float]:
+    """(ms from spawn to the host's first byte on stdout, its CPU ms by then)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [*argv, "--listen", "grpc+stdio://"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(_PREFACE)
+        proc.stdin.flush()
+        if not select.select([proc.stdout], [], [], 60)[0] or not os.read(proc.stdout.fileno(), 64):
+            raise SystemExit(f"{argv[0]}: no answer to an HTTP/2 preface")
+        elapsed = (time.perf_counter() - started) * 1000
+        return elapsed, _cpu_ms(proc.pid, children=False)
+    finally:
+        proc.stdin.close()
+        proc.wait(10)
+
+
+def start(hosts: dict[str, list[str]], runs: int) -> dict[str, Any]:
+    found: dict[str, list[tuple[float, float]]] = {side: [] for side in hosts}
+    for i in range(runs + 1):
+        for side, argv in hosts.items():
+            measured = first_byte(argv)
+            if i:  # the first round warms the page cache
+                found[side].append(measured)
+    result: dict[str, Any] = {
+        side: {
+            "first_byte_ms": round(statistics.median(m[0] for m in got), 1),
+            "cpu_ms": round(statistics.median(m[1] for m in got), 1),
+        }
+        for side, got in found.items()
+    }
+    ours, theirs = result["ours"]["first_byte_ms"], result["codex_host"]["first_byte_ms"]
+    result["ratio"] = round(ours / theirs, 1)
+    return result
 
 
 def main() -> None:
@@ -211,21 +290,25 @@ def main() -> None:
             )
         )
         return
+    # One copy per checkout: the shim names this checkout's interpreter, and several
+    # checkouts share the cache.
+    key = hashlib.sha256(INTERPRETER.encode()).hexdigest()[:12]
     ours = vendor_with_our_host(
-        vendor, vendor.parent / "ours-bench", [INTERPRETER, "code-mode-host"]
+        vendor, vendor.parent / f"ours-bench-{key}", [INTERPRETER, "code-mode-host"]
     )
+    hosts = {
+        "codex_host": [str(vendor / "bin" / "codex-code-mode-host")],
+        "ours": [INTERPRETER, "code-mode-host"],
+    }
+    load_before = [round(x, 2) for x in os.getloadavg()]
     report = {
         "codex_version": VERSION,
         "calls": args.calls,
         "runs": args.runs,
+        "start": start(hosts, max(args.runs, 5)),
         "whole_process": whole_process(vendor, ours, args.calls, args.runs),
-        "host_time": {
-            "codex_host": host_time(
-                [str(vendor / "bin" / "codex-code-mode-host")], args.calls, args.runs
-            ),
-            "ours": host_time([INTERPRETER, "code-mode-host"], args.calls, args.runs),
-        },
-        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "host_time": {side: host_time(argv, args.calls, args.runs) for side, argv in hosts.items()},
+        "load_average": {"before": load_before, "after": [round(x, 2) for x in os.getloadavg()]},
     }
     print(json.dumps(report, indent=2))
 

@@ -202,10 +202,10 @@ def test_a_listen_address_it_cannot_serve_is_a_usage_error() -> None:
     assert "Traceback" not in done.stderr
 
 
-def test_without_grpc_the_grpc_modes_say_what_to_install() -> None:
-    """A lean install has no grpc: a clear line, no traceback."""
+def test_without_protobuf_the_grpc_modes_say_what_to_install() -> None:
+    """A lean install has no protobuf (the gRPC messages): a clear line, no traceback."""
     code = (
-        "import sys\nsys.modules['grpc'] = None\nfrom codemode.cli import main\n"
+        "import sys\nsys.modules['google.protobuf'] = None\nfrom codemode.cli import main\n"
         "main(['code-mode-host', '--listen', 'grpc://127.0.0.1:0'])\n"
     )
     done = subprocess.run(
@@ -213,7 +213,7 @@ def test_without_grpc_the_grpc_modes_say_what_to_install() -> None:
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert done.returncode == 1, done.stderr
-    assert "gRPC needs grpc" in done.stderr and "codemode[agent]" in done.stderr
+    assert "gRPC needs google.protobuf" in done.stderr and "codemode[agent]" in done.stderr
     assert "Traceback" not in done.stderr
 
 

@@ -46,7 +46,7 @@ def code_mode_host(listen: str, engine: str, timeout_s: float, memory_mb: int) -
     `codex-code-mode-host` (docs/codex-host.md).
     """
     from codemode.cli.fast_host import serve_and_exit
-    from codemode.codex_host.server import parse_listen
+    from codemode.codex_host.listen import parse_listen
 
     try:
         where = parse_listen(listen)

@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
-    from codemode.codex_host.server import Listen
+    from codemode.codex_host.listen import Listen
 
 _ENGINES = ("quickjs", "v8")  # the click command's choices
 
@@ -66,12 +66,30 @@ def serve_if_asked(argv: list[str]) -> None:
         return
     if engine not in _ENGINES or not timeout_s >= 0.1 or memory_mb < 16:
         return
-    from codemode.codex_host.server import parse_listen
+    from codemode.codex_host.listen import parse_listen
 
     try:
         where = parse_listen(options.get("--listen", "stdio"))
     except ValueError:
         return
+    # Codex starts its host when the model's first exec arrives and waits for it: the
+    # engine worker (a Python process importing its engine, confining itself) boots
+    # now, on the other core, while this process imports asyncio, grpc and the runtime,
+    # instead of after them. The pool adopts it (a session without its own heap limit
+    # uses this one).
+    import gc
+
+    # What start-up creates lives as long as the host: no collection while it is made
+    # (``server.py`` turns the collector back on once the host answers).
+    gc.disable()
+    from codemode.js_runtime import prestart
+
+    prestart.spawn_early(engine, memory_mb * 1024 * 1024)
+    # No spare worker behind each one the pool hands out: a session keeps the workers
+    # its execs used and runs its next exec in one of them, so in a Codex turn a spare
+    # only boots (a Python process, ~0.1 s of CPU) on the cores Codex is using. An exec
+    # that runs beside another still gets a worker, started then.
+    prestart.one_program = True
     from codemode.cli.crash import install_thread_hooks
     from codemode.sandbox.confinement.grpc_fork import quiet_grpc_fork
 

@@ -3,20 +3,20 @@
 Every bad request gets a gRPC status and nothing else changes: a body that is not the
 message (INVALID_ARGUMENT), an unknown session, cell or invocation (NOT_FOUND), a second
 observer of one cell (FAILED_PRECONDITION). RPCs the service does not define (such as
-``GetProcessMetrics``) are answered UNIMPLEMENTED by grpc itself.
+``GetProcessMetrics``) are answered UNIMPLEMENTED by the server (``h2_server.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-import grpc
-
 from codemode.codex_host.grpc_session import GrpcSession, Subscription, tool_spec
+from codemode.codex_host.h2_wire import Method, RpcError, Status
 from codemode.codex_host.model import ImageItem, Outcome, TextItem
 from codemode.codex_host.runtime import CellBusy, SessionLimits
 from codemode.codex_host.schema import SERVICE, pb
@@ -39,12 +39,6 @@ def _deserializer(cls: type[Any]) -> Callable[[bytes], Any]:
             return _Malformed(exc)
 
     return parse
-
-
-class _Abort(Exception):
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def outcome_message(outcome: Outcome) -> Any:
@@ -85,29 +79,32 @@ class CodeModeHostService:
         self.limits = limits
         self.sessions: dict[str, GrpcSession] = {}
 
-    def handler(self) -> grpc.GenericRpcHandler:
-        handlers = {}
+    def methods(self) -> dict[str, Method]:
+        """The server's methods by HTTP/2 path (``/codex.code_mode.v1.CodeModeHost/Execute``).
+
+        The RPCs that never wait (``CompleteToolCall``, the one every nested call makes,
+        among them) are plain functions, answered as soon as their request is read."""
+        methods = {}
         for name, method in pb.methods.items():
             impl = getattr(self, name)
-            request = pb.classes[method.request]
-            make = (
-                grpc.unary_stream_rpc_method_handler
-                if method.server_streaming
-                else grpc.unary_unary_rpc_method_handler
+            immediate = not inspect.iscoroutinefunction(impl)
+            impl = _traced(name, impl, immediate)
+            if method.server_streaming:
+                handler = _streaming(impl)
+            else:
+                handler = _unary_now(impl) if immediate else _unary(impl)
+            methods[f"/{SERVICE}/{name}"] = Method(
+                deserialize=_deserializer(pb.classes[method.request]),
+                handler=handler,
+                streaming=method.server_streaming,
+                immediate=immediate,
             )
-            impl = _traced(name, impl)
-            wrapped = _streaming(impl) if method.server_streaming else _unary(impl)
-            handlers[name] = make(
-                wrapped,
-                request_deserializer=_deserializer(request),
-                response_serializer=lambda m: m.SerializeToString(),
-            )
-        return grpc.method_handlers_generic_handler(SERVICE, handlers)
+        return methods
 
     def _session(self, session_id: str) -> GrpcSession:
         session = self.sessions.get(session_id)
         if session is None or session.closed.is_set():
-            raise _Abort(grpc.StatusCode.NOT_FOUND, f"unknown session {session_id!r}")
+            raise RpcError(Status.NOT_FOUND, f"unknown session {session_id!r}")
         return session
 
     async def close(self) -> None:
@@ -166,31 +163,27 @@ class CodeModeHostService:
         finally:
             session.unsubscribe(sub)
 
-    async def CompleteToolCall(self, request: Any) -> Any:
+    def CompleteToolCall(self, request: Any) -> Any:
         session = self._session(request.session_id)
         which = request.WhichOneof("outcome")
         if which == "succeeded":
             try:
                 value = json.loads(request.succeeded.output_json or b"null")
             except ValueError as exc:
-                raise _Abort(
-                    grpc.StatusCode.INVALID_ARGUMENT, f"output_json is not JSON: {exc}"
-                ) from None
+                raise RpcError(Status.INVALID_ARGUMENT, f"output_json is not JSON: {exc}") from None
             ok = True
         elif which == "failed":
             ok, value = False, request.failed.message
         else:
-            raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, "CompleteToolCall needs an outcome")
+            raise RpcError(Status.INVALID_ARGUMENT, "CompleteToolCall needs an outcome")
         if not session.complete(request.invocation_id, ok, value):
-            raise _Abort(
-                grpc.StatusCode.NOT_FOUND, f"no tool call {request.invocation_id!r} was issued"
-            )
+            raise RpcError(Status.NOT_FOUND, f"no tool call {request.invocation_id!r} was issued")
         return pb.CompleteToolCallResponse()
 
-    async def AcknowledgeNotification(self, request: Any) -> Any:
+    def AcknowledgeNotification(self, request: Any) -> Any:
         session = self._session(request.session_id)
         if not session.acknowledge(request.notification_id):
-            raise _Abort(grpc.StatusCode.NOT_FOUND, f"no notification {request.notification_id!r}")
+            raise RpcError(Status.NOT_FOUND, f"no notification {request.notification_id!r}")
         return pb.AcknowledgeNotificationResponse()
 
     async def Execute(self, request: Any) -> AsyncIterator[Any]:
@@ -226,12 +219,12 @@ class CodeModeHostService:
                 request.cell_id, request.yield_time_ms, request.wait_id or None
             )
         except CellBusy as exc:
-            raise _Abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc)) from None
+            raise RpcError(Status.FAILED_PRECONDITION, str(exc)) from None
         if outcome is None:
             return _missing(request.cell_id)
         return pb.WaitResponse(live_cell=outcome_message(outcome))
 
-    async def YieldObservation(self, request: Any) -> Any:
+    def YieldObservation(self, request: Any) -> Any:
         session = self._session(request.session_id)
         which = request.WhichOneof("observation")
         if which == "execution_id":
@@ -258,36 +251,51 @@ class CodeModeHostService:
         return pb.WaitResponse(live_cell=outcome_message(outcome))
 
 
-def _unary(impl: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
-    async def handle(request: Any, context: grpc.aio.ServicerContext) -> Any:
+def _unary_now(impl: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def handle(request: Any) -> Any:
         if isinstance(request, _Malformed):
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, _bad_body(request))
+            raise RpcError(Status.INVALID_ARGUMENT, _bad_body(request))
         try:
-            return await impl(request)
-        except _Abort as exc:
-            await context.abort(exc.code, str(exc))
+            return impl(request)
+        except RpcError:
+            raise
         except Exception as exc:  # a bug here: a clean status, never a traceback
-            await context.abort(grpc.StatusCode.INTERNAL, _internal(exc))
+            raise RpcError(Status.INTERNAL, _internal(exc)) from None
 
     return handle
 
 
-def _streaming(impl: Callable[[Any], Awaitable[AsyncIterator[Any]]]) -> Callable[[Any, Any], Any]:
-    async def handle(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+def _unary(impl: Callable[[Any], Any]) -> Callable[[Any], Awaitable[Any]]:
+    async def handle(request: Any) -> Any:
         if isinstance(request, _Malformed):
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, _bad_body(request))
+            raise RpcError(Status.INVALID_ARGUMENT, _bad_body(request))
         try:
-            # Checks the request (raising _Abort) before any header is sent.
-            stream = await impl(request)
-            # A client (Codex) waits for the response headers of a stream that may carry
-            # no message for a long time (a tool-call subscription): send them now.
-            await context.send_initial_metadata(())
-            async for message in stream:
-                yield message
-        except _Abort as exc:
-            await context.abort(exc.code, str(exc))
+            return await impl(request)
+        except RpcError:
+            raise
         except Exception as exc:  # a bug here: a clean status, never a traceback
-            await context.abort(grpc.StatusCode.INTERNAL, _internal(exc))
+            raise RpcError(Status.INTERNAL, _internal(exc)) from None
+
+    return handle
+
+
+def _streaming(
+    impl: Callable[[Any], Awaitable[AsyncIterator[Any]]],
+) -> Callable[[Any], Awaitable[AsyncIterator[Any]]]:
+    async def handle(request: Any) -> AsyncIterator[Any]:
+        if isinstance(request, _Malformed):
+            raise RpcError(Status.INVALID_ARGUMENT, _bad_body(request))
+        try:
+            # Checks the request (raising RpcError) before any header is sent: a client
+            # (Codex) waits for the response headers of a stream that may carry no
+            # message for a long time (a tool-call subscription); the server sends them
+            # as soon as this returns.
+            stream = await impl(request)
+        except RpcError:
+            raise
+        except Exception as exc:  # a bug here: a clean status, never a traceback
+            raise RpcError(Status.INTERNAL, _internal(exc)) from None
+        return stream  # a failure while it runs: h2_server answers INTERNAL
 
     return handle
 
@@ -300,21 +308,34 @@ def _bad_body(bad: _Malformed) -> str:
     return f"the request is not a valid protobuf message: {bad.error}"
 
 
-def _traced(name: str, impl: Any) -> Any:
+def _traced(name: str, impl: Any, immediate: bool) -> Any:
     import os
     import sys
 
     if not os.environ.get("CODEMODE_HOST_TRACE"):
         return impl
 
-    async def call(request: Any) -> Any:
-        print(f"> {name} {str(request)[:300]!r}", file=sys.stderr, flush=True)
-        try:
-            out = await impl(request)
-        except BaseException as exc:
-            print(f"! {name} {type(exc).__name__} {exc}", file=sys.stderr, flush=True)
-            raise
+    def said(out: Any) -> Any:
         print(f"< {name} {str(out)[:300]!r}", file=sys.stderr, flush=True)
         return out
 
-    return call
+    def failed(exc: BaseException) -> None:
+        print(f"! {name} {type(exc).__name__} {exc}", file=sys.stderr, flush=True)
+
+    def call_now(request: Any) -> Any:
+        print(f"> {name} {str(request)[:300]!r}", file=sys.stderr, flush=True)
+        try:
+            return said(impl(request))
+        except BaseException as exc:
+            failed(exc)
+            raise
+
+    async def call(request: Any) -> Any:
+        print(f"> {name} {str(request)[:300]!r}", file=sys.stderr, flush=True)
+        try:
+            return said(await impl(request))
+        except BaseException as exc:
+            failed(exc)
+            raise
+
+    return call_now if immediate else call

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +46,7 @@ class GrpcSession:
     """A session lease: lives as long as the client's OpenSession stream."""
 
     def __init__(self, limits: SessionLimits) -> None:
-        self.id = str(uuid.uuid4())
+        self.id = _new_id()
         self.events: asyncio.Queue[Any] = asyncio.Queue()
         self.subscriptions: list[Subscription] = []
         self.unrouted: list[_Pending] = []
@@ -59,7 +59,7 @@ class GrpcSession:
     # -- Delegate --------------------------------------------------------------------------
 
     async def call_tool(self, call: NestedCall) -> Any:
-        invocation_id = str(uuid.uuid4())
+        invocation_id = _new_id()
         tool = call.tool
         message = pb.ToolCall(
             session_id=self.id,
@@ -91,7 +91,7 @@ class GrpcSession:
             raise
 
     def notify(self, cell_id: str, execution_id: str, call_id: str, text: str) -> None:
-        notification_id = str(uuid.uuid4())
+        notification_id = _new_id()
         self.notifications.add(notification_id)
         self.events.put_nowait(
             pb.SessionEvent(
@@ -187,6 +187,16 @@ class GrpcSession:
         self.retired[invocation_id] = None
         while len(self.retired) > _RETIRED_KEPT:
             del self.retired[next(iter(self.retired))]
+
+
+def _new_id() -> str:
+    """A random (version 4) UUID's text, as ``str(uuid.uuid4())`` gives, without the
+    uuid module (its import is part of the host's start) and at a third of the cost."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _tool_name(tool: ToolSpec) -> Any:

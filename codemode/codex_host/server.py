@@ -2,48 +2,26 @@
 this process's stdin and stdout, as Codex 0.169 starts its host) or ``stdio`` (the framed
 JSON protocol Codex 0.148 speaks to a host started with no arguments).
 
-For ``grpc+stdio://`` grpc's server listens on a unix socket in a private folder (0700)
-and two threads copy bytes between it and stdin/stdout: grpc does the HTTP/2, the relay
-only moves bytes. In both stdio modes fd 1 is kept for the protocol alone: anything
-else that writes to stdout (a library, a child process) goes to stderr instead. The
-host ends when stdin closes.
+Both gRPC transports are served by ``h2_server.Connection`` in this event loop: over
+``grpc+stdio://`` one connection reads stdin and writes stdout; over TCP one per
+client. In both stdio modes fd 1 is kept for the protocol alone: anything else that
+writes to stdout (a library, a child process) goes to stderr instead. The host ends
+when stdin closes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import socket
 import sys
-import tempfile
 import threading
-from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
+from codemode.codex_host.listen import Listen
 from codemode.codex_host.runtime import SessionLimits
 
-
-@dataclass(frozen=True)
-class Listen:
-    kind: str  # "tcp", "grpc-stdio" or "framed-stdio"
-    host: str = ""
-    port: int = 0
-
-
-def parse_listen(value: str | None) -> Listen:
-    if value in (None, "", "stdio", "stdio://"):
-        return Listen("framed-stdio")
-    if value in ("grpc+stdio://", "grpc+stdio"):
-        return Listen("grpc-stdio")
-    for prefix in ("grpc://", "http://", "tcp://"):
-        if value.startswith(prefix):
-            hostport = value[len(prefix) :].rstrip("/")
-            host, sep, port = hostport.rpartition(":")
-            if not sep or not port.isdigit() or not host:
-                break
-            return Listen("tcp", host.strip("[]"), int(port))
-    raise ValueError(f"{value!r}: expected stdio, grpc+stdio:// or grpc://HOST:PORT")
+if TYPE_CHECKING:
+    from codemode.codex_host.h2_server import Connection
 
 
 def take_stdout() -> int:
@@ -63,96 +41,102 @@ async def serve(listen: Listen, limits: SessionLimits) -> int:
 
         faulthandler.register(signal.SIGUSR1, all_threads=True)
 
-    # In the stdio modes fd 1 is the protocol's before any process is started.
+    # In the stdio modes fd 1 is the protocol's before anything here can write to it (an
+    # engine worker started earlier has its own fd 1: its reply pipe).
     out_fd = take_stdout() if listen.kind != "tcp" else -1
 
     def prestart() -> None:
-        # An engine worker boots while the client gets going (once the host answers:
-        # its start is what a client waits for): the first exec finds it ready.
+        # The engine worker the command line started before its imports (when it did;
+        # else one boots now, once the host answers: its start is what a client waits
+        # for) is adopted by the pool: the first exec finds it ready.
         POOL.prestart(limits.engine, limits.memory_mb * 1024 * 1024)
 
     if listen.kind == "framed-stdio":
-        # lazy: the framed protocol needs no grpc
+        # lazy: the framed protocol needs no protobuf
         from codemode.codex_host.framed import serve_framed
 
         prestart()
+        _collect_later()
         return await serve_framed(0, out_fd, limits)
-    import grpc  # lazy: only the gRPC transports need it
-
     from codemode.codex_host.grpc_service import CodeModeHostService
+    from codemode.codex_host.h2_server import Connection
 
     service = CodeModeHostService(limits)
-    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    server.add_generic_rpc_handlers((service.handler(),))
-    if listen.kind == "tcp":
-        port = server.add_insecure_port(f"{listen.host}:{listen.port}")
-        if port == 0:
-            raise OSError(f"cannot listen on {listen.host}:{listen.port}")
-        await server.start()
-        prestart()
-        print(
-            f"code-mode host listening on grpc://{listen.host}:{port}", file=sys.stderr, flush=True
-        )
-        try:
-            await server.wait_for_termination()
-        finally:
-            await service.close()
-            await server.stop(0.5)
-        return 0
-    with tempfile.TemporaryDirectory(prefix="codemode-host-") as private:
-        os.chmod(private, 0o700)
-        path = Path(private) / "grpc.sock"
-        server.add_insecure_port(f"unix:{path}")
-        await server.start()
-        prestart()
-        try:
-            await _relay(path, 0, out_fd)
-        finally:
-            await service.close()
-            await server.stop(0.5)
-    return 0
-
-
-async def _relay(path: Path, in_fd: int, out_fd: int) -> None:
-    """Copy bytes stdin -> socket and socket -> stdout until either side ends."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(str(path))
+    methods = service.methods()
     loop = asyncio.get_running_loop()
-    ended = asyncio.Event()
-
-    def done() -> None:
-        loop.call_soon_threadsafe(ended.set)
-
-    def inbound() -> None:
-        try:
-            while data := os.read(in_fd, 65536):
-                sock.sendall(data)
-        except OSError:
-            pass
-        finally:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_WR)
-            done()
-
-    def outbound() -> None:
-        try:
-            while data := sock.recv(65536):
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(out_fd, view) :]
-        except OSError:
-            pass
-        finally:
-            done()
-
-    threads = [
-        threading.Thread(target=inbound, name="stdin-relay", daemon=True),
-        threading.Thread(target=outbound, name="stdout-relay", daemon=True),
-    ]
-    for t in threads:
-        t.start()
     try:
-        await ended.wait()
+        if listen.kind == "tcp":
+            server = await loop.create_server(lambda: Connection(methods), listen.host, listen.port)
+            port = server.sockets[0].getsockname()[1]
+            prestart()
+            _collect_later()
+            print(
+                f"code-mode host listening on grpc://{listen.host}:{port}",
+                file=sys.stderr,
+                flush=True,
+            )
+            async with server:
+                await server.serve_forever()
+            return 0
+        connection = Connection(methods)
+        await _attach_stdio(connection, 0, out_fd)
+        prestart()
+        _collect_later()
+        await connection.done
+        return 0
     finally:
-        with contextlib.suppress(OSError):
-            sock.close()
+        await service.close()
+
+
+def _collect_later() -> None:
+    """The objects start-up made are kept out of every later collection (they live as
+    long as the host), and the collector, off while they were made, is on again."""
+    import gc
+
+    gc.freeze()
+    gc.enable()
+
+
+async def _attach_stdio(connection: Connection, in_fd: int, out_fd: int) -> None:
+    """``connection`` reads stdin and writes ``out_fd`` (the protocol's stdout) through
+    the loop; a file that is not a pipe or socket is read by a thread and written
+    directly instead."""
+    loop = asyncio.get_running_loop()
+    try:
+        writer, _ = await loop.connect_write_pipe(
+            lambda: _WriteEnd(connection), os.fdopen(out_fd, "wb", buffering=0)
+        )
+        connection.attach(writer.write, writer.close)
+    except ValueError:  # a regular file
+        connection.attach(lambda data: _write_all(out_fd, data), lambda: None)
+    try:
+        await loop.connect_read_pipe(lambda: connection, os.fdopen(in_fd, "rb", buffering=0))
+    except ValueError:
+        threading.Thread(
+            target=_pump, args=(loop, connection, in_fd), name="stdin", daemon=True
+        ).start()
+
+
+class _WriteEnd(asyncio.BaseProtocol):
+    """stdout's end: the client closing it ends the connection."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.connection.connection_lost(exc)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _pump(loop: asyncio.AbstractEventLoop, connection: Connection, fd: int) -> None:
+    try:
+        while data := os.read(fd, 65536):
+            loop.call_soon_threadsafe(connection.data_received, data)
+    except OSError:
+        pass
+    loop.call_soon_threadsafe(connection.connection_lost, None)
