@@ -19,7 +19,9 @@ from codemode.codex_host.h2_wire import (
     END_STREAM,
     GOAWAY,
     HEADERS,
+    PING,
     PREFACE,
+    RST_STREAM,
     SETTINGS,
     frame,
 )
@@ -184,3 +186,92 @@ def test_a_stdio_host_fed_garbage_ends_without_a_traceback() -> None:
         out = out[9 + length :]
     assert [kind for kind, _ in frames][-1] == GOAWAY
     assert int.from_bytes(frames[-1][1][4:8], "big") == 0x1
+
+
+def _settings(sock: socket.socket) -> dict[int, int]:
+    for kind, flags, _sid, payload in _read_frames(sock, time.monotonic() + 30):
+        if kind == SETTINGS and not flags & 0x1:
+            return {
+                int.from_bytes(payload[at : at + 2], "big"): int.from_bytes(
+                    payload[at + 2 : at + 6], "big"
+                )
+                for at in range(0, len(payload), 6)
+            }
+    raise AssertionError("no SETTINGS from the server")
+
+
+async def test_a_client_opening_more_streams_than_advertised_is_refused_one(
+    tcp_host: str,
+) -> None:
+    with _connect(tcp_host) as sock:
+        most = _settings(sock)[3]  # SETTINGS_MAX_CONCURRENT_STREAMS
+        assert 0 < most <= 1000
+        # Requests that never end (no END_STREAM) hold their streams open.
+        opened = b"".join(
+            frame(HEADERS, END_HEADERS, 2 * n + 1, _request_headers(EXECUTE))
+            for n in range(most + 1)
+        )
+        sock.sendall(opened)
+        extra = 2 * most + 1
+        refused = next(
+            (payload for kind, _f, sid, payload in _read_frames(sock, time.monotonic() + 30)
+             if kind == RST_STREAM and sid == extra),
+            None,
+        )  # fmt: skip
+        assert refused == (0x7).to_bytes(4, "big")  # REFUSED_STREAM: the client may retry
+    await _still_serves(tcp_host)
+
+
+async def test_request_bytes_held_across_streams_are_capped(tcp_host: str) -> None:
+    # Each stream stays under the 4 MiB message cap, but together they pass what the
+    # server holds for one connection: a later stream is refused, nothing more is kept.
+    chunk = b"\x00" * 16384
+    per_stream = (4 << 20) // 16384 - 1  # just under 4 MiB each
+    with _connect(tcp_host) as sock:
+        sock.settimeout(30)
+        refused = None
+        for n in range(40):
+            sid = 2 * n + 1
+            sock.sendall(frame(HEADERS, END_HEADERS, sid, _request_headers(EXECUTE)))
+            sock.sendall(frame(DATA, 0, sid, chunk) * per_stream)
+        sock.settimeout(1)
+        decoder = hpack.Decoder()
+        for kind, flags, sid, payload in _read_frames(sock, time.monotonic() + 30):
+            if kind == HEADERS:
+                fields = dict(decoder.decode(payload))
+                if flags & END_STREAM and fields.get("grpc-status") == "8":
+                    refused = (sid, fields["grpc-message"])
+                    break
+        assert refused is not None, "40 streams of ~4 MiB each were all held"
+        assert "held at once" in refused[1]
+        assert refused[0] < 2 * 40 + 1
+    await _still_serves(tcp_host)
+
+
+async def test_a_client_that_never_reads_cannot_grow_the_servers_buffers(
+    tcp_host: str,
+) -> None:
+    # 64 MiB of PINGs, each answered by a PING ACK the client never reads. The server
+    # stops reading once its writes back up, so the client's sends stall long before
+    # the end; a server that read on would take all of it and buffer every answer.
+    ping = frame(PING, 0, 0, b"12345678")
+    burst = ping * 4096
+    total = 64 << 20
+    sent = 0
+    with _connect(tcp_host) as sock:
+        sock.setblocking(False)
+        stalled_since = None
+        rest = memoryview(burst)
+        while sent < total:
+            try:
+                wrote = sock.send(rest)  # a partial send: the rest goes next, frames whole
+                sent += wrote
+                rest = rest[wrote:] or memoryview(burst)
+                stalled_since = None
+            except BlockingIOError:
+                stalled_since = stalled_since or time.monotonic()
+                if time.monotonic() - stalled_since > 3:
+                    break
+                time.sleep(0.01)
+    assert sent < total // 2, f"the server read {sent} bytes it could not answer"
+    await _still_serves(tcp_host)

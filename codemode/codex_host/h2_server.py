@@ -19,9 +19,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
+from codemode.codex_host.h2_streams import Answers, Stream
 from codemode.codex_host.h2_wire import (
     ACK,
     COMPRESSION_ERROR,
@@ -33,79 +32,72 @@ from codemode.codex_host.h2_wire import (
     FRAME_SIZE_ERROR,
     GOAWAY,
     HEADERS,
+    MAX_BUFFERED,
     MAX_FRAME,
     MAX_HEADER_BLOCK,
     MAX_MESSAGE,
+    MAX_STREAMS,
     MAX_WINDOW,
-    OK_STATUS,
     PING,
     PREFACE,
     PRIORITY_FLAG,
     PROTOCOL_ERROR,
     PUSH_PROMISE,
-    RESPONSE,
+    REFUSED_STREAM,
     RST_STREAM,
     SETTINGS,
     WINDOW_UPDATE,
     Method,
     ProtocolViolation,
-    RpcError,
     Status,
-    failed,
     frame,
-    response_headers,
-    status_fields,
     unpad,
 )
 from codemode.codex_host.hpack import Decoder, HpackError
 
 
-@dataclass(eq=False)
-class _Stream:
-    id: int
-    window: int
-    body: bytearray = field(default_factory=bytearray)
-    unacknowledged: int = 0  # request bytes not yet given back as window
-    path: str = ""
-    answered: bool = False  # its request was read (or refused): nothing more comes in
-    task: asyncio.Task[None] | None = None
-    replied: bool = False  # response headers sent
-
-
-class Connection(asyncio.Protocol):
+class Connection(Answers, asyncio.Protocol):
     """One HTTP/2 connection's server side; ``done`` resolves when it has ended."""
 
     def __init__(self, methods: dict[str, Method]) -> None:
+        super().__init__()
         self.methods = methods
         self.decoder = Decoder()
         self.buffer = bytearray()
         self.started = False  # the client's preface arrived
-        self.streams: dict[int, _Stream] = {}
         self.last_stream = 0
-        self.out_window = 65535  # what we may still send, connection-wide
         self.initial_window = 65535  # the peer's window for each new stream
-        self.peer_max_frame = MAX_FRAME
         self.unacknowledged = 0  # DATA bytes received, not yet given back as window
         self.continued: tuple[int, int, bytearray] | None = None
-        self.waiting: list[asyncio.Future[None]] = []
-        self.loop = asyncio.get_running_loop()
         self.done: asyncio.Future[None] = self.loop.create_future()
-        self.pending: list[bytes] = []  # written at the end of the loop's turn
-        self.ended = False
-        self._write: Callable[[bytes], object] = lambda data: None
+        self._reader: asyncio.ReadTransport | None = None
         self._close: Callable[[], object] = lambda: None
 
     # -- transport -------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A socket writes back on itself; stdin's read end leaves the writer as attached.
+        if isinstance(transport, asyncio.ReadTransport):
+            self._reader = transport
         if isinstance(transport, asyncio.WriteTransport):
             self.attach(transport.write, transport.close)
+
+    # A client that sends (PINGs, requests) without reading what we answer would grow our
+    # write buffer without end: while the writer is over its high-water mark, we stop
+    # reading, so the client waits on its own send buffer instead.
+    def pause_writing(self) -> None:
+        if self._reader is not None and not self.ended:
+            self._reader.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self._reader is not None and not self.ended:
+            self._reader.resume_reading()
 
     def attach(self, write: Callable[[bytes], object], close: Callable[[], object]) -> None:
         """Where frames go (the connection's writer) and how it is closed; sends our SETTINGS."""
         self._write, self._close = write, close
-        settings = (4).to_bytes(2, "big") + MAX_WINDOW.to_bytes(4, "big")  # initial window
+        settings = (3).to_bytes(2, "big") + MAX_STREAMS.to_bytes(4, "big")  # concurrent streams
+        settings += (4).to_bytes(2, "big") + MAX_WINDOW.to_bytes(4, "big")  # initial window
         self._write(
             frame(SETTINGS, 0, 0, settings)
             + frame(WINDOW_UPDATE, 0, 0, (MAX_WINDOW - 65535).to_bytes(4, "big"))
@@ -145,20 +137,6 @@ class Connection(asyncio.Protocol):
             self._write(frame(GOAWAY, 0, 0, payload + message.encode()[:200]))
             self._close()
         self.connection_lost(None)
-
-    def _emit(self, data: bytes) -> None:
-        """Write ``data`` at the end of this turn of the event loop, with whatever else
-        is written in the same turn: the tool calls of a ``Promise.all`` (or the answers
-        to a batch of completions) leave in one write, one wake-up of the client."""
-        if not self.pending:
-            self.loop.call_soon(self._flush)
-        self.pending.append(data)
-
-    def _flush(self) -> None:
-        if self.pending and not self.ended:
-            data = b"".join(self.pending)
-            self.pending.clear()
-            self._write(data)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -214,8 +192,10 @@ class Connection(asyncio.Protocol):
                 self._on_headers(cont_sid, cont_flags, bytes(pieces))
         elif kind == RST_STREAM:
             stream = self.streams.pop(sid, None)
-            if stream is not None and stream.task is not None:
-                stream.task.cancel()
+            if stream is not None:
+                self._release(stream)
+                if stream.task is not None:
+                    stream.task.cancel()
         elif kind == SETTINGS:
             if not flags & ACK:
                 self._on_settings(sid, payload)
@@ -242,7 +222,12 @@ class Connection(asyncio.Protocol):
         stream = self.streams.get(sid)
         if stream is None or stream.answered:
             return  # a stream already answered or reset: its data goes nowhere
-        stream.body += unpad(flags, payload)
+        body = unpad(flags, payload)
+        if self.buffered + len(body) > MAX_BUFFERED:
+            self._refuse(stream, Status.RESOURCE_EXHAUSTED, "too many request bytes held at once")
+            return
+        stream.body += body
+        self.buffered += len(body)
         stream.unacknowledged += len(payload)
         if len(stream.body) > MAX_MESSAGE + 5:
             self._refuse(stream, Status.RESOURCE_EXHAUSTED, "the request is too large")
@@ -261,8 +246,11 @@ class Connection(asyncio.Protocol):
                 self._dispatch(stream)  # trailers from the client end its request
             return
         self.last_stream = sid
+        if len(self.streams) >= MAX_STREAMS:
+            self._emit(frame(RST_STREAM, 0, sid, REFUSED_STREAM.to_bytes(4, "big")))
+            return
         path = next((value for name, value in headers if name == ":path"), "")
-        stream = _Stream(sid, self.initial_window, path=path)
+        stream = Stream(sid, self.initial_window, path=path)
         self.streams[sid] = stream
         if path not in self.methods:
             self._refuse(stream, Status.UNIMPLEMENTED, f"unknown method {path[:200]}")
@@ -302,10 +290,11 @@ class Connection(asyncio.Protocol):
 
     # -- answering -------------------------------------------------------------------------
 
-    def _dispatch(self, stream: _Stream) -> None:
+    def _dispatch(self, stream: Stream) -> None:
         method = self.methods[stream.path]
         stream.answered = True
         body = stream.body
+        self._release(stream)
         if len(body) < 5 or int.from_bytes(body[1:5], "big") != len(body) - 5:
             self._refuse(stream, Status.INTERNAL, "the request is not one gRPC message")
             return
@@ -313,121 +302,7 @@ class Connection(asyncio.Protocol):
             self._refuse(stream, Status.UNIMPLEMENTED, "compressed requests are not supported")
             return
         request = method.deserialize(bytes(body[5:]))
-        stream.body = bytearray()
         if method.immediate:
             self._answer_now(stream, method, request)
             return
         stream.task = asyncio.ensure_future(self._run(stream, method, request))
-
-    def _answer_now(self, stream: _Stream, method: Method, request: Any) -> None:
-        """An RPC that never waits, answered without a task: one write, or a status."""
-        try:
-            reply = method.handler(request).SerializeToString()
-        except RpcError as exc:
-            self._trailers(stream, exc.code, str(exc))
-        except Exception as exc:  # a bug: a status, never a traceback on the wire
-            self._trailers(stream, Status.INTERNAL, failed(exc))
-        else:
-            data = b"\x00" + len(reply).to_bytes(4, "big") + reply
-            if len(data) <= min(self.out_window, stream.window, self.peer_max_frame):
-                self.out_window -= len(data)
-                stream.window -= len(data)
-                frames = response_headers(stream.id) + frame(DATA, 0, stream.id, data)
-                self._emit(frames + frame(HEADERS, END_HEADERS | END_STREAM, stream.id, OK_STATUS))
-            else:  # no room in the window now: sent as the window opens
-                stream.task = asyncio.ensure_future(self._send(stream, reply, last=True))
-                stream.task.add_done_callback(lambda _: self.streams.pop(stream.id, None))
-                return
-        self.streams.pop(stream.id, None)
-
-    def _refuse(self, stream: _Stream, code: Status, message: str) -> None:
-        """Answer with a status alone (trailers-only), before the request is read."""
-        self.streams.pop(stream.id, None)
-        stream.answered = True
-        self._emit(
-            frame(
-                HEADERS,
-                END_HEADERS | END_STREAM,
-                stream.id,
-                RESPONSE + status_fields(code, message),
-            )
-        )
-
-    async def _run(self, stream: _Stream, method: Method, request: Any) -> None:
-        replies: Any = None
-        try:
-            if not method.streaming:
-                reply = (await method.handler(request)).SerializeToString()
-                await self._send(stream, reply, last=True)
-                return
-            replies = await method.handler(request)
-            self._emit(frame(HEADERS, END_HEADERS, stream.id, RESPONSE))
-            stream.replied = True
-            async for message in replies:
-                await self._send(stream, message.SerializeToString())
-            self._trailers(stream, Status.OK, "")
-        except RpcError as exc:
-            self._trailers(stream, exc.code, str(exc))
-        except asyncio.CancelledError:
-            pass  # reset by the client, or the connection ended: nobody to tell
-        except Exception as exc:  # a bug: a status, never a traceback on the wire
-            self._trailers(stream, Status.INTERNAL, failed(exc))
-        finally:
-            if replies is not None:
-                with contextlib.suppress(Exception):
-                    await replies.aclose()
-            self.streams.pop(stream.id, None)
-
-    async def _send(self, stream: _Stream, message: bytes, last: bool = False) -> None:
-        """One gRPC message on ``stream`` (with headers and OK trailers when ``last``,
-        in one write when the windows allow, as they nearly always do)."""
-        data = b"\x00" + len(message).to_bytes(4, "big") + message
-        head = b"" if stream.replied else frame(HEADERS, END_HEADERS, stream.id, RESPONSE)
-        stream.replied = True
-        tail = (
-            frame(HEADERS, END_HEADERS | END_STREAM, stream.id, status_fields(0, ""))
-            if last
-            else b""
-        )
-        size = len(data)
-        if size <= min(self.out_window, stream.window, self.peer_max_frame):
-            self.out_window -= size
-            stream.window -= size
-            self._emit(head + frame(DATA, 0, stream.id, data) + tail)
-            return
-        if head:
-            self._emit(head)
-        view = memoryview(data)
-        while view:
-            room = min(len(view), self.out_window, stream.window, self.peer_max_frame)
-            if room <= 0:
-                await self._window()
-                continue
-            self.out_window -= room
-            stream.window -= room
-            self._emit(frame(DATA, 0, stream.id, view[:room]))
-            view = view[room:]
-        if tail:
-            self._emit(tail)
-
-    def _trailers(self, stream: _Stream, code: Status, message: str) -> None:
-        if self.ended or stream.id not in self.streams:
-            return
-        head = b"" if stream.replied else RESPONSE
-        fields = head + status_fields(code, message)
-        self._emit(frame(HEADERS, END_HEADERS | END_STREAM, stream.id, fields))
-
-    async def _window(self) -> None:
-        if self.ended:
-            raise asyncio.CancelledError
-        waiter = asyncio.get_running_loop().create_future()
-        self.waiting.append(waiter)
-        await waiter
-        if self.ended:
-            raise asyncio.CancelledError
-
-    def _wake(self) -> None:
-        waiting, self.waiting = self.waiting, []
-        for waiter in waiting:
-            if not waiter.done():
-                waiter.set_result(None)

@@ -18,11 +18,18 @@ CONTINUATION = 9
 END_STREAM = ACK = 0x1
 END_HEADERS, PADDED, PRIORITY_FLAG = 0x4, 0x8, 0x20
 PROTOCOL_ERROR, FLOW_CONTROL_ERROR, FRAME_SIZE_ERROR, COMPRESSION_ERROR = 0x1, 0x3, 0x6, 0x9
+REFUSED_STREAM = 0x7
 
 MAX_FRAME = 16384  # the largest frame this server takes (the protocol's default)
 MAX_WINDOW = (1 << 31) - 1
 MAX_MESSAGE = 4 << 20  # a request message's cap, as grpcio's server has by default
 MAX_HEADER_BLOCK = 1 << 18
+# A client may hold this many streams open at once (advertised in SETTINGS, as hyper's
+# server does by default); one more is refused with REFUSED_STREAM, which a client
+# retries. With the cap on request bytes held for all of them, a hostile client holds
+# a bounded amount of this process's memory, whatever it opens.
+MAX_STREAMS = 200
+MAX_BUFFERED = 64 << 20
 RESPONSE = b"\x88" + encode_literal("content-type", "application/grpc")  # :status 200
 OK_STATUS = encode_literal("grpc-status", "0")
 

@@ -126,6 +126,13 @@ class _WriteEnd(asyncio.BaseProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.connection.connection_lost(exc)
 
+    # A client that does not read stdout: stop reading stdin until it does.
+    def pause_writing(self) -> None:
+        self.connection.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.connection.resume_writing()
+
 
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
