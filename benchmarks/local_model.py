@@ -24,6 +24,7 @@ import httpx
 from codemode_testkit.local_model import (
     LLAMA_CPP_PYTHON_VERSION,
     MODEL_NAME,
+    NODE_LLAMA_CPP_VERSION,
     LocalModelServer,
     cache_dir,
     find_local_model,
@@ -31,8 +32,9 @@ from codemode_testkit.local_model import (
 
 
 def build_seconds(kind: str) -> float | None:
-    folder = "llama-server" if kind == "llama-server" else "llama-cpp-python"
-    marker = cache_dir() / f"{folder}-{LLAMA_CPP_PYTHON_VERSION}" / ".build-seconds"
+    folder = f"llama-server-nlc-{NODE_LLAMA_CPP_VERSION}" if kind == "llama-server" \
+        else f"llama-cpp-python-{LLAMA_CPP_PYTHON_VERSION}-nlc-{NODE_LLAMA_CPP_VERSION}"
+    marker = cache_dir() / folder / ".build-seconds"
     try:
         return float(marker.read_text())
     except (OSError, ValueError):

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Literal
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
+# The npm release whose prebuilt llama.cpp libraries (and llama.cpp source) both servers use.
+NODE_LLAMA_CPP_VERSION = "3.22.1"
 SMOLLM2_VERSION = "0.1.2"
 MODEL_NAME = "smollm2"
 # The chat template llama-server is started with: SmolLM2 speaks ChatML, and this
@@ -47,6 +49,9 @@ class LocalModel:
     kind: Kind
     command: list[str]  # without the per-start flags (port, context size)
     model: Path
+    # Where it starts: ggml looks for its CPU kernels (one library per x86-64 level) next
+    # to the executable and in the working directory, and python's directory has none.
+    cwd: Path | None = None
 
 
 def _build_running(pid: int) -> bool:
@@ -87,8 +92,8 @@ def find_local_model(prefer: Kind | None = None) -> LocalModel | str:
     model = cache / "models" / f"SmolLM2-135M-Instruct.Q4_1-{SMOLLM2_VERSION}.gguf"
     if not model.is_file():
         return f"no model at {model}: run scripts/setup-local-model.sh"
-    server_dir = cache / f"llama-server-{LLAMA_CPP_PYTHON_VERSION}"
-    venv = cache / f"llama-cpp-python-{LLAMA_CPP_PYTHON_VERSION}"
+    server_dir = cache / f"llama-server-nlc-{NODE_LLAMA_CPP_VERSION}"
+    venv = cache / f"llama-cpp-python-{LLAMA_CPP_PYTHON_VERSION}-nlc-{NODE_LLAMA_CPP_VERSION}"
     found: dict[Kind, LocalModel] = {}
     binary = server_dir / "bin" / "llama-server"
     if (server_dir / ".ok").is_file() and binary.is_file():
@@ -101,7 +106,7 @@ def find_local_model(prefer: Kind | None = None) -> LocalModel | str:
         found["llama-cpp-python"] = LocalModel("llama-cpp-python", [
             str(venv / "bin" / "python"), "-m", "llama_cpp.server", "--model", str(model),
             "--model_alias", MODEL_NAME, "--chat_format", "chatml-function-calling",
-        ], model)
+        ], model, cwd=server_dir / "bin")
     if prefer is not None:
         return found.get(prefer) or f"{prefer} is not built in {cache}: run " \
             "scripts/setup-local-model.sh"
@@ -149,7 +154,8 @@ class LocalModelServer:
         env = {**os.environ, "OMP_WAIT_POLICY": "passive"}
         start = time.monotonic()
         self._proc = subprocess.Popen(self._argv(), stdout=out, stderr=subprocess.STDOUT,
-                                      env=env, start_new_session=True)
+                                      env=env, cwd=self.found.cwd,
+                                      start_new_session=True)
         try:
             self._wait_ready(start, timeout_s=120)
         except BaseException:
