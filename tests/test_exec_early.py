@@ -1,6 +1,6 @@
 """`interpreter exec --code-mode` starts its engine worker before the command line's
 imports (``commands.exec_early``), and the session adopts that worker: the turn runs its
-program in it, and no worker is left unadopted."""
+program in it, no worker is left unadopted and no spare is started beside it."""
 
 from __future__ import annotations
 
@@ -29,8 +29,10 @@ except SystemExit as exc:
     status = exc.code
 else:
     status = 0
+from codemode.js_runtime.worker_process import POOL
+spares = sum(len(v) for v in POOL._spares.values())
 print(json.dumps({"started": started, "left": len(prestart._early), "status": status,
-                  "early_pid": early_pid}))
+                  "early_pid": early_pid, "spares": spares}))
 """
 
 
@@ -50,6 +52,8 @@ def test_the_session_adopts_the_early_worker(tmp_path: Path) -> None:
         report = json.loads(out.stdout.strip().splitlines()[-1])
         assert report["started"] and report["early_pid"], report
         assert report["status"] == 0 and report["left"] == 0, (report, out.stderr[-2000:])
+        # Its programs run one after another on that worker: no spare boots beside it.
+        assert report["spares"] == 0, report
         assert "ran" in json.dumps(server.requests[1].body)
 
 

@@ -35,5 +35,9 @@ def prestart_for(argv: list[str]) -> bool:
         return False
     from codemode.js_runtime import prestart  # lazy: only when a prestart applies
 
+    # No spare behind it: the session runs its programs one after another on this one
+    # worker (a persistent isolate), so a spare only boots for a worker that was killed
+    # (a program over its limits), and meanwhile competes with the turn for the CPU.
+    prestart.one_program = True
     prestart.spawn_early(engine, SESSION_MEMORY_MB * 1024 * 1024)
     return True
