@@ -127,11 +127,17 @@ async def post(
         writer.close()
 
 
+# What httpx says when the connection ends early (the errors read the same either way).
+_CUT = "peer closed connection without sending complete message body"
+_CUT_CHUNKED = f"{_CUT} (incomplete chunked read)"
+
+
 async def _read(
     reader: asyncio.StreamReader, timeout_s: float, what: str, *, line: bool = False,
-    exactly: int | None = None,
+    exactly: int | None = None, cut: str = _CUT,
 ) -> bytes:
-    """A line (``line``), ``exactly`` bytes, else what arrives next (b"" at the end)."""
+    """A line (``line``), ``exactly`` bytes, else what arrives next (b"" at the end);
+    ``cut``: the error when the connection ends first."""
     try:
         async with asyncio.timeout(timeout_s):
             if line:
@@ -142,9 +148,7 @@ async def _read(
     except TimeoutError:
         raise PlainHttpError("ReadTimeout", f"timed out reading {what}", timeout=True) from None
     except asyncio.IncompleteReadError:
-        raise PlainHttpError(
-            "RemoteProtocolError", "peer closed connection without sending complete message body"
-        ) from None
+        raise PlainHttpError("RemoteProtocolError", cut) from None
     except asyncio.LimitOverrunError:
         raise PlainHttpError("RemoteProtocolError", f"{what}: line too long") from None
     except OSError as exc:
@@ -154,9 +158,10 @@ async def _read(
 async def _read_head(reader: asyncio.StreamReader, timeout_s: float) -> tuple[int, dict[str, str]]:
     """The status and headers; informational (1xx) replies are skipped."""
     while True:
-        status_line = (await _read(reader, timeout_s, "the status line", line=True)).decode(
-            "latin-1"
-        )
+        status_line = (
+            await _read(reader, timeout_s, "the status line", line=True,
+                        cut="Server disconnected without sending a response.")
+        ).decode("latin-1")  # fmt: skip
         fields = status_line.split(None, 2)
         if len(fields) < 2 or not fields[0].startswith("HTTP/1.") or not fields[1].isdigit():
             raise PlainHttpError("RemoteProtocolError", f"bad status line {status_line[:80]!r}")
@@ -211,7 +216,7 @@ async def _raw_body(
     connection."""
     if "chunked" in headers.get("transfer-encoding", "").lower():
         while True:
-            size_line = await _read(reader, timeout_s, "a chunk size", line=True)
+            size_line = await _read(reader, timeout_s, "a chunk size", line=True, cut=_CUT_CHUNKED)
             size_text = size_line.split(b";", 1)[0].strip()
             try:
                 size = int(size_text, 16)
@@ -220,23 +225,25 @@ async def _raw_body(
                     "RemoteProtocolError", f"bad chunk size {size_text[:40]!r}"
                 ) from None
             if size == 0:
-                while (await _read(reader, timeout_s, "the trailer", line=True)).strip():
+                while (
+                    await _read(reader, timeout_s, "the trailer", line=True, cut=_CUT_CHUNKED)
+                ).strip():
                     pass
                 return
-            yield await _read(reader, timeout_s, "a chunk", exactly=size)
-            if (await _read(reader, timeout_s, "a chunk", line=True)).strip():
+            yield await _read(reader, timeout_s, "a chunk", exactly=size, cut=_CUT_CHUNKED)
+            if (await _read(reader, timeout_s, "a chunk", line=True, cut=_CUT_CHUNKED)).strip():
                 raise PlainHttpError("RemoteProtocolError", "a chunk longer than its size")
     length = headers.get("content-length")
     if length is not None:
         if not length.strip().isdigit():
             raise PlainHttpError("RemoteProtocolError", f"bad content length {length[:40]!r}")
-        left = int(length)
+        expected = left = int(length)
         while left > 0:
             chunk = await _read(reader, timeout_s, "the body")
             if not chunk:
                 raise PlainHttpError(
                     "RemoteProtocolError",
-                    "peer closed connection without sending complete message body",
+                    f"{_CUT} (received {expected - left} bytes, expected {expected})",
                 )
             chunk = chunk[:left]  # (the connection closes with the reply: nothing follows)
             left -= len(chunk)
