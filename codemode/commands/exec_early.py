@@ -39,5 +39,8 @@ def prestart_for(argv: list[str]) -> bool:
     # worker (a persistent isolate), so a spare only boots for a worker that was killed
     # (a program over its limits), and meanwhile competes with the turn for the CPU.
     prestart.one_program = True
-    prestart.spawn_early(engine, SESSION_MEMORY_MB * 1024 * 1024)
+    try:
+        prestart.spawn_early(engine, SESSION_MEMORY_MB * 1024 * 1024)
+    except OSError:
+        return False  # (no process or pipe to spare now): the session starts its own
     return True
