@@ -451,3 +451,23 @@ def test_unknown_and_invalid_providers(env_home: Path) -> None:
         provider_named(config, "broken", known=False)
     with pytest.raises(KeyError):
         provider_info("nowhere")
+
+
+def test_a_session_that_fails_to_build_closes_its_sandbox(
+    env_home: Path, work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sandbox is made first (its warm-up runs while the rest is built); when the
+    rest fails, as for a provider nobody knows, it is closed again."""
+    from codemode.sandbox.session import SandboxSession
+
+    closed: list[SandboxSession] = []
+    real_close = SandboxSession.close
+
+    def close(self: SandboxSession) -> None:
+        closed.append(self)
+        real_close(self)
+
+    monkeypatch.setattr(SandboxSession, "close", close)
+    with pytest.raises(ConfigError, match="nowhere"):
+        build(["model_provider=nowhere"], work)
+    assert len(closed) == 1 and closed[0].workspace == work.resolve()

@@ -102,3 +102,24 @@ def test_new_user_namespaces_and_clone3(program: bytes) -> None:
     assert run_bpf(program, NR["unshare"], AUDIT_ARCH_X86_64, (newuser,)) == deny(errno.EPERM)
     assert run_bpf(program, NR["unshare"], AUDIT_ARCH_X86_64, (0x00020000,)) == RET_ALLOW
     assert run_bpf(program, NR["clone3"], AUDIT_ARCH_X86_64, (0, 88)) == deny(errno.ENOSYS)
+
+
+def test_the_filter_is_built_without_ldconfig() -> None:
+    """pyseccomp's library lookups are answered without ``ctypes.util`` (whose
+    ``find_library`` runs ``ldconfig -p`` in a subprocess, twice), and the filter is still
+    the one libseccomp builds."""
+    import subprocess
+    import sys
+
+    if probe().seccomp is not None:
+        pytest.skip(f"seccomp is not available here: {probe().seccomp}")
+    code = (
+        "import sys\n"
+        "from codemode.sandbox.confinement import seccomp\n"
+        "p = seccomp.bpf_program(True, True)\n"
+        "print(len(p) % 8 == 0 and len(p) > 100, 'ctypes.util' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "False"]

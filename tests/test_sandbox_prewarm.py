@@ -48,3 +48,19 @@ async def test_a_broken_rules_file_still_fails_the_first_command_after_prewarm(
             )
     finally:
         s.close()
+
+
+async def test_in_a_running_loop_the_rules_load_once_the_loop_waits(tmp_path: Path) -> None:
+    """What is left of building the session (and the first model request) goes first:
+    the rules and the parser load once the event loop waits, not before."""
+    import asyncio
+
+    s = SandboxSession(tmp_path, SandboxSettings(approval_policy="never"))
+    try:
+        s.prewarm()
+        time.sleep(0.5)  # the session still being built: the loop has not waited yet
+        assert s.gate._policy is None
+        await asyncio.sleep(0)
+        assert await asyncio.to_thread(_wait_for, lambda: s.gate._policy is not None)
+    finally:
+        s.close()

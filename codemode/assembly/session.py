@@ -40,10 +40,13 @@ from codemode.tools.context import ToolContext
 from codemode.tools.store.journal import recover as recover_writes
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pydantic import BaseModel
 
     from codemode.agent.rollout import RecordedSession
     from codemode.providers.base import Message
+    from codemode.sandbox.session import SandboxSession
 
 # The provider name a replayed session is recorded under (codemode.agent.replay).
 REPLAY_PROVIDER = "replay"
@@ -64,8 +67,22 @@ def build_session(
     """A ready session. ``spec.provider`` replaces the configured one (replay, tests);
     ``spec.resume`` continues a recorded session in its own file."""
     spec = spec or SessionSpec()
-    home = codemode_home()
     cwd = options.cwd.resolve()
+    # First, so that its warm-up (the confinement probe, then the command server, on
+    # other cores) runs while the rest is built: the first command waits for both.
+    sandbox = sandbox_for(config, options, cwd, spec.approver)
+    try:
+        return _assemble(config, options, spec, cwd, sandbox)
+    except BaseException:
+        sandbox.close()
+        raise
+
+
+def _assemble(
+    config: Config, options: SessionOptions, spec: SessionSpec, cwd: Path,
+    sandbox: SandboxSession,
+) -> Session:  # fmt: skip
+    home = codemode_home()
     resume = spec.resume
     # A provider handed in (a replay) is recorded under the name it came with.
     handed_in = spec.provider is not None and spec.provider_name
@@ -120,7 +137,6 @@ def build_session(
                        "does not reason")
         reasoning_effort = None
 
-    sandbox = sandbox_for(config, options, cwd, spec.approver)
     context = ToolContext(workspace=cwd, sandbox=sandbox, client=spec.client)
     # What a killed patch or write left here is rolled back before anyone reads it.
     notices.extend(recover_writes(cwd))

@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from codemode.sandbox.server.pidfd_process import ChildProcess
     from codemode.sandbox.settings import SandboxSettings
 
+# How long prewarm's thread waits for the event loop to let it load the rules (a loop
+# that ended without waiting once never says).
+_RULES_WAIT_S = 5.0
+
 # Cheap to construct: settings are validated (pydantic), rules loaded and tree-sitter
 # and the confinement backends imported only when the first command or write needs
 # them, so a script that never calls a tool pays nothing.
@@ -241,23 +245,35 @@ class SandboxSession:
         as root the ``dropcaps`` helper compiled the first time) and the rules loaded
         with the shell parser; called in a running event loop, the command server
         started. Tens of milliseconds that then pass while the first model request is
-        out instead of before the first command."""
-        threading.Thread(target=self._warm, name="codemode-sandbox-warm", daemon=True).start()
-        s = self.settings
-        if not (s.restricted and s.command_server and s.backend != "landlock"):
-            return
+        out instead of before the first command.
+
+        The rules and the parser (tens of milliseconds of Python, holding the GIL) wait
+        until the event loop next waits, which in a new session is the first model
+        request: done while the session is still being built, they delay that request
+        by as much. The probe goes first (mostly a wait on bubblewrap), so that the
+        command server starts meanwhile."""
+        rules = threading.Event()
+        threading.Thread(
+            target=self._warm, args=(rules,), name="codemode-sandbox-warm", daemon=True
+        ).start()
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
+            rules.set()
+            return
+        loop.call_soon(rules.set)
+        s = self.settings
+        if not (s.restricted and s.command_server and s.backend != "landlock"):
             return
         self._prestarting = loop.create_task(self._prestart())
 
-    def _warm(self) -> None:
+    def _warm(self, rules: threading.Event) -> None:
         if self.settings.restricted:
             # lazy: the confinement backends load with the first command (here, early)
             from codemode.sandbox.confinement.confine import probe
 
             probe()
+        rules.wait(_RULES_WAIT_S)
         with contextlib.suppress(Exception):  # a broken rules file: the first command says so
             self.gate.warm()
 

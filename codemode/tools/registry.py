@@ -142,6 +142,12 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return list(self._tools)
 
+    def lazy_specs(self) -> dict[str, str] | None:
+        """``{name: "module:attribute"}`` while no tool has been loaded or added as an
+        object (what ``declarations_cache`` keys on), else None."""
+        specs = {n: t for n, t in self._tools.items() if isinstance(t, str)}
+        return specs if len(specs) == len(self._tools) else None
+
     def flat_names(self) -> list[str]:
         """Names called as ``tools.NAME`` (everything not namespaced)."""
         return [n for n in self._tools if split_namespace(n) is None]

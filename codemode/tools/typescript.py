@@ -208,6 +208,18 @@ def typescript_declarations(
     ``brief``: the types only, each tool with the first sentence of its description
     (``mcp-server``'s description, whose ``describe_tool`` gives the rest).
     """
+    from codemode.tools.declarations_cache import cached
+
+    return cached(
+        registry,
+        (standalone, bool(standalone if argv is None else argv), brief),
+        lambda: _declarations(registry, standalone=standalone, argv=argv, brief=brief),
+    )
+
+
+def _declarations(
+    registry: ToolRegistry, *, standalone: bool, argv: bool | None, brief: bool
+) -> str:
     emit = _Emitter(field_docs=not brief)
     methods = []
     spaces: dict[str, list[str]] = {}

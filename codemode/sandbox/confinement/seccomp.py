@@ -110,8 +110,11 @@ def _x32_prefix() -> bytes:
 @functools.cache
 def bpf_program(deny_network: bool, deny_unix: bool = True) -> bytes:
     """The compiled filter (raw ``struct sock_filter`` array)."""
+    from codemode.process.pyseccomp_import import import_pyseccomp
+
     try:
-        import pyseccomp  # lazy: libseccomp, only where a filter is built
+        # lazy: libseccomp, only where a filter is built (and without ldconfig)
+        pyseccomp = import_pyseccomp()
     except (ImportError, OSError) as exc:  # OSError: libseccomp.so is not installed
         raise SeccompUnavailable(f"pyseccomp/libseccomp is not available: {exc}") from None
     flt = pyseccomp.SyscallFilter(defaction=pyseccomp.ALLOW)

@@ -18,6 +18,7 @@ import contextlib
 import ctypes
 import os
 import struct
+import threading
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -60,8 +61,13 @@ class CodemodeWatch:
 
     def close(self) -> None:
         if self._fd >= 0:
-            self._finalizer()
             self._fd = -1
+            # Closing an inotify instance that has watches waits for the kernel to retire
+            # them (a grace period: 5-25 ms here) with nothing for us to do meanwhile: it
+            # is done in the background while the rest of the session closes.
+            threading.Thread(
+                target=self._finalizer, name="codemode-inotify-close", daemon=True
+            ).start()
 
     def _watch(self, d: Path) -> None:
         if not self.complete or self._fd < 0:

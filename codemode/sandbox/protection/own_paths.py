@@ -126,13 +126,21 @@ def file_refusal(real: Path, lexical: Path) -> str | None:
 
 def inside_roots(roots: Sequence[Path]) -> list[tuple[Path, Path]]:
     """(root, own path) for each own path (as named or its target) inside a root."""
+    return list(_inside_roots(tuple(roots), own_paths()))
+
+
+@functools.lru_cache(maxsize=32)
+def _inside_roots(
+    roots: tuple[Path, ...], owns: tuple[OwnPath, ...]
+) -> tuple[tuple[Path, Path], ...]:
+    # Lexical only, so a function of its arguments: asked before every command.
     out: list[tuple[Path, Path]] = []
     for root in roots:
-        for own in own_paths():
+        for own in owns:
             for p in own.forms:
                 if p != root and _inside(p, root):
                     out.append((root, p))
-    return out
+    return tuple(out)
 
 
 def make_state_dirs(roots: Sequence[Path]) -> None:
@@ -179,8 +187,13 @@ def links(roots: Iterable[Path]) -> list[Path]:
     compared after each command and put back."""
     out = []
     for root in roots:
-        for own in own_paths():
-            p = own.path
-            if p != root and _inside(p, root) and (os.path.islink(p) or not os.path.lexists(p)):
+        for p in _named_inside(root, own_paths()):
+            if os.path.islink(p) or not os.path.lexists(p):
                 out.append(p)
     return out
+
+
+@functools.lru_cache(maxsize=32)
+def _named_inside(root: Path, owns: tuple[OwnPath, ...]) -> tuple[Path, ...]:
+    # Lexical only (the links are looked at by the caller, each time).
+    return tuple(own.path for own in owns if own.path != root and _inside(own.path, root))
