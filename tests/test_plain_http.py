@@ -177,3 +177,30 @@ def test_a_local_model_request_does_not_load_httpx() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+async def _pieces(raw: bytes, headers: dict[str, str], most: int) -> list[int]:
+    """The sizes ``plain_http._body`` yields for ``raw``, stopping after ``most`` pieces."""
+    reader = asyncio.StreamReader()
+    reader.feed_data(raw)
+    reader.feed_eof()
+    sizes: list[int] = []
+    async for piece in plain_http._body(reader, headers, 5.0):
+        sizes.append(len(piece))
+        if len(sizes) >= most:
+            break
+    return sizes
+
+
+async def test_a_huge_chunk_is_never_held_whole() -> None:
+    # A chunk that claims 1 GiB (and sends 1 MiB of it) comes out as it arrives, in
+    # bounded pieces, instead of being read whole into memory first.
+    raw = b"40000000\r\n" + b"x" * (1 << 20)
+    sizes = await _pieces(raw, {"transfer-encoding": "chunked"}, 4)
+    assert len(sizes) == 4 and max(sizes) <= plain_http._READ
+
+
+async def test_a_gzip_bomb_inflates_in_bounded_pieces() -> None:
+    bomb = gzip.compress(b"\0" * (64 << 20))  # ~64 KiB that inflates to 64 MiB
+    sizes = await _pieces(bomb, {"content-length": str(len(bomb)), "content-encoding": "gzip"}, 8)
+    assert len(sizes) == 8 and max(sizes) <= plain_http._READ

@@ -199,9 +199,13 @@ async def _body(
     inflate = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib, by its header
     try:
         async for chunk in raw:
-            out = inflate.decompress(chunk)
-            if out:
-                yield out
+            # At most _READ bytes out per step: a small compressed chunk may inflate to
+            # a thousand times its size, and is never inflated whole.
+            while chunk:
+                out = inflate.decompress(chunk, _READ)
+                chunk = inflate.unconsumed_tail
+                if out:
+                    yield out
         out = inflate.flush()
     except zlib.error as exc:
         raise PlainHttpError("DecodingError", str(exc)) from None
@@ -230,7 +234,11 @@ async def _raw_body(
                 ).strip():
                     pass
                 return
-            yield await _read(reader, timeout_s, "a chunk", exactly=size, cut=_CUT_CHUNKED)
+            # In pieces: a chunk may claim any size, and is never held whole.
+            while size > 0:
+                piece = min(size, _READ)
+                yield await _read(reader, timeout_s, "a chunk", exactly=piece, cut=_CUT_CHUNKED)
+                size -= piece
             if (await _read(reader, timeout_s, "a chunk", line=True, cut=_CUT_CHUNKED)).strip():
                 raise PlainHttpError("RemoteProtocolError", "a chunk longer than its size")
     length = headers.get("content-length")
