@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-from codemode.tools.ignore_rules import Rules, load
+from codemode.tools.ignore_rules import Rules, load, load_in
 
 
 def _inherited_rules(root: Path, top: Path | None) -> list[Rules]:
@@ -61,6 +62,9 @@ def walk_files(
     yield from _walk(root, "", inherited, respect_gitignore, stop, max_depth)
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
 def _walk(
     directory: Path,
     rel_dir: str,
@@ -71,7 +75,11 @@ def _walk(
 ) -> Iterator[str]:
     # A stack, not recursion: a tree thousands of folders deep (a hostile repository)
     # must not end the walk with RecursionError. Order as before: depth first, sorted.
-    stack: list[tuple[Path, str, list[Rules]] | str] = [(directory, rel_dir, rules)]
+    # What each folder costs does not grow with its depth either (else such a tree costs
+    # the square of its depth): its path, relative path and depth are carried down from
+    # its parent, and it is opened once, its .gitignore read and its entries listed
+    # through that descriptor.
+    stack: list[_Folder | str] = [_Folder(str(directory), rel_dir, rules, rel_dir.count("/"))]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
@@ -79,17 +87,29 @@ def _walk(
             continue
         if stop is not None and stop():
             return
-        here, rel_here, here_rules = item
-        if respect:
-            own = load(here, "", len(rel_here) + 1 if rel_here else 0)
-            if own:
-                here_rules = [*here_rules, own]
+        here, rel_here, here_rules = item.path, item.rel, item.rules
         try:
-            with os.scandir(here) as it:
-                entries = sorted(it, key=lambda e: e.name)
+            # A subfolder was listed as a folder, not a symlink: if it has been swapped
+            # for one since, it is skipped, not followed.
+            fd = os.open(here, _DIR_FLAGS | (os.O_NOFOLLOW if rel_here != rel_dir else 0))
         except OSError:
             continue  # unreadable directories are skipped, as find and rg do
-        todo: list[tuple[Path, str, list[Rules]] | str] = []
+        try:
+            if respect:
+                own = load_in(fd, here, "", len(rel_here) + 1 if rel_here else 0)
+                if own:
+                    here_rules = [*here_rules, own]
+            with os.scandir(fd) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        # A subfolder's depth: the number of "/" in its relative path.
+        below = item.depth + 1 if rel_here else 0
+        # A folder of k components holds files of k + 1.
+        descend = max_depth is None or below + 2 <= max_depth
+        todo: list[_Folder | str] = []
         for entry in entries:
             # Polled per entry too: a huge .gitignore over a huge folder is slow to match.
             if stop is not None and stop():
@@ -104,12 +124,23 @@ def _walk(
             if respect and _ignored(here_rules, rel + "/" if is_dir else rel):
                 continue
             if is_dir:
-                # A folder of k components holds files of k + 1.
-                if max_depth is None or rel.count("/") + 2 <= max_depth:
-                    todo.append((Path(entry.path), rel, here_rules))
+                if descend:
+                    path = os.path.join(here, entry.name)
+                    todo.append(_Folder(path, rel, here_rules, below))
             elif _is_file(entry):  # follows symlinks: broken links and sockets drop out here
                 todo.append(rel)
         stack.extend(reversed(todo))
+
+
+@dataclass(frozen=True)
+class _Folder:
+    """A folder still to walk: its path, its path relative to the walk's root (whose
+    ``depth`` is the number of ``/`` in it), and the rules that apply in it."""
+
+    path: str
+    rel: str
+    rules: list[Rules]
+    depth: int
 
 
 def _is_file(entry: os.DirEntry[str]) -> bool:

@@ -61,14 +61,22 @@ def locate_for_reading(path: Path, shown: str | Path) -> Spot:
 def read_spot(spot: Spot, cap: int, shown: str | Path) -> bytes:
     """The bytes of the regular file at ``spot``; raises FileNotFoundError, NotRegular
     or TooBig (when it holds more than ``cap`` bytes)."""
-    st = spot.lstat()
-    if st is None:
-        raise FileNotFoundError(errno.ENOENT, "no such file", str(shown))
+    return read_in(spot.parent, spot.name, cap, shown)
+
+
+def read_in(dir_fd: int, name: str, cap: int, shown: str | Path) -> bytes:
+    """The bytes of the regular file ``name`` in the directory open as ``dir_fd``,
+    never following a symlink there (one raises NotRegular): one open, however deep the
+    directory. Raises as ``read_spot`` does."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, "no such file", str(shown)) from None
     if not stat.S_ISREG(st.st_mode):
         raise NotRegular(shown, st.st_mode)
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
     try:
-        fd = os.open(spot.name, flags, dir_fd=spot.parent)
+        fd = os.open(name, flags, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise ToolError(f"{shown} changed while it was being opened; try again") from None
