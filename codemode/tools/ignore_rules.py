@@ -67,10 +67,10 @@ class Rules:
 
 def load(directory: Path, prefix: str, strip: int) -> Rules | None:
     """The rules of ``directory/.gitignore``, None if there are none (or no usable file)."""
-    from codemode.tools.fs.reading import read_regular
+    from codemode.tools.fs.reading import read_resolved
 
     try:
-        data = read_regular(directory / ".gitignore", MAX_GITIGNORE_BYTES)
+        data = read_resolved(directory / ".gitignore", MAX_GITIGNORE_BYTES)
     except (OSError, ToolError):  # none, not a regular file, too big, refused
         return None
     groups = _compiled(data)
@@ -81,8 +81,8 @@ def load_in(dir_fd: int, directory: str, prefix: str, strip: int) -> Rules | Non
     """Like ``load``, for the directory open as ``dir_fd`` (``directory``: its path):
     a walk reads each folder's ``.gitignore`` with one open, not a walk from ``/`` down
     to it, which made a tree thousands of folders deep cost the square of its depth. A
-    ``.gitignore`` that is a symlink is resolved from the path, as ``load`` does, so
-    its target is checked as every read is."""
+    ``.gitignore`` that is a symlink is read as ``load`` reads it, so its target is
+    checked as every read's is."""
     import stat
 
     from codemode.tools.fs.reading import read_in
