@@ -1,0 +1,78 @@
+"""glob and grep over a hostile repository thousands of folders deep cost time linear
+in its depth: each folder and file costs the same however deep it is (they cost the
+square of the depth, ~20 CPU-s for one search at 1,500 levels, when every folder's
+``.gitignore`` and every file were reached by a walk down from ``/``)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from codemode.tools.builtin import builtin_registry
+from codemode.tools.context import ToolContext
+
+
+def deep_tree(top: Path, depth: int) -> None:
+    """``top/d/d/.../d`` ``depth`` folders deep, a file in each: made relative to an open
+    descriptor, as a path that long exceeds what one system call takes."""
+    top.mkdir()
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            leaf = os.open("f.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+            os.write(leaf, b"needle\n")
+            os.close(leaf)
+            os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    finally:
+        os.close(fd)
+
+
+def remove_tree(top: Path) -> None:
+    # pytest's own clean-up of old temporary folders recurses, and would fail on it
+    subprocess.run(["rm", "-rf", "--one-file-system", str(top)], check=True)
+
+
+def search_cpu(ws: Path) -> tuple[float, int, int]:
+    """CPU seconds of one glob and one grep over ``ws``, and how many each found."""
+    registry = builtin_registry()
+    ctx = ToolContext(workspace=ws)
+
+    async def both() -> tuple[Any, Any]:
+        found = await registry.invoke("glob", {"pattern": "**/*.txt"}, ctx)
+        lines = await registry.invoke("grep", {"pattern": "needle", "max_results": 5000}, ctx)
+        return found, lines
+
+    started = time.process_time()  # every thread of the process: the tools run in one
+    found, lines = asyncio.run(both())
+    return time.process_time() - started, len(found["matches"]), len(lines["matches"])
+
+
+def test_a_search_costs_time_linear_in_the_depth_of_the_tree(tmp_path: Path) -> None:
+    depth = 250
+    small, large = tmp_path / "small", tmp_path / "large"
+    try:
+        deep_tree(small, depth)
+        deep_tree(large, 2 * depth)
+        # Interleaved and the best of three, so that load from elsewhere falls on both.
+        small_cpu, large_cpu = [], []
+        for _ in range(3):
+            cpu, globbed, grepped = search_cpu(small)
+            assert globbed == grepped == depth
+            small_cpu.append(cpu)
+            cpu, globbed, grepped = search_cpu(large)
+            assert globbed == grepped == 2 * depth
+            large_cpu.append(cpu)
+    finally:
+        remove_tree(small)
+        remove_tree(large)
+    ratio = min(large_cpu) / min(small_cpu)
+    print(f"depth {depth}: {min(small_cpu):.3f} CPU-s, {2 * depth}: {min(large_cpu):.3f} CPU-s")
+    # Twice the depth: twice the cost when linear, four times when quadratic (3.99 before).
+    assert ratio < 3, (ratio, small_cpu, large_cpu)
