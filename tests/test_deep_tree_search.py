@@ -76,3 +76,21 @@ def test_a_search_costs_time_linear_in_the_depth_of_the_tree(tmp_path: Path) -> 
     print(f"depth {depth}: {min(small_cpu):.3f} CPU-s, {2 * depth}: {min(large_cpu):.3f} CPU-s")
     # Twice the depth: twice the cost when linear, four times when quadratic (3.99 before).
     assert ratio < 3, (ratio, small_cpu, large_cpu)
+
+
+def test_links_to_files_are_found_and_links_to_folders_not_followed(tmp_path: Path) -> None:
+    # The walk lists each folder through a descriptor; whether an entry is a file is
+    # asked through it too, so it must still be open then (a link to a file was lost).
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    (ws / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "o.txt").write_text("needle\n")
+    (ws / "sub" / "real.txt").write_text("needle\n")
+    (ws / "sub" / "link.txt").symlink_to("real.txt")
+    (ws / "out").symlink_to(outside)  # a link to a folder is not walked into
+    registry = builtin_registry()
+    ctx = ToolContext(workspace=ws)
+    found = asyncio.run(registry.invoke("glob", {"pattern": "**/*.txt"}, ctx))
+    assert found["matches"] == ["sub/link.txt", "sub/real.txt"]
+    lines = asyncio.run(registry.invoke("grep", {"pattern": "needle"}, ctx))
+    assert [m["path"] for m in lines["matches"]] == ["sub/link.txt", "sub/real.txt"]

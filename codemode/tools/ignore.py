@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from codemode.tools.folder_handles import FolderHandles
 from codemode.tools.ignore_rules import Rules, load, load_in
 
 
@@ -63,6 +64,8 @@ def walk_files(
 
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+# The longest path the kernel takes (Linux's PATH_MAX, with its terminating NUL).
+_PATH_MAX = 4096
 
 
 def _walk(
@@ -77,9 +80,24 @@ def _walk(
     # must not end the walk with RecursionError. Order as before: depth first, sorted.
     # What each folder costs does not grow with its depth either (else such a tree costs
     # the square of its depth): its path, relative path and depth are carried down from
-    # its parent, and it is opened once, its .gitignore read and its entries listed
-    # through that descriptor.
-    stack: list[_Folder | str] = [_Folder(str(directory), rel_dir, rules, rel_dir.count("/"))]
+    # its parent, and it is opened once, relative to its parent (``FolderHandles``), its
+    # .gitignore read and its entries listed through that descriptor.
+    root = _Folder(str(directory), rel_dir, rules, rel_dir.count("/"), None, "")
+    stack: list[_Folder | str] = [root]
+    handles = FolderHandles(_DIR_FLAGS)
+    try:
+        yield from _walk_stack(stack, handles, respect, stop, max_depth)
+    finally:
+        handles.close()
+
+
+def _walk_stack(
+    stack: list[_Folder | str],
+    handles: FolderHandles,
+    respect: bool,
+    stop: Callable[[], bool] | None,
+    max_depth: int | None,
+) -> Iterator[str]:
     while stack:
         item = stack.pop()
         if isinstance(item, str):
@@ -88,13 +106,15 @@ def _walk(
         if stop is not None and stop():
             return
         here, rel_here, here_rules = item.path, item.rel, item.rules
+        if len(os.fsencode(here)) >= _PATH_MAX:
+            # Not walked, as when folders were opened by path: its files could only be
+            # read by a walk down their path in Python (``read_resolved``), each costing
+            # the depth again.
+            continue
         try:
             # A subfolder was listed as a folder, not a symlink: if it has been swapped
             # for one since, it is skipped, not followed.
-            fd = os.open(here, _DIR_FLAGS | (os.O_NOFOLLOW if rel_here != rel_dir else 0))
-        except OSError:
-            continue  # unreadable directories are skipped, as find and rg do
-        try:
+            fd = handles.enter(item, item.parent, item.name, here)
             if respect:
                 own = load_in(fd, here, "", len(rel_here) + 1 if rel_here else 0)
                 if own:
@@ -102,9 +122,7 @@ def _walk(
             with os.scandir(fd) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError:
-            continue
-        finally:
-            os.close(fd)
+            continue  # unreadable directories are skipped, as find and rg do
         # A subfolder's depth: the number of "/" in its relative path.
         below = item.depth + 1 if rel_here else 0
         # A folder of k components holds files of k + 1.
@@ -126,7 +144,7 @@ def _walk(
             if is_dir:
                 if descend:
                     path = os.path.join(here, entry.name)
-                    todo.append(_Folder(path, rel, here_rules, below))
+                    todo.append(_Folder(path, rel, here_rules, below, item, entry.name))
             elif _is_file(entry):  # follows symlinks: broken links and sockets drop out here
                 todo.append(rel)
         stack.extend(reversed(todo))
@@ -135,12 +153,15 @@ def _walk(
 @dataclass(frozen=True)
 class _Folder:
     """A folder still to walk: its path, its path relative to the walk's root (whose
-    ``depth`` is the number of ``/`` in it), and the rules that apply in it."""
+    ``depth`` is the number of ``/`` in it), the rules that apply in it, and the folder
+    holding it (None for the walk's root) and its name there."""
 
     path: str
     rel: str
     rules: list[Rules]
     depth: int
+    parent: _Folder | None
+    name: str
 
 
 def _is_file(entry: os.DirEntry[str]) -> bool:
