@@ -94,3 +94,29 @@ def test_links_to_files_are_found_and_links_to_folders_not_followed(tmp_path: Pa
     assert found["matches"] == ["sub/link.txt", "sub/real.txt"]
     lines = asyncio.run(registry.invoke("grep", {"pattern": "needle"}, ctx))
     assert [m["path"] for m in lines["matches"]] == ["sub/link.txt", "sub/real.txt"]
+
+
+def test_a_walk_back_up_a_deep_tree_finds_every_branch(tmp_path: Path) -> None:
+    # The walk holds a descriptor for only some of the folders above it: going back up
+    # to a folder it let go (to walk its next branch) opens it again from a held one.
+    ws = tmp_path / "ws"
+    spine = ws.joinpath(*["d"] * 41)
+    expected = []
+    for branch in ("a", "b", "c"):
+        bottom = spine.joinpath(branch, *["e"] * 40)
+        bottom.mkdir(parents=True)
+        for level in range(0, 41, 7):
+            folder = spine.joinpath(branch, *["e"] * level)
+            (folder / "f.txt").write_text("needle\n")
+            expected.append(folder / "f.txt")
+    (spine / "z.txt").write_text("needle\n")
+    expected.append(spine / "z.txt")
+    shown = sorted(p.relative_to(ws).as_posix() for p in expected)
+    before = len(os.listdir("/proc/self/fd"))
+    registry = builtin_registry()
+    ctx = ToolContext(workspace=ws)
+    found = asyncio.run(registry.invoke("glob", {"pattern": "**/*.txt"}, ctx))
+    assert found["matches"] == shown
+    lines = asyncio.run(registry.invoke("grep", {"pattern": "needle", "max_results": 5000}, ctx))
+    assert sorted(m["path"] for m in lines["matches"]) == shown
+    assert len(os.listdir("/proc/self/fd")) <= before + 2  # nothing left open
