@@ -1,7 +1,8 @@
-"""glob and grep over a hostile repository thousands of folders deep cost time linear
-in its depth: each folder and file costs the same however deep it is (they cost the
-square of the depth, ~20 CPU-s for one search at 1,500 levels, when every folder's
-``.gitignore`` and every file were reached by a walk down from ``/``)."""
+"""glob and grep over a hostile repository thousands of folders deep cost time about
+linear in its depth: each folder and file costs the same however deep it is (they cost
+the square of the depth, ~8 CPU-s for one glob at 1,500 levels, ~15 for a grep with a
+file in every folder, when every folder's ``.gitignore`` and every file were reached by
+a walk down from ``/`` in Python)."""
 
 from __future__ import annotations
 
