@@ -121,3 +121,24 @@ def test_a_walk_back_up_a_deep_tree_finds_every_branch(tmp_path: Path) -> None:
     lines = asyncio.run(registry.invoke("grep", {"pattern": "needle", "max_results": 5000}, ctx))
     assert sorted(m["path"] for m in lines["matches"]) == shown
     assert len(os.listdir("/proc/self/fd")) <= before + 2  # nothing left open
+
+
+
+def test_grep_reads_no_process_file_through_a_link(tmp_path: Path) -> None:
+    # grep opens each file with the kernel resolving the path (not a walk in Python);
+    # the refusals apply to where that lands. /proc/self/status is text (environ, the
+    # secret one, is refused the same way but would also be passed over as binary).
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    (ws / "plain.txt").write_text("Umask:\t0022\n")
+    (ws / "status").symlink_to("/proc/self/status")
+    (ws / "sub" / "root-status").symlink_to("/proc/self/root/proc/self/status")
+    (ws / "sub" / "thread-status").symlink_to("/proc/thread-self/status")
+    (ws / "sub" / "hop").symlink_to("../status")
+    registry = builtin_registry()
+    ctx = ToolContext(workspace=ws)
+    found = asyncio.run(registry.invoke("grep", {"pattern": "^Umask:"}, ctx))
+    assert [m["path"] for m in found["matches"]] == ["plain.txt"], found
+    for path in ("status", "sub/hop", "sub/thread-status"):
+        named = asyncio.run(registry.invoke("grep", {"pattern": "^Umask:", "path": path}, ctx))
+        assert named["matches"] == [], named
