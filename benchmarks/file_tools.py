@@ -12,6 +12,13 @@ path every surface takes), in a fresh temporary workspace, in microseconds:
 - ``grep_tree_ms``: grep over 200 files of 4 KB (milliseconds);
 - ``glob_big_gitignore_ms``: glob ``*`` over 300 files under a 10,000-line .gitignore
   (milliseconds, median of 5);
+- ``deep_search_750_cpu_ms`` and ``deep_search_1500_cpu_ms``: CPU time of one glob
+  ``**/*.txt`` plus one grep over a tree 750 (1,500) folders deep with a file in each
+  (milliseconds, median of 3). A hostile repository's depth must not square a search's
+  cost: each folder and file costs the walk the same at any depth, and only the
+  kernel's lookup of the path grep opens each file by still grows with it (up to the
+  4,096-byte limit on a path), so the second is 2 to 3 times the first (it was 4 times:
+  22 CPU-s at 1,500 levels);
 - ``read_20mb_lines_ms`` and ``read_20mb_lines_peak_mb``: read_file of a 20 MB file of
   empty lines and its classic text, in a fresh process (milliseconds, once; the
   process's peak resident memory over what it held before the read, in MB).
@@ -22,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -95,11 +103,43 @@ async def measure(calls: int) -> dict[str, float]:
             registry, ctx, "glob", lambda i: {"pattern": "*", "path": "ignored"}, 5
         )
         out["glob_big_gitignore_ms"] = glob / 1000
+        for depth in (750, 1500):
+            out[f"deep_search_{depth}_cpu_ms"] = await _deep_search_cpu_ms(registry, ws, depth)
         (ws / "nl.txt").write_text("\n" * (20 * 1024 * 1024 - 10))
         ms, peak = _read_in_child(ws)
         out["read_20mb_lines_ms"] = ms
         out["read_20mb_lines_peak_mb"] = peak
     return {k: round(v, 1) for k, v in out.items()}
+
+
+async def _deep_search_cpu_ms(registry, ws: Path, depth: int) -> float:
+    top = ws / f"deep{depth}"
+    top.mkdir()
+    # Made relative to an open descriptor: the path soon exceeds what one call takes.
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            leaf = os.open("f.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+            os.write(leaf, b"needle\n")
+            os.close(leaf)
+            os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    finally:
+        os.close(fd)
+    ctx = ToolContext(workspace=top)
+    times = []
+    try:
+        for _ in range(3):
+            started = time.process_time()  # every thread: the tools run in a worker one
+            await registry.invoke("glob", {"pattern": "**/*.txt"}, ctx)
+            await registry.invoke("grep", {"pattern": "needle", "max_results": 5000}, ctx)
+            times.append((time.process_time() - started) * 1000)
+    finally:
+        # TemporaryDirectory's clean-up recurses, and would fail on it
+        subprocess.run(["rm", "-rf", "--one-file-system", str(top)], check=True)
+    return statistics.median(times)
 
 
 READ_CHILD = """

@@ -21,7 +21,7 @@ from codemode.tools.context import store_for
 from codemode.tools.fs.reading import kind_of
 from codemode.tools.glob_pattern import compile_glob, pattern_depth, split_literal_prefix
 from codemode.tools.ignore import walk_files
-from codemode.tools.overlaid_walk import Overlay, holds, join, walked
+from codemode.tools.overlaid_walk import Overlay, holds, join, shown_below, walked
 
 MAX_GLOB_MATCHES = 5000
 
@@ -81,6 +81,7 @@ def _glob_sync(
         else iter(()),
         overlay,
     )
+    shown = ctx.display(start)
     # Only regular files (and links to them) are walked: devices, FIFOs and sockets never
     # match.
     for rel in walk:
@@ -88,7 +89,7 @@ def _glob_sync(
             if len(found) >= MAX_GLOB_MATCHES:
                 truncated = True
                 break
-            found.append(ctx.display(join(start, rel)))
+            found.append(shown_below(shown, rel))
     return GlobResult(matches=sorted(found), truncated=truncated)
 
 

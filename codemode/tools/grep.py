@@ -9,6 +9,7 @@ searched with its new contents and a removed one is not.
 from __future__ import annotations
 
 import asyncio
+import os
 import stat
 import threading
 from collections.abc import Iterator
@@ -20,11 +21,11 @@ from pydantic import Field
 from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
 from codemode.tools.context import store_for
-from codemode.tools.fs.reading import kind_of, read_regular
+from codemode.tools.fs.reading import kind_of, read_resolved
 from codemode.tools.fs.text import decode, is_binary
 from codemode.tools.glob_pattern import compile_glob, pattern_depth
 from codemode.tools.ignore import walk_files
-from codemode.tools.overlaid_walk import Overlay, holds, join, walked
+from codemode.tools.overlaid_walk import Overlay, holds, shown_below, walked
 from codemode.tools.store import MAX_READ_BYTES
 
 MAX_LINE_CHARS = 500
@@ -112,18 +113,18 @@ def _compile_re2(pattern: str, case_insensitive: bool, *, multiline: bool) -> An
         ) from None
 
 
-def _read_text(path: Path, overlay: Overlay) -> tuple[bytes, bool] | None:
+def _read_text(path: str, overlay: Overlay) -> tuple[bytes, bool] | None:
     """A file's text as UTF-8 bytes and whether it was Latin-1, or None for files grep
     passes over (binary, huge, unreadable, not regular, removed in the store)."""
-    key = path.resolve() if overlay else path
-    if key in overlay:
+    key = Path(path).resolve() if overlay else None
+    if key is not None and key in overlay:
         held = overlay[key]
         if held is None or len(held) > MAX_READ_BYTES:
             return None
         data = held
     else:
         try:
-            data = read_regular(path, MAX_READ_BYTES)
+            data = read_resolved(path, MAX_READ_BYTES)
         except (OSError, ToolError):
             return None
     text, encoding = decode(data)
@@ -205,10 +206,15 @@ def _grep_sync(
             overlay,
         )
         wanted = (r for r in rels if only is None or only.fullmatch(r))
-        files: Iterator[Path] = (join(target, r) for r in wanted)
+        # Each file's path and name as strings made from the folder's: parsing them anew
+        # costs the file's depth, which over a tree thousands of folders deep adds up.
+        base, shown_base = str(target), ctx.display(target)
+        files: Iterator[tuple[str, str]] = (
+            (os.path.join(base, r), shown_below(shown_base, r)) for r in wanted
+        )
     elif stat.S_ISREG(st_mode):
         # Naming a file is explicit: search it even if .gitignore covers it.
-        files = iter([target])
+        files = iter([(str(target), ctx.display(target))])
     else:
         raise ToolError(
             f"grep: {ctx.display(target)} is {kind_of(st_mode)}, not a regular file or "
@@ -217,7 +223,7 @@ def _grep_sync(
 
     result = GrepResult(matches=[], truncated=False, files_searched=0)
     most = min(args.max_results, MAX_GREP_MATCHES)
-    for path in files:
+    for path, shown in files:
         if stop.is_set():
             break
         read = _read_text(path, overlay)
@@ -225,7 +231,6 @@ def _grep_sync(
             continue
         data, latin1 = read
         result.files_searched += 1
-        shown = ctx.display(path)
         if latin1:
             result.latin1_files.append(shown)
         for number, line in _matching_lines(data, regex, stop):

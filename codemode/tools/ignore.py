@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-from codemode.tools.ignore_rules import Rules, load
+from codemode.tools.folder_handles import FolderHandles
+from codemode.tools.ignore_rules import Rules, load, load_in
 
 
 def _inherited_rules(root: Path, top: Path | None) -> list[Rules]:
@@ -61,6 +63,11 @@ def walk_files(
     yield from _walk(root, "", inherited, respect_gitignore, stop, max_depth)
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+# The longest path the kernel takes (Linux's PATH_MAX, with its terminating NUL).
+_PATH_MAX = 4096
+
+
 def _walk(
     directory: Path,
     rel_dir: str,
@@ -71,7 +78,26 @@ def _walk(
 ) -> Iterator[str]:
     # A stack, not recursion: a tree thousands of folders deep (a hostile repository)
     # must not end the walk with RecursionError. Order as before: depth first, sorted.
-    stack: list[tuple[Path, str, list[Rules]] | str] = [(directory, rel_dir, rules)]
+    # What each folder costs does not grow with its depth either (else such a tree costs
+    # the square of its depth): its path, relative path and depth are carried down from
+    # its parent, and it is opened once, relative to its parent (``FolderHandles``), its
+    # .gitignore read and its entries listed through that descriptor.
+    root = _Folder(str(directory), rel_dir, rules, rel_dir.count("/"), None, "")
+    stack: list[_Folder | str] = [root]
+    handles = FolderHandles(_DIR_FLAGS)
+    try:
+        yield from _walk_stack(stack, handles, respect, stop, max_depth)
+    finally:
+        handles.close()
+
+
+def _walk_stack(
+    stack: list[_Folder | str],
+    handles: FolderHandles,
+    respect: bool,
+    stop: Callable[[], bool] | None,
+    max_depth: int | None,
+) -> Iterator[str]:
     while stack:
         item = stack.pop()
         if isinstance(item, str):
@@ -79,17 +105,29 @@ def _walk(
             continue
         if stop is not None and stop():
             return
-        here, rel_here, here_rules = item
-        if respect:
-            own = load(here, "", len(rel_here) + 1 if rel_here else 0)
-            if own:
-                here_rules = [*here_rules, own]
+        here, rel_here, here_rules = item.path, item.rel, item.rules
+        if len(os.fsencode(here)) >= _PATH_MAX:
+            # Not walked, as when folders were opened by path: its files could only be
+            # read by a walk down their path in Python (``read_resolved``), each costing
+            # the depth again.
+            continue
         try:
-            with os.scandir(here) as it:
+            # A subfolder was listed as a folder, not a symlink: if it has been swapped
+            # for one since, it is skipped, not followed.
+            fd = handles.enter(item, item.parent, item.name, here)
+            if respect:
+                own = load_in(fd, here, "", len(rel_here) + 1 if rel_here else 0)
+                if own:
+                    here_rules = [*here_rules, own]
+            with os.scandir(fd) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError:
             continue  # unreadable directories are skipped, as find and rg do
-        todo: list[tuple[Path, str, list[Rules]] | str] = []
+        # A subfolder's depth: the number of "/" in its relative path.
+        below = item.depth + 1 if rel_here else 0
+        # A folder of k components holds files of k + 1.
+        descend = max_depth is None or below + 2 <= max_depth
+        todo: list[_Folder | str] = []
         for entry in entries:
             # Polled per entry too: a huge .gitignore over a huge folder is slow to match.
             if stop is not None and stop():
@@ -104,12 +142,26 @@ def _walk(
             if respect and _ignored(here_rules, rel + "/" if is_dir else rel):
                 continue
             if is_dir:
-                # A folder of k components holds files of k + 1.
-                if max_depth is None or rel.count("/") + 2 <= max_depth:
-                    todo.append((Path(entry.path), rel, here_rules))
+                if descend:
+                    path = os.path.join(here, entry.name)
+                    todo.append(_Folder(path, rel, here_rules, below, item, entry.name))
             elif _is_file(entry):  # follows symlinks: broken links and sockets drop out here
                 todo.append(rel)
         stack.extend(reversed(todo))
+
+
+@dataclass(frozen=True)
+class _Folder:
+    """A folder still to walk: its path, its path relative to the walk's root (whose
+    ``depth`` is the number of ``/`` in it), the rules that apply in it, and the folder
+    holding it (None for the walk's root) and its name there."""
+
+    path: str
+    rel: str
+    rules: list[Rules]
+    depth: int
+    parent: _Folder | None
+    name: str
 
 
 def _is_file(entry: os.DirEntry[str]) -> bool:

@@ -14,6 +14,7 @@ searches per path, and a compiled file is kept (by content) for the next search.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -66,11 +67,32 @@ class Rules:
 
 def load(directory: Path, prefix: str, strip: int) -> Rules | None:
     """The rules of ``directory/.gitignore``, None if there are none (or no usable file)."""
-    from codemode.tools.fs.reading import read_regular
+    from codemode.tools.fs.reading import read_resolved
 
     try:
-        data = read_regular(directory / ".gitignore", MAX_GITIGNORE_BYTES)
+        data = read_resolved(directory / ".gitignore", MAX_GITIGNORE_BYTES)
     except (OSError, ToolError):  # none, not a regular file, too big, refused
+        return None
+    groups = _compiled(data)
+    return Rules(groups, prefix, strip) if groups else None
+
+
+def load_in(dir_fd: int, directory: str, prefix: str, strip: int) -> Rules | None:
+    """Like ``load``, for the directory open as ``dir_fd`` (``directory``: its path):
+    a walk reads each folder's ``.gitignore`` with one open, not a walk from ``/`` down
+    to it, which made a tree thousands of folders deep cost the square of its depth. A
+    ``.gitignore`` that is a symlink is read as ``load`` reads it, so its target is
+    checked as every read's is."""
+    import stat
+
+    from codemode.tools.fs.reading import read_in
+
+    try:
+        st = os.stat(".gitignore", dir_fd=dir_fd, follow_symlinks=False)
+        if stat.S_ISLNK(st.st_mode):
+            return load(Path(directory), prefix, strip)
+        data = read_in(dir_fd, ".gitignore", MAX_GITIGNORE_BYTES, f"{directory}/.gitignore")
+    except (OSError, ToolError):  # none, not a regular file, too big
         return None
     groups = _compiled(data)
     return Rules(groups, prefix, strip) if groups else None

@@ -40,3 +40,12 @@ def walked(start: Path, rels: Iterator[str], overlay: Overlay) -> Iterator[str]:
 
 def join(base: Path, rel: str) -> Path:
     return Path(os.path.normpath(os.path.join(base, rel)))
+
+
+def shown_below(shown_base: str, rel: str) -> str:
+    """``ctx.display(join(base, rel))`` from ``ctx.display(base)`` and a walked ``rel``
+    (already normal: no ``.``, ``..`` or empty component): the names of files thousands
+    of folders deep are made from strings, not by parsing each one's path again."""
+    if shown_base == ".":
+        return rel
+    return shown_base + rel if shown_base.endswith("/") else f"{shown_base}/{rel}"

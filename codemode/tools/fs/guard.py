@@ -77,9 +77,9 @@ def _folded(part: str) -> str:
     return _SHORT_NAMES.get(folded, part)
 
 
-def read_refusal(real: Path) -> str | None:
+def read_refusal(real: Path | str) -> str | None:
     """Why the file at ``real`` (symlinks resolved) may not be read, or None."""
-    shown = real.as_posix()
+    shown = real if isinstance(real, str) else real.as_posix()
     if _PROC_PROCESS.match(shown):
         return "process information under /proc is not readable by the file tools"
     if _BLOCKING.match(shown):
