@@ -311,7 +311,10 @@ def define_tool(
         arg_name = data_params[0].name
 
         def handler(args: BaseModel, ctx: ToolContext) -> Awaitable[object]:
-            return call({arg_name: args, **{n: ctx for n in wants_ctx}})
+            kwargs: dict[str, Any] = {arg_name: args}
+            for n in wants_ctx:
+                kwargs[n] = ctx
+            return call(kwargs)
 
     else:
         model_fields: dict[str, Any] = {}
@@ -327,8 +330,10 @@ def define_tool(
         names = [p.name for p in data_params]
 
         def handler(args: BaseModel, ctx: ToolContext) -> Awaitable[object]:
-            values = {name: getattr(args, name) for name in names}
-            return call({**values, **{n: ctx for n in wants_ctx}})
+            kwargs = {name: getattr(args, name) for name in names} if names else {}
+            for n in wants_ctx:
+                kwargs[n] = ctx
+            return call(kwargs)
 
     check_model(args_model, tool_name, "arguments")
     return Tool(
