@@ -13,6 +13,7 @@ from codemode.tool_terms.names import code_name as code_name
 from codemode.tool_terms.names import split_namespace as split_namespace
 from codemode.tools.context import ToolContext, ToolError
 from codemode.tools.pipeline import (
+    Applies,
     Call,
     Interceptor,
     Pipeline,
@@ -76,10 +77,17 @@ class ToolRegistry:
         for interceptor in interceptors:
             self.pipeline.use(interceptor)
 
-    def use(self, interceptor: Interceptor, stage: Stage = "embedder") -> None:
+    def use(
+        self,
+        interceptor: Interceptor,
+        stage: Stage = "embedder",
+        *,
+        applies: Applies | None = None,
+    ) -> None:
         """Run ``interceptor`` on every call (see ``codemode.tools.pipeline`` for the
-        stages: an embedder's sees only calls the policy let through)."""
-        self.pipeline.use(interceptor, stage)
+        stages: an embedder's sees only calls the policy let through), or only on the
+        calls of the tools ``applies`` says it acts on (``Pipeline.use``)."""
+        self.pipeline.use(interceptor, stage, applies=applies)
 
     def on_close(self, closer: Callable[[], None]) -> None:
         """Run ``closer`` when the registry is closed (its tools' resources)."""
