@@ -12,6 +12,10 @@ Programs run in engine worker processes, so every figure includes the pipe:
   tool_call_cpu_us: the CPU time each call costs this process and the engine worker
   (process CPU time over the calls, medians of the same runs): what the pipe's polling
   (``spin.py``) and the work on each side cost;
+- registry_call_cpu_us: of the parent's, what the tool path alone costs
+  (``RegistryDelegate.call_tool`` of the no-op tool in this process, no engine: the
+  registry, the pipeline's interceptors, validation, the handler, ``to_json``), CPU time
+  per call, median of runs of 20,000;
 - promise_all_1000_ms: 1,000 no-op calls in one ``Promise.all`` (median);
 - rss_mb: the parent's RSS with an idle session, and one worker's RSS;
 - pipe_round_trip_us: the floor, measured in the same run: one byte to a child
@@ -163,6 +167,24 @@ async def tool_call_us(engine: str, calls: int, runs: int) -> tuple[float, dict[
     return statistics.median(samples), cpu
 
 
+async def registry_call_cpu_us(calls: int, runs: int) -> float:
+    """CPU time per awaited call of the no-op tool down the registry's path alone."""
+    from codemode.js_runtime.delegate import NestedCall
+
+    registry = _registry()
+    delegate = RegistryDelegate(registry, ToolContext(ROOT))
+    call = NestedCall("cell", "noop", {})
+    for _ in range(1000):
+        await delegate.call_tool(call)
+    samples = []
+    for _ in range(runs):
+        cpu0 = time.process_time()
+        for _ in range(calls):
+            await delegate.call_tool(call)
+        samples.append((time.process_time() - cpu0) / calls * 1e6)
+    return statistics.median(samples)
+
+
 _ECHO = """
 import os, select, sys
 spinning = sys.argv[1] == "1"
@@ -266,6 +288,7 @@ async def main() -> None:
     floor = pipe_round_trip_us(10_000, 3 if quick else 7, spinning=False)
     spun = pipe_round_trip_us(10_000, 3 if quick else 7, spinning=True)
     report["pipe_round_trip_us"] = {"sleeping": round(floor, 1), "spinning": round(spun, 1)}
+    report["registry_call_cpu_us"] = round(await registry_call_cpu_us(20_000, 3 if quick else 7), 2)
     for engine in ("quickjs", "v8"):
         start = await program_ms(engine, 50 if quick else 500, persistent=True)
         fresh = await program_ms(engine, 20 if quick else 200, persistent=False)

@@ -56,15 +56,15 @@ def to_json(value: object, where: str = "result") -> Any:
     """``value`` as plain JSON data, by the rule in this module's docstring."""
     if value is None or isinstance(value, str | bool | int | float):
         return value
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if isinstance(value, dict):
+    if isinstance(value, dict):  # before BaseModel: the common result, and the cheaper test
         out = {}
         for key, item in value.items():
             if not isinstance(key, str | int | float | bool):
                 raise NotJson(key, f"{where} (a key)")
             out[str(key)] = to_json(item, f"{where}.{key}")
         return out
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
     if isinstance(value, list | tuple | set | frozenset):
         return [to_json(v, f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, enum.Enum):

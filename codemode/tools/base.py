@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import weakref
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -27,11 +26,6 @@ from codemode.tools.annotations import to_json as to_json
 # Re-exported: tool modules import both from here, with the definition helpers.
 from codemode.tools.context import ToolContext as ToolContext
 from codemode.tools.context import ToolError as ToolError
-
-# Argument models without fields, and the arguments every empty call of them gets.
-_NO_ARGUMENTS: weakref.WeakKeyDictionary[type[BaseModel], BaseModel] = (
-    weakref.WeakKeyDictionary()
-)
 
 
 class StrictArgs(BaseModel):
@@ -133,6 +127,9 @@ class Tool:
     # The names hooks written for Claude Code and Codex match this tool by ("Bash" for
     # the shell); the first is the ``tool_name`` a hook's input gives (codemode.hooks).
     hook_names: tuple[str, ...] = ()
+    # For a tool whose arguments have no fields: the arguments every empty call gets,
+    # once the first one has been validated (not a trait: no surface sees it).
+    _no_arguments: BaseModel | None = field(default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.effects:
@@ -180,7 +177,7 @@ class Tool:
         if not raw:
             # A tool without arguments, called as such: validated once, the same
             # (field-less, immutable) arguments every call after.
-            empty = _NO_ARGUMENTS.get(self.args_model)
+            empty = self._no_arguments
             if empty is not None:
                 return empty
         try:
@@ -188,7 +185,7 @@ class Tool:
         except ValidationError as exc:
             raise ToolError(describe_validation_error(self, exc)) from None
         if not raw and not type(args).model_fields and not args.model_extra:
-            _NO_ARGUMENTS[self.args_model] = args
+            object.__setattr__(self, "_no_arguments", args)
         return args
 
     async def call(self, raw_args: object, ctx: ToolContext) -> Any:
@@ -199,6 +196,13 @@ class Tool:
             return to_json(result)
         except NotJson as exc:
             raise ToolError(f"tools.{self.name} {exc}") from None
+
+
+def _call_async(fn: Callable[..., Any]) -> Callable[[dict[str, Any]], Awaitable[object]]:
+    def call(kwargs: dict[str, Any]) -> Awaitable[object]:
+        return fn(**kwargs)  # type: ignore[no-any-return]
+
+    return call
 
 
 def _js_type(value: object) -> str:
@@ -288,20 +292,29 @@ def define_tool(
         check_annotation(hints.get(p.name, Any), tool_name, f"parameter {p.name!r} annotated")
     results = result_model(hints.get("return", inspect.Parameter.empty), tool_name)
 
-    async def call(kwargs: dict[str, Any]) -> object:
-        if is_async:
-            return await fn(**kwargs)  # type: ignore[misc]
-        # A plain function may block (a database call, a file read): not on the loop.
-        value = await asyncio.to_thread(fn, **kwargs)
-        return await value if inspect.isawaitable(value) else value
+    # Each returns the function's own coroutine for an async one (the handler is not a
+    # coroutine awaiting it): two frames fewer on every call.
+    call: Callable[[dict[str, Any]], Awaitable[object]]
+    if is_async:
+        call = _call_async(fn)
+    else:
+
+        async def call(kwargs: dict[str, Any]) -> object:
+            # A plain function may block (a database call, a file read): not on the loop.
+            value = await asyncio.to_thread(fn, **kwargs)
+            return await value if inspect.isawaitable(value) else value
 
     first = hints.get(data_params[0].name) if len(data_params) == 1 else None
+    handler: Handler
     if isinstance(first, type) and issubclass(first, BaseModel):
         args_model: type[BaseModel] = first
         arg_name = data_params[0].name
 
-        async def handler(args: BaseModel, ctx: ToolContext) -> object:
-            return await call({arg_name: args, **{n: ctx for n in wants_ctx}})
+        def handler(args: BaseModel, ctx: ToolContext) -> Awaitable[object]:
+            kwargs: dict[str, Any] = {arg_name: args}
+            for n in wants_ctx:
+                kwargs[n] = ctx
+            return call(kwargs)
 
     else:
         model_fields: dict[str, Any] = {}
@@ -314,10 +327,13 @@ def define_tool(
             )
         except Exception as exc:
             raise TypeError(f"tool {tool_name!r}: its parameters: {exc}") from None
+        names = [p.name for p in data_params]
 
-        async def handler(args: BaseModel, ctx: ToolContext) -> object:
-            values = {p.name: getattr(args, p.name) for p in data_params}
-            return await call({**values, **{n: ctx for n in wants_ctx}})
+        def handler(args: BaseModel, ctx: ToolContext) -> Awaitable[object]:
+            kwargs = {name: getattr(args, name) for name in names} if names else {}
+            for n in wants_ctx:
+                kwargs[n] = ctx
+            return call(kwargs)
 
     check_model(args_model, tool_name, "arguments")
     return Tool(

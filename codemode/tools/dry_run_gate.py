@@ -25,6 +25,10 @@ def allowed_in_dry_run(tool: Tool) -> bool:
     return tool.effect == "read" or tool.dry_run
 
 
+def _refused_in_dry_run(tool: Tool) -> bool:
+    return not allowed_in_dry_run(tool)
+
+
 def dry_run_gate(registry: ToolRegistry) -> Interceptor:
     """A ``gate``-stage interceptor refusing, during a dry run (``ctx.dry_run`` set),
     every tool of ``registry`` not ``allowed_in_dry_run``."""
@@ -51,5 +55,6 @@ def dry_run_registry(registry: ToolRegistry) -> ToolRegistry:
     """A copy of ``registry`` that refuses, in a dry run, the tools that would write
     behind the overlay's back."""
     guarded = registry.copy()
-    guarded.use(dry_run_gate(guarded), "gate")
+    # Readers and overlay writers pass whatever the call: their calls skip the gate.
+    guarded.use(dry_run_gate(guarded), "gate", applies=_refused_in_dry_run)
     return guarded

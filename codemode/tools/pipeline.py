@@ -69,33 +69,49 @@ class Call:
 
 Next = Callable[[Call], Awaitable[Any]]
 Interceptor = Callable[[Call, Next], Awaitable[Any]]
+# Whether an interceptor acts on a tool's calls (``Pipeline.use``).
+Applies = Callable[["Tool"], bool]
 
 Stage = Literal["report", "gate", "hooks", "policy", "embedder", "route"]
 STAGES: tuple[Stage, ...] = ("report", "gate", "hooks", "policy", "embedder", "route")
+# A composed chain's: its tool's id, the last step, the caller's ``around``.
+ComposedKey = tuple[int, Next, tuple[Interceptor, ...]]
 
 
 class Pipeline:
     """Interceptors by stage; ``run`` takes a call through them, outermost first."""
 
-    # Composed chains kept per (last step, ``around``); more than this many (callers
-    # passing new ``around`` functions each time) and the cache starts over.
-    _CACHED = 16
+    # Composed chains kept per (tool, last step, ``around``); more than this many
+    # (callers passing new ``around`` functions each time) and the cache starts over.
+    _CACHED = 256
 
     def __init__(self) -> None:
         self._stages: dict[Stage, list[Interceptor]] = {stage: [] for stage in STAGES}
-        self._composed: dict[tuple[Next, tuple[Interceptor, ...]], Next] = {}
+        # Interceptors that act on some tools' calls only, by id (an embedder's may not
+        # be hashable): which tools' (see ``use``).
+        self._applies: dict[int, Applies] = {}
+        self._composed: dict[ComposedKey, tuple[Tool | None, Next]] = {}
 
-    def use(self, interceptor: Interceptor, stage: Stage = "embedder") -> None:
-        """Add ``interceptor`` at the end of ``stage``."""
+    def use(
+        self, interceptor: Interceptor, stage: Stage = "embedder", *, applies: Applies | None = None
+    ) -> None:
+        """Add ``interceptor`` at the end of ``stage``. ``applies``, for one that acts
+        on some tools' calls only and passes every other call on untouched: whether it
+        acts on a tool's calls, asked once per tool (when that tool's chain is composed),
+        so the calls of other tools do not go through it at all. A call of a name no
+        tool has meets every interceptor."""
         if stage not in self._stages:
             raise ValueError(f"unknown stage {stage!r} (one of: {', '.join(STAGES)})")
         self._stages[stage].append(interceptor)
+        if applies is not None:
+            self._applies[id(interceptor)] = applies
         self._composed.clear()
 
     def copy(self) -> Pipeline:
         clone = Pipeline()
         for stage, interceptors in self._stages.items():
             clone._stages[stage] = list(interceptors)
+        clone._applies = dict(self._applies)
         return clone
 
     def chain(self, around: Sequence[Interceptor] = ()) -> tuple[Interceptor, ...]:
@@ -103,16 +119,31 @@ class Pipeline:
         are report-stage interceptors of one call)."""
         return (*around, *(i for stage in STAGES for i in self._stages[stage]))
 
+    def composed(
+        self, tool: Tool | None, last: Next, around: Sequence[Interceptor] = ()
+    ) -> Next:
+        """The chain a call of ``tool`` goes through, ``last`` at its end: composed once
+        per tool, not per call (this runs on every tool call a program makes), without
+        the interceptors that have nothing to do for that tool."""
+        around = tuple(around)
+        key = (id(tool), last, around)
+        kept = self._composed.get(key)
+        if kept is not None and kept[0] is tool:
+            return kept[1]
+        if len(self._composed) >= self._CACHED:
+            self._composed.clear()
+        chain = self.chain(around)
+        if tool is not None:
+            applies = self._applies
+            chain = tuple(i for i in chain if id(i) not in applies or applies[id(i)](tool))
+        composed = _compose(chain, last)
+        # The tool is kept with its chain: an id is only that tool's while it lives.
+        self._composed[key] = (tool, composed)
+        return composed
+
     async def run(self, call: Call, last: Next, around: Sequence[Interceptor] = ()) -> Any:
         """``call`` through the interceptors, then ``last``."""
-        key = (last, tuple(around))
-        composed = self._composed.get(key)
-        if composed is None:
-            # Composed once, not per call: this runs on every tool call a program makes.
-            if len(self._composed) >= self._CACHED:
-                self._composed.clear()
-            composed = self._composed[key] = _compose(self.chain(around), last)
-        return await composed(call)
+        return await self.composed(call.tool, last, around)(call)
 
 
 def _compose(chain: tuple[Interceptor, ...], last: Next) -> Next:
@@ -132,6 +163,28 @@ def _step(interceptor: Interceptor, next_: Next) -> Next:
 def with_context(call: Call, ctx: ToolContext) -> Call:
     """``call`` with another context (what an interceptor passes on to change it)."""
     return dataclasses.replace(call, ctx=ctx)
+
+
+def new_call(
+    name: str,
+    tool: Tool | None,
+    args: object,
+    ctx: ToolContext,
+    parent_id: str | None,
+    program: str | None,
+) -> Call:
+    """``Call(...)`` at under half its cost (it runs on every call; a frozen dataclass
+    sets each field through ``object.__setattr__``): the same fields, set at once."""
+    made = object.__new__(Call)
+    made.__dict__.update(
+        name=name, tool=tool, args=args, ctx=ctx, parent_id=parent_id, program=program
+    )
+    return made
+
+
+def acts_on_trust(tool: Tool) -> bool:
+    """Whether ``authorize_by_trust`` has anything to decide for ``tool``'s calls."""
+    return tool.trust != "host"
 
 
 async def authorize_by_trust(call: Call, next_: Next) -> Any:

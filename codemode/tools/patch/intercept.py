@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from codemode.tools.patch.heredoc import parse_heredoc_opener
 
 if TYPE_CHECKING:
+    from codemode.tools.base import Tool
     from codemode.tools.context import ToolContext
     from codemode.tools.pipeline import Call, Next
     from codemode.tools.shell import ShellResult
@@ -99,6 +100,13 @@ async def shell_patch_result(
         duration_ms=round((time.monotonic() - started) * 1000, 1),
         timed_out=False,
     )
+
+
+def takes_a_command(tool: Tool) -> bool:
+    """Whether ``intercept_shell_patch`` may have anything to do for ``tool``'s calls:
+    only a tool whose arguments have a ``command`` (the shell's, ``ShellArgs``) can be
+    the shell; the exact test stays in the interceptor, this keeps the module light."""
+    return "command" in tool.args_model.model_fields
 
 
 async def intercept_shell_patch(call: Call, next_: Next) -> Any:
