@@ -28,11 +28,10 @@ reserves a terabyte of address space, so ``RLIMIT_AS`` cannot be used).
 from __future__ import annotations
 
 import errno
-import importlib
 import resource
 import sys
-from collections.abc import Callable
-from typing import Any
+
+from codemode.process.pyseccomp_import import import_pyseccomp
 
 _DENIED = (
     "execve execveat fork vfork "
@@ -82,59 +81,9 @@ def limit_memory(engine_cap_bytes: int) -> int:
     return cap
 
 
-_SONAMES = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
-
-
-def _import_pyseccomp() -> Any:
-    """pyseccomp, imported without ``ctypes.util``: its two ``find_library`` calls each
-    run ``ldconfig`` in a subprocess, and importing ``ctypes.util`` itself (subprocess,
-    shutil...) is another share of a worker's boot. While pyseccomp imports, a stand-in
-    module answers the usual sonames; any other name goes to the real one."""
-    import ctypes
-    import types
-
-    def find_library(name: str) -> str | None:
-        soname = _SONAMES.get(name)
-        if soname is not None:
-            try:
-                ctypes.CDLL(soname)
-                return soname
-            except OSError:
-                pass
-        _put_back(saved)
-        real: Callable[[str], str | None] = importlib.import_module("ctypes.util").find_library
-        return real(name)
-
-    stand_in = types.ModuleType("ctypes.util")
-    setattr(stand_in, "find_library", find_library)  # noqa: B010 (a module's attribute)
-    saved = (sys.modules.get("ctypes.util"), getattr(ctypes, "util", None))
-    sys.modules["ctypes.util"] = stand_in
-    setattr(ctypes, "util", stand_in)  # noqa: B010
-    try:
-        import pyseccomp
-    finally:
-        _put_back(saved)
-    return pyseccomp
-
-
-def _put_back(saved: tuple[Any, Any]) -> None:
-    import ctypes
-
-    module, attribute = saved
-    if module is None:
-        sys.modules.pop("ctypes.util", None)
-    else:
-        sys.modules["ctypes.util"] = module
-    if attribute is None:
-        if "util" in vars(ctypes):
-            delattr(ctypes, "util")
-    else:
-        setattr(ctypes, "util", attribute)  # noqa: B010
-
-
 def install_filter(own_pid: int) -> None:
     """Load the seccomp filter described above into this process (all its threads)."""
-    sc = _import_pyseccomp()
+    sc = import_pyseccomp()
 
     deny = sc.ERRNO(errno.EPERM)
     f = sc.SyscallFilter(sc.ALLOW)

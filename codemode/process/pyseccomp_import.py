@@ -5,8 +5,8 @@ pyseccomp looks up libc and libseccomp with ``ctypes.util.find_library``, which 
 interpreter, and ``ctypes.util`` itself imported, at the start of every session that
 builds a seccomp filter. While pyseccomp imports, a stand-in ``ctypes.util`` answers the
 two sonames it asks for (when they load); any other name, or one that does not load, goes
-to the real ``find_library``. (The engine worker does the same for itself:
-``js_runtime.worker_confine``, which may not import from here.)
+to the real ``find_library``. Used by the sandbox and by the engine worker's own
+confinement (``js_runtime.worker_confine``).
 """
 
 from __future__ import annotations
