@@ -106,20 +106,7 @@ class Transport:
                 "POST", url, json=body, headers={"Accept": "text/event-stream"},
                 params=self._params or None,
             ) as response:
-                if response.status_code >= 300:
-                    text = (await response.aread()).decode("utf-8", "replace")
-                    raise classify(ctx, status=response.status_code, payload=parse_body(text),
-                                   headers=response.headers)
-                ctype = response.headers.get("content-type", "")
-                if "text/event-stream" not in ctype:
-                    text = (await response.aread()).decode("utf-8", "replace")
-                    payload = parse_body(text)
-                    if isinstance(payload, dict) and "error" in payload:
-                        raise classify(ctx, status=None, payload=payload, headers=response.headers)
-                    raise BadRequestError(
-                        f"{self.provider}: expected an event stream from {url}, got "
-                        f"{ctype or 'no content type'}: {text[:300]}"
-                    )
+                await self._expect_stream(ctx, url, response)
                 async for sse in httpx_sse.EventSource(response).aiter_sse():
                     yield SseEvent(sse.event, sse.data)
         except ProviderError:
@@ -132,6 +119,25 @@ class Transport:
             raise TransientError(
                 f"{self.provider}: connection to {url} failed: {type(exc).__name__}: {exc}"
             ) from exc
+
+    async def _expect_stream(self, ctx: ErrorContext, url: str, response: Any) -> None:
+        """Raise what an error status, or a reply that is not an event stream, means;
+        ``response`` is httpx's or ``plain_http``'s (both have ``status_code``,
+        ``headers`` and ``aread``)."""
+        if response.status_code >= 300:
+            text = (await response.aread()).decode("utf-8", "replace")
+            raise classify(ctx, status=response.status_code, payload=parse_body(text),
+                           headers=response.headers)  # fmt: skip
+        ctype = response.headers.get("content-type", "")
+        if "text/event-stream" not in ctype:
+            text = (await response.aread()).decode("utf-8", "replace")
+            payload = parse_body(text)
+            if isinstance(payload, dict) and "error" in payload:
+                raise classify(ctx, status=None, payload=payload, headers=response.headers)
+            raise BadRequestError(
+                f"{self.provider}: expected an event stream from {url}, got "
+                f"{ctype or 'no content type'}: {text[:300]}"
+            )
 
     async def _plain_events(
         self, path: str, body: dict[str, Any], *, model: str
@@ -151,20 +157,7 @@ class Transport:
                 url, data.encode(), headers=headers, params=self._params or None,
                 timeout_s=self._timeout_s, connect_timeout_s=self._connect_timeout_s,
             ) as response:  # fmt: skip
-                if response.status_code >= 300:
-                    text = (await response.aread()).decode("utf-8", "replace")
-                    raise classify(ctx, status=response.status_code, payload=parse_body(text),
-                                   headers=response.headers)
-                ctype = response.headers.get("content-type", "")
-                if "text/event-stream" not in ctype:
-                    text = (await response.aread()).decode("utf-8", "replace")
-                    payload = parse_body(text)
-                    if isinstance(payload, dict) and "error" in payload:
-                        raise classify(ctx, status=None, payload=payload, headers=response.headers)
-                    raise BadRequestError(
-                        f"{self.provider}: expected an event stream from {url}, got "
-                        f"{ctype or 'no content type'}: {text[:300]}"
-                    )
+                await self._expect_stream(ctx, url, response)
                 async for event, event_data in sse.events(response.aiter_text()):
                     yield SseEvent(event, event_data)
         except plain_http.PlainHttpError as exc:
