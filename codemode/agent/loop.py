@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from codemode.agent.call_order import run_in_order
 from codemode.agent.compaction import compact_tool_results, request_units
 from codemode.agent.context_window import ContextBudget
 from codemode.agent.cutoff import cutoff_note, settle_reply, valid_history
@@ -284,7 +285,7 @@ class Session:
                     continue
                 result.final_message = message.text
                 return
-            outcomes = await asyncio.gather(*(self._execute(call) for call in actions.calls))
+            outcomes = await run_in_order(actions.calls, self._execute, self._reads_only)
             for reply in self.harness.result_messages(actions.calls, list(outcomes)):
                 self._append(reply)
             if self.hooks is not None:
@@ -300,6 +301,10 @@ class Session:
             "(raise --max-turns to allow more)",
             "max_turns",
         )
+
+    def _reads_only(self, call: ToolCall) -> bool:
+        tool = self.runner.registry.get(call.name)
+        return tool is not None and tool.effect == "read"
 
     async def _execute(self, call: ToolCall) -> Outcome:
         # Hooks name the model's call that a tool call (a program's too) belongs to.
