@@ -35,7 +35,7 @@ from codemode.assembly.toolset import session_tools
 from codemode.config import Config, ConfigError, codemode_home
 from codemode.harnesses.base import Dialect
 from codemode.harnesses.catalog import get_harness
-from codemode.js_runtime.models import Limits
+from codemode.js_runtime.models import AGENT_MEMORY_MB, Limits
 from codemode.tools.context import ToolContext
 from codemode.tools.store.journal import recover as recover_writes
 
@@ -161,7 +161,9 @@ def _assemble(
         context,
         emit,
         engine=config.engine or spec.default_engine,
-        limits=Limits(timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=30_000),
+        limits=Limits(
+            timeout_s=config.exec_timeout_s, memory_mb=AGENT_MEMORY_MB, output_chars=30_000
+        ),
         setup_scripts=tools.setup_scripts,
         yield_time_ms=config.exec_yield_time_ms,
     )

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-# The cap an agent session gives its programs' isolates (``assembly.session``).
-SESSION_MEMORY_MB = 512
 _NOT_A_TURN = ("-h", "--help", "--classic", "--replay", "--repos")
 
 
@@ -34,13 +32,14 @@ def prestart_for(argv: list[str]) -> bool:
     if engine not in ("quickjs", "v8"):
         return False
     from codemode.js_runtime import prestart  # lazy: only when a prestart applies
+    from codemode.js_runtime.models import AGENT_MEMORY_MB
 
     # No spare behind it: the session runs its programs one after another on this one
     # worker (a persistent isolate), so a spare only boots for a worker that was killed
     # (a program over its limits), and meanwhile competes with the turn for the CPU.
     prestart.one_program = True
     try:
-        prestart.spawn_early(engine, SESSION_MEMORY_MB * 1024 * 1024)
+        prestart.spawn_early(engine, AGENT_MEMORY_MB * 1024 * 1024)
     except OSError:
         return False  # (no process or pipe to spare now): the session starts its own
     return True
