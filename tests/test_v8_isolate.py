@@ -75,7 +75,9 @@ async def test_a_closed_isolate_refuses_work() -> None:
 
 async def test_the_event_loop_keeps_running_while_v8_computes(tmp_path: Path) -> None:
     # The loop's thread blocks on V8 for at most BLOCK_S per step; a long computation
-    # is awaited, so other tasks (output, a TUI, other sessions) keep running.
+    # is awaited, so other tasks (output, a TUI, other sessions) keep running. A loop
+    # blocked for the computation would show one gap of 600 ms; the bound leaves room
+    # for a loaded machine descheduling the loop now and then.
     ticks: list[float] = []
 
     async def ticker() -> None:
@@ -88,15 +90,15 @@ async def test_the_event_loop_keeps_running_while_v8_computes(tmp_path: Path) ->
     try:
         result = await run_program(
             session,
-            "const end = Date.now() + 400; let n = 0; while (Date.now() < end) n++; return n > 0",
+            "const end = Date.now() + 600; let n = 0; while (Date.now() < end) n++; return n > 0",
         )
     finally:
         task.cancel()
         await session.close()
     assert result.ok and result.value is True, result.error
     gaps = [b - a for a, b in itertools.pairwise(ticks)]
-    assert len(ticks) >= 20, ticks
-    assert max(gaps) < 0.1, max(gaps)
+    assert len(ticks) >= 10, ticks
+    assert max(gaps) < 0.3, max(gaps)
     assert BLOCK_S < 0.01
 
 
