@@ -31,23 +31,6 @@ elif sys.argv[1:2] == ["code-mode-host"]:
 
 import click
 
-# Imported for their commands, which they register on `cli`.
-from codemode.cli import (  # noqa: F401
-    acp,
-    codex_host,
-    doctor,
-    eval,
-    harness,
-    hooks,
-    mcp,
-    models,
-    patch,
-    policy,
-    run,
-    session,
-    skills,
-    tools,
-)
 from codemode.cli.root import cli
 from codemode.terminal.control_chars import echo
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
@@ -11,10 +12,55 @@ import click
 
 from codemode.cli.options import GROUP_OVERRIDES, session_options
 
+# The module of ``codemode.cli`` that registers each command on ``cli``. A command's
+# module is imported when that command is looked up, all of them only when they are
+# listed (``--help``, a mistyped name's suggestions): `interpreter run hello.js` does
+# not import the other commands (acp, doctor, eval, ...). tests/test_cli_commands.py
+# holds this table to what the modules register.
+COMMAND_MODULES = {
+    "acp": "acp",
+    "apply-patch": "patch",
+    "code-mode-host": "codex_host",
+    "doctor": "doctor",
+    "eval": "eval",
+    "exec": "session",
+    "harness": "harness",
+    "hooks": "hooks",
+    "mcp": "mcp",
+    "mcp-server": "mcp",
+    "models": "models",
+    "policy": "policy",
+    "providers": "models",
+    "resume": "session",
+    "run": "run",
+    "sessions": "session",
+    "skills": "skills",
+    "tools": "tools",
+}
+
+
+def load_command_modules() -> None:
+    """Import every command's module, so that ``cli.commands`` holds them all."""
+    for module in sorted(set(COMMAND_MODULES.values())):
+        importlib.import_module(f"codemode.cli.{module}")
+
 
 class _SessionGroup(click.Group):
     """A group whose first word is a subcommand if it names one, else the PROMPT of an
-    interactive session (``interpreter "fix the bug"``)."""
+    interactive session (``interpreter "fix the bug"``). Commands are imported when
+    first looked up (``COMMAND_MODULES``)."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        module = COMMAND_MODULES.get(cmd_name)
+        if command is None and module is not None:
+            importlib.import_module(f"codemode.cli.{module}")
+            command = super().get_command(ctx, cmd_name)
+        return command
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        load_command_modules()
+        return super().list_commands(ctx)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
