@@ -36,8 +36,11 @@ has ended, ``tidy`` empties ``/dev/shm`` (whatever modes a command set on its fo
 and the System V IPC objects, and before each command ``Baseline.restore`` puts back
 the OOM adjustment and CPU affinity the server started with and checks its nice value,
 scheduling policy and I/O priority (which the seccomp filter lets no command change
-for another process). What cannot be put back makes the server *dirty*: the report
-says ``"dirty": [...]``, a command asked for afterwards is answered
+for another process). ``tidy`` runs just after the command's report, while the host
+takes in its output: the server reads no request before it is done, so the next
+command still finds everything clean. What cannot be put back makes the server
+*dirty*: the report says ``"dirty": [...]`` (or, found by ``tidy``, a message
+``{"dirty": [...]}`` right after it), a command asked for afterwards is answered
 ``{"id": N, "unstarted": true}`` without being run, and the host runs it in a new
 server and ends this one.
 """
@@ -313,8 +316,9 @@ class Server:
             os.killpg(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
         swept = self.sweep_left(_SWEEP_BUDGET_S)
-        if not self.mains and swept and not self.dirty:
-            self.dirty = self.tidy() + self.baseline.restore()
+        last = not self.mains and swept and not self.dirty
+        if last:
+            self.dirty = self.baseline.restore()
         # Not swept (a fork bomb outrunning the kills): the host ends the whole sandbox.
         report: dict[str, object] = {
             "id": job, "exit": os.waitstatus_to_exitcode(status), "stuck": not swept
@@ -322,6 +326,13 @@ class Server:
         if self.dirty:
             report["dirty"] = self.dirty
         self.send(report)
+        if last and not self.dirty:
+            # After the report, while the host reads the output and the program goes
+            # on: the next request is read only once this is done, so the next command
+            # still starts clean; what could not be made clean is said at once.
+            self.dirty = self.tidy()
+            if self.dirty:
+                self.send({"dirty": self.dirty})
 
     def tidy(self) -> list[str]:
         """With no command running: drop what commands may have left outside the
@@ -346,6 +357,8 @@ class Server:
                     rows = f.read().splitlines()[1:]
             except OSError:
                 continue
+            if not rows:
+                continue  # (mostly: nothing to remove, nothing to look at again)
             for row in rows:  # "key id perms ...": the id is the second column
                 ident = int(row.split()[1])
                 if kind == "shm":
