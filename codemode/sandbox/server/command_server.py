@@ -73,11 +73,23 @@ _SWEEP_BUDGET_S = 0.5
 _DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
 
 
+def read_all(path: str) -> bytes:
+    """The whole of a (``/proc``) file, without a Python file object: read after every
+    command, so its cost counts."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def children(pid: int) -> list[int]:
     """The children of ``pid`` (``/proc``; scanned where the kernel lacks the list)."""
     try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
+        return [int(x) for x in read_all(f"/proc/{pid}/task/{pid}/children").split()]
     except OSError:
         pass
     out = []
@@ -130,13 +142,13 @@ class Baseline:
         self.affinity = os.sched_getaffinity(0)
         self.nice = os.getpriority(os.PRIO_PROCESS, 0)
         self.policy = os.sched_getscheduler(0)
+        self._ioprio_calls = _IOPRIO_CALLS.get(os.uname().machine)
         self.ioprio = self._ioprio()
 
     def _ioprio(self) -> int | None:
-        calls = _IOPRIO_CALLS.get(os.uname().machine)
-        if calls is None:
+        if self._ioprio_calls is None:
             return None
-        return int(self.libc.syscall(calls[0], _IOPRIO_WHO_PROCESS, 0))
+        return int(self.libc.syscall(self._ioprio_calls[0], _IOPRIO_WHO_PROCESS, 0))
 
     def restore(self) -> list[str]:
         problems = []
@@ -375,17 +387,18 @@ class Server:
             st = os.lstat(_SHM)
             if stat.S_IMODE(st.st_mode) != 0o1777:
                 os.chmod(_SHM, 0o1777)
+            found = False
             for entry in os.scandir(_SHM):
+                found = True
                 with contextlib.suppress(OSError, RecursionError):
                     remove_all(entry.path)
-            if os.listdir(_SHM):
+            if found and os.listdir(_SHM):
                 problems.append("/dev/shm could not be emptied")
         except OSError as exc:
             problems.append(f"/dev/shm: {exc.strerror}")
         for kind in ("shm", "sem", "msg"):
             try:
-                with open(f"/proc/sysvipc/{kind}") as f:
-                    rows = f.read().splitlines()[1:]
+                rows = read_all(f"/proc/sysvipc/{kind}").decode(errors="replace").splitlines()[1:]
             except OSError:
                 continue
             if not rows:
@@ -398,8 +411,8 @@ class Server:
                     self.libc.semctl(ident, 0, _IPC_RMID)
                 else:
                     self.libc.msgctl(ident, _IPC_RMID, None)
-            with contextlib.suppress(OSError), open(f"/proc/sysvipc/{kind}") as f:
-                if len(f.read().splitlines()) > 1:
+            with contextlib.suppress(OSError):
+                if len(read_all(f"/proc/sysvipc/{kind}").splitlines()) > 1:
                     problems.append(f"System V {kind} left")
         return problems
 
