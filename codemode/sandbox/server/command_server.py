@@ -281,7 +281,8 @@ class Server:
     def start(self, job: int, command: _Command, out_fd: int) -> None:
         argv, cwd, env = command
         try:
-            if self.subreaper is not None:  # exec'd through it: no fork of this process
+            if self.subreaper is not None and "/" in argv[0]:
+                # exec'd through it (it takes a path): no fork of this process
                 pid = self._spawn([self.subreaper, *argv], cwd, env, out_fd)
             else:
                 proc = subprocess.Popen(
