@@ -178,6 +178,22 @@ async def test_commands_cannot_take_the_servers_descriptors_or_limit_it(
     assert (await shell("echo fine"))["output"] == "fine\n" and shell.server is server
 
 
+async def test_a_command_inherits_only_its_own_stdio_and_default_signals(shell: Shell) -> None:
+    """The server starts commands with nothing of its own: no socket to the host, no
+    descriptor of another command (one is still running beside it), and the signals
+    Python ignores (SIGPIPE) back at their defaults, as ``subprocess`` would have it."""
+    await shell("true")
+    beside = asyncio.create_task(shell("sleep 1; echo beside"))
+    await asyncio.sleep(0.3)
+    r = await shell("sleep 0.3 & ls /proc/$!/fd; wait")
+    assert r["output"].split() == ["0", "1", "2"], r["output"]
+    r = await shell("yes | head -1; echo ${PIPESTATUS[@]}; cd /; cat; echo rc=$?")
+    assert r["output"] == "y\n141 0\nrc=0\n", r["output"]  # killed by SIGPIPE; stdin empty
+    assert (await beside)["output"] == "beside\n"
+    r = await shell("pwd")
+    assert r["output"].strip() == str(shell.ctx.workspace)
+
+
 async def test_commands_cannot_end_or_read_the_server(shell: Shell) -> None:
     await shell("true")
     server = shell.server

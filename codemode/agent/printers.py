@@ -99,9 +99,10 @@ class HumanPrinter:
     def _say(self, text: str, depth: int = 0) -> None:
         pad = "  " * depth
         # progress is for a person: nothing in it (command output, a file name, the
-        # model's words) may drive the terminal
-        for line in visible(text).splitlines() or [""]:
-            print(pad + line, file=self.err)
+        # model's words) may drive the terminal; one write for all its lines (each
+        # write wakes whoever reads the other end)
+        lines = visible(text).splitlines() or [""]
+        self.err.write("".join(f"{pad}{line}\n" for line in lines))
         self.err.flush()
 
     def _release_held(self) -> None:
@@ -149,8 +150,7 @@ class HumanPrinter:
             shown = lines[-_OUTPUT_LINES:]
             if len(lines) > len(shown):
                 shown.insert(0, f"[... {len(lines) - len(shown)} lines]")
-            self._say("\n".join(shown), depth + 1) if shown else None
-            self._say(f"exit {item.exit_code}", depth + 1)
+            self._say("\n".join([*shown, f"exit {item.exit_code}"]), depth + 1)
         elif item.type == "file_change":
             marks = {"add": "A", "update": "M", "delete": "D", "move": "R"}
             for change in item.changes:

@@ -140,11 +140,51 @@ def _kill_group(proc: ChildProcess) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-async def _pump(stream: asyncio.StreamReader, capture: _Capture, live: Feed | None) -> None:
-    while chunk := await stream.read(_READ_CHUNK):
-        capture.add(chunk)
-        if live is not None:  # a live display, when the caller has one
-            live(chunk)
+class _OutputReader:
+    """Reads the output pipe from the event loop as it becomes readable, into a
+    ``_Capture`` (and the live display, when the caller has one); ``eof`` is done once
+    every writer has closed its end. Bounded like the capture: each chunk is taken in
+    as it is read (no buffer, no task of its own: a command's whole output often
+    arrives in one read)."""
+
+    def __init__(self, fd: int, capture: _Capture, live: Feed | None) -> None:
+        self._fd = fd
+        self._capture = capture
+        self._live = live
+        self._loop = asyncio.get_running_loop()
+        self.eof: asyncio.Future[None] = self._loop.create_future()
+        os.set_blocking(fd, False)
+        self._loop.add_reader(fd, self._readable)
+
+    def _readable(self) -> None:
+        try:
+            chunk = os.read(self._fd, _READ_CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._loop.remove_reader(self._fd)
+            if not self.eof.done():
+                self.eof.set_result(None)
+            return
+        self._capture.add(chunk)
+        if self._live is not None:
+            self._live(chunk)
+
+    async def drained(self, timeout_s: float) -> bool:
+        """Whether the end of the output came within ``timeout_s``."""
+        if not self.eof.done():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self.eof), timeout_s)
+        return self.eof.done()
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            with contextlib.suppress(ValueError, RuntimeError):  # (a loop already closed)
+                self._loop.remove_reader(self._fd)
+            os.close(self._fd)
+            self._fd = -1
 
 
 async def run_shell(args: ShellArgs, ctx: ToolContext) -> ShellResult:
@@ -156,46 +196,36 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ShellResult:
     if not cwd.is_dir():
         raise ToolError(f"shell: workdir is not a directory: {ctx.display(cwd)}")
     env = {**os.environ, **_ENV_OVERRIDES}
-    loop = asyncio.get_running_loop()
 
     # Our own pipe rather than stdout=PIPE: asyncio's Process.wait() may wait for its
     # pipes to close, which a leftover background job can postpone indefinitely.
     read_fd, write_fd = os.pipe()
-    pipe = os.fdopen(read_fd, "rb", buffering=0)
     started = time.monotonic()
     try:
         proc = await spawn(args.command, cwd, env, write_fd, ctx)
     except BaseException:
-        pipe.close()
+        os.close(read_fd)
         raise
     finally:
         os.close(write_fd)  # the child has its copy; ours would keep EOF from arriving
 
     capture = _Capture()
-    stream = asyncio.StreamReader(limit=_READ_CHUNK)
-    transport: asyncio.BaseTransport | None = None
-    pump: asyncio.Task[None] | None = None
+    reader: _OutputReader | None = None
     timed_out = False
     finished = False
     try:
-        transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(stream), pipe
-        )
-        pump = asyncio.create_task(_pump(stream, capture, ctx.live_output))
+        reader = _OutputReader(read_fd, capture, ctx.live_output)
         try:
             async with asyncio.timeout(args.timeout_ms / 1000):
                 await proc.wait()
-                try:
-                    await asyncio.wait_for(asyncio.shield(pump), _DRAIN_GRACE_S)
-                except TimeoutError:
+                if not await reader.drained(_DRAIN_GRACE_S):
                     # The shell is gone but something it started still holds the pipe.
                     _kill_group(proc)
         except TimeoutError:
             timed_out = True
             _kill_group(proc)
         # After a kill the pipe closes promptly; collect what was written up to then.
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(pump), _DRAIN_GRACE_S)
+        await reader.drained(_DRAIN_GRACE_S)
         await proc.wait()
         finished = True
     finally:
@@ -205,12 +235,10 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ShellResult:
             # asyncio's child watcher complain on stderr ("Loop ... is closed").
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 await asyncio.wait_for(asyncio.shield(proc.wait()), _DRAIN_GRACE_S)
-        if pump is not None:
-            pump.cancel()
-        if transport is not None:
-            transport.close()
+        if reader is not None:
+            reader.close()
         else:
-            pipe.close()
+            os.close(read_fd)
         # what the sandbox put back (protected git files the command changed)
         notes = ctx.sandbox.after_command(proc)
 

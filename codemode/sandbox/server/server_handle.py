@@ -279,15 +279,19 @@ class CommandServer:
     def _report(self, data: bytes) -> None:
         try:
             message = json.loads(data)
-            job, code, stuck = message["id"], message.get("exit"), message.get("stuck")
+            job, code, stuck = message.get("id"), message.get("exit"), message.get("stuck")
             dirty = message.get("dirty")
-        except (ValueError, KeyError, TypeError, AttributeError):
+        except (ValueError, TypeError, AttributeError):
             return  # not something a server says: ignored
         if dirty and not self.dirty:
             # What a command changed could not be undone (``command_server.Baseline``,
             # ``tidy``): no command starts here any more.
             self.dirty = True
             log.info("sandbox: replacing the command server (%s)", str(dirty)[:200])
+        if job is None:
+            if self.dirty and not self._jobs:  # ``tidy``'s word after a report
+                self.close()
+            return
         if message.get("unstarted") is True and type(job) is int:
             proc = self._jobs.pop(job, None)
             self.dirty = True
