@@ -5,7 +5,8 @@ instead of a whole new sandbox (``command_servers`` is the host side).
 It is started by the host as ``python -I -S -c BOOT FD SOURCE_FD [SUBREAPER]`` and runs
 the text of this module read from ``SOURCE_FD`` — read once by the host process, so a
 workspace that holds codemode's own source cannot change what runs — importing nothing
-but the standard library. It holds no authority
+but the standard library (which is why it is one module, longer than the others: what
+runs in the sandbox is this one text). It holds no authority
 a command lacks (same user, same mounts, same seccomp filter, no capabilities) and
 guards what it does hold, the socket to the host and the requests on it:
 
