@@ -260,6 +260,8 @@ def _settle_script(results_json: str) -> str:
 
 def _live_units(state: str) -> int:
     """The drained state's ``live`` count, its last key, read without parsing it all."""
+    if state.endswith('"live":0}'):  # (the usual case: every tool call's state)
+        return 0
     at = state.rfind('"live":')
     try:
         return int(state[at + 7 : -1]) if at != -1 and state.endswith("}") else 0
