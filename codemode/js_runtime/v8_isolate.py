@@ -6,6 +6,8 @@ script and get back a string. Two differences matter for speed:
 
 - A result comes back through our own callback, which only files it; no Future, handle
   wrapper or object factory per evaluation.
+- What runs again and again (each tool call settles and drains) is a function kept as
+  a value and called (``call``): no script compiled, no source value made and freed.
 - After posting work, the worker's thread waits for it on a plain lock, with the GIL
   released: settling a tool call takes V8 a few tens of microseconds, and handing the
   result to a thread blocked on a lock costs one wake-up. (The worker has nothing else
