@@ -54,6 +54,38 @@ def test_posted_scripts_run_in_order_and_each_outcome_comes_back() -> None:
     assert isinstance(fifth, V8Error) and fifth.kind == "parse"
 
 
+def test_kept_functions_are_called_in_order_with_posted_scripts() -> None:
+    # What every tool call runs: functions taken once as values, called again and
+    # again (no script compiled), in order with scripts posted around them.
+    from codemode.js_runtime.v8_abi import ARRAY, FUNCTION
+
+    isolate = Isolate(64 * 1024 * 1024)
+    try:
+        kept = [
+            isolate.post("globalThis.n = 0; () => `n=${++n}`"),
+            isolate.post("() => { throw new RangeError('kept and failing'); }"),
+            isolate.post("[]"),
+        ]
+        isolate.wait(kept[-1])
+        (count, count_kind), (fail, fail_kind), (no_args, args_kind) = (
+            isolate.take_value(evaluation) for evaluation in kept
+        )
+        assert (count_kind, fail_kind, args_kind) == (FUNCTION, FUNCTION, ARRAY)
+        outcomes = isolate.finish(
+            [
+                isolate.call(count, no_args),
+                isolate.post("n += 10; 'posted'"),
+                isolate.call(fail, no_args),
+                isolate.call(count, no_args, isolate.reserve()),
+            ]
+        )
+    finally:
+        isolate.close()
+    first, posted, failed, last = outcomes
+    assert (first, posted, last) == ("n=1", "posted", "n=12")
+    assert isinstance(failed, V8Error) and "RangeError: kept and failing" in str(failed)
+
+
 def test_text_crosses_intact_both_ways() -> None:
     isolate = Isolate(64 * 1024 * 1024)
     try:

@@ -23,6 +23,9 @@ from typing import Any
 _FLAGS = b"--single-threaded"
 
 STRING = 5  # a value's type: UTF-8 text at value_ptr, len bytes
+ARRAY = 6  # an array (held by the value, which keeps it alive)
+UNDEFINED = 11
+FUNCTION = 100  # a function (held by the value, which keeps it alive)
 ARRAY_BUFFER = 102  # an ArrayBuffer: its bytes at value_ptr, len of them
 ERRORS = {  # a value's type when an evaluation failed; the message is UTF-8 text
     200: "execute",
@@ -35,39 +38,37 @@ ERRORS = {  # a value's type when an evaluation failed; the message is UTF-8 tex
 }
 
 
-class _Payload(ctypes.Union):
-    _fields_ = [
-        ("value_ptr", ctypes.c_void_p),
-        ("int_val", ctypes.c_int64),
-        ("double_val", ctypes.c_double),
-    ]
-
-
 class Value(ctypes.Structure):
-    """A value handed across the API; freed with ``mr_free_value``."""
+    """A value handed across the API (``ValueHandle`` in mini-racer's ``value.h``: a
+    union of a pointer and two numbers, a length, a type); freed with
+    ``mr_free_value``. Values travel as plain addresses (``c_void_p``): a ctypes
+    pointer object per value would be made and dropped on every crossing."""
 
     _pack_ = 1
     _fields_ = [
-        ("value", _Payload),
+        ("value_ptr", ctypes.c_void_p),  # (the union: only its pointer is read here)
         ("len", ctypes.c_size_t),
         ("type", ctypes.c_uint8),
     ]
 
 
-ValuePtr = ctypes.POINTER(Value)
-# Called on the V8 thread with (callback id given to the call, result value).
-CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_uint64, ValuePtr)
+# Called on the V8 thread with (callback id given to the call, result value's address).
+CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_void_p)
 
-_u64, _size = ctypes.c_uint64, ctypes.c_size_t
+_u64, _size, _value = ctypes.c_uint64, ctypes.c_size_t, ctypes.c_void_p
 _SIGNATURES: dict[str, tuple[list[Any], Any]] = {
     "mr_init_v8": ([ctypes.c_char_p, ctypes.c_char_p], None),
     "mr_init_context": ([CALLBACK], _u64),
     "mr_free_context": ([_u64], None),
     "mr_set_hard_memory_limit": ([_u64, _size], None),
     "mr_hard_memory_limit_reached": ([_u64], ctypes.c_bool),
-    "mr_alloc_string_val": ([_u64, ctypes.c_char_p, _size, ctypes.c_uint8], ValuePtr),
-    "mr_free_value": ([_u64, ValuePtr], None),
-    "mr_eval": ([_u64, ValuePtr, _u64], _u64),
+    "mr_alloc_string_val": ([_u64, ctypes.c_char_p, _size, ctypes.c_uint8], _value),
+    "mr_alloc_int_val": ([_u64, ctypes.c_int64, ctypes.c_uint8], _value),
+    "mr_free_value": ([_u64, _value], None),
+    "mr_eval": ([_u64, _value, _u64], _u64),
+    # (context, function, this, argv: an array, callback id): calls the function on the
+    # isolate's thread, as a task of its own like mr_eval's, without compiling anything.
+    "mr_call_function": ([_u64, _value, _value, _value, _u64], _u64),
     "mr_cancel_task": ([_u64, _u64], None),
 }
 

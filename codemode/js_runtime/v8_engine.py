@@ -27,18 +27,29 @@ from codemode.js_runtime.engine import (
     EngineTimeout,
     ScriptError,
 )
-from codemode.js_runtime.v8_abi import library
+from codemode.js_runtime.v8_abi import ARRAY, FUNCTION, library
 from codemode.js_runtime.v8_isolate import Evaluation, Isolate, Memory, Outcome, V8Error
 
 _DRAIN = "__cm.drain()"
 _LIVE_BYTES = 512 * 1024  # 8 bytes of header, then UTF-16 units
 # The inbox (``inbox`` in ``prelude.js``): results that fit go there, and are settled by
-# the same script every time. A new script per settle is compiled anew each time: a
-# third of V8's work for an awaited tool call.
+# the same function every time, with no script to compile (a new script per settle is
+# compiled anew each time: a third of V8's work for an awaited tool call).
 _INBOX_BYTES = 256 * 1024
 _SETTLE_INBOX = "__cm.settleInbox()"
 _UNITS = struct.Struct("=i")  # the inbox's Int32 0: how many UTF-16 units follow
 _LEVELS = ("log", "info", "warn", "error", "debug")  # the prelude's LEVELS, same order
+# Evaluated once the prelude is installed (after the first step): the prelude's two
+# functions every tool call runs, and the (empty) argument list they are called with.
+# Calling a function kept from here costs V8 no compilation and no new closure, where
+# evaluating ``__cm.drain()`` compiles (a cache hit, still) and instantiates a script.
+_KEPT = (
+    f"__cm.live(new ArrayBuffer({_LIVE_BYTES}))",
+    f"__cm.inbox(new ArrayBuffer({_INBOX_BYTES}))",
+    "__cm.settleInbox",
+    "__cm.drain",
+    "[]",
+)
 
 
 class V8Engine:
@@ -52,6 +63,11 @@ class V8Engine:
         self._live: Memory | None = None
         # The inbox's bytes, written in place (no ctypes object made per settle).
         self._inbox: memoryview | None = None
+        # The prelude's functions and an empty argument list, as values kept for
+        # ``Isolate.call`` (``_KEPT``); None until the prelude is installed.
+        self._settle_inbox: int | None = None
+        self._drain: int | None = None
+        self._no_arguments: int | None = None
         self._live_read = 0  # units of the live console already passed to on_log
         self._first_step = True
         # The live console is read by the step and by the worker's flusher thread.
@@ -62,13 +78,54 @@ class V8Engine:
         library()  # maps the library and starts V8 before the process is confined
 
     def step(self, script: str) -> str:
-        # Both evaluations are posted at once: V8 runs them in order with its microtask
-        # checkpoint in between (where the continuations the first one queued run), so
-        # one round trip serves both. The parent bounds the whole program's time and
-        # kills this process when it runs out.
-        posted = self._post(script)
-        outcomes = self._isolate.finish(posted, self.read_live if self.on_log else None)
+        # The script and the drain are posted at once: V8 runs them in order with its
+        # microtask checkpoint in between (where the continuations the first one
+        # queued run), so one round trip serves both. The parent bounds the whole
+        # program's time and kills this process when it runs out.
+        isolate = self._isolate
+        posted = [isolate.post(script), self._post_drain(isolate.reserve())]
+        kept = [isolate.post(code) for code in _KEPT] if self._first_step else []
+        isolate.wait((posted + kept)[-1], self.read_live if self.on_log else None)
+        outcomes = [isolate.take(evaluation) for evaluation in posted]
+        if kept:  # the first step installed the prelude: take what it hands over
+            self._first_step = False
+            self._keep(kept)
         return self._complete(outcomes)
+
+    def _keep(self, kept: list[Evaluation]) -> None:
+        isolate = self._isolate
+        live, inbox = isolate.take(kept[0]), isolate.take(kept[1])
+        if isinstance(live, Memory):
+            self._live = live
+        if isinstance(inbox, Memory):
+            self._inbox = memoryview(
+                (ctypes.c_char * inbox.size).from_address(inbox.address)
+            ).cast("B")
+        values = [isolate.take_value(evaluation) for evaluation in kept[2:]]
+        if [kind for _, kind in values] == [FUNCTION, FUNCTION, ARRAY]:
+            self._settle_inbox, self._drain, self._no_arguments = (v for v, _ in values)
+        # (Otherwise the prelude is not there, and programs fail anyway; the values
+        # not kept are freed with the context.)
+
+    def _post_drain(self, callback_id: int) -> Evaluation:
+        if self._drain is not None and self._no_arguments is not None:
+            return self._isolate.call(self._drain, self._no_arguments, callback_id)
+        return self._isolate.post(_DRAIN, callback_id, keep=True)
+
+    def _post_settle(self, results_json: str) -> Evaluation:
+        """Post the settle of ``results_json``: the inbox's function, with the text
+        written into the inbox, when it fits. (Nothing in the isolate runs meanwhile:
+        a settle is only posted once the evaluations before it are done.)"""
+        isolate = self._isolate
+        inbox, settle = self._inbox, self._settle_inbox
+        data = results_json.encode("utf-16-le", "surrogatepass")
+        if inbox is None or len(data) > len(inbox) - 8:
+            return isolate.post(_settle_script(results_json))
+        inbox[8 : 8 + len(data)] = data
+        _UNITS.pack_into(inbox, 0, len(data) // 2)
+        if settle is None or self._no_arguments is None:
+            return isolate.post(_SETTLE_INBOX, keep=True)
+        return isolate.call(settle, self._no_arguments)
 
     def settle_chain(self, results_json: str, serve: ChainServer) -> None:
         """Settle tool calls again and again without this thread waking in between.
@@ -83,42 +140,29 @@ class V8Engine:
         """
         isolate = self._isolate
         ended = threading.Event()
+        # The settle and drain in flight, and the drain's callback id: set before the
+        # drain is posted, since V8 may file it (and this chain serve it, on the V8
+        # thread) before the post returns. Only the V8 thread posts after the first.
         posted: list[Evaluation] = []
-        # V8 may file a settle before ``post`` has even returned (a short one, posted
-        # from this thread): whichever of ``post`` and ``filed`` sees the last
-        # evaluation filed first claims it, under the lock, and only that one goes on.
-        lock = threading.Lock()
-        claimed: list[int] = []
-
-        def claim(callback_id: int) -> bool:
-            if not posted or callback_id != posted[-1].callback_id or callback_id in claimed:
-                return False
-            claimed[:] = [callback_id]
-            return True
-
-        def post(text: str | None) -> None:
-            # Posts the settle of ``text``, or ends the chain (None). A loop, not
-            # recursion: on this thread settle after settle can be filed before it is
-            # posted (each then served from here).
-            while text is not None:
-                evaluations = self._post(self._settle_script(text))
-                with lock:
-                    posted[:] = evaluations
-                    go = isolate.filed(evaluations[-1]) and claim(evaluations[-1].callback_id)
-                if not go:
-                    return
-                text = serve(finish)
-            posted.clear()
-            ended.set()
+        awaited = [0]
 
         def finish() -> str:
-            return self._complete([isolate.take(e) for e in posted])
+            return self._complete([isolate.take(evaluation) for evaluation in posted])
+
+        def post(text: str) -> None:
+            # (The drain's evaluation is all its callback id: it has no source value.)
+            drain = Evaluation(isolate.reserve(), None)
+            posted[:] = [self._post_settle(text), drain]
+            awaited[0] = drain.callback_id
+            self._post_drain(drain.callback_id)
 
         def filed(callback_id: int) -> None:
-            with lock:
-                go = claim(callback_id)
-            if go:
-                post(serve(finish))
+            if callback_id == awaited[0]:
+                text = serve(finish)
+                if text is None:
+                    ended.set()
+                else:
+                    post(text)
 
         isolate.on_filed = filed
         try:
@@ -127,31 +171,13 @@ class V8Engine:
         finally:
             isolate.on_filed = None
 
-    def _post(self, script: str) -> list[Evaluation]:
-        isolate = self._isolate
-        posted = [
-            isolate.post(script, keep=script is _SETTLE_INBOX),
-            isolate.post(_DRAIN, keep=True),
-        ]
-        if self._first_step:  # it installs the prelude: then hand the prelude its buffers
-            self._first_step = False
-            posted.append(isolate.post(f"__cm.live(new ArrayBuffer({_LIVE_BYTES}))"))
-            posted.append(isolate.post(f"__cm.inbox(new ArrayBuffer({_INBOX_BYTES}))"))
-        return posted
-
     def _complete(self, outcomes: list[Outcome]) -> str:
         """The drained state from a step's outcomes; console lines go to ``on_log``."""
-        run, state = outcomes[:2]
-        if len(outcomes) == 4 and isinstance(outcomes[2], Memory):
-            self._live = outcomes[2]
-        if len(outcomes) == 4 and isinstance(outcomes[3], Memory):
-            inbox = outcomes[3]
-            self._inbox = memoryview(
-                (ctypes.c_char * inbox.size).from_address(inbox.address)
-            ).cast("B")
-        for outcome in (run, state):
-            if isinstance(outcome, V8Error):
-                raise self._translate(outcome)
+        run, state = outcomes
+        if isinstance(run, V8Error):
+            raise self._translate(run)
+        if isinstance(state, V8Error):
+            raise self._translate(state)
         if not isinstance(state, str):
             raise ScriptError("internal error: drain() did not return a string")
         written = _live_units(state)
@@ -217,23 +243,15 @@ class V8Engine:
         return ScriptError(str(error))
 
     def settle(self, results_json: str) -> str:
-        return self.step(self._settle_script(results_json))
-
-    def _settle_script(self, results_json: str) -> str:
-        """The script that settles ``results_json``: the inbox's, with the text written
-        into it, when it fits. (Nothing in the isolate runs meanwhile: a settle is only
-        posted once the evaluations before it are done.)"""
-        inbox = self._inbox
-        data = results_json.encode("utf-16-le", "surrogatepass")
-        if inbox is None or len(data) > len(inbox) - 8:
-            return _settle_script(results_json)
-        inbox[8 : 8 + len(data)] = data
-        _UNITS.pack_into(inbox, 0, len(data) // 2)
-        return _SETTLE_INBOX
+        isolate = self._isolate
+        posted = [self._post_settle(results_json), self._post_drain(isolate.reserve())]
+        isolate.wait(posted[-1], self.read_live if self.on_log else None)
+        return self._complete([isolate.take(evaluation) for evaluation in posted])
 
     def close(self) -> None:
         self._isolate.close()
         self._live = self._inbox = None
+        self._settle_inbox = self._drain = self._no_arguments = None
 
 
 def _settle_script(results_json: str) -> str:
@@ -242,6 +260,8 @@ def _settle_script(results_json: str) -> str:
 
 def _live_units(state: str) -> int:
     """The drained state's ``live`` count, its last key, read without parsing it all."""
+    if state.endswith('"live":0}'):  # (the usual case: every tool call's state)
+        return 0
     at = state.rfind('"live":')
     try:
         return int(state[at + 7 : -1]) if at != -1 and state.endswith("}") else 0

@@ -6,6 +6,8 @@ script and get back a string. Two differences matter for speed:
 
 - A result comes back through our own callback, which only files it; no Future, handle
   wrapper or object factory per evaluation.
+- What runs again and again (each tool call settles and drains) is a function kept as
+  a value and called (``call``): no script compiled, no source value made and freed.
 - After posting work, the worker's thread waits for it on a plain lock, with the GIL
   released: settling a tool call takes V8 a few tens of microseconds, and handing the
   result to a thread blocked on a lock costs one wake-up. (The worker has nothing else
@@ -20,9 +22,16 @@ import itertools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from codemode.js_runtime.v8_abi import ARRAY_BUFFER, CALLBACK, ERRORS, STRING, library
+from codemode.js_runtime.v8_abi import (
+    ARRAY_BUFFER,
+    CALLBACK,
+    ERRORS,
+    STRING,
+    UNDEFINED,
+    Value,
+    library,
+)
 
 # How often ``finish`` calls its ``tick`` while a long evaluation runs.
 TICK_S = 0.05
@@ -63,13 +72,12 @@ Outcome = str | V8Error | Memory | None
 
 @dataclass
 class Evaluation:
-    """One script posted to the isolate's thread."""
+    """One script posted to the isolate's thread (or one function called there)."""
 
     callback_id: int
-    task_id: int
-    # The source's value handle, alive until the result arrives; None for a script
-    # posted with ``keep`` (its handle lives as long as the context).
-    code_handle: Any
+    # The source's value, alive until the result arrives; None for a script posted
+    # with ``keep`` (its value lives as long as the context) and for a call.
+    code_handle: int | None
 
 
 class Isolate:
@@ -80,8 +88,11 @@ class Isolate:
 
     def __init__(self, memory_bytes: int) -> None:
         self._dll = library()
-        # Results filed by the V8 thread, by callback id.
-        self._results: dict[int, Any] = {}
+        # The two foreign functions every tool call uses, looked up once.
+        self._free_value = self._dll.mr_free_value
+        self._call_function = self._dll.mr_call_function
+        # Results filed by the V8 thread (their values' addresses), by callback id.
+        self._results: dict[int, int] = {}
         # Released by the V8 thread when the result the waiting thread blocks on is
         # filed. Only a hint: ``_results`` is the truth, so a stray release costs a
         # look and nothing else.
@@ -98,12 +109,14 @@ class Isolate:
         self._unpin_id: int | None = None
         self._unpinned = threading.Event()
         self._v8_thread: int | None = None
-        self._kept: dict[str, Any] = {}  # source values of scripts posted with ``keep``
+        self._kept: dict[str, int] = {}  # source values of scripts posted with ``keep``
         self._callback = CALLBACK(self._on_result)  # must live as long as the context
         self._ctx: int | None = self._dll.mr_init_context(self._callback)
         self._dll.mr_set_hard_memory_limit(self._ctx, memory_bytes)
+        # ``this`` for ``call`` (made here: a value that needs no trip to the V8 thread).
+        self._undefined: int = self._dll.mr_alloc_int_val(self._ctx, 0, UNDEFINED)
 
-    def _on_result(self, callback_id: int, raw: Any) -> None:
+    def _on_result(self, callback_id: int, raw: int) -> None:
         # On the V8 thread, which is blocked until we return: file it and go.
         if self._pin is None and self._unpin_id is None:
             self._pin = _gil_ensure()
@@ -134,8 +147,18 @@ class Isolate:
                 self._kept[code] = handle
         if callback_id is None:
             callback_id = next(self._ids)
-        task_id = self._dll.mr_eval(ctx, handle, callback_id)
-        return Evaluation(callback_id, task_id, None if keep else handle)
+        self._dll.mr_eval(ctx, handle, callback_id)
+        return Evaluation(callback_id, None if keep else handle)
+
+    def call(self, function: int, arguments: int, callback_id: int | None = None) -> Evaluation:
+        """Queue a call of ``function`` (a value kept with ``take_value``) with the
+        elements of ``arguments`` (a kept array), in order with the posted scripts. No
+        source to compile, and no source value made and freed: the cheap way to run
+        the same thing again and again."""
+        if callback_id is None:
+            callback_id = next(self._ids)
+        self._call_function(self._context(), function, self._undefined, arguments, callback_id)
+        return Evaluation(callback_id, None)
 
     def finish(
         self, evaluations: list[Evaluation], tick: Callable[[], None] | None = None
@@ -148,7 +171,12 @@ class Isolate:
         released) until the last one is filed; V8 runs them in order, so the others are
         filed by then. While it waits, ``tick`` is called every ``TICK_S``.
         """
-        last = evaluations[-1].callback_id
+        self.wait(evaluations[-1], tick)
+        return [self.take(evaluation) for evaluation in evaluations]
+
+    def wait(self, evaluation: Evaluation, tick: Callable[[], None] | None = None) -> None:
+        """Block until ``evaluation`` is filed (as ``finish``), without taking it."""
+        last = evaluation.callback_id
         while last not in self._results:
             self._blocking_on = last
             if last not in self._results:  # else it was filed before we said so
@@ -157,35 +185,45 @@ class Isolate:
             self._filed.acquire(blocking=False)  # a release that came after the timeout
             if tick is not None and last not in self._results:
                 tick()
-        return [self.take(evaluation) for evaluation in evaluations]
 
-    def filed(self, evaluation: Evaluation) -> bool:
-        return evaluation.callback_id in self._results
+    def reserve(self) -> int:
+        """A callback id for a ``post`` or ``call`` still to come, known before it is
+        made (its result may be filed on the V8 thread before the call returns)."""
+        return next(self._ids)
 
     def take(self, evaluation: Evaluation) -> Outcome:
-        """The outcome of a finished evaluation (``filed``), freeing its values."""
+        """The outcome of a finished evaluation (``filed``), freeing its values.
+        (Written out in one function: it runs twice per tool call.)"""
         raw = self._results.pop(evaluation.callback_id)
-        try:
-            return self._convert(raw)
-        finally:
-            self._free(raw)
-            if evaluation.code_handle is not None:
-                self._free(evaluation.code_handle)
-
-    def _convert(self, raw: Any) -> Outcome:
-        value = raw.contents
+        value = Value.from_address(raw)
         kind = value.type
+        outcome: Outcome = None
         if kind == STRING or kind in ERRORS:
-            text = ctypes.string_at(value.value.value_ptr, value.len) if value.len else b""
-            decoded = text.decode("utf-8", "replace")
-            return decoded if kind == STRING else V8Error(ERRORS[kind], decoded)
-        if kind == ARRAY_BUFFER and value.value.value_ptr:
-            return Memory(value.value.value_ptr, value.len)
-        return None
+            size = value.len
+            text = (ctypes.string_at(value.value_ptr, size) if size else b"").decode(
+                "utf-8", "replace"
+            )
+            outcome = text if kind == STRING else V8Error(ERRORS[kind], text)
+        elif kind == ARRAY_BUFFER and value.value_ptr:
+            outcome = Memory(value.value_ptr, value.len)
+        ctx = self._ctx
+        if ctx is not None:
+            self._free_value(ctx, raw)
+            if evaluation.code_handle is not None:
+                self._free_value(ctx, evaluation.code_handle)
+        return outcome
 
-    def _free(self, raw: Any) -> None:
+    def take_value(self, evaluation: Evaluation) -> tuple[int, int]:
+        """The value a finished evaluation returned, kept rather than converted: its
+        address and type. It lives as long as the context (for ``call``)."""
+        raw = self._results.pop(evaluation.callback_id)
+        if evaluation.code_handle is not None:
+            self._free(evaluation.code_handle)
+        return raw, Value.from_address(raw).type
+
+    def _free(self, raw: int) -> None:
         if self._ctx is not None:
-            self._dll.mr_free_value(self._ctx, raw)
+            self._free_value(self._ctx, raw)
 
     def memory_limit_reached(self) -> bool:
         return self._ctx is not None and bool(self._dll.mr_hard_memory_limit_reached(self._ctx))
