@@ -104,7 +104,6 @@ def serve_and_exit(where: Listen, engine: str, timeout_s: float, memory_mb: int)
 
     from codemode.codex_host.runtime import SessionLimits
     from codemode.codex_host.server import serve
-    from codemode.terminal.control_chars import echo
 
     limits = SessionLimits(engine=engine, timeout_s=timeout_s, memory_mb=memory_mb)
     try:
@@ -112,9 +111,13 @@ def serve_and_exit(where: Listen, engine: str, timeout_s: float, memory_mb: int)
     except KeyboardInterrupt:
         sys.exit(130)
     except OSError as exc:
+        from codemode.terminal.control_chars import echo  # lazy: only a failure prints
+
         echo(f"interpreter code-mode-host: {exc}", err=True)
         sys.exit(1)
     except ModuleNotFoundError as exc:  # a lean install: no grpc, no protobuf
+        from codemode.terminal.control_chars import echo
+
         echo(
             f"interpreter code-mode-host: gRPC needs {exc.name}, which the full install "
             "has: pip install 'codemode[agent]'",

@@ -15,12 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codemode.codex_host.model import NestedCall, ToolFailed, ToolSpec
+from codemode.codex_host.proto_codec import pb
 from codemode.codex_host.runtime import CodeSession, SessionLimits
-from codemode.codex_host.schema import pb
 
-_KIND = pb.ToolCall.DESCRIPTOR.fields_by_name["tool_kind"].enum_type.values_by_name
-FUNCTION = _KIND["TOOL_KIND_FUNCTION"].number
-FREEFORM = _KIND["TOOL_KIND_FREEFORM"].number
+FUNCTION = pb.enums["ToolKind"]["TOOL_KIND_FUNCTION"]
+FREEFORM = pb.enums["ToolKind"]["TOOL_KIND_FREEFORM"]
 # Invocations cancelled or finished recently: a late CompleteToolCall for one of them is
 # answered OK and ignored (it crossed the cancellation on another stream).
 _RETIRED_KEPT = 4096

@@ -18,12 +18,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import secrets
+import os
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from codemode.codex_host.items import error_text, parse_image
@@ -42,6 +41,7 @@ from codemode.js_runtime.delegate import NestedCall as RuntimeCall
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits, LogEvent
 from codemode.js_runtime.outcome import Completed
 from codemode.js_runtime.session import CodeSession as RuntimeSession
+from codemode.process.package_data import read_text
 from codemode.tool_terms.errors import ToolError
 
 _MAX_YIELD_MS = 3_600_000
@@ -49,7 +49,7 @@ _MAX_YIELD_MS = 3_600_000
 
 @cache
 def _globals_js() -> str:
-    return resources.files("codemode.codex_host").joinpath("globals.js").read_text("utf-8")
+    return read_text(__file__, "globals.js")
 
 
 # The cell whose exec is running in this task (and in the runtime's, which copies it).
@@ -119,8 +119,9 @@ class CodeSession:
         self.store: dict[str, str] = {}  # key -> value as JSON text
         self._next_cell = 1
         # What exit() throws: a name no program can guess, so a thrown error never passes
-        # for a clean exit.
-        self._exit_name = f"CodexExit_{secrets.token_hex(8)}"
+        # for a clean exit. (os.urandom, as ``secrets`` would: importing ``secrets`` loads
+        # OpenSSL's hashing, part of the host's start.)
+        self._exit_name = f"CodexExit_{os.urandom(8).hex()}"
         self.closed = False
         self._session: RuntimeSession | None = None
 
