@@ -128,7 +128,7 @@ class CodeModeHostService:
                 changes["max_yield_ms"] = given.max_yield_time_ms
             if given.HasField("max_heap_size_bytes") and given.max_heap_size_bytes > 0:
                 changes["memory_mb"] = max(1, -(-given.max_heap_size_bytes // (1 << 20)))
-            limits = SessionLimits(**{**limits.__dict__, **changes})
+            limits = limits._replace(**changes)
         session = GrpcSession(limits)
         self.sessions[session.id] = session
         return session

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 from codemode.codex_host.model import NestedCall, ToolFailed, ToolSpec
@@ -25,20 +24,25 @@ FREEFORM = pb.enums["ToolKind"]["TOOL_KIND_FREEFORM"]
 _RETIRED_KEPT = 4096
 
 
-@dataclass(eq=False)
+# Plain classes, not dataclasses: see ``model.py``.
 class Subscription:
-    filters: list[tuple[str, str | None]]
-    queue: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
+    __slots__ = ("filters", "queue")
+
+    def __init__(self, filters: list[tuple[str, str | None]]) -> None:
+        self.filters = filters
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
 
     def matches(self, tool: ToolSpec) -> bool:
         return not self.filters or (tool.tool_name, tool.namespace) in self.filters
 
 
-@dataclass(eq=False)
 class _Pending:
-    call: NestedCall
-    message: Any  # the pb.ToolCall
-    future: asyncio.Future[Any]
+    __slots__ = ("call", "future", "message")
+
+    def __init__(self, call: NestedCall, message: Any, future: asyncio.Future[Any]) -> None:
+        self.call = call
+        self.message = message  # the pb.ToolCall
+        self.future = future
 
 
 class GrpcSession:

@@ -11,8 +11,8 @@ reading against what ``protoc`` makes of the same file).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from functools import cache
+from typing import NamedTuple
 
 from codemode.process.package_data import read_text
 
@@ -23,16 +23,15 @@ SCALARS = ("string", "bytes", "bool", "uint64", "int64", "uint32", "int32", "dou
 _TOKEN = re.compile(r"[A-Za-z_][\w.]*|\d+|[{}();=<>,]")
 
 
-@dataclass(frozen=True)
-class Method:
+# Named tuples, not dataclasses: the host reads this file as it starts (``model.py``).
+class Method(NamedTuple):
     name: str
     request: str
     response: str
     server_streaming: bool
 
 
-@dataclass(frozen=True)
-class FieldDef:
+class FieldDef(NamedTuple):
     name: str
     number: int
     type: str  # a scalar's name (SCALARS), or a message's or an enum's
@@ -42,18 +41,16 @@ class FieldDef:
     oneof: str | None = None  # the oneof it belongs to (not the synthetic ones)
 
 
-@dataclass
-class MessageDef:
+class MessageDef(NamedTuple):
     name: str
-    fields: list[FieldDef] = field(default_factory=list)
-    oneofs: list[str] = field(default_factory=list)
+    fields: list[FieldDef]
+    oneofs: list[str]
 
 
-@dataclass
-class ProtoFile:
-    messages: dict[str, MessageDef] = field(default_factory=dict)
-    enums: dict[str, dict[str, int]] = field(default_factory=dict)
-    methods: dict[str, Method] = field(default_factory=dict)
+class ProtoFile(NamedTuple):
+    messages: dict[str, MessageDef]
+    enums: dict[str, dict[str, int]]
+    methods: dict[str, Method]
 
 
 def _tokens(text: str) -> list[str]:
@@ -80,7 +77,7 @@ class _Parser:
             raise ValueError(f"{PROTO_FILE}: expected {want!r}, found {got!r}")
 
     def file(self) -> ProtoFile:
-        out = ProtoFile()
+        out = ProtoFile({}, {}, {})
         while self.at < len(self.toks):
             tok = self.next()
             if tok in ("syntax", "package"):
@@ -99,7 +96,7 @@ class _Parser:
         return out
 
     def message(self) -> MessageDef:
-        msg = MessageDef(self.next())
+        msg = MessageDef(self.next(), [], [])
         self.expect("{")
         while (tok := self.next()) != "}":
             if tok == "oneof":
