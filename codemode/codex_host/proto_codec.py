@@ -28,6 +28,11 @@ _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
 _MAX_DEPTH = 64
 _DOUBLE = struct.Struct("<d")
 _SIGNED = {"int64": 64, "int32": 32}
+# How a field's value is written, by its type; and the wire type each way gives.
+_INTEGER, _STRING, _BYTES, _DOUBLE_CODE, _MESSAGE = range(5)
+_CODES = {"string": _STRING, "bytes": _BYTES, "double": _DOUBLE_CODE}
+_CODES.update(dict.fromkeys(("bool", "uint64", "int64", "uint32", "int32"), _INTEGER))
+_WIRE = {_INTEGER: _VARINT, _STRING: _LEN, _BYTES: _LEN, _DOUBLE_CODE: _I64, _MESSAGE: _LEN}
 
 
 class DecodeError(ValueError):
@@ -44,8 +49,14 @@ class Message:
     def __init__(self, _type: MessageType, **fields: Any) -> None:
         object.__setattr__(self, "_type", _type)
         object.__setattr__(self, "_values", {})
+        # Every nested call makes a message: the plain fields are set without the checks
+        # ``__setattr__`` makes (a field's name is checked all the same).
+        plain, values = _type.plain, self._values
         for name, value in fields.items():
-            setattr(self, name, value)
+            if name in plain:
+                values[name] = value
+            else:
+                setattr(self, name, value)
 
     def __getattr__(self, name: str) -> Any:
         f = self._type.by_name.get(name)
@@ -112,6 +123,15 @@ class MessageType:
         self.by_name = {f.name: f for f in self.fields}
         self.by_number = {f.number: f for f in self.fields}
         self.oneofs = {o: [f.name for f in self.fields if f.oneof == o] for o in definition.oneofs}
+        self.plain = {f.name for f in self.fields if not f.repeated and f.oneof is None}
+        # How each field is written: its name, its key's bytes, how its value is encoded,
+        # whether it is repeated, and whether it is written when it holds its default.
+        self._plan: list[tuple[str, bytes, int, bool, bool]] = []
+        for f in self.fields:
+            code = {"scalar": _CODES.get(f.type, _INTEGER), "enum": _INTEGER}.get(f.kind, _MESSAGE)
+            key = _varint_bytes(f.number << 3 | _WIRE[code])
+            always = f.optional or f.oneof is not None or f.kind == "message"
+            self._plan.append((f.name, key, code, f.repeated, always))
         self._types = types
 
     def __call__(self, **fields: Any) -> Message:
@@ -128,39 +148,40 @@ class MessageType:
 
     def write(self, message: Message, out: bytearray) -> None:
         values = message._values
-        for f in self.fields:
-            if f.name not in values:
+        for name, key, code, repeated, always in self._plan:
+            if name not in values:
                 continue
-            value = values[f.name]
-            if f.repeated:
+            value = values[name]
+            if repeated:
                 for item in value:
-                    self._write_one(f, item, out)
-            elif f.optional or f.oneof is not None or f.kind == "message" or value:
-                self._write_one(f, value, out)
+                    self._write_one(name, key, code, item, out)
+            elif always or value:
+                self._write_one(name, key, code, value, out)
 
-    def _write_one(self, f: FieldDef, value: Any, out: bytearray) -> None:
-        if f.kind == "message":
-            if not isinstance(value, Message) or value._type.name != f.type:
-                raise TypeError(f"{self.name}.{f.name} takes a {f.type}")
-            inner = bytearray()
-            value._type.write(value, inner)
-            _varint(out, f.number << 3 | _LEN)
-            _varint(out, len(inner))
-            out += inner
-        elif f.type in ("string", "bytes"):
-            data = value.encode() if f.type == "string" else bytes(value)
-            _varint(out, f.number << 3 | _LEN)
-            _varint(out, len(data))
-            out += data
-        elif f.type == "double":
-            _varint(out, f.number << 3 | _I64)
-            out += _DOUBLE.pack(value)
-        else:  # integers, bool, enums
+    def _write_one(self, name: str, key: bytes, code: int, value: Any, out: bytearray) -> None:
+        out += key
+        if code == _STRING:
+            data = value.encode()
+        elif code == _BYTES:
+            data = bytes(value)
+        elif code == _INTEGER:
             number = int(value)
             if number < 0:
                 number += 1 << 64  # negative int32/int64/enum values take ten bytes
-            _varint(out, f.number << 3 | _VARINT)
             _varint(out, number)
+            return
+        elif code == _MESSAGE:
+            f = self.by_name[name]
+            if not isinstance(value, Message) or value._type.name != f.type:
+                raise TypeError(f"{self.name}.{name} takes a {f.type}")
+            inner = bytearray()
+            value._type.write(value, inner)
+            data = inner
+        else:  # a double
+            out += _DOUBLE.pack(value)
+            return
+        _varint(out, len(data))
+        out += data
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -174,7 +195,11 @@ class MessageType:
         values = message._values
         at, end = 0, len(data)
         while at < end:
-            key, at = _read_varint(data, at)
+            key = data[at]
+            if key < 0x80:  # a field number under 16: the key is one byte
+                at += 1
+            else:
+                key, at = _read_varint(data, at)
             number, wire = key >> 3, key & 7
             if number == 0:
                 raise DecodeError("field number 0")
@@ -187,7 +212,11 @@ class MessageType:
                 self._check(f, wire)
                 value = _integer(f, raw)
             elif wire == _LEN:
-                length, at = _read_varint(data, at)
+                length = data[at] if at < end else 0x80
+                if length < 0x80:
+                    at += 1
+                else:
+                    length, at = _read_varint(data, at)
                 if at + length > end:
                     raise DecodeError("a field runs past the end of the message")
                 chunk, at = data[at : at + length], at + length
@@ -249,6 +278,12 @@ def _merge(old: Message, new: Message) -> Message:
         else:
             setattr(old, name, value)
     return old
+
+
+def _varint_bytes(value: int) -> bytes:
+    out = bytearray()
+    _varint(out, value)
+    return bytes(out)
 
 
 def _varint(out: bytearray, value: int) -> None:
