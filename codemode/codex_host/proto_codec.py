@@ -155,7 +155,17 @@ class MessageType:
             if repeated:
                 for item in value:
                     self._write_one(name, key, code, item, out)
-            elif always or value:
+            elif not (always or value):
+                continue
+            elif code == _STRING:  # the common case, inline: every nested call has ten
+                data = value.encode()
+                out += key
+                if len(data) < 0x80:
+                    out.append(len(data))
+                else:
+                    _varint(out, len(data))
+                out += data
+            else:
                 self._write_one(name, key, code, value, out)
 
     def _write_one(self, name: str, key: bytes, code: int, value: Any, out: bytearray) -> None:
