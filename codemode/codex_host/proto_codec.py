@@ -35,6 +35,10 @@ _CODES.update(dict.fromkeys(("bool", "uint64", "int64", "uint32", "int32"), _INT
 _WIRE = {_INTEGER: _VARINT, _STRING: _LEN, _BYTES: _LEN, _DOUBLE_CODE: _I64, _MESSAGE: _LEN}
 
 
+_new = object.__new__
+_set = object.__setattr__
+
+
 class DecodeError(ValueError):
     """The bytes are not an encoding of the message."""
 
@@ -135,7 +139,19 @@ class MessageType:
         self._types = types
 
     def __call__(self, **fields: Any) -> Message:
-        return Message(self, **fields)
+        # ``Message(self, **fields)``, without passing the fields on once more (every
+        # nested call makes two messages).
+        message: Message = _new(Message)
+        values: dict[str, Any] = {}
+        _set(message, "_type", self)
+        _set(message, "_values", values)
+        plain = self.plain
+        for name, value in fields.items():
+            if name in plain:
+                values[name] = value
+            else:
+                setattr(message, name, value)
+        return message
 
     def default(self, f: FieldDef) -> Any:
         if f.kind == "message":
@@ -201,8 +217,10 @@ class MessageType:
     def _read(self, data: memoryview, depth: int) -> Message:
         if depth > _MAX_DEPTH:
             raise DecodeError("messages nested too deeply")
-        message = Message(self)
-        values = message._values
+        message: Message = _new(Message)
+        values: dict[str, Any] = {}
+        _set(message, "_type", self)
+        _set(message, "_values", values)
         at, end = 0, len(data)
         while at < end:
             key = data[at]
@@ -231,6 +249,12 @@ class MessageType:
                     raise DecodeError("a field runs past the end of the message")
                 chunk, at = data[at : at + length], at + length
                 if f is None:
+                    continue
+                if f.type == "string" and f.oneof is None and not f.repeated:
+                    try:  # the common case, inline: strings, set once
+                        values[f.name] = str(chunk, "utf-8")
+                    except UnicodeDecodeError:
+                        raise DecodeError(f"{self.name}.{f.name} is not valid UTF-8") from None
                     continue
                 if f.kind != "message" and f.type not in ("string", "bytes"):
                     if not f.repeated:
@@ -354,6 +378,8 @@ class _Messages:
         self.classes: dict[str, MessageType] = {}
         for definition in parsed.messages.values():
             self.classes[definition.name] = MessageType(definition, self.classes)
+        # Attributes too: ``pb.ToolCall`` is then found without ``__getattr__``.
+        self.__dict__.update(self.classes)
         self.enums: dict[str, dict[str, int]] = parsed.enums
         self.methods: dict[str, Method] = parsed.methods
 
