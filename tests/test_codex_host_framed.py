@@ -202,21 +202,6 @@ def test_a_listen_address_it_cannot_serve_is_a_usage_error() -> None:
     assert "Traceback" not in done.stderr
 
 
-def test_without_protobuf_the_grpc_modes_say_what_to_install() -> None:
-    """A lean install has no protobuf (the gRPC messages): a clear line, no traceback."""
-    code = (
-        "import sys\nsys.modules['google.protobuf'] = None\nfrom codemode.cli import main\n"
-        "main(['code-mode-host', '--listen', 'grpc://127.0.0.1:0'])\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    assert done.returncode == 1, done.stderr
-    assert "gRPC needs google.protobuf" in done.stderr and "codemode[agent]" in done.stderr
-    assert "Traceback" not in done.stderr
-
-
 def test_the_host_starts_without_the_rest_of_the_command_line() -> None:
     """Codex waits for its host's start in every session: `code-mode-host` with options
     it takes is served before click and the other commands are imported (and without

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,11 +15,14 @@ import pytest
 from tests.codex_host_support import (
     HANG_UP,
     HOST_PIDS,
+    INTERPRETER,
     descendants,
+    free_port,
     generated,
     host_process,
     session,
     texts,
+    wait_port,
 )
 
 grpc = pytest.importorskip("grpc", reason="grpcio is not installed (scripts/setup.sh)")
@@ -378,3 +383,66 @@ async def test_programs_run_in_a_confined_engine_worker(host: str) -> None:
             await client.stub.Terminate(
                 pb2.TerminateRequest(session_id=client.session_id, cell_id=started.cell_id)
             )
+
+
+async def test_the_grpc_host_needs_neither_protobuf_nor_grpcio() -> None:
+    """The host encodes the messages itself (``proto_codec.py``) and serves HTTP/2
+    itself: with both packages unimportable it serves a program with a nested call."""
+    port = free_port()
+    code = (
+        "import sys\nsys.modules['google.protobuf'] = None\nsys.modules['grpc'] = None\n"
+        "from codemode.cli import main\n"
+        f"main(['code-mode-host', '--listen', 'grpc://127.0.0.1:{port}'])\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        wait_port(port, proc)
+
+        def add(_name: str, args: Any) -> Any:
+            return {"sum": args["a"] + args["b"]}
+
+        async with session(f"127.0.0.1:{port}", add=add) as client:
+            _, outcome = await client.execute("text((await tools.add({a: 2, b: 3})).sum);")
+            assert outcome.WhichOneof("outcome") == "completed", outcome
+            assert texts(outcome) == ["5"]
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert b"Traceback" not in err
+
+
+def test_the_grpc_host_starts_without_what_it_does_not_need_to_answer() -> None:
+    """Codex starts its host at a turn's first exec and waits for it: what the host's
+    start imports is its cost. Kept out: protobuf and grpcio (the host encodes the
+    messages and serves HTTP/2 itself), importlib.resources and what it brings
+    (pathlib, tempfile, zipfile: data files are read directly), secrets (OpenSSL's
+    hashing), click and the other commands."""
+    proc = subprocess.Popen(
+        [sys.executable, "-X", "importtime", INTERPRETER, "code-mode-host",
+         "--listen", "grpc+stdio://"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        proc.stdin.write(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        proc.stdin.flush()
+        first = proc.stdout.read(9)  # its SETTINGS frame's header: it is serving
+        assert first[3] == 4, first
+        proc.stdin.close()
+        proc.wait(30)
+        imported = {
+            line.rsplit("|", 1)[-1].strip()
+            for line in proc.stderr.read().decode().splitlines()
+            if line.startswith("import time:")
+        }
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert {"codemode.codex_host.h2_server", "codemode.js_runtime.session"} <= imported
+    kept_out = {
+        "google.protobuf", "grpc", "importlib.resources", "pathlib", "tempfile",
+        "zipfile", "secrets", "click", "codemode.cli.run",
+    }  # fmt: skip
+    assert not kept_out & imported, kept_out & imported

@@ -55,7 +55,7 @@ def _main(argv: list[str] | None = None) -> None:
     from codemode.cli.crash import install_thread_hooks
     from codemode.sandbox.confinement.grpc_fork import quiet_grpc_fork
 
-    quiet_grpc_fork()  # before anything loads gRPC (the code-mode host, Ray)
+    quiet_grpc_fork()  # before anything loads gRPC (Ray, an embedder's code)
     install_thread_hooks(argv if argv is not None else sys.argv[1:])
     try:
         status = cli.main(args=argv, prog_name="interpreter", standalone_mode=False)

@@ -1,27 +1,34 @@
 """Where an unexpected exception's traceback goes: a log file under
-``$CODEMODE_HOME/logs``, so the terminal shows one line and the details are kept."""
+``$CODEMODE_HOME/logs``, so the terminal shows one line and the details are kept.
+
+What writing the log needs (``tempfile``, ``pathlib``, ``traceback``) is imported when
+there is one to write: the hooks are installed at every start (the code-mode host's
+among them, which Codex waits for), and most processes never crash."""
 
 from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import time
-import traceback
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def record_crash(exc: BaseException, argv: list[str]) -> str:
     """Write ``exc``'s traceback to a new log file and return its path; when neither
     the logs folder nor the temporary folder takes it, say so instead of a path."""
+    import tempfile
+    import traceback
+    from pathlib import Path
+
     from codemode.locations.config_file import codemode_home
 
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     name = f"internal-error-{stamp}-{os.getpid()}.log"
-    text = (
-        f"interpreter {' '.join(argv)}\n"
-        f"python {sys.version.split()[0]}\n\n"
-        + "".join(traceback.format_exception(exc))
+    text = f"interpreter {' '.join(argv)}\npython {sys.version.split()[0]}\n\n" + "".join(
+        traceback.format_exception(exc)
     )
     folders: list[Path] = []
     try:

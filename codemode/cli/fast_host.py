@@ -91,9 +91,9 @@ def serve_if_asked(argv: list[str]) -> None:
     # that runs beside another still gets a worker, started then.
     prestart.one_program = True
     from codemode.cli.crash import install_thread_hooks
-    from codemode.sandbox.confinement.grpc_fork import quiet_grpc_fork
 
-    quiet_grpc_fork()  # before gRPC loads
+    # (No quiet_grpc_fork() here, unlike the other commands: the host loads neither
+    # grpcio nor protobuf; it speaks HTTP/2 and protobuf's wire format itself.)
     install_thread_hooks(argv)
     serve_and_exit(where, engine, timeout_s, memory_mb)
 
@@ -104,7 +104,6 @@ def serve_and_exit(where: Listen, engine: str, timeout_s: float, memory_mb: int)
 
     from codemode.codex_host.runtime import SessionLimits
     from codemode.codex_host.server import serve
-    from codemode.terminal.control_chars import echo
 
     limits = SessionLimits(engine=engine, timeout_s=timeout_s, memory_mb=memory_mb)
     try:
@@ -112,12 +111,7 @@ def serve_and_exit(where: Listen, engine: str, timeout_s: float, memory_mb: int)
     except KeyboardInterrupt:
         sys.exit(130)
     except OSError as exc:
+        from codemode.terminal.control_chars import echo  # lazy: only a failure prints
+
         echo(f"interpreter code-mode-host: {exc}", err=True)
-        sys.exit(1)
-    except ModuleNotFoundError as exc:  # a lean install: no grpc, no protobuf
-        echo(
-            f"interpreter code-mode-host: gRPC needs {exc.name}, which the full install "
-            "has: pip install 'codemode[agent]'",
-            err=True,
-        )
         sys.exit(1)

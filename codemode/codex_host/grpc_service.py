@@ -18,10 +18,11 @@ from typing import Any
 from codemode.codex_host.grpc_session import GrpcSession, Subscription, tool_spec
 from codemode.codex_host.h2_wire import Method, RpcError, Status
 from codemode.codex_host.model import ImageItem, Outcome, TextItem
+from codemode.codex_host.proto_codec import pb
+from codemode.codex_host.proto_file import SERVICE
 from codemode.codex_host.runtime import CellBusy, SessionLimits
-from codemode.codex_host.schema import SERVICE, pb
 
-_DETAIL = pb.ImageContent.DESCRIPTOR.fields_by_name["detail"].enum_type.values_by_name
+_DETAIL = pb.enums["ImageDetail"]
 
 
 class _Malformed:
@@ -31,11 +32,11 @@ class _Malformed:
         self.error = error
 
 
-def _deserializer(cls: type[Any]) -> Callable[[bytes], Any]:
+def _deserializer(cls: Any) -> Callable[[bytes], Any]:
     def parse(data: bytes) -> Any:
         try:
             return cls.FromString(data)
-        except Exception as exc:  # the DecodeError family; never let grpc see a traceback
+        except Exception as exc:  # DecodeError and the like: a status, never a traceback
             return _Malformed(exc)
 
     return parse
@@ -45,23 +46,24 @@ def outcome_message(outcome: Outcome) -> Any:
     message = pb.ExecutionOutcome(
         cell_id=outcome.cell_id, code_mode_host_duration_ns=outcome.duration_ns
     )
+    items = message.content_items
     for item in outcome.items:
         if isinstance(item, TextItem):
-            message.content_items.add(text=pb.TextContent(text=item.text))
+            items.append(pb.ContentItem(text=pb.TextContent(text=item.text)))
         elif isinstance(item, ImageItem):
             image = pb.ImageContent(image_url=item.image_url)
             if item.detail is not None:
-                image.detail = _DETAIL[f"IMAGE_DETAIL_{item.detail.upper()}"].number
-            message.content_items.add(image=image)
+                image.detail = _DETAIL[f"IMAGE_DETAIL_{item.detail.upper()}"]
+            items.append(pb.ContentItem(image=image))
     if outcome.kind == "yielded":
-        message.yielded.SetInParent()
+        message.yielded = pb.ExecutionYielded()
     elif outcome.kind == "terminated":
-        message.terminated.SetInParent()
+        message.terminated = pb.ExecutionTerminated()
     else:
         completed = pb.ExecutionCompleted()
         if outcome.error_text is not None:
             completed.error_text = outcome.error_text
-        message.completed.CopyFrom(completed)
+        message.completed = completed
     return message
 
 
@@ -126,7 +128,7 @@ class CodeModeHostService:
                 changes["max_yield_ms"] = given.max_yield_time_ms
             if given.HasField("max_heap_size_bytes") and given.max_heap_size_bytes > 0:
                 changes["memory_mb"] = max(1, -(-given.max_heap_size_bytes // (1 << 20)))
-            limits = SessionLimits(**{**limits.__dict__, **changes})
+            limits = limits._replace(**changes)
         session = GrpcSession(limits)
         self.sessions[session.id] = session
         return session

@@ -11,35 +11,38 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 from codemode.codex_host.model import NestedCall, ToolFailed, ToolSpec
+from codemode.codex_host.proto_codec import pb
 from codemode.codex_host.runtime import CodeSession, SessionLimits
-from codemode.codex_host.schema import pb
 
-_KIND = pb.ToolCall.DESCRIPTOR.fields_by_name["tool_kind"].enum_type.values_by_name
-FUNCTION = _KIND["TOOL_KIND_FUNCTION"].number
-FREEFORM = _KIND["TOOL_KIND_FREEFORM"].number
+FUNCTION = pb.enums["ToolKind"]["TOOL_KIND_FUNCTION"]
+FREEFORM = pb.enums["ToolKind"]["TOOL_KIND_FREEFORM"]
 # Invocations cancelled or finished recently: a late CompleteToolCall for one of them is
 # answered OK and ignored (it crossed the cancellation on another stream).
 _RETIRED_KEPT = 4096
 
 
-@dataclass(eq=False)
+# Plain classes, not dataclasses: see ``model.py``.
 class Subscription:
-    filters: list[tuple[str, str | None]]
-    queue: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
+    __slots__ = ("filters", "queue")
+
+    def __init__(self, filters: list[tuple[str, str | None]]) -> None:
+        self.filters = filters
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
 
     def matches(self, tool: ToolSpec) -> bool:
         return not self.filters or (tool.tool_name, tool.namespace) in self.filters
 
 
-@dataclass(eq=False)
 class _Pending:
-    call: NestedCall
-    message: Any  # the pb.ToolCall
-    future: asyncio.Future[Any]
+    __slots__ = ("call", "future", "message")
+
+    def __init__(self, call: NestedCall, message: Any, future: asyncio.Future[Any]) -> None:
+        self.call = call
+        self.message = message  # the pb.ToolCall
+        self.future = future
 
 
 class GrpcSession:

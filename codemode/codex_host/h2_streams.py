@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from codemode.codex_host.h2_wire import (
@@ -30,18 +29,21 @@ from codemode.codex_host.h2_wire import (
 )
 
 
-@dataclass(eq=False)
 class Stream:
-    """One request stream: what has come in, what the peer lets us send."""
+    """One request stream: what has come in, what the peer lets us send. (A plain class,
+    not a dataclass: see ``model.py``.)"""
 
-    id: int
-    window: int
-    body: bytearray = field(default_factory=bytearray)
-    unacknowledged: int = 0  # request bytes not yet given back as window
-    path: str = ""
-    answered: bool = False  # its request was read (or refused): nothing more comes in
-    task: asyncio.Task[None] | None = None
-    replied: bool = False  # response headers sent
+    __slots__ = ("answered", "body", "id", "path", "replied", "task", "unacknowledged", "window")
+
+    def __init__(self, id: int, window: int, path: str = "") -> None:
+        self.id = id
+        self.window = window
+        self.body = bytearray()
+        self.unacknowledged = 0  # request bytes not yet given back as window
+        self.path = path
+        self.answered = False  # its request was read (or refused): nothing more comes in
+        self.task: asyncio.Task[None] | None = None
+        self.replied = False  # response headers sent
 
 
 class Answers:

@@ -6,9 +6,8 @@ sent (trailers), and what a served method is.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from codemode.codex_host.hpack import encode_literal
 
@@ -55,8 +54,7 @@ class RpcError(Exception):
         self.code = code
 
 
-@dataclass(frozen=True)
-class Method:
+class Method(NamedTuple):
     """One RPC: how its request is read, and its handler, a coroutine function whose
     result is the response message (unary) or an async iterator of them (server
     streaming), or for an ``immediate`` unary RPC a function returning the message."""

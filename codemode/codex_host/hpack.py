@@ -11,7 +11,8 @@ this process hold more than the table size it agreed to.
 from __future__ import annotations
 
 from functools import cache
-from importlib import resources
+
+from codemode.process.package_data import read_text
 
 MAX_TABLE_SIZE = 4096  # the protocol's default, which this server never raises
 MAX_STRING = 1 << 16  # a header name or value longer than this is refused
@@ -45,7 +46,7 @@ class HpackError(Exception):
 def _huffman() -> tuple[dict[int, tuple[int, int, int]], list[int], int]:
     """``{length: (first code, its index in code order, how many)}``, the symbols in code
     order and the longest length: the canonical code hpack_huffman.txt's lengths define."""
-    text = resources.files("codemode.codex_host").joinpath("hpack_huffman.txt").read_text()
+    text = read_text(__file__, "hpack_huffman.txt")
     lengths = [
         int(n) for line in text.splitlines() if not line.startswith("#") for n in line.split()
     ]

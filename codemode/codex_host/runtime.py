@@ -18,13 +18,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import secrets
+import os
 import time
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 from codemode.codex_host.items import error_text, parse_image
 from codemode.codex_host.model import (
@@ -42,6 +40,7 @@ from codemode.js_runtime.delegate import NestedCall as RuntimeCall
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits, LogEvent
 from codemode.js_runtime.outcome import Completed
 from codemode.js_runtime.session import CodeSession as RuntimeSession
+from codemode.process.package_data import read_text
 from codemode.tool_terms.errors import ToolError
 
 _MAX_YIELD_MS = 3_600_000
@@ -49,15 +48,15 @@ _MAX_YIELD_MS = 3_600_000
 
 @cache
 def _globals_js() -> str:
-    return resources.files("codemode.codex_host").joinpath("globals.js").read_text("utf-8")
+    return read_text(__file__, "globals.js")
 
 
 # The cell whose exec is running in this task (and in the runtime's, which copies it).
 _CURRENT: ContextVar[Cell | None] = ContextVar("codex_cell", default=None)
 
 
-@dataclass(frozen=True)
-class _ExecTools:
+# Named tuples and plain classes, not dataclasses: see ``model.py``.
+class _ExecTools(NamedTuple):
     """The runtime's ``ToolNames`` for one exec, with that exec's setup (one line)."""
 
     names: tuple[str, ...]
@@ -77,8 +76,7 @@ class CellBusy(Exception):
     """Another Execute or Wait is already observing this cell."""
 
 
-@dataclass(frozen=True)
-class SessionLimits:
+class SessionLimits(NamedTuple):
     engine: str = "quickjs"
     timeout_s: float = 3600.0  # a cell's whole life, across yields and waits
     memory_mb: int = 256
@@ -86,21 +84,46 @@ class SessionLimits:
     max_yield_ms: int | None = None
 
 
-@dataclass(eq=False)
 class Cell:
-    id: str
-    execution_id: str
-    tool_call_id: str
-    max_output_tokens: int
-    tools: dict[str, ToolSpec]
-    items: list[ContentItem] = field(default_factory=list)
-    task: asyncio.Task[ExecResult] | None = None
-    sequence: int = 0
-    observing: bool = False
-    terminated: bool = False
-    yield_now: asyncio.Event = field(default_factory=asyncio.Event)
-    early: asyncio.Event = field(default_factory=asyncio.Event)
-    wait_id: str | None = None
+    """One exec's program: what it printed since last reported, and who observes it."""
+
+    __slots__ = (
+        "early",
+        "execution_id",
+        "id",
+        "items",
+        "max_output_tokens",
+        "observing",
+        "sequence",
+        "task",
+        "terminated",
+        "tool_call_id",
+        "tools",
+        "wait_id",
+        "yield_now",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        id: str,
+        execution_id: str,
+        tool_call_id: str,
+        max_output_tokens: int,
+        tools: dict[str, ToolSpec],
+    ) -> None:
+        self.id = id
+        self.execution_id = execution_id
+        self.tool_call_id = tool_call_id
+        self.max_output_tokens = max_output_tokens
+        self.tools = tools
+        self.items: list[ContentItem] = []
+        self.task: asyncio.Task[ExecResult] | None = None
+        self.sequence = 0
+        self.observing = False
+        self.terminated = False
+        self.yield_now = asyncio.Event()
+        self.early = asyncio.Event()
+        self.wait_id: str | None = None
 
     def take_items(self) -> list[ContentItem]:
         items, self.items = self.items, []
@@ -119,8 +142,9 @@ class CodeSession:
         self.store: dict[str, str] = {}  # key -> value as JSON text
         self._next_cell = 1
         # What exit() throws: a name no program can guess, so a thrown error never passes
-        # for a clean exit.
-        self._exit_name = f"CodexExit_{secrets.token_hex(8)}"
+        # for a clean exit. (os.urandom, as ``secrets`` would: importing ``secrets`` loads
+        # OpenSSL's hashing, part of the host's start.)
+        self._exit_name = f"CodexExit_{os.urandom(8).hex()}"
         self.closed = False
         self._session: RuntimeSession | None = None
 

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import json
 import re
-from dataclasses import dataclass, field
 
 from codemode.js_runtime.elide import marker
 from codemode.js_runtime.models import ExecResult
@@ -46,19 +45,21 @@ def yield_time_ms(code: str, default: int) -> int:
     return default
 
 
-@dataclass
 class Cell:
-    """One running (or finished) program and the output its caller has not seen yet."""
+    """One running (or finished) program and the output its caller has not seen yet.
 
-    id: str
-    task: asyncio.Task[ExecResult]
-    cap: int  # characters of unseen output kept (the oldest go first)
-    unseen: list[str] = field(default_factory=list)
-    unseen_chars: int = 0
-    dropped: int = 0
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-    yielded: bool = False  # the caller has been handed part of its output already
-    waiting: bool = False  # someone waits on it now
+    (A plain class, not a dataclass: see ``source.Program``.)"""
+
+    def __init__(self, id: str, task: asyncio.Task[ExecResult], cap: int) -> None:
+        self.id = id
+        self.task = task
+        self.cap = cap  # characters of unseen output kept (the oldest go first)
+        self.unseen: list[str] = []
+        self.unseen_chars = 0
+        self.dropped = 0
+        self.changed = asyncio.Event()
+        self.yielded = False  # the caller has been handed part of its output already
+        self.waiting = False  # someone waits on it now
 
     def add(self, text: str) -> None:
         self.unseen.append(text)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from codemode.js_runtime.models import ExecError
 from codemode.js_runtime.source import WRAPPER_LINES, Program
@@ -29,8 +29,7 @@ _NO_SUCH_GLOBAL = {
 }  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(NamedTuple):  # not a dataclass: see ``source.Program``
     function: str | None
     line: int
     column: int

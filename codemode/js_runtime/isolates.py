@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from codemode.js_runtime.delegate import ToolNames
 from codemode.js_runtime.models import Limits
 from codemode.js_runtime.worker_process import POOL, Worker
+from codemode.process.package_data import read_text
 
 _IDLE_KEPT = 4  # not persistent: warm workers kept for the next program
 
@@ -23,8 +23,7 @@ _IDLE_KEPT = 4  # not persistent: warm workers kept for the next program
 @cache
 def prelude() -> str:
     # inspect.js first: the prelude's console takes its formatter from it.
-    here = resources.files("codemode.js_runtime")
-    return "".join(here.joinpath(n).read_text("utf-8") for n in ("inspect.js", "prelude.js"))
+    return "".join(read_text(__file__, n) for n in ("inspect.js", "prelude.js"))
 
 
 def memory_bytes(limits: Limits) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _FENCE_OPEN = re.compile(r"^\s*```[\w+-]*[ \t]*\n")
 _FENCE_CLOSE = re.compile(r"\n[ \t]*```\s*$")
@@ -15,9 +15,11 @@ _EXPRESSION = "__cm.start((async () => (\n{code}\n))());"
 WRAPPER_LINES = 1
 
 
-@dataclass(frozen=True)
-class Program:
-    """A program ready to run, and how to map engine positions back to the user's text."""
+class Program(NamedTuple):
+    """A program ready to run, and how to map engine positions back to the user's text.
+
+    (A named tuple, not a dataclass: it is made at every start of the code-mode host,
+    which Codex waits for, and a dataclass costs several times as much to define.)"""
 
     code: str
     line_offset: int  # lines removed before `code` (a stripped opening fence)

@@ -1,6 +1,6 @@
 """gRPC's fork handlers, turned off in codemode's own processes.
 
-gRPC (loaded by the code-mode host, by Ray, by an embedder's own code) registers
+gRPC (loaded by Ray, by an embedder's own code) registers
 ``pthread_atfork`` handlers when its fork support is on, as it is by default in
 grpcio. A command confined with Landlock is started through a ``preexec_fn`` that forks
 again (``process_tree.enter``); with those handlers in the way the child hung, or
