@@ -52,6 +52,8 @@ if [ -z "$uv" ] && [ -z "${CODEMODE_NO_UV:-}" ]; then
   [ -x "$uv_dir/bin/uv" ] && uv=$uv_dir/bin/uv
 fi
 [ -n "${CODEMODE_NO_UV:-}" ] && uv=
+# scripts/setup-test-tools.sh installs with the same one.
+echo "$uv" > .venv/.uv
 if .venv/bin/python -m pip --version >/dev/null 2>&1; then
   install=(.venv/bin/python -m pip install -q --disable-pip-version-check --no-compile)
 else

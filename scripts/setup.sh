@@ -6,26 +6,32 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-runtime.sh
 
-stamp=.venv/.codemode-installed
-want=$(sha256sum pyproject.toml | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  log=.venv/install.log
-  # The runtime venv may have been made without pip (the quick way): the host's pip
-  # then installs into it, as it did the runtime.
-  if .venv/bin/python -m pip --version >/dev/null 2>&1; then
-    install=(.venv/bin/python -m pip install)
+# The local model servers first (cached, so usually nothing to do): a cold build takes
+# minutes and needs nothing from .venv, so the downloads below run beside it.
+# A real llama.cpp server and a small model for tests/test_local_model.py, cached in
+# ~/.cache/codemode (never fails setup; CODEMODE_LOCAL_MODEL=0 skips it). With
+# CODEMODE_LOCAL_MODEL_BACKGROUND=1 (scripts/test.sh) a build that is needed runs in the
+# background, in a process group of its own named in .venv/.local-model-build.pid;
+# otherwise it runs beside the installs below and setup waits for it.
+rm -f .venv/.local-model-build.pid
+local_model_pid=
+if ! bash scripts/setup-local-model.sh --check; then
+  # niced: the installs beside it, and in the background the suite with its
+  # timing-bound tests (limits, cancellation), come first
+  if [ -n "${CODEMODE_LOCAL_MODEL_BACKGROUND:-}" ]; then
+    setsid nice -n 19 bash scripts/setup-local-model.sh </dev/null >/dev/null 2>&1 &
+    echo $! > .venv/.local-model-build.pid
+    echo "setup: building the local model servers in the background (the tests that need them start once the build ends)" >&2
   else
-    install=("${PYTHON:-python3}" -m pip --python .venv/bin/python install)
+    nice -n 19 bash scripts/setup-local-model.sh &
+    local_model_pid=$!
   fi
-  if ! "${install[@]}" -e '.[agent,test]' --config-settings editable_mode=compat >"$log" 2>&1; then
-    cat "$log" >&2
-    echo "setup: pip install failed (log above, also in $log)" >&2
-    exit 1
-  fi
-  .venv/bin/python -c 'import codemode, quickjs, py_mini_racer, pytest' \
-    || { echo "setup: installing codemode failed" >&2; exit 1; }
-  echo "$want" > "$stamp"
 fi
+
+# The test tools (the `test` extra), the Codex SDK and the npm packages the tests drive
+# are independent downloads: they run at once, and setup waits for them all.
+bash scripts/setup-test-tools.sh &
+tools_pid=$!
 
 # The official Codex SDK, for the drop-in test (tests/test_codex_sdk.py). Optional: without
 # npm or a registry this step is skipped and that test says why. --omit=optional leaves
@@ -39,21 +45,13 @@ if [ ! -f "$sdk_dir/node_modules/@openai/codex-sdk/package.json" ] && command -v
     echo "setup: could not install @openai/codex-sdk (see $sdk_dir/install.log);" \
          "tests/test_codex_sdk.py will be skipped" >&2
   fi
-fi
-# Third-party MCP servers for the tests (never fails setup; see the script).
-bash scripts/setup-test-servers.sh
-# A real llama.cpp server and a small model for tests/test_local_model.py, cached in
-# ~/.cache/codemode (never fails setup; CODEMODE_LOCAL_MODEL=0 skips it). With
-# CODEMODE_LOCAL_MODEL_BACKGROUND=1 (scripts/test.sh) a build that is needed runs in the
-# background, in a process group of its own named in .venv/.local-model-build.pid.
-rm -f .venv/.local-model-build.pid
-if [ -n "${CODEMODE_LOCAL_MODEL_BACKGROUND:-}" ]; then
-  if ! bash scripts/setup-local-model.sh --check; then
-    # niced: the suite beside it runs timing-bound tests (limits, cancellation)
-    setsid nice -n 19 bash scripts/setup-local-model.sh </dev/null >/dev/null 2>&1 &
-    echo $! > .venv/.local-model-build.pid
-    echo "setup: building the local model servers in the background (the tests that need them start once the build ends)" >&2
-  fi
-else
-  bash scripts/setup-local-model.sh
-fi
+fi &
+sdk_pid=$!
+# Third-party MCP servers and the Codex CLI for the tests (never fails setup; see the
+# script).
+bash scripts/setup-test-servers.sh &
+servers_pid=$!
+
+wait "$sdk_pid" "$servers_pid"
+[ -z "$local_model_pid" ] || wait "$local_model_pid"
+wait "$tools_pid"
