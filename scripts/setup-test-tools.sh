@@ -36,7 +36,7 @@ else
        --no-compile)
 fi
 if ! { { [ -n "$uv" ] && [ -x "$uv" ] \
-         && "$uv" pip install -q --compile-bytecode --python .venv/bin/python "${deps[@]}"; } \
+         && "$uv" pip install -q --python .venv/bin/python "${deps[@]}"; } \
        || "${pip[@]}" "${deps[@]}"; } >"$log" 2>&1; then
   cat "$log" >&2
   echo "setup: installing the test tools failed (log above, also in $log)" >&2

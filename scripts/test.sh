@@ -25,9 +25,10 @@ fi
 # The lint, the import-layer contracts ([tool.importlinter] in pyproject.toml) and the
 # type check run beside the suite, niced (its workers leave most of a core idle, waiting
 # on the processes they start; these ~30 CPU-s fill it). Their output comes at once when
-# one fails, else after the suite; the command fails when any of them failed.
+# one fails, else after the suite; the command fails when any of them failed. (Bytecode
+# written: the test tools are installed without it, see below.)
 lint_log=$(mktemp "${TMPDIR:-/tmp}/codemode-lint.XXXXXX")
-setsid nice -n 10 bash -c '
+setsid nice -n 10 env -u PYTHONDONTWRITEBYTECODE bash -c '
   { .venv/bin/ruff check codemode codemode_testkit tests examples benchmarks \
       && .venv/bin/lint-imports --no-cache \
       && .venv/bin/mypy; } >"$1" 2>&1 && exit 0
