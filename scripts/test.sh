@@ -36,16 +36,15 @@ setsid nice -n 10 env -u PYTHONDONTWRITEBYTECODE bash -c '
   exit 1
 ' lint "$lint_log" </dev/null &
 lint_pid=$!
-# One pytest worker a core and one more (pytest-xdist), each taking whole test files
-# (module fixtures, such as a local model server, start once): most tests wait on the
-# processes they start, and with a worker a core the cores were idle a third of the
-# time. CODEMODE_TEST_WORKERS=0 runs the suite in one process.
+# One pytest worker a core (pytest-xdist), each taking whole test files (module
+# fixtures, such as a local model server, start once): most tests wait on the processes
+# they start. CODEMODE_TEST_WORKERS=0 runs the suite in one process.
 # Bytecode written even where PYTHONDONTWRITEBYTECODE is set (CI, containers): each
 # worker then reads the tests' rewritten modules back instead of rewriting them (the
 # collection: 12 CPU-s a worker, 6 once written by an earlier run).
 suite=0
 env -u PYTHONDONTWRITEBYTECODE \
-  .venv/bin/python -m pytest -q -n "${CODEMODE_TEST_WORKERS:-$(( $(nproc) + 1 ))}" --dist loadfile "$@" \
+  .venv/bin/python -m pytest -q -n "${CODEMODE_TEST_WORKERS:-$(nproc)}" --dist loadfile "$@" \
   || suite=$?
 lint=0
 wait "$lint_pid" || lint=$?

@@ -5,14 +5,10 @@ suite fills the wait, so that a cold run's longest chain, the build and then tho
 tests, starts its second part as early as it can. (xdist's own order, the files with
 the most tests first, would hand a local-model file to a worker that then waits for
 the build; and pytest's item order, which tests/conftest.py sorts, does not reach the
-scheduler.) Among the files of each kind the longest go first (tests/file_seconds.json,
-measured), so that the short ones fill the end and the workers finish together: xdist's
-own order, the most tests first, put a file of a few slow tests last, and one worker
-ran it alone for minutes."""
+scheduler.) Among the files of each kind xdist's order holds."""
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from pathlib import Path
 
@@ -33,21 +29,6 @@ def needs_local_model(path: Path) -> bool:
         return False
 
 
-# The seconds of a file not in the table (a new one): about a typical file's.
-UNMEASURED_SECONDS = 5.0
-
-
-@cache
-def file_seconds(root: Path) -> dict[str, float]:
-    """Each test file's wall time in one measured run (``tests/file_seconds.json``; a
-    stale figure costs only some balance)."""
-    try:
-        table = json.loads((root / "tests" / "file_seconds.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return {str(k): float(v) for k, v in table.get("seconds", {}).items()}
-
-
 class LocalModelWhenBuilt(LoadFileScheduling):
     def __init__(self, config: pytest.Config, log: Producer | None = None) -> None:
         super().__init__(config, log)
@@ -58,9 +39,8 @@ class LocalModelWhenBuilt(LoadFileScheduling):
         parent class pops the head."""
         local = [s for s in self.workqueue if needs_local_model(self.root / s)]
         rest = [s for s in self.workqueue if s not in local]
-        pick = local if local and not (rest and build_running()) else rest
-        if pick:
-            seconds = file_seconds(self.root)
-            longest = max(pick, key=lambda s: seconds.get(s, UNMEASURED_SECONDS))
-            self.workqueue.move_to_end(longest, last=False)
+        if local and not (rest and build_running()):
+            self.workqueue.move_to_end(local[0], last=False)
+        elif rest:
+            self.workqueue.move_to_end(rest[0], last=False)
         super()._assign_work_unit(node)
