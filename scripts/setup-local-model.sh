@@ -89,8 +89,10 @@ fi
 # The compilers, from Debian's packages where they are missing and we may install.
 if ! { command -v cmake && command -v g++; } >/dev/null 2>&1 \
    && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-      apt-get install -y -qq --no-install-recommends cmake g++ make; } >>"$log" 2>&1 \
+  # under scripts/setup-runtime.sh's lock (scripts/setup.sh runs both at once)
+  flock "${TMPDIR:-/tmp}/codemode-setup-apt.lock" bash -c '
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends cmake g++ make' >>"$log" 2>&1 \
     || note "could not install cmake and g++"
 fi
 

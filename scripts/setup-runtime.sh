@@ -18,8 +18,12 @@ need=()
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so' || need+=(libseccomp2)
 if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-         apt-get install -y -qq --no-install-recommends "${need[@]}"; } >/dev/null 2>&1; then
+  # under the lock scripts/setup-local-model.sh's apt-get takes too (setup.sh runs both
+  # at once; apt-get fails at once on a lock another holds)
+  if ! flock "${TMPDIR:-/tmp}/codemode-setup-apt.lock" bash -c '
+         apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+           apt-get install -y -qq --no-install-recommends "$@"' apt "${need[@]}" \
+       >/dev/null 2>&1; then
     echo "setup: could not install ${need[*]} (the sandbox falls back to Landlock)" >&2
   fi
 fi
@@ -27,6 +31,11 @@ fi
 stamp=.venv/.codemode-runtime
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && [ -x .venv/bin/interpreter ] && exit 0
+# --with-test-tools (scripts/setup.sh): the `test` extra too, in the same install (one
+# resolution and one download of what both need); scripts/setup-test-tools.sh then has
+# nothing left to do.
+extras=agent
+[ "${1:-}" = --with-test-tools ] && extras=agent,test
 
 # Quick where it can be: a venv without its own pip (~3 s saved) that the host's pip
 # fills; the dependencies and setuptools first, then codemode itself built in place
@@ -52,16 +61,19 @@ if [ -z "$uv" ] && [ -z "${CODEMODE_NO_UV:-}" ]; then
   [ -x "$uv_dir/bin/uv" ] && uv=$uv_dir/bin/uv
 fi
 [ -n "${CODEMODE_NO_UV:-}" ] && uv=
+# scripts/setup-test-tools.sh installs with the same one.
+echo "$uv" > .venv/.uv
 if .venv/bin/python -m pip --version >/dev/null 2>&1; then
   install=(.venv/bin/python -m pip install -q --disable-pip-version-check --no-compile)
 else
   install=("$python" -m pip --python .venv/bin/python install -q --disable-pip-version-check
            --no-compile)
 fi
-# Everything: the lean install's dependencies and the `agent` extra's (the full install),
-# its own `codemode[...]` references followed.
+# Everything: the lean install's dependencies and the `agent` extra's (the full install;
+# with --with-test-tools the `test` extra's too), its own `codemode[...]` references
+# followed.
 mapfile -t deps < <("$python" -c '
-import re, tomllib
+import re, sys, tomllib
 data = tomllib.load(open("pyproject.toml", "rb"))
 project, extras = data["project"], data["project"]["optional-dependencies"]
 def expand(reqs):
@@ -72,8 +84,8 @@ def expand(reqs):
                 yield from expand(extras[extra])
         else:
             yield req
-print(*data["build-system"]["requires"], *project["dependencies"], *expand(extras["agent"]),
-      sep="\n")')
+wanted = [req for extra in sys.argv[1].split(",") for req in expand(extras[extra])]
+print(*data["build-system"]["requires"], *project["dependencies"], *wanted, sep="\n")' "$extras")
 # A path-file editable install: the import-hook kind costs ~7 ms at every start.
 fill() {
   "$@" "${deps[@]}" \
@@ -103,3 +115,5 @@ for module in pkgutil.walk_packages(codemode.__path__, "codemode."):
         pass
 ' >/dev/null 2>&1 || echo "setup: could not compile the bytecode ahead (starts are slower)" >&2
 echo "$want" > "$stamp"
+[ "$extras" = agent,test ] && echo "$want" > .venv/.codemode-installed
+exit 0

@@ -14,6 +14,7 @@
 # ~/.cache/codemode)/codex-V: about 170 MB to fetch, 400 MB unpacked each.
 # CODEMODE_CODEX=0 skips them (those tests then skip and say why); CODEX_CLI_VERSIONS
 # chooses other versions.
+# The installs are independent (downloads and unpacking, mostly): they run at once.
 # Never fails setup: without node/npm or a registry the tests that need a package skip
 # and print why (each folder's install.log says what happened).
 set -uo pipefail
@@ -44,17 +45,18 @@ mcp_version=2026.8.31
 install .cache/mcp-servers node_modules/.bin/mcp-server-everything \
   "@modelcontextprotocol/server-filesystem@$mcp_version" \
   "@modelcontextprotocol/server-memory@$mcp_version" \
-  "@modelcontextprotocol/server-everything@$mcp_version"
-install .cache/typescript node_modules/.bin/tsc typescript@7.0.2
+  "@modelcontextprotocol/server-everything@$mcp_version" &
+install .cache/typescript node_modules/.bin/tsc typescript@7.0.2 &
 install .cache/acp-sdk node_modules/@agentclientprotocol/sdk/package.json \
-  @agentclientprotocol/sdk@2.4.0
+  @agentclientprotocol/sdk@2.4.0 &
 
 codex_versions=${CODEX_CLI_VERSIONS:-${CODEX_CLI_VERSION:-0.169.0} 0.148.0}
 if [ "${CODEMODE_CODEX:-1}" = 1 ] && [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
   for codex_version in $codex_versions; do
     install "${CODEMODE_CACHE:-$HOME/.cache/codemode}/codex-$codex_version" \
       node_modules/@openai/codex/vendor/x86_64-unknown-linux-musl/bin/codex \
-      "@openai/codex@$codex_version-linux-x64"
+      "@openai/codex@$codex_version-linux-x64" &
   done
 fi
+wait
 exit 0
