@@ -72,20 +72,7 @@ fi
 # Everything: the lean install's dependencies and the `agent` extra's (the full install;
 # with --with-test-tools the `test` extra's too), its own `codemode[...]` references
 # followed.
-mapfile -t deps < <("$python" -c '
-import re, sys, tomllib
-data = tomllib.load(open("pyproject.toml", "rb"))
-project, extras = data["project"], data["project"]["optional-dependencies"]
-def expand(reqs):
-    for req in reqs:
-        own = re.fullmatch(r"codemode\[([\w,-]+)\]", req.strip())
-        if own:
-            for extra in own.group(1).split(","):
-                yield from expand(extras[extra])
-        else:
-            yield req
-wanted = [req for extra in sys.argv[1].split(",") for req in expand(extras[extra])]
-print(*data["build-system"]["requires"], *project["dependencies"], *wanted, sep="\n")' "$extras")
+mapfile -t deps < <("$python" scripts/requirements.py --build "$extras")
 # A path-file editable install: the import-hook kind costs ~7 ms at every start.
 fill() {
   "$@" "${deps[@]}" \

@@ -13,19 +13,7 @@ want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 log=.venv/install-test.log
 # The test extra's requirements with its own `codemode[...]` references followed (those
 # are the runtime's, already there: the installer finds them satisfied).
-mapfile -t deps < <("$python" -c '
-import re, tomllib
-data = tomllib.load(open("pyproject.toml", "rb"))
-extras = data["project"]["optional-dependencies"]
-def expand(reqs):
-    for req in reqs:
-        own = re.fullmatch(r"codemode\[([\w,-]+)\]", req.strip())
-        if own:
-            for extra in own.group(1).split(","):
-                yield from expand(extras[extra])
-        else:
-            yield req
-print(*data["project"]["dependencies"], *expand(extras["test"]), sep="\n")')
+mapfile -t deps < <("$python" scripts/requirements.py test)
 # uv where scripts/setup-runtime.sh found or fetched one (~4x quicker than pip); pip if
 # there is none or it fails (an index only pip is configured for).
 uv=$(cat .venv/.uv 2>/dev/null || true)
