@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -39,6 +38,7 @@ from pathlib import Path
 
 from codemode.tools.builtin import builtin_registry
 from codemode.tools.context import ToolContext
+from codemode_testkit.deep_tree import deep_tree
 
 
 async def _median_us(registry, ctx, name, make_args, calls: int) -> float:
@@ -114,20 +114,7 @@ async def measure(calls: int) -> dict[str, float]:
 
 async def _deep_search_cpu_ms(registry, ws: Path, depth: int) -> float:
     top = ws / f"deep{depth}"
-    top.mkdir()
-    # Made relative to an open descriptor: the path soon exceeds what one call takes.
-    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        for _ in range(depth):
-            leaf = os.open("f.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
-            os.write(leaf, b"needle\n")
-            os.close(leaf)
-            os.mkdir("d", dir_fd=fd)
-            inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
-            os.close(fd)
-            fd = inner
-    finally:
-        os.close(fd)
+    deep_tree(top, depth)
     ctx = ToolContext(workspace=top)
     times = []
     try:
