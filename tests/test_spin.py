@@ -43,24 +43,36 @@ def test_a_quick_answer_is_caught_by_polling() -> None:
     assert spinner.wait(probe) and probe.calls == 10
 
 
-def test_after_a_miss_it_sleeps_at_once_for_twice_as_many_waits_each_time() -> None:
+def test_one_miss_alone_does_not_back_off() -> None:
     spinner = Spinner(50e-6, Clock())
     assert polled(spinner) > 40  # polled through its budget, then gave up
+    assert polled(spinner, ready_after=3) == 3  # the next wait polls again, and catches
+    assert polled(spinner) > 40  # another lone miss
+    assert polled(spinner) > 40  # a second in a row: now it backs off
+    assert polled(spinner) == 1
+
+
+def test_after_misses_in_a_row_it_sleeps_at_once_for_twice_as_many_waits_each_time() -> None:
+    spinner = Spinner(50e-6, Clock())
+    assert polled(spinner) > 40
+    assert polled(spinner) > 40  # two misses in a row: skip 1
     assert polled(spinner) == 1  # the next wait only looks once
-    assert polled(spinner) > 40  # and the one after polls again: a second miss
+    assert polled(spinner) > 40  # and the one after polls again: a third miss
     assert [polled(spinner) for _ in range(3)] == [1, 1, polled(Spinner(50e-6, Clock()))]
 
 
-def test_a_success_halves_the_backoff() -> None:
+def test_a_success_halves_the_backoff_and_ends_the_run_of_misses() -> None:
     spinner = Spinner(50e-6, Clock())
-    assert polled(spinner) > 40  # a miss: skip 1 (then 2, then 4)
+    assert polled(spinner) > 40
+    assert polled(spinner) > 40  # skip 1 (then 2, then 4)
     assert polled(spinner) == 1
     assert polled(spinner) > 40
     assert [polled(spinner) for _ in range(2)] == [1, 1]
     assert polled(spinner) > 40
     assert [polled(spinner) for _ in range(4)] == [1, 1, 1, 1]
-    assert polled(spinner, ready_after=5) == 5  # caught: the next miss skips 4, not 8
-    assert polled(spinner) > 40
+    assert polled(spinner, ready_after=5) == 5  # caught: the backoff halves to 4
+    assert polled(spinner) > 40  # a lone miss after a catch: no skipping yet
+    assert polled(spinner) > 40  # the second in a row skips 4, not 8
     assert [polled(spinner) for _ in range(4)] == [1, 1, 1, 1]
     assert polled(spinner) > 40
 
@@ -70,7 +82,25 @@ def test_being_descheduled_while_polling_counts_as_a_miss() -> None:
     clock.jump_at = 5
     spinner = Spinner(50e-6, clock)
     assert polled(spinner) < 10  # gave up at the jump, not at the budget
+    clock.jump_at = clock.readings + 5
+    assert polled(spinner) < 10  # again: two in a row
     assert polled(spinner) == 1
+
+
+def test_a_short_gap_between_polls_is_not_a_deschedule() -> None:
+    clock = Clock()
+    spinner = Spinner(500e-6, clock)
+
+    class Gap:  # one reading 50 us late: a stolen tick, not a deschedule
+        calls = 0
+
+        def __call__(self) -> bool:
+            self.calls += 1
+            if self.calls == 5:
+                clock.now += 50e-6
+            return self.calls >= 20
+
+    assert spinner.wait(Gap())
 
 
 def test_the_run_queue_says_busy_while_more_tasks_can_run_than_there_are_cpus(

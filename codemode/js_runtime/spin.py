@@ -6,10 +6,13 @@ machine, whose idle CPUs halt). Polling for a short while first saves that wake-
 when the other side answers quickly and a CPU is free for each of them.
 
 On a busy machine polling does the opposite: it takes the CPU the other side needs.
-So a ``Spinner`` only keeps polling while polling pays: when a wait outlasts its
-budget (or the poller was descheduled midway), it stops polling for the next waits,
-twice as many after each miss, and tries again after that; each wait that polling
-caught halves that number again.
+So a ``Spinner`` only keeps polling while polling pays: when waits outlast their
+budget (or the poller was descheduled midway) twice in a row, it stops polling for
+the next waits, twice as many after each further miss, and tries again after that;
+each wait that polling caught halves that number again. One miss alone does not back
+off: on a virtual machine a stolen tick or a page fault makes one now and then, and
+backing off there is what costs most, because each side then sleeps, wakes late, and
+makes the other side's poll miss in turn.
 
 That alone still costs a busy machine: each probe after a backoff can take a CPU that
 another task wanted, and there a wake-up is cheap anyway (no CPU sits halted, waiting
@@ -29,8 +32,11 @@ import os
 import time
 from collections.abc import Callable
 
-# The longest gap between two polls that still means "we kept the CPU".
-_PREEMPTED_S = 30e-6
+# The longest gap between two polls that still means "we kept the CPU" (a virtual
+# machine's stolen ticks and interrupts make gaps of tens of microseconds).
+_PREEMPTED_S = 100e-6
+# Misses in a row before polling backs off.
+_MISSES = 2
 _MAX_SKIP = 256
 # How often a RunQueue looks at the machine's runnable tasks again.
 _BUSY_CHECK_S = 0.01
@@ -90,6 +96,7 @@ class Spinner:
         self._busy = busy  # ``RunQueue.busy``: no polling while it says so
         self._skip = 0  # waits left that sleep at once
         self._backoff = 1
+        self._missed = 0  # misses in a row
 
     def wait(self, ready: Callable[[], object]) -> bool:
         """Whether ``ready()`` turned true within the budget (False: go and sleep)."""
@@ -103,11 +110,14 @@ class Spinner:
         while not ready():
             now = clock()
             if now - start >= self.budget_s or now - last > _PREEMPTED_S:
-                self._skip = self._backoff
-                self._backoff = min(2 * self._backoff, _MAX_SKIP)
+                self._missed += 1
+                if self._missed >= _MISSES:
+                    self._skip = self._backoff
+                    self._backoff = min(2 * self._backoff, _MAX_SKIP)
                 return False
             last = now
         # Halved, not reset: on a busy machine an occasional quick answer should not
         # buy a run of polls that miss.
         self._backoff = max(1, self._backoff // 2)
+        self._missed = 0
         return True

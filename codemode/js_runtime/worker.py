@@ -45,7 +45,9 @@ from codemode.js_runtime.spin import RUN_QUEUE, Spinner
 _FLUSH_S = 0.02  # how often console output leaves while a step runs
 _FLUSH_BYTES = 64 * 1024
 # How long the next request is polled for before the worker sleeps on it (``spin.py``).
-_SPIN_S = 80e-6
+# About what sleeping and being woken costs on a virtual machine (a pipe round trip
+# with both ends asleep measured 70-200 us), so a poll that misses costs no more.
+_SPIN_S = 150e-6
 _READ_BYTES = 1 << 16  # what a pipe holds: a bigger read only allocates more
 
 

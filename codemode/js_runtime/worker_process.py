@@ -30,7 +30,9 @@ from codemode.js_runtime.spin import RUN_QUEUE, Spinner
 
 BLOCK_S = 300e-6
 # How long a reply is polled for before this process sleeps on it (``spin.py``).
-SPIN_S = 80e-6
+# About what sleeping and being woken costs on a virtual machine (a pipe round trip
+# with both ends asleep measured 70-200 us), so a poll that misses costs no more.
+SPIN_S = 150e-6
 # How long a stopped worker gets to send the output it has buffered before it is killed.
 STOP_GRACE_S = 0.08
 # The largest frame read from a worker: a return value or one console line.
