@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -192,6 +193,34 @@ def test_a_frame_that_is_not_json_ends_the_host_without_a_traceback() -> None:
         assert b"Traceback" not in peer.proc.stderr.read()
 
 
+@pytest.mark.parametrize("listen", ["stdio", "grpc+stdio://"])
+def test_a_stdin_the_event_loop_cannot_wait_on_is_read_to_its_end(
+    listen: str, tmp_path: Path
+) -> None:
+    """/dev/null and regular files are refused by epoll: the host reads them on a
+    thread instead of printing asyncio's traceback and hanging."""
+    done = subprocess.run(
+        [INTERPRETER, "code-mode-host", "--listen", listen],
+        stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert b"Traceback" not in done.stderr, done.stderr
+    if listen != "stdio":
+        return
+    # The framed protocol from a file to a file: the hello is answered, then the end.
+    hello = json.dumps(HELLO).encode()
+    (tmp_path / "in").write_bytes(struct.pack("<I", len(hello)) + hello)
+    with (tmp_path / "in").open("rb") as stdin, (tmp_path / "out").open("wb") as stdout:
+        done = subprocess.run(
+            [INTERPRETER, "code-mode-host"], stdin=stdin, stdout=stdout,
+            stderr=subprocess.PIPE, timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    out = (tmp_path / "out").read_bytes()
+    (length,) = struct.unpack("<I", out[:4])
+    assert json.loads(out[4 : 4 + length])["type"] == "connection/ready"
+
+
 def test_a_listen_address_it_cannot_serve_is_a_usage_error() -> None:
     done = subprocess.run(
         [INTERPRETER, "code-mode-host", "--listen", "ws://127.0.0.1:9"],
@@ -229,6 +258,7 @@ def test_the_host_starts_without_the_rest_of_the_command_line() -> None:
             proc.kill()
     assert "codemode.codex_host.framed" in imported  # (the lines are there to read)
     assert not {"click", "codemode.cli.run", "importlib.abc"} & imported, imported
+    assert "_ssl" not in imported  # asyncio without TLS: OpenSSL is never loaded
     for args, said in [
         (["--engine", "nope"], "'nope' is not one of"),
         (["--memory-mb", "8"], "8 is not in the range"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from types import ModuleType
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ def serve_if_asked(argv: list[str]) -> None:
 
 def serve_and_exit(where: Listen, engine: str, timeout_s: float, memory_mb: int) -> NoReturn:
     """Serve until the client goes, then exit (the click command's body too)."""
-    import asyncio
+    asyncio = _asyncio_without_tls()
 
     from codemode.codex_host.runtime import SessionLimits
     from codemode.codex_host.server import serve
@@ -115,3 +116,26 @@ def serve_and_exit(where: Listen, engine: str, timeout_s: float, memory_mb: int)
 
         echo(f"interpreter code-mode-host: {exc}", err=True)
         sys.exit(1)
+
+
+def _asyncio_without_tls() -> ModuleType:
+    """``asyncio``, imported without ``ssl`` when nothing has loaded it yet.
+
+    ``asyncio`` imports ``ssl`` only to offer TLS, and ``ssl`` (OpenSSL's library and
+    its enums) is a fifth of the host's start on a small machine: about 20 ms of the
+    ~90 ms Codex waits for before its first exec. The host speaks plain HTTP/2 over
+    stdio or a loopback socket and never asks asyncio for TLS, so ``asyncio`` is loaded
+    as it is on a Python built without ``ssl`` (its own fallback: TLS then says the
+    module is not available). The block is lifted at once: a later ``import ssl``
+    in this process works as usual.
+    """
+    if "asyncio" in sys.modules or "ssl" in sys.modules:
+        import asyncio
+
+        return asyncio
+    sys.modules["ssl"] = None  # type: ignore[assignment]  # import ssl -> ImportError
+    try:
+        import asyncio
+    finally:
+        del sys.modules["ssl"]
+    return asyncio

@@ -23,6 +23,7 @@ from typing import Any
 
 from codemode.codex_host.model import ImageItem, NestedCall, Outcome, ToolFailed, ToolSpec
 from codemode.codex_host.runtime import CellBusy, CodeSession, SessionLimits
+from codemode.codex_host.stdin_reader import pollable, pump
 
 MAX_FRAME = 64 * 1024 * 1024
 VERSION = 1
@@ -348,7 +349,10 @@ class FramedConnection:
 async def serve_framed(in_fd: int, out_fd: int, limits: SessionLimits) -> int:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=MAX_FRAME + 4)
-    await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(in_fd, "rb", buffering=0)
-    )
+    if pollable(in_fd):
+        await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(in_fd, "rb", buffering=0)
+        )
+    else:  # a regular file or /dev/null: read on a thread
+        pump(loop, in_fd, reader.feed_data, reader.feed_eof)
     return await FramedConnection(reader, out_fd, limits).run()

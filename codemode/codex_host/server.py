@@ -14,11 +14,11 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import threading
 from typing import TYPE_CHECKING
 
 from codemode.codex_host.listen import Listen
 from codemode.codex_host.runtime import SessionLimits
+from codemode.codex_host.stdin_reader import pollable, pump
 
 if TYPE_CHECKING:
     from codemode.codex_host.h2_server import Connection
@@ -99,22 +99,20 @@ def _collect_later() -> None:
 
 async def _attach_stdio(connection: Connection, in_fd: int, out_fd: int) -> None:
     """``connection`` reads stdin and writes ``out_fd`` (the protocol's stdout) through
-    the loop; a file that is not a pipe or socket is read by a thread and written
-    directly instead."""
+    the loop; a file the loop cannot wait on is read by a thread (``stdin_reader``) and
+    written directly instead."""
     loop = asyncio.get_running_loop()
-    try:
+    if pollable(out_fd):
         writer, _ = await loop.connect_write_pipe(
             lambda: _WriteEnd(connection), os.fdopen(out_fd, "wb", buffering=0)
         )
         connection.attach(writer.write, writer.close)
-    except ValueError:  # a regular file
+    else:
         connection.attach(lambda data: _write_all(out_fd, data), lambda: None)
-    try:
+    if pollable(in_fd):
         await loop.connect_read_pipe(lambda: connection, os.fdopen(in_fd, "rb", buffering=0))
-    except ValueError:
-        threading.Thread(
-            target=_pump, args=(loop, connection, in_fd), name="stdin", daemon=True
-        ).start()
+    else:
+        pump(loop, in_fd, connection.data_received, lambda: connection.connection_lost(None))
 
 
 class _WriteEnd(asyncio.BaseProtocol):
@@ -138,12 +136,3 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-
-
-def _pump(loop: asyncio.AbstractEventLoop, connection: Connection, fd: int) -> None:
-    try:
-        while data := os.read(fd, 65536):
-            loop.call_soon_threadsafe(connection.data_received, data)
-    except OSError:
-        pass
-    loop.call_soon_threadsafe(connection.connection_lost, None)
