@@ -47,9 +47,10 @@ def code_mode_host(listen: str, engine: str, timeout_s: float, memory_mb: int) -
     """
     from codemode.cli.fast_host import serve_and_exit
     from codemode.codex_host.listen import parse_listen
+    from codemode.process.fast_exit import is_command_process
 
     try:
         where = parse_listen(listen)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--listen") from None
-    serve_and_exit(where, engine, timeout_s, memory_mb)
+    serve_and_exit(where, engine, timeout_s, memory_mb, command_process=is_command_process())

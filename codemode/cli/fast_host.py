@@ -96,11 +96,17 @@ def serve_if_asked(argv: list[str]) -> None:
     # (No quiet_grpc_fork() here, unlike the other commands: the host loads neither
     # grpcio nor protobuf; it speaks HTTP/2 and protobuf's wire format itself.)
     install_thread_hooks(argv)
-    serve_and_exit(where, engine, timeout_s, memory_mb)
+    serve_and_exit(where, engine, timeout_s, memory_mb, command_process=True)
 
 
-def serve_and_exit(where: Listen, engine: str, timeout_s: float, memory_mb: int) -> NoReturn:
-    """Serve until the client goes, then exit (the click command's body too)."""
+def serve_and_exit(
+    where: Listen, engine: str, timeout_s: float, memory_mb: int, *, command_process: bool
+) -> NoReturn:
+    """Serve until the client goes, then exit (the click command's body too).
+
+    ``command_process``: this process is the `interpreter` command, so it ends without
+    Python's teardown of every module (``fast_exit``): Codex waits for its host to exit
+    at the end of each turn, and that teardown was most of the 19 ms it waited."""
     asyncio = _asyncio_without_tls()
 
     from codemode.codex_host.runtime import SessionLimits
@@ -108,14 +114,19 @@ def serve_and_exit(where: Listen, engine: str, timeout_s: float, memory_mb: int)
 
     limits = SessionLimits(engine=engine, timeout_s=timeout_s, memory_mb=memory_mb)
     try:
-        sys.exit(asyncio.run(serve(where, limits)))
+        status = asyncio.run(serve(where, limits))
     except KeyboardInterrupt:
-        sys.exit(130)
+        status = 130
     except OSError as exc:
         from codemode.terminal.control_chars import echo  # lazy: only a failure prints
 
         echo(f"interpreter code-mode-host: {exc}", err=True)
-        sys.exit(1)
+        status = 1
+    if command_process:
+        from codemode.process.fast_exit import exit_now
+
+        exit_now(status)
+    sys.exit(status)
 
 
 def _asyncio_without_tls() -> ModuleType:
