@@ -137,9 +137,9 @@ def _driver(user: str) -> _Driver:
 
 
 @atexit.register
-def _close_drivers() -> None:
-    for d in _drivers.values():
-        d.close()
+def close_drivers() -> None:
+    while _drivers:
+        _drivers.popitem()[1].close()
 
 
 def _site_packages() -> str:

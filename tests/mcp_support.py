@@ -16,14 +16,14 @@ from pathlib import Path
 FORKED = Path(__file__).resolve().parent / "mcp_servers" / "forked.py"
 
 
-@cache
-def _zygote() -> str:
-    folder = tempfile.mkdtemp(prefix="codemode-mcp-zygote-")
-    sock = Path(folder) / "s"
-    proc = subprocess.Popen([sys.executable, str(FORKED), "serve", str(sock)],
-                            stdin=subprocess.PIPE)
+_running: list[tuple[subprocess.Popen[bytes], str]] = []
 
-    def stop() -> None:
+
+@atexit.register
+def close() -> None:
+    """End the zygote (and so reap it), if one was started."""
+    while _running:
+        proc, folder = _running.pop()
         assert proc.stdin is not None
         proc.stdin.close()  # its EOF ends the zygote
         try:
@@ -33,7 +33,14 @@ def _zygote() -> str:
             proc.wait()
         shutil.rmtree(folder, ignore_errors=True)
 
-    atexit.register(stop)
+
+@cache
+def _zygote() -> str:
+    folder = tempfile.mkdtemp(prefix="codemode-mcp-zygote-")
+    sock = Path(folder) / "s"
+    proc = subprocess.Popen([sys.executable, str(FORKED), "serve", str(sock)],
+                            stdin=subprocess.PIPE)
+    _running.append((proc, folder))
     deadline = time.monotonic() + 120  # the SDK's import, on a busy machine
     while not sock.exists():
         assert proc.poll() is None, f"the MCP zygote ended: {proc.returncode}"
