@@ -36,7 +36,7 @@ def close() -> None:
 
 @cache
 def _zygote() -> str:
-    folder = tempfile.mkdtemp(prefix="codemode-mcp-zygote-")
+    folder = tempfile.mkdtemp(prefix="cm-mcp-")  # short: a socket path has ~100 bytes
     sock = Path(folder) / "s"
     proc = subprocess.Popen([sys.executable, str(FORKED), "serve", str(sock)],
                             stdin=subprocess.PIPE)
