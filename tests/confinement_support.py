@@ -1,16 +1,19 @@
 """Running the real sandbox as root and as an unprivileged user, for the confinement tests.
 
 ``run_shell(user, ws, command, **settings)`` runs one ``shell`` tool call through a
-``SandboxSession`` in a fresh Python process: this interpreter for ``"self"``, the
-system Python under ``setpriv --reuid=65534`` for ``"nobody"`` (only when the tests run
-as root and that Python can import codemode). Workspaces for these tests live in a
-world-readable folder (``shared_dir``) so that nobody can reach them.
+``SandboxSession`` in a fresh process forked from a driver that has imported codemode:
+this interpreter for ``"self"``, the system Python under ``setpriv --reuid=65534`` for
+``"nobody"`` (only when the tests run as root and that Python can import codemode).
+Workspaces for these tests live in a world-readable folder (``shared_dir``) so that
+nobody can reach them.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -28,15 +31,22 @@ REPO = Path(__file__).resolve().parents[1]
 NOBODY = 65534
 SYSTEM_PYTHON = "/usr/bin/python3"
 
+# One driver process a user, kept for the test process's life, that has imported
+# codemode once and forks a child for every command: each child starts from the state a
+# fresh interpreter would have after these imports (nothing else runs in the parent),
+# takes the test's environment and folder, runs the command through a new
+# ``SandboxSession`` and exits. (A fresh interpreter a command cost ~0.3 CPU-s of start-up
+# and imports; some 130 confinement tests run one or more.) As nobody, the driver itself
+# runs as nobody, so every child does.
 DRIVER = """
-import asyncio, json, sys
+import asyncio, json, os, sys, traceback
 from pathlib import Path
 from codemode.sandbox.session import SandboxSession
 from codemode.sandbox.settings import SandboxSettings
 from codemode.tools import ToolContext, builtin_registry
 from codemode.tool_terms.errors import ToolError
-ws, command, settings = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
-async def main():
+
+async def shell(ws, command, settings):
     s = SandboxSession(ws, SandboxSettings(**settings))
     try:
         r = await builtin_registry().invoke(
@@ -46,9 +56,90 @@ async def main():
         r = {"exit_code": None, "output": f"refused: {exc}"}
     finally:
         s.close()
-    print(json.dumps({"exit_code": r["exit_code"], "output": r["output"]}))
-asyncio.run(main())
+    return {"exit_code": r["exit_code"], "output": r["output"]}
+
+def child(req, answer):
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)  # stdin: not the driver's requests
+    os.close(null)
+    os.environ.clear()
+    os.environ.update(req["env"])
+    os.chdir(req["ws"])
+    try:
+        reply = {"result": asyncio.run(shell(Path(req["ws"]), req["command"], req["settings"]))}
+    except BaseException:
+        reply = {"error": traceback.format_exc()}
+    answer.write(json.dumps(reply) + "\\n")
+    answer.flush()
+
+answer = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)  # what the code under test prints goes to stderr, not into the answers
+for line in sys.stdin:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            child(json.loads(line), answer)
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        ended = {"error": f"the command's process ended: status {status}"}
+        answer.write(json.dumps(ended) + "\\n")
+        answer.flush()
 """
+
+
+class _Driver:
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [*argv, "-c", DRIVER], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True, cwd="/",
+        )
+
+    def run(self, request: dict[str, Any]) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], 120)
+        if not ready:
+            self.proc.kill()
+            raise AssertionError("the confined command did not answer within 120 s")
+        line = self.proc.stdout.readline()
+        assert line, f"the driver ended: {self.proc.wait()}"
+        reply: dict[str, Any] = json.loads(line)
+        assert "error" not in reply, reply["error"]
+        return reply["result"]  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+_drivers: dict[str, _Driver] = {}
+
+
+def _driver(user: str) -> _Driver:
+    d = _drivers.get(user)
+    if d is None or d.proc.poll() is not None:
+        env = dict(os.environ)
+        if user == "nobody":
+            env["PYTHONPATH"] = f"{REPO}:{_site_packages()}"
+            d = _Driver([*_as_nobody(), SYSTEM_PYTHON], env)
+        else:
+            d = _Driver([sys.executable], env)
+        _drivers[user] = d
+    return d
+
+
+@atexit.register
+def close_drivers() -> None:
+    while _drivers:
+        _drivers.popitem()[1].close()
 
 
 def _site_packages() -> str:
@@ -96,13 +187,8 @@ def run_shell(
         env["PYTHONPATH"] = f"{REPO}:{_site_packages()}"
         if "HOME" not in (extra_env or {}):
             env["HOME"] = str(ws.parent)
-        argv = [*_as_nobody(), SYSTEM_PYTHON]
-    else:
-        argv = [sys.executable]
-    argv += ["-c", DRIVER, str(ws), command, json.dumps(settings)]
-    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, cwd=ws)
-    assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return _driver(user).run({"ws": str(ws), "command": command, "settings": settings,
+                              "env": env})
 
 
 @pytest.fixture

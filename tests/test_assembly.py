@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import sys
+import json
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agent_support import call
+from mcp_support import server_command
 
 from codemode.agent.loop import Session
 from codemode.agent.turn_result import TurnResult
@@ -267,12 +268,13 @@ def test_aclose_is_idempotent_and_stops_the_worker_and_mcp_servers(
 ) -> None:
     program = "return (await tools.probe.pid({})).total"
     script = [{"tool_calls": [call("exec", {"code": program})]}, {"text": "done"}]
+    command, *args = server_command(PROBE)  # forked: tests/mcp_support.py
     with ScriptedModelServer(script) as server:
         overrides = scripted(
             server,
             "code_mode=true",
-            f'mcp_servers.probe.command="{sys.executable}"',
-            f'mcp_servers.probe.args=["{PROBE}"]',
+            f"mcp_servers.probe.command={json.dumps(command)}",
+            f"mcp_servers.probe.args={json.dumps(args)}",
             'mcp_servers.probe.trust="read"',
         )
         session = build(overrides, work)

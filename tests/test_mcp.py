@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from agent_support import INTERPRETER, cli_env, provider_flags, run_cli
+from mcp_support import server_command
 from runtime_support import registry_session, run_program
 
 from codemode.config import Config, ConfigError
@@ -49,7 +50,9 @@ FS_SERVER = FS_SERVER_DIR / "node_modules" / ".bin" / "mcp-server-filesystem"
 def probe(**extra: Any) -> dict[str, Any]:
     # Its tools only compute: trusted to read, so calls run without asking (the default,
     # untrusted, is tested in test_mcp_trust.py).
-    return {"command": sys.executable, "args": [str(PROBE)], "trust": "read", **extra}
+    # Forked from one process that has imported the mcp SDK (tests/mcp_support.py).
+    command, *args = server_command(PROBE)
+    return {"command": command, "args": args, "trust": "read", **extra}
 
 
 @pytest.fixture

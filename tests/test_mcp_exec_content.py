@@ -6,12 +6,12 @@ drives `interpreter exec --json` in both dialects."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agent_support import provider_flags, run_cli
+from mcp_support import server_command
 
 from codemode_testkit.scripted_server import ScriptedModelServer
 
@@ -20,10 +20,11 @@ PROBE = Path(__file__).resolve().parent / "mcp_servers" / "probe_server.py"
 
 def _config(home: Path) -> None:
     home.mkdir(parents=True, exist_ok=True)
+    command, *args = server_command(PROBE)  # forked: tests/mcp_support.py
     (home / "config.toml").write_text(
         "[mcp_servers.probe]\n"
-        f"command = {json.dumps(sys.executable)}\n"
-        f"args = [{json.dumps(str(PROBE))}]\n"
+        f"command = {json.dumps(command)}\n"
+        f"args = {json.dumps(args)}\n"
         'trust = "read"\n'
     )
 

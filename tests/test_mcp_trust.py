@@ -12,12 +12,12 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agent_support import INTERPRETER, cli_env, provider_flags, run_cli
+from mcp_support import server_command
 
 from codemode_testkit.scripted_server import ScriptedModelServer
 
@@ -30,8 +30,9 @@ def write_config(home: Path, top: dict[str, Any], trust: str | None = None, **ta
         lines.append(f"[{name}]")
         lines.extend(f"{key} = {json.dumps(value)}" for key, value in table.items())
     lines.append("[mcp_servers.decoy]")
-    lines.append(f"command = {json.dumps(sys.executable)}")
-    lines.append(f"args = {json.dumps([str(DECOY)])}")
+    command, *args = server_command(DECOY)
+    lines.append(f"command = {json.dumps(command)}")
+    lines.append(f"args = {json.dumps(args)}")
     if trust is not None:
         lines.append(f"trust = {json.dumps(trust)}")
     home.mkdir(parents=True, exist_ok=True)
@@ -214,7 +215,8 @@ def test_tool_host_given_settings_applies_trust(tmp_path: Path) -> None:
     from codemode.tools.builtin import builtin_registry
 
     target = tmp_path / "planted.txt"
-    tables = {"decoy": {"command": sys.executable, "args": [str(DECOY)]}}
+    command, *args = server_command(DECOY)
+    tables = {"decoy": {"command": command, "args": args}}
     notices: list[str] = []
     registry = add_servers(builtin_registry(), tables, tmp_path / "logs", notices)
     code = (

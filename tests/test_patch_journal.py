@@ -5,6 +5,7 @@ it, never between, with no temporary file and no folder left behind (the journal
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -13,6 +14,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,57 +83,114 @@ def small_tree(ws: Path) -> None:
 
 
 # Run in a child: every call that changes the disk counts as a step, and the child kills
-# itself with SIGKILL just before step ``n`` (no cleanup, no finally, as kill -9).
+# itself with SIGKILL just before step ``n`` (no cleanup, no finally, as kill -9). The
+# children are forked from one process a test that has imported what they run (a fresh
+# interpreter each cost ~0.25 CPU-s, and a test kills some 20): each child installs the
+# counting wrappers and runs the write as a fresh process would after those imports.
 KILLER = """
-import os, signal, sys
-n = int(sys.argv[1]); mode = sys.argv[2]; ws = sys.argv[3]
-count = [0]
-def step(real):
-    def wrapped(*a, **k):
-        count[0] += 1
-        if count[0] == n:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return real(*a, **k)
-    return wrapped
-for name in ("rename", "unlink", "mkdir", "rmdir", "symlink", "fchmod", "write"):
-    setattr(os, name, step(getattr(os, name)))
-real_open = os.open
-def opened(path, flags, *a, **k):
-    if flags & os.O_CREAT:
-        count[0] += 1
-        if count[0] == n:
-            os.kill(os.getpid(), signal.SIGKILL)
-    return real_open(path, flags, *a, **k)
-os.open = opened
-if mode == "patch":
-    from codemode.tools.patch import apply_patch_text
-    apply_patch_text(sys.stdin.read(), ws)
-else:
-    import asyncio
-    from codemode.tools.builtin import builtin_registry
-    from codemode.tools.context import ToolContext
-    from codemode.tools.edit import EDIT
-    r = builtin_registry(); r.add(EDIT)
-    args = {"write": {"path": "fresh/dir/w.txt", "content": "w\\n"},
-            "edit": {"path": "a.txt", "old_string": "beta", "new_string": "BETA"},
-            "tool": {"input": sys.stdin.read()}}[mode]
-    name = {"write": "write_file", "edit": "edit", "tool": "apply_patch"}[mode]
-    asyncio.run(r.invoke(name, args, ToolContext(workspace=__import__("pathlib").Path(ws))))
-print("DONE", count[0])
+import json, os, signal, sys, traceback
+import asyncio, pathlib
+from codemode.tools.patch import apply_patch_text
+from codemode.tools.builtin import builtin_registry
+from codemode.tools.context import ToolContext
+from codemode.tools.edit import EDIT
+
+def run(n, mode, ws, stdin):
+    count = [0]
+    def step(real):
+        def wrapped(*a, **k):
+            count[0] += 1
+            if count[0] == n:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real(*a, **k)
+        return wrapped
+    for name in ("rename", "unlink", "mkdir", "rmdir", "symlink", "fchmod", "write"):
+        setattr(os, name, step(getattr(os, name)))
+    real_open = os.open
+    def opened(path, flags, *a, **k):
+        if flags & os.O_CREAT:
+            count[0] += 1
+            if count[0] == n:
+                os.kill(os.getpid(), signal.SIGKILL)
+        return real_open(path, flags, *a, **k)
+    os.open = opened
+    if mode == "patch":
+        apply_patch_text(stdin, ws)
+    else:
+        r = builtin_registry(); r.add(EDIT)
+        args = {"write": {"path": "fresh/dir/w.txt", "content": "w\\n"},
+                "edit": {"path": "a.txt", "old_string": "beta", "new_string": "BETA"},
+                "tool": {"input": stdin}}[mode]
+        name = {"write": "write_file", "edit": "edit", "tool": "apply_patch"}[mode]
+        asyncio.run(r.invoke(name, args, ToolContext(workspace=pathlib.Path(ws))))
+    print("DONE", count[0])
+
+answers = os.fdopen(os.dup(1), "w")
+for line in sys.stdin:
+    req = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.close(null)
+            for fd, path in ((1, req["out"]), (2, req["err"])):
+                f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                os.dup2(f, fd)
+                os.close(f)
+            os.environ.clear()
+            os.environ.update(req["env"])
+            run(req["n"], req["mode"], req["ws"], req["stdin"])
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    answers.write(json.dumps(os.waitstatus_to_exitcode(status)) + "\\n")
+    answers.flush()
 """
 
 
-def run_killed(
-    n: int, mode: str, ws: Path, home: Path, stdin: str = ""
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", KILLER, str(n), mode, str(ws)],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env_for(home),
-        timeout=120,
-    )
+class Killer:
+    """The process the killed children are forked from (``KILLER``)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.proc = subprocess.Popen([sys.executable, "-c", KILLER], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+
+    def run(
+        self, n: int, mode: str, ws: Path, home: Path, stdin: str = ""
+    ) -> subprocess.CompletedProcess[str]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        out, err = self.folder / "killed.out", self.folder / "killed.err"
+        request = {"n": n, "mode": mode, "ws": str(ws), "stdin": stdin, "env": env_for(home),
+                   "out": str(out), "err": str(err)}
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        assert line, f"the killer process ended: {self.proc.wait()}"
+        return subprocess.CompletedProcess(
+            [mode, str(n)], json.loads(line), out.read_text(), err.read_text()
+        )
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+@pytest.fixture
+def killer(tmp_path: Path) -> Iterator[Killer]:
+    k = Killer(tmp_path)
+    try:
+        yield k
+    finally:
+        k.close()
 
 
 def recover_in(ws: Path, home: Path) -> list[str]:
@@ -153,7 +212,7 @@ def recover_in(ws: Path, home: Path) -> list[str]:
 
 @pytest.mark.parametrize("mode", ["patch", "tool", "write", "edit"])
 def test_killed_at_every_step_is_before_or_after(
-    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch, killer: Killer
 ) -> None:
     from codemode.tools.store.journal import recover
 
@@ -165,7 +224,7 @@ def test_killed_at_every_step_is_before_or_after(
     shutil.copytree(base, done, symlinks=True)
     home = tmp_path / "home"
     monkeypatch.setenv("CODEMODE_HOME", str(home))
-    proc = run_killed(0, mode, done, home, SMALL_PATCH)
+    proc = killer.run(0, mode, done, home, SMALL_PATCH)
     assert proc.returncode == 0, proc.stderr
     after = tree_state(done)
     assert after != before
@@ -174,7 +233,7 @@ def test_killed_at_every_step_is_before_or_after(
     for n in range(1, 200):
         ws = tmp_path / f"ws{n}"
         shutil.copytree(base, ws, symlinks=True)
-        proc = run_killed(n, mode, ws, home, SMALL_PATCH)
+        proc = killer.run(n, mode, ws, home, SMALL_PATCH)
         if proc.returncode == 0:
             assert tree_state(ws) == after
             break  # no step n: every point has been tried
@@ -191,7 +250,9 @@ def test_killed_at_every_step_is_before_or_after(
     assert between > 0
 
 
-def test_recovery_leaves_a_file_changed_since_and_says_so(tmp_path: Path) -> None:
+def test_recovery_leaves_a_file_changed_since_and_says_so(
+    tmp_path: Path, killer: Killer
+) -> None:
     base = tmp_path / "ws"
     small_tree(base)
     home = tmp_path / "home"
@@ -199,7 +260,7 @@ def test_recovery_leaves_a_file_changed_since_and_says_so(tmp_path: Path) -> Non
     for n in range(1, 200):
         ws = tmp_path / f"w{n}"
         shutil.copytree(base, ws, symlinks=True)
-        proc = run_killed(n, "patch", ws, home, SMALL_PATCH)
+        proc = killer.run(n, "patch", ws, home, SMALL_PATCH)
         assert proc.returncode == -signal.SIGKILL
         if (ws / "a.txt").read_text() == "ALPHA\nbeta\n":
             break
@@ -398,7 +459,9 @@ def test_apply_patch_killed_at_random_points(tmp_path: Path) -> None:
     assert outcomes["between"] > 0, outcomes
 
 
-def test_a_session_started_in_the_workspace_rolls_back_first(tmp_path: Path) -> None:
+def test_a_session_started_in_the_workspace_rolls_back_first(
+    tmp_path: Path, killer: Killer
+) -> None:
     """The next touch can be a whole session: it rolls back before the model reads a
     file, and says so."""
     from agent_support import provider_flags, run_cli
@@ -413,7 +476,7 @@ def test_a_session_started_in_the_workspace_rolls_back_first(tmp_path: Path) -> 
     for n in range(4, 200):
         ws = tmp_path / f"w{n}"
         shutil.copytree(base, ws, symlinks=True)
-        proc = run_killed(n, "patch", ws, home, SMALL_PATCH)
+        proc = killer.run(n, "patch", ws, home, SMALL_PATCH)
         assert proc.returncode == -signal.SIGKILL
         if tree_state(ws) != before:
             break  # killed between: a.txt patched, the rest not

@@ -22,26 +22,41 @@ from pathlib import Path
 _lock = threading.Lock()
 _roots: dict[int, tuple[str, ...]] = {}
 _tokens = itertools.count(1)
+# Tokens to drop, dropped under the lock by the next reader or writer. Sessions
+# unregister from a weakref finalizer, which the garbage collector can run inside any
+# allocation, the lock's holder's too: taking the lock there would deadlock (a test
+# process hung in writable_roots this way).
+_ended: list[int] = []
+
+
+def _drop_ended() -> None:
+    while _ended:
+        _roots.pop(_ended.pop(), None)
 
 
 def register_roots(roots: Iterable[Path | str]) -> int:
     """Note folders commands may write; returns a token for ``unregister_roots``."""
     real = tuple(os.path.realpath(r) for r in roots)
     with _lock:
+        _drop_ended()
         token = next(_tokens)
         _roots[token] = real
     return token
 
 
 def unregister_roots(token: int) -> None:
-    with _lock:
-        _roots.pop(token, None)
+    """Forget a token's roots (safe from a finalizer: takes no lock)."""
+    _ended.append(token)
 
 
 def writable_roots() -> tuple[str, ...]:
     """Every folder a live session lets its commands write (real paths)."""
     with _lock:
-        return tuple(sorted({r for rs in _roots.values() for r in rs}))
+        _drop_ended()
+        # A copy first: a finalizer run during the set's allocations only appends to
+        # _ended, but the copy keeps this independent of that.
+        live = list(_roots.values())
+    return tuple(sorted({r for rs in live for r in rs}))
 
 
 def inside_writable(path: str, roots: Iterable[str] | None = None) -> bool:
