@@ -39,10 +39,13 @@ def pump(
 
     def run() -> None:
         try:
-            while data := os.read(fd, 65536):
-                loop.call_soon_threadsafe(on_data, data)
-        except OSError:
-            pass
-        loop.call_soon_threadsafe(on_end)
+            try:
+                while data := os.read(fd, 65536):
+                    loop.call_soon_threadsafe(on_data, data)
+            except OSError:
+                pass
+            loop.call_soon_threadsafe(on_end)
+        except RuntimeError:
+            pass  # the loop closed first: the host ended without waiting for its input
 
     threading.Thread(target=run, name="stdin", daemon=True).start()
