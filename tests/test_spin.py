@@ -125,3 +125,32 @@ def test_while_the_machine_is_busy_a_wait_looks_once_and_keeps_its_backoff() -> 
     assert polled(spinner, ready_after=1) == 1
     busy[0] = False
     assert polled(spinner) > 40  # a CPU to spare: polls through its budget again
+
+
+def test_a_skipped_wait_answered_soon_ends_the_backoff() -> None:
+    """Both pipe ends backed off keep each other asleep (each rare poll waits for the
+    other's wake-up): a wait that skipped polling and was still answered within a
+    millisecond shows the other end is quick, and polling resumes at once."""
+    clock = Clock()
+    spinner = Spinner(50e-6, clock)
+    assert polled(spinner) > 40
+    spinner.woke()  # (a poll that missed: not a skipped wait, nothing changes)
+    assert polled(spinner) > 40  # two in a row: back off
+    spinner.woke()
+    assert polled(spinner) == 1  # skipped
+    clock.now += 200e-6  # answered 0.2 ms after the wait began
+    spinner.woke()
+    assert polled(spinner) > 40  # polling again, and the run of misses starts afresh
+    assert polled(spinner, ready_after=2) == 2
+
+
+def test_a_skipped_wait_answered_late_keeps_the_backoff() -> None:
+    clock = Clock()
+    spinner = Spinner(50e-6, clock)
+    assert polled(spinner) > 40
+    assert polled(spinner) > 40  # skip 1, then 2
+    assert polled(spinner) == 1
+    clock.now += 5e-3  # a slow tool: 5 ms
+    spinner.woke()
+    assert polled(spinner) > 40  # the skip was used up: one poll, a miss
+    assert [polled(spinner) for _ in range(2)] == [1, 1]  # and the backoff grew

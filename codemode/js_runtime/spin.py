@@ -12,7 +12,9 @@ the next waits, twice as many after each further miss, and tries again after tha
 each wait that polling caught halves that number again. One miss alone does not back
 off: on a virtual machine a stolen tick or a page fault makes one now and then, and
 backing off there is what costs most, because each side then sleeps, wakes late, and
-makes the other side's poll miss in turn.
+makes the other side's poll miss in turn. And a wait that skipped polling but was
+answered within a millisecond ends the backoff (``woke``): the other end is quick, it
+was only asleep too.
 
 That alone still costs a busy machine: each probe after a backoff can take a CPU that
 another task wanted, and there a wake-up is cheap anyway (no CPU sits halted, waiting
@@ -37,6 +39,8 @@ from collections.abc import Callable
 _PREEMPTED_S = 100e-6
 # Misses in a row before polling backs off.
 _MISSES = 2
+# A wait that skipped polling and was answered sooner than this ends the backoff.
+_NEAR_S = 1e-3
 _MAX_SKIP = 256
 # How often a RunQueue looks at the machine's runnable tasks again.
 _BUSY_CHECK_S = 0.01
@@ -97,13 +101,17 @@ class Spinner:
         self._skip = 0  # waits left that sleep at once
         self._backoff = 1
         self._missed = 0  # misses in a row
+        self._slept_since: float | None = None  # when a wait that skipped polling began
 
     def wait(self, ready: Callable[[], object]) -> bool:
-        """Whether ``ready()`` turned true within the budget (False: go and sleep)."""
+        """Whether ``ready()`` turned true within the budget (False: go and sleep, then
+        call ``woke``)."""
+        clock = self._clock
         if self._skip:
             self._skip -= 1
+            self._slept_since = clock()
             return bool(ready())
-        clock = self._clock
+        self._slept_since = None
         last = start = clock()
         if self._busy is not None and self._busy(start):
             return bool(ready())
@@ -121,3 +129,15 @@ class Spinner:
         self._backoff = max(1, self._backoff // 2)
         self._missed = 0
         return True
+
+    def woke(self) -> None:
+        """The sleep after a ``wait`` that said False is over. When that wait skipped
+        polling (backed off) and the answer still came within ``_NEAR_S``, the other end
+        is quick after all: the backoff ends. Without this both ends, once backed off,
+        stay asleep for good: each one's rare poll waits for the other's wake-up, which
+        on a virtual machine outlasts the budget, so every poll misses."""
+        since = self._slept_since
+        if since is not None and self._clock() - since < _NEAR_S:
+            self._skip = 0
+            self._backoff = 1
+            self._missed = 0

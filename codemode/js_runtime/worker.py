@@ -115,9 +115,13 @@ class Requests:
         """Read at least one byte; False at end of file. A new request is read at once
         when it comes within the spin budget (the read is the poll); the rest of one
         that has begun, or one that comes later, is waited for in ``poll``."""
-        if self._buffer or not self._spinner.wait(self._read):
+        if self._buffer:
             while not self._read():
                 self._poll.poll()
+        elif not self._spinner.wait(self._read):
+            while not self._read():
+                self._poll.poll()
+            self._spinner.woke()
         return not self._ended
 
     def _read(self) -> bool:

@@ -157,6 +157,7 @@ class Worker:
                 if not select.select([self._out], [], [], BLOCK_S)[0]:
                     await self._readable()
                 self._read()
+                self._spinner.woke()
 
     async def _readable(self) -> None:
         loop = asyncio.get_running_loop()
