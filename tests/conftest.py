@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -24,6 +25,11 @@ quiet_grpc_fork()
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.pop("COLUMNS", None)
     os.environ.pop("LINES", None)
+# A test run started in the background of a script inherits SIGINT ignored, and so would
+# every process it starts: a Ctrl-C test's SIGINT would then do nothing. Python's own
+# handler here means the processes it starts begin with the default again.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
