@@ -87,15 +87,12 @@ def small_tree(ws: Path) -> None:
 # children are forked from one process a test that has imported what they run (a fresh
 # interpreter each cost ~0.25 CPU-s, and a test kills some 20): each child installs the
 # counting wrappers and runs the write as a fresh process would after those imports.
-KILLER = """
-import json, os, signal, sys, traceback
-import asyncio, pathlib
-from codemode.tools.patch import apply_patch_text
-from codemode.tools.builtin import builtin_registry
-from codemode.tools.context import ToolContext
-from codemode.tools.edit import EDIT
+# Source for a child: ``kill_at_step(n)`` makes every call that changes the disk count as
+# a step and SIGKILLs the process just before step ``n``; it returns the counter.
+KILL_AT_STEP = """
+import os, signal
 
-def run(n, mode, ws, stdin):
+def kill_at_step(n):
     count = [0]
     def step(real):
         def wrapped(*a, **k):
@@ -114,6 +111,19 @@ def run(n, mode, ws, stdin):
                 os.kill(os.getpid(), signal.SIGKILL)
         return real_open(path, flags, *a, **k)
     os.open = opened
+    return count
+"""
+
+KILLER = KILL_AT_STEP + """
+import json, os, signal, sys, traceback
+import asyncio, pathlib
+from codemode.tools.patch import apply_patch_text
+from codemode.tools.builtin import builtin_registry
+from codemode.tools.context import ToolContext
+from codemode.tools.edit import EDIT
+
+def run(n, mode, ws, stdin):
+    count = kill_at_step(n)
     if mode == "patch":
         apply_patch_text(stdin, ws)
     else:

@@ -13,12 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_patch_journal import env_for, journals, tree_state
+from test_patch_journal import KILL_AT_STEP, env_for, journals, tree_state
 
 # In a child: a turn is recorded (a file changed, one removed, one created in new
 # folders, one replaced by a symlink), then every call that changes the disk counts as
 # a step, and the child kills itself with SIGKILL just before step ``n`` of the undo.
-KILLER = """
+KILLER = KILL_AT_STEP + """
 import os, signal, sys, tempfile
 from pathlib import Path
 from codemode.tui.snapshots import Snapshots
@@ -33,24 +33,7 @@ snaps.begin_turn()
 (ws / "swapped.txt").symlink_to("a.txt")
 assert snaps.end_turn() is not None
 print("TURN", flush=True)
-count = [0]
-def step(real):
-    def wrapped(*a, **k):
-        count[0] += 1
-        if count[0] == n:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return real(*a, **k)
-    return wrapped
-for name in ("rename", "unlink", "mkdir", "rmdir", "symlink", "fchmod", "write"):
-    setattr(os, name, step(getattr(os, name)))
-real_open = os.open
-def opened(path, flags, *a, **k):
-    if flags & os.O_CREAT:
-        count[0] += 1
-        if count[0] == n:
-            os.kill(os.getpid(), signal.SIGKILL)
-    return real_open(path, flags, *a, **k)
-os.open = opened
+count = kill_at_step(n)
 result = snaps.undo()
 assert not result.failed, result.failed
 print("DONE", count[0])
