@@ -42,12 +42,14 @@ def codex_vendor(version: str) -> Path:
     return folder
 
 
-def with_our_host(version: str, *host_args: str) -> Path:
-    """A copy of Codex's vendor folder whose ``codex-code-mode-host`` execs ours."""
+def with_our_host(version: str, *host_args: str, warm: bool = False) -> Path:
+    """A copy of Codex's vendor folder whose ``codex-code-mode-host`` execs ours (with
+    ``warm``: the shim that takes a host from a warm server, ``warm_start.py``)."""
     vendor = codex_vendor(version)
     tag = "-".join(host_args) or "default"
     command = [INTERPRETER, "code-mode-host", *host_args]
-    return vendor_with_our_host(vendor, vendor.parent / f"ours-{tag}", command)
+    dest = vendor.parent / f"ours-{tag}{'-warm' if warm else ''}"
+    return vendor_with_our_host(vendor, dest, command, warm=warm)
 
 
 Step = dict[str, Any] | Callable[[str], dict[str, Any]]

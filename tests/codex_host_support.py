@@ -288,3 +288,10 @@ def descendants(pid: int) -> list[int]:
 def _host_stderr() -> Any:
     where = os.environ.get("CODEMODE_HOST_STDERR")
     return open(where, "ab") if where else subprocess.PIPE
+
+
+def short_private_folder() -> Path:
+    """A fresh folder of ours in /tmp for warm host sockets (a Unix socket's path has
+    room for 107 bytes; pytest's own folders can leave too little). Removed by the
+    caller."""
+    return Path(tempfile.mkdtemp(prefix="cmw-", dir="/tmp"))

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from codemode.codex_host.warm_start import answers
 from tests.codex_cli_support import (
     INTERPRETER,
     Step,
@@ -32,7 +36,7 @@ from tests.codex_cli_support import (
     wait_call,
     with_our_host,
 )
-from tests.codex_host_support import free_port, wait_port
+from tests.codex_host_support import free_port, short_private_folder, wait_port
 
 # A 1x1 PNG: Codex checks that an image decodes.
 PNG = (
@@ -145,6 +149,47 @@ def test_codex_0169_over_grpc_stdio_matches_its_own_host(engine: str) -> None:
     ours = run_turn(with_our_host("0.169.0", "--engine", engine), steps())
     check_turn(ours)
     compare(ours, theirs)
+
+
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            found.update(int(p) for p in f.read().split())
+    return found
+
+
+def test_codex_0169_through_a_warm_host_matches_its_own_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warm shim: the first turn's host is started cold and leaves a warm server;
+    the second turn's host is one that server had ready. Both turns as with Codex's."""
+    runtime = short_private_folder()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    vendor = with_our_host("0.169.0", warm=True)
+    shim = (vendor / "bin" / "codex-code-mode-host").read_text()
+    if "--warm" not in shim:
+        pytest.skip("no C compiler here: the warm shim is the plain one")
+    sock = shim.split()[3]
+    theirs = baseline("0.169.0")
+    server = 0
+    try:
+        cold = run_turn(vendor, steps())
+        check_turn(cold)
+        deadline = time.monotonic() + 60
+        while not answers(sock):
+            assert time.monotonic() < deadline, "the first host left no warm server"
+            time.sleep(0.1)
+        server = int(Path(sock + ".lock").read_text())
+        spares = _children(server)
+        warm = run_turn(vendor, steps())
+        check_turn(warm)
+        compare(warm, theirs)
+        assert _children(server) - spares, "the second turn's host was not the warm spare"
+    finally:
+        if server:
+            os.kill(server, signal.SIGTERM)
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 def test_codex_0148_over_the_framed_protocol_matches_its_own_host() -> None:

@@ -7,7 +7,10 @@ import click
 from codemode.cli.root import cli
 
 
-@cli.command("code-mode-host")
+# The warm server's own options (``--warm-server SOCKET --after PID``) pass through.
+@cli.command(
+    "code-mode-host", context_settings={"ignore_unknown_options": True, "allow_extra_args": True}
+)
 @click.option(
     "--listen",
     default="stdio",
@@ -38,19 +41,46 @@ from codemode.cli.root import cli
     show_default=True,
     help="Heap cap per program (a session's max_heap_size_bytes overrides it).",
 )
-def code_mode_host(listen: str, engine: str, timeout_s: float, memory_mb: int) -> None:
+@click.option(
+    "--warm",
+    metavar="SOCKET",
+    default=None,
+    help="Leave a warm host server on this Unix socket, for the next start to take a "
+    "host from (it starts once this host ends; the warm shim passes this; "
+    "docs/codex-host.md).",
+)
+@click.option("--warm-server", is_flag=True, hidden=True)
+@click.pass_context
+def code_mode_host(
+    ctx: click.Context,
+    listen: str,
+    engine: str,
+    timeout_s: float,
+    memory_mb: int,
+    warm: str | None,
+    warm_server: bool,
+) -> None:
     """Serve Codex's code-mode host protocol: Codex (or any client) runs programs here.
 
     Nested tool calls go back to the client, which runs them; programs run in this
     host's confined engine workers. Put it beside Codex's binary in place of
     `codex-code-mode-host` (docs/codex-host.md).
     """
-    from codemode.cli.fast_host import serve_and_exit
+    if warm_server:  # what a host with --warm starts (codex_host/warm_server.py)
+        from codemode.cli.fast_host import warm_server_command
+
+        warm_server_command(list(ctx.args))
+    if ctx.args:  # as click says it when it parses all options itself
+        if ctx.args[0].startswith("-"):
+            raise click.NoSuchOption(ctx.args[0], ctx=ctx)
+        raise click.UsageError(f"Got unexpected extra argument ({ctx.args[0]})", ctx=ctx)
     from codemode.codex_host.listen import parse_listen
+    from codemode.codex_host.start import HostOptions, serve_and_exit
     from codemode.process.fast_exit import is_command_process
 
     try:
         where = parse_listen(listen)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--listen") from None
-    serve_and_exit(where, engine, timeout_s, memory_mb, command_process=is_command_process())
+    options = HostOptions(where, engine, timeout_s, memory_mb, warm or None)
+    serve_and_exit(options, command_process=is_command_process())

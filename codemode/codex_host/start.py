@@ -1,0 +1,121 @@
+"""Starting a code-mode host from its command-line options, and serving until its
+client goes: what `interpreter code-mode-host` does once its arguments are read, whether
+the command line read them (``cli/fast_host.py``, ``cli/codex_host.py``) or a warm
+server's spare did (``warm_server.py``)."""
+
+from __future__ import annotations
+
+import sys
+from types import ModuleType
+from typing import NamedTuple, NoReturn
+
+from codemode.codex_host.listen import Listen
+
+_ENGINES = ("quickjs", "v8")  # the click command's choices
+
+
+def _parse(args: list[str]) -> dict[str, str] | None:
+    """``{option: value}`` for ``--name value`` / ``--name=value`` pairs, or None."""
+    known = ("--listen", "--engine", "--timeout", "--memory-mb", "--warm")
+    found: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        name, eq, value = args[i].partition("=")
+        if name not in known or name in found:
+            return None
+        if not eq:
+            if i + 1 >= len(args):
+                return None
+            value = args[i + 1]
+            i += 1
+        found[name] = value
+        i += 1
+    return found
+
+
+class HostOptions(NamedTuple):
+    where: Listen
+    engine: str
+    timeout_s: float
+    memory_mb: int
+    warm: str | None  # the warm server's socket to leave behind (``warm_server.py``)
+
+
+def host_options(args: list[str]) -> HostOptions | None:
+    """`code-mode-host`'s options from ``args`` (after the command's name), or None
+    where click must parse them (help, a bad value, an unknown option)."""
+    options = _parse(args)
+    if options is None:
+        return None
+    engine = options.get("--engine", "quickjs")
+    try:
+        timeout_s = float(options.get("--timeout", "3600"))
+        memory_mb = int(options.get("--memory-mb", "256"))
+    except ValueError:
+        return None
+    if engine not in _ENGINES or not timeout_s >= 0.1 or memory_mb < 16:
+        return None
+    from codemode.codex_host.listen import parse_listen
+
+    try:
+        where = parse_listen(options.get("--listen", "stdio"))
+    except ValueError:
+        return None
+    return HostOptions(where, engine, timeout_s, memory_mb, options.get("--warm") or None)
+
+
+def serve_and_exit(options: HostOptions, *, command_process: bool) -> NoReturn:
+    """Serve until the client goes, then exit (the click command's body too).
+
+    ``command_process``: this process is the `interpreter` command, so it ends without
+    Python's teardown of every module (``fast_exit``): Codex waits for its host to exit
+    at the end of each turn, and that teardown was most of the 19 ms it waited."""
+    asyncio = _asyncio_without_tls()
+
+    from codemode.codex_host.runtime import SessionLimits
+    from codemode.codex_host.server import serve
+
+    limits = SessionLimits(
+        engine=options.engine, timeout_s=options.timeout_s, memory_mb=options.memory_mb
+    )
+    if options.warm:
+        from codemode.codex_host.warm_start import leave_warm_server
+
+        leave_warm_server(options.warm)
+    try:
+        status = asyncio.run(serve(options.where, limits))
+    except KeyboardInterrupt:
+        status = 130
+    except OSError as exc:
+        from codemode.terminal.control_chars import echo  # lazy: only a failure prints
+
+        echo(f"interpreter code-mode-host: {exc}", err=True)
+        status = 1
+    if command_process:
+        from codemode.process.fast_exit import exit_now
+
+        exit_now(status)
+    sys.exit(status)
+
+
+def _asyncio_without_tls() -> ModuleType:
+    """``asyncio``, imported without ``ssl`` when nothing has loaded it yet.
+
+    ``asyncio`` imports ``ssl`` only to offer TLS, and ``ssl`` (OpenSSL's library and
+    its enums) costs about 20 ms on a small machine when imported alone, 11 ms of the
+    ~90 ms from spawn to serving that Codex waits for before its first exec. The host
+    speaks plain HTTP/2 over stdio or a loopback socket and never asks asyncio for TLS,
+    so ``asyncio`` is loaded as it is on a Python built without ``ssl`` (its own
+    fallback: TLS then says the module is not available). The block is lifted at once:
+    a later ``import ssl`` in this process works as usual.
+    """
+    if "asyncio" in sys.modules or "ssl" in sys.modules:
+        import asyncio
+
+        return asyncio
+    sys.modules["ssl"] = None  # type: ignore[assignment]  # import ssl -> ImportError
+    try:
+        import asyncio
+    finally:
+        del sys.modules["ssl"]
+    return asyncio
