@@ -8,7 +8,11 @@
    awaited one after another (``sequential``) or all in one ``Promise.all``
    (``parallel``); the second is a final message. The same Codex binary runs it with its
    own ``codex-code-mode-host`` and with ours beside it (``codemode.codex_host.beside``),
-   alternating, fresh workspace and home each run. ``ratio`` is ours / Codex's median
+   alternating, fresh workspace and home each run. Ours twice: ``ours``, the plain shim
+   (every session starts a Python host), and ``ours_warm``, the warm shim
+   (``beside(..., warm=True)``: a host taken from a warm server, ``warm_server.py``;
+   the untimed first turn starts that server, as a user's first session would).
+   Turns start ``GAP_S`` apart. ``ratio`` / ``ratio_warm`` is ours / Codex's median
    wall time (target <= 1.0: ours no slower).
 2. The host's own time per nested call: each host alone on TCP (``--listen
    grpc://127.0.0.1:PORT``), driven by one Python gRPC client that answers every tool
@@ -22,7 +26,8 @@
 3. The host's start (``start``): spawned with ``--listen grpc+stdio://`` and sent an
    HTTP/2 preface, how long until its first byte comes back (its SETTINGS, sent once
    it can serve: Codex starts its host at the turn's first exec and waits for it), and
-   the CPU the host process had used by then (10 ms clock ticks), medians, alternating.
+   the CPU the host process had used by then (10 ms clock ticks), medians, alternating;
+   for ``ours_warm`` the process spawned is the client, so no CPU is given.
 
 Needs the Codex 0.169 linux x64 build that scripts/setup-test-servers.sh caches (else
 ``{"skipped": REASON}``). ``load_average`` says how busy the machine was.
@@ -34,8 +39,10 @@ import argparse
 import asyncio
 import hashlib
 import json
+import math
 import os
 import select
+import signal
 import socket
 import statistics
 import subprocess
@@ -44,7 +51,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from codemode.codex_host.beside import vendor_with_our_host
+from codemode.codex_host.beside import CLIENT_NAME, vendor_with_our_host
 from codemode_testkit.scripted_server import ScriptedModelServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -53,7 +60,10 @@ from codex_compare import cache_dir, homes, script, tool_output
 VERSION = os.environ.get("CODEX_CLI_VERSION", "0.169.0")
 VENDOR = "node_modules/@openai/codex/vendor/x86_64-unknown-linux-musl"
 INTERPRETER = str(Path(sys.executable).parent / "interpreter")
-SIDES = ("codex_host", "ours")
+SIDES = ("codex_host", "ours", "ours_warm")
+# Between two turns, whichever sides: what one turn leaves running (the warm server
+# makes its next spare a second after a session ends) must not land in the next.
+GAP_S = 2.0
 
 
 def program(calls: int, parallel: bool, tool: str = "exec_command") -> str:
@@ -98,8 +108,12 @@ def run_turn(codex: Path, code: str) -> float:
         return elapsed
 
 
-def whole_process(vendor: Path, ours: Path, calls: int, runs: int) -> dict[str, Any]:
-    binaries = {"codex_host": vendor / "bin" / "codex", "ours": ours / "bin" / "codex"}
+def whole_process(vendor: Path, ours: Path, warm: Path, calls: int, runs: int) -> dict[str, Any]:
+    binaries = {
+        "codex_host": vendor / "bin" / "codex",
+        "ours": ours / "bin" / "codex",
+        "ours_warm": warm / "bin" / "codex",
+    }
     result: dict[str, Any] = {}
     for mode, parallel in (("sequential", False), ("parallel", True)):
         code = program(calls, parallel)
@@ -108,12 +122,15 @@ def whole_process(vendor: Path, ours: Path, calls: int, runs: int) -> dict[str, 
         times: dict[str, list[float]] = {side: [] for side in SIDES}
         for _ in range(runs):
             for side in SIDES:
+                time.sleep(GAP_S)
                 times[side].append(run_turn(binaries[side], code))
         medians = {side: round(statistics.median(times[side]), 1) for side in SIDES}
         result[mode] = {
             "median_ms": medians,
             "ratio": round(medians["ours"] / medians["codex_host"], 3),
+            "ratio_warm": round(medians["ours_warm"] / medians["codex_host"], 3),
             "meets_target": medians["ours"] <= medians["codex_host"],
+            "meets_target_warm": medians["ours_warm"] <= medians["codex_host"],
         }
     return result
 
@@ -249,7 +266,9 @@ def first_byte(argv: list[str]) -> tuple[float, float]:
         if not select.select([proc.stdout], [], [], 60)[0] or not os.read(proc.stdout.fileno(), 64):
             raise SystemExit(f"{argv[0]}: no answer to an HTTP/2 preface")
         elapsed = (time.perf_counter() - started) * 1000
-        return elapsed, _cpu_ms(proc.pid, children=False)
+        # A warm shim's process is the client; the host it was handed is the server's.
+        warm = os.readlink(f"/proc/{proc.pid}/exe").endswith(CLIENT_NAME)
+        return elapsed, (math.nan if warm else _cpu_ms(proc.pid, children=False))
     finally:
         proc.stdin.close()
         proc.wait(10)
@@ -262,15 +281,16 @@ def start(hosts: dict[str, list[str]], runs: int) -> dict[str, Any]:
             measured = first_byte(argv)
             if i:  # the first round warms the page cache
                 found[side].append(measured)
-    result: dict[str, Any] = {
-        side: {
+    result: dict[str, Any] = {}
+    for side, got in found.items():
+        cpu = statistics.median(m[1] for m in got)
+        result[side] = {
             "first_byte_ms": round(statistics.median(m[0] for m in got), 1),
-            "cpu_ms": round(statistics.median(m[1] for m in got), 1),
+            "cpu_ms": None if math.isnan(cpu) else round(cpu, 1),
         }
-        for side, got in found.items()
-    }
-    ours, theirs = result["ours"]["first_byte_ms"], result["codex_host"]["first_byte_ms"]
-    result["ratio"] = round(ours / theirs, 1)
+    theirs = result["codex_host"]["first_byte_ms"]
+    result["ratio"] = round(result["ours"]["first_byte_ms"] / theirs, 1)
+    result["ratio_warm"] = round(result["ours_warm"]["first_byte_ms"] / theirs, 1)
     return result
 
 
@@ -293,24 +313,48 @@ def main() -> None:
     # One copy per checkout: the shim names this checkout's interpreter, and several
     # checkouts share the cache.
     key = hashlib.sha256(INTERPRETER.encode()).hexdigest()[:12]
-    ours = vendor_with_our_host(
-        vendor, vendor.parent / f"ours-bench-{key}", [INTERPRETER, "code-mode-host"]
+    command = [INTERPRETER, "code-mode-host"]
+    ours = vendor_with_our_host(vendor, vendor.parent / f"ours-bench-{key}", command)
+    warm = vendor_with_our_host(
+        vendor, vendor.parent / f"ours-bench-warm-{key}", command, warm=True
     )
+    warm_shim = warm / "bin" / "codex-code-mode-host"
+    if "--warm" not in warm_shim.read_text():
+        raise SystemExit("no C compiler: the warm shim could not be made")
     hosts = {
         "codex_host": [str(vendor / "bin" / "codex-code-mode-host")],
-        "ours": [INTERPRETER, "code-mode-host"],
+        "ours": command,
+        "ours_warm": [str(warm_shim)],
     }
     load_before = [round(x, 2) for x in os.getloadavg()]
-    report = {
-        "codex_version": VERSION,
-        "calls": args.calls,
-        "runs": args.runs,
-        "start": start(hosts, max(args.runs, 5)),
-        "whole_process": whole_process(vendor, ours, args.calls, args.runs),
-        "host_time": {side: host_time(argv, args.calls, args.runs) for side, argv in hosts.items()},
-        "load_average": {"before": load_before, "after": [round(x, 2) for x in os.getloadavg()]},
-    }
+    try:
+        report = {
+            "codex_version": VERSION,
+            "calls": args.calls,
+            "runs": args.runs,
+            "start": start(hosts, max(args.runs, 5)),
+            "whole_process": whole_process(vendor, ours, warm, args.calls, args.runs),
+            # on TCP, where a host is never taken warm
+            "host_time": {
+                side: host_time(hosts[side], args.calls, args.runs)
+                for side in ("codex_host", "ours")
+            },
+            "load_average": {
+                "before": load_before,
+                "after": [round(x, 2) for x in os.getloadavg()],
+            },
+        }
+    finally:
+        _stop_warm_server(warm_shim.read_text().split()[3])
     print(json.dumps(report, indent=2))
+
+
+def _stop_warm_server(sock: str) -> None:
+    """The warm server the benchmark's first warm turn left (it would idle 15 minutes)."""
+    try:
+        os.kill(int(Path(sock + ".lock").read_text()), signal.SIGTERM)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

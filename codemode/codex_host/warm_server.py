@@ -42,6 +42,11 @@ from pathlib import Path
 MAGIC = b"codemode-warm-host/1"
 MAX_REQUEST = 65536
 IDLE_S = 900.0
+# The next spare is made once no host has started or ended for this long: making one
+# (a fork, its pages, its engine worker's boot: ~0.15 s of CPU) while a session runs,
+# or while its client finishes the turn, would slow them on a machine with few cores.
+# A client that finds no spare gets one made at once.
+QUIET_S = 1.0
 # A spare that dies this soon after its fork, this many times in a row, means hosts
 # cannot start here: the server gives up instead of forking for ever.
 _SPARE_FAILURES = 5
@@ -55,15 +60,17 @@ _SPARE_FAILURES = 5
 _on_serve: list[Callable[[], None]] = []
 
 
-def _spare(channel: socket.socket) -> None:
-    """A forked spare: wait for a client, then serve it (never returns)."""
+def _spare(channel: socket.socket, ahead: bool) -> None:
+    """A forked spare: wait for a client, then serve it (never returns). ``ahead``:
+    made before a client asked (else one waits for it now)."""
     from codemode.js_runtime import prestart
 
     # Its own engine worker, booting while it waits (a child of this process, as a
     # host's worker always is).
     prestart.spawn_early("quickjs", 256 * 1024 * 1024)
     prestart.one_program = True
-    _own_pages()
+    if ahead:
+        _own_pages()
     try:
         _, fds, _, _ = socket.recv_fds(channel, 1, 1)
     except OSError:
@@ -236,6 +243,7 @@ class Server:
         self.spare_pid = 0
         self.spare_channel: socket.socket | None = None
         self.spare_started = 0.0
+        self.spare_due: float | None = time.monotonic()  # when to make the next spare
         self.failures = 0
         self.wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         os.set_blocking(wake_w, False)
@@ -265,7 +273,8 @@ class Server:
         self.identity = os.stat(self.path).st_ino
         return sock
 
-    def _fork_spare(self) -> None:
+    def _fork_spare(self, ahead: bool = True) -> None:
+        self.spare_due = None
         ours, theirs = socket.socketpair()
         pid = os.fork()
         if pid == 0:
@@ -277,7 +286,7 @@ class Server:
                     sock.close()
                 for fd in (self.wake_r, self._wake_w, self.watch.fd):
                     os.close(fd)
-                _spare(theirs)
+                _spare(theirs, ahead)
             finally:
                 os._exit(70)
         theirs.close()
@@ -288,9 +297,12 @@ class Server:
         conn, _ = self.listener.accept()
         creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
         _, uid, _ = struct.unpack("3i", creds)
-        if uid != os.geteuid() or self.spare_channel is None:
+        if uid != os.geteuid():
             conn.close()
             return
+        if self.spare_channel is None:
+            self._fork_spare(ahead=False)
+        assert self.spare_channel is not None
         try:
             socket.send_fds(self.spare_channel, [b"c"], [conn.fileno()])
         except OSError:
@@ -299,7 +311,8 @@ class Server:
         self.hosts[self.spare_pid] = conn
         self.spare_channel.close()
         self.spare_channel = None
-        self._fork_spare()
+        self.spare_pid = 0
+        self.spare_due = time.monotonic() + QUIET_S
 
     def _reap(self) -> None:
         while True:
@@ -318,6 +331,8 @@ class Server:
                 except OSError:
                     pass
                 conn.close()
+                if not self.spare_pid:
+                    self.spare_due = time.monotonic() + QUIET_S
             elif pid == self.spare_pid:
                 quick = time.monotonic() - self.spare_started < 5
                 self.failures = self.failures + 1 if quick else 0
@@ -325,8 +340,7 @@ class Server:
                 if self.spare_channel is not None:
                     self.spare_channel.close()
                     self.spare_channel = None
-                if self.listener.fileno() >= 0 and self.failures < _SPARE_FAILURES:
-                    self._fork_spare()
+                self.spare_due = time.monotonic() + QUIET_S
 
     def _stop_listening(self, selector: selectors.BaseSelector) -> None:
         if self.listener.fileno() < 0:
@@ -343,7 +357,6 @@ class Server:
             self.spare_channel = None
 
     def run(self) -> int:
-        self._fork_spare()
         selector = selectors.DefaultSelector()
         selector.register(self.listener, selectors.EVENT_READ, "client")
         selector.register(self.wake_r, selectors.EVENT_READ, "child")
@@ -353,10 +366,11 @@ class Server:
             listening = self.listener.fileno() >= 0
             if not listening and not self.hosts and not self.spare_pid:
                 return 0
-            if self.hosts or not listening:
-                timeout = None  # a child's end wakes it
-            else:
-                timeout = max(0.0, idle_since + self.idle_s - time.monotonic())
+            now = time.monotonic()
+            deadlines = [] if self.hosts or not listening else [idle_since + self.idle_s]
+            if self.spare_due is not None and listening:
+                deadlines.append(self.spare_due)
+            timeout = max(0.0, min(deadlines) - now) if deadlines else None
             for key, _ in selector.select(timeout):
                 if key.data == "client" and self.listener.fileno() >= 0:
                     self._hand_over()
@@ -368,6 +382,10 @@ class Server:
             self._reap()
             if self.hosts:
                 idle_since = time.monotonic()
+            due = self.spare_due
+            if due is not None and time.monotonic() >= due and self.listener.fileno() >= 0:
+                if self.failures < _SPARE_FAILURES:
+                    self._fork_spare()
             if self.stopping:
                 self._stop_listening(selector)
             elif self.failures >= _SPARE_FAILURES:
