@@ -278,6 +278,7 @@ def start(hosts: dict[str, list[str]], runs: int) -> dict[str, Any]:
     found: dict[str, list[tuple[float, float]]] = {side: [] for side in hosts}
     for i in range(runs + 1):
         for side, argv in hosts.items():
+            time.sleep(GAP_S)  # as between turns: the warm server's spare is ready
             measured = first_byte(argv)
             if i:  # the first round warms the page cache
                 found[side].append(measured)
