@@ -1,0 +1,74 @@
+"""The facts the documentation states, read from the code.
+
+A documented default, cap, limit or exit status is written in README.md or docs/*.md as
+``<!--fact:NAME-->VALUE<!--/fact-->`` (the comments are invisible when rendered) and
+``FACTS[NAME]`` returns the code's own value, read from the constant or default that
+decides it, never typed again here. ``tests/test_docs_facts.py`` compares the two, so
+the documentation cannot drift from the program: a changed default fails the test until
+the text says the new one.
+
+Values are compared as text after ``render``: numbers with thousands separators
+(``60,000``) or without, booleans as ``true``/``false``, strings as they are.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+
+def _default(function: Callable[..., Any], parameter: str) -> Any:
+    """The default of ``parameter`` in ``function``'s signature."""
+    return inspect.signature(function).parameters[parameter].default
+
+
+def _click_default(module: str, command: str, option: str) -> Any:
+    """The default of a click command's option (``--timeout``), from its definition."""
+    import importlib
+
+    cmd = getattr(importlib.import_module(module), command)
+    for param in cmd.params:
+        if option in getattr(param, "opts", ()):
+            return param.default
+    raise KeyError(f"{module}.{command} has no option {option}")
+
+
+def _codex_host(option: str) -> Any:
+    return _click_default("codemode.cli.codex_host", "code_mode_host", option)
+
+
+def _warm(name: str) -> Any:
+    from codemode.codex_host import warm_server
+
+    return getattr(warm_server, name)
+
+
+def _mcp_result_cap() -> int:
+    from codemode.mcp.server import RESULT_FIELD_CHARS
+
+    return RESULT_FIELD_CHARS
+
+
+FACTS: dict[str, Callable[[], Any]] = {
+    # interpreter code-mode-host (docs/codex-host.md)
+    "codex_host.listen": lambda: _codex_host("--listen"),
+    "codex_host.engine": lambda: _codex_host("--engine"),
+    "codex_host.timeout_s": lambda: _codex_host("--timeout"),
+    "codex_host.memory_mb": lambda: _codex_host("--memory-mb"),
+    "codex_host.warm_idle_min": lambda: _warm("IDLE_S") / 60,
+    "codex_host.warm_quiet_s": lambda: _warm("QUIET_S"),
+    # interpreter mcp-server
+    "mcp_server.result_chars": _mcp_result_cap,
+}
+
+
+def render(value: Any) -> set[str]:
+    """The ways ``value`` may be written in the documentation."""
+    if isinstance(value, bool):
+        return {"true", "false"} & {str(value).lower()}
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int):
+        return {str(value), f"{value:,}"}
+    return {str(value)}
