@@ -1,7 +1,9 @@
 """The facts the documentation states, read from the code.
 
 A documented default, cap, limit or exit status is written in README.md or docs/*.md as
-``<!--fact:NAME-->VALUE<!--/fact-->`` (the comments are invisible when rendered) and
+``<!--fact:NAME-->VALUE<!--/fact-->`` (the comments are invisible when rendered; a value
+shown as code keeps its backticks inside the marker: ``<!--fact:N-->`stdio`<!--/fact-->``,
+never the marker inside the backticks, where it would be shown) and
 ``FACTS[NAME]`` returns the code's own value, read from the constant or default that
 decides it, never typed again here. ``tests/test_docs_facts.py`` compares the two, so
 the documentation cannot drift from the program: a changed default fails the test until
