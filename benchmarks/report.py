@@ -119,7 +119,8 @@ def render(entries: list[dict[str, Any]], kept: dict[str, dict[str, Any]]) -> st
         "",
     ]
     for entry in entries:
-        out += [f"## {entry['title']}", ""]
+        # a stable anchor for links: docs/figures.md#NAME
+        out += [f'<a id="{entry["name"]}"></a>', "", f"## {entry['title']}", ""]
         record = kept.get(entry["name"])
         if record is None:
             out += [f"Not run yet: `python benchmarks/report.py --run {entry['name']}`.", ""]
