@@ -46,6 +46,18 @@ def _warm(name: str) -> Any:
     return getattr(warm_server, name)
 
 
+def _catalog(provider: str, field: str) -> Any:
+    """A field of a provider in the catalog (``providers/catalog.json``); "none" when
+    the provider does not set it."""
+    import json
+    from importlib import resources
+
+    text = resources.files("codemode.providers").joinpath("catalog.json").read_text()
+    entry = json.loads(text)
+    entry = entry.get("providers", entry)[provider]
+    return entry.get(field, "none")
+
+
 def _mcp_result_cap() -> int:
     from codemode.mcp.server import RESULT_FIELD_CHARS
 
@@ -62,6 +74,11 @@ FACTS: dict[str, Callable[[], Any]] = {
     "codex_host.warm_quiet_s": lambda: _warm("QUIET_S"),
     # interpreter mcp-server
     "mcp_server.result_chars": _mcp_result_cap,
+    # local model servers' output caps (docs/local-models.md)
+    "catalog.llamacpp.max_output_tokens": lambda: _catalog("llamacpp", "max_output_tokens"),
+    "catalog.ollama.max_output_tokens": lambda: _catalog("ollama", "max_output_tokens"),
+    "catalog.lmstudio.max_output_tokens": lambda: _catalog("lmstudio", "max_output_tokens"),
+    "catalog.vllm.max_output_tokens": lambda: _catalog("vllm", "max_output_tokens"),
 }
 
 
