@@ -138,7 +138,10 @@ def _serve_client(conn: socket.socket) -> None:
     for fd in fds:
         os.close(fd)
     conn.settimeout(None)
-    conn.sendall(b"A")
+    try:
+        conn.sendall(b"A")
+    except OSError:  # the client went before its answer: nobody to serve
+        os._exit(0)
     threading.Thread(target=_end_with_client, args=(conn,), daemon=True).start()
     sys.argv = ["interpreter", "code-mode-host", *args]
     for hook in _on_serve:
@@ -434,6 +437,7 @@ def main(argv: list[str], on_serve: Callable[[], None] | None = None) -> int:
         return 0  # another server has this socket
     os.ftruncate(lock, 0)
     os.write(lock, f"{os.getpid()}\n".encode())  # who serves it, for whoever must stop it
+    os.chdir("/")  # not the first host's folder, which it would keep busy
     if args.after:
         _wait_for_end(args.after)
     _import_what_hosts_use()
