@@ -64,6 +64,35 @@ def _mcp_result_cap() -> int:
     return RESULT_FIELD_CHARS
 
 
+def _limits(field: str) -> Any:
+    """A default of the runtime's ``Limits`` (what ToolHost and the entry points start from)."""
+    from codemode.js_runtime import Limits
+
+    return getattr(Limits(), field)
+
+
+def _tool_host(parameter: str) -> Any:
+    from codemode.host import ToolHost
+
+    return _default(ToolHost.__init__, parameter)
+
+
+def _mcp(name: str) -> Any:
+    import importlib
+
+    for module in ("codemode.commands.mcp", "codemode.mcp.server"):
+        found = getattr(importlib.import_module(module), name, None)
+        if found is not None:
+            return found
+    raise KeyError(name)
+
+
+def _config_default(field: str) -> Any:
+    from codemode.config import Config
+
+    return Config.model_fields[field].default
+
+
 FACTS: dict[str, Callable[[], Any]] = {
     # interpreter code-mode-host (docs/codex-host.md)
     "codex_host.listen": lambda: _codex_host("--listen"),
@@ -74,6 +103,15 @@ FACTS: dict[str, Callable[[], Any]] = {
     "codex_host.warm_quiet_s": lambda: _warm("QUIET_S"),
     # interpreter mcp-server
     "mcp_server.result_chars": _mcp_result_cap,
+    "mcp_server.preview_chars": lambda: _mcp("TEXT_PREVIEW_CHARS"),
+    "mcp_server.memory_mb": lambda: _mcp("MEMORY_MB"),
+    "config.exec_timeout_s": lambda: _config_default("exec_timeout_s"),
+    # the runtime's Limits and ToolHost (docs/embedding.md)
+    "limits.timeout_s": lambda: _limits("timeout_s"),
+    "limits.memory_mb": lambda: _limits("memory_mb"),
+    "limits.max_tool_calls": lambda: _limits("max_tool_calls"),
+    "limits.output_chars": lambda: _limits("output_chars"),
+    "tool_host.engine": lambda: _tool_host("engine"),
     # local model servers' output caps (docs/local-models.md)
     "catalog.llamacpp.max_output_tokens": lambda: _catalog("llamacpp", "max_output_tokens"),
     "catalog.ollama.max_output_tokens": lambda: _catalog("ollama", "max_output_tokens"),

@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from codemode.assembly.options import SessionOptions
     from codemode.mcp.early import EarlyStdio
 
+# The heap cap of each `execute` program (docs/embedding.md's table of entry points).
+MEMORY_MB = 512
+
 
 def list_servers(config: Config, *, as_json: bool) -> int:
     """Start the configured servers, print each one's state and tools; 1 if any failed."""
@@ -89,7 +92,9 @@ def serve(
         decide=policy_decider(settings.approval_policy, settings.sandbox_mode),
         engine=config.engine or "quickjs",
         limits=Limits(
-            timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=RESULT_FIELD_CHARS
+            timeout_s=config.exec_timeout_s,
+            memory_mb=MEMORY_MB,
+            output_chars=RESULT_FIELD_CHARS,
         ),
         sandbox=sandbox,
     )
