@@ -46,6 +46,13 @@ def _warm(name: str) -> Any:
     return getattr(warm_server, name)
 
 
+def _constant(module: str, name: str) -> Any:
+    """A module-level constant, read where the code defines it."""
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
 def _mcp_result_cap() -> int:
     from codemode.mcp.server import RESULT_FIELD_CHARS
 
@@ -62,6 +69,15 @@ FACTS: dict[str, Callable[[], Any]] = {
     "codex_host.warm_quiet_s": lambda: _warm("QUIET_S"),
     # interpreter mcp-server
     "mcp_server.result_chars": _mcp_result_cap,
+    # interpreter doctor, and the first minute without a provider (docs/doctor.md)
+    "doctor.exit_ok": lambda: _constant("codemode.doctor.exit_status", "EXIT_OK"),
+    "doctor.exit_broken": lambda: _constant("codemode.doctor.exit_status", "EXIT_BROKEN"),
+    "doctor.exit_not_set_up": lambda: _constant("codemode.doctor.exit_status", "EXIT_NOT_SET_UP"),
+    "doctor.min_node_major": lambda: _constant("codemode.doctor.checks", "MIN_NODE_MAJOR"),
+    "provider_hints.max_suggestions": lambda: _constant(
+        "codemode.config.provider_hints", "MAX_SUGGESTIONS"),
+    "exec.exit_usage": lambda: _constant("codemode.commands.exec", "EXIT_USAGE"),
+    "interactive.exit_usage": lambda: _constant("codemode.tui.app", "EXIT_USAGE"),
 }
 
 

@@ -150,3 +150,14 @@ def test_interactive_session_on_a_terminal_offers_a_short_list(home: Path, work:
     assert "setup cancelled; nothing written" in said and "--provider NAME -m MODEL" in said
     assert child.exitstatus == 2, (child.exitstatus, said)
     assert not (home / "config.toml").exists()
+
+
+def test_docs_show_the_message_as_the_program_says_it(home: Path, work: Path) -> None:
+    """docs/doctor.md quotes the message whole: it must not drift from the program's
+    (the catalog's size, a port, a flag)."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "doctor.md").read_text("utf-8")
+    section = page.split("## Not set up yet", 1)[1]
+    quoted = section.split("```text\n", 1)[1].split("```", 1)[0]
+    run = run_cli(["exec", "hi"], home=home, cwd=work)
+    said = run.stderr.replace(str(home / "config.toml"), "/home/me/.codemode/config.toml")
+    assert quoted == said
