@@ -40,12 +40,6 @@ def _codex_host(option: str) -> Any:
     return _click_default("codemode.cli.codex_host", "code_mode_host", option)
 
 
-def _warm(name: str) -> Any:
-    from codemode.codex_host import warm_server
-
-    return getattr(warm_server, name)
-
-
 def _catalog(provider: str, field: str) -> Any:
     """A field of a provider in the catalog (``providers/catalog.json``); "none" when
     the provider does not set it."""
@@ -58,10 +52,11 @@ def _catalog(provider: str, field: str) -> Any:
     return entry.get(field, "none")
 
 
-def _mcp_result_cap() -> int:
-    from codemode.mcp.server import RESULT_FIELD_CHARS
+def _constant(module: str, name: str) -> Any:
+    """A module-level constant, read where the code defines it."""
+    import importlib
 
-    return RESULT_FIELD_CHARS
+    return getattr(importlib.import_module(module), name)
 
 
 def _limits(field: str) -> Any:
@@ -77,21 +72,13 @@ def _tool_host(parameter: str) -> Any:
     return _default(ToolHost.__init__, parameter)
 
 
-def _mcp(name: str) -> Any:
-    import importlib
-
-    for module in ("codemode.commands.mcp", "codemode.mcp.server"):
-        found = getattr(importlib.import_module(module), name, None)
-        if found is not None:
-            return found
-    raise KeyError(name)
-
-
 def _config_default(field: str) -> Any:
     from codemode.config import Config
 
     return Config.model_fields[field].default
 
+
+WARM = "codemode.codex_host.warm_server"
 
 FACTS: dict[str, Callable[[], Any]] = {
     # interpreter code-mode-host (docs/codex-host.md)
@@ -99,12 +86,12 @@ FACTS: dict[str, Callable[[], Any]] = {
     "codex_host.engine": lambda: _codex_host("--engine"),
     "codex_host.timeout_s": lambda: _codex_host("--timeout"),
     "codex_host.memory_mb": lambda: _codex_host("--memory-mb"),
-    "codex_host.warm_idle_min": lambda: _warm("IDLE_S") / 60,
-    "codex_host.warm_quiet_s": lambda: _warm("QUIET_S"),
+    "codex_host.warm_idle_min": lambda: _constant(WARM, "IDLE_S") / 60,
+    "codex_host.warm_quiet_s": lambda: _constant(WARM, "QUIET_S"),
     # interpreter mcp-server
-    "mcp_server.result_chars": _mcp_result_cap,
-    "mcp_server.preview_chars": lambda: _mcp("TEXT_PREVIEW_CHARS"),
-    "mcp_server.memory_mb": lambda: _mcp("MEMORY_MB"),
+    "mcp_server.result_chars": lambda: _constant("codemode.mcp.server", "RESULT_FIELD_CHARS"),
+    "mcp_server.preview_chars": lambda: _constant("codemode.mcp.server", "TEXT_PREVIEW_CHARS"),
+    "mcp_server.memory_mb": lambda: _constant("codemode.commands.mcp", "MEMORY_MB"),
     "config.exec_timeout_s": lambda: _config_default("exec_timeout_s"),
     # the runtime's Limits and ToolHost (docs/embedding.md)
     "limits.timeout_s": lambda: _limits("timeout_s"),
@@ -117,6 +104,15 @@ FACTS: dict[str, Callable[[], Any]] = {
     "catalog.ollama.max_output_tokens": lambda: _catalog("ollama", "max_output_tokens"),
     "catalog.lmstudio.max_output_tokens": lambda: _catalog("lmstudio", "max_output_tokens"),
     "catalog.vllm.max_output_tokens": lambda: _catalog("vllm", "max_output_tokens"),
+    # interpreter doctor, and the first minute without a provider (docs/doctor.md)
+    "doctor.exit_ok": lambda: _constant("codemode.doctor.exit_status", "EXIT_OK"),
+    "doctor.exit_broken": lambda: _constant("codemode.doctor.exit_status", "EXIT_BROKEN"),
+    "doctor.exit_not_set_up": lambda: _constant("codemode.doctor.exit_status", "EXIT_NOT_SET_UP"),
+    "doctor.min_node_major": lambda: _constant("codemode.doctor.checks", "MIN_NODE_MAJOR"),
+    "provider_hints.max_suggestions": lambda: _constant(
+        "codemode.config.provider_hints", "MAX_SUGGESTIONS"),
+    "exec.exit_usage": lambda: _constant("codemode.commands.exec", "EXIT_USAGE"),
+    "interactive.exit_usage": lambda: _constant("codemode.tui.app", "EXIT_USAGE"),
 }
 
 

@@ -9,41 +9,15 @@ from __future__ import annotations
 import ctypes.util
 import os
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
+from codemode.doctor.provider_checks import provider_keys
+from codemode.doctor.report import Report, Status
 from codemode.locations.host_programs import host_program
-
-Status = Literal["ok", "info", "warn", "error"]
 
 RULES_DIR = "rules"
 SESSIONS_DIR = "sessions"
 MIN_NODE_MAJOR = 18
-
-
-@dataclass
-class Check:
-    section: str
-    label: str
-    status: Status
-    detail: str
-    fix: str | None = None
-
-
-@dataclass
-class Report:
-    checks: list[Check] = field(default_factory=list)
-
-    def add(
-        self, section: str, label: str, status: Status, detail: str, fix: str | None = None
-    ) -> None:
-        self.checks.append(Check(section, label, status, detail, fix))
-
-    @property
-    def problems(self) -> list[Check]:
-        return [c for c in self.checks if c.status in ("warn", "error")]
-
 
 # --- user data -------------------------------------------------------------------------
 
@@ -166,19 +140,23 @@ def seccomp(report: Report) -> None:
 
 
 def landlock(report: Report) -> None:
+    """Asks the kernel itself (landlock_create_ruleset), as the confinement backend does:
+    the LSM list in securityfs is often not mounted (containers), and says nothing then."""
+    from codemode.sandbox.confinement import landlock as kernel
+
+    if kernel.available() is None:
+        report.add("environment", "landlock", "ok", f"works (ABI {kernel.abi_version()})")
+        return
     try:
         lsms = Path("/sys/kernel/security/lsm").read_text().strip().split(",")
     except OSError:
-        report.add("environment", "landlock", "info", "cannot tell (no /sys/kernel/security/lsm)")
-        return
-    if "landlock" in lsms:
-        report.add("environment", "landlock", "ok", "enabled in the kernel")
-    else:
-        report.add(
-            "environment", "landlock", "info", f"not enabled (LSMs: {', '.join(lsms)}); "
-            "bubblewrap still confines writes",
-            "optional: boot with lsm=landlock,... (kernel 5.13+)",
-        )
+        lsms = []
+    listed = f" (LSMs: {', '.join(lsms)})" if lsms else ""
+    report.add(
+        "environment", "landlock", "info", f"not available here{listed}; "
+        "bubblewrap still confines writes",
+        "optional: Linux 5.13+ booted with lsm=landlock,...",
+    )
 
 
 def confinement(report: Report) -> None:
@@ -279,55 +257,6 @@ def _engine_version(engine: str) -> str:
         return ""
 
 
-def provider_keys(report: Report) -> None:
-    from codemode.config import ConfigError, load_config
-    from codemode.providers.catalog import provider_names, resolve_provider
-
-    try:
-        config = load_config()
-    except ConfigError:
-        config = None
-    chosen = config.model_provider if config else None
-    tables = config.model_providers if config else {}
-    catalog: dict[str, str | None] = {}
-    for name in provider_names(tables):
-        try:
-            info = resolve_provider(name, tables).info
-        except ValueError:  # a bad table: the config check reports it
-            info = None
-        catalog[name] = info.env_key if info is not None else None
-    if chosen is None:
-        report.add(
-            "providers", "model_provider", "warn", "none configured",
-            "set model_provider = \"NAME\" in config.toml, or pass --provider NAME",
-        )
-    elif chosen not in catalog and not (config and chosen in config.model_providers):
-        report.add("providers", "model_provider", "error", f"{chosen!r} is not a known provider",
-                   f"define [model_providers.{chosen}] with base_url and wire_api")
-    by_key: dict[str, list[str]] = {}
-    for name, env_key in catalog.items():
-        if env_key:
-            by_key.setdefault(env_key, []).append(name)
-    unset = 0
-    for env_key, names in sorted(by_key.items()):
-        present = bool(os.environ.get(env_key, "").strip())
-        used = chosen in names
-        label = env_key
-        who = ", ".join(sorted(names))
-        if present:
-            report.add("providers", label, "ok", f"set (for {who})")
-        elif used:
-            report.add("providers", label, "error", f"not set, and {chosen} needs it",
-                       f"export {env_key}=... (the key for {chosen})")
-        else:
-            unset += 1  # one line for all of these: the catalog knows over a hundred
-    if unset:
-        report.add("providers", "other keys", "info",
-                   f"{unset} key variables not set (`interpreter providers` lists them)")
-    keyless = sorted(name for name, env_key in catalog.items() if not env_key)
-    report.add("providers", "no key needed", "info", ", ".join(keyless))
-
-
 def run_checks(cwd: Path) -> Report:
     """Every check, in the order they are printed."""
     cwd = cwd.resolve()
@@ -336,31 +265,8 @@ def run_checks(cwd: Path) -> Report:
     bubblewrap(report)
     seccomp(report)
     landlock(report)
-    confinement(report)
     node(report)
     engines(report)
+    confinement(report)
     provider_keys(report)
     return report
-
-
-_MARKS = {"ok": "ok  ", "info": "    ", "warn": "warn", "error": "FAIL"}
-_TITLES = {"data": "User data", "environment": "Environment", "providers": "Provider keys",
-           "local": "Local model servers"}
-
-
-def render(report: Report) -> str:
-    lines: list[str] = []
-    section = None
-    width = max(len(c.label) for c in report.checks)
-    for check in report.checks:
-        if check.section != section:
-            section = check.section
-            lines.append(("" if not lines else "\n") + _TITLES.get(section, section))
-        lines.append(f"  {_MARKS[check.status]}  {check.label.ljust(width)}  {check.detail}")
-        if check.fix and check.status != "ok":
-            lines.append(f"        {' ' * width}  fix: {check.fix}")
-    problems = len(report.problems)
-    lines.append(
-        f"\n{problems} problem{'s' if problems != 1 else ''} found" if problems else "\nall good"
-    )
-    return "\n".join(lines)
