@@ -78,7 +78,7 @@ def session_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "--harness",
             help="Harness (prompt and tool surface; `interpreter harness list`); default: "
             "the one of the provider's model family (claude-code for Anthropic, kimi-code "
-            "for Kimi, qwen-code for Qwen), else native.",
+            "for Kimi, qwen-code for Qwen, zcode for GLM), else native.",
         ),
         cwd_option("Workspace (default: current directory)."),
         click.option(
