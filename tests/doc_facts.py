@@ -46,10 +46,111 @@ def _warm(name: str) -> Any:
     return getattr(warm_server, name)
 
 
+def _imported(module: str, name: str) -> Any:
+    """``module.name``: a constant, read where the code defines it."""
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+def _sandbox_option(name: str) -> Any:
+    from codemode.sandbox.settings import SandboxOptions
+
+    return _field_default(SandboxOptions, name)
+
+
 def _mcp_result_cap() -> int:
     from codemode.mcp.server import RESULT_FIELD_CHARS
 
     return RESULT_FIELD_CHARS
+
+
+def _field_default(model: Any, name: str) -> Any:
+    """The default of a pydantic model's or a dataclass's field ``name``."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(model):
+        return next(f.default for f in dataclasses.fields(model) if f.name == name)
+    return model.model_fields[name].default
+
+
+def _config(name: str) -> Any:
+    from codemode.config import Config
+
+    return _field_default(Config, name)
+
+
+def _same(*values: Any) -> Any:
+    """One value several places decide alike; a disagreement is shown as all of them,
+    which matches no documented value."""
+    return values[0] if len(set(values)) == 1 else values
+
+
+def _sandbox(name: str) -> Any:
+    """A sandbox default, the same in the config file and in ``SandboxSettings`` (what
+    ``run`` and a ``ToolHost`` without ``sandbox=`` use)."""
+    from codemode.sandbox.settings import SandboxSettings
+
+    return _same(_config(name), _field_default(SandboxSettings, name))
+
+
+def _agent_dialect() -> str:
+    return "code mode" if _config("code_mode") else "classic"
+
+
+def _agent_engine() -> Any:
+    from codemode.assembly.options import SessionSpec
+
+    return _field_default(SessionSpec, "default_engine")
+
+
+def _run(option: str) -> Any:
+    return _click_default("codemode.cli.run", "run", option)
+
+
+def _limits(name: str) -> Any:
+    from codemode.js_runtime.models import Limits
+
+    return _field_default(Limits, name)
+
+
+def _toolhost_engine() -> Any:
+    from codemode.host import ToolHost
+
+    return _default(ToolHost.__init__, "engine")
+
+
+def _corpus_commands() -> int:
+    """Command lines in the execpolicy corpus, all sections."""
+    import tomllib
+    from pathlib import Path
+
+    path = Path(__file__).parent / "data" / "policy_corpus.toml"
+    corpus = tomllib.loads(path.read_text(encoding="utf-8"))
+    return sum(len(section["commands"]) for section in corpus.values())
+
+
+def _catalog_file(name: str) -> Any:
+    """One of the shipped provider catalog's files."""
+    import json
+    from pathlib import Path
+
+    import codemode.providers
+
+    path = Path(codemode.providers.__file__).parent / name
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _catalog_output_cap(*names: str) -> Any:
+    """The catalog's default output cap of these providers (``none`` when unset)."""
+    providers = _catalog_file("catalog.json")["providers"]
+    return _same(*(providers[n].get("max_output_tokens", "none") for n in names))
+
+
+def _mcp_config(name: str) -> Any:
+    from codemode.mcp.config import McpServerConfig
+
+    return _field_default(McpServerConfig, name)
 
 
 FACTS: dict[str, Callable[[], Any]] = {
@@ -62,6 +163,48 @@ FACTS: dict[str, Callable[[], Any]] = {
     "codex_host.warm_quiet_s": lambda: _warm("QUIET_S"),
     # interpreter mcp-server
     "mcp_server.result_chars": _mcp_result_cap,
+    "mcp_server.engine": lambda: _imported("codemode.commands.mcp", "SERVER_ENGINE"),
+    "mcp_server.memory_mb": lambda: _imported("codemode.commands.mcp", "SERVER_MEMORY_MB"),
+    # the agent: interpreter exec and the interactive session (README's defaults)
+    "agent.dialect": _agent_dialect,
+    "agent.engine": _agent_engine,
+    "agent.memory_mb": lambda: _imported("codemode.js_runtime.models", "AGENT_MEMORY_MB"),
+    "agent.output_chars": lambda: _imported("codemode.assembly.session", "AGENT_OUTPUT_CHARS"),
+    "exec.exit_interrupted": lambda: _imported("codemode.commands.exec", "EXIT_INTERRUPTED"),
+    # config.toml keys every session reads
+    "config.exec_timeout_s": lambda: _config("exec_timeout_s"),
+    "config.exec_yield_time_s": lambda: _config("exec_yield_time_ms") / 1000,
+    "config.max_tool_calls": lambda: _limits("max_tool_calls"),
+    "sandbox.mode": lambda: _sandbox("sandbox_mode"),
+    "sandbox.approval": lambda: _sandbox("approval_policy"),
+    "sandbox.backend": lambda: _sandbox_option("backend"),
+    # interpreter run
+    "run.engine": lambda: _run("--engine"),
+    "run.timeout_s": lambda: _run("--timeout"),
+    "run.memory_mb": lambda: _run("--memory"),
+    "run.max_tool_calls": lambda: _run("--max-tool-calls"),
+    "run.output_chars": lambda: _imported("codemode.cli.run", "RUN_OUTPUT_CHARS"),
+    "run.exit_limit": lambda: _imported("codemode.commands.run", "EXIT_LIMIT"),
+    "run.exit_interrupted": lambda: _imported("codemode.cli", "EXIT_INTERRUPTED"),
+    # ToolHost (its Limits() defaults)
+    "toolhost.engine": _toolhost_engine,
+    "toolhost.timeout_s": lambda: _limits("timeout_s"),
+    "toolhost.memory_mb": lambda: _limits("memory_mb"),
+    "toolhost.output_chars": lambda: _limits("output_chars"),
+    # the tools and their inputs
+    "grep.default_lines": lambda: _field_default(_imported("codemode.tools.grep", "GrepArgs"),
+                                                 "max_results"),
+    "grep.max_lines": lambda: _imported("codemode.tools.grep", "MAX_GREP_MATCHES"),
+    "read.max_mb": lambda: _imported("codemode.tools.store", "MAX_READ_BYTES") / 2**20,
+    "undo.max_file_mb": lambda: _imported("codemode.tui.snapshots", "MAX_FILE_BYTES") / 2**20,
+    "execpolicy.corpus_commands": _corpus_commands,
+    "mcp.startup_timeout_s": lambda: _mcp_config("startup_timeout_s"),
+    "mcp.tool_timeout_s": lambda: _mcp_config("tool_timeout_s"),
+    # providers
+    "providers.count": lambda: len(_catalog_file("catalog.json")["providers"]),
+    "providers.models": lambda: sum(len(m) for m in _catalog_file("models.json").values()),
+    "local.max_output_tokens": lambda: _catalog_output_cap("llamacpp", "ollama", "lmstudio"),
+    "local.vllm_max_output_tokens": lambda: _catalog_output_cap("vllm"),
 }
 
 

@@ -10,6 +10,11 @@ from typing import TYPE_CHECKING
 from codemode.config import Config, codemode_home
 from codemode.terminal.control_chars import echo, json_text
 
+# The isolate when the config names none, and the memory cap of one `execute` program
+# (the isolate's, and its worker's OS cap).
+SERVER_ENGINE = "quickjs"
+SERVER_MEMORY_MB = 512
+
 if TYPE_CHECKING:
     from codemode.assembly.options import SessionOptions
     from codemode.mcp.early import EarlyStdio
@@ -87,9 +92,11 @@ def serve(
         registry,
         cwd,
         decide=policy_decider(settings.approval_policy, settings.sandbox_mode),
-        engine=config.engine or "quickjs",
+        engine=config.engine or SERVER_ENGINE,
         limits=Limits(
-            timeout_s=config.exec_timeout_s, memory_mb=512, output_chars=RESULT_FIELD_CHARS
+            timeout_s=config.exec_timeout_s,
+            memory_mb=SERVER_MEMORY_MB,
+            output_chars=RESULT_FIELD_CHARS,
         ),
         sandbox=sandbox,
     )
