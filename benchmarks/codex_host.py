@@ -13,7 +13,9 @@
    (``beside(..., warm=True)``: a host taken from a warm server, ``warm_server.py``;
    the untimed first turn starts that server, as a user's first session would).
    Turns start ``GAP_S`` apart. ``ratio`` / ``ratio_warm`` is ours / Codex's median
-   wall time (target <= 1.0: ours no slower).
+   wall time (target <= 1.0: ours no slower); ``paired_difference_ms``: ours minus
+   Codex's within each round (the sides run back to back), its median and how many
+   rounds ours was faster.
 2. The host's own time per nested call: each host alone on TCP (``--listen
    grpc://127.0.0.1:PORT``), driven by one Python gRPC client that answers every tool
    call at once. A program makes CALLS calls to a no-op tool; the host reports how long
@@ -125,8 +127,22 @@ def whole_process(vendor: Path, ours: Path, warm: Path, calls: int, runs: int) -
                 time.sleep(GAP_S)
                 times[side].append(run_turn(binaries[side], code))
         medians = {side: round(statistics.median(times[side]), 1) for side in SIDES}
+        # Each round ran the sides back to back: the difference within a round is
+        # steadier than the medians' ratio when the machine's speed drifts.
+        paired = {
+            side: sorted(o - c for o, c in zip(times[side], times["codex_host"], strict=True))
+            for side in ("ours", "ours_warm")
+        }
         result[mode] = {
             "median_ms": medians,
+            "paired_difference_ms": {
+                side: {
+                    "median": round(statistics.median(d), 1),
+                    "rounds_ours_faster": sum(x < 0 for x in d),
+                    "rounds": len(d),
+                }
+                for side, d in paired.items()
+            },
             "ratio": round(medians["ours"] / medians["codex_host"], 3),
             "ratio_warm": round(medians["ours_warm"] / medians["codex_host"], 3),
             "meets_target": medians["ours"] <= medians["codex_host"],

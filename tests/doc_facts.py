@@ -46,23 +46,58 @@ def _warm(name: str) -> Any:
     return getattr(warm_server, name)
 
 
-def _imported(module: str, name: str) -> Any:
-    """``module.name``: a constant, read where the code defines it."""
-    import importlib
+def _catalog(provider: str, field: str) -> Any:
+    """A field of a provider in the catalog (``providers/catalog.json``); "none" when
+    the provider does not set it."""
+    import json
+    from importlib import resources
 
-    return getattr(importlib.import_module(module), name)
-
-
-def _sandbox_option(name: str) -> Any:
-    from codemode.sandbox.settings import SandboxOptions
-
-    return _field_default(SandboxOptions, name)
+    text = resources.files("codemode.providers").joinpath("catalog.json").read_text()
+    entry = json.loads(text)
+    entry = entry.get("providers", entry)[provider]
+    return entry.get(field, "none")
 
 
 def _mcp_result_cap() -> int:
     from codemode.mcp.server import RESULT_FIELD_CHARS
 
     return RESULT_FIELD_CHARS
+
+
+def _limits(field: str) -> Any:
+    """A default of the runtime's ``Limits`` (what ToolHost and the entry points start from)."""
+    from codemode.js_runtime import Limits
+
+    return getattr(Limits(), field)
+
+
+def _tool_host(parameter: str) -> Any:
+    from codemode.host import ToolHost
+
+    return _default(ToolHost.__init__, parameter)
+
+
+def _mcp(name: str) -> Any:
+    import importlib
+
+    for module in ("codemode.commands.mcp", "codemode.mcp.server"):
+        found = getattr(importlib.import_module(module), name, None)
+        if found is not None:
+            return found
+    raise KeyError(name)
+
+
+def _config_default(field: str) -> Any:
+    from codemode.config import Config
+
+    return Config.model_fields[field].default
+
+
+def _imported(module: str, name: str) -> Any:
+    """``module.name``: a constant, read where the code defines it."""
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
 
 
 def _field_default(model: Any, name: str) -> Any:
@@ -72,12 +107,6 @@ def _field_default(model: Any, name: str) -> Any:
     if dataclasses.is_dataclass(model):
         return next(f.default for f in dataclasses.fields(model) if f.name == name)
     return model.model_fields[name].default
-
-
-def _config(name: str) -> Any:
-    from codemode.config import Config
-
-    return _field_default(Config, name)
 
 
 def _same(*values: Any) -> Any:
@@ -91,11 +120,17 @@ def _sandbox(name: str) -> Any:
     ``run`` and a ``ToolHost`` without ``sandbox=`` use)."""
     from codemode.sandbox.settings import SandboxSettings
 
-    return _same(_config(name), _field_default(SandboxSettings, name))
+    return _same(_config_default(name), _field_default(SandboxSettings, name))
+
+
+def _sandbox_option(name: str) -> Any:
+    from codemode.sandbox.settings import SandboxOptions
+
+    return _field_default(SandboxOptions, name)
 
 
 def _agent_dialect() -> str:
-    return "code mode" if _config("code_mode") else "classic"
+    return "code mode" if _config_default("code_mode") else "classic"
 
 
 def _agent_engine() -> Any:
@@ -106,18 +141,6 @@ def _agent_engine() -> Any:
 
 def _run(option: str) -> Any:
     return _click_default("codemode.cli.run", "run", option)
-
-
-def _limits(name: str) -> Any:
-    from codemode.js_runtime.models import Limits
-
-    return _field_default(Limits, name)
-
-
-def _toolhost_engine() -> Any:
-    from codemode.host import ToolHost
-
-    return _default(ToolHost.__init__, "engine")
 
 
 def _corpus_commands() -> int:
@@ -133,18 +156,9 @@ def _corpus_commands() -> int:
 def _catalog_file(name: str) -> Any:
     """One of the shipped provider catalog's files."""
     import json
-    from pathlib import Path
+    from importlib import resources
 
-    import codemode.providers
-
-    path = Path(codemode.providers.__file__).parent / name
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _catalog_output_cap(*names: str) -> Any:
-    """The catalog's default output cap of these providers (``none`` when unset)."""
-    providers = _catalog_file("catalog.json")["providers"]
-    return _same(*(providers[n].get("max_output_tokens", "none") for n in names))
+    return json.loads(resources.files("codemode.providers").joinpath(name).read_text())
 
 
 def _mcp_config(name: str) -> Any:
@@ -163,18 +177,31 @@ FACTS: dict[str, Callable[[], Any]] = {
     "codex_host.warm_quiet_s": lambda: _warm("QUIET_S"),
     # interpreter mcp-server
     "mcp_server.result_chars": _mcp_result_cap,
+    "mcp_server.preview_chars": lambda: _mcp("TEXT_PREVIEW_CHARS"),
+    "mcp_server.memory_mb": lambda: _mcp("MEMORY_MB"),
+    "config.exec_timeout_s": lambda: _config_default("exec_timeout_s"),
+    # the runtime's Limits and ToolHost (docs/embedding.md)
+    "limits.timeout_s": lambda: _limits("timeout_s"),
+    "limits.memory_mb": lambda: _limits("memory_mb"),
+    "limits.max_tool_calls": lambda: _limits("max_tool_calls"),
+    "limits.output_chars": lambda: _limits("output_chars"),
+    "tool_host.engine": lambda: _tool_host("engine"),
+    # local model servers' output caps (docs/local-models.md)
+    "catalog.llamacpp.max_output_tokens": lambda: _catalog("llamacpp", "max_output_tokens"),
+    "catalog.ollama.max_output_tokens": lambda: _catalog("ollama", "max_output_tokens"),
+    "catalog.lmstudio.max_output_tokens": lambda: _catalog("lmstudio", "max_output_tokens"),
+    "catalog.vllm.max_output_tokens": lambda: _catalog("vllm", "max_output_tokens"),
+    "providers.count": lambda: len(_catalog_file("catalog.json")["providers"]),
+    "providers.models": lambda: sum(len(m) for m in _catalog_file("models.json").values()),
+    # README's defaults per entry point (and the pages carved out of the README)
     "mcp_server.engine": lambda: _imported("codemode.commands.mcp", "SERVER_ENGINE"),
-    "mcp_server.memory_mb": lambda: _imported("codemode.commands.mcp", "SERVER_MEMORY_MB"),
-    # the agent: interpreter exec and the interactive session (README's defaults)
+    # the agent: interpreter exec and the interactive session
     "agent.dialect": _agent_dialect,
     "agent.engine": _agent_engine,
     "agent.memory_mb": lambda: _imported("codemode.js_runtime.models", "AGENT_MEMORY_MB"),
     "agent.output_chars": lambda: _imported("codemode.assembly.session", "AGENT_OUTPUT_CHARS"),
     "exec.exit_interrupted": lambda: _imported("codemode.commands.exec", "EXIT_INTERRUPTED"),
-    # config.toml keys every session reads
-    "config.exec_timeout_s": lambda: _config("exec_timeout_s"),
-    "config.exec_yield_time_s": lambda: _config("exec_yield_time_ms") / 1000,
-    "config.max_tool_calls": lambda: _limits("max_tool_calls"),
+    "config.exec_yield_time_s": lambda: _config_default("exec_yield_time_ms") / 1000,
     "sandbox.mode": lambda: _sandbox("sandbox_mode"),
     "sandbox.approval": lambda: _sandbox("approval_policy"),
     "sandbox.backend": lambda: _sandbox_option("backend"),
@@ -186,25 +213,16 @@ FACTS: dict[str, Callable[[], Any]] = {
     "run.output_chars": lambda: _imported("codemode.cli.run", "RUN_OUTPUT_CHARS"),
     "run.exit_limit": lambda: _imported("codemode.commands.run", "EXIT_LIMIT"),
     "run.exit_interrupted": lambda: _imported("codemode.cli", "EXIT_INTERRUPTED"),
-    # ToolHost (its Limits() defaults)
-    "toolhost.engine": _toolhost_engine,
-    "toolhost.timeout_s": lambda: _limits("timeout_s"),
-    "toolhost.memory_mb": lambda: _limits("memory_mb"),
-    "toolhost.output_chars": lambda: _limits("output_chars"),
     # the tools and their inputs
-    "grep.default_lines": lambda: _field_default(_imported("codemode.tools.grep", "GrepArgs"),
-                                                 "max_results"),
+    "grep.default_lines": lambda: _field_default(
+        _imported("codemode.tools.grep", "GrepArgs"), "max_results"
+    ),
     "grep.max_lines": lambda: _imported("codemode.tools.grep", "MAX_GREP_MATCHES"),
     "read.max_mb": lambda: _imported("codemode.tools.store", "MAX_READ_BYTES") / 2**20,
     "undo.max_file_mb": lambda: _imported("codemode.tui.snapshots", "MAX_FILE_BYTES") / 2**20,
     "execpolicy.corpus_commands": _corpus_commands,
     "mcp.startup_timeout_s": lambda: _mcp_config("startup_timeout_s"),
     "mcp.tool_timeout_s": lambda: _mcp_config("tool_timeout_s"),
-    # providers
-    "providers.count": lambda: len(_catalog_file("catalog.json")["providers"]),
-    "providers.models": lambda: sum(len(m) for m in _catalog_file("models.json").values()),
-    "local.max_output_tokens": lambda: _catalog_output_cap("llamacpp", "ollama", "lmstudio"),
-    "local.vllm_max_output_tokens": lambda: _catalog_output_cap("vllm"),
 }
 
 

@@ -365,3 +365,23 @@ def test_a_client_of_another_user_is_dropped(shim: tuple[Path, str], public: Pat
     finally:
         server.terminate()
         server.wait(30)
+
+
+def test_a_session_beside_another_gets_a_host_too(shim: tuple[Path, str]) -> None:
+    """The spare is made once no session runs; a client arriving while one does gets a
+    host made for it at once."""
+    host, sock = shim
+    _session(host)
+    _until(lambda: answers(sock), 60, "the server")
+    first = _start(host)
+    assert first.stdin is not None
+    first.stdin.write(_frame(HELLO))
+    first.stdin.flush()
+    assert _read(first)["type"] == "connection/ready"
+    try:
+        for _ in range(2):  # the first took the spare; these find none made
+            exe, status, err = _session(host)
+            assert (exe.endswith(CLIENT_NAME), status) == (True, 0), err
+    finally:
+        first.stdin.close()
+        assert first.wait(60) == 0

@@ -6,7 +6,8 @@ Most of a Python host's start is its imports (~80 ms here), and Codex waits for 
 every session. This server imports them once, then keeps one *spare*: a process forked
 from it with everything imported, its engine worker booting, waiting. When the
 ``warm_client`` program (the shim's, ``beside.py``) connects, the server hands the
-connection to the spare and forks the next one. The spare takes the client's stdin,
+connection to the spare; the next one is forked once no session has run for
+``QUIET_S`` (or at once, for a client that finds none). The spare takes the client's stdin,
 stdout, stderr and working folder (SCM_RIGHTS), answers ``A`` and serves the session
 exactly as ``interpreter code-mode-host`` would; the server reports its exit status to
 the client, which exits with it. A client that goes away (killed) ends its host.
@@ -42,10 +43,10 @@ from pathlib import Path
 MAGIC = b"codemode-warm-host/1"
 MAX_REQUEST = 65536
 IDLE_S = 900.0
-# The next spare is made once no host has started or ended for this long: making one
-# (a fork, its pages, its engine worker's boot: ~0.15 s of CPU) while a session runs,
-# or while its client finishes the turn, would slow them on a machine with few cores.
-# A client that finds no spare gets one made at once.
+# The next spare is made once no host has run for this long: making one (a fork, its
+# pages, its engine worker's boot: a Python process's start) while a session runs, or
+# while its client finishes the turn, would slow them on a machine with few cores. A
+# client that finds no spare (a session beside another) gets one made at once.
 QUIET_S = 1.0
 # A spare that dies this soon after its fork, this many times in a row, means hosts
 # cannot start here: the server gives up instead of forking for ever.
@@ -138,7 +139,10 @@ def _serve_client(conn: socket.socket) -> None:
     for fd in fds:
         os.close(fd)
     conn.settimeout(None)
-    conn.sendall(b"A")
+    try:
+        conn.sendall(b"A")
+    except OSError:  # the client went before its answer: nobody to serve
+        os._exit(0)
     threading.Thread(target=_end_with_client, args=(conn,), daemon=True).start()
     sys.argv = ["interpreter", "code-mode-host", *args]
     for hook in _on_serve:
@@ -294,8 +298,15 @@ class Server:
         self.spare_started = time.monotonic()
 
     def _hand_over(self) -> None:
-        conn, _ = self.listener.accept()
-        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        try:
+            conn, _ = self.listener.accept()
+        except OSError:  # gone before it was taken, or out of descriptors: it retries
+            return
+        try:
+            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+        except OSError:
+            conn.close()
+            return
         _, uid, _ = struct.unpack("3i", creds)
         if uid != os.geteuid():
             conn.close()
@@ -312,7 +323,7 @@ class Server:
         self.spare_channel.close()
         self.spare_channel = None
         self.spare_pid = 0
-        self.spare_due = time.monotonic() + QUIET_S
+        self.spare_due = None  # once the hosts have ended
 
     def _reap(self) -> None:
         while True:
@@ -331,7 +342,7 @@ class Server:
                 except OSError:
                     pass
                 conn.close()
-                if not self.spare_pid:
+                if not self.spare_pid and not self.hosts:
                     self.spare_due = time.monotonic() + QUIET_S
             elif pid == self.spare_pid:
                 quick = time.monotonic() - self.spare_started < 5
@@ -434,6 +445,7 @@ def main(argv: list[str], on_serve: Callable[[], None] | None = None) -> int:
         return 0  # another server has this socket
     os.ftruncate(lock, 0)
     os.write(lock, f"{os.getpid()}\n".encode())  # who serves it, for whoever must stop it
+    os.chdir("/")  # not the first host's folder, which it would keep busy
     if args.after:
         _wait_for_end(args.after)
     _import_what_hosts_use()

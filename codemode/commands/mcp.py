@@ -10,14 +10,15 @@ from typing import TYPE_CHECKING
 from codemode.config import Config, codemode_home
 from codemode.terminal.control_chars import echo, json_text
 
-# The isolate when the config names none, and the memory cap of one `execute` program
-# (the isolate's, and its worker's OS cap).
+# The isolate of `execute` programs when the config names none.
 SERVER_ENGINE = "quickjs"
-SERVER_MEMORY_MB = 512
 
 if TYPE_CHECKING:
     from codemode.assembly.options import SessionOptions
     from codemode.mcp.early import EarlyStdio
+
+# The heap cap of each `execute` program (docs/embedding.md's table of entry points).
+MEMORY_MB = 512
 
 
 def list_servers(config: Config, *, as_json: bool) -> int:
@@ -95,7 +96,7 @@ def serve(
         engine=config.engine or SERVER_ENGINE,
         limits=Limits(
             timeout_s=config.exec_timeout_s,
-            memory_mb=SERVER_MEMORY_MB,
+            memory_mb=MEMORY_MB,
             output_chars=RESULT_FIELD_CHARS,
         ),
         sandbox=sandbox,
