@@ -173,6 +173,9 @@ FACTS: dict[str, Callable[[], Any]] = {
     "codex_host.engine": lambda: _codex_host("--engine"),
     "codex_host.timeout_s": lambda: _codex_host("--timeout"),
     "codex_host.memory_mb": lambda: _codex_host("--memory-mb"),
+    "codex_host.max_tool_calls": lambda: _imported(
+        "codemode.codex_host.runtime", "SessionLimits"
+    )._field_defaults["max_tool_calls"],
     "codex_host.warm_idle_min": lambda: _warm("IDLE_S") / 60,
     "codex_host.warm_quiet_s": lambda: _warm("QUIET_S"),
     # interpreter mcp-server
@@ -197,6 +200,7 @@ FACTS: dict[str, Callable[[], Any]] = {
     "mcp_server.engine": lambda: _imported("codemode.commands.mcp", "SERVER_ENGINE"),
     # the agent: interpreter exec and the interactive session
     "agent.dialect": _agent_dialect,
+    "agent.max_turns": lambda: _config_default("max_turns"),
     "agent.engine": _agent_engine,
     "agent.memory_mb": lambda: _imported("codemode.js_runtime.models", "AGENT_MEMORY_MB"),
     "agent.output_chars": lambda: _imported("codemode.assembly.session", "AGENT_OUTPUT_CHARS"),
