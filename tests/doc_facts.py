@@ -58,6 +58,13 @@ def _catalog(provider: str, field: str) -> Any:
     return entry.get(field, "none")
 
 
+def _constant(module: str, name: str) -> Any:
+    """A module-level constant, read where the code defines it."""
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
 def _mcp_result_cap() -> int:
     from codemode.mcp.server import RESULT_FIELD_CHARS
 
@@ -227,6 +234,15 @@ FACTS: dict[str, Callable[[], Any]] = {
     "execpolicy.corpus_commands": _corpus_commands,
     "mcp.startup_timeout_s": lambda: _mcp_config("startup_timeout_s"),
     "mcp.tool_timeout_s": lambda: _mcp_config("tool_timeout_s"),
+    # interpreter doctor, and the first minute without a provider (docs/doctor.md)
+    "doctor.exit_ok": lambda: _constant("codemode.doctor.exit_status", "EXIT_OK"),
+    "doctor.exit_broken": lambda: _constant("codemode.doctor.exit_status", "EXIT_BROKEN"),
+    "doctor.exit_not_set_up": lambda: _constant("codemode.doctor.exit_status", "EXIT_NOT_SET_UP"),
+    "doctor.min_node_major": lambda: _constant("codemode.doctor.checks", "MIN_NODE_MAJOR"),
+    "provider_hints.max_suggestions": lambda: _constant(
+        "codemode.config.provider_hints", "MAX_SUGGESTIONS"),
+    "exec.exit_usage": lambda: _constant("codemode.commands.exec", "EXIT_USAGE"),
+    "interactive.exit_usage": lambda: _constant("codemode.tui.app", "EXIT_USAGE"),
 }
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from codemode.config import Config, ConfigError, codemode_home
+from codemode.config.provider_hints import no_provider_message, unknown_provider_message
 
 if TYPE_CHECKING:
     from codemode.providers.base import Provider
@@ -24,21 +25,14 @@ def provider_named(
     from codemode.providers.catalog import provider_names, resolve_provider
 
     name = name or config.model_provider
-    catalog = ", ".join(n for n in provider_names({}))
     if name is None:
-        raise ConfigError(
-            "no model provider configured: pass --provider NAME or set model_provider in "
-            f"{codemode_home() / 'config.toml'} (built in: {catalog})"
-        )
+        raise ConfigError(no_provider_message(codemode_home() / "config.toml"))
     try:
         resolved = resolve_provider(name, config.model_providers, notices)
     except ValueError as exc:
         raise ConfigError(f"[model_providers.{name}]: {_problems(exc)}") from None
     if known and resolved.info is None:
-        raise ConfigError(
-            f"unknown provider {name!r}: define [model_providers.{name}] with base_url and "
-            f"wire_api, or use one of: {catalog}"
-        )
+        raise ConfigError(unknown_provider_message(name, provider_names(config.model_providers)))
     return resolved
 
 

@@ -9,10 +9,25 @@ import click
 
 from codemode.cli.options import cwd_option
 from codemode.cli.root import cli
+from codemode.doctor.exit_status import EXIT_BROKEN, EXIT_NOT_SET_UP, EXIT_OK
 from codemode.terminal.control_chars import echo, json_text
 
+# The statuses are the constants' (docs/doctor.md says the same, checked by a test).
+HELP = f"""Show where user data lives and check the environment, with a fix for each problem.
 
-@cli.command()
+\b
+Exit status:
+  {EXIT_OK}  all good
+  {EXIT_BROKEN}  broken: a check failed (warn or FAIL lines, each with its fix)
+  2  usage error (an unknown option)
+  {EXIT_NOT_SET_UP}  not set up yet: nothing is broken, but something is missing (no model
+     provider configured; todo lines say how to set it up)
+
+--json prints {{"status": "ok" | "not_set_up" | "broken", "exit_status": N, "checks": [...]}}.
+"""
+
+
+@cli.command(help=HELP)
 @cwd_option("Repository to look at (default: current directory).")
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
 @click.option("--local", is_flag=True,
@@ -25,11 +40,8 @@ from codemode.terminal.control_chars import echo, json_text
               "first the server lists).")
 def doctor(cwd: Path, as_json: bool, local: bool, base_urls: tuple[str, ...],
            model: str | None) -> None:
-    """Show where user data lives and check the environment, with a fix for each problem.
-
-    Exit status 1 when something needs fixing (warn or FAIL lines).
-    """
     from codemode.doctor.checks import render, run_checks
+    from codemode.doctor.exit_status import exit_status, verdict
 
     if local or base_urls:
         from codemode.doctor.local_models import run_local_checks
@@ -40,7 +52,9 @@ def doctor(cwd: Path, as_json: bool, local: bool, base_urls: tuple[str, ...],
     if as_json:
         import dataclasses
 
-        echo(json_text([dataclasses.asdict(c) for c in report.checks], indent=2))
+        checks = [dataclasses.asdict(c) for c in report.checks]
+        echo(json_text({"status": verdict(report), "exit_status": exit_status(report),
+                        "checks": checks}, indent=2))
     else:
         echo(render(report))
-    sys.exit(1 if report.problems else 0)
+    sys.exit(exit_status(report))

@@ -11,11 +11,12 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from codemode.locations.host_programs import host_program
 
-Status = Literal["ok", "info", "warn", "error"]
+# todo: not set up yet (nothing is wrong, something is missing); warn and error: broken.
+Status = Literal["ok", "info", "todo", "warn", "error"]
 
 RULES_DIR = "rules"
 SESSIONS_DIR = "sessions"
@@ -43,6 +44,11 @@ class Report:
     @property
     def problems(self) -> list[Check]:
         return [c for c in self.checks if c.status in ("warn", "error")]
+
+    @property
+    def missing(self) -> list[Check]:
+        """What is not set up yet (each with how to set it up)."""
+        return [c for c in self.checks if c.status == "todo"]
 
 
 # --- user data -------------------------------------------------------------------------
@@ -166,19 +172,23 @@ def seccomp(report: Report) -> None:
 
 
 def landlock(report: Report) -> None:
+    """Asks the kernel itself (landlock_create_ruleset), as the confinement backend does:
+    the LSM list in securityfs is often not mounted (containers), and says nothing then."""
+    from codemode.sandbox.confinement import landlock as kernel
+
+    if kernel.available() is None:
+        report.add("environment", "landlock", "ok", f"works (ABI {kernel.abi_version()})")
+        return
     try:
         lsms = Path("/sys/kernel/security/lsm").read_text().strip().split(",")
     except OSError:
-        report.add("environment", "landlock", "info", "cannot tell (no /sys/kernel/security/lsm)")
-        return
-    if "landlock" in lsms:
-        report.add("environment", "landlock", "ok", "enabled in the kernel")
-    else:
-        report.add(
-            "environment", "landlock", "info", f"not enabled (LSMs: {', '.join(lsms)}); "
-            "bubblewrap still confines writes",
-            "optional: boot with lsm=landlock,... (kernel 5.13+)",
-        )
+        lsms = []
+    listed = f" (LSMs: {', '.join(lsms)})" if lsms else ""
+    report.add(
+        "environment", "landlock", "info", f"not available here{listed}; "
+        "bubblewrap still confines writes",
+        "optional: Linux 5.13+ booted with lsm=landlock,...",
+    )
 
 
 def confinement(report: Report) -> None:
@@ -280,7 +290,8 @@ def _engine_version(engine: str) -> str:
 
 
 def provider_keys(report: Report) -> None:
-    from codemode.config import ConfigError, load_config
+    from codemode.config import CONFIG_FILE, ConfigError, codemode_home, load_config
+    from codemode.config.provider_hints import close_providers, setup_fix
     from codemode.providers.catalog import provider_names, resolve_provider
 
     try:
@@ -297,13 +308,16 @@ def provider_keys(report: Report) -> None:
             info = None
         catalog[name] = info.env_key if info is not None else None
     if chosen is None:
-        report.add(
-            "providers", "model_provider", "warn", "none configured",
-            "set model_provider = \"NAME\" in config.toml, or pass --provider NAME",
-        )
+        report.add("providers", "model_provider", "todo", "none configured yet",
+                   setup_fix(codemode_home() / CONFIG_FILE))
     elif chosen not in catalog and not (config and chosen in config.model_providers):
-        report.add("providers", "model_provider", "error", f"{chosen!r} is not a known provider",
+        close = close_providers(chosen, catalog)
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+        report.add("providers", "model_provider", "error",
+                   f"{chosen!r} is not a known provider{hint}",
                    f"define [model_providers.{chosen}] with base_url and wire_api")
+    else:
+        _chosen_model(report, chosen, tables, config.model if config else None)
     by_key: dict[str, list[str]] = {}
     for name, env_key in catalog.items():
         if env_key:
@@ -328,6 +342,23 @@ def provider_keys(report: Report) -> None:
     report.add("providers", "no key needed", "info", ", ".join(keyless))
 
 
+def _chosen_model(report: Report, provider: str, tables: dict[str, Any], model: str | None) -> None:
+    from codemode.providers.catalog import resolve_provider
+
+    try:
+        info = resolve_provider(provider, tables).info
+    except ValueError:  # a bad table: the config check reports it
+        return
+    chosen = model or (info.default_model if info else None)
+    if chosen:
+        report.add("providers", "model", "ok", f"{chosen} via {provider}"
+                   + ("" if model else " (the provider's default)"))
+    else:
+        report.add("providers", "model", "todo", f"none chosen for {provider}",
+                   'set model = "NAME" in config.toml, or pass -m NAME '
+                   f"(`interpreter models {provider}` lists the catalog's, if any)")
+
+
 def run_checks(cwd: Path) -> Report:
     """Every check, in the order they are printed."""
     cwd = cwd.resolve()
@@ -336,15 +367,17 @@ def run_checks(cwd: Path) -> Report:
     bubblewrap(report)
     seccomp(report)
     landlock(report)
-    confinement(report)
     node(report)
     engines(report)
+    confinement(report)
     provider_keys(report)
     return report
 
 
-_MARKS = {"ok": "ok  ", "info": "    ", "warn": "warn", "error": "FAIL"}
-_TITLES = {"data": "User data", "environment": "Environment", "providers": "Provider keys",
+_MARKS = {"ok": "ok  ", "info": "    ", "todo": "todo", "warn": "warn", "error": "FAIL"}
+_TITLES = {"data": "User data", "environment": "Environment",
+           "confinement": "Confinement (what each working backend keeps)",
+           "providers": "Provider keys",
            "local": "Local model servers"}
 
 
@@ -359,8 +392,12 @@ def render(report: Report) -> str:
         lines.append(f"  {_MARKS[check.status]}  {check.label.ljust(width)}  {check.detail}")
         if check.fix and check.status != "ok":
             lines.append(f"        {' ' * width}  fix: {check.fix}")
-    problems = len(report.problems)
-    lines.append(
-        f"\n{problems} problem{'s' if problems != 1 else ''} found" if problems else "\nall good"
-    )
+    problems, missing = len(report.problems), len(report.missing)
+    if problems:
+        lines.append(f"\n{problems} problem{'s' if problems != 1 else ''} found")
+    elif missing:
+        lines.append(f"\nnothing broken; not set up yet: {missing} todo line"
+                     f"{'s' if missing != 1 else ''} above")
+    else:
+        lines.append("\nall good")
     return "\n".join(lines)

@@ -78,8 +78,14 @@ async def first_run_setup(app: App) -> bool:
     catalog = builtin_providers()
     local = [info for info in catalog.values() if not info.needs_key]
     # The catalog knows over a hundred services; offered here are those ready to use
-    # without more choices (a default model). Any other is a name away: type it.
-    remote = [info for info in catalog.values() if info.needs_key and info.default_model]
+    # without more choices (a default model), one per key variable (a regional or plan
+    # variant sharing its key is a name away, as is any other: type it).
+    remote: list[ProviderInfo] = []
+    for entry in catalog.values():
+        if entry.needs_key and entry.default_model and all(
+            entry.key_variable != shown.key_variable for shown in remote
+        ):
+            remote.append(entry)
     say("No model provider is configured yet. Which one should codemode use?", style="bold")
     options: list[tuple[str, ProviderInfo | None]] = []
     info: ProviderInfo | None  # a choice on the list; None: another endpoint
@@ -136,7 +142,8 @@ async def first_run_setup(app: App) -> bool:
             "call per step. /code-mode switches any time.", style="")
         code_mode = _yes(await ask("use code mode? [Y/n] › ", "y"))
     except (EOFError, KeyboardInterrupt):
-        say("setup cancelled; nothing written", "yellow")
+        say("setup cancelled; nothing written (--provider NAME -m MODEL picks one for a "
+            "session; `interpreter doctor` says how to set one up)", "yellow")
         return False
     path = codemode_home() / CONFIG_FILE
     write_provider_choice(path, name, model, table, code_mode=code_mode)
