@@ -44,6 +44,15 @@ def test_harness_help_names_every_family_default() -> None:
         assert f"else {DEFAULT_HARNESS}" in text
 
 
+def test_dialect_help_names_the_default_dialect() -> None:
+    """`--code-mode/--classic` says which dialect a session has when neither is given."""
+    from codemode.config import Config
+
+    default = "code mode" if Config.model_fields["code_mode"].default else "classic"
+    for command in ("exec", "resume"):
+        assert f"else {default}." in _option_help(command, "code_mode"), command
+
+
 def test_harness_list_names_the_tools_native_offers(tmp_path: Path) -> None:
     """native's line in `harness list` names exactly the function tools a native
     classic session sends (it once left apply_patch out)."""

@@ -72,7 +72,8 @@ def session_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "--code-mode/--classic",
             "code_mode",
             default=None,
-            help="Code dialect (one exec tool running JavaScript) or classic tool calls.",
+            help="Code dialect (one exec tool running JavaScript) or classic tool calls; "
+            "default: config `code_mode`, else classic.",
         ),
         click.option(
             "--harness",
