@@ -40,12 +40,6 @@ def _codex_host(option: str) -> Any:
     return _click_default("codemode.cli.codex_host", "code_mode_host", option)
 
 
-def _warm(name: str) -> Any:
-    from codemode.codex_host import warm_server
-
-    return getattr(warm_server, name)
-
-
 def _catalog(provider: str, field: str) -> Any:
     """A field of a provider in the catalog (``providers/catalog.json``); "none" when
     the provider does not set it."""
@@ -65,12 +59,6 @@ def _constant(module: str, name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def _mcp_result_cap() -> int:
-    from codemode.mcp.server import RESULT_FIELD_CHARS
-
-    return RESULT_FIELD_CHARS
-
-
 def _limits(field: str) -> Any:
     """A default of the runtime's ``Limits`` (what ToolHost and the entry points start from)."""
     from codemode.js_runtime import Limits
@@ -84,27 +72,10 @@ def _tool_host(parameter: str) -> Any:
     return _default(ToolHost.__init__, parameter)
 
 
-def _mcp(name: str) -> Any:
-    import importlib
-
-    for module in ("codemode.commands.mcp", "codemode.mcp.server"):
-        found = getattr(importlib.import_module(module), name, None)
-        if found is not None:
-            return found
-    raise KeyError(name)
-
-
 def _config_default(field: str) -> Any:
     from codemode.config import Config
 
     return Config.model_fields[field].default
-
-
-def _imported(module: str, name: str) -> Any:
-    """``module.name``: a constant, read where the code defines it."""
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
 
 
 def _field_default(model: Any, name: str) -> Any:
@@ -174,21 +145,20 @@ def _mcp_config(name: str) -> Any:
     return _field_default(McpServerConfig, name)
 
 
+WARM = "codemode.codex_host.warm_server"
+
 FACTS: dict[str, Callable[[], Any]] = {
     # interpreter code-mode-host (docs/codex-host.md)
     "codex_host.listen": lambda: _codex_host("--listen"),
     "codex_host.engine": lambda: _codex_host("--engine"),
     "codex_host.timeout_s": lambda: _codex_host("--timeout"),
     "codex_host.memory_mb": lambda: _codex_host("--memory-mb"),
-    "codex_host.max_tool_calls": lambda: _imported(
-        "codemode.codex_host.runtime", "SessionLimits"
-    )._field_defaults["max_tool_calls"],
-    "codex_host.warm_idle_min": lambda: _warm("IDLE_S") / 60,
-    "codex_host.warm_quiet_s": lambda: _warm("QUIET_S"),
+    "codex_host.warm_idle_min": lambda: _constant(WARM, "IDLE_S") / 60,
+    "codex_host.warm_quiet_s": lambda: _constant(WARM, "QUIET_S"),
     # interpreter mcp-server
-    "mcp_server.result_chars": _mcp_result_cap,
-    "mcp_server.preview_chars": lambda: _mcp("TEXT_PREVIEW_CHARS"),
-    "mcp_server.memory_mb": lambda: _mcp("MEMORY_MB"),
+    "mcp_server.result_chars": lambda: _constant("codemode.mcp.server", "RESULT_FIELD_CHARS"),
+    "mcp_server.preview_chars": lambda: _constant("codemode.mcp.server", "TEXT_PREVIEW_CHARS"),
+    "mcp_server.memory_mb": lambda: _constant("codemode.commands.mcp", "MEMORY_MB"),
     "config.exec_timeout_s": lambda: _config_default("exec_timeout_s"),
     # the runtime's Limits and ToolHost (docs/embedding.md)
     "limits.timeout_s": lambda: _limits("timeout_s"),
@@ -201,39 +171,6 @@ FACTS: dict[str, Callable[[], Any]] = {
     "catalog.ollama.max_output_tokens": lambda: _catalog("ollama", "max_output_tokens"),
     "catalog.lmstudio.max_output_tokens": lambda: _catalog("lmstudio", "max_output_tokens"),
     "catalog.vllm.max_output_tokens": lambda: _catalog("vllm", "max_output_tokens"),
-    "providers.count": lambda: len(_catalog_file("catalog.json")["providers"]),
-    "providers.models": lambda: sum(len(m) for m in _catalog_file("models.json").values()),
-    # README's defaults per entry point (and the pages carved out of the README)
-    "mcp_server.engine": lambda: _imported("codemode.commands.mcp", "SERVER_ENGINE"),
-    # the agent: interpreter exec and the interactive session
-    "agent.dialect": _agent_dialect,
-    "agent.max_turns": lambda: _config_default("max_turns"),
-    "agent.engine": _agent_engine,
-    "agent.memory_mb": lambda: _imported("codemode.js_runtime.models", "AGENT_MEMORY_MB"),
-    "agent.output_chars": lambda: _imported("codemode.assembly.session", "AGENT_OUTPUT_CHARS"),
-    "exec.exit_interrupted": lambda: _imported("codemode.commands.exec", "EXIT_INTERRUPTED"),
-    "config.exec_yield_time_s": lambda: _config_default("exec_yield_time_ms") / 1000,
-    "sandbox.mode": lambda: _sandbox("sandbox_mode"),
-    "sandbox.approval": lambda: _sandbox("approval_policy"),
-    "sandbox.backend": lambda: _sandbox_option("backend"),
-    # interpreter run
-    "run.engine": lambda: _run("--engine"),
-    "run.timeout_s": lambda: _run("--timeout"),
-    "run.memory_mb": lambda: _run("--memory"),
-    "run.max_tool_calls": lambda: _run("--max-tool-calls"),
-    "run.output_chars": lambda: _imported("codemode.cli.run", "RUN_OUTPUT_CHARS"),
-    "run.exit_limit": lambda: _imported("codemode.commands.run", "EXIT_LIMIT"),
-    "run.exit_interrupted": lambda: _imported("codemode.cli", "EXIT_INTERRUPTED"),
-    # the tools and their inputs
-    "grep.default_lines": lambda: _field_default(
-        _imported("codemode.tools.grep", "GrepArgs"), "max_results"
-    ),
-    "grep.max_lines": lambda: _imported("codemode.tools.grep", "MAX_GREP_MATCHES"),
-    "read.max_mb": lambda: _imported("codemode.tools.store", "MAX_READ_BYTES") / 2**20,
-    "undo.max_file_mb": lambda: _imported("codemode.tui.snapshots", "MAX_FILE_BYTES") / 2**20,
-    "execpolicy.corpus_commands": _corpus_commands,
-    "mcp.startup_timeout_s": lambda: _mcp_config("startup_timeout_s"),
-    "mcp.tool_timeout_s": lambda: _mcp_config("tool_timeout_s"),
     # interpreter doctor, and the first minute without a provider (docs/doctor.md)
     "doctor.exit_ok": lambda: _constant("codemode.doctor.exit_status", "EXIT_OK"),
     "doctor.exit_broken": lambda: _constant("codemode.doctor.exit_status", "EXIT_BROKEN"),
@@ -243,6 +180,42 @@ FACTS: dict[str, Callable[[], Any]] = {
         "codemode.config.provider_hints", "MAX_SUGGESTIONS"),
     "exec.exit_usage": lambda: _constant("codemode.commands.exec", "EXIT_USAGE"),
     "interactive.exit_usage": lambda: _constant("codemode.tui.app", "EXIT_USAGE"),
+    # README's defaults per entry point, and the pages carved out of the README
+    "codex_host.max_tool_calls": lambda: _constant(
+        "codemode.codex_host.runtime", "SessionLimits"
+    )._field_defaults["max_tool_calls"],
+    "mcp_server.engine": lambda: _constant("codemode.commands.mcp", "SERVER_ENGINE"),
+    "providers.count": lambda: len(_catalog_file("catalog.json")["providers"]),
+    "providers.models": lambda: sum(len(m) for m in _catalog_file("models.json").values()),
+    # the agent: interpreter exec and the interactive session
+    "agent.dialect": _agent_dialect,
+    "agent.max_turns": lambda: _config_default("max_turns"),
+    "agent.engine": _agent_engine,
+    "agent.memory_mb": lambda: _constant("codemode.js_runtime.models", "AGENT_MEMORY_MB"),
+    "agent.output_chars": lambda: _constant("codemode.assembly.session", "AGENT_OUTPUT_CHARS"),
+    "exec.exit_interrupted": lambda: _constant("codemode.commands.exec", "EXIT_INTERRUPTED"),
+    "config.exec_yield_time_s": lambda: _config_default("exec_yield_time_ms") / 1000,
+    "sandbox.mode": lambda: _sandbox("sandbox_mode"),
+    "sandbox.approval": lambda: _sandbox("approval_policy"),
+    "sandbox.backend": lambda: _sandbox_option("backend"),
+    # interpreter run
+    "run.engine": lambda: _run("--engine"),
+    "run.timeout_s": lambda: _run("--timeout"),
+    "run.memory_mb": lambda: _run("--memory"),
+    "run.max_tool_calls": lambda: _run("--max-tool-calls"),
+    "run.output_chars": lambda: _constant("codemode.cli.run", "RUN_OUTPUT_CHARS"),
+    "run.exit_limit": lambda: _constant("codemode.commands.run", "EXIT_LIMIT"),
+    "run.exit_interrupted": lambda: _constant("codemode.cli", "EXIT_INTERRUPTED"),
+    # the tools and their inputs
+    "grep.default_lines": lambda: _field_default(
+        _constant("codemode.tools.grep", "GrepArgs"), "max_results"
+    ),
+    "grep.max_lines": lambda: _constant("codemode.tools.grep", "MAX_GREP_MATCHES"),
+    "read.max_mb": lambda: _constant("codemode.tools.store", "MAX_READ_BYTES") / 2**20,
+    "undo.max_file_mb": lambda: _constant("codemode.tui.snapshots", "MAX_FILE_BYTES") / 2**20,
+    "execpolicy.corpus_commands": _corpus_commands,
+    "mcp.startup_timeout_s": lambda: _mcp_config("startup_timeout_s"),
+    "mcp.tool_timeout_s": lambda: _mcp_config("tool_timeout_s"),
 }
 
 

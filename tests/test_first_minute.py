@@ -56,6 +56,8 @@ def assert_first_minute(message: str, config: Path) -> None:
     assert CATALOG["anthropic"].key_variable == "ANTHROPIC_API_KEY"
     assert f"{config}:" in message and 'model_provider = "llamacpp"' in message
     assert "interpreter providers" in message  # where the rest are
+    page = re.search(r"more: (docs/[\w-]+\.md)", message)  # where to read more
+    assert page and (Path(__file__).resolve().parents[1] / page[1]).is_file(), message
     # a handful of names, not the catalog
     assert len(names_listed(message)) <= 8, names_listed(message)
     assert "302ai" not in message and "zhipuai-coding-plan" not in message

@@ -40,8 +40,9 @@ Exit status:
               "first the server lists).")
 def doctor(cwd: Path, as_json: bool, local: bool, base_urls: tuple[str, ...],
            model: str | None) -> None:
-    from codemode.doctor.checks import render, run_checks
+    from codemode.doctor.checks import run_checks
     from codemode.doctor.exit_status import exit_status, verdict
+    from codemode.doctor.report import render
 
     if local or base_urls:
         from codemode.doctor.local_models import run_local_checks

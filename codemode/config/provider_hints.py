@@ -29,7 +29,7 @@ def no_provider_message(config_path: Path, environ: Mapping[str, str] | None = N
 
     catalog = builtin_providers()
     local = [info for info in catalog.values() if not info.needs_key]
-    ports = ", ".join(f"{info.name} :{urlsplit(info.base_url).port}" for info in local)
+    ports = ", ".join(f"{info.name} {_where(info.base_url)}" for info in local)
     template = resources.files("codemode.config").joinpath("no_provider.txt").read_text("utf-8")
     return template.format(
         ports=ports,
@@ -40,6 +40,14 @@ def no_provider_message(config_path: Path, environ: Mapping[str, str] | None = N
         keys_set=_keys_set(catalog, os.environ if environ is None else environ),
         config=config_path,
     ).rstrip("\n")
+
+
+def _where(url: str) -> str:
+    """``:8080`` for a loopback URL with a port, else the host (and port)."""
+    parts = urlsplit(url)
+    return f":{parts.port}" if parts.port and parts.hostname in ("127.0.0.1", "localhost") else (
+        parts.netloc
+    )
 
 
 def _keys_set(catalog: Mapping[str, Any], environ: Mapping[str, str]) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from codemode.doctor.checks import Report
+    from codemode.doctor.report import Report
 
 EXIT_OK = 0
 # A check that fails (a FAIL or warn line): something needs fixing.

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from codemode.doctor.checks import Report
+from codemode.doctor.report import Report
 
 USUAL = {
     "llamacpp": "http://127.0.0.1:8080/v1",
