@@ -78,6 +78,73 @@ def _config_default(field: str) -> Any:
     return Config.model_fields[field].default
 
 
+def _field_default(model: Any, name: str) -> Any:
+    """The default of a pydantic model's or a dataclass's field ``name``."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(model):
+        return next(f.default for f in dataclasses.fields(model) if f.name == name)
+    return model.model_fields[name].default
+
+
+def _same(*values: Any) -> Any:
+    """One value several places decide alike; a disagreement is shown as all of them,
+    which matches no documented value."""
+    return values[0] if len(set(values)) == 1 else values
+
+
+def _sandbox(name: str) -> Any:
+    """A sandbox default, the same in the config file and in ``SandboxSettings`` (what
+    ``run`` and a ``ToolHost`` without ``sandbox=`` use)."""
+    from codemode.sandbox.settings import SandboxSettings
+
+    return _same(_config_default(name), _field_default(SandboxSettings, name))
+
+
+def _sandbox_option(name: str) -> Any:
+    from codemode.sandbox.settings import SandboxOptions
+
+    return _field_default(SandboxOptions, name)
+
+
+def _agent_dialect() -> str:
+    return "code mode" if _config_default("code_mode") else "classic"
+
+
+def _agent_engine() -> Any:
+    from codemode.assembly.options import SessionSpec
+
+    return _field_default(SessionSpec, "default_engine")
+
+
+def _run(option: str) -> Any:
+    return _click_default("codemode.cli.run", "run", option)
+
+
+def _corpus_commands() -> int:
+    """Command lines in the execpolicy corpus, all sections."""
+    import tomllib
+    from pathlib import Path
+
+    path = Path(__file__).parent / "data" / "policy_corpus.toml"
+    corpus = tomllib.loads(path.read_text(encoding="utf-8"))
+    return sum(len(section["commands"]) for section in corpus.values())
+
+
+def _catalog_file(name: str) -> Any:
+    """One of the shipped provider catalog's files."""
+    import json
+    from importlib import resources
+
+    return json.loads(resources.files("codemode.providers").joinpath(name).read_text())
+
+
+def _mcp_config(name: str) -> Any:
+    from codemode.mcp.config import McpServerConfig
+
+    return _field_default(McpServerConfig, name)
+
+
 WARM = "codemode.codex_host.warm_server"
 
 FACTS: dict[str, Callable[[], Any]] = {
@@ -113,6 +180,42 @@ FACTS: dict[str, Callable[[], Any]] = {
         "codemode.config.provider_hints", "MAX_SUGGESTIONS"),
     "exec.exit_usage": lambda: _constant("codemode.commands.exec", "EXIT_USAGE"),
     "interactive.exit_usage": lambda: _constant("codemode.tui.app", "EXIT_USAGE"),
+    # README's defaults per entry point, and the pages carved out of the README
+    "codex_host.max_tool_calls": lambda: _constant(
+        "codemode.codex_host.runtime", "SessionLimits"
+    )._field_defaults["max_tool_calls"],
+    "mcp_server.engine": lambda: _constant("codemode.commands.mcp", "SERVER_ENGINE"),
+    "providers.count": lambda: len(_catalog_file("catalog.json")["providers"]),
+    "providers.models": lambda: sum(len(m) for m in _catalog_file("models.json").values()),
+    # the agent: interpreter exec and the interactive session
+    "agent.dialect": _agent_dialect,
+    "agent.max_turns": lambda: _config_default("max_turns"),
+    "agent.engine": _agent_engine,
+    "agent.memory_mb": lambda: _constant("codemode.js_runtime.models", "AGENT_MEMORY_MB"),
+    "agent.output_chars": lambda: _constant("codemode.assembly.session", "AGENT_OUTPUT_CHARS"),
+    "exec.exit_interrupted": lambda: _constant("codemode.commands.exec", "EXIT_INTERRUPTED"),
+    "config.exec_yield_time_s": lambda: _config_default("exec_yield_time_ms") / 1000,
+    "sandbox.mode": lambda: _sandbox("sandbox_mode"),
+    "sandbox.approval": lambda: _sandbox("approval_policy"),
+    "sandbox.backend": lambda: _sandbox_option("backend"),
+    # interpreter run
+    "run.engine": lambda: _run("--engine"),
+    "run.timeout_s": lambda: _run("--timeout"),
+    "run.memory_mb": lambda: _run("--memory"),
+    "run.max_tool_calls": lambda: _run("--max-tool-calls"),
+    "run.output_chars": lambda: _constant("codemode.cli.run", "RUN_OUTPUT_CHARS"),
+    "run.exit_limit": lambda: _constant("codemode.commands.run", "EXIT_LIMIT"),
+    "run.exit_interrupted": lambda: _constant("codemode.cli", "EXIT_INTERRUPTED"),
+    # the tools and their inputs
+    "grep.default_lines": lambda: _field_default(
+        _constant("codemode.tools.grep", "GrepArgs"), "max_results"
+    ),
+    "grep.max_lines": lambda: _constant("codemode.tools.grep", "MAX_GREP_MATCHES"),
+    "read.max_mb": lambda: _constant("codemode.tools.store", "MAX_READ_BYTES") / 2**20,
+    "undo.max_file_mb": lambda: _constant("codemode.tui.snapshots", "MAX_FILE_BYTES") / 2**20,
+    "execpolicy.corpus_commands": _corpus_commands,
+    "mcp.startup_timeout_s": lambda: _mcp_config("startup_timeout_s"),
+    "mcp.tool_timeout_s": lambda: _mcp_config("tool_timeout_s"),
 }
 
 

@@ -567,15 +567,23 @@ def test_tools_lists_mcp_tools_too(tmp_path: Path) -> None:
     _write_config(home, {"probe": probe(disabled_tools=["die"]), "gone": {"command": "/nope"}})
     listed = run_cli(["tools"], home=home, cwd=tmp_path)
     assert listed.code == 0, listed.stderr
+    # Classic (the default): the names the model calls, as --json sends them.
     names = [line.split()[0] for line in listed.stdout.splitlines()]
-    assert {"shell", "read_file", "probe.add", "probe.wait_ms"} <= set(names)
-    assert "probe.die" not in names  # disabled in the config
+    assert {"shell", "read_file", "mcp__probe__add", "mcp__probe__wait_ms"} <= set(names)
+    assert "mcp__probe__die" not in names  # disabled in the config
+    assert "probe.add" not in names
     assert "warning: mcp server gone: could not start" in listed.stderr
+    # Code mode: as a program calls them (tools.probe.add).
+    coded = run_cli(["tools", "--code-mode"], home=home, cwd=tmp_path)
+    code_names = [line.split()[0] for line in coded.stdout.splitlines()]
+    assert {"shell", "probe.add", "probe.wait_ms"} <= set(code_names)
+    assert "mcp__probe__add" not in code_names
     dts = run_cli(["tools", "--dts"], home=home, cwd=tmp_path)
     assert "probe: {" in dts.stdout and "add(args: McpProbeAddArgs)" in dts.stdout
     schemas = json.loads(run_cli(["tools", "--json"], home=home, cwd=tmp_path).stdout)
     add = next(t for t in schemas if t["name"] == "mcp__probe__add")
     assert add["parameters"]["required"] == ["a", "b"]
+    assert [t["name"] for t in schemas] == names  # the listing is what the wire offers
 
 
 def test_exec_in_code_mode_calls_an_mcp_tool(tmp_path: Path) -> None:

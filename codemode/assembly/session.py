@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 
 # The provider name a replayed session is recorded under (codemode.agent.replay).
 REPLAY_PROVIDER = "replay"
+# Characters of a code-mode program's console output (and of its value) that reach the
+# model; beyond it head and tail are kept, the middle marked.
+AGENT_OUTPUT_CHARS = 30_000
 
 
 def live_provider(resume: RecordedSession) -> str | None:
@@ -162,7 +165,9 @@ def _assemble(
         emit,
         engine=config.engine or spec.default_engine,
         limits=Limits(
-            timeout_s=config.exec_timeout_s, memory_mb=AGENT_MEMORY_MB, output_chars=30_000
+            timeout_s=config.exec_timeout_s,
+            memory_mb=AGENT_MEMORY_MB,
+            output_chars=AGENT_OUTPUT_CHARS,
         ),
         setup_scripts=tools.setup_scripts,
         yield_time_ms=config.exec_yield_time_ms,

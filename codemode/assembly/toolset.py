@@ -133,9 +133,11 @@ def tool_listing(
 
 
 def listing_text(listing: ToolListing, *, dts: bool = False, as_json: bool = False) -> str:
-    """``interpreter tools``'s output: one line per tool (as a program calls it),
-    TypeScript declarations (``dts``, a file tsc can check a program against), or the
-    function tools exactly as the wire sends them (``as_json``)."""
+    """``interpreter tools``'s output: one line per tool under the name the model uses
+    (classic: the function tool's, ``mcp__calc__add``; code mode: as a program calls it,
+    ``calc.add`` for ``tools.calc.add``), TypeScript declarations (``dts``, a file tsc
+    can check a program against), or the function tools exactly as the wire sends them
+    (``as_json``)."""
     from codemode.tools.registry import code_name
     from codemode.tools.surfaces import declarations, wire_schema
 
@@ -145,10 +147,14 @@ def listing_text(listing: ToolListing, *, dts: bool = False, as_json: bool = Fal
         import json
 
         return json.dumps([wire_schema(spec) for spec in listing.specs], indent=2) + "\n"
-    tools = list(listing.registry)
-    width = max((len(code_name(t.name)) for t in tools), default=0)
+    if listing.harness.dialect == "classic" and listing.specs:
+        # What the model is offered: the wire's names, not the program's.
+        rows = [(spec.name, spec.description) for spec in listing.specs]
+    else:  # code mode, or a text harness that offers no function tools
+        rows = [(code_name(t.name), t.description) for t in listing.registry]
+    width = max((len(name) for name, _ in rows), default=0)
     lines = []
-    for t in tools:
-        first = (t.description.strip().splitlines() or [""])[0]
-        lines.append(f"{code_name(t.name).ljust(width)}  {first}")
+    for name, description in rows:
+        first = (description.strip().splitlines() or [""])[0]
+        lines.append(f"{name.ljust(width)}  {first}")
     return "".join(line + "\n" for line in lines)

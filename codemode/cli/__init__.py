@@ -34,7 +34,10 @@ import click
 from codemode.cli.root import cli
 from codemode.terminal.control_chars import echo
 
-__all__ = ["INTERNAL_ERROR_STATUS", "cli", "main"]
+__all__ = ["EXIT_INTERRUPTED", "INTERNAL_ERROR_STATUS", "cli", "main"]
+
+# Ctrl-C (or SIGINT) during any command: 128 + SIGINT, as shells report it.
+EXIT_INTERRUPTED = 130
 
 
 # An unexpected exception's exit status (sysexits' EX_SOFTWARE): not one a command
@@ -76,7 +79,7 @@ def _main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except (click.Abort, KeyboardInterrupt):
         echo("interrupted", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:
         # The reader went away (`interpreter tools | head`): nothing left to say to it.
         _quiet_stdout()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,20 @@ def harness() -> None:
 @harness.command("list")
 def harness_list() -> None:
     """Every harness: name, dialects, description."""
+    from codemode.assembly.toolset import session_registry
     from codemode.harnesses.catalog import harness_infos
 
     infos = harness_infos()
+    # native offers the session's tools as they are: name them from the registry itself.
+    registry = session_registry()
+    try:
+        own = ", ".join(tool.name for tool in registry)
+    finally:
+        registry.close()
+    infos = [
+        dataclasses.replace(i, description=f"{i.description} ({own})") if i.name == "native" else i
+        for i in infos
+    ]
     width = max(len(i.name) for i in infos)
     for info in infos:
         echo(f"{info.name.ljust(width)}  {'+'.join(info.dialects):<13} {info.description}")

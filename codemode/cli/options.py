@@ -72,13 +72,14 @@ def session_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "--code-mode/--classic",
             "code_mode",
             default=None,
-            help="Code dialect (one exec tool running JavaScript) or classic tool calls.",
+            help="Code dialect (one exec tool running JavaScript) or classic tool calls; "
+            "default: config `code_mode`, else classic.",
         ),
         click.option(
             "--harness",
             help="Harness (prompt and tool surface; `interpreter harness list`); default: "
             "the one of the provider's model family (claude-code for Anthropic, kimi-code "
-            "for Kimi, qwen-code for Qwen), else native.",
+            "for Kimi, qwen-code for Qwen, zcode for GLM), else native.",
         ),
         cwd_option("Workspace (default: current directory)."),
         click.option(

@@ -14,6 +14,10 @@ from codemode.cli.options import ENGINE_CHOICES, config_option, cwd_option, load
 from codemode.cli.root import cli
 from codemode.sandbox.cli_options import configured_sandbox, sandbox_options
 
+# Characters of console output and of the return value a single run keeps (beyond it,
+# head and tail).
+RUN_OUTPUT_CHARS = 10_000_000
+
 
 @cli.command(cls=BatchCommand, context_settings={"ignore_unknown_options": False})
 @click.argument("script", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
@@ -23,7 +27,8 @@ from codemode.sandbox.cli_options import configured_sandbox, sandbox_options
     type=click.Choice(ENGINE_CHOICES),
     default="quickjs",
     show_default=True,
-    help="quickjs: starts in ~0.4 ms; v8: JIT-compiled, for CPU-heavy scripts.",
+    help="quickjs: the quicker to start and to call tools; v8: JIT-compiled, for "
+    "CPU-heavy scripts (docs/figures.md has both measured).",
 )
 @click.option(
     "--timeout",
@@ -82,7 +87,8 @@ def run(
     ARGS after the script are available to it as the array `argv` (put `--` before
     them if one starts with a dash). The configured MCP servers that SCRIPT names
     (`tools.SERVER.tool(...)`) are started and their tools offered.
-    Exit status: 0 done, 1 script error, 2 usage error, 3 a limit was hit.
+    Exit status: 0 done, 1 script error, 2 usage error, 3 a limit was hit, 130
+    interrupted (Ctrl-C).
 
     With --repos, SCRIPT runs in each repository in parallel, confined to it, and
     writes a JSON Lines report; exit status 0 all done, 1 any failed.
@@ -141,7 +147,7 @@ def run(
         timeout_s=timeout,
         memory_mb=memory,
         max_tool_calls=max_tool_calls,
-        output_chars=10_000_000,
+        output_chars=RUN_OUTPUT_CHARS,
     )
     try:
         status = run_script(

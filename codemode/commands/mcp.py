@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING
 from codemode.config import Config, codemode_home
 from codemode.terminal.control_chars import echo, json_text
 
+# The isolate of `execute` programs when the config names none.
+SERVER_ENGINE = "quickjs"
+
 if TYPE_CHECKING:
     from codemode.assembly.options import SessionOptions
     from codemode.mcp.early import EarlyStdio
@@ -90,7 +93,7 @@ def serve(
         registry,
         cwd,
         decide=policy_decider(settings.approval_policy, settings.sandbox_mode),
-        engine=config.engine or "quickjs",
+        engine=config.engine or SERVER_ENGINE,
         limits=Limits(
             timeout_s=config.exec_timeout_s,
             memory_mb=MEMORY_MB,

@@ -36,10 +36,8 @@ def harness_infos() -> list[HarnessInfo]:
     from codemode.harnesses.spec import load_table, table_names
 
     infos = [
-        HarnessInfo(
-            "native", ("classic", "code"), "codemode's own prompt and tools (shell, read_file, "
-            "write_file, list_dir, glob, grep, update_plan)"
-        )
+        # Its tools are the session's own (`interpreter harness list` names them).
+        HarnessInfo("native", ("classic", "code"), "codemode's own prompt and tools")
     ]
     for name in table_names():
         table = load_table(name)
