@@ -54,7 +54,7 @@ class SandboxOptions(BaseModel):
     )
     login_shell: bool = Field(
         default=False,
-        description="Run commands with `bash -lc` (reads the login profile, ~150 ms a call) "
+        description="Run commands with `bash -lc` (reads the login profile on every call) "
         "instead of `bash -c` with the environment of this process.",
     )
     backend: Backend = Field(
@@ -64,7 +64,8 @@ class SandboxOptions(BaseModel):
     command_server: bool = Field(
         default=True,
         description="With bubblewrap, start one sandbox per session and each command inside "
-        "it (a fork and an exec, ~1 ms) instead of a new sandbox per command (~4 ms); "
+        "it (a fork and an exec) instead of a new sandbox per command (several times "
+        "the cost: docs/figures.md); "
         "the sandbox and the end of each command's processes are the same either way.",
     )
     seccomp: bool = Field(
