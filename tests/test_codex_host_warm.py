@@ -94,6 +94,22 @@ def _start(host: Path, *args: str) -> subprocess.Popen[bytes]:
                             stderr=subprocess.PIPE)  # fmt: skip
 
 
+def _open(host: Path, *args: str) -> subprocess.Popen[bytes]:
+    """A client through the shim that has said hello and been answered."""
+    proc = _start(host, *args)
+    assert proc.stdin is not None
+    proc.stdin.write(_frame(HELLO))
+    proc.stdin.flush()
+    assert _read(proc)["type"] == "connection/ready"
+    return proc
+
+
+def _warm_up(host: Path, sock: str) -> None:
+    """A first (cold) session, then the server it left answering."""
+    _session(host)
+    _until(lambda: answers(sock), 60, "the server the first host leaves behind")
+
+
 def _session(host: Path) -> tuple[str, int, bytes]:
     """One framed session through the shim: hello, a program, the end of stdin. Returns
     the program the shim's process was while it served, its status and stderr."""
@@ -127,13 +143,9 @@ def test_a_warm_host_runs_programs_and_passes_its_exit_status_on(
     shim: tuple[Path, str],
 ) -> None:
     host, sock = shim
-    _session(host)
-    _until(lambda: answers(sock), 60, "the server")
-    proc = _start(host)
+    _warm_up(host, sock)
+    proc = _open(host)
     assert proc.stdin is not None and proc.stderr is not None
-    proc.stdin.write(_frame(HELLO))
-    proc.stdin.flush()
-    assert _read(proc)["type"] == "connection/ready"
     assert os.readlink(f"/proc/{proc.pid}/exe").endswith(CLIENT_NAME)
     # A frame that is not JSON ends a host with status 1, warm or not.
     proc.stdin.write(struct.pack("<I", 9) + b"{not json")
@@ -155,13 +167,9 @@ def _serving_host(pipe_fd: int, exclude: int) -> int:
 
 def test_killing_the_client_ends_the_host_it_was_given(shim: tuple[Path, str]) -> None:
     host, sock = shim
-    _session(host)
-    _until(lambda: answers(sock), 60, "the server")
-    proc = _start(host)
+    _warm_up(host, sock)
+    proc = _open(host)
     assert proc.stdin is not None
-    proc.stdin.write(_frame(HELLO))
-    proc.stdin.flush()
-    assert _read(proc)["type"] == "connection/ready"
     served_by = _serving_host(proc.stdin.fileno(), proc.pid)
     proc.kill()
     proc.wait(10)
@@ -175,8 +183,7 @@ def test_tcp_is_not_served_warm(shim: tuple[Path, str]) -> None:
     """A host listening on TCP is started by the client itself: it must be the client's
     own process, with the client's environment and limits."""
     host, sock = shim
-    _session(host)
-    _until(lambda: answers(sock), 60, "the server")
+    _warm_up(host, sock)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -371,13 +378,9 @@ def test_a_session_beside_another_gets_a_host_too(shim: tuple[Path, str]) -> Non
     """The spare is made once no session runs; a client arriving while one does gets a
     host made for it at once."""
     host, sock = shim
-    _session(host)
-    _until(lambda: answers(sock), 60, "the server")
-    first = _start(host)
+    _warm_up(host, sock)
+    first = _open(host)
     assert first.stdin is not None
-    first.stdin.write(_frame(HELLO))
-    first.stdin.flush()
-    assert _read(first)["type"] == "connection/ready"
     try:
         for _ in range(2):  # the first took the spare; these find none made
             exe, status, err = _session(host)
