@@ -47,7 +47,7 @@ def test_help_text_for_every_option_and_the_true_harness_default(
     tmp_path: Path, home: Path
 ) -> None:
     run_help = run_cli(["run", "--help"], home=home, cwd=tmp_path).stdout
-    assert "--engine [quickjs|v8] quickjs: starts" in " ".join(run_help.split())
+    assert "--engine [quickjs|v8] quickjs: the quicker to start" in " ".join(run_help.split())
     assert "How many sessions" in run_cli(["sessions", "--help"], home=home, cwd=tmp_path).stdout
     exec_help = " ".join(run_cli(["exec", "--help"], home=home, cwd=tmp_path).stdout.split())
     exec_help = exec_help.replace("- ", "-")  # click breaks lines at hyphens
