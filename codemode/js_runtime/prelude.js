@@ -197,7 +197,8 @@
     try { return e instanceof Error ? String(e.message) : String(e); } catch (_) { return "?"; }
   }
 
-  function __cm_call(name, args) {
+  // `quoted`: the name as JSON text, made once per tool (see __cm_toolbox).
+  function __cm_call(name, args, quoted) {
     if (overLimit) return new Promise(() => {});
     if (++calls > maxCalls) {
       // The host stops the program when it sees this; the Promise never settles so
@@ -219,8 +220,8 @@
     }
     const id = nextId++;
     outbox.push([id, name, json]);
-    outboxText += (outboxText === "" ? "[" : ",[") + id + "," + stringify(name) + "," +
-      stringify(json) + "]";
+    outboxText += (outboxText === "" ? "[" : ",[") + id + "," + quoted + "," +
+      (json === "{}" ? '"{}"' : stringify(json)) + "]";
     // Captured now so that a failed call is reported at the line that made it.
     const site = new Error();
     return new Promise((resolve, reject) => pending.set(id, [resolve, reject, name, site]));
@@ -238,7 +239,8 @@
         if (value === undefined) {
           const target = members.get(name);
           if (typeof target === "string") {
-            value = function __cm_tool(args) { return __cm_call(target, args); };
+            const quoted = stringify(target);
+            value = function __cm_tool(args) { return __cm_call(target, args, quoted); };
           } else if (target !== undefined) {
             value = __cm_toolbox(`${prefix}${name}.`, target);
           } else {
