@@ -95,9 +95,7 @@ class Worker:
         got = self.request_now(op, text, on_log)
         return got if got is not None else await self.reply(on_log)
 
-    def request_now(
-        self, op: int, text: str, on_log: LogSink | None
-    ) -> tuple[int, bytes] | None:
+    def request_now(self, op: int, text: str, on_log: LogSink | None) -> tuple[int, bytes] | None:
         """Send one request, and return its reply when it comes while this process polls
         for it (``spin.py``: a tool call's usual case, which then costs no coroutine);
         None: the reply is ``await reply(on_log)``'s."""
