@@ -325,6 +325,25 @@ async def test_hostile_arguments_throw_where_the_program_can_catch(
         await session.close()
 
 
+async def test_a_call_without_arguments_still_meets_a_planted_to_json(
+    engine: str, tmp_path: Path
+) -> None:
+    # A call without arguments sends "{}" without serializing anything, unless the
+    # program gave every object a toJSON: then it is serialized as before.
+    session = make(engine, tmp_path)
+    try:
+        plain = await run_program(session, "await tools.take(); return 1")
+        assert plain.ok and plain.tool_calls[0].args == {}, plain.error
+        planted = await run_program(
+            session,
+            "Object.defineProperty(Object.prototype, 'toJSON', "
+            "{value() { return {value: 'planted'} }});\nreturn await tools.take()",
+        )
+        assert planted.tool_calls and planted.tool_calls[0].args == {"value": "planted"}
+    finally:
+        await session.close()
+
+
 async def test_deep_cyclic_and_bigint_arguments(engine: str, tmp_path: Path) -> None:
     session = make(engine, tmp_path)
     try:

@@ -208,7 +208,8 @@ class Execution:
                     message="the program is waiting on a Promise that nothing will settle",
                     hint="await only tool calls, timers, or Promises your code resolves",
                 )
-            results = await self.calls.results()
+            calls = self.calls
+            results = calls.take() if calls.ready else await calls.results()
             try:
                 state = await self._request(worker, p.SETTLE, encode_results(results))
             except ScriptError as exc:
@@ -218,7 +219,8 @@ class Execution:
         return await self._request(worker, p.STEP, f"{script}\n//# sourceURL=program.js")
 
     async def _request(self, worker: Worker, op: int, text: str) -> dict[str, Any]:
-        reply, payload = await worker.request(op, text, self._log)
+        got = worker.request_now(op, text, self._log)
+        reply, payload = got if got is not None else await worker.reply(self._log)
         if reply == p.STATE:
             return parse_state(p.decode(payload))
         kind = payload[0] if payload else p.INTERNAL

@@ -82,8 +82,11 @@ class NestedCalls:
             if len(self.timers) > _MAX_TIMERS:
                 raise LimitReached("tool_calls", "program stopped: too many timers at once")
             self._start(timer_id, _sleep(ms))
+        seen = self.seen_ids
         for call_id, name, args in calls:
-            self._new_id(call_id)
+            if call_id in seen:
+                raise Tampered("a tool call id came twice")
+            seen.add(call_id)
             self.calls_made += 1
             if self.calls_made > self.max_calls:
                 raise self.too_many()
@@ -109,11 +112,18 @@ class NestedCalls:
             self.records[call_id] = record
             self.ready.append((call_id, (False, record.error)))
             return
-        record = ToolCallRecord(id=call_id, name=name, args=args)
+        record = ToolCallRecord(call_id, name, args)
         self.records[call_id] = record
         if self.on_event is not None:
-            self.on_event(ToolCallStarted(call=record))
-        self._start(call_id, self._invoke(record))
+            self.on_event(ToolCallStarted(record))
+        # ``_start``, inlined: this is every tool call's path.
+        coro = self._invoke(record)
+        try:
+            waiting_on = coro.send(None)
+        except StopIteration as finished:
+            self.ready.append((call_id, finished.value))
+            return
+        self._carry_on(call_id, coro, waiting_on)
 
     def _start(self, call_id: int, coro: Any) -> None:
         # Start the handler eagerly (what Python 3.12 calls an eager task): most tools
@@ -123,6 +133,10 @@ class NestedCalls:
         except StopIteration as finished:
             self.ready.append((call_id, finished.value))
             return
+        self._carry_on(call_id, coro, waiting_on)
+
+    def _carry_on(self, call_id: int, coro: Any, waiting_on: object) -> None:
+        """A handler started by hand that waits on I/O goes on in a Task."""
         task = asyncio.ensure_future(resume(coro, waiting_on))
         self.tasks[call_id] = task
         task.add_done_callback(partial(self._on_done, call_id))
@@ -140,7 +154,7 @@ class NestedCalls:
         record.duration_ms = round((time.perf_counter() - started) * 1000, 3)
         record.error = None if ok else str(payload)
         if self.on_event is not None:
-            self.on_event(ToolCallFinished(call=record))
+            self.on_event(ToolCallFinished(record))
         return ok, payload
 
     def _on_done(self, call_id: int, task: asyncio.Task[Done]) -> None:
@@ -159,10 +173,15 @@ class NestedCalls:
                 await self.wakeup
             finally:
                 self.wakeup = None
+        return self.take()
+
+    def take(self) -> list[list[object]]:
+        """The results finished so far (``ready``), now."""
         results = [[call_id, ok, payload] for call_id, (ok, payload) in self.ready]
         self.ready.clear()
-        for call_id, _, _ in results:
-            self.timers.discard(call_id)
+        if self.timers:
+            for call_id, _, _ in results:
+                self.timers.discard(call_id)
         return results
 
     async def cancel(self) -> None:

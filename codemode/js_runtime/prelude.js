@@ -24,6 +24,8 @@
   const fromCharCode = String.fromCharCode;
   const subarray = Uint16Array.prototype.subarray;
   const wellFormed = String.prototype.toWellFormed;
+  const concatString = String.prototype.concat;
+  const objectProto = Object.prototype;
   // QuickJS in its worker process: a host function that takes each console line as it
   // is written (level index, text), so a program killed for its time limit has shown
   // everything it printed. Taken off the global object before any program runs.
@@ -50,6 +52,11 @@
   }
 
   let outbox = [];
+  // The outbox's entries as JSON text too, "[id,name,args]" each, built as calls are
+  // made: what a drain sends most often (new calls, nothing else) is then put together
+  // by hand, without a JSON.stringify of the whole state (a fifth of QuickJS's work
+  // for a tool call).
+  let outboxText = "";
   let timerbox = [];  // [id, ms]: timers the host is to fire
   let logs = [];
   let pending = new Map();
@@ -190,7 +197,8 @@
     try { return e instanceof Error ? String(e.message) : String(e); } catch (_) { return "?"; }
   }
 
-  function __cm_call(name, args) {
+  // `quoted`: the name as JSON text, made once per tool (see __cm_toolbox).
+  function __cm_call(name, args, quoted) {
     if (overLimit) return new Promise(() => {});
     if (++calls > maxCalls) {
       // The host stops the program when it sees this; the Promise never settles so
@@ -201,13 +209,19 @@
     // Serialized now, at the call: a throwing getter, Proxy trap or toJSON fails this
     // call with an exception the program can catch, at its own line.
     let json;
-    try {
-      json = stringify(args === undefined ? {} : args, __cm_replacer()) ?? "{}";
-    } catch (e) {
-      throw new TypeError(`tools.${name}: arguments cannot be sent: ${__cm_reason(e)}`);
+    if (args === undefined && !("toJSON" in objectProto)) {
+      json = "{}";  // what the replacer makes of an empty object, at no call
+    } else {
+      try {
+        json = stringify(args === undefined ? {} : args, __cm_replacer()) ?? "{}";
+      } catch (e) {
+        throw new TypeError(`tools.${name}: arguments cannot be sent: ${__cm_reason(e)}`);
+      }
     }
     const id = nextId++;
     outbox.push([id, name, json]);
+    outboxText += (outboxText === "" ? "[" : ",[") + id + "," + quoted + "," +
+      (json === "{}" ? '"{}"' : stringify(json)) + "]";
     // Captured now so that a failed call is reported at the line that made it.
     const site = new Error();
     return new Promise((resolve, reject) => pending.set(id, [resolve, reject, name, site]));
@@ -225,7 +239,8 @@
         if (value === undefined) {
           const target = members.get(name);
           if (typeof target === "string") {
-            value = function __cm_tool(args) { return __cm_call(target, args); };
+            const quoted = stringify(target);
+            value = function __cm_tool(args) { return __cm_call(target, args, quoted); };
           } else if (target !== undefined) {
             value = __cm_toolbox(`${prefix}${name}.`, target);
           } else {
@@ -310,7 +325,8 @@
     },
     // A fresh program: forget the previous one's state but keep the globals.
     reset: function __cm_reset() {
-      outbox = []; timerbox = []; logs = []; pending = new Map(); done = null; calls = 0;
+      outbox = []; outboxText = ""; timerbox = []; logs = []; pending = new Map(); done = null;
+      calls = 0;
       overLimit = false;
       timers.clear();
     },
@@ -328,7 +344,11 @@
     settleText: function __cm_settleText(text) { host.settle(parseJSON(text)); },
     // Results arrive as [id, ok, payload]; payload is the value or the error message.
     settle: function __cm_settle(results) {
-      for (const [id, ok, payload] of results) {
+      // Indexed, not destructured: no iterator objects per result (and nothing a
+      // program did to Array.prototype's iterator matters here).
+      for (let i = 0; i < results.length; i++) {
+        const result = results[i];
+        const id = result[0], ok = result[1], payload = result[2];
         const entry = pending.get(id);
         if (entry === undefined) continue;
         pending.delete(id);
@@ -347,11 +367,20 @@
       // value that went through __cm_serialize), and a replacer call per entry is a
       // fifth of QuickJS's work for a tool call. (A program that tampers with
       // prototypes still gets a clean error: the host checks what arrives.)
-      const state = stringify({
-        calls: outbox, timers: timerbox, logs, done, overLimit, pending: pending.size,
-        live: liveAt,
-      });
+      // The common state (new calls, nothing else) by hand, with `+` (a template
+      // literal calls String.prototype.concat, which a program can replace), then
+      // flattened: QuickJS-ng joins long strings as ropes, which its Python binding
+      // cannot read.
+      const state = timerbox.length === 0 && logs.length === 0 && done === null && !overLimit
+        ? applyFn(concatString, '{"calls":[' + outboxText + '],"timers":[],"logs":[],' +
+          '"done":null,"overLimit":false,"pending":' + pending.size + ',"live":' + liveAt +
+          "}", [])
+        : stringify({
+          calls: outbox, timers: timerbox, logs, done, overLimit, pending: pending.size,
+          live: liveAt,
+        });
       outbox = [];
+      outboxText = "";
       timerbox = [];
       logs = [];
       if (live !== null) {

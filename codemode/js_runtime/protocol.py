@@ -41,7 +41,7 @@ def encode(text: str) -> bytes:
 
 def decode(data: bytes | memoryview) -> str:
     """Text from a frame; never raises (a worker is not trusted to send valid UTF-8)."""
-    raw = bytes(data)
+    raw = data if type(data) is bytes else bytes(data)
     try:
         return raw.decode("utf-8", "surrogatepass")
     except UnicodeDecodeError:

@@ -74,15 +74,25 @@ class Output:
             self._write_locked(b"")
 
     def send(self, op: int, payload: bytes) -> None:
+        data = p.HEADER.pack(len(payload), op) + payload
         with self._lock:
-            self._write_locked(p.frame(op, payload))
+            if self._pending:
+                self._write_locked(data)
+            else:  # a tool call's reply: no console lines to send first, nothing to copy
+                written = os.write(1, data)
+                if written < len(data):
+                    _write_all(memoryview(data)[written:])
 
     def _write_locked(self, extra: bytes) -> None:
         data = memoryview(bytes(self._pending) + extra)
         self._pending.clear()
-        while data:
-            written = os.write(1, data)
-            data = data[written:]
+        _write_all(data)
+
+
+def _write_all(data: memoryview) -> None:
+    while data:
+        written = os.write(1, data)
+        data = data[written:]
 
 
 class Requests:
@@ -95,10 +105,27 @@ class Requests:
         self._poll.register(0, select.POLLIN)
         self._spinner = Spinner(_SPIN_S, busy=RUN_QUEUE.busy)
         self._ended = False
+        self._whole = b""  # what ``_read_whole`` read
 
     def next(self) -> tuple[int, bytes] | None:
         """The next request's (op, payload); None at end of file."""
         buffer = self._buffer
+        if not buffer:
+            # A new request is read at once when it comes within the spin budget (the
+            # read is the poll), else waited for in ``poll``.
+            if self._spinner.wait(self._read_whole):
+                whole, self._whole = self._whole, b""
+                if len(whole) > p.HEADER.size:
+                    length, op = p.HEADER.unpack_from(whole)
+                    if len(whole) == p.HEADER.size + length:
+                        return op, whole[p.HEADER.size :]  # read whole: no buffer copies
+                buffer += whole
+            else:
+                while not self._read():
+                    self._poll.poll()
+                self._spinner.woke()
+            if self._ended and not buffer:
+                return None
         while len(buffer) < p.HEADER.size:
             if not self._fill():
                 return None
@@ -111,17 +138,22 @@ class Requests:
         del buffer[:end]
         return op, payload
 
+    def _read_whole(self) -> bool:
+        """``_read``, its bytes kept apart (``_whole``) for ``next`` to look at first."""
+        try:
+            chunk = os.read(0, _READ_BYTES)
+        except BlockingIOError:
+            return False
+        if not chunk:
+            self._ended = True
+        self._whole = chunk
+        return True
+
     def _fill(self) -> bool:
-        """Read at least one byte; False at end of file. A new request is read at once
-        when it comes within the spin budget (the read is the poll); the rest of one
-        that has begun, or one that comes later, is waited for in ``poll``."""
-        if self._buffer:
-            while not self._read():
-                self._poll.poll()
-        elif not self._spinner.wait(self._read):
-            while not self._read():
-                self._poll.poll()
-            self._spinner.woke()
+        """Read at least one more byte of a request that has begun; False at end of
+        file."""
+        while not self._read():
+            self._poll.poll()
         return not self._ended
 
     def _read(self) -> bool:

@@ -73,6 +73,8 @@ class Worker:
         self._spinner = Spinner(SPIN_S, busy=RUN_QUEUE.busy)
         self._buffer = bytearray()
         self._ended = False  # the worker's end of the reply pipe is closed
+        self._unsent = False  # a request could not be written: the worker is gone
+        self._spun = False  # the reply was polled for in vain: its wait sleeps at once
         # A forked child (a batch pool's worker) inherits this object; the worker
         # process is still its parent's to use and to kill.
         self._owner = os.getpid()
@@ -90,24 +92,47 @@ class Worker:
 
     async def request(self, op: int, text: str, on_log: LogSink | None) -> tuple[int, bytes]:
         """Send one request; the reply's (op, payload), STATE or ERROR."""
+        got = self.request_now(op, text, on_log)
+        return got if got is not None else await self.reply(on_log)
+
+    def request_now(self, op: int, text: str, on_log: LogSink | None) -> tuple[int, bytes] | None:
+        """Send one request, and return its reply when it comes while this process polls
+        for it (``spin.py``: a tool call's usual case, which then costs no coroutine);
+        None: the reply is ``await reply(on_log)``'s."""
         if self.dead:
             raise WorkerCrashed("the engine process is gone")
-        data = memoryview(p.frame(op, p.encode(text)))
+        payload = p.encode(text)
+        data = p.HEADER.pack(len(payload), op) + payload
         try:
-            while data:
-                data = data[os.write(self._in, data) :]
+            written = os.write(self._in, data)
+            if written < len(data):
+                view = memoryview(data)[written:]
+                while view:
+                    view = view[os.write(self._in, view) :]
         except OSError:
-            raise await self._crashed() from None
+            self._unsent = True
+            return None
         while True:
-            op, payload = await self._frame()
-            if op == p.LOG:
-                if on_log is not None and payload:
-                    level = payload[0]
-                    name = p.LEVELS[level] if level < len(p.LEVELS) else "log"
-                    on_log(name, p.decode(payload[1:]))
-            elif op in (p.STATE, p.ERROR):
-                return op, payload
-            # STOPPED (a stop request that raced with the reply): nothing to do
+            got = self._take_frame()
+            if got is None:
+                if self._ended or not self._spinner.wait(self._read):
+                    self._spun = True  # the reply's wait sleeps at once
+                    return None
+                continue
+            if got[0] in (p.STATE, p.ERROR):
+                return got
+            _log_frame(got, on_log)
+
+    async def reply(self, on_log: LogSink | None) -> tuple[int, bytes]:
+        """The reply to the request ``request_now`` sent, the console lines before it
+        passed to ``on_log``."""
+        if self._unsent:
+            raise await self._crashed()
+        while True:
+            got = await self._frame()
+            if got[0] in (p.STATE, p.ERROR):
+                return got
+            _log_frame(got, on_log)
 
     def _take_frame(self) -> tuple[int, bytes] | None:
         buffer = self._buffer
@@ -124,7 +149,7 @@ class Worker:
         end = p.HEADER.size + length
         if len(buffer) < end:
             return None
-        payload = bytes(buffer[p.HEADER.size : end])
+        payload = bytes(memoryview(buffer)[p.HEADER.size : end])  # one copy, not two
         del buffer[:end]
         return op, payload
 
@@ -152,8 +177,10 @@ class Worker:
                 raise await self._crashed()
             # What the worker sends within the spin budget is read at once (``spin.py``:
             # the read is the poll); else it is waited for on this thread for up to
-            # BLOCK_S, then through the event loop.
-            if not self._spinner.wait(self._read):
+            # BLOCK_S, then through the event loop. (``_spun``: ``request_now`` has
+            # polled for it already.)
+            if self._spun or not self._spinner.wait(self._read):
+                self._spun = False
                 if not select.select([self._out], [], [], BLOCK_S)[0]:
                     await self._readable()
                 self._read()
@@ -177,13 +204,10 @@ class Worker:
                 os.write(self._control, b"x")
             async with asyncio.timeout(STOP_GRACE_S):
                 while True:
-                    op, payload = await self._frame()
-                    if op == p.STOPPED:
+                    got = await self._frame()
+                    if got[0] == p.STOPPED:
                         break
-                    if op == p.LOG and on_log is not None and payload:
-                        level = payload[0]
-                        name = p.LEVELS[level] if level < len(p.LEVELS) else "log"
-                        on_log(name, p.decode(payload[1:]))
+                    _log_frame(got, on_log)
         except (TimeoutError, WorkerCrashed):
             pass
         finally:
@@ -248,6 +272,16 @@ class Worker:
         with contextlib.suppress(Exception):
             if not self.dead:
                 self.kill()
+
+
+def _log_frame(frame: tuple[int, bytes], on_log: LogSink | None) -> None:
+    """A console line (LOG) to ``on_log``; anything else (STOPPED, a stop request that
+    raced with a reply) is dropped."""
+    op, payload = frame
+    if op == p.LOG and on_log is not None and payload:
+        level = payload[0]
+        name = p.LEVELS[level] if level < len(p.LEVELS) else "log"
+        on_log(name, p.decode(payload[1:]))
 
 
 def _settle_once(ready: asyncio.Future[None]) -> None:

@@ -52,14 +52,19 @@ class NotJson(TypeError):
         super().__init__(f"returned {kind} at {where}, which has no JSON form: {advice}")
 
 
+# Tuples, not ``str | bool | ...``: a union written in the call is built anew on every
+# call (every tool call's result goes through here).
+_SCALARS = (str, bool, int, float)
+
+
 def to_json(value: object, where: str = "result") -> Any:
     """``value`` as plain JSON data, by the rule in this module's docstring."""
-    if value is None or isinstance(value, str | bool | int | float):
+    if value is None or isinstance(value, _SCALARS):
         return value
     if isinstance(value, dict):  # before BaseModel: the common result, and the cheaper test
         out = {}
         for key, item in value.items():
-            if not isinstance(key, str | int | float | bool):
+            if not isinstance(key, _SCALARS):
                 raise NotJson(key, f"{where} (a key)")
             out[str(key)] = to_json(item, f"{where}.{key}")
         return out
