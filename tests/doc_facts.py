@@ -146,6 +146,23 @@ def _mcp_config(name: str) -> Any:
 
 
 WARM = "codemode.codex_host.warm_server"
+SPIN = "codemode.js_runtime.spin"
+WORKER = "codemode.js_runtime.worker"
+PARENT = "codemode.js_runtime.worker_process"
+
+
+def _us(module: str, name: str) -> float:
+    return round(_constant(module, name) * 1e6, 3)
+
+
+def _ms(module: str, name: str) -> float:
+    return round(_constant(module, name) * 1e3, 3)
+
+
+def _same(*values: Any) -> Any:
+    """The one value several constants share (both ends of the pipe, say)."""
+    assert len(set(values)) == 1, f"these differ: {values}"
+    return values[0]
 
 FACTS: dict[str, Callable[[], Any]] = {
     # interpreter code-mode-host (docs/codex-host.md)
@@ -155,6 +172,14 @@ FACTS: dict[str, Callable[[], Any]] = {
     "codex_host.memory_mb": lambda: _codex_host("--memory-mb"),
     "codex_host.warm_idle_min": lambda: _constant(WARM, "IDLE_S") / 60,
     "codex_host.warm_quiet_s": lambda: _constant(WARM, "QUIET_S"),
+    # the engine worker's pipe (docs/engine-host.md)
+    "engine.spin_us": lambda: _same(_us(WORKER, "_SPIN_S"), _us(PARENT, "SPIN_S")),
+    "engine.preempted_us": lambda: _us(SPIN, "_PREEMPTED_S"),
+    "engine.busy_check_ms": lambda: _ms(SPIN, "_BUSY_CHECK_S"),
+    "engine.near_ms": lambda: _ms(SPIN, "_NEAR_S"),
+    "engine.block_us": lambda: _us(PARENT, "BLOCK_S"),
+    "engine.flush_ms": lambda: _ms(WORKER, "_FLUSH_S"),
+    "engine.stop_grace_ms": lambda: _ms(PARENT, "STOP_GRACE_S"),
     # interpreter mcp-server
     "mcp_server.result_chars": lambda: _constant("codemode.mcp.server", "RESULT_FIELD_CHARS"),
     "mcp_server.preview_chars": lambda: _constant("codemode.mcp.server", "TEXT_PREVIEW_CHARS"),
