@@ -60,6 +60,7 @@ def run(entry: dict[str, Any]) -> dict[str, Any]:
     """Run one benchmark and keep what it printed, with where and when."""
     argv = [sys.executable, str(HERE / entry["script"]), *entry.get("args", [])]
     started = time.time()
+    load = [round(x, 2) for x in os.getloadavg()]
     done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{entry['script']} failed ({done.returncode}):\n{done.stderr[-3000:]}")
@@ -69,7 +70,7 @@ def run(entry: dict[str, Any]) -> dict[str, Any]:
         "command": " ".join(["python", f"benchmarks/{entry['script']}", *entry.get("args", [])]),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
         "seconds": round(time.time() - started),
-        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        "load_average_at_start": load,
         "machine": machine(),
         "result": result,
     }
@@ -126,11 +127,12 @@ def render(entries: list[dict[str, Any]], kept: dict[str, dict[str, Any]]) -> st
             out += [f"Not run yet: `python benchmarks/report.py --run {entry['name']}`.", ""]
             continue
         m = record["machine"]
-        load = ", ".join(_show(x) for x in record["load_average_at_start"])
+        when = "start" if "load_average_at_start" in record else "end"
+        load = ", ".join(_show(x) for x in record[f"load_average_at_{when}"])
         out += [
             f"`{record['command']}`, {record['date']} ({record['seconds']} s); "
             f"{m['cpu']}, {m['cores']} cores, {_show(m['memory_gb'])} GB, {m['system']}, "
-            f"Python {m['python']}; load average at the start {load}.",
+            f"Python {m['python']}; load average at the {when} {load}.",
             "",
             "| figure | measured | target |",
             "|---|---|---|",
