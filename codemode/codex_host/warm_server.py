@@ -39,6 +39,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 MAGIC = b"codemode-warm-host/1"
 MAX_REQUEST = 65536
@@ -64,11 +65,14 @@ _on_serve: list[Callable[[], None]] = []
 def _spare(channel: socket.socket, ahead: bool) -> None:
     """A forked spare: wait for a client, then serve it (never returns). ``ahead``:
     made before a client asked (else one waits for it now)."""
+    from codemode.codex_host.start import host_options
     from codemode.js_runtime import prestart
 
-    # Its own engine worker, booting while it waits (a child of this process, as a
-    # host's worker always is).
-    prestart.spawn_early("quickjs", 256 * 1024 * 1024)
+    # Its own engine worker for a host with the default options, booting while it
+    # waits (a child of this process, as a host's worker always is).
+    defaults = host_options([])
+    assert defaults is not None
+    prestart.spawn_early(defaults.engine, defaults.memory_mb * 1024 * 1024)
     prestart.one_program = True
     if ahead:
         _own_pages()
@@ -104,7 +108,7 @@ def _own_pages() -> None:
             libc.madvise(start, end - start, populate_write)
 
 
-def _refuse(conn: socket.socket, fds: list[int]) -> None:
+def _refuse(conn: socket.socket, fds: list[int]) -> NoReturn:
     for fd in fds:
         os.close(fd)
     try:
@@ -125,11 +129,9 @@ def _serve_client(conn: socket.socket) -> None:
     args = _request_args(data)
     if args is None or len(fds) != 4:
         _refuse(conn, fds)
-        return
     options = host_options(args)
     if options is None or options.warm or options.where.kind == "tcp":
         _refuse(conn, fds)
-        return
     for target, fd in enumerate(fds[:3]):
         os.dup2(fd, target)
     try:
