@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from codemode.codex_host.beside import CLIENT_NAME, HOST_NAME, vendor_with_our_host
-from codemode.codex_host.warm_start import answers
+from codemode.codex_host.warm_start import answers, leave_warm_server, serving
 from tests.codex_host_support import INTERPRETER, short_private_folder
 
 HELLO = {
@@ -388,3 +388,32 @@ def test_a_session_beside_another_gets_a_host_too(shim: tuple[Path, str]) -> Non
     finally:
         first.stdin.close()
         assert first.wait(60) == 0
+
+
+def test_asking_whether_a_server_runs_takes_no_spare(tmp_path: Path) -> None:
+    """A host started with --warm beside a running server (a TCP one, refused warm)
+    asks whether one runs before starting another: by its lock, since a connection
+    would be handed the spare."""
+    folder = tmp_path / "run"
+    folder.mkdir(mode=0o700)
+    sock = str(folder / "h.sock")
+    assert not serving(sock)
+    server = _server(sock, "--watch", str(tmp_path))
+    try:
+        _until(lambda: os.path.exists(sock), 60, "the server's socket")
+        spares: set[str] = set()
+
+        def spare_made() -> bool:
+            spares.update(Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split())
+            return bool(spares)
+
+        _until(spare_made, 60, "a spare")
+        assert serving(sock)
+        leave_warm_server(sock)  # what such a host does: finds one, starts none
+        time.sleep(0.5)
+        children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+        assert set(children) == spares, "the question took the spare"
+    finally:
+        server.terminate()
+        assert server.wait(30) == 0
+    assert not serving(sock)

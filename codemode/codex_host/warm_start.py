@@ -60,8 +60,27 @@ def socket_path(command: list[str]) -> str:
     raise OSError(f"no private folder for the warm host's socket (tried {', '.join(tried)})")
 
 
+def serving(path: str) -> bool:
+    """Whether a warm server holds ``path`` (its lock is taken): asked without
+    connecting, since every connection is handed a host."""
+    import fcntl
+
+    try:
+        fd = os.open(path + ".lock", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops a lock it took
+    return False
+
+
 def answers(path: str) -> bool:
-    """Whether a server accepts connections on ``path``."""
+    """Whether a server accepts connections on ``path`` (a connection to a warm server
+    takes its spare: for tests and diagnostics, not to decide anything)."""
     import socket
 
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
@@ -78,7 +97,7 @@ def leave_warm_server(path: str) -> None:
     answers there already; it does its work once this process has ended. Never raises:
     a host that cannot leave one serves anyway."""
     try:
-        if not private(os.path.dirname(path)) or answers(path):
+        if not private(os.path.dirname(path)) or serving(path):
             return
         # Its diagnostics, for whoever wonders why starts stay slow.
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
