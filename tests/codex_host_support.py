@@ -295,3 +295,15 @@ def short_private_folder() -> Path:
     room for 107 bytes; pytest's own folders can leave too little). Removed by the
     caller."""
     return Path(tempfile.mkdtemp(prefix="cmw-", dir="/tmp"))
+
+
+def answers(path: str) -> bool:
+    """Whether a server accepts connections on the Unix socket ``path`` (a connection
+    to a warm code-mode host server takes its spare: for waiting in tests only)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.5)
+        try:
+            probe.connect(path)
+        except OSError:
+            return False
+    return True

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from codemode.codex_host.warm_start import answers
 from tests.codex_cli_support import (
     INTERPRETER,
     Step,
@@ -36,7 +35,7 @@ from tests.codex_cli_support import (
     wait_call,
     with_our_host,
 )
-from tests.codex_host_support import free_port, short_private_folder, wait_port
+from tests.codex_host_support import answers, free_port, short_private_folder, wait_port
 
 # A 1x1 PNG: Codex checks that an image decodes.
 PNG = (

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from codemode.codex_host.beside import CLIENT_NAME, HOST_NAME, vendor_with_our_host
-from codemode.codex_host.warm_start import answers, leave_warm_server, serving
-from tests.codex_host_support import INTERPRETER, short_private_folder
+from codemode.codex_host.warm_start import leave_warm_server, serving
+from tests.codex_host_support import INTERPRETER, answers, short_private_folder
 
 HELLO = {
     "type": "connection/hello",

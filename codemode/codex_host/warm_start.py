@@ -78,20 +78,6 @@ def serving(path: str) -> bool:
     return False
 
 
-def answers(path: str) -> bool:
-    """Whether a server accepts connections on ``path`` (a connection to a warm server
-    takes its spare: for tests and diagnostics, not to decide anything)."""
-    import socket
-
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        probe.settimeout(0.5)
-        try:
-            probe.connect(path)
-        except OSError:
-            return False
-    return True
-
-
 def leave_warm_server(path: str) -> None:
     """Start a warm server on ``path`` (detached: it outlives this process) unless one
     answers there already; it does its work once this process has ended. Never raises:

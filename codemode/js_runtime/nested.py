@@ -116,14 +116,7 @@ class NestedCalls:
         self.records[call_id] = record
         if self.on_event is not None:
             self.on_event(ToolCallStarted(record))
-        # ``_start``, inlined: this is every tool call's path.
-        coro = self._invoke(record)
-        try:
-            waiting_on = coro.send(None)
-        except StopIteration as finished:
-            self.ready.append((call_id, finished.value))
-            return
-        self._carry_on(call_id, coro, waiting_on)
+        self._start(call_id, self._invoke(record))
 
     def _start(self, call_id: int, coro: Any) -> None:
         # Start the handler eagerly (what Python 3.12 calls an eager task): most tools
