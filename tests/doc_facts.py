@@ -43,13 +43,7 @@ def _codex_host(option: str) -> Any:
 def _catalog(provider: str, field: str) -> Any:
     """A field of a provider in the catalog (``providers/catalog.json``); "none" when
     the provider does not set it."""
-    import json
-    from importlib import resources
-
-    text = resources.files("codemode.providers").joinpath("catalog.json").read_text()
-    entry = json.loads(text)
-    entry = entry.get("providers", entry)[provider]
-    return entry.get(field, "none")
+    return _catalog_file("catalog.json")["providers"][provider].get(field, "none")
 
 
 def _constant(module: str, name: str) -> Any:
@@ -75,7 +69,7 @@ def _tool_host(parameter: str) -> Any:
 def _config_default(field: str) -> Any:
     from codemode.config import Config
 
-    return Config.model_fields[field].default
+    return _field_default(Config, field)
 
 
 def _field_default(model: Any, name: str) -> Any:
@@ -158,11 +152,6 @@ def _us(module: str, name: str) -> float:
 def _ms(module: str, name: str) -> float:
     return round(_constant(module, name) * 1e3, 3)
 
-
-def _same(*values: Any) -> Any:
-    """The one value several constants share (both ends of the pipe, say)."""
-    assert len(set(values)) == 1, f"these differ: {values}"
-    return values[0]
 
 FACTS: dict[str, Callable[[], Any]] = {
     # interpreter code-mode-host (docs/codex-host.md)

@@ -64,8 +64,6 @@ def serve_if_asked(argv: list[str]) -> None:
     serve_and_exit(options, command_process=True)
 
 
-
-
 def warm_server_command(args: list[str]) -> NoReturn:
     """`code-mode-host --warm-server SOCKET [...]` (``args`` after the flag): the warm
     server a host with ``--warm`` leaves behind (``codex_host/warm_server.py``; not for

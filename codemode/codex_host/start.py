@@ -70,7 +70,7 @@ def serve_and_exit(options: HostOptions, *, command_process: bool) -> NoReturn:
     ``command_process``: this process is the `interpreter` command, so it ends without
     Python's teardown of every module (``fast_exit``): Codex waits for its host to exit
     at the end of each turn, and that teardown was most of the 19 ms it waited."""
-    asyncio = _asyncio_without_tls()
+    asyncio = asyncio_without_tls()
 
     from codemode.codex_host.runtime import SessionLimits
     from codemode.codex_host.server import serve
@@ -98,7 +98,7 @@ def serve_and_exit(options: HostOptions, *, command_process: bool) -> NoReturn:
     sys.exit(status)
 
 
-def _asyncio_without_tls() -> ModuleType:
+def asyncio_without_tls() -> ModuleType:
     """``asyncio``, imported without ``ssl`` when nothing has loaded it yet.
 
     ``asyncio`` imports ``ssl`` only to offer TLS, and ``ssl`` (OpenSSL's library and

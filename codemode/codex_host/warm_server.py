@@ -180,9 +180,9 @@ def _end_with_client(conn: socket.socket) -> None:
 
 
 def _import_what_hosts_use() -> None:
-    from codemode.codex_host.start import _asyncio_without_tls
+    from codemode.codex_host.start import asyncio_without_tls
 
-    _asyncio_without_tls()
+    asyncio_without_tls()
     import codemode.codex_host.framed
     import codemode.codex_host.grpc_service
     import codemode.codex_host.h2_server
