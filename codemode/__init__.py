@@ -1,18 +1,16 @@
 """codemode: a terminal coding agent built around code mode.
 
 Importing the package is cheap: ``ToolHost`` and friends load on first use, so
-``interpreter --help`` never pulls in a JavaScript engine.
+``interpreter --help`` never pulls in a JavaScript engine. It patches nothing in the
+importing process (no import hook, no module swapped): the `interpreter` command's own
+start-up work is ``codemode.process.entry``'s.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from codemode.process import httpx_cli
 from codemode.version import __version__ as __version__
-
-# httpx's own command line (rich, pygments) is imported only if something runs it.
-httpx_cli.defer()
 
 if TYPE_CHECKING:
     from codemode.host import ToolHost

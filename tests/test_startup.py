@@ -26,7 +26,7 @@ def _python(code: str, tmp_path: Path) -> str:
 
 def test_httpx_imports_without_its_command_line(tmp_path: Path) -> None:
     out = _python(
-        "import sys, codemode\n"
+        "import sys; from codemode.process import entry; entry.claim()\n"
         "print('before', 'httpx._main' in sys.modules)\n"
         "import httpx\n"
         "print('cli', sorted({m.split('.')[0] for m in sys.modules} & {'rich', 'pygments'}))\n"
@@ -41,7 +41,7 @@ def test_httpx_imports_without_its_command_line(tmp_path: Path) -> None:
 def test_httpx_command_line_still_works(tmp_path: Path) -> None:
     # httpx.main and the module's other names load the real httpx._main on first use.
     out = _python(
-        "import sys, codemode, httpx\n"
+        "import sys; from codemode.process import entry; entry.claim(); import httpx\n"
         "fn = httpx._main.print_response\n"
         "print('real', type(sys.modules['httpx._main']).__name__, fn.__module__,\n"
         "      httpx._main is sys.modules['httpx._main'], 'rich' in sys.modules)\n"
@@ -58,7 +58,7 @@ def test_httpx_command_line_still_works(tmp_path: Path) -> None:
 
 def test_httpx_imported_first_is_left_alone(tmp_path: Path) -> None:
     out = _python(
-        "import sys, httpx, codemode\n"
+        "import sys, httpx; from codemode.process import entry; entry.claim()\n"
         "print(type(sys.modules['httpx._main']).__name__, 'rich' in sys.modules)\n",
         tmp_path,
     )

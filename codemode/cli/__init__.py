@@ -13,6 +13,11 @@ import re
 import sys
 from typing import NoReturn
 
+from codemode.process import entry
+
+if not entry.claimed():
+    entry.claim()  # this process is the command's own: its start-up work, before httpx loads
+
 if sys.argv[1:2] == ["run"]:
     # Before anything heavy: `interpreter run`'s engine worker boots meanwhile.
     from codemode.js_runtime.early import prestart_for

@@ -309,6 +309,9 @@ def _settle_chain(
 
 
 def main() -> None:
+    from codemode.process import entry
+
+    entry.claim()  # a process of codemode's own: pyseccomp without ldconfig
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     engine_name, memory, control_fd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     # Nothing the parent's parent left open comes along: only the pipes are ours.

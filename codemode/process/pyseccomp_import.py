@@ -3,10 +3,13 @@
 pyseccomp looks up libc and libseccomp with ``ctypes.util.find_library``, which runs
 ``/sbin/ldconfig -p`` in a subprocess each time: two processes forked from a large
 interpreter, and ``ctypes.util`` itself imported, at the start of every session that
-builds a seccomp filter. While pyseccomp imports, a stand-in ``ctypes.util`` answers the
-two sonames it asks for (when they load); any other name, or one that does not load, goes
-to the real ``find_library``. Used by the sandbox and by the engine worker's own
-confinement (``js_runtime.worker_confine``).
+builds a seccomp filter. In codemode's own processes (``entry.claimed()``: the
+`interpreter` command, the engine worker), a stand-in ``ctypes.util`` answers the two
+sonames it asks for (when they load) while pyseccomp imports; any other name, or one
+that does not load, goes to the real ``find_library``. In an embedder's process pyseccomp
+is imported as it is: swapping a module there, even for a moment, could be seen by the
+embedder's other threads. Used by the sandbox and by the engine worker's own confinement
+(``js_runtime.worker_confine``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import sys
 import types
 from typing import Any
 
+from codemode.process import entry
+
 _SONAMES = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
 
 
@@ -23,6 +28,8 @@ def import_pyseccomp() -> Any:
     """The pyseccomp module (ImportError or OSError where it cannot be loaded)."""
     if "pyseccomp" in sys.modules:
         return sys.modules["pyseccomp"]
+    if not entry.claimed():
+        return importlib.import_module("pyseccomp")
     import ctypes
 
     saved = (sys.modules.get("ctypes.util"), vars(ctypes).get("util"))
