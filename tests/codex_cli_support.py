@@ -35,9 +35,11 @@ def codex_vendor(version: str) -> Path:
     """Codex's vendor folder (its binary and code-mode host), or skip saying why."""
     folder = cache_dir() / f"codex-{version}" / VENDOR
     if not (folder / "bin" / "codex").is_file():
+        log = cache_dir() / f"codex-{version}" / "install.log"
+        why = log.read_text(errors="replace").strip()[-300:] if log.is_file() else "never run"
         pytest.skip(
-            f"Codex CLI {version} is not installed in {folder.parent.parent.parent} "
-            "(scripts/setup-test-servers.sh fetches it; see its install.log)"
+            f"Codex CLI {version} is not installed in {log.parent} "
+            f"(scripts/setup-test-servers.sh fetches it; its install.log: {why})"
         )
     return folder
 
@@ -119,9 +121,12 @@ def _homes() -> Iterator[tuple[Path, Path]]:
         yield Path(ws), Path(home)
 
 
-def run_turn(vendor: Path, steps: list[Step], *, timeout_s: float = 240) -> Turn:
-    """``codex exec --enable code_mode_only --enable code_mode_host`` for one turn whose
-    model replies are ``steps`` (a step may read the last tool output), then "done"."""
+def run_turn(
+    vendor: Path, steps: list[Step], *, timeout_s: float = 240, codex_args: tuple[str, ...] = ()
+) -> Turn:
+    """``codex exec --enable code_mode_only --enable code_mode_host`` (and ``codex_args``)
+    for one turn whose model replies are ``steps`` (a step may read the last tool output),
+    then "done"."""
     queue = list(steps)
 
     def responder(request: RecordedRequest) -> object:
@@ -138,7 +143,7 @@ def run_turn(vendor: Path, steps: list[Step], *, timeout_s: float = 240) -> Turn
         env = dict(os.environ, CODEX_HOME=str(home))
         argv = [
             str(vendor / "bin" / "codex"), "exec", "--enable", "code_mode_only",
-            "--enable", "code_mode_host", "--skip-git-repo-check", "--json",
+            "--enable", "code_mode_host", *codex_args, "--skip-git-repo-check", "--json",
             "-C", str(ws), "run the programs",
         ]  # fmt: skip
         proc = subprocess.run(
