@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,6 +44,51 @@ def codex_vendor(version: str) -> Path:
             f"(scripts/setup-test-servers.sh fetches it; its install.log: {why})"
         )
     return folder
+
+
+def newest_codex_version() -> str:
+    """The version npm's registry tags ``latest`` for ``@openai/codex``, or skip saying why
+    (no npm, no registry reachable)."""
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm not found: cannot ask the registry for the newest @openai/codex")
+    try:
+        found = subprocess.run(
+            [npm, "view", "@openai/codex", "dist-tags.latest", "--fetch-retries=0"],
+            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pytest.skip("npm's registry did not answer in 60 s (offline?)")
+    version = found.stdout.strip()
+    if found.returncode != 0 or not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        lines = [line for line in (found.stderr or found.stdout).splitlines() if line.strip()]
+        why = "; ".join(lines[:3])[:400]
+        pytest.skip(f"npm's registry is not reachable (offline?): {why}")
+    return version
+
+
+def installed_codex(version: str) -> Path:
+    """Codex ``version``'s vendor folder, installed into the cache as
+    scripts/setup-test-servers.sh installs the versions it names, or skip saying why."""
+    if f"{platform.system()}-{platform.machine()}" != "Linux-x86_64":
+        pytest.skip("the Codex builds the tests run are linux x86_64 ones")
+    folder = cache_dir() / f"codex-{version}"
+    if not (folder / VENDOR / "bin" / "codex").is_file():
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.skip(f"npm not found: cannot install Codex {version}")
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / "install.log", "w") as log:
+            try:
+                subprocess.run(
+                    [npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund",
+                     "--loglevel=error", f"@openai/codex@{version}-linux-x64"],
+                    stdout=log, stderr=subprocess.STDOUT, timeout=600,
+                    stdin=subprocess.DEVNULL,
+                )  # fmt: skip
+            except subprocess.TimeoutExpired:
+                log.write("npm install took more than 600 s\n")
+    return codex_vendor(version)
 
 
 def with_our_host(version: str, *host_args: str, warm: bool = False) -> Path:

@@ -27,6 +27,8 @@ from tests.codex_cli_support import (
     cell_of,
     codex_vendor,
     exec_call,
+    installed_codex,
+    newest_codex_version,
     normalized,
     output_text,
     reported_items,
@@ -171,6 +173,17 @@ def test_codex_0171_over_grpc_stdio_matches_its_own_host(engine: str) -> None:
 def test_codex_0171_over_the_framed_protocol_matches_its_own_host() -> None:
     theirs = baseline("0.171.0", FRAMED)
     ours = run_turn(with_our_host("0.171.0"), steps(), codex_args=FRAMED)
+    check_turn(ours)
+    compare(ours, theirs)
+
+
+def test_the_newest_codex_in_the_registry_matches_its_own_host() -> None:
+    """The version npm tags ``latest`` (installed into the cache when it is not there yet)
+    over gRPC, as for 0.171: a Codex release newer than the tests name still matches."""
+    version = newest_codex_version()
+    installed_codex(version)
+    theirs = baseline(version)
+    ours = run_turn(with_our_host(version), steps())
     check_turn(ours)
     compare(ours, theirs)
 
