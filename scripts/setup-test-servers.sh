@@ -4,9 +4,10 @@
 #   .cache/mcp-servers, the TypeScript compiler (tsc --strict on `tools --dts`) in
 #   .cache/typescript, and the ACP SDK (@agentclientprotocol/sdk, its zod schemas check
 #   what `interpreter acp` sends) in .cache/acp-sdk.
-# Plus the Codex CLI's own linux x64 binaries, versions 0.169.0 and 0.148.0: the tests of
-# `interpreter code-mode-host` run real Codex turns with it (tests/test_codex_cli_host.py;
-# 0.169 speaks gRPC to its host, 0.148 the framed stdio protocol), and
+# Plus the Codex CLI's own linux x64 binaries, versions 0.171.0, 0.169.0 and 0.148.0: the
+# tests of `interpreter code-mode-host` run real Codex turns with it
+# (tests/test_codex_cli_host.py; 0.171 and 0.169 speak gRPC to their host, 0.148 the
+# framed stdio protocol; 0.171 is the revision docs/codex-host.md derives), and
 # benchmarks/codex_compare.py and benchmarks/codex_host.py compare against it. The npm
 # package ships them as a platform build of the same package (`@openai/codex@V-linux-x64`,
 # the optional dependency that `npm --omit=optional` leaves out), so each is installed
@@ -50,7 +51,7 @@ install .cache/typescript node_modules/.bin/tsc typescript@7.0.2 &
 install .cache/acp-sdk node_modules/@agentclientprotocol/sdk/package.json \
   @agentclientprotocol/sdk@2.4.0 &
 
-codex_versions=${CODEX_CLI_VERSIONS:-${CODEX_CLI_VERSION:-0.169.0} 0.148.0}
+codex_versions=${CODEX_CLI_VERSIONS:-${CODEX_CLI_VERSION:-0.169.0} 0.148.0 0.171.0}
 if [ "${CODEMODE_CODEX:-1}" = 1 ] && [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
   for codex_version in $codex_versions; do
     install "${CODEMODE_CACHE:-$HOME/.cache/codemode}/codex-$codex_version" \

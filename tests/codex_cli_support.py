@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,11 +37,58 @@ def codex_vendor(version: str) -> Path:
     """Codex's vendor folder (its binary and code-mode host), or skip saying why."""
     folder = cache_dir() / f"codex-{version}" / VENDOR
     if not (folder / "bin" / "codex").is_file():
+        log = cache_dir() / f"codex-{version}" / "install.log"
+        why = log.read_text(errors="replace").strip()[-300:] if log.is_file() else "never run"
         pytest.skip(
-            f"Codex CLI {version} is not installed in {folder.parent.parent.parent} "
-            "(scripts/setup-test-servers.sh fetches it; see its install.log)"
+            f"Codex CLI {version} is not installed in {log.parent} "
+            f"(scripts/setup-test-servers.sh fetches it; its install.log: {why})"
         )
     return folder
+
+
+def newest_codex_version() -> str:
+    """The version npm's registry tags ``latest`` for ``@openai/codex``, or skip saying why
+    (no npm, no registry reachable)."""
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm not found: cannot ask the registry for the newest @openai/codex")
+    try:
+        found = subprocess.run(
+            [npm, "view", "@openai/codex", "dist-tags.latest", "--fetch-retries=0"],
+            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pytest.skip("npm's registry did not answer in 60 s (offline?)")
+    version = found.stdout.strip()
+    if found.returncode != 0 or not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        lines = [line for line in (found.stderr or found.stdout).splitlines() if line.strip()]
+        why = "; ".join(lines[:3])[:400]
+        pytest.skip(f"npm's registry is not reachable (offline?): {why}")
+    return version
+
+
+def installed_codex(version: str) -> Path:
+    """Codex ``version``'s vendor folder, installed into the cache as
+    scripts/setup-test-servers.sh installs the versions it names, or skip saying why."""
+    if f"{platform.system()}-{platform.machine()}" != "Linux-x86_64":
+        pytest.skip("the Codex builds the tests run are linux x86_64 ones")
+    folder = cache_dir() / f"codex-{version}"
+    if not (folder / VENDOR / "bin" / "codex").is_file():
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.skip(f"npm not found: cannot install Codex {version}")
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / "install.log", "w") as log:
+            try:
+                subprocess.run(
+                    [npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund",
+                     "--loglevel=error", f"@openai/codex@{version}-linux-x64"],
+                    stdout=log, stderr=subprocess.STDOUT, timeout=600,
+                    stdin=subprocess.DEVNULL,
+                )  # fmt: skip
+            except subprocess.TimeoutExpired:
+                log.write("npm install took more than 600 s\n")
+    return codex_vendor(version)
 
 
 def with_our_host(version: str, *host_args: str, warm: bool = False) -> Path:
@@ -119,9 +168,12 @@ def _homes() -> Iterator[tuple[Path, Path]]:
         yield Path(ws), Path(home)
 
 
-def run_turn(vendor: Path, steps: list[Step], *, timeout_s: float = 240) -> Turn:
-    """``codex exec --enable code_mode_only --enable code_mode_host`` for one turn whose
-    model replies are ``steps`` (a step may read the last tool output), then "done"."""
+def run_turn(
+    vendor: Path, steps: list[Step], *, timeout_s: float = 240, codex_args: tuple[str, ...] = ()
+) -> Turn:
+    """``codex exec --enable code_mode_only --enable code_mode_host`` (and ``codex_args``)
+    for one turn whose model replies are ``steps`` (a step may read the last tool output),
+    then "done"."""
     queue = list(steps)
 
     def responder(request: RecordedRequest) -> object:
@@ -138,7 +190,7 @@ def run_turn(vendor: Path, steps: list[Step], *, timeout_s: float = 240) -> Turn
         env = dict(os.environ, CODEX_HOME=str(home))
         argv = [
             str(vendor / "bin" / "codex"), "exec", "--enable", "code_mode_only",
-            "--enable", "code_mode_host", "--skip-git-repo-check", "--json",
+            "--enable", "code_mode_host", *codex_args, "--skip-git-repo-check", "--json",
             "-C", str(ws), "run the programs",
         ]  # fmt: skip
         proc = subprocess.run(

@@ -27,6 +27,8 @@ from tests.codex_cli_support import (
     cell_of,
     codex_vendor,
     exec_call,
+    installed_codex,
+    newest_codex_version,
     normalized,
     output_text,
     reported_items,
@@ -130,22 +132,58 @@ def compare(ours: Turn, theirs: Turn) -> None:
     assert reported_items(ours) == reported_items(theirs)
 
 
-_baseline: dict[str, Turn] = {}
+_baseline: dict[tuple[str, tuple[str, ...]], Turn] = {}
+# Codex 0.171 speaks the framed protocol to its host when gRPC is turned off.
+FRAMED = ("--disable", "code_mode_host_grpc")
 
 
-def baseline(version: str) -> Turn:
-    """The turn with Codex's own host (once per version per test run)."""
-    if version not in _baseline:
-        turn = run_turn(codex_vendor(version), steps())
+def baseline(version: str, codex_args: tuple[str, ...] = ()) -> Turn:
+    """The turn with Codex's own host (once per version and arguments per test run)."""
+    key = (version, codex_args)
+    if key not in _baseline:
+        turn = run_turn(codex_vendor(version), steps(), codex_args=codex_args)
         check_turn(turn)
-        _baseline[version] = turn
-    return _baseline[version]
+        _baseline[key] = turn
+    return _baseline[key]
 
 
 @pytest.mark.parametrize("engine", ["quickjs", "v8"])
 def test_codex_0169_over_grpc_stdio_matches_its_own_host(engine: str) -> None:
     theirs = baseline("0.169.0")
     ours = run_turn(with_our_host("0.169.0", "--engine", engine), steps())
+    check_turn(ours)
+    compare(ours, theirs)
+
+
+@pytest.mark.parametrize("engine", ["quickjs", "v8"])
+def test_codex_0171_over_grpc_stdio_matches_its_own_host(engine: str) -> None:
+    theirs = baseline("0.171.0")
+    ours = run_turn(with_our_host("0.171.0", "--engine", engine), steps())
+    check_turn(ours)
+    compare(ours, theirs)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="missing feature: the framed host's outcomes carry no code_mode_host_duration_ns, "
+    "which Codex 0.171 requires of every outcome (it answers each exec 'missing field "
+    "`code_mode_host_duration_ns`'); docs/codex-host.md, Protocol revision",
+)
+def test_codex_0171_over_the_framed_protocol_matches_its_own_host() -> None:
+    theirs = baseline("0.171.0", FRAMED)
+    ours = run_turn(with_our_host("0.171.0"), steps(), codex_args=FRAMED)
+    check_turn(ours)
+    compare(ours, theirs)
+
+
+def test_the_newest_codex_in_the_registry_matches_its_own_host() -> None:
+    """The version npm tags ``latest`` (installed into the cache when it is not there yet)
+    over gRPC, as for 0.171: a Codex release newer than the tests name still matches."""
+    version = newest_codex_version()
+    installed_codex(version)
+    theirs = baseline(version)
+    ours = run_turn(with_our_host(version), steps())
     check_turn(ours)
     compare(ours, theirs)
 
@@ -201,10 +239,13 @@ def test_codex_0148_over_the_framed_protocol_matches_its_own_host() -> None:
     compare(ours, theirs)
 
 
-def test_codex_app_server_runs_a_code_mode_turn_on_our_host_over_tcp(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", ["0.169.0", "0.171.0"])
+def test_codex_app_server_runs_a_code_mode_turn_on_our_host_over_tcp(
+    tmp_path: Path, version: str
+) -> None:
     """``codex app-server --code-mode-host http://127.0.0.1:PORT``: one turn over the
     app-server's JSON-RPC, its program run by our host on TCP."""
-    vendor = codex_vendor("0.169.0")
+    vendor = codex_vendor(version)
     port = free_port()
     host_log = tmp_path / "host.err"
     with open(host_log, "wb") as err:
