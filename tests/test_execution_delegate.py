@@ -161,7 +161,8 @@ async def test_a_program_asking_to_yield_in_its_first_wait_comes_back_early() ->
     try:
         warm = await s.execute("return 1", delegate=owner, yield_time=WARM_UP_S)
         assert isinstance(warm, Completed)
-        code = "console.log('a'); await tools.whoami({}); await new Promise(r => setTimeout(r, 60000));"
+        code = "console.log('a'); await tools.whoami({});"
+        code += " await new Promise(r => setTimeout(r, 60000));"
 
         class Asking(Owner):
             async def call_tool(self, call: NestedCall) -> object:
