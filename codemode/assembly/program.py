@@ -1,6 +1,6 @@
 """What a program host (``codemode.ToolHost``, ``interpreter run``, the batch worker)
-runs programs with: its tools and their context, built whole, and the code session's
-delegate over them (``RegistryDelegate``).
+runs programs with: its tools and their context, built whole; each program's delegate
+over them is ``codemode.tools.program_delegate.RegistryDelegate``.
 
 Unlike a model session there is no provider, harness or session file: only the tool
 set, the workspace, the sandbox session and, for a dry run, the overlay that the
@@ -9,16 +9,16 @@ writing tools record their changes in.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codemode.js_runtime.delegate import NestedCall
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
 from codemode.js_runtime.outcome import Completed
 from codemode.sandbox.unconfined import Unconfined
 from codemode.tools.context import ToolContext
+from codemode.tools.program_delegate import RegistryDelegate
 
 if TYPE_CHECKING:
     from codemode.hooks.engine import HookEngine
@@ -89,38 +89,6 @@ def program_parts(
     box: Sandbox = session if session is not None else Unconfined(root, [])
     context = ToolContext(workspace=root, sandbox=box, dry_run=changes)
     return ProgramParts(tools, context, changes)
-
-
-class RegistryDelegate:
-    """A code session's delegate (``codemode.js_runtime.Delegate``) over a tool
-    registry: each nested call goes down the registry's path (policy, approval,
-    interceptors) in ``context``, carrying its program's source (approval requests show
-    it); each notification goes to ``on_event``, when given."""
-
-    def __init__(
-        self,
-        registry: ToolRegistry,
-        context: ToolContext,
-        on_event: Callable[[str, ExecEvent], None] | None = None,
-    ) -> None:
-        self.registry = registry
-        self.context = context
-        self.on_event = on_event
-        self._sources: dict[str, str] = {}
-
-    def call_tool(self, call: NestedCall) -> Coroutine[Any, Any, object]:
-        # The registry's coroutine itself, not one awaiting it: one frame fewer a call.
-        return self.registry.invoke(
-            call.name, call.args, self.context, program=self._sources.get(call.cell_id)
-        )
-
-    def notify(self, cell_id: str, event: ExecEvent) -> None:
-        if event.type == "cell.started":
-            self._sources[cell_id] = event.source
-        elif event.type == "cell.finished":
-            self._sources.pop(cell_id, None)
-        if self.on_event is not None:
-            self.on_event(cell_id, event)
 
 
 async def run_to_end(

@@ -11,10 +11,10 @@ repository's script survives into the next one's.
 
 What is a repository's own stays per repository: its tools and their context (the
 workspace is its copy, its sandbox session and scratch folder, its hooks) are the
-delegate of that script's run only (``_Current``), and ``repo`` / ``argv`` are set
-up in that script's fresh isolate (``_ScriptTools.program_setup``), never kept in
-the session. Timers and tool calls live in this process and end with the script
-(the runtime cancels what is left).
+delegate of that script's execution only (the runtime's delegate is per execution),
+and ``repo`` / ``argv`` are set up in that script's fresh isolate
+(``_ScriptTools.program_setup``), never kept in the session. Timers and tool calls
+live in this process and end with the script (the runtime cancels what is left).
 """
 
 from __future__ import annotations
@@ -24,12 +24,11 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from codemode.js_runtime.delegate import NestedCall
-from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
+from codemode.js_runtime.models import ExecResult, Limits
 from codemode.js_runtime.outcome import Completed
 
 if TYPE_CHECKING:
-    from codemode.assembly.program import ProgramParts, RegistryDelegate
+    from codemode.assembly.program import ProgramParts
     from codemode.js_runtime.delegate import ToolNames
     from codemode.js_runtime.session import CodeSession
 
@@ -57,29 +56,10 @@ class _ScriptTools:
         )
 
 
-class _Current:
-    """The session's delegate: the running script's own (``RegistryDelegate``)."""
-
-    def __init__(self) -> None:
-        self.delegate: RegistryDelegate | None = None
-
-    async def call_tool(self, call: NestedCall) -> object:
-        if self.delegate is None:  # a call that outlived its script: refused
-            from codemode.tool_terms.errors import ToolError
-
-            raise ToolError("the script that made this call has finished")
-        return await self.delegate.call_tool(call)
-
-    def notify(self, cell_id: str, event: ExecEvent) -> None:
-        if self.delegate is not None:
-            self.delegate.notify(cell_id, event)
-
-
 @dataclass
 class _Kept:
     engine: str
     session: CodeSession
-    current: _Current
     busy: bool = False
 
 
@@ -95,9 +75,8 @@ def _session(engine: str, limits: Limits) -> _Kept:
         return kept
     from codemode.js_runtime.session import CodeSession
 
-    current = _Current()
-    fresh = _Kept(engine, CodeSession(current, limits=limits, engine=engine, persistent=False),
-                  current)  # fmt: skip
+    # No default delegate: each script's execution brings its own.
+    fresh = _Kept(engine, CodeSession(limits=limits, engine=engine, persistent=False))
     if kept is None or not kept.busy:
         if kept is not None:
             kept.session.close_now()
@@ -125,14 +104,16 @@ async def run_script(
     """Run one repository's script to its end with ``parts``'s tools and ``globals``,
     in a fresh isolate in this process's kept engine worker (see the module's
     docstring); cancelled, the script stops too."""
-    from codemode.assembly.program import RegistryDelegate
+    from codemode.tools.program_delegate import RegistryDelegate
 
     kept = _session(engine, limits)
     kept.busy = True
-    kept.current.delegate = RegistryDelegate(parts.registry, parts.context)
     try:
         outcome = await kept.session.execute(
-            source, tools=_ScriptTools(parts.registry, globals), limits=limits
+            source,
+            tools=_ScriptTools(parts.registry, globals),
+            limits=limits,
+            delegate=RegistryDelegate(parts.registry, parts.context),
         )
     except BaseException:
         # Cancelled (the batch is stopping): nothing of this session is kept.
@@ -141,7 +122,6 @@ async def run_script(
         kept.session.close_now()
         raise
     finally:
-        kept.current.delegate = None
         kept.busy = False
     if kept is not _kept:  # a second session, made while the kept one was busy
         await kept.session.close()

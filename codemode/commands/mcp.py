@@ -14,8 +14,12 @@ from codemode.terminal.control_chars import echo, json_text
 SERVER_ENGINE = "quickjs"
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from codemode.assembly.options import SessionOptions
     from codemode.mcp.early import EarlyStdio
+    from codemode.sandbox.session import SandboxSession
+    from codemode.tools.registry import ToolRegistry
 
 # The heap cap of each `execute` program (docs/embedding.md's table of entry points).
 MEMORY_MB = 512
@@ -55,6 +59,24 @@ def list_servers(config: Config, *, as_json: bool) -> int:
     return 1 if any(s.state == "failed" for s in statuses) else 0
 
 
+def _hook(registry: ToolRegistry, cwd: Path, sandbox: SandboxSession) -> None:
+    """The hooks a session in ``cwd`` would run, on every call the server's programs
+    make (a project's untrusted ones are left out, with a warning: no one is there to
+    trust them)."""
+    from codemode.hooks.loading import program_hooks
+    from codemode.hooks.tool_calls import install
+
+    loaded = program_hooks(
+        cwd,
+        sandbox=sandbox.settings,
+        untrusted_hint=": trust them with `interpreter hooks trust`",
+    )
+    for notice in loaded.notices:
+        echo(f"warning: {notice}", err=True)
+    if loaded.engine is not None:
+        install(registry, loaded.engine, sandbox)
+
+
 def serve(
     config: Config,
     options: SessionOptions,
@@ -89,6 +111,7 @@ def serve(
             if status.error:
                 echo(f"mcp server {status.name}: {status.error}", err=True)
     settings = sandbox.settings
+    _hook(registry, cwd, sandbox)
     service = HostService(
         registry,
         cwd,

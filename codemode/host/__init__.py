@@ -15,21 +15,19 @@ the model-facing tool.
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-from codemode.assembly.program import RegistryDelegate, program_parts
+from codemode.assembly.program import program_parts
 from codemode.host.delegate import DelegatedProgram, Dispatch, PendingCall
 from codemode.host.model_tool import ModelTool
-from codemode.js_runtime.delegate import NestedCall
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
 from codemode.js_runtime.outcome import Completed, Outcome
 from codemode.js_runtime.session import CodeSession
 from codemode.sandbox.session import SandboxSession
 from codemode.tools.context import ToolError
+from codemode.tools.program_delegate import RegistryDelegate
 from codemode.tools.registry import ToolFn, ToolRegistry
 
 if TYPE_CHECKING:
@@ -45,49 +43,17 @@ EventSink = Callable[[ExecEvent], None]
 _MODES = ("read-only", "workspace-write", "danger-full-access")
 
 
-@dataclass(frozen=True)
-class _Route:
-    """Where one program's events go, and who runs its calls (None: the registry)."""
+def _program_sink(on_event: EventSink | None) -> Callable[[str, ExecEvent], None] | None:
+    """A program's events for its caller's sink: console output and calls, not the
+    runtime's own start and finish of the cell."""
+    if on_event is None:
+        return None
 
-    on_event: EventSink | None = None
-    calls: Dispatch | None = None
+    def sink(_cell_id: str, event: ExecEvent) -> None:
+        if event.type not in ("cell.started", "cell.finished"):
+            on_event(event)
 
-
-# The route of the program being started: read when the session announces its cell
-# (``cell.started`` is sent from inside ``execute``, in its caller's context).
-_starting: contextvars.ContextVar[_Route | None] = contextvars.ContextVar(
-    "codemode_host_route", default=None
-)
-
-
-class _HostDelegate(RegistryDelegate):
-    """The session's delegate: calls down the registry's path, or to the caller that
-    runs a delegated program's tools; each program's events to its own sink."""
-
-    def __init__(self, registry: ToolRegistry, context: Any) -> None:
-        super().__init__(registry, context, self._event)
-        self.routes: dict[str, _Route] = {}
-
-    async def call_tool(self, call: NestedCall) -> object:
-        route = self.routes.get(call.cell_id)
-        if route is not None and route.calls is not None:
-            return await route.calls(call.name, call.args)
-        return await super().call_tool(call)
-
-    def notify(self, cell_id: str, event: ExecEvent) -> None:
-        if event.type == "cell.started":
-            route = _starting.get()
-            if route is not None:
-                self.routes[cell_id] = route
-        super().notify(cell_id, event)
-        if event.type == "cell.finished":
-            self.routes.pop(cell_id, None)
-
-    def _event(self, cell_id: str, event: ExecEvent) -> None:
-        route = self.routes.get(cell_id)
-        if route is not None and route.on_event is not None:
-            if event.type not in ("cell.started", "cell.finished"):
-                route.on_event(event)
+    return sink
 
 
 # What a command refused for want of an approver tells a ToolHost's caller to do.
@@ -168,10 +134,11 @@ class ToolHost:
             # A refusal names what a ToolHost's caller has, not the CLI's options.
             self.context.sandbox.gate.approval_remedy = HOST_APPROVAL_REMEDY
         self.dry_run: DryRun | None = parts.dry_run
-        self._delegate = _HostDelegate(self.registry, self.context)
         self._globals = dict(globals or {})
+        # Each program runs with a delegate of its own (``_delegate_for``); this one is
+        # for code that uses ``host.session`` directly.
         self._session = CodeSession(
-            self._delegate,
+            RegistryDelegate(self.registry, self.context),
             limits=limits,
             tools=self.registry,
             engine=engine,
@@ -240,11 +207,9 @@ class ToolHost:
         time limit holds across yields. A persistent host runs one program at a time
         (starting one while a cell runs raises ``codemode.js_runtime.CellBusy``)."""
         yield_time = None if yield_time_ms is None else max(yield_time_ms, 0) / 1000
-        token = _starting.set(_Route(on_event=on_event))
-        try:
-            return await self._session.execute(code, yield_time=yield_time, limits=limits)
-        finally:
-            _starting.reset(token)
+        return await self._session.execute(
+            code, yield_time=yield_time, limits=limits, delegate=self._delegate_for(on_event)
+        )
 
     async def wait(self, cell_id: str, *, yield_time_ms: int = 10_000) -> Outcome:
         """A yielded cell's new output as soon as there is some (``Yielded``), or its
@@ -273,15 +238,21 @@ class ToolHost:
             tool.validate(args)
 
         async def run(dispatch: Dispatch) -> ExecResult:
-            token = _starting.set(_Route(on_event=on_event, calls=dispatch))
-            try:
-                outcome = await self._session.execute(code, limits=limits)
-            finally:
-                _starting.reset(token)
+            outcome = await self._session.execute(
+                code, limits=limits, delegate=self._delegate_for(on_event, dispatch)
+            )
             assert isinstance(outcome, Completed)  # no yield time: it ran to its end
             return outcome.result
 
         return DelegatedProgram(run, check)
+
+    def _delegate_for(
+        self, on_event: EventSink | None, calls: Dispatch | None = None
+    ) -> RegistryDelegate:
+        """One program's delegate: its calls down the registry's path with its
+        provenance (or to ``calls``, the caller that runs them), its events to
+        ``on_event``."""
+        return RegistryDelegate(self.registry, self.context, _program_sink(on_event), calls=calls)
 
     def model_tool(self, name: str = "execute") -> ModelTool:
         """This host as one tool for a model (``codemode.host.model_tool``): its handler

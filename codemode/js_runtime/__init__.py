@@ -1,8 +1,9 @@
 """The code-mode runtime: JavaScript programs run against tools someone else runs.
 
 Its one API is ``CodeSession`` (``session.py``, whose docstring states it): opened
-with ``Limits`` and a ``Delegate`` (how nested tool calls and notifications leave the
-runtime), it runs programs as cells, each ``execute``/``wait``/``terminate`` ending in
+with ``Limits``, it runs programs as cells, each with a ``Delegate`` of its own (how
+that program's nested tool calls and notifications leave the runtime) and a yield rule
+(``YieldWhen``), each ``execute``/``wait``/``terminate`` ending in
 one ``Outcome``: ``Completed``, ``Yielded`` or ``Terminated``. Programs run in engine
 worker processes (``worker.py``) holding a quickjs-ng (the default) or V8 isolate.
 This package imports nothing from the rest of codemode but the ``tool_terms`` leaf.
@@ -15,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from codemode.js_runtime.cells import YieldWhen
     from codemode.js_runtime.delegate import Delegate, NestedCall, ToolError, ToolNames, ToolSet
     from codemode.js_runtime.engine import ENGINES, Engine
     from codemode.js_runtime.models import (
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "CodeSession": "session",
+    "YieldWhen": "cells",
     "ENGINES": "engine",
     "Engine": "engine",
     **dict.fromkeys(("Delegate", "NestedCall", "ToolError", "ToolNames", "ToolSet"), "delegate"),
@@ -75,6 +78,7 @@ __all__ = [
     "ToolNames",
     "ToolSet",
     "UnknownCell",
+    "YieldWhen",
     "Yielded",
 ]
 

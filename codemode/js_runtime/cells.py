@@ -2,10 +2,12 @@
 
 A program runs as a cell: an asyncio task around one execution. ``CodeSession``
 waits for it up to the yield time; if it still runs then, the caller gets the output
-so far and the cell id, and the program goes on. ``wait`` returns as soon as the
-program finishes or prints something new (never an unchanged "still running" unless
-the yield time passes with nothing new); ``terminate`` stops it. The program's own
-wall-clock limit holds across yields: no wait extends it.
+so far and the cell id, and the program goes on. By the cell's yield rule
+(``YieldWhen``), ``wait`` returns as soon as the program finishes or prints something
+new (``"output"``: never an unchanged "still running" unless the yield time passes with
+nothing new), or only when it finishes, its host passes on the program's request to
+yield, or the yield time passes (``"request"``, Codex's rule). ``terminate`` stops it.
+The program's own wall-clock limit holds across yields: no wait extends it.
 """
 
 from __future__ import annotations
@@ -14,9 +16,13 @@ import asyncio
 import contextlib
 import json
 import re
+from typing import Literal
 
 from codemode.js_runtime.elide import marker
 from codemode.js_runtime.models import ExecResult
+
+# When a waiter gets control back before the program ends (besides its yield time).
+YieldWhen = Literal["output", "request"]
 
 DEFAULT_YIELD_MS = 20_000
 _PRAGMA = re.compile(r"^\s*//\s*@exec:\s*(\{.*\})\s*$")
@@ -50,9 +56,19 @@ class Cell:
 
     (A plain class, not a dataclass: see ``source.Program``.)"""
 
-    def __init__(self, id: str, task: asyncio.Task[ExecResult], cap: int) -> None:
+    def __init__(
+        self,
+        id: str,
+        task: asyncio.Task[ExecResult],
+        cap: int,
+        yield_when: YieldWhen = "output",
+    ) -> None:
+        if yield_when not in ("output", "request"):
+            raise ValueError(f"yield_when={yield_when!r}: 'output' or 'request'")
         self.id = id
         self.task = task
+        self.yield_when = yield_when
+        self.asked = asyncio.Event()  # the program asked to yield ("request")
         self.cap = cap  # characters of unseen output kept (the oldest go first)
         self.unseen: list[str] = []
         self.unseen_chars = 0
@@ -77,23 +93,44 @@ class Cell:
         self.unseen.clear()
         self.unseen_chars = self.dropped = 0
         self.changed.clear()
+        self.asked.clear()  # a request to yield is answered by handing this output back
         return "\n".join(lines)
 
+    def request_yield(self) -> None:
+        self.asked.set()
+
+    async def first(self, yield_s: float | None) -> None:
+        """The execution's first wait: until it finishes, ``yield_s`` passes, or (rule
+        ``"request"``) the program asks to yield. Output alone never ends it."""
+        await self._until(yield_s, self.asked if self.yield_when == "request" else None)
+
     async def wait(self, yield_s: float | None) -> bool:
-        """Until it finishes, prints something new, or ``yield_s`` passes (None: until
-        it finishes); True if done."""
-        if yield_s is None:
-            await asyncio.wait([self.task])
-            return True
-        if not self.task.done() and not self.unseen:
-            changed = asyncio.ensure_future(self.changed.wait())
-            try:
-                await asyncio.wait(
-                    [self.task, changed], timeout=yield_s, return_when=asyncio.FIRST_COMPLETED
-                )
-            finally:
-                changed.cancel()
+        """Until it finishes, ``yield_s`` passes, or by its rule it prints something new
+        (``"output"``) or asks to yield (``"request"``); True if done. None: until it
+        finishes."""
+        if self.yield_when == "output":
+            if yield_s is None:
+                await asyncio.wait([self.task])
+                return True
+            if not self.unseen:
+                await self._until(yield_s, self.changed)
+        else:
+            await self._until(yield_s, self.asked)
         return self.task.done()
+
+    async def _until(self, yield_s: float | None, event: asyncio.Event | None) -> None:
+        if self.task.done() or (event is not None and event.is_set()):
+            return
+        if event is None:
+            await asyncio.wait([self.task], timeout=yield_s)
+            return
+        woken = asyncio.ensure_future(event.wait())
+        try:
+            await asyncio.wait(
+                [self.task, woken], timeout=yield_s, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            woken.cancel()
 
     async def stop(self) -> None:
         self.task.cancel()

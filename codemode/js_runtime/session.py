@@ -1,26 +1,36 @@
 """The runtime's one API: a code session.
 
-    session = CodeSession(delegate, limits=Limits(timeout_s=30), tools=ToolSet(("shell",)))
-    outcome = await session.execute(source, yield_time=10.0)   # Completed | Yielded | Terminated
-    while isinstance(outcome, Yielded):                        # it runs on as a cell
+    session = CodeSession(limits=Limits(timeout_s=30), tools=ToolSet(("shell",)))
+    outcome = await session.execute(source, delegate=d, yield_time=10.0)
+    while isinstance(outcome, Yielded):         # Completed | Yielded | Terminated
         outcome = await session.wait(outcome.cell_id, yield_time=10.0)
-    await session.terminate(cell_id)                           # -> Terminated (or Completed)
+    await session.terminate(cell_id)            # -> Terminated (or Completed)
     await session.close()
 
-- Opened with ``limits`` (``Limits``: wall clock, memory, tool calls, output) and a
-  ``delegate`` (``delegate.Delegate``): every nested ``tools.NAME(args)`` call goes to
-  ``delegate.call_tool``, every notification (a cell started, console output, a call
-  started or finished, a cell finished) to ``delegate.notify``. The runtime runs no
-  tool itself and imports nothing outside this package.
-- ``execute(source, tools, yield_time, max_output)`` runs a program as a new cell:
-  ``Completed`` when it finishes within ``yield_time`` seconds (None: however long it
-  takes, up to its time limit), else ``Yielded`` with its output so far and the cell
-  id. ``tools`` (``ToolNames``) overrides the session's tools for this program;
+- Opened with ``limits`` (``Limits``: wall clock, memory, tool calls, output) and,
+  optionally, a default ``delegate`` (``delegate.Delegate``). The runtime runs no tool
+  itself and imports nothing outside this package.
+- ``execute(source, tools, yield_time, max_output, *, delegate, yield_when)`` runs a
+  program as a new cell. **The delegate is the execution's**: every nested
+  ``tools.NAME(args)`` call of that program (a ``NestedCall``, carrying the cell id)
+  goes to ``delegate.call_tool``, and every notification about it (the cell started,
+  console output, a call started or finished, the cell finished) to
+  ``delegate.notify(cell_id, event)``; without one, the session's default. So one
+  session serves programs of different owners side by side (a batch worker's
+  repositories one after another, a host's callers) with no routing of its own.
+  ``Completed`` when the program finishes within ``yield_time`` seconds (None: however
+  long it takes, up to its time limit), else ``Yielded`` with its output so far and the
+  cell id. ``tools`` (``ToolNames``) overrides the session's tools for this program;
   ``max_output`` its output cap in characters. A first-line ``// @exec: {...}`` pragma
   is the caller's to read (``cells.pragma``).
-- ``wait(cell_id, yield_time)``: ``Completed`` once the cell finishes, ``Yielded`` as
-  soon as it prints something new or ``yield_time`` passes. Cancelling a wait leaves
-  the cell running; cancelling ``execute`` before it returns stops the program.
+- **The yield rule is the execution's** (``yield_when``): ``"output"`` (the default, the
+  agent's ``wait``): a ``wait`` returns as soon as the cell prints something new;
+  ``"request"`` (Codex's protocol): control comes back only when ``yield_time`` passes,
+  the program ends, or its host calls ``request_yield(cell_id)`` (the program asked, e.g.
+  Codex's ``yield_control()``), never because of output alone.
+- ``wait(cell_id, yield_time)``: ``Completed`` once the cell finishes, ``Yielded`` by the
+  cell's yield rule or when ``yield_time`` passes. Cancelling a wait leaves the cell
+  running; cancelling ``execute`` before it returns stops the program.
 - ``terminate(cell_id)``: stops the cell (``Terminated``); one that finished first is
   ``Completed``.
 - ``close()``: stops every cell (awaited: nothing runs on after it) and the workers.
@@ -39,7 +49,7 @@ import dataclasses
 import itertools
 from typing import Any
 
-from codemode.js_runtime.cells import Cell
+from codemode.js_runtime.cells import Cell, YieldWhen
 from codemode.js_runtime.delegate import Delegate, ToolNames, ToolSet
 from codemode.js_runtime.execution import Execution
 from codemode.js_runtime.isolates import Isolates, memory_bytes
@@ -63,7 +73,7 @@ class CodeSession:
 
     def __init__(
         self,
-        delegate: Delegate,
+        delegate: Delegate | None = None,
         *,
         limits: Limits | None = None,
         tools: ToolNames | None = None,
@@ -107,15 +117,22 @@ class CodeSession:
         max_output: int | None = None,
         *,
         limits: Limits | None = None,
+        delegate: Delegate | None = None,
+        yield_when: YieldWhen = "output",
     ) -> Outcome:
-        """Run ``source`` as a new cell (see the module's docstring)."""
+        """Run ``source`` as a new cell whose calls and notifications go to ``delegate``
+        (else the session's), yielding by ``yield_when`` (see the module's docstring)."""
         if self._closed:
             raise RuntimeError("the code session is closed")
+        delegate = delegate or self.delegate
+        if delegate is None:
+            raise ValueError("execute() needs a delegate: this session was opened without one")
         limits = limits or self.limits
         if max_output is not None:
             limits = dataclasses.replace(limits, output_chars=max_output)
         if not self.persistent:
-            return await self._first(self._start(source, tools, limits), yield_time)
+            cell = self._start(source, tools, limits, delegate, yield_when)
+            return await self._first(cell, yield_time)
         if self._order is None:
             self._order = asyncio.Lock()
         # In the order asked for: a second program waits until the first finishes or
@@ -124,7 +141,8 @@ class CodeSession:
             busy = self.running()
             if busy:
                 raise CellBusy(busy[0])
-            return await self._first(self._start(source, tools, limits), yield_time)
+            cell = self._start(source, tools, limits, delegate, yield_when)
+            return await self._first(cell, yield_time)
 
     async def wait(self, cell_id: str, yield_time: float | None = None) -> Outcome:
         """The cell's new output as soon as there is some, or its result."""
@@ -142,6 +160,14 @@ class CodeSession:
         if cell.task.cancelled():  # terminated (or closed) while we waited
             return Terminated(cell.id, cell.take_output())
         return self._completed(cell)
+
+    def request_yield(self, cell_id: str) -> None:
+        """The program asked to hand control back (Codex's ``yield_control()``): whoever
+        waits on the cell now, or next, gets ``Yielded`` with its output so far. A cell
+        that already finished is left alone (its result comes back as usual)."""
+        cell = self._cells.get(str(cell_id))
+        if cell is not None:
+            cell.request_yield()
 
     async def terminate(self, cell_id: str) -> Outcome:
         """Stop the cell; ``Completed`` instead if it finished first."""
@@ -178,9 +204,16 @@ class CodeSession:
             raise UnknownCell(str(cell_id), self.running())
         return cell
 
-    def _start(self, source: str, tools: ToolNames | None, limits: Limits) -> Cell:
+    def _start(
+        self,
+        source: str,
+        tools: ToolNames | None,
+        limits: Limits,
+        delegate: Delegate,
+        yield_when: YieldWhen,
+    ) -> Cell:
         cell_id = str(next(self._ids))
-        notify = self.delegate.notify
+        notify = delegate.notify
         notify(cell_id, CellStarted(source=source))
         holder: list[Cell] = []
 
@@ -195,7 +228,7 @@ class CodeSession:
             limits,
             tools if tools is not None else self.tools,
             cell_id,
-            self.delegate.call_tool,
+            delegate.call_tool,
             on_event,
         )
 
@@ -204,14 +237,19 @@ class CodeSession:
             notify(cell_id, CellFinished(result=result))
             return result
 
-        cell = Cell(id=cell_id, task=asyncio.ensure_future(run()), cap=limits.output_chars)
+        cell = Cell(
+            id=cell_id,
+            task=asyncio.ensure_future(run()),
+            cap=limits.output_chars,
+            yield_when=yield_when,
+        )
         holder.append(cell)
         self._cells[cell_id] = cell
         return cell
 
     async def _first(self, cell: Cell, yield_time: float | None) -> Outcome:
         try:
-            await asyncio.wait([cell.task], timeout=yield_time)
+            await cell.first(yield_time)
         except BaseException:
             # Cancelled before the caller had the cell: the program stops too.
             await cell.stop()

@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import Field
 
 from codemode.harnesses.render import render_exec_result
-from codemode.js_runtime.delegate import NestedCall
-from codemode.js_runtime.models import ExecEvent, Limits
+from codemode.js_runtime.models import Limits
 from codemode.js_runtime.outcome import Completed
 from codemode.js_runtime.session import CodeSession
 from codemode.mcp.approval import Decider, approving_registry
@@ -27,6 +26,7 @@ from codemode.mcp.description import execute_description
 from codemode.mcp.early import INSTRUCTIONS, EarlyStdio
 from codemode.tools.context import ToolContext
 from codemode.tools.doc_text import first_sentence
+from codemode.tools.program_delegate import RegistryDelegate
 from codemode.tools.registry import ToolRegistry, code_name
 
 if TYPE_CHECKING:
@@ -58,21 +58,6 @@ def _preview(text: str) -> str:
 _summary = first_sentence
 
 
-class _Delegate:
-    """The code session's delegate: each nested call down the (approving) registry's
-    path, in the server's workspace and sandbox."""
-
-    def __init__(self, registry: ToolRegistry, context: ToolContext) -> None:
-        self.registry = registry
-        self.context = context
-
-    async def call_tool(self, call: NestedCall) -> object:
-        return await self.registry.invoke(call.name, call.args, self.context)
-
-    def notify(self, cell_id: str, event: ExecEvent) -> None:
-        pass
-
-
 class HostService:
     """What the MCP tools do, apart from the protocol: run programs, search, describe."""
 
@@ -98,8 +83,10 @@ class HostService:
         self.limits = limits
         # Not persistent: concurrent execute calls run in workers of their own, each
         # program in a fresh isolate; sequential ones reuse a warm worker.
+        # Each program's calls carry its provenance (source, cell) to approvals and
+        # hooks, as from every other host (``RegistryDelegate``).
         self.session = CodeSession(
-            _Delegate(self.guarded, self.context),
+            RegistryDelegate(self.guarded, self.context),
             limits=limits,
             tools=self.guarded,
             engine=engine,
