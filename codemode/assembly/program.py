@@ -9,16 +9,13 @@ writing tools record their changes in.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
-from codemode.js_runtime.outcome import Completed
 from codemode.sandbox.unconfined import Unconfined
 from codemode.tools.context import ToolContext
-from codemode.tools.program_delegate import RegistryDelegate
 
 if TYPE_CHECKING:
     from codemode.hooks.engine import HookEngine
@@ -89,33 +86,3 @@ def program_parts(
     box: Sandbox = session if session is not None else Unconfined(root, [])
     context = ToolContext(workspace=root, sandbox=box, dry_run=changes)
     return ProgramParts(tools, context, changes)
-
-
-async def run_to_end(
-    parts: ProgramParts,
-    source: str,
-    *,
-    engine: str,
-    limits: Limits,
-    globals: dict[str, Any] | None = None,
-    on_event: Callable[[ExecEvent], None] | None = None,
-) -> ExecResult:
-    """Run one program with ``parts``'s tools in a code session of its own, to its end
-    (a value, an error or a limit); cancelled, the program stops too."""
-    from codemode.js_runtime.session import CodeSession
-
-    sink = None if on_event is None else (lambda _cell, event: on_event(event))
-    session = CodeSession(
-        RegistryDelegate(parts.registry, parts.context, sink),
-        limits=limits,
-        tools=parts.registry,
-        engine=engine,
-        persistent=False,
-        globals=globals,
-    )
-    try:
-        outcome = await session.execute(source)
-    finally:
-        await session.close()
-    assert isinstance(outcome, Completed)  # no yield time: it ran to its end
-    return outcome.result

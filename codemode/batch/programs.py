@@ -11,49 +11,24 @@ repository's script survives into the next one's.
 
 What is a repository's own stays per repository: its tools and their context (the
 workspace is its copy, its sandbox session and scratch folder, its hooks) are the
-delegate of that script's execution only (the runtime's delegate is per execution),
-and ``repo`` / ``argv`` are set up in that script's fresh isolate
-(``_ScriptTools.program_setup``), never kept in the session. Timers and tool calls
+delegate of that script's execution only (a ``ToolHost`` over the repository's parts,
+running in the kept session: the runtime's delegate is per execution), and ``repo`` /
+``argv`` are set up in that script's fresh isolate (the host's globals, for a shared
+session), never kept in the session. Timers and tool calls
 live in this process and end with the script (the runtime cancels what is left).
 """
 
 from __future__ import annotations
 
 import atexit
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from codemode.js_runtime.models import ExecResult, Limits
-from codemode.js_runtime.outcome import Completed
 
 if TYPE_CHECKING:
     from codemode.assembly.program import ProgramParts
-    from codemode.js_runtime.delegate import ToolNames
     from codemode.js_runtime.session import CodeSession
-
-
-@dataclass(frozen=True)
-class _ScriptTools:
-    """One script's ``ToolNames``: its registry's names, and its globals as the
-    JavaScript its fresh isolate runs before it (one line)."""
-
-    tools: ToolNames
-    globals: dict[str, Any]
-
-    def flat_names(self) -> list[str]:
-        return self.tools.flat_names()
-
-    def namespaces(self) -> dict[str, dict[str, str]]:
-        return self.tools.namespaces()
-
-    def program_setup(self) -> str:
-        # As the runtime defines a session's globals: writable, not enumerable.
-        return " ".join(
-            f"Object.defineProperty(globalThis, {json.dumps(name)}, "
-            f"{{value: JSON.parse({json.dumps(json.dumps(value))}), writable: true}});"
-            for name, value in self.globals.items()
-        )
 
 
 @dataclass
@@ -73,10 +48,9 @@ def _session(engine: str, limits: Limits) -> _Kept:
     kept = _kept
     if kept is not None and kept.engine == engine and not kept.busy:
         return kept
-    from codemode.js_runtime.session import CodeSession
+    from codemode.host import shared_session
 
-    # No default delegate: each script's execution brings its own.
-    fresh = _Kept(engine, CodeSession(limits=limits, engine=engine, persistent=False))
+    fresh = _Kept(engine, shared_session(engine=engine, limits=limits))
     if kept is None or not kept.busy:
         if kept is not None:
             kept.session.close_now()
@@ -104,17 +78,16 @@ async def run_script(
     """Run one repository's script to its end with ``parts``'s tools and ``globals``,
     in a fresh isolate in this process's kept engine worker (see the module's
     docstring); cancelled, the script stops too."""
-    from codemode.tools.program_delegate import RegistryDelegate
+    from codemode.host import ToolHost
 
     kept = _session(engine, limits)
     kept.busy = True
+    # The repository's host, in the kept session: its delegate, tools and globals are
+    # this script's execution's only.
+    host = ToolHost.from_parts(parts, engine=engine, limits=limits, globals=globals,
+                               session=kept.session)  # fmt: skip
     try:
-        outcome = await kept.session.execute(
-            source,
-            tools=_ScriptTools(parts.registry, globals),
-            limits=limits,
-            delegate=RegistryDelegate(parts.registry, parts.context),
-        )
+        result = await host.execute(source)
     except BaseException:
         # Cancelled (the batch is stopping): nothing of this session is kept.
         if kept is _kept:
@@ -125,5 +98,4 @@ async def run_script(
         kept.busy = False
     if kept is not _kept:  # a second session, made while the kept one was busy
         await kept.session.close()
-    assert isinstance(outcome, Completed)  # no yield time: it ran to its end
-    return outcome.result
+    return result

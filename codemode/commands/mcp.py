@@ -94,11 +94,14 @@ def serve(
         early = EarlyStdio.start(package_version())
     # lazy: the MCP server stack, for mcp-server only
     from codemode.assembly.parts import sandbox_for
+    from codemode.assembly.program import ProgramParts
+    from codemode.host import ToolHost
     from codemode.js_runtime.models import Limits
     from codemode.mcp.adapter import add_configured_servers
     from codemode.mcp.approval import policy_decider
     from codemode.mcp.server import RESULT_FIELD_CHARS, HostService, build_server, run_stdio
     from codemode.tools.builtin import builtin_registry
+    from codemode.tools.context import ToolContext
 
     registry = builtin_registry()
     cwd = options.cwd
@@ -112,11 +115,17 @@ def serve(
                 echo(f"mcp server {status.name}: {status.error}", err=True)
     settings = sandbox.settings
     _hook(registry, cwd, sandbox)
+    engine = config.engine or SERVER_ENGINE
+
+    def programs(guarded: ToolRegistry, context: ToolContext, limits: Limits) -> ToolHost:
+        return ToolHost.from_parts(ProgramParts(guarded, context, None), engine=engine,
+                                   limits=limits)  # fmt: skip
+
     service = HostService(
         registry,
         cwd,
         decide=policy_decider(settings.approval_policy, settings.sandbox_mode),
-        engine=config.engine or SERVER_ENGINE,
+        programs=programs,
         limits=Limits(
             timeout_s=config.exec_timeout_s,
             memory_mb=MEMORY_MB,

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from codemode.assembly.program import program_parts, run_to_end
+from codemode.assembly.program import program_parts
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
 from codemode.terminal.control_chars import echo, json_text
 from codemode.tools.registry import ToolRegistry, code_name
@@ -81,9 +81,13 @@ async def run_source(
     changes = parts.dry_run
     try:
         on_event = None if as_json else _printer(verbose, out, err)
-        result = await run_to_end(
-            parts, source, engine=engine, limits=limits, globals={"argv": argv}, on_event=on_event
-        )
+        from codemode.host import ToolHost
+
+        host = ToolHost.from_parts(parts, engine=engine, limits=limits, globals={"argv": argv})
+        try:
+            result = await host.execute(source, on_event=on_event)
+        finally:
+            await host.aclose()
     finally:
         parts.context.sandbox.close()
     workspace = parts.context.workspace
@@ -176,15 +180,12 @@ def run_script(
         raw_config,
         sandbox=options.get("sandbox"),
         run_untrusted=trust_project_hooks,
-        untrusted_hint=": trust them with `interpreter hooks trust`, or pass "
-        "--trust-project-hooks",
+        untrusted_hint=": trust them with `interpreter hooks trust`, or pass --trust-project-hooks",
     )
     notices += loaded.notices
     try:
         for notice in notices:
             echo(f"warning: {notice}", file=options.get("err", sys.stderr))
-        return asyncio.run(
-            run_source(source, registry=registry, hooks=loaded.engine, **options)
-        )
+        return asyncio.run(run_source(source, registry=registry, hooks=loaded.engine, **options))
     finally:
         registry.close()

@@ -15,11 +15,13 @@ the model-facing tool.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-from codemode.assembly.program import program_parts
+from codemode.assembly.program import ProgramParts, program_parts
 from codemode.host.delegate import DelegatedProgram, Dispatch, PendingCall
 from codemode.host.model_tool import ModelTool
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
@@ -32,6 +34,7 @@ from codemode.tools.registry import ToolFn, ToolRegistry
 
 if TYPE_CHECKING:
     from codemode.hooks.engine import HookEngine
+    from codemode.js_runtime.delegate import ToolNames
     from codemode.sandbox.approvals.approval import Approver
     from codemode.sandbox.settings import SandboxSettings
     from codemode.tools.dry_run import DryRun
@@ -41,6 +44,38 @@ __all__ = ["DelegatedProgram", "ModelTool", "PendingCall", "ToolHost"]
 
 EventSink = Callable[[ExecEvent], None]
 _MODES = ("read-only", "workspace-write", "danger-full-access")
+
+
+@dataclass(frozen=True)
+class _WithGlobals:
+    """The host's tools (``ToolNames``), and its globals as the JavaScript each
+    program's fresh isolate runs before it (one line): for a host running in a shared
+    session, which must keep nothing of one host's for the next."""
+
+    tools: ToolNames
+    globals: dict[str, Any]
+
+    def flat_names(self) -> list[str]:
+        return self.tools.flat_names()
+
+    def namespaces(self) -> dict[str, dict[str, str]]:
+        return self.tools.namespaces()
+
+    def program_setup(self) -> str:
+        # As the runtime defines a session's globals: writable, not enumerable.
+        return " ".join(
+            f"Object.defineProperty(globalThis, {json.dumps(name)}, "
+            f"{{value: JSON.parse({json.dumps(json.dumps(value))}), writable: true}});"
+            for name, value in self.globals.items()
+        )
+
+
+def shared_session(*, engine: str, limits: Limits) -> CodeSession:
+    """A code session for the programs of several hosts in turn
+    (``ToolHost.from_parts(..., session=...)``, a batch worker's repositories): not
+    persistent, with no delegate or globals of its own, so nothing of one host's
+    reaches the next."""
+    return CodeSession(limits=limits, engine=engine, persistent=False)
 
 
 def _program_sink(on_event: EventSink | None) -> Callable[[str, ExecEvent], None] | None:
@@ -128,23 +163,62 @@ class ToolHost:
             interceptors=interceptors,
             hooks=hooks,
         )
+        if isinstance(parts.context.sandbox, SandboxSession):
+            # A refusal names what a ToolHost's caller has, not the CLI's options.
+            parts.context.sandbox.gate.approval_remedy = HOST_APPROVAL_REMEDY
+        self._setup(parts, engine, limits, persistent, globals, None)
+
+    @classmethod
+    def from_parts(
+        cls,
+        parts: ProgramParts,
+        *,
+        engine: str = "quickjs",
+        limits: Limits | None = None,
+        persistent: bool = False,
+        globals: dict[str, Any] | None = None,
+        session: CodeSession | None = None,
+    ) -> ToolHost:
+        """A host over tools and a context already built (``program_parts``): how
+        `interpreter run`, batch workers and `mcp-server` run their programs.
+        ``session``: a code session to run in instead of one of its own (a batch
+        worker's kept one, which outlives the host); its programs still get this host's
+        delegate, tools and ``globals`` each (set up in each program's fresh isolate)."""
+        host = cls.__new__(cls)
+        host._setup(parts, engine, limits, persistent, globals, session)
+        return host
+
+    def _setup(
+        self,
+        parts: ProgramParts,
+        engine: str,
+        limits: Limits | None,
+        persistent: bool,
+        globals: dict[str, Any] | None,
+        session: CodeSession | None,
+    ) -> None:
         self.registry = parts.registry
         self.context = parts.context
-        if isinstance(self.context.sandbox, SandboxSession):
-            # A refusal names what a ToolHost's caller has, not the CLI's options.
-            self.context.sandbox.gate.approval_remedy = HOST_APPROVAL_REMEDY
         self.dry_run: DryRun | None = parts.dry_run
         self._globals = dict(globals or {})
-        # Each program runs with a delegate of its own (``_delegate_for``); this one is
-        # for code that uses ``host.session`` directly.
-        self._session = CodeSession(
-            RegistryDelegate(self.registry, self.context),
-            limits=limits,
-            tools=self.registry,
-            engine=engine,
-            persistent=persistent,
-            globals=self._globals,
-        )
+        self._owns_session = session is None
+        if session is None:
+            # Each program runs with a delegate of its own (``_delegate_for``); this one
+            # is for code that uses ``host.session`` directly.
+            session = CodeSession(
+                RegistryDelegate(self.registry, self.context),
+                limits=limits,
+                tools=self.registry,
+                engine=engine,
+                persistent=persistent,
+                globals=self._globals,
+            )
+            self._names: ToolNames = self.registry
+        else:
+            # A shared session holds no globals of ours: each program sets them up.
+            self._names = _WithGlobals(self.registry, self._globals)
+        self._session = session
+        self._limits = limits or session.limits
 
     @property
     def workspace(self) -> Path:
@@ -152,7 +226,7 @@ class ToolHost:
 
     @property
     def limits(self) -> Limits:
-        return self._session.limits
+        return self._limits
 
     @property
     def session(self) -> CodeSession:
@@ -208,7 +282,11 @@ class ToolHost:
         (starting one while a cell runs raises ``codemode.js_runtime.CellBusy``)."""
         yield_time = None if yield_time_ms is None else max(yield_time_ms, 0) / 1000
         return await self._session.execute(
-            code, yield_time=yield_time, limits=limits, delegate=self._delegate_for(on_event)
+            code,
+            self._names,
+            yield_time=yield_time,
+            limits=limits or self._limits,
+            delegate=self._delegate_for(on_event),
         )
 
     async def wait(self, cell_id: str, *, yield_time_ms: int = 10_000) -> Outcome:
@@ -239,7 +317,10 @@ class ToolHost:
 
         async def run(dispatch: Dispatch) -> ExecResult:
             outcome = await self._session.execute(
-                code, limits=limits, delegate=self._delegate_for(on_event, dispatch)
+                code,
+                self._names,
+                limits=limits or self._limits,
+                delegate=self._delegate_for(on_event, dispatch),
             )
             assert isinstance(outcome, Completed)  # no yield time: it ran to its end
             return outcome.result
@@ -275,13 +356,16 @@ class ToolHost:
         return typescript_declarations(self.registry, argv="argv" in self._globals)
 
     def close(self) -> None:
-        """Stop every cell (without waiting for them: ``aclose`` does) and the workers."""
-        self._session.close_now()
+        """Stop every cell (without waiting for them: ``aclose`` does) and the workers
+        (of a session of its own: a shared one is its owner's to close)."""
+        if self._owns_session:
+            self._session.close_now()
         self.context.sandbox.close()
 
     async def aclose(self) -> None:
-        """Stop every cell, waiting until each has, then the workers."""
-        await self._session.close()
+        """Stop every cell, waiting until each has, then the workers (as ``close``)."""
+        if self._owns_session:
+            await self._session.close()
         self.context.sandbox.close()
 
     def __enter__(self) -> ToolHost:

@@ -12,21 +12,19 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 from pydantic import Field
 
 from codemode.harnesses.render import render_exec_result
-from codemode.js_runtime.models import Limits
-from codemode.js_runtime.outcome import Completed
-from codemode.js_runtime.session import CodeSession
+from codemode.js_runtime.models import ExecResult, Limits
 from codemode.mcp.approval import Decider, approving_registry
 from codemode.mcp.description import execute_description
 from codemode.mcp.early import INSTRUCTIONS, EarlyStdio
 from codemode.tools.context import ToolContext
 from codemode.tools.doc_text import first_sentence
-from codemode.tools.program_delegate import RegistryDelegate
 from codemode.tools.registry import ToolRegistry, code_name
 
 if TYPE_CHECKING:
@@ -58,6 +56,19 @@ def _preview(text: str) -> str:
 _summary = first_sentence
 
 
+class Programs(Protocol):
+    """The program host ``execute`` runs its programs in (``codemode.ToolHost``, built
+    by the entry point, a layer above this package)."""
+
+    async def execute(self, code: str, *, limits: Limits | None = None) -> ExecResult: ...
+
+    def close(self) -> None: ...
+
+
+# Given the (approving) registry, the context and the limits: the program host.
+ProgramsFactory = Callable[[ToolRegistry, ToolContext, Limits], Programs]
+
+
 class HostService:
     """What the MCP tools do, apart from the protocol: run programs, search, describe."""
 
@@ -67,31 +78,24 @@ class HostService:
         workspace: Path,
         *,
         decide: Decider,
-        engine: str = "quickjs",
         limits: Limits | None = None,
         sandbox: Any = None,
+        programs: ProgramsFactory | None = None,
     ) -> None:
         self.registry = registry
         self.guarded = approving_registry(registry, decide)
         # ``sandbox`` (a SandboxSession with no approver: nobody to ask) checks and
         # confines the commands programs run, as in any other session.
         self.context = ToolContext(workspace=workspace.resolve(), sandbox=sandbox)
-        self.engine = engine
         limits = limits or Limits()
         if limits.output_chars > RESULT_FIELD_CHARS:
             limits = dataclasses.replace(limits, output_chars=RESULT_FIELD_CHARS)
         self.limits = limits
-        # Not persistent: concurrent execute calls run in workers of their own, each
-        # program in a fresh isolate; sequential ones reuse a warm worker.
-        # Each program's calls carry its provenance (source, cell) to approvals and
-        # hooks, as from every other host (``RegistryDelegate``).
-        self.session = CodeSession(
-            RegistryDelegate(self.guarded, self.context),
-            limits=limits,
-            tools=self.guarded,
-            engine=engine,
-            persistent=False,
-        )
+        # The programs run in one program host (not persistent: concurrent execute
+        # calls run in workers of their own, each program in a fresh isolate; sequential
+        # ones reuse a warm worker), each program's calls with its provenance (source,
+        # cell) for approvals and hooks, as from every other entry point.
+        self.programs = programs(self.guarded, self.context, limits) if programs else None
 
     @property
     def progressive(self) -> bool:
@@ -113,9 +117,9 @@ class HostService:
             limits = dataclasses.replace(
                 self.limits, timeout_s=min(timeout_ms / 1000, self.limits.timeout_s)
             )
-        outcome = await self.session.execute(code, limits=limits)
-        assert isinstance(outcome, Completed)  # no yield time: it ran to its end
-        result = outcome.result
+        if self.programs is None:
+            raise RuntimeError("this HostService was built without a program host")
+        result = await self.programs.execute(code, limits=limits)
         structured = {
             "ok": result.ok,
             "value": result.value,
@@ -134,7 +138,8 @@ class HostService:
         )
 
     def close(self) -> None:
-        self.session.close_now()
+        if self.programs is not None:
+            self.programs.close()
 
     def search(self, query: str, limit: int) -> list[dict[str, str]]:
         words = [w for w in re.split(r"\W+", query.lower()) if w]
