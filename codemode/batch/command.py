@@ -89,6 +89,7 @@ def run_batch_command(
             raise click.UsageError(str(exc)) from None
         skipped = chosen.skipped
         repos_args = [str(r) for r in repos]
+    _recover(repositories)
     from codemode.version import package_version
 
     header = RunHeader(
@@ -184,3 +185,18 @@ def _publish_options(selection: dict[str, Any], dry_run: bool) -> PublishOptions
     return PublishOptions(
         branch=branch, message=message, author=author, push=push, pull_request=pull_request
     )
+
+
+def _recover(repositories: list[Path]) -> None:
+    """Roll back, in every repository, a write killed partway there (an earlier
+    session's, a killed `interpreter run`'s) before any is copied, shipped or read:
+    otherwise the half-written state is what the script starts from, and what its
+    changes are applied over. Each line is said on stderr, naming its repository."""
+    from codemode.tools.store.recovery import recover_at_start
+
+    for repo in repositories:
+
+        def say(line: str, repo: Path = repo) -> None:
+            echo(f"{repo}: {line}", err=True)
+
+        recover_at_start(repo, say=say)
