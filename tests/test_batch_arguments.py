@@ -5,7 +5,6 @@ repository it runs in."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
@@ -26,7 +25,7 @@ def repos(root: Path, *names: str) -> list[Path]:
 
 def glob_run(cwd: Path, pattern: str, *rest: str) -> subprocess.CompletedProcess[str]:
     """``interpreter run mark.js --repos PATTERN ...`` as a shell expands it."""
-    line = f'"{INTERPRETER}" run mark.js --repos {pattern} --report r.jsonl {" ".join(rest)}'
+    line = f'"{INTERPRETER}" run mark.js --report r.jsonl --repos {pattern} {" ".join(rest)}'
     return subprocess.run(["sh", "-c", line], cwd=cwd, capture_output=True, text=True,
                           timeout=120, env={**os.environ, "CODEMODE_HOME": str(cwd / "home")})
 

@@ -57,6 +57,7 @@ def run_batch_command(
     filters = _filters(selection)
     skipped: list[Skipped] = []
     dropped: dict[str, int] = {}
+    run_id: str | None = None  # a resumed run's: the one it continues
     if resume is not None:
         if repos:
             raise click.UsageError("--resume takes the repositories from the report: drop --repos")
@@ -69,6 +70,7 @@ def run_batch_command(
         except ReportError as exc:
             raise click.UsageError(str(exc)) from None
         repos_args = first.repos
+        run_id = first.run_id
         if not repositories:
             which = "failed" if selection.get("only_failed") else "left to finish"
             echo(f"{resume}: no repository {which}; nothing to run", err=True)
@@ -110,6 +112,7 @@ def run_batch_command(
             "pull_request": publish.pull_request,
         },
         resumed_from=str(resume) if resume else None,
+        run_id=run_id,
         started_at=now_iso(),
     )  # fmt: skip
     options = BatchOptions(
