@@ -168,7 +168,8 @@ def test_repos_takes_a_shell_glob_as_typed(workdir: Path) -> None:
     make_repos(workdir / "repos", 4)
     (workdir / "argv.js").write_text("return argv;")
     proc = subprocess.run(
-        ["sh", "-c", f'"{INTERPRETER}" run argv.js --repos repos/repo-0* --report r.jsonl -- old new'],
+        ["sh", "-c",
+         f'"{INTERPRETER}" run argv.js --repos repos/repo-0* --report r.jsonl -- old new'],
         cwd=workdir, capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr

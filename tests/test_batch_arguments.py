@@ -26,8 +26,14 @@ def repos(root: Path, *names: str) -> list[Path]:
 def glob_run(cwd: Path, pattern: str, *rest: str) -> subprocess.CompletedProcess[str]:
     """``interpreter run mark.js --repos PATTERN ...`` as a shell expands it."""
     line = f'"{INTERPRETER}" run mark.js --report r.jsonl --repos {pattern} {" ".join(rest)}'
-    return subprocess.run(["sh", "-c", line], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "CODEMODE_HOME": str(cwd / "home")})
+    return subprocess.run(
+        ["sh", "-c", line],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CODEMODE_HOME": str(cwd / "home")},
+    )
 
 
 def test_a_plain_file_a_glob_matched_is_named_and_fails_the_run(tmp_path: Path) -> None:

@@ -239,12 +239,18 @@ def test_acp_after_a_killed_tool_host(place: dict[str, Path]) -> None:
     async def session() -> str:
         with ScriptedModelServer(script) as server, err.open("w") as errlog:
             async with spawn_agent_process(
-                Client(), str(INTERPRETER), "acp", "--code-mode",
-                *provider_flags(server.base_url, "chat"), env=cli_env(place["home"]),
-                cwd=place["ws"], transport_kwargs={"stderr": errlog},
+                Client(),
+                str(INTERPRETER),
+                "acp",
+                "--code-mode",
+                *provider_flags(server.base_url, "chat"),
+                env=cli_env(place["home"]),
+                cwd=place["ws"],
+                transport_kwargs={"stderr": errlog},
             ) as (conn, _process):
-                await conn.initialize(protocol_version=PROTOCOL_VERSION,
-                                      client_capabilities=ClientCapabilities())
+                await conn.initialize(
+                    protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities()
+                )
                 opened = await conn.new_session(cwd=str(place["ws"]), mcp_servers=[])
                 await conn.prompt(session_id=opened.session_id, prompt=[text_block("read")])
                 return json.dumps(server.requests[-1].body)

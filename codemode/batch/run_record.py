@@ -38,8 +38,11 @@ def record_selection(header: RunHeader) -> None:
     folder = runs_dir()
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     data = {"repositories": header.repositories, "script_sha256": header.script_sha256}
-    fd = os.open(folder / f"{header.run_id}.json",
-                 os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    fd = os.open(
+        folder / f"{header.run_id}.json",
+        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+        0o600,
+    )
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         json.dump(data, out)
 

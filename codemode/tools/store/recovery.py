@@ -32,9 +32,7 @@ def to_stderr(line: str) -> None:
     sys.stderr.flush()
 
 
-def recover_at_start(
-    workspace: str | Path, say: Callable[[str], None] = to_stderr
-) -> list[str]:
+def recover_at_start(workspace: str | Path, say: Callable[[str], None] = to_stderr) -> list[str]:
     """Roll back every write killed partway in ``workspace``; ``say`` each line of what
     was done (default: stderr) and return them. Costs one ``listdir`` when nothing was
     left. Never raises: a rollback that fails is said too (the next file-tool write
