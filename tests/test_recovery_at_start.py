@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -274,3 +276,49 @@ def test_interactive_after_a_killed_run(place: dict[str, Path]) -> None:
         finally:
             term.child.terminate(force=True)
     check_recovered(place, RECOVERED)
+
+
+def test_as_an_unprivileged_user_a_killed_tool_host_then_run(tmp_path: Path) -> None:
+    """The same as uid 65534 (its own home and journal; system Python, as the
+    confinement tests run it): a ToolHost killed mid-patch, then `interpreter run`."""
+    from confinement_support import (
+        REPO,
+        SYSTEM_PYTHON,
+        _as_nobody,
+        _site_packages,
+        give,
+        nobody_unavailable,
+    )
+
+    if (why := nobody_unavailable()) is not None:
+        pytest.skip(f"cannot run as nobody: {why}")
+    base = Path(tempfile.mkdtemp(prefix="codemode-recover-"))
+    try:
+        base.chmod(0o755)
+        ws, home, hook = base / "ws", base / "home", base / "hook"
+        (ws / ".git").mkdir(parents=True)
+        for name, data in BEFORE.items():
+            (ws / name).write_bytes(data)
+        home.mkdir()
+        hook.mkdir()
+        (hook / "sitecustomize.py").write_text(SITECUSTOMIZE)
+        (base / "read.js").write_text(READ_BOTH)
+        give(base, "nobody")
+        path = f"{REPO}:{_site_packages()}"
+        env = {"PATH": os.environ["PATH"], "HOME": str(base), "CODEMODE_HOME": str(home)}
+        killed = subprocess.run(
+            [*_as_nobody(), SYSTEM_PYTHON, "-c", HOST_PATCH, str(ws), PATCH],
+            env={**env, "PYTHONPATH": f"{hook}:{path}", "CODEMODE_TEST_KILL_BEFORE": "b.txt"},
+            capture_output=True, text=True, timeout=120, cwd=ws,
+        )  # fmt: skip
+        check_killed({"ws": ws, "home": home}, killed.returncode, killed.stderr)
+        assert {(ws / "a.txt").stat().st_uid, os.stat(home / "journal").st_uid} == {65534}
+        done = subprocess.run(
+            [*_as_nobody(), SYSTEM_PYTHON, "-m", "codemode.cli", "run", str(base / "read.js")],
+            env={**env, "PYTHONPATH": path}, capture_output=True, text=True, timeout=120, cwd=ws,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == READ_BACK + "\n"
+        check_recovered({"ws": ws, "home": home}, done.stderr)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
