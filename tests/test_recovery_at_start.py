@@ -1,6 +1,6 @@
 """kill -9 mid-patch, then *another* entry point starts in that workspace: it rolls the
 interrupted write back before it does anything else (its program reads the whole
-"before"), leaves no temporary file and no journal, and says so (THREATS.md family 9).
+"before"), leaves no temporary file and no journal, and says so (crash consistency: docs/file-store.md).
 
 The patch is stopped by a real SIGKILL of the real entry point's process, between its
 two files: ``sitecustomize.py`` (put on the killed process's PYTHONPATH) kills the
@@ -179,20 +179,34 @@ def test_tool_host_after_a_killed_run(place: dict[str, Path]) -> None:
     check_recovered(place, done.stderr)
 
 
+async def mcp_execute(place: dict[str, Path], code: str, env: dict[str, str]) -> Any:
+    """One ``execute`` call to `interpreter mcp-server` in the workspace (official
+    client); its stderr goes to ``mcp.err``."""
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(
+        command=str(INTERPRETER), args=["mcp-server"], cwd=place["ws"], env=env
+    )
+    with (place["tmp"] / "mcp.err").open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as client:
+            return await client.call_tool("execute", {"code": code})
+
+
+def kill_mcp_server(place: dict[str, Path]) -> None:
+    code = f"await tools.apply_patch({{input: {json.dumps(PATCH)}}});"
+    try:
+        asyncio.run(asyncio.wait_for(mcp_execute(place, code, killing_env(place)), 120))
+    except Exception as exc:  # the server died under the call: how depends on the SDK
+        print("the killed server's call ended with", type(exc).__name__)
+    # (the client owns the process: its status is not ours to read; the state is)
+    check_killed(place, -signal.SIGKILL, (place["tmp"] / "mcp.err").read_text())
+
+
 def test_mcp_server_after_a_killed_exec(place: dict[str, Path]) -> None:
     kill_exec(place)
-
-    async def session() -> Any:
-        from mcp import Client, StdioServerParameters
-        from mcp.client.stdio import stdio_client
-
-        params = StdioServerParameters(command=str(INTERPRETER), args=["mcp-server"],
-                                       cwd=place["ws"], env=cli_env(place["home"]))  # fmt: skip
-        with (place["tmp"] / "mcp.err").open("w") as errlog:
-            async with Client(stdio_client(params, errlog=errlog)) as client:
-                return await client.call_tool("execute", {"code": READ_BOTH})
-
-    result = asyncio.run(asyncio.wait_for(session(), 120))
+    result = asyncio.run(asyncio.wait_for(mcp_execute(place, READ_BOTH, cli_env(place["home"])),
+                                          120))  # fmt: skip
     assert result.structured_content["value"] == READ_BACK, result
     check_recovered(place, (place["tmp"] / "mcp.err").read_text())
 
@@ -225,47 +239,56 @@ def test_batch_after_a_killed_exec(place: dict[str, Path]) -> None:
     check_recovered(place, done.stderr)
 
 
-def test_acp_after_a_killed_tool_host(place: dict[str, Path]) -> None:
+class AcpClient:
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        pass
+
+
+async def acp_turn(place: dict[str, Path], code: str, env: dict[str, str]) -> tuple[str, int]:
+    """One turn of `interpreter acp` in the workspace whose model runs ``code``: what the
+    model was shown last, and the agent's exit status (its stderr goes to ``acp.err``)."""
     from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
     from acp.schema import ClientCapabilities
 
-    kill_tool_host(place)
+    script = [{"tool_calls": [call("exec", {"code": code})]}, {"text": "done"}]
+    with ScriptedModelServer(script) as server, (place["tmp"] / "acp.err").open("w") as errlog:
+        async with spawn_agent_process(
+            AcpClient(), str(INTERPRETER), "acp", "--code-mode", "--full-auto",
+            *provider_flags(server.base_url, "chat"), env=env, cwd=place["ws"],
+            transport_kwargs={"stderr": errlog},
+        ) as (conn, process):  # fmt: skip
+            await conn.initialize(
+                protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities()
+            )
+            opened = await conn.new_session(cwd=str(place["ws"]), mcp_servers=[])
+            try:
+                await conn.prompt(session_id=opened.session_id, prompt=[text_block("go")])
+            except Exception as exc:  # the agent died under the turn
+                print("the turn ended with", type(exc).__name__)
+                return "", await process.wait()
+            return json.dumps(server.requests[-1].body), 0
 
-    class Client:
-        async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-            pass
 
-    script = [{"tool_calls": [call("exec", {"code": READ_BOTH})]}, {"text": "read"}]
-    err = place["tmp"] / "acp.err"
+def kill_acp(place: dict[str, Path]) -> None:
+    code = f"await tools.apply_patch({{input: {json.dumps(PATCH)}}});"
+    _seen, status = asyncio.run(asyncio.wait_for(acp_turn(place, code, killing_env(place)), 120))
+    check_killed(place, status, (place["tmp"] / "acp.err").read_text())
 
-    async def session() -> str:
-        with ScriptedModelServer(script) as server, err.open("w") as errlog:
-            async with spawn_agent_process(
-                Client(),
-                str(INTERPRETER),
-                "acp",
-                "--code-mode",
-                *provider_flags(server.base_url, "chat"),
-                env=cli_env(place["home"]),
-                cwd=place["ws"],
-                transport_kwargs={"stderr": errlog},
-            ) as (conn, _process):
-                await conn.initialize(
-                    protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities()
-                )
-                opened = await conn.new_session(cwd=str(place["ws"]), mcp_servers=[])
-                await conn.prompt(session_id=opened.session_id, prompt=[text_block("read")])
-                return json.dumps(server.requests[-1].body)
 
-    seen = asyncio.run(asyncio.wait_for(session(), 120))
+def test_acp_after_a_killed_mcp_server(place: dict[str, Path]) -> None:
+    kill_mcp_server(place)
+    seen, status = asyncio.run(
+        asyncio.wait_for(acp_turn(place, READ_BOTH, cli_env(place["home"])), 120)
+    )
+    assert status == 0
     assert "alpha" in seen and "ALPHA" not in seen  # the model was shown the whole before
-    check_recovered(place, err.read_text())
+    check_recovered(place, (place["tmp"] / "acp.err").read_text())
 
 
-def test_interactive_after_a_killed_run(place: dict[str, Path]) -> None:
+def test_interactive_after_a_killed_acp(place: dict[str, Path]) -> None:
     from test_tui import Terminal
 
-    kill_run(place)
+    kill_acp(place)
     with ScriptedModelServer([{"text": "hello"}]) as server:
         term = Terminal(provider_flags(server.base_url, "chat"), home=place["home"],
                         cwd=place["ws"])  # fmt: skip
