@@ -1,6 +1,7 @@
 """kill -9 mid-patch, then *another* entry point starts in that workspace: it rolls the
 interrupted write back before it does anything else (its program reads the whole
-"before"), leaves no temporary file and no journal, and says so (crash consistency: docs/file-store.md).
+"before"), leaves no temporary file and no journal, and says so (crash consistency:
+docs/file-store.md).
 
 The patch is stopped by a real SIGKILL of the real entry point's process, between its
 two files: ``sitecustomize.py`` (put on the killed process's PYTHONPATH) kills the
