@@ -100,3 +100,21 @@ def test_resume_runs_only_what_the_original_run_selected(tmp_path: Path) -> None
     assert not (keeper / "planted" / "ran.txt").exists(), again.stderr
     assert again.returncode == 2, again.stderr
     assert "run header" in again.stderr and "r.jsonl" in again.stderr, again.stderr
+
+
+def test_resume_refuses_another_runs_header_copied_in(tmp_path: Path) -> None:
+    """A header copied from another report (the same script's run elsewhere) would
+    resume that run's selection through this file: refused, nothing run."""
+    env = {**os.environ, "CODEMODE_HOME": str(tmp_path / "home")}
+    (tmp_path / "fail.js").write_text(
+        'await tools.write_file({path: "ran.txt", content: "x"}); throw new Error("no");'
+    )
+    [other] = repos(tmp_path, "other")
+    first = interp("run", "fail.js", "--repos", other, "--report", "a.jsonl", cwd=tmp_path, env=env)
+    assert first.returncode == 1, first.stderr
+    (tmp_path / "b.jsonl").write_text((tmp_path / "a.jsonl").read_text())
+    again = interp("run", "fail.js", "--resume", "b.jsonl", cwd=tmp_path, env=env)
+    assert again.returncode == 2, again.stderr
+    assert "a.jsonl" in again.stderr and "b.jsonl" in again.stderr, again.stderr
+    assert not (other / "ran.txt").exists()
+    assert len(report_lines(tmp_path / "b.jsonl")) == 2  # nothing appended

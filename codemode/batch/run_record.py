@@ -7,7 +7,8 @@ rewrite the report's run header and list folders it made. So each new run gets a
 ``run_id`` (in its header) and a record of its selection in
 ``$CODEMODE_HOME/batch/runs/RUN_ID.json`` (a confined command never writes codemode's
 home); ``--resume`` takes the repositories from the record and refuses a report whose
-first header no longer matches it, or that names no record.
+first header no longer matches it, that names no record, or that is not the file the
+record's run wrote (another run's header copied in).
 """
 
 from __future__ import annotations
@@ -32,12 +33,17 @@ def new_run_id() -> str:
     return secrets.token_hex(16)
 
 
-def record_selection(header: RunHeader) -> None:
-    """Keep ``header``'s selection under its ``run_id`` (set by the caller)."""
+def record_selection(header: RunHeader, report: Path) -> None:
+    """Keep ``header``'s selection, and the report it goes to, under its ``run_id``
+    (set by the caller)."""
     assert header.run_id is not None and _RUN_ID.fullmatch(header.run_id)
     folder = runs_dir()
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    data = {"repositories": header.repositories, "script_sha256": header.script_sha256}
+    data = {
+        "repositories": header.repositories,
+        "script_sha256": header.script_sha256,
+        "report": os.path.realpath(report),
+    }
     fd = os.open(
         folder / f"{header.run_id}.json",
         os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
@@ -62,12 +68,19 @@ def recorded_selection(report: Path, header: RunHeader) -> list[str]:
             data = json.load(source)
         repositories = [str(r) for r in data["repositories"]]
         script = str(data["script_sha256"])
+        written_to = str(data["report"])
     except FileNotFoundError:
         raise ReportError(
             f"{report}: no record of the run its run header names (run id {run_id}); {advice}"
         ) from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ReportError(f"cannot read the record of run {run_id}: {exc}") from None
+    if written_to != os.path.realpath(report):
+        # Another run's header copied in would otherwise resume that run's selection.
+        raise ReportError(
+            f"{report}: its run header is that of the run that wrote {written_to}; resume "
+            "that report (a report is resumed where its run wrote it)"
+        )
     if repositories != header.repositories or script != header.script_sha256:
         raise ReportError(
             f"{report}: its run header was changed since the run wrote it (it lists other "
