@@ -25,7 +25,8 @@ def spread_repos(args: list[str]) -> list[str]:
     word after ``--repos`` belongs to it, up to an option or ``--``: a plain file or a
     missing path among them is then a ``--repos`` value that fails by name, never a
     script argument that silently ends the list (and takes the repositories after it
-    along). Script arguments go before ``--repos`` or after ``--``.
+    along). Script arguments (and ``exec``'s PROMPT) go before ``--repos`` or after
+    ``--``.
     """
     out: list[str] = []
     i = 0
@@ -68,7 +69,7 @@ def batch_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             help="Run the script in many repositories: a FILE lists one path per line; a "
             "DIR is one working copy, or holds them as subdirectories. Takes several "
             "(--repos ~/src/r*): every word after it, up to an option or `--`; script "
-            "arguments go before --repos or after `--`.",
+            "arguments (exec: the PROMPT) go before --repos or after `--`.",
         ),
         click.option(
             "-j",

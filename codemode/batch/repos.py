@@ -100,8 +100,8 @@ def select_repositories(specs: Iterable[str | Path]) -> RepoSelection:
         if not path.exists():
             raise RepoListError(
                 f"--repos {spec}: no such file or directory (every word after --repos "
-                "up to an option or `--` names a FILE or DIR: put script arguments "
-                "before --repos or after `--`)"
+                "up to an option or `--` names a FILE or DIR: put the script's arguments, "
+                "or exec's PROMPT, before --repos or after `--`)"
             )
         for directory in [path] if path.is_dir() else _from_file(path):
             found = _from_dir(directory)
