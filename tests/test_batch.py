@@ -163,12 +163,13 @@ def test_repository_list_file_and_exit_zero(workdir: Path) -> None:
 
 
 def test_repos_takes_a_shell_glob_as_typed(workdir: Path) -> None:
-    """`--repos repos/repo-0*` expands to several words: every one is a repository, and
-    the words after them (not directories) stay the script's argv."""
+    """`--repos repos/repo-0*` expands to several words: every one is a repository; the
+    script's argv goes after `--` (a word after --repos is a --repos value)."""
     make_repos(workdir / "repos", 4)
     (workdir / "argv.js").write_text("return argv;")
     proc = subprocess.run(
-        ["sh", "-c", f'"{INTERPRETER}" run argv.js --repos repos/repo-0* old new --report r.jsonl'],
+        ["sh", "-c",
+         f'"{INTERPRETER}" run argv.js --repos repos/repo-0* --report r.jsonl -- old new'],
         cwd=workdir, capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr

@@ -207,6 +207,7 @@ class CodemodeAcpAgent:
         from codemode.config import ConfigError, load_config
         from codemode.harnesses.catalog import UnknownHarnessError
         from codemode.providers.base import AuthenticationError
+        from codemode.tools.store.recovery import recover_at_start
 
         workspace = Path(cwd)
         if mcp_servers:
@@ -215,6 +216,9 @@ class CodemodeAcpAgent:
                   file=sys.stderr)
         if not workspace.is_dir():
             raise _invalid(f"cwd is not a directory: {cwd}")
+        # ACP has no update for it: a rolled-back write is said on stderr (the editor's
+        # log of the agent), before the session reads anything.
+        recover_at_start(workspace.resolve())
         session_id = recorded.meta.id if recorded is not None else new_session_id()
         live = _Live(self.conn, session_id, str(workspace.resolve()))
         # Commands the execpolicy marks `prompt`, and file edits, are asked about in the

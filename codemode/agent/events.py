@@ -6,7 +6,8 @@ The public events and items follow the shapes of Codex's ``exec --json`` output
 ``turn.completed``, ``turn.failed``, ``error``) so tools written for it can read ours.
 Three item types are ours: ``code_execution`` (a code-mode program), ``tool_call``
 (a tool Codex has no item for, such as ``read_file``) and ``hook_run`` (a user's hook);
-a call a program makes carries its program's item id in ``parent_id``. Deltas and
+a call a program makes carries its program's item id in ``parent_id``. So is one event,
+``workspace.recovered`` (an interrupted write rolled back as the session started). Deltas and
 notices are for live display only and are left out of ``--json``.
 """
 
@@ -255,6 +256,15 @@ class Notice(BaseModel):
     message: str
 
 
+class WorkspaceRecovered(BaseModel):
+    """A write killed partway (kill -9, a crash) in the workspace, rolled back as the
+    session started, before anything read it (``codemode.tools.store.recovery``). Public:
+    ``exec --json`` prints it, before ``thread.started``; Codex has no such event."""
+
+    type: Literal["workspace.recovered"] = "workspace.recovered"
+    message: str
+
+
 Event = Annotated[
     ThreadStarted
     | TurnStarted
@@ -268,7 +278,8 @@ Event = Annotated[
     | ReasoningDeltaEvent
     | OutputDeltaEvent
     | CommandOutputDeltaEvent
-    | Notice,
+    | Notice
+    | WorkspaceRecovered,
     Field(discriminator="type"),
 ]
 

@@ -18,6 +18,7 @@ from codemode.agent.events import (
     ThreadStarted,
     TurnCompleted,
     TurnFailed,
+    WorkspaceRecovered,
     is_public,
 )
 from codemode.terminal.control_chars import visible
@@ -114,6 +115,9 @@ class HumanPrinter:
         self._say(f"session {event.thread_id}")
 
     def _on_notice(self, event: Notice) -> None:
+        self._say(f"! {event.message}")
+
+    def _on_workspace_recovered(self, event: WorkspaceRecovered) -> None:
         self._say(f"! {event.message}")
 
     def _on_delta_output(self, event: OutputDeltaEvent) -> None:

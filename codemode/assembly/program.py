@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from codemode.sandbox.unconfined import Unconfined
 from codemode.tools.context import ToolContext
+from codemode.tools.store.recovery import recover_at_start
 
 if TYPE_CHECKING:
     from codemode.hooks.engine import HookEngine
@@ -49,10 +50,15 @@ def program_parts(
     runs programs with. ``sandbox``: settings (or a dict of them) for a new sandbox
     session rooted at ``workspace``, or a session to use as it is. ``interceptors``
     join the pipeline of a copy of ``registry`` (the caller's stays as it was), and so
-    do ``hooks`` (``codemode.hooks``: every call a program makes is hooked)."""
+    do ``hooks`` (``codemode.hooks``: every call a program makes is hooked).
+
+    First of all, a write killed partway in ``workspace`` is rolled back and said on
+    stderr (``codemode.tools.store.recovery``): no program starts from a half-patched
+    workspace."""
     from codemode.tools.builtin import builtin_registry
 
     root = Path(workspace).resolve()
+    recover_at_start(root)
     tools = registry if registry is not None else builtin_registry()
     session = None
     if sandbox is not None:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from codemode.agent.events import Notice
+from codemode.agent.events import Notice, WorkspaceRecovered
 from codemode.agent.loop import Session
 from codemode.agent.rollout import (
     SESSIONS_DIR,
@@ -37,7 +37,7 @@ from codemode.harnesses.base import Dialect
 from codemode.harnesses.catalog import get_harness
 from codemode.js_runtime.models import AGENT_MEMORY_MB, Limits
 from codemode.tools.context import ToolContext
-from codemode.tools.store.journal import recover as recover_writes
+from codemode.tools.store.recovery import recover_at_start
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -71,11 +71,14 @@ def build_session(
     ``spec.resume`` continues a recorded session in its own file."""
     spec = spec or SessionSpec()
     cwd = options.cwd.resolve()
+    # Before anything reads the workspace: what a killed patch or write left here is
+    # rolled back (said once the session's listeners exist).
+    recovered = recover_at_start(cwd, say=lambda _line: None)
     # First, so that its warm-up (the confinement probe, then the command server, on
     # other cores) runs while the rest is built: the first command waits for both.
     sandbox = sandbox_for(config, options, cwd, spec.approver)
     try:
-        return _assemble(config, options, spec, cwd, sandbox)
+        return _assemble(config, options, spec, cwd, sandbox, recovered)
     except BaseException:
         sandbox.close()
         raise
@@ -83,7 +86,7 @@ def build_session(
 
 def _assemble(
     config: Config, options: SessionOptions, spec: SessionSpec, cwd: Path,
-    sandbox: SandboxSession,
+    sandbox: SandboxSession, recovered: list[str],
 ) -> Session:  # fmt: skip
     home = codemode_home()
     resume = spec.resume
@@ -141,8 +144,6 @@ def _assemble(
         reasoning_effort = None
 
     context = ToolContext(workspace=cwd, sandbox=sandbox, client=spec.client)
-    # What a killed patch or write left here is rolled back before anyone reads it.
-    notices.extend(recover_writes(cwd))
     tools = session_tools(config, harness, cwd, notices)
     hooks = attach_hooks(
         config,
@@ -229,6 +230,8 @@ def _assemble(
         start_source="resume" if resume is not None else "startup",
     )
     session_ref.append(session)
+    for line in recovered:
+        session.emit(WorkspaceRecovered(message=line))
     for problem in tools.problems:
         session.emit(Notice(message=problem))
     for notice in notices:

@@ -3,7 +3,8 @@
 ``interpreter run SCRIPT.js --repos FILE|DIR...`` and ``interpreter exec --repos ...
 PROMPT`` (options in ``cli_options.py``, the command in ``command.py``) list the
 repositories (``repos.py``), filter them (``select.py``) or take them from an earlier
-report (``resume.py``), and turn each into a ``RepoTask`` (``models.py``). A backend — a
+report (``resume.py``, against what its run recorded: ``run_record.py``), roll back in
+each a write killed partway there, and turn each into a ``RepoTask`` (``models.py``). A backend — a
 local process pool (``local.py``) or a Ray cluster (``ray_backend.py``, checks in
 ``ray_checks.py``, repositories shipped by ``shipping.py``) — runs each task in a worker
 (``worker.py``; ``agent_worker.py`` for agent sessions) inside an isolated copy of the

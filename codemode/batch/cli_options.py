@@ -21,9 +21,12 @@ def spread_repos(args: list[str]) -> list[str]:
     """``--repos A B C`` as ``--repos A --repos B --repos C``.
 
     A shell glob (``--repos ~/src/r*``) expands to several words; click would take the
-    first as the option's value and hand the rest to the script as ``argv``. So the
-    directories that follow the first value also belong to ``--repos``, up to the first
-    word that is not an existing directory (a script argument), an option, or ``--``.
+    first as the option's value and hand the rest to the script as ``argv``. So every
+    word after ``--repos`` belongs to it, up to an option or ``--``: a plain file or a
+    missing path among them is then a ``--repos`` value that fails by name, never a
+    script argument that silently ends the list (and takes the repositories after it
+    along). Script arguments (and ``exec``'s PROMPT) go before ``--repos`` or after
+    ``--``.
     """
     out: list[str] = []
     i = 0
@@ -39,7 +42,7 @@ def spread_repos(args: list[str]) -> list[str]:
             i += 1
         elif not word.startswith("--repos="):
             continue
-        while i < len(args) and not args[i].startswith("-") and Path(args[i]).is_dir():
+        while i < len(args) and not args[i].startswith("-"):
             out.extend(["--repos", args[i]])
             i += 1
     return out
@@ -59,12 +62,14 @@ def batch_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--repos",
             multiple=True,
-            type=click.Path(exists=True, path_type=Path),
+            # (existence is checked with the rest, to name the path and say where script
+            # arguments go: ``codemode.batch.repos``)
+            type=click.Path(path_type=Path),
             metavar="FILE|DIR",
             help="Run the script in many repositories: a FILE lists one path per line; a "
             "DIR is one working copy, or holds them as subdirectories. Takes several "
-            "(--repos ~/src/r*): every directory after it, up to an option or `--`; "
-            "put `--` before script arguments that are directories.",
+            "(--repos ~/src/r*): every word after it, up to an option or `--`; script "
+            "arguments (exec: the PROMPT) go before --repos or after `--`.",
         ),
         click.option(
             "-j",

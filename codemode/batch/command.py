@@ -57,6 +57,7 @@ def run_batch_command(
     filters = _filters(selection)
     skipped: list[Skipped] = []
     dropped: dict[str, int] = {}
+    run_id: str | None = None  # a resumed run's: the one it continues
     if resume is not None:
         if repos:
             raise click.UsageError("--resume takes the repositories from the report: drop --repos")
@@ -69,6 +70,7 @@ def run_batch_command(
         except ReportError as exc:
             raise click.UsageError(str(exc)) from None
         repos_args = first.repos
+        run_id = first.run_id
         if not repositories:
             which = "failed" if selection.get("only_failed") else "left to finish"
             echo(f"{resume}: no repository {which}; nothing to run", err=True)
@@ -89,6 +91,7 @@ def run_batch_command(
             raise click.UsageError(str(exc)) from None
         skipped = chosen.skipped
         repos_args = [str(r) for r in repos]
+    _recover(repositories)
     from codemode.version import package_version
 
     header = RunHeader(
@@ -109,6 +112,7 @@ def run_batch_command(
             "pull_request": publish.pull_request,
         },
         resumed_from=str(resume) if resume else None,
+        run_id=run_id,
         started_at=now_iso(),
     )  # fmt: skip
     options = BatchOptions(
@@ -184,3 +188,18 @@ def _publish_options(selection: dict[str, Any], dry_run: bool) -> PublishOptions
     return PublishOptions(
         branch=branch, message=message, author=author, push=push, pull_request=pull_request
     )
+
+
+def _recover(repositories: list[Path]) -> None:
+    """Roll back, in every repository, a write killed partway there (an earlier
+    session's, a killed `interpreter run`'s) before any is copied, shipped or read:
+    otherwise the half-written state is what the script starts from, and what its
+    changes are applied over. Each line is said on stderr, naming its repository."""
+    from codemode.tools.store.recovery import recover_at_start
+
+    for repo in repositories:
+
+        def say(line: str, repo: Path = repo) -> None:
+            echo(f"{repo}: {line}", err=True)
+
+        recover_at_start(repo, say=say)

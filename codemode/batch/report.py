@@ -38,6 +38,10 @@ class RunHeader(BaseModel):
     dry_run: bool = False
     publish: dict[str, Any] | None = None
     resumed_from: str | None = None
+    run_id: str | None = Field(
+        default=None,
+        description="The run's id; what it selected is recorded under it (run_record.py).",
+    )
     started_at: str
 
 

@@ -1,6 +1,8 @@
 """Which repositories a batch run covers, from the ``--repos`` arguments.
 
-Each argument is a FILE or a DIR:
+Each argument is a FILE or a DIR (every word after ``--repos`` up to an option or ``--``
+is one, ``cli_options.spread_repos``); a path that does not exist, or a FILE that names
+no repository, is an error that names it, before anything runs:
 
 - a FILE lists one path per line, each taken as a DIR; blank lines and lines
   starting with ``#`` are skipped, and relative paths are taken from the file's own
@@ -96,7 +98,11 @@ def select_repositories(specs: Iterable[str | Path]) -> RepoSelection:
     for spec in specs:
         path = Path(spec).expanduser()
         if not path.exists():
-            raise RepoListError(f"--repos {spec}: no such file or directory")
+            raise RepoListError(
+                f"--repos {spec}: no such file or directory (every word after --repos "
+                "up to an option or `--` names a FILE or DIR: put the script's arguments, "
+                "or exec's PROMPT, before --repos or after `--`)"
+            )
         for directory in [path] if path.is_dir() else _from_file(path):
             found = _from_dir(directory)
             if not found:

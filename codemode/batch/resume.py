@@ -5,7 +5,9 @@ written for each says how it ended (a resumed run appends to the same report, so
 later line wins). Repositories with no line at all (the run was interrupted before
 them) and those whose last line is not ``ok`` are run again; with ``--only-failed``,
 only those whose last line is ``failed``. The script must be the one the report was
-made with: its SHA-256 is compared.
+made with: its SHA-256 is compared. The repositories come from the record the run kept
+in codemode's home (``run_record.py``), which the header must still match: a script can
+rewrite a report kept inside a repository it runs in, never the record.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from codemode.batch.report import ReportError, RunHeader, read_report
+from codemode.batch.run_record import recorded_selection
 
 
 def to_resume(report: Path, script_sha256: str, only_failed: bool) -> tuple[list[Path], RunHeader]:
@@ -27,9 +30,10 @@ def to_resume(report: Path, script_sha256: str, only_failed: bool) -> tuple[list
             f"{first.script_sha256[:12]}..., this one {script_sha256[:12]}...): resume with "
             "the same one"
         )
+    selected = recorded_selection(report, first)
     last = {result.repository: result.status for result in results}
     if only_failed:
-        chosen = [r for r in first.repositories if last.get(r) == "failed"]
+        chosen = [r for r in selected if last.get(r) == "failed"]
     else:
-        chosen = [r for r in first.repositories if last.get(r) != "ok"]
+        chosen = [r for r in selected if last.get(r) != "ok"]
     return [Path(r) for r in chosen], first

@@ -89,6 +89,8 @@ def run_batch(source: str, options: BatchOptions, stream: TextIO | None = None) 
         for repo in options.repositories
     ]
     header = options.header or default_header(source, options)
+    if not options.append:
+        _record(header, options.report, stream)
     with ReportWriter(options.report, header, append=options.append) as report, BatchProgress(
         len(tasks), stream, verbose=options.verbose
     ) as progress:
@@ -132,6 +134,18 @@ def run_batch(source: str, options: BatchOptions, stream: TextIO | None = None) 
         echo("no repository failed, but some arguments named none (--allow-empty: exit 0)",
              file=stream)
     return status
+
+
+def _record(header: RunHeader, report: Path, stream: TextIO) -> None:
+    """Give a new run its id and record what it selected, for ``--resume``."""
+    from codemode.batch.run_record import new_run_id, record_selection
+
+    header.run_id = header.run_id or new_run_id()
+    try:
+        record_selection(header, report)
+    except OSError as exc:
+        echo(f"the run's selection could not be recorded ({exc}): its report cannot be "
+             "resumed", file=stream)  # fmt: skip
 
 
 def default_header(source: str, options: BatchOptions) -> RunHeader:

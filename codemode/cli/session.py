@@ -140,7 +140,10 @@ def _run_agent_batch(
         what = ", ".join(used) or "exec resume"
         raise click.UsageError(f"{what}: not for batch runs (--repos)")
     if len(args) != 1:
-        raise click.UsageError("exec --repos ... takes one PROMPT (quote it)")
+        raise click.UsageError(
+            "exec --repos ... takes one PROMPT (quote it), before --repos or after `--`: "
+            "every word after --repos, up to an option or `--`, is a repository"
+        )
     prompt = _read_prompt(args[0])
     if not prompt or not prompt.strip():
         raise click.UsageError("no prompt given")

@@ -102,9 +102,12 @@ def serve(
     from codemode.mcp.server import RESULT_FIELD_CHARS, HostService, build_server, run_stdio
     from codemode.tools.builtin import builtin_registry
     from codemode.tools.context import ToolContext
+    from codemode.tools.store.recovery import recover_at_start
 
-    registry = builtin_registry()
     cwd = options.cwd
+    # Before any client's program reads the workspace (said on stderr, the server's log).
+    recover_at_start(cwd.resolve())
+    registry = builtin_registry()
     sandbox = sandbox_for(config, options, cwd.resolve())
     if config.mcp_servers:
         _manager, statuses = add_configured_servers(

@@ -127,6 +127,9 @@ class ToolHost:
     (or a dict of its fields), or a ``SandboxSession`` to share. The file tools write
     only inside the workspace whatever the mode.
 
+    Made, it first rolls back a patch or write that a killed process left half-done in
+    the workspace, and says so on stderr (``codemode.tools.store.recovery``).
+
     ``dry_run=True`` writes no file: the writing tools record their changes in
     ``host.dry_run`` (``changed_paths``, ``diff``) and the reading tools see them.
 

@@ -46,6 +46,7 @@ from codemode.agent.events import (
     TurnFailed,
     TurnStarted,
     TurnUsage,
+    WorkspaceRecovered,
 )
 from codemode.agent.printers import describe_args
 from codemode.terminal.control_chars import safe_console
@@ -164,6 +165,9 @@ class TerminalRenderer:
         self._streams.clear()
 
     def _on_notice(self, event: Notice) -> None:
+        self.note(f"! {event.message}", style="yellow")
+
+    def _on_workspace_recovered(self, event: WorkspaceRecovered) -> None:
         self.note(f"! {event.message}", style="yellow")
 
     def _on_delta_text(self, event: TextDeltaEvent) -> None:

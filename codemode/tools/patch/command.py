@@ -15,12 +15,11 @@ def run_apply_patch_command(source: str, cwd: Path) -> int:
     from codemode.terminal.control_chars import echo
     from codemode.tools.patch.engine import apply_patch_text
     from codemode.tools.patch.errors import PatchError
-    from codemode.tools.store.journal import recover
+    from codemode.tools.store.recovery import recover_at_start
 
     # What a killed earlier patch left is rolled back first, and said (the store would
     # do it silently on its first write).
-    for line in recover(cwd):
-        echo(line, err=True)
+    recover_at_start(cwd)
 
     try:
         if source == "-":
