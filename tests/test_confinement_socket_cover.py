@@ -148,8 +148,9 @@ def test_a_socket_renamed_after_bind_is_covered(
     give(ws, user)
     script = _script(ws)
     targets = " ".join(str(sockets / n) for n in ("allowed.sock", "renamed.sock", "linked.sock"))
+    allowed = [str(sockets / "allowed.sock")]
     [out] = run_session(user, ws, [f"{_python(user)} {script} {targets}"],
-                        command_server=server, allow_unix_sockets=[str(sockets / "allowed.sock")])  # fmt: skip
+                        command_server=server, allow_unix_sockets=allowed)  # fmt: skip
     lines = dict(line.split() for line in out.splitlines() if line.count(" ") == 1)
     assert lines.get("allowed.sock") == "connected", out  # the rule still lets it through
     assert lines.get("renamed.sock") not in (None, "connected"), out
@@ -183,10 +184,11 @@ def test_a_socket_bound_after_the_sandbox_started_is_covered(
     t = threading.Thread(target=bind_when_asked)
     t.start()
     try:
+        commands = [f"touch {trigger} && sleep 1 && echo asked",
+                    f"{_python(user)} {script} {late}"]  # fmt: skip
         first, second = run_session(
-            user, ws, [f"touch {trigger} && sleep 1 && echo asked", f"{_python(user)} {script} {late}"],
-            allow_unix_sockets=[str(sockets / "allowed.sock")],
-        )  # fmt: skip
+            user, ws, commands, allow_unix_sockets=[str(sockets / "allowed.sock")]
+        )
     finally:
         t.join()
         for s in held:

@@ -67,9 +67,12 @@ def trusted(roots: Sequence[Path]) -> list[tuple[Path, str]]:
         for p in path_folders(h):
             out.setdefault(p, WHAT_PATH)
     for var in NAMED_BY_ENV:
-        p = env_path(var, relative_ok=False)
-        if p is not None and p != h and any(_inside(p, Path(r)) for r in roots):
-            out.setdefault(p, WHAT_ENV.format(var=f"${var}"))
+        named = env_path(var, relative_ok=False)
+        if named is None or named == h:
+            continue
+        forms = (named, Path(os.path.realpath(named)))
+        if any(_inside(f, Path(r)) for f in forms for r in roots):
+            out.setdefault(named, WHAT_ENV.format(var=f"${var}"))
     return list(out.items())
 
 

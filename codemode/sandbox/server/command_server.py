@@ -35,18 +35,18 @@ what it left could not all be killed within half a second, and the host ends the
 sandbox, which the kernel then empties at once). End of the socket from
 the host ends the server, and with PID 1 the whole namespace.
 
-Each command starts clean, as in a sandbox of its own: when the last running command
-has ended, ``tidy`` empties ``/dev/shm`` (whatever modes a command set on its folders)
-and the System V IPC objects, and before each command ``Baseline.restore`` checks
-that the server's OOM adjustment (read-only ``/proc``), CPU affinity, nice value,
-scheduling policy and I/O priority (which the seccomp filter lets no command change for
-another process) are what it started with, and puts back what it can. ``tidy`` runs just after the command's report, while the host
-takes in its output: the server reads no request before it is done, so the next
-command still finds everything clean. What cannot be put back makes the server
-*dirty*: the report says ``"dirty": [...]`` (or, found by ``tidy``, a message
-``{"dirty": [...]}`` right after it), a command asked for afterwards is answered
-``{"id": N, "unstarted": true}`` without being run, and the host runs it in a new
-server and ends this one.
+Each command starts clean, as in a sandbox of its own: when the last running command has
+ended, ``tidy`` empties ``/dev/shm`` (whatever modes a command set on its folders) and
+the System V IPC objects, and before each command ``Baseline.restore`` checks that the
+server's OOM adjustment (read-only ``/proc``), CPU affinity, nice value, scheduling
+policy and I/O priority (which the seccomp filter lets no command change for another
+process) are what it started with, and puts back what it can. ``tidy`` runs just after
+the command's report, while the host takes in its output: the server reads no request
+before it is done, so the next command still finds everything clean. What cannot be put
+back makes the server *dirty*: the report says ``"dirty": [...]`` (or, found by
+``tidy``, a message ``{"dirty": [...]}`` right after it), a command asked for afterwards
+is answered ``{"id": N, "unstarted": true}`` without being run, and the host runs it in
+a new server and ends this one.
 """
 
 from __future__ import annotations
