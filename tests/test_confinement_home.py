@@ -54,6 +54,10 @@ def _make_home(shared: Path) -> Path:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
     (home / "tools" / "bin" / "fmt").chmod(0o755)
+    # a dotfile kept elsewhere in the home and linked (GNU stow's way)
+    (home / "dotfiles" / "vim").mkdir(parents=True)
+    (home / "dotfiles" / "vim" / "vimrc").write_text("set nocompatible\n")
+    (home / ".vimrc").symlink_to("dotfiles/vim/vimrc")
     return home
 
 
@@ -75,6 +79,10 @@ def _attack(home: Path) -> str:
         f"rm -f {home}/.bashrc; echo evil > {home}/.bashrc",
         f"mv {home}/.config {home}/config-aside; mkdir -p {home}/.config/git; "
         f"echo evil > {home}/.config/git/config",
+        f"echo evil >> {home}/dotfiles/vim/vimrc",
+        f"mv {home}/dotfiles {home}/dotfiles-aside; mkdir -p {home}/dotfiles/vim; "
+        f"echo evil > {home}/dotfiles/vim/vimrc",
+        f"rm -f {home}/.vimrc; ln -s notes.txt {home}/.vimrc",
     ]
     allowed = [f"echo mine > {home}/notes.txt", f"mkdir -p {home}/.cache/x && echo c > "
                f"{home}/.cache/x/y"]  # fmt: skip
@@ -87,6 +95,8 @@ def _check(home: Path, out: str) -> None:
         assert (home / rel).read_text() == text, (rel, out)
     for rel in ABSENT:
         assert not os.path.lexists(home / rel), (rel, out)
+    assert os.readlink(home / ".vimrc") == "dotfiles/vim/vimrc", out
+    assert (home / ".vimrc").read_text() == "set nocompatible\n", out
     # the rest of the home is the workspace: written as asked
     assert (home / "notes.txt").read_text() == "mine\n", out
     assert (home / ".cache" / "x" / "y").read_text() == "c\n", out

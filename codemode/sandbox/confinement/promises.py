@@ -95,6 +95,13 @@ def promises(settings: SandboxSettings | None = None) -> list[Promise]:
             lk("a writable root that holds them is refused: Landlock cannot make part of "
                "it read-only"),
         ),
+        Promise(
+            "home", "in a writable root that contains the home, its dot-entries (but ~/.cache), "
+            "the PATH folders in it and the folders the environment names (CODEX_HOME, ...) "
+            "stay read-only; a dot-entry a command adds is moved aside when it ends", b(),
+            lk("a writable root that holds them is refused: Landlock cannot make part of "
+               "it read-only"),
+        ),
         Promise("network", "no network unless network_access = true", b(),
                 lk(None if abi >= 4 or sc is None else
                    f"Landlock ABI {abi} cannot block the network and seccomp is unavailable")),

@@ -25,6 +25,7 @@ to the file tools); a dot-entry a command adds to the home is moved aside after 
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -59,21 +60,33 @@ def holds_home(roots: Iterable[Path]) -> Path | None:
 
 def trusted(roots: Sequence[Path]) -> list[tuple[Path, str]]:
     """(path, what it is) for everything the rules keep read-only in ``roots``."""
-    out: dict[Path, str] = {}
-    h = holds_home(roots)
-    if h is not None:
-        for name in dot_names(h):
-            out[h / name] = WHAT_DOT
-        for p in path_folders(h):
-            out.setdefault(p, WHAT_PATH)
-    for var in NAMED_BY_ENV:
-        named = env_path(var, relative_ok=False)
-        if named is None or named == h:
-            continue
-        forms = (named, Path(os.path.realpath(named)))
-        if any(_inside(f, Path(r)) for f in forms for r in roots):
-            out.setdefault(named, WHAT_ENV.format(var=f"${var}"))
+    env = tuple(os.environ.get(v) for v in ("HOME", "PATH", *NAMED_BY_ENV))
+    h, path_dirs, named = _by_env(tuple(roots), env)
+    if h is None:
+        return list(named)
+    out: dict[Path, str] = {h / name: WHAT_DOT for name in dot_names(h)}  # (read each time)
+    for p, what in (*path_dirs, *named):
+        out.setdefault(p, what)
     return list(out.items())
+
+
+@functools.lru_cache(maxsize=32)
+def _by_env(
+    roots: tuple[Path, ...], _env: tuple[str | None, ...]
+) -> tuple[Path | None, tuple[tuple[Path, str], ...], tuple[tuple[Path, str], ...]]:
+    # What the environment decides (asked before every command): the home when a root
+    # holds it, the PATH folders in it, the folders the variables name inside a root.
+    h = holds_home(roots)
+    path_dirs = tuple((p, WHAT_PATH) for p in path_folders(h)) if h is not None else ()
+    named: list[tuple[Path, str]] = []
+    for var in NAMED_BY_ENV:
+        p = env_path(var, relative_ok=False)
+        if p is None or p == h:
+            continue
+        forms = (p, Path(os.path.realpath(p)))
+        if any(_inside(f, r) for f in forms for r in roots):
+            named.append((p, WHAT_ENV.format(var=f"${var}")))
+    return h, path_dirs, tuple(named)
 
 
 def write_refusal(path: Path, roots: Sequence[Path]) -> str | None:
