@@ -49,13 +49,17 @@ from pathlib import Path
 from codemode.sandbox.session import SandboxSession
 from codemode.sandbox.settings import SandboxSettings
 from codemode.tools import ToolContext, builtin_registry
+from codemode.tool_terms.errors import ToolError
 ws, commands, settings = Path(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
 async def main():
     s = SandboxSession(ws, SandboxSettings(**settings))
     ctx, reg, out = ToolContext(workspace=ws, sandbox=s), builtin_registry(), []
     try:
         for c in commands:
-            out.append((await reg.invoke("shell", {"command": c}, ctx))["output"])
+            try:
+                out.append((await reg.invoke("shell", {"command": c}, ctx))["output"])
+            except ToolError as exc:  # a refusal: its message is the output
+                out.append(f"refused: {exc}")
     finally:
         s.close()
     print(json.dumps(out))
@@ -253,3 +257,23 @@ def test_the_warm_server_binds_its_socket_at_its_final_name(tmp_path: Path) -> N
         warm.kill()
         warm.wait()
     assert listed == [path], listed
+
+
+@pytest.mark.parametrize("user", ["self", "nobody"])
+def test_landlock_with_an_allow_list_reaches_no_other_socket(
+    shared_dir: Path, sockets: Path, user: str
+) -> None:
+    """Landlock cannot tell socket files apart (no rule for connecting to one): with an
+    allow-list every socket of the user would be reachable, so the command is refused,
+    saying why, rather than run so."""
+    skip_unless(user, "landlock")
+    ws = shared_dir / "ws"
+    ws.mkdir()
+    give(ws, user)
+    script = _script(ws)
+    targets = " ".join(str(sockets / n) for n in ("renamed.sock", "linked.sock"))
+    allowed = [str(sockets / "allowed.sock")]
+    [out] = run_session(user, ws, [f"{_python(user)} {script} {targets}; echo ran"],
+                        backend="landlock", allow_unix_sockets=allowed)  # fmt: skip
+    assert "connected" not in out and "ran" not in out, out
+    assert "allow_unix_sockets" in out and "bubblewrap" in out, out

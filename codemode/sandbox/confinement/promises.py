@@ -108,8 +108,8 @@ def promises(settings: SandboxSettings | None = None) -> list[Promise]:
         Promise("unix", "no Unix socket by path unless listed in allow_unix_sockets",
                 b(f"seccomp is unavailable ({sc})" if sc else None),
                 lk(f"seccomp is unavailable ({sc})" if sc else
-                   "with allow_unix_sockets set, Landlock cannot tell socket files apart: every "
-                   "socket file is reachable" if allow_unix else None)),
+                   "with allow_unix_sockets set, Landlock cannot tell socket files apart: "
+                   "commands are refused" if allow_unix else None)),
         Promise("abstract", "no abstract Unix socket", b(
             None if sc is None else f"seccomp is unavailable ({sc}); only the network "
             "namespace (network_access = false) keeps them out"),
