@@ -190,3 +190,34 @@ def test_the_file_tools_refuse_the_same_set(
         assert write_refusal(home / rel, [home]) is None, rel
     # a workspace inside the home is not the home: its own dotfiles are the project's
     assert write_refusal(home / "project" / ".profile", [home / "project"]) is None
+
+
+def test_the_rules_cover_what_they_say_and_nothing_of_a_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codemode.sandbox.protection import user_trust
+
+    home = _make_home(tmp_path)
+    for k, v in _env(home).items():
+        monkeypatch.setenv(k, v) if v else monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("ZDOTDIR", str(tmp_path / "zdot"))  # outside the home
+    monkeypatch.setenv("PATH", f"{home}/tools/bin:relative/bin:{home}/.cargo/bin:/usr/bin")
+    kept = dict(user_trust.trusted([home]))
+    assert kept[home / ".bashrc"] == user_trust.WHAT_DOT
+    assert kept[home / "tools" / "bin"] == user_trust.WHAT_PATH
+    assert kept[home / "bin"] == user_trust.WHAT_PATH  # .profile's, absent
+    assert "$CODEX_HOME" in kept[home / "codex-home"]
+    assert home / ".cache" not in kept and home / "notes.txt" not in kept
+    assert not any("relative" in str(p) for p in kept)
+    assert tmp_path / "zdot" not in kept  # not in a root
+    assert tmp_path / "zdot" in dict(user_trust.trusted([tmp_path]))
+    # a root inside the home: only what the environment names inside it
+    assert dict(user_trust.trusted([home / "tools"])) == {}
+    assert user_trust.trusted([home / "codex-home"]) == []  # the root itself: allowed
+    from codemode.sandbox.protection.own_paths import root_refusal
+
+    assert root_refusal(home / ".config" / "nvim", "bubblewrap") is None
+    (home / ".new").mkdir()
+    (home / ".old.codemode-refused-1").mkdir()
+    new = user_trust.new_entries(home, frozenset(os.listdir(home)) - {".new"})
+    assert new == [home / ".new"]

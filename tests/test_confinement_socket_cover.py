@@ -277,3 +277,21 @@ def test_landlock_with_an_allow_list_reaches_no_other_socket(
                         backend="landlock", allow_unix_sockets=allowed)  # fmt: skip
     assert "connected" not in out and "ran" not in out, out
     assert "allow_unix_sockets" in out and "bubblewrap" in out, out
+
+
+def test_the_cover_list_holds_sockets_renamed_beside_their_bound_name(tmp_path: Path) -> None:
+    from codemode.sandbox.confinement.unix_sockets import socket_files, to_hide
+
+    folder = tmp_path / "s"
+    folder.mkdir()
+    held = [_listen(str(folder / "a.sock.99")), _listen(str(folder / "keep.sock"))]
+    os.rename(folder / "a.sock.99", folder / "a.sock")
+    (folder / "plain").write_text("not a socket")
+    try:
+        files = socket_files()
+        assert str(folder / "a.sock") in files and str(folder / "plain") not in files
+        hidden = to_hide([folder / "keep.sock"])
+        assert folder / "a.sock" in hidden and folder / "keep.sock" not in hidden
+    finally:
+        for s in held:
+            s.close()

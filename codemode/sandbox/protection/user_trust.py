@@ -84,7 +84,8 @@ def _by_env(
         if p is None or p == h:
             continue
         forms = (p, Path(os.path.realpath(p)))
-        if any(_inside(f, r) for f in forms for r in roots):
+        # strictly inside: a root that is the folder itself is the user working on it
+        if any(f != r and _inside(f, r) for f in forms for r in roots):
             named.append((p, WHAT_ENV.format(var=f"${var}")))
     return h, path_dirs, tuple(named)
 
