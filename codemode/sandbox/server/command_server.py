@@ -443,12 +443,16 @@ class Server:
 def main() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     # Opened while the server is still dumpable: afterwards its /proc entries belong to
-    # root, and a server that is not root could no longer put its value back. (In the
-    # sandbox /proc is read-only and this fails: no command can change it either.)
-    try:
-        oom_fd: int | None = os.open("/proc/self/oom_score_adj", os.O_RDWR | os.O_CLOEXEC)
-    except OSError:
-        oom_fd = None
+    # root, and a server that is not root could no longer put its value back. In the
+    # sandbox /proc is read-only, so no command can change it either: it is only read
+    # (a change found anyway could not be undone, and makes the server dirty).
+    oom_fd: int | None = None
+    for mode in (os.O_RDWR, os.O_RDONLY):
+        try:
+            oom_fd = os.open("/proc/self/oom_score_adj", mode | os.O_CLOEXEC)
+            break
+        except OSError:
+            continue
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # no handlers: PID 1 is then unkillable
     # Nothing the server was started with (its socket, anything bubblewrap left open)
