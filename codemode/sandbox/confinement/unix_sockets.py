@@ -51,6 +51,12 @@ def socket_files() -> list[str]:
             continue
         for e in entries:
             try:
+                # files, folders and links are told apart by the listing itself (no
+                # system call each: /tmp can hold thousands); the rest is looked at
+                if e.is_file(follow_symlinks=False) or e.is_dir(follow_symlinks=False):
+                    continue
+                if e.is_symlink():
+                    continue
                 if stat.S_ISSOCK(e.stat(follow_symlinks=False).st_mode):
                     out[os.path.join(folder, e.name)] = None
             except OSError:
