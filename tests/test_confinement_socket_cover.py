@@ -295,3 +295,53 @@ def test_the_cover_list_holds_sockets_renamed_beside_their_bound_name(tmp_path: 
     finally:
         for s in held:
             s.close()
+
+
+def test_codemodes_runtime_folders_are_where_the_warm_host_puts_its_socket(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codemode.codex_host.warm_start import socket_path
+    from codemode.sandbox.protection.own_paths import own_paths
+
+    for runtime in (str(tmp_path), None):
+        if runtime is None:
+            monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+        else:
+            monkeypatch.setenv("XDG_RUNTIME_DIR", runtime)
+        folder = Path(socket_path(["interpreter", "code-mode-host"])).parent
+        assert folder in {o.path for o in own_paths()}, folder
+
+
+@pytest.mark.parametrize("server", [True, False], ids=["server", "no-server"])
+@pytest.mark.parametrize("user", ["self", "nobody"])
+def test_a_root_holding_the_warm_hosts_folder_cannot_replace_its_socket(
+    shared_dir: Path, user: str, server: bool
+) -> None:
+    """A command that could put a socket of its own in the warm host's place would be
+    handed the next client's stdio (and a host's work)."""
+    skip_unless(user, "bubblewrap")
+    run = shared_dir / "run" / "codemode"
+    run.mkdir(parents=True, mode=0o700)
+    sock = run / "host-0123456789abcdef.sock"
+    held = _listen(str(sock))
+    (run / f"{sock.name}.lock").write_text("1\n")
+    give(shared_dir, user)
+    attack = (f"rm -f {sock}; echo evil > {sock}.lock; touch {run}/planted; "
+              f"mv {run} {run}-aside; mkdir -p {run}; echo end")  # fmt: skip
+    argv_env = {"XDG_RUNTIME_DIR": str(shared_dir / "run")}
+    try:
+        out = run_shell_env(user, shared_dir, attack, argv_env, command_server=server)
+    finally:
+        held.close()
+    assert "end" in out.splitlines(), out
+    assert os.path.exists(sock) and (run / f"{sock.name}.lock").read_text() == "1\n", out
+    assert not (run / "planted").exists() and not (shared_dir / "run" / "codemode-aside").exists()
+
+
+def run_shell_env(
+    user: str, ws: Path, command: str, extra: dict[str, str], **settings: object
+) -> str:
+    from tests.confinement_support import run_shell
+
+    r = run_shell(user, ws, command, extra_env=extra, backend="bubblewrap", **settings)
+    return str(r["output"])

@@ -5,7 +5,7 @@ Two kinds, both read or run later on the host with the user's full authority:
 - its **state**: ``$CODEMODE_HOME`` (config, rules, hooks, sessions, logs) and its cache
   (``$CODEMODE_CACHE``: the compiled helpers root's commands start through, models),
   plus the user's git configuration (``~/.gitconfig``, ``$XDG_CONFIG_HOME/git``), which
-  git on the host reads;
+  git on the host reads, and its runtime folder (the warm host's socket);
 - its **installation**: the ``codemode`` package, the environment it runs from
   (``sys.prefix``, and the base one), the user site when this Python reads it, and the
   folder of its console scripts.
@@ -60,7 +60,8 @@ class OwnPath:
 def own_paths() -> tuple[OwnPath, ...]:
     """Everything codemode runs or reads as its own (see the module docstring)."""
     env = os.environ
-    names = ("HOME", "CODEMODE_HOME", "CODEMODE_CACHE", "XDG_CACHE_HOME", "XDG_CONFIG_HOME")
+    names = ("HOME", "CODEMODE_HOME", "CODEMODE_CACHE", "XDG_CACHE_HOME", "XDG_CONFIG_HOME",
+             "XDG_RUNTIME_DIR")  # fmt: skip
     return _own_paths(tuple(env.get(n) for n in names))
 
 
@@ -73,6 +74,14 @@ def _own_paths(_env: tuple[str | None, ...]) -> tuple[OwnPath, ...]:
         OwnPath.of(home() / ".gitconfig", "your git configuration", False),
         OwnPath.of(config_home() / "git", "your git configuration", False),
     ]
+    # The folders the warm code-mode host's socket may live in, as
+    # ``codex_host.warm_start.socket_path`` chooses them (a test keeps the two the same):
+    # a command that could replace that socket would be handed the next client's stdio.
+    what = "codemode's runtime folder (the warm code-mode host's socket)"
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(runtime):
+        out.append(OwnPath.of(Path(runtime) / "codemode", what, False))
+    out.append(OwnPath.of(Path("/tmp") / f"codemode-{os.geteuid()}", what, False))
     return tuple(out) + _installation()
 
 
