@@ -58,6 +58,10 @@ def _make_home(shared: Path) -> Path:
     (home / "dotfiles" / "vim").mkdir(parents=True)
     (home / "dotfiles" / "vim" / "vimrc").write_text("set nocompatible\n")
     (home / ".vimrc").symlink_to("dotfiles/vim/vimrc")
+    # and a link deeper in a dot-folder, to a file elsewhere in the home
+    (home / "dotfiles" / "nvim").mkdir()
+    (home / "dotfiles" / "nvim" / "plugin.lua").write_text("-- plugin\n")
+    (home / ".config" / "nvim" / "plugin.lua").symlink_to(home / "dotfiles/nvim/plugin.lua")
     return home
 
 
@@ -80,6 +84,7 @@ def _attack(home: Path) -> str:
         f"mv {home}/.config {home}/config-aside; mkdir -p {home}/.config/git; "
         f"echo evil > {home}/.config/git/config",
         f"echo evil >> {home}/dotfiles/vim/vimrc",
+        f"echo evil >> {home}/dotfiles/nvim/plugin.lua",
         f"mv {home}/dotfiles {home}/dotfiles-aside; mkdir -p {home}/dotfiles/vim; "
         f"echo evil > {home}/dotfiles/vim/vimrc",
         f"rm -f {home}/.vimrc; ln -s notes.txt {home}/.vimrc",
@@ -97,6 +102,7 @@ def _check(home: Path, out: str) -> None:
         assert not os.path.lexists(home / rel), (rel, out)
     assert os.readlink(home / ".vimrc") == "dotfiles/vim/vimrc", out
     assert (home / ".vimrc").read_text() == "set nocompatible\n", out
+    assert (home / "dotfiles" / "nvim" / "plugin.lua").read_text() == "-- plugin\n", out
     # the rest of the home is the workspace: written as asked
     assert (home / "notes.txt").read_text() == "mine\n", out
     assert (home / ".cache" / "x" / "y").read_text() == "c\n", out
@@ -186,7 +192,8 @@ def test_the_file_tools_refuse_the_same_set(
     for rel in [*EXISTING, *ABSENT]:
         why = write_refusal(home / rel, [home])
         assert why is not None, rel
-    for rel in ("notes.txt", ".cache/x/y", "project/.bashrc"):
+    assert write_refusal(home / "dotfiles" / "nvim" / "plugin.lua", [home]) is not None
+    for rel in ("notes.txt", ".cache/x/y", "project/.bashrc", "dotfiles/nvim/other.lua"):
         assert write_refusal(home / rel, [home]) is None, rel
     # a workspace inside the home is not the home: its own dotfiles are the project's
     assert write_refusal(home / "project" / ".profile", [home / "project"]) is None

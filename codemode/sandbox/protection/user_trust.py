@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -44,6 +45,7 @@ REFUSED_MARK = ".codemode-refused-"
 
 WHAT_DOT = "a dot-entry of your home (what your shell, ssh, git, editors and agents read)"
 WHAT_PATH = "a folder of your PATH"
+WHAT_LINKED = "what a symlink in a dot-folder of your home leads to"
 WHAT_ENV = "a folder or file your environment names as settings ({var})"
 
 
@@ -64,10 +66,55 @@ def trusted(roots: Sequence[Path]) -> list[tuple[Path, str]]:
     h, path_dirs, named = _by_env(tuple(roots), env)
     if h is None:
         return list(named)
-    out: dict[Path, str] = {h / name: WHAT_DOT for name in dot_names(h)}  # (read each time)
+    names = dot_names(h)  # (read each time)
+    out: dict[Path, str] = {h / name: WHAT_DOT for name in names}
+    for name in names:
+        for link in linked_from(h / name):
+            out.setdefault(link, WHAT_LINKED)
     for p, what in (*path_dirs, *named):
         out.setdefault(p, what)
     return list(out.items())
+
+
+def linked_from(entry: Path) -> tuple[Path, ...]:
+    """The symlinks inside a dot-folder (``~/.config/nvim/init.lua -> ~/dotfiles/...``,
+    GNU stow's way): the folder is read-only, what they lead to must be too, or a
+    command writes it there. Looked for once per state of the folder (a link made
+    inside it changes its own folder's time, deeper ones are found once the top one
+    changes too), within ``_LINK_WALK`` entries."""
+    try:
+        st = os.lstat(entry)
+    except OSError:
+        return ()
+    if not stat.S_ISDIR(st.st_mode):
+        return ()
+    return _links_in(entry, st.st_ino, st.st_mtime_ns)
+
+
+# How many entries of one dot-folder are looked at for links, and how deep (a home's
+# ~/.local or ~/.cargo can hold hundreds of thousands; links sit near the top).
+_LINK_WALK = 4000
+_LINK_DEPTH = 5
+
+
+@functools.lru_cache(maxsize=256)
+def _links_in(top: Path, _ino: int, _mtime: int) -> tuple[Path, ...]:
+    found: list[Path] = []
+    budget = _LINK_WALK
+    stack = [(top, 0)]
+    while stack and budget > 0:
+        d, depth = stack.pop()
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        for e in entries[:budget]:
+            if e.is_symlink():
+                found.append(Path(e.path))
+            elif depth < _LINK_DEPTH and e.is_dir(follow_symlinks=False):
+                stack.append((Path(e.path), depth + 1))
+        budget -= len(entries)
+    return tuple(found)
 
 
 @functools.lru_cache(maxsize=32)
