@@ -123,6 +123,10 @@ def promises(settings: SandboxSettings | None = None) -> list[Promise]:
         Promise("proc", "commands cannot read the /proc entries (environ) of processes outside "
                 "the sandbox", b(),
                 lk(None)),  # own /proc, or Landlock's ptrace restriction without capabilities
+        Promise("carried", "no command changes what the next one inherits from the "
+                "command server (/proc is read-only: coredump_filter, oom_score_adj...; its "
+                "scheduling and limits cannot be set from inside)", b(),
+                lk(None)),  # no command server: each command starts from codemode itself
         Promise("tree", "every process a command started ends with it (setsid and "
                 "double-forked ones too)", b(),
                 lk(None if ns is None else
