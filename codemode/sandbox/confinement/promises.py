@@ -126,7 +126,12 @@ def promises(settings: SandboxSettings | None = None) -> list[Promise]:
         Promise("carried", "no command changes what the next one inherits from the "
                 "command server (/proc is read-only: coredump_filter, oom_score_adj...; its "
                 "scheduling and limits cannot be set from inside)", b(),
-                lk(None)),  # no command server: each command starts from codemode itself
+                # no command server: each command starts from codemode itself, which only
+                # a PID namespace with its own /proc hides
+                lk(None if ns is None else
+                   f"no PID namespace ({ns}): a command can write codemode's own /proc "
+                   "attribute files (coredump_filter, oom_score_adj), which later commands "
+                   "inherit")),
         Promise("tree", "every process a command started ends with it (setsid and "
                 "double-forked ones too)", b(),
                 lk(None if ns is None else
