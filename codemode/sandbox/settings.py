@@ -78,7 +78,8 @@ class SandboxOptions(BaseModel):
     allow_unix_sockets: list[Path] = Field(
         default_factory=list,
         description="Unix socket files confined commands may connect to (all others, and "
-        "abstract sockets, are denied in the restricted modes).",
+        "abstract sockets, are denied in the restricted modes; needs bubblewrap: Landlock "
+        "cannot tell socket files apart).",
     )
 
 

@@ -5,7 +5,7 @@ roots bound read-write on top. Inside them what ``codemode.sandbox.protection.pr
 bound read-only again (``protect_binds``). The command holds no capability in any set,
 also when codemode runs as root (no mount, no sethostname, no clock setting, no module
 loading, no raw I/O; ``isolation`` says how), and runs with no_new_privs; it gets a
-fresh ``/dev`` and ``/proc``, its own PID, IPC and UTS namespaces, no network namespace
+fresh ``/dev`` and a read-only ``/proc``, its own PID, IPC and UTS namespaces, no network namespace
 access unless allowed, and dies with its parent. When
 its first process exits, the PID namespace ends and with it every process the command
 left behind, ``setsid`` and double-forked ones included.
@@ -145,7 +145,12 @@ def options(
     # command cannot leave a file or replace a link there (/dev/fd, /dev/stdin) for the
     # commands after it in the same sandbox to meet.
     out = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm"]
-    out += ["--remount-ro", "/dev", "--proc", "/proc"]
+    # /proc read-only: no command writes an attribute file of a process it can see
+    # (``/proc/1/coredump_filter``, ``oom_score_adj``, ``autogroup``... of the command
+    # server, which every later command would inherit; as root those files are the
+    # command's own user's). Its own descriptors (/proc/self/fd/1) stay writable: the
+    # file they lead to is not on /proc.
+    out += ["--remount-ro", "/dev", "--proc", "/proc", "--remount-ro", "/proc"]
     for root in writable:
         out += ["--bind", str(root), str(root)]
     # codemode's own state and installation inside a root (a workspace that is the home

@@ -100,6 +100,15 @@ def decide_backend(settings: SandboxSettings) -> BackendChoice:
         network_ok = settings.network_access or seccomp_ok or landlock.abi_version() >= 4
         if found.landlock is not None:
             reasons.append(found.landlock)
+        elif settings.allow_unix_sockets:
+            # Landlock has no rule for connecting to a socket file: every socket of the
+            # user would be reachable, not only the listed ones
+            reasons.append(
+                "Landlock cannot tell socket files apart, so with allow_unix_sockets set "
+                "every Unix socket of yours would be reachable (the warm code-mode host's "
+                "among them, which hands out a process outside the sandbox): remove "
+                "allow_unix_sockets, or install bubblewrap, which covers all but the listed"
+            )
         elif network_ok:
             return BackendChoice("landlock", tuple(reasons), seccomp_ok)
         else:

@@ -95,14 +95,21 @@ def promises(settings: SandboxSettings | None = None) -> list[Promise]:
             lk("a writable root that holds them is refused: Landlock cannot make part of "
                "it read-only"),
         ),
+        Promise(
+            "home", "in a writable root that contains the home, its dot-entries (but ~/.cache), "
+            "the PATH folders in it and the folders the environment names (CODEX_HOME, ...) "
+            "stay read-only; a dot-entry a command adds is moved aside when it ends", b(),
+            lk("a writable root that holds them is refused: Landlock cannot make part of "
+               "it read-only"),
+        ),
         Promise("network", "no network unless network_access = true", b(),
                 lk(None if abi >= 4 or sc is None else
                    f"Landlock ABI {abi} cannot block the network and seccomp is unavailable")),
         Promise("unix", "no Unix socket by path unless listed in allow_unix_sockets",
                 b(f"seccomp is unavailable ({sc})" if sc else None),
                 lk(f"seccomp is unavailable ({sc})" if sc else
-                   "with allow_unix_sockets set, Landlock cannot tell socket files apart: every "
-                   "socket file is reachable" if allow_unix else None)),
+                   "with allow_unix_sockets set, Landlock cannot tell socket files apart: "
+                   "commands are refused" if allow_unix else None)),
         Promise("abstract", "no abstract Unix socket", b(
             None if sc is None else f"seccomp is unavailable ({sc}); only the network "
             "namespace (network_access = false) keeps them out"),
@@ -116,6 +123,15 @@ def promises(settings: SandboxSettings | None = None) -> list[Promise]:
         Promise("proc", "commands cannot read the /proc entries (environ) of processes outside "
                 "the sandbox", b(),
                 lk(None)),  # own /proc, or Landlock's ptrace restriction without capabilities
+        Promise("carried", "no command changes what the next one inherits from the "
+                "command server (/proc is read-only: coredump_filter, oom_score_adj...; its "
+                "scheduling and limits cannot be set from inside)", b(),
+                # no command server: each command starts from codemode itself, which only
+                # a PID namespace with its own /proc hides
+                lk(None if ns is None else
+                   f"no PID namespace ({ns}): a command can write codemode's own /proc "
+                   "attribute files (coredump_filter, oom_score_adj), which later commands "
+                   "inherit")),
         Promise("tree", "every process a command started ends with it (setsid and "
                 "double-forked ones too)", b(),
                 lk(None if ns is None else

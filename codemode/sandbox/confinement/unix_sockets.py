@@ -6,6 +6,14 @@ allow_unix_sockets`` lifts that rule; bubblewrap then covers every *other* socke
 the kernel lists as bound (``/proc/net/unix``) with an empty read-only file, so only the
 listed ones stay reachable, and its network namespace keeps abstract sockets out unless
 ``network_access`` is on.
+
+The kernel lists the name a socket was *bound* as: one renamed or hard-linked to
+another name afterwards (a server that binds ``x.sock.PID`` and renames it over
+``x.sock``; OpenSSH's control sockets) keeps its old name there. So the rule is by
+folder, not by name: every socket file in a folder where a socket was bound is covered,
+whatever its name now. The list is made again for every command (a socket bound since
+the last one is covered from the next; a command server whose covers differ is
+replaced).
 """
 
 from __future__ import annotations
@@ -30,13 +38,38 @@ def bound_socket_paths() -> list[Path]:
     return out
 
 
+def socket_files() -> list[str]:
+    """Every socket file (real path) in the folders where the kernel lists a socket as
+    bound: the bound names, and whatever a socket bound there was renamed or linked to
+    beside it."""
+    folders = dict.fromkeys(os.path.realpath(p.parent) for p in bound_socket_paths())
+    out: dict[str, None] = {}
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                # files, folders and links are told apart by the listing itself (no
+                # system call each: /tmp can hold thousands); the rest is looked at
+                if e.is_file(follow_symlinks=False) or e.is_dir(follow_symlinks=False):
+                    continue
+                if e.is_symlink():
+                    continue
+                if stat.S_ISSOCK(e.stat(follow_symlinks=False).st_mode):
+                    out[os.path.join(folder, e.name)] = None
+            except OSError:
+                continue
+    return list(out)
+
+
 def to_hide(allowed: Iterable[Path]) -> list[Path]:
     """Socket files to cover so that only ``allowed`` stay reachable."""
     keep = {os.path.realpath(os.path.expanduser(p)) for p in allowed}
     seen: set[str] = set()
     out: list[Path] = []
-    for p in bound_socket_paths():
-        real = os.path.realpath(p)
+    for real in socket_files():
         if real in keep or real in seen:
             continue
         try:

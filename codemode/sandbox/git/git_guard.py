@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codemode.sandbox.protection import user_trust
 from codemode.sandbox.protection.own_paths import links
 from codemode.sandbox.protection.protected import (
     CODEMODE_DIR,
@@ -48,6 +49,8 @@ class GuardState:
     # command can make ``.git/modules/lib`` with hooks for ``git submodule update``)
     gitdirs: set[Path] = field(default_factory=set)
     repos: list[Path] = field(default_factory=list)
+    # a root contains the home: its entries then (a new dot-entry is set aside)
+    home: tuple[Path, frozenset[str]] | None = None
 
 
 def take(
@@ -61,6 +64,10 @@ def take(
     repositories at ``nested`` (copies of them, and of ``extra``, when ``full``)."""
     state = GuardState(full, repos=[*roots, *nested])
     budget = [_MAX_COPY_BYTES]
+    h = user_trust.holds_home(roots)
+    if h is not None:
+        with contextlib.suppress(OSError):
+            state.home = (h, frozenset(os.listdir(h)))
     for p in extra:  # .codemode/ below the tops, work-tree files git's config names
         if full:
             state.copies[p] = _copy(p, budget)
@@ -131,7 +138,26 @@ def repair(state: GuardState) -> list[str]:
         )
     if state.full:
         notes += _new_gitdirs(state)
+    if state.home is not None:
+        notes += [_set_aside_new(p) for p in user_trust.new_entries(*state.home)]
     return notes
+
+
+def _set_aside_new(p: Path) -> str:
+    """Move a dot-entry a command added to the home aside (``user_trust``)."""
+    n = 1
+    while os.path.lexists(dest := p.with_name(f"{p.name}{user_trust.REFUSED_MARK}{n}")):
+        n += 1
+    try:
+        os.rename(p, dest)
+    except FileNotFoundError:
+        return f"the command created {p}, which is gone again"
+    except OSError as exc:
+        return f"the command created {p}, which could not be moved aside: {exc}"
+    return (
+        f"the command created {p}; moved it to {dest.name} (the home's dot-entries are "
+        "read-only: your shell, ssh, git, editors and agents read them on the host)"
+    )
 
 
 def _new_gitdirs(state: GuardState) -> list[str]:

@@ -5,7 +5,7 @@ Two kinds, both read or run later on the host with the user's full authority:
 - its **state**: ``$CODEMODE_HOME`` (config, rules, hooks, sessions, logs) and its cache
   (``$CODEMODE_CACHE``: the compiled helpers root's commands start through, models),
   plus the user's git configuration (``~/.gitconfig``, ``$XDG_CONFIG_HOME/git``), which
-  git on the host reads;
+  git on the host reads, and its runtime folder (the warm host's socket);
 - its **installation**: the ``codemode`` package, the environment it runs from
   (``sys.prefix``, and the base one), the user site when this Python reads it, and the
   folder of its console scripts.
@@ -18,6 +18,11 @@ in its place (``~/.cache`` moved away, a new ``~/.cache/codemode/helpers``); Lan
 cannot make part of a root read-only, so there such a root is refused. A dotfile that is
 a symlink is protected as the link (checked after each command, ``git_guard``) and as
 its target. The file tools refuse all of them wherever they are (``paths``).
+
+What the user's *other* programs run or trust in a root that contains the home (its
+dot-entries, the PATH folders in it, the folders the environment names: ``user_trust``)
+is kept the same way, except that a root inside one of them is no refusal (a workspace
+in ``~/.config/nvim`` is the user editing that).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codemode.locations.user_dirs import cache_home, codemode_home, config_home, home
+from codemode.sandbox.protection import user_trust
 
 
 @dataclass(frozen=True)
@@ -41,18 +47,21 @@ class OwnPath:
     state: bool  # state (made before the first command when missing) or installation
     # the path as named and where its symlinks lead, both protected (looked up once)
     forms: tuple[Path, ...] = ()
+    # a root inside it is allowed (the user's other programs' settings, ``user_trust``)
+    inside_ok: bool = False
 
     @classmethod
-    def of(cls, path: Path, what: str, state: bool) -> OwnPath:
+    def of(cls, path: Path, what: str, state: bool, inside_ok: bool = False) -> OwnPath:
         named = Path(os.path.abspath(path))
         forms = tuple(dict.fromkeys([named, Path(os.path.realpath(named))]))
-        return cls(named, what, state, forms)
+        return cls(named, what, state, forms, inside_ok)
 
 
 def own_paths() -> tuple[OwnPath, ...]:
     """Everything codemode runs or reads as its own (see the module docstring)."""
     env = os.environ
-    names = ("HOME", "CODEMODE_HOME", "CODEMODE_CACHE", "XDG_CACHE_HOME", "XDG_CONFIG_HOME")
+    names = ("HOME", "CODEMODE_HOME", "CODEMODE_CACHE", "XDG_CACHE_HOME", "XDG_CONFIG_HOME",
+             "XDG_RUNTIME_DIR")  # fmt: skip
     return _own_paths(tuple(env.get(n) for n in names))
 
 
@@ -65,7 +74,24 @@ def _own_paths(_env: tuple[str | None, ...]) -> tuple[OwnPath, ...]:
         OwnPath.of(home() / ".gitconfig", "your git configuration", False),
         OwnPath.of(config_home() / "git", "your git configuration", False),
     ]
+    # The folders the warm code-mode host's socket may live in, as
+    # ``codex_host.warm_start.socket_path`` chooses them (a test keeps the two the same):
+    # a command that could replace that socket would be handed the next client's stdio.
+    what = "codemode's runtime folder (the warm code-mode host's socket)"
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(runtime):
+        out.append(OwnPath.of(Path(runtime) / "codemode", what, False))
+    out.append(OwnPath.of(Path("/tmp") / f"codemode-{os.geteuid()}", what, False))
     return tuple(out) + _installation()
+
+
+def kept_paths(roots: Sequence[Path]) -> tuple[OwnPath, ...]:
+    """``own_paths`` and what the user's other programs trust in ``roots``
+    (``user_trust``): everything kept off those roots."""
+    trusted = user_trust.trusted(roots)
+    if not trusted:
+        return own_paths()
+    return own_paths() + tuple(OwnPath.of(p, what, False, True) for p, what in trusted)
 
 
 @functools.cache
@@ -94,9 +120,9 @@ def _inside(p: Path, root: Path) -> bool:
 
 def root_refusal(root: Path, backend: str) -> str | None:
     """Why ``root`` (a resolved writable root) cannot be one, or None."""
-    for own in own_paths():
+    for own in kept_paths([root]):
         for p in own.forms:
-            if _inside(root, p):
+            if _inside(root, p) and not own.inside_ok:
                 return (
                     f"the writable root {root} is inside {own.what} ({own.path}): commands "
                     "there could change what codemode runs or reads next time, on the host. "
@@ -113,20 +139,26 @@ def root_refusal(root: Path, backend: str) -> str | None:
     return None
 
 
-def file_refusal(real: Path, lexical: Path) -> str | None:
-    """Why the file tools may not write ``real`` (reached as ``lexical``), or None."""
-    for own in own_paths():
+def file_refusal(real: Path, lexical: Path, roots: Sequence[Path] = ()) -> str | None:
+    """Why the file tools may not write ``real`` (reached as ``lexical``) in ``roots``,
+    or None."""
+    for own in kept_paths(roots):
         for p in own.forms:
             if _inside(real, p) or _inside(lexical, p):
                 return (
-                    f"{p} is read-only ({own.what}: codemode or git reads or runs it on the host)"
+                    f"{p} is read-only ({own.what}: codemode, git or another program reads or "
+                    "runs it on the host)"
                 )
+    for form in dict.fromkeys([lexical, real]):
+        what = user_trust.write_refusal(form, roots) if roots else None
+        if what is not None:
+            return f"{form} is read-only ({what}: another program reads or runs it on the host)"
     return None
 
 
 def inside_roots(roots: Sequence[Path]) -> list[tuple[Path, Path]]:
     """(root, own path) for each own path (as named or its target) inside a root."""
-    return list(_inside_roots(tuple(roots), own_paths()))
+    return list(_inside_roots(tuple(roots), kept_paths(roots)))
 
 
 @functools.lru_cache(maxsize=32)
@@ -186,8 +218,10 @@ def links(roots: Iterable[Path]) -> list[Path]:
     elsewhere, a ``~/.gitconfig`` not made yet): a mount cannot hold them, so they are
     compared after each command and put back."""
     out = []
+    roots = list(roots)
+    kept = kept_paths(roots)
     for root in roots:
-        for p in _named_inside(root, own_paths()):
+        for p in _named_inside(root, kept):
             if os.path.islink(p) or not os.path.lexists(p):
                 out.append(p)
     return out

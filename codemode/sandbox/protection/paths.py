@@ -35,4 +35,4 @@ def write_refusal(path: Path, roots: Sequence[Path] | None) -> str | None:
             reason = protected_reason(lexical.relative_to(r))
         if reason is not None:
             return reason
-    return file_refusal(real, lexical)
+    return file_refusal(real, lexical, real_roots)

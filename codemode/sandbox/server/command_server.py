@@ -13,7 +13,10 @@ guards what it does hold, the socket to the host and the requests on it:
 - it is PID 1 of the sandbox's PID namespace, which the kernel never signals from
   inside unless a handler is installed (there are none), so a command cannot kill it;
 - it is not dumpable: no command can ptrace it (the filter forbids ptrace anyway) or
-  read its ``/proc`` entries (``environ``, ``mem``, ``fd``);
+  read its ``/proc`` entries (``environ``, ``mem``, ``fd``); and ``/proc`` is mounted
+  read-only (``bwrap.options``), so no command writes the attribute files every command
+  inherits from it (``coredump_filter``, ``oom_score_adj``, ...), not even as root,
+  whose those files are: the server is out of reach, not reset attribute by attribute;
 - each command's processes end with the command, as they would with a sandbox of its
   own: the command starts in a new session as a *child subreaper* (through the
   ``subreaper`` helper, else a ``preexec_fn``), so every process it orphans — ``setsid``
@@ -32,18 +35,18 @@ what it left could not all be killed within half a second, and the host ends the
 sandbox, which the kernel then empties at once). End of the socket from
 the host ends the server, and with PID 1 the whole namespace.
 
-Each command starts clean, as in a sandbox of its own: when the last running command
-has ended, ``tidy`` empties ``/dev/shm`` (whatever modes a command set on its folders)
-and the System V IPC objects, and before each command ``Baseline.restore`` puts back
-the OOM adjustment and CPU affinity the server started with and checks its nice value,
-scheduling policy and I/O priority (which the seccomp filter lets no command change
-for another process). ``tidy`` runs just after the command's report, while the host
-takes in its output: the server reads no request before it is done, so the next
-command still finds everything clean. What cannot be put back makes the server
-*dirty*: the report says ``"dirty": [...]`` (or, found by ``tidy``, a message
-``{"dirty": [...]}`` right after it), a command asked for afterwards is answered
-``{"id": N, "unstarted": true}`` without being run, and the host runs it in a new
-server and ends this one.
+Each command starts clean, as in a sandbox of its own: when the last running command has
+ended, ``tidy`` empties ``/dev/shm`` (whatever modes a command set on its folders) and
+the System V IPC objects, and before each command ``Baseline.restore`` checks that the
+server's OOM adjustment (read-only ``/proc``), CPU affinity, nice value, scheduling
+policy and I/O priority (which the seccomp filter lets no command change for another
+process) are what it started with, and puts back what it can. ``tidy`` runs just after
+the command's report, while the host takes in its output: the server reads no request
+before it is done, so the next command still finds everything clean. What cannot be put
+back makes the server *dirty*: the report says ``"dirty": [...]`` (or, found by
+``tidy``, a message ``{"dirty": [...]}`` right after it), a command asked for afterwards
+is answered ``{"id": N, "unstarted": true}`` without being run, and the host runs it in
+a new server and ends this one.
 """
 
 from __future__ import annotations
@@ -440,11 +443,16 @@ class Server:
 def main() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     # Opened while the server is still dumpable: afterwards its /proc entries belong to
-    # root, and a server that is not root could no longer put its value back.
-    try:
-        oom_fd: int | None = os.open("/proc/self/oom_score_adj", os.O_RDWR | os.O_CLOEXEC)
-    except OSError:
-        oom_fd = None
+    # root, and a server that is not root could no longer put its value back. In the
+    # sandbox /proc is read-only, so no command can change it either: it is only read
+    # (a change found anyway could not be undone, and makes the server dirty).
+    oom_fd: int | None = None
+    for mode in (os.O_RDWR, os.O_RDONLY):
+        try:
+            oom_fd = os.open("/proc/self/oom_score_adj", mode | os.O_CLOEXEC)
+            break
+        except OSError:
+            continue
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # no handlers: PID 1 is then unkillable
     # Nothing the server was started with (its socket, anything bubblewrap left open)
