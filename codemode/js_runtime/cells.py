@@ -15,8 +15,8 @@ import contextlib
 import json
 import re
 
-from codemode.js_runtime.elide import marker
 from codemode.js_runtime.models import ExecResult
+from codemode.tool_terms.elide import marker
 
 DEFAULT_YIELD_MS = 20_000
 _PRAGMA = re.compile(r"^\s*//\s*@exec:\s*(\{.*\})\s*$")
