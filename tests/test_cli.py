@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -583,3 +584,53 @@ def test_help_does_not_import_heavy_modules(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "EXIT 0\n" in proc.stdout or "EXIT None\n" in proc.stdout, proc.stdout
     assert "HEAVY []\n" in proc.stdout, proc.stdout
+
+
+def test_contradictory_sandbox_flags_are_refused_before_the_command_starts(
+    tmp_path: Path,
+) -> None:
+    # codemode.sandbox resolves the modes click-free; the CLI's sandbox_options turns a
+    # conflict into a usage error for every command that takes the flags.
+    prog = script(tmp_path, "return 1\n")
+    home = tmp_path / "home"
+    env = {**os.environ, "CODEMODE_HOME": str(home)}
+    for args in (
+        ["run", "--full-auto", "--approval", "never", prog],
+        ["exec", "--full-auto", "-s", "read-only", "hi"],
+        ["mcp-server", "--full-auto", "-s", "read-only"],
+        ["acp", "--full-auto", "--approval", "never"],
+    ):
+        proc = subprocess.run(
+            [str(INTERPRETER), *map(str, args)], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert stderr_lines(proc) == [
+            f"interpreter {args[0]}: error: --full-auto cannot be combined with --sandbox or "
+            "--approval"
+        ], args
+    assert not (home / "sessions").exists()
+
+
+def test_batch_usage_errors_are_usage_errors_and_run_nothing(tmp_path: Path) -> None:
+    # codemode.batch raises its own BatchUsageError; the CLI reports it (exit 2) before
+    # any repository is copied or any report is written.
+    prog = script(tmp_path, "return 1\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    home = tmp_path / "home"
+    env = {**os.environ, "CODEMODE_HOME": str(home)}
+    for args, message in (
+        (["--ray-address", "auto"], "--ray-address needs --backend ray"),
+        (["--only-failed"], "--only-failed goes with --resume REPORT"),
+        (["--push", "origin"], "--push goes with --branch NAME"),
+        (["--branch", "b"], "--branch needs --commit-message MSG"),
+    ):
+        proc = subprocess.run(
+            [str(INTERPRETER), "run", prog, "--repos", repo, *args], cwd=tmp_path, env=env,
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert stderr_lines(proc) == [f"interpreter run: error: {message}"], args
+    assert not (home / "batch").exists()
+    assert [p.name for p in repo.iterdir()] == []

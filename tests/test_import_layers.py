@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,60 @@ def test_a_cycle_in_the_test_kit_fails(tmp_path: Path) -> None:
     done = _lint(root)
     assert done.returncode != 0
     assert "No cycles are allowed in codemode_testkit.scripted" in done.stdout
+
+
+def test_a_cycle_through_a_package_init_fails(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    # The store's seam (the package) names the change records from store/changes.py;
+    # naming anything of commit.py, which imports the seam back, closes a cycle that
+    # acyclic_siblings cannot see (a package is no sibling of its modules).
+    back = "from codemode.tools.store.commit import CommitFailed  # noqa: F401"
+    _add(root / "codemode/tools/store/__init__.py", f"\n\nif TYPE_CHECKING:\n    {back}\n")
+    done = _lint(root)
+    assert done.returncode != 0
+    assert "A cycle between modules" in done.stdout
+    assert "codemode.tools.store -> codemode.tools.store.commit -> codemode.tools.store" in (
+        done.stdout
+    )
+
+
+def test_click_below_the_command_line_fails(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    # The modes the sandbox resolves are plain values; a usage error is the CLI's to make.
+    lazy = "import click  # noqa: F401  # lazy: test"
+    _add(root / "codemode/sandbox/modes.py", f"\n\ndef _usage() -> None:\n    {lazy}\n")
+    done = _lint(root)
+    assert done.returncode != 0
+    assert "codemode.sandbox is not allowed to import click" in done.stdout
+
+
+def test_the_click_contract_covers_every_package_but_cli() -> None:
+    settings = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = settings["tool"]["importlinter"]["contracts"]
+    (click,) = [c for c in contracts if c["id"] == "click"]
+    assert click["forbidden_modules"] == ["click"]
+    top = {p.stem for p in (ROOT / "codemode").glob("*.py") if p.name != "__init__.py"}
+    top |= {p.parent.name for p in (ROOT / "codemode").glob("*/__init__.py")}
+    # A new package would otherwise be free to import click without anyone noticing.
+    assert set(click["source_modules"]) == {f"codemode.{name}" for name in top - {"cli"}}
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "message"),
+    [
+        # What a model is offered is a tool term (codemode.tool_terms.spec).
+        ("surfaces.py", "from codemode.providers.base import ToolSpec",
+         "codemode.tools is not allowed to import codemode.providers"),
+        # Cutting output in the middle is a tool term too (codemode.tool_terms.elide).
+        ("shell.py", "from codemode.js_runtime import output",
+         "codemode.tools is not allowed to import codemode.js_runtime"),
+    ],
+)  # fmt: skip
+def test_the_tools_importing_a_provider_or_the_runtime_fails(
+    tmp_path: Path, module: str, line: str, message: str
+) -> None:
+    root = _copy(tmp_path)
+    _add(root / "codemode/tools" / module, f"\n\ndef _up() -> None:\n    {line}  # noqa: F401\n")
+    done = _lint(root)
+    assert done.returncode != 0
+    assert message in done.stdout

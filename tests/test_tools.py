@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from codemode.js_runtime.elide import elide_middle
+from codemode.tool_terms.elide import elide_middle
 from codemode.tools import ToolContext, ToolError, builtin_registry
 from codemode.tools.builtin import builtin_tools
 from codemode.tools.glob_pattern import compile_glob

@@ -30,7 +30,7 @@ def sandbox_for(
     config: Config, options: SessionOptions, cwd: Path, approver: Approver | None = None
 ) -> SandboxSession:
     """The session's SandboxSession: config values, overridden by the command line."""
-    from codemode.sandbox.cli_options import resolve_modes
+    from codemode.sandbox.modes import resolve_modes
     from codemode.sandbox.session import SandboxSession
     from codemode.sandbox.settings import SandboxSettings
 

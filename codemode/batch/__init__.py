@@ -1,7 +1,7 @@
 """Batch runs: one script (or one agent session) over many working copies, in parallel.
 
 ``interpreter run SCRIPT.js --repos FILE|DIR...`` and ``interpreter exec --repos ...
-PROMPT`` (options in ``cli_options.py``, the command in ``command.py``) list the
+PROMPT`` (options in ``codemode.cli.batch_options``, the command in ``command.py``) list the
 repositories (``repos.py``), filter them (``select.py``) or take them from an earlier
 report (``resume.py``, against what its run recorded: ``run_record.py``), roll back in
 each a write killed partway there, and turn each into a ``RepoTask`` (``models.py``). A backend — a

@@ -7,8 +7,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import click
-
 from codemode.batch.models import OUTPUT_CHARS, AgentTask, now_iso
 from codemode.batch.report import ReportError, RunHeader, default_report_path
 from codemode.batch.repos import RepoListError, Skipped, select_repositories
@@ -43,9 +41,12 @@ def run_batch_command(
     **selection: Any,
 ) -> int:
     """`interpreter run SCRIPT --repos ...` with the script's text (or, with ``agent``,
-    `interpreter exec --repos ... PROMPT` with the prompt): returns the exit status."""
+    `interpreter exec --repos ... PROMPT` with the prompt): returns the exit status.
+
+    Raises BatchUsageError for options that cannot work together (the CLI reports it as
+    a usage error) before any repository is touched."""
     if ray_address and backend != "ray":
-        raise click.UsageError("--ray-address needs --backend ray")
+        raise BatchUsageError("--ray-address needs --backend ray")
     from codemode.batch.precheck import syntax_error
 
     if agent is None and (error := syntax_error(source)) is not None:
@@ -60,15 +61,15 @@ def run_batch_command(
     run_id: str | None = None  # a resumed run's: the one it continues
     if resume is not None:
         if repos:
-            raise click.UsageError("--resume takes the repositories from the report: drop --repos")
+            raise BatchUsageError("--resume takes the repositories from the report: drop --repos")
         if report is not None and report.resolve() != resume.resolve():
-            raise click.UsageError("--resume appends to the report it resumes: drop --report")
+            raise BatchUsageError("--resume appends to the report it resumes: drop --report")
         from codemode.batch.resume import to_resume
 
         try:
             repositories, first = to_resume(resume, script_sha, bool(selection.get("only_failed")))
         except ReportError as exc:
-            raise click.UsageError(str(exc)) from None
+            raise BatchUsageError(str(exc)) from None
         repos_args = first.repos
         run_id = first.run_id
         if not repositories:
@@ -78,17 +79,17 @@ def run_batch_command(
         report = resume
     else:
         if selection.get("only_failed"):
-            raise click.UsageError("--only-failed goes with --resume REPORT")
+            raise BatchUsageError("--only-failed goes with --resume REPORT")
         try:
             chosen = select_repositories(repos)
         except RepoListError as exc:
-            raise click.UsageError(str(exc)) from None
+            raise BatchUsageError(str(exc)) from None
         from codemode.batch.select import FilterError, apply_filters
 
         try:
             repositories, dropped = apply_filters(chosen.repositories, filters)
         except FilterError as exc:
-            raise click.UsageError(str(exc)) from None
+            raise BatchUsageError(str(exc)) from None
         skipped = chosen.skipped
         repos_args = [str(r) for r in repos]
     _recover(repositories)
@@ -141,10 +142,7 @@ def run_batch_command(
         agent=agent,
         total_token_budget=total_token_budget,
     )
-    try:
-        return run_batch(source, options)
-    except BatchUsageError as exc:
-        raise click.UsageError(str(exc)) from None
+    return run_batch(source, options)
 
 
 def _filters(selection: dict[str, Any]) -> Any:
@@ -165,26 +163,26 @@ def _publish_options(selection: dict[str, Any], dry_run: bool) -> PublishOptions
         for name, value in (("--commit-message", message), ("--author", author), ("--push", push),
                             ("--pull-request", selection.get("pull_request"))):  # fmt: skip
             if value is not None:
-                raise click.UsageError(f"{name} goes with --branch NAME")
+                raise BatchUsageError(f"{name} goes with --branch NAME")
         return None
     if pull_request:
         from codemode.batch.pull_request import installed
 
         if not push:
-            raise click.UsageError("--pull-request needs --push REMOTE (the branch it proposes)")
+            raise BatchUsageError("--pull-request needs --push REMOTE (the branch it proposes)")
         if not installed():
-            raise click.UsageError("--pull-request needs gh (GitHub) or glab (GitLab) on PATH")
+            raise BatchUsageError("--pull-request needs gh (GitHub) or glab (GitLab) on PATH")
     if not message:
-        raise click.UsageError("--branch needs --commit-message MSG")
+        raise BatchUsageError("--branch needs --commit-message MSG")
     if dry_run:
-        raise click.UsageError("--branch publishes changes; a --dry-run makes none")
+        raise BatchUsageError("--branch publishes changes; a --dry-run makes none")
     from codemode.batch.publish import PublishOptions, parse_author
 
     if author is not None:
         try:
             parse_author(author)
         except ValueError as exc:
-            raise click.UsageError(str(exc)) from None
+            raise BatchUsageError(str(exc)) from None
     return PublishOptions(
         branch=branch, message=message, author=author, push=push, pull_request=pull_request
     )

@@ -6,7 +6,7 @@ import click
 
 from codemode.cli.options import config_option, load_config_or_usage
 from codemode.cli.root import cli
-from codemode.sandbox.cli_options import sandbox_options
+from codemode.cli.sandbox_options import sandbox_options
 
 
 @cli.command()
@@ -33,11 +33,9 @@ def acp(
 
     from codemode.acp.server import AcpOptions, serve
 
-    # A bad value (-c sandbox_mode=bogus) is a usage error now, not at the first session.
-    from codemode.sandbox.cli_options import resolve_modes
-
+    # A bad value (-c sandbox_mode=bogus) is a usage error now, not at the first session
+    # (sandbox_options has refused contradictory flags already).
     load_config_or_usage(overrides)
-    resolve_modes(sandbox_mode, approval_policy, full_auto)
     options = AcpOptions(
         overrides=list(overrides),
         model=model,

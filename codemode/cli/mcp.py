@@ -10,7 +10,7 @@ import click
 
 from codemode.cli.options import config_option, cwd_option
 from codemode.cli.root import cli
-from codemode.sandbox.cli_options import sandbox_options
+from codemode.cli.sandbox_options import sandbox_options
 
 
 @cli.group()

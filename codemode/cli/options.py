@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from codemode.sandbox.cli_options import sandbox_options
+from codemode.cli.sandbox_options import sandbox_options
 
 ENGINE_CHOICES = ("quickjs", "v8")
 

@@ -9,10 +9,15 @@ from typing import Any
 
 import click
 
-from codemode.batch.cli_options import BatchCommand, batch_options, refuse_without_repos
+from codemode.cli.batch_options import (
+    BatchCommand,
+    batch_options,
+    refuse_without_repos,
+    run_batch_usage,
+)
 from codemode.cli.options import ENGINE_CHOICES, config_option, cwd_option, load_config_or_usage
 from codemode.cli.root import cli
-from codemode.sandbox.cli_options import configured_sandbox, sandbox_options
+from codemode.cli.sandbox_options import configured_sandbox, sandbox_options
 
 # Characters of console output and of the return value a single run keeps (beyond it,
 # head and tail).
@@ -121,13 +126,12 @@ def run(
                 "MCP servers are not started for batch runs (--repos), and the script "
                 f"uses {', '.join(sorted(servers))}"
             )
-        from codemode.batch.command import run_batch_command
         from codemode.sandbox.settings import SandboxSettings
 
         if as_json:
             raise click.UsageError("--json is for single runs; a batch writes --report")
         sys.exit(
-            run_batch_command(
+            run_batch_usage(
                 source,
                 args,
                 script=script,

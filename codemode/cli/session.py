@@ -9,11 +9,12 @@ from typing import Any
 
 import click
 
-from codemode.batch.cli_options import (
+from codemode.cli.batch_options import (
     BatchCommand,
     agent_batch_options,
     batch_options,
     refuse_without_repos,
+    run_batch_usage,
 )
 from codemode.cli.options import codex_exec_options, session_options
 from codemode.cli.root import _run_interactive, cli
@@ -130,7 +131,6 @@ def _run_agent_batch(
     kw: dict[str, Any],
 ) -> None:
     """exec --repos ... PROMPT: one agent session per repository."""
-    from codemode.batch.command import run_batch_command
     from codemode.batch.models import AgentTask
 
     unsupported = {"--replay": replay, "--add-dir": add_dirs, "--image": images, "--last": last,
@@ -157,7 +157,7 @@ def _run_agent_batch(
         token_budget=batch.pop("token_budget"),
         price=batch.pop("price"),
     )
-    sys.exit(run_batch_command(prompt, (), agent=agent, **batch))
+    sys.exit(run_batch_usage(prompt, (), agent=agent, **batch))
 
 
 @cli.command()

@@ -18,7 +18,6 @@ from codemode.harnesses.repair import (
     unknown_tool_message,
     unwrap_program,
 )
-from codemode.js_runtime.elide import elide_middle
 from codemode.providers.base import (
     AssistantMessage,
     Message,
@@ -27,6 +26,7 @@ from codemode.providers.base import (
     ToolSpec,
     UserMessage,
 )
+from codemode.tool_terms.elide import elide_middle
 from codemode.tools.context import ToolError
 from codemode.tools.shell import MAX_OUTPUT_CHARS
 

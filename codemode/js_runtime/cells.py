@@ -18,8 +18,8 @@ import json
 import re
 from typing import Literal
 
-from codemode.js_runtime.elide import marker
 from codemode.js_runtime.models import ExecResult
+from codemode.tool_terms.elide import marker
 
 # When a waiter gets control back before the program ends (besides its yield time).
 YieldWhen = Literal["output", "request"]

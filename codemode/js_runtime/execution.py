@@ -26,7 +26,6 @@ from typing import Any
 from codemode.js_runtime import errors
 from codemode.js_runtime import protocol as p
 from codemode.js_runtime.delegate import ToolNames
-from codemode.js_runtime.elide import elide_middle
 from codemode.js_runtime.engine import ScriptError
 from codemode.js_runtime.isolates import Isolates, configure_call
 from codemode.js_runtime.models import ExecError, ExecEvent, ExecResult, Limits, LogEvent
@@ -35,6 +34,7 @@ from codemode.js_runtime.output import CappedOutput, cap_value
 from codemode.js_runtime.source import Program
 from codemode.js_runtime.state import Tampered, encode_results, parse_state
 from codemode.js_runtime.worker_process import Worker, WorkerCrashed
+from codemode.tool_terms.elide import elide_middle
 
 EventSink = Callable[[ExecEvent], None]
 # How long a worker may take to boot and set up a fresh isolate (not the program's time).

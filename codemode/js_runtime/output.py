@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from collections import deque
 
-from codemode.js_runtime.elide import elide_middle
-from codemode.js_runtime.elide import marker as elision_marker
 from codemode.js_runtime.models import LogEntry
+from codemode.tool_terms.elide import elide_middle
+from codemode.tool_terms.elide import marker as elision_marker
 
 
 class CappedOutput:

@@ -13,30 +13,12 @@ from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+# What the model is offered is a term the tools share (they build it, the wires send it):
+# defined beside the tools' other terms, named here for the wires and the harnesses.
+from codemode.tool_terms.spec import FreeformSpec as FreeformSpec
+from codemode.tool_terms.spec import ToolSpec as ToolSpec
+
 WireApi = Literal["chat", "responses", "anthropic"]
-
-
-# --- what the model is offered -------------------------------------------------------
-
-
-class FreeformSpec(BaseModel):
-    """A tool whose input is raw text rather than JSON (Responses "custom" tools).
-
-    Wires without freeform tools offer the tool as a function taking one string
-    property named ``field``; the agent unwraps it the same way either way.
-    """
-
-    field: str = "input"
-    # A lark grammar constraining the text, where the wire supports one.
-    grammar: str | None = None
-
-
-class ToolSpec(BaseModel):
-    name: str
-    description: str
-    # JSON Schema of the arguments object (also the fallback shape of a freeform tool).
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
-    freeform: FreeformSpec | None = None
 
 
 # --- the conversation ----------------------------------------------------------------

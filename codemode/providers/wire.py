@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from codemode.providers.base import ToolCall, ToolSpec, WireApi
 from codemode.providers.transport import AuthStyle, Transport
+from codemode.tool_terms.spec import function_parameters as function_parameters
 
 if TYPE_CHECKING:
     import httpx
@@ -57,19 +58,6 @@ class WireProvider:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"
-
-
-def function_parameters(spec: ToolSpec) -> dict[str, Any]:
-    """The JSON schema a tool is offered with on a wire without freeform tools."""
-    if spec.freeform is None:
-        return spec.parameters
-    field = spec.freeform.field
-    return {
-        "type": "object",
-        "properties": {field: {"type": "string", "description": f"The {field} text."}},
-        "required": [field],
-        "additionalProperties": False,
-    }
 
 
 def freeform_field(tools: Sequence[ToolSpec], name: str) -> str:

@@ -18,7 +18,8 @@ What other packages use (nothing else of it; the rest is the sandbox's own):
 - ``unconfined``: ``Unconfined``, the ``Sandbox`` of a context made without one
 - ``shell_command``: the one place a command line becomes an argv
 - ``settings``: ``SandboxSettings`` (config ``sandbox_mode``, ``approval_policy``,
-  ``[sandbox]``); ``modes``: their names; ``cli_options``: the command-line flags
+  ``[sandbox]``); ``modes``: their names and ``resolve_modes`` (the command-line flags
+  themselves are ``codemode.cli.sandbox_options``)
 - ``env``: credentials withheld from subprocesses
 - ``approvals.approval``: ``Approver`` and ``ApprovalRequest``, which the terminal, ACP
   and MCP answer; ``approvals.tool_trust``: ``authorize_tool``

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from pydantic import Field
 
-from codemode.js_runtime.elide import elide_middle, join_elided
 from codemode.sandbox.server.pidfd_process import ChildProcess
+from codemode.tool_terms.elide import elide_middle, join_elided
 from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
 from codemode.tools.live_output import Feed

@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from codemode.providers.base import FreeformSpec, ToolSpec
-from codemode.providers.wire import function_parameters
+from codemode.tool_terms.spec import FreeformSpec, ToolSpec, function_parameters
 from codemode.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from codemode.tool_terms.errors import ToolError
 
 if TYPE_CHECKING:
-    from codemode.tools.store.commit import Original, Removal, Write
+    from codemode.tools.store.changes import Original, Removal, Write
 
 # The most a file tool reads of one file (read_file's documented 20 MB limit).
 MAX_READ_BYTES = 20 * 1024 * 1024

@@ -21,7 +21,6 @@ import hashlib
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import NoReturn
@@ -30,6 +29,11 @@ from codemode.tool_terms.errors import ToolError
 from codemode.tools.fs.beneath import Spot, Tree, rmdir, unlink, write_atomic
 from codemode.tools.fs.reading import NotRegular, TooBig, read_spot
 from codemode.tools.store import MAX_READ_BYTES
+
+# The records live in changes.py (the seam names them); their callers know them from here.
+from codemode.tools.store.changes import Original as Original
+from codemode.tools.store.changes import Removal as Removal
+from codemode.tools.store.changes import Write as Write
 from codemode.tools.store.journal import Entry, missing_dirs, tmp_for
 
 
@@ -42,28 +46,6 @@ class CommitFailed(ToolError):
         self.problems = problems
         self.partial = partial
         super().__init__("\n\n".join(problems))
-
-
-@dataclass
-class Write:
-    path: Path  # the file written (a symlink's target, for files reached through one)
-    data: bytes
-    mode: int
-    shown: str  # the path as the patch named it, for messages
-
-
-@dataclass
-class Removal:
-    path: Path
-    shown: str
-
-
-@dataclass
-class Original:
-    """A file's content and mode before the patch, to restore on rollback."""
-
-    data: bytes
-    mode: int
 
 
 def commit(

@@ -1,4 +1,5 @@
-"""The batch options of `interpreter run`, kept apart so cli.py gains one decorator.
+"""The batch options of `interpreter run` and `interpreter exec --repos`, and the one
+door from them to ``codemode.batch`` (``run_batch_usage``).
 
 Only click is imported here: `interpreter --help` must stay fast.
 """
@@ -218,3 +219,15 @@ def agent_batch_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(options):
         fn = option(fn)
     return fn
+
+
+def run_batch_usage(source: str, args: tuple[str, ...], **options: Any) -> int:
+    """``codemode.batch.command.run_batch_command``, its BatchUsageError reported as a
+    usage error (exit 2)."""
+    from codemode.batch.command import run_batch_command
+    from codemode.batch.runner import BatchUsageError
+
+    try:
+        return run_batch_command(source, args, **options)
+    except BatchUsageError as exc:
+        raise click.UsageError(str(exc)) from None

@@ -3,6 +3,7 @@ that runs tools (``interpreter run``, ``interpreter exec``, the interactive sess
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -12,19 +13,30 @@ from codemode.sandbox.modes import (
     APPROVAL_POLICIES,
     DEFAULT_APPROVAL_POLICY,
     DEFAULT_SANDBOX_MODE,
-    FULL_AUTO,
     SANDBOX_MODES,
+    ModeConflict,
+    resolve_modes,
 )
 
 
 def sandbox_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """Add ``--sandbox MODE``, ``--approval POLICY`` and ``--full-auto`` to a command; it
-    receives ``sandbox_mode``, ``approval_policy`` (None when not given) and ``full_auto``."""
+    receives ``sandbox_mode``, ``approval_policy`` (None when not given) and ``full_auto``,
+    and never a contradictory combination (a usage error, before the command starts)."""
+    given = f
+
+    @functools.wraps(given)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        usage_checked_modes(
+            kwargs.get("sandbox_mode"), kwargs.get("approval_policy"), bool(kwargs.get("full_auto"))
+        )
+        return given(*args, **kwargs)
+
     f = click.option(
         "--full-auto",
         is_flag=True,
         help="Work without asking, confined: same as --sandbox workspace-write --approval never.",
-    )(f)
+    )(checked)
     f = click.option(
         "--approval",
         "approval_policy",
@@ -48,7 +60,7 @@ def sandbox_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-def resolve_modes(
+def usage_checked_modes(
     sandbox_mode: str | None,
     approval_policy: str | None,
     full_auto: bool,
@@ -56,13 +68,17 @@ def resolve_modes(
     default_mode: str = DEFAULT_SANDBOX_MODE,
     default_policy: str = DEFAULT_APPROVAL_POLICY,
 ) -> tuple[str, str]:
-    """The (sandbox_mode, approval_policy) the options ask for; the defaults normally
-    come from the config file. Raises click.UsageError for contradictory options."""
-    if full_auto:
-        if sandbox_mode is not None or approval_policy is not None:
-            raise click.UsageError("--full-auto cannot be combined with --sandbox or --approval")
-        return FULL_AUTO
-    return sandbox_mode or default_mode, approval_policy or default_policy
+    """``codemode.sandbox.modes.resolve_modes``, a conflict as click.UsageError (exit 2)."""
+    try:
+        return resolve_modes(
+            sandbox_mode,
+            approval_policy,
+            full_auto,
+            default_mode=default_mode,
+            default_policy=default_policy,
+        )
+    except ModeConflict as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def configured_sandbox(
@@ -74,7 +90,8 @@ def configured_sandbox(
     """The sandbox settings of a command that reads the raw config (``interpreter run``):
     its ``sandbox_mode``, ``approval_policy`` and ``[sandbox]`` table, the flags
     overriding them, as SandboxSettings fields. Commands that load the whole ``Config``
-    get the same from ``codemode.assembly.parts.sandbox_for``.
+    get the same from ``codemode.assembly.parts.sandbox_for`` (after ``sandbox_options``
+    has refused contradictory flags).
 
     Raises click.UsageError (exit 2) for a value that is not valid. The two modes are
     checked without pydantic; a ``[sandbox]`` table, when there is one, is validated
@@ -92,7 +109,7 @@ def configured_sandbox(
                 f"{', '.join(allowed)}"
             )
         configured[key] = value
-    mode, policy = resolve_modes(
+    mode, policy = usage_checked_modes(
         sandbox_mode,
         approval_policy,
         full_auto,
