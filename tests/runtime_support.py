@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from codemode.host.program_delegate import RegistryDelegate
 from codemode.js_runtime import CodeSession, Completed, ExecEvent, ExecResult, Limits
 from codemode.tools.context import ToolContext
-from codemode.tools.program_delegate import RegistryDelegate
 from codemode.tools.registry import ToolRegistry
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from codemode.host.program_delegate import RegistryDelegate
 from codemode.js_runtime import CodeSession, Completed, Limits
 from codemode.tools.context import ToolContext
-from codemode.tools.program_delegate import RegistryDelegate
 from codemode.tools.registry import ToolRegistry
 
 # From what fits the V8 inbox (256 KB of UTF-16 JSON) to several times more.

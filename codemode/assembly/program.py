@@ -1,6 +1,6 @@
 """What a program host (``codemode.ToolHost``, ``interpreter run``, the batch worker)
 runs programs with: its tools and their context, built whole; each program's delegate
-over them is ``codemode.tools.program_delegate.RegistryDelegate``.
+over them is ``codemode.host.program_delegate.RegistryDelegate``.
 
 Unlike a model session there is no provider, harness or session file: only the tool
 set, the workspace, the sandbox session and, for a dry run, the overlay that the

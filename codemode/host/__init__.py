@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any, overload
 from codemode.assembly.program import ProgramParts, program_parts
 from codemode.host.delegate import DelegatedProgram, Dispatch, PendingCall
 from codemode.host.model_tool import ModelTool
+from codemode.host.program_delegate import RegistryDelegate
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
 from codemode.js_runtime.outcome import Completed, Outcome
 from codemode.js_runtime.session import CodeSession
 from codemode.sandbox.session import SandboxSession
 from codemode.tools.context import ToolError
-from codemode.tools.program_delegate import RegistryDelegate
 from codemode.tools.registry import ToolFn, ToolRegistry
 
 if TYPE_CHECKING:

@@ -36,8 +36,8 @@ order they were added):
     are how such a choice reaches the handler).
 
 The runtime running programs never sees the registry: their nested calls reach
-``ToolRegistry.invoke`` through the code session's delegate (``RegistryDelegate`` in
-``codemode.assembly.program``, the agent runner's own).
+``ToolRegistry.invoke`` through each program's delegate (``RegistryDelegate`` in
+``codemode.host.program_delegate``, the agent runner's own).
 """
 
 from __future__ import annotations

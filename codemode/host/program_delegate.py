@@ -1,6 +1,6 @@
 """A program's delegate over a tool registry: how a code-mode program's nested calls
-reach the tools, with their provenance, from every host that runs programs (``ToolHost``,
-``interpreter run``, batch workers, ``mcp-server``)."""
+reach the tools, with their provenance, from every program host (``ToolHost``, on which
+``interpreter run``, batch workers and ``mcp-server`` run their programs)."""
 
 from __future__ import annotations
 
