@@ -18,9 +18,12 @@ import asyncio
 import itertools
 import json
 import os
+import re
 import struct
-from typing import Any
+import sys
+from typing import Any, NamedTuple
 
+from codemode.codex_host.limits import ClientBounds, LimitReached, admit_session
 from codemode.codex_host.model import ImageItem, NestedCall, Outcome, ToolFailed, ToolSpec
 from codemode.codex_host.runtime import CellBusy, CodeSession, SessionLimits
 from codemode.codex_host.stdin_reader import pollable, pump
@@ -36,8 +39,37 @@ class FrameError(Exception):
     pass
 
 
+class Unreadable(NamedTuple):
+    """A frame refused without ending the connection (JSON nested deeper than the
+    decoder goes): what its envelope says before its first nested value, when that
+    much could be read, so its sender can be answered."""
+
+    reason: str
+    kind: str | None  # the envelope's "type"
+    id: Any  # the envelope's "id"
+
+
+# The envelope's own fields, before its first nested value: Codex writes "type" and
+# "id" ahead of the request or result they carry.
+_ENVELOPE_TYPE = re.compile(rb'"type"\s*:\s*"([a-zA-Z/]{1,40})"')
+_ENVELOPE_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,19})[\s,}]')
+
+
+def _unreadable(payload: bytes, reason: str) -> Unreadable:
+    head = payload[:4096]
+    nested = min((at for at in (head.find(b"{", 1), head.find(b"[")) if at >= 0), default=-1)
+    head = head[:nested] if nested >= 0 else b""
+    kind, ident = _ENVELOPE_TYPE.search(head), _ENVELOPE_ID.search(head)
+    return Unreadable(
+        reason,
+        kind.group(1).decode() if kind else None,
+        int(ident.group(1)) if ident else None,
+    )
+
+
 async def read_frame(reader: asyncio.StreamReader) -> Any | None:
-    """The next message, or None at a clean end of input."""
+    """The next message, or None at a clean end of input; a frame too deeply nested to
+    decode is an ``Unreadable``."""
     try:
         head = await reader.readexactly(4)
     except asyncio.IncompleteReadError as exc:
@@ -55,6 +87,8 @@ async def read_frame(reader: asyncio.StreamReader) -> Any | None:
         return json.loads(payload)
     except ValueError as exc:
         raise FrameError(f"a frame is not JSON: {exc}") from None
+    except RecursionError:  # the decoder's own depth limit: a thousand levels or so
+        return _unreadable(payload, "the frame is nested too deeply to read")
 
 
 def encode_frame(message: Any) -> bytes:
@@ -167,10 +201,17 @@ class _Session:
 
 
 class FramedConnection:
-    def __init__(self, reader: asyncio.StreamReader, out_fd: int, limits: SessionLimits) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        out_fd: int,
+        limits: SessionLimits,
+        bounds: ClientBounds | None = None,
+    ) -> None:
         self.reader = reader
         self.out_fd = out_fd
         self.limits = limits
+        self.bounds = bounds or ClientBounds()
         self.sessions: dict[str, _Session] = {}
         self.waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self.ids = itertools.count(1)
@@ -226,11 +267,17 @@ class FramedConnection:
             return 1
         if hello is None:
             return 0
+        if isinstance(hello, Unreadable):
+            self._reject("invalidHello", message=hello.reason)
+            return 1
         if not self._handshake(hello):
             return 1
         try:
             while (message := await read_frame(self.reader)) is not None:
-                self._dispatch(message)
+                if isinstance(message, Unreadable):
+                    self._refuse(message)
+                else:
+                    self._dispatch(message)
         except FrameError:
             return 1
         finally:
@@ -239,6 +286,19 @@ class FramedConnection:
             for task in list(self.tasks):
                 task.cancel()
         return 0
+
+    def _refuse(self, frame: Unreadable) -> None:
+        """An unreadable frame: its request (or the tool result it carried) fails with
+        the reason, where its id could be read; the connection goes on either way."""
+        print(f"code-mode host: refused a frame: {frame.reason}", file=sys.stderr, flush=True)
+        if frame.id is None:
+            return
+        if frame.kind == "operation/request":
+            self._respond(frame.id, _err(f"refused: {frame.reason}"))
+        elif frame.kind == "delegate/response":
+            future = self.waiting.pop(frame.id, None)
+            if future is not None and not future.done():
+                future.set_result(_err(f"the tool's result was refused: {frame.reason}"))
 
     def _reject(self, kind: str, **fields: Any) -> None:
         self.send({"type": "connection/rejected", "reason": {"type": kind, **fields}})
@@ -273,7 +333,7 @@ class FramedConnection:
     async def _operation(self, request_id: Any, request: Any) -> None:
         try:
             await self._operate(request_id, request if isinstance(request, dict) else {})
-        except CellBusy as exc:
+        except (CellBusy, LimitReached) as exc:
             self._respond(request_id, _err(str(exc)))
         except (KeyError, TypeError, ValueError) as exc:
             self.send(
@@ -294,6 +354,7 @@ class FramedConnection:
         if method == "session/open":
             if not session_id or session_id in self.sessions:
                 raise ValueError(f"session {session_id!r} cannot be opened")
+            admit_session(len(self.sessions), self.bounds)
             self.sessions[session_id] = _Session(self, session_id, self.limits)
             respond({"type": "session/ready", "sessionId": session_id})
             return
@@ -346,7 +407,9 @@ class FramedConnection:
             raise ValueError(f"unknown method {method!r}")
 
 
-async def serve_framed(in_fd: int, out_fd: int, limits: SessionLimits) -> int:
+async def serve_framed(
+    in_fd: int, out_fd: int, limits: SessionLimits, bounds: ClientBounds | None = None
+) -> int:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=MAX_FRAME + 4)
     if pollable(in_fd):
@@ -355,4 +418,4 @@ async def serve_framed(in_fd: int, out_fd: int, limits: SessionLimits) -> int:
         )
     else:  # a regular file or /dev/null: read on a thread
         pump(loop, in_fd, reader.feed_data, reader.feed_eof)
-    return await FramedConnection(reader, out_fd, limits).run()
+    return await FramedConnection(reader, out_fd, limits, bounds).run()
