@@ -159,6 +159,9 @@ FACTS: dict[str, Callable[[], Any]] = {
     "codex_host.engine": lambda: _codex_host("--engine"),
     "codex_host.timeout_s": lambda: _codex_host("--timeout"),
     "codex_host.memory_mb": lambda: _codex_host("--memory-mb"),
+    "codex_host.max_sessions": lambda: _codex_host("--max-sessions"),
+    "codex_host.max_cells": lambda: _codex_host("--max-cells"),
+    "codex_host.max_connections": lambda: _codex_host("--max-connections"),
     "codex_host.warm_idle_min": lambda: _constant(WARM, "IDLE_S") / 60,
     "codex_host.warm_quiet_s": lambda: _constant(WARM, "QUIET_S"),
     # the engine worker's pipe (docs/engine-host.md)
