@@ -6,7 +6,6 @@ the engine worker and before asyncio and grpc load.
 
 from __future__ import annotations
 
-import ipaddress
 from typing import NamedTuple
 
 # The flag that lets TCP listen beyond loopback, named for what it gives away.
@@ -46,6 +45,8 @@ def parse_listen(value: str | None, *, beyond_loopback: bool = False) -> Listen:
 def is_loopback(host: str) -> bool:
     """An IP literal in 127.0.0.0/8 or ::1, or ``localhost`` (names are not resolved:
     what a name means can change after the check)."""
+    import ipaddress  # here: the stdio modes, which most starts are, never need it
+
     if host == "localhost":
         return True
     try:
