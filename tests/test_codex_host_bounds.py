@@ -223,3 +223,78 @@ async def test_another_local_user_gets_nothing_on_the_loopback_port() -> None:
         async with session(address) as client:
             _, outcome = await client.execute('text("ours")')
             assert outcome.WhichOneof("outcome") == "completed"
+
+
+def _h2_hello(port: int) -> bytes:
+    """What the host answers a bare HTTP/2 client (b'' when it hangs up at once)."""
+    with socket.create_connection(("127.0.0.1", port), 10) as s:
+        try:
+            s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))
+            s.settimeout(10)
+            return s.recv(1024)
+        except (ConnectionResetError, BrokenPipeError):
+            return b""
+
+
+async def test_tcp_clients_past_the_cap_are_hung_up_on() -> None:
+    """With --max-connections 1, a second client is closed unanswered while the first is
+    served; once the first goes, the next is served."""
+    with host_process("tcp", "quickjs", "--max-connections", "1") as address:
+        port = int(address.rsplit(":", 1)[1])
+        first = None
+        for _ in range(100):  # once the clients before it (wait_port's probe) are gone
+            conn = socket.create_connection(("127.0.0.1", port), 10)
+            conn.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes(9))
+            conn.settimeout(10)
+            with contextlib.suppress(ConnectionResetError):
+                if conn.recv(9)[3:4] == b"\x04":
+                    first = conn
+                    break
+            conn.close()
+            await asyncio.sleep(0.05)
+        assert first is not None, "no client was served"
+        with first:
+            assert _h2_hello(port) == b""  # the second is not served
+        for _ in range(100):  # the first client's end is noticed
+            if (answer := _h2_hello(port)) != b"":
+                break
+            await asyncio.sleep(0.05)
+        assert answer[3:4] == b"\x04", answer  # a SETTINGS frame: served
+
+
+async def test_a_tool_result_nested_too_deeply_is_an_invalid_argument() -> None:
+    """A CompleteToolCall whose output JSON is nested past the decoder's limit is refused
+    as INVALID_ARGUMENT (not a host failure); the call can still be completed."""
+    pb2 = generated().pb2
+    with host_process("tcp", "quickjs") as address:
+        async with session(address, deep=lambda _n, a: a) as client:
+            client.hold.add("deep")
+            request = pb2.ExecuteRequest(
+                session_id=client.session_id, execution_id="d", tool_call_id="c",
+                source="text(JSON.stringify(await tools.deep({})));",
+                enabled_tools=client.definitions(),
+            )  # fmt: skip
+            stream = client.stub.Execute(request)
+            await stream.read()
+            for _ in range(200):
+                if client.held:
+                    break
+                await asyncio.sleep(0.05)
+            call = client.held[0]
+            deep = b"[" * 100_000 + b"]" * 100_000
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await client.stub.CompleteToolCall(
+                    pb2.CompleteToolCallRequest(
+                        session_id=client.session_id, invocation_id=call.invocation_id,
+                        succeeded=pb2.ToolCallSucceeded(output_json=deep),
+                    )
+                )  # fmt: skip
+            assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            await client.stub.CompleteToolCall(
+                pb2.CompleteToolCallRequest(
+                    session_id=client.session_id, invocation_id=call.invocation_id,
+                    succeeded=pb2.ToolCallSucceeded(output_json=b"[1]"),
+                )
+            )  # fmt: skip
+            outcome = (await stream.read()).outcome
+            assert [i.text.text for i in outcome.content_items] == ["[1]"]

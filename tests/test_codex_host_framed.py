@@ -222,6 +222,23 @@ def test_a_deeply_nested_frame_is_a_protocol_error_and_the_host_serves_on() -> N
         assert b"Traceback" not in err and b"nested" in err, err
 
 
+def test_a_tool_result_nested_too_deeply_fails_its_call_and_the_program_goes_on() -> None:
+    with framed_host() as peer:
+        peer.send(HELLO)
+        peer.read()
+        peer.request(1, {"method": "session/open", "sessionId": "s1"})
+        peer.until(lambda m: m.get("id") == 1)
+        source = "try { await tools.deep({}); } catch (e) { text(`failed: ${e}`); }"
+        body = {"tool_call_id": "c", "enabled_tools": [tool_def("deep")], "source": source}
+        peer.request(2, {"method": "session/execute", "sessionId": "s1", "request": body})
+        call = peer.until(lambda m: m["type"] == "delegate/request")
+        head = b'{"type":"delegate/response","id":%d,"result":' % call["id"]
+        peer.send_raw(head + _deep(100_000) + b"}")
+        done = peer.until(lambda m: m["type"] == "execute/initialResponse")
+        [item] = done["result"]["value"]["Result"]["content_items"]
+        assert item["text"].startswith("failed: ") and "nested" in item["text"], item
+
+
 def test_sessions_on_one_connection_are_capped() -> None:
     """The framed host has one client (its stdio): the session past the cap (16 by
     default) is refused in place; one shut down makes room."""

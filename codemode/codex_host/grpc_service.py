@@ -181,7 +181,7 @@ class CodeModeHostService:
         if which == "succeeded":
             try:
                 value = json.loads(request.succeeded.output_json or b"null")
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
                 raise RpcError(Status.INVALID_ARGUMENT, f"output_json is not JSON: {exc}") from None
             ok = True
         elif which == "failed":

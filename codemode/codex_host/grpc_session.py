@@ -223,7 +223,7 @@ def tool_spec(definition: Any) -> ToolSpec:
             return None
         try:
             return json.loads(getattr(definition, field_name))
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the decoder's limit
             return None
 
     tool_name = definition.tool_name
