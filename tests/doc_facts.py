@@ -175,6 +175,7 @@ FACTS: dict[str, Callable[[], Any]] = {
     # interpreter mcp-server
     "mcp_server.result_chars": lambda: _constant("codemode.mcp.server", "RESULT_FIELD_CHARS"),
     "mcp_server.preview_chars": lambda: _constant("codemode.mcp.server", "TEXT_PREVIEW_CHARS"),
+    "mcp_server.max_running": lambda: _constant("codemode.mcp.server", "MAX_RUNNING"),
     "mcp_server.memory_mb": lambda: _constant("codemode.commands.mcp", "MEMORY_MB"),
     "config.exec_timeout_s": lambda: _config_default("exec_timeout_s"),
     # the runtime's Limits and ToolHost (docs/embedding.md)

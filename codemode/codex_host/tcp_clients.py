@@ -2,7 +2,7 @@
 once, and what goes when one goes.
 
 Each accepted connection is checked before a byte is read from it: another local user's
-connection is closed unanswered (``peer_user.py``), and so is one past
+connection is closed unanswered (``process/peer_user.py``), and so is one past
 ``--max-connections``. A served connection has a service of its own, so its sessions
 are its client's alone; when the connection ends (the client hung up, or broke the
 protocol) every session it opened is closed, its cells terminated and their engine
@@ -21,9 +21,9 @@ from codemode.codex_host.grpc_service import CodeModeHostService
 from codemode.codex_host.h2_server import Connection
 from codemode.codex_host.limits import ClientBounds
 from codemode.codex_host.listen import Listen, is_loopback
-from codemode.codex_host.peer_user import is_own_user
 from codemode.codex_host.runtime import SessionLimits
 from codemode.js_runtime.worker_process import reap_killed
+from codemode.process.peer_user import is_own_user
 
 
 async def serve_tcp(
