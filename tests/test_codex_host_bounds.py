@@ -225,11 +225,15 @@ async def test_another_local_user_gets_nothing_on_the_loopback_port() -> None:
             assert outcome.WhichOneof("outcome") == "completed"
 
 
+# A client's preface and an empty SETTINGS frame: what it sends before any request.
+_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
 def _h2_hello(port: int) -> bytes:
     """What the host answers a bare HTTP/2 client (b'' when it hangs up at once)."""
     with socket.create_connection(("127.0.0.1", port), 10) as s:
         try:
-            s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))
+            s.sendall(_PREFACE)
             s.settimeout(10)
             return s.recv(1024)
         except (ConnectionResetError, BrokenPipeError):
@@ -244,7 +248,7 @@ async def test_tcp_clients_past_the_cap_are_hung_up_on() -> None:
         first = None
         for _ in range(100):  # once the clients before it (wait_port's probe) are gone
             conn = socket.create_connection(("127.0.0.1", port), 10)
-            conn.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes(9))
+            conn.sendall(_PREFACE)
             conn.settimeout(10)
             with contextlib.suppress(ConnectionResetError):
                 if conn.recv(9)[3:4] == b"\x04":
