@@ -53,6 +53,10 @@ def _listeners(host: str, port: int) -> list[socket.socket]:
     found = socket.getaddrinfo(
         host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE | socket.AI_NUMERICSERV
     )
+    if is_loopback(host):  # ``localhost`` as the resolver has it: loopback, or nothing
+        found = [f for f in found if is_loopback(str(f[4][0]))]
+        if not found:
+            raise OSError(f"{host} names no loopback address")
     if port == 0:
         found = found[:1]  # one port chosen by the kernel, not one per address
     listeners: list[socket.socket] = []
