@@ -68,8 +68,9 @@ async def serve(listen: Listen, limits: SessionLimits, bounds: ClientBounds | No
         def listening(port: int) -> None:
             prestart()
             _collect_later()
+            host = f"[{listen.host}]" if ":" in listen.host else listen.host
             print(
-                f"code-mode host listening on grpc://{listen.host}:{port}",
+                f"code-mode host listening on grpc://{host}:{port}",
                 file=sys.stderr,
                 flush=True,
             )
