@@ -2,7 +2,8 @@
 
 Every bad request gets a gRPC status and nothing else changes: a body that is not the
 message (INVALID_ARGUMENT), an unknown session, cell or invocation (NOT_FOUND), a second
-observer of one cell (FAILED_PRECONDITION). RPCs the service does not define (such as
+observer of one cell (FAILED_PRECONDITION), a session or cell past the client's bounds
+(RESOURCE_EXHAUSTED, ``limits.py``). RPCs the service does not define (such as
 ``GetProcessMetrics``) are answered UNIMPLEMENTED by the server (``h2_server.py``).
 """
 
@@ -79,7 +80,8 @@ def _missing(cell_id: str) -> Any:
 
 class CodeModeHostService:
     """The service for one connection: its sessions are that client's alone, and end
-    with it (``server.py`` closes them when the connection ends)."""
+    with it (``tcp_clients.py``, and ``server.py`` over stdio, close them when the
+    connection ends)."""
 
     def __init__(self, limits: SessionLimits, bounds: ClientBounds | None = None) -> None:
         self.limits = limits
