@@ -159,6 +159,9 @@ FACTS: dict[str, Callable[[], Any]] = {
     "codex_host.engine": lambda: _codex_host("--engine"),
     "codex_host.timeout_s": lambda: _codex_host("--timeout"),
     "codex_host.memory_mb": lambda: _codex_host("--memory-mb"),
+    "codex_host.max_sessions": lambda: _codex_host("--max-sessions"),
+    "codex_host.max_cells": lambda: _codex_host("--max-cells"),
+    "codex_host.max_connections": lambda: _codex_host("--max-connections"),
     "codex_host.warm_idle_min": lambda: _constant(WARM, "IDLE_S") / 60,
     "codex_host.warm_quiet_s": lambda: _constant(WARM, "QUIET_S"),
     # the engine worker's pipe (docs/engine-host.md)
@@ -172,6 +175,7 @@ FACTS: dict[str, Callable[[], Any]] = {
     # interpreter mcp-server
     "mcp_server.result_chars": lambda: _constant("codemode.mcp.server", "RESULT_FIELD_CHARS"),
     "mcp_server.preview_chars": lambda: _constant("codemode.mcp.server", "TEXT_PREVIEW_CHARS"),
+    "mcp_server.max_running": lambda: _constant("codemode.mcp.server", "MAX_RUNNING"),
     "mcp_server.memory_mb": lambda: _constant("codemode.commands.mcp", "MEMORY_MB"),
     "config.exec_timeout_s": lambda: _config_default("exec_timeout_s"),
     # the runtime's Limits and ToolHost (docs/embedding.md)

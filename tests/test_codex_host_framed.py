@@ -193,6 +193,70 @@ def test_a_frame_that_is_not_json_ends_the_host_without_a_traceback() -> None:
         assert b"Traceback" not in peer.proc.stderr.read()
 
 
+def _deep(levels: int) -> bytes:
+    return b'{"a":' * levels + b"1" + b"}" * levels
+
+
+def test_a_deeply_nested_frame_is_a_protocol_error_and_the_host_serves_on() -> None:
+    """A request nested far deeper than any message needs (the JSON decoder's own
+    recursion gives up at a thousand levels or so): it is answered with an error, not a
+    traceback, and so is a frame whose request id cannot be read; the host serves on."""
+    with framed_host() as peer:
+        peer.send(HELLO)
+        peer.read()
+        body = b'{"method":"session/open","sessionId":"s1","x":' + _deep(100_000) + b"}"
+        peer.send_raw(b'{"type":"operation/request","id":7,"request":' + body + b"}")
+        refused = peer.until(lambda m: m.get("id") == 7)
+        assert refused["type"] == "operation/response"
+        assert refused["result"]["status"] == "error"
+        assert "nested" in refused["result"]["message"]
+        peer.send_raw(_deep(100_000))  # nothing to answer it by: dropped, said on stderr
+        peer.request(8, {"method": "session/open", "sessionId": "s2"})
+        opened = peer.until(lambda m: m.get("id") == 8)
+        assert opened["result"]["status"] == "ok"
+        assert peer.proc.stdin is not None
+        peer.proc.stdin.close()
+        assert peer.proc.wait(30) == 0
+        assert peer.proc.stderr is not None
+        err = peer.proc.stderr.read()
+        assert b"Traceback" not in err and b"nested" in err, err
+
+
+def test_a_tool_result_nested_too_deeply_fails_its_call_and_the_program_goes_on() -> None:
+    with framed_host() as peer:
+        peer.send(HELLO)
+        peer.read()
+        peer.request(1, {"method": "session/open", "sessionId": "s1"})
+        peer.until(lambda m: m.get("id") == 1)
+        source = "try { await tools.deep({}); } catch (e) { text(`failed: ${e}`); }"
+        body = {"tool_call_id": "c", "enabled_tools": [tool_def("deep")], "source": source}
+        peer.request(2, {"method": "session/execute", "sessionId": "s1", "request": body})
+        call = peer.until(lambda m: m["type"] == "delegate/request")
+        head = b'{"type":"delegate/response","id":%d,"result":' % call["id"]
+        peer.send_raw(head + _deep(100_000) + b"}")
+        done = peer.until(lambda m: m["type"] == "execute/initialResponse")
+        [item] = done["result"]["value"]["Result"]["content_items"]
+        assert item["text"].startswith("failed: ") and "nested" in item["text"], item
+
+
+def test_sessions_on_one_connection_are_capped() -> None:
+    """The framed host has one client (its stdio): the session past the cap (16 by
+    default) is refused in place; one shut down makes room."""
+    with framed_host() as peer:
+        peer.send(HELLO)
+        peer.read()
+        for n in range(16):
+            peer.request(n + 1, {"method": "session/open", "sessionId": f"s{n}"})
+            assert peer.until(lambda m, n=n: m.get("id") == n + 1)["result"]["status"] == "ok"
+        peer.request(50, {"method": "session/open", "sessionId": "one-too-many"})
+        refused = peer.until(lambda m: m.get("id") == 50)["result"]
+        assert refused["status"] == "error" and "16" in refused["message"], refused
+        peer.request(51, {"method": "session/shutdown", "sessionId": "s0"})
+        peer.until(lambda m: m.get("id") == 51)
+        peer.request(52, {"method": "session/open", "sessionId": "one-more"})
+        assert peer.until(lambda m: m.get("id") == 52)["result"]["status"] == "ok"
+
+
 @pytest.mark.parametrize("listen", ["stdio", "grpc+stdio://"])
 def test_a_stdin_the_event_loop_cannot_wait_on_is_read_to_its_end(
     listen: str, tmp_path: Path

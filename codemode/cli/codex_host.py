@@ -5,6 +5,12 @@ from __future__ import annotations
 import click
 
 from codemode.cli.root import cli
+from codemode.codex_host.limits import (
+    DEFAULT_MAX_CELLS,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_SESSIONS,
+)
+from codemode.codex_host.listen import NETWORK_FLAG
 
 
 # The warm server's own options (``--warm-server SOCKET --after PID``) pass through.
@@ -17,7 +23,8 @@ from codemode.cli.root import cli
     show_default=True,
     metavar="stdio|grpc+stdio://|grpc://127.0.0.1:PORT",
     help="stdio: the framed JSON protocol (Codex 0.148); grpc+stdio://: gRPC over "
-    "stdin/stdout (Codex 0.169); grpc://HOST:PORT: gRPC on TCP (app-server --code-mode-host).",
+    "stdin/stdout (Codex 0.169); grpc://HOST:PORT: gRPC on TCP (app-server --code-mode-host), "
+    "loopback only, served to this user alone.",
 )
 @click.option(
     "--engine",
@@ -49,6 +56,34 @@ from codemode.cli.root import cli
     "host from (it starts once this host ends; the warm shim passes this; "
     "docs/codex-host.md).",
 )
+@click.option(
+    "--max-sessions",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_SESSIONS,
+    show_default=True,
+    help="Sessions one client (connection) may have open at once.",
+)
+@click.option(
+    "--max-cells",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_CELLS,
+    show_default=True,
+    help="Cells one session may hold at once (running, or ended and not yet reported).",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_CONNECTIONS,
+    show_default=True,
+    help="TCP clients served at once.",
+)
+@click.option(
+    NETWORK_FLAG,
+    "beyond_loopback",
+    is_flag=True,
+    help="Let grpc://HOST:PORT listen beyond loopback. UNSAFE: the protocol has no "
+    "authentication, so anyone who can reach the port runs programs here.",
+)
 @click.option("--warm-server", is_flag=True, hidden=True)
 @click.pass_context
 def code_mode_host(
@@ -58,6 +93,10 @@ def code_mode_host(
     timeout_s: float,
     memory_mb: int,
     warm: str | None,
+    max_sessions: int,
+    max_cells: int,
+    max_connections: int,
+    beyond_loopback: bool,
     warm_server: bool,
 ) -> None:
     """Serve Codex's code-mode host protocol: Codex (or any client) runs programs here.
@@ -74,13 +113,15 @@ def code_mode_host(
         if ctx.args[0].startswith("-"):
             raise click.NoSuchOption(ctx.args[0], ctx=ctx)
         raise click.UsageError(f"Got unexpected extra argument ({ctx.args[0]})", ctx=ctx)
+    from codemode.codex_host.limits import ClientBounds
     from codemode.codex_host.listen import parse_listen
     from codemode.codex_host.start import HostOptions, serve_and_exit
     from codemode.process.fast_exit import is_command_process
 
     try:
-        where = parse_listen(listen)
+        where = parse_listen(listen, beyond_loopback=beyond_loopback)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--listen") from None
-    options = HostOptions(where, engine, timeout_s, memory_mb, warm or None)
+    bounds = ClientBounds(max_sessions, max_connections)
+    options = HostOptions(where, engine, timeout_s, memory_mb, warm or None, max_cells, bounds)
     serve_and_exit(options, command_process=is_command_process())

@@ -16,50 +16,26 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import os
-import struct
+import sys
 from typing import Any
 
+from codemode.codex_host.framed_frames import (
+    MAX_FRAME,
+    FrameError,
+    Unreadable,
+    encode_frame,
+    read_frame,
+)
+from codemode.codex_host.limits import ClientBounds, LimitReached, admit_session
 from codemode.codex_host.model import ImageItem, NestedCall, Outcome, ToolFailed, ToolSpec
 from codemode.codex_host.runtime import CellBusy, CodeSession, SessionLimits
 from codemode.codex_host.stdin_reader import pollable, pump
 
-MAX_FRAME = 64 * 1024 * 1024
 VERSION = 1
 # How long an outcome waits for the client to acknowledge the cell's notifications.
 _NOTE_WAIT_S = 2.0
 _KIND = {"yielded": "Yielded", "terminated": "Terminated", "completed": "Result"}
-
-
-class FrameError(Exception):
-    pass
-
-
-async def read_frame(reader: asyncio.StreamReader) -> Any | None:
-    """The next message, or None at a clean end of input."""
-    try:
-        head = await reader.readexactly(4)
-    except asyncio.IncompleteReadError as exc:
-        if not exc.partial:
-            return None
-        raise FrameError("the input ended inside a frame's length") from None
-    (length,) = struct.unpack("<I", head)
-    if length > MAX_FRAME:
-        raise FrameError(f"frame of {length} bytes is over the {MAX_FRAME}-byte limit")
-    try:
-        payload = await reader.readexactly(length)
-    except asyncio.IncompleteReadError:
-        raise FrameError("the input ended inside a frame") from None
-    try:
-        return json.loads(payload)
-    except ValueError as exc:
-        raise FrameError(f"a frame is not JSON: {exc}") from None
-
-
-def encode_frame(message: Any) -> bytes:
-    payload = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
-    return struct.pack("<I", len(payload)) + payload
 
 
 def _ok(value: Any) -> dict[str, Any]:
@@ -167,10 +143,17 @@ class _Session:
 
 
 class FramedConnection:
-    def __init__(self, reader: asyncio.StreamReader, out_fd: int, limits: SessionLimits) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        out_fd: int,
+        limits: SessionLimits,
+        bounds: ClientBounds | None = None,
+    ) -> None:
         self.reader = reader
         self.out_fd = out_fd
         self.limits = limits
+        self.bounds = bounds or ClientBounds()
         self.sessions: dict[str, _Session] = {}
         self.waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self.ids = itertools.count(1)
@@ -226,11 +209,17 @@ class FramedConnection:
             return 1
         if hello is None:
             return 0
+        if isinstance(hello, Unreadable):
+            self._reject("invalidHello", message=hello.reason)
+            return 1
         if not self._handshake(hello):
             return 1
         try:
             while (message := await read_frame(self.reader)) is not None:
-                self._dispatch(message)
+                if isinstance(message, Unreadable):
+                    self._refuse(message)
+                else:
+                    self._dispatch(message)
         except FrameError:
             return 1
         finally:
@@ -239,6 +228,19 @@ class FramedConnection:
             for task in list(self.tasks):
                 task.cancel()
         return 0
+
+    def _refuse(self, frame: Unreadable) -> None:
+        """An unreadable frame: its request (or the tool result it carried) fails with
+        the reason, where its id could be read; the connection goes on either way."""
+        print(f"code-mode host: refused a frame: {frame.reason}", file=sys.stderr, flush=True)
+        if frame.id is None:
+            return
+        if frame.kind == "operation/request":
+            self._respond(frame.id, _err(f"refused: {frame.reason}"))
+        elif frame.kind == "delegate/response":
+            future = self.waiting.pop(frame.id, None)
+            if future is not None and not future.done():
+                future.set_result(_err(f"the tool's result was refused: {frame.reason}"))
 
     def _reject(self, kind: str, **fields: Any) -> None:
         self.send({"type": "connection/rejected", "reason": {"type": kind, **fields}})
@@ -273,7 +275,7 @@ class FramedConnection:
     async def _operation(self, request_id: Any, request: Any) -> None:
         try:
             await self._operate(request_id, request if isinstance(request, dict) else {})
-        except CellBusy as exc:
+        except (CellBusy, LimitReached) as exc:
             self._respond(request_id, _err(str(exc)))
         except (KeyError, TypeError, ValueError) as exc:
             self.send(
@@ -294,6 +296,7 @@ class FramedConnection:
         if method == "session/open":
             if not session_id or session_id in self.sessions:
                 raise ValueError(f"session {session_id!r} cannot be opened")
+            admit_session(len(self.sessions), self.bounds)
             self.sessions[session_id] = _Session(self, session_id, self.limits)
             respond({"type": "session/ready", "sessionId": session_id})
             return
@@ -346,7 +349,9 @@ class FramedConnection:
             raise ValueError(f"unknown method {method!r}")
 
 
-async def serve_framed(in_fd: int, out_fd: int, limits: SessionLimits) -> int:
+async def serve_framed(
+    in_fd: int, out_fd: int, limits: SessionLimits, bounds: ClientBounds | None = None
+) -> int:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=MAX_FRAME + 4)
     if pollable(in_fd):
@@ -355,4 +360,4 @@ async def serve_framed(in_fd: int, out_fd: int, limits: SessionLimits) -> int:
         )
     else:  # a regular file or /dev/null: read on a thread
         pump(loop, in_fd, reader.feed_data, reader.feed_eof)
-    return await FramedConnection(reader, out_fd, limits).run()
+    return await FramedConnection(reader, out_fd, limits, bounds).run()

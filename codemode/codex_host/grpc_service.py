@@ -2,7 +2,8 @@
 
 Every bad request gets a gRPC status and nothing else changes: a body that is not the
 message (INVALID_ARGUMENT), an unknown session, cell or invocation (NOT_FOUND), a second
-observer of one cell (FAILED_PRECONDITION). RPCs the service does not define (such as
+observer of one cell (FAILED_PRECONDITION), a session or cell past the client's bounds
+(RESOURCE_EXHAUSTED, ``limits.py``). RPCs the service does not define (such as
 ``GetProcessMetrics``) are answered UNIMPLEMENTED by the server (``h2_server.py``).
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 
 from codemode.codex_host.grpc_session import GrpcSession, Subscription, tool_spec
 from codemode.codex_host.h2_wire import Method, RpcError, Status
+from codemode.codex_host.limits import ClientBounds, LimitReached, admit_session
 from codemode.codex_host.model import ImageItem, Outcome, TextItem
 from codemode.codex_host.proto_codec import pb
 from codemode.codex_host.proto_file import SERVICE
@@ -77,8 +79,13 @@ def _missing(cell_id: str) -> Any:
 
 
 class CodeModeHostService:
-    def __init__(self, limits: SessionLimits) -> None:
+    """The service for one connection: its sessions are that client's alone, and end
+    with it (``tcp_clients.py``, and ``server.py`` over stdio, close them when the
+    connection ends)."""
+
+    def __init__(self, limits: SessionLimits, bounds: ClientBounds | None = None) -> None:
         self.limits = limits
+        self.bounds = bounds or ClientBounds()
         self.sessions: dict[str, GrpcSession] = {}
 
     def methods(self) -> dict[str, Method]:
@@ -110,8 +117,9 @@ class CodeModeHostService:
         return session
 
     async def close(self) -> None:
-        for session in list(self.sessions.values()):
-            await session.close()
+        """Every session ends, its cells and their workers with it (those a lease's end
+        is closing already are waited for: a session leaves ``sessions`` once closed)."""
+        await asyncio.gather(*(s.close() for s in list(self.sessions.values())))
         self.sessions.clear()
 
     # -- RPCs ------------------------------------------------------------------------------
@@ -120,6 +128,10 @@ class CodeModeHostService:
         return self._session_events(self._open(request))
 
     def _open(self, request: Any) -> GrpcSession:
+        try:
+            admit_session(len(self.sessions), self.bounds)
+        except LimitReached as exc:
+            raise RpcError(Status.RESOURCE_EXHAUSTED, str(exc)) from None
         limits = self.limits
         if request.HasField("cell_execution_limits"):
             given = request.cell_execution_limits
@@ -140,13 +152,13 @@ class CodeModeHostService:
                 yield event
         finally:
             # The lease ends with the stream: its cells are terminated.
-            self.sessions.pop(session.id, None)
             await asyncio.shield(session.close())
+            self.sessions.pop(session.id, None)
 
     async def CloseSession(self, request: Any) -> Any:
         session = self._session(request.session_id)
-        self.sessions.pop(session.id, None)
         await session.close()
+        self.sessions.pop(session.id, None)
         return pb.CloseSessionResponse()
 
     async def SubscribeToToolCalls(self, request: Any) -> AsyncIterator[Any]:
@@ -171,7 +183,7 @@ class CodeModeHostService:
         if which == "succeeded":
             try:
                 value = json.loads(request.succeeded.output_json or b"null")
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
                 raise RpcError(Status.INVALID_ARGUMENT, f"output_json is not JSON: {exc}") from None
             ok = True
         elif which == "failed":
@@ -190,21 +202,29 @@ class CodeModeHostService:
 
     async def Execute(self, request: Any) -> AsyncIterator[Any]:
         started = time.monotonic_ns()
-        return self._execute(self._session(request.session_id), request, started)
+        session = self._session(request.session_id)
+        try:
+            session.code.check_room()  # refused before the stream answers anything
+        except LimitReached as exc:
+            raise RpcError(Status.RESOURCE_EXHAUSTED, str(exc)) from None
+        return self._execute(session, request, started)
 
     async def _execute(
         self, session: GrpcSession, request: Any, started: int
     ) -> AsyncIterator[Any]:
         tools = [tool_spec(d) for d in request.enabled_tools]
-        cell = session.code.start(
-            request.source,
-            tools,
-            execution_id=request.execution_id,
-            tool_call_id=request.tool_call_id,
-            max_output_tokens=request.max_output_tokens
-            if request.HasField("max_output_tokens")
-            else None,
-        )
+        try:  # checked again: another Execute may have taken the room since
+            cell = session.code.start(
+                request.source,
+                tools,
+                execution_id=request.execution_id,
+                tool_call_id=request.tool_call_id,
+                max_output_tokens=request.max_output_tokens
+                if request.HasField("max_output_tokens")
+                else None,
+            )
+        except LimitReached as exc:
+            raise RpcError(Status.RESOURCE_EXHAUSTED, str(exc)) from None
         yield pb.ExecuteEvent(
             started=pb.ExecutionStarted(execution_id=request.execution_id, cell_id=cell.id)
         )

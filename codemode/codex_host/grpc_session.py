@@ -58,6 +58,7 @@ class GrpcSession:
         self.notifications: set[str] = set()
         self.code = CodeSession(self, limits)
         self.closed = asyncio.Event()
+        self._closing: asyncio.Future[None] | None = None
 
     # -- Delegate --------------------------------------------------------------------------
 
@@ -161,9 +162,14 @@ class GrpcSession:
         return False
 
     async def close(self) -> None:
-        if self.closed.is_set():
-            return
-        self.closed.set()
+        """Ends the session; a second caller (the lease's stream ending while its
+        connection's sessions are closed) waits for the first one's close to finish."""
+        if self._closing is None:
+            self.closed.set()
+            self._closing = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._closing)
+
+    async def _close(self) -> None:
         await self.code.close()
         for pending in list(self.pending.values()):
             if not pending.future.done():
@@ -217,7 +223,7 @@ def tool_spec(definition: Any) -> ToolSpec:
             return None
         try:
             return json.loads(getattr(definition, field_name))
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the decoder's limit
             return None
 
     tool_name = definition.tool_name

@@ -25,6 +25,7 @@ from functools import cache
 from typing import Any, NamedTuple
 
 from codemode.codex_host.items import error_text, parse_image
+from codemode.codex_host.limits import DEFAULT_MAX_CELLS, admit_cell
 from codemode.codex_host.model import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     DEFAULT_YIELD_MS,
@@ -40,6 +41,7 @@ from codemode.js_runtime.delegate import NestedCall as RuntimeCall
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits, LogEvent
 from codemode.js_runtime.outcome import Completed
 from codemode.js_runtime.session import CodeSession as RuntimeSession
+from codemode.js_runtime.worker_process import reap_killed
 from codemode.process.package_data import read_text
 from codemode.tool_terms.errors import ToolError
 
@@ -82,6 +84,7 @@ class SessionLimits(NamedTuple):
     memory_mb: int = 256
     max_tool_calls: int = 100_000
     max_yield_ms: int | None = None
+    max_cells: int = DEFAULT_MAX_CELLS  # held at once: running, or ended and not yet reported
 
 
 class Cell:
@@ -162,7 +165,9 @@ class CodeSession:
     ) -> Cell:
         """Admit a program as a new cell and start it; ``observe`` reports on it.
 
-        Cell ids count from 1 per session unless the client chooses one (framed protocol)."""
+        Cell ids count from 1 per session unless the client chooses one (framed protocol).
+        Over ``max_cells``: ``LimitReached``, before anything starts."""
+        self.check_room()
         if cell_id is None or cell_id in self.cells:
             while str(self._next_cell) in self.cells:
                 self._next_cell += 1
@@ -193,6 +198,10 @@ class CodeSession:
         cell.task = asyncio.ensure_future(self._run(cell, source, _ExecTools(names, setup)))
         self.cells[cell_id] = cell
         return cell
+
+    def check_room(self) -> None:
+        """``LimitReached`` when the session already holds ``max_cells`` cells."""
+        admit_cell(len(self.cells), self.limits.max_cells)
 
     def _runtime(self) -> RuntimeSession:
         if self._session is None:
@@ -319,6 +328,9 @@ class CodeSession:
         if self._session is not None:
             await self._session.close()
             self._session = None
+            # Its workers were killed: reaped now, so a client that went leaves not even
+            # a zombie behind (else the next worker's start reaps them).
+            await reap_killed()
 
     # -- plumbing -------------------------------------------------------------------------
 

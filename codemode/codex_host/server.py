@@ -4,7 +4,8 @@ JSON protocol Codex 0.148 speaks to a host started with no arguments).
 
 Both gRPC transports are served by ``h2_server.Connection`` in this event loop: over
 ``grpc+stdio://`` one connection reads stdin and writes stdout; over TCP one per
-client. In both stdio modes fd 1 is kept for the protocol alone: anything else that
+client, each with its own sessions (``tcp_clients.py``: who is served, and what goes
+when a client goes). In both stdio modes fd 1 is kept for the protocol alone: anything else that
 writes to stdout (a library, a child process) goes to stderr instead. The host ends
 when stdin closes.
 """
@@ -16,6 +17,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from codemode.codex_host.limits import ClientBounds
 from codemode.codex_host.listen import Listen
 from codemode.codex_host.runtime import SessionLimits
 from codemode.codex_host.stdin_reader import pollable, pump
@@ -32,8 +34,10 @@ def take_stdout() -> int:
     return fd
 
 
-async def serve(listen: Listen, limits: SessionLimits) -> int:
+async def serve(listen: Listen, limits: SessionLimits, bounds: ClientBounds | None = None) -> int:
     from codemode.js_runtime.worker_process import POOL
+
+    bounds = bounds or ClientBounds()
 
     if os.environ.get("CODEMODE_HOST_TRACE"):
         import faulthandler
@@ -57,28 +61,28 @@ async def serve(listen: Listen, limits: SessionLimits) -> int:
 
         prestart()
         _collect_later()
-        return await serve_framed(0, out_fd, limits)
-    from codemode.codex_host.grpc_service import CodeModeHostService
-    from codemode.codex_host.h2_server import Connection
+        return await serve_framed(0, out_fd, limits, bounds)
+    if listen.kind == "tcp":
+        from codemode.codex_host.tcp_clients import serve_tcp
 
-    service = CodeModeHostService(limits)
-    methods = service.methods()
-    loop = asyncio.get_running_loop()
-    try:
-        if listen.kind == "tcp":
-            server = await loop.create_server(lambda: Connection(methods), listen.host, listen.port)
-            port = server.sockets[0].getsockname()[1]
+        def listening(port: int) -> None:
             prestart()
             _collect_later()
+            host = f"[{listen.host}]" if ":" in listen.host else listen.host
             print(
-                f"code-mode host listening on grpc://{listen.host}:{port}",
+                f"code-mode host listening on grpc://{host}:{port}",
                 file=sys.stderr,
                 flush=True,
             )
-            async with server:
-                await server.serve_forever()
-            return 0
-        connection = Connection(methods)
+
+        await serve_tcp(listen, limits, bounds, listening)
+        return 0
+    from codemode.codex_host.grpc_service import CodeModeHostService
+    from codemode.codex_host.h2_server import Connection
+
+    service = CodeModeHostService(limits, bounds)
+    try:
+        connection = Connection(service.methods())
         await _attach_stdio(connection, 0, out_fd)
         prestart()
         _collect_later()

@@ -9,17 +9,29 @@ import sys
 from types import ModuleType
 from typing import NamedTuple, NoReturn
 
-from codemode.codex_host.listen import Listen
+from codemode.codex_host.limits import (
+    DEFAULT_MAX_CELLS,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_SESSIONS,
+    ClientBounds,
+)
+from codemode.codex_host.listen import NETWORK_FLAG, Listen
 
 _ENGINES = ("quickjs", "v8")  # the click command's choices
+_COUNTS = ("--max-sessions", "--max-cells", "--max-connections")
 
 
 def _parse(args: list[str]) -> dict[str, str] | None:
-    """``{option: value}`` for ``--name value`` / ``--name=value`` pairs, or None."""
-    known = ("--listen", "--engine", "--timeout", "--memory-mb", "--warm")
+    """``{option: value}`` for ``--name value`` / ``--name=value`` pairs (and
+    ``NETWORK_FLAG``, which takes none), or None."""
+    known = ("--listen", "--engine", "--timeout", "--memory-mb", "--warm", *_COUNTS)
     found: dict[str, str] = {}
     i = 0
     while i < len(args):
+        if args[i] == NETWORK_FLAG and NETWORK_FLAG not in found:
+            found[NETWORK_FLAG] = ""
+            i += 1
+            continue
         name, eq, value = args[i].partition("=")
         if name not in known or name in found:
             return None
@@ -39,6 +51,8 @@ class HostOptions(NamedTuple):
     timeout_s: float
     memory_mb: int
     warm: str | None  # the warm server's socket to leave behind (``warm_server.py``)
+    max_cells: int = DEFAULT_MAX_CELLS
+    bounds: ClientBounds = ClientBounds()
 
 
 def host_options(args: list[str]) -> HostOptions | None:
@@ -51,17 +65,32 @@ def host_options(args: list[str]) -> HostOptions | None:
     try:
         timeout_s = float(options.get("--timeout", "3600"))
         memory_mb = int(options.get("--memory-mb", "256"))
+        max_sessions = int(options.get("--max-sessions", str(DEFAULT_MAX_SESSIONS)))
+        max_cells = int(options.get("--max-cells", str(DEFAULT_MAX_CELLS)))
+        max_connections = int(options.get("--max-connections", str(DEFAULT_MAX_CONNECTIONS)))
     except ValueError:
         return None
     if engine not in _ENGINES or not timeout_s >= 0.1 or memory_mb < 16:
         return None
+    if min(max_sessions, max_cells, max_connections) < 1:
+        return None
     from codemode.codex_host.listen import parse_listen
 
     try:
-        where = parse_listen(options.get("--listen", "stdio"))
+        where = parse_listen(
+            options.get("--listen", "stdio"), beyond_loopback=NETWORK_FLAG in options
+        )
     except ValueError:
         return None
-    return HostOptions(where, engine, timeout_s, memory_mb, options.get("--warm") or None)
+    return HostOptions(
+        where,
+        engine,
+        timeout_s,
+        memory_mb,
+        options.get("--warm") or None,
+        max_cells,
+        ClientBounds(max_sessions, max_connections),
+    )
 
 
 def serve_and_exit(options: HostOptions, *, command_process: bool) -> NoReturn:
@@ -76,14 +105,17 @@ def serve_and_exit(options: HostOptions, *, command_process: bool) -> NoReturn:
     from codemode.codex_host.server import serve
 
     limits = SessionLimits(
-        engine=options.engine, timeout_s=options.timeout_s, memory_mb=options.memory_mb
+        engine=options.engine,
+        timeout_s=options.timeout_s,
+        memory_mb=options.memory_mb,
+        max_cells=options.max_cells,
     )
     if options.warm:
         from codemode.codex_host.warm_start import leave_warm_server
 
         leave_warm_server(options.warm)
     try:
-        status = asyncio.run(serve(options.where, limits))
+        status = asyncio.run(serve(options.where, limits, options.bounds))
     except KeyboardInterrupt:
         status = 130
     except OSError as exc:

@@ -143,6 +143,8 @@ def serve(
         early.drain_s = config.exec_timeout_s + 30
         run_stdio(server, early)
     else:
-        echo(f"serving MCP on http://127.0.0.1:{http_port}/mcp", err=True)
-        server.run("streamable-http", host="127.0.0.1", port=http_port)
+        from codemode.mcp.http_serve import run_http
+
+        echo(f"serving MCP on http://127.0.0.1:{http_port}/mcp (to this user only)", err=True)
+        run_http(server, http_port)
     return 0

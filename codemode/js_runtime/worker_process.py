@@ -297,6 +297,17 @@ def _reap() -> None:
     _UNREAPED[:] = [proc for proc in _UNREAPED if proc.poll() is None]
 
 
+async def reap_killed(within_s: float = 0.5) -> None:
+    """Reap the workers killed so far, waiting up to ``within_s`` for their exits: a
+    server whose client went leaves no zombie of it behind until the next program."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within_s
+    _reap()
+    while _UNREAPED and loop.time() < deadline:
+        await asyncio.sleep(0.01)
+        _reap()
+
+
 class Pool:
     """Warm workers, one spare per (engine, memory) in use, started ahead of need."""
 

@@ -39,6 +39,9 @@ DISCLOSURE_THRESHOLD = 8
 # message (the official client's SSE event limit) even when every character escapes.
 RESULT_FIELD_CHARS = 60_000
 TEXT_PREVIEW_CHARS = 2_000
+# Programs the server runs at once: each holds an engine worker process, and a client may
+# send execute calls without waiting for any. One more is refused, not queued.
+MAX_RUNNING = 16
 
 
 def _preview(text: str) -> str:
@@ -91,6 +94,7 @@ class HostService:
         if limits.output_chars > RESULT_FIELD_CHARS:
             limits = dataclasses.replace(limits, output_chars=RESULT_FIELD_CHARS)
         self.limits = limits
+        self.running = 0
         # The programs run in one program host (not persistent: concurrent execute
         # calls run in workers of their own, each program in a fresh isolate; sequential
         # ones reuse a warm worker), each program's calls with its provenance (source,
@@ -112,6 +116,22 @@ class HostService:
         # lazy: the mcp SDK is heavy; loaded when the server is built
         from mcp.types import CallToolResult, TextContent
 
+        if self.running >= MAX_RUNNING:
+            said = (
+                f"not run: {self.running} programs are running at once, the server's limit "
+                f"({MAX_RUNNING}); send this again once one has finished"
+            )
+            return CallToolResult(
+                content=[TextContent(type="text", text=said)],
+                structured_content={
+                    "ok": False,
+                    "value": None,
+                    "output": "",
+                    "error": said,
+                    "tool_calls": 0,
+                },
+                is_error=True,
+            )
         limits = None
         if timeout_ms is not None:
             limits = dataclasses.replace(
@@ -119,7 +139,11 @@ class HostService:
             )
         if self.programs is None:
             raise RuntimeError("this HostService was built without a program host")
-        result = await self.programs.execute(code, limits=limits)
+        self.running += 1
+        try:
+            result = await self.programs.execute(code, limits=limits)
+        finally:
+            self.running -= 1
         structured = {
             "ok": result.ok,
             "value": result.value,
