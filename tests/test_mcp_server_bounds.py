@@ -7,16 +7,27 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from codemode.assembly.program import ProgramParts
+from codemode.host import ToolHost
+from codemode.js_runtime.models import Limits
 from codemode.mcp.approval import policy_decider
 from codemode.mcp.server import HostService
+from codemode.tools.context import ToolContext
 from codemode.tools.registry import ToolRegistry
 
 CAP = 16  # docs/mcp.md
 
 
 async def test_programs_past_the_cap_are_refused_and_room_is_made_again(tmp_path: Path) -> None:
+    def programs(registry: ToolRegistry, context: ToolContext, limits: Limits) -> ToolHost:
+        # As `interpreter mcp-server` builds its program host (commands/mcp.py).
+        return ToolHost.from_parts(ProgramParts(registry, context, None), limits=limits)
+
     service = HostService(
-        ToolRegistry([]), tmp_path, decide=policy_decider("never", "workspace-write")
+        ToolRegistry([]),
+        tmp_path,
+        decide=policy_decider("never", "workspace-write"),
+        programs=programs,
     )
     try:
         slow = "await new Promise(r => setTimeout(r, 3000)); return 1"
