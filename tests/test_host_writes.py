@@ -29,7 +29,7 @@ const outside = argv[0];
 const pidMax = Number(argv[1]);
 const planted = await tools.shell({command:
   `perl -e 'for my $i (1..$ARGV[1]) { symlink($ARGV[0], ".x.txt.codemode-$i-new") or die "$i: $!" }' ` +
-  `'${outside}' ${pidMax} && ls -A | grep -c codemode`});
+  `'${outside}' ${pidMax} && ls -A | grep -c '^.x.txt.codemode-'`});
 await tools.write_file({path: "x.txt", content: "planted text\n"});
 return planted.output.trim();
 """

@@ -18,12 +18,13 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from codemode.batch.workcopy import VCS_DIRS
+from codemode.tools.fs.beneath import Spot, write_atomic
+from codemode.tools.fs.writer import Refused, Writer, default_mode
 
 Kind = Literal["file", "symlink", "deleted", "mkdir", "rmdir"]
 
@@ -150,130 +151,150 @@ def changed_files(changes: list[Change]) -> list[str]:
 # --- applying -----------------------------------------------------------------------
 
 
-def _check_path(root: Path, rel: str) -> Path:
-    """``root / rel``, refusing a path that leaves the repository or enters VCS
-    metadata (a journal from a Ray worker is checked like any input)."""
+def _check_path(rel: str) -> None:
+    """Refuse a path that leaves the repository or enters VCS metadata (a journal from
+    a Ray worker is checked like any input)."""
     pure = PurePosixPath(rel)
     if pure.is_absolute() or not pure.parts or any(p in ("..", ".", "") for p in pure.parts):
         raise ApplyError(f"refusing the path {rel!r}")
     if any(part in VCS_DIRS for part in pure.parts):
         raise ApplyError(f"refusing a change inside VCS metadata: {rel}")
-    target = root.joinpath(*pure.parts)
-    parent = target.parent.resolve()
-    if parent != root and root not in parent.parents:
-        raise ApplyError(f"refusing {rel}: its folder leads outside the repository")
-    return target
+
+
+def _check_link(change: Change, root: Path) -> None:
+    """Refuse a symlink whose target leads outside the repository: in the repository it
+    would be a door to the user's files (a script's copy lives elsewhere, so no link a
+    script needs points out of it)."""
+    target = os.fsdecode(change.data)
+    if target.startswith("/"):
+        inside = os.path.normpath(target) == str(root) or target.startswith(f"{root}/")
+    else:
+        where = os.path.normpath(os.path.join(os.path.dirname(change.path), target))
+        inside = where != ".." and not where.startswith("../")
+    if not inside:
+        raise ApplyError(
+            f"refusing {change.path}: a symlink that leads outside the repository (-> {target})"
+        )
+
+
+def _base_of(writer: Writer, rel: str) -> str | None:
+    """``fingerprint`` of what the repository holds at ``rel``, walked with no link
+    followed (a link on the way: nothing is there as far as the journal goes)."""
+    try:
+        st = writer.lstat(rel)
+    except Refused:
+        return None
+    if st is None or stat.S_ISDIR(st.st_mode):
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return "link:" + hashlib.sha256(os.fsencode(writer.readlink(rel))).hexdigest()
+    if stat.S_ISREG(st.st_mode):
+        return "file:" + hashlib.sha256(writer.read(rel)).hexdigest()
+    return "other"
 
 
 class _Undo:
-    """The steps taken so far, undone in reverse on failure."""
+    """The steps taken so far (through the writer), undone in reverse on failure."""
 
-    def __init__(self) -> None:
-        self.steps: list[tuple[str, Path, Path | None]] = []
+    def __init__(self, writer: Writer) -> None:
+        self.writer = writer
+        self.steps: list[tuple[str, str, str | None]] = []
 
     def rollback(self) -> None:
-        for action, path, backup in reversed(self.steps):
+        for action, rel, aside in reversed(self.steps):
             try:
-                if action == "moved-away" and backup is not None:
-                    if path.is_dir() and not path.is_symlink():
-                        path.rmdir()
-                    elif os.path.lexists(path):
-                        path.unlink()
-                    os.replace(backup, path)
+                if action == "moved-away" and aside is not None:
+                    self.writer.remove(rel)
+                    self.writer.rename(aside, rel)
                 elif action == "created":
-                    if path.is_dir() and not path.is_symlink():
-                        path.rmdir()
-                    elif os.path.lexists(path):
-                        path.unlink()
+                    self.writer.remove(rel)
                 elif action == "removed-dir":
-                    path.mkdir(exist_ok=True)
-            except OSError:
+                    self.writer.mkdir(rel)
+            except (OSError, Refused):
                 continue
 
     def discard_backups(self) -> None:
-        for action, _path, backup in self.steps:
-            if action == "moved-away" and backup is not None:
+        for action, _rel, aside in self.steps:
+            if action == "moved-away" and aside is not None:
                 try:
-                    backup.unlink()
-                except OSError:
+                    self.writer.remove(aside)
+                except (OSError, Refused):
                     continue
 
 
 def apply(root: Path, changes: list[Change]) -> None:
-    """Apply ``changes`` to the repository at ``root``, all or nothing."""
+    """Apply ``changes`` to the repository at ``root``, all or nothing, through the
+    host's one writer (``codemode.tools.fs.writer``): no symlink in the repository is
+    followed, and every temporary or moved-aside name is random."""
     root = root.resolve()
-    targets = [(change, _check_path(root, change.path)) for change in changes]
-    for change, target in targets:
-        if change.kind in ("file", "symlink", "deleted") and fingerprint(target) != change.base:
+    writer = Writer(root)
+    for change in changes:
+        _check_path(change.path)
+        if change.kind == "symlink":
+            _check_link(change, root)
+    for change in changes:
+        if (
+            change.kind in ("file", "symlink", "deleted")
+            and _base_of(writer, change.path) != change.base
+        ):
             raise ApplyError(f"{change.path} changed in the repository while the batch ran")
-    undo = _Undo()
+    undo = _Undo(writer)
     try:
-        for change, target in targets:
-            # Again now: an earlier entry may have made a folder on the way a symlink.
-            _check_path(root, change.path)
-            _apply_one(change, target, undo)
+        for change in changes:
+            _apply_one(change, writer, undo)
     except BaseException as exc:
         undo.rollback()
         if isinstance(exc, ApplyError):
             raise
+        if isinstance(exc, Refused):
+            raise ApplyError(f"{exc} (no symlink in the repository is followed)") from None
         if isinstance(exc, OSError):
             raise ApplyError(f"cannot apply the changes: {exc}") from None
         raise
     undo.discard_backups()
 
 
-def _backup_name(target: Path) -> Path:
-    return target.with_name(f".{target.name}.codemode-{os.getpid()}-bak")
+def _spot_making_parents(writer: Writer, rel: str, undo: _Undo) -> Spot:
+    """``rel``'s spot, the folders missing on the way made (each one an undo step)."""
+    made: list[Path] = []
+    try:
+        return writer.spot(rel, make_parents=True, created=made)
+    finally:
+        for path in made:
+            undo.steps.append(("created", path.relative_to(writer.root).as_posix(), None))
 
 
-def _apply_one(change: Change, target: Path, undo: _Undo) -> None:
+def _apply_one(change: Change, writer: Writer, undo: _Undo) -> None:
+    rel = change.path
     if change.kind == "rmdir":
-        if target.is_dir() and not target.is_symlink():
+        st = writer.lstat(rel)
+        if st is not None and stat.S_ISDIR(st.st_mode):
             try:
-                target.rmdir()
+                writer.rmdir(rel)
             except OSError:
                 return  # not empty: it holds files the script never saw (ignored ones)
-            undo.steps.append(("removed-dir", target, None))
+            undo.steps.append(("removed-dir", rel, None))
         return
     if change.kind == "mkdir":
-        if not target.is_dir():
-            target.mkdir()
-            undo.steps.append(("created", target, None))
+        st = writer.lstat(rel)
+        if st is None or not stat.S_ISDIR(st.st_mode):
+            with _spot_making_parents(writer, rel, undo) as spot:
+                os.mkdir(spot.name, 0o777, dir_fd=spot.parent)
+            undo.steps.append(("created", rel, None))
         return
-    mode = 0o666 & ~_umask()
-    if os.path.lexists(target):
-        st = target.lstat()
+    mode = default_mode()
+    st = writer.lstat(rel)
+    if st is not None:
         if stat.S_ISREG(st.st_mode):
             mode = stat.S_IMODE(st.st_mode)
-        backup = _backup_name(target)
-        os.replace(target, backup)
-        undo.steps.append(("moved-away", target, backup))
+        undo.steps.append(("moved-away", rel, writer.move_aside(rel, "bak")))
     if change.kind == "deleted":
         return
-    for parent in reversed(list(_missing_parents(target))):
-        parent.mkdir()
-        undo.steps.append(("created", parent, None))
-    if change.kind == "symlink":
-        os.symlink(os.fsdecode(change.data), target)
-        undo.steps.append(("created", target, None))
-        return
-    staged = target.with_name(f".{target.name}.codemode-{os.getpid()}-new")
-    with open(staged, "wb") as out:
-        out.write(change.data)
-    executable = (mode & 0o444) >> 2  # x wherever r is, as git checks files out
-    os.chmod(staged, (mode | executable) if change.executable else (mode & ~0o111))
-    os.replace(staged, target)
-    undo.steps.append(("created", target, None))
-
-
-def _missing_parents(target: Path) -> Iterator[Path]:
-    parent = target.parent
-    while not parent.exists():
-        yield parent
-        parent = parent.parent
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+    with _spot_making_parents(writer, rel, undo) as spot:
+        if change.kind == "symlink":
+            os.symlink(os.fsdecode(change.data), spot.name, dir_fd=spot.parent)
+        else:
+            executable = (mode & 0o444) >> 2  # x wherever r is, as git checks files out
+            bits = (mode | executable) if change.executable else (mode & ~0o111)
+            write_atomic(spot, change.data, bits)
+    undo.steps.append(("created", rel, None))

@@ -1,0 +1,150 @@
+"""The one writer codemode's own process uses for a workspace, repository or copy.
+
+What the host writes into a folder a program shaped (a batch journal applied to a
+repository, a copy set up for a script, an eval's workspace, a file restored by /undo)
+goes through ``Writer``: every path is walked from the root's descriptor by
+``beneath.Tree`` with no symlink followed, neither on the way nor in the last position
+(a link there is replaced or removed, never written through), and every operation acts
+on the held parent directory's descriptor, never on the path again. A file is written to
+a temporary name that is random and created exclusively with ``O_NOFOLLOW`` (a name a
+program planted first makes the write fail; it cannot redirect it), its mode is set on
+that descriptor, and it is renamed over the target inside the same directory. A name
+moved aside is given a random name too.
+
+``tests/test_host_write_guard.py`` fails on any write-family call elsewhere in
+``codemode/`` that is not on its commented allow-list.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from codemode.tools.fs.beneath import Missing, Refused, Spot, Tree, default_mode, write_atomic
+
+__all__ = ["Refused", "Writer", "default_mode"]
+
+_FLAGS_NOFOLLOW = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+class Writer:
+    """Writes below ``root`` (its real path), following no symlink.
+
+    ``guard`` also applies the file tools' protected-path rule (``guard.write_refusal``:
+    no ``.git`` or ``.codemode`` component); callers with their own rule leave it off.
+    Paths are given relative to the root, in POSIX form. Refused (a symlink on the way,
+    a protected name), Missing (a folder on the way does not exist), and OSError from the
+    operation itself are raised as they are.
+    """
+
+    def __init__(self, root: Path, *, guard: bool = False) -> None:
+        self.root = Path(os.path.realpath(root))
+        self._tree = Tree([self.root], follow=False, writing=guard)
+
+    def spot(
+        self, rel: str, *, make_parents: bool = False, created: list[Path] | None = None
+    ) -> Spot:
+        """The held parent of ``rel`` and its last name (the caller closes it)."""
+        return self._tree.locate(
+            self.root / rel,
+            follow_last=False,
+            make_parents=make_parents,
+            created=created,
+            shown=rel,
+        )
+
+    def lstat(self, rel: str) -> os.stat_result | None:
+        """What is at ``rel`` (a link itself), None if nothing or a folder on the way is
+        missing or not a folder."""
+        try:
+            with self.spot(rel) as spot:
+                return spot.lstat()
+        except (Missing, NotADirectoryError):
+            return None
+
+    def read(self, rel: str) -> bytes:
+        """The regular file at ``rel`` (a symlink or anything else is refused: ELOOP)."""
+        with self.spot(rel) as spot:
+            fd = os.open(spot.name, _FLAGS_NOFOLLOW, dir_fd=spot.parent)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file", rel)
+            chunks = []
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def readlink(self, rel: str) -> str:
+        with self.spot(rel) as spot:
+            return os.readlink(spot.name, dir_fd=spot.parent)
+
+    def write(
+        self, rel: str, data: bytes, mode: int | None = None, *,
+        make_parents: bool = False, created: list[Path] | None = None,
+    ) -> bool:  # fmt: skip
+        """Replace (or create) the file at ``rel`` with ``data``; True if it was new.
+        ``mode`` None keeps an existing file's permission bits (else the umask's)."""
+        with self.spot(rel, make_parents=make_parents, created=created) as spot:
+            return write_atomic(spot, data, mode)
+
+    def symlink(self, rel: str, target: str) -> None:
+        """Create the symlink ``rel`` -> ``target`` (nothing may be at ``rel``)."""
+        with self.spot(rel) as spot:
+            os.symlink(target, spot.name, dir_fd=spot.parent)
+
+    def mkdir(self, rel: str, mode: int = 0o777) -> None:
+        with self.spot(rel) as spot:
+            os.mkdir(spot.name, mode, dir_fd=spot.parent)
+
+    def rmdir(self, rel: str) -> None:
+        with self.spot(rel) as spot:
+            os.rmdir(spot.name, dir_fd=spot.parent)
+
+    def unlink(self, rel: str) -> None:
+        """Remove the entry at ``rel`` (a symlink itself, never its target)."""
+        with self.spot(rel) as spot:
+            os.unlink(spot.name, dir_fd=spot.parent)
+
+    def remove(self, rel: str) -> None:
+        """Remove whatever entry is at ``rel`` (an empty folder included); nothing there
+        is not an error."""
+        with self.spot(rel) as spot:
+            st = spot.lstat()
+            if st is None:
+                return
+            if stat.S_ISDIR(st.st_mode):
+                os.rmdir(spot.name, dir_fd=spot.parent)
+            else:
+                os.unlink(spot.name, dir_fd=spot.parent)
+
+    def move_aside(self, rel: str, label: str = "aside") -> str:
+        """Rename ``rel`` to a random name in the same folder; returns that name's path.
+        (A rename never follows a link; the random name keeps a program from choosing
+        what it replaces.)"""
+        with self.spot(rel) as spot:
+            aside = f".{spot.name[:40]}.codemode-{secrets.token_hex(8)}-{label}"
+            if spot.lstat() is None:
+                raise FileNotFoundError(errno.ENOENT, "nothing to move aside", rel)
+            os.rename(spot.name, aside, src_dir_fd=spot.parent, dst_dir_fd=spot.parent)
+        parent = rel.rpartition("/")[0]
+        return f"{parent}/{aside}" if parent else aside
+
+    def rename(self, src: str, dst: str) -> None:
+        """Rename ``src`` over ``dst`` (each walked with no link followed)."""
+        with self.spot(src) as source, self.spot(dst) as dest:
+            os.rename(source.name, dest.name, src_dir_fd=source.parent, dst_dir_fd=dest.parent)
+
+    def chmod(self, rel: str, mode: int) -> None:
+        """Set the permission bits of the file or folder at ``rel`` on its descriptor
+        (a symlink there is refused: ELOOP)."""
+        with self.spot(rel) as spot:
+            fd = os.open(spot.name, _FLAGS_NOFOLLOW, dir_fd=spot.parent)
+        try:
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
