@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from codemode.batch.workcopy import VCS_DIRS
-from codemode.tools.fs.beneath import Spot, write_atomic
+from codemode.tools.fs.beneath import Spot, mkdir, symlink, write_atomic
 from codemode.tools.fs.writer import Refused, Writer, default_mode
 
 Kind = Literal["file", "symlink", "deleted", "mkdir", "rmdir"]
@@ -279,7 +279,7 @@ def _apply_one(change: Change, writer: Writer, undo: _Undo) -> None:
         st = writer.lstat(rel)
         if st is None or not stat.S_ISDIR(st.st_mode):
             with _spot_making_parents(writer, rel, undo) as spot:
-                os.mkdir(spot.name, 0o777, dir_fd=spot.parent)
+                mkdir(spot)
             undo.steps.append(("created", rel, None))
         return
     mode = default_mode()
@@ -292,7 +292,7 @@ def _apply_one(change: Change, writer: Writer, undo: _Undo) -> None:
         return
     with _spot_making_parents(writer, rel, undo) as spot:
         if change.kind == "symlink":
-            os.symlink(os.fsdecode(change.data), spot.name, dir_fd=spot.parent)
+            symlink(spot, os.fsdecode(change.data))
         else:
             executable = (mode & 0o444) >> 2  # x wherever r is, as git checks files out
             bits = (mode | executable) if change.executable else (mode & ~0o111)

@@ -321,9 +321,20 @@ def write_atomic(
     return old is None
 
 
-def unlink(spot: Spot) -> None:
-    """Remove the spot's entry (a symlink itself, never its target)."""
-    os.unlink(spot.name, dir_fd=spot.parent)
+def unlink(spot: Spot, name: str | None = None) -> None:
+    """Remove the spot's entry (a symlink itself, never its target); ``name``: another
+    entry of the same held folder (a temporary file beside it)."""
+    os.unlink(spot.name if name is None else name, dir_fd=spot.parent)
+
+
+def symlink(spot: Spot, target: str) -> None:
+    """Create the symlink ``target`` at the spot (nothing may be there)."""
+    os.symlink(target, spot.name, dir_fd=spot.parent)
+
+
+def mkdir(spot: Spot, mode: int = 0o777) -> None:
+    """Create a folder at the spot (nothing may be there)."""
+    os.mkdir(spot.name, mode, dir_fd=spot.parent)
 
 
 def rmdir(spot: Spot) -> None:

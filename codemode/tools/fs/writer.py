@@ -23,6 +23,7 @@ import secrets
 import stat
 from pathlib import Path
 
+from codemode.tools.fs import beneath
 from codemode.tools.fs.beneath import Missing, Refused, Spot, Tree, default_mode, write_atomic
 
 __all__ = ["Refused", "Writer", "default_mode"]
@@ -95,20 +96,20 @@ class Writer:
     def symlink(self, rel: str, target: str) -> None:
         """Create the symlink ``rel`` -> ``target`` (nothing may be at ``rel``)."""
         with self.spot(rel) as spot:
-            os.symlink(target, spot.name, dir_fd=spot.parent)
+            beneath.symlink(spot, target)
 
     def mkdir(self, rel: str, mode: int = 0o777) -> None:
         with self.spot(rel) as spot:
-            os.mkdir(spot.name, mode, dir_fd=spot.parent)
+            beneath.mkdir(spot, mode)
 
     def rmdir(self, rel: str) -> None:
         with self.spot(rel) as spot:
-            os.rmdir(spot.name, dir_fd=spot.parent)
+            beneath.rmdir(spot)
 
     def unlink(self, rel: str) -> None:
         """Remove the entry at ``rel`` (a symlink itself, never its target)."""
         with self.spot(rel) as spot:
-            os.unlink(spot.name, dir_fd=spot.parent)
+            beneath.unlink(spot)
 
     def remove(self, rel: str) -> None:
         """Remove whatever entry is at ``rel`` (an empty folder included); nothing there
@@ -118,9 +119,9 @@ class Writer:
             if st is None:
                 return
             if stat.S_ISDIR(st.st_mode):
-                os.rmdir(spot.name, dir_fd=spot.parent)
+                beneath.rmdir(spot)
             else:
-                os.unlink(spot.name, dir_fd=spot.parent)
+                beneath.unlink(spot)
 
     def move_aside(self, rel: str, label: str = "aside") -> str:
         """Rename ``rel`` to a random name in the same folder; returns that name's path.
@@ -148,3 +149,46 @@ class Writer:
             os.fchmod(fd, mode)
         finally:
             os.close(fd)
+
+    def copy_in(self, source: Path, rel: str = "") -> None:
+        """Copy the folder ``source`` into ``rel`` (made if missing): files with their
+        permission bits, folders, and symlinks as links (never followed, on either
+        side; a FIFO, socket or device is left out)."""
+        if rel:
+            with self.spot(rel, make_parents=True) as spot:
+                if spot.lstat() is None:
+                    beneath.mkdir(spot)
+        src = os.open(source, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            self._copy_folder(src, rel)
+        finally:
+            os.close(src)
+
+    def _copy_folder(self, src: int, rel: str) -> None:
+        for name in sorted(os.listdir(src)):
+            below = f"{rel}/{name}" if rel else name
+            st = os.stat(name, dir_fd=src, follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                if self.lstat(below) is not None:
+                    self.remove(below)
+                self.symlink(below, os.readlink(name, dir_fd=src))
+            elif stat.S_ISDIR(st.st_mode):
+                old = self.lstat(below)
+                if old is None or not stat.S_ISDIR(old.st_mode):
+                    if old is not None:
+                        self.remove(below)
+                    self.mkdir(below)
+                fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                             dir_fd=src)  # fmt: skip
+                try:
+                    self._copy_folder(fd, below)
+                finally:
+                    os.close(fd)
+            elif stat.S_ISREG(st.st_mode):
+                fd = os.open(name, _FLAGS_NOFOLLOW, dir_fd=src)
+                try:
+                    with os.fdopen(fd, "rb", closefd=False) as file:
+                        data = file.read()
+                finally:
+                    os.close(fd)
+                self.write(below, data, stat.S_IMODE(st.st_mode))

@@ -42,7 +42,17 @@ from pathlib import Path
 
 from codemode.locations.config_file import codemode_home
 from codemode.tool_terms.errors import ToolError
-from codemode.tools.fs.beneath import Missing, Spot, Tree, rmdir, tmp_name, unlink, write_atomic
+from codemode.tools.fs.beneath import (
+    Missing,
+    Spot,
+    Tree,
+    mkdir,
+    rmdir,
+    symlink,
+    tmp_name,
+    unlink,
+    write_atomic,
+)
 from codemode.tools.fs.reading import NotRegular, TooBig, read_spot
 from codemode.tools.store import MAX_READ_BYTES
 from codemode.tools.store.journal_format import BadJournal, Entry, decode, encode
@@ -251,12 +261,12 @@ def _undo(tree: Tree, entry: Entry) -> str:
         for folder in entry.parent_dirs:
             with tree.locate(folder, follow_last=False) as above:
                 if above.lstat() is None:
-                    os.mkdir(above.name, dir_fd=above.parent)
+                    mkdir(above)
         spot = tree.locate(entry.path, follow_last=False)
     with spot:
         if entry.tmp is not None:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(entry.tmp, dir_fd=spot.parent)
+                unlink(spot, entry.tmp)
         if entry.unknown:
             return "done"
         state = _state(spot)
@@ -267,7 +277,7 @@ def _undo(tree: Tree, entry: Entry) -> str:
         if entry.before_link is not None:
             if state is not None:
                 unlink(spot)
-            os.symlink(entry.before_link, spot.name, dir_fd=spot.parent)
+            symlink(spot, entry.before_link)
         elif entry.before is None:
             unlink(spot)
         else:
