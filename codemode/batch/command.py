@@ -137,9 +137,11 @@ def run_batch_command(
         agent=agent,
         total_token_budget=total_token_budget,
     )
+    from codemode.batch.report import ReportUnwritable
+
     try:
         return run_batch(source, options)
-    except BatchUsageError as exc:
+    except (BatchUsageError, ReportUnwritable) as exc:
         raise click.UsageError(str(exc)) from None
 
 
