@@ -28,7 +28,8 @@ PLANT = r"""
 const outside = argv[0];
 const pidMax = Number(argv[1]);
 const planted = await tools.shell({command:
-  `perl -e 'for my $i (1..$ARGV[1]) { symlink($ARGV[0], ".x.txt.codemode-$i-new") or die "$i: $!" }' ` +
+  "perl -e 'for my $i (1..$ARGV[1]) " +
+  `{ symlink($ARGV[0], ".x.txt.codemode-$i-new") or die "$i: $!" }' ` +
   `'${outside}' ${pidMax} && ls -A | grep -c '^.x.txt.codemode-'`});
 await tools.write_file({path: "x.txt", content: "planted text\n"});
 return planted.output.trim();
@@ -52,8 +53,8 @@ def test_a_batch_script_cannot_write_through_links_it_planted(tmp_path: Path, ho
     (tmp_path / "plant.js").write_text(PLANT)
     extra = ["--branch", "planted", "--commit-message", "m"] if how == "branch" else []
     proc = interp(
-        "run", "plant.js", "--repos", repo, "--approval", "never", *extra, "--report", "r.jsonl", "--",
-        outside, str(_pid_max()), cwd=tmp_path, timeout=600,
+        "run", "plant.js", "--repos", repo, "--approval", "never", *extra,
+        "--report", "r.jsonl", "--", outside, str(_pid_max()), cwd=tmp_path, timeout=600,
     )  # fmt: skip
     line = read_report(tmp_path / "r.jsonl")["r"]
     assert outside.read_text() == "the user's own\n", line
@@ -66,3 +67,92 @@ def test_a_batch_script_cannot_write_through_links_it_planted(tmp_path: Path, ho
     assert proc.returncode == 1, proc.stderr
     assert (repo / "x.txt").read_text() == "before\n"
     assert not [p for p in os.listdir(repo) if "codemode" in p]
+
+
+def _plain_repo(path: Path) -> Path:
+    path.mkdir()
+    (path / "x.txt").write_text("before\n")
+    (path / "README.md").write_text("readme\n")
+    (path / "README.md").chmod(0o644)
+    return path
+
+
+def test_apply_writes_no_file_through_a_link_the_journal_made_inside(tmp_path: Path) -> None:
+    # The same plant, applied directly and pointing inside the repository: the driver's
+    # temporary name (this process's pid, as the old writer chose it) is a link to
+    # README.md. The write must not land in README.md (whose base nobody checked) nor
+    # loosen its mode; x.txt gets the text as a file of its own.
+    from codemode.batch.changes import Change, apply, fingerprint
+
+    repo = _plain_repo(tmp_path / "r")
+    plant = [
+        Change(f".x.txt.codemode-{os.getpid()}-{end}", "symlink", b"README.md")
+        for end in ("new", "bak")
+    ]
+    text = Change("x.txt", "file", b"planted\n", executable=True, base=fingerprint(repo / "x.txt"))
+    apply(repo, [*plant, text])
+    assert (repo / "README.md").read_text() == "readme\n"
+    assert stat.S_IMODE((repo / "README.md").stat().st_mode) == 0o644
+    assert not (repo / "x.txt").is_symlink() and (repo / "x.txt").read_text() == "planted\n"
+    assert os.access(repo / "x.txt", os.X_OK)
+    # No temporary or moved-aside file is left (the planted links are the journal's own).
+    left = {p for p in os.listdir(repo) if "codemode" in p}
+    assert left == {c.path for c in plant}
+
+
+def test_apply_refuses_a_journal_link_that_leads_outside(tmp_path: Path) -> None:
+    from codemode.batch.changes import ApplyError, Change, apply
+
+    repo = _plain_repo(tmp_path / "r")
+    outside = tmp_path / "bashrc"
+    outside.write_text("mine\n")
+    for target in (str(outside), "../bashrc", "sub/../../bashrc"):
+        journal = [
+            Change(f".x.txt.codemode-{os.getpid()}-new", "symlink", os.fsencode(target)),
+            Change("x.txt", "file", b"planted\n", base=None),
+        ]
+        with pytest.raises(ApplyError, match="leads outside the repository"):
+            apply(repo, journal)
+    assert outside.read_text() == "mine\n" and (repo / "x.txt").read_text() == "before\n"
+    # A link that stays inside is a link like any other.
+    apply(repo, [Change("docs", "symlink", b"sub/../README.md")])
+    assert os.readlink(repo / "docs") == "sub/../README.md"
+
+
+def test_eval_setup_copies_links_as_links(tmp_path: Path) -> None:
+    # A suite's set-up folder holding links to the user's files: the workspace the model
+    # works in gets the links (which the tools refuse to follow out), never the contents.
+    from codemode.eval.suite import Task
+
+    secret = tmp_path / "home" / "id_rsa"
+    secret.parent.mkdir()
+    secret.write_text("PRIVATE KEY\n")
+    setup = tmp_path / "suite" / "t" / "setup"
+    (setup / "sub").mkdir(parents=True)
+    (setup / "sub" / "run.sh").write_text("#!/bin/sh\n")
+    (setup / "sub" / "run.sh").chmod(0o755)
+    (setup / "key").symlink_to(secret)
+    (setup / "home").symlink_to(secret.parent)
+    root = tmp_path / "workspace"
+    root.mkdir()
+    Task("t", setup.parent, "p", "a", lambda _: None).setup(root)
+    assert (root / "key").is_symlink() and (root / "home").is_symlink()
+    assert not [p for p in root.rglob("*") if p.is_file() and not p.is_symlink()
+                and "PRIVATE" in p.read_text()]  # fmt: skip
+    assert stat.S_IMODE((root / "sub" / "run.sh").stat().st_mode) == 0o755
+    assert (root / "sub" / "run.sh").read_text() == "#!/bin/sh\n"
+
+
+def test_a_report_name_that_is_a_symlink_is_refused(tmp_path: Path) -> None:
+    # A report kept inside a repository of the run: an earlier run's journal could have
+    # made its name a link to a file of the user's, which the next run would write.
+    repo = _repo(tmp_path / "repos" / "r")
+    outside = tmp_path / "bashrc"
+    outside.write_text("mine\n")
+    (repo / "r.jsonl").symlink_to(outside)
+    (tmp_path / "noop.js").write_text("return 1;\n")
+    proc = interp("run", "noop.js", "--repos", repo, "--report", repo / "r.jsonl", cwd=tmp_path)
+    assert outside.read_text() == "mine\n"
+    assert proc.returncode == 2, proc.stderr
+    assert f"cannot write the report {repo / 'r.jsonl'}: it is a symlink" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -222,16 +222,23 @@ class _Undo:
                     continue
 
 
+def check(root: Path, changes: list[Change]) -> None:
+    """Refuse (ApplyError) a journal with a path outside the repository or in VCS
+    metadata, or a symlink leading outside it; nothing is read or written."""
+    root = root.resolve()
+    for change in changes:
+        _check_path(change.path)
+        if change.kind == "symlink":
+            _check_link(change, root)
+
+
 def apply(root: Path, changes: list[Change]) -> None:
     """Apply ``changes`` to the repository at ``root``, all or nothing, through the
     host's one writer (``codemode.tools.fs.writer``): no symlink in the repository is
     followed, and every temporary or moved-aside name is random."""
     root = root.resolve()
     writer = Writer(root)
-    for change in changes:
-        _check_path(change.path)
-        if change.kind == "symlink":
-            _check_link(change, root)
+    check(root, changes)
     for change in changes:
         if (
             change.kind in ("file", "symlink", "deleted")
