@@ -156,3 +156,62 @@ def test_a_report_name_that_is_a_symlink_is_refused(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert f"cannot write the report {repo / 'r.jsonl'}: it is a symlink" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# The same plant applied by a driver of each user, in a folder that user owns (so a
+# write through the link would succeed if it were made): root, and nobody (uid 65534,
+# when the tests run as root).
+APPLY_PLANT = r"""
+import os, sys
+from pathlib import Path
+from codemode.batch.changes import ApplyError, Change, apply, fingerprint
+repo, target = Path(sys.argv[1]), sys.argv[2]
+plant = [Change(f".x.txt.codemode-{os.getpid()}-{end}", "symlink", os.fsencode(target))
+         for end in ("new", "bak")]
+text = Change("x.txt", "file", b"planted\n", base=fingerprint(repo / "x.txt"))
+try:
+    apply(repo, [*plant, text])
+    print("applied")
+except ApplyError as exc:
+    print("refused:", exc)
+"""
+
+
+@pytest.mark.parametrize("user", ["root", "nobody"])
+@pytest.mark.parametrize("where", ["outside", "inside"])
+def test_a_driver_of_each_user_writes_through_no_planted_link(user: str, where: str) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the test runs the driver as root and as nobody (uid 65534)")
+    import shutil
+    import sys
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="codemode-hostwrite-"))
+    try:
+        top.chmod(0o755)
+        repo = _plain_repo(top / "r")
+        victim = top / "bashrc" if where == "outside" else repo / "README.md"
+        victim.write_text("mine\n")
+        victim.chmod(0o600)
+        uid = 0 if user == "root" else 65534
+        for path in [top, *top.rglob("*")]:
+            os.lchown(path, uid, uid)
+        prefix = [] if user == "root" else [
+            "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]  # fmt: skip
+        target = str(victim) if where == "outside" else "README.md"
+        proc = subprocess.run(
+            [*prefix, sys.executable, "-c", APPLY_PLANT, str(repo), target],
+            capture_output=True, text=True, cwd=top, timeout=60,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert victim.read_text() == "mine\n", proc.stdout
+        assert stat.S_IMODE(victim.stat().st_mode) == 0o600
+        if where == "outside":
+            assert proc.stdout.startswith("refused:") and "leads outside" in proc.stdout
+            assert (repo / "x.txt").read_text() == "before\n"
+        else:
+            assert proc.stdout.strip() == "applied", proc.stdout
+            assert (repo / "x.txt").read_text() == "planted\n"
+            assert not (repo / "x.txt").is_symlink()
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
