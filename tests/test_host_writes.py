@@ -101,7 +101,7 @@ def test_apply_writes_no_file_through_a_link_the_journal_made_inside(tmp_path: P
 
 
 def test_apply_refuses_a_journal_link_that_leads_outside(tmp_path: Path) -> None:
-    from codemode.batch.changes import ApplyError, Change, apply
+    from codemode.batch.changes import ApplyError, Change, apply, fingerprint
 
     repo = _plain_repo(tmp_path / "r")
     outside = tmp_path / "bashrc"
@@ -109,7 +109,7 @@ def test_apply_refuses_a_journal_link_that_leads_outside(tmp_path: Path) -> None
     for target in (str(outside), "../bashrc", "sub/../../bashrc"):
         journal = [
             Change(f".x.txt.codemode-{os.getpid()}-new", "symlink", os.fsencode(target)),
-            Change("x.txt", "file", b"planted\n", base=None),
+            Change("x.txt", "file", b"planted\n", base=fingerprint(repo / "x.txt")),
         ]
         with pytest.raises(ApplyError, match="leads outside the repository"):
             apply(repo, journal)
