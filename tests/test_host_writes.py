@@ -215,3 +215,38 @@ def test_a_driver_of_each_user_writes_through_no_planted_link(user: str, where: 
             assert not (repo / "x.txt").is_symlink()
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+def test_the_writer_follows_no_link_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    from codemode.tools.fs.writer import Refused, Writer
+
+    root = tmp_path / "ws"
+    (root / "sub").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f").write_text("mine\n")
+    (root / "last").symlink_to(outside / "f")
+    (root / "way").symlink_to(outside)
+    (root / "inner").symlink_to("sub")
+    writer = Writer(root)
+    # A link in the last place is replaced, with the mode set on the new file.
+    assert writer.write("last", b"new\n", 0o640) is False
+    assert not (root / "last").is_symlink() and (root / "last").read_text() == "new\n"
+    assert stat.S_IMODE((root / "last").stat().st_mode) == 0o640
+    # A link on the way is refused, even one that stays inside.
+    for rel in ("way/f", "inner/f"):
+        with pytest.raises(Refused, match="is a symlink"):
+            writer.write(rel, b"x")
+    assert (outside / "f").read_text() == "mine\n" and not (root / "sub" / "f").exists()
+    # Set aside under a random name, put back, removed: the link itself each time.
+    aside = writer.move_aside("inner", "bak")
+    assert aside.startswith(".inner.codemode-") and aside != writer.move_aside("last", "bak")
+    writer.rename(aside, "inner")
+    assert os.readlink(root / "inner") == "sub"
+    writer.remove("way")
+    assert outside.is_dir() and not os.path.lexists(root / "way")
+    # A planted name cannot be the temporary file: each one is new and random.
+    names = {p.name for p in root.iterdir()}
+    writer.write("sub/g", b"g")
+    assert {p.name for p in (root / "sub").iterdir()} == {"g"}
+    assert {p.name for p in root.iterdir()} == names

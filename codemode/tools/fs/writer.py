@@ -140,27 +140,13 @@ class Writer:
         with self.spot(src) as source, self.spot(dst) as dest:
             os.rename(source.name, dest.name, src_dir_fd=source.parent, dst_dir_fd=dest.parent)
 
-    def chmod(self, rel: str, mode: int) -> None:
-        """Set the permission bits of the file or folder at ``rel`` on its descriptor
-        (a symlink there is refused: ELOOP)."""
-        with self.spot(rel) as spot:
-            fd = os.open(spot.name, _FLAGS_NOFOLLOW, dir_fd=spot.parent)
-        try:
-            os.fchmod(fd, mode)
-        finally:
-            os.close(fd)
-
-    def copy_in(self, source: Path, rel: str = "") -> None:
-        """Copy the folder ``source`` into ``rel`` (made if missing): files with their
-        permission bits, folders, and symlinks as links (never followed, on either
-        side; a FIFO, socket or device is left out)."""
-        if rel:
-            with self.spot(rel, make_parents=True) as spot:
-                if spot.lstat() is None:
-                    beneath.mkdir(spot)
+    def copy_in(self, source: Path) -> None:
+        """Copy the folder ``source``'s contents into the root: files with their
+        permission bits, folders, and symlinks as links (never followed, on either side;
+        a FIFO, socket or device is left out)."""
         src = os.open(source, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            self._copy_folder(src, rel)
+            self._copy_folder(src, "")
         finally:
             os.close(src)
 
