@@ -167,7 +167,8 @@ def _check_link(change: Change, root: Path) -> None:
     script needs points out of it)."""
     target = os.fsdecode(change.data)
     if target.startswith("/"):
-        inside = os.path.normpath(target) == str(root) or target.startswith(f"{root}/")
+        norm = os.path.normpath(target)
+        inside = norm == str(root) or norm.startswith(f"{root}/")
     else:
         where = os.path.normpath(os.path.join(os.path.dirname(change.path), target))
         inside = where != ".." and not where.startswith("../")
@@ -240,10 +241,13 @@ def apply(root: Path, changes: list[Change]) -> None:
     writer = Writer(root)
     check(root, changes)
     for change in changes:
-        if (
-            change.kind in ("file", "symlink", "deleted")
-            and _base_of(writer, change.path) != change.base
-        ):
+        if change.kind not in ("file", "symlink", "deleted"):
+            continue
+        try:
+            base = _base_of(writer, change.path)
+        except OSError as exc:
+            raise ApplyError(f"cannot read {change.path} in the repository: {exc}") from None
+        if base != change.base:
             raise ApplyError(f"{change.path} changed in the repository while the batch ran")
     undo = _Undo(writer)
     try:
