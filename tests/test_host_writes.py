@@ -199,9 +199,13 @@ def test_a_driver_of_each_user_writes_through_no_planted_link(user: str, where: 
         prefix = [] if user == "root" else [
             "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]  # fmt: skip
         target = str(victim) if where == "outside" else "README.md"
+        home = top / "home"  # the driver's own codemode home (its write journal)
+        home.mkdir()
+        os.chown(home, uid, uid)
         proc = subprocess.run(
             [*prefix, sys.executable, "-c", APPLY_PLANT, str(repo), target],
             capture_output=True, text=True, cwd=top, timeout=60,
+            env={**os.environ, "CODEMODE_HOME": str(home)},
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr
         assert victim.read_text() == "mine\n", proc.stdout

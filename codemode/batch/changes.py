@@ -5,9 +5,8 @@ ran in (``work``, see ``workcopy.py``) and lists every file, symlink and directo
 differs: new contents as bytes, so binary files travel as they are. Each entry names
 what the repository held before (a SHA-256 of the file, or of a link's target), and
 ``apply`` refuses the whole journal when the repository no longer holds that (someone
-changed it while the batch ran). ``apply`` is all or nothing: every file it replaces or
-deletes is first renamed aside and kept until the end, so that a failure halfway (a
-full disk, a permission) puts each one back.
+changed it while the batch ran). ``apply`` is all or nothing, a kill -9 of the driver
+included (``applying.py``).
 
 VCS metadata (``.git``, ``.hg``, ...) is never part of a journal: what a script does to
 its copy's ``.git`` (an index, a commit) stays in the copy.
@@ -23,8 +22,6 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from codemode.batch.workcopy import VCS_DIRS
-from codemode.tools.fs.beneath import Spot, mkdir, symlink, write_atomic
-from codemode.tools.fs.writer import Refused, Writer, default_mode
 
 Kind = Literal["file", "symlink", "deleted", "mkdir", "rmdir"]
 
@@ -178,51 +175,6 @@ def _check_link(change: Change, root: Path) -> None:
         )
 
 
-def _base_of(writer: Writer, rel: str) -> str | None:
-    """``fingerprint`` of what the repository holds at ``rel``, walked with no link
-    followed (a link on the way: nothing is there as far as the journal goes)."""
-    try:
-        st = writer.lstat(rel)
-    except Refused:
-        return None
-    if st is None or stat.S_ISDIR(st.st_mode):
-        return None
-    if stat.S_ISLNK(st.st_mode):
-        return "link:" + hashlib.sha256(os.fsencode(writer.readlink(rel))).hexdigest()
-    if stat.S_ISREG(st.st_mode):
-        return "file:" + hashlib.sha256(writer.read(rel)).hexdigest()
-    return "other"
-
-
-class _Undo:
-    """The steps taken so far (through the writer), undone in reverse on failure."""
-
-    def __init__(self, writer: Writer) -> None:
-        self.writer = writer
-        self.steps: list[tuple[str, str, str | None]] = []
-
-    def rollback(self) -> None:
-        for action, rel, aside in reversed(self.steps):
-            try:
-                if action == "moved-away" and aside is not None:
-                    self.writer.remove(rel)
-                    self.writer.rename(aside, rel)
-                elif action == "created":
-                    self.writer.remove(rel)
-                elif action == "removed-dir":
-                    self.writer.mkdir(rel)
-            except (OSError, Refused):
-                continue
-
-    def discard_backups(self) -> None:
-        for action, _rel, aside in self.steps:
-            if action == "moved-away" and aside is not None:
-                try:
-                    self.writer.remove(aside)
-                except (OSError, Refused):
-                    continue
-
-
 def check(root: Path, changes: list[Change]) -> None:
     """Refuse (ApplyError) a journal with a path outside the repository or in VCS
     metadata, or a symlink leading outside it; nothing is read or written."""
@@ -234,78 +186,8 @@ def check(root: Path, changes: list[Change]) -> None:
 
 
 def apply(root: Path, changes: list[Change]) -> None:
-    """Apply ``changes`` to the repository at ``root``, all or nothing, through the
-    host's one writer (``codemode.tools.fs.writer``): no symlink in the repository is
-    followed, and every temporary or moved-aside name is random."""
-    root = root.resolve()
-    writer = Writer(root)
-    check(root, changes)
-    for change in changes:
-        if change.kind not in ("file", "symlink", "deleted"):
-            continue
-        try:
-            base = _base_of(writer, change.path)
-        except OSError as exc:
-            raise ApplyError(f"cannot read {change.path} in the repository: {exc}") from None
-        if base != change.base:
-            raise ApplyError(f"{change.path} changed in the repository while the batch ran")
-    undo = _Undo(writer)
-    try:
-        for change in changes:
-            _apply_one(change, writer, undo)
-    except BaseException as exc:
-        undo.rollback()
-        if isinstance(exc, ApplyError):
-            raise
-        if isinstance(exc, Refused):
-            raise ApplyError(f"{exc} (no symlink in the repository is followed)") from None
-        if isinstance(exc, OSError):
-            raise ApplyError(f"cannot apply the changes: {exc}") from None
-        raise
-    undo.discard_backups()
+    """Apply ``changes`` to the repository at ``root``, all or nothing, a kill -9
+    included (``applying.py``)."""
+    from codemode.batch.applying import apply_journal
 
-
-def _spot_making_parents(writer: Writer, rel: str, undo: _Undo) -> Spot:
-    """``rel``'s spot, the folders missing on the way made (each one an undo step)."""
-    made: list[Path] = []
-    try:
-        return writer.spot(rel, make_parents=True, created=made)
-    finally:
-        for path in made:
-            undo.steps.append(("created", path.relative_to(writer.root).as_posix(), None))
-
-
-def _apply_one(change: Change, writer: Writer, undo: _Undo) -> None:
-    rel = change.path
-    if change.kind == "rmdir":
-        st = writer.lstat(rel)
-        if st is not None and stat.S_ISDIR(st.st_mode):
-            try:
-                writer.rmdir(rel)
-            except OSError:
-                return  # not empty: it holds files the script never saw (ignored ones)
-            undo.steps.append(("removed-dir", rel, None))
-        return
-    if change.kind == "mkdir":
-        st = writer.lstat(rel)
-        if st is None or not stat.S_ISDIR(st.st_mode):
-            with _spot_making_parents(writer, rel, undo) as spot:
-                mkdir(spot)
-            undo.steps.append(("created", rel, None))
-        return
-    mode = default_mode()
-    st = writer.lstat(rel)
-    if st is not None:
-        if stat.S_ISREG(st.st_mode):
-            mode = stat.S_IMODE(st.st_mode)
-        undo.steps.append(("moved-away", rel, writer.move_aside(rel, "bak")))
-    if change.kind == "deleted":
-        return
-    with _spot_making_parents(writer, rel, undo) as spot:
-        if change.kind == "symlink":
-            symlink(spot, os.fsdecode(change.data))
-        else:
-            executable = (mode & 0o444) >> 2  # x wherever r is, as git checks files out
-            bits = (mode | executable) if change.executable else (mode & ~0o111)
-            write_atomic(spot, change.data, bits)
-    undo.steps.append(("created", rel, None))
+    apply_journal(root, changes)

@@ -332,6 +332,19 @@ def symlink(spot: Spot, target: str) -> None:
     os.symlink(target, spot.name, dir_fd=spot.parent)
 
 
+def symlink_atomic(spot: Spot, target: str, tag: str) -> None:
+    """Replace whatever entry is at the spot (a folder excepted) with the symlink
+    ``target``: made at the temporary name ``tmp_name`` gives, then renamed over it."""
+    tmp = tmp_name(spot.name, tag)
+    os.symlink(target, tmp, dir_fd=spot.parent)
+    try:
+        os.rename(tmp, spot.name, src_dir_fd=spot.parent, dst_dir_fd=spot.parent)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=spot.parent)
+        raise
+
+
 def mkdir(spot: Spot, mode: int = 0o777) -> None:
     """Create a folder at the spot (nothing may be there)."""
     os.mkdir(spot.name, mode, dir_fd=spot.parent)

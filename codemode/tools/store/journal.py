@@ -141,6 +141,12 @@ def begin(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry], tag:
     return Recording(final, fd)
 
 
+def link_after(target: str) -> str:
+    """An entry's ``after`` for a write that leaves a symlink to ``target`` (a batch
+    journal's link): a SHA-256 that no file's content is taken for."""
+    return hashlib.sha256(b"\0symlink\0" + os.fsencode(target)).hexdigest()
+
+
 def new_tag() -> str:
     return secrets.token_hex(6)
 
@@ -272,7 +278,9 @@ def _undo(tree: Tree, entry: Entry) -> str:
         state = _state(spot)
         if _matches_before(state, entry):
             return "unchanged"
-        if state != ("file", entry.after) and not (state is None and entry.after is None):
+        is_after = state == ("file", entry.after) or (state is None and entry.after is None)
+        if not is_after and not (state is not None and state[0] == "link" and entry.after
+                                 == link_after(state[1])):  # fmt: skip
             return "conflict"
         if entry.before_link is not None:
             if state is not None:
@@ -319,6 +327,7 @@ __all__ = [
     "Entry",
     "Recording",
     "begin",
+    "link_after",
     "missing_dirs",
     "new_tag",
     "recover",
