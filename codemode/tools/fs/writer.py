@@ -8,8 +8,7 @@ goes through ``Writer``: every path is walked from the root's descriptor by
 on the held parent directory's descriptor, never on the path again. A file is written to
 a temporary name that is random and created exclusively with ``O_NOFOLLOW`` (a name a
 program planted first makes the write fail; it cannot redirect it), its mode is set on
-that descriptor, and it is renamed over the target inside the same directory. A name
-moved aside is given a random name too.
+that descriptor, and it is renamed over the target inside the same directory.
 
 ``tests/test_host_write_guard.py`` fails on any write-family call elsewhere in
 ``codemode/`` that is not on its commented allow-list.
@@ -19,7 +18,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 from pathlib import Path
 
@@ -106,11 +104,6 @@ class Writer:
         with self.spot(rel) as spot:
             beneath.rmdir(spot)
 
-    def unlink(self, rel: str) -> None:
-        """Remove the entry at ``rel`` (a symlink itself, never its target)."""
-        with self.spot(rel) as spot:
-            beneath.unlink(spot)
-
     def remove(self, rel: str) -> None:
         """Remove whatever entry is at ``rel`` (an empty folder included); nothing there
         is not an error."""
@@ -122,23 +115,6 @@ class Writer:
                 beneath.rmdir(spot)
             else:
                 beneath.unlink(spot)
-
-    def move_aside(self, rel: str, label: str = "aside") -> str:
-        """Rename ``rel`` to a random name in the same folder; returns that name's path.
-        (A rename never follows a link; the random name keeps a program from choosing
-        what it replaces.)"""
-        with self.spot(rel) as spot:
-            aside = f".{spot.name[:40]}.codemode-{secrets.token_hex(8)}-{label}"
-            if spot.lstat() is None:
-                raise FileNotFoundError(errno.ENOENT, "nothing to move aside", rel)
-            os.rename(spot.name, aside, src_dir_fd=spot.parent, dst_dir_fd=spot.parent)
-        parent = rel.rpartition("/")[0]
-        return f"{parent}/{aside}" if parent else aside
-
-    def rename(self, src: str, dst: str) -> None:
-        """Rename ``src`` over ``dst`` (each walked with no link followed)."""
-        with self.spot(src) as source, self.spot(dst) as dest:
-            os.rename(source.name, dest.name, src_dir_fd=source.parent, dst_dir_fd=dest.parent)
 
     def copy_in(self, source: Path) -> None:
         """Copy the folder ``source``'s contents into the root: files with their
