@@ -79,19 +79,13 @@ def _entries(writer: Writer, root: Path, changes: list[Change], tag: str) -> lis
 def _file_entry(writer: Writer, root: Path, change: Change, tag: str) -> Entry:
     rel, path = change.path, root / change.path
     try:
-        st = writer.lstat(rel)
+        st, before, link = writer.look(rel)
     except Refused:
-        st = None  # a link on the way: nothing is there as far as the journal goes
-    before: bytes | None = None
-    link: str | None = None
-    mode = default_mode()
-    try:
-        if st is not None and stat.S_ISREG(st.st_mode):
-            before, mode = writer.read(rel), stat.S_IMODE(st.st_mode)
-        elif st is not None and stat.S_ISLNK(st.st_mode):
-            link = writer.readlink(rel)
+        # A link on the way: nothing is there as far as the journal goes.
+        st, before, link = None, None, None
     except OSError as exc:
         raise ApplyError(f"cannot read {rel} in the repository: {exc}") from None
+    mode = stat.S_IMODE(st.st_mode) if before is not None and st else default_mode()
     if _fingerprint(st, before, link) != change.base:
         raise ApplyError(f"{rel} changed in the repository while the batch ran")
     if change.kind == "deleted":

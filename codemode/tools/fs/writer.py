@@ -64,23 +64,29 @@ class Writer:
         except (Missing, NotADirectoryError):
             return None
 
-    def read(self, rel: str) -> bytes:
-        """The regular file at ``rel`` (a symlink or anything else is refused: ELOOP)."""
-        with self.spot(rel) as spot:
+    def look(self, rel: str) -> tuple[os.stat_result | None, bytes | None, str | None]:
+        """What is at ``rel``, in one walk: its ``lstat`` (None: nothing, or a folder on
+        the way missing), a regular file's bytes, a symlink's target."""
+        try:
+            spot = self.spot(rel)
+        except (Missing, NotADirectoryError):
+            return None, None, None
+        with spot:
+            st = spot.lstat()
+            if st is not None and stat.S_ISLNK(st.st_mode):
+                return st, None, os.readlink(spot.name, dir_fd=spot.parent)
+            if st is None or not stat.S_ISREG(st.st_mode):
+                return st, None, None
             fd = os.open(spot.name, _FLAGS_NOFOLLOW, dir_fd=spot.parent)
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped since the look
                 raise OSError(errno.EINVAL, "not a regular file", rel)
             chunks = []
             while chunk := os.read(fd, 1 << 20):
                 chunks.append(chunk)
-            return b"".join(chunks)
+            return st, b"".join(chunks), None
         finally:
             os.close(fd)
-
-    def readlink(self, rel: str) -> str:
-        with self.spot(rel) as spot:
-            return os.readlink(spot.name, dir_fd=spot.parent)
 
     def write(
         self, rel: str, data: bytes, mode: int | None = None, *,
