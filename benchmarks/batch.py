@@ -154,7 +154,7 @@ def local_figures(tmp: Path, count: int, jobs: int) -> dict[str, Any]:
 def machinery_figures(tmp: Path) -> dict[str, Any]:
     """In this process, on one generated repository: what the all-or-nothing machinery
     adds to each repository's run (its copy, the journal and its diff, applying it)."""
-    from codemode.batch import changes, diff_text
+    from codemode.batch import applying, changes, diff_text
     from codemode.batch.workcopy import make_copy
 
     root = tmp / "machinery"
@@ -175,7 +175,7 @@ def machinery_figures(tmp: Path) -> dict[str, Any]:
         target = root / f"target{i}"  # the repository's twin, so each apply starts fresh
         make_copy(repo, target)
         started = time.perf_counter()
-        changes.apply(target, journal)
+        applying.apply(target, journal)
         applies.append(time.perf_counter() - started)
     return {
         "copy_ms": round(statistics.median(copies) * 1000, 2),

@@ -94,7 +94,7 @@ def _die_before_call(n: int) -> None:
 def test_a_kill_at_every_step_leaves_the_whole_before_or_the_whole_after(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from codemode.batch.changes import apply
+    from codemode.batch.applying import apply
 
     monkeypatch.setenv("CODEMODE_HOME", str(tmp_path / "home"))
     killed = 0

@@ -82,7 +82,8 @@ def test_apply_writes_no_file_through_a_link_the_journal_made_inside(tmp_path: P
     # temporary name (this process's pid, as the old writer chose it) is a link to
     # README.md. The write must not land in README.md (whose base nobody checked) nor
     # loosen its mode; x.txt gets the text as a file of its own.
-    from codemode.batch.changes import Change, apply, fingerprint
+    from codemode.batch.applying import apply
+    from codemode.batch.changes import Change, fingerprint
 
     repo = _plain_repo(tmp_path / "r")
     plant = [
@@ -101,7 +102,8 @@ def test_apply_writes_no_file_through_a_link_the_journal_made_inside(tmp_path: P
 
 
 def test_apply_refuses_a_journal_link_that_leads_outside(tmp_path: Path) -> None:
-    from codemode.batch.changes import ApplyError, Change, apply, fingerprint
+    from codemode.batch.applying import apply
+    from codemode.batch.changes import ApplyError, Change, fingerprint
 
     repo = _plain_repo(tmp_path / "r")
     outside = tmp_path / "bashrc"
@@ -164,7 +166,8 @@ def test_a_report_name_that_is_a_symlink_is_refused(tmp_path: Path) -> None:
 APPLY_PLANT = r"""
 import os, sys
 from pathlib import Path
-from codemode.batch.changes import ApplyError, Change, apply, fingerprint
+from codemode.batch.applying import apply
+from codemode.batch.changes import ApplyError, Change, fingerprint
 repo, target = Path(sys.argv[1]), sys.argv[2]
 plant = [Change(f".x.txt.codemode-{os.getpid()}-{end}", "symlink", os.fsencode(target))
          for end in ("new", "bak")]

@@ -30,7 +30,7 @@ from codemode.tools.store import journal
 from codemode.tools.store.journal_format import Entry
 
 
-def apply_journal(root: Path, changes: list[Change]) -> None:
+def apply(root: Path, changes: list[Change]) -> None:
     """Apply ``changes`` to the repository at ``root``, all or nothing; ApplyError
     (the repository as it was) otherwise."""
     root = root.resolve()

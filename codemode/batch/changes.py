@@ -5,8 +5,8 @@ ran in (``work``, see ``workcopy.py``) and lists every file, symlink and directo
 differs: new contents as bytes, so binary files travel as they are. Each entry names
 what the repository held before (a SHA-256 of the file, or of a link's target), and
 ``apply`` refuses the whole journal when the repository no longer holds that (someone
-changed it while the batch ran). ``apply`` is all or nothing, a kill -9 of the driver
-included (``applying.py``).
+changed it while the batch ran). ``applying.apply`` applies a journal all or nothing,
+a kill -9 of the driver included; ``check`` refuses one that leaves the repository.
 
 VCS metadata (``.git``, ``.hg``, ...) is never part of a journal: what a script does to
 its copy's ``.git`` (an index, a commit) stays in the copy.
@@ -183,11 +183,3 @@ def check(root: Path, changes: list[Change]) -> None:
         _check_path(change.path)
         if change.kind == "symlink":
             _check_link(change, root)
-
-
-def apply(root: Path, changes: list[Change]) -> None:
-    """Apply ``changes`` to the repository at ``root``, all or nothing, a kill -9
-    included (``applying.py``)."""
-    from codemode.batch.applying import apply_journal
-
-    apply_journal(root, changes)

@@ -21,7 +21,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from codemode.batch.changes import Change, apply, check
+from codemode.batch.applying import apply
+from codemode.batch.changes import Change, check
 
 # Options that keep git from starting programs the repository's config names.
 SAFE_GIT = (
