@@ -18,7 +18,8 @@ the report). For each size:
 - ``load_avg``: the machine's 1-minute load average before and after the run.
 
 ``machinery``: in this process, what the all-or-nothing machinery costs one small
-repository (its copy; the journal and diff of one changed file).
+repository (its copy; the journal and diff of one changed and one new file; applying
+that journal to the repository).
 
 ``--large N`` runs N repositories too and reports how each figure grew. ``--ray``
 repeats the default size on a two-node Ray cluster started here (``ray start`` twice,
@@ -152,27 +153,34 @@ def local_figures(tmp: Path, count: int, jobs: int) -> dict[str, Any]:
 
 def machinery_figures(tmp: Path) -> dict[str, Any]:
     """In this process, on one generated repository: what the all-or-nothing machinery
-    adds to each repository's run (its copy, the journal, an unchanged diff)."""
-    from codemode.batch import changes, diff_text
+    adds to each repository's run (its copy, the journal and its diff, applying it)."""
+    from codemode.batch import applying, changes, diff_text
     from codemode.batch.workcopy import make_copy
 
     root = tmp / "machinery"
     make_repos(root / "repos", 1)
     repo = root / "repos" / "repo-0000"
-    copies, journals = [], []
+    copies, journals, applies = [], [], []
     for i in range(20):
         work = root / f"work{i}"
         started = time.perf_counter()
         make_copy(repo, work)
         copies.append(time.perf_counter() - started)
         (work / "README.md").write_text("changed\n")
+        (work / "src" / "new.txt").write_text("new\n")
         started = time.perf_counter()
         journal = changes.compute(repo, work)
         diff_text.render(repo, journal)
         journals.append(time.perf_counter() - started)
+        target = root / f"target{i}"  # the repository's twin, so each apply starts fresh
+        make_copy(repo, target)
+        started = time.perf_counter()
+        applying.apply(target, journal)
+        applies.append(time.perf_counter() - started)
     return {
         "copy_ms": round(statistics.median(copies) * 1000, 2),
         "journal_and_diff_ms": round(statistics.median(journals) * 1000, 2),
+        "apply_ms": round(statistics.median(applies) * 1000, 2),
     }
 
 

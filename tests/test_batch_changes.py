@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from test_batch import INTERPRETER, interp, read_report, report_lines
 
-from codemode.batch.changes import ApplyError, Change, apply, compute
+from codemode.batch.applying import apply
+from codemode.batch.changes import ApplyError, Change, compute
 
 GIT_ID = ["-c", "user.name=Test", "-c", "user.email=test@example.com"]
 

@@ -5,9 +5,8 @@ ran in (``work``, see ``workcopy.py``) and lists every file, symlink and directo
 differs: new contents as bytes, so binary files travel as they are. Each entry names
 what the repository held before (a SHA-256 of the file, or of a link's target), and
 ``apply`` refuses the whole journal when the repository no longer holds that (someone
-changed it while the batch ran). ``apply`` is all or nothing: every file it replaces or
-deletes is first renamed aside and kept until the end, so that a failure halfway (a
-full disk, a permission) puts each one back.
+changed it while the batch ran). ``applying.apply`` applies a journal all or nothing,
+a kill -9 of the driver included; ``check`` refuses one that leaves the repository.
 
 VCS metadata (``.git``, ``.hg``, ...) is never part of a journal: what a script does to
 its copy's ``.git`` (an index, a commit) stays in the copy.
@@ -18,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -150,130 +148,38 @@ def changed_files(changes: list[Change]) -> list[str]:
 # --- applying -----------------------------------------------------------------------
 
 
-def _check_path(root: Path, rel: str) -> Path:
-    """``root / rel``, refusing a path that leaves the repository or enters VCS
-    metadata (a journal from a Ray worker is checked like any input)."""
+def _check_path(rel: str) -> None:
+    """Refuse a path that leaves the repository or enters VCS metadata (a journal from
+    a Ray worker is checked like any input)."""
     pure = PurePosixPath(rel)
     if pure.is_absolute() or not pure.parts or any(p in ("..", ".", "") for p in pure.parts):
         raise ApplyError(f"refusing the path {rel!r}")
     if any(part in VCS_DIRS for part in pure.parts):
         raise ApplyError(f"refusing a change inside VCS metadata: {rel}")
-    target = root.joinpath(*pure.parts)
-    parent = target.parent.resolve()
-    if parent != root and root not in parent.parents:
-        raise ApplyError(f"refusing {rel}: its folder leads outside the repository")
-    return target
 
 
-class _Undo:
-    """The steps taken so far, undone in reverse on failure."""
-
-    def __init__(self) -> None:
-        self.steps: list[tuple[str, Path, Path | None]] = []
-
-    def rollback(self) -> None:
-        for action, path, backup in reversed(self.steps):
-            try:
-                if action == "moved-away" and backup is not None:
-                    if path.is_dir() and not path.is_symlink():
-                        path.rmdir()
-                    elif os.path.lexists(path):
-                        path.unlink()
-                    os.replace(backup, path)
-                elif action == "created":
-                    if path.is_dir() and not path.is_symlink():
-                        path.rmdir()
-                    elif os.path.lexists(path):
-                        path.unlink()
-                elif action == "removed-dir":
-                    path.mkdir(exist_ok=True)
-            except OSError:
-                continue
-
-    def discard_backups(self) -> None:
-        for action, _path, backup in self.steps:
-            if action == "moved-away" and backup is not None:
-                try:
-                    backup.unlink()
-                except OSError:
-                    continue
+def _check_link(change: Change, root: Path) -> None:
+    """Refuse a symlink whose target leads outside the repository: in the repository it
+    would be a door to the user's files (a script's copy lives elsewhere, so no link a
+    script needs points out of it)."""
+    target = os.fsdecode(change.data)
+    if target.startswith("/"):
+        norm = os.path.normpath(target)
+        inside = norm == str(root) or norm.startswith(f"{root}/")
+    else:
+        where = os.path.normpath(os.path.join(os.path.dirname(change.path), target))
+        inside = where != ".." and not where.startswith("../")
+    if not inside:
+        raise ApplyError(
+            f"refusing {change.path}: a symlink that leads outside the repository (-> {target})"
+        )
 
 
-def apply(root: Path, changes: list[Change]) -> None:
-    """Apply ``changes`` to the repository at ``root``, all or nothing."""
+def check(root: Path, changes: list[Change]) -> None:
+    """Refuse (ApplyError) a journal with a path outside the repository or in VCS
+    metadata, or a symlink leading outside it; nothing is read or written."""
     root = root.resolve()
-    targets = [(change, _check_path(root, change.path)) for change in changes]
-    for change, target in targets:
-        if change.kind in ("file", "symlink", "deleted") and fingerprint(target) != change.base:
-            raise ApplyError(f"{change.path} changed in the repository while the batch ran")
-    undo = _Undo()
-    try:
-        for change, target in targets:
-            # Again now: an earlier entry may have made a folder on the way a symlink.
-            _check_path(root, change.path)
-            _apply_one(change, target, undo)
-    except BaseException as exc:
-        undo.rollback()
-        if isinstance(exc, ApplyError):
-            raise
-        if isinstance(exc, OSError):
-            raise ApplyError(f"cannot apply the changes: {exc}") from None
-        raise
-    undo.discard_backups()
-
-
-def _backup_name(target: Path) -> Path:
-    return target.with_name(f".{target.name}.codemode-{os.getpid()}-bak")
-
-
-def _apply_one(change: Change, target: Path, undo: _Undo) -> None:
-    if change.kind == "rmdir":
-        if target.is_dir() and not target.is_symlink():
-            try:
-                target.rmdir()
-            except OSError:
-                return  # not empty: it holds files the script never saw (ignored ones)
-            undo.steps.append(("removed-dir", target, None))
-        return
-    if change.kind == "mkdir":
-        if not target.is_dir():
-            target.mkdir()
-            undo.steps.append(("created", target, None))
-        return
-    mode = 0o666 & ~_umask()
-    if os.path.lexists(target):
-        st = target.lstat()
-        if stat.S_ISREG(st.st_mode):
-            mode = stat.S_IMODE(st.st_mode)
-        backup = _backup_name(target)
-        os.replace(target, backup)
-        undo.steps.append(("moved-away", target, backup))
-    if change.kind == "deleted":
-        return
-    for parent in reversed(list(_missing_parents(target))):
-        parent.mkdir()
-        undo.steps.append(("created", parent, None))
-    if change.kind == "symlink":
-        os.symlink(os.fsdecode(change.data), target)
-        undo.steps.append(("created", target, None))
-        return
-    staged = target.with_name(f".{target.name}.codemode-{os.getpid()}-new")
-    with open(staged, "wb") as out:
-        out.write(change.data)
-    executable = (mode & 0o444) >> 2  # x wherever r is, as git checks files out
-    os.chmod(staged, (mode | executable) if change.executable else (mode & ~0o111))
-    os.replace(staged, target)
-    undo.steps.append(("created", target, None))
-
-
-def _missing_parents(target: Path) -> Iterator[Path]:
-    parent = target.parent
-    while not parent.exists():
-        yield parent
-        parent = parent.parent
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+    for change in changes:
+        _check_path(change.path)
+        if change.kind == "symlink":
+            _check_link(change, root)

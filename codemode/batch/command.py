@@ -142,7 +142,12 @@ def run_batch_command(
         agent=agent,
         total_token_budget=total_token_budget,
     )
-    return run_batch(source, options)
+    from codemode.batch.report import ReportUnwritable
+
+    try:
+        return run_batch(source, options)
+    except ReportUnwritable as exc:  # a report path that is a link, say: a usage error
+        raise BatchUsageError(str(exc)) from None
 
 
 def _filters(selection: dict[str, Any]) -> Any:

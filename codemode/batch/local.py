@@ -77,7 +77,12 @@ def _run_pool(
         while (todo and not stop()) or in_flight:
             while todo and len(in_flight) < jobs and not stop():
                 task = todo.popleft()
-                in_flight[_submit(pool, task)] = task
+                try:
+                    in_flight[_submit(pool, task)] = task
+                except BrokenProcessPool:
+                    # A worker died since the last wait: this task never started.
+                    todo.appendleft(task)
+                    return list(in_flight.values())
             done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
             broken = False
             for future in done:

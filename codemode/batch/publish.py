@@ -21,7 +21,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from codemode.batch.changes import Change, apply
+from codemode.batch.applying import apply
+from codemode.batch.changes import Change, check
 
 # Options that keep git from starting programs the repository's config names.
 SAFE_GIT = (
@@ -83,9 +84,10 @@ def _git(repo: Path, *args: str, env: dict[str, str] | None = None, data: bytes 
 def publish(repo: Path, journal: list[Change], options: PublishOptions) -> Published:
     """Commit ``journal`` on a new branch, push it if asked, then apply it to the
     working copy and switch to the branch. Raises PublishError (nothing changed) or
-    ``changes.ApplyError``."""
+    ``changes.ApplyError`` (a journal ``changes.check`` refuses: before anything)."""
     if not (repo / ".git").exists():
         raise PublishError("not a git repository: --branch needs one")
+    check(repo, journal)  # before a commit or a push carries what apply would refuse
     ref = f"refs/heads/{options.branch}"
     _git(repo, "check-ref-format", ref)
     head = _git(repo, "rev-parse", "--verify", "HEAD^{commit}")

@@ -10,7 +10,9 @@ value, error and diff capped, head and tail kept) and always valid JSON.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any, TextIO
@@ -18,6 +20,10 @@ from typing import Any, TextIO
 from pydantic import BaseModel, Field, ValidationError
 
 from codemode.batch.models import RepoResult
+
+
+class ReportUnwritable(OSError):
+    """The report file cannot be opened for writing (the message says why)."""
 
 
 class RunHeader(BaseModel):
@@ -71,8 +77,17 @@ class ReportWriter:
         self._start = 0
 
     def __enter__(self) -> ReportWriter:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.path.open("a" if self.append else "w", encoding="utf-8")
+        # A symlink at the report's name is refused, not written through: the report may
+        # sit where a script's changes were applied (inside a repository of the run).
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        flags |= os.O_APPEND if self.append else os.O_TRUNC
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, flags, 0o666)
+        except OSError as exc:
+            why = "it is a symlink" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
+            raise ReportUnwritable(f"cannot write the report {self.path}: {why}") from None
+        self._file = os.fdopen(fd, "a" if self.append else "w", encoding="utf-8")
         self._start = self._file.tell()
         if self.header is not None:
             self._file.write(self.header.model_dump_json(exclude_none=True) + "\n")
@@ -90,12 +105,12 @@ class ReportWriter:
         started): a new file is deleted, an appended one cut back."""
         if self._file is None or self.written:
             return
-        self._file.close()
+        self._file.flush()
         if self.append and self._start:
-            with self.path.open("r+b") as file:
-                file.truncate(self._start)
+            os.ftruncate(self._file.fileno(), self._start)  # on its own descriptor
         else:
             self.path.unlink(missing_ok=True)
+        self._file.close()
         self._file = None
 
     def __exit__(self, *exc: object) -> None:

@@ -3,7 +3,7 @@
 The driver (this process) writes the report's header, a ``skipped`` line for every
 argument that named no repository, then hands the repositories to a backend. As each
 result comes back it is *settled* here: a successful run's journal is applied to the
-repository all or nothing (``changes.apply``), and with ``--branch`` published
+repository all or nothing (``applying.apply``), and with ``--branch`` published
 (``publish.py``); a failure at either step fails that repository and leaves it as it
 was. Then the result is reported and counted.
 """
@@ -187,7 +187,8 @@ def settle(result: RepoResult, options: BatchOptions) -> None:
     if not result.changed_files and options.publish is None:
         result.rolled_back = False
         return
-    from codemode.batch.changes import ApplyError, apply
+    from codemode.batch.applying import apply
+    from codemode.batch.changes import ApplyError
 
     repo = Path(result.repository)
     try:

@@ -25,7 +25,10 @@ _lock = threading.Lock()
 
 def _remover() -> None:
     while (path := _queue.get()) is not None:
-        shutil.rmtree(path, ignore_errors=True)
+        # A script shaped the folder: only a removal that walks it by descriptor, never
+        # following a link it planted, may run (on Linux rmtree is one).
+        if shutil.rmtree.avoids_symlink_attacks:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def finish_removing() -> None:

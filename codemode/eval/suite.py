@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +43,11 @@ class Task:
         return cls(folder.name, folder, prompt, answer, module.verify)
 
     def setup(self, root: Path) -> None:
-        shutil.copytree(self.folder / "setup", root, dirs_exist_ok=True)
+        # Through the host's writer: a symlink in the suite's folder is copied as a link,
+        # never followed (a suite could otherwise pull any file of the user's in).
+        from codemode.tools.fs.writer import Writer
+
+        Writer(root).copy_in(self.folder / "setup")
 
     def classic(self) -> list[dict[str, Any]]:
         """One model step per tool call (claude-code's tool names), then the answer."""

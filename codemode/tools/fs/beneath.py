@@ -321,9 +321,33 @@ def write_atomic(
     return old is None
 
 
-def unlink(spot: Spot) -> None:
-    """Remove the spot's entry (a symlink itself, never its target)."""
-    os.unlink(spot.name, dir_fd=spot.parent)
+def unlink(spot: Spot, name: str | None = None) -> None:
+    """Remove the spot's entry (a symlink itself, never its target); ``name``: another
+    entry of the same held folder (a temporary file beside it)."""
+    os.unlink(spot.name if name is None else name, dir_fd=spot.parent)
+
+
+def symlink(spot: Spot, target: str) -> None:
+    """Create the symlink ``target`` at the spot (nothing may be there)."""
+    os.symlink(target, spot.name, dir_fd=spot.parent)
+
+
+def symlink_atomic(spot: Spot, target: str, tag: str) -> None:
+    """Replace whatever entry is at the spot (a folder excepted) with the symlink
+    ``target``: made at the temporary name ``tmp_name`` gives, then renamed over it."""
+    tmp = tmp_name(spot.name, tag)
+    os.symlink(target, tmp, dir_fd=spot.parent)
+    try:
+        os.rename(tmp, spot.name, src_dir_fd=spot.parent, dst_dir_fd=spot.parent)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=spot.parent)
+        raise
+
+
+def mkdir(spot: Spot, mode: int = 0o777) -> None:
+    """Create a folder at the spot (nothing may be there)."""
+    os.mkdir(spot.name, mode, dir_fd=spot.parent)
 
 
 def rmdir(spot: Spot) -> None:

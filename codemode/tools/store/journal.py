@@ -42,7 +42,17 @@ from pathlib import Path
 
 from codemode.locations.config_file import codemode_home
 from codemode.tool_terms.errors import ToolError
-from codemode.tools.fs.beneath import Missing, Spot, Tree, rmdir, tmp_name, unlink, write_atomic
+from codemode.tools.fs.beneath import (
+    Missing,
+    Spot,
+    Tree,
+    mkdir,
+    rmdir,
+    symlink,
+    tmp_name,
+    unlink,
+    write_atomic,
+)
 from codemode.tools.fs.reading import NotRegular, TooBig, read_spot
 from codemode.tools.store import MAX_READ_BYTES
 from codemode.tools.store.journal_format import BadJournal, Entry, decode, encode
@@ -129,6 +139,12 @@ def begin(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry], tag:
         log.info("no patch journal (%s): an interrupted write cannot be rolled back", exc)
         return Recording(None, -1)
     return Recording(final, fd)
+
+
+def link_after(target: str) -> str:
+    """An entry's ``after`` for a write that leaves a symlink to ``target`` (a batch
+    journal's link): a SHA-256 that no file's content is taken for."""
+    return hashlib.sha256(b"\0symlink\0" + os.fsencode(target)).hexdigest()
 
 
 def new_tag() -> str:
@@ -251,23 +267,25 @@ def _undo(tree: Tree, entry: Entry) -> str:
         for folder in entry.parent_dirs:
             with tree.locate(folder, follow_last=False) as above:
                 if above.lstat() is None:
-                    os.mkdir(above.name, dir_fd=above.parent)
+                    mkdir(above)
         spot = tree.locate(entry.path, follow_last=False)
     with spot:
         if entry.tmp is not None:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(entry.tmp, dir_fd=spot.parent)
+                unlink(spot, entry.tmp)
         if entry.unknown:
             return "done"
         state = _state(spot)
         if _matches_before(state, entry):
             return "unchanged"
-        if state != ("file", entry.after) and not (state is None and entry.after is None):
+        is_after = state == ("file", entry.after) or (state is None and entry.after is None)
+        if not is_after and not (state is not None and state[0] == "link" and entry.after
+                                 == link_after(state[1])):  # fmt: skip
             return "conflict"
         if entry.before_link is not None:
             if state is not None:
                 unlink(spot)
-            os.symlink(entry.before_link, spot.name, dir_fd=spot.parent)
+            symlink(spot, entry.before_link)
         elif entry.before is None:
             unlink(spot)
         else:
@@ -309,6 +327,7 @@ __all__ = [
     "Entry",
     "Recording",
     "begin",
+    "link_after",
     "missing_dirs",
     "new_tag",
     "recover",
