@@ -17,8 +17,11 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from codemode.locations import launcher
 
 # Bytes kept of a hook's stdout, and of its stderr.
 OUTPUT_CAP = 1 << 20
@@ -57,11 +60,16 @@ async def run_command(
     cwd: Path,
     env: dict[str, str],
     timeout_s: float,
+    trusted: Mapping[str, str] | None = None,
 ) -> ProcessResult:
+    """Run one hook command. ``trusted``: the digests the person accepted for the files
+    it names that a command could have written; the launcher refuses any other such file
+    (and a program found in such a folder) before anything starts."""
     started = time.perf_counter()
     try:
-        proc = subprocess.Popen(
+        proc = launcher.popen(
             argv_for(command),
+            trusted=trusted,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -75,6 +83,9 @@ async def run_command(
             error=f"cannot start it: {exc.strerror or exc}",
             duration_ms=_ms(started),
         )
+    except launcher.LaunchRefused as exc:
+        return ProcessResult(exit_code=None, error=f"not started: {exc}",
+                             duration_ms=_ms(started))
     # Driven from the event loop by its file descriptors (a pidfd says when it exits):
     # no thread, and its exit is seen even while a child it left holds its output.
     watch = _Watch(proc, stdin)
