@@ -118,3 +118,23 @@ def test_a_hook_stopped_at_its_timeout_takes_its_setsid_children_along(tmp_path:
     if alive:
         os.kill(child, 9)
     assert not alive, "the setsid child outlived the hook's timeout"
+
+
+def test_a_setsid_child_left_holding_a_hooks_output_is_stopped(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    leave = script(tmp_path, "leave.sh", (
+        "#!/bin/sh\n"
+        f"setsid sh -c 'sleep 300 & echo $! > {pids}' &\n"
+        "sleep 0.3\necho '{}'\n"))
+    started = time.monotonic()
+    done = asyncio.run(run_command(str(leave), b"", cwd=tmp_path, env=dict(os.environ),
+                                   timeout_s=120))
+    assert done.exit_code == 0 and time.monotonic() - started < 30
+    child = int(pids.read_text())
+    deadline = time.monotonic() + 10
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alive = _alive(child)
+    if alive:
+        os.kill(child, 9)
+    assert not alive, "the setsid child holding the hook's output was left running"
