@@ -81,15 +81,15 @@ async def run_command(
             env=env,
             start_new_session=True,  # its own process group: stopped whole
         )
+    except launcher.LaunchRefused as exc:
+        return ProcessResult(exit_code=None, error=f"not started: {exc}",
+                             duration_ms=_ms(started))
     except OSError as exc:
         return ProcessResult(
             exit_code=None,
             error=f"cannot start it: {exc.strerror or exc}",
             duration_ms=_ms(started),
         )
-    except launcher.LaunchRefused as exc:
-        return ProcessResult(exit_code=None, error=f"not started: {exc}",
-                             duration_ms=_ms(started))
     # Driven from the event loop by its file descriptors (a pidfd says when it exits):
     # no thread, and its exit is seen even while a child it left holds its output.
     watch = _Watch(proc, stdin)

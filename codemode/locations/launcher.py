@@ -40,9 +40,10 @@ from codemode.locations.host_programs import host_program, writable_root_of, wri
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh"})
 
 
-class LaunchRefused(Exception):
+class LaunchRefused(OSError):
     """A program, or a file its command line names, lies where a confined command could
-    have written it (or cannot be found outside such places)."""
+    have written it (or cannot be found outside such places). An ``OSError``: to a
+    caller, a program that may not start is one that cannot."""
 
 
 def resolve(

@@ -227,11 +227,13 @@ async def _diff(app: App, arg: str) -> None:
 
 async def _git(app: App, *args: str) -> str | None:
     # hardened: a program may have planted config, hooks or attributes that run commands
+    from codemode.locations import launcher
     from codemode.sandbox.git.host_git import git_argv, git_env
 
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *git_argv(*args),
+        proc = await launcher.start(
+            git_argv(*args),
+            names_files=False,  # (paths and refs: data)
             cwd=app.cwd,
             env=git_env(),
             stdin=asyncio.subprocess.DEVNULL,
