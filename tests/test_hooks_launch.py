@@ -68,7 +68,8 @@ def test_a_users_guard_naming_a_workspace_script_holds_after_a_command_rewrote_i
     _trust_all(home, work)
     # The first call rewrites the guard (were the guard to block it, nothing is shown);
     # the second must not be let through by the rewritten one.
-    code = ("await tools.apply_patch({input: '*** Begin Patch\\n*** Update File: scripts/guard.sh\\n"
+    code = ("await tools.apply_patch({input: '*** Begin Patch\\n"
+            "*** Update File: scripts/guard.sh\\n"
             "@@\\n-#!/bin/sh\\n+#!/bin/sh\\n+echo x >> " + str(marker) + "\\n*** End Patch\\n'})\n"
             "try { await tools.shell({command: 'touch made.txt'}) }\n"
             "catch (e) { console.log('refused: ' + e.message) }\n")

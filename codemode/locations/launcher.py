@@ -80,7 +80,7 @@ def named_files(argv: Sequence[str], cwd: str | Path | None = None) -> list[str]
             words += _shell_words(word)
     found: list[str] = []
     for word in words:
-        if not word or word.startswith("-") and "=" not in word:
+        if not word or (word.startswith("-") and "=" not in word):
             continue
         candidate = os.path.expanduser(word)
         full = candidate if os.path.isabs(candidate) else str(base / candidate)

@@ -92,10 +92,8 @@ def exempt() -> tuple[str, ...]:
 
 
 def _exempt_set() -> set[str]:
-    import codemode
-
-    places = [codemode_home(), cache_home(), Path(sys.prefix), Path(sys.base_prefix),
-              Path(codemode.__file__).parent]
+    package = Path(__file__).resolve().parents[1]  # the codemode package
+    places = [codemode_home(), cache_home(), Path(sys.prefix), Path(sys.base_prefix), package]
     return {os.path.realpath(p) for p in places}
 
 
