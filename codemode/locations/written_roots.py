@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import sys
 import threading
@@ -35,6 +36,8 @@ _COMPACT_BYTES = 256 * 1024
 _lock = threading.Lock()
 # path of the record -> (its identity when read, the roots it held)
 _read_cache: dict[str, tuple[tuple[int, int, int], tuple[str, ...]]] = {}
+# path of the record -> roots this process has recorded there (or found recorded)
+_noted: dict[str, set[str]] = {}
 
 
 def record_path() -> Path:
@@ -45,11 +48,15 @@ def record(roots: Iterable[str]) -> None:
     """Note ``roots`` (real paths) as written by commands, from now on for good. A
     failure to write is not fatal to the session: the live registry still covers it."""
     path = record_path()
-    new = [r for r in roots if r and r != "/" and r not in _exempt_set()]
-    if not new:
-        return
+    done = _noted.setdefault(str(path), set())
+    roots = [r for r in roots if r not in done]
+    if not roots:
+        return  # (the common case: a session registering again, or another of this process)
+    exempt = _exempt_set(str(codemode_home()), str(cache_home()))
+    new = [r for r in roots if r and r != "/" and r not in exempt and os.path.isdir(r)]
     known = set(recorded())
     missing = [r for r in dict.fromkeys(new) if r not in known and "\n" not in r]
+    done.update(r for r in roots if r not in missing)
     if not missing:
         return
     with contextlib.suppress(OSError):
@@ -57,6 +64,7 @@ def record(roots: Iterable[str]) -> None:
         fd = _open_locked(path)
         try:
             os.write(fd, "".join(r + "\n" for r in missing).encode("utf-8", "surrogateescape"))
+            done.update(missing)
             if os.fstat(fd).st_size > _COMPACT_BYTES:
                 _compact(path)
         finally:
@@ -88,13 +96,14 @@ def recorded() -> tuple[str, ...]:
 
 def exempt() -> tuple[str, ...]:
     """codemode's own state and installation: read-only to every command it runs."""
-    return tuple(sorted(_exempt_set()))
+    return tuple(sorted(_exempt_set(str(codemode_home()), str(cache_home()))))
 
 
-def _exempt_set() -> set[str]:
+@functools.lru_cache(maxsize=8)
+def _exempt_set(home: str, cache: str) -> frozenset[str]:
     package = Path(__file__).resolve().parents[1]  # the codemode package
-    places = [codemode_home(), cache_home(), Path(sys.prefix), Path(sys.base_prefix), package]
-    return {os.path.realpath(p) for p in places}
+    places = [home, cache, sys.prefix, sys.base_prefix, package]
+    return frozenset(os.path.realpath(p) for p in places)
 
 
 def _open_locked(path: Path) -> int:
