@@ -98,7 +98,12 @@ def host_program(name: str, path: str | None = None) -> str | None:
     ``name`` with a slash must be absolute and outside them itself. ``path`` defaults to
     ``$PATH``."""
     search = os.environ.get("PATH", "") if path is None else path
-    return _lookup(name, search, writable_roots())
+    roots = writable_roots()
+    found = _lookup(name, search, roots)
+    if found is not None and not _runnable(found):  # removed since it was looked up
+        _lookup.cache_clear()
+        found = _lookup(name, search, roots)
+    return found
 
 
 @functools.lru_cache(maxsize=64)
