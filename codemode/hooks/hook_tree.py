@@ -20,18 +20,19 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 # Passes of the kill walk before giving up on a tree that keeps forking faster.
 _PASSES = 100
 
 
-def start_argv(argv: Sequence[str]) -> list[str]:
-    """``argv`` started through the subreaper helper, when one is available."""
+def helper() -> list[str]:
+    """What to put in front of a hook's argv: the subreaper helper, when one is
+    available (else nothing: the walk still finds descendants whose parent lives)."""
     from codemode.sandbox.helpers import compiled
 
-    helper = compiled.path("subreaper.c")
-    return [helper, *argv] if helper else list(argv)
+    found = compiled.path("subreaper.c")
+    return [found] if found else []
 
 
 def stop_tree(pid: int) -> None:

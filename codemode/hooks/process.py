@@ -69,11 +69,10 @@ async def run_command(
     (and a program found in such a folder) before anything starts."""
     started = time.perf_counter()
     try:
-        checked = launcher.resolve(argv_for(command), cwd=cwd, trusted=trusted,
-                                   path=env.get("PATH"))
         proc = launcher.popen(
-            hook_tree.start_argv(checked),
-            names_files=False,  # (checked above, before the helper was put in front)
+            argv_for(command),
+            trusted=trusted,
+            prefix=hook_tree.helper(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -27,6 +27,7 @@ callers keep those out where they can (git's config, ``-I`` for Python).
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import os
 import shlex
@@ -103,12 +104,15 @@ def safe_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     every folder a command could have written."""
     out = dict(os.environ if env is None else env)
     if "PATH" in out:
-        roots = writable_roots()
-        out["PATH"] = os.pathsep.join(
-            e for e in out["PATH"].split(os.pathsep)
-            if e and os.path.isabs(e) and writable_root_of(e, roots) is None
-        )
+        out["PATH"] = _safe_path(out["PATH"], writable_roots())
     return out
+
+
+@functools.lru_cache(maxsize=32)
+def _safe_path(path: str, roots: tuple[str, ...]) -> str:
+    # (cached: hooks start around every tool call, with the same PATH each time)
+    return os.pathsep.join(e for e in path.split(os.pathsep)
+                           if e and os.path.isabs(e) and writable_root_of(e, roots) is None)
 
 
 def run(argv: Sequence[str], *, cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
@@ -123,11 +127,14 @@ def run(argv: Sequence[str], *, cwd: str | Path | None = None, env: Mapping[str,
 
 def popen(argv: Sequence[str], *, cwd: str | Path | None = None,
           env: Mapping[str, str] | None = None, names_files: bool = True,
-          trusted: Mapping[str, str] | None = None, **kwargs: Any) -> subprocess.Popen[Any]:
-    """``subprocess.Popen`` of the checked ``argv``."""
+          trusted: Mapping[str, str] | None = None, prefix: Sequence[str] = (),
+          **kwargs: Any) -> subprocess.Popen[Any]:
+    """``subprocess.Popen`` of the checked ``argv``; ``prefix``: codemode's own program
+    that starts it (the subreaper helper, from its protected cache), put in front once
+    ``argv`` passed."""
     checked = resolve(argv, cwd=cwd, names_files=names_files, trusted=trusted,
                       path=(env or os.environ).get("PATH"))
-    return subprocess.Popen(checked, cwd=cwd, env=safe_env(env), **kwargs)
+    return subprocess.Popen([*prefix, *checked], cwd=cwd, env=safe_env(env), **kwargs)
 
 
 async def start(argv: Sequence[str], *, cwd: str | Path | None = None,

@@ -96,13 +96,21 @@ def recorded() -> tuple[str, ...]:
 
 def exempt() -> tuple[str, ...]:
     """codemode's own state and installation: read-only to every command it runs."""
+    key = (os.environ.get("CODEMODE_HOME"), os.environ.get("CODEMODE_CACHE"),
+           os.environ.get("XDG_CACHE_HOME"), os.environ.get("HOME"))
+    return _exempt_sorted(key)
+
+
+@functools.lru_cache(maxsize=8)
+def _exempt_sorted(key: tuple[str | None, ...]) -> tuple[str, ...]:
+    # keyed by what the folders are computed from: the answer is asked for each check
     return tuple(sorted(_exempt_set(str(codemode_home()), str(cache_home()))))
 
 
 @functools.lru_cache(maxsize=8)
 def _exempt_set(home: str, cache: str) -> frozenset[str]:
     package = Path(__file__).resolve().parents[1]  # the codemode package
-    places = [home, cache, sys.prefix, sys.base_prefix, package]
+    places: list[str | Path] = [home, cache, sys.prefix, sys.base_prefix, package]
     return frozenset(os.path.realpath(p) for p in places)
 
 
