@@ -10,12 +10,15 @@ import time
 from pathlib import Path
 
 import pytest
+from confinement_support import give, run_shell, shared_dir, skip_unless
 from hooks_support import hooks_table, run_session, script, write_hooks
 from test_hooks_containment import _alive
 
 from codemode.hooks.discovery import discover
 from codemode.hooks.process import run_command
 from codemode.hooks.trust import TrustStore
+
+__all__ = ["shared_dir"]  # a fixture
 
 
 @pytest.fixture(autouse=True)
@@ -54,6 +57,47 @@ def test_a_trusted_project_hook_does_not_run_its_script_once_a_command_rewrote_i
     assert "evil" not in ran, "the hook ran what the command wrote"
     said = " ".join(run.notices()) + str(run.events)
     assert "fmt.sh" in said and "changed since it was trusted" in said, said
+
+
+def test_a_script_an_unprivileged_confined_command_rewrote_is_not_run(
+    shared_dir: Path, user: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As root and as nobody: the command that rewrites the trusted hook's script runs
+    confined (bubblewrap or Landlock, as that user); the next session does not run the
+    hook, and one that started before the rewrite refuses it at its next start."""
+    skip_unless(user)
+    from codemode.hooks.engine import HookEngine, SessionFacts
+    from codemode.hooks.loading import load_hooks
+
+    ws, home = shared_dir / "ws", shared_dir / "codemode-home"
+    (ws / "scripts").mkdir(parents=True)
+    home.mkdir()
+    monkeypatch.setenv("CODEMODE_HOME", str(home))
+    marker = shared_dir / "evil-ran"
+    (ws / "scripts" / "fmt.sh").write_text("exit 0\n")
+    write_hooks(ws / ".codemode" / "hooks.json",
+                hooks_table("PostToolUse", "sh scripts/fmt.sh", "Bash|shell"))
+    _trust_all(home, ws)
+    before = load_hooks(ws, home)  # a session started before the rewrite
+    assert before.engine is not None and [h.command for h in before.engine.hooks] == [
+        "sh scripts/fmt.sh"]
+    give(ws, user)
+    give(home, user)
+    result = run_shell(user, ws, f"printf 'touch {marker}\\n' > scripts/fmt.sh",
+                       sandbox_mode="workspace-write")
+    assert "touch" in (ws / "scripts" / "fmt.sh").read_text(), result
+    later = load_hooks(ws, home)
+    assert later.engine is not None and later.engine.hooks == []
+    assert any("fmt.sh" in n and "interpreter hooks trust" in n for n in later.notices), \
+        later.notices
+    fields = {"tool_name": "Bash", "tool_input": {"command": "x"}, "tool_response": {}}
+    for engine in (before.engine, later.engine):
+        asyncio.run(engine.fire("PostToolUse", fields, ("Bash", "shell")))
+    assert not marker.exists(), "the rewritten script ran as a trusted hook"
+    # The same check holds for an engine given no digests at all (as ToolHost may be).
+    bare = HookEngine(before.engine.hooks, SessionFacts(cwd=ws))
+    asyncio.run(bare.fire("PostToolUse", fields, ("Bash", "shell")))
+    assert not marker.exists()
 
 
 def test_a_users_guard_naming_a_workspace_script_holds_after_a_command_rewrote_it(
