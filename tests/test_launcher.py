@@ -181,3 +181,27 @@ def test_push_runs_no_program_the_repositorys_config_names(tmp_path: Path, key: 
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
     assert (repo / "v.txt").read_text() == "1\n"
     assert proc.returncode == 1, proc.stderr
+
+
+def test_diff_runs_no_filter_the_repositorys_config_names(tmp_path: Path) -> None:
+    """/diff runs git on the host: a clean filter the repository's own config defines
+    (``git diff HEAD`` would run it on every changed file) makes it decline instead."""
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from codemode.tui.commands import COMMANDS
+
+    marker = tmp_path / "filter-ran"
+    repo = make_repo(tmp_path / "repo", {"v.txt": "1\n", ".gitattributes": "* filter=x\n"})
+    git(repo, "config", "filter.x.clean", f"sh -c 'touch {marker}; cat'")
+    (repo / "v.txt").write_text("2\n")
+    out = io.StringIO()
+    app = SimpleNamespace(cwd=repo, console=Console(file=out, width=200),
+                          renderer=SimpleNamespace(flush_streams=lambda: None),
+                          snapshots=SimpleNamespace(turns=[]))
+    asyncio.run(COMMANDS["/diff"].run(app, ""))  # type: ignore[arg-type]
+    assert not marker.exists(), "git ran the repository's clean filter"
+    said = out.getvalue()
+    assert "filter.x.clean" in said and "does not run git here" in said, said

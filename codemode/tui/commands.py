@@ -10,6 +10,7 @@ import asyncio
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -210,6 +211,15 @@ async def _diff(app: App, arg: str) -> None:
             _say(app, "not a git repository; files changed by this session's turns:")
             for path in paths:
                 _say(app, f"  {path}")
+        return
+    # A setting of the repository's own that names a program (a clean filter runs for
+    # `git diff HEAD`; so might a key git adds later) makes /diff decline, by name.
+    from codemode.sandbox.git.repo_config import RepoConfigRefused, check
+
+    try:
+        await asyncio.to_thread(check, Path(app.cwd))
+    except RepoConfigRefused as exc:
+        _say(app, f"/diff does not run git here: {exc}")
         return
     diff = await _git(app, "diff", "--no-color", "HEAD") or ""
     if not diff.strip():
