@@ -183,3 +183,21 @@ def test_a_setsid_child_left_holding_a_hooks_output_is_stopped(tmp_path: Path) -
     if alive:
         os.kill(child, 9)
     assert not alive, "the setsid child holding the hook's output was left running"
+
+
+def test_a_users_own_hook_naming_a_workspace_script_waits_for_trust(
+    home: Path, work: Path, tmp_path: Path
+) -> None:
+    """The user wrote the line, not the file: a program (of an earlier session) may have
+    written scripts/start.sh, so it does not run until trusted with its content."""
+    marker = tmp_path / "ran"
+    (work / "scripts").mkdir()
+    (work / "scripts" / "start.sh").write_text(f"touch {marker}\n")
+    write_hooks(home / "hooks.json", hooks_table("SessionStart", "sh scripts/start.sh"))
+    run = run_session(home, work, [{"text": "ok"}])
+    assert not marker.exists()
+    said = [n for n in run.notices() if "start.sh" in n]
+    assert said and "never trusted" in said[0] and "interpreter hooks trust" in said[0], said
+    _trust_all(home, work)
+    run_session(home, work, [{"text": "ok"}])
+    assert marker.exists()  # trusted with its content: it runs

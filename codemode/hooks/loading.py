@@ -63,7 +63,7 @@ def load_hooks(
             running.append(hook)
             files[hook.key] = store.named(hook)
         elif state == "untrusted" and (changed := store.changed(hook)):
-            out.notices.append(_changed_notice(hook, changed))
+            out.notices.append(_changed_notice(hook, changed, store.has_files(hook)))
         elif state == "untrusted":
             skipped += 1
     if skipped:
@@ -83,13 +83,15 @@ def load_hooks(
     return out
 
 
-def _changed_notice(hook: HookDef, changed: list[str]) -> str:
+def _changed_notice(hook: HookDef, changed: list[str], was_trusted: bool) -> str:
     from codemode.terminal.control_chars import visible
 
+    what = ("which is not the content that was trusted" if was_trusted
+            else "whose content was never trusted")
     return visible(
         f"hook {hook.key} ({hook.describe()}) not run: it names {', '.join(changed)}, which "
-        "a command could have written and which is not the content that was trusted; check "
-        f"it, then `interpreter hooks trust {hook.key}`")
+        f"a command could have written and {what}; check it, then `interpreter hooks trust "
+        f"{hook.key}`")
 
 
 def permission_mode(approval_policy: str, sandbox_mode: str) -> str:

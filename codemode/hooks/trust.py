@@ -99,6 +99,10 @@ class TrustStore:
             return sorted(files)
         return sorted(f for f, d in files.items() if not d or recorded.get(f) != d)
 
+    def has_files(self, hook: HookDef) -> bool:
+        """Whether ``hook`` was trusted together with the content of its files."""
+        return isinstance(self._trusted.get(hook.key, {}).get("files"), dict)
+
     def trusted_files(self, hook: HookDef) -> dict[str, str]:
         """The digests the person accepted for ``hook``'s files (the launcher's
         ``trusted``)."""

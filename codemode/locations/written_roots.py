@@ -31,7 +31,7 @@ from codemode.locations.user_dirs import cache_home, codemode_home
 
 RECORD_FILE = "writable-roots"
 # The file is rewritten without the roots that no longer exist past this size.
-_COMPACT_BYTES = 256 * 1024
+_COMPACT_BYTES = 64 * 1024
 
 _lock = threading.Lock()
 # path of the record -> (its identity when read, the roots it held)
