@@ -201,3 +201,20 @@ def test_a_users_own_hook_naming_a_workspace_script_waits_for_trust(
     _trust_all(home, work)
     run_session(home, work, [{"text": "ok"}])
     assert marker.exists()  # trusted with its content: it runs
+
+
+def test_a_trusted_make_hook_stops_when_a_command_rewrites_the_makefile(
+    home: Path, work: Path, tmp_path: Path
+) -> None:
+    """No argument names the Makefile, but `make fmt` runs what it says: trusted with
+    the hook, and a rewrite stops it like a named script's."""
+    marker = tmp_path / "evil-ran"
+    (work / "Makefile").write_text("fmt:\n\t@true\n")
+    write_hooks(work / ".codemode" / "hooks.json",
+                hooks_table("PostToolUse", "make -s fmt", "Bash|shell"))
+    _trust_all(home, work)
+    rewrite = f"printf 'fmt:\\n\\ttouch {marker}\\n' > Makefile"
+    run = run_session(home, work, _shell_then(rewrite))
+    assert "touch" in (work / "Makefile").read_text()
+    assert not marker.exists(), "the hook ran the Makefile a command wrote"
+    assert "Makefile changed since it was trusted" in str(run.events)

@@ -8,9 +8,10 @@ user's full authority. Before it starts, ``resolve`` checks
   confined command of this or an earlier session could have written
   (``host_programs``, ``written_roots``); a path must lie outside them;
 - every file its command line names (``named_files``): an argument that is an existing
-  file (``./x``, ``scripts/fmt.sh``, ``--config=tools/c.json``), and the words of a
-  ``sh -c`` string. One inside such a folder is refused unless the caller vouches for
-  its content: ``trusted`` maps its real path to the sha256 the person accepted (hooks
+  file (``./x``, ``scripts/fmt.sh``, ``--config=tools/c.json``), the words of a
+  ``sh -c`` string, and the files a named build tool reads as what to run from its
+  working folder (``make``: the Makefile, ``npm``/``yarn``: package.json, ...). One
+  inside such a folder is refused unless the caller vouches for its content: ``trusted`` maps its real path to the sha256 the person accepted (hooks
   record it when trusted), and the file is hashed again just before the start.
   Callers whose arguments are data, not programs (git's refs and paths), pass
   ``names_files=False``;
@@ -39,6 +40,15 @@ from typing import Any
 from codemode.locations.host_programs import host_program, writable_root_of, writable_roots
 
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh"})
+# Files a program reads from its working folder as what to run, though no argument names
+# them: a hook `make fmt` runs the Makefile's recipe, `npm run lint` package.json's script.
+_IMPLIED = {
+    "make": ("Makefile", "makefile", "GNUmakefile"),
+    "npm": ("package.json",), "pnpm": ("package.json",), "yarn": ("package.json",),
+    "bun": ("package.json",), "just": ("justfile", "Justfile", ".justfile"),
+    "rake": ("Rakefile",), "tox": ("tox.ini",), "nox": ("noxfile.py",),
+    "task": ("Taskfile.yml", "Taskfile.yaml"),
+}  # fmt: skip
 
 
 class LaunchRefused(OSError):
@@ -80,6 +90,8 @@ def named_files(argv: Sequence[str], cwd: str | Path | None = None) -> list[str]
         if i == 2 and argv[1] == "-c" and os.path.basename(argv[0]) in _SHELLS:
             words += _shell_words(word)
     found: list[str] = []
+    for word in list(words):
+        words += _IMPLIED.get(os.path.basename(word), ())
     for word in words:
         if not word or (word.startswith("-") and "=" not in word):
             continue
