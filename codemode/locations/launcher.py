@@ -11,8 +11,9 @@ user's full authority. Before it starts, ``resolve`` checks
   file (``./x``, ``scripts/fmt.sh``, ``--config=tools/c.json``), the words of a
   ``sh -c`` string, and the files a named build tool reads as what to run from its
   working folder (``make``: the Makefile, ``npm``/``yarn``: package.json, ...). One
-  inside such a folder is refused unless the caller vouches for its content: ``trusted`` maps its real path to the sha256 the person accepted (hooks
-  record it when trusted), and the file is hashed again just before the start.
+  inside such a folder is refused unless the caller vouches for its content:
+  ``trusted`` maps its real path to the sha256 the person accepted (hooks record it
+  when trusted), and the file is hashed again just before the start.
   Callers whose arguments are data, not programs (git's refs and paths), pass
   ``names_files=False``;
 - ``PATH`` in the environment it gets: entries that are relative or lie in such a
