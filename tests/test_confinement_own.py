@@ -238,6 +238,7 @@ def test_host_programs_are_never_taken_from_a_writable_root(
     elsewhere.mkdir()
     os.symlink(ws / "bin" / "git", elsewhere / "git")  # a link outside leading in
     monkeypatch.setenv("PATH", f"bin:{ws}/bin:{elsewhere}:/usr/bin:/bin")
+    monkeypatch.setenv("CODEMODE_HOME", str(tmp_path / "home"))
     s = SandboxSession(ws)
     try:
         for name in ("git", "bwrap", "cc"):
@@ -246,8 +247,11 @@ def test_host_programs_are_never_taken_from_a_writable_root(
         assert not git_argv("status")[0].startswith(str(tmp_path))
     finally:
         s.close()
-    # once no session holds the folder, it is an ordinary PATH entry again
-    assert host_programs.host_program("git", f"{ws}/bin") == f"{ws}/bin/git"
+    # Once no session holds the folder, what its commands wrote is still there: it stays
+    # refused (recorded in the codemode home), in this process and in any later one.
+    assert host_programs.host_program("git", f"{ws}/bin") is None
+    recorded = (tmp_path / "home" / "writable-roots").read_text().splitlines()
+    assert str(ws.resolve()) in recorded
 
 
 def test_a_helper_that_keeps_capabilities_fails_the_probe(tmp_path: Path) -> None:

@@ -57,5 +57,7 @@ def refresh_hooks(
     from codemode.hooks.tool_calls import watch_approvals
 
     found = review(cwd, codemode_home(), config.hooks, config.hooks_from_other_agents)
-    engine.set_hooks([hook for hook, state in found.rows if state == "trusted"])
+    trusted = [hook for hook, state in found.rows if state == "trusted"]
+    assert found.store is not None
+    engine.set_hooks(trusted, {h.key: found.store.trusted_files(h) for h in trusted})
     watch_approvals(engine, sandbox)

@@ -2,7 +2,11 @@
 pull request: ``pull_request.py``).
 
 Done by the host's own git in the driver, after the run succeeded and never inside the
-sandbox. Git runs with hooks, fsmonitor and signing turned off, and the commit is built
+sandbox. Git is started through the launcher (never one a command planted), only in a
+repository whose config names no program (``sandbox.git.repo_config``: every setting of
+the repository's own files must be a known inert one, which holds for keys git adds
+later too), with no ``GIT_*`` variable from outside, and with hooks, fsmonitor, signing,
+pagers and helpers turned off on the command line as well. The commit is built
 from the journal's bytes with plumbing (``hash-object --no-filters``, a private index,
 ``commit-tree``), so no clean/smudge filter, hook or other config-driven program runs.
 Files git ignores are applied to the working copy but left out of the commit. Order:
@@ -14,24 +18,36 @@ so the repository is left on its own branch exactly as it was.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from codemode.batch import changes
 from codemode.batch.applying import apply
-from codemode.batch.changes import Change, check
+from codemode.batch.changes import Change
+from codemode.locations import launcher
+from codemode.sandbox.git.repo_config import RepoConfigRefused, clean_env
+from codemode.sandbox.git.repo_config import check as check_config
 
-# Options that keep git from starting programs the repository's config names.
+# Defence in depth: the settings known to start a program, off on the command line too
+# (``repo_config.check`` has already refused a repository that sets any of them).
 SAFE_GIT = (
     "git",
     "-c", "core.hooksPath=/dev/null",
     "-c", "core.fsmonitor=false",
     "-c", "commit.gpgSign=false",
+    "-c", "tag.gpgSign=false",
     "-c", "core.untrackedCache=false",
     "-c", "credential.helper=",
+    "-c", "core.askPass=",
+    "-c", "core.pager=cat",
+    "-c", "core.editor=false",
+    "-c", "core.alternateRefsCommand=",
+    "-c", "diff.external=",
+    "-c", "uploadpack.packObjectsHook=",
+    "-c", "protocol.ext.allow=never",
 )  # fmt: skip
 
 
@@ -68,11 +84,14 @@ def parse_author(author: str) -> tuple[str, str]:
 
 
 def _git(repo: Path, *args: str, env: dict[str, str] | None = None, data: bytes = b"") -> str:
-    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
+    full_env = clean_env()
     full_env.update(env or {})
-    proc = subprocess.run(
-        [*SAFE_GIT, *args], cwd=repo, input=data, capture_output=True, env=full_env, timeout=300
-    )
+    try:
+        # (git's arguments are refs, paths and messages: data, not programs)
+        proc = launcher.run([*SAFE_GIT, *args], cwd=repo, input=data, capture_output=True,
+                            env=full_env, timeout=300, names_files=False)
+    except (launcher.LaunchRefused, OSError, subprocess.TimeoutExpired) as exc:
+        raise PublishError(f"git {args[0]}: {exc}") from None
     if proc.returncode != 0:
         from codemode.terminal.control_chars import visible
 
@@ -87,7 +106,12 @@ def publish(repo: Path, journal: list[Change], options: PublishOptions) -> Publi
     ``changes.ApplyError`` (a journal ``changes.check`` refuses: before anything)."""
     if not (repo / ".git").exists():
         raise PublishError("not a git repository: --branch needs one")
-    check(repo, journal)  # before a commit or a push carries what apply would refuse
+    try:
+        check_config(repo)
+    except RepoConfigRefused as exc:
+        raise PublishError(str(exc)) from None
+    # before a commit or a push carries what apply would refuse
+    changes.check(repo, journal)
     ref = f"refs/heads/{options.branch}"
     _git(repo, "check-ref-format", ref)
     head = _git(repo, "rev-parse", "--verify", "HEAD^{commit}")
@@ -151,11 +175,14 @@ def _ignored(repo: Path, paths: list[str]) -> set[str]:
     """The paths git ignores (.gitignore and the like; tracked files never are)."""
     if not paths:
         return set()
-    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
-    proc = subprocess.run(
-        [*SAFE_GIT, "check-ignore", "--stdin", "-z"], cwd=repo, capture_output=True,
-        input="\0".join(paths).encode() + b"\0", env=full_env, timeout=300,
-    )  # fmt: skip
+    try:
+        proc = launcher.run(
+            [*SAFE_GIT, "check-ignore", "--stdin", "-z"], cwd=repo, capture_output=True,
+            input="\0".join(paths).encode() + b"\0", env=clean_env(), timeout=300,
+            names_files=False,
+        )  # fmt: skip
+    except (launcher.LaunchRefused, OSError, subprocess.TimeoutExpired) as exc:
+        raise PublishError(f"git check-ignore: {exc}") from None
     if proc.returncode not in (0, 1):  # 1: none of them is ignored
         raise PublishError("git check-ignore: " + proc.stderr.decode(errors="replace").strip())
     return {p for p in proc.stdout.decode(errors="surrogateescape").split("\0") if p}

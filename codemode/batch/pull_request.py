@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
+
+from codemode.locations import launcher
+from codemode.locations.host_programs import host_program
 
 TOOLS = ("gh", "glab")
 _URL = re.compile(r"https?://\S+")
@@ -33,7 +35,7 @@ class PullRequestError(RuntimeError):
 
 def installed() -> list[str]:
     """The request tools on PATH, ``gh`` first."""
-    return [name for name in TOOLS if shutil.which(name) is not None]
+    return [name for name in TOOLS if host_program(name) is not None]
 
 
 def _choose(remote_url: str) -> str:
@@ -61,10 +63,10 @@ def open_pull_request(
                 "--body", body]  # fmt: skip
     env = {**os.environ, "GH_PROMPT_DISABLED": "1", "NO_PROMPT": "1", "GIT_TERMINAL_PROMPT": "0"}
     try:
-        proc = subprocess.run(
-            argv, cwd=repo, stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=300
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        # (its arguments are a title and a description: data, not programs)
+        proc = launcher.run(argv, cwd=repo, stdin=subprocess.DEVNULL, capture_output=True,
+                            env=env, timeout=300, names_files=False)
+    except (OSError, subprocess.TimeoutExpired, launcher.LaunchRefused) as exc:
         raise PullRequestError(f"{' '.join(argv[:3])}: {exc}") from None
     out = proc.stdout.decode(errors="replace")
     if proc.returncode != 0:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from codemode.doctor.provider_checks import provider_keys
 from codemode.doctor.report import Report, Status
+from codemode.locations import launcher
 from codemode.locations.host_programs import host_program
 
 RULES_DIR = "rules"
@@ -89,7 +90,8 @@ def user_data(report: Report, cwd: Path) -> None:
 
 def _run(argv: list[str], timeout: float = 10) -> tuple[int, str]:
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        proc = launcher.run(argv, capture_output=True, text=True, timeout=timeout,
+                            names_files=False)  # (doctor's own probes: no file to vouch for)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return -1, str(exc)
     return proc.returncode, (proc.stdout + proc.stderr).strip()

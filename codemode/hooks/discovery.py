@@ -10,6 +10,12 @@
 
 A file that cannot be read or parsed is a problem (shown once), never a crash: the other
 layers still load.
+
+A user's hooks file that really lies (after its symlinks) in the workspace or another
+folder a confined command of this or an earlier session could have written — a
+``hooks.json`` symlinked into a dotfiles checkout, a ``~/.claude/settings.json`` in a home
+that was once the workspace — is read as a *project* file: what it holds may be a
+program's, so its hooks run only once trusted, as defined there.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import Any
 
 from codemode.hooks.definitions import HookDef, parse_table
 from codemode.hooks.places import Scope, hook_files
+from codemode.locations.host_programs import writable_root_of
 
 
 @dataclass
@@ -47,12 +54,30 @@ def discover(
     out = Discovered()
     files = hook_files(cwd, home, other_agents=other_agents, user_home=user_home)
     # The config's own table comes right after the home's hooks.json: both are the user's.
-    out.add(read_file(*files[0]))
+    out.add(read_file(*_demoted(files[0], cwd, out)))
     if config_table:
         out.add(parse_table(config_table, f"{home / 'config.toml'} [hooks]", "user"))
     for path, scope in files[1:]:
-        out.add(read_file(path, scope))
+        out.add(read_file(*_demoted((path, scope), cwd, out)))
     return out
+
+
+def _demoted(place: tuple[Path, Scope], cwd: Path, out: Discovered) -> tuple[Path, Scope]:
+    """A user file a command could have written, as a project file (with a problem
+    saying why)."""
+    path, scope = place
+    if scope != "user" or not path.exists():
+        return place
+    real = path.resolve()
+    root = writable_root_of(str(real))
+    if root is None and real.is_relative_to(cwd.resolve()):
+        root = str(cwd)
+    if root is None:
+        return place
+    out.problems.append(
+        f"{path} lies in {root} (as {real}), where a confined command could have written "
+        "it: its hooks run only once trusted, like a project's")
+    return path, "project"
 
 
 def read_file(path: Path, scope: Scope) -> tuple[list[HookDef], list[str]]:

@@ -96,6 +96,7 @@ class HookEngine:
         *,
         env: dict[str, str] | None = None,
         listeners: Sequence[Listener] = (),
+        trusted_files: dict[str, dict[str, str]] | None = None,
     ) -> None:
         self.facts = facts
         self.env = dict(env if env is not None else os.environ)
@@ -105,16 +106,21 @@ class HookEngine:
         self.env.setdefault("CLAUDE_PROJECT_DIR", project)
         self.listeners: list[Listener] = list(listeners)
         self._ids = itertools.count(1)
-        self.set_hooks(hooks)
+        self.set_hooks(hooks, trusted_files)
         # Context hooks added for the model outside a program (a classic call's
         # PostToolUse): the session delivers it with the next request.
         self.pending_context: list[str] = []
         # Set when a hook said ``continue: false``: the turn ends after its calls.
         self.stop_request: str | None = None
 
-    def set_hooks(self, hooks: Iterable[HookDef]) -> None:
-        """Run these hooks from now on (the person trusted or disabled some)."""
+    def set_hooks(
+        self, hooks: Iterable[HookDef], trusted_files: dict[str, dict[str, str]] | None = None
+    ) -> None:
+        """Run these hooks from now on (the person trusted or disabled some);
+        ``trusted_files``: by hook key, the digests of the files its command names that a
+        command could have written (the launcher refuses one that changed)."""
         self.hooks = list(hooks)
+        self.trusted_files = dict(trusted_files or {})
         self._by_event: dict[str, list[HookDef]] = {}
         for hook in self.hooks:
             self._by_event.setdefault(hook.event, []).append(hook)
@@ -186,7 +192,8 @@ class HookEngine:
                       parent_id=parent_id)
         self._tell(run)
         done = await run_command(
-            hook.command, data, cwd=self.facts.cwd, env=self.env, timeout_s=hook.timeout_s
+            hook.command, data, cwd=self.facts.cwd, env=self.env, timeout_s=hook.timeout_s,
+            trusted=self.trusted_files.get(hook.key, {}),
         )
         outcome = read_outcome(hook.event, done)
         if outcome.failure is not None and FAILURE_DEFAULTS[hook.event] == "deny":

@@ -45,17 +45,25 @@ def load_hooks(
     from codemode.hooks.trust import TrustStore
 
     discovered = discover(cwd, home, config_table, other_agents=other_agents)
-    store = TrustStore(home)
+    store = TrustStore(home, cwd)
     out = LoadedHooks(notices=list(discovered.problems))
     if store.problem:
         out.notices.append(store.problem)
     running: list[HookDef] = []
+    files: dict[str, dict[str, str]] = {}
     skipped = 0
     for hook in discovered.hooks:
         state = store.state(hook)
         out.found.append((hook, state))
-        if state == "trusted" or (state == "untrusted" and run_untrusted):
+        if state == "trusted":
             running.append(hook)
+            files[hook.key] = store.trusted_files(hook)
+        elif state == "untrusted" and run_untrusted:
+            # Validated elsewhere as they are now: a program's later change still stops it.
+            running.append(hook)
+            files[hook.key] = store.named(hook)
+        elif state == "untrusted" and (changed := store.changed(hook)):
+            out.notices.append(_changed_notice(hook, changed, store.has_files(hook)))
         elif state == "untrusted":
             skipped += 1
     if skipped:
@@ -71,8 +79,19 @@ def load_hooks(
             else DEFAULT_ENV_DENY,
         )
         facts = SessionFacts(cwd=cwd, permission_mode=permission_mode)
-        out.engine = HookEngine(running, facts, env=env)
+        out.engine = HookEngine(running, facts, env=env, trusted_files=files)
     return out
+
+
+def _changed_notice(hook: HookDef, changed: list[str], was_trusted: bool) -> str:
+    from codemode.terminal.control_chars import visible
+
+    what = ("which is not the content that was trusted" if was_trusted
+            else "whose content was never trusted")
+    return visible(
+        f"hook {hook.key} ({hook.describe()}) not run: it names {', '.join(changed)}, which "
+        f"a command could have written and {what}; check it, then `interpreter hooks trust "
+        f"{hook.key}`")
 
 
 def permission_mode(approval_policy: str, sandbox_mode: str) -> str:

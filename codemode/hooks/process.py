@@ -3,7 +3,8 @@
 The command runs as the user's own command would: through ``/bin/sh -c`` (or directly
 when it is one plain word list), outside the command sandbox, in the workspace, with
 the session's environment minus the withheld secrets. It gets its input on stdin and
-its own process group, so that a timeout stops it *and everything it started*. What it
+its own process group, and starts through the subreaper helper (``hook_tree``), so that
+a timeout stops it *and everything it started*, ``setsid`` and double forks included. What it
 prints is read up to ``OUTPUT_CAP`` bytes a stream: a hook that prints more is stopped
 (its output could not be trusted whole anyway). A hook that exits while something it
 left behind still holds its output open is not waited for past a short grace.
@@ -17,8 +18,12 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from codemode.hooks import hook_tree
+from codemode.locations import launcher
 
 # Bytes kept of a hook's stdout, and of its stderr.
 OUTPUT_CAP = 1 << 20
@@ -57,11 +62,17 @@ async def run_command(
     cwd: Path,
     env: dict[str, str],
     timeout_s: float,
+    trusted: Mapping[str, str] | None = None,
 ) -> ProcessResult:
+    """Run one hook command. ``trusted``: the digests the person accepted for the files
+    it names that a command could have written; the launcher refuses any other such file
+    (and a program found in such a folder) before anything starts."""
     started = time.perf_counter()
     try:
-        proc = subprocess.Popen(
+        proc = launcher.popen(
             argv_for(command),
+            trusted=trusted,
+            prefix=hook_tree.helper(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -69,6 +80,9 @@ async def run_command(
             env=env,
             start_new_session=True,  # its own process group: stopped whole
         )
+    except launcher.LaunchRefused as exc:
+        return ProcessResult(exit_code=None, error=f"not started: {exc}",
+                             duration_ms=_ms(started))
     except OSError as exc:
         return ProcessResult(
             exit_code=None,
@@ -93,7 +107,13 @@ async def run_command(
             result.timed_out = True
     finally:
         if stop:
-            _stop_group(proc.pid)
+            # At the timeout the hook still runs and holds its tree below it; after its
+            # exit, what it left is found by the output it still holds.
+            if proc.poll() is None:
+                hook_tree.stop_tree(proc.pid)
+            else:
+                _stop_group(proc.pid)
+                hook_tree.stop_holders(watch.output_fds())
         watch.close()
         if proc.returncode is None:
             # (itself too: a hook that moved to a group of its own left ours)
@@ -132,6 +152,11 @@ class _Watch:
             self.loop.add_reader(self._pidfd, self._on_exit)
         except OSError:  # no pidfd (an old kernel): its exit is polled
             self._pidfd = None
+
+    def output_fds(self) -> list[int]:
+        """Our ends of its stdout and stderr pipes."""
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        return [self.proc.stdout.fileno(), self.proc.stderr.fileno()]
 
     def _wake(self) -> None:
         if not self._changed.done():

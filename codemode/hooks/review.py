@@ -63,7 +63,7 @@ class Review:
 
 def review(cwd: Path, home: Path, config_table: Any = None, other_agents: bool = False) -> Review:
     found = discover(cwd, home, config_table, other_agents=other_agents)
-    store = TrustStore(home)
+    store = TrustStore(home, cwd)
     problems = list(found.problems) + ([store.problem] if store.problem else [])
     return Review([(hook, store.state(hook)) for hook in found.hooks], problems, store)
 

@@ -7,6 +7,14 @@ written: they run only once trusted, and a changed hook is a new key, so it is a
 about again. The store is ``$CODEMODE_HOME/hooks-trust.json``: inside codemode's own
 home, which commands the agent runs cannot write (``codemode.sandbox.protection.protected``), so a
 program cannot trust its own hooks.
+
+Trust covers content, not only the line: a hook whose command names files lying where a
+confined command of this or an earlier session could have written them (``sh
+scripts/fmt.sh``, ``./scripts/guard.sh`` in a workspace; ``codemode.locations.launcher``)
+is trusted together with the sha256 of each, recorded when the person trusts it. A
+changed file makes it untrusted again (``changed`` names the file), the launcher checks
+the digests once more just before each start, and a user's own hook naming such a file
+needs trusting too: the user wrote the line, not what a program left in the file.
 """
 
 from __future__ import annotations
@@ -16,9 +24,11 @@ import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from codemode.hooks.definitions import HookDef
+from codemode.locations import launcher
+from codemode.locations.host_programs import writable_root_of
 
 TRUST_FILE = "hooks-trust.json"
 
@@ -28,10 +38,11 @@ State = Literal["trusted", "untrusted", "disabled"]
 class TrustStore:
     """The trust file of one home; read once, written whole on each change."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, cwd: Path | None = None) -> None:
         self.path = home / TRUST_FILE
-        self._trusted: dict[str, dict[str, str]] = {}
-        self._disabled: dict[str, dict[str, str]] = {}
+        self.cwd = cwd  # where hooks run: the folder their relative names start from
+        self._trusted: dict[str, dict[str, Any]] = {}
+        self._disabled: dict[str, dict[str, Any]] = {}
         self.problem: str | None = None
         self._load()
 
@@ -53,15 +64,57 @@ class TrustStore:
     def state(self, hook: HookDef) -> State:
         if hook.key in self._disabled:
             return "disabled"
+        files = self.named(hook)
+        if files:
+            return "trusted" if not self.changed(hook, files) else "untrusted"
         if hook.scope == "user" or hook.key in self._trusted:
             return "trusted"
         return "untrusted"
 
+    def named(self, hook: HookDef) -> dict[str, str]:
+        """The files ``hook``'s command names that a command could have written (any in
+        the workspace, which sessions there let commands write), each
+        with its sha256 now ("" when it cannot be read)."""
+        from codemode.hooks.process import argv_for
+
+        out: dict[str, str] = {}
+        inside = self.cwd.resolve() if self.cwd is not None else None
+        for name in launcher.named_files(argv_for(hook.command), self.cwd):
+            real_path = Path(name).resolve()
+            if writable_root_of(name) is not None or (
+                    inside is not None and real_path.is_relative_to(inside)):
+                real = str(Path(name).resolve())
+                try:
+                    out[real] = launcher.digest(real)
+                except OSError:
+                    out[real] = ""
+        return out
+
+    def changed(self, hook: HookDef, files: dict[str, str] | None = None) -> list[str]:
+        """The named files whose content is not what was trusted (all of them when the
+        hook was never trusted with its files)."""
+        files = self.named(hook) if files is None else files
+        recorded = self._trusted.get(hook.key, {}).get("files")
+        if not isinstance(recorded, dict):
+            return sorted(files)
+        return sorted(f for f, d in files.items() if not d or recorded.get(f) != d)
+
+    def has_files(self, hook: HookDef) -> bool:
+        """Whether ``hook`` was trusted together with the content of its files."""
+        return isinstance(self._trusted.get(hook.key, {}).get("files"), dict)
+
+    def trusted_files(self, hook: HookDef) -> dict[str, str]:
+        """The digests the person accepted for ``hook``'s files (the launcher's
+        ``trusted``)."""
+        recorded = self._trusted.get(hook.key, {}).get("files")
+        return dict(recorded) if isinstance(recorded, dict) else {}
+
     def trust(self, hooks: Iterable[HookDef]) -> None:
         for hook in hooks:
             self._disabled.pop(hook.key, None)
-            if hook.scope == "project":
-                self._trusted[hook.key] = _record(hook)
+            files = self.named(hook)
+            if hook.scope == "project" or files:
+                self._trusted[hook.key] = {**_record(hook), "files": files}
         self._save()
 
     def disable(self, hooks: Iterable[HookDef]) -> None:

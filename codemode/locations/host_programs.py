@@ -7,7 +7,11 @@ a project's ``.venv/bin``) would let a command choose what they are. So a name i
 up along ``PATH`` skipping every entry that is relative (the working folder) or lies
 inside a writable root of a live session, and a candidate whose real path (after its
 symlinks) lies inside one is skipped too. Sessions register their roots
-(``register_roots``) before their first command; the registry is process-wide.
+(``register_roots``) before their first command; the registry is process-wide, and each
+root is also recorded for later sessions (``written_roots``): what a command wrote there
+is still there when the session has ended. codemode's own home, cache and installation
+are exempt (every session keeps them read-only to commands). ``launcher`` starts what
+is found here.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import os
 import threading
 from collections.abc import Iterable
 from pathlib import Path
+
+from codemode.locations import written_roots
 
 _lock = threading.Lock()
 _roots: dict[int, tuple[str, ...]] = {}
@@ -37,6 +43,7 @@ def _drop_ended() -> None:
 def register_roots(roots: Iterable[Path | str]) -> int:
     """Note folders commands may write; returns a token for ``unregister_roots``."""
     real = tuple(os.path.realpath(r) for r in roots)
+    written_roots.record(real)
     with _lock:
         _drop_ended()
         token = next(_tokens)
@@ -50,24 +57,39 @@ def unregister_roots(token: int) -> None:
 
 
 def writable_roots() -> tuple[str, ...]:
-    """Every folder a live session lets its commands write (real paths)."""
+    """Every folder a command could have written: the roots of live sessions and those
+    recorded by earlier ones (real paths)."""
     with _lock:
         _drop_ended()
         # A copy first: a finalizer run during the set's allocations only appends to
         # _ended, but the copy keeps this independent of that.
         live = list(_roots.values())
-    return tuple(sorted({r for rs in live for r in rs}))
+    return tuple(sorted({r for rs in live for r in rs} | set(written_roots.recorded())))
+
+
+def writable_root_of(path: str, roots: Iterable[str] | None = None) -> str | None:
+    """The writable root ``path`` (as given, or after its symlinks) lies in, or None;
+    codemode's own state and installation are never in one (kept read-only)."""
+    roots = writable_roots() if roots is None else tuple(roots)
+    if not roots:
+        return None
+    exempt = written_roots.exempt()
+    for p in dict.fromkeys((os.path.abspath(path), os.path.realpath(path))):
+        if any(_under(p, e) for e in exempt):
+            continue
+        for r in roots:
+            if _under(p, r):
+                return r
+    return None
 
 
 def inside_writable(path: str, roots: Iterable[str] | None = None) -> bool:
     """Whether ``path`` (as given, and after its symlinks) lies in a writable root."""
-    roots = writable_roots() if roots is None else tuple(roots)
-    if not roots:
-        return False
-    for p in {os.path.abspath(path), os.path.realpath(path)}:
-        if any(p == r or p.startswith(r.rstrip("/") + "/") for r in roots):
-            return True
-    return False
+    return writable_root_of(path, roots) is not None
+
+
+def _under(p: str, root: str) -> bool:
+    return p == root or p.startswith(root.rstrip("/") + "/")
 
 
 def host_program(name: str, path: str | None = None) -> str | None:
@@ -76,7 +98,12 @@ def host_program(name: str, path: str | None = None) -> str | None:
     ``name`` with a slash must be absolute and outside them itself. ``path`` defaults to
     ``$PATH``."""
     search = os.environ.get("PATH", "") if path is None else path
-    return _lookup(name, search, writable_roots())
+    roots = writable_roots()
+    found = _lookup(name, search, roots)
+    if found is not None and not _runnable(found):  # removed since it was looked up
+        _lookup.cache_clear()
+        found = _lookup(name, search, roots)
+    return found
 
 
 @functools.lru_cache(maxsize=64)

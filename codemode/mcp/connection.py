@@ -174,22 +174,17 @@ class ServerConnection:
         log.write(f"--- {stamp} codemode pid {os.getpid()} starting: {command}\n")
         log.flush()
         self._log_offset = log.tell()
-        # a bare name is looked up outside every writable root (``host_programs``): a
-        # ./node_modules/.bin or ./bin on PATH does not choose what "npx" is
-        resolved = config.command
-        if "/" not in resolved:
-            from codemode.locations.host_programs import host_program
+        # The SDK starts it; the launcher checks it first: its program and every file
+        # its arguments name must lie outside the folders commands could have written
+        # (a ./node_modules/.bin on PATH does not choose what "npx" is, a server.js a
+        # command rewrote does not run).
+        from codemode.locations import launcher
 
-            found = host_program(resolved)
-            if found is None:
-                raise FileNotFoundError(
-                    2, "not found on PATH outside the writable roots", config.command
-                )
-            resolved = found
+        argv = launcher.resolve([config.command, *config.args], cwd=config.cwd)
         params = StdioServerParameters(
-            command=resolved,
-            args=config.args,
-            env=config.env or None,
+            command=argv[0],
+            args=argv[1:],
+            env=launcher.safe_env(config.env) if config.env else None,
             cwd=config.cwd,
         )
         return stdio_client(params, errlog=log)

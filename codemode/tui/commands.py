@@ -10,6 +10,7 @@ import asyncio
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -211,6 +212,15 @@ async def _diff(app: App, arg: str) -> None:
             for path in paths:
                 _say(app, f"  {path}")
         return
+    # A setting of the repository's own that names a program (a clean filter runs for
+    # `git diff HEAD`; so might a key git adds later) makes /diff decline, by name.
+    from codemode.sandbox.git.repo_config import RepoConfigRefused, check
+
+    try:
+        await asyncio.to_thread(check, Path(app.cwd))
+    except RepoConfigRefused as exc:
+        _say(app, f"/diff does not run git here: {exc}")
+        return
     diff = await _git(app, "diff", "--no-color", "HEAD") or ""
     if not diff.strip():
         diff = await _git(app, "diff", "--no-color") or ""
@@ -227,11 +237,13 @@ async def _diff(app: App, arg: str) -> None:
 
 async def _git(app: App, *args: str) -> str | None:
     # hardened: a program may have planted config, hooks or attributes that run commands
+    from codemode.locations import launcher
     from codemode.sandbox.git.host_git import git_argv, git_env
 
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *git_argv(*args),
+        proc = await launcher.start(
+            git_argv(*args),
+            names_files=False,  # (paths and refs: data)
             cwd=app.cwd,
             env=git_env(),
             stdin=asyncio.subprocess.DEVNULL,

@@ -19,6 +19,7 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from codemode.locations import launcher
 from codemode.locations.host_programs import host_program
 from codemode.sandbox.helpers import dropcaps
 from codemode.sandbox.protection import own_paths
@@ -104,15 +105,17 @@ def _run_filtered(opts: list[str], argv: list[str]) -> subprocess.CompletedProce
     from codemode.sandbox.confinement import seccomp
 
     if seccomp.available() is not None:
-        return subprocess.run([*opts, "--", *argv], capture_output=True, text=True, timeout=10)
+        return launcher.run([*opts, "--", *argv], capture_output=True, text=True, timeout=10,
+                            names_files=False)  # (a probe: its own fixed command line)
     r, w = os.pipe()
     try:
         os.write(w, seccomp.bpf_program(deny_network=True, deny_unix=True))
     finally:
         os.close(w)
     try:
-        return subprocess.run(
+        return launcher.run(
             [*opts, "--seccomp", str(r), "--", *argv],
+            names_files=False,
             capture_output=True,
             text=True,
             timeout=10,

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
+from codemode.locations import launcher
 from codemode.locations.host_programs import host_program
 from codemode.sandbox.git.host_git import git_env
 from codemode.sandbox.protection.protected import GIT_DIR, GIT_PROTECTED, git_dirs
@@ -76,10 +77,10 @@ def _ask_git(root: Path) -> tuple[list[Path], list[Path]]:
     env.pop("GIT_OPTIONAL_LOCKS", None)
     base = host_program("git") or "/usr/bin/git"
     try:
-        proc = subprocess.run(
+        proc = launcher.run(
             [base, "-c", "safe.directory=" + str(root), "config", "--list", "--show-origin",
              "--includes", "-z"],
-            cwd=root, env=env, capture_output=True, timeout=10,
+            cwd=root, env=env, capture_output=True, timeout=10, names_files=False,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return [], []

@@ -18,6 +18,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from codemode.locations import launcher
 from codemode.sandbox.git.host_git import git_argv, git_env
 from codemode.sandbox.protection.protected import gitfile_target
 
@@ -89,7 +90,8 @@ def _config_reason(path: Path) -> str | None:
         return f"its {path.name} is not a plain file"
     argv = git_argv("config", "--file", str(path), "--list", "--name-only")
     try:
-        proc = subprocess.run(argv, env=git_env(), capture_output=True, text=True, timeout=10)
+        proc = launcher.run(argv, env=git_env(), capture_output=True, text=True, timeout=10,
+                            names_files=False)  # (the file is read as data, never run)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"its {path.name} cannot be read ({exc})"
     if proc.returncode != 0:

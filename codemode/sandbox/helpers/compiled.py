@@ -170,9 +170,11 @@ def _runs(program: Path) -> bool:
     exit status (``helper /bin/sh -c 'exit 7'``); else the next build is tried."""
     import subprocess
 
+    from codemode.locations import launcher
+
     try:
-        done = subprocess.run([str(program), "/bin/sh", "-c", "exit 7"], timeout=10,
-                              capture_output=True)  # fmt: skip
+        done = launcher.run([str(program), "/bin/sh", "-c", "exit 7"], timeout=10,
+                            capture_output=True, names_files=False)  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return False
     return done.returncode == 7
@@ -181,6 +183,8 @@ def _runs(program: Path) -> bool:
 def _build(source: str, target: Path) -> bool:
     import subprocess
     import tempfile
+
+    from codemode.locations import launcher
 
     cc = host_program("cc") or host_program("gcc")
     if cc is None:
@@ -191,8 +195,9 @@ def _build(source: str, target: Path) -> bool:
         out = Path(tmp) / "program"
         for flags in _BUILDS.get(source, _DEFAULT_BUILDS):
             try:
-                proc = subprocess.run(
-                    [cc, "-O2", *flags, "-o", str(out), str(src)],
+                # (the source and output are our own temporary files)
+                proc = launcher.run(
+                    [cc, "-O2", *flags, "-o", str(out), str(src)], names_files=False,
                     capture_output=True,
                     timeout=60,
                 )
