@@ -3,7 +3,9 @@
 Every bad request gets a gRPC status and nothing else changes: a body that is not the
 message (INVALID_ARGUMENT), an unknown session, cell or invocation (NOT_FOUND), a second
 observer of one cell (FAILED_PRECONDITION). RPCs the service does not define (such as
-``GetProcessMetrics``) are answered UNIMPLEMENTED by the server (``h2_server.py``).
+``GetProcessMetrics``) are answered UNIMPLEMENTED by the server (``h2_connection.py``). A
+request that holds more fields than any real one (``decode_budget.py``) is refused
+RESOURCE_EXHAUSTED before it is decoded.
 """
 
 from __future__ import annotations
@@ -15,27 +17,33 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from codemode.codex_host import decode_budget
 from codemode.codex_host.grpc_session import GrpcSession, Subscription, tool_spec
-from codemode.codex_host.h2_wire import Method, RpcError, Status
+from codemode.codex_host.grpc_wire import Method, RpcError, Status
+from codemode.codex_host.messages import SERVICE, pb
 from codemode.codex_host.model import ImageItem, Outcome, TextItem
-from codemode.codex_host.proto_codec import pb
-from codemode.codex_host.proto_file import SERVICE
 from codemode.codex_host.runtime import CellBusy, SessionLimits
 
 _DETAIL = pb.enums["ImageDetail"]
 
 
 class _Malformed:
-    """A request body that did not parse as the RPC's message."""
+    """A request body that did not parse as the RPC's message, or was not read."""
 
-    def __init__(self, error: Exception) -> None:
+    def __init__(self, error: Exception, code: Status = Status.INVALID_ARGUMENT) -> None:
         self.error = error
+        self.code = code
 
 
 def _deserializer(cls: Any) -> Callable[[bytes], Any]:
+    plan = decode_budget.plan(cls.DESCRIPTOR)
+
     def parse(data: bytes) -> Any:
         try:
+            decode_budget.check(data, plan)
             return cls.FromString(data)
+        except decode_budget.OverBudget as exc:
+            return _Malformed(exc, Status.RESOURCE_EXHAUSTED)
         except Exception as exc:  # DecodeError and the like: a status, never a traceback
             return _Malformed(exc)
 
@@ -256,7 +264,7 @@ class CodeModeHostService:
 def _unary_now(impl: Callable[[Any], Any]) -> Callable[[Any], Any]:
     def handle(request: Any) -> Any:
         if isinstance(request, _Malformed):
-            raise RpcError(Status.INVALID_ARGUMENT, _bad_body(request))
+            raise RpcError(request.code, _bad_body(request))
         try:
             return impl(request)
         except RpcError:
@@ -270,7 +278,7 @@ def _unary_now(impl: Callable[[Any], Any]) -> Callable[[Any], Any]:
 def _unary(impl: Callable[[Any], Any]) -> Callable[[Any], Awaitable[Any]]:
     async def handle(request: Any) -> Any:
         if isinstance(request, _Malformed):
-            raise RpcError(Status.INVALID_ARGUMENT, _bad_body(request))
+            raise RpcError(request.code, _bad_body(request))
         try:
             return await impl(request)
         except RpcError:
@@ -286,7 +294,7 @@ def _streaming(
 ) -> Callable[[Any], Awaitable[AsyncIterator[Any]]]:
     async def handle(request: Any) -> AsyncIterator[Any]:
         if isinstance(request, _Malformed):
-            raise RpcError(Status.INVALID_ARGUMENT, _bad_body(request))
+            raise RpcError(request.code, _bad_body(request))
         try:
             # Checks the request (raising RpcError) before any header is sent: a client
             # (Codex) waits for the response headers of a stream that may carry no
@@ -297,7 +305,7 @@ def _streaming(
             raise
         except Exception as exc:  # a bug here: a clean status, never a traceback
             raise RpcError(Status.INTERNAL, _internal(exc)) from None
-        return stream  # a failure while it runs: h2_server answers INTERNAL
+        return stream  # a failure while it runs: h2_stream answers INTERNAL
 
     return handle
 
@@ -307,6 +315,8 @@ def _internal(exc: Exception) -> str:
 
 
 def _bad_body(bad: _Malformed) -> str:
+    if bad.code == Status.RESOURCE_EXHAUSTED:
+        return f"the request was not read: {bad.error}"
     return f"the request is not a valid protobuf message: {bad.error}"
 
 

@@ -13,8 +13,8 @@ import json
 import os
 from typing import Any
 
+from codemode.codex_host.messages import pb
 from codemode.codex_host.model import NestedCall, ToolFailed, ToolSpec
-from codemode.codex_host.proto_codec import pb
 from codemode.codex_host.runtime import CodeSession, SessionLimits
 
 FUNCTION = pb.enums["ToolKind"]["TOOL_KIND_FUNCTION"]

@@ -2,7 +2,7 @@
 this process's stdin and stdout, as Codex 0.169 starts its host) or ``stdio`` (the framed
 JSON protocol Codex 0.148 speaks to a host started with no arguments).
 
-Both gRPC transports are served by ``h2_server.Connection`` in this event loop: over
+Both gRPC transports are served by ``h2_connection.Connection`` in this event loop: over
 ``grpc+stdio://`` one connection reads stdin and writes stdout; over TCP one per
 client. In both stdio modes fd 1 is kept for the protocol alone: anything else that
 writes to stdout (a library, a child process) goes to stderr instead. The host ends
@@ -21,7 +21,7 @@ from codemode.codex_host.runtime import SessionLimits
 from codemode.codex_host.stdin_reader import pollable, pump
 
 if TYPE_CHECKING:
-    from codemode.codex_host.h2_server import Connection
+    from codemode.codex_host.h2_connection import Connection
 
 
 def take_stdout() -> int:
@@ -59,7 +59,7 @@ async def serve(listen: Listen, limits: SessionLimits) -> int:
         _collect_later()
         return await serve_framed(0, out_fd, limits)
     from codemode.codex_host.grpc_service import CodeModeHostService
-    from codemode.codex_host.h2_server import Connection
+    from codemode.codex_host.h2_connection import Connection
 
     service = CodeModeHostService(limits)
     methods = service.methods()
