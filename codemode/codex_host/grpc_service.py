@@ -57,21 +57,21 @@ def outcome_message(outcome: Outcome) -> Any:
     items = message.content_items
     for item in outcome.items:
         if isinstance(item, TextItem):
-            items.append(pb.ContentItem(text=pb.TextContent(text=item.text)))
+            items.add().text.text = item.text
         elif isinstance(item, ImageItem):
-            image = pb.ImageContent(image_url=item.image_url)
+            image = items.add().image
+            image.image_url = item.image_url
             if item.detail is not None:
                 image.detail = _DETAIL[f"IMAGE_DETAIL_{item.detail.upper()}"]
-            items.append(pb.ContentItem(image=image))
+    # A oneof's member is set in place (protobuf assigns no message to a field).
     if outcome.kind == "yielded":
-        message.yielded = pb.ExecutionYielded()
+        message.yielded.SetInParent()
     elif outcome.kind == "terminated":
-        message.terminated = pb.ExecutionTerminated()
+        message.terminated.SetInParent()
     else:
-        completed = pb.ExecutionCompleted()
+        message.completed.SetInParent()
         if outcome.error_text is not None:
-            completed.error_text = outcome.error_text
-        message.completed = completed
+            message.completed.error_text = outcome.error_text
     return message
 
 
