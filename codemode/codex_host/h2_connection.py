@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from h2.config import H2Configuration
-from h2.connection import H2Connection
+from h2.connection import ConnectionState, H2Connection
 from h2.errors import ErrorCodes
 from h2.events import (
     ConnectionTerminated,
@@ -40,7 +40,7 @@ from h2.events import (
     StreamReset,
     WindowUpdated,
 )
-from h2.exceptions import H2Error, ProtocolError
+from h2.exceptions import H2Error
 from h2.settings import SettingCodes, Settings
 
 from codemode.codex_host.grpc_wire import (
@@ -121,7 +121,7 @@ class Connection(asyncio.Protocol):
             return
         try:
             events = self.h2.receive_data(data)
-        except ProtocolError as exc:
+        except H2Error as exc:  # ProtocolError and its kinds: the peer broke HTTP/2
             self._go_away(exc)
             return
         for event in events:
@@ -145,11 +145,13 @@ class Connection(asyncio.Protocol):
         if not self.done.done():
             self.done.set_result(None)
 
-    def _go_away(self, exc: ProtocolError) -> None:
-        # h2 has queued GOAWAY for most violations; not for a bad preface.
-        code = getattr(exc, "error_code", None) or ErrorCodes.PROTOCOL_ERROR
-        with contextlib.suppress(H2Error):
-            self.h2.close_connection(error_code=code, additional_data=str(exc).encode()[:200])
+    def _go_away(self, exc: H2Error) -> None:
+        # h2 has queued GOAWAY with the error's code for most violations; not for a
+        # client preface that is not one.
+        if self.h2.state_machine.state is not ConnectionState.CLOSED:
+            code = getattr(exc, "error_code", None) or ErrorCodes.PROTOCOL_ERROR
+            with contextlib.suppress(H2Error):
+                self.h2.close_connection(error_code=code, additional_data=str(exc).encode()[:200])
         with contextlib.suppress(Exception):
             self._write(self.h2.data_to_send())
             self._close()
@@ -313,15 +315,19 @@ class Connection(asyncio.Protocol):
             self.headers(stream)
             while data:
                 if self.streams.get(stream.id) is not stream:
-                    return
-                room = min(
-                    len(data), self.h2.local_flow_control_window(stream.id),
-                    self.h2.max_outbound_frame_size,
-                )  # fmt: skip
+                    return  # reset, past its deadline, or the connection ended
+                try:
+                    room = min(
+                        len(data), self.h2.local_flow_control_window(stream.id),
+                        self.h2.max_outbound_frame_size,
+                    )  # fmt: skip
+                    if room > 0:
+                        self.h2.send_data(stream.id, data[:room].tobytes())
+                except H2Error:
+                    return  # the stream closed under us: the rest has nowhere to go
                 if room <= 0:
                     await self._window()
                     continue
-                self.h2.send_data(stream.id, data[:room].tobytes())
                 data = data[room:]
             self.emit()
         if last:
