@@ -259,10 +259,16 @@ class Connection(asyncio.Protocol):
             stream.task = asyncio.ensure_future(serve(self, stream, method, request))
 
     def _refuse(self, stream: Stream, code: Status, message: str) -> None:
-        """Answer with a status alone (trailers-only), before the request is read whole."""
+        """Answer with a status alone (trailers-only), before the request is read whole;
+        a client still sending is asked to stop (RST_STREAM NO_ERROR, RFC 9113 8.1), so
+        the stream no longer counts against its open streams."""
         stream.answered = True
         self._release(stream)
         self.trailers(stream, code, message)
+        state = self.h2.streams.get(stream.id)
+        if state is not None and not state.closed:
+            with contextlib.suppress(H2Error):
+                self.h2.reset_stream(stream.id, ErrorCodes.NO_ERROR)
 
     def _release(self, stream: Stream) -> None:
         """The stream's request bytes no longer count against ``MAX_BUFFERED``."""
