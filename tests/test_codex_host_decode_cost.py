@@ -59,7 +59,18 @@ def _shapes(session_id: str) -> dict[str, bytes]:
         "many map entries": _fill(head, _field(5, _field(1, b"k") + _field(3, b"v"))),
         "huge unknown field": head + _field(1000, b"u" * (SIZE - len(head) - 8)),
         "many unknown fields": _fill(head, _varint(1001 << 3) + b"\x00"),
+        # What the host decodes after protobuf: a tool's JSON schema of tiny elements,
+        # or nested deep.
+        "many tiny json elements": head + _field(5, _field(5, _json(b"0,", SIZE - len(head)))),
+        "deep json": head + _field(5, _field(5, _json(b"[", SIZE - len(head)))),
     }
+
+
+def _json(unit: bytes, room: int) -> bytes:
+    count = (room - 16) // (len(unit) + (unit == b"["))
+    if unit == b"[":
+        return b"[" * count + b"]" * count
+    return b"[" + unit * count + b"0]"
 
 
 def _cpu_s(pid: int) -> float:
@@ -124,6 +135,8 @@ def _one_shape(address: str, name: str) -> tuple[float, str]:
         "many map entries",
         "huge unknown field",
         "many unknown fields",
+        "many tiny json elements",
+        "deep json",
     ],
 )
 def test_a_4_mib_request_of_any_shape_costs_the_host_little_cpu(tcp_host: str, name: str) -> None:
