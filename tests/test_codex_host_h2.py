@@ -315,15 +315,22 @@ async def test_a_header_list_that_decodes_far_larger_than_its_block_is_refused(
     await _still_serves(tcp_host)
 
 
-async def test_rapid_reset_ends_the_connection(tcp_host: str) -> None:
-    # CVE-2023-44487: each stream opens a session (work begun) and is reset at once;
-    # the client never waits for an answer. Ten thousand of them: the server must
-    # call it off (GOAWAY) rather than do all that work for nothing.
+@pytest.mark.parametrize("whole", [True, False], ids=["sessions-opened", "requests-unfinished"])
+async def test_rapid_reset_ends_the_connection(tcp_host: str, whole: bool) -> None:
+    # CVE-2023-44487: each stream opens a session (work begun), or starts a request it
+    # never finishes, and is reset at once; the client never waits for an answer. Ten
+    # thousand of them: the server must call it off (GOAWAY) rather than do all that
+    # work for nothing.
     with Peer(tcp_host) as peer:
         cancel = (0x8).to_bytes(4, "big")  # CANCEL
+
+        def opened(sid: int) -> bytes:
+            if whole:
+                return peer.request(sid, SERVICE + "OpenSession")
+            return frame(HEADERS, END_HEADERS, sid, peer.headers(EXECUTE))
+
         batch = b"".join(
-            peer.request(sid, SERVICE + "OpenSession") + frame(RST_STREAM, 0, sid, cancel)
-            for sid in range(1, 20001, 2)
+            opened(sid) + frame(RST_STREAM, 0, sid, cancel) for sid in range(1, 20001, 2)
         )
         peer.sock.settimeout(30)
         try:

@@ -12,8 +12,8 @@ stdout by the loop that runs the programs, one wake-up per message.
 What one client can hold is bounded: ``MAX_STREAMS`` open streams (advertised; h2
 ends a connection that opens more), ``MAX_MESSAGE`` bytes a request and
 ``MAX_BUFFERED`` bytes held for all unanswered requests together, a header list of
-``MAX_HEADER_LIST`` bytes, resets of running RPCs at ``RESET_RATE`` a second after a
-burst of ``RESET_BURST`` (the rapid-reset attack: each reset RPC was work begun), and
+``MAX_HEADER_LIST`` bytes, resets of unanswered streams at ``RESET_RATE`` a second after
+a burst of ``RESET_BURST`` (the rapid-reset attack: each reset RPC was work begun), and
 what the server has to write back (it stops reading while the client does not read).
 A request's fields are counted before it is decoded (``decode_budget.py``). A peer that
 breaks HTTP/2 gets GOAWAY and the connection ends; a bad request gets its gRPC status
@@ -210,9 +210,8 @@ class Connection(asyncio.Protocol):
         if stream is None:
             return
         self._release(stream)
-        running = stream.task is not None and not stream.task.done()
         stream.cancel()
-        if running and not self._may_reset():
+        if not self._may_reset():
             self.h2.close_connection(
                 error_code=ErrorCodes.ENHANCE_YOUR_CALM, additional_data=b"too many resets"
             )
@@ -222,8 +221,9 @@ class Connection(asyncio.Protocol):
             self.connection_lost(None)
 
     def _may_reset(self) -> bool:
-        """A token bucket: ``RESET_BURST`` resets of running RPCs, then ``RESET_RATE`` a
-        second (a client that cancels now and then never comes near it)."""
+        """A token bucket: ``RESET_BURST`` resets of streams not yet answered, then
+        ``RESET_RATE`` a second (a client that cancels now and then never comes near it;
+        one that opens streams only to reset them is doing nothing else)."""
         now = time.monotonic()
         self.reset_allowance = min(
             RESET_BURST, self.reset_allowance + (now - self.reset_at) * RESET_RATE
