@@ -96,7 +96,9 @@ class CodeModeHostService:
         among them) are plain functions, answered as soon as their request is read."""
         methods = {}
         for name, method in pb.methods.items():
-            impl = getattr(self, name)
+            impl = getattr(self, name, None)
+            if impl is None:  # in the .proto, not served yet: UNIMPLEMENTED, by the server
+                continue
             immediate = not inspect.iscoroutinefunction(impl)
             impl = _traced(name, impl, immediate)
             if method.server_streaming:
