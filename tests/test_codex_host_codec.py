@@ -159,3 +159,18 @@ def test_what_is_not_a_message_is_refused_with_a_clear_status(data: bytes) -> No
     refused = _parse("CloseSession", data)
     assert refused.code.name == "INVALID_ARGUMENT"
     assert _bad(refused).startswith("the request is not a valid protobuf message")
+
+
+def test_an_rpc_the_proto_declares_and_the_service_does_not_serve_is_left_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A regenerated .proto (a newer Codex) may declare RPCs before they are served: the
+    # host still starts, and the server answers them UNIMPLEMENTED as unknown paths.
+    from codemode.codex_host.messages import Rpc
+
+    declared = dict(pb.methods)
+    declared["GetProcessMetrics"] = Rpc("GetProcessMetrics", "CloseSessionRequest", "X", False)
+    monkeypatch.setattr(pb, "methods", declared)
+    served = CodeModeHostService(SessionLimits()).methods()
+    assert f"/{SERVICE}/GetProcessMetrics" not in served
+    assert f"/{SERVICE}/Execute" in served

@@ -18,7 +18,7 @@ PACKAGE = "codex.code_mode.v1"
 SERVICE = f"{PACKAGE}.CodeModeHost"
 
 
-class Method(NamedTuple):
+class Rpc(NamedTuple):
     """One RPC of the service, by its messages' proto names."""
 
     name: str
@@ -38,8 +38,8 @@ class _Messages:
             for name, enum in descriptor.enum_types_by_name.items()
         }
         service = descriptor.services_by_name[SERVICE.rsplit(".", 1)[1]]
-        self.methods: dict[str, Method] = {
-            m.name: Method(m.name, m.input_type.name, m.output_type.name, m.server_streaming)
+        self.methods: dict[str, Rpc] = {
+            m.name: Rpc(m.name, m.input_type.name, m.output_type.name, m.server_streaming)
             for m in service.methods
         }
         self.file_descriptor = descriptor
