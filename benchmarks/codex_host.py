@@ -183,7 +183,7 @@ async def _host_durations(
     (with its engine workers) per nested call over the measured rounds, in µs."""
     import grpc
 
-    from codemode.codex_host.schema import SERVICE, pb
+    from codemode.codex_host.messages import SERVICE, pb
 
     def rpc(name: str, streaming: bool) -> Any:
         method = pb.methods[name]

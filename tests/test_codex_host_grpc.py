@@ -51,14 +51,17 @@ def host(request: pytest.FixtureRequest, tcp_hosts: dict[str, str]) -> Iterator[
         yield address
 
 
-def test_the_schema_read_from_the_proto_is_what_protoc_makes_of_it() -> None:
+def test_the_messages_the_host_serves_are_what_protoc_makes_of_the_proto() -> None:
     from google.protobuf import descriptor_pb2
 
-    from codemode.codex_host.schema import file_descriptor, pb
+    from codemode.codex_host.messages import pb
 
     made = descriptor_pb2.FileDescriptorSet.FromString(generated().descriptor_set).file[0]
     made.ClearField("source_code_info")
-    assert file_descriptor() == made
+    for message in made.message_type:  # protoc's --python_out leaves json_name out
+        for field in message.field:
+            field.ClearField("json_name")
+    assert descriptor_pb2.FileDescriptorProto.FromString(pb.file_descriptor.serialized_pb) == made
     assert "YieldObservation" in pb.methods
     assert pb.ExecutionOutcome.DESCRIPTOR.fields_by_name["code_mode_host_duration_ns"].number == 6
 
@@ -385,12 +388,12 @@ async def test_programs_run_in_a_confined_engine_worker(host: str) -> None:
             )
 
 
-async def test_the_grpc_host_needs_neither_protobuf_nor_grpcio() -> None:
-    """The host encodes the messages itself (``proto_codec.py``) and serves HTTP/2
-    itself: with both packages unimportable it serves a program with a nested call."""
+async def test_the_grpc_host_needs_no_grpcio() -> None:
+    """The host serves HTTP/2 through h2 and its messages through protobuf's runtime:
+    with grpcio unimportable it serves a program with a nested call."""
     port = free_port()
     code = (
-        "import sys\nsys.modules['google.protobuf'] = None\nsys.modules['grpc'] = None\n"
+        "import sys\nsys.modules['grpc'] = None\nsys.modules['grpc_tools'] = None\n"
         "from codemode.cli import main\n"
         f"main(['code-mode-host', '--listen', 'grpc://127.0.0.1:{port}'])\n"
     )
@@ -415,8 +418,8 @@ async def test_the_grpc_host_needs_neither_protobuf_nor_grpcio() -> None:
 
 def test_the_grpc_host_starts_without_what_it_does_not_need_to_answer() -> None:
     """Codex starts its host at a turn's first exec and waits for it: what the host's
-    start imports is its cost. Kept out: protobuf and grpcio (the host encodes the
-    messages and serves HTTP/2 itself), importlib.resources and what it brings
+    start imports is its cost. Kept out: grpcio (HTTP/2 is h2's, the messages
+    protobuf's runtime's), importlib.resources and what it brings
     (pathlib, tempfile, zipfile: data files are read directly), secrets (OpenSSL's
     hashing), click and the other commands."""
     proc = subprocess.Popen(
@@ -440,9 +443,9 @@ def test_the_grpc_host_starts_without_what_it_does_not_need_to_answer() -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert {"codemode.codex_host.h2_server", "codemode.js_runtime.session"} <= imported
+    assert {"codemode.codex_host.h2_connection", "codemode.js_runtime.session"} <= imported
     kept_out = {
-        "google.protobuf", "grpc", "importlib.resources", "pathlib", "tempfile",
+        "grpc", "importlib.resources", "pathlib", "tempfile",
         "zipfile", "secrets", "click", "codemode.cli.run",
     }  # fmt: skip
     assert not kept_out & imported, kept_out & imported

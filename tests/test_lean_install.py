@@ -115,3 +115,20 @@ def test_lean_install_runs_a_tool_host_without_the_full_install(tmp_path: Path) 
     script = subprocess.run([str(interpreter), "run", "hello.js"], cwd=work, env=env,
                             capture_output=True, text=True, timeout=120)
     assert script.returncode == 0 and script.stdout.strip() == "42", script.stderr
+
+    # the Codex code-mode host serves gRPC from the lean install: its two libraries (h2,
+    # with its own hpack and hyperframe, and protobuf) are there, grpcio is not, and a
+    # host started over stdio answers HTTP/2's preface with its SETTINGS
+    names = subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m; "
+         "print(sorted(d.metadata['Name'].lower() for d in m.distributions()))"],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    dists = set(json.loads(names.stdout.replace("'", '"')))
+    assert {"h2", "hpack", "hyperframe", "protobuf"} <= dists, dists
+    assert not {"grpcio", "grpcio-tools"} & dists, dists
+    host = subprocess.run(
+        [str(interpreter), "code-mode-host", "--listen", "grpc+stdio://"], cwd=work, env=env,
+        input=b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert host.returncode == 0 and host.stdout[3:4] == b"\x04", host.stderr[-2000:]

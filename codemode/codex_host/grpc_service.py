@@ -4,7 +4,9 @@ Every bad request gets a gRPC status and nothing else changes: a body that is no
 message (INVALID_ARGUMENT), an unknown session, cell or invocation (NOT_FOUND), a second
 observer of one cell (FAILED_PRECONDITION), a session or cell past the client's bounds
 (RESOURCE_EXHAUSTED, ``limits.py``). RPCs the service does not define (such as
-``GetProcessMetrics``) are answered UNIMPLEMENTED by the server (``h2_server.py``).
+``GetProcessMetrics``) are answered UNIMPLEMENTED by the server (``h2_connection.py``). A
+request that holds more fields than any real one (``decode_budget.py``) is refused
+RESOURCE_EXHAUSTED before it is decoded.
 """
 
 from __future__ import annotations
@@ -16,28 +18,34 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from codemode.codex_host import decode_budget
 from codemode.codex_host.grpc_session import GrpcSession, Subscription, tool_spec
-from codemode.codex_host.h2_wire import Method, RpcError, Status
+from codemode.codex_host.grpc_wire import Method, RpcError, Status
 from codemode.codex_host.limits import ClientBounds, LimitReached, admit_session
+from codemode.codex_host.messages import SERVICE, pb
 from codemode.codex_host.model import ImageItem, Outcome, TextItem
-from codemode.codex_host.proto_codec import pb
-from codemode.codex_host.proto_file import SERVICE
 from codemode.codex_host.runtime import CellBusy, SessionLimits
 
 _DETAIL = pb.enums["ImageDetail"]
 
 
 class _Malformed:
-    """A request body that did not parse as the RPC's message."""
+    """A request body that did not parse as the RPC's message, or was not read."""
 
-    def __init__(self, error: Exception) -> None:
+    def __init__(self, error: Exception, code: Status = Status.INVALID_ARGUMENT) -> None:
         self.error = error
+        self.code = code
 
 
 def _deserializer(cls: Any) -> Callable[[bytes], Any]:
+    plan = decode_budget.plan(cls.DESCRIPTOR)
+
     def parse(data: bytes) -> Any:
         try:
+            decode_budget.check(data, plan)
             return cls.FromString(data)
+        except decode_budget.OverBudget as exc:
+            return _Malformed(exc, Status.RESOURCE_EXHAUSTED)
         except Exception as exc:  # DecodeError and the like: a status, never a traceback
             return _Malformed(exc)
 
@@ -51,21 +59,21 @@ def outcome_message(outcome: Outcome) -> Any:
     items = message.content_items
     for item in outcome.items:
         if isinstance(item, TextItem):
-            items.append(pb.ContentItem(text=pb.TextContent(text=item.text)))
+            items.add().text.text = item.text
         elif isinstance(item, ImageItem):
-            image = pb.ImageContent(image_url=item.image_url)
+            image = items.add().image
+            image.image_url = item.image_url
             if item.detail is not None:
                 image.detail = _DETAIL[f"IMAGE_DETAIL_{item.detail.upper()}"]
-            items.append(pb.ContentItem(image=image))
+    # A oneof's member is set in place (protobuf assigns no message to a field).
     if outcome.kind == "yielded":
-        message.yielded = pb.ExecutionYielded()
+        message.yielded.SetInParent()
     elif outcome.kind == "terminated":
-        message.terminated = pb.ExecutionTerminated()
+        message.terminated.SetInParent()
     else:
-        completed = pb.ExecutionCompleted()
+        message.completed.SetInParent()
         if outcome.error_text is not None:
-            completed.error_text = outcome.error_text
-        message.completed = completed
+            message.completed.error_text = outcome.error_text
     return message
 
 
@@ -95,7 +103,9 @@ class CodeModeHostService:
         among them) are plain functions, answered as soon as their request is read."""
         methods = {}
         for name, method in pb.methods.items():
-            impl = getattr(self, name)
+            impl = getattr(self, name, None)
+            if impl is None:  # in the .proto, not served yet: UNIMPLEMENTED, by the server
+                continue
             immediate = not inspect.iscoroutinefunction(impl)
             impl = _traced(name, impl, immediate)
             if method.server_streaming:
@@ -276,7 +286,7 @@ class CodeModeHostService:
 def _unary_now(impl: Callable[[Any], Any]) -> Callable[[Any], Any]:
     def handle(request: Any) -> Any:
         if isinstance(request, _Malformed):
-            raise RpcError(Status.INVALID_ARGUMENT, _bad_body(request))
+            raise RpcError(request.code, _bad_body(request))
         try:
             return impl(request)
         except RpcError:
@@ -290,7 +300,7 @@ def _unary_now(impl: Callable[[Any], Any]) -> Callable[[Any], Any]:
 def _unary(impl: Callable[[Any], Any]) -> Callable[[Any], Awaitable[Any]]:
     async def handle(request: Any) -> Any:
         if isinstance(request, _Malformed):
-            raise RpcError(Status.INVALID_ARGUMENT, _bad_body(request))
+            raise RpcError(request.code, _bad_body(request))
         try:
             return await impl(request)
         except RpcError:
@@ -306,7 +316,7 @@ def _streaming(
 ) -> Callable[[Any], Awaitable[AsyncIterator[Any]]]:
     async def handle(request: Any) -> AsyncIterator[Any]:
         if isinstance(request, _Malformed):
-            raise RpcError(Status.INVALID_ARGUMENT, _bad_body(request))
+            raise RpcError(request.code, _bad_body(request))
         try:
             # Checks the request (raising RpcError) before any header is sent: a client
             # (Codex) waits for the response headers of a stream that may carry no
@@ -317,7 +327,7 @@ def _streaming(
             raise
         except Exception as exc:  # a bug here: a clean status, never a traceback
             raise RpcError(Status.INTERNAL, _internal(exc)) from None
-        return stream  # a failure while it runs: h2_server answers INTERNAL
+        return stream  # a failure while it runs: h2_stream answers INTERNAL
 
     return handle
 
@@ -327,6 +337,8 @@ def _internal(exc: Exception) -> str:
 
 
 def _bad_body(bad: _Malformed) -> str:
+    if bad.code == Status.RESOURCE_EXHAUSTED:
+        return f"the request was not read: {bad.error}"
     return f"the request is not a valid protobuf message: {bad.error}"
 
 

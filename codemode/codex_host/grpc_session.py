@@ -13,8 +13,8 @@ import json
 import os
 from typing import Any
 
+from codemode.codex_host.messages import pb
 from codemode.codex_host.model import NestedCall, ToolFailed, ToolSpec
-from codemode.codex_host.proto_codec import pb
 from codemode.codex_host.runtime import CodeSession, SessionLimits
 
 FUNCTION = pb.enums["ToolKind"]["TOOL_KIND_FUNCTION"]
@@ -216,15 +216,13 @@ def _tool_name(tool: ToolSpec) -> Any:
 
 
 def tool_spec(definition: Any) -> ToolSpec:
-    """A ``pb.ToolDefinition`` as the runtime's ``ToolSpec``."""
+    """A ``pb.ToolDefinition`` as the runtime's ``ToolSpec``. Its schemas stay the JSON
+    text the client sent: nothing reads them (a program sees names and descriptions),
+    and decoding 4 MiB of tiny JSON elements cost more CPU than all the rest of a
+    request (tests/test_codex_host_decode_cost.py)."""
 
-    def schema(field_name: str) -> Any:
-        if not definition.HasField(field_name):
-            return None
-        try:
-            return json.loads(getattr(definition, field_name))
-        except (ValueError, RecursionError):  # not JSON, or nested past the decoder's limit
-            return None
+    def schema(field_name: str) -> bytes | None:
+        return getattr(definition, field_name) if definition.HasField(field_name) else None
 
     tool_name = definition.tool_name
     return ToolSpec(

@@ -24,6 +24,8 @@ class ToolSpec(NamedTuple):
     namespace: str | None = None
     description: str = ""
     freeform: bool = False
+    # As the client sent them (the framed protocol: a JSON value; gRPC: the JSON text,
+    # undecoded); the runtime reads neither.
     input_schema: Any = None
     output_schema: Any = None
 

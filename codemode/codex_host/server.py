@@ -2,7 +2,7 @@
 this process's stdin and stdout, as Codex 0.169 starts its host) or ``stdio`` (the framed
 JSON protocol Codex 0.148 speaks to a host started with no arguments).
 
-Both gRPC transports are served by ``h2_server.Connection`` in this event loop: over
+Both gRPC transports are served by ``h2_connection.Connection`` in this event loop: over
 ``grpc+stdio://`` one connection reads stdin and writes stdout; over TCP one per
 client, each with its own sessions (``tcp_clients.py``: who is served, and what goes
 when a client goes). In both stdio modes fd 1 is kept for the protocol alone: anything else that
@@ -23,7 +23,7 @@ from codemode.codex_host.runtime import SessionLimits
 from codemode.codex_host.stdin_reader import pollable, pump
 
 if TYPE_CHECKING:
-    from codemode.codex_host.h2_server import Connection
+    from codemode.codex_host.h2_connection import Connection
 
 
 def take_stdout() -> int:
@@ -78,7 +78,7 @@ async def serve(listen: Listen, limits: SessionLimits, bounds: ClientBounds | No
         await serve_tcp(listen, limits, bounds, listening)
         return 0
     from codemode.codex_host.grpc_service import CodeModeHostService
-    from codemode.codex_host.h2_server import Connection
+    from codemode.codex_host.h2_connection import Connection
 
     service = CodeModeHostService(limits, bounds)
     try:

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 
 from codemode.codex_host.grpc_service import CodeModeHostService
-from codemode.codex_host.h2_server import Connection
+from codemode.codex_host.h2_connection import Connection
 from codemode.codex_host.limits import ClientBounds
 from codemode.codex_host.listen import Listen, is_loopback
 from codemode.codex_host.runtime import SessionLimits

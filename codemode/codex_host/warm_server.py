@@ -185,7 +185,7 @@ def _import_what_hosts_use() -> None:
     asyncio_without_tls()
     import codemode.codex_host.framed
     import codemode.codex_host.grpc_service
-    import codemode.codex_host.h2_server
+    import codemode.codex_host.h2_connection
     import codemode.codex_host.runtime
     import codemode.codex_host.server
     import codemode.js_runtime.session
