@@ -104,10 +104,13 @@ def test_new_user_namespaces_and_clone3(program: bytes) -> None:
     assert run_bpf(program, NR["clone3"], AUDIT_ARCH_X86_64, (0, 88)) == deny(errno.ENOSYS)
 
 
-def test_the_filter_is_built_without_ldconfig() -> None:
-    """pyseccomp's library lookups are answered without ``ctypes.util`` (whose
-    ``find_library`` runs ``ldconfig -p`` in a subprocess, twice), and the filter is still
-    the one libseccomp builds."""
+@pytest.mark.parametrize("own", [True, False], ids=["command", "embedder"])
+def test_the_filter_is_built_without_ldconfig_in_codemodes_own_processes(own: bool) -> None:
+    """In codemode's own processes (``entry.claim()``: the command, the engine worker),
+    pyseccomp's library lookups are answered without ``ctypes.util`` (whose
+    ``find_library`` runs ``ldconfig -p`` in a subprocess, twice); in an embedder's,
+    pyseccomp is imported as it is (no module swapped there). The filter is the one
+    libseccomp builds either way."""
     import subprocess
     import sys
 
@@ -115,11 +118,12 @@ def test_the_filter_is_built_without_ldconfig() -> None:
         pytest.skip(f"seccomp is not available here: {probe().seccomp}")
     code = (
         "import sys\n"
-        "from codemode.sandbox.confinement import seccomp\n"
+        + ("from codemode.process import entry; entry.claim()\n" if own else "")
+        + "from codemode.sandbox.confinement import seccomp\n"
         "p = seccomp.bpf_program(True, True)\n"
         "print(len(p) % 8 == 0 and len(p) > 100, 'ctypes.util' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60)  # fmt: skip
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["True", "False"]
+    assert out.stdout.split() == ["True", str(not own)]
