@@ -9,7 +9,7 @@ killed partway leaves it for the next ``recover`` of the repository — the next
 to it, or any entry point that starts there — which puts every path back. Either way
 the repository ends whole before or whole after, with no temporary file left.
 
-Every write goes through the host's one writer (``codemode.tools.fs.writer``): no
+Every write goes through the host's one writer (``codemode.hostfs.writer``): no
 symlink in the repository is followed, and the temporary names are the journal's
 random ones, created exclusively. No journal can be kept (codemode's home not
 writable): nothing is applied.
@@ -23,9 +23,9 @@ import stat
 from pathlib import Path
 
 from codemode.batch.changes import ApplyError, Change, check
+from codemode.hostfs.beneath import mkdir, symlink_atomic, write_atomic
+from codemode.hostfs.writer import Refused, Writer, default_mode
 from codemode.tool_terms.errors import ToolError
-from codemode.tools.fs.beneath import mkdir, symlink_atomic, write_atomic
-from codemode.tools.fs.writer import Refused, Writer, default_mode
 from codemode.tools.store import journal
 from codemode.tools.store.journal_format import Entry
 

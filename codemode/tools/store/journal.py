@@ -40,9 +40,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from codemode.locations.config_file import codemode_home
-from codemode.tool_terms.errors import ToolError
-from codemode.tools.fs.beneath import (
+from codemode.hostfs.beneath import (
     Missing,
     Spot,
     Tree,
@@ -53,6 +51,9 @@ from codemode.tools.fs.beneath import (
     unlink,
     write_atomic,
 )
+from codemode.locations.config_file import codemode_home
+from codemode.tool_terms.errors import ToolError
+from codemode.tools.fs import guard
 from codemode.tools.fs.reading import NotRegular, TooBig, read_spot
 from codemode.tools.store import MAX_READ_BYTES
 from codemode.tools.store.journal_format import BadJournal, Entry, decode, encode
@@ -216,7 +217,7 @@ def _recover_one(path: Path, fd: int, workspace: Path) -> str | None:
             os.rename(path, aside)
         log.info("ignored the journal %s: %s", path, exc)
         return f"codemode: ignored a damaged write journal ({exc}); it was moved to {aside}."
-    tree = Tree(loaded.roots)
+    tree = Tree(loaded.roots, refuse=guard.write_refusal)
     restored = 0
     conflicts: list[str] = []
     for entry in reversed(loaded.entries):

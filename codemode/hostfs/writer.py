@@ -10,38 +10,60 @@ a temporary name that is random and created exclusively with ``O_NOFOLLOW`` (a n
 program planted first makes the write fail; it cannot redirect it), its mode is set on
 that descriptor, and it is renamed over the target inside the same directory.
 
+The same holds for what the host moves and removes after a confined command (a ``.git``
+or ``.codemode`` set aside, a protected file put back, the scratch folder removed): a
+move aside is a rename inside the held folder that never replaces what is there
+(``renameat2(RENAME_NOREPLACE)``), a removal of a folder walks it by descriptor.
+``writer_at`` gives the writer of the writable root an absolute path lies under.
+
 ``tests/test_host_write_guard.py`` fails on any write-family call elsewhere in
 ``codemode/`` that is not on its commented allow-list.
 """
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
+import shutil
 import stat
+from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 
-from codemode.tools.fs import beneath
-from codemode.tools.fs.beneath import Missing, Refused, Spot, Tree, default_mode, write_atomic
+from codemode.hostfs import beneath
+from codemode.hostfs.beneath import (
+    Missing,
+    Refusal,
+    Refused,
+    Spot,
+    Tree,
+    default_mode,
+    write_atomic,
+)  # fmt: skip
 
-__all__ = ["Refused", "Writer", "default_mode"]
+__all__ = ["Refused", "Writer", "default_mode", "writer_at"]
 
 _FLAGS_NOFOLLOW = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_DIR_NOFOLLOW = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_RENAME_NOREPLACE = 1
+# Names tried by ``set_aside`` before giving up (a program planting them all first).
+_MAX_ASIDE = 1000
 
 
 class Writer:
     """Writes below ``root`` (its real path), following no symlink.
 
-    ``guard`` also applies the file tools' protected-path rule (``guard.write_refusal``:
-    no ``.git`` or ``.codemode`` component); callers with their own rule leave it off.
+    ``refuse`` is asked about every path walked (a protected-path rule); callers with
+    their own rule leave it off.
     Paths are given relative to the root, in POSIX form. Refused (a symlink on the way,
     a protected name), Missing (a folder on the way does not exist), and OSError from the
     operation itself are raised as they are.
     """
 
-    def __init__(self, root: Path, *, guard: bool = False) -> None:
+    def __init__(self, root: Path, *, refuse: Refusal | None = None) -> None:
         self.root = Path(os.path.realpath(root))
-        self._tree = Tree([self.root], follow=False, writing=guard)
+        self._tree = Tree([self.root], follow=False, refuse=refuse)
 
     def spot(
         self, rel: str, *, make_parents: bool = False, created: list[Path] | None = None
@@ -102,9 +124,55 @@ class Writer:
         with self.spot(rel) as spot:
             beneath.symlink(spot, target)
 
-    def mkdir(self, rel: str, mode: int = 0o777) -> None:
-        with self.spot(rel) as spot:
+    def mkdir(self, rel: str, mode: int = 0o777, *, make_parents: bool = False) -> None:
+        """Create the folder ``rel`` (nothing may be there); ``mode`` is given to
+        ``mkdir`` (the umask applies), ``make_parents`` makes the folders above it."""
+        with self.spot(rel, make_parents=make_parents) as spot:
             beneath.mkdir(spot, mode)
+
+    def names(self, rel: str) -> list[str]:
+        """The entries of the folder ``rel`` (a symlink there is refused, not listed)."""
+        with self.spot(rel) as spot:
+            fd = os.open(spot.name, _DIR_NOFOLLOW, dir_fd=spot.parent)
+        try:
+            return os.listdir(fd)
+        finally:
+            os.close(fd)
+
+    def rename(self, rel: str, new_name: str) -> None:
+        """Rename ``rel`` to ``new_name`` in the same folder; raises FileExistsError
+        when something is there already (it is never replaced)."""
+        if "/" in new_name or new_name in ("", ".", ".."):
+            raise ValueError(f"not a name: {new_name!r}")
+        with self.spot(rel) as spot:
+            _rename_noreplace(spot.parent, spot.name, new_name)
+
+    def set_aside(self, rel: str, mark: str) -> str:
+        """Rename ``rel`` to the first free ``<name><mark><N>`` beside it (N from 1);
+        returns that name. A name a program planted first is passed over, never
+        replaced or followed."""
+        with self.spot(rel) as spot:
+            for n in range(1, _MAX_ASIDE + 1):
+                dest = f"{spot.name}{mark}{n}"
+                try:
+                    _rename_noreplace(spot.parent, spot.name, dest)
+                except FileExistsError:
+                    continue
+                return dest
+        raise FileExistsError(errno.EEXIST, f"{_MAX_ASIDE} names taken beside it", rel)
+
+    def remove_tree(self, rel: str) -> None:
+        """Remove whatever is at ``rel``, a folder with everything below it (walked by
+        descriptor: a link inside is removed, never followed); nothing there is not an
+        error."""
+        with self.spot(rel) as spot:
+            st = spot.lstat()
+            if st is None:
+                return
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(spot.name, dir_fd=spot.parent)
+            else:
+                beneath.unlink(spot)
 
     def rmdir(self, rel: str) -> None:
         with self.spot(rel) as spot:
@@ -160,3 +228,52 @@ class Writer:
                 finally:
                     os.close(fd)
                 self.write(below, data, stat.S_IMODE(st.st_mode))
+
+
+def writer_at(path: Path, roots: Sequence[Path]) -> tuple[Writer, str]:
+    """The writer of the root ``path`` lies under (the deepest of ``roots``, which must
+    be real paths no program can move: writable roots, codemode's own folders) and
+    ``path`` relative to it. A path under none of them is taken from ``/``: nothing on
+    the way may then be a symlink either."""
+    path = Path(os.path.normpath(path))
+    best: Path | None = None
+    for root in roots:
+        root = Path(os.path.normpath(root))
+        if path != root and path.is_relative_to(root):
+            if best is None or len(root.parts) > len(best.parts):
+                best = root
+    if best is None:
+        best = Path("/")
+    return Writer(best), path.relative_to(best).as_posix()
+
+
+@cache
+def _renameat2() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except AttributeError:  # a C library without it (glibc < 2.28)
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def _rename_noreplace(dir_fd: int, old: str, new: str) -> None:
+    """Rename ``old`` to ``new`` inside the folder ``dir_fd``, failing with
+    FileExistsError when ``new`` exists (whatever it is: a link, an empty folder)."""
+    fn = _renameat2()
+    if fn is not None:
+        if fn(dir_fd, os.fsencode(old), dir_fd, os.fsencode(new), _RENAME_NOREPLACE) == 0:
+            return
+        err = ctypes.get_errno()
+        if err not in (errno.ENOSYS, errno.EINVAL):
+            raise OSError(err, os.strerror(err), old)
+    # No renameat2 here (or not on this file system): look, then rename. A name planted
+    # between the two is replaced only when it is a file over a file or an empty folder
+    # over a folder; a link is still never followed (rename acts on the entry).
+    try:
+        os.stat(new, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        os.rename(old, new, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        return
+    raise FileExistsError(errno.EEXIST, "exists", new)
