@@ -179,6 +179,34 @@ print(json.dumps({"hung": False, "regular": p.is_file() and not p.is_symlink(),
                   "content": p.read_text() if p.is_file() else None, "notes": notes}))
 """
 
+WRITE_WHILE_PARENT_MOVES = r"""
+from codemode.hostfs.writer import Writer
+top = Path(sys.argv[1]); ws, out = top / "ws", top / "outside"
+landed = []
+
+def setup():
+    fresh(ws); fresh(out)
+    os.makedirs(ws / "sub"); (ws / "sub" / "f").write_text("old\n")
+    os.makedirs(out / "sub"); (out / "sub" / "f").write_text("the user's\n")
+
+def attack():  # the folder being written in is renamed aside, a link put in its place
+    os.rename(ws / "sub", ws / "sub.moved")
+    os.symlink(out / "sub", ws / "sub")
+
+def op():
+    Writer(ws).write("sub/f", b"new\n")
+
+def intact():
+    moved = ws / "sub.moved" / "f"
+    if moved.exists() and moved.read_text() == "new\n":
+        landed.append(1)  # the write went with its folder: still inside the workspace
+    return sorted(os.listdir(out / "sub")) == ["f"] and (out / "sub" / "f").read_text() == "the user's\n"
+
+result = attack_at_each_step(setup, op, attack, intact)
+result["landed_in_moved_folder"] = len(landed)
+print(json.dumps(result))
+"""
+
 
 def _run(user: str, script: str, top: Path) -> dict[str, object]:
     if user == "nobody" and (why := nobody_unavailable()) is not None:
@@ -235,3 +263,18 @@ def test_a_fifo_planted_where_config_is_put_back_is_replaced_not_opened(
     assert result["hung"] is False, "the guard blocked opening the FIFO for writing"
     assert result["regular"] is True, result
     assert result["content"] == "[core]\n\tbare = false\n", result
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_folder_renamed_away_mid_write_takes_the_write_with_it_never_outside(
+    user: str, shared_dir: Path
+) -> None:
+    # The window "the parent checked after the fact" would close: the writer holds the
+    # folder's descriptor, so a write whose folder a concurrent command renames aside
+    # (a link to elsewhere put in its place) lands in that folder, wherever in the
+    # workspace it now is. Nothing outside is written at any step; the write is only
+    # not at the path the host meant, which the command could have written itself.
+    result = _run(user, WRITE_WHILE_PARENT_MOVES, shared_dir)
+    assert result["steps"], result
+    assert result["bad"] == [], f"a file outside the workspace was written at steps {result}"
+    assert result["landed_in_moved_folder"], result  # the window exists; it leads nowhere

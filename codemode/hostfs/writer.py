@@ -16,6 +16,12 @@ move aside is a rename inside the held folder that never replaces what is there
 (``renameat2(RENAME_NOREPLACE)``), a removal of a folder walks it by descriptor.
 ``writer_at`` gives the writer of the writable root an absolute path lies under.
 
+The held folder is not looked up again after the operation. A program that renames it
+aside meanwhile and puts a link in its place takes the write with it: the file lands in
+that folder, wherever in the workspace it now is, never where the link leads (the
+program can only move it where it may write itself, so it gains nothing it could not
+do; ``tests/test_host_write_sandbox_attacks.py`` makes that swap before every step).
+
 ``tests/test_host_write_guard.py`` fails on any write-family call elsewhere in
 ``codemode/`` that is not on its commented allow-list.
 """
