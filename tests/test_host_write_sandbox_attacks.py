@@ -200,7 +200,8 @@ def intact():
     moved = ws / "sub.moved" / "f"
     if moved.exists() and moved.read_text() == "new\n":
         landed.append(1)  # the write went with its folder: still inside the workspace
-    return sorted(os.listdir(out / "sub")) == ["f"] and (out / "sub" / "f").read_text() == "the user's\n"
+    kept = (out / "sub" / "f").read_text() == "the user's\n"
+    return sorted(os.listdir(out / "sub")) == ["f"] and kept
 
 result = attack_at_each_step(setup, op, attack, intact)
 result["landed_in_moved_folder"] = len(landed)
