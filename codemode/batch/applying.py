@@ -62,18 +62,30 @@ def apply(root: Path, changes: list[Change]) -> None:
 
 def _entries(writer: Writer, root: Path, changes: list[Change], tag: str) -> list[Entry]:
     """The journal's entries; ApplyError when a path no longer holds the journal's base.
-    Files, links and removals first; the folders to make after them, deepest first (the
-    recovery removes each entry's made folders in order, a parent only once empty)."""
+    Empty folders removed first, then files, links and removals, then the folders to
+    make, deepest first (the recovery removes each entry's made folders in order, a
+    parent only once empty)."""
+    removed: list[Entry] = []
     entries: list[Entry] = []
     folders: list[Entry] = []
     for change in changes:
         path = root / change.path
         if change.kind == "mkdir":
             made = journal.missing_dirs(path / "_", [root])
+            now = writer.lstat(change.path)
+            if now is not None and not stat.S_ISDIR(now.st_mode):
+                made.append(path)  # a link or file the changes remove first: made here
             folders.append(Entry(path, unknown=True, made_dirs=made))
-        elif change.kind != "rmdir":
+        elif change.kind == "rmdir":
+            now = writer.lstat(change.path)
+            if now is not None and stat.S_ISDIR(now.st_mode):
+                mode = stat.S_IMODE(now.st_mode)
+                removed.append(Entry(path, before_mode=mode, unknown=True, removed_dir=True))
+        else:
             entries.append(_file_entry(writer, root, change, tag))
-    return [*entries, *reversed(folders)]
+    # Undone in reverse: the folders made are removed first, the files put back, and
+    # the empty folders removed made again last (a file may have taken one's name).
+    return [*removed, *entries, *reversed(folders)]
 
 
 def _file_entry(writer: Writer, root: Path, change: Change, tag: str) -> Entry:

@@ -123,9 +123,9 @@ def read_report(path: Path) -> tuple[list[RunHeader], list[RepoResult]]:
     """The run headers and the repository results in a report file, in order. A
     symlink at ``path`` is refused, as writing the report refuses one: a report is read
     where its run wrote it, and only a regular file (a FIFO would block)."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    read_only = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, read_only)
     except OSError as exc:
         why = "it is a symlink" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
         raise ReportError(f"cannot read the report {path}: {why}") from None

@@ -348,9 +348,17 @@ def symlink_atomic(spot: Spot, target: str, tag: str) -> None:
         raise
 
 
-def mkdir(spot: Spot, mode: int = 0o777) -> None:
-    """Create a folder at the spot (nothing may be there)."""
+def mkdir(spot: Spot, mode: int = 0o777, *, exact: bool = False) -> None:
+    """Create a folder at the spot (nothing may be there); ``exact`` gives it ``mode``
+    whatever the umask, set on the new folder's descriptor."""
     os.mkdir(spot.name, mode, dir_fd=spot.parent)
+    if exact:
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(spot.name, flags, dir_fd=spot.parent)
+        try:
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
 
 
 def rmdir(spot: Spot) -> None:

@@ -32,12 +32,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import logging
 import os
 import secrets
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from codemode.hostfs.beneath import (
@@ -56,7 +57,7 @@ from codemode.tool_terms.errors import ToolError
 from codemode.tools.fs import guard
 from codemode.tools.fs.reading import NotRegular, TooBig, read_spot
 from codemode.tools.store import MAX_READ_BYTES
-from codemode.tools.store.journal_format import BadJournal, Entry, decode, encode
+from codemode.tools.store.journal_format import MAGIC, BadJournal, Entry, decode, encode
 
 _SUFFIX = ".journal"
 _MAX_JOURNAL_BYTES = 4 * 1024 * 1024 * 1024
@@ -220,6 +221,10 @@ def _recover_one(path: Path, fd: int, workspace: Path) -> str | None:
     tree = Tree(loaded.roots, refuse=guard.write_refusal)
     restored = 0
     conflicts: list[str] = []
+    # A path where the commit made a folder (a link replaced by a real folder) is put
+    # back once that folder is removed: after the others, not as a conflict.
+    made = {folder for entry in loaded.entries for folder in entry.made_dirs}
+    later: list[Entry] = []
     for entry in reversed(loaded.entries):
         try:
             outcome = _undo(tree, entry)
@@ -228,6 +233,8 @@ def _recover_one(path: Path, fd: int, workspace: Path) -> str | None:
             continue
         if outcome == "restored":
             restored += 1
+        elif outcome == "conflict" and entry.path in made:
+            later.append(entry)
         elif outcome == "conflict":
             conflicts.append(f"{entry.path}: changed since; left as it is")
     for entry in loaded.entries:
@@ -237,6 +244,15 @@ def _recover_one(path: Path, fd: int, workspace: Path) -> str | None:
                 tree.locate(folder, follow_last=False) as spot,
             ):
                 rmdir(spot)
+    for entry in later:
+        try:
+            outcome = _undo(tree, entry)
+        except (OSError, ToolError) as exc:
+            outcome = str(exc)
+        if outcome == "restored":
+            restored += 1
+        elif outcome != "unchanged":
+            conflicts.append(f"{entry.path}: changed since; left as it is")
     if conflicts:
         # The originals of what was not put back stay readable (no file is lost).
         kept = path.with_name(path.name + ".kept")
@@ -258,6 +274,8 @@ def _recover_one(path: Path, fd: int, workspace: Path) -> str | None:
 
 
 def _undo(tree: Tree, entry: Entry) -> str:
+    if entry.removed_dir:
+        return _make_again(tree, entry)
     try:
         spot = tree.locate(entry.path, follow_last=False)
     except Missing:
@@ -292,6 +310,17 @@ def _undo(tree: Tree, entry: Entry) -> str:
         else:
             write_atomic(spot, entry.before, entry.before_mode)
         return "restored"
+
+
+def _make_again(tree: Tree, entry: Entry) -> str:
+    """An empty folder the commit removed: made again (with the folders above it the
+    commit removed too) when nothing is there."""
+    with tree.locate(entry.path, follow_last=False, make_parents=True) as spot:
+        st = spot.lstat()
+        if st is None:
+            mkdir(spot, entry.before_mode, exact=True)
+            return "restored"
+        return "unchanged" if stat.S_ISDIR(st.st_mode) else "conflict"
 
 
 def _was_nothing(entry: Entry) -> bool:
@@ -334,3 +363,55 @@ __all__ = [
     "recover",
     "tmp_for",
 ]
+
+
+def forget(vanished: Callable[[Path], bool]) -> list[Path]:
+    """Remove every journal, not locked by a running commit, whose workspace
+    ``vanished`` says is gone for good (a batch copy whose scratch folder was removed);
+    returns those workspaces. What nothing can be rolled back into is not kept."""
+    forgotten: list[Path] = []
+    try:
+        names = os.listdir(journal_dir())
+    except OSError:
+        return forgotten
+    for name in names:
+        if not name.endswith((_SUFFIX, ".tmp")):
+            continue
+        path = journal_dir() / name
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            workspace = _workspace_of(fd)
+            # The name must be that workspace's key: a journal is never taken for
+            # another's on the strength of what it says of itself.
+            if workspace is None or not name.startswith(f"{_key(workspace)}-"):
+                continue
+            if not vanished(workspace):
+                continue
+            if os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
+                os.unlink(path)
+                forgotten.append(workspace)
+        except OSError:
+            continue  # locked: its commit is still running
+        finally:
+            os.close(fd)
+    return forgotten
+
+
+def _workspace_of(fd: int) -> Path | None:
+    """The workspace a journal's header names (None: not a journal of this user)."""
+    if not _own_file(fd):
+        return None
+    with os.fdopen(os.dup(fd), "rb") as source:
+        magic = source.readline(256)
+        header = source.readline(_MAX_JOURNAL_BYTES)
+    if not magic.startswith(MAGIC):
+        return None
+    try:
+        raw = json.loads(header).get("workspace")
+    except (ValueError, AttributeError):
+        return None
+    return Path(raw) if isinstance(raw, str) and os.path.isabs(raw) else None
