@@ -68,6 +68,8 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     # --- the Codex host (codemode/codex_host): not a workspace ----------------------------
     ("codex_host/beside.py", "vendor_with_our_host", ".mkdir"): _CODEX_INSTALL,
     ("codex_host/beside.py", "vendor_with_our_host", "shutil.copytree"): _CODEX_INSTALL,
+    ("codex_host/beside.py", "vendor_with_our_host", "os.link"): _CODEX_INSTALL
+    + " (copytree's copy_function: hard links into the new private copy)",
     ("codex_host/beside.py", "vendor_with_our_host", "shutil.rmtree"): _CODEX_INSTALL,
     ("codex_host/beside.py", "vendor_with_our_host", ".rename"): _CODEX_INSTALL,
     ("codex_host/beside.py", "vendor_with_our_host", ".unlink"): _CODEX_INSTALL,
@@ -245,6 +247,20 @@ def _kind(call: ast.Call) -> str | None:
     return None
 
 
+def _reference(parent: ast.AST, node: ast.AST) -> str | None:
+    """``os.X``/``shutil.X`` of a write function, as a value rather than called."""
+    if not isinstance(node, ast.Attribute) or not isinstance(node.value, ast.Name):
+        return None
+    if isinstance(parent, ast.Call) and parent.func is node:
+        return None  # called: _kind's
+    if isinstance(parent, ast.Attribute):
+        return None  # an attribute of it (shutil.rmtree.avoids_symlink_attacks)
+    owner, name = node.value.id, node.attr
+    if (owner == "os" and name in _OS_WRITES) or (owner == "shutil" and name in _SHUTIL_WRITES):
+        return f"{owner}.{name}"
+    return None
+
+
 def write_calls(source: str) -> Iterator[tuple[str, str, int]]:
     """(enclosing function, call kind, line) of every write-family call in ``source``."""
     tree = ast.parse(source)
@@ -263,6 +279,11 @@ def write_calls(source: str) -> Iterator[tuple[str, str, int]]:
             scopes.append(node.name)  # type: ignore[union-attr]
         if isinstance(node, ast.Call) and (kind := _kind(node)) is not None:
             yield ".".join(scopes) or "<module>", kind, node.lineno
+        # A write function handed on rather than called (a finalizer's, a copytree's
+        # copy_function) writes all the same.
+        for child in ast.iter_child_nodes(node):
+            if (kind := _reference(node, child)) is not None:
+                yield ".".join(scopes) or "<module>", kind, child.lineno
         for child in ast.iter_child_nodes(node):
             yield from visit(child)
         if named:
@@ -311,10 +332,13 @@ def f(p, q, writer):
     flags = os.O_CREAT; flags |= os.O_NOFOLLOW; os.open(p, flags)
     ro = os.O_RDONLY | os.O_NOFOLLOW; os.open(p, ro)
     open(p); p.open(); "a".replace("b", "c"); writer.write("x", b""); shutil.which("git")
+    weakref.finalize(p, shutil.rmtree, p); shutil.copytree(p, q, copy_function=os.link)
+    shutil.rmtree.avoids_symlink_attacks
 """
     kinds = [kind for _, kind, _ in write_calls(source)]
     assert kinds == [
         "open", ".open", "os.open", "os.chmod", ".chmod", "os.rename", "os.replace",
         ".replace", "os.unlink", ".unlink", "shutil.copy2", "shutil.rmtree", ".write_text",
-        "os.symlink", ".mkdir", "os.makedirs", "os.open",
+        "os.symlink", ".mkdir", "os.makedirs", "os.open", "shutil.rmtree", "shutil.copytree",
+        "os.link",
     ]  # fmt: skip
