@@ -179,6 +179,26 @@ print(json.dumps({"hung": False, "regular": p.is_file() and not p.is_symlink(),
                   "content": p.read_text() if p.is_file() else None, "notes": notes}))
 """
 
+SET_ASIDE_HOME_ENTRY = r"""
+from codemode.sandbox.git import git_guard
+top = Path(sys.argv[1]); ws, out = top / "ws", top / "outside"
+
+def setup():
+    fresh(ws); fresh(out)
+    os.makedirs(ws / "home")                         # a root that contains the home
+    (ws / "home" / ".profile-extra").write_text("planted\n")   # a command added it
+    os.makedirs(out / "home")                        # the same name somewhere else
+    (out / "home" / ".profile-extra").write_text("someone's own\n")
+
+def attack():  # the folder holding the home is renamed aside, a link in its place
+    os.rename(ws / "home", ws / "home.moved")
+    os.symlink(out / "home", ws / "home")
+
+op = lambda: with_roots(git_guard._set_aside_new, ws / "home" / ".profile-extra", roots=[ws])
+intact = lambda: (out / "home" / ".profile-extra").is_file()
+print(json.dumps(attack_at_each_step(setup, op, attack, intact)))
+"""
+
 WRITE_WHILE_PARENT_MOVES = r"""
 from codemode.hostfs.writer import Writer
 top = Path(sys.argv[1]); ws, out = top / "ws", top / "outside"
@@ -254,6 +274,15 @@ def test_putting_hooks_back_never_removes_a_file_outside(user: str, shared_dir: 
     result = _run(user, RESTORE_HOOKS, shared_dir)
     assert result["steps"], result
     assert result["bad"] == [], f"a hook outside the workspace was removed at steps {result}"
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_setting_a_new_home_dot_entry_aside_never_moves_one_outside(
+    user: str, shared_dir: Path
+) -> None:
+    result = _run(user, SET_ASIDE_HOME_ENTRY, shared_dir)
+    assert result["steps"], result
+    assert result["bad"] == [], f"a dot-entry outside the workspace was moved at steps {result}"
 
 
 @pytest.mark.parametrize("user", USERS)
