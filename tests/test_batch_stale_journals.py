@@ -41,7 +41,7 @@ def test_a_batch_run_drops_the_journals_of_vanished_scratch_copies_only(
     user = _left_journal(tmp_path / "moved-repo")  # a user's repository, moved away
     shutil.rmtree(tmp_path / "moved-repo")
     # A journal that says it is a vanished copy's but is named for another workspace.
-    forged = home / "journal" / f"{journal._key(tmp_path / 'other')}-aaaaaaaaaaaa.journal"
+    forged = home / "journal" / f"{journal.workspace_key(tmp_path / 'other')}-aaaaaaaaaaaa.journal"
     assert gone.path is not None
     forged.write_bytes(gone.path.read_bytes())
     forged.chmod(0o600)

@@ -140,7 +140,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("tools/store/journal.py", "begin", "os.rename"): _OWN_HOME + " (journal/)",
     ("tools/store/journal.py", "begin", "os.unlink"): _OWN_HOME + " (journal/)",
     ("tools/store/journal.py", "recover", "os.unlink"): _OWN_HOME + " (journal/)",
-    ("tools/store/journal.py", "forget", "os.unlink"): _OWN_HOME + " (journal/)",
+    ("tools/store/forget.py", "forget", "os.unlink"): _OWN_HOME + " (journal/)",
     ("tools/store/journal.py", "_recover_one", "os.rename"): _OWN_HOME + " (journal/)",
     ("tools/store/journal.py", "_recover_one", "os.unlink"): _OWN_HOME + " (journal/)",
     ("tui/input.py", "TerminalReader.__init__", ".mkdir"): _OWN_HOME + " (the input history)",

@@ -199,7 +199,7 @@ def _recover(repositories: list[Path]) -> None:
     otherwise the half-written state is what the script starts from, and what its
     changes are applied over. Each line is said on stderr, naming its repository."""
     from codemode.batch.scratch import vanished_copy
-    from codemode.tools.store.journal import forget
+    from codemode.tools.store.forget import forget
     from codemode.tools.store.recovery import recover_at_start
 
     for repo in repositories:

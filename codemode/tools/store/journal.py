@@ -32,13 +32,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import json
 import logging
 import os
 import secrets
 import stat
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from codemode.hostfs.beneath import (
@@ -57,10 +56,10 @@ from codemode.tool_terms.errors import ToolError
 from codemode.tools.fs import guard
 from codemode.tools.fs.reading import NotRegular, TooBig, read_spot
 from codemode.tools.store import MAX_READ_BYTES
-from codemode.tools.store.journal_format import MAGIC, BadJournal, Entry, decode, encode
+from codemode.tools.store.journal_format import BadJournal, Entry, decode, encode
 
-_SUFFIX = ".journal"
-_MAX_JOURNAL_BYTES = 4 * 1024 * 1024 * 1024
+JOURNAL_SUFFIX = ".journal"
+MAX_JOURNAL_BYTES = 4 * 1024 * 1024 * 1024
 log = logging.getLogger(__name__)
 
 
@@ -68,7 +67,7 @@ def journal_dir() -> Path:
     return codemode_home() / "journal"
 
 
-def _key(workspace: Path) -> str:
+def workspace_key(workspace: Path) -> str:
     real = os.path.realpath(workspace)
     return hashlib.sha256(os.fsencode(real)).hexdigest()[:16]
 
@@ -120,9 +119,9 @@ def begin(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry], tag:
     then goes ahead as before, unprotected against a kill, and says so in the log."""
     try:
         folder = _open_dir()
-        name = f"{_key(workspace)}-{tag}"
+        name = f"{workspace_key(workspace)}-{tag}"
         tmp = folder / f"{name}.tmp"
-        final = folder / f"{name}{_SUFFIX}"
+        final = folder / f"{name}{JOURNAL_SUFFIX}"
         fd = os.open(
             tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
         )
@@ -156,20 +155,20 @@ def new_tag() -> str:
 # --- reading and recovering -----------------------------------------------------------
 
 
-def _own_file(fd: int) -> bool:
+def own_file(fd: int) -> bool:
     st = os.fstat(fd)
-    return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and st.st_size < _MAX_JOURNAL_BYTES
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and st.st_size < MAX_JOURNAL_BYTES
 
 
 def _journals(workspace: Path) -> Iterator[Path]:
     folder = journal_dir()
-    prefix = f"{_key(workspace)}-"
+    prefix = f"{workspace_key(workspace)}-"
     try:
         names = os.listdir(folder)
     except OSError:
         return
     for name in names:
-        if name.startswith(prefix) and (name.endswith(_SUFFIX) or name.endswith(".tmp")):
+        if name.startswith(prefix) and (name.endswith(JOURNAL_SUFFIX) or name.endswith(".tmp")):
             yield folder / name
 
 
@@ -206,7 +205,7 @@ def recover(workspace: Path) -> list[str]:
 
 def _recover_one(path: Path, fd: int, workspace: Path) -> str | None:
     try:
-        if not _own_file(fd):
+        if not own_file(fd):
             raise BadJournal("not a regular file of this user")
         chunks = []
         while chunk := os.read(fd, 1 << 20):
@@ -353,65 +352,18 @@ def tmp_for(path: Path, tag: str) -> str:
 
 
 __all__ = [
+    "JOURNAL_SUFFIX",
+    "MAX_JOURNAL_BYTES",
     "BadJournal",
     "Entry",
     "Recording",
     "begin",
+    "journal_dir",
     "link_after",
     "missing_dirs",
     "new_tag",
+    "own_file",
     "recover",
     "tmp_for",
+    "workspace_key",
 ]
-
-
-def forget(vanished: Callable[[Path], bool]) -> list[Path]:
-    """Remove every journal, not locked by a running commit, whose workspace
-    ``vanished`` says is gone for good (a batch copy whose scratch folder was removed);
-    returns those workspaces. What nothing can be rolled back into is not kept."""
-    forgotten: list[Path] = []
-    try:
-        names = os.listdir(journal_dir())
-    except OSError:
-        return forgotten
-    for name in names:
-        if not name.endswith((_SUFFIX, ".tmp")):
-            continue
-        path = journal_dir() / name
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            workspace = _workspace_of(fd)
-            # The name must be that workspace's key: a journal is never taken for
-            # another's on the strength of what it says of itself.
-            if workspace is None or not name.startswith(f"{_key(workspace)}-"):
-                continue
-            if not vanished(workspace):
-                continue
-            if os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
-                os.unlink(path)
-                forgotten.append(workspace)
-        except OSError:
-            continue  # locked: its commit is still running
-        finally:
-            os.close(fd)
-    return forgotten
-
-
-def _workspace_of(fd: int) -> Path | None:
-    """The workspace a journal's header names (None: not a journal of this user)."""
-    if not _own_file(fd):
-        return None
-    with os.fdopen(os.dup(fd), "rb") as source:
-        magic = source.readline(256)
-        header = source.readline(_MAX_JOURNAL_BYTES)
-    if not magic.startswith(MAGIC):
-        return None
-    try:
-        raw = json.loads(header).get("workspace")
-    except (ValueError, AttributeError):
-        return None
-    return Path(raw) if isinstance(raw, str) and os.path.isabs(raw) else None
