@@ -38,7 +38,7 @@ __all__ = ["shared_dir"]  # the fixture, used by name
 # ``op`` once per step N, with ``attack`` made just before the host's N-th filesystem
 # call, until a run ends before step N; returns the steps at which ``intact`` failed.
 COMMON = r"""
-import inspect, json, os, shutil, signal, sys
+import inspect, json, os, shutil, signal, stat, sys
 from pathlib import Path
 
 _EVENTS = {"open", "os.rename", "os.remove", "os.rmdir", "os.mkdir", "os.symlink",
@@ -85,6 +85,13 @@ def attack_at_each_step(setup, op, attack, intact, limit=80):
             steps = at
             break
     return {"bad": bad, "steps": steps}
+
+def regular(p):
+    # What a regular file holds; None for anything else (a FIFO is never opened).
+    try:
+        return p.read_text() if stat.S_ISREG(os.lstat(p).st_mode) else None
+    except OSError:
+        return None
 
 def fresh(d):
     if os.path.lexists(d):
@@ -228,6 +235,34 @@ result["landed_in_moved_folder"] = len(landed)
 print(json.dumps(result))
 """
 
+READ_WHILE_SWAPPED_FOR_FIFO = r"""
+from codemode.sandbox.git import git_guard
+top = Path(sys.argv[1]); ws = top / "ws"
+state = {}
+
+def setup():
+    fresh(ws)
+    os.makedirs(ws / ".git" / "hooks")
+    (ws / ".git" / "config").write_text("[core]\n")
+    state["s"] = git_guard.take([ws], full=True)
+    (ws / ".git" / "config").write_text("[core]\n\tfsmonitor = evil\n")  # the command
+
+def attack():  # config becomes a FIFO just as the guard looks at it
+    os.unlink(ws / ".git" / "config")
+    os.mkfifo(ws / ".git" / "config")
+
+def hung(*_):
+    print(json.dumps({"hung": True, "at": _state["at"]})); sys.stdout.flush(); os._exit(0)
+
+signal.signal(signal.SIGALRM, hung)
+signal.alarm(20)
+result = attack_at_each_step(setup, lambda: git_guard.repair(state["s"]), attack,
+                             lambda: "evil" not in (regular(ws / ".git" / "config") or ""))
+signal.alarm(0)
+result["hung"] = False
+print(json.dumps(result))
+"""
+
 
 def _run(user: str, script: str, top: Path) -> dict[str, object]:
     if user == "nobody" and (why := nobody_unavailable()) is not None:
@@ -308,3 +343,14 @@ def test_a_folder_renamed_away_mid_write_takes_the_write_with_it_never_outside(
     assert result["steps"], result
     assert result["bad"] == [], f"a file outside the workspace was written at steps {result}"
     assert result["landed_in_moved_folder"], result  # the window exists; it leads nowhere
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_file_swapped_for_a_fifo_while_the_guard_reads_it_does_not_hang_it(
+    user: str, shared_dir: Path
+) -> None:
+    result = _run(user, READ_WHILE_SWAPPED_FOR_FIFO, shared_dir)
+    assert result["hung"] is False, f"the guard blocked reading a FIFO: {result}"
+    assert result["steps"], result
+    # (a FIFO made after the last repair stays: the next command's repair is its)
+    assert result["bad"] == [], f"the command's config was left at steps {result}"

@@ -253,10 +253,7 @@ def _copy(p: Path, budget: list[int]) -> Copy:
         if st.st_size > budget[0]:
             return "?"
         budget[0] -= st.st_size
-        try:
-            return p.read_bytes()
-        except OSError:
-            return "?"
+        return _read_regular(p)
     if stat.S_ISDIR(st.st_mode):
         out: dict[str, Copy] = {}
         try:
@@ -270,6 +267,27 @@ def _copy(p: Path, budget: list[int]) -> Copy:
             out[name] = c
         return out
     return "?"  # a device, FIFO or socket: nothing to keep
+
+
+def _read_regular(p: Path) -> Copy:
+    """The bytes of the regular file ``p``; "?" for anything else by the time it is
+    opened (a command running beside may swap it for a FIFO: never waited on)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(p, flags)
+    except OSError:
+        return "?"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "?"
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return "?"
+    finally:
+        os.close(fd)
 
 
 def _restore(writer: Writer, rel: str, p: Path, before: Copy) -> None:
