@@ -354,3 +354,17 @@ def test_a_file_swapped_for_a_fifo_while_the_guard_reads_it_does_not_hang_it(
     assert result["steps"], result
     # (a FIFO made after the last repair stays: the next command's repair is its)
     assert result["bad"] == [], f"the command's config was left at steps {result}"
+
+
+def test_writer_at_takes_a_path_from_its_root_and_refuses_one_outside(tmp_path: Path) -> None:
+    from codemode.hostfs.writer import Refused, writer_at
+
+    ws = (tmp_path / "ws").resolve()
+    ws.mkdir()
+    (tmp_path / "home-link").symlink_to(ws)  # a home reached through a link
+    writer, rel = writer_at(tmp_path / "home-link" / ".x", [ws])
+    assert (writer.root, rel) == (ws, ".x")
+    writer, rel = writer_at(ws / "a" / "b", [tmp_path.resolve(), ws])
+    assert (writer.root, rel) == (ws, "a/b")  # the deepest root
+    with pytest.raises(Refused, match="outside the writable roots"):
+        writer_at(tmp_path / "elsewhere" / ".git", [ws])

@@ -239,18 +239,29 @@ class Writer:
 def writer_at(path: Path, roots: Sequence[Path]) -> tuple[Writer, str]:
     """The writer of the root ``path`` lies under (the deepest of ``roots``, which must
     be real paths no program can move: writable roots, codemode's own folders) and
-    ``path`` relative to it. A path under none of them is taken from ``/``: nothing on
-    the way may then be a symlink either."""
+    ``path`` relative to it. A path not under one as written (a home reached through a
+    link, ``/home`` -> ``/usr/home``) is taken where its folder really is, if that is
+    under one; else Refused: nothing is done outside the roots."""
     path = Path(os.path.normpath(path))
+    found = _under(path, roots)
+    if found is None:
+        # The real folder is then walked from its root with no link followed, so a
+        # link a program put on the way can at most lead to another place in a root.
+        path = Path(os.path.realpath(path.parent)) / path.name
+        found = _under(path, roots)
+    if found is None:
+        raise Refused(f"refusing to change {path}: outside the writable roots")
+    return Writer(found), path.relative_to(found).as_posix()
+
+
+def _under(path: Path, roots: Sequence[Path]) -> Path | None:
     best: Path | None = None
     for root in roots:
         root = Path(os.path.normpath(root))
         if path != root and path.is_relative_to(root):
             if best is None or len(root.parts) > len(best.parts):
                 best = root
-    if best is None:
-        best = Path("/")
-    return Writer(best), path.relative_to(best).as_posix()
+    return best
 
 
 @cache

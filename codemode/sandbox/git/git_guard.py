@@ -153,8 +153,8 @@ def repair(state: GuardState) -> list[str]:
 
 def _move_back(original: Path, p: Path, roots: list[Path]) -> bool:
     """Rename ``original`` back to ``p`` (the same folder), never over anything."""
-    writer, rel = writer_at(original, roots)
     try:
+        writer, rel = writer_at(original, roots)
         writer.rename(rel, p.name)
     except (OSError, ToolError):
         return False
@@ -163,8 +163,8 @@ def _move_back(original: Path, p: Path, roots: list[Path]) -> bool:
 
 def _set_aside_new(p: Path, roots: list[Path]) -> str:
     """Move a dot-entry a command added to the home aside (``user_trust``)."""
-    writer, rel = writer_at(p, roots)
     try:
+        writer, rel = writer_at(p, roots)
         dest = writer.set_aside(rel, user_trust.REFUSED_MARK)
     except FileNotFoundError:
         return f"the command created {p}, which is gone again"
@@ -226,8 +226,8 @@ def _symlinked_parent(p: Path, seen: dict[Path, bool]) -> Path | None:
 
 
 def _quarantine(p: Path, roots: list[Path]) -> str:
-    writer, rel = writer_at(p, roots)
     try:
+        writer, rel = writer_at(p, roots)
         dest = writer.set_aside(rel, ".codemode-refused-")
     except (OSError, ToolError) as exc:
         return f"the command replaced {p}, which could not be moved aside: {exc}"

@@ -113,8 +113,8 @@ def set_aside(entry: Path, why: str, roots: Sequence[Path]) -> str:
     writable root of ``roots`` it lies under, no link followed (``writer``): a folder on
     the way that is a link now was moved by a command, and what it leads to is not this
     repository."""
-    writer, rel = writer_at(entry, roots)
     try:
+        writer, rel = writer_at(entry, roots)
         dest = writer.set_aside(rel, ".codemode-refused-")
     except (Refused, FileNotFoundError, NotADirectoryError):
         return f"the command created the repository {entry.parent}, and {why}; it moved away"

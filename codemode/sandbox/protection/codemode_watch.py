@@ -167,8 +167,8 @@ def set_aside(paths: Iterable[Path], roots: Sequence[Path]) -> list[str]:
     the way that is a link now means the entry is not where it was found."""
     notes = []
     for p in paths:
-        writer, rel = writer_at(p, roots)
         try:
+            writer, rel = writer_at(p, roots)
             dest = writer.set_aside(rel, "-refused-")
         except (Refused, FileNotFoundError, NotADirectoryError):
             continue

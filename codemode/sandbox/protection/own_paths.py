@@ -189,9 +189,9 @@ def make_state_dirs(roots: Sequence[Path]) -> None:
             if inside:
                 # From the root's descriptor, no link followed: an earlier session's
                 # command may have made a folder on the way (``~/.cache``) a link.
-                writer, rel = writer_at(own.path, inside)
                 with contextlib.suppress(OSError, ToolError):
                     # (if not made, checked after each command like a missing dotfile)
+                    writer, rel = writer_at(own.path, inside)
                     writer.mkdir(rel, 0o700, make_parents=True)
 
 
