@@ -55,6 +55,17 @@ def _journal(tmp: Path) -> tuple[Path, list[Change], dict[str, Any], dict[str, A
     }  # fmt: skip
     _make(base, start)
     _make(work, start)
+    # An empty folder the script removes, and a link to a folder of the repository that
+    # the script replaces with a real folder holding a file.
+    for root in (base, work):
+        (root / "empty").mkdir()
+        (root / "real").mkdir()
+        (root / "real" / "r.txt").write_text("r\n")
+        (root / "via").symlink_to("real")
+    (work / "empty").rmdir()
+    (work / "via").unlink()
+    (work / "via").mkdir()
+    (work / "via" / "v.txt").write_text("v\n")
     (work / "a.txt").write_text("A changed\n")
     (work / "gone.txt").unlink()
     (work / "run.sh").write_text("#!/bin/sh\necho new\n")

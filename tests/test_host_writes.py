@@ -225,7 +225,7 @@ def test_a_driver_of_each_user_writes_through_no_planted_link(user: str, where: 
 
 
 def test_the_writer_follows_no_link_and_leaves_no_temporary_file(tmp_path: Path) -> None:
-    from codemode.tools.fs.writer import Refused, Writer
+    from codemode.hostfs.writer import Refused, Writer
 
     root = tmp_path / "ws"
     (root / "sub").mkdir(parents=True)

@@ -9,7 +9,7 @@ killed partway leaves it for the next ``recover`` of the repository — the next
 to it, or any entry point that starts there — which puts every path back. Either way
 the repository ends whole before or whole after, with no temporary file left.
 
-Every write goes through the host's one writer (``codemode.tools.fs.writer``): no
+Every write goes through the host's one writer (``codemode.hostfs.writer``): no
 symlink in the repository is followed, and the temporary names are the journal's
 random ones, created exclusively. No journal can be kept (codemode's home not
 writable): nothing is applied.
@@ -23,9 +23,9 @@ import stat
 from pathlib import Path
 
 from codemode.batch.changes import ApplyError, Change, check
+from codemode.hostfs.beneath import mkdir, symlink_atomic, write_atomic
+from codemode.hostfs.writer import Refused, Writer, default_mode
 from codemode.tool_terms.errors import ToolError
-from codemode.tools.fs.beneath import mkdir, symlink_atomic, write_atomic
-from codemode.tools.fs.writer import Refused, Writer, default_mode
 from codemode.tools.store import journal
 from codemode.tools.store.journal_format import Entry
 
@@ -62,18 +62,30 @@ def apply(root: Path, changes: list[Change]) -> None:
 
 def _entries(writer: Writer, root: Path, changes: list[Change], tag: str) -> list[Entry]:
     """The journal's entries; ApplyError when a path no longer holds the journal's base.
-    Files, links and removals first; the folders to make after them, deepest first (the
-    recovery removes each entry's made folders in order, a parent only once empty)."""
+    Empty folders removed first, then files, links and removals, then the folders to
+    make, deepest first (the recovery removes each entry's made folders in order, a
+    parent only once empty)."""
+    removed: list[Entry] = []
     entries: list[Entry] = []
     folders: list[Entry] = []
     for change in changes:
         path = root / change.path
         if change.kind == "mkdir":
             made = journal.missing_dirs(path / "_", [root])
+            now = writer.lstat(change.path)
+            if now is not None and not stat.S_ISDIR(now.st_mode):
+                made.append(path)  # a link or file the changes remove first: made here
             folders.append(Entry(path, unknown=True, made_dirs=made))
-        elif change.kind != "rmdir":
+        elif change.kind == "rmdir":
+            now = writer.lstat(change.path)
+            if now is not None and stat.S_ISDIR(now.st_mode):
+                mode = stat.S_IMODE(now.st_mode)
+                removed.append(Entry(path, before_mode=mode, unknown=True, removed_dir=True))
+        else:
             entries.append(_file_entry(writer, root, change, tag))
-    return [*entries, *reversed(folders)]
+    # Undone in reverse: the folders made are removed first, the files put back, and
+    # the empty folders removed made again last (a file may have taken one's name).
+    return [*removed, *entries, *reversed(folders)]
 
 
 def _file_entry(writer: Writer, root: Path, change: Change, tag: str) -> Entry:

@@ -198,6 +198,8 @@ def _recover(repositories: list[Path]) -> None:
     session's, a killed `interpreter run`'s) before any is copied, shipped or read:
     otherwise the half-written state is what the script starts from, and what its
     changes are applied over. Each line is said on stderr, naming its repository."""
+    from codemode.batch.scratch import vanished_copy
+    from codemode.tools.store.forget import forget
     from codemode.tools.store.recovery import recover_at_start
 
     for repo in repositories:
@@ -206,3 +208,5 @@ def _recover(repositories: list[Path]) -> None:
             echo(f"{repo}: {line}", err=True)
 
         recover_at_start(repo, say=say)
+    # Journals a worker killed in its copy left, once that copy's scratch folder is gone
+    forget(vanished_copy)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 import time
 from pathlib import Path
 from typing import Any, TextIO
@@ -119,9 +120,20 @@ class ReportWriter:
 
 
 def read_report(path: Path) -> tuple[list[RunHeader], list[RepoResult]]:
-    """The run headers and the repository results in a report file, in order."""
+    """The run headers and the repository results in a report file, in order. A
+    symlink at ``path`` is refused, as writing the report refuses one: a report is read
+    where its run wrote it, and only a regular file (a FIFO would block)."""
+    read_only = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, read_only)
+    except OSError as exc:
+        why = "it is a symlink" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
+        raise ReportError(f"cannot read the report {path}: {why}") from None
+    try:
+        with os.fdopen(fd, "rb") as source:
+            if not stat.S_ISREG(os.fstat(source.fileno()).st_mode):
+                raise ReportError(f"cannot read the report {path}: not a regular file")
+            text = source.read().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ReportError(f"cannot read the report {path}: {exc}") from None
     headers: list[RunHeader] = []

@@ -10,6 +10,7 @@ finalizers, ``atexit`` in a plain process) the thread finishes its queue.
 from __future__ import annotations
 
 import atexit
+import os
 import queue
 import shutil
 import tempfile
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+_PREFIX = "codemode-batch-"
 _queue: queue.SimpleQueue[Path | None] = queue.SimpleQueue()
 _thread: threading.Thread | None = None
 _lock = threading.Lock()
@@ -60,9 +62,23 @@ def _start() -> None:
 @contextmanager
 def scratch_dir() -> Iterator[Path]:
     """A fresh private folder, removed in the background once the block is left."""
-    path = Path(tempfile.mkdtemp(prefix="codemode-batch-"))
+    path = Path(tempfile.mkdtemp(prefix=_PREFIX))
     try:
         yield path
     finally:
         _start()
         _queue.put(path)
+
+
+def vanished_copy(workspace: Path) -> bool:
+    """Whether ``workspace`` lay in a scratch folder ``scratch_dir`` made that is gone:
+    ``codemode-batch-*`` right in the temporary folder (mkdtemp: a name no one else is
+    given), no longer there. No worker can be running in it, and nothing can be rolled
+    back into it, so a write journal left for it (a worker killed in its copy) may go."""
+    temp = Path(os.path.realpath(tempfile.gettempdir()))
+    if not workspace.is_relative_to(temp):
+        return False
+    parts = workspace.relative_to(temp).parts
+    if len(parts) < 2 or not parts[0].startswith(_PREFIX):
+        return False
+    return not os.path.lexists(temp / parts[0])

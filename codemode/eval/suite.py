@@ -45,7 +45,7 @@ class Task:
     def setup(self, root: Path) -> None:
         # Through the host's writer: a symlink in the suite's folder is copied as a link,
         # never followed (a suite could otherwise pull any file of the user's in).
-        from codemode.tools.fs.writer import Writer
+        from codemode.hostfs.writer import Writer
 
         Writer(root).copy_in(self.folder / "setup")
 

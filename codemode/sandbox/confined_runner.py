@@ -7,13 +7,13 @@ state (``own_paths``). ``SandboxSession`` holds one, made with its first command
 from __future__ import annotations
 
 import contextlib
-import shutil
 import tempfile
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from codemode.hostfs.writer import Writer
 from codemode.sandbox.confinement.confine import (
     BackendChoice,
     ConfinementUnavailable,
@@ -54,7 +54,7 @@ class ConfinedRunner:
         """A private temporary directory (TMPDIR) writable by confined commands."""
         if self.scratch is None:
             self.scratch = Path(tempfile.mkdtemp(prefix="codemode-tmp-"))
-            weakref.finalize(self, shutil.rmtree, str(self.scratch), True)
+            weakref.finalize(self, _remove_scratch, self.scratch)
             self._note_roots()
         return self.scratch
 
@@ -148,6 +148,13 @@ class ConfinedRunner:
             self._servers = None
         self._keeper.close()
         if self.scratch is not None:
-            shutil.rmtree(self.scratch, ignore_errors=True)
+            _remove_scratch(self.scratch)
             self.scratch = None
+
+
+def _remove_scratch(scratch: Path) -> None:
+    """Remove the scratch folder and what commands left in it, walked by descriptor
+    from the folder above it (``writer``): no link a command made inside is followed."""
+    with contextlib.suppress(OSError, ToolError):
+        Writer(scratch.parent).remove_tree(scratch.name)
 

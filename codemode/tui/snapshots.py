@@ -32,8 +32,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codemode.hostfs.beneath import Missing, Tree, rmdir, unlink, write_atomic
 from codemode.tools.context import ToolError
-from codemode.tools.fs.beneath import Missing, Tree, rmdir, unlink, write_atomic
 from codemode.tools.fs.reading import NotRegular, TooBig, read_regular, read_spot
 from codemode.tools.ignore import walk_files
 from codemode.tools.store import MAX_READ_BYTES, journal
@@ -216,7 +216,7 @@ class Snapshots:
         result = UndoResult(skipped=list(changes.unrestorable))
         # No guard: undo puts back what the workspace held before the turn, .codemode/
         # included; it never follows a link, so it writes only the recorded paths.
-        tree = Tree([self.root], follow=False, writing=False)
+        tree = Tree([self.root], follow=False)
         tag = journal.new_tag()
         entries = _journal_entries(tree, self.root, changes, tag)
         recording = journal.begin(self.root, [self.root], entries, tag)

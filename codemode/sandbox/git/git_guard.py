@@ -10,18 +10,23 @@ copy of every protected entry (``.codemode/`` at the root, ``.git`` itself, and
 ``config``, ``config.worktree``, ``commondir``, ``hooks/``, ``info/`` of each git
 directory) and puts back whatever the command changed, before anything on the host can
 run git again. Each repair is reported in the command's output.
+
+Every rename, removal and restore goes through the host-side writer
+(``codemode.hostfs.writer``), from the writable root's descriptor with no link
+followed: another command of the session may still be running (``Promise.all``) and
+swap a folder on the way for a link at any moment.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codemode.hostfs.writer import Writer, writer_at
 from codemode.sandbox.protection import user_trust
 from codemode.sandbox.protection.own_paths import links
 from codemode.sandbox.protection.protected import (
@@ -30,6 +35,7 @@ from codemode.sandbox.protection.protected import (
     GIT_PROTECTED,
     git_dirs,
 )
+from codemode.tool_terms.errors import ToolError
 
 # A copy larger than this is not kept: the entry is then only checked, not restored.
 _MAX_COPY_BYTES = 4 << 20
@@ -51,6 +57,8 @@ class GuardState:
     repos: list[Path] = field(default_factory=list)
     # a root contains the home: its entries then (a new dot-entry is set aside)
     home: tuple[Path, frozenset[str]] | None = None
+    # the writable roots: every write starts from one of them
+    roots: list[Path] = field(default_factory=list)
 
 
 def take(
@@ -62,7 +70,7 @@ def take(
 ) -> GuardState:
     """Note the protected entries of ``roots`` and the git directories of the
     repositories at ``nested`` (copies of them, and of ``extra``, when ``full``)."""
-    state = GuardState(full, repos=[*roots, *nested])
+    state = GuardState(full, repos=[*roots, *nested], roots=list(roots))
     budget = [_MAX_COPY_BYTES]
     h = user_trust.holds_home(roots)
     if h is not None:
@@ -107,10 +115,9 @@ def repair(state: GuardState) -> list[str]:
         if now is not None and now[:2] == ident[:2] and stat.S_ISDIR(now[2]):
             continue
         if now is not None:
-            notes.append(_quarantine(p))
+            notes.append(_quarantine(p, state.roots))
         original = _find_moved(p.parent, ident)
-        if original is not None and not os.path.lexists(p):
-            os.rename(original, p)
+        if original is not None and _move_back(original, p, state.roots):
             notes.append(f"the command moved {p} to {original.name}; moved it back")
         else:
             gone.append(p)
@@ -122,13 +129,14 @@ def repair(state: GuardState) -> list[str]:
         swapped = _symlinked_parent(p, seen)
         if swapped is not None:
             # never write through it: it could lead anywhere on the host
-            notes.append(_quarantine(swapped))
+            notes.append(_quarantine(swapped, state.roots))
             seen.clear()  # moved aside: look again
         if _copy(p, [_MAX_COPY_BYTES]) == before:
             continue
         try:
-            _restore(p, before)
-        except OSError as exc:
+            writer, rel = writer_at(p, state.roots)
+            _restore(writer, rel, p, before)
+        except (OSError, ToolError) as exc:
             notes.append(f"the command changed {p}, which could not be put back: {exc}")
             continue
         what = "created" if before is None else "changed"
@@ -139,23 +147,31 @@ def repair(state: GuardState) -> list[str]:
     if state.full:
         notes += _new_gitdirs(state)
     if state.home is not None:
-        notes += [_set_aside_new(p) for p in user_trust.new_entries(*state.home)]
+        notes += [_set_aside_new(p, state.roots) for p in user_trust.new_entries(*state.home)]
     return notes
 
 
-def _set_aside_new(p: Path) -> str:
-    """Move a dot-entry a command added to the home aside (``user_trust``)."""
-    n = 1
-    while os.path.lexists(dest := p.with_name(f"{p.name}{user_trust.REFUSED_MARK}{n}")):
-        n += 1
+def _move_back(original: Path, p: Path, roots: list[Path]) -> bool:
+    """Rename ``original`` back to ``p`` (the same folder), never over anything."""
     try:
-        os.rename(p, dest)
+        writer, rel = writer_at(original, roots)
+        writer.rename(rel, p.name)
+    except (OSError, ToolError):
+        return False
+    return True
+
+
+def _set_aside_new(p: Path, roots: list[Path]) -> str:
+    """Move a dot-entry a command added to the home aside (``user_trust``)."""
+    try:
+        writer, rel = writer_at(p, roots)
+        dest = writer.set_aside(rel, user_trust.REFUSED_MARK)
     except FileNotFoundError:
         return f"the command created {p}, which is gone again"
-    except OSError as exc:
+    except (OSError, ToolError) as exc:
         return f"the command created {p}, which could not be moved aside: {exc}"
     return (
-        f"the command created {p}; moved it to {dest.name} (the home's dot-entries are "
+        f"the command created {p}; moved it to {dest} (the home's dot-entries are "
         "read-only: your shell, ssh, git, editors and agents read them on the host)"
     )
 
@@ -172,7 +188,7 @@ def _new_gitdirs(state: GuardState) -> list[str]:
                 continue
             why = git_sanity.unsafe_reason(gitdir, state.repos)
             if why is not None:
-                notes.append(_quarantine(gitdir) + f" ({why})")
+                notes.append(_quarantine(gitdir, state.roots) + f" ({why})")
     return notes
 
 
@@ -209,15 +225,13 @@ def _symlinked_parent(p: Path, seen: dict[Path, bool]) -> Path | None:
     return None
 
 
-def _quarantine(p: Path) -> str:
-    n = 1
-    while os.path.lexists(dest := p.with_name(f"{p.name}.codemode-refused-{n}")):
-        n += 1
+def _quarantine(p: Path, roots: list[Path]) -> str:
     try:
-        os.rename(p, dest)
-    except OSError as exc:
+        writer, rel = writer_at(p, roots)
+        dest = writer.set_aside(rel, ".codemode-refused-")
+    except (OSError, ToolError) as exc:
         return f"the command replaced {p}, which could not be moved aside: {exc}"
-    return f"the command replaced {p}; moved the new one to {dest.name}"
+    return f"the command replaced {p}; moved the new one to {dest}"
 
 
 def _identity(p: Path) -> tuple[int, int, int] | None:
@@ -239,10 +253,7 @@ def _copy(p: Path, budget: list[int]) -> Copy:
         if st.st_size > budget[0]:
             return "?"
         budget[0] -= st.st_size
-        try:
-            return p.read_bytes()
-        except OSError:
-            return "?"
+        return _read_regular(p)
     if stat.S_ISDIR(st.st_mode):
         out: dict[str, Copy] = {}
         try:
@@ -258,34 +269,50 @@ def _copy(p: Path, budget: list[int]) -> Copy:
     return "?"  # a device, FIFO or socket: nothing to keep
 
 
-def _remove(p: Path) -> None:
-    if os.path.isdir(p) and not os.path.islink(p):
-        shutil.rmtree(p)
-    else:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(p)
+def _read_regular(p: Path) -> Copy:
+    """The bytes of the regular file ``p``; "?" for anything else by the time it is
+    opened (a command running beside may swap it for a FIFO: never waited on)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(p, flags)
+    except OSError:
+        return "?"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "?"
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return "?"
+    finally:
+        os.close(fd)
 
 
-def _restore(p: Path, before: Copy) -> None:
+def _restore(writer: Writer, rel: str, p: Path, before: Copy) -> None:
+    """Put ``rel`` (``p``) back as ``before``: a file is written to a new name and
+    renamed over whatever is there (a link, a FIFO, a hard link is replaced, never
+    opened), a link made again, a folder made and its entries restored one by one."""
     if before is None:
-        _remove(p)
+        writer.remove_tree(rel)
         return
     if isinstance(before, str):
-        _remove(p)
-        os.symlink(before, p)
+        writer.remove_tree(rel)
+        writer.symlink(rel, before)
         return
+    now = writer.lstat(rel)
     if isinstance(before, bytes):
-        if os.path.islink(p) or os.path.isdir(p):
-            _remove(p)
-        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "wb") as f:
-            f.write(before)
+        if now is not None and stat.S_ISDIR(now.st_mode):
+            writer.remove_tree(rel)
+        writer.write(rel, before, make_parents=True)
         return
-    if os.path.islink(p) or (os.path.lexists(p) and not os.path.isdir(p)):
-        _remove(p)
-    os.makedirs(p, exist_ok=True)
-    for name in set(os.listdir(p)) - set(before):
-        _remove(p / name)
+    if now is not None and not stat.S_ISDIR(now.st_mode):
+        writer.remove(rel)
+    if now is None or not stat.S_ISDIR(now.st_mode):
+        writer.mkdir(rel, make_parents=True)
+    for name in set(writer.names(rel)) - set(before):
+        writer.remove_tree(f"{rel}/{name}")
     for name, child in before.items():
         if _copy(p / name, [_MAX_COPY_BYTES]) != child:
-            _restore(p / name, child)
+            _restore(writer, f"{rel}/{name}", p / name, child)

@@ -18,9 +18,11 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from codemode.hostfs.writer import Refused, writer_at
 from codemode.locations import launcher
 from codemode.sandbox.git.host_git import git_argv, git_env
 from codemode.sandbox.protection.protected import gitfile_target
+from codemode.tool_terms.errors import ToolError
 
 SAFE_KEY = re.compile(
     r"^(core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase"
@@ -106,20 +108,22 @@ def _inside(p: Path, root: Path) -> bool:
     return p == root or p.is_relative_to(root)
 
 
-def set_aside(entry: Path, why: str) -> str:
-    if os.path.realpath(entry.parent) != str(entry.parent):
-        return f"the command created the repository {entry.parent}, and {why}; it moved away"
-    n = 1
-    while os.path.lexists(dest := entry.with_name(f".git.codemode-refused-{n}")):
-        n += 1
+def set_aside(entry: Path, why: str, roots: Sequence[Path]) -> str:
+    """Move the ``.git`` entry ``entry`` aside (``.git.codemode-refused-N``), from the
+    writable root of ``roots`` it lies under, no link followed (``writer``): a folder on
+    the way that is a link now was moved by a command, and what it leads to is not this
+    repository."""
     try:
-        os.rename(entry, dest)
-    except OSError as exc:
+        writer, rel = writer_at(entry, roots)
+        dest = writer.set_aside(rel, ".codemode-refused-")
+    except (Refused, FileNotFoundError, NotADirectoryError):
+        return f"the command created the repository {entry.parent}, and {why}; it moved away"
+    except (OSError, ToolError) as exc:
         return (
             f"the command created the repository {entry.parent}, and {why}; its .git "
             f"could not be moved aside: {exc}"
         )
     return (
         f"the command created the repository {entry.parent}, and {why}: git on the host "
-        f"would run that later, so its .git was moved to {dest.name}"
+        f"would run that later, so its .git was moved to {dest}"
     )

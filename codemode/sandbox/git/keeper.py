@@ -17,6 +17,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from codemode.hostfs.writer import Writer
+from codemode.tool_terms.errors import ToolError
+
 if TYPE_CHECKING:
     from codemode.sandbox.git.git_guard import GuardState
     from codemode.sandbox.protection.codemode_watch import CodemodeWatch
@@ -29,7 +32,7 @@ class Keeper:
     """The protected-entry state of one session (``SandboxSession`` holds one)."""
 
     def __init__(self) -> None:
-        self._placeholders: set[Path] = set()
+        self._placeholders: set[tuple[Path, str]] = set()  # (writable root, name)
         self._guards: dict[int, GuardState] = {}
         self._baseline: GuardState | None = None
         self._watch: CodemodeWatch | None = None
@@ -50,11 +53,14 @@ class Keeper:
 
             # bubblewrap needs a mount point to keep a missing .codemode/ or .git from
             # being created, and would leave it behind as an empty folder: made here
-            # instead; removed at close() when still empty.
-            for p in (p for root in writable for p in placeholders(root)):
-                with contextlib.suppress(OSError):  # (bubblewrap then makes it)
-                    p.mkdir(mode=0o755)
-                self._placeholders.add(p)
+            # instead; removed at close() when still empty. Made and removed from the
+            # root's descriptor (``writer``), no link followed.
+            for root in writable:
+                writer = Writer(root)
+                for p in placeholders(root):
+                    with contextlib.suppress(OSError, ToolError):  # (bubblewrap makes it)
+                        writer.mkdir(p.name, 0o755)
+                    self._placeholders.add((root, p.name))
         if backend == "none" or not guarded:
             return [], []
         from codemode.sandbox.git.git_named import named_paths
@@ -107,13 +113,13 @@ class Keeper:
             from codemode.sandbox.protection.codemode_watch import set_aside
 
             watch = self._watch
-            notes += [f"[sandbox] {n}" for n in set_aside(watch.drain())]
             writable = [*watch.roots, *([scratch] if scratch else [])]
+            notes += [f"[sandbox] {n}" for n in set_aside(watch.drain(), watch.roots)]
             recheck = {e for e, look in self._created.items() if git_sanity.looks(e) != look}
             for entry in sorted(watch.new_git | recheck):
                 why = git_sanity.unsafe_reason(entry, writable) if os.path.lexists(entry) else None
                 if why is not None:
-                    notes.append(f"[sandbox] {git_sanity.set_aside(entry, why)}")
+                    notes.append(f"[sandbox] {git_sanity.set_aside(entry, why, writable)}")
                     watch.git.discard(entry)
                     self._created.pop(entry, None)
                 elif os.path.lexists(entry):
@@ -135,7 +141,8 @@ class Keeper:
         if self._watch is not None:
             self._watch.close()
             self._watch = None
-        for placeholder in self._placeholders:
-            with contextlib.suppress(OSError):  # gone, or no longer empty: keep it
-                placeholder.rmdir()
+        for root, name in self._placeholders:
+            writer = Writer(root)
+            with contextlib.suppress(OSError, ToolError):  # gone, or not empty: kept
+                writer.rmdir(name)
         self._placeholders.clear()

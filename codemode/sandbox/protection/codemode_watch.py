@@ -23,7 +23,9 @@ import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+from codemode.hostfs.writer import Refused, writer_at
 from codemode.sandbox.protection.protected import CODEMODE_DIR, GIT_DIR
+from codemode.tool_terms.errors import ToolError
 
 IN_MODIFY, IN_MOVED_TO, IN_CREATE = 0x2, 0x80, 0x100
 IN_DELETE_SELF, IN_MOVE_SELF, IN_Q_OVERFLOW, IN_IGNORED = 0x400, 0x800, 0x4000, 0x8000
@@ -159,24 +161,22 @@ class CodemodeWatch:
                 yield parent / os.fsdecode(name), mask
 
 
-def set_aside(paths: Iterable[Path]) -> list[str]:
-    """Move each new ``.codemode`` entry aside; one line per entry."""
+def set_aside(paths: Iterable[Path], roots: Sequence[Path]) -> list[str]:
+    """Move each new ``.codemode`` entry aside; one line per entry. Each is reached from
+    the root of ``roots`` it lies under with no link followed (``writer``): a folder on
+    the way that is a link now means the entry is not where it was found."""
     notes = []
     for p in paths:
-        if os.path.realpath(p.parent) != str(p.parent):
-            continue  # a parent is a symlink now: the entry is not where it was found
-        n = 1
-        while os.path.lexists(dest := p.with_name(f"{CODEMODE_DIR}-refused-{n}")):
-            n += 1
         try:
-            os.rename(p, dest)
-        except FileNotFoundError:
+            writer, rel = writer_at(p, roots)
+            dest = writer.set_aside(rel, "-refused-")
+        except (Refused, FileNotFoundError, NotADirectoryError):
             continue
-        except OSError as exc:
+        except (OSError, ToolError) as exc:
             notes.append(f"the command created {p}, which could not be moved aside: {exc}")
             continue
         notes.append(
-            f"the command created {p}; moved it to {dest.name} (.codemode/ is read-only "
+            f"the command created {p}; moved it to {dest} (.codemode/ is read-only "
             "at every depth: the agent's own rules and settings)"
         )
     return notes

@@ -27,6 +27,7 @@ in ``~/.config/nvim`` is the user editing that).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import site
@@ -179,13 +180,19 @@ def make_state_dirs(roots: Sequence[Path]) -> None:
     """Create codemode's state folders that a root contains but do not exist yet, so
     that they are protected (bound read-only) from the first command instead of
     created, with contents of its choosing, by one."""
+    from codemode.hostfs.writer import writer_at
+    from codemode.tool_terms.errors import ToolError
+
     for own in own_paths():
         if own.state and not os.path.lexists(own.path):
-            if any(_inside(own.path, r) for r in roots):
-                try:
-                    own.path.mkdir(parents=True, mode=0o700, exist_ok=True)
-                except OSError:
-                    pass  # then checked after each command like a missing dotfile
+            inside = [r for r in roots if _inside(own.path, r) and own.path != r]
+            if inside:
+                # From the root's descriptor, no link followed: an earlier session's
+                # command may have made a folder on the way (``~/.cache``) a link.
+                with contextlib.suppress(OSError, ToolError):
+                    # (if not made, checked after each command like a missing dotfile)
+                    writer, rel = writer_at(own.path, inside)
+                    writer.mkdir(rel, 0o700, make_parents=True)
 
 
 def pin_and_protect(roots: Sequence[Path]) -> tuple[list[str], list[str]]:

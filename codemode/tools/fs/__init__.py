@@ -4,7 +4,8 @@ The file tools run in the agent's own (unconfined) process, while a confined she
 may be changing the workspace at the same moment. Every path is therefore walked one
 component at a time from a directory file descriptor, each step opened with
 ``O_NOFOLLOW``; a symlink met on the way is read and followed by hand, and only while
-its target stays inside a writable root (``beneath``). Writes are a temporary file
+its target stays inside a writable root (``codemode.hostfs.beneath``, below the
+sandbox, which uses it too). Writes are a temporary file
 plus a rename inside the held parent directory, so no swap of a path component after
 the check can send a write elsewhere. Reads open with ``O_NONBLOCK``, refuse anything
 but a regular file and stop at a byte cap (``reading``). ``guard`` is the one place

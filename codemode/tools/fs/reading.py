@@ -13,9 +13,9 @@ import os
 import stat
 from pathlib import Path
 
+from codemode.hostfs.beneath import Spot, Tree
 from codemode.tool_terms.errors import ToolError
 from codemode.tools.fs import guard
-from codemode.tools.fs.beneath import Spot, Tree
 
 _CHUNK = 1 << 20
 
@@ -50,7 +50,7 @@ def kind_of(mode: int) -> str:
 
 def locate_for_reading(path: Path, shown: str | Path) -> Spot:
     """The spot of ``path`` with every symlink resolved, read-refusals applied."""
-    spot = Tree(None, writing=False).locate(path, shown=shown)
+    spot = Tree(None).locate(path, shown=shown)
     reason = guard.read_refusal(spot.real)
     if reason is not None:
         spot.close()

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from codemode.hostfs.beneath import Missing, Spot, Tree, write_atomic
 from codemode.tool_terms.errors import ToolError
-from codemode.tools.fs.beneath import Missing, Spot, Tree, write_atomic
+from codemode.tools.fs import guard
 from codemode.tools.fs.reading import NotRegular, TooBig, read_spot
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ def writable_tree(ctx: WriteScope, *, follow: bool = True) -> Tree:
     roots = ctx.sandbox.writable_roots()
     if roots is not None and not roots:
         raise ToolError(f"refusing to write: the sandbox mode is {ctx.sandbox.sandbox_mode}")
-    return Tree(roots, follow=follow)
+    return Tree(roots, follow=follow, refuse=guard.write_refusal)
 
 
 def existing_bytes(spot: Spot, cap: int, shown: str) -> bytes | None:

@@ -14,8 +14,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codemode.hostfs.beneath import default_mode
 from codemode.tools.context import ToolContext, ToolError, store_for
-from codemode.tools.fs.beneath import default_mode
 from codemode.tools.fs.reading import NotRegular
 from codemode.tools.fs.text import Encoding, decode, encode, is_binary
 from codemode.tools.patch import diff as diffs

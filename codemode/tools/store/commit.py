@@ -25,8 +25,8 @@ from functools import partial
 from pathlib import Path
 from typing import NoReturn
 
+from codemode.hostfs.beneath import Spot, Tree, rmdir, unlink, write_atomic
 from codemode.tool_terms.errors import ToolError
-from codemode.tools.fs.beneath import Spot, Tree, rmdir, unlink, write_atomic
 from codemode.tools.fs.reading import NotRegular, TooBig, read_spot
 from codemode.tools.store import MAX_READ_BYTES
 

@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from codemode.hostfs.beneath import Tree, unlink, write_atomic
 from codemode.tool_terms.errors import ToolError
-from codemode.tools.fs.beneath import Tree, unlink, write_atomic
 from codemode.tools.fs.reading import read_regular
 from codemode.tools.fs.writing import (
     WriteScope,
@@ -78,7 +78,7 @@ class DiskStore:
 
     def stat(self, path: Path) -> FileInfo | None:
         try:
-            with Tree(None, writing=False).locate(path, shown=path) as spot:
+            with Tree(None).locate(path, shown=path) as spot:
                 real, st = spot.real, spot.lstat()
         except IsADirectoryError:  # "/" itself, which has no last component to walk to
             real, st = path, os.stat(path)
@@ -111,7 +111,7 @@ class DiskStore:
         tree = writable_tree(self.ctx)
         if grant is None or tree.roots is None:
             return tree
-        return Tree([*tree.roots, grant], follow=tree.follow)
+        return Tree([*tree.roots, grant], follow=tree.follow, refuse=tree.refuse)
 
     def write(self, path: Path, data: bytes, shown: str, *, grant: Path | None = None) -> bool:
         self.writable(path, shown, grant=grant)

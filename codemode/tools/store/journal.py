@@ -40,9 +40,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from codemode.locations.config_file import codemode_home
-from codemode.tool_terms.errors import ToolError
-from codemode.tools.fs.beneath import (
+from codemode.hostfs.beneath import (
     Missing,
     Spot,
     Tree,
@@ -53,12 +51,15 @@ from codemode.tools.fs.beneath import (
     unlink,
     write_atomic,
 )
+from codemode.locations.config_file import codemode_home
+from codemode.tool_terms.errors import ToolError
+from codemode.tools.fs import guard
 from codemode.tools.fs.reading import NotRegular, TooBig, read_spot
 from codemode.tools.store import MAX_READ_BYTES
 from codemode.tools.store.journal_format import BadJournal, Entry, decode, encode
 
-_SUFFIX = ".journal"
-_MAX_JOURNAL_BYTES = 4 * 1024 * 1024 * 1024
+JOURNAL_SUFFIX = ".journal"
+MAX_JOURNAL_BYTES = 4 * 1024 * 1024 * 1024
 log = logging.getLogger(__name__)
 
 
@@ -66,7 +67,7 @@ def journal_dir() -> Path:
     return codemode_home() / "journal"
 
 
-def _key(workspace: Path) -> str:
+def workspace_key(workspace: Path) -> str:
     real = os.path.realpath(workspace)
     return hashlib.sha256(os.fsencode(real)).hexdigest()[:16]
 
@@ -118,9 +119,9 @@ def begin(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry], tag:
     then goes ahead as before, unprotected against a kill, and says so in the log."""
     try:
         folder = _open_dir()
-        name = f"{_key(workspace)}-{tag}"
+        name = f"{workspace_key(workspace)}-{tag}"
         tmp = folder / f"{name}.tmp"
-        final = folder / f"{name}{_SUFFIX}"
+        final = folder / f"{name}{JOURNAL_SUFFIX}"
         fd = os.open(
             tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
         )
@@ -154,20 +155,20 @@ def new_tag() -> str:
 # --- reading and recovering -----------------------------------------------------------
 
 
-def _own_file(fd: int) -> bool:
+def own_file(fd: int) -> bool:
     st = os.fstat(fd)
-    return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and st.st_size < _MAX_JOURNAL_BYTES
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and st.st_size < MAX_JOURNAL_BYTES
 
 
 def _journals(workspace: Path) -> Iterator[Path]:
     folder = journal_dir()
-    prefix = f"{_key(workspace)}-"
+    prefix = f"{workspace_key(workspace)}-"
     try:
         names = os.listdir(folder)
     except OSError:
         return
     for name in names:
-        if name.startswith(prefix) and (name.endswith(_SUFFIX) or name.endswith(".tmp")):
+        if name.startswith(prefix) and (name.endswith(JOURNAL_SUFFIX) or name.endswith(".tmp")):
             yield folder / name
 
 
@@ -204,7 +205,7 @@ def recover(workspace: Path) -> list[str]:
 
 def _recover_one(path: Path, fd: int, workspace: Path) -> str | None:
     try:
-        if not _own_file(fd):
+        if not own_file(fd):
             raise BadJournal("not a regular file of this user")
         chunks = []
         while chunk := os.read(fd, 1 << 20):
@@ -216,9 +217,13 @@ def _recover_one(path: Path, fd: int, workspace: Path) -> str | None:
             os.rename(path, aside)
         log.info("ignored the journal %s: %s", path, exc)
         return f"codemode: ignored a damaged write journal ({exc}); it was moved to {aside}."
-    tree = Tree(loaded.roots)
+    tree = Tree(loaded.roots, refuse=guard.write_refusal)
     restored = 0
     conflicts: list[str] = []
+    # A path where the commit made a folder (a link replaced by a real folder) is put
+    # back once that folder is removed: after the others, not as a conflict.
+    made = {folder for entry in loaded.entries for folder in entry.made_dirs}
+    later: list[Entry] = []
     for entry in reversed(loaded.entries):
         try:
             outcome = _undo(tree, entry)
@@ -227,6 +232,8 @@ def _recover_one(path: Path, fd: int, workspace: Path) -> str | None:
             continue
         if outcome == "restored":
             restored += 1
+        elif outcome == "conflict" and entry.path in made:
+            later.append(entry)
         elif outcome == "conflict":
             conflicts.append(f"{entry.path}: changed since; left as it is")
     for entry in loaded.entries:
@@ -236,6 +243,15 @@ def _recover_one(path: Path, fd: int, workspace: Path) -> str | None:
                 tree.locate(folder, follow_last=False) as spot,
             ):
                 rmdir(spot)
+    for entry in later:
+        try:
+            outcome = _undo(tree, entry)
+        except (OSError, ToolError) as exc:
+            outcome = str(exc)
+        if outcome == "restored":
+            restored += 1
+        elif outcome != "unchanged":
+            conflicts.append(f"{entry.path}: changed since; left as it is")
     if conflicts:
         # The originals of what was not put back stay readable (no file is lost).
         kept = path.with_name(path.name + ".kept")
@@ -257,6 +273,8 @@ def _recover_one(path: Path, fd: int, workspace: Path) -> str | None:
 
 
 def _undo(tree: Tree, entry: Entry) -> str:
+    if entry.removed_dir:
+        return _make_again(tree, entry)
     try:
         spot = tree.locate(entry.path, follow_last=False)
     except Missing:
@@ -293,6 +311,17 @@ def _undo(tree: Tree, entry: Entry) -> str:
         return "restored"
 
 
+def _make_again(tree: Tree, entry: Entry) -> str:
+    """An empty folder the commit removed: made again (with the folders above it the
+    commit removed too) when nothing is there."""
+    with tree.locate(entry.path, follow_last=False, make_parents=True) as spot:
+        st = spot.lstat()
+        if st is None:
+            mkdir(spot, entry.before_mode, exact=True)
+            return "restored"
+        return "unchanged" if stat.S_ISDIR(st.st_mode) else "conflict"
+
+
 def _was_nothing(entry: Entry) -> bool:
     return entry.before is None and entry.before_link is None
 
@@ -323,13 +352,18 @@ def tmp_for(path: Path, tag: str) -> str:
 
 
 __all__ = [
+    "JOURNAL_SUFFIX",
+    "MAX_JOURNAL_BYTES",
     "BadJournal",
     "Entry",
     "Recording",
     "begin",
+    "journal_dir",
     "link_after",
     "missing_dirs",
     "new_tag",
+    "own_file",
     "recover",
     "tmp_for",
+    "workspace_key",
 ]

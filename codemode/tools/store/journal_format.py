@@ -43,6 +43,9 @@ class Entry:
     # A removal that may also remove the folders above the file (/undo of a turn that
     # created it): made again, shallowest first, when the file is put back.
     parent_dirs: list[Path] = field(default_factory=list)
+    # An empty folder the commit removes (a batch's ``rmdir``): made again, with
+    # ``before_mode``, when missing.
+    removed_dir: bool = False
 
 
 def encode(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry]) -> list[bytes]:
@@ -67,6 +70,7 @@ def encode(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry]) -> 
                 "unknown": e.unknown,
                 "made": [os.fsdecode(d) for d in e.made_dirs],
                 "parents": [os.fsdecode(d) for d in e.parent_dirs],
+                "dir": e.removed_dir,
             }
         )
     header = {
@@ -143,6 +147,7 @@ def decode(data: bytes, workspace: Path) -> Loaded:
                 unknown=bool(row["unknown"]),
                 made_dirs=[_abs_path(d, roots) for d in row["made"]],
                 parent_dirs=[_abs_path(d, roots) for d in row.get("parents", [])],
+                removed_dir=row.get("dir") is True,
             )
         )
     return Loaded(roots, entries, int(header["pid"]), float(header["time"]))

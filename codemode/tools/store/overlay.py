@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from codemode.hostfs.beneath import default_mode
 from codemode.tool_terms.errors import ToolError
 from codemode.tools.fs import guard
-from codemode.tools.fs.beneath import default_mode
 from codemode.tools.fs.reading import NotRegular
 from codemode.tools.store import DirItem, FileInfo, FileStore, WriteRefused, read_modify_write
 

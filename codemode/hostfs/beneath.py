@@ -21,13 +21,15 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
 from codemode.tool_terms.errors import ToolError
-from codemode.tools.fs import guard
+
+# Why a path (its components below the root) may not be written, None if it may.
+Refusal = Callable[[list[str]], str | None]
 
 _DIR_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # Symlinks followed in one walk before giving up, as the kernel's ELOOP limit.
@@ -103,12 +105,13 @@ class Tree:
     ``roots`` None means the whole filesystem (reads; danger-full-access writes).
     ``follow`` False refuses every symlink on the way instead of following it (what
     /undo wants: it restores the paths it recorded, not wherever they point now).
-    ``writing`` applies ``guard.write_refusal`` to every component walked.
+    ``refuse`` is asked about every component walked (the file tools pass
+    ``tools.fs.guard.write_refusal``: no ``.git`` or ``.codemode`` part).
     """
 
     roots: Sequence[Path] | None
     follow: bool = True
-    writing: bool = True
+    refuse: Refusal | None = None
     _real_roots: list[Path] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -252,8 +255,8 @@ class Tree:
                 os.close(cur)
 
     def _check(self, root: Path, parts: list[str], shown: str | Path) -> None:
-        if self.writing:
-            reason = guard.write_refusal(parts)
+        if self.refuse is not None:
+            reason = self.refuse(parts)
             if reason is not None:
                 raise Refused(f"refusing to write {shown}: {reason}")
 
@@ -345,9 +348,17 @@ def symlink_atomic(spot: Spot, target: str, tag: str) -> None:
         raise
 
 
-def mkdir(spot: Spot, mode: int = 0o777) -> None:
-    """Create a folder at the spot (nothing may be there)."""
+def mkdir(spot: Spot, mode: int = 0o777, *, exact: bool = False) -> None:
+    """Create a folder at the spot (nothing may be there); ``exact`` gives it ``mode``
+    whatever the umask, set on the new folder's descriptor."""
     os.mkdir(spot.name, mode, dir_fd=spot.parent)
+    if exact:
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(spot.name, flags, dir_fd=spot.parent)
+        try:
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
 
 
 def rmdir(spot: Spot) -> None:
