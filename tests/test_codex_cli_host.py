@@ -163,14 +163,9 @@ def test_codex_0171_over_grpc_stdio_matches_its_own_host(engine: str) -> None:
     compare(ours, theirs)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="missing feature: the framed host's outcomes carry no code_mode_host_duration_ns, "
-    "which Codex 0.171 requires of every outcome (it answers each exec 'missing field "
-    "`code_mode_host_duration_ns`'); docs/codex-host.md, Protocol revision",
-)
 def test_codex_0171_over_the_framed_protocol_matches_its_own_host() -> None:
+    """0.171 requires ``code_mode_host_duration_ns`` in every outcome (0.148 refuses it):
+    the host sends it to a client whose hello offers the newer capabilities."""
     theirs = baseline("0.171.0", FRAMED)
     ours = run_turn(with_our_host("0.171.0"), steps(), codex_args=FRAMED)
     check_turn(ours)

@@ -36,6 +36,15 @@ VERSION = 1
 # How long an outcome waits for the client to acknowledge the cell's notifications.
 _NOTE_WAIT_S = 2.0
 _KIND = {"yielded": "Yielded", "terminated": "Terminated", "completed": "Result"}
+# The optional capabilities of the protocol's revision that added the outcome timings
+# (``code_mode_host_duration_ns``, ``result_buffered_for_ns``) with ``yield-observation``.
+# Both revisions say version 1, and each client refuses the other's outcomes: Codex 0.171
+# one without the timings ("missing field"), 0.148 one with them ("unknown field"). 0.148
+# offers only ``session-cell-execution-resource-limits``; a client that offers any of
+# these knows the timings.
+TIMED_REVISION = frozenset(
+    {"yield-observation", "bounded-output-v1", "delegate-capacity-4096", "tool-catalog-revision-v1"}
+)
 
 
 def _ok(value: Any) -> dict[str, Any]:
@@ -46,7 +55,15 @@ def _err(message: str) -> dict[str, Any]:
     return {"status": "error", "message": message}
 
 
-def wire_outcome(outcome: Outcome) -> dict[str, Any]:
+def knows_timings(hello: dict[str, Any]) -> bool:
+    """Whether the client's hello shows it knows the outcome timings (``TIMED_REVISION``)."""
+    offered = hello.get("optionalCapabilities")
+    return isinstance(offered, list) and any(
+        isinstance(c, str) and c in TIMED_REVISION for c in offered
+    )
+
+
+def wire_outcome(outcome: Outcome, timed: bool = False) -> dict[str, Any]:
     items: list[dict[str, Any]] = []
     for item in outcome.items:
         if isinstance(item, ImageItem):
@@ -59,6 +76,11 @@ def wire_outcome(outcome: Outcome) -> dict[str, Any]:
     body: dict[str, Any] = {"cell_id": outcome.cell_id, "content_items": items}
     if outcome.kind == "completed":
         body["error_text"] = outcome.error_text
+        if timed:
+            # An outcome is sent as soon as it is known: none waits for its reader.
+            body["result_buffered_for_ns"] = 0
+    if timed:
+        body["code_mode_host_duration_ns"] = max(1, outcome.duration_ns)
     return {_KIND[outcome.kind]: body}
 
 
@@ -158,6 +180,7 @@ class FramedConnection:
         self.waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self.ids = itertools.count(1)
         self.tasks: set[asyncio.Task[Any]] = set()
+        self.timed = False  # outcomes carry the timings (``knows_timings``)
 
     def send(self, message: dict[str, Any]) -> None:
         data = memoryview(encode_frame(message))
@@ -256,6 +279,7 @@ class FramedConnection:
         for capability in hello.get("requiredCapabilities") or []:
             self._reject("missingRequiredCapability", capability=capability)
             return False
+        self.timed = knows_timings(hello)
         self.send({"type": "connection/ready", "selectedVersion": VERSION, "capabilities": []})
         return True
 
@@ -321,7 +345,7 @@ class FramedConnection:
                 {
                     "type": "execute/initialResponse",
                     "id": request_id,
-                    "result": _ok(wire_outcome(outcome)),
+                    "result": _ok(wire_outcome(outcome, self.timed)),
                 }
             )
             session.closed(cell.id)
@@ -336,9 +360,9 @@ class FramedConnection:
             await session.delivered(cell_id)
             if got is None:
                 missing = Outcome("completed", cell_id, [], f"exec cell {cell_id} not found")
-                outcome_json = {"MissingCell": wire_outcome(missing)}
+                outcome_json = {"MissingCell": wire_outcome(missing, self.timed)}
             else:
-                outcome_json = {"LiveCell": wire_outcome(got)}
+                outcome_json = {"LiveCell": wire_outcome(got, self.timed)}
             respond({"type": "wait/completed", "outcome": outcome_json})
             session.closed(cell_id)
         elif method == "session/shutdown":
