@@ -3,8 +3,8 @@
 Every bad request gets a gRPC status and nothing else changes: a body that is not the
 message (INVALID_ARGUMENT), an unknown session, cell or invocation (NOT_FOUND), a second
 observer of one cell (FAILED_PRECONDITION), a session or cell past the client's bounds
-(RESOURCE_EXHAUSTED, ``limits.py``). RPCs the service does not define (such as
-``GetProcessMetrics``) are answered UNIMPLEMENTED by the server (``h2_server.py``).
+(RESOURCE_EXHAUSTED, ``limits.py``). RPCs the service does not define are answered
+UNIMPLEMENTED by the server (``h2_server.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 from codemode.codex_host.grpc_session import GrpcSession, Subscription, tool_spec
 from codemode.codex_host.h2_wire import Method, RpcError, Status
 from codemode.codex_host.limits import ClientBounds, LimitReached, admit_session
+from codemode.codex_host.metrics import process_figures
 from codemode.codex_host.model import ImageItem, Outcome, TextItem
 from codemode.codex_host.proto_codec import pb
 from codemode.codex_host.proto_file import SERVICE
@@ -264,6 +265,9 @@ class CodeModeHostService:
                     break
                 await asyncio.sleep(0.002)
         return pb.CancelWaitResponse()
+
+    def GetProcessMetrics(self, request: Any) -> Any:
+        return pb.GetProcessMetricsResponse(**process_figures()._asdict())
 
     async def Terminate(self, request: Any) -> Any:
         session = self._session(request.session_id)
