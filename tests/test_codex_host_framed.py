@@ -195,8 +195,8 @@ def _outcomes(hello: dict[str, Any]) -> list[dict[str, Any]]:
             found.append(outcome)
             cell = outcome["cell_id"]
             if rid == 3:
-                peer.request(10, {"method": "session/wait", "sessionId": "s",
-                                  "request": {"cell_id": cell, "yield_time_ms": 30000}})  # fmt: skip
+                wait = {"cell_id": cell, "yield_time_ms": 30000}
+                peer.request(10, {"method": "session/wait", "sessionId": "s", "request": wait})
                 waited = peer.until(lambda m: m.get("id") == 10)
                 ((_, body_),) = waited["result"]["value"]["outcome"]["LiveCell"].items()
                 found.append(body_)
