@@ -208,9 +208,7 @@ def _outcomes(hello: dict[str, Any]) -> list[dict[str, Any]]:
         return found
 
 
-def test_a_client_offering_the_newer_capabilities_gets_the_host_duration_in_every_outcome() -> (
-    None
-):
+def test_a_client_offering_the_newer_revision_gets_the_host_duration_in_each_outcome() -> None:
     """Codex 0.171 refuses an outcome without ``code_mode_host_duration_ns`` ("missing
     field"); its hello offers the capabilities of the revision that added it."""
     outcomes = _outcomes(HELLO_0171)
