@@ -109,7 +109,8 @@
   // index, the text's length as two units (low, high), then the text. A line that does
   // not fit goes to `logs`, and so does every later one until the next drain, to keep
   // the order.
-  const LEVELS = ["log", "info", "warn", "error", "debug"];  // v8_engine.py's _LEVELS too
+  // The console's levels, then the host channel's (__cm_host below): protocol.LEVELS too.
+  const LEVELS = ["log", "info", "warn", "error", "debug", "host"];
   let live = null;
   let liveAt = 0;
   let inbox = null;  // see host.inbox
@@ -128,14 +129,29 @@
     return true;
   }
 
+  function __cm_send(level, index, text) {
+    if (hostLog !== null) hostLog(index, wellFormed ? wellFormed.call(text) : text);
+    else if (!__cm_toLive(level, text)) logs.push([level, text]);
+  }
+
   function __cm_emit(level) {
     const index = LEVELS.indexOf(level);
     return function __cm_log(...args) {
       const text = inspector ? `${inspector.format(args)}` : args.map((a) => __cm_render(a)).join(" ");
-      if (hostLog !== null) hostLog(index, wellFormed ? wellFormed.call(text) : text);
-      else if (!__cm_toLive(level, text)) logs.push([level, text]);
+      __cm_send(level, index, text);
     };
   }
+
+  // The typed channel out of a program to its host: a host's globals script (run after
+  // this, once per isolate) takes it into its own closure and gives programs functions
+  // of its own; the host hears each call as a HostEvent(kind, data), in its place
+  // among the program's output, never as console output. The runtime deletes it from
+  // the global object once the setup scripts ran: no program reaches it.
+  const HOST_INDEX = LEVELS.indexOf("host");
+  function __cm_hostEvent(kind, data) {
+    __cm_send("host", HOST_INDEX, stringify([String(kind), String(data)]));
+  }
+  __cm_define("__cm_host", __cm_hostEvent);
 
   const console = {
     log: __cm_emit("log"), info: __cm_emit("info"), warn: __cm_emit("warn"),
