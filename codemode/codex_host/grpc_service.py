@@ -20,10 +20,10 @@ from codemode.codex_host.grpc_session import GrpcSession, Subscription, tool_spe
 from codemode.codex_host.h2_wire import Method, RpcError, Status
 from codemode.codex_host.limits import ClientBounds, LimitReached, admit_session
 from codemode.codex_host.metrics import process_figures
-from codemode.codex_host.model import ImageItem, Outcome, TextItem
+from codemode.codex_host.model import ImageItem, TextItem
 from codemode.codex_host.proto_codec import pb
 from codemode.codex_host.proto_file import SERVICE
-from codemode.codex_host.runtime import CellBusy, SessionLimits
+from codemode.codex_host.runtime import CellBusy, CodexSession, Reported, SessionLimits
 
 _DETAIL = pb.enums["ImageDetail"]
 
@@ -45,12 +45,14 @@ def _deserializer(cls: Any) -> Callable[[bytes], Any]:
     return parse
 
 
-def outcome_message(outcome: Outcome) -> Any:
+def outcome_message(code: CodexSession, reported: Reported, started_ns: int) -> Any:
+    outcome, content = reported
     message = pb.ExecutionOutcome(
-        cell_id=outcome.cell_id, code_mode_host_duration_ns=outcome.duration_ns
+        cell_id=outcome.cell_id,
+        code_mode_host_duration_ns=max(0, time.monotonic_ns() - started_ns),
     )
     items = message.content_items
-    for item in outcome.items:
+    for item in content:
         if isinstance(item, TextItem):
             items.append(pb.ContentItem(text=pb.TextContent(text=item.text)))
         elif isinstance(item, ImageItem):
@@ -64,8 +66,9 @@ def outcome_message(outcome: Outcome) -> Any:
         message.terminated = pb.ExecutionTerminated()
     else:
         completed = pb.ExecutionCompleted()
-        if outcome.error_text is not None:
-            completed.error_text = outcome.error_text
+        error_text = code.error_text(outcome)
+        if error_text is not None:
+            completed.error_text = error_text
         message.completed = completed
     return message
 
@@ -213,39 +216,37 @@ class CodeModeHostService:
     async def _execute(
         self, session: GrpcSession, request: Any, started: int
     ) -> AsyncIterator[Any]:
-        tools = [tool_spec(d) for d in request.enabled_tools]
+        code = session.code
+        execution = session.execution(request, [tool_spec(d) for d in request.enabled_tools])
+        yield_ms = request.yield_time_ms if request.HasField("yield_time_ms") else None
         try:  # checked again: another Execute may have taken the room since
-            cell = session.code.start(
-                request.source,
-                tools,
-                execution_id=request.execution_id,
-                tool_call_id=request.tool_call_id,
-                max_output_tokens=request.max_output_tokens
-                if request.HasField("max_output_tokens")
-                else None,
-            )
+            task = code.start(execution, request.source, yield_ms)
         except LimitReached as exc:
             raise RpcError(Status.RESOURCE_EXHAUSTED, str(exc)) from None
-        yield pb.ExecuteEvent(
-            started=pb.ExecutionStarted(execution_id=request.execution_id, cell_id=cell.id)
-        )
-        yield_ms = session.code.yield_ms(
-            request.yield_time_ms if request.HasField("yield_time_ms") else None
-        )
-        outcome = await session.code.observe(cell, yield_ms, started)
-        yield pb.ExecuteEvent(outcome=outcome_message(outcome))
+        try:
+            await code.opened(execution, task)
+            yield pb.ExecuteEvent(
+                started=pb.ExecutionStarted(
+                    execution_id=request.execution_id, cell_id=execution.cell_id
+                )
+            )
+            reported = await code.first(execution, task)
+        finally:
+            task.cancel()  # the stream ended before its outcome: the program with it
+        yield pb.ExecuteEvent(outcome=outcome_message(code, reported, started))
 
     async def Wait(self, request: Any) -> Any:
+        started = time.monotonic_ns()
         session = self._session(request.session_id)
         try:
-            outcome = await session.code.wait(
+            reported = await session.code.wait(
                 request.cell_id, request.yield_time_ms, request.wait_id or None
             )
         except CellBusy as exc:
             raise RpcError(Status.FAILED_PRECONDITION, str(exc)) from None
-        if outcome is None:
+        if reported is None:
             return _missing(request.cell_id)
-        return pb.WaitResponse(live_cell=outcome_message(outcome))
+        return pb.WaitResponse(live_cell=outcome_message(session.code, reported, started))
 
     def YieldObservation(self, request: Any) -> Any:
         session = self._session(request.session_id)
@@ -261,7 +262,7 @@ class CodeModeHostService:
         # The Wait returns at once; answer when it has let go of its cell.
         if session.code.end_observation(wait_id=request.wait_id):
             for _ in range(500):
-                if not any(c.wait_id == request.wait_id for c in session.code.cells.values()):
+                if ("wait", request.wait_id) not in session.code.observed.values():
                     break
                 await asyncio.sleep(0.002)
         return pb.CancelWaitResponse()
@@ -270,11 +271,12 @@ class CodeModeHostService:
         return pb.GetProcessMetricsResponse(**process_figures()._asdict())
 
     async def Terminate(self, request: Any) -> Any:
+        started = time.monotonic_ns()
         session = self._session(request.session_id)
-        outcome = await session.code.terminate(request.cell_id)
-        if outcome is None:
+        reported = await session.code.terminate(request.cell_id)
+        if reported is None:
             return _missing(request.cell_id)
-        return pb.WaitResponse(live_cell=outcome_message(outcome))
+        return pb.WaitResponse(live_cell=outcome_message(session.code, reported, started))
 
 
 def _unary_now(impl: Callable[[Any], Any]) -> Callable[[Any], Any]:

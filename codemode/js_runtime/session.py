@@ -255,6 +255,8 @@ class CodeSession:
             await cell.stop()
             self._cells.pop(cell.id, None)
             raise
+        if cell.task.cancelled():  # terminated (or closed) while we waited
+            return Terminated(cell.id, cell.take_output())
         if cell.task.done():
             return self._completed(cell)
         cell.yielded = True
