@@ -108,7 +108,8 @@ async def test_the_metrics_are_the_hosts_and_its_workers_living_and_reaped(host:
             after = figures(pid)
             # Between what /proc said just before and just after (a tick either side).
             assert before.cpu - 0.02 <= during.cpu_seconds_total <= after.cpu + 0.02
-            assert during.cpu_seconds_total >= first.cpu_seconds_total + 0.6  # the burn
+            # The burn's CPU is in it (most of its 0.7 s, on a machine not flooded).
+            assert during.cpu_seconds_total >= first.cpu_seconds_total + 0.3
             low, high = sorted((before.rss, after.rss))
             assert 0.85 * low <= during.resident_memory_bytes <= 1.15 * high
             # The living worker's 64 MB are in it, not only the host's own pages.
