@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from codemode.codex_host.items import parse_image
 from codemode.codex_host.model import ContentItem, TextItem, ToolFailed, ToolSpec
@@ -26,13 +26,20 @@ from codemode.js_runtime.delegate import NestedCall
 from codemode.js_runtime.models import ExecEvent, HostEvent
 from codemode.tool_terms.errors import ToolError
 
-if TYPE_CHECKING:
-    from codemode.codex_host.runtime import CodexSession
-
 # The items of one cell kept for the client between two reports, in characters: the
 # client cuts what it shows to max_output_tokens anyway (Codex does); beyond this the
 # program's later items are dropped, said by one text item in their place.
 ITEMS_CHARS = 64 * 1024 * 1024
+
+
+class CodexSession(Protocol):
+    """What an execution needs of its session (``runtime.CodexSession``)."""
+
+    store: dict[str, str]
+
+    def started(self, execution: CodexExecution) -> None: ...
+
+    def request_yield(self, cell_id: str) -> None: ...
 
 
 class CodexExecution:

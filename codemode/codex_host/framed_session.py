@@ -7,14 +7,24 @@ each exec's delegate (``FramedExecution``: calls and notifications become
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable
+from typing import Any, Protocol
 
 from codemode.codex_host.execution import CodexExecution
 from codemode.codex_host.model import ToolFailed, ToolSpec
 from codemode.codex_host.runtime import CodexSession, SessionLimits
 
-if TYPE_CHECKING:
-    from codemode.codex_host.framed import FramedConnection
+
+class FramedConnection(Protocol):
+    """What a session needs of its connection (``framed.FramedConnection``)."""
+
+    def send(self, message: dict[str, Any]) -> None: ...
+
+    def spawn(self, coro: Any) -> None: ...
+
+    def delegate(
+        self, session_id: str, request: dict[str, Any], *, eager: bool = False
+    ) -> Awaitable[dict[str, Any]]: ...
 
 # How long an outcome waits for the client to acknowledge the cell's notifications.
 _NOTE_WAIT_S = 2.0
