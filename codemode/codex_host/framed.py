@@ -55,6 +55,11 @@ def _err(message: str) -> dict[str, Any]:
     return {"status": "error", "message": message}
 
 
+# The optional capabilities the host grants a client that offers them: tool catalog
+# revisions (``catalog.py``; an execute's sixth field, ``catalog_revision``).
+GRANTED = ("tool-catalog-revision-v1",)
+
+
 def knows_timings(hello: dict[str, Any]) -> bool:
     """Whether the client's hello shows it knows the outcome timings (``TIMED_REVISION``)."""
     offered = hello.get("optionalCapabilities")
@@ -203,7 +208,11 @@ class FramedConnection:
             self._reject("missingRequiredCapability", capability=capability)
             return False
         self.timed = knows_timings(hello)
-        self.send({"type": "connection/ready", "selectedVersion": VERSION, "capabilities": []})
+        offered = hello.get("optionalCapabilities")
+        granted = [c for c in GRANTED if isinstance(offered, list) and c in offered]
+        self.send(
+            {"type": "connection/ready", "selectedVersion": VERSION, "capabilities": granted}
+        )
         return True
 
     def _dispatch(self, message: Any) -> None:

@@ -90,7 +90,11 @@ class FramedExecution(CodexExecution):
 
     def __init__(self, session: FramedSession, body: dict[str, Any]) -> None:
         call_id = str(body.get("tool_call_id", ""))
-        tools = [tool_spec(t) for t in body.get("enabled_tools") or []]
+        revision = body.get("catalog_revision")
+        tools = session.code.catalog.tools(
+            revision if isinstance(revision, int) and not isinstance(revision, bool) else None,
+            [tool_spec(t) for t in body.get("enabled_tools") or []],
+        )
         super().__init__(session.code, call_id, call_id, tools)
         self.framed = session
 

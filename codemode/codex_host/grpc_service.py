@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from codemode.codex_host.grpc_session import GrpcSession, Subscription, tool_spec
+from codemode.codex_host.grpc_session import GrpcSession, Subscription, next_or_heartbeat
 from codemode.codex_host.h2_wire import Method, RpcError, Status
 from codemode.codex_host.limits import ClientBounds, LimitReached, admit_session
 from codemode.codex_host.metrics import process_figures
@@ -129,7 +129,8 @@ class CodeModeHostService:
     # -- RPCs ------------------------------------------------------------------------------
 
     async def OpenSession(self, request: Any) -> AsyncIterator[Any]:
-        return self._session_events(self._open(request))
+        interval = request.heartbeat_interval_s if request.HasField("heartbeat_interval_s") else 0
+        return self._session_events(self._open(request), interval)
 
     def _open(self, request: Any) -> GrpcSession:
         try:
@@ -149,10 +150,13 @@ class CodeModeHostService:
         self.sessions[session.id] = session
         return session
 
-    async def _session_events(self, session: GrpcSession) -> AsyncIterator[Any]:
+    async def _session_events(self, session: GrpcSession, interval: int) -> AsyncIterator[Any]:
+        beat = pb.SessionEvent(heartbeat=pb.Heartbeat())
         try:
-            yield pb.SessionEvent(opened=pb.SessionOpened(session_id=session.id))
-            while (event := await session.events.get()) is not None:
+            yield pb.SessionEvent(
+                opened=pb.SessionOpened(session_id=session.id, supports_catalog_revision=True)
+            )
+            while (event := await next_or_heartbeat(session.events, interval, beat)) is not None:
                 yield event
         finally:
             # The lease ends with the stream: its cells are terminated.
@@ -170,14 +174,21 @@ class CodeModeHostService:
         filters = [
             (n.name, n.namespace if n.HasField("namespace") else None) for n in request.tool_names
         ]
-        return self._tool_calls(session, session.subscribe(filters))
+        interval = request.heartbeat_interval_s if request.HasField("heartbeat_interval_s") else 0
+        return self._tool_calls(session, session.subscribe(filters), interval)
 
-    async def _tool_calls(self, session: GrpcSession, sub: Subscription) -> AsyncIterator[Any]:
+    async def _tool_calls(
+        self, session: GrpcSession, sub: Subscription, interval: int
+    ) -> AsyncIterator[Any]:
+        # A heartbeat carries the session's id and nothing else (Codex refuses one that
+        # carries a tool invocation).
+        beat = pb.ToolCall(session_id=session.id, heartbeat=pb.Heartbeat())
         try:
-            while (pending := await sub.queue.get()) is not None:
-                if pending.future.done():
-                    continue  # cancelled while queued
-                yield pending.message
+            while (pending := await next_or_heartbeat(sub.queue, interval, beat)) is not None:
+                if pending is beat:
+                    yield beat
+                elif not pending.future.done():  # else cancelled while queued
+                    yield pending.message
         finally:
             session.unsubscribe(sub)
 
@@ -217,7 +228,7 @@ class CodeModeHostService:
         self, session: GrpcSession, request: Any, started: int
     ) -> AsyncIterator[Any]:
         code = session.code
-        execution = session.execution(request, [tool_spec(d) for d in request.enabled_tools])
+        execution = session.execution(request)
         yield_ms = request.yield_time_ms if request.HasField("yield_time_ms") else None
         try:  # checked again: another Execute may have taken the room since
             task = code.start(execution, request.source, yield_ms)

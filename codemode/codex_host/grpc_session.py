@@ -61,8 +61,11 @@ class GrpcSession:
         self.closed = asyncio.Event()
         self._closing: asyncio.Future[None] | None = None
 
-    def execution(self, request: Any, tools: list[ToolSpec]) -> GrpcExecution:
-        """The delegate of one ``ExecuteRequest``'s cell."""
+    def execution(self, request: Any) -> GrpcExecution:
+        """The delegate of one ``ExecuteRequest``'s cell, with its tools (those of the
+        catalog revision it names when it carries none)."""
+        revision = request.catalog_revision if request.HasField("catalog_revision") else None
+        tools = self.code.catalog.tools(revision, [tool_spec(d) for d in request.enabled_tools])
         return GrpcExecution(self, request.execution_id, request.tool_call_id, tools)
 
     # -- the client's side -------------------------------------------------------------------
@@ -251,3 +254,14 @@ class GrpcExecution(CodexExecution):
                 )
             )
         )
+
+
+async def next_or_heartbeat(queue: asyncio.Queue[Any], interval_s: int, beat: Any) -> Any:
+    """The queue's next item, or ``beat`` once ``interval_s`` seconds pass idle (0: no
+    heartbeats, the client asked for none)."""
+    if interval_s <= 0 or not queue.empty():
+        return await queue.get()
+    try:
+        return await asyncio.wait_for(queue.get(), interval_s)
+    except TimeoutError:
+        return beat

@@ -8,7 +8,8 @@ when the yield time passes, the program ends, or the program's ``yield_control()
 ``HostEvent``) is passed on as ``request_yield``. Cell ids are the runtime's; waiting,
 terminating and the program's wall clock across yields are the runtime's too.
 
-What is Codex's and kept here: the ``store`` that outlives an exec; the bounds on what
+What is Codex's and kept here: the ``store`` that outlives an exec; the tool catalog's
+revisions (``catalog.py``); the bounds on what
 a session holds; which cell an Execute or a Wait is observing now (Codex's
 ``YieldObservation`` and ``CancelWait`` end an observation early; a second observer is
 refused); and telling each execution's client when its cell's end was reported.
@@ -26,6 +27,7 @@ import os
 from functools import cache
 from typing import TYPE_CHECKING, NamedTuple
 
+from codemode.codex_host.catalog import ToolCatalog
 from codemode.codex_host.items import error_text
 from codemode.codex_host.limits import DEFAULT_MAX_CELLS, admit_cell
 from codemode.codex_host.model import DEFAULT_YIELD_MS, ContentItem
@@ -91,6 +93,7 @@ class CodexSession:
     def __init__(self, limits: SessionLimits | None = None) -> None:
         self.limits = limits or SessionLimits()
         self.store: dict[str, str] = {}  # key -> value as JSON text
+        self.catalog = ToolCatalog()
         self.executions: dict[str, CodexExecution] = {}  # by cell id, until reported ended
         self._held: set[CodexExecution] = set()  # started, its end not yet reported
         # cell id -> ("execution", execution id) or ("wait", wait id): who observes it.
