@@ -172,6 +172,34 @@ def test_codex_0171_over_the_framed_protocol_matches_its_own_host() -> None:
     compare(ours, theirs)
 
 
+# Two nested calls 3.5 s apart: with [code_mode] heartbeat_interval_s = 1, three idle
+# intervals pass on both streams in between.
+PAUSES = (
+    'const a = await tools.exec_command({cmd: "echo before-pause", login: false});\n'
+    "await new Promise((r) => setTimeout(r, 3500));\n"
+    'const b = await tools.exec_command({cmd: "echo after-pause", login: false});\n'
+    "text(a.output + b.output);\n"
+)
+HEARTBEATS = ("-c", "code_mode.heartbeat_interval_s=1")
+
+
+@pytest.mark.parametrize("codex_args", [(), FRAMED], ids=["grpc", "framed"])
+def test_codex_0171_with_heartbeats_matches_its_own_host(codex_args: tuple[str, ...]) -> None:
+    """Codex 0.171 asks for heartbeats; a turn whose program pauses past several
+    intervals (and, with the catalog revision the host offers, whose later executes
+    carry no tool list) goes as with its own host."""
+    turn_steps = [exec_call(PAUSES), exec_call(LOAD), exec_call(TOOLS)]
+    theirs = run_turn(codex_vendor("0.171.0"), turn_steps, codex_args=HEARTBEATS + codex_args)
+    ours = run_turn(
+        with_our_host("0.171.0"), list(turn_steps), codex_args=HEARTBEATS + codex_args
+    )
+    for turn in (theirs, ours):
+        assert turn.rc == 0, turn.stderr[-2000:]
+        first = output_text(turn.outputs[0])
+        assert "before-pause" in first and "after-pause" in first, first
+    compare(ours, theirs)
+
+
 def test_the_newest_codex_in_the_registry_matches_its_own_host() -> None:
     """The version npm tags ``latest`` (installed into the cache when it is not there yet)
     over gRPC, as for 0.171: a Codex release newer than the tests name still matches."""
