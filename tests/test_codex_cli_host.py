@@ -188,7 +188,7 @@ def test_codex_0171_with_heartbeats_matches_its_own_host(codex_args: tuple[str, 
     """Codex 0.171 asks for heartbeats; a turn whose program pauses past several
     intervals (and, with the catalog revision the host offers, whose later executes
     carry no tool list) goes as with its own host."""
-    turn_steps = [exec_call(PAUSES), exec_call(LOAD), exec_call(TOOLS)]
+    turn_steps = [exec_call(PAUSES), exec_call(TOOLS), exec_call(LOAD)]
     theirs = run_turn(codex_vendor("0.171.0"), turn_steps, codex_args=HEARTBEATS + codex_args)
     ours = run_turn(
         with_our_host("0.171.0"), list(turn_steps), codex_args=HEARTBEATS + codex_args
