@@ -64,7 +64,7 @@ def test_every_exec_runs_with_its_own_delegate_and_codexs_yield_rule() -> None:
 def test_the_hosts_globals_speak_on_the_typed_channel_not_console_levels() -> None:
     script = (CODEX / "globals.js").read_text()
     code = "\n".join(line for line in script.splitlines() if not line.lstrip().startswith("//"))
-    assert "__cm_host" in code
+    assert "__cm.hostChannel()" in code
     for level in ("log", "info", "warn", "error", "debug"):
         assert f".{level}" not in code.replace("JSON.", ""), level
 

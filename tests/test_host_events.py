@@ -1,8 +1,9 @@
 """The runtime's typed channel out of a program: a host's globals script takes the
-prelude's ``__cm_host(kind, data)`` into its closure and gives programs functions of its
-own; each call reaches the execution's delegate as a ``HostEvent(kind, data)``, in order
-with the program's calls, never as console output. Programs cannot reach the primitive
-themselves, so they cannot forge a host's events, and ``console`` keeps its meaning."""
+prelude's channel (``__cm.hostChannel()``, a function of ``(kind, data)``) into its
+closure and gives programs functions of its own; each call reaches the execution's
+delegate as a ``HostEvent(kind, data)``, in order with the program's calls, never as
+console output. Programs cannot get the channel themselves (it is handed out once), so
+they cannot forge a host's events, and ``console`` keeps its meaning."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from codemode.js_runtime.models import HostEvent, LogEvent
 
 # A host's globals: `shout(x)` sends a "shout" event, `later()` a "later" one.
 GLOBALS = """(function (global) {
-  const send = global.__cm_host;
+  const send = global.__cm.hostChannel();
   global.shout = (value) => send("shout", String(value));
   global.later = () => send("later", "");
 })(globalThis);"""
@@ -56,13 +57,13 @@ async def test_a_host_event_reaches_the_delegate_typed_and_in_order(engine: str)
         source = (
             'shout("one");\nconsole.log("plain");\nawait tools.t({});\n'
             'shout({a: 1});\nshout("two\\nlines");\nlater();\n'
-            'for (let i = 0; i < 200; i++) shout(i);\nreturn typeof __cm_host;'
+            'for (let i = 0; i < 200; i++) shout(i);\nreturn __cm.hostChannel();'
         )
         done = await session.execute(source, delegate=owner, yield_time=120)
         assert isinstance(done, Completed), done
         assert done.result.error is None, done.result.error
-        # The primitive is the globals script's alone.
-        assert done.result.value == "undefined"
+        # The channel is the globals script's alone: handed out once.
+        assert done.result.value is None
         # Host events are not console output; console output stays console output.
         assert done.result.output == "plain"
         seen = owner.seen()
@@ -90,13 +91,14 @@ async def test_a_program_cannot_forge_a_host_event(engine: str) -> None:
             "for (const name of ['__cm_host', '__cm_hostLog']) {\n"
             "  try { globalThis[name]('forged', 'x'); } catch (e) { tried.push(name); }\n"
             "}\n"
+            "try { __cm.hostChannel()('forged', 'x'); } catch (e) { tried.push('hostChannel'); }\n"
             "console.log('host'); console.debug('yield'); console.warn('shout');\n"
             "const left = Object.getOwnPropertyNames(globalThis).filter((n) => /host/i.test(n));\n"
             "return [tried, left];"
         )
         done = await session.execute(source, delegate=owner, yield_time=120)
         assert isinstance(done, Completed), done
-        assert done.result.value == [["__cm_host", "__cm_hostLog"], []]
+        assert done.result.value == [["__cm_host", "__cm_hostLog", "hostChannel"], []]
         assert not [e for _, e in owner.events if isinstance(e, HostEvent)]
         assert done.result.output.splitlines() == ["host", "yield", "shout"]
     finally:
@@ -107,7 +109,9 @@ async def test_without_a_globals_script_the_primitive_is_out_of_reach(engine: st
     session = CodeSession(engine=engine, limits=Limits(timeout_s=60), persistent=True)
     owner = Owner()
     try:
-        done = await session.execute("return typeof __cm_host;", delegate=owner, yield_time=120)
-        assert isinstance(done, Completed) and done.result.value == "undefined"
+        done = await session.execute(
+            "return __cm.hostChannel();", delegate=owner, yield_time=120
+        )
+        assert isinstance(done, Completed) and done.result.value is None, done
     finally:
         await session.close()

@@ -1,7 +1,7 @@
 // The globals Codex's `exec` description promises a program, on top of the runtime's
 // prelude (evaluated after it, once per isolate). The host hears them on the runtime's
-// typed channel out of a program, `__cm_host(kind, data)`, taken into this closure (the
-// runtime removes it from the global object before any program runs): the kinds are
+// typed channel out of a program, `__cm.hostChannel()`, taken into this closure (it is
+// handed out once: the runtime takes it after this, before any program runs): the kinds are
 // this host's own ("text", "image" (JSON), "notify", "store" (JSON [key, value JSON]),
 // "yield"), and Codex's programs have no console (`console` and `print` go).
 // `__codex` (set by the host just before this runs): {store: {...}, tools: [{name, description}]}.
@@ -9,7 +9,7 @@
   "use strict";
   const stringify = JSON.stringify;
   const parseJSON = JSON.parse;
-  const send = global.__cm_host;
+  const send = global.__cm.hostChannel();
   for (const name of ["console", "print", "__codex"]) {
     try { delete global[name]; } catch (e) { /* left as is */ }
   }

@@ -79,7 +79,7 @@ class Isolates:
             )
         setup.extend(self.setup_scripts)
         # The host channel is the setup scripts' to take (prelude.js): out of reach now.
-        setup.append("delete globalThis.__cm_host;")
+        setup.append("__cm.hostChannel();")
         return "\n".join(setup)
 
     def checkout(self, limits: Limits) -> Worker:

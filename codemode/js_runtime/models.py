@@ -108,9 +108,9 @@ class LogEvent:
 
 @dataclass(slots=True)
 class HostEvent:
-    """A program's message to its host on the typed channel a host's globals script
-    takes from the prelude (``__cm_host(kind, data)``): the runtime gives ``kind`` no
-    meaning; it is not console output and not counted as such."""
+    """A program's message to its host on the typed channel a host's setup script takes
+    from the prelude (``__cm.hostChannel()``, a function of ``(kind, data)``): the
+    runtime gives ``kind`` no meaning; it is not console output and not counted as such."""
 
     kind: str
     data: str

@@ -109,7 +109,7 @@
   // index, the text's length as two units (low, high), then the text. A line that does
   // not fit goes to `logs`, and so does every later one until the next drain, to keep
   // the order.
-  // The console's levels, then the host channel's (__cm_host below): protocol.LEVELS too.
+  // The console's levels, then the host channel's (__cm.hostChannel below): protocol.LEVELS too.
   const LEVELS = ["log", "info", "warn", "error", "debug", "host"];
   let live = null;
   let liveAt = 0;
@@ -142,16 +142,17 @@
     };
   }
 
-  // The typed channel out of a program to its host: a host's globals script (run after
-  // this, once per isolate) takes it into its own closure and gives programs functions
-  // of its own; the host hears each call as a HostEvent(kind, data), in its place
-  // among the program's output, never as console output. The runtime deletes it from
-  // the global object once the setup scripts ran: no program reaches it.
+  // The typed channel out of a program to its host: a host's setup script (run after
+  // this, once per isolate) takes it with __cm.hostChannel() into its own closure and
+  // gives programs functions of its own; the host hears each call as a
+  // HostEvent(kind, data), in its place among the program's output, never as console
+  // output. Handed out once: the runtime takes it itself after the setup scripts ran,
+  // so no program gets it. (A closure, not a global deleted later: deleting a global
+  // slows every later global lookup of the isolate.)
   const HOST_INDEX = LEVELS.indexOf("host");
-  function __cm_hostEvent(kind, data) {
+  let hostChannel = function __cm_hostEvent(kind, data) {
     __cm_send("host", HOST_INDEX, stringify([String(kind), String(data)]));
-  }
-  __cm_define("__cm_host", __cm_hostEvent);
+  };
 
   const console = {
     log: __cm_emit("log"), info: __cm_emit("info"), warn: __cm_emit("warn"),
@@ -328,6 +329,12 @@
   }
 
   const host = {
+    // The host channel above, to the first caller only (then null).
+    hostChannel: function __cm_hostChannel() {
+      const channel = hostChannel;
+      hostChannel = null;
+      return channel;
+    },
     // Called by the host once the tool names and limits are known.
     // `namespaces` is optional: {NS: {NAME: registryName}} for tools called as tools.NS.NAME.
     configure: function __cm_configure(names, limit, namespaces, options) {

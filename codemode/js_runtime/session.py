@@ -15,7 +15,7 @@
   ``tools.NAME(args)`` call of that program (a ``NestedCall``, carrying the cell id)
   goes to ``delegate.call_tool``, and every notification about it (the cell started,
   console output, a host event (``HostEvent``: what the program sent on the prelude's
-  ``__cm_host`` channel through a host's setup script), a call started or finished,
+  ``__cm.hostChannel()`` through a host's setup script), a call started or finished,
   the cell finished) to
   ``delegate.notify(cell_id, event)``; without one, the session's default. So one
   session serves programs of different owners side by side (a batch worker's
