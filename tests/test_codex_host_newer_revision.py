@@ -91,6 +91,28 @@ async def test_no_heartbeat_unless_asked(host: str) -> None:
         calls.cancel()
 
 
+async def test_the_largest_interval_a_client_can_ask_for_is_served(host: str) -> None:
+    pb2 = generated().pb2
+    most = 2**64 - 1
+    async with grpc.aio.insecure_channel(host) as channel:
+        stub = generated().grpc.CodeModeHostStub(channel)
+        events = stub.OpenSession(pb2.OpenSessionRequest(heartbeat_interval_s=most))
+        sid = (await events.read()).opened.session_id
+        calls = stub.SubscribeToToolCalls(
+            pb2.SubscribeToToolCallsRequest(session_id=sid, heartbeat_interval_s=most)
+        )
+        request = pb2.ExecuteRequest(
+            session_id=sid, execution_id="e", tool_call_id="c", source="text('still here');"
+        )
+        done = [e async for e in stub.Execute(request)][-1].outcome
+        assert texts(done) == ["still here"]
+        assert await asyncio.wait_for(events.read(), 5) == pb2.SessionEvent(
+            cell_closed=pb2.CellClosed(execution_id="e", cell_id=done.cell_id)
+        )
+        calls.cancel()
+        events.cancel()
+
+
 async def test_a_catalog_revision_stands_for_its_tools_in_later_executes(host: str) -> None:
     async with session(host, echo=lambda _n, a: a) as client:
         sid = client.session_id
