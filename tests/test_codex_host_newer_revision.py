@@ -158,3 +158,61 @@ def test_a_framed_client_that_does_not_offer_it_is_not_granted_it() -> None:
     with framed_host() as peer:
         peer.send(HELLO)
         assert peer.read()["capabilities"] == []
+
+
+async def test_tool_calls_past_the_pending_bound_the_client_asked_for_fail_at_once(
+    host: str,
+) -> None:
+    """``max_pending_delegate_calls``: the host holds at most that many calls the client
+    has not completed; a program's call past it fails with a clear message (the program
+    goes on), and completing a held one makes room again."""
+    pb2 = generated().pb2
+    async with grpc.aio.insecure_channel(host) as channel:
+        stub = generated().grpc.CodeModeHostStub(channel)
+        events = stub.OpenSession(pb2.OpenSessionRequest(max_pending_delegate_calls=2))
+        sid = (await events.read()).opened.session_id
+        calls = stub.SubscribeToToolCalls(pb2.SubscribeToToolCallsRequest(session_id=sid))
+        tool = pb2.ToolDefinition(
+            name="slow", tool_name=pb2.ToolName(name="slow"), kind=pb2.TOOL_KIND_FUNCTION
+        )
+        source = (
+            "const rs = await Promise.allSettled(Array.from({length: 5}, (_, i) =>\n"
+            "  tools.slow({i})));\n"
+            "text(rs.map(r => r.status === 'fulfilled' ? 'ok' : String(r.reason)).join('|'));\n"
+            "text((await tools.slow({i: 9})).i);\n"
+        )
+        request = pb2.ExecuteRequest(
+            session_id=sid, execution_id="e", tool_call_id="c", source=source,
+            enabled_tools=[tool], yield_time_ms=60_000,
+        )  # fmt: skip
+        execute = asyncio.ensure_future(_collect(stub.Execute(request)))
+        held = [await asyncio.wait_for(calls.read(), 30) for _ in range(2)]
+        await asyncio.sleep(0.3)
+        assert not execute.done()
+        for call in held:
+            await stub.CompleteToolCall(
+                pb2.CompleteToolCallRequest(
+                    session_id=sid, invocation_id=call.invocation_id,
+                    succeeded=pb2.ToolCallSucceeded(output_json=call.input_json),
+                )
+            )  # fmt: skip
+        last = await asyncio.wait_for(calls.read(), 30)  # room again: the sixth call
+        await stub.CompleteToolCall(
+            pb2.CompleteToolCallRequest(
+                session_id=sid, invocation_id=last.invocation_id,
+                succeeded=pb2.ToolCallSucceeded(output_json=last.input_json),
+            )
+        )  # fmt: skip
+        outcome = (await asyncio.wait_for(execute, 30))[-1].outcome
+        statuses, nine = texts(outcome)
+        assert statuses.split("|")[:2] == ["ok", "ok"], statuses
+        refused = statuses.split("|")[2:]
+        assert len(refused) == 3
+        assert all("2 tool calls are already pending" in r for r in refused), refused
+        assert nine == "9"
+        calls.cancel()
+        events.cancel()
+
+
+async def _collect(stream: Any) -> list[Any]:
+    return [e async for e in stream]

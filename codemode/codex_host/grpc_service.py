@@ -146,7 +146,7 @@ class CodeModeHostService:
             if given.HasField("max_heap_size_bytes") and given.max_heap_size_bytes > 0:
                 changes["memory_mb"] = max(1, -(-given.max_heap_size_bytes // (1 << 20)))
             limits = limits._replace(**changes)
-        session = GrpcSession(limits)
+        session = GrpcSession(limits, request.max_pending_delegate_calls)
         self.sessions[session.id] = session
         return session
 

@@ -49,8 +49,11 @@ class _Pending:
 class GrpcSession:
     """A session lease: lives as long as the client's OpenSession stream."""
 
-    def __init__(self, limits: SessionLimits) -> None:
+    def __init__(self, limits: SessionLimits, max_pending: int = 0) -> None:
         self.id = _new_id()
+        # The client's max_pending_delegate_calls (0: it set none): the calls it has not
+        # completed that the host holds at most; a program's call past it fails at once.
+        self.max_pending = max_pending
         self.events: asyncio.Queue[Any] = asyncio.Queue()
         self.subscriptions: list[Subscription] = []
         self.unrouted: list[_Pending] = []
@@ -198,6 +201,11 @@ class GrpcExecution(CodexExecution):
 
     async def invoke(self, tool: ToolSpec, sequence: int, input: Any) -> Any:
         grpc = self.grpc
+        if grpc.max_pending and len(grpc.pending) >= grpc.max_pending:
+            raise ToolFailed(
+                f"{len(grpc.pending)} tool calls are already pending, the most this session's "
+                "client takes (its max_pending_delegate_calls): this call was not made"
+            )
         invocation_id = _new_id()
         message = pb.ToolCall(
             session_id=grpc.id,
