@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from codemode.assembly.program import RegistryDelegate
+from codemode.host.program_delegate import RegistryDelegate
 from codemode.js_runtime import CodeSession, Completed, ExecResult
 from codemode.mcp.adapter import add_configured_servers
 from codemode.tools.context import ToolContext

@@ -49,7 +49,7 @@ import sys
 import time
 from pathlib import Path
 
-from codemode.assembly.program import RegistryDelegate
+from codemode.host.program_delegate import RegistryDelegate
 from codemode.js_runtime import CodeSession, Completed, ExecResult, Limits
 from codemode.tools.context import ToolContext
 from codemode.tools.registry import ToolRegistry

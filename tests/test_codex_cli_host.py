@@ -163,17 +163,40 @@ def test_codex_0171_over_grpc_stdio_matches_its_own_host(engine: str) -> None:
     compare(ours, theirs)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="missing feature: the framed host's outcomes carry no code_mode_host_duration_ns, "
-    "which Codex 0.171 requires of every outcome (it answers each exec 'missing field "
-    "`code_mode_host_duration_ns`'); docs/codex-host.md, Protocol revision",
-)
 def test_codex_0171_over_the_framed_protocol_matches_its_own_host() -> None:
+    """0.171 requires ``code_mode_host_duration_ns`` in every outcome (0.148 refuses it):
+    the host sends it to a client whose hello offers the newer capabilities."""
     theirs = baseline("0.171.0", FRAMED)
     ours = run_turn(with_our_host("0.171.0"), steps(), codex_args=FRAMED)
     check_turn(ours)
+    compare(ours, theirs)
+
+
+# Two nested calls 3.5 s apart: with [code_mode] heartbeat_interval_s = 1, three idle
+# intervals pass on both streams in between.
+PAUSES = (
+    'const a = await tools.exec_command({cmd: "echo before-pause", login: false});\n'
+    "await new Promise((r) => setTimeout(r, 3500));\n"
+    'const b = await tools.exec_command({cmd: "echo after-pause", login: false});\n'
+    "text(a.output + b.output);\n"
+)
+HEARTBEATS = ("-c", "code_mode.heartbeat_interval_s=1")
+
+
+@pytest.mark.parametrize("codex_args", [(), FRAMED], ids=["grpc", "framed"])
+def test_codex_0171_with_heartbeats_matches_its_own_host(codex_args: tuple[str, ...]) -> None:
+    """Codex 0.171 asks for heartbeats; a turn whose program pauses past several
+    intervals (and, with the catalog revision the host offers, whose later executes
+    carry no tool list) goes as with its own host."""
+    turn_steps = [exec_call(PAUSES), exec_call(TOOLS), exec_call(LOAD)]
+    theirs = run_turn(codex_vendor("0.171.0"), turn_steps, codex_args=HEARTBEATS + codex_args)
+    ours = run_turn(
+        with_our_host("0.171.0"), list(turn_steps), codex_args=HEARTBEATS + codex_args
+    )
+    for turn in (theirs, ours):
+        assert turn.rc == 0, turn.stderr[-2000:]
+        first = output_text(turn.outputs[0])
+        assert "before-pause" in first and "after-pause" in first, first
     compare(ours, theirs)
 
 

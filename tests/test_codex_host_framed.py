@@ -166,6 +166,77 @@ def test_yield_wait_and_terminate() -> None:
         assert {"type": "cell/closed", "sessionId": "s", "cellId": yielded["cell_id"]} in replies
 
 
+# What Codex 0.171 offers in its hello (tests/data/codex-0.171/framed-client.bin).
+HELLO_0171 = {
+    **HELLO,
+    "optionalCapabilities": [
+        "bounded-output-v1", "delegate-capacity-4096", "session-cell-execution-resource-limits",
+        "tool-catalog-revision-v1", "yield-observation",
+    ],
+}  # fmt: skip
+
+
+def _outcomes(hello: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every outcome body of one session's yielded, completed, waited and terminated cells."""
+    with framed_host() as peer:
+        peer.send(hello)
+        peer.read()
+        peer.request(1, {"method": "session/open", "sessionId": "s"})
+        peer.read()
+        found: list[dict[str, Any]] = []
+        sources = ['text("done");', 'text("a");\nyield_control();\nawait new Promise(r => '
+                   'setTimeout(r, 200));\ntext("b");', "while (true) { await 0; }"]  # fmt: skip
+        for rid, source in enumerate(sources, start=2):
+            body = {"tool_call_id": f"c{rid}", "enabled_tools": [], "source": source,
+                    "yield_time_ms": 30000 if rid != 4 else 100}  # fmt: skip
+            peer.request(rid, {"method": "session/execute", "sessionId": "s", "request": body})
+            initial = peer.until(lambda m: m["type"] == "execute/initialResponse")
+            ((_, outcome),) = initial["result"]["value"].items()
+            found.append(outcome)
+            cell = outcome["cell_id"]
+            if rid == 3:
+                wait = {"cell_id": cell, "yield_time_ms": 30000}
+                peer.request(10, {"method": "session/wait", "sessionId": "s", "request": wait})
+                waited = peer.until(lambda m: m.get("id") == 10)
+                ((_, body_),) = waited["result"]["value"]["outcome"]["LiveCell"].items()
+                found.append(body_)
+            if rid == 4:
+                peer.request(11, {"method": "session/terminate", "sessionId": "s", "cellId": cell})
+                ended = peer.until(lambda m: m.get("id") == 11)
+                ((_, body_),) = ended["result"]["value"]["outcome"]["LiveCell"].items()
+                found.append(body_)
+        return found
+
+
+def test_a_client_offering_the_newer_revision_gets_the_host_duration_in_each_outcome() -> None:
+    """Codex 0.171 refuses an outcome without ``code_mode_host_duration_ns`` ("missing
+    field"); its hello offers the capabilities of the revision that added it."""
+    outcomes = _outcomes(HELLO_0171)
+    assert len(outcomes) == 5
+    for outcome in outcomes:
+        duration = outcome.get("code_mode_host_duration_ns")
+        assert isinstance(duration, int) and duration > 0, outcome
+    # The completed ones also say how long their result waited (none of ours does).
+    assert outcomes[0]["result_buffered_for_ns"] == 0
+    assert outcomes[2]["result_buffered_for_ns"] == 0
+
+
+@pytest.mark.parametrize(
+    "offered",
+    [["session-cell-execution-resource-limits"], [], ["something-new-v9"]],
+)
+def test_a_client_offering_only_what_0148_knows_gets_no_field_it_would_refuse(
+    offered: list[str],
+) -> None:
+    """Codex 0.148 refuses an outcome carrying ``code_mode_host_duration_ns`` ("unknown
+    field"); its hello offers ``session-cell-execution-resource-limits`` alone."""
+    outcomes = _outcomes({**HELLO, "optionalCapabilities": offered})
+    assert len(outcomes) == 5
+    for outcome in outcomes:
+        assert "code_mode_host_duration_ns" not in outcome, outcome
+        assert "result_buffered_for_ns" not in outcome, outcome
+
+
 @pytest.mark.parametrize(
     ("hello", "reason"),
     [

@@ -279,13 +279,13 @@ async def test_malformed_protobuf_and_unknown_rpcs(host: str) -> None:
         with pytest.raises(grpc.aio.AioRpcError) as bad:
             await raw(b"\x0a\xff\xff\xff\xff\x0f")  # a length running off the end
         assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        metrics = channel.unary_unary(
-            "/codex.code_mode.v1.CodeModeHost/GetProcessMetrics",
+        unknown_rpc = channel.unary_unary(
+            "/codex.code_mode.v1.CodeModeHost/GetProcessMetricsToo",
             request_serializer=lambda b: b,
             response_deserializer=lambda b: b,
         )
         with pytest.raises(grpc.aio.AioRpcError) as unknown:
-            await metrics(b"")
+            await unknown_rpc(b"")
         assert unknown.value.code() == grpc.StatusCode.UNIMPLEMENTED
         async with session(channel) as client:
             _, outcome = await client.execute('text("still here")')

@@ -18,6 +18,7 @@ import asyncio
 import itertools
 import os
 import sys
+import time
 from typing import Any
 
 from codemode.codex_host.framed_frames import (
@@ -27,15 +28,23 @@ from codemode.codex_host.framed_frames import (
     encode_frame,
     read_frame,
 )
+from codemode.codex_host.framed_session import FramedExecution, FramedSession
 from codemode.codex_host.limits import ClientBounds, LimitReached, admit_session
-from codemode.codex_host.model import ImageItem, NestedCall, Outcome, ToolFailed, ToolSpec
-from codemode.codex_host.runtime import CellBusy, CodeSession, SessionLimits
+from codemode.codex_host.model import ImageItem
+from codemode.codex_host.runtime import CellBusy, CodexSession, Reported, SessionLimits
 from codemode.codex_host.stdin_reader import pollable, pump
 
 VERSION = 1
-# How long an outcome waits for the client to acknowledge the cell's notifications.
-_NOTE_WAIT_S = 2.0
 _KIND = {"yielded": "Yielded", "terminated": "Terminated", "completed": "Result"}
+# The optional capabilities of the protocol's revision that added the outcome timings
+# (``code_mode_host_duration_ns``, ``result_buffered_for_ns``) with ``yield-observation``.
+# Both revisions say version 1, and each client refuses the other's outcomes: Codex 0.171
+# one without the timings ("missing field"), 0.148 one with them ("unknown field"). 0.148
+# offers only ``session-cell-execution-resource-limits``; a client that offers any of
+# these knows the timings.
+TIMED_REVISION = frozenset(
+    {"yield-observation", "bounded-output-v1", "delegate-capacity-4096", "tool-catalog-revision-v1"}
+)
 
 
 def _ok(value: Any) -> dict[str, Any]:
@@ -46,9 +55,25 @@ def _err(message: str) -> dict[str, Any]:
     return {"status": "error", "message": message}
 
 
-def wire_outcome(outcome: Outcome) -> dict[str, Any]:
+# The optional capabilities the host grants a client that offers them: tool catalog
+# revisions (``catalog.py``; an execute's sixth field, ``catalog_revision``).
+GRANTED = ("tool-catalog-revision-v1",)
+
+
+def knows_timings(hello: dict[str, Any]) -> bool:
+    """Whether the client's hello shows it knows the outcome timings (``TIMED_REVISION``)."""
+    offered = hello.get("optionalCapabilities")
+    return isinstance(offered, list) and any(
+        isinstance(c, str) and c in TIMED_REVISION for c in offered
+    )
+
+
+def wire_outcome(
+    code: CodexSession, reported: Reported, started_ns: int, timed: bool = False
+) -> dict[str, Any]:
+    outcome, content = reported
     items: list[dict[str, Any]] = []
-    for item in outcome.items:
+    for item in content:
         if isinstance(item, ImageItem):
             image: dict[str, Any] = {"type": "input_image", "image_url": item.image_url}
             if item.detail is not None:
@@ -58,88 +83,13 @@ def wire_outcome(outcome: Outcome) -> dict[str, Any]:
             items.append({"type": "input_text", "text": item.text})
     body: dict[str, Any] = {"cell_id": outcome.cell_id, "content_items": items}
     if outcome.kind == "completed":
-        body["error_text"] = outcome.error_text
+        body["error_text"] = code.error_text(outcome)
+        if timed:
+            # An outcome is sent as soon as it is known: none waits for its reader.
+            body["result_buffered_for_ns"] = 0
+    if timed:
+        body["code_mode_host_duration_ns"] = max(1, time.monotonic_ns() - started_ns)
     return {_KIND[outcome.kind]: body}
-
-
-def tool_spec(data: dict[str, Any]) -> ToolSpec:
-    name = data.get("tool_name") or {}
-    return ToolSpec(
-        name=str(data["name"]),
-        tool_name=str(name.get("name") or data["name"]),
-        namespace=name.get("namespace"),
-        description=str(data.get("description") or ""),
-        freeform=data.get("kind") == "freeform",
-        input_schema=data.get("input_schema"),
-        output_schema=data.get("output_schema"),
-    )
-
-
-class _Session:
-    """The runtime's delegate for one framed session: calls become delegate requests."""
-
-    def __init__(self, conn: FramedConnection, session_id: str, limits: SessionLimits) -> None:
-        self.conn = conn
-        self.id = session_id
-        self.code = CodeSession(self, limits)
-        self.notes: dict[str, list[asyncio.Future[Any]]] = {}
-        # Cells that ended whose ``cell/closed`` is not sent yet (see ``cell_closed``).
-        self.closing: set[str] = set()
-
-    async def call_tool(self, call: NestedCall) -> Any:
-        tool = call.tool
-        invocation = {
-            "cell_id": call.cell_id,
-            "runtime_tool_call_id": call.runtime_call_id,
-            "tool_name": {"name": tool.tool_name, "namespace": tool.namespace},
-            "tool_kind": "freeform" if tool.freeform else "function",
-            "input": call.input,
-        }
-        result = await self.conn.delegate(
-            self.id, {"type": "tool/invoke", "invocation": invocation}
-        )
-        if result.get("status") != "ok":
-            raise ToolFailed(str(result.get("message", "the tool failed")))
-        value = result.get("value") or {}
-        return value.get("result") if isinstance(value, dict) else None
-
-    def notify(self, cell_id: str, execution_id: str, call_id: str, text: str) -> None:
-        request = {"type": "notification/send", "callId": call_id, "cellId": cell_id, "text": text}
-        # Sent now, before anything the program does next; the cell's next outcome waits
-        # for the client to say it delivered it (Codex 0.148 drops a notification that
-        # arrives after its exec's result).
-        task = asyncio.ensure_future(self.conn.delegate(self.id, request, eager=True))
-        self.notes.setdefault(cell_id, []).append(task)
-
-    async def delivered(self, cell_id: str) -> None:
-        """Until the client has answered the cell's notifications (a few seconds at most)."""
-        tasks = self.notes.get(cell_id, [])
-        if tasks:
-            await asyncio.wait(tasks, timeout=_NOTE_WAIT_S)
-            self.notes[cell_id] = [t for t in tasks if not t.done()]
-
-    def cell_closed(self, cell_id: str, execution_id: str, final_sequence: int) -> None:
-        # Not sent yet: Codex 0.148 drops a notification of a cell it has been told is
-        # closed (its reader hands the notification to a task, then marks the cell
-        # closed at once; the task then finds a closed cell). ``closed`` sends it once
-        # the cell's notifications are answered and its outcome is sent; a cell that
-        # ends with no operation observing it (a session shutdown) is closed soon.
-        self.closing.add(cell_id)
-        self.conn.spawn(self._close_soon(cell_id))
-
-    def closed(self, cell_id: str) -> None:
-        """Say ``cell/closed`` for a cell that ended, if not said yet."""
-        if cell_id in self.closing:
-            self.closing.discard(cell_id)
-            self.notes.pop(cell_id, None)
-            self.conn.send({"type": "cell/closed", "sessionId": self.id, "cellId": cell_id})
-
-    async def _close_soon(self, cell_id: str) -> None:
-        await self.delivered(cell_id)
-        # A turn of the loop more: the operation observing the cell sends its outcome
-        # first (it was waiting on the same notifications).
-        await asyncio.sleep(0)
-        self.closed(cell_id)
 
 
 class FramedConnection:
@@ -154,10 +104,11 @@ class FramedConnection:
         self.out_fd = out_fd
         self.limits = limits
         self.bounds = bounds or ClientBounds()
-        self.sessions: dict[str, _Session] = {}
+        self.sessions: dict[str, FramedSession] = {}
         self.waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self.ids = itertools.count(1)
         self.tasks: set[asyncio.Task[Any]] = set()
+        self.timed = False  # outcomes carry the timings (``knows_timings``)
 
     def send(self, message: dict[str, Any]) -> None:
         data = memoryview(encode_frame(message))
@@ -256,7 +207,12 @@ class FramedConnection:
         for capability in hello.get("requiredCapabilities") or []:
             self._reject("missingRequiredCapability", capability=capability)
             return False
-        self.send({"type": "connection/ready", "selectedVersion": VERSION, "capabilities": []})
+        self.timed = knows_timings(hello)
+        offered = hello.get("optionalCapabilities")
+        granted = [c for c in GRANTED if isinstance(offered, list) and c in offered]
+        self.send(
+            {"type": "connection/ready", "selectedVersion": VERSION, "capabilities": granted}
+        )
         return True
 
     def _dispatch(self, message: Any) -> None:
@@ -268,6 +224,21 @@ class FramedConnection:
                 future.set_result(result if isinstance(result, dict) else _err("bad response"))
         elif kind == "operation/request":
             self.spawn(self._operation(message.get("id"), message.get("request")))
+
+    def _missing(self, cell_id: str, started_ns: int) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "Result": {
+                "cell_id": cell_id,
+                "content_items": [],
+                "error_text": f"exec cell {cell_id} not found",
+            }
+        }
+        if self.timed:
+            body["Result"]["result_buffered_for_ns"] = 0
+            body["Result"]["code_mode_host_duration_ns"] = max(
+                1, time.monotonic_ns() - started_ns
+            )
+        return body
 
     def _respond(self, request_id: Any, result: dict[str, Any]) -> None:
         self.send({"type": "operation/response", "id": request_id, "result": result})
@@ -297,7 +268,7 @@ class FramedConnection:
             if not session_id or session_id in self.sessions:
                 raise ValueError(f"session {session_id!r} cannot be opened")
             admit_session(len(self.sessions), self.bounds)
-            self.sessions[session_id] = _Session(self, session_id, self.limits)
+            self.sessions[session_id] = FramedSession(self, session_id, self.limits)
             respond({"type": "session/ready", "sessionId": session_id})
             return
         session = self.sessions.get(session_id)
@@ -305,27 +276,28 @@ class FramedConnection:
             raise KeyError(f"unknown session {session_id!r}")
         code = session.code
         if method == "session/execute":
+            started = time.monotonic_ns()
             body = request["request"]
-            cell = code.start(
-                str(body["source"]),
-                [tool_spec(t) for t in body.get("enabled_tools") or []],
-                execution_id=str(body.get("tool_call_id", "")),
-                tool_call_id=str(body.get("tool_call_id", "")),
-                max_output_tokens=body.get("max_output_tokens"),
-                cell_id=request.get("cellId"),
-            )
-            respond({"type": "execution/started", "cellId": cell.id})
-            outcome = await code.observe(cell, code.yield_ms(body.get("yield_time_ms")))
-            await session.delivered(cell.id)
+            execution = FramedExecution(session, body)
+            task = code.start(execution, str(body["source"]), body.get("yield_time_ms"))
+            try:
+                await code.opened(execution, task)
+                respond({"type": "execution/started", "cellId": execution.cell_id})
+                reported = await code.first(execution, task)
+            finally:
+                task.cancel()  # the connection ended first: the program with it
+            cell_id = execution.cell_id
+            await session.delivered(cell_id)
             self.send(
                 {
                     "type": "execute/initialResponse",
                     "id": request_id,
-                    "result": _ok(wire_outcome(outcome)),
+                    "result": _ok(wire_outcome(code, reported, started, self.timed)),
                 }
             )
-            session.closed(cell.id)
+            session.closed(cell_id)
         elif method in ("session/wait", "session/terminate"):
+            started = time.monotonic_ns()
             if method == "session/wait":
                 body = request["request"]
                 cell_id = str(body["cell_id"])
@@ -335,10 +307,9 @@ class FramedConnection:
                 got = await code.terminate(cell_id)
             await session.delivered(cell_id)
             if got is None:
-                missing = Outcome("completed", cell_id, [], f"exec cell {cell_id} not found")
-                outcome_json = {"MissingCell": wire_outcome(missing)}
+                outcome_json = {"MissingCell": self._missing(cell_id, started)}
             else:
-                outcome_json = {"LiveCell": wire_outcome(got)}
+                outcome_json = {"LiveCell": wire_outcome(code, got, started, self.timed)}
             respond({"type": "wait/completed", "outcome": outcome_json})
             session.closed(cell_id)
         elif method == "session/shutdown":

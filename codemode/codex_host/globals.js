@@ -1,18 +1,15 @@
 // The globals Codex's `exec` description promises a program, on top of the runtime's
-// prelude (evaluated after it, once per isolate). Codex's programs have no console: its
-// five levels become this host's channel out, taken into this closure before `console`
-// and `print` go, so a program cannot reach them:
-//   log -> text item, info -> image item (JSON), warn -> notify, error -> store (JSON),
-//   debug -> a control word ("yield" for yield_control()).
-// One string argument each: the console then writes it as it is (no %-formatting).
+// prelude (evaluated after it, once per isolate). The host hears them on the runtime's
+// typed channel out of a program, `__cm.hostChannel()`, taken into this closure (it is
+// handed out once: the runtime takes it after this, before any program runs): the kinds are
+// this host's own ("text", "image" (JSON), "notify", "store" (JSON [key, value JSON]),
+// "yield"), and Codex's programs have no console (`console` and `print` go).
 // `__codex` (set by the host just before this runs): {store: {...}, tools: [{name, description}]}.
 (function __cm_codex(global, config) {
   "use strict";
   const stringify = JSON.stringify;
   const parseJSON = JSON.parse;
-  const c = global.console;
-  const send = (fn, textValue) => fn(String(textValue));
-  const out = { text: c.log, image: c.info, notify: c.warn, store: c.error, control: c.debug };
+  const send = global.__cm.hostChannel();
   for (const name of ["console", "print", "__codex"]) {
     try { delete global[name]; } catch (e) { /* left as is */ }
   }
@@ -28,8 +25,8 @@
     } catch (e) { /* below */ }
     return String(value);
   }
-  __cm_define("text", function text(value) { send(out.text, __cm_stringify(value)); });
-  __cm_define("notify", function notify(value) { send(out.notify, __cm_stringify(value)); });
+  __cm_define("text", function text(value) { send("text", __cm_stringify(value)); });
+  __cm_define("notify", function notify(value) { send("notify", __cm_stringify(value)); });
 
   const DETAILS = ["auto", "low", "high", "original"];
   function __cm_image(item, detail) {
@@ -54,7 +51,7 @@
       throw new TypeError(`image(): detail must be one of ${DETAILS.join(", ")}`);
     }
     if (/^https?:/i.test(url)) throw new TypeError("image(): HTTP(S) URLs are not supported; pass a data: URL");
-    send(out.image, stringify({ image_url: url, detail: chosen }));
+    send("image", stringify({ image_url: url, detail: chosen }));
   }
   __cm_define("image", __cm_image);
 
@@ -65,14 +62,14 @@
     if (typeof key !== "string") throw new TypeError("store(key, value): key must be a string");
     const json = stringify(value === undefined ? null : value);
     stored.set(key, parseJSON(json));
-    send(out.store, stringify([key, json]));
+    send("store", stringify([key, json]));
   });
   __cm_define("load", function load(key) {
     if (!stored.has(String(key))) return undefined;
     return parseJSON(stringify(stored.get(String(key))));
   });
 
-  __cm_define("yield_control", function yield_control() { send(out.control, "yield"); });
+  __cm_define("yield_control", function yield_control() { send("yield", ""); });
 
   // exit(): ends the program successfully, however deep it is called.
   class __CodexExit extends Error {}

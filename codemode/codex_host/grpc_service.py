@@ -3,10 +3,9 @@
 Every bad request gets a gRPC status and nothing else changes: a body that is not the
 message (INVALID_ARGUMENT), an unknown session, cell or invocation (NOT_FOUND), a second
 observer of one cell (FAILED_PRECONDITION), a session or cell past the client's bounds
-(RESOURCE_EXHAUSTED, ``limits.py``). RPCs the service does not define (such as
-``GetProcessMetrics``) are answered UNIMPLEMENTED by the server (``h2_connection.py``). A
-request that holds more fields than any real one (``decode_budget.py``) is refused
-RESOURCE_EXHAUSTED before it is decoded.
+(RESOURCE_EXHAUSTED, ``limits.py``). RPCs the service does not define are answered
+UNIMPLEMENTED by the server (``h2_connection.py``). A request that holds more fields than
+any real one (``decode_budget.py``) is refused RESOURCE_EXHAUSTED before it is decoded.
 """
 
 from __future__ import annotations
@@ -19,12 +18,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from codemode.codex_host import decode_budget
-from codemode.codex_host.grpc_session import GrpcSession, Subscription, tool_spec
+from codemode.codex_host.grpc_session import GrpcSession, Subscription, next_or_heartbeat
 from codemode.codex_host.grpc_wire import Method, RpcError, Status
 from codemode.codex_host.limits import ClientBounds, LimitReached, admit_session
 from codemode.codex_host.messages import SERVICE, pb
-from codemode.codex_host.model import ImageItem, Outcome, TextItem
-from codemode.codex_host.runtime import CellBusy, SessionLimits
+from codemode.codex_host.metrics import process_figures
+from codemode.codex_host.model import ImageItem, TextItem
+from codemode.codex_host.runtime import CellBusy, CodexSession, Reported, SessionLimits
 
 _DETAIL = pb.enums["ImageDetail"]
 
@@ -52,12 +52,14 @@ def _deserializer(cls: Any) -> Callable[[bytes], Any]:
     return parse
 
 
-def outcome_message(outcome: Outcome) -> Any:
+def outcome_message(code: CodexSession, reported: Reported, started_ns: int) -> Any:
+    outcome, content = reported
     message = pb.ExecutionOutcome(
-        cell_id=outcome.cell_id, code_mode_host_duration_ns=outcome.duration_ns
+        cell_id=outcome.cell_id,
+        code_mode_host_duration_ns=max(0, time.monotonic_ns() - started_ns),
     )
     items = message.content_items
-    for item in outcome.items:
+    for item in content:
         if isinstance(item, TextItem):
             items.add().text.text = item.text
         elif isinstance(item, ImageItem):
@@ -72,8 +74,9 @@ def outcome_message(outcome: Outcome) -> Any:
         message.terminated.SetInParent()
     else:
         message.completed.SetInParent()
-        if outcome.error_text is not None:
-            message.completed.error_text = outcome.error_text
+        error_text = code.error_text(outcome)
+        if error_text is not None:
+            message.completed.error_text = error_text
     return message
 
 
@@ -135,7 +138,8 @@ class CodeModeHostService:
     # -- RPCs ------------------------------------------------------------------------------
 
     async def OpenSession(self, request: Any) -> AsyncIterator[Any]:
-        return self._session_events(self._open(request))
+        interval = request.heartbeat_interval_s if request.HasField("heartbeat_interval_s") else 0
+        return self._session_events(self._open(request), interval)
 
     def _open(self, request: Any) -> GrpcSession:
         try:
@@ -151,14 +155,17 @@ class CodeModeHostService:
             if given.HasField("max_heap_size_bytes") and given.max_heap_size_bytes > 0:
                 changes["memory_mb"] = max(1, -(-given.max_heap_size_bytes // (1 << 20)))
             limits = limits._replace(**changes)
-        session = GrpcSession(limits)
+        session = GrpcSession(limits, request.max_pending_delegate_calls)
         self.sessions[session.id] = session
         return session
 
-    async def _session_events(self, session: GrpcSession) -> AsyncIterator[Any]:
+    async def _session_events(self, session: GrpcSession, interval: int) -> AsyncIterator[Any]:
+        beat = pb.SessionEvent(heartbeat=pb.Heartbeat())
         try:
-            yield pb.SessionEvent(opened=pb.SessionOpened(session_id=session.id))
-            while (event := await session.events.get()) is not None:
+            yield pb.SessionEvent(
+                opened=pb.SessionOpened(session_id=session.id, supports_catalog_revision=True)
+            )
+            while (event := await next_or_heartbeat(session.events, interval, beat)) is not None:
                 yield event
         finally:
             # The lease ends with the stream: its cells are terminated.
@@ -176,14 +183,21 @@ class CodeModeHostService:
         filters = [
             (n.name, n.namespace if n.HasField("namespace") else None) for n in request.tool_names
         ]
-        return self._tool_calls(session, session.subscribe(filters))
+        interval = request.heartbeat_interval_s if request.HasField("heartbeat_interval_s") else 0
+        return self._tool_calls(session, session.subscribe(filters), interval)
 
-    async def _tool_calls(self, session: GrpcSession, sub: Subscription) -> AsyncIterator[Any]:
+    async def _tool_calls(
+        self, session: GrpcSession, sub: Subscription, interval: int
+    ) -> AsyncIterator[Any]:
+        # A heartbeat carries the session's id and nothing else (Codex refuses one that
+        # carries a tool invocation).
+        beat = pb.ToolCall(session_id=session.id, heartbeat=pb.Heartbeat())
         try:
-            while (pending := await sub.queue.get()) is not None:
-                if pending.future.done():
-                    continue  # cancelled while queued
-                yield pending.message
+            while (pending := await next_or_heartbeat(sub.queue, interval, beat)) is not None:
+                if pending is beat:
+                    yield beat
+                elif not pending.future.done():  # else cancelled while queued
+                    yield pending.message
         finally:
             session.unsubscribe(sub)
 
@@ -222,39 +236,37 @@ class CodeModeHostService:
     async def _execute(
         self, session: GrpcSession, request: Any, started: int
     ) -> AsyncIterator[Any]:
-        tools = [tool_spec(d) for d in request.enabled_tools]
+        code = session.code
+        execution = session.execution(request)
+        yield_ms = request.yield_time_ms if request.HasField("yield_time_ms") else None
         try:  # checked again: another Execute may have taken the room since
-            cell = session.code.start(
-                request.source,
-                tools,
-                execution_id=request.execution_id,
-                tool_call_id=request.tool_call_id,
-                max_output_tokens=request.max_output_tokens
-                if request.HasField("max_output_tokens")
-                else None,
-            )
+            task = code.start(execution, request.source, yield_ms)
         except LimitReached as exc:
             raise RpcError(Status.RESOURCE_EXHAUSTED, str(exc)) from None
-        yield pb.ExecuteEvent(
-            started=pb.ExecutionStarted(execution_id=request.execution_id, cell_id=cell.id)
-        )
-        yield_ms = session.code.yield_ms(
-            request.yield_time_ms if request.HasField("yield_time_ms") else None
-        )
-        outcome = await session.code.observe(cell, yield_ms, started)
-        yield pb.ExecuteEvent(outcome=outcome_message(outcome))
+        try:
+            await code.opened(execution, task)
+            yield pb.ExecuteEvent(
+                started=pb.ExecutionStarted(
+                    execution_id=request.execution_id, cell_id=execution.cell_id
+                )
+            )
+            reported = await code.first(execution, task)
+        finally:
+            task.cancel()  # the stream ended before its outcome: the program with it
+        yield pb.ExecuteEvent(outcome=outcome_message(code, reported, started))
 
     async def Wait(self, request: Any) -> Any:
+        started = time.monotonic_ns()
         session = self._session(request.session_id)
         try:
-            outcome = await session.code.wait(
+            reported = await session.code.wait(
                 request.cell_id, request.yield_time_ms, request.wait_id or None
             )
         except CellBusy as exc:
             raise RpcError(Status.FAILED_PRECONDITION, str(exc)) from None
-        if outcome is None:
+        if reported is None:
             return _missing(request.cell_id)
-        return pb.WaitResponse(live_cell=outcome_message(outcome))
+        return pb.WaitResponse(live_cell=outcome_message(session.code, reported, started))
 
     def YieldObservation(self, request: Any) -> Any:
         session = self._session(request.session_id)
@@ -270,17 +282,21 @@ class CodeModeHostService:
         # The Wait returns at once; answer when it has let go of its cell.
         if session.code.end_observation(wait_id=request.wait_id):
             for _ in range(500):
-                if not any(c.wait_id == request.wait_id for c in session.code.cells.values()):
+                if ("wait", request.wait_id) not in session.code.observed.values():
                     break
                 await asyncio.sleep(0.002)
         return pb.CancelWaitResponse()
 
+    def GetProcessMetrics(self, request: Any) -> Any:
+        return pb.GetProcessMetricsResponse(**process_figures()._asdict())
+
     async def Terminate(self, request: Any) -> Any:
+        started = time.monotonic_ns()
         session = self._session(request.session_id)
-        outcome = await session.code.terminate(request.cell_id)
-        if outcome is None:
+        reported = await session.code.terminate(request.cell_id)
+        if reported is None:
             return _missing(request.cell_id)
-        return pb.WaitResponse(live_cell=outcome_message(outcome))
+        return pb.WaitResponse(live_cell=outcome_message(session.code, reported, started))
 
 
 def _unary_now(impl: Callable[[Any], Any]) -> Callable[[Any], Any]:

@@ -1,6 +1,6 @@
 """One gRPC session: its event stream, its tool-call subscriptions, the calls in flight.
 
-The session is the runtime's ``Delegate``: a program's nested tool call becomes a
+Each exec's delegate is a ``GrpcExecution``: a program's nested tool call becomes a
 ``ToolCall`` routed to exactly one matching subscription (queued until one exists) and
 waits for the client's ``CompleteToolCall``; ``notify()`` and a cell's end become
 session events.
@@ -13,9 +13,10 @@ import json
 import os
 from typing import Any
 
+from codemode.codex_host.execution import CodexExecution
 from codemode.codex_host.messages import pb
-from codemode.codex_host.model import NestedCall, ToolFailed, ToolSpec
-from codemode.codex_host.runtime import CodeSession, SessionLimits
+from codemode.codex_host.model import ToolFailed, ToolSpec
+from codemode.codex_host.runtime import CodexSession, SessionLimits
 
 FUNCTION = pb.enums["ToolKind"]["TOOL_KIND_FUNCTION"]
 FREEFORM = pb.enums["ToolKind"]["TOOL_KIND_FREEFORM"]
@@ -37,10 +38,10 @@ class Subscription:
 
 
 class _Pending:
-    __slots__ = ("call", "future", "message")
+    __slots__ = ("future", "message", "tool")
 
-    def __init__(self, call: NestedCall, message: Any, future: asyncio.Future[Any]) -> None:
-        self.call = call
+    def __init__(self, tool: ToolSpec, message: Any, future: asyncio.Future[Any]) -> None:
+        self.tool = tool
         self.message = message  # the pb.ToolCall
         self.future = future
 
@@ -48,77 +49,27 @@ class _Pending:
 class GrpcSession:
     """A session lease: lives as long as the client's OpenSession stream."""
 
-    def __init__(self, limits: SessionLimits) -> None:
+    def __init__(self, limits: SessionLimits, max_pending: int = 0) -> None:
         self.id = _new_id()
+        # The client's max_pending_delegate_calls (0: it set none): the calls it has not
+        # completed that the host holds at most; a program's call past it fails at once.
+        self.max_pending = max_pending
         self.events: asyncio.Queue[Any] = asyncio.Queue()
         self.subscriptions: list[Subscription] = []
         self.unrouted: list[_Pending] = []
         self.pending: dict[str, _Pending] = {}
         self.retired: dict[str, None] = {}
         self.notifications: set[str] = set()
-        self.code = CodeSession(self, limits)
+        self.code = CodexSession(limits)
         self.closed = asyncio.Event()
         self._closing: asyncio.Future[None] | None = None
 
-    # -- Delegate --------------------------------------------------------------------------
-
-    async def call_tool(self, call: NestedCall) -> Any:
-        invocation_id = _new_id()
-        tool = call.tool
-        message = pb.ToolCall(
-            session_id=self.id,
-            execution_id=call.execution_id,
-            cell_id=call.cell_id,
-            invocation_id=invocation_id,
-            runtime_tool_call_id=call.runtime_call_id,
-            tool_name=_tool_name(tool),
-            tool_kind=FREEFORM if tool.freeform else FUNCTION,
-            sequence=call.sequence,
-        )
-        if call.input is not None:
-            message.input_json = json.dumps(call.input, ensure_ascii=False).encode()
-        pending = _Pending(call, message, asyncio.get_running_loop().create_future())
-        self.pending[invocation_id] = pending
-        self._route(pending)
-        try:
-            return await pending.future
-        except asyncio.CancelledError:
-            # The program ended (terminated, a limit) while the client ran the tool.
-            if self.pending.pop(invocation_id, None) is not None:
-                self._retire(invocation_id)
-                self._unroute(pending)
-                self.events.put_nowait(
-                    pb.SessionEvent(
-                        tool_call_cancelled=pb.ToolCallCancelled(invocation_id=invocation_id)
-                    )
-                )
-            raise
-
-    def notify(self, cell_id: str, execution_id: str, call_id: str, text: str) -> None:
-        notification_id = _new_id()
-        self.notifications.add(notification_id)
-        self.events.put_nowait(
-            pb.SessionEvent(
-                notification=pb.Notification(
-                    notification_id=notification_id,
-                    execution_id=execution_id,
-                    cell_id=cell_id,
-                    call_id=call_id,
-                    text=text,
-                )
-            )
-        )
-
-    def cell_closed(self, cell_id: str, execution_id: str, final_sequence: int) -> None:
-        self.events.put_nowait(
-            pb.SessionEvent(
-                cell_closed=pb.CellClosed(
-                    execution_id=execution_id,
-                    cell_id=cell_id,
-                    final_tool_call_sequence=final_sequence,
-                )
-            )
-        )
+    def execution(self, request: Any) -> GrpcExecution:
+        """The delegate of one ``ExecuteRequest``'s cell, with its tools (those of the
+        catalog revision it names when it carries none)."""
+        revision = request.catalog_revision if request.HasField("catalog_revision") else None
+        tools = self.code.catalog.tools(revision, [tool_spec(d) for d in request.enabled_tools])
+        return GrpcExecution(self, request.execution_id, request.tool_call_id, tools)
 
     # -- the client's side -------------------------------------------------------------------
 
@@ -183,7 +134,7 @@ class GrpcSession:
 
     def _route(self, pending: _Pending) -> None:
         for sub in self.subscriptions:
-            if sub.matches(pending.call.tool):
+            if sub.matches(pending.tool):
                 sub.queue.put_nowait(pending)
                 return
         self.unrouted.append(pending)
@@ -234,3 +185,89 @@ def tool_spec(definition: Any) -> ToolSpec:
         input_schema=schema("input_schema_json"),
         output_schema=schema("output_schema_json"),
     )
+
+
+class GrpcExecution(CodexExecution):
+    """One exec's delegate: its calls become ``ToolCall``s, its notifications and its
+    end session events."""
+
+    def __init__(
+        self, grpc: GrpcSession, execution_id: str, tool_call_id: str, tools: list[ToolSpec]
+    ) -> None:
+        super().__init__(grpc.code, execution_id, tool_call_id, tools)
+        self.grpc = grpc
+
+    async def invoke(self, tool: ToolSpec, sequence: int, input: Any) -> Any:
+        grpc = self.grpc
+        if grpc.max_pending and len(grpc.pending) >= grpc.max_pending:
+            raise ToolFailed(
+                f"{len(grpc.pending)} tool calls are already pending, the most this session's "
+                "client takes (its max_pending_delegate_calls): this call was not made"
+            )
+        invocation_id = _new_id()
+        message = pb.ToolCall(
+            session_id=grpc.id,
+            execution_id=self.execution_id,
+            cell_id=self.cell_id,
+            invocation_id=invocation_id,
+            runtime_tool_call_id=f"tool-{sequence}",
+            tool_name=_tool_name(tool),
+            tool_kind=FREEFORM if tool.freeform else FUNCTION,
+            sequence=sequence,
+        )
+        if input is not None:
+            message.input_json = json.dumps(input, ensure_ascii=False).encode()
+        pending = _Pending(tool, message, asyncio.get_running_loop().create_future())
+        grpc.pending[invocation_id] = pending
+        grpc._route(pending)
+        try:
+            return await pending.future
+        except asyncio.CancelledError:
+            # The program ended (terminated, a limit) while the client ran the tool.
+            if grpc.pending.pop(invocation_id, None) is not None:
+                grpc._retire(invocation_id)
+                grpc._unroute(pending)
+                grpc.events.put_nowait(
+                    pb.SessionEvent(
+                        tool_call_cancelled=pb.ToolCallCancelled(invocation_id=invocation_id)
+                    )
+                )
+            raise
+
+    def send_notification(self, text: str) -> None:
+        grpc = self.grpc
+        notification_id = _new_id()
+        grpc.notifications.add(notification_id)
+        grpc.events.put_nowait(
+            pb.SessionEvent(
+                notification=pb.Notification(
+                    notification_id=notification_id,
+                    execution_id=self.execution_id,
+                    cell_id=self.cell_id,
+                    call_id=self.tool_call_id,
+                    text=text,
+                )
+            )
+        )
+
+    def closed(self) -> None:
+        self.grpc.events.put_nowait(
+            pb.SessionEvent(
+                cell_closed=pb.CellClosed(
+                    execution_id=self.execution_id,
+                    cell_id=self.cell_id,
+                    final_tool_call_sequence=self.sequence,
+                )
+            )
+        )
+
+
+async def next_or_heartbeat(queue: asyncio.Queue[Any], interval_s: int, beat: Any) -> Any:
+    """The queue's next item, or ``beat`` once ``interval_s`` seconds pass idle (0: no
+    heartbeats, the client asked for none)."""
+    if interval_s <= 0 or not queue.empty():
+        return await queue.get()
+    try:
+        return await asyncio.wait_for(queue.get(), interval_s)
+    except TimeoutError:
+        return beat

@@ -1,5 +1,6 @@
-"""What the two wire protocols share: tools as Codex defines them, content items,
-outcomes, and the delegate a session hands nested tool calls and notifications to.
+"""What the two wire protocols share: tools as Codex defines them, content items, and
+the failure of a tool the client ran. (Outcomes are the runtime's, ``js_runtime.outcome``;
+each exec's delegate is an ``execution.CodexExecution``.)
 
 The records are ``NamedTuple``s, not dataclasses: the host's start, which Codex waits
 for, made each dataclass for several times what a named tuple costs (the host's
@@ -9,10 +10,9 @@ records together were a tenth of it).
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple
 
 DEFAULT_YIELD_MS = 10_000  # Codex's exec description: "Defaults to 10000 ms"
-DEFAULT_MAX_OUTPUT_TOKENS = 10_000
 ImageDetail = Literal["auto", "low", "high", "original"]
 
 
@@ -55,38 +55,5 @@ class ImageItem(NamedTuple):
 ContentItem = TextItem | ImageItem
 
 
-class Outcome(NamedTuple):
-    """One observation of a cell: it yielded (still running), completed, or was terminated."""
-
-    kind: Literal["yielded", "completed", "terminated"]
-    cell_id: str
-    items: list[ContentItem]
-    error_text: str | None = None
-    duration_ns: int = 0
-
-
-class NestedCall(NamedTuple):
-    """A tool call a program made, for the client to run."""
-
-    cell_id: str
-    execution_id: str
-    runtime_call_id: str
-    sequence: int
-    tool: ToolSpec
-    input: Any
-
-
 class ToolFailed(Exception):
     """The client ran the tool and it failed; the message goes to the program."""
-
-
-class Delegate(Protocol):
-    """Where a session's nested tool calls and notifications go (the client)."""
-
-    async def call_tool(self, call: NestedCall) -> Any:
-        """The tool's result (JSON); raises ``ToolFailed``."""
-        ...
-
-    def notify(self, cell_id: str, execution_id: str, call_id: str, text: str) -> None: ...
-
-    def cell_closed(self, cell_id: str, execution_id: str, final_sequence: int) -> None: ...

@@ -1,60 +1,60 @@
-"""A code-mode session as Codex's protocol sees it, on our runtime: cells that run, yield,
-are waited on and terminated; nested tool calls and notifications go to a ``Delegate``.
+"""A Codex session on the runtime's session API, with a delegate per execution.
 
-This is the one module that knows how the runtime is driven: one runtime
-``js_runtime.session.CodeSession`` per Codex session (not persistent: a fresh isolate per
-exec, Codex's contract, in confined engine workers the runtime keeps warm), each exec
-run to its end there (``yield_time=None``) inside a cell task of ours, since Codex's
-yield rules differ from the runtime's (``wait`` returns when the yield time passes or the
-program calls ``yield_control()``, not on any new output). What the runtime hands its
-delegate is routed to our cell by a context variable the exec's task carries; each exec
-brings its own setup (its tools, the store as it stands) as its tools'
-``program_setup``. What survives between execs of a session is the ``store``. Both wire
-protocols talk to ``CodeSession`` here only.
+One runtime ``js_runtime.session.CodeSession`` per Codex session, not persistent: each
+exec gets a fresh isolate (Codex's contract) in an engine worker the runtime keeps warm.
+Each exec is a runtime execution with its own delegate (``execution.CodexExecution``)
+and Codex's yield rule (``yield_when="request"``): the runtime hands control back only
+when the yield time passes, the program ends, or the program's ``yield_control()`` (a
+``HostEvent``) is passed on as ``request_yield``. Cell ids are the runtime's; waiting,
+terminating and the program's wall clock across yields are the runtime's too.
+
+What is Codex's and kept here: the ``store`` that outlives an exec; the tool catalog's
+revisions (``catalog.py``); the bounds on what
+a session holds; which cell an Execute or a Wait is observing now (Codex's
+``YieldObservation`` and ``CancelWait`` end an observation early; a second observer is
+refused); and telling each execution's client when its cell's end was reported.
+
+The runtime's session is built here, not through ``codemode.host``: that package brings
+the tools, the sandbox and the hooks, which this host never uses (its nested calls go
+back to the client), and Codex waits for this host's start (``docs/codex-host.md``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
-import time
-from contextvars import ContextVar
 from functools import cache
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from codemode.codex_host.items import error_text, parse_image
+from codemode.codex_host.catalog import ToolCatalog
+from codemode.codex_host.items import error_text
 from codemode.codex_host.limits import DEFAULT_MAX_CELLS, admit_cell
-from codemode.codex_host.model import (
-    DEFAULT_MAX_OUTPUT_TOKENS,
-    DEFAULT_YIELD_MS,
-    ContentItem,
-    Delegate,
-    NestedCall,
+from codemode.codex_host.model import DEFAULT_YIELD_MS, ContentItem
+from codemode.js_runtime.models import Limits
+from codemode.js_runtime.outcome import (
+    AlreadyWaiting,
+    Completed,
     Outcome,
-    TextItem,
-    ToolFailed,
-    ToolSpec,
+    Terminated,
+    UnknownCell,
 )
-from codemode.js_runtime.delegate import NestedCall as RuntimeCall
-from codemode.js_runtime.models import ExecEvent, ExecResult, Limits, LogEvent
-from codemode.js_runtime.outcome import Completed
-from codemode.js_runtime.session import CodeSession as RuntimeSession
+from codemode.js_runtime.session import CodeSession
 from codemode.js_runtime.worker_process import reap_killed
 from codemode.process.package_data import read_text
-from codemode.tool_terms.errors import ToolError
+
+if TYPE_CHECKING:
+    from codemode.codex_host.execution import CodexExecution
 
 _MAX_YIELD_MS = 3_600_000
+# What an outcome reports: the runtime's outcome, and the items of the cell's program
+# the client had not been given.
+Reported = tuple[Outcome, list[ContentItem]]
 
 
 @cache
 def _globals_js() -> str:
     return read_text(__file__, "globals.js")
-
-
-# The cell whose exec is running in this task (and in the runtime's, which copies it).
-_CURRENT: ContextVar[Cell | None] = ContextVar("codex_cell", default=None)
 
 
 # Named tuples and plain classes, not dataclasses: see ``model.py``.
@@ -87,144 +87,41 @@ class SessionLimits(NamedTuple):
     max_cells: int = DEFAULT_MAX_CELLS  # held at once: running, or ended and not yet reported
 
 
-class Cell:
-    """One exec's program: what it printed since last reported, and who observes it."""
+class CodexSession:
+    """One client session: its runtime session, its store, the cells it holds."""
 
-    __slots__ = (
-        "early",
-        "execution_id",
-        "id",
-        "items",
-        "max_output_tokens",
-        "observing",
-        "sequence",
-        "task",
-        "terminated",
-        "tool_call_id",
-        "tools",
-        "wait_id",
-        "yield_now",
-    )  # fmt: skip
-
-    def __init__(
-        self,
-        id: str,
-        execution_id: str,
-        tool_call_id: str,
-        max_output_tokens: int,
-        tools: dict[str, ToolSpec],
-    ) -> None:
-        self.id = id
-        self.execution_id = execution_id
-        self.tool_call_id = tool_call_id
-        self.max_output_tokens = max_output_tokens
-        self.tools = tools
-        self.items: list[ContentItem] = []
-        self.task: asyncio.Task[ExecResult] | None = None
-        self.sequence = 0
-        self.observing = False
-        self.terminated = False
-        self.yield_now = asyncio.Event()
-        self.early = asyncio.Event()
-        self.wait_id: str | None = None
-
-    def take_items(self) -> list[ContentItem]:
-        items, self.items = self.items, []
-        # Whole: the client cuts them to max_output_tokens (Codex does, with its own
-        # marker; its own host passes them whole too).
-        return items
-
-
-class CodeSession:
-    """One client session: its cells, its store, and where its tool calls go."""
-
-    def __init__(self, delegate: Delegate, limits: SessionLimits | None = None) -> None:
-        self.delegate = delegate
+    def __init__(self, limits: SessionLimits | None = None) -> None:
         self.limits = limits or SessionLimits()
-        self.cells: dict[str, Cell] = {}
         self.store: dict[str, str] = {}  # key -> value as JSON text
-        self._next_cell = 1
+        self.catalog = ToolCatalog()
+        self.executions: dict[str, CodexExecution] = {}  # by cell id, until reported ended
+        self._held: set[CodexExecution] = set()  # started, its end not yet reported
+        # cell id -> ("execution", execution id) or ("wait", wait id): who observes it.
+        self.observed: dict[str, tuple[str, str | None]] = {}
         # What exit() throws: a name no program can guess, so a thrown error never passes
         # for a clean exit. (os.urandom, as ``secrets`` would: importing ``secrets`` loads
         # OpenSSL's hashing, part of the host's start.)
         self._exit_name = f"CodexExit_{os.urandom(8).hex()}"
         self.closed = False
-        self._session: RuntimeSession | None = None
+        self._session: CodeSession | None = None
 
-    # -- exec ---------------------------------------------------------------------------
-
-    def start(
-        self,
-        source: str,
-        tools: list[ToolSpec],
-        *,
-        execution_id: str,
-        tool_call_id: str = "",
-        max_output_tokens: int | None = None,
-        cell_id: str | None = None,
-    ) -> Cell:
-        """Admit a program as a new cell and start it; ``observe`` reports on it.
-
-        Cell ids count from 1 per session unless the client chooses one (framed protocol).
-        Over ``max_cells``: ``LimitReached``, before anything starts."""
-        self.check_room()
-        if cell_id is None or cell_id in self.cells:
-            while str(self._next_cell) in self.cells:
-                self._next_cell += 1
-            cell_id = str(self._next_cell)
-            self._next_cell += 1
-        by_name = {t.global_name: t for t in tools}
-        cell = Cell(
-            id=cell_id,
-            execution_id=execution_id,
-            tool_call_id=tool_call_id,
-            max_output_tokens=DEFAULT_MAX_OUTPUT_TOKENS
-            if max_output_tokens is None
-            else max_output_tokens,
-            tools=by_name,
-        )
-        config = {
-            "store": {k: json.loads(v) for k, v in self.store.items()},
-            "tools": [{"name": t.global_name, "description": t.description} for t in tools],
-            "exitName": self._exit_name,
-        }
-        names = tuple(by_name)
-        setup = (
-            # A failed call rejects with its message as a string, as in Codex's host.
-            f"__cm.configure({json.dumps(names)}, {self.limits.max_tool_calls}, {{}}, "
-            "{plainRejections: true}); "
-            f"globalThis.__codex = JSON.parse({json.dumps(json.dumps(config))});"
-        )
-        cell.task = asyncio.ensure_future(self._run(cell, source, _ExecTools(names, setup)))
-        self.cells[cell_id] = cell
-        return cell
-
-    def check_room(self) -> None:
-        """``LimitReached`` when the session already holds ``max_cells`` cells."""
-        admit_cell(len(self.cells), self.limits.max_cells)
-
-    def _runtime(self) -> RuntimeSession:
+    def _runtime(self) -> CodeSession:
         if self._session is None:
-            limits = Limits(
-                timeout_s=self.limits.timeout_s,
-                memory_mb=self.limits.memory_mb,
-                max_tool_calls=self.limits.max_tool_calls,
-                output_chars=64 * 1024 * 1024,
-            )
-            self._session = RuntimeSession(
-                _RuntimeDelegate(self),
-                limits=limits,
+            self._session = CodeSession(
+                limits=Limits(
+                    timeout_s=self.limits.timeout_s,
+                    memory_mb=self.limits.memory_mb,
+                    max_tool_calls=self.limits.max_tool_calls,
+                ),
                 engine=self.limits.engine,
                 persistent=False,
                 setup_scripts=[_globals_js()],
             )
         return self._session
 
-    async def _run(self, cell: Cell, source: str, tools: _ExecTools) -> ExecResult:
-        _CURRENT.set(cell)  # this task's context, which the runtime's task copies
-        outcome = await self._runtime().execute(source, tools, yield_time=None)
-        assert isinstance(outcome, Completed)  # no yield time: it ran to its end
-        return outcome.result
+    def check_room(self) -> None:
+        """``LimitReached`` when the session already holds ``max_cells`` cells."""
+        admit_cell(len(self._held), self.limits.max_cells)
 
     def yield_ms(self, requested: int | None) -> int:
         ms = DEFAULT_YIELD_MS if requested is None else requested
@@ -232,167 +129,152 @@ class CodeSession:
             ms = min(ms, self.limits.max_yield_ms)
         return max(0, min(ms, _MAX_YIELD_MS))
 
-    async def observe(self, cell: Cell, yield_ms: int, started_ns: int | None = None) -> Outcome:
-        """Until the cell finishes, asks to yield, is told to, or ``yield_ms`` passes."""
-        started_ns = time.monotonic_ns() if started_ns is None else started_ns
-        if cell.observing:
-            raise CellBusy(f"cell {cell.id} is already being observed")
-        cell.observing = True
-        cell.early.clear()
-        assert cell.task is not None
+    # -- exec -------------------------------------------------------------------------------
+
+    def start(
+        self, execution: CodexExecution, source: str, yield_ms: int | None
+    ) -> asyncio.Task[Outcome]:
+        """Run ``source`` as a new cell with ``execution`` as its delegate; the task is
+        its first outcome (``first``). Over ``max_cells``: ``LimitReached``, before
+        anything starts."""
+        if self.closed:
+            raise RuntimeError("the session is closed")
+        self.check_room()
+        tools = list(execution.tools.values())
+        config = {
+            "store": {k: json.loads(v) for k, v in self.store.items()},
+            "tools": [{"name": t.global_name, "description": t.description} for t in tools],
+            "exitName": self._exit_name,
+        }
+        names = tuple(execution.tools)
+        setup = (
+            # A failed call rejects with its message as a string, as in Codex's host.
+            f"__cm.configure({json.dumps(names)}, {self.limits.max_tool_calls}, {{}}, "
+            "{plainRejections: true}); "
+            f"globalThis.__codex = JSON.parse({json.dumps(json.dumps(config))});"
+        )
+        self._held.add(execution)
+        return asyncio.ensure_future(
+            self._runtime().execute(
+                source,
+                _ExecTools(names, setup),
+                self.yield_ms(yield_ms) / 1000,
+                delegate=execution,
+                yield_when="request",
+            )
+        )
+
+    async def opened(self, execution: CodexExecution, task: asyncio.Task[Outcome]) -> None:
+        """Until the execution's cell has its id (or its start failed: ``first`` says)."""
+        if execution.started.is_set() or task.done():
+            return
+        started = asyncio.ensure_future(execution.started.wait())
         try:
-            if not cell.task.done() and not cell.yield_now.is_set():
-                signals = [
-                    asyncio.ensure_future(cell.yield_now.wait()),
-                    asyncio.ensure_future(cell.early.wait()),
-                ]
-                try:
-                    await asyncio.wait(
-                        [cell.task, *signals],
-                        timeout=yield_ms / 1000,
-                        return_when=asyncio.FIRST_COMPLETED,
-                    )
-                finally:
-                    for s in signals:
-                        s.cancel()
-            return await self._report(cell, started_ns)
+            await asyncio.wait([task, started], return_when=asyncio.FIRST_COMPLETED)
         finally:
-            cell.observing = False
-            cell.wait_id = None
+            started.cancel()
 
-    async def _report(self, cell: Cell, started_ns: int) -> Outcome:
-        assert cell.task is not None
-        if not cell.task.done():
-            cell.yield_now.clear()
-            return Outcome("yielded", cell.id, cell.take_items(), None, _since(started_ns))
-        self._retire(cell)
-        if cell.terminated or cell.task.cancelled():
-            return Outcome("terminated", cell.id, cell.take_items(), None, _since(started_ns))
-        result = cell.task.result()
-        error = None
-        if result.error is not None and result.error.name != self._exit_name:
-            error = error_text(result.error)
-        return Outcome("completed", cell.id, cell.take_items(), error, _since(started_ns))
+    def started(self, execution: CodexExecution) -> None:
+        """The runtime started the execution's cell (its id is known now)."""
+        self.executions[execution.cell_id] = execution
+        self.observed[execution.cell_id] = ("execution", execution.execution_id)
 
-    async def wait(self, cell_id: str, yield_ms: int, wait_id: str | None = None) -> Outcome | None:
-        """None when no such cell is running (never started, or already reported done)."""
-        started = time.monotonic_ns()
-        cell = self.cells.get(cell_id)
-        if cell is None:
+    async def first(self, execution: CodexExecution, task: asyncio.Task[Outcome]) -> Reported:
+        """The cell's first outcome: it ended, yielded, or was terminated or closed."""
+        try:
+            outcome: Outcome = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.done():  # the caller went: the program stops with it
+                task.cancel()
+                raise
+            outcome = Terminated(execution.cell_id, "")  # closed or terminated meanwhile
+        except RuntimeError:  # the session closed before the cell started
+            outcome = Terminated(execution.cell_id, "")
+        finally:
+            if self.observed.get(execution.cell_id, ("",))[0] == "execution":
+                del self.observed[execution.cell_id]
+        return self._reported(execution, outcome)
+
+    async def wait(
+        self, cell_id: str, yield_ms: int | None, wait_id: str | None = None
+    ) -> Reported | None:
+        """None when no such cell is held (never started, or its end already reported)."""
+        execution = self.executions.get(cell_id)
+        if execution is None or self._session is None:
             return None
-        if cell.observing:
-            raise CellBusy(f"cell {cell_id} is already being waited on")
-        cell.wait_id = wait_id
-        return await self.observe(cell, self.yield_ms(yield_ms), started)
+        if cell_id in self.observed:
+            raise CellBusy(f"cell {cell_id} is already being observed")
+        self.observed[cell_id] = ("wait", wait_id)
+        try:
+            outcome = await self._session.wait(cell_id, self.yield_ms(yield_ms) / 1000)
+        except UnknownCell:
+            return None
+        except AlreadyWaiting as exc:
+            raise CellBusy(str(exc)) from None
+        finally:
+            self.observed.pop(cell_id, None)
+        return self._reported(execution, outcome)
+
+    def request_yield(self, cell_id: str) -> None:
+        """The program called ``yield_control()``."""
+        if self._session is not None:
+            self._session.request_yield(cell_id)
 
     def end_observation(
         self, *, execution_id: str | None = None, wait_id: str | None = None
     ) -> bool:
         """YieldObservation: the Execute or Wait in progress returns now (the cell runs on)."""
-        for cell in self.cells.values():
-            if cell.observing and (
-                (execution_id is not None and cell.execution_id == execution_id)
-                or (wait_id is not None and cell.wait_id == wait_id)
+        for cell_id, (kind, ident) in self.observed.items():
+            if (kind == "execution" and execution_id is not None and ident == execution_id) or (
+                kind == "wait" and wait_id is not None and ident == wait_id
             ):
-                cell.early.set()
+                self.request_yield(cell_id)
                 return True
         return False
 
-    async def terminate(self, cell_id: str) -> Outcome | None:
-        started = time.monotonic_ns()
-        cell = self.cells.get(cell_id)
-        if cell is None or cell.task is None:
+    async def terminate(self, cell_id: str) -> Reported | None:
+        execution = self.executions.get(cell_id)
+        if execution is None or self._session is None:
             return None
-        cell.terminated = True
-        if not cell.task.done():
-            cell.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await cell.task
-        if cell.observing:
-            # The Execute or Wait observing it reports the termination; this answers too.
-            return Outcome("terminated", cell.id, [], None, _since(started))
-        return await self._report(cell, started)
+        try:
+            outcome = await self._session.terminate(cell_id)
+        except UnknownCell:
+            return None
+        if cell_id in self.observed:
+            # The Execute or Wait observing it reports the end, with the items.
+            return outcome, []
+        return self._reported(execution, outcome)
+
+    def error_text(self, outcome: Completed) -> str | None:
+        """A completed program's error as Codex shows it; None for none, or exit()."""
+        error = outcome.result.error
+        if error is None or error.name == self._exit_name:
+            return None
+        return error_text(error)
 
     async def close(self) -> None:
         self.closed = True
-        cells = list(self.cells.values())
-        for cell in cells:
-            cell.terminated = True
-            if cell.task is not None and not cell.task.done():
-                cell.task.cancel()
-        for cell in cells:
-            if cell.task is not None:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await cell.task
-            self._retire(cell)
         if self._session is not None:
-            await self._session.close()
-            self._session = None
+            await self._session.close()  # every cell stopped, awaited
             # Its workers were killed: reaped now, so a client that went leaves not even
             # a zombie behind (else the next worker's start reaps them).
             await reap_killed()
+        for execution in list(self._held):
+            self._retire(execution)
 
-    # -- plumbing -------------------------------------------------------------------------
+    # -- plumbing ---------------------------------------------------------------------------
 
-    def _retire(self, cell: Cell) -> None:
-        if self.cells.pop(cell.id, None) is None:
+    def _reported(self, execution: CodexExecution, outcome: Outcome) -> Reported:
+        items = execution.take_items()
+        if outcome.kind != "yielded":
+            self._retire(execution)
+        return outcome, items
+
+    def _retire(self, execution: CodexExecution) -> None:
+        if execution not in self._held:
             return
-        self.delegate.cell_closed(cell.id, cell.execution_id, cell.sequence)
-
-    async def call_tool(self, cell: Cell, name: str, args: object) -> Any:
-        tool = cell.tools[name]
-        cell.sequence += 1
-        call = NestedCall(
-            cell_id=cell.id,
-            execution_id=cell.execution_id,
-            runtime_call_id=f"tool-{cell.sequence}",
-            sequence=cell.sequence,
-            tool=tool,
-            input=args,
-        )
-        try:
-            return await self.delegate.call_tool(call)
-        except ToolFailed as exc:
-            raise ToolError(str(exc)) from None
-
-    def heard(self, cell: Cell, event: ExecEvent) -> None:
-        """What the program wrote on the channels globals.js opens (its console levels)."""
-        if not isinstance(event, LogEvent):
-            return
-        level, text = event.level, event.text
-        if level == "log":
-            cell.items.append(TextItem(text))
-        elif level == "info":
-            item = parse_image(text)
-            if item is not None:
-                cell.items.append(item)
-        elif level == "warn":
-            self.delegate.notify(cell.id, cell.execution_id, cell.tool_call_id, text)
-        elif level == "error":
-            with contextlib.suppress(ValueError, TypeError):
-                key, value = json.loads(text)
-                self.store[str(key)] = str(value)
-        elif level == "debug" and text == "yield":
-            cell.yield_now.set()
-
-
-class _RuntimeDelegate:
-    """The runtime's delegate for a session: each call and event goes to its cell."""
-
-    def __init__(self, session: CodeSession) -> None:
-        self.session = session
-
-    async def call_tool(self, call: RuntimeCall) -> object:
-        cell = _CURRENT.get()
-        if cell is None or call.name not in cell.tools:
-            raise ToolError(f"tools.{call.name} is not enabled for this exec")
-        return await self.session.call_tool(cell, call.name, call.args)
-
-    def notify(self, cell_id: str, event: ExecEvent) -> None:
-        cell = _CURRENT.get()
-        if cell is not None:
-            self.session.heard(cell, event)
-
-
-def _since(started_ns: int) -> int:
-    return max(0, time.monotonic_ns() - started_ns)
+        self._held.discard(execution)
+        if self.executions.get(execution.cell_id) is execution:
+            del self.executions[execution.cell_id]
+        if execution.cell_id:
+            execution.closed()

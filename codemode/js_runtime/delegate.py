@@ -3,8 +3,8 @@
 The runtime never runs a tool. Each ``tools.NAME(args)`` a program makes becomes a
 ``NestedCall`` handed to the session's ``Delegate``; what it returns is the call's
 result, and a ``ToolError`` (``codemode.tool_terms.errors``) it raises is a failed call whose
-message the program sees (as a catchable ``ToolError``). Console output and call
-progress leave through ``Delegate.notify``. The names a program may call come from a
+message the program sees (as a catchable ``ToolError``). Console output, host events
+and call progress leave through ``Delegate.notify``. The names a program may call come from a
 ``ToolNames``: plain names (``tools.NAME``) and namespaces (``tools.NS.NAME``).
 """
 
@@ -67,5 +67,6 @@ class Delegate(Protocol):
         ...
 
     def notify(self, cell_id: str, event: ExecEvent) -> None:
-        """A cell started, printed, started or finished a call. Must not block."""
+        """A cell started, printed, sent a host event, started or finished a call.
+        Must not block."""
         ...

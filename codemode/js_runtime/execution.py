@@ -19,6 +19,7 @@ are counted here, and what the worker sends back is validated as untrusted input
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,7 +29,14 @@ from codemode.js_runtime import protocol as p
 from codemode.js_runtime.delegate import ToolNames
 from codemode.js_runtime.engine import ScriptError
 from codemode.js_runtime.isolates import Isolates, configure_call
-from codemode.js_runtime.models import ExecError, ExecEvent, ExecResult, Limits, LogEvent
+from codemode.js_runtime.models import (
+    ExecError,
+    ExecEvent,
+    ExecResult,
+    HostEvent,
+    Limits,
+    LogEvent,
+)
 from codemode.js_runtime.nested import CallTool, LimitReached, NestedCalls
 from codemode.js_runtime.output import CappedOutput, cap_value
 from codemode.js_runtime.source import Program
@@ -266,6 +274,19 @@ class Execution:
         return done
 
     def _log(self, level: str, text: str) -> None:
+        if level == p.HOST:
+            self._host_event(text)
+            return
         shown = self.output.add(level, text)
         if shown is not None and self.on_event is not None:
             self.on_event(LogEvent(level=level, text=shown))
+
+    def _host_event(self, text: str) -> None:
+        # The prelude wrote [kind, data]; anything else did not come from it (a tampered
+        # drained state) and is dropped.
+        try:
+            kind, data = json.loads(text)
+        except (ValueError, TypeError, RecursionError):
+            return
+        if isinstance(kind, str) and isinstance(data, str) and self.on_event is not None:
+            self.on_event(HostEvent(kind=kind, data=data))

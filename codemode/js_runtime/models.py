@@ -107,6 +107,17 @@ class LogEvent:
 
 
 @dataclass(slots=True)
+class HostEvent:
+    """A program's message to its host on the typed channel a host's setup script takes
+    from the prelude (``__cm.hostChannel()``, a function of ``(kind, data)``): the
+    runtime gives ``kind`` no meaning; it is not console output and not counted as such."""
+
+    kind: str
+    data: str
+    type: Literal["host"] = "host"
+
+
+@dataclass(slots=True)
 class ToolCallStarted:
     call: ToolCallRecord
     type: Literal["tool_call.started"] = "tool_call.started"
@@ -135,4 +146,6 @@ class CellFinished:
     type: Literal["cell.finished"] = "cell.finished"
 
 
-ExecEvent = CellStarted | CellFinished | LogEvent | ToolCallStarted | ToolCallFinished
+ExecEvent = (
+    CellStarted | CellFinished | LogEvent | HostEvent | ToolCallStarted | ToolCallFinished
+)

@@ -109,7 +109,8 @@
   // index, the text's length as two units (low, high), then the text. A line that does
   // not fit goes to `logs`, and so does every later one until the next drain, to keep
   // the order.
-  const LEVELS = ["log", "info", "warn", "error", "debug"];  // v8_engine.py's _LEVELS too
+  // The console's levels, then the host channel's (__cm.hostChannel below): protocol.LEVELS too.
+  const LEVELS = ["log", "info", "warn", "error", "debug", "host"];
   let live = null;
   let liveAt = 0;
   let inbox = null;  // see host.inbox
@@ -128,14 +129,30 @@
     return true;
   }
 
+  function __cm_send(level, index, text) {
+    if (hostLog !== null) hostLog(index, wellFormed ? wellFormed.call(text) : text);
+    else if (!__cm_toLive(level, text)) logs.push([level, text]);
+  }
+
   function __cm_emit(level) {
     const index = LEVELS.indexOf(level);
     return function __cm_log(...args) {
       const text = inspector ? `${inspector.format(args)}` : args.map((a) => __cm_render(a)).join(" ");
-      if (hostLog !== null) hostLog(index, wellFormed ? wellFormed.call(text) : text);
-      else if (!__cm_toLive(level, text)) logs.push([level, text]);
+      __cm_send(level, index, text);
     };
   }
+
+  // The typed channel out of a program to its host: a host's setup script (run after
+  // this, once per isolate) takes it with __cm.hostChannel() into its own closure and
+  // gives programs functions of its own; the host hears each call as a
+  // HostEvent(kind, data), in its place among the program's output, never as console
+  // output. Handed out once: the runtime takes it itself after the setup scripts ran,
+  // so no program gets it. (A closure, not a global deleted later: deleting a global
+  // slows every later global lookup of the isolate.)
+  const HOST_INDEX = LEVELS.indexOf("host");
+  let hostChannel = function __cm_hostEvent(kind, data) {
+    __cm_send("host", HOST_INDEX, stringify([String(kind), String(data)]));
+  };
 
   const console = {
     log: __cm_emit("log"), info: __cm_emit("info"), warn: __cm_emit("warn"),
@@ -312,6 +329,12 @@
   }
 
   const host = {
+    // The host channel above, to the first caller only (then null).
+    hostChannel: function __cm_hostChannel() {
+      const channel = hostChannel;
+      hostChannel = null;
+      return channel;
+    },
     // Called by the host once the tool names and limits are known.
     // `namespaces` is optional: {NS: {NAME: registryName}} for tools called as tools.NS.NAME.
     configure: function __cm_configure(names, limit, namespaces, options) {

@@ -11,7 +11,9 @@ Parent to worker, one request at a time, each answered by exactly one reply fram
 - ``STEP``: evaluate a script, run its jobs, return the drained state.
 - ``SETTLE``: pass finished tool calls (JSON text) to the isolate, then as ``STEP``.
 
-Worker to parent: ``LOG`` (one byte, the level's index, then the text), ``STATE`` (the
+Worker to parent: ``LOG`` (one byte, the level's index, then the text; the last level
+is not the console's but a host event's, ``[kind, data]`` as JSON, which shares the
+console's path so that it keeps its place among the program's output), ``STATE`` (the
 drained state, JSON text the program may have tampered with), ``ERROR`` (one byte of
 kind, then the text), and ``STOPPED``, the answer to a stop request on the control
 pipe, once the output printed so far has been sent.
@@ -26,7 +28,9 @@ HEADER = struct.Struct("<IB")
 OPEN, STEP, SETTLE = b"O"[0], b"S"[0], b"T"[0]
 LOG, STATE, ERROR, STOPPED = b"L"[0], b"D"[0], b"E"[0], b"X"[0]
 
-LEVELS = ("log", "info", "warn", "error", "debug")  # the prelude's LEVELS, same order
+# The prelude's LEVELS, same order: the console's, then the host channel's (``HOST``).
+LEVELS = ("log", "info", "warn", "error", "debug", "host")
+HOST = "host"
 # ERROR kinds: the script threw, the isolate ran out of memory, the worker failed.
 SCRIPT, MEMORY, INTERNAL = b"s"[0], b"m"[0], b"i"[0]
 

@@ -28,11 +28,12 @@ from codemode.js_runtime.engine import (
     EngineTimeout,
     ScriptError,
 )
+from codemode.js_runtime.protocol import LEVELS
 
 # QuickJS's default 256 KB stack is shallow for recursive programs; 8 MB threads
 # (the glibc default) leave room for 4 MB.
 _STACK_BYTES = 4 * 1024 * 1024
-_LEVELS = ("log", "info", "warn", "error", "debug")  # the prelude's LEVELS, same order
+_LEVELS = LEVELS  # the prelude's LEVELS, same order
 
 
 class QuickJSEngine:

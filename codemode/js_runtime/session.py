@@ -14,7 +14,9 @@
   program as a new cell. **The delegate is the execution's**: every nested
   ``tools.NAME(args)`` call of that program (a ``NestedCall``, carrying the cell id)
   goes to ``delegate.call_tool``, and every notification about it (the cell started,
-  console output, a call started or finished, the cell finished) to
+  console output, a host event (``HostEvent``: what the program sent on the prelude's
+  ``__cm.hostChannel()`` through a host's setup script), a call started or finished,
+  the cell finished) to
   ``delegate.notify(cell_id, event)``; without one, the session's default. So one
   session serves programs of different owners side by side (a batch worker's
   repositories one after another, a host's callers) with no routing of its own.
@@ -255,6 +257,8 @@ class CodeSession:
             await cell.stop()
             self._cells.pop(cell.id, None)
             raise
+        if cell.task.cancelled():  # terminated (or closed) while we waited
+            return Terminated(cell.id, cell.take_output())
         if cell.task.done():
             return self._completed(cell)
         cell.yielded = True

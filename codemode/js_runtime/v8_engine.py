@@ -27,6 +27,7 @@ from codemode.js_runtime.engine import (
     EngineTimeout,
     ScriptError,
 )
+from codemode.js_runtime.protocol import LEVELS
 from codemode.js_runtime.v8_abi import ARRAY, FUNCTION, library
 from codemode.js_runtime.v8_isolate import Evaluation, Isolate, Memory, Outcome, V8Error
 
@@ -38,7 +39,7 @@ _LIVE_BYTES = 512 * 1024  # 8 bytes of header, then UTF-16 units
 _INBOX_BYTES = 256 * 1024
 _SETTLE_INBOX = "__cm.settleInbox()"
 _UNITS = struct.Struct("=i")  # the inbox's Int32 0: how many UTF-16 units follow
-_LEVELS = ("log", "info", "warn", "error", "debug")  # the prelude's LEVELS, same order
+_LEVELS = LEVELS  # the prelude's LEVELS, same order
 # Evaluated once the prelude is installed (after the first step): the prelude's two
 # functions every tool call runs, and the (empty) argument list they are called with.
 # Calling a function kept from here costs V8 no compilation and no new closure, where

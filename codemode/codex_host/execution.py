@@ -1,0 +1,126 @@
+"""One exec's delegate: what the runtime hands Codex's host of one program.
+
+Codex's own host hands each cell a delegate of its own (``invoke_tool``, ``notify``,
+``cell_closed``); so does this one. The runtime gives each execution its delegate
+(``js_runtime.session.CodeSession.execute(..., delegate=...)``): every nested call and
+notification of that program comes here, with no routing of ours. What the program
+says to its host arrives as the runtime's typed ``HostEvent``s (``globals.js`` chooses
+the kinds): text and image items, collected until the client is next told about the
+cell; notifications, sent at once; stored values, kept by the session for later execs;
+and ``yield_control()``, passed on to the runtime as a request to yield.
+
+Each protocol (``grpc_session.py``, ``framed.py``) says how a call, a notification and
+a cell's end reach its client, by subclassing ``CodexExecution``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Any, Protocol
+
+from codemode.codex_host.items import parse_image
+from codemode.codex_host.model import ContentItem, TextItem, ToolFailed, ToolSpec
+from codemode.js_runtime.delegate import NestedCall
+from codemode.js_runtime.models import ExecEvent, HostEvent
+from codemode.tool_terms.errors import ToolError
+
+# The items of one cell kept for the client between two reports, in characters: the
+# client cuts what it shows to max_output_tokens anyway (Codex does); beyond this the
+# program's later items are dropped, said by one text item in their place.
+ITEMS_CHARS = 64 * 1024 * 1024
+
+
+class CodexSession(Protocol):
+    """What an execution needs of its session (``runtime.CodexSession``)."""
+
+    store: dict[str, str]
+
+    def started(self, execution: CodexExecution) -> None: ...
+
+    def request_yield(self, cell_id: str) -> None: ...
+
+
+class CodexExecution:
+    """The runtime's delegate for one exec, and what the client has not been told yet."""
+
+    def __init__(
+        self, session: CodexSession, execution_id: str, tool_call_id: str, tools: list[ToolSpec]
+    ) -> None:
+        self.session = session
+        self.execution_id = execution_id
+        self.tool_call_id = tool_call_id
+        self.tools = {t.global_name: t for t in tools}
+        self.cell_id = ""  # the runtime's, from the cell's start
+        self.sequence = 0  # nested calls made so far
+        self.items: list[ContentItem] = []
+        self._chars = 0
+        self._dropped = 0
+        self.started = asyncio.Event()
+
+    # -- the runtime's delegate -------------------------------------------------------------
+
+    async def call_tool(self, call: NestedCall) -> object:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            raise ToolError(f"tools.{call.name} is not enabled for this exec")
+        self.sequence += 1
+        try:
+            return await self.invoke(tool, self.sequence, call.args)
+        except ToolFailed as exc:
+            raise ToolError(str(exc)) from None
+
+    def notify(self, cell_id: str, event: ExecEvent) -> None:
+        if type(event) is HostEvent:
+            self._heard(event.kind, event.data)
+        elif event.type == "cell.started":
+            self.cell_id = cell_id
+            self.session.started(self)
+            self.started.set()
+
+    def _heard(self, kind: str, data: str) -> None:
+        if kind == "text":
+            self._add(TextItem(data), len(data))
+        elif kind == "image":
+            item = parse_image(data)
+            if item is not None:
+                self._add(item, len(item.image_url))
+        elif kind == "notify":
+            self.send_notification(data)
+        elif kind == "store":
+            with contextlib.suppress(ValueError, TypeError):
+                key, value = json.loads(data)
+                self.session.store[str(key)] = str(value)
+        elif kind == "yield":
+            self.session.request_yield(self.cell_id)
+
+    def _add(self, item: ContentItem, chars: int) -> None:
+        if self._dropped or self._chars + chars > ITEMS_CHARS:
+            self._dropped += chars
+            return
+        self.items.append(item)
+        self._chars += chars
+
+    def take_items(self) -> list[ContentItem]:
+        """What the program produced since the client was last told, whole: the client
+        cuts it to max_output_tokens (Codex does, with its own marker, as for its own host)."""
+        items, self.items, self._chars = self.items, [], 0
+        if self._dropped:
+            items.append(TextItem(f"[{self._dropped} more characters of output dropped]"))
+            self._dropped = 0
+        return items
+
+    # -- the protocol's part ----------------------------------------------------------------
+
+    async def invoke(self, tool: ToolSpec, sequence: int, input: Any) -> Any:
+        """The client runs ``tool``; its JSON result, or ``ToolFailed``."""
+        raise NotImplementedError
+
+    def send_notification(self, text: str) -> None:
+        """``notify()``: sent to the client now."""
+        raise NotImplementedError
+
+    def closed(self) -> None:
+        """The cell's end has been reported to the client (or its session closed)."""
+        raise NotImplementedError
