@@ -169,8 +169,8 @@ def test_an_rpc_the_proto_declares_and_the_service_does_not_serve_is_left_out(
     from codemode.codex_host.messages import Rpc
 
     declared = dict(pb.methods)
-    declared["GetProcessMetrics"] = Rpc("GetProcessMetrics", "CloseSessionRequest", "X", False)
+    declared["GetFutureThing"] = Rpc("GetFutureThing", "CloseSessionRequest", "X", False)
     monkeypatch.setattr(pb, "methods", declared)
     served = CodeModeHostService(SessionLimits()).methods()
-    assert f"/{SERVICE}/GetProcessMetrics" not in served
+    assert f"/{SERVICE}/GetFutureThing" not in served
     assert f"/{SERVICE}/Execute" in served
