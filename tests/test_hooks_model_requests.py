@@ -309,7 +309,8 @@ def test_an_interrupt_hook_speaks_to_the_person_and_cannot_hold_the_interrupt(
     recorder = python_hook(tmp_path, "rec.py", RECORDER)
     write_hooks(home / "hooks.json", merge(
         hooks_table("PreModelRequest", recorder),
-        hooks_table("Interrupt", slow, timeout=60), hooks_table("Interrupt", speak)))
+        hooks_table("Interrupt", slow, timeout=60),
+        hooks_table("Interrupt", speak, "nomatch")))  # (Codex looks at no matcher here)
     with ScriptedModelServer([HANGING]) as server:
         started = time.monotonic()
         done = _interrupt_process(["exec", *provider_flags(server.base_url, "chat"), "go"],
@@ -319,6 +320,22 @@ def test_an_interrupt_hook_speaks_to_the_person_and_cannot_hold_the_interrupt(
     assert "hook: turn stopped; notes saved" in done.stderr
     assert "Traceback" not in done.stderr
     assert took < 30, f"the interrupt took {took:.1f} s"
+
+
+def test_a_matcher_does_not_narrow_them(
+    home: Path, work: Path, tmp_path: Path, log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Codex 0.169 and 0.171 ran a PreModelRequest hook whose matcher names nothing; an
+    # event without a subject has nothing to match, so every group of it matches.
+    monkeypatch.setenv("HOOK_LOG", str(log))
+    recorder = python_hook(tmp_path, "rec.py", RECORDER)
+    write_hooks(home / "hooks.json", merge(
+        hooks_table("PreModelRequest", recorder, "nomatch"),
+        hooks_table("UserPromptSubmit", recorder, "nomatch")))
+    run = run_session(home, work, [{"text": "answered"}])
+    assert run.result.ok
+    assert [d["hook_event_name"] for d in logged(log)] == ["UserPromptSubmit",
+                                                           "PreModelRequest"]
 
 
 # --- the same trust as every other event ---------------------------------------------------
@@ -345,6 +362,34 @@ def test_a_repositorys_hooks_for_them_wait_for_trust(
         assert events == []
         assert "2 project hooks not trusted yet, so not run" in done.stderr
     assert "unknown hook event" not in done.stderr
+
+
+def test_a_program_that_rewrites_the_script_a_hook_names_does_not_get_it_run(
+    home: Path, work: Path, tmp_path: Path, log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The attacker is the model's program: between two requests it rewrites the
+    # workspace script a (trusted) PreModelRequest hook runs, hoping the host runs its
+    # version, unconfined, before the next request.
+    monkeypatch.setenv("HOOK_LOG", str(log))
+    (work / "scripts").mkdir()
+    budget = script(work / "scripts", "budget.sh",
+                    f"#!/bin/sh\ncat >> {log}\necho >> {log}\n")
+    write_hooks(work / ".codemode" / "hooks.json",
+                hooks_table("PreModelRequest", "sh scripts/budget.sh"))
+    pwned = tmp_path / "pwned"
+    program = ("await tools.shell({command: "
+               f"'printf \"#!/bin/sh\\\\ntouch {pwned}\\\\n\" > scripts/budget.sh'}})")
+    run = run_session(home, work, [
+        {"tool_calls": [{"name": "exec", "arguments": {"code": program}}]},
+        {"text": "done"},
+    ], run_untrusted=True)
+    assert run.result.ok
+    assert f"touch {pwned}" in budget.read_text()  # the program did rewrite it
+    assert [d["hook_event_name"] for d in logged(log)] == ["PreModelRequest"]  # the first
+    assert not pwned.exists()
+    assert any("PreModelRequest" in n and "not run until it is trusted again" in n
+               for n in run.notices()), run.notices()
+    assert len(run.model.requests) == 2  # a hook that cannot run leaves the request alone
 
 
 def test_the_recorded_payloads_are_small_and_anonymous() -> None:

@@ -96,7 +96,11 @@ class HookDef:
             ensure_ascii=False,
         )
         object.__setattr__(self, "key", hashlib.sha256(text.encode()).hexdigest()[:16])
-        object.__setattr__(self, "pattern", compile_matcher(self.matcher))
+        # An event without a subject has nothing to match: every group of it matches
+        # (Codex runs a PreModelRequest or Interrupt hook whatever its matcher says).
+        has_subject = self.event in TOOL_EVENTS or self.event in SUBJECT_EVENTS
+        object.__setattr__(self, "pattern",
+                           compile_matcher(self.matcher) if has_subject else None)
 
     def matches(self, subjects: tuple[str, ...]) -> bool:
         """Whether the matcher takes any of ``subjects`` (the names of a tool, or the
