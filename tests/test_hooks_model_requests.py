@@ -174,6 +174,27 @@ def drive_batch(home: Path, work: Path, log: Path, terms: list[Terminal]) -> Non
     assert done.returncode == 130, done.stderr
 
 
+def test_a_batch_repository_whose_token_budget_is_spent_fires_interrupt(
+    home: Path, work: Path, tmp_path: Path, log: Path
+) -> None:
+    record(home, tmp_path, "PreModelRequest", "Interrupt")
+    repo = work / "repos" / "chatty"
+    repo.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    again = {"tool_calls": [{"name": "exec", "arguments": {"code": "console.log('more')"}}]}
+    with ScriptedModelServer(lambda request: again) as server:
+        done = subprocess.run(
+            [str(INTERPRETER), "exec", *provider_flags(server.base_url, "chat"), "--repos",
+             "repos", "--report", "r.jsonl", "--token-budget", "3000", "go on"],
+            cwd=work, env=cli_env(home, HOOK_LOG=str(log)), capture_output=True, text=True,
+            timeout=WAIT_S)
+    report = (work / "r.jsonl").read_text()
+    assert done.returncode == 1 and "token budget spent" in report, done.stderr
+    interrupts = wait_for(log, "Interrupt")
+    assert len(interrupts) == 1
+    assert interrupts[0]["turn_id"] == wait_for(log, "PreModelRequest")[-1]["turn_id"]
+
+
 DRIVERS: dict[str, Callable[[Path, Path, Path, list[Terminal]], None]] = {
     "interactive": drive_interactive, "exec": drive_exec, "resume": drive_resume,
     "acp": drive_acp, "eval": drive_eval, "batch": drive_batch,
