@@ -5,11 +5,15 @@ The loop (``codemode.agent.loop``) calls these at the points of a session's life
 SessionStart (startup, resume, clear, compact) before the first request, and again
 after a clear or a compaction; UserPromptSubmit before a prompt goes in; Stop when the
 model has answered; PreCompact/PostCompact around a compaction; SessionEnd when the
-session closes. Tool events fire in the tool pipeline (``codemode.hooks.tool_calls``).
+session closes; PreModelRequest before each request to the model, and Interrupt when a
+turn is interrupted (Codex's two events, in the shape Codex 0.169 and 0.171 give them:
+``tests/data/codex-hooks/``). Tool events fire in the tool pipeline
+(``codemode.hooks.tool_calls``).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,6 +171,48 @@ class SessionHooks:
         return await self._fire(
             "Stop", {"stop_hook_active": active, "last_assistant_message": last_message}
         )
+
+    async def before_request(self) -> None:
+        """PreModelRequest, before a request goes to the model. Codex's fields: ``kind``
+        (``sampling``: every request of ours is one), a ``request_id`` of its own,
+        ``attempt_number`` (1: a request the transport sends again after an error is
+        the same attempt, as in Codex) and ``thread_id`` (the session). A hook that
+        blocks (exit status 2, ``decision: "block"``) or stops ends the turn before the
+        request is sent (TurnFailure); other answers change nothing, as in Codex."""
+        if not self.engine.has("PreModelRequest"):
+            return
+        answer = await self._fire("PreModelRequest", {
+            "kind": "sampling", "request_id": str(uuid.uuid4()), "attempt_number": 1,
+            "thread_id": self.engine.facts.session_id,
+        })
+        if answer.decision == "block":
+            self.engine.stop_request = None
+            raise TurnFailure(f"the model request was blocked by {answer.reason_text()}",
+                              "hook_stopped")
+        refusal = self._stopped()
+        if refusal is not None:
+            raise TurnFailure(*refusal)
+
+    async def interrupted(self, flush: Callable[[], None] | None = None) -> None:
+        """Interrupt: the turn was interrupted (Ctrl-C or Esc, SIGINT, ACP's
+        ``session/cancel``, a batch run stopped). Its hooks can only say something to
+        the person (``systemMessage``): the turn has already ended. ``flush`` first puts
+        the interrupted turn in the transcript they are told about (Codex flushes it
+        too)."""
+        if not self.engine.has("Interrupt"):
+            return
+        if flush is not None:
+            flush()
+        await self._fire("Interrupt", {})
+        self.engine.stop_request = None
+
+    def begin_turn(self) -> None:
+        """A turn begins: hooks' input carries its ``turn_id`` (as Codex's does) until
+        it ends."""
+        self.engine.facts.turn_id = str(uuid.uuid4())
+
+    def end_turn(self) -> None:
+        self.engine.facts.turn_id = None
 
     async def compact(self, when: str, trigger: str) -> None:
         """PreCompact or PostCompact (``when``); trigger: manual or auto."""

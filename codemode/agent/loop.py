@@ -206,6 +206,8 @@ class Session:
         self._turn_start = len(self.messages)
         result = TurnResult(ok=False)
         self.last_result = result
+        if self.hooks is not None:
+            self.hooks.begin_turn()
         try:
             before, after = (
                 await self.hooks.prompt_context(prompt, self.start_source, self.model)
@@ -219,6 +221,8 @@ class Session:
             await self._loop(result)
         except asyncio.CancelledError:
             self._fail(result, "interrupted", "cancelled")
+            if self.hooks is not None:
+                await self.hooks.interrupted(self.rollout.sync if self.rollout else None)
             raise
         except TurnFailure as exc:
             self._fail(result, str(exc), exc.reason)
@@ -236,6 +240,8 @@ class Session:
         finally:
             if self.rollout is not None:
                 self.rollout.sync()
+            if self.hooks is not None:
+                self.hooks.end_turn()
         return result
 
     def _fail(self, result: TurnResult, message: str, reason: StopReason) -> None:
@@ -377,6 +383,8 @@ class Session:
         return cut
 
     async def _stream_once(self) -> tuple[AssistantMessage, Usage, str]:
+        if self.hooks is not None:
+            await self.hooks.before_request()
         request = ModelRequest(
             model=self.model,
             instructions=self.instructions,

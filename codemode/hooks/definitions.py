@@ -27,12 +27,14 @@ from codemode.hooks.places import Scope
 EVENTS = (
     "SessionStart",
     "UserPromptSubmit",
+    "PreModelRequest",
     "PreToolUse",
     "PermissionRequest",
     "PostToolUse",
     "PreCompact",
     "PostCompact",
     "Stop",
+    "Interrupt",
     "SessionEnd",
 )
 TOOL_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "PostToolUse"})
@@ -43,6 +45,10 @@ SUBJECT_EVENTS = frozenset({"SessionStart", "PreCompact", "PostCompact", "Sessio
 
 # Seconds a hook may run when its definition names no timeout.
 DEFAULT_TIMEOUT_S = 60.0
+# An Interrupt hook runs while the person waits for the interrupt to take effect: its
+# timeout is at most this, as Codex clamps it (0.169 and 0.171: "clamping Interrupt hook
+# timeout to 3s").
+INTERRUPT_TIMEOUT_S = 3.0
 
 
 class CommandHookModel(BaseModel):
@@ -90,7 +96,11 @@ class HookDef:
             ensure_ascii=False,
         )
         object.__setattr__(self, "key", hashlib.sha256(text.encode()).hexdigest()[:16])
-        object.__setattr__(self, "pattern", compile_matcher(self.matcher))
+        # An event without a subject has nothing to match: every group of it matches
+        # (Codex runs a PreModelRequest or Interrupt hook whatever its matcher says).
+        has_subject = self.event in TOOL_EVENTS or self.event in SUBJECT_EVENTS
+        object.__setattr__(self, "pattern",
+                           compile_matcher(self.matcher) if has_subject else None)
 
     def matches(self, subjects: tuple[str, ...]) -> bool:
         """Whether the matcher takes any of ``subjects`` (the names of a tool, or the
@@ -153,13 +163,18 @@ def parse_table(table: Any, source: str, scope: Scope) -> tuple[list[HookDef], l
                         event=event,
                         matcher=group.matcher,
                         command=hook.command or "",
-                        timeout_s=hook.timeout or DEFAULT_TIMEOUT_S,
+                        timeout_s=_timeout(event, hook.timeout),
                         status_message=hook.statusMessage,
                         source=source,
                         scope=scope,
                     )
                 )
     return found, problems
+
+
+def _timeout(event: str, given: float | None) -> float:
+    seconds = given or DEFAULT_TIMEOUT_S
+    return min(seconds, INTERRUPT_TIMEOUT_S) if event == "Interrupt" else seconds
 
 
 def _first_error(exc: ValidationError) -> str:
