@@ -230,13 +230,9 @@ class Session:
             self._fail(result, str(exc), "provider_error")
         else:
             result.ok, result.stop_reason = True, "completed"
-            self.emit(
-                TurnCompleted(
-                    usage=TurnUsage.of(result.usage),
-                    total_usage=TurnUsage.of(self.total_usage),
-                    model_requests=result.model_requests,
-                )
-            )
+            self.emit(TurnCompleted(usage=TurnUsage.of(result.usage),
+                                    total_usage=TurnUsage.of(self.total_usage),
+                                    model_requests=result.model_requests))  # fmt: skip
         finally:
             if self.rollout is not None:
                 self.rollout.sync()
