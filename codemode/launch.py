@@ -1,0 +1,99 @@
+"""The `interpreter` and `i` console scripts: warm when asked, else cold.
+
+Standard library only until it knows which: with warm starts on (``CODEMODE_WARM=1``
+or ``warm = true`` in the config file) a command is handed to this user's warm server
+(``codemode.warm``), which runs it in a process forked with everything imported;
+without one (or when the server refuses) the command runs here, cold, as it always did
+(``codemode.cli.main``). docs/warm.md is the user's page.
+
+``python -m codemode.launch serve SOCKET PID`` is the server itself (started by
+``codemode.warm.start``; not for people to run).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# The commands served warm: every command but the interactive session (no command, or
+# a prompt) and `resume` (also interactive), which keep their terminal session and job
+# control as a cold process has them, and `warm` itself.
+# tests/test_warm_launch.py holds this to codemode.cli.root.COMMAND_MODULES.
+WARM_COMMANDS = frozenset({
+    "acp", "apply-patch", "code-mode-host", "doctor", "eval", "exec", "harness", "hooks",
+    "mcp", "mcp-server", "models", "policy", "providers", "run", "sessions", "skills",
+    "tools",
+})  # fmt: skip
+
+
+def main() -> None:
+    argv = sys.argv
+    if argv[1:2] and argv[1] in WARM_COMMANDS:
+        from codemode.warm import place
+
+        if place.enabled():
+            status = _warm(argv)
+            if status is not None:
+                sys.stdout.flush()
+                os._exit(status & 0xFF)  # nothing of ours to tear down
+    from codemode.cli import main as cold
+
+    cold()
+
+
+def _warm(argv: list[str]) -> int | None:
+    from codemode.warm import client
+
+    try:
+        return client.run(argv)
+    except KeyboardInterrupt:  # Ctrl-C before the server took the command
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _prepare() -> None:
+    """What every command would import, imported once by the server."""
+    import importlib
+
+    from codemode.cli.root import load_command_modules
+
+    load_command_modules()
+    for name in _HEAVY:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass  # a lean install: the command that needs it says so
+
+
+# Imported by commands inside their functions (so a cold `--help` stays fast).
+_HEAVY = (
+    "asyncio", "httpx", "pydantic", "rich.console", "prompt_toolkit",
+    "codemode.host", "codemode.assembly", "codemode.agent", "codemode.js_runtime.session",
+    "codemode.js_runtime.worker_process", "codemode.batch", "codemode.commands",
+    "codemode.mcp", "codemode.acp", "codemode.doctor", "codemode.codex_host.server",
+    "codemode.codex_host.start", "codemode.sandbox", "codemode.tools",
+    "codemode.providers", "codemode.harnesses", "codemode.config", "mcp",
+)  # fmt: skip
+
+
+def _run(args: list[str]) -> int:
+    from codemode.cli import main as cold
+
+    cold(args)
+    return 0
+
+
+def _serve(argv: list[str]) -> int:
+    from codemode.warm import start
+
+    if len(argv) != 2 or not argv[1].isdigit():
+        print("usage: python -m codemode.launch serve SOCKET PID", file=sys.stderr)
+        return 2
+    idle = float(os.environ.get(start.IDLE_ENV, "0") or 0)
+    return start.serve(argv[0], int(argv[1]), _prepare, _run, idle)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["serve"]:
+        sys.exit(_serve(sys.argv[2:]))
+    main()
