@@ -27,7 +27,8 @@ def status() -> None:
         echo(f"no server can run: {exc}")
         return
     pid = place.serving(path)
-    echo(f"this installation's server: {f'running (pid {pid})' if pid else 'not running'}")
+    running = f"running (pid {pid}, {place.served(path)} commands run)"
+    echo(f"this installation's server: {running if pid else 'not running'}")
     echo(f"socket: {path}")
     for other, other_pid in start.servers(folder):
         if other != path:

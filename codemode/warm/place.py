@@ -131,6 +131,16 @@ def socket_path(environ: os._Environ[str] | dict[str, str] = os.environ) -> str:
     return str(runtime_folder(environ) / f"warm-{key(environ)}.sock")
 
 
+def served(path: str) -> int:
+    """How many commands the server on ``path`` has run (0 if none runs)."""
+    try:
+        with open(path + ".lock", "rb") as f:
+            fields = f.read(64).split()
+        return int(fields[1]) if serving(path) and len(fields) > 1 else 0
+    except (OSError, ValueError):
+        return 0
+
+
 def serving(path: str) -> int:
     """The pid of the server holding ``path`` (its lock is taken), or 0. Asked without
     connecting, since every connection is served."""

@@ -46,8 +46,10 @@ class _Run:
 
 class Server:
     def __init__(self, path: str, run: Callable[[list[str]], int], idle_s: float,
-                 folders: list[Path]) -> None:  # fmt: skip
+                 folders: list[Path], lock: int = -1) -> None:  # fmt: skip
         self.path = path
+        self.lock = lock  # its pid and how many commands it ran, for `warm status`
+        self.served = 0
         self.run_command = run
         self.idle_s = idle_s
         self.facts = place.facts()
@@ -116,12 +118,11 @@ class Server:
         signal.set_wakeup_fd(-1)
         self.selector.close()
         self.listener.close()
-        for fd in (gate_r, self.wake_r, self._wake_w, self.watch.fd):
-            os.close(fd)
         for other in self.runs.values():
-            other.conn.close()
-            if other.state == "gate":
-                os.close(other.gate)
+            other.conn.detach()  # closed below, with every other descriptor
+        # Nothing of the server's (its listener, lock, watch, other callers, whatever
+        # an import opened) reaches the command: only its own connection and gate.
+        worker.close_all_but({conn.fileno(), gate_w})
         worker.become_caller(conn, self.facts, gate_w)
         worker.run_and_exit(self.run_command)
 
@@ -162,6 +163,9 @@ class Server:
             run = self.runs.pop(pid, None)
             if run is None:
                 continue
+            self.served += 1
+            if self.lock >= 0:
+                os.pwrite(self.lock, f"{os.getpid()} {self.served}\n".encode(), 0)
             if run.state == "caller":
                 self.selector.unregister(run.conn)
             elif run.state == "gate":

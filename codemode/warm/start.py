@@ -62,7 +62,7 @@ def serve(path: str, after: int, prepare: Callable[[], None],
     except BlockingIOError:
         return 0  # another server has this socket
     os.ftruncate(lock, 0)
-    os.write(lock, f"{os.getpid()}\n".encode())  # who serves it, for `warm stop`
+    os.write(lock, f"{os.getpid()} 0\n".encode())  # who serves it, for `warm stop`
     if after > 0:
         _wait_for_end(after)
     prepare()
@@ -72,7 +72,7 @@ def serve(path: str, after: int, prepare: Callable[[], None],
     from codemode.warm.watch import code_folders
 
     server = Server(path, run, idle_s if idle_s > 0 else IDLE_S,
-                    code_folders(place.package_folder()))  # fmt: skip
+                    code_folders(place.package_folder()), lock)  # fmt: skip
     return server.serve()
 
 

@@ -30,6 +30,17 @@ from codemode.warm import protocol
 REFUSED_STATUS = 75
 
 
+def close_all_but(keep: set[int]) -> None:
+    """Close every descriptor above 2 not in ``keep`` (0-2 are replaced later)."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass  # the listing's own descriptor, closed by now
+
+
 def become_caller(conn: socket.socket, facts: str, gate: int) -> protocol.Request:
     """Read and apply the caller's request on ``conn``; say ``A`` to the caller and
     write a byte to ``gate`` (the server then listens to the caller). Exits, having
@@ -160,6 +171,12 @@ def run_and_exit(run: Callable[[list[str]], int]) -> NoReturn:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
         code = 130
+    except BaseException:
+        # As Python ends a process on an unhandled exception: the traceback, status 1.
+        import traceback
+
+        traceback.print_exc()
+        code = 1
     import atexit
     import threading
 
