@@ -9,10 +9,13 @@ tests can compare it field by field with a cold process set up the same way.
 
 from __future__ import annotations
 
+import atexit
 import os
-import stat
+import shutil
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -70,8 +73,10 @@ def run(args):
 '''
 
 _PROBE_SERVER = PROBE + r'''
+from pathlib import Path
 from codemode.warm import start
-sys.exit(start.serve(sys.argv[1], 0, lambda: None, run, 120))
+idle, watched = float(sys.argv[2]), [Path(p) for p in sys.argv[3:]]
+sys.exit(start.serve(sys.argv[1], 0, lambda: None, run, idle, watched or None))
 '''
 
 _PROBE_COLD = PROBE + r'''
@@ -82,8 +87,10 @@ sys.exit(run(sys.argv[1:]))
 def warm_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     """An environment for `interpreter` with warm starts on and a runtime folder of
     the test's own."""
-    runtime = tmp_path / "run"
-    runtime.mkdir(mode=0o700, exist_ok=True)
+    # Short (a socket's path has room for 107 bytes: a long one would fall back to the
+    # shared /tmp/codemode-UID) and the test's own; removed when the test run ends.
+    runtime = Path(tempfile.mkdtemp(prefix="cmw-"))
+    atexit.register(shutil.rmtree, runtime, True)
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     env = dict(os.environ)
@@ -96,25 +103,32 @@ def socket_of(env: dict[str, str]) -> str:
     return place.socket_path(env)
 
 
-def _is_socket(path: str) -> bool:
-    try:
-        return stat.S_ISSOCK(os.stat(path).st_mode)
-    except OSError:
+def _answers(path: str) -> bool:
+    """Whether a server listens on ``path`` (the connection, closed at once, runs
+    nothing)."""
+    if not os.path.exists(path):
         return False
+    with socket.socket(socket.AF_UNIX) as s:
+        try:
+            s.connect(path)
+        except OSError:
+            return False
+    return True
 
 
 @contextmanager
-def _server(argv: list[str], env: dict[str, str], log: Path) -> Iterator[str]:
-    path = socket_of(env)
+def _server(argv: list[str], env: dict[str, str], log: Path, after: list[str],
+            user: list[str]) -> Iterator[str]:  # fmt: skip
+    path = socket_of(env) if not user else _socket_as_nobody(env)
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            argv + [path] + (["0"] if argv[1] == "-m" else []),
+            user + argv + [path] + after,
             env=start.server_environment(env), stdin=subprocess.DEVNULL, stdout=out,
             stderr=out, close_fds=True, start_new_session=True, cwd="/",
         )  # fmt: skip
     try:
         deadline = time.monotonic() + 120
-        while not _is_socket(path):
+        while not _answers(path):
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"no warm server: {log.read_text()}")
             time.sleep(0.05)
@@ -129,16 +143,39 @@ def _server(argv: list[str], env: dict[str, str], log: Path) -> Iterator[str]:
 
 
 def real_server(env: dict[str, str], log: Path) -> AbstractContextManager[str]:
-    return _server([sys.executable, "-m", "codemode.launch", "serve"], env, log)
+    return _server([sys.executable, "-m", "codemode.launch", "serve"], env, log, ["0"], [])
 
 
-def probe_server(env: dict[str, str], log: Path) -> AbstractContextManager[str]:
-    return _server([sys.executable, "-c", _PROBE_SERVER], env, log)
+def probe_server(env: dict[str, str], log: Path, idle: float = 120, watch: Path | None = None,
+                 user: list[str] | None = None) -> AbstractContextManager[str]:  # fmt: skip
+    after = [str(idle)] + ([str(watch)] if watch else [])
+    return _server([sys.executable, "-c", _PROBE_SERVER], env, log, after, user or [])
+
+
+NOBODY = 65534
+AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+
+
+def _socket_as_nobody(env: dict[str, str]) -> str:
+    done = subprocess.run(
+        [*AS_NOBODY, sys.executable, "-c",
+         "from codemode.warm import place; print(place.socket_path())"],
+        env=env, capture_output=True, text=True, timeout=60, cwd="/",
+    )  # fmt: skip
+    assert done.returncode == 0, done
+    return done.stdout.strip()
 
 
 def probe_cold(args: list[str]) -> list[str]:
     """The probe started cold with ``args`` (as `interpreter` would get them)."""
     return [sys.executable, "-c", _PROBE_COLD, *args]
+
+
+def wait_for_server(path: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not _answers(path):
+        assert time.monotonic() < deadline, "no warm server"
+        time.sleep(0.05)
 
 
 def served(path: str) -> int:

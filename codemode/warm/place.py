@@ -95,6 +95,9 @@ def facts(environ: os._Environ[str] | dict[str, str] = os.environ) -> str:
         os.getuid(), os.geteuid(), os.getgid(), os.getegid(), sorted(os.getgroups()),
         os.getpriority(os.PRIO_PROCESS, 0),
         start,
+        # Python's own options (-X, -O, -B...): ``python -X dev interpreter`` is another
+        # process than a plain one.
+        list(sys.flags), sorted(sys._xoptions.items()),
     ]  # fmt: skip
     return json.dumps(facts, ensure_ascii=True)
 

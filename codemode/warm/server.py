@@ -38,8 +38,8 @@ GRACE_S = 3.0
 class _Run:
     conn: socket.socket
     gate: int  # readable once the run has become its caller's
-    # "gate": becoming the caller's; "caller": the caller's signals are read; "gone":
-    # the caller ended (the run is being ended)
+    # "gate": becoming the caller's; "refused": it did not; "caller": the caller's
+    # signals are read; "gone": the caller ended (the run is being ended)
     state: str = "gate"
     kill_at: float | None = None
 
@@ -129,7 +129,14 @@ class Server:
     def _gate_opened(self, pid: int) -> None:
         run = self.runs[pid]
         self.selector.unregister(run.gate)
+        try:
+            taken = os.read(run.gate, 1)
+        except OSError:
+            taken = b""
         os.close(run.gate)
+        if not taken:  # it refused the caller (or died) before the command began
+            run.state = "refused"
+            return
         run.state = "caller"
         self.selector.register(run.conn, selectors.EVENT_READ, ("caller", pid))
 
@@ -163,7 +170,8 @@ class Server:
             run = self.runs.pop(pid, None)
             if run is None:
                 continue
-            self.served += 1
+            if run.state in ("caller", "gone"):  # it ran a command
+                self.served += 1
             if self.lock >= 0:
                 os.pwrite(self.lock, f"{os.getpid()} {self.served}\n".encode(), 0)
             if run.state == "caller":

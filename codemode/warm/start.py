@@ -53,8 +53,10 @@ def leave_server(path: str) -> None:
 
 
 def serve(path: str, after: int, prepare: Callable[[], None],
-          run: Callable[[list[str]], int], idle_s: float) -> int:  # fmt: skip
-    """The server's life: ``prepare`` imports what commands use; ``run`` runs one."""
+          run: Callable[[list[str]], int], idle_s: float,
+          folders: list[Path] | None = None) -> int:  # fmt: skip
+    """The server's life: ``prepare`` imports what commands use; ``run`` runs one;
+    ``folders``: the code to watch (by default codemode's and the installed packages')."""
     flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
     lock = os.open(path + ".lock", flags, 0o600)
     try:
@@ -71,8 +73,8 @@ def serve(path: str, after: int, prepare: Callable[[], None],
     from codemode.warm.server import IDLE_S, Server
     from codemode.warm.watch import code_folders
 
-    server = Server(path, run, idle_s if idle_s > 0 else IDLE_S,
-                    code_folders(place.package_folder()), lock)  # fmt: skip
+    watched = folders if folders is not None else code_folders(place.package_folder())
+    server = Server(path, run, idle_s if idle_s > 0 else IDLE_S, watched, lock)
     return server.serve()
 
 

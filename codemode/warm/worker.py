@@ -81,11 +81,11 @@ def _end_with_server() -> None:
 
 
 def _refuse(conn: socket.socket, why: str) -> NoReturn:
+    print(f"warm: refused a caller: {why}", file=sys.stderr, flush=True)
     try:
         conn.sendall(protocol.REFUSED)
     except OSError:
         pass
-    print(f"warm: refused a caller: {why}", file=sys.stderr, flush=True)
     os._exit(REFUSED_STATUS)
 
 
