@@ -19,11 +19,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from warm_support import (
+    AS_NOBODY,
+    INTERPRETER,
+    NOBODY,
+    probe_server,
+    served,
+    socket_of,
+    wait_for_server,
+    warm_env,
+)  # fmt: skip
 
 from codemode.warm import place, protocol
-from warm_support import (
-    AS_NOBODY, INTERPRETER, NOBODY, probe_server, real_server, served, socket_of, wait_for_server, warm_env,
-)  # fmt: skip
 
 needs_root = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("setpriv") is None,
@@ -104,9 +111,10 @@ def test_a_socket_or_folder_of_another_user_is_never_used(public: Path) -> None:
     env = dict(os.environ, XDG_RUNTIME_DIR=str(runtime), CODEMODE_WARM="1",
                CODEMODE_HOME=str(public / "home"), HOME=str(public))  # fmt: skip
     traps = []
-    key = subprocess.run([*AS_NOBODY, sys.executable, "-c",
-                          "from codemode.warm import place; print(place.key())"],
-                         env=env, capture_output=True, text=True, cwd="/").stdout.strip()  # fmt: skip
+    key = subprocess.run(
+        [*AS_NOBODY, sys.executable, "-c", "from codemode.warm import place; print(place.key())"],
+        env=env, capture_output=True, text=True, cwd="/",
+    ).stdout.strip()  # fmt: skip
     assert key
     for folder in (lair, Path(f"/tmp/codemode-{NOBODY}")):
         if folder.exists() and folder != lair:
@@ -191,8 +199,8 @@ def test_another_installations_facts_are_refused(tmp_path: Path) -> None:
     nothing, even on this socket."""
     env = warm_env(tmp_path)
     with probe_server(env, tmp_path / "log") as sock:
-        request = protocol.Request(place.facts(env).replace("codemode", "codemodf"),
-                                   ["interpreter", "run", "exit", "9"], {}, 0o22, {}, [], [])  # fmt: skip
+        other = place.facts(env).replace("codemode", "codemodf")
+        request = protocol.Request(other, ["interpreter", "run", "exit", "9"], {}, 0o22, {}, [], [])
         with socket.socket(socket.AF_UNIX) as s:
             s.connect(sock)
             folder = os.open(".", os.O_PATH)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from agent_support import provider_flags
+from warm_support import INTERPRETER, real_server, served, warm_env
 
 from codemode_testkit.scripted_server import ScriptedModelServer
-from warm_support import INTERPRETER, real_server, served, warm_env
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,10 @@ def _both(warm, args: list[str], stdin: bytes = b"", cwd: Path | None = None,
     return tuple(runs)
 
 
-def _same(cold: subprocess.CompletedProcess[bytes], warm: subprocess.CompletedProcess[bytes]) -> None:
+Done = subprocess.CompletedProcess[bytes]
+
+
+def _same(cold: Done, warm: Done) -> None:
     assert (warm.returncode, warm.stdout, warm.stderr) == (
         cold.returncode, cold.stdout, cold.stderr)  # fmt: skip
 
@@ -96,9 +99,9 @@ def test_acp_answers_initialize(warm) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_exec_a_turn_against_a_scripted_model(warm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    script = [{"tool_calls": [{"name": "exec", "arguments": {
-        "code": "const r = await tools.shell({command: 'echo $ONLY_THE_CALLERS'}); return r.output"}}]},
-        {"text": "all done"}]  # fmt: skip
+    code = "const r = await tools.shell({command: 'echo $ONLY_THE_CALLERS'}); return r.output"
+    script = [{"tool_calls": [{"name": "exec", "arguments": {"code": code}}]},
+              {"text": "all done"}]  # fmt: skip
     outs = []
     for _ in range(2):
         with ScriptedModelServer(script + script) as server:
@@ -112,7 +115,7 @@ def test_exec_a_turn_against_a_scripted_model(warm, tmp_path: Path) -> None:  # 
 
 
 def test_the_interactive_session_and_resume_start_cold(warm) -> None:  # type: ignore[no-untyped-def]
-    env, sock, tmp = warm
+    env, sock, _ = warm
     before = served(sock)
     for args in (["--help"], ["resume", "--help"], ["-m", "x", "--help"]):
         done = subprocess.run([INTERPRETER, *args], env=env, capture_output=True,

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from warm_support import INTERPRETER, probe_cold, probe_server, served, warm_env
 
 

@@ -79,25 +79,27 @@ def run(argv: list[str]) -> int | None:
     except OSError:
         sock.close()
         return None
-    ignored = [n for n in protocol.INHERITED if signal.getsignal(n) == signal.SIG_IGN]
+    ignored = [int(n) for n in protocol.INHERITED if signal.getsignal(n) == signal.SIG_IGN]
     forwarder = _Forwarder(ignored)
     try:
         folder = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        folder = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-        return _cold(sock, folder, forwarder)
+    except OSError:  # (O_PATH needs no permission: this is rare) the cold start says
+        _cold(sock, -1, forwarder)
+        return None
     request = protocol.Request.of_this_process(place.facts(), argv, ignored)
     try:
         data = request.encode()
         sent = socket.send_fds(sock, [data[:65536]], [0, 1, 2, folder])
         sock.sendall(data[sent:])
     except OSError:
-        return _cold(sock, folder, forwarder)
+        _cold(sock, folder, forwarder)
+        return None
     os.close(folder)
     folder = -1
     pid = protocol.read_reply(sock, protocol.ACCEPTED)
     if pid is None:
-        return _cold(sock, folder, forwarder)
+        _cold(sock, folder, forwarder)
+        return None
     forwarder.attach(sock)
     wait_status = protocol.read_reply(sock, protocol.STATUS)
     if wait_status is None:
@@ -119,7 +121,6 @@ def _cold(sock: socket.socket, folder: int, forwarder: _Forwarder) -> None:
         signal.signal(number, previous)  # type: ignore[arg-type]
     for number in forwarder.pending:  # what arrived meanwhile, now the cold run's
         os.kill(os.getpid(), number)
-    return None
 
 
 def _die_of(number: int) -> None:

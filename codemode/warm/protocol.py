@@ -41,8 +41,10 @@ TO_PROCESS = frozenset({signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2})
 FORWARDED = TO_GROUP | TO_PROCESS
 # Dispositions a process inherits from its parent that a cold start would keep (`nohup`
 # ignores SIGHUP, a shell's background job SIGINT and SIGQUIT).
-INHERITED = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGPIPE,
-             signal.SIGUSR1, signal.SIGUSR2, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)  # fmt: skip
+INHERITED = (
+    signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGPIPE,
+    signal.SIGUSR1, signal.SIGUSR2, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU,
+)  # fmt: skip
 
 
 class BadRequest(Exception):

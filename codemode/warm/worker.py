@@ -21,7 +21,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from codemode.warm import protocol
 
@@ -100,6 +100,7 @@ def _take(request: protocol.Request, fds: list[int]) -> None:
     for fd in fds:
         os.close(fd)
     os.umask(request.umask)
+    number: int
     for number in protocol.INHERITED:
         wanted = signal.SIG_IGN if number in request.ignored else _default(number)
         signal.signal(number, wanted)
@@ -118,12 +119,12 @@ def _take(request: protocol.Request, fds: list[int]) -> None:
     _new_standard_streams()
 
 
-def _default(number: int) -> Callable[[int, object], object] | int:
+def _default(number: int) -> Any:
     """A signal's disposition in a freshly started Python."""
     if number == signal.SIGINT:
         return signal.default_int_handler
-    if number == signal.SIGPIPE:
-        return signal.SIG_IGN  # Python ignores it at start
+    if number in (signal.SIGPIPE, signal.SIGXFSZ):
+        return signal.SIG_IGN  # Python ignores these at start
     return signal.SIG_DFL
 
 
