@@ -10,13 +10,17 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
-from warm_support import INTERPRETER, probe_cold, probe_server, served, warm_env
+from warm_support import (
+    AS_NOBODY, INTERPRETER, NOBODY, probe_cold, probe_server, served, warm_env,
+)  # fmt: skip
 
 
 def _limits() -> None:
@@ -187,3 +191,34 @@ def test_killing_the_caller_ends_the_run(tmp_path: Path) -> None:
         while os.path.exists(f"/proc/{run}") and _process_state(run) != "Z":
             assert time.monotonic() < deadline, "the run outlived its caller"
             time.sleep(0.05)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv to act as another user (uid 65534)")  # fmt: skip
+def test_as_uid_65534_a_warm_run_is_a_cold_one_too(tmp_path: Path) -> None:
+    """The same comparison with server, caller and reference all uid 65534's (the
+    server runs as the user who asked for it, nothing of root's)."""
+    public = Path(tempfile.mkdtemp(prefix="warm-nobody-"))
+    try:
+        public.chmod(0o755)
+        work = public / "work"
+        work.mkdir()
+        os.chown(work, NOBODY, NOBODY)
+        env = warm_env(tmp_path, HOME=str(work), CODEMODE_HOME=str(work / "home"))
+        os.chown(env["XDG_RUNTIME_DIR"], NOBODY, NOBODY)
+        with probe_server(env, tmp_path / "log", user=AS_NOBODY) as sock:
+            assert os.stat(sock).st_uid == NOBODY
+            warm = _state([*AS_NOBODY, INTERPRETER, "run", "state", "stdin"], env, work, b"x")
+            assert served(sock) == 1, (tmp_path / "log").read_text()
+            cold = _state([*AS_NOBODY, *probe_cold(["run", "state", "stdin"])], env, work, b"x")
+            proc = subprocess.Popen([*AS_NOBODY, INTERPRETER, "run", "sleep"], env=env,
+                                    cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+            _ready(proc)
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(60) == -signal.SIGINT
+            assert served(sock) == 2
+    finally:
+        shutil.rmtree(public, ignore_errors=True)
+    for field in ("argv", "env", "cwd", "umask", "rlimits", "ignored", "int_handler",
+                  "blocked", "ttys", "line_buffered", "fds", "stdin"):  # fmt: skip
+        assert warm[field] == cold[field], field
