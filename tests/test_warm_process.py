@@ -19,7 +19,13 @@ from pathlib import Path
 
 import pytest
 from warm_support import (
-    AS_NOBODY, INTERPRETER, NOBODY, probe_cold, probe_server, served, warm_env,
+    AS_NOBODY,
+    INTERPRETER,
+    NOBODY,
+    probe_cold,
+    probe_server,
+    served,
+    warm_env,
 )  # fmt: skip
 
 
@@ -211,8 +217,10 @@ def test_as_uid_65534_a_warm_run_is_a_cold_one_too(tmp_path: Path) -> None:
             warm = _state([*AS_NOBODY, INTERPRETER, "run", "state", "stdin"], env, work, b"x")
             assert served(sock) == 1, (tmp_path / "log").read_text()
             cold = _state([*AS_NOBODY, *probe_cold(["run", "state", "stdin"])], env, work, b"x")
-            proc = subprocess.Popen([*AS_NOBODY, INTERPRETER, "run", "sleep"], env=env,
-                                    cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+            proc = subprocess.Popen(
+                [*AS_NOBODY, INTERPRETER, "run", "sleep"], env=env, cwd=work,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            )  # fmt: skip
             _ready(proc)
             proc.send_signal(signal.SIGINT)
             assert proc.wait(60) == -signal.SIGINT

@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from warm_support import INTERPRETER, PROBE, probe_server, served, warm_env
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")

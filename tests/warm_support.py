@@ -100,7 +100,14 @@ def warm_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def socket_of(env: dict[str, str]) -> str:
-    return place.socket_path(env)
+    """Asked of a process started with ``env``: its Python options (-B from
+    PYTHONDONTWRITEBYTECODE...) are part of the key, and this one's may differ."""
+    done = subprocess.run(
+        [sys.executable, "-c", "from codemode.warm import place; print(place.socket_path())"],
+        env=env, capture_output=True, text=True, timeout=60, cwd="/",
+    )  # fmt: skip
+    assert done.returncode == 0, done
+    return done.stdout.strip()
 
 
 def _answers(path: str) -> bool:

@@ -37,22 +37,23 @@ class _Forwarder:
             self.previous[number] = signal.signal(number, self._handle)
 
     def _handle(self, number: int, frame: FrameType | None) -> None:
-        self._send(number)
-        if number == signal.SIGTSTP:
-            # Stop as a cold process would (the run is stopped by now); the shell sees a
-            # stopped job, and `fg` sends SIGCONT, which is passed on.
-            signal.signal(signal.SIGTSTP, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTSTP)
-            signal.signal(signal.SIGTSTP, self._handle)
-
-    def _send(self, number: int) -> None:
-        if self.conn is None:
+        if self.conn is None:  # before the run exists: passed on once it does
             self.pending.append(number)
             return
+        self._send(number)
+
+    def _send(self, number: int) -> None:
+        assert self.conn is not None
         try:
             self.conn.send(bytes([number]), socket.MSG_NOSIGNAL)
         except OSError:
             pass
+        if number == signal.SIGTSTP:
+            # Stop as a cold process would (the run is being stopped); the shell sees a
+            # stopped job, and `fg` sends SIGCONT, which is passed on.
+            signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTSTP)
+            signal.signal(signal.SIGTSTP, self._handle)
 
     def attach(self, conn: socket.socket) -> None:
         self.conn = conn

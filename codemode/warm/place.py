@@ -89,7 +89,7 @@ def facts(environ: os._Environ[str] | dict[str, str] = os.environ) -> str:
         if k in START_VARIABLES or k.startswith(START_PREFIXES)
     )
     facts = [
-        sys.executable,
+        os.path.abspath(sys.executable), os.path.abspath(sys.prefix),
         str(package),
         files,
         os.getuid(), os.geteuid(), os.getgid(), os.getegid(), sorted(os.getgroups()),

@@ -32,6 +32,9 @@ from codemode.warm import peer, place, protocol, watch, worker
 
 IDLE_S = 900.0
 GRACE_S = 3.0
+# How often it checks that its socket is still its own (removed, or replaced by another
+# server's, it has no callers left to wait for).
+CHECK_S = 30.0
 
 
 @dataclass
@@ -203,6 +206,7 @@ class Server:
         self.selector.register(self.wake_r, selectors.EVENT_READ, ("child", 0))
         self.selector.register(self.watch.fd, selectors.EVENT_READ, ("watch", 0))
         idle_since = time.monotonic()
+        next_check = idle_since + CHECK_S
         while True:
             listening = self.listener.fileno() >= 0
             if not listening and not self.runs:
@@ -211,6 +215,8 @@ class Server:
             deadlines = [r.kill_at for r in self.runs.values() if r.kill_at is not None]
             if listening and not self.runs:
                 deadlines.append(idle_since + self.idle_s)
+            if listening:
+                deadlines.append(next_check)
             timeout = max(0.0, min(deadlines) - now) if deadlines else None
             for key, _ in self.selector.select(timeout):
                 what, pid = key.data
@@ -233,8 +239,18 @@ class Server:
                     run.kill_at = None
             if self.runs:
                 idle_since = now
+            if now >= next_check:
+                next_check = now + CHECK_S
+                if not self._still_ours():
+                    self._stop_listening()
             if self.stopping or (not self.runs and now - idle_since >= self.idle_s):
                 self._stop_listening()
+
+    def _still_ours(self) -> bool:
+        try:
+            return os.stat(self.path).st_ino == self.identity
+        except OSError:
+            return False
 
 
 def _signal(pid: int, number: int, group: bool) -> None:
