@@ -6,31 +6,41 @@ from __future__ import annotations
 
 import os
 import sys
+from types import ModuleType
 
 
 def _prepare() -> None:
-    """What every command would import, imported once by the server."""
+    """Import every module of codemode (what any command could need: a command that
+    imports one more module pays for it in every run) and the libraries commands load
+    on first use. Never runs a module's ``__main__`` or the eval tasks' fixtures."""
     import importlib
+    import pkgutil
 
+    import codemode
     from codemode.cli.root import load_command_modules
 
     load_command_modules()
-    for name in _HEAVY:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass  # a lean install: the command that needs it says so
+    for name in _LIBRARIES:
+        _try_import(importlib, name)
+    for module in pkgutil.walk_packages(codemode.__path__, "codemode.", onerror=lambda _: None):
+        if module.name.endswith("__main__") or module.name.startswith(_NOT_IMPORTED):
+            continue
+        _try_import(importlib, module.name)
 
 
-# Imported by commands inside their functions (so a cold `--help` stays fast).
-_HEAVY = (
-    "asyncio", "httpx", "pydantic", "rich.console", "prompt_toolkit",
-    "codemode.host", "codemode.assembly", "codemode.agent", "codemode.js_runtime.session",
-    "codemode.js_runtime.worker_process", "codemode.batch", "codemode.commands",
-    "codemode.mcp", "codemode.acp", "codemode.doctor", "codemode.codex_host.server",
-    "codemode.codex_host.start", "codemode.sandbox", "codemode.tools",
-    "codemode.providers", "codemode.harnesses", "codemode.config", "mcp",
-)  # fmt: skip
+def _try_import(importlib: ModuleType, name: str) -> None:
+    try:
+        importlib.import_module(name)
+    except Exception:  # a lean install, or a platform's module: the command says so
+        pass
+
+
+# Libraries the commands import inside their functions (so a cold `--help` stays fast).
+_LIBRARIES = ("asyncio", "httpx", "pydantic", "rich.console", "prompt_toolkit", "mcp",
+              "tree_sitter", "tree_sitter_bash", "lark", "h2.connection")  # fmt: skip
+# Fixtures, not code (the eval tasks' workspaces), and the V8 engine's binding, whose
+# library is loaded by the engine worker that uses it.
+_NOT_IMPORTED = ("codemode.eval.tasks",)
 
 
 def _run(args: list[str]) -> int:
