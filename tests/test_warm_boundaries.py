@@ -235,7 +235,7 @@ def test_a_change_to_the_code_it_serves_stops_it_at_once(tmp_path: Path) -> None
 
 def test_an_upgraded_installation_never_reaches_the_old_server() -> None:
     """The files an upgrade rewrites are part of the socket's key."""
-    version = place.package_folder() / "version.py"
+    version = Path(place.package_folder()) / "version.py"
     st = os.stat(version)
     before = place.key()
     try:

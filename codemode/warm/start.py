@@ -73,7 +73,7 @@ def serve(path: str, after: int, prepare: Callable[[], None],
     from codemode.warm.server import IDLE_S, Server
     from codemode.warm.watch import code_folders
 
-    watched = folders if folders is not None else code_folders(place.package_folder())
+    watched = folders if folders is not None else code_folders(Path(place.package_folder()))
     server = Server(path, run, idle_s if idle_s > 0 else IDLE_S, watched, lock)
     return server.serve()
 
@@ -110,10 +110,10 @@ def stop(path: str, wait_s: float = 5.0) -> int:
     return pid
 
 
-def servers(folder: Path) -> list[tuple[str, int]]:
+def servers(folder: str) -> list[tuple[str, int]]:
     """The sockets in ``folder`` held by a running server, with each one's pid."""
     found = []
-    for lock in sorted(folder.glob("warm-*.sock.lock")):
+    for lock in sorted(Path(folder).glob("warm-*.sock.lock")):
         sock = str(lock)[: -len(".lock")]
         pid = place.serving(sock)
         if pid:
