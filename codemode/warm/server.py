@@ -2,7 +2,8 @@
 forking a process per command (``worker``) and watching over it for its caller.
 
 For each connection: the peer is checked (``peer``: this user, not confined beyond the
-server), a process is forked that reads the request and becomes the caller's; the
+server), and the spare (a process forked ahead once no command has run for
+``QUIET_S``) or a process forked now reads the request and becomes the caller's; the
 server then reads the caller's signals off the connection and delivers them (the run
 is the caller's process group's stand-in), and reports the run's wait status. A caller
 that goes away (killed) ends its run: SIGTERM to the run's group, SIGKILL after
@@ -35,6 +36,13 @@ GRACE_S = 3.0
 # How often it checks that its socket is still its own (removed, or replaced by another
 # server's, it has no callers left to wait for).
 CHECK_S = 30.0
+# A spare (a process forked ahead, waiting for a caller) is made once no command has
+# run for this long: forking while a command runs would slow it on a machine with few
+# cores. A caller that finds no spare gets a process forked for it at once.
+QUIET_S = 0.5
+# A spare that dies this soon after its fork, this many times in a row, means spares
+# cannot live here: the server stops making them (and forks per caller).
+_SPARE_FAILURES = 5
 
 
 @dataclass
@@ -62,6 +70,10 @@ class Server:
         self.ours = ours
         self.watch = watch.Watch(folders)
         self.runs: dict[int, _Run] = {}
+        self.spare: tuple[int, socket.socket] | None = None  # its pid and channel
+        self.spare_born = 0.0
+        self.spare_due: float | None = time.monotonic()
+        self.spare_failures = 0
         self.selector = selectors.DefaultSelector()
         self.wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.stopping = False
@@ -102,6 +114,19 @@ class Server:
             _say_refused(conn)
             return
         gate_r, gate_w = os.pipe2(os.O_CLOEXEC)
+        if self.spare is not None:
+            pid, channel = self.spare
+            self.spare = None
+            try:
+                socket.send_fds(channel, [b"c"], [conn.fileno(), gate_w])
+                handed = True
+            except OSError:
+                handed = False
+            channel.close()  # the spare has what it needs (or, if not, ends)
+            if handed:
+                os.close(gate_w)
+                self._started(pid, conn, gate_r)
+                return
         sys.stderr.flush()
         if threading.active_count() > 1:  # a fork copies no thread: say so, serve anyway
             print("warm: forking beside threads", file=sys.stderr, flush=True)
@@ -114,20 +139,49 @@ class Server:
             finally:
                 os._exit(worker.REFUSED_STATUS)
         os.close(gate_w)
+        self._started(pid, conn, gate_r)
+
+    def _started(self, pid: int, conn: socket.socket, gate_r: int) -> None:
         self.runs[pid] = _Run(conn, gate_r)
         self.selector.register(gate_r, selectors.EVENT_READ, ("gate", pid))
+        self.spare_due = None  # once the commands have ended
 
-    def _in_child(self, conn: socket.socket, gate_r: int, gate_w: int) -> None:
+    def _forget_the_server(self, keep: set[int]) -> None:
+        """In a fork: nothing of the server's (its listener, lock, watch, other callers,
+        whatever an import opened) reaches the command, only ``keep``."""
         signal.set_wakeup_fd(-1)
         self.selector.close()
         self.listener.close()
         for other in self.runs.values():
             other.conn.detach()  # closed below, with every other descriptor
-        # Nothing of the server's (its listener, lock, watch, other callers, whatever
-        # an import opened) reaches the command: only its own connection and gate.
-        worker.close_all_but({conn.fileno(), gate_w})
+        if self.spare is not None:
+            self.spare[1].detach()
+        worker.close_all_but(keep)
+
+    def _in_child(self, conn: socket.socket, gate_r: int, gate_w: int) -> None:
+        self._forget_the_server({conn.fileno(), gate_w})
         worker.become_caller(conn, self.facts, gate_w)
         worker.run_and_exit(self.run_command)
+
+    def _fork_spare(self) -> None:
+        self.spare_due = None
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ours.detach()
+                self._forget_the_server({theirs.fileno()})
+                conn, gate_w = worker.wait_as_spare(theirs)
+                worker.become_caller(conn, self.facts, gate_w)
+                worker.run_and_exit(self.run_command)
+            except BaseException as exc:  # never back into the server's loop
+                print(f"warm: a spare failed: {exc!r}", file=sys.stderr, flush=True)
+            finally:
+                os._exit(worker.REFUSED_STATUS)
+        theirs.close()
+        self.spare = (pid, ours)
+        self.spare_born = time.monotonic()
 
     def _gate_opened(self, pid: int) -> None:
         run = self.runs[pid]
@@ -170,6 +224,9 @@ class Server:
                 return
             if pid == 0:
                 return
+            if self.spare is not None and pid == self.spare[0]:
+                self._spare_died()
+                continue
             run = self.runs.pop(pid, None)
             if run is None:
                 continue
@@ -187,6 +244,17 @@ class Server:
             except OSError:
                 pass
             run.conn.close()
+            if not self.runs and self.spare is None:
+                self.spare_due = time.monotonic() + QUIET_S
+
+    def _spare_died(self) -> None:
+        assert self.spare is not None
+        self.spare[1].close()
+        self.spare = None
+        quick = time.monotonic() - self.spare_born < 5
+        self.spare_failures = self.spare_failures + 1 if quick else 0
+        if self.spare_failures < _SPARE_FAILURES:
+            self.spare_due = time.monotonic() + QUIET_S
 
     # -- the server's life ----------------------------------------------------------
 
@@ -200,6 +268,9 @@ class Server:
         except OSError:
             pass
         self.listener.close()
+        if self.spare is not None:
+            self.spare[1].close()  # the spare sees the end and exits
+            self.spare = None
 
     def serve(self) -> int:
         self.selector.register(self.listener, selectors.EVENT_READ, ("listener", 0))
@@ -209,7 +280,7 @@ class Server:
         next_check = idle_since + CHECK_S
         while True:
             listening = self.listener.fileno() >= 0
-            if not listening and not self.runs:
+            if not listening and not self.runs and self.spare is None:
                 return 0
             now = time.monotonic()
             deadlines = [r.kill_at for r in self.runs.values() if r.kill_at is not None]
@@ -217,6 +288,8 @@ class Server:
                 deadlines.append(idle_since + self.idle_s)
             if listening:
                 deadlines.append(next_check)
+                if self.spare_due is not None:
+                    deadlines.append(self.spare_due)
             timeout = max(0.0, min(deadlines) - now) if deadlines else None
             for key, _ in self.selector.select(timeout):
                 what, pid = key.data
@@ -239,6 +312,9 @@ class Server:
                     run.kill_at = None
             if self.runs:
                 idle_since = now
+            due = self.spare_due
+            if due is not None and now >= due and not self.runs and self.listener.fileno() >= 0:
+                self._fork_spare()
             if now >= next_check:
                 next_check = now + CHECK_S
                 if not self._still_ours():

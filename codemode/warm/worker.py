@@ -41,11 +41,26 @@ def close_all_but(keep: set[int]) -> None:
                 pass  # the listing's own descriptor, closed by now
 
 
+def wait_as_spare(channel: socket.socket) -> tuple[socket.socket, int]:
+    """A spare forked ahead of its caller: wait for the caller's connection and the
+    server's gate (exits when the server closes the channel instead)."""
+    end_with_server()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the server's handler, not ours
+    try:
+        _, fds, _, _ = socket.recv_fds(channel, 1, 2)
+    except OSError:
+        fds = []
+    if len(fds) != 2:
+        os._exit(0)  # the server stopped, or made no sense: nothing ran
+    channel.close()
+    return socket.socket(fileno=fds[0]), fds[1]
+
+
 def become_caller(conn: socket.socket, facts: str, gate: int) -> protocol.Request:
     """Read and apply the caller's request on ``conn``; say ``A`` to the caller and
     write a byte to ``gate`` (the server then listens to the caller). Exits, having
     said ``R``, when the request cannot be served exactly."""
-    _end_with_server()
+    end_with_server()
     conn.settimeout(10)  # a caller sends its request at once
     try:
         request, fds = protocol.read_request(conn)
@@ -68,7 +83,7 @@ def become_caller(conn: socket.socket, facts: str, gate: int) -> protocol.Reques
     return request
 
 
-def _end_with_server() -> None:
+def end_with_server() -> None:
     """A server killed mid-run takes its runs with it (its callers are told), rather
     than leave them writing to a caller that has gone."""
     import ctypes
