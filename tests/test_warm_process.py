@@ -230,3 +230,33 @@ def test_as_uid_65534_a_warm_run_is_a_cold_one_too(tmp_path: Path) -> None:
     for field in ("argv", "env", "cwd", "umask", "rlimits", "ignored", "int_handler",
                   "blocked", "ttys", "line_buffered", "fds", "stdin"):  # fmt: skip
         assert warm[field] == cold[field], field
+
+
+def test_nothing_of_one_command_reaches_the_next(tmp_path: Path) -> None:
+    """A secret of one caller is in no later run nor in the spare waiting for it; the
+    spare holds no descriptor but the server's /dev/null and log and its channel."""
+    env = warm_env(tmp_path)
+    with probe_server(env, tmp_path / "log") as sock:
+        first = _state([INTERPRETER, "run", "state"], dict(env, FIRST_SECRET="s1"), tmp_path)
+        assert first["env"]["FIRST_SECRET"] == "s1"
+        second = _state([INTERPRETER, "run", "state"], env, tmp_path)
+        assert "FIRST_SECRET" not in second["env"] and served(sock) == 2
+        from codemode.warm import place
+
+        server = place.serving(sock)
+        deadline = time.monotonic() + 30
+        while True:
+            with open(f"/proc/{server}/task/{server}/children") as f:
+                spares = [int(p) for p in f.read().split()]
+            if spares:
+                break
+            assert time.monotonic() < deadline, "no spare was made"
+            time.sleep(0.05)
+        (spare,) = spares
+        with open(f"/proc/{spare}/environ", "rb") as f:
+            assert b"FIRST_SECRET" not in f.read()
+        fds = f"/proc/{spare}/fd"
+        held = sorted(os.readlink(f"{fds}/{fd}") for fd in os.listdir(fds))
+        assert [h for h in held if not h.startswith("socket:")] == sorted(
+            ["/dev/null", str(tmp_path / "log"), str(tmp_path / "log")])  # fmt: skip
+        assert len(held) == 4  # 0-2 and the channel to the server
