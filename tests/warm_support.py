@@ -51,6 +51,7 @@ def state(stdin):
         "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
         "stdin": sys.stdin.read() if stdin else None,
         "tz": list(time.tzname),
+        "path0": sys.path[0] if sys.path else None,
     }
 
 def run(args):

@@ -131,6 +131,10 @@ def _take(request: protocol.Request, fds: list[int]) -> None:
     os.environ.update(request.env)
     time.tzset()
     sys.argv = list(request.argv)
+    if not sys.flags.safe_path and sys.path:
+        # As Python sets it for a script: its folder, links resolved (the server's is
+        # its own working folder, from ``-m``).
+        sys.path[0] = os.path.dirname(os.path.realpath(sys.argv[0]))
     _new_standard_streams()
 
 
