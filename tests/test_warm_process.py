@@ -258,7 +258,12 @@ def test_nothing_of_one_command_reaches_the_next(tmp_path: Path) -> None:
         with open(f"/proc/{spare}/environ", "rb") as f:
             assert b"FIRST_SECRET" not in f.read()
         fds = f"/proc/{spare}/fd"
-        held = sorted(os.readlink(f"{fds}/{fd}") for fd in os.listdir(fds))
-        assert [h for h in held if not h.startswith("socket:")] == sorted(
-            ["/dev/null", str(tmp_path / "log"), str(tmp_path / "log")])  # fmt: skip
-        assert len(held) == 4  # 0-2 and the channel to the server
+        expected = sorted(["/dev/null", str(tmp_path / "log"), str(tmp_path / "log")])
+        deadline = time.monotonic() + 30
+        while True:  # (a spare just forked closes the server's descriptors first)
+            held = sorted(os.readlink(f"{fds}/{fd}") for fd in os.listdir(fds))
+            files = [h for h in held if not h.startswith("socket:")]
+            if files == expected and len(held) == 4:  # 0-2 and its channel
+                break
+            assert time.monotonic() < deadline, held
+            time.sleep(0.05)
