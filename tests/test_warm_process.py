@@ -181,6 +181,16 @@ def test_ctrl_z_stops_the_run_and_fg_continues_it(tmp_path: Path) -> None:
         assert os.WIFSIGNALED(wait_status) and os.WTERMSIG(wait_status) == signal.SIGINT
 
 
+def _links(folder: str) -> list[str]:
+    found = []
+    for name in os.listdir(folder):
+        try:
+            found.append(os.readlink(f"{folder}/{name}"))
+        except FileNotFoundError:
+            pass  # closed while we looked
+    return found
+
+
 def _process_state(pid: int) -> str:
     with open(f"/proc/{pid}/stat") as f:
         return f.read().rsplit(")", 1)[1].split()[0]
@@ -261,7 +271,7 @@ def test_nothing_of_one_command_reaches_the_next(tmp_path: Path) -> None:
         expected = sorted(["/dev/null", str(tmp_path / "log"), str(tmp_path / "log")])
         deadline = time.monotonic() + 30
         while True:  # (a spare just forked closes the server's descriptors first)
-            held = sorted(os.readlink(f"{fds}/{fd}") for fd in os.listdir(fds))
+            held = sorted(_links(fds))
             files = [h for h in held if not h.startswith("socket:")]
             if files == expected and len(held) == 4:  # 0-2 and its channel
                 break
