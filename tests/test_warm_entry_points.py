@@ -6,6 +6,7 @@ fail without ``codemode.warm`` (no server; the console script is ``codemode.cli`
 from __future__ import annotations
 
 import json
+import struct
 import subprocess
 from pathlib import Path
 
@@ -122,3 +123,15 @@ def test_the_interactive_session_and_resume_start_cold(warm) -> None:  # type: i
                               timeout=120, stdin=subprocess.DEVNULL)  # fmt: skip
         assert done.returncode == 0, done
     assert served(sock) == before
+
+
+def test_code_mode_host_answers_hello(warm) -> None:  # type: ignore[no-untyped-def]
+    hello = json.dumps({"type": "connection/hello", "supportedVersions": [1],
+                        "requiredCapabilities": [], "optionalCapabilities": []}).encode()  # fmt: skip
+    cold, hot = _both(warm, ["code-mode-host"], stdin=struct.pack("<I", len(hello)) + hello)
+    assert cold.returncode == hot.returncode
+    first = []
+    for done in (cold, hot):
+        (length,) = struct.unpack_from("<I", done.stdout)
+        first.append(json.loads(done.stdout[4 : 4 + length]))
+    assert first[0] == first[1] and first[0]["type"] == "connection/ready"
