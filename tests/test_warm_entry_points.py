@@ -126,8 +126,10 @@ def test_the_interactive_session_and_resume_start_cold(warm) -> None:  # type: i
 
 
 def test_code_mode_host_answers_hello(warm) -> None:  # type: ignore[no-untyped-def]
-    hello = json.dumps({"type": "connection/hello", "supportedVersions": [1],
-                        "requiredCapabilities": [], "optionalCapabilities": []}).encode()  # fmt: skip
+    hello = json.dumps({
+        "type": "connection/hello", "supportedVersions": [1],
+        "requiredCapabilities": [], "optionalCapabilities": [],
+    }).encode()  # fmt: skip
     cold, hot = _both(warm, ["code-mode-host"], stdin=struct.pack("<I", len(hello)) + hello)
     assert cold.returncode == hot.returncode
     first = []
