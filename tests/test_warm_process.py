@@ -277,3 +277,35 @@ def test_nothing_of_one_command_reaches_the_next(tmp_path: Path) -> None:
                 break
             assert time.monotonic() < deadline, held
             time.sleep(0.05)
+
+
+@pytest.mark.parametrize("killed", ["caller", "server"])
+def test_a_run_stopped_by_ctrl_z_still_ends_with_its_caller_or_server(
+    tmp_path: Path, killed: str
+) -> None:
+    """A stopped process holds SIGTERM until continued; nobody would continue a run
+    whose caller or server is gone (a stopped run outliving both was seen)."""
+    env = warm_env(tmp_path)
+    with probe_server(env, tmp_path / "log") as sock:
+        from codemode.warm import place
+
+        server = place.serving(sock)
+        proc = subprocess.Popen([INTERPRETER, "run", "sleep"], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        _ready(proc)
+        (run,) = _runs_of(tmp_path, sock)
+        proc.send_signal(signal.SIGTSTP)
+        deadline = time.monotonic() + 30
+        while _process_state(run) != "T":
+            assert time.monotonic() < deadline, "the run was never stopped"
+            time.sleep(0.02)
+        os.kill(proc.pid if killed == "caller" else server, signal.SIGKILL)
+        if killed == "server":
+            proc.send_signal(signal.SIGCONT)  # `fg`: the caller learns its server is gone
+            status = proc.wait(60)
+            assert status == 70, proc.stderr.read() if proc.stderr else b""
+        proc.wait(60)
+        deadline = time.monotonic() + 30
+        while os.path.exists(f"/proc/{run}") and _process_state(run) != "Z":
+            assert time.monotonic() < deadline, f"a stopped run outlived its {killed}"
+            time.sleep(0.05)

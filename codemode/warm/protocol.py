@@ -175,6 +175,8 @@ def read_reply(conn: socket.socket, kind: bytes) -> int | None:
             chunk = conn.recv(1 + _INT.size - len(data))
         except InterruptedError:
             continue
+        except OSError:  # reset: the other end was killed
+            return None
         if not chunk:
             return None
         data += chunk

@@ -207,6 +207,7 @@ class Server:
             self.selector.unregister(run.conn)
             run.state = "gone"
             _signal(pid, signal.SIGTERM, group=True)
+            _signal(pid, signal.SIGCONT, group=True)  # a stopped run acts on it (as bash does)
             run.kill_at = time.monotonic() + GRACE_S
             return
         for number in data:

@@ -85,12 +85,14 @@ def become_caller(conn: socket.socket, facts: str, gate: int) -> protocol.Reques
 
 def end_with_server() -> None:
     """A server killed mid-run takes its runs with it (its callers are told), rather
-    than leave them writing to a caller that has gone."""
+    than leave them writing to a caller that has gone. SIGKILL, not SIGTERM: a run
+    stopped by Ctrl-Z would hold a SIGTERM until continued, and nobody is left to
+    continue it."""
     import ctypes
 
     server = os.getppid()
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     if os.getppid() != server:
         os._exit(REFUSED_STATUS)
 
