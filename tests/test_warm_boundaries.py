@@ -332,3 +332,21 @@ def test_opting_out(tmp_path: Path) -> None:
     assert not place.enabled({"CODEMODE_HOME": str(home), "CODEMODE_WARM": "0"})
     (home / "config.toml").write_text("warm = [\n")  # broken: the cold start says why
     assert not place.enabled({"CODEMODE_HOME": str(home)})
+
+
+def test_callers_beyond_the_bound_start_cold(tmp_path: Path) -> None:
+    """A client holds a process per connection: past the bound (1 here), a caller is
+    refused and starts cold (the real `run`, which finds no script "exit")."""
+    env = warm_env(tmp_path)
+    with probe_server(env, tmp_path / "log", max_runs=1) as sock:
+        first = subprocess.Popen([INTERPRETER, "run", "sleep"], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        assert first.stdout is not None and first.stdout.readline() == b"ready\n"
+        second = subprocess.run([INTERPRETER, "run", "exit", "6"], env=env,
+                                capture_output=True, timeout=120)  # fmt: skip
+        assert second.returncode != 6 and b"Traceback" not in second.stderr
+        assert "1 commands run already" in (tmp_path / "log").read_text()
+        first.send_signal(signal.SIGINT)
+        first.wait(60)
+        again = subprocess.run([INTERPRETER, "run", "exit", "6"], env=env, timeout=120)
+        assert again.returncode == 6 and served(sock) == 2

@@ -65,6 +65,7 @@ def test_a_warm_run_has_exactly_what_a_cold_one_would(tmp_path: Path) -> None:
     assert warm["tz"] == cold["tz"]
     # The console script's folder, as Python puts it first for a script.
     assert warm["path0"] == os.path.dirname(os.path.realpath(INTERPRETER))
+    assert warm["comm"] == "interpreter"  # what pgrep and top show
     for field in ("argv", "env", "cwd", "umask", "rlimits", "ignored", "int_handler",
                   "blocked", "ttys", "line_buffered", "fds", "stdin"):  # fmt: skip
         assert warm[field] == cold[field], field

@@ -52,6 +52,7 @@ def state(stdin):
         "stdin": sys.stdin.read() if stdin else None,
         "tz": list(time.tzname),
         "path0": sys.path[0] if sys.path else None,
+        "comm": open("/proc/self/comm").read().strip(),
     }
 
 def run(args):
@@ -76,7 +77,11 @@ def run(args):
 _PROBE_SERVER = PROBE + r'''
 from pathlib import Path
 from codemode.warm import start
-idle, watched = float(sys.argv[2]), [Path(p) for p in sys.argv[3:]]
+import codemode.warm.server
+idle, rest = float(sys.argv[2]), sys.argv[3:]
+if rest and rest[0].startswith("max_runs="):
+    codemode.warm.server.MAX_RUNS = int(rest.pop(0).split("=")[1])
+watched = [Path(p) for p in rest]
 sys.exit(start.serve(sys.argv[1], 0, lambda: None, run, idle, watched or None))
 '''
 
@@ -155,8 +160,10 @@ def real_server(env: dict[str, str], log: Path) -> AbstractContextManager[str]:
 
 
 def probe_server(env: dict[str, str], log: Path, idle: float = 120, watch: Path | None = None,
-                 user: list[str] | None = None) -> AbstractContextManager[str]:  # fmt: skip
-    after = [str(idle)] + ([str(watch)] if watch else [])
+                 user: list[str] | None = None,
+                 max_runs: int | None = None) -> AbstractContextManager[str]:  # fmt: skip
+    after = [str(idle)] + ([f"max_runs={max_runs}"] if max_runs else [])
+    after += [str(watch)] if watch else []
     return _server([sys.executable, "-c", _PROBE_SERVER], env, log, after, user or [])
 
 

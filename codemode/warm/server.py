@@ -33,6 +33,9 @@ from codemode.warm import peer, place, protocol, watch, worker
 
 IDLE_S = 900.0
 GRACE_S = 3.0
+# Commands running at once, beyond which a caller is refused (and starts cold): a
+# client holds a process per connection.
+MAX_RUNS = 256
 # How often it checks that its socket is still its own (removed, or replaced by another
 # server's, it has no callers left to wait for).
 CHECK_S = 30.0
@@ -109,6 +112,8 @@ class Server:
         except OSError:  # gone before it was taken, or out of descriptors
             return
         why = peer.why_not(conn, self.ours)
+        if why is None and len(self.runs) >= MAX_RUNS:
+            why = f"{MAX_RUNS} commands run already"
         if why is not None:
             print(f"warm: refused a connection: {why}", file=sys.stderr, flush=True)
             _say_refused(conn)

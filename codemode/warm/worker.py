@@ -133,11 +133,21 @@ def _take(request: protocol.Request, fds: list[int]) -> None:
     os.environ.update(request.env)
     time.tzset()
     sys.argv = list(request.argv)
+    _name(os.path.basename(sys.argv[0]))
     if not sys.flags.safe_path and sys.path:
         # As Python sets it for a script: its folder, links resolved (the server's is
         # its own working folder, from ``-m``).
         sys.path[0] = os.path.dirname(os.path.realpath(sys.argv[0]))
     _new_standard_streams()
+
+
+def _name(name: str) -> None:
+    """The process's name (``comm``: what ``ps``, ``pgrep`` and ``top`` show) as a cold
+    start's would be: the script's name, not the server's ``python``."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(15, os.fsencode(name)[:15], 0, 0, 0)  # PR_SET_NAME
 
 
 def _default(number: int) -> Any:
