@@ -140,6 +140,7 @@ def _mcp_config(name: str) -> Any:
 
 
 WARM = "codemode.codex_host.warm_server"
+WARM_SERVER = "codemode.warm.server"
 SPIN = "codemode.js_runtime.spin"
 WORKER = "codemode.js_runtime.worker"
 PARENT = "codemode.js_runtime.worker_process"
@@ -154,6 +155,10 @@ def _ms(module: str, name: str) -> float:
 
 
 FACTS: dict[str, Callable[[], Any]] = {
+    "warm.idle_min": lambda: _constant(WARM_SERVER, "IDLE_S") / 60,
+    "warm.grace_s": lambda: _constant(WARM_SERVER, "GRACE_S"),
+    "warm.max_runs": lambda: _constant(WARM_SERVER, "MAX_RUNS"),
+    "warm.lost_status": lambda: _constant("codemode.warm.client", "LOST_STATUS"),
     # interpreter code-mode-host (docs/codex-host.md)
     "codex_host.listen": lambda: _codex_host("--listen"),
     "codex_host.engine": lambda: _codex_host("--engine"),

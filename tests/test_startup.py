@@ -149,13 +149,15 @@ def test_command_process_is_the_console_script_only(tmp_path: Path) -> None:
     from codemode.process.fast_exit import is_command_process
 
     assert not is_command_process()  # pytest's own process: never exited early
-    out = _python(
-        "from codemode.cli import main\n"  # what the `interpreter` script's __main__ does
-        "from codemode.process.fast_exit import is_command_process\n"
-        "print(is_command_process())\n",
-        tmp_path,
-    )
-    assert out == "True\n"
+    # What the `interpreter` script's __main__ does, and `python -m codemode.cli`'s.
+    for entry in ("codemode.launch", "codemode.cli"):
+        out = _python(
+            f"from {entry} import main\n"
+            "from codemode.process.fast_exit import is_command_process\n"
+            "print(is_command_process())\n",
+            tmp_path,
+        )
+        assert out == "True\n", entry
 
 
 def test_exec_exits_early_with_its_session_log_complete(tmp_path: Path) -> None:

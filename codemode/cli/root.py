@@ -36,6 +36,7 @@ COMMAND_MODULES = {
     "sessions": "session",
     "skills": "skills",
     "tools": "tools",
+    "warm": "warm",
 }
 
 

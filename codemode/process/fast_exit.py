@@ -26,13 +26,15 @@ _FLUSH_FAILED = 120
 
 def is_command_process() -> bool:
     """Whether this process is the ``interpreter`` console script itself (its
-    ``__main__`` runs ``codemode.cli.main``), not a test or a program embedding the
-    CLI, for which exiting early would end more than the command."""
-    cli = sys.modules.get("codemode.cli")
-    main = sys.modules.get("__main__")
-    return cli is not None and main is not None and getattr(main, "main", None) is getattr(
-        cli, "main", object()
-    )
+    ``__main__`` runs ``codemode.launch.main`` or ``codemode.cli.main``), not a test or
+    a program embedding the CLI, for which exiting early would end more than the command."""
+    main = getattr(sys.modules.get("__main__"), "main", None)
+    if main is None:
+        return False
+    # The console scripts' entry (``codemode.launch``, which runs ``codemode.cli`` when
+    # it starts cold), or ``codemode.cli`` itself (``python -m codemode.cli``).
+    entries = (sys.modules.get("codemode.launch"), sys.modules.get("codemode.cli"))
+    return any(main is getattr(entry, "main", object()) for entry in entries if entry)
 
 
 def exit_now(status: int) -> NoReturn:

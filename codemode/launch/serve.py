@@ -1,0 +1,60 @@
+"""``python -m codemode.launch serve SOCKET PID``: the warm server of `interpreter`
+commands (``codemode.warm.start.serve``), given what commands import and how one runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from types import ModuleType
+
+
+def _prepare() -> None:
+    """Import every module of codemode (what any command could need: a command that
+    imports one more module pays for it in every run) and the libraries commands load
+    on first use. Never runs a module's ``__main__`` or the eval tasks' fixtures."""
+    import importlib
+    import pkgutil
+
+    import codemode
+    from codemode.cli.root import load_command_modules
+
+    load_command_modules()
+    for name in _LIBRARIES:
+        _try_import(importlib, name)
+    for module in pkgutil.walk_packages(codemode.__path__, "codemode.", onerror=lambda _: None):
+        if module.name.endswith("__main__") or module.name.startswith(_NOT_IMPORTED):
+            continue
+        _try_import(importlib, module.name)
+
+
+def _try_import(importlib: ModuleType, name: str) -> None:
+    try:
+        importlib.import_module(name)
+    except Exception:  # a lean install, or a platform's module: the command says so
+        pass
+
+
+# Libraries the commands import inside their functions (so a cold `--help` stays fast).
+_LIBRARIES = ("asyncio", "httpx", "pydantic", "rich.console", "prompt_toolkit", "mcp",
+              "tree_sitter", "tree_sitter_bash", "lark", "h2.connection")  # fmt: skip
+# Fixtures, not code (the eval tasks' workspaces), and the V8 engine's binding, whose
+# library is loaded by the engine worker that uses it.
+_NOT_IMPORTED = ("codemode.eval.tasks",)
+
+
+def _run(args: list[str]) -> int:
+    from codemode.cli import main as cold
+
+    cold(args)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    from codemode.warm import start
+
+    if len(argv) != 2 or not argv[1].isdigit():
+        print("usage: python -m codemode.launch serve SOCKET PID", file=sys.stderr)
+        return 2
+    idle = float(os.environ.get(start.IDLE_ENV, "0") or 0)
+    return start.serve(argv[0], int(argv[1]), _prepare, _run, idle)

@@ -1,0 +1,15 @@
+"""Warm starts: every `interpreter` command served by a process forked from a server
+that has imported everything, as Mercurial's ``chg`` serves ``hg``.
+
+- ``place``: whether warm starts are wanted, and where this user's server for this
+  installation listens (a private folder; the socket's name is the installation's key);
+- ``protocol``: what a caller sends (argv, environment, folder, umask, limits,
+  signal dispositions, descriptors) and what comes back;
+- ``client``: the launcher's side (standard library only: it runs before anything
+  else is imported), signals forwarded, the exit status returned;
+- ``peer``: who may be served (this user, not confined further than the server);
+- ``server``: the server's loop; ``worker``: a forked process made into the caller's.
+
+docs/warm.md is the user's page. Nothing here imports the rest of codemode: the server
+is given the command to run (``codemode.cli``'s) by whoever starts it.
+"""

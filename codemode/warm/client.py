@@ -1,0 +1,143 @@
+"""The caller's side: hand this command to the warm server, pass on its signals, and
+return its exit status. Standard library only (the launcher runs it before anything
+else is imported).
+
+``run(argv)`` returns None whenever the command should start cold instead: no server
+(one is then started for the next command), a server of another user, a refusal, or
+anything unexpected before the server took the command. Once taken, the command is the
+server's to finish: a server that ends mid-run is an error, never a second run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import struct
+import sys
+from types import FrameType
+
+from codemode.warm import place, protocol
+
+# The status when the server ended without reporting the run's (sysexits' EX_SOFTWARE,
+# as an internal error).
+LOST_STATUS = 70
+
+
+class _Forwarder:
+    """Signal handlers that pass each signal on to the run (queued until it runs)."""
+
+    def __init__(self, ignored: list[int]) -> None:
+        self.conn: socket.socket | None = None
+        self.pending: list[int] = []
+        self.previous: dict[int, object] = {}
+        for number in protocol.FORWARDED:
+            if number in ignored:
+                continue  # ignored by the caller: the run ignores it too
+            self.previous[number] = signal.signal(number, self._handle)
+
+    def _handle(self, number: int, frame: FrameType | None) -> None:
+        if self.conn is None:  # before the run exists: passed on once it does
+            self.pending.append(number)
+            return
+        self._send(number)
+
+    def _send(self, number: int) -> None:
+        assert self.conn is not None
+        try:
+            self.conn.send(bytes([number]), socket.MSG_NOSIGNAL)
+        except OSError:
+            pass
+        if number == signal.SIGTSTP:
+            # Stop as a cold process would (the run is being stopped); the shell sees a
+            # stopped job, and `fg` sends SIGCONT, which is passed on.
+            signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTSTP)
+            signal.signal(signal.SIGTSTP, self._handle)
+
+    def attach(self, conn: socket.socket) -> None:
+        self.conn = conn
+        for number in self.pending:
+            self._send(number)
+        self.pending.clear()
+
+
+def run(argv: list[str]) -> int | None:
+    """The command's exit status, or None: start cold."""
+    try:
+        path = place.socket_path()
+    except OSError:
+        return None
+    if not place.serving(path):
+        _start_server(path)
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    try:
+        sock.connect(path)
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+        if struct.unpack("3i", creds)[1] != os.geteuid():
+            return None  # a socket of another user: never used
+    except OSError:
+        sock.close()
+        return None
+    ignored = [int(n) for n in protocol.INHERITED if signal.getsignal(n) == signal.SIG_IGN]
+    forwarder = _Forwarder(ignored)
+    try:
+        folder = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:  # (O_PATH needs no permission: this is rare) the cold start says
+        _cold(sock, -1, forwarder)
+        return None
+    request = protocol.Request.of_this_process(place.facts(), argv, ignored)
+    try:
+        data = request.encode()
+        sent = socket.send_fds(sock, [data[:65536]], [0, 1, 2, folder])
+        sock.sendall(data[sent:])
+    except OSError:
+        _cold(sock, folder, forwarder)
+        return None
+    os.close(folder)
+    folder = -1
+    pid = protocol.read_reply(sock, protocol.ACCEPTED)
+    if pid is None:
+        _cold(sock, folder, forwarder)
+        return None
+    forwarder.attach(sock)
+    wait_status = protocol.read_reply(sock, protocol.STATUS)
+    if wait_status is None:
+        print("interpreter: the warm server ended during the command "
+              "(CODEMODE_WARM=0 starts cold)", file=sys.stderr)  # fmt: skip
+        return LOST_STATUS
+    if os.WIFSIGNALED(wait_status):
+        number = os.WTERMSIG(wait_status)
+        _die_of(number)
+        return 128 + number
+    return os.waitstatus_to_exitcode(wait_status)
+
+
+def _cold(sock: socket.socket, folder: int, forwarder: _Forwarder) -> None:
+    sock.close()
+    if folder >= 0:
+        os.close(folder)
+    for number, previous in forwarder.previous.items():
+        signal.signal(number, previous)  # type: ignore[arg-type]
+    for number in forwarder.pending:  # what arrived meanwhile, now the cold run's
+        os.kill(os.getpid(), number)
+
+
+def _die_of(number: int) -> None:
+    """End as the run ended, killed by ``number`` (a shell tells the two apart)."""
+    sys.stdout.flush()
+    signal.signal(number, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [number])
+    os.kill(os.getpid(), number)
+
+
+def _start_server(path: str) -> None:
+    """Leave a server on ``path`` for the next command; it loads nothing until this
+    one has ended (the cold start has the machine to itself). Never raises."""
+    try:
+        from codemode.warm import start
+
+        start.leave_server(path)
+    except Exception:
+        return

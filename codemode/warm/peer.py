@@ -1,0 +1,82 @@
+"""Who a warm server serves: a process it could not tell from itself.
+
+A forked process has the server's credentials, namespaces and confinement, not the
+caller's. So the caller must be of this user (``SO_PEERCRED``) and have exactly the
+server's groups, capabilities, namespaces and confinement (seccomp filters, no-new-
+privileges): a process inside a sandbox (its own namespaces, a seccomp filter) that
+reached the socket gets refused, and starts cold, still confined, as it would have
+without a server. The same for a process that dropped a group or a capability.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+
+# The lines of /proc/PID/status that a forked process would take from the server.
+_STATUS_FIELDS = ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb",
+                  "NoNewPrivs", "Seccomp", "Seccomp_filters")  # fmt: skip
+_NAMESPACES = ("cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts")
+_SO_PEERPIDFD = 77  # Linux 6.5: a pidfd of the peer, which its pid's reuse cannot fool
+
+
+def facts(pid: int | str) -> dict[str, str] | None:
+    """What of process ``pid`` a server compares with itself, or None if unreadable."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            lines = dict(line.rstrip("\n").split(":", 1) for line in f if ":" in line)
+        found = {k: lines.get(k, "").strip() for k in _STATUS_FIELDS}
+        for ns in _NAMESPACES:
+            try:
+                found["ns:" + ns] = os.readlink(f"/proc/{pid}/ns/{ns}")
+            except FileNotFoundError:
+                found["ns:" + ns] = ""  # a namespace this kernel lacks
+    except OSError:
+        return None
+    return found
+
+
+def peer_pid(conn: socket.socket) -> tuple[int, int]:
+    """The peer's (pid, uid)."""
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    pid, uid, _ = struct.unpack("3i", creds)
+    return pid, uid
+
+
+def why_not(conn: socket.socket, ours: dict[str, str]) -> str | None:
+    """None when the peer may be served; else why not."""
+    try:
+        pid, uid = peer_pid(conn)
+    except OSError as exc:
+        return f"no peer credentials ({exc})"
+    if uid != os.geteuid():
+        return f"another user (uid {uid})"
+    pidfd = _peer_pidfd(conn)
+    try:
+        theirs = facts(pid)
+        if theirs is None:
+            return "the peer's process cannot be read"
+        if pidfd is not None:
+            import signal
+
+            try:  # still the peer: the pid was not reused while we read
+                signal.pidfd_send_signal(pidfd, 0)
+            except OSError:
+                return "the peer ended"
+        differ = sorted(k for k in ours if ours[k] != theirs.get(k))
+        if differ:
+            return "the peer differs from the server: " + ", ".join(differ)
+        return None
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _peer_pidfd(conn: socket.socket) -> int | None:
+    try:
+        raw = conn.getsockopt(socket.SOL_SOCKET, _SO_PEERPIDFD, 4)
+    except OSError:
+        return None
+    (fd,) = struct.unpack("i", raw)
+    return fd if fd >= 0 else None

@@ -1,0 +1,166 @@
+"""Whether warm starts are wanted, and where this user's server for this installation
+listens.
+
+Standard library only, and cheap: the launcher asks this before anything else loads.
+
+The socket lives in a folder only this user may enter (``$XDG_RUNTIME_DIR/codemode``,
+else ``/tmp/codemode-UID``, the code-mode host's folder). Its name is a digest of
+everything a process takes from its start that a forked one could not change: the
+Python executable, the installed package (its folder, and the identity of the files
+an upgrade rewrites), the user's ids and groups, the priority, and the environment
+variables Python reads at start (``PYTHON*``, the locale). A caller differing in any of
+these reaches another server (or starts one); it never reaches one started otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+
+# CODEMODE_WARM: "1" asks for warm starts, "0" refuses them; unset, the config file's
+# top-level ``warm`` key decides (default: off).
+ENV = "CODEMODE_WARM"
+_ON = frozenset({"1", "true", "yes", "on"})
+_OFF = frozenset({"0", "false", "no", "off", ""})
+# A Unix socket's path has room for 107 bytes (sun_path).
+_MAX_PATH = 107
+# What Python reads from the environment while it starts (before any module of ours):
+# a server started under other values would not be the process the caller would get.
+START_VARIABLES = ("LANG", "LANGUAGE", "TZ")
+START_PREFIXES = ("PYTHON", "LC_")
+
+
+def enabled(environ: os._Environ[str] | dict[str, str] = os.environ) -> bool:
+    """Whether this command should try the warm server."""
+    value = environ.get(ENV)
+    if value is not None:
+        return value.strip().lower() in _ON
+    return _config_says(environ)
+
+
+def _config_says(environ: os._Environ[str] | dict[str, str]) -> bool:
+    home = environ.get("CODEMODE_HOME") or os.path.join(os.path.expanduser("~"), ".codemode")
+    try:
+        with open(os.path.join(home, "config.toml"), "rb") as f:
+            data = f.read(1 << 20)
+    except OSError:
+        return False
+    if b"warm" not in data:
+        return False  # the common case, without loading tomllib
+    import tomllib
+
+    try:
+        value = tomllib.loads(data.decode()).get("warm")
+    except (ValueError, UnicodeDecodeError):
+        return False  # the cold start says what is wrong with the file
+    return value is True
+
+
+def private(folder: str | os.PathLike[str]) -> bool:
+    """Whether ``folder`` is a real folder of this user that no one else may enter."""
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
+
+
+def package_folder() -> str:
+    """codemode's folder (``os.path``, not ``pathlib``: pathlib is ~2 ms of the
+    launcher's start)."""
+    return os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+
+
+def facts(environ: os._Environ[str] | dict[str, str] = os.environ) -> str:
+    """What a server and its callers must share (see the module's doc), as JSON: a
+    caller sends them, and a server serves only its own."""
+    package = package_folder()
+    files = []
+    for name in ("__init__.py", "version.py", "warm/server.py"):
+        try:
+            st = os.stat(os.path.join(package, name))
+            files.append([name, st.st_ino, st.st_mtime_ns, st.st_size])
+        except OSError:
+            files.append([name])
+    start = sorted(
+        (k, v)
+        for k, v in environ.items()
+        if k in START_VARIABLES or k.startswith(START_PREFIXES)
+    )
+    facts = [
+        os.path.abspath(sys.executable), os.path.abspath(sys.prefix),
+        package,
+        files,
+        os.getuid(), os.geteuid(), os.getgid(), os.getegid(), sorted(os.getgroups()),
+        os.getpriority(os.PRIO_PROCESS, 0),
+        start,
+        # Python's own options (-X, -O, -B...): ``python -X dev interpreter`` is another
+        # process than a plain one.
+        list(sys.flags), sorted(sys._xoptions.items()),
+    ]  # fmt: skip
+    return json.dumps(facts, ensure_ascii=True)
+
+
+def key(environ: os._Environ[str] | dict[str, str] = os.environ) -> str:
+    """The socket's name for ``facts``: a digest to keep callers that differ apart (the
+    server compares the facts themselves). zlib, not hashlib: hashlib loads OpenSSL,
+    ~8 ms of the launcher's start."""
+    import zlib
+
+    data = facts(environ).encode("ascii")
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{zlib.crc32(data[::-1]):08x}"
+
+
+def runtime_folder(environ: os._Environ[str] | dict[str, str] = os.environ) -> str:
+    """This user's private folder for servers' sockets (made if need be), or raise
+    OSError when there is none."""
+    runtime = environ.get("XDG_RUNTIME_DIR", "")
+    candidates = [os.path.join(runtime, "codemode")] if os.path.isabs(runtime) else []
+    candidates.append(f"/tmp/codemode-{os.geteuid()}")
+    for folder in candidates:
+        if len(os.fsencode(folder)) > _MAX_PATH - 40:
+            continue  # no room for the socket's name
+        try:
+            os.mkdir(folder, 0o700)
+        except OSError:  # there already (checked below), or not to be made
+            pass
+        if private(folder):
+            return folder
+    raise OSError("no private folder for the warm server's socket")
+
+
+def socket_path(environ: os._Environ[str] | dict[str, str] = os.environ) -> str:
+    return os.path.join(runtime_folder(environ), f"warm-{key(environ)}.sock")
+
+
+def served(path: str) -> int:
+    """How many commands the server on ``path`` has run (0 if none runs)."""
+    try:
+        with open(path + ".lock", "rb") as f:
+            fields = f.read(64).split()
+        return int(fields[1]) if serving(path) and len(fields) > 1 else 0
+    except (OSError, ValueError):
+        return 0
+
+
+def serving(path: str) -> int:
+    """The pid of the server holding ``path`` (its lock is taken), or 0. Asked without
+    connecting, since every connection is served."""
+    import fcntl
+
+    try:
+        fd = os.open(path + ".lock", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            return int(os.pread(fd, 32, 0).split()[0])
+        except (OSError, ValueError, IndexError):
+            return -1
+    finally:
+        os.close(fd)  # closing drops a lock it took
+    return 0

@@ -1,0 +1,197 @@
+"""Warm servers for tests: each against a private runtime folder (``XDG_RUNTIME_DIR``
+pointed into the test's temporary folder), so tests running side by side never share
+one, and none outlives its test.
+
+``real_server`` serves `interpreter` commands (``codemode.launch serve``); ``probe_server``
+serves the same launcher with a run that reports what its process looks like, so
+tests can compare it field by field with a cold process set up the same way.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+from codemode.warm import place, start
+
+REPO = Path(__file__).resolve().parents[1]
+INTERPRETER = str(Path(sys.executable).with_name("interpreter"))
+
+# A run reporting its own process (mode after `run`): "state" prints it as JSON;
+# "signals" prints "ready" and writes each signal it gets to the file named next;
+# "sleep" prints "ready" and sleeps; "exit N" exits with N.
+PROBE = r'''
+import json, os, resource, signal, sys, time
+
+def state(stdin):
+    return {
+        "argv": sys.argv[1:],
+        "env": dict(os.environ),
+        "cwd": os.readlink("/proc/self/cwd"),
+        "umask": (lambda m: (os.umask(m), m)[1])(os.umask(0)),
+        "rlimits": {n: resource.getrlimit(getattr(resource, n))
+                    for n in ("RLIMIT_NOFILE", "RLIMIT_CORE", "RLIMIT_STACK", "RLIMIT_AS")},
+        "ignored": [int(n) for n in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT,
+                                     signal.SIGTERM, signal.SIGUSR1, signal.SIGPIPE)
+                    if signal.getsignal(n) == signal.SIG_IGN],
+        "int_handler": signal.getsignal(signal.SIGINT) is signal.default_int_handler,
+        "blocked": sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])),
+        "own_group": os.getpgid(0) == os.getpid(),
+        "ttys": [os.isatty(fd) for fd in range(3)],
+        "line_buffered": sys.stdout.line_buffering,
+        "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
+        "stdin": sys.stdin.read() if stdin else None,
+        "tz": list(time.tzname),
+        "path0": sys.path[0] if sys.path else None,
+        "comm": open("/proc/self/comm").read().strip(),
+    }
+
+def run(args):
+    mode = args[1]
+    if mode == "state":
+        print(json.dumps(state(args[2:3] == ["stdin"])))
+        return 0
+    if mode == "exit":
+        sys.exit(int(args[2]))
+    if mode == "signals":
+        path = args[2]
+        def note(number, frame):
+            with open(path, "a") as f:
+                f.write(f"{number}\n")
+        for number in (signal.SIGWINCH, signal.SIGHUP, signal.SIGUSR1, signal.SIGCONT):
+            signal.signal(number, note)
+    print("ready", flush=True)
+    time.sleep(60)
+    return 3
+'''
+
+_PROBE_SERVER = PROBE + r'''
+from pathlib import Path
+from codemode.warm import start
+import codemode.warm.server
+idle, rest = float(sys.argv[2]), sys.argv[3:]
+if rest and rest[0].startswith("max_runs="):
+    codemode.warm.server.MAX_RUNS = int(rest.pop(0).split("=")[1])
+watched = [Path(p) for p in rest]
+sys.exit(start.serve(sys.argv[1], 0, lambda: None, run, idle, watched or None))
+'''
+
+_PROBE_COLD = PROBE + r'''
+sys.exit(run(sys.argv[1:]))
+'''
+
+
+def warm_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """An environment for `interpreter` with warm starts on and a runtime folder of
+    the test's own."""
+    # Short (a socket's path has room for 107 bytes: a long one would fall back to the
+    # shared /tmp/codemode-UID) and the test's own; removed when the test run ends.
+    runtime = Path(tempfile.mkdtemp(prefix="cmw-"))
+    atexit.register(shutil.rmtree, runtime, True)
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env = dict(os.environ)
+    env.update(XDG_RUNTIME_DIR=str(runtime), CODEMODE_WARM="1", CODEMODE_HOME=str(home))
+    env.update(extra)
+    return env
+
+
+def socket_of(env: dict[str, str]) -> str:
+    """Asked of a process started with ``env``: its Python options (-B from
+    PYTHONDONTWRITEBYTECODE...) are part of the key, and this one's may differ."""
+    done = subprocess.run(
+        [sys.executable, "-c", "from codemode.warm import place; print(place.socket_path())"],
+        env=env, capture_output=True, text=True, timeout=60, cwd="/",
+    )  # fmt: skip
+    assert done.returncode == 0, done
+    return done.stdout.strip()
+
+
+def _answers(path: str) -> bool:
+    """Whether a server listens on ``path`` (the connection, closed at once, runs
+    nothing)."""
+    if not os.path.exists(path):
+        return False
+    with socket.socket(socket.AF_UNIX) as s:
+        try:
+            s.connect(path)
+        except OSError:
+            return False
+    return True
+
+
+@contextmanager
+def _server(argv: list[str], env: dict[str, str], log: Path, after: list[str],
+            user: list[str]) -> Iterator[str]:  # fmt: skip
+    path = socket_of(env) if not user else _socket_as_nobody(env)
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            user + argv + [path] + after,
+            env=start.server_environment(env), stdin=subprocess.DEVNULL, stdout=out,
+            stderr=out, close_fds=True, start_new_session=True, cwd="/",
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not _answers(path):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"no warm server: {log.read_text()}")
+            time.sleep(0.05)
+        yield path
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def real_server(env: dict[str, str], log: Path) -> AbstractContextManager[str]:
+    return _server([sys.executable, "-m", "codemode.launch", "serve"], env, log, ["0"], [])
+
+
+def probe_server(env: dict[str, str], log: Path, idle: float = 120, watch: Path | None = None,
+                 user: list[str] | None = None,
+                 max_runs: int | None = None) -> AbstractContextManager[str]:  # fmt: skip
+    after = [str(idle)] + ([f"max_runs={max_runs}"] if max_runs else [])
+    after += [str(watch)] if watch else []
+    return _server([sys.executable, "-c", _PROBE_SERVER], env, log, after, user or [])
+
+
+NOBODY = 65534
+AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+
+
+def _socket_as_nobody(env: dict[str, str]) -> str:
+    done = subprocess.run(
+        [*AS_NOBODY, sys.executable, "-c",
+         "from codemode.warm import place; print(place.socket_path())"],
+        env=env, capture_output=True, text=True, timeout=60, cwd="/",
+    )  # fmt: skip
+    assert done.returncode == 0, done
+    return done.stdout.strip()
+
+
+def probe_cold(args: list[str]) -> list[str]:
+    """The probe started cold with ``args`` (as `interpreter` would get them)."""
+    return [sys.executable, "-c", _PROBE_COLD, *args]
+
+
+def wait_for_server(path: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not _answers(path):
+        assert time.monotonic() < deadline, "no warm server"
+        time.sleep(0.05)
+
+
+def served(path: str) -> int:
+    return place.served(path)
