@@ -29,6 +29,9 @@ ALLOWED = {
     "codex_host/warm_start.py":
         "codemode's own warm client/server (its installation); codex_host is another "
         "area's, not yet routed",
+    "warm/start.py":
+        "codemode's own interpreter (sys.executable, its installation, kept read-only to "
+        "commands) started as this user's warm server",
     "eval/tasks/find_the_bug/verify.py":
         "an eval task's checker, run by the eval harness in the task's own scratch copy",
     "eval/tasks/renamed_setting/verify.py":
