@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from codemode.sandbox.confinement.confine import probe
-from codemode.sandbox.server.command_server import remove_all
+from codemode.sandbox.server.tidy import remove_all
 from tests.confinement_support import (
     REPO,
     SYSTEM_PYTHON,
@@ -207,7 +207,7 @@ def test_the_baseline_puts_back_oom_and_affinity_and_says_what_it_cannot(
     the server refuse further commands and the host replace it."""
     code = r"""
 import ctypes, os
-from codemode.sandbox.server.command_server import Baseline
+from codemode.sandbox.server.baseline import Baseline
 fd = os.open("/proc/self/oom_score_adj", os.O_RDWR)
 b = Baseline(ctypes.CDLL(None, use_errno=True), fd)
 open("/proc/self/oom_score_adj", "w").write("987")
