@@ -270,7 +270,7 @@ class CommandServer:
         except (ValueError, TypeError, AttributeError):
             return  # not something a server says: ignored
         if dirty and not self.dirty:
-            # What a command changed could not be undone (``command_server.Baseline``,
+            # What a command changed could not be undone (``baseline.Baseline``,
             # ``tidy``): no command starts here any more.
             self.dirty = True
             log.info("sandbox: replacing the command server (%s)", str(dirty)[:200])
