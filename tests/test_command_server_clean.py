@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from codemode.sandbox.confinement.confine import probe
-from codemode.sandbox.server.command_server import remove_all
+from codemode.sandbox.server.tidy import remove_all
 from tests.confinement_support import (
     REPO,
     SYSTEM_PYTHON,
@@ -207,7 +207,7 @@ def test_the_baseline_puts_back_oom_and_affinity_and_says_what_it_cannot(
     the server refuse further commands and the host replace it."""
     code = r"""
 import ctypes, os
-from codemode.sandbox.server.command_server import Baseline
+from codemode.sandbox.server.baseline import Baseline
 fd = os.open("/proc/self/oom_score_adj", os.O_RDWR)
 b = Baseline(ctypes.CDLL(None, use_errno=True), fd)
 open("/proc/self/oom_score_adj", "w").write("987")
@@ -239,10 +239,12 @@ print("after nice", os.getpriority(os.PRIO_PROCESS, 0) == b.nice, problems)
 FLAG = "force-dirty"
 
 
-def _faulty_source(flag: Path) -> bytes:
-    from codemode.sandbox.server import server_handle
+def _faulty_program(flag: Path) -> bytes:
+    from codemode.sandbox.server import server_program
 
-    source = server_handle._source().decode()
+    texts = json.loads(server_program.program())
+    (baseline,) = [t for t in texts if t[0] == "codemode.sandbox.server.baseline"]
+    source = baseline[1]
     hook = (
         "    def restore(self) -> list[str]:\n"
         "        problems = []\n"
@@ -253,7 +255,8 @@ def _faulty_source(flag: Path) -> bytes:
         f"            os.unlink({str(flag)!r})\n"
         "            problems.append('forced by the test')\n"
     )
-    return source.replace(hook, fault).encode()
+    baseline[1] = source.replace(hook, fault)
+    return json.dumps(texts).encode()
 
 
 async def test_a_server_that_cannot_be_made_clean_is_replaced(
@@ -261,11 +264,11 @@ async def test_a_server_that_cannot_be_made_clean_is_replaced(
 ) -> None:
     import asyncio
 
-    from codemode.sandbox.server import server_handle
+    from codemode.sandbox.server import server_program
     from tests.test_command_server import Shell
 
-    faulty = _faulty_source(tmp_path / FLAG)
-    monkeypatch.setattr(server_handle, "_source", lambda: faulty)
+    faulty = _faulty_program(tmp_path / FLAG)
+    monkeypatch.setattr(server_program, "program", lambda: faulty)
     s = Shell(tmp_path)
     try:
         # After a command: found when it ends; the next command gets a new server.

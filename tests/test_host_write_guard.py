@@ -96,11 +96,11 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("sandbox/helpers/compiled.py", "_build", "os.replace"): _OWN_CACHE,
     ("sandbox/helpers/compiled.py", "_remove_older_formats", "os.unlink"): _OWN_CACHE,
     ("sandbox/helpers/compiled.py", "path", ".mkdir"): _OWN_CACHE + " (made 0700)",
-    ("sandbox/server/command_server.py", "remove_all", "os.unlink"): _IN_SANDBOX
+    ("sandbox/server/tidy.py", "remove_all", "os.unlink"): _IN_SANDBOX
     + " (/dev/shm of the sandbox)",
-    ("sandbox/server/command_server.py", "remove_all", "os.rmdir"): _IN_SANDBOX,
-    ("sandbox/server/command_server.py", "remove_all", "os.chmod"): _IN_SANDBOX,
-    ("sandbox/server/command_server.py", "Server.tidy", "os.chmod"): _IN_SANDBOX
+    ("sandbox/server/tidy.py", "remove_all", "os.rmdir"): _IN_SANDBOX,
+    ("sandbox/server/tidy.py", "remove_all", "os.chmod"): _IN_SANDBOX,
+    ("sandbox/server/tidy.py", "tidy", "os.chmod"): _IN_SANDBOX
     + " (/dev/shm of the sandbox)",
     ("sandbox/server/process_tree.py", "_write", "os.open"): "/proc/self/uid_map, gid_map and "
     "setgroups of the child being confined (between fork and exec), not files",

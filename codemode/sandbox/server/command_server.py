@@ -3,10 +3,10 @@ starts each of the session's commands there, so that a command costs a fork and 
 instead of a whole new sandbox (``command_servers`` is the host side).
 
 It is started by the host as ``python -I -S -c BOOT FD SOURCE_FD [SUBREAPER]`` and runs
-the text of this module read from ``SOURCE_FD`` — read once by the host process, so a
-workspace that holds codemode's own source cannot change what runs — importing nothing
-but the standard library (which is why it is one module, longer than the others: what
-runs in the sandbox is this one text). It holds no authority
+the program read from ``SOURCE_FD``: this module and the few it imports (``proc_files``,
+``baseline``, ``tidy``), their texts read once by the host process and passed whole
+(``server_program``), so a workspace that holds codemode's own source cannot change what
+runs. They import nothing but the standard library and each other. It holds no authority
 a command lacks (same user, same mounts, same seccomp filter, no capabilities) and
 guards what it does hold, the socket to the host and the requests on it:
 
@@ -58,14 +58,17 @@ import os
 import selectors
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import time
 
+# (Resolved in the sandbox from the modules the host passed with this one: see
+# ``server_program``.)
+from codemode.sandbox.server.baseline import Baseline
+from codemode.sandbox.server.proc_files import children
+from codemode.sandbox.server.tidy import tidy
+
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
-_IPC_RMID = 0
-_SHM = "/dev/shm"
 MAX_MESSAGE = 256 << 10  # the host sends nothing larger (and runs such commands itself)
 # What was left behind and did not die at once (it was SIGKILLed: only a process in the
 # kernel's D state lingers) is looked at again this often.
@@ -75,38 +78,6 @@ _SWEEP_INTERVAL_S = 0.02
 _SWEEP_BUDGET_S = 0.5
 # What Python ignores and a command must not inherit ignored (as ``subprocess`` restores).
 _DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
-
-
-def read_all(path: str) -> bytes:
-    """The whole of a (``/proc``) file, without a Python file object: read after every
-    command, so its cost counts."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        chunks = []
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
-def children(pid: int) -> list[int]:
-    """The children of ``pid`` (``/proc``; scanned where the kernel lacks the list)."""
-    try:
-        return [int(x) for x in read_all(f"/proc/{pid}/task/{pid}/children").split()]
-    except OSError:
-        pass
-    out = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(name))
-    return out
 
 
 _Command = tuple[list[str], str, dict[str, str]]
@@ -124,81 +95,6 @@ def _command(request: object) -> _Command | None:
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
         return None
     return argv, cwd, env
-
-
-# ioprio_get/ioprio_set by architecture (the standard library has no wrapper).
-_IOPRIO_CALLS = {"x86_64": (252, 251), "aarch64": (31, 30)}
-_IOPRIO_WHO_PROCESS = 1
-
-
-class Baseline:
-    """What the server passes to every command it starts that a command could have
-    changed since: the OOM adjustment (through ``/proc/1/oom_score_adj``), the CPU
-    affinity, the nice value, the scheduling policy and the I/O priority, as they were
-    when the server started. The filter (``seccomp``) refuses to change the scheduling
-    of another process, so the last three should never move; the first two are put
-    back before each command. ``restore`` says what could not be."""
-
-    def __init__(self, libc: ctypes.CDLL, oom_fd: int | None) -> None:
-        self.libc = libc
-        self.oom_fd = oom_fd
-        self.oom = os.pread(oom_fd, 32, 0) if oom_fd is not None else b""
-        self.affinity = os.sched_getaffinity(0)
-        self.nice = os.getpriority(os.PRIO_PROCESS, 0)
-        self.policy = os.sched_getscheduler(0)
-        self._ioprio_calls = _IOPRIO_CALLS.get(os.uname().machine)
-        self.ioprio = self._ioprio()
-
-    def _ioprio(self) -> int | None:
-        if self._ioprio_calls is None:
-            return None
-        return int(self.libc.syscall(self._ioprio_calls[0], _IOPRIO_WHO_PROCESS, 0))
-
-    def restore(self) -> list[str]:
-        problems = []
-        if self.oom_fd is not None:
-            try:
-                if os.pread(self.oom_fd, 32, 0) != self.oom:
-                    os.pwrite(self.oom_fd, self.oom, 0)
-            except OSError as exc:
-                problems.append(f"oom_score_adj: {exc.strerror}")
-        try:
-            if os.sched_getaffinity(0) != self.affinity:
-                os.sched_setaffinity(0, self.affinity)
-        except OSError as exc:
-            problems.append(f"affinity: {exc.strerror}")
-        if os.getpriority(os.PRIO_PROCESS, 0) != self.nice:
-            try:
-                os.setpriority(os.PRIO_PROCESS, 0, self.nice)
-            except OSError as exc:
-                problems.append(f"nice: {exc.strerror}")
-        if os.sched_getscheduler(0) != self.policy:
-            try:
-                os.sched_setscheduler(0, self.policy, os.sched_param(0))
-            except OSError as exc:
-                problems.append(f"scheduling policy: {exc.strerror}")
-        if self.ioprio is not None and self._ioprio() != self.ioprio:
-            problems.append("I/O priority")
-        return problems
-
-
-def remove_all(path: str) -> None:
-    """Remove ``path`` and everything below it, whatever modes a command set on the
-    folders (each is made 0700 before it is listed: the server owns what its commands
-    made). Only called with no command running, so nothing changes meanwhile."""
-    stack = [(path, False)]
-    while stack:
-        current, listed = stack.pop()
-        st = os.lstat(current)
-        if not stat.S_ISDIR(st.st_mode):
-            os.unlink(current)
-        elif listed:
-            os.rmdir(current)
-        else:
-            if stat.S_IMODE(st.st_mode) & 0o700 != 0o700:
-                os.chmod(current, 0o700)
-            stack.append((current, True))
-            stack.extend((entry.path, False) for entry in os.scandir(current))
 
 
 class Server:
@@ -378,48 +274,9 @@ class Server:
             # After the report, while the host reads the output and the program goes
             # on: the next request is read only once this is done, so the next command
             # still starts clean; what could not be made clean is said at once.
-            self.dirty = self.tidy()
+            self.dirty = tidy(self.libc)
             if self.dirty:
                 self.send({"dirty": self.dirty})
-
-    def tidy(self) -> list[str]:
-        """With no command running: drop what commands may have left outside the
-        writable roots that a sandbox of their own would have taken with it — the files
-        in ``/dev/shm`` and the namespace's System V shared memory, semaphores and
-        message queues. Returns what is still there (the server is then replaced)."""
-        problems = []
-        try:
-            st = os.lstat(_SHM)
-            if stat.S_IMODE(st.st_mode) != 0o1777:
-                os.chmod(_SHM, 0o1777)
-            found = False
-            for entry in os.scandir(_SHM):
-                found = True
-                with contextlib.suppress(OSError, RecursionError):
-                    remove_all(entry.path)
-            if found and os.listdir(_SHM):
-                problems.append("/dev/shm could not be emptied")
-        except OSError as exc:
-            problems.append(f"/dev/shm: {exc.strerror}")
-        for kind in ("shm", "sem", "msg"):
-            try:
-                rows = read_all(f"/proc/sysvipc/{kind}").decode(errors="replace").splitlines()[1:]
-            except OSError:
-                continue
-            if not rows:
-                continue  # (mostly: nothing to remove, nothing to look at again)
-            for row in rows:  # "key id perms ...": the id is the second column
-                ident = int(row.split()[1])
-                if kind == "shm":
-                    self.libc.shmctl(ident, _IPC_RMID, None)
-                elif kind == "sem":
-                    self.libc.semctl(ident, 0, _IPC_RMID)
-                else:
-                    self.libc.msgctl(ident, _IPC_RMID, None)
-            with contextlib.suppress(OSError):
-                if len(read_all(f"/proc/sysvipc/{kind}").splitlines()) > 1:
-                    problems.append(f"System V {kind} left")
-        return problems
 
     def sweep_left(self, budget: float) -> bool:
         """Kill and reap every child that is not a running command's first process (what

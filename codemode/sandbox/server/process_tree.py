@@ -23,7 +23,7 @@ import os
 import signal
 from dataclasses import dataclass
 
-from codemode.sandbox.server.command_server import children
+from codemode.sandbox.server.proc_files import children
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_SECUREBITS = 1, 24, 28

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import logging
 import os
@@ -20,12 +19,11 @@ import signal
 import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codemode.sandbox.helpers import compiled
-from codemode.sandbox.server import pidfd_process
+from codemode.sandbox.server import pidfd_process, server_program
 
 if TYPE_CHECKING:
     from codemode.sandbox.server.server_key import ServerKey
@@ -49,19 +47,6 @@ log = logging.getLogger("codemode.sandbox")
 
 class ServerUnavailable(RuntimeError):
     """A command server cannot be used here (or for this command); run it on its own."""
-
-
-@functools.cache
-def _source() -> bytes:
-    # Read once per process: what runs in the sandbox is what this process loaded.
-    return resources.files("codemode.sandbox.server").joinpath("command_server.py").read_bytes()
-
-
-# What ``python -c`` runs: the server's source, from the descriptor named by argv[2].
-_BOOT = (
-    "import os,sys;f=os.fdopen(int(sys.argv[2]),'rb');s=f.read();f.close();"
-    "exec(compile(s,'command_server.py','exec'))"
-)
 
 
 class ServerProcess:
@@ -140,7 +125,7 @@ class CommandServer:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         passed: list[int] = []
         try:
-            source_fd = _pipe_holding(_source())
+            source_fd = _pipe_holding(server_program.program())
             passed.append(source_fd)
             opts = list(key.options)
             if key.seccomp is not None:
@@ -148,7 +133,8 @@ class CommandServer:
                 opts += ["--seccomp", str(passed[-1])]
             argv = [
                 *opts, "--as-pid-1", "--chdir", "/", "--", *key.prefix,
-                python, "-I", "-S", "-c", _BOOT, str(theirs.fileno()), str(source_fd), subreaper,
+                python, "-I", "-S", "-c", server_program.BOOT,
+                str(theirs.fileno()), str(source_fd), subreaper,
             ]  # fmt: skip
             err_r, err_w = os.pipe()  # the server's own stderr: read if it fails to start
             try:
@@ -284,7 +270,7 @@ class CommandServer:
         except (ValueError, TypeError, AttributeError):
             return  # not something a server says: ignored
         if dirty and not self.dirty:
-            # What a command changed could not be undone (``command_server.Baseline``,
+            # What a command changed could not be undone (``baseline.Baseline``,
             # ``tidy``): no command starts here any more.
             self.dirty = True
             log.info("sandbox: replacing the command server (%s)", str(dirty)[:200])
