@@ -175,3 +175,30 @@ def test_a_framed_client_truncation_session_gets_the_items_whole() -> None:
         done = peer.until(lambda m: m["type"] == "execute/initialResponse")
         items = done["result"]["value"]["Result"]["content_items"]
         assert [i["text"] for i in items] == ["42", "undefined", "a" * 1000 + "b" * 1000]
+
+
+async def test_an_unknown_truncation_mode_is_refused_as_codexs_host_refuses_it(host: str) -> None:
+    pb2 = generated().pb2
+    async with grpc.aio.insecure_channel(host) as channel:
+        stub = generated().grpc.CodeModeHostStub(channel)
+        events = stub.OpenSession(pb2.OpenSessionRequest(output_truncation=3))
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await events.read()
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "unknown code-mode output truncation mode 3" in str(refused.value.details())
+        # The connection serves on.
+        opened, outcome = await _run(host, "text('x');", SERVER, 60)
+        assert opened.output_truncation == SERVER and texts(outcome) == ["x"]
+
+
+def test_an_unknown_framed_truncation_mode_is_refused_and_the_connection_goes_on() -> None:
+    with framed_host() as peer:
+        peer.send(HELLO_0171)
+        peer.read()
+        peer.request(1, {"method": "session/open", "sessionId": "s", "outputTruncation": "both"})
+        refused = peer.read()["result"]
+        assert refused["status"] == "error" and "unknown code-mode output truncation mode" in (
+            json.dumps(refused)
+        )
+        peer.request(2, {"method": "session/open", "sessionId": "s", "outputTruncation": "server"})
+        assert peer.read()["result"]["value"] == {"type": "session/ready", "sessionId": "s"}

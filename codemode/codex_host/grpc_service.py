@@ -19,7 +19,7 @@ from typing import Any
 
 from codemode.codex_host import decode_budget
 from codemode.codex_host.grpc_session import GrpcSession, Subscription, next_or_heartbeat
-from codemode.codex_host.grpc_wire import Method, RpcError, Status
+from codemode.codex_host.grpc_wire import Method, RpcError, Status, WithMetadata
 from codemode.codex_host.limits import ClientBounds, LimitReached, admit_session
 from codemode.codex_host.messages import SERVICE, pb
 from codemode.codex_host.metrics import process_figures
@@ -27,6 +27,10 @@ from codemode.codex_host.model import ImageItem, TextItem
 from codemode.codex_host.runtime import CellBusy, CodexSession, Reported, SessionLimits
 
 _DETAIL = pb.enums["ImageDetail"]
+_SERVER = pb.enums["OutputTruncation"]["OUTPUT_TRUNCATION_SERVER"]
+_TRUNCATION_MODES = frozenset(pb.enums["OutputTruncation"].values())
+# Codex's host answers every Wait with this response header (initial metadata).
+BUFFERED_FOR = b"codex-code-mode-result-buffered-for-ns"
 
 
 class _Malformed:
@@ -53,7 +57,7 @@ def _deserializer(cls: Any) -> Callable[[bytes], Any]:
 
 
 def outcome_message(code: CodexSession, reported: Reported, started_ns: int) -> Any:
-    outcome, content = reported
+    outcome, content = reported.outcome, reported.items
     message = pb.ExecutionOutcome(
         cell_id=outcome.cell_id,
         code_mode_host_duration_ns=max(0, time.monotonic_ns() - started_ns),
@@ -78,6 +82,16 @@ def outcome_message(code: CodexSession, reported: Reported, started_ns: int) -> 
         if error_text is not None:
             message.completed.error_text = error_text
     return message
+
+
+def buffered_ns(reported: Reported, waited_from: int) -> int:
+    """How long a completed result waited for the Wait that reports it: from the program's
+    end to the Wait's arrival; 0 when it ended while the Wait was there, or did not
+    complete (yielded, terminated)."""
+    outcome, finished_ns = reported.outcome, reported.finished_ns
+    if outcome.kind != "completed" or not finished_ns:
+        return 0
+    return max(0, waited_from - finished_ns)
 
 
 def _missing(cell_id: str) -> Any:
@@ -146,6 +160,11 @@ class CodeModeHostService:
             admit_session(len(self.sessions), self.bounds)
         except LimitReached as exc:
             raise RpcError(Status.RESOURCE_EXHAUSTED, str(exc)) from None
+        if request.output_truncation not in _TRUNCATION_MODES:  # as Codex's host refuses it
+            raise RpcError(
+                Status.INVALID_ARGUMENT,
+                f"unknown code-mode output truncation mode {request.output_truncation}",
+            )
         limits = self.limits
         if request.HasField("cell_execution_limits"):
             given = request.cell_execution_limits
@@ -155,16 +174,19 @@ class CodeModeHostService:
             if given.HasField("max_heap_size_bytes") and given.max_heap_size_bytes > 0:
                 changes["memory_mb"] = max(1, -(-given.max_heap_size_bytes // (1 << 20)))
             limits = limits._replace(**changes)
-        session = GrpcSession(limits, request.max_pending_delegate_calls)
+        session = GrpcSession(
+            limits, request.max_pending_delegate_calls, request.output_truncation == _SERVER
+        )
         self.sessions[session.id] = session
         return session
 
     async def _session_events(self, session: GrpcSession, interval: int) -> AsyncIterator[Any]:
         beat = pb.SessionEvent(heartbeat=pb.Heartbeat())
         try:
-            yield pb.SessionEvent(
-                opened=pb.SessionOpened(session_id=session.id, supports_catalog_revision=True)
-            )
+            opened = pb.SessionOpened(session_id=session.id, supports_catalog_revision=True)
+            if session.truncates:  # else absent, as from Codex's host
+                opened.output_truncation = _SERVER
+            yield pb.SessionEvent(opened=opened)
             while (event := await next_or_heartbeat(session.events, interval, beat)) is not None:
                 yield event
         finally:
@@ -265,8 +287,10 @@ class CodeModeHostService:
         except CellBusy as exc:
             raise RpcError(Status.FAILED_PRECONDITION, str(exc)) from None
         if reported is None:
-            return _missing(request.cell_id)
-        return pb.WaitResponse(live_cell=outcome_message(session.code, reported, started))
+            return WithMetadata(_missing(request.cell_id), [(BUFFERED_FOR, b"0")])
+        response = pb.WaitResponse(live_cell=outcome_message(session.code, reported, started))
+        buffered = buffered_ns(reported, waited_from=started)
+        return WithMetadata(response, [(BUFFERED_FOR, str(buffered).encode())])
 
     def YieldObservation(self, request: Any) -> Any:
         session = self._session(request.session_id)

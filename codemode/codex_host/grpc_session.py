@@ -49,8 +49,12 @@ class _Pending:
 class GrpcSession:
     """A session lease: lives as long as the client's OpenSession stream."""
 
-    def __init__(self, limits: SessionLimits, max_pending: int = 0) -> None:
+    def __init__(
+        self, limits: SessionLimits, max_pending: int = 0, truncates: bool = False
+    ) -> None:
         self.id = _new_id()
+        # The client asked the host to cut each report to its execute's max_output_tokens.
+        self.truncates = truncates
         # The client's max_pending_delegate_calls (0: it set none): the calls it has not
         # completed that the host holds at most; a program's call past it fails at once.
         self.max_pending = max_pending
@@ -69,7 +73,10 @@ class GrpcSession:
         catalog revision it names when it carries none)."""
         revision = request.catalog_revision if request.HasField("catalog_revision") else None
         tools = self.code.catalog.tools(revision, [tool_spec(d) for d in request.enabled_tools])
-        return GrpcExecution(self, request.execution_id, request.tool_call_id, tools)
+        execution = GrpcExecution(self, request.execution_id, request.tool_call_id, tools)
+        if self.truncates and request.HasField("max_output_tokens"):
+            execution.cut_to = request.max_output_tokens
+        return execution
 
     # -- the client's side -------------------------------------------------------------------
 

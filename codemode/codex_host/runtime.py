@@ -47,9 +47,14 @@ if TYPE_CHECKING:
     from codemode.codex_host.execution import CodexExecution
 
 _MAX_YIELD_MS = 3_600_000
-# What an outcome reports: the runtime's outcome, and the items of the cell's program
-# the client had not been given.
-Reported = tuple[Outcome, list[ContentItem]]
+class Reported(NamedTuple):
+    """What an outcome reports: the runtime's outcome, the items of the cell's program
+    the client had not been given, and when the program ran to its end (monotonic ns;
+    0 when it has not, or was stopped)."""
+
+    outcome: Outcome
+    items: list[ContentItem]
+    finished_ns: int = 0
 
 
 @cache
@@ -242,7 +247,7 @@ class CodexSession:
             return None
         if cell_id in self.observed:
             # The Execute or Wait observing it reports the end, with the items.
-            return outcome, []
+            return Reported(outcome, [])
         return self._reported(execution, outcome)
 
     def error_text(self, outcome: Completed) -> str | None:
@@ -268,7 +273,7 @@ class CodexSession:
         items = execution.take_items()
         if outcome.kind != "yielded":
             self._retire(execution)
-        return outcome, items
+        return Reported(outcome, items, execution.finished_ns)
 
     def _retire(self, execution: CodexExecution) -> None:
         if execution not in self._held:
