@@ -90,16 +90,47 @@ async def test_a_client_truncation_session_gets_the_items_whole(host: str) -> No
     assert texts(outcome) == ["42", "undefined", "a" * 1000 + "b" * 1000]
 
 
-async def test_images_keep_their_place_and_the_text_is_cut_into_one_item(host: str) -> None:
-    png = PNG
-    source = f'text("first");\nimage("{png}");\ntext("z".repeat(4000));\n'
+# What follows was seen from Codex 0.171's own host, asked directly (docs/codex-host.md).
+async def test_with_an_image_the_budget_is_spent_item_by_item(host: str) -> None:
+    source = f'text("first");\nimage("{PNG}");\ntext("z".repeat(4000));\n'
     _, outcome = await _run(host, source, SERVER, 10)
     kinds = [item.WhichOneof("item") for item in outcome.content_items]
-    assert kinds == ["text", "image"]
-    cut = outcome.content_items[0].text.text
-    assert cut.startswith("Warning: truncated output (original token count: 1002)\n")
-    assert "Total output lines: 2\n\nfirst\n" in cut and "tokens truncated…" in cut
-    assert outcome.content_items[1].image.image_url == png
+    assert kinds == ["text", "image", "text"]
+    assert outcome.content_items[1].image.image_url == PNG
+    cut = "z" * 16 + "…992 tokens truncated…" + "z" * 16
+    assert [outcome.content_items[i].text.text for i in (0, 2)] == ["first", cut]
+
+
+async def test_text_items_past_the_budget_are_left_out_and_counted(host: str) -> None:
+    source = f'image("{PNG}");\ntext("y".repeat(100));\ntext("second");\ntext("third");\n'
+    _, outcome = await _run(host, source, SERVER, 10)
+    assert texts(outcome) == [
+        "y" * 20 + "…15 tokens truncated…" + "y" * 20,
+        "[omitted 2 text items ...]",
+    ]
+
+
+async def test_the_error_is_reported_among_the_items_and_cut_with_them(host: str) -> None:
+    _, whole = await _run(host, 'text("about to fail");\nthrow new Error("boom-42");', SERVER, None)
+    assert whole.completed.error_text.startswith("Error: boom-42\n    at exec_main.mjs:2:")
+    assert texts(whole) == ["about to fail", f"Script error:\n{whole.completed.error_text}"]
+    _, cut = await _run(host, 'throw new Error("x");', SERVER, 10)
+    (text,) = texts(cut)
+    assert text.startswith(
+        "Warning: truncated output (original token count: 12)\nTotal output lines: 3\n\n"
+        "Script error:\nError:…2 tokens truncated…"
+    )
+    _, client = await _run(host, 'throw new Error("x");', CLIENT, 10)
+    assert texts(client) == []  # the client shows error_text itself
+
+
+async def test_an_execute_that_names_no_budget_gets_ten_thousand_tokens(host: str) -> None:
+    _, outcome = await _run(host, 'text("x".repeat(100000));', SERVER, None)
+    (text,) = texts(outcome)
+    assert text.startswith("Warning: truncated output (original token count: 25000)\n")
+    assert "…15000 tokens truncated…" in text
+    _, whole = await _run(host, 'text("x".repeat(100000));', CLIENT, None)
+    assert texts(whole) == ["x" * 100000]
 
 
 async def test_multibyte_text_is_cut_on_character_boundaries(host: str) -> None:

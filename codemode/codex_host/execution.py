@@ -23,7 +23,6 @@ from typing import Any, Protocol
 
 from codemode.codex_host.items import parse_image
 from codemode.codex_host.model import ContentItem, TextItem, ToolFailed, ToolSpec
-from codemode.codex_host.truncation import cut_items
 from codemode.js_runtime.delegate import NestedCall
 from codemode.js_runtime.models import ExecEvent, HostEvent
 from codemode.tool_terms.errors import ToolError
@@ -60,8 +59,8 @@ class CodexExecution:
         self._chars = 0
         self._dropped = 0
         self.started = asyncio.Event()
-        # The execute's max_output_tokens when the session asked the host to truncate
-        # (output_truncation SERVER); None: the client cuts the output itself.
+        # The execute's max_output_tokens (or the default) when the session asked the host
+        # to truncate (output_truncation SERVER); None: the client cuts the output itself.
         self.cut_to: int | None = None
         # When the program ran to its end (monotonic ns; 0: not yet, or it was stopped).
         self.finished_ns = 0
@@ -112,14 +111,13 @@ class CodexExecution:
         self._chars += chars
 
     def take_items(self) -> list[ContentItem]:
-        """What the program produced since the client was last told: cut to ``cut_to``
-        tokens when the host truncates (``truncation.py``), else whole, for the client to
-        cut (Codex does, to the same text)."""
+        """What the program produced since the client was last told, whole (the session
+        cuts a report when the host truncates: ``runtime.CodexSession``)."""
         items, self.items, self._chars = self.items, [], 0
         if self._dropped:
             items.append(TextItem(f"[{self._dropped} more characters of output dropped]"))
             self._dropped = 0
-        return items if self.cut_to is None else cut_items(items, self.cut_to)
+        return items
 
     # -- the protocol's part ----------------------------------------------------------------
 

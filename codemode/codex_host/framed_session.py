@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from codemode.codex_host.execution import CodexExecution
 from codemode.codex_host.model import ToolFailed, ToolSpec
 from codemode.codex_host.runtime import CodexSession, SessionLimits
+from codemode.codex_host.truncation import DEFAULT_MAX_TOKENS
 
 
 class FramedConnection(Protocol):
@@ -106,9 +107,12 @@ class FramedExecution(CodexExecution):
         )
         super().__init__(session.code, call_id, call_id, tools)
         self.framed = session
-        limit = body.get("max_output_tokens")
-        if session.truncates and isinstance(limit, int) and not isinstance(limit, bool):
-            self.cut_to = max(0, limit)
+        if session.truncates:
+            limit = body.get("max_output_tokens")
+            if isinstance(limit, int) and not isinstance(limit, bool):
+                self.cut_to = max(0, limit)
+            else:
+                self.cut_to = DEFAULT_MAX_TOKENS
 
     async def invoke(self, tool: ToolSpec, sequence: int, input: Any) -> Any:
         invocation = {

@@ -18,19 +18,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from codemode.codex_host import decode_budget
+from codemode.codex_host.grpc_outcomes import BUFFERED_FOR, buffered_ns, missing, outcome_message
 from codemode.codex_host.grpc_session import GrpcSession, Subscription, next_or_heartbeat
 from codemode.codex_host.grpc_wire import Method, RpcError, Status, WithMetadata
 from codemode.codex_host.limits import ClientBounds, LimitReached, admit_session
 from codemode.codex_host.messages import SERVICE, pb
 from codemode.codex_host.metrics import process_figures
-from codemode.codex_host.model import ImageItem, TextItem
-from codemode.codex_host.runtime import CellBusy, CodexSession, Reported, SessionLimits
+from codemode.codex_host.runtime import CellBusy, SessionLimits
 
-_DETAIL = pb.enums["ImageDetail"]
 _SERVER = pb.enums["OutputTruncation"]["OUTPUT_TRUNCATION_SERVER"]
 _TRUNCATION_MODES = frozenset(pb.enums["OutputTruncation"].values())
-# Codex's host answers every Wait with this response header (initial metadata).
-BUFFERED_FOR = b"codex-code-mode-result-buffered-for-ns"
 
 
 class _Malformed:
@@ -54,53 +51,6 @@ def _deserializer(cls: Any) -> Callable[[bytes], Any]:
             return _Malformed(exc)
 
     return parse
-
-
-def outcome_message(code: CodexSession, reported: Reported, started_ns: int) -> Any:
-    outcome, content = reported.outcome, reported.items
-    message = pb.ExecutionOutcome(
-        cell_id=outcome.cell_id,
-        code_mode_host_duration_ns=max(0, time.monotonic_ns() - started_ns),
-    )
-    items = message.content_items
-    for item in content:
-        if isinstance(item, TextItem):
-            items.add().text.text = item.text
-        elif isinstance(item, ImageItem):
-            image = items.add().image
-            image.image_url = item.image_url
-            if item.detail is not None:
-                image.detail = _DETAIL[f"IMAGE_DETAIL_{item.detail.upper()}"]
-    # A oneof's member is set in place (protobuf assigns no message to a field).
-    if outcome.kind == "yielded":
-        message.yielded.SetInParent()
-    elif outcome.kind == "terminated":
-        message.terminated.SetInParent()
-    else:
-        message.completed.SetInParent()
-        error_text = code.error_text(outcome)
-        if error_text is not None:
-            message.completed.error_text = error_text
-    return message
-
-
-def buffered_ns(reported: Reported, waited_from: int) -> int:
-    """How long a completed result waited for the Wait that reports it: from the program's
-    end to the Wait's arrival; 0 when it ended while the Wait was there, or did not
-    complete (yielded, terminated)."""
-    outcome, finished_ns = reported.outcome, reported.finished_ns
-    if outcome.kind != "completed" or not finished_ns:
-        return 0
-    return max(0, waited_from - finished_ns)
-
-
-def _missing(cell_id: str) -> Any:
-    return pb.WaitResponse(
-        missing_cell=pb.ExecutionOutcome(
-            cell_id=cell_id,
-            completed=pb.ExecutionCompleted(error_text=f"exec cell {cell_id} not found"),
-        )
-    )
 
 
 class CodeModeHostService:
@@ -287,7 +237,7 @@ class CodeModeHostService:
         except CellBusy as exc:
             raise RpcError(Status.FAILED_PRECONDITION, str(exc)) from None
         if reported is None:
-            return WithMetadata(_missing(request.cell_id), [(BUFFERED_FOR, b"0")])
+            return WithMetadata(missing(request.cell_id), [(BUFFERED_FOR, b"0")])
         response = pb.WaitResponse(live_cell=outcome_message(session.code, reported, started))
         buffered = buffered_ns(reported, waited_from=started)
         return WithMetadata(response, [(BUFFERED_FOR, str(buffered).encode())])
@@ -319,7 +269,7 @@ class CodeModeHostService:
         session = self._session(request.session_id)
         reported = await session.code.terminate(request.cell_id)
         if reported is None:
-            return _missing(request.cell_id)
+            return missing(request.cell_id)
         return pb.WaitResponse(live_cell=outcome_message(session.code, reported, started))
 
 

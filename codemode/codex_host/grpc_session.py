@@ -17,6 +17,7 @@ from codemode.codex_host.execution import CodexExecution
 from codemode.codex_host.messages import pb
 from codemode.codex_host.model import ToolFailed, ToolSpec
 from codemode.codex_host.runtime import CodexSession, SessionLimits
+from codemode.codex_host.truncation import DEFAULT_MAX_TOKENS
 
 FUNCTION = pb.enums["ToolKind"]["TOOL_KIND_FUNCTION"]
 FREEFORM = pb.enums["ToolKind"]["TOOL_KIND_FREEFORM"]
@@ -74,8 +75,12 @@ class GrpcSession:
         revision = request.catalog_revision if request.HasField("catalog_revision") else None
         tools = self.code.catalog.tools(revision, [tool_spec(d) for d in request.enabled_tools])
         execution = GrpcExecution(self, request.execution_id, request.tool_call_id, tools)
-        if self.truncates and request.HasField("max_output_tokens"):
-            execution.cut_to = request.max_output_tokens
+        if self.truncates:
+            execution.cut_to = (
+                request.max_output_tokens
+                if request.HasField("max_output_tokens")
+                else DEFAULT_MAX_TOKENS
+            )
         return execution
 
     # -- the client's side -------------------------------------------------------------------

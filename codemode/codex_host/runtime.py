@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from codemode.codex_host.catalog import ToolCatalog
 from codemode.codex_host.items import error_text
 from codemode.codex_host.limits import DEFAULT_MAX_CELLS, admit_cell
-from codemode.codex_host.model import DEFAULT_YIELD_MS, ContentItem
+from codemode.codex_host.model import DEFAULT_YIELD_MS, ContentItem, TextItem
+from codemode.codex_host.truncation import cut_items
 from codemode.js_runtime.models import Limits
 from codemode.js_runtime.outcome import (
     AlreadyWaiting,
@@ -273,6 +274,13 @@ class CodexSession:
         items = execution.take_items()
         if outcome.kind != "yielded":
             self._retire(execution)
+        if execution.cut_to is not None:
+            # A host that truncates reports the error among the items, cut with them (as
+            # Codex's does; the client then shows the items alone).
+            error = self.error_text(outcome) if outcome.kind == "completed" else None
+            if error is not None:
+                items.append(TextItem(f"Script error:\n{error}"))
+            items = cut_items(items, execution.cut_to)
         return Reported(outcome, items, execution.finished_ns)
 
     def _retire(self, execution: CodexExecution) -> None:
