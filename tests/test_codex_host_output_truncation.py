@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -233,3 +234,27 @@ def test_an_unknown_framed_truncation_mode_is_refused_and_the_connection_goes_on
         )
         peer.request(2, {"method": "session/open", "sessionId": "s", "outputTruncation": "server"})
         assert peer.read()["result"]["value"] == {"type": "session/ready", "sessionId": "s"}
+
+
+def test_a_framed_wait_says_how_long_its_completed_result_was_buffered() -> None:
+    with framed_host() as peer:
+        peer.send(HELLO_0171)
+        peer.read()
+        peer.request(1, {"method": "session/open", "sessionId": "s"})
+        peer.read()
+        source = (
+            'text("before");\nyield_control();\n'
+            'await new Promise((r) => setTimeout(r, 200));\ntext("after");\n'
+        )
+        body = {"tool_call_id": "c", "enabled_tools": [], "source": source,
+                "yield_time_ms": 30000}  # fmt: skip
+        peer.request(2, {"method": "session/execute", "sessionId": "s", "request": body})
+        first = peer.until(lambda m: m["type"] == "execute/initialResponse")
+        cell = first["result"]["value"]["Yielded"]["cell_id"]
+        time.sleep(1.2)  # the cell completes meanwhile, unobserved
+        wait = {"cell_id": cell, "yield_time_ms": 5000}
+        peer.request(3, {"method": "session/wait", "sessionId": "s", "request": wait})
+        done = peer.until(lambda m: m.get("id") == 3)
+        result = done["result"]["value"]["outcome"]["LiveCell"]["Result"]
+        assert result["content_items"] == [{"type": "input_text", "text": "after"}]
+        assert 0.6e9 < result["result_buffered_for_ns"] < 1.2e9, result

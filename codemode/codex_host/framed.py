@@ -85,8 +85,8 @@ def wire_outcome(
     if outcome.kind == "completed":
         body["error_text"] = code.error_text(outcome)
         if timed:
-            # An outcome is sent as soon as it is known: none waits for its reader.
-            body["result_buffered_for_ns"] = 0
+            # Since the request that reports it came (0 when it was there first).
+            body["result_buffered_for_ns"] = reported.buffered_ns(started_ns)
     if timed:
         body["code_mode_host_duration_ns"] = max(1, time.monotonic_ns() - started_ns)
     return {_KIND[outcome.kind]: body}

@@ -45,16 +45,6 @@ def outcome_message(code: CodexSession, reported: Reported, started_ns: int) -> 
     return message
 
 
-def buffered_ns(reported: Reported, waited_from: int) -> int:
-    """How long a completed result waited for the Wait that reports it: from the program's
-    end to the Wait's arrival; 0 when it ended while the Wait was there, or did not
-    complete (yielded, terminated)."""
-    outcome, finished_ns = reported.outcome, reported.finished_ns
-    if outcome.kind != "completed" or not finished_ns:
-        return 0
-    return max(0, waited_from - finished_ns)
-
-
 def missing(cell_id: str) -> Any:
     return pb.WaitResponse(
         missing_cell=pb.ExecutionOutcome(

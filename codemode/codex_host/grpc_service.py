@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from codemode.codex_host import decode_budget
-from codemode.codex_host.grpc_outcomes import BUFFERED_FOR, buffered_ns, missing, outcome_message
+from codemode.codex_host.grpc_outcomes import BUFFERED_FOR, missing, outcome_message
 from codemode.codex_host.grpc_session import GrpcSession, Subscription, next_or_heartbeat
 from codemode.codex_host.grpc_wire import Method, RpcError, Status, WithMetadata
 from codemode.codex_host.limits import ClientBounds, LimitReached, admit_session
@@ -239,7 +239,7 @@ class CodeModeHostService:
         if reported is None:
             return WithMetadata(missing(request.cell_id), [(BUFFERED_FOR, b"0")])
         response = pb.WaitResponse(live_cell=outcome_message(session.code, reported, started))
-        buffered = buffered_ns(reported, waited_from=started)
+        buffered = reported.buffered_ns(started)
         return WithMetadata(response, [(BUFFERED_FOR, str(buffered).encode())])
 
     def YieldObservation(self, request: Any) -> Any:

@@ -57,6 +57,14 @@ class Reported(NamedTuple):
     items: list[ContentItem]
     finished_ns: int = 0
 
+    def buffered_ns(self, asked_ns: int) -> int:
+        """How long a completed result waited for the request (asked at ``asked_ns``)
+        that reports it: from the program's end to the request; 0 when it ended while
+        the request was there, or did not complete (yielded, terminated)."""
+        if self.outcome.kind != "completed" or not self.finished_ns:
+            return 0
+        return max(0, asked_ns - self.finished_ns)
+
 
 @cache
 def _globals_js() -> str:
