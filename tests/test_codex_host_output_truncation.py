@@ -258,3 +258,14 @@ def test_a_framed_wait_says_how_long_its_completed_result_was_buffered() -> None
         result = done["result"]["value"]["outcome"]["LiveCell"]["Result"]
         assert result["content_items"] == [{"type": "input_text", "text": "after"}]
         assert 0.6e9 < result["result_buffered_for_ns"] < 1.2e9, result
+
+
+async def test_the_extreme_budgets_a_client_can_send_are_served(host: str) -> None:
+    _, none_left = await _run(host, 'text("abc");\ntext("d".repeat(50));', SERVER, 0)
+    (text,) = texts(none_left)
+    assert text.startswith("Warning: truncated output (original token count: 14)\n")
+    assert text.endswith("\n\n…14 tokens truncated…")
+    _, image_first = await _run(host, f'image("{PNG}");\ntext("abc");', SERVER, 0)
+    assert texts(image_first) == ["[omitted 1 text items ...]"]
+    _, whole = await _run(host, 'text("d".repeat(5000));', SERVER, 2**64 - 1)
+    assert texts(whole) == ["d" * 5000]
