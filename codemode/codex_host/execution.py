@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from typing import Any, Protocol
 
 from codemode.codex_host.items import parse_image
@@ -26,9 +27,9 @@ from codemode.js_runtime.delegate import NestedCall
 from codemode.js_runtime.models import ExecEvent, HostEvent
 from codemode.tool_terms.errors import ToolError
 
-# The items of one cell kept for the client between two reports, in characters: the
-# client cuts what it shows to max_output_tokens anyway (Codex does); beyond this the
-# program's later items are dropped, said by one text item in their place.
+# The items of one cell kept for the client between two reports, in characters: they
+# are cut to max_output_tokens when reported (by the host or the client: ``cut_to``);
+# beyond this the program's later items are dropped, said by one text item in their place.
 ITEMS_CHARS = 64 * 1024 * 1024
 
 
@@ -58,6 +59,11 @@ class CodexExecution:
         self._chars = 0
         self._dropped = 0
         self.started = asyncio.Event()
+        # The execute's max_output_tokens (or the default) when the session asked the host
+        # to truncate (output_truncation SERVER); None: the client cuts the output itself.
+        self.cut_to: int | None = None
+        # When the program ran to its end (monotonic ns; 0: not yet, or it was stopped).
+        self.finished_ns = 0
 
     # -- the runtime's delegate -------------------------------------------------------------
 
@@ -78,6 +84,8 @@ class CodexExecution:
             self.cell_id = cell_id
             self.session.started(self)
             self.started.set()
+        elif event.type == "cell.finished":
+            self.finished_ns = time.monotonic_ns()
 
     def _heard(self, kind: str, data: str) -> None:
         if kind == "text":
@@ -103,8 +111,8 @@ class CodexExecution:
         self._chars += chars
 
     def take_items(self) -> list[ContentItem]:
-        """What the program produced since the client was last told, whole: the client
-        cuts it to max_output_tokens (Codex does, with its own marker, as for its own host)."""
+        """What the program produced since the client was last told, whole (the session
+        cuts a report when the host truncates: ``runtime.CodexSession``)."""
         items, self.items, self._chars = self.items, [], 0
         if self._dropped:
             items.append(TextItem(f"[{self._dropped} more characters of output dropped]"))

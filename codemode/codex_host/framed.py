@@ -71,7 +71,7 @@ def knows_timings(hello: dict[str, Any]) -> bool:
 def wire_outcome(
     code: CodexSession, reported: Reported, started_ns: int, timed: bool = False
 ) -> dict[str, Any]:
-    outcome, content = reported
+    outcome, content = reported.outcome, reported.items
     items: list[dict[str, Any]] = []
     for item in content:
         if isinstance(item, ImageItem):
@@ -85,8 +85,8 @@ def wire_outcome(
     if outcome.kind == "completed":
         body["error_text"] = code.error_text(outcome)
         if timed:
-            # An outcome is sent as soon as it is known: none waits for its reader.
-            body["result_buffered_for_ns"] = 0
+            # Since the request that reports it came (0 when it was there first).
+            body["result_buffered_for_ns"] = reported.buffered_ns(started_ns)
     if timed:
         body["code_mode_host_duration_ns"] = max(1, time.monotonic_ns() - started_ns)
     return {_KIND[outcome.kind]: body}
@@ -267,8 +267,13 @@ class FramedConnection:
         if method == "session/open":
             if not session_id or session_id in self.sessions:
                 raise ValueError(f"session {session_id!r} cannot be opened")
+            mode = request.get("outputTruncation")
+            if mode not in (None, "client", "server"):
+                raise ValueError(f"unknown code-mode output truncation mode {mode!r}")
             admit_session(len(self.sessions), self.bounds)
-            self.sessions[session_id] = FramedSession(self, session_id, self.limits)
+            self.sessions[session_id] = FramedSession(
+                self, session_id, self.limits, truncates=mode == "server"
+            )
             respond({"type": "session/ready", "sessionId": session_id})
             return
         session = self.sessions.get(session_id)

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from codemode.codex_host.execution import CodexExecution
 from codemode.codex_host.model import ToolFailed, ToolSpec
 from codemode.codex_host.runtime import CodexSession, SessionLimits
+from codemode.codex_host.truncation import DEFAULT_MAX_TOKENS
 
 
 class FramedConnection(Protocol):
@@ -46,9 +47,18 @@ def tool_spec(data: dict[str, Any]) -> ToolSpec:
 class FramedSession:
     """One framed session: its runtime session, and the notifications its cells sent."""
 
-    def __init__(self, conn: FramedConnection, session_id: str, limits: SessionLimits) -> None:
+    def __init__(
+        self,
+        conn: FramedConnection,
+        session_id: str,
+        limits: SessionLimits,
+        truncates: bool = False,
+    ) -> None:
         self.conn = conn
         self.id = session_id
+        # session/open's "outputTruncation": "server": the host cuts each report to its
+        # execute's max_output_tokens.
+        self.truncates = truncates
         self.code = CodexSession(limits)
         self.notes: dict[str, list[asyncio.Future[Any]]] = {}
         # Cells that ended whose ``cell/closed`` is not sent yet (see ``cell_closed``).
@@ -97,6 +107,12 @@ class FramedExecution(CodexExecution):
         )
         super().__init__(session.code, call_id, call_id, tools)
         self.framed = session
+        if session.truncates:
+            limit = body.get("max_output_tokens")
+            if isinstance(limit, int) and not isinstance(limit, bool):
+                self.cut_to = max(0, limit)
+            else:
+                self.cut_to = DEFAULT_MAX_TOKENS
 
     async def invoke(self, tool: ToolSpec, sequence: int, input: Any) -> Any:
         invocation = {

@@ -18,15 +18,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from codemode.codex_host import decode_budget
+from codemode.codex_host.grpc_outcomes import BUFFERED_FOR, missing, outcome_message
 from codemode.codex_host.grpc_session import GrpcSession, Subscription, next_or_heartbeat
-from codemode.codex_host.grpc_wire import Method, RpcError, Status
+from codemode.codex_host.grpc_wire import Method, RpcError, Status, WithMetadata
 from codemode.codex_host.limits import ClientBounds, LimitReached, admit_session
 from codemode.codex_host.messages import SERVICE, pb
 from codemode.codex_host.metrics import process_figures
-from codemode.codex_host.model import ImageItem, TextItem
-from codemode.codex_host.runtime import CellBusy, CodexSession, Reported, SessionLimits
+from codemode.codex_host.runtime import CellBusy, SessionLimits
 
-_DETAIL = pb.enums["ImageDetail"]
+_SERVER = pb.enums["OutputTruncation"]["OUTPUT_TRUNCATION_SERVER"]
+_TRUNCATION_MODES = frozenset(pb.enums["OutputTruncation"].values())
 
 
 class _Malformed:
@@ -50,43 +51,6 @@ def _deserializer(cls: Any) -> Callable[[bytes], Any]:
             return _Malformed(exc)
 
     return parse
-
-
-def outcome_message(code: CodexSession, reported: Reported, started_ns: int) -> Any:
-    outcome, content = reported
-    message = pb.ExecutionOutcome(
-        cell_id=outcome.cell_id,
-        code_mode_host_duration_ns=max(0, time.monotonic_ns() - started_ns),
-    )
-    items = message.content_items
-    for item in content:
-        if isinstance(item, TextItem):
-            items.add().text.text = item.text
-        elif isinstance(item, ImageItem):
-            image = items.add().image
-            image.image_url = item.image_url
-            if item.detail is not None:
-                image.detail = _DETAIL[f"IMAGE_DETAIL_{item.detail.upper()}"]
-    # A oneof's member is set in place (protobuf assigns no message to a field).
-    if outcome.kind == "yielded":
-        message.yielded.SetInParent()
-    elif outcome.kind == "terminated":
-        message.terminated.SetInParent()
-    else:
-        message.completed.SetInParent()
-        error_text = code.error_text(outcome)
-        if error_text is not None:
-            message.completed.error_text = error_text
-    return message
-
-
-def _missing(cell_id: str) -> Any:
-    return pb.WaitResponse(
-        missing_cell=pb.ExecutionOutcome(
-            cell_id=cell_id,
-            completed=pb.ExecutionCompleted(error_text=f"exec cell {cell_id} not found"),
-        )
-    )
 
 
 class CodeModeHostService:
@@ -146,6 +110,11 @@ class CodeModeHostService:
             admit_session(len(self.sessions), self.bounds)
         except LimitReached as exc:
             raise RpcError(Status.RESOURCE_EXHAUSTED, str(exc)) from None
+        if request.output_truncation not in _TRUNCATION_MODES:  # as Codex's host refuses it
+            raise RpcError(
+                Status.INVALID_ARGUMENT,
+                f"unknown code-mode output truncation mode {request.output_truncation}",
+            )
         limits = self.limits
         if request.HasField("cell_execution_limits"):
             given = request.cell_execution_limits
@@ -155,16 +124,19 @@ class CodeModeHostService:
             if given.HasField("max_heap_size_bytes") and given.max_heap_size_bytes > 0:
                 changes["memory_mb"] = max(1, -(-given.max_heap_size_bytes // (1 << 20)))
             limits = limits._replace(**changes)
-        session = GrpcSession(limits, request.max_pending_delegate_calls)
+        session = GrpcSession(
+            limits, request.max_pending_delegate_calls, request.output_truncation == _SERVER
+        )
         self.sessions[session.id] = session
         return session
 
     async def _session_events(self, session: GrpcSession, interval: int) -> AsyncIterator[Any]:
         beat = pb.SessionEvent(heartbeat=pb.Heartbeat())
         try:
-            yield pb.SessionEvent(
-                opened=pb.SessionOpened(session_id=session.id, supports_catalog_revision=True)
-            )
+            opened = pb.SessionOpened(session_id=session.id, supports_catalog_revision=True)
+            if session.truncates:  # else absent, as from Codex's host
+                opened.output_truncation = _SERVER
+            yield pb.SessionEvent(opened=opened)
             while (event := await next_or_heartbeat(session.events, interval, beat)) is not None:
                 yield event
         finally:
@@ -265,8 +237,10 @@ class CodeModeHostService:
         except CellBusy as exc:
             raise RpcError(Status.FAILED_PRECONDITION, str(exc)) from None
         if reported is None:
-            return _missing(request.cell_id)
-        return pb.WaitResponse(live_cell=outcome_message(session.code, reported, started))
+            return WithMetadata(missing(request.cell_id), [(BUFFERED_FOR, b"0")])
+        response = pb.WaitResponse(live_cell=outcome_message(session.code, reported, started))
+        buffered = reported.buffered_ns(started)
+        return WithMetadata(response, [(BUFFERED_FOR, str(buffered).encode())])
 
     def YieldObservation(self, request: Any) -> Any:
         session = self._session(request.session_id)
@@ -295,7 +269,7 @@ class CodeModeHostService:
         session = self._session(request.session_id)
         reported = await session.code.terminate(request.cell_id)
         if reported is None:
-            return _missing(request.cell_id)
+            return missing(request.cell_id)
         return pb.WaitResponse(live_cell=outcome_message(session.code, reported, started))
 
 

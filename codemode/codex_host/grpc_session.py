@@ -17,6 +17,7 @@ from codemode.codex_host.execution import CodexExecution
 from codemode.codex_host.messages import pb
 from codemode.codex_host.model import ToolFailed, ToolSpec
 from codemode.codex_host.runtime import CodexSession, SessionLimits
+from codemode.codex_host.truncation import DEFAULT_MAX_TOKENS
 
 FUNCTION = pb.enums["ToolKind"]["TOOL_KIND_FUNCTION"]
 FREEFORM = pb.enums["ToolKind"]["TOOL_KIND_FREEFORM"]
@@ -49,8 +50,12 @@ class _Pending:
 class GrpcSession:
     """A session lease: lives as long as the client's OpenSession stream."""
 
-    def __init__(self, limits: SessionLimits, max_pending: int = 0) -> None:
+    def __init__(
+        self, limits: SessionLimits, max_pending: int = 0, truncates: bool = False
+    ) -> None:
         self.id = _new_id()
+        # The client asked the host to cut each report to its execute's max_output_tokens.
+        self.truncates = truncates
         # The client's max_pending_delegate_calls (0: it set none): the calls it has not
         # completed that the host holds at most; a program's call past it fails at once.
         self.max_pending = max_pending
@@ -69,7 +74,14 @@ class GrpcSession:
         catalog revision it names when it carries none)."""
         revision = request.catalog_revision if request.HasField("catalog_revision") else None
         tools = self.code.catalog.tools(revision, [tool_spec(d) for d in request.enabled_tools])
-        return GrpcExecution(self, request.execution_id, request.tool_call_id, tools)
+        execution = GrpcExecution(self, request.execution_id, request.tool_call_id, tools)
+        if self.truncates:
+            execution.cut_to = (
+                request.max_output_tokens
+                if request.HasField("max_output_tokens")
+                else DEFAULT_MAX_TOKENS
+            )
+        return execution
 
     # -- the client's side -------------------------------------------------------------------
 

@@ -49,6 +49,19 @@ class Method(NamedTuple):
     immediate: bool = False  # a plain function: answered as soon as the request is read
 
 
+class WithMetadata(NamedTuple):
+    """A unary handler's response message with response headers of its own (gRPC's
+    initial metadata), sent between ``:status`` and ``content-type`` as Codex's host
+    orders them."""
+
+    message: Any
+    metadata: Headers
+
+
+def response_headers(metadata: Headers) -> Headers:
+    return RESPONSE[:1] + metadata + RESPONSE[1:] if metadata else RESPONSE
+
+
 def status_headers(code: int, message: str) -> Headers:
     fields = [(b"grpc-status", str(int(code)).encode())]
     if message:

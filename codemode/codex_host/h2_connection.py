@@ -49,6 +49,7 @@ from codemode.codex_host.grpc_wire import (
     Headers,
     Method,
     Status,
+    response_headers,
     status_headers,
     timeout_s,
 )
@@ -291,7 +292,7 @@ class Connection(asyncio.Protocol):
         if not stream.replied and self.streams.get(stream.id) is stream:
             stream.replied = True
             with contextlib.suppress(H2Error):
-                self.h2.send_headers(stream.id, RESPONSE)
+                self.h2.send_headers(stream.id, response_headers(stream.metadata))
             self.emit()
 
     def send_whole(self, stream: Stream, message: bytes) -> bool:

@@ -9,13 +9,13 @@ import asyncio
 import contextlib
 from typing import Any, Protocol
 
-from codemode.codex_host.grpc_wire import Method, RpcError, Status, failed
+from codemode.codex_host.grpc_wire import Headers, Method, RpcError, Status, WithMetadata, failed
 
 
 class Stream:
     """One request stream. (A plain class, not a dataclass: see ``model.py``.)"""
 
-    __slots__ = ("answered", "body", "id", "path", "replied", "task", "timer")
+    __slots__ = ("answered", "body", "id", "metadata", "path", "replied", "task", "timer")
 
     def __init__(self, id: int, path: str) -> None:
         self.id = id
@@ -23,6 +23,7 @@ class Stream:
         self.body = bytearray()
         self.answered = False  # its request was read (or refused): nothing more comes in
         self.replied = False  # response headers sent
+        self.metadata: Headers = []  # the handler's own response headers, sent with them
         self.task: asyncio.Task[None] | None = None
         self.timer: asyncio.TimerHandle | None = None  # its grpc-timeout
 
@@ -72,8 +73,10 @@ async def serve(conn: Sender, stream: Stream, method: Method, request: Any) -> N
     replies: Any = None
     try:
         if not method.streaming:
-            reply = (await method.handler(request)).SerializeToString()
-            await conn.send(stream, reply, last=True)
+            answer = await method.handler(request)
+            if isinstance(answer, WithMetadata):
+                stream.metadata, answer = answer.metadata, answer.message
+            await conn.send(stream, answer.SerializeToString(), last=True)
             return
         replies = await method.handler(request)
         # The response headers leave now: a client (Codex) waits for them on a stream

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from codemode.codex_host.catalog import ToolCatalog
 from codemode.codex_host.items import error_text
 from codemode.codex_host.limits import DEFAULT_MAX_CELLS, admit_cell
-from codemode.codex_host.model import DEFAULT_YIELD_MS, ContentItem
+from codemode.codex_host.model import DEFAULT_YIELD_MS, ContentItem, TextItem
+from codemode.codex_host.truncation import cut_items
 from codemode.js_runtime.models import Limits
 from codemode.js_runtime.outcome import (
     AlreadyWaiting,
@@ -47,9 +48,22 @@ if TYPE_CHECKING:
     from codemode.codex_host.execution import CodexExecution
 
 _MAX_YIELD_MS = 3_600_000
-# What an outcome reports: the runtime's outcome, and the items of the cell's program
-# the client had not been given.
-Reported = tuple[Outcome, list[ContentItem]]
+class Reported(NamedTuple):
+    """What an outcome reports: the runtime's outcome, the items of the cell's program
+    the client had not been given, and when the program ran to its end (monotonic ns;
+    0 when it has not, or was stopped)."""
+
+    outcome: Outcome
+    items: list[ContentItem]
+    finished_ns: int = 0
+
+    def buffered_ns(self, asked_ns: int) -> int:
+        """How long a completed result waited for the request (asked at ``asked_ns``)
+        that reports it: from the program's end to the request; 0 when it ended while
+        the request was there, or did not complete (yielded, terminated)."""
+        if self.outcome.kind != "completed" or not self.finished_ns:
+            return 0
+        return max(0, asked_ns - self.finished_ns)
 
 
 @cache
@@ -242,7 +256,7 @@ class CodexSession:
             return None
         if cell_id in self.observed:
             # The Execute or Wait observing it reports the end, with the items.
-            return outcome, []
+            return Reported(outcome, [])
         return self._reported(execution, outcome)
 
     def error_text(self, outcome: Completed) -> str | None:
@@ -268,7 +282,14 @@ class CodexSession:
         items = execution.take_items()
         if outcome.kind != "yielded":
             self._retire(execution)
-        return outcome, items
+        if execution.cut_to is not None:
+            # A host that truncates reports the error among the items, cut with them (as
+            # Codex's does; the client then shows the items alone).
+            error = self.error_text(outcome) if outcome.kind == "completed" else None
+            if error is not None:
+                items.append(TextItem(f"Script error:\n{error}"))
+            items = cut_items(items, execution.cut_to)
+        return Reported(outcome, items, execution.finished_ns)
 
     def _retire(self, execution: CodexExecution) -> None:
         if execution not in self._held:
