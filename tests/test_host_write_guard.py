@@ -51,7 +51,7 @@ _OWN_CACHE = (
 )
 _RUNTIME = (
     "codemode's private runtime folder ($XDG_RUNTIME_DIR/codemode or /tmp/codemode-UID, "
-    "0700, checked by warm_start.private), never a writable root"
+    "0700, checked by warm.place.private), never a writable root"
 )
 _CODEX_INSTALL = (
     "Codex's install folder the user named (a copy beside it, made with a private "
@@ -79,8 +79,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("codex_host/beside.py", "_place_client", ".write_bytes"): _CODEX_INSTALL,
     ("codex_host/beside.py", "_place_client", ".chmod"): _CODEX_INSTALL,
     ("codex_host/beside.py", "_place_client", ".replace"): _CODEX_INSTALL,
-    ("codex_host/warm_server.py", "Server._listen", "os.unlink"): _RUNTIME + " (its socket)",
-    ("codex_host/warm_server.py", "Server._listen", "os.chmod"): _RUNTIME + " (its socket)",
     ("codex_host/warm_server.py", "Server._stop_listening", "os.unlink"): _RUNTIME,
     ("codex_host/warm_server.py", "main", "os.open"): _RUNTIME + " (the server's lock)",
     ("codex_host/warm_start.py", "socket_path", ".mkdir"): _RUNTIME + " (made 0700)",
@@ -127,8 +125,8 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("locations/written_roots.py", "_compact", "os.replace"): _OWN_HOME + " (writable-roots)",
     ("warm/place.py", "runtime_folder", "os.mkdir"): _RUNTIME,
     ("warm/place.py", "serving", "os.open"): _RUNTIME + " (the server's lock, read-only probe)",
-    ("warm/server.py", "Server._listen", "os.unlink"): _RUNTIME + " (a dead server's socket)",
-    ("warm/server.py", "Server._listen", "os.chmod"): _RUNTIME + " (its socket)",
+    ("warm/place.py", "listen_at", "os.unlink"): _RUNTIME + " (a dead server's socket)",
+    ("warm/place.py", "listen_at", "os.chmod"): _RUNTIME + " (a warm server's socket)",
     ("warm/server.py", "Server._stop_listening", "os.unlink"): _RUNTIME + " (its socket)",
     ("warm/start.py", "leave_server", "os.open"): _RUNTIME + " (the server's log)",
     ("warm/start.py", "serve", "os.open"): _RUNTIME + " (the server's lock)",

@@ -41,6 +41,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
+from codemode.warm.place import listen_at
+from codemode.warm.watch import Watch, code_folders
+
 MAGIC = b"codemode-warm-host/1"
 MAX_REQUEST = 65536
 IDLE_S = 900.0
@@ -193,57 +196,19 @@ def _import_what_hosts_use() -> None:
     import codemode.process.fast_exit  # noqa: F401
 
 
-class _Watch:
-    """inotify on the folders of the code a host runs: any change makes it stale."""
-
-    _MASK = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
-
-    def __init__(self, folders: list[Path]) -> None:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        self.fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        if self.fd < 0:
-            raise OSError(ctypes.get_errno(), "inotify_init1")
-        for folder in folders:
-            libc.inotify_add_watch(self.fd, os.fsencode(folder), self._MASK)
-
-    def changed(self) -> bool:
-        """Whether what was read names a change of code (not bytecode, not a dot file)."""
-        try:
-            data = os.read(self.fd, 65536)
-        except BlockingIOError:
-            return False
-        offset = 0
-        while offset + 16 <= len(data):
-            _, _, _, length = struct.unpack_from("iIII", data, offset)
-            name = data[offset + 16 : offset + 16 + length].rstrip(b"\0")
-            offset += 16 + length
-            if name == b"__pycache__" or name.endswith(b".pyc") or name.startswith(b"."):
-                continue
-            return True
-        return False
-
-
 def default_watch() -> list[Path]:
-    import sysconfig
-
+    """codemode's folders and the installed packages' (``codemode.warm.watch``, the
+    watch every warm server uses)."""
     import codemode
 
-    package = Path(codemode.__file__).resolve().parent
-    folders = [
-        Path(root)
-        for root, dirs, _ in os.walk(package)
-        if Path(root).name != "__pycache__"
-    ]
-    return [*folders, Path(sysconfig.get_paths()["purelib"])]
+    return code_folders(Path(codemode.__file__).resolve().parent)
 
 
 class Server:
     def __init__(self, path: str, idle_s: float, watch: list[Path]) -> None:
         self.path = path
         self.idle_s = idle_s
-        self.watch = _Watch(watch)
+        self.watch = Watch(watch)
         self.listener = self._listen()
         self.hosts: dict[int, socket.socket] = {}  # a serving host's pid -> its client
         self.spare_pid = 0
@@ -261,24 +226,7 @@ class Server:
         self._wake_w = wake_w
 
     def _listen(self) -> socket.socket:
-        folder = os.path.dirname(self.path)
-        from codemode.codex_host.warm_start import private
-
-        if not private(folder):
-            raise SystemExit(f"warm host: {folder} is not a private folder of this user")
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        # Bound at its final name, never renamed into it: the kernel lists a socket by
-        # the name it was bound as, and the sandbox's allow-list covers the sockets it
-        # lists (``unix_sockets``). The lock (``main``) says no live server has this
-        # name; a socket file there is a dead one's.
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
-        sock.bind(self.path)
-        os.chmod(self.path, 0o600)  # (in a folder only this user may enter meanwhile)
-        sock.listen(64)
-        self.identity = os.stat(self.path).st_ino
+        sock, self.identity = listen_at(self.path)  # (the lock is ``main``'s)
         return sock
 
     def _fork_spare(self, ahead: bool = True) -> None:

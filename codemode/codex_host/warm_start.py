@@ -18,21 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 import sys
 from pathlib import Path
 
-
-def private(folder: str | os.PathLike[str]) -> bool:
-    """Whether ``folder`` is a real folder of this user that no one else may enter."""
-    try:
-        st = os.lstat(folder)
-    except OSError:
-        return False
-    return (
-        stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
-    )
-
+from codemode.warm.place import private
 
 # A Unix socket's path has room for 107 bytes (sun_path).
 _MAX_PATH = 107

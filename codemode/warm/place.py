@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
 import sys
 
@@ -65,6 +66,28 @@ def private(folder: str | os.PathLike[str]) -> bool:
     except OSError:
         return False
     return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
+
+
+def listen_at(path: str) -> tuple[socket.socket, int]:
+    """A listening Unix socket bound at ``path`` (in a private folder of this user, else
+    SystemExit), and its inode.
+
+    Bound at its final name, never renamed into it: the kernel lists a socket by the
+    name it was bound as, and the sandbox's allow-list covers the sockets it lists. The
+    caller's lock says no live server has this name; a socket file there is a dead
+    one's."""
+    folder = os.path.dirname(path)
+    if not private(folder):
+        raise SystemExit(f"warm: {folder} is not a private folder of this user")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    sock.bind(path)
+    os.chmod(path, 0o600)  # (in a folder only this user may enter meanwhile)
+    sock.listen(64)
+    return sock, os.stat(path).st_ino
 
 
 def package_folder() -> str:

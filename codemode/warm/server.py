@@ -89,21 +89,7 @@ class Server:
         self.listener = self._listen()
 
     def _listen(self) -> socket.socket:
-        if not place.private(os.path.dirname(self.path)):
-            raise SystemExit(f"warm: {os.path.dirname(self.path)} is not a private folder")
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-        # Bound at its final name, never renamed into it: the kernel lists a socket by
-        # the name it was bound as, and the sandbox's allow-list covers the sockets it
-        # lists. The lock (``start.py``) says no live server has this name; a socket
-        # file there is a dead one's.
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
-        sock.bind(self.path)
-        os.chmod(self.path, 0o600)  # (in a folder only this user may enter meanwhile)
-        sock.listen(64)
-        self.identity = os.stat(self.path).st_ino
+        sock, self.identity = place.listen_at(self.path)
         return sock
 
     # -- a command ----------------------------------------------------------------
