@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from codemode.warm.place import listen_at
+from codemode.warm.start import wait_for_end
 from codemode.warm.watch import Watch, code_folders
 
 MAGIC = b"codemode-warm-host/1"
@@ -358,23 +359,6 @@ class Server:
                 self._stop_listening(selector)
 
 
-def _wait_for_end(pid: int) -> None:
-    """Until ``pid`` has ended: the host that started this server is serving a session
-    on a machine with few cores, and the imports here would slow it."""
-    try:
-        fd = os.pidfd_open(pid)
-    except OSError:  # gone already, or no pidfd (before Linux 5.3): poll
-        while os.path.exists(f"/proc/{pid}"):
-            time.sleep(0.5)
-        return
-    try:
-        import select
-
-        select.select([fd], [], [])  # a pidfd is readable once its process ended
-    finally:
-        os.close(fd)
-
-
 def main(argv: list[str], on_serve: Callable[[], None] | None = None) -> int:
     """The server's life; ``argv`` after ``--warm-server``. ``on_serve``: run in each
     host before it serves."""
@@ -399,7 +383,7 @@ def main(argv: list[str], on_serve: Callable[[], None] | None = None) -> int:
     os.write(lock, f"{os.getpid()}\n".encode())  # who serves it, for whoever must stop it
     os.chdir("/")  # not the first host's folder, which it would keep busy
     if args.after:
-        _wait_for_end(args.after)
+        wait_for_end(args.after)  # the host that started this server serves a session
     _import_what_hosts_use()
     gc.freeze()  # shared with every spare, never copied by a collection
     server = Server(args.socket, args.idle, args.watch or default_watch())

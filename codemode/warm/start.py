@@ -66,7 +66,7 @@ def serve(path: str, after: int, prepare: Callable[[], None],
     os.ftruncate(lock, 0)
     os.write(lock, f"{os.getpid()} 0\n".encode())  # who serves it, for `warm stop`
     if after > 0:
-        _wait_for_end(after)
+        wait_for_end(after)
     prepare()
     gc.collect()
     gc.freeze()  # shared with every run, never copied by a collection
@@ -78,7 +78,9 @@ def serve(path: str, after: int, prepare: Callable[[], None],
     return server.serve()
 
 
-def _wait_for_end(pid: int) -> None:
+def wait_for_end(pid: int) -> None:
+    """Until ``pid`` has ended: the command that started a server may still be running
+    on a machine with few cores, and the server's imports would slow it."""
     try:
         fd = os.pidfd_open(pid)
     except OSError:  # gone already, or no pidfd: poll
