@@ -7,7 +7,7 @@
    program making CALLS nested ``exec_command`` calls (``echo call-I``, plain shell),
    awaited one after another (``sequential``) or all in one ``Promise.all``
    (``parallel``); the second is a final message. The same Codex binary runs it with its
-   own ``codex-code-mode-host`` and with ours beside it (``codemode.codex_host.beside``),
+   own ``codex-code-mode-host`` and with ours beside it (``codemode.codex_host.warm.beside``),
    alternating, fresh workspace and home each run. Ours twice: ``ours``, the plain shim
    (every session starts a Python host), and ``ours_warm``, the warm shim
    (``beside(..., warm=True)``: a host taken from a warm server, ``warm_server.py``;
@@ -53,7 +53,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from codemode.codex_host.beside import CLIENT_NAME, vendor_with_our_host
+from codemode.codex_host.warm.beside import CLIENT_NAME, vendor_with_our_host
 from codemode_testkit.scripted_server import ScriptedModelServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -183,7 +183,7 @@ async def _host_durations(
     (with its engine workers) per nested call over the measured rounds, in µs."""
     import grpc
 
-    from codemode.codex_host.messages import SERVICE, pb
+    from codemode.codex_host.wire.messages import SERVICE, pb
 
     def rpc(name: str, streaming: bool) -> Any:
         method = pb.methods[name]

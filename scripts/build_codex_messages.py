@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Generate the Codex code-mode host's message classes from its .proto.
 
-    python scripts/build_codex_messages.py          # write codemode/codex_host/code_mode_pb2.py
+    python scripts/build_codex_messages.py          # write codex_host/wire/code_mode_pb2.py
     python scripts/build_codex_messages.py --check  # exit 1 if it is out of date
 
-Input: ``codemode/codex_host/codex.code_mode.v1.proto`` (the protocol's revision we
+Input: ``codemode/codex_host/wire/codex.code_mode.v1.proto`` (the protocol's revision we
 serve; docs/codex-host.md says how it was derived). Output: ``code_mode_pb2.py`` beside
 it, protoc's Python output (from grpcio-tools, the ``test`` extra) with its module name
 changed to where it lives in our package; the serialized descriptor still names the
@@ -24,10 +24,10 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDER = ROOT / "codemode" / "codex_host"
+FOLDER = ROOT / "codemode" / "codex_host" / "wire"
 PROTO = "codex.code_mode.v1.proto"
 OUT = FOLDER / "code_mode_pb2.py"
-MODULE = "codemode.codex_host.code_mode_pb2"
+MODULE = "codemode.codex_host.wire.code_mode_pb2"
 HEADER = (
     "# The Codex code-mode host's messages, generated from codex.code_mode.v1.proto:\n"
     "# regenerate with `python scripts/build_codex_messages.py` (never edit by hand).\n"

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from codemode.codex_host.beside import vendor_with_our_host
+from codemode.codex_host.warm.beside import vendor_with_our_host
 from codemode_testkit.scripted_server import RecordedRequest, ScriptedModelServer
 
 VENDOR = "node_modules/@openai/codex/vendor/x86_64-unknown-linux-musl"

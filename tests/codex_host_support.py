@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-PROTO_DIR = Path(__file__).resolve().parents[1] / "codemode" / "codex_host"
+PROTO_DIR = Path(__file__).resolve().parents[1] / "codemode" / "codex_host" / "wire"
 INTERPRETER = str(Path(sys.executable).parent / "interpreter")
 
 

@@ -139,7 +139,7 @@ def _mcp_config(name: str) -> Any:
     return _field_default(McpServerConfig, name)
 
 
-WARM = "codemode.codex_host.warm_server"
+WARM = "codemode.codex_host.warm.server"
 WARM_SERVER = "codemode.warm.server"
 SPIN = "codemode.js_runtime.spin"
 WORKER = "codemode.js_runtime.worker"
@@ -205,7 +205,7 @@ FACTS: dict[str, Callable[[], Any]] = {
     "interactive.exit_usage": lambda: _constant("codemode.tui.app", "EXIT_USAGE"),
     # README's defaults per entry point, and the pages carved out of the README
     "codex_host.max_tool_calls": lambda: _constant(
-        "codemode.codex_host.runtime", "SessionLimits"
+        "codemode.codex_host.session.runtime", "SessionLimits"
     )._field_defaults["max_tool_calls"],
     "mcp_server.engine": lambda: _constant("codemode.commands.mcp", "SERVER_ENGINE"),
     "providers.count": lambda: len(_catalog_file("catalog.json")["providers"]),

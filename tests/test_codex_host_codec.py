@@ -1,4 +1,4 @@
-"""The host's messages (``codex_host/code_mode_pb2.py``, generated; ``messages.py``) and
+"""The host's messages (``codex_host/wire/code_mode_pb2.py``, generated; ``messages.py``) and
 what it checks before decoding one (``decode_budget.py``): the generated module is what
 the .proto generates now, its classes are the ones ``protoc`` makes of the same file,
 every message of the protocol passes the budget, and what is not a message, or holds
@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from google.protobuf.descriptor import FieldDescriptor
 
-from codemode.codex_host import decode_budget
-from codemode.codex_host.grpc_service import CodeModeHostService
-from codemode.codex_host.messages import SERVICE, pb
-from codemode.codex_host.runtime import SessionLimits
+from codemode.codex_host.grpc.service import CodeModeHostService
+from codemode.codex_host.session.runtime import SessionLimits
+from codemode.codex_host.wire import decode_budget
+from codemode.codex_host.wire.messages import SERVICE, pb
 from tests.codex_host_support import generated
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -137,7 +137,7 @@ def test_a_request_holding_far_more_than_any_does_is_refused_before_decoding(
 
 
 def _bad(refused: Any) -> str:
-    from codemode.codex_host.grpc_service import _bad_body
+    from codemode.codex_host.grpc.service import _bad_body
 
     return _bad_body(refused)
 
@@ -166,7 +166,7 @@ def test_an_rpc_the_proto_declares_and_the_service_does_not_serve_is_left_out(
 ) -> None:
     # A regenerated .proto (a newer Codex) may declare RPCs before they are served: the
     # host still starts, and the server answers them UNIMPLEMENTED as unknown paths.
-    from codemode.codex_host.messages import Rpc
+    from codemode.codex_host.wire.messages import Rpc
 
     declared = dict(pb.methods)
     declared["GetFutureThing"] = Rpc("GetFutureThing", "CloseSessionRequest", "X", False)

@@ -391,7 +391,7 @@ def test_the_host_starts_without_the_rest_of_the_command_line() -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert "codemode.codex_host.framed" in imported  # (the lines are there to read)
+    assert "codemode.codex_host.framed.protocol" in imported  # (the lines are there to read)
     assert not {"click", "codemode.cli.run", "importlib.abc"} & imported, imported
     assert "_ssl" not in imported  # asyncio without TLS: OpenSSL is never loaded
     for args, said in [

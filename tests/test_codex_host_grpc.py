@@ -54,7 +54,7 @@ def host(request: pytest.FixtureRequest, tcp_hosts: dict[str, str]) -> Iterator[
 def test_the_messages_the_host_serves_are_what_protoc_makes_of_the_proto() -> None:
     from google.protobuf import descriptor_pb2
 
-    from codemode.codex_host.messages import pb
+    from codemode.codex_host.wire.messages import pb
 
     made = descriptor_pb2.FileDescriptorSet.FromString(generated().descriptor_set).file[0]
     made.ClearField("source_code_info")
@@ -443,7 +443,7 @@ def test_the_grpc_host_starts_without_what_it_does_not_need_to_answer() -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert {"codemode.codex_host.h2_connection", "codemode.js_runtime.session"} <= imported
+    assert {"codemode.codex_host.wire.h2_connection", "codemode.js_runtime.session"} <= imported
     kept_out = {
         "grpc", "importlib.resources", "pathlib", "tempfile",
         "zipfile", "secrets", "click", "codemode.cli.run",

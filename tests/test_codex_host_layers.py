@@ -62,7 +62,7 @@ def test_every_exec_runs_with_its_own_delegate_and_codexs_yield_rule() -> None:
 
 
 def test_the_hosts_globals_speak_on_the_typed_channel_not_console_levels() -> None:
-    script = (CODEX / "globals.js").read_text()
+    script = (CODEX / "session" / "globals.js").read_text()
     code = "\n".join(line for line in script.splitlines() if not line.lstrip().startswith("//"))
     assert "__cm.hostChannel()" in code
     for level in ("log", "info", "warn", "error", "debug"):
@@ -71,7 +71,7 @@ def test_the_hosts_globals_speak_on_the_typed_channel_not_console_levels() -> No
 
 def test_only_the_host_the_agent_doctor_and_the_codex_host_build_runtime_sessions() -> None:
     """``CodeSession(`` is built by ``codemode.host`` (ToolHost and what sits on it), the
-    agent and doctor's probe; the Codex host builds its own in ``codex_host/runtime.py``,
+    agent and doctor's probe; the Codex host builds its own in ``codex_host/session/runtime.py``,
     since ``codemode.host`` brings the tools, sandbox and hooks it never uses into a start
     Codex waits for (docs/codex-host.md)."""
     allowed = ("codemode/host/", "codemode/agent/", "codemode/doctor/", "codemode/js_runtime/")
@@ -84,4 +84,4 @@ def test_only_the_host_the_agent_doctor_and_the_codex_host_build_runtime_session
         and node.func.id == "CodeSession"
         and not name.startswith(allowed)
     )
-    assert builders == ["codemode/codex_host/runtime.py"]
+    assert builders == ["codemode/codex_host/session/runtime.py"]

@@ -1,5 +1,5 @@
 """The warm code-mode host: the shim `beside(..., warm=True)` writes, its C client, and
-the server it leaves behind (`codex_host/warm_server.py`), all as real processes."""
+the server it leaves behind (`codex_host/warm/server.py`), all as real processes."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from codemode.codex_host.beside import CLIENT_NAME, HOST_NAME, vendor_with_our_host
-from codemode.codex_host.warm_start import leave_warm_server, serving
+from codemode.codex_host.serve.warm_socket import leave_warm_server, serving
+from codemode.codex_host.warm.beside import CLIENT_NAME, HOST_NAME, vendor_with_our_host
 from tests.codex_host_support import INTERPRETER, answers, short_private_folder
 
 HELLO = {

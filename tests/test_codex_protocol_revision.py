@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from codemode.codex_host.framed import read_frame
-from codemode.codex_host.grpc_service import CodeModeHostService
-from codemode.codex_host.runtime import SessionLimits
+from codemode.codex_host.framed.protocol import read_frame
+from codemode.codex_host.grpc.service import CodeModeHostService
+from codemode.codex_host.session.runtime import SessionLimits
 from tests.codex_host_support import generated
 
 DATA = Path(__file__).parent / "data" / "codex-0.171"

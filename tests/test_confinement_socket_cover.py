@@ -203,7 +203,7 @@ def test_a_socket_bound_after_the_sandbox_started_is_covered(
 
 WARM = """
 import sys, time
-from codemode.codex_host.warm_server import Server
+from codemode.codex_host.warm.server import Server
 Server(sys.argv[1], 60.0, [])
 print("listening", flush=True)
 time.sleep(60)
@@ -300,7 +300,7 @@ def test_the_cover_list_holds_sockets_renamed_beside_their_bound_name(tmp_path: 
 def test_codemodes_runtime_folders_are_where_the_warm_host_puts_its_socket(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from codemode.codex_host.warm_start import socket_path
+    from codemode.codex_host.serve.warm_socket import socket_path
     from codemode.sandbox.protection.own_paths import own_paths
 
     for runtime in (str(tmp_path), None):

@@ -66,24 +66,24 @@ _PRIVATE_TMP = (
 )
 ALLOWED: dict[tuple[str, str, str], str] = {
     # --- the Codex host (codemode/codex_host): not a workspace ----------------------------
-    ("codex_host/beside.py", "vendor_with_our_host", ".mkdir"): _CODEX_INSTALL,
-    ("codex_host/beside.py", "vendor_with_our_host", "shutil.copytree"): _CODEX_INSTALL,
-    ("codex_host/beside.py", "vendor_with_our_host", "os.link"): _CODEX_INSTALL
+    ("codex_host/warm/beside.py", "vendor_with_our_host", ".mkdir"): _CODEX_INSTALL,
+    ("codex_host/warm/beside.py", "vendor_with_our_host", "shutil.copytree"): _CODEX_INSTALL,
+    ("codex_host/warm/beside.py", "vendor_with_our_host", "os.link"): _CODEX_INSTALL
     + " (copytree's copy_function: hard links into the new private copy)",
-    ("codex_host/beside.py", "vendor_with_our_host", "shutil.rmtree"): _CODEX_INSTALL,
-    ("codex_host/beside.py", "vendor_with_our_host", ".rename"): _CODEX_INSTALL,
-    ("codex_host/beside.py", "vendor_with_our_host", ".unlink"): _CODEX_INSTALL,
-    ("codex_host/beside.py", "vendor_with_our_host", ".write_bytes"): _CODEX_INSTALL,
-    ("codex_host/beside.py", "vendor_with_our_host", ".chmod"): _CODEX_INSTALL,
-    ("codex_host/beside.py", "_place_client", ".unlink"): _CODEX_INSTALL,
-    ("codex_host/beside.py", "_place_client", ".write_bytes"): _CODEX_INSTALL,
-    ("codex_host/beside.py", "_place_client", ".chmod"): _CODEX_INSTALL,
-    ("codex_host/beside.py", "_place_client", ".replace"): _CODEX_INSTALL,
-    ("codex_host/warm_server.py", "Server._stop_listening", "os.unlink"): _RUNTIME,
-    ("codex_host/warm_server.py", "main", "os.open"): _RUNTIME + " (the server's lock)",
-    ("codex_host/warm_start.py", "socket_path", ".mkdir"): _RUNTIME + " (made 0700)",
-    ("codex_host/warm_start.py", "serving", "os.open"): _RUNTIME + " (O_NOFOLLOW)",
-    ("codex_host/warm_start.py", "leave_warm_server", "os.open"): _RUNTIME,
+    ("codex_host/warm/beside.py", "vendor_with_our_host", "shutil.rmtree"): _CODEX_INSTALL,
+    ("codex_host/warm/beside.py", "vendor_with_our_host", ".rename"): _CODEX_INSTALL,
+    ("codex_host/warm/beside.py", "vendor_with_our_host", ".unlink"): _CODEX_INSTALL,
+    ("codex_host/warm/beside.py", "vendor_with_our_host", ".write_bytes"): _CODEX_INSTALL,
+    ("codex_host/warm/beside.py", "vendor_with_our_host", ".chmod"): _CODEX_INSTALL,
+    ("codex_host/warm/beside.py", "_place_client", ".unlink"): _CODEX_INSTALL,
+    ("codex_host/warm/beside.py", "_place_client", ".write_bytes"): _CODEX_INSTALL,
+    ("codex_host/warm/beside.py", "_place_client", ".chmod"): _CODEX_INSTALL,
+    ("codex_host/warm/beside.py", "_place_client", ".replace"): _CODEX_INSTALL,
+    ("codex_host/warm/server.py", "Server._stop_listening", "os.unlink"): _RUNTIME,
+    ("codex_host/warm/server.py", "main", "os.open"): _RUNTIME + " (the server's lock)",
+    ("codex_host/serve/warm_socket.py", "socket_path", ".mkdir"): _RUNTIME + " (made 0700)",
+    ("codex_host/serve/warm_socket.py", "serving", "os.open"): _RUNTIME + " (O_NOFOLLOW)",
+    ("codex_host/serve/warm_socket.py", "leave_warm_server", "os.open"): _RUNTIME,
     # --- the sandbox: codemode's own state, or writes made inside the sandbox ----------------
     ("sandbox/execpolicy/rules_file.py", "_append_line", ".mkdir"): _OWN_HOME
     + " (rules/default.rules, or the rules file the embedder named)",

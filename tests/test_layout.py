@@ -147,3 +147,23 @@ def test_design_md_says_why_for_every_dependency() -> None:
     missing = (shipped | considered) - named
     assert not missing, f"docs/DESIGN.md's dependency table leaves out {sorted(missing)}"
     assert all(row[2].strip() for row in rows), "a dependency without its why"
+
+
+def test_the_codex_host_is_split_by_concept_and_layout_md_names_each_part() -> None:
+    """``codex_host/`` holds subpackages only (the wire, each protocol, the session, how it
+    is served, the warm server), and docs/layout.md names each one with its modules."""
+    package = ROOT / "codemode" / "codex_host"
+    loose = sorted(p.name for p in package.glob("*.py") if p.name != "__init__.py")
+    assert loose == [], f"modules loose in codex_host/: {loose}"
+    layout = _page("layout.md")
+    parts = sorted(p.name for p in package.iterdir() if (p / "__init__.py").is_file())
+    assert len(parts) >= 5
+    for part in parts:
+        assert f"`codex_host/{part}/`" in layout, (
+            f"docs/layout.md does not place codex_host/{part}/"
+        )
+        for module in sorted((package / part).glob("*.py")):
+            if module.name != "__init__.py":
+                assert f"`{module.name}`" in layout, (
+                    f"docs/layout.md leaves out {part}/{module.name}"
+                )

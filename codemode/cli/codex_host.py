@@ -5,12 +5,12 @@ from __future__ import annotations
 import click
 
 from codemode.cli.root import cli
-from codemode.codex_host.limits import (
+from codemode.codex_host.serve.listen import NETWORK_FLAG
+from codemode.codex_host.session.limits import (
     DEFAULT_MAX_CELLS,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_SESSIONS,
 )
-from codemode.codex_host.listen import NETWORK_FLAG
 
 
 # The warm server's own options (``--warm-server SOCKET --after PID``) pass through.
@@ -105,7 +105,7 @@ def code_mode_host(
     host's confined engine workers. Put it beside Codex's binary in place of
     `codex-code-mode-host` (docs/codex-host.md).
     """
-    if warm_server:  # what a host with --warm starts (codex_host/warm_server.py)
+    if warm_server:  # what a host with --warm starts (codex_host/warm/server.py)
         from codemode.cli.fast_host import warm_server_command
 
         warm_server_command(list(ctx.args))
@@ -113,9 +113,9 @@ def code_mode_host(
         if ctx.args[0].startswith("-"):
             raise click.NoSuchOption(ctx.args[0], ctx=ctx)
         raise click.UsageError(f"Got unexpected extra argument ({ctx.args[0]})", ctx=ctx)
-    from codemode.codex_host.limits import ClientBounds
-    from codemode.codex_host.listen import parse_listen
-    from codemode.codex_host.start import HostOptions, serve_and_exit
+    from codemode.codex_host.serve.listen import parse_listen
+    from codemode.codex_host.serve.start import HostOptions, serve_and_exit
+    from codemode.codex_host.session.limits import ClientBounds
     from codemode.process.fast_exit import is_command_process
 
     try:

@@ -14,7 +14,7 @@ import os
 import sys
 from typing import NoReturn
 
-from codemode.codex_host.start import host_options, serve_and_exit
+from codemode.codex_host.serve.start import host_options, serve_and_exit
 
 
 def _launched_as_command() -> bool:
@@ -66,9 +66,9 @@ def serve_if_asked(argv: list[str]) -> None:
 
 def warm_server_command(args: list[str]) -> NoReturn:
     """`code-mode-host --warm-server SOCKET [...]` (``args`` after the flag): the warm
-    server a host with ``--warm`` leaves behind (``codex_host/warm_server.py``; not for
+    server a host with ``--warm`` leaves behind (``codex_host/warm/server.py``; not for
     people to run, so hidden from --help)."""
     from codemode.cli.crash import install_thread_hooks
-    from codemode.codex_host.warm_server import main
+    from codemode.codex_host.warm.server import main
 
     sys.exit(main(args, on_serve=lambda: install_thread_hooks(sys.argv[1:])))

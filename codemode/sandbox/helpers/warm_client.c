@@ -2,8 +2,8 @@
  *
  * Codex starts `codex-code-mode-host` for every session and waits for it to answer; a
  * Python host needs ~80 ms to import what it serves with, Codex's own host ~5 ms. The
- * shim `codemode.codex_host.beside` writes with `warm=True` runs this program instead of
- * the host: it connects to the warm host server on SOCKET (`codex_host/warm_server.py`),
+ * shim `codemode.codex_host.warm.beside` writes with `warm=True` runs this program instead of
+ * the host: it connects to the warm host server on SOCKET (`codex_host/warm/server.py`),
  * makes sure the server runs as this same user (SO_PEERCRED), and hands it this
  * process's stdin, stdout, stderr and working folder (SCM_RIGHTS) with HOST_ARGs. A host
  * process the server prepared in advance then serves them; this program stays until

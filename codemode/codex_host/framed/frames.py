@@ -1,5 +1,5 @@
 """The framed stdio protocol's frames: a JSON message after its length as four
-little-endian bytes (``framed.py`` serves the protocol). A frame is read whole before it
+little-endian bytes (``framed/protocol.py`` serves the protocol). A frame is read whole before it
 is decoded, so its size is capped (``MAX_FRAME``); one nested too deeply to decode is an
 ``Unreadable`` its sender can still be answered for.
 """

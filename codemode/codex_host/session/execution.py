@@ -9,7 +9,7 @@ the kinds): text and image items, collected until the client is next told about 
 cell; notifications, sent at once; stored values, kept by the session for later execs;
 and ``yield_control()``, passed on to the runtime as a request to yield.
 
-Each protocol (``grpc_session.py``, ``framed.py``) says how a call, a notification and
+Each protocol (``grpc/session.py``, ``framed/protocol.py``) says how a call, a notification and
 a cell's end reach its client, by subclassing ``CodexExecution``.
 """
 
@@ -21,8 +21,8 @@ import json
 import time
 from typing import Any, Protocol
 
-from codemode.codex_host.items import parse_image
-from codemode.codex_host.model import ContentItem, TextItem, ToolFailed, ToolSpec
+from codemode.codex_host.session.items import parse_image
+from codemode.codex_host.session.model import ContentItem, TextItem, ToolFailed, ToolSpec
 from codemode.js_runtime.delegate import NestedCall
 from codemode.js_runtime.models import ExecEvent, HostEvent
 from codemode.tool_terms.errors import ToolError

@@ -5,7 +5,7 @@
 Most of a Python host's start is its imports (~80 ms here), and Codex waits for it at
 every session. This server imports them once, then keeps one *spare*: a process forked
 from it with everything imported, its engine worker booting, waiting. When the
-``warm_client`` program (the shim's, ``beside.py``) connects, the server hands the
+``warm_client`` program (the shim's, ``warm/beside.py``) connects, the server hands the
 connection to the spare; the next one is forked once no session has run for
 ``QUIET_S`` (or at once, for a client that finds none). The spare takes the client's stdin,
 stdout, stderr and working folder (SCM_RIGHTS), answers ``A`` and serves the session
@@ -17,7 +17,7 @@ of the process that started the server, and only the stdio modes are served this
 (``--listen grpc://`` is refused: the client then starts the host itself, as it does
 when no server answers, and that host sees everything of the client).
 
-Who may connect: the socket is in a folder only this user may enter (``warm_start``),
+Who may connect: the socket is in a folder only this user may enter (``serve/warm_socket.py``),
 and a peer of another user is dropped (``SO_PEERCRED``); the client checks the server's
 user in turn. The server ends after ``--idle`` seconds without a client (default 900),
 and as soon as anything changes in the code it serves (``--watch``: by default
@@ -69,7 +69,7 @@ _on_serve: list[Callable[[], None]] = []
 def _spare(channel: socket.socket, ahead: bool) -> None:
     """A forked spare: wait for a client, then serve it (never returns). ``ahead``:
     made before a client asked (else one waits for it now)."""
-    from codemode.codex_host.start import host_options
+    from codemode.codex_host.serve.start import host_options
     from codemode.js_runtime import prestart
 
     # Its own engine worker for a host with the default options, booting while it
@@ -123,7 +123,7 @@ def _refuse(conn: socket.socket, fds: list[int]) -> NoReturn:
 
 
 def _serve_client(conn: socket.socket) -> None:
-    from codemode.codex_host.start import host_options, serve_and_exit
+    from codemode.codex_host.serve.start import host_options, serve_and_exit
 
     conn.settimeout(10)  # a client sends its request at once
     try:
@@ -184,14 +184,14 @@ def _end_with_client(conn: socket.socket) -> None:
 
 
 def _import_what_hosts_use() -> None:
-    from codemode.codex_host.start import asyncio_without_tls
+    from codemode.codex_host.serve.start import asyncio_without_tls
 
     asyncio_without_tls()
-    import codemode.codex_host.framed
-    import codemode.codex_host.grpc_service
-    import codemode.codex_host.h2_connection
-    import codemode.codex_host.runtime
-    import codemode.codex_host.server
+    import codemode.codex_host.framed.protocol
+    import codemode.codex_host.grpc.service
+    import codemode.codex_host.serve.server
+    import codemode.codex_host.session.runtime
+    import codemode.codex_host.wire.h2_connection
     import codemode.js_runtime.session
     import codemode.js_runtime.worker_process
     import codemode.process.fast_exit  # noqa: F401
@@ -388,5 +388,3 @@ def main(argv: list[str], on_serve: Callable[[], None] | None = None) -> int:
     gc.freeze()  # shared with every spare, never copied by a collection
     server = Server(args.socket, args.idle, args.watch or default_watch())
     return server.run()
-
-

@@ -1,7 +1,7 @@
 """Starting a code-mode host from its command-line options, and serving until its
 client goes: what `interpreter code-mode-host` does once its arguments are read, whether
 the command line read them (``cli/fast_host.py``, ``cli/codex_host.py``) or a warm
-server's spare did (``warm_server.py``)."""
+server's spare did (``warm/server.py``)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import sys
 from types import ModuleType
 from typing import NamedTuple, NoReturn
 
-from codemode.codex_host.limits import (
+from codemode.codex_host.serve.listen import NETWORK_FLAG, Listen
+from codemode.codex_host.session.limits import (
     DEFAULT_MAX_CELLS,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_SESSIONS,
     ClientBounds,
 )
-from codemode.codex_host.listen import NETWORK_FLAG, Listen
 
 _ENGINES = ("quickjs", "v8")  # the click command's choices
 _COUNTS = ("--max-sessions", "--max-cells", "--max-connections")
@@ -50,7 +50,7 @@ class HostOptions(NamedTuple):
     engine: str
     timeout_s: float
     memory_mb: int
-    warm: str | None  # the warm server's socket to leave behind (``warm_server.py``)
+    warm: str | None  # the warm server's socket to leave behind (``warm/server.py``)
     max_cells: int = DEFAULT_MAX_CELLS
     bounds: ClientBounds = ClientBounds()
 
@@ -74,7 +74,7 @@ def host_options(args: list[str]) -> HostOptions | None:
         return None
     if min(max_sessions, max_cells, max_connections) < 1:
         return None
-    from codemode.codex_host.listen import parse_listen
+    from codemode.codex_host.serve.listen import parse_listen
 
     try:
         where = parse_listen(
@@ -101,8 +101,8 @@ def serve_and_exit(options: HostOptions, *, command_process: bool) -> NoReturn:
     at the end of each turn, and that teardown was most of the 19 ms it waited."""
     asyncio = asyncio_without_tls()
 
-    from codemode.codex_host.runtime import SessionLimits
-    from codemode.codex_host.server import serve
+    from codemode.codex_host.serve.server import serve
+    from codemode.codex_host.session.runtime import SessionLimits
 
     limits = SessionLimits(
         engine=options.engine,
@@ -111,7 +111,7 @@ def serve_and_exit(options: HostOptions, *, command_process: bool) -> NoReturn:
         max_cells=options.max_cells,
     )
     if options.warm:
-        from codemode.codex_host.warm_start import leave_warm_server
+        from codemode.codex_host.serve.warm_socket import leave_warm_server
 
         leave_warm_server(options.warm)
     try:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from codemode.codex_host.messages import pb
-from codemode.codex_host.model import ImageItem, TextItem
-from codemode.codex_host.runtime import CodexSession, Reported
+from codemode.codex_host.session.model import ImageItem, TextItem
+from codemode.codex_host.session.runtime import CodexSession, Reported
+from codemode.codex_host.wire.messages import pb
 
 _DETAIL = pb.enums["ImageDetail"]
 # Codex's host answers every Wait with this response header (initial metadata).

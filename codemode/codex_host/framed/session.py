@@ -1,7 +1,7 @@
 """A framed session's Codex side: its runtime session, the notifications its cells sent
 (an outcome waits until the client answered them), when it says ``cell/closed``, and
 each exec's delegate (``FramedExecution``: calls and notifications become
-``delegate/request`` frames). ``framed.py`` serves the protocol.
+``delegate/request`` frames). ``framed/protocol.py`` serves the protocol.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import asyncio
 from collections.abc import Awaitable
 from typing import Any, Protocol
 
-from codemode.codex_host.execution import CodexExecution
-from codemode.codex_host.model import ToolFailed, ToolSpec
-from codemode.codex_host.runtime import CodexSession, SessionLimits
-from codemode.codex_host.truncation import DEFAULT_MAX_TOKENS
+from codemode.codex_host.session.execution import CodexExecution
+from codemode.codex_host.session.model import ToolFailed, ToolSpec
+from codemode.codex_host.session.runtime import CodexSession, SessionLimits
+from codemode.codex_host.session.truncation import DEFAULT_MAX_TOKENS
 
 
 class FramedConnection(Protocol):
@@ -26,6 +26,7 @@ class FramedConnection(Protocol):
     def delegate(
         self, session_id: str, request: dict[str, Any], *, eager: bool = False
     ) -> Awaitable[dict[str, Any]]: ...
+
 
 # How long an outcome waits for the client to acknowledge the cell's notifications.
 _NOTE_WAIT_S = 2.0

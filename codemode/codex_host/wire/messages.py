@@ -1,9 +1,9 @@
 """The messages and RPCs of ``codex.code_mode.v1``, as protobuf's runtime (upb, in C)
-gives them from the generated ``code_mode_pb2.py``.
+gives them from the generated ``wire/code_mode_pb2.py``.
 
 ``pb.ToolCall(...)`` makes a message, ``pb.classes[name]`` finds one by its proto name,
 ``pb.enums["ToolKind"]["TOOL_KIND_FUNCTION"]`` is an enum's number and ``pb.methods``
-the service's RPCs in the order the .proto declares them. ``code_mode_pb2.py`` is
+the service's RPCs in the order the .proto declares them. ``wire/code_mode_pb2.py`` is
 generated from ``codex.code_mode.v1.proto`` by ``scripts/build_codex_messages.py``
 (docs/codex-host.md); nothing here reads the .proto itself.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from codemode.codex_host import code_mode_pb2
+from codemode.codex_host.wire import code_mode_pb2
 
 PACKAGE = "codex.code_mode.v1"
 SERVICE = f"{PACKAGE}.CodeModeHost"

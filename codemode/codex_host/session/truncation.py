@@ -18,7 +18,7 @@ tests/data/codex-0.171/, and its answers to direct requests; docs/codex-host.md)
 
 from __future__ import annotations
 
-from codemode.codex_host.model import ContentItem, TextItem
+from codemode.codex_host.session.model import ContentItem, TextItem
 
 BYTES_PER_TOKEN = 4
 # Codex's host's budget for an execute that names no max_output_tokens.

@@ -30,7 +30,7 @@ DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x63odex.code_
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
-_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'codemode.codex_host.code_mode_pb2', _globals)
+_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'codemode.codex_host.wire.code_mode_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_OUTPUTTRUNCATION']._serialized_start=4649

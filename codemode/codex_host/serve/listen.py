@@ -1,4 +1,4 @@
-"""Where the host listens, parsed from ``--listen`` (``server.py`` says what each means).
+"""Where the host listens, parsed from ``--listen`` (``serve/server.py`` says what each means).
 
 Its own module, importing nothing heavy: the command line parses it before it starts
 the engine worker and before asyncio and grpc load.

@@ -1,4 +1,4 @@
-"""gRPC's pieces on HTTP/2, for ``h2_connection.py``: status codes and how a status is
+"""gRPC's pieces on HTTP/2, for ``wire/h2_connection.py``: status codes and how a status is
 sent (trailers), what a served method is, and ``grpc-timeout`` (the gRPC over HTTP/2
 spec, PROTOCOL-HTTP2.md).
 """

@@ -4,7 +4,7 @@ JSON protocol Codex 0.148 speaks to a host started with no arguments).
 
 Both gRPC transports are served by ``h2_connection.Connection`` in this event loop: over
 ``grpc+stdio://`` one connection reads stdin and writes stdout; over TCP one per
-client, each with its own sessions (``tcp_clients.py``: who is served, and what goes
+client, each with its own sessions (``serve/tcp_clients.py``: who is served, and what goes
 when a client goes). In both stdio modes fd 1 is kept for the protocol alone: anything else that
 writes to stdout (a library, a child process) goes to stderr instead. The host ends
 when stdin closes.
@@ -17,13 +17,13 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from codemode.codex_host.limits import ClientBounds
-from codemode.codex_host.listen import Listen
-from codemode.codex_host.runtime import SessionLimits
-from codemode.codex_host.stdin_reader import pollable, pump
+from codemode.codex_host.serve.listen import Listen
+from codemode.codex_host.session.limits import ClientBounds
+from codemode.codex_host.session.runtime import SessionLimits
+from codemode.codex_host.wire.stdin_reader import pollable, pump
 
 if TYPE_CHECKING:
-    from codemode.codex_host.h2_connection import Connection
+    from codemode.codex_host.wire.h2_connection import Connection
 
 
 def take_stdout() -> int:
@@ -57,13 +57,13 @@ async def serve(listen: Listen, limits: SessionLimits, bounds: ClientBounds | No
 
     if listen.kind == "framed-stdio":
         # lazy: the framed protocol needs no protobuf
-        from codemode.codex_host.framed import serve_framed
+        from codemode.codex_host.framed.protocol import serve_framed
 
         prestart()
         _collect_later()
         return await serve_framed(0, out_fd, limits, bounds)
     if listen.kind == "tcp":
-        from codemode.codex_host.tcp_clients import serve_tcp
+        from codemode.codex_host.serve.tcp_clients import serve_tcp
 
         def listening(port: int) -> None:
             prestart()
@@ -77,8 +77,8 @@ async def serve(listen: Listen, limits: SessionLimits, bounds: ClientBounds | No
 
         await serve_tcp(listen, limits, bounds, listening)
         return 0
-    from codemode.codex_host.grpc_service import CodeModeHostService
-    from codemode.codex_host.h2_connection import Connection
+    from codemode.codex_host.grpc.service import CodeModeHostService
+    from codemode.codex_host.wire.h2_connection import Connection
 
     service = CodeModeHostService(limits, bounds)
     try:

@@ -19,7 +19,7 @@ DEFAULT_MAX_CONNECTIONS = 8
 
 
 class ClientBounds(NamedTuple):
-    """Per client; cells per session are ``SessionLimits.max_cells`` (``runtime.py``)."""
+    """Per client; cells per session are ``SessionLimits.max_cells`` (``session/runtime.py``)."""
 
     max_sessions: int = DEFAULT_MAX_SESSIONS  # open at once on one connection
     max_connections: int = DEFAULT_MAX_CONNECTIONS  # TCP clients served at once

@@ -1,8 +1,8 @@
 """Where a warm code-mode host server listens, and leaving one behind.
 
-A warm server (``warm_server.py``) keeps a host process ready, its modules imported and
+A warm server (``warm/server.py``) keeps a host process ready, its modules imported and
 its engine worker booted, so that Codex's next session starts in a few milliseconds
-instead of ~80. The shim ``beside.py`` writes with ``warm=True`` runs the small
+instead of ~80. The shim ``warm/beside.py`` writes with ``warm=True`` runs the small
 ``warm_client`` program, which hands its stdio to that server, or, when none answers,
 starts the host as usual with ``--warm SOCKET``: that host starts a server on SOCKET for
 the next session (``leave_warm_server``), which waits for that host to end before it

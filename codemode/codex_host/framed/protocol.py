@@ -21,18 +21,18 @@ import sys
 import time
 from typing import Any
 
-from codemode.codex_host.framed_frames import (
+from codemode.codex_host.framed.frames import (
     MAX_FRAME,
     FrameError,
     Unreadable,
     encode_frame,
     read_frame,
 )
-from codemode.codex_host.framed_session import FramedExecution, FramedSession
-from codemode.codex_host.limits import ClientBounds, LimitReached, admit_session
-from codemode.codex_host.model import ImageItem
-from codemode.codex_host.runtime import CellBusy, CodexSession, Reported, SessionLimits
-from codemode.codex_host.stdin_reader import pollable, pump
+from codemode.codex_host.framed.session import FramedExecution, FramedSession
+from codemode.codex_host.session.limits import ClientBounds, LimitReached, admit_session
+from codemode.codex_host.session.model import ImageItem
+from codemode.codex_host.session.runtime import CellBusy, CodexSession, Reported, SessionLimits
+from codemode.codex_host.wire.stdin_reader import pollable, pump
 
 VERSION = 1
 _KIND = {"yielded": "Yielded", "terminated": "Terminated", "completed": "Result"}
@@ -56,7 +56,7 @@ def _err(message: str) -> dict[str, Any]:
 
 
 # The optional capabilities the host grants a client that offers them: tool catalog
-# revisions (``catalog.py``; an execute's sixth field, ``catalog_revision``).
+# revisions (``session/catalog.py``; an execute's sixth field, ``catalog_revision``).
 GRANTED = ("tool-catalog-revision-v1",)
 
 
@@ -210,9 +210,7 @@ class FramedConnection:
         self.timed = knows_timings(hello)
         offered = hello.get("optionalCapabilities")
         granted = [c for c in GRANTED if isinstance(offered, list) and c in offered]
-        self.send(
-            {"type": "connection/ready", "selectedVersion": VERSION, "capabilities": granted}
-        )
+        self.send({"type": "connection/ready", "selectedVersion": VERSION, "capabilities": granted})
         return True
 
     def _dispatch(self, message: Any) -> None:
@@ -235,9 +233,7 @@ class FramedConnection:
         }
         if self.timed:
             body["Result"]["result_buffered_for_ns"] = 0
-            body["Result"]["code_mode_host_duration_ns"] = max(
-                1, time.monotonic_ns() - started_ns
-            )
+            body["Result"]["code_mode_host_duration_ns"] = max(1, time.monotonic_ns() - started_ns)
         return body
 
     def _respond(self, request_id: Any, result: dict[str, Any]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from codemode.codex_host.model import ImageItem
+from codemode.codex_host.session.model import ImageItem
 from codemode.js_runtime.models import ExecError
 
 # Codex's host names the program's module exec_main.mjs in stack frames.

@@ -12,7 +12,7 @@ make the host hold is bounded.
 
 from __future__ import annotations
 
-from codemode.codex_host.model import ToolSpec
+from codemode.codex_host.session.model import ToolSpec
 
 KEPT = 8
 

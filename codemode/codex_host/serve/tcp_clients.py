@@ -17,11 +17,11 @@ import socket
 import sys
 from collections.abc import Callable
 
-from codemode.codex_host.grpc_service import CodeModeHostService
-from codemode.codex_host.h2_connection import Connection
-from codemode.codex_host.limits import ClientBounds
-from codemode.codex_host.listen import Listen, is_loopback
-from codemode.codex_host.runtime import SessionLimits
+from codemode.codex_host.grpc.service import CodeModeHostService
+from codemode.codex_host.serve.listen import Listen, is_loopback
+from codemode.codex_host.session.limits import ClientBounds
+from codemode.codex_host.session.runtime import SessionLimits
+from codemode.codex_host.wire.h2_connection import Connection
 from codemode.js_runtime.worker_process import reap_killed
 from codemode.process.peer_user import is_own_user
 

@@ -13,11 +13,11 @@ import json
 import os
 from typing import Any
 
-from codemode.codex_host.execution import CodexExecution
-from codemode.codex_host.messages import pb
-from codemode.codex_host.model import ToolFailed, ToolSpec
-from codemode.codex_host.runtime import CodexSession, SessionLimits
-from codemode.codex_host.truncation import DEFAULT_MAX_TOKENS
+from codemode.codex_host.session.execution import CodexExecution
+from codemode.codex_host.session.model import ToolFailed, ToolSpec
+from codemode.codex_host.session.runtime import CodexSession, SessionLimits
+from codemode.codex_host.session.truncation import DEFAULT_MAX_TOKENS
+from codemode.codex_host.wire.messages import pb
 
 FUNCTION = pb.enums["ToolKind"]["TOOL_KIND_FUNCTION"]
 FREEFORM = pb.enums["ToolKind"]["TOOL_KIND_FREEFORM"]
@@ -26,7 +26,7 @@ FREEFORM = pb.enums["ToolKind"]["TOOL_KIND_FREEFORM"]
 _RETIRED_KEPT = 4096
 
 
-# Plain classes, not dataclasses: see ``model.py``.
+# Plain classes, not dataclasses: see ``session/model.py``.
 class Subscription:
     __slots__ = ("filters", "queue")
 

@@ -9,11 +9,18 @@ import asyncio
 import contextlib
 from typing import Any, Protocol
 
-from codemode.codex_host.grpc_wire import Headers, Method, RpcError, Status, WithMetadata, failed
+from codemode.codex_host.wire.grpc_status import (
+    Headers,
+    Method,
+    RpcError,
+    Status,
+    WithMetadata,
+    failed,
+)
 
 
 class Stream:
-    """One request stream. (A plain class, not a dataclass: see ``model.py``.)"""
+    """One request stream. (A plain class, not a dataclass: see ``session/model.py``.)"""
 
     __slots__ = ("answered", "body", "id", "metadata", "path", "replied", "task", "timer")
 

@@ -9,7 +9,7 @@ when the yield time passes, the program ends, or the program's ``yield_control()
 terminating and the program's wall clock across yields are the runtime's too.
 
 What is Codex's and kept here: the ``store`` that outlives an exec; the tool catalog's
-revisions (``catalog.py``); the bounds on what
+revisions (``session/catalog.py``); the bounds on what
 a session holds; which cell an Execute or a Wait is observing now (Codex's
 ``YieldObservation`` and ``CancelWait`` end an observation early; a second observer is
 refused); and telling each execution's client when its cell's end was reported.
@@ -27,11 +27,11 @@ import os
 from functools import cache
 from typing import TYPE_CHECKING, NamedTuple
 
-from codemode.codex_host.catalog import ToolCatalog
-from codemode.codex_host.items import error_text
-from codemode.codex_host.limits import DEFAULT_MAX_CELLS, admit_cell
-from codemode.codex_host.model import DEFAULT_YIELD_MS, ContentItem, TextItem
-from codemode.codex_host.truncation import cut_items
+from codemode.codex_host.session.catalog import ToolCatalog
+from codemode.codex_host.session.items import error_text
+from codemode.codex_host.session.limits import DEFAULT_MAX_CELLS, admit_cell
+from codemode.codex_host.session.model import DEFAULT_YIELD_MS, ContentItem, TextItem
+from codemode.codex_host.session.truncation import cut_items
 from codemode.js_runtime.models import Limits
 from codemode.js_runtime.outcome import (
     AlreadyWaiting,
@@ -45,9 +45,11 @@ from codemode.js_runtime.worker_process import reap_killed
 from codemode.process.package_data import read_text
 
 if TYPE_CHECKING:
-    from codemode.codex_host.execution import CodexExecution
+    from codemode.codex_host.session.execution import CodexExecution
 
 _MAX_YIELD_MS = 3_600_000
+
+
 class Reported(NamedTuple):
     """What an outcome reports: the runtime's outcome, the items of the cell's program
     the client had not been given, and when the program ran to its end (monotonic ns;
@@ -71,7 +73,7 @@ def _globals_js() -> str:
     return read_text(__file__, "globals.js")
 
 
-# Named tuples and plain classes, not dataclasses: see ``model.py``.
+# Named tuples and plain classes, not dataclasses: see ``session/model.py``.
 class _ExecTools(NamedTuple):
     """The runtime's ``ToolNames`` for one exec, with that exec's setup (one line)."""
 

@@ -5,7 +5,7 @@ folder of its own binary, so running the copy's ``bin/codex`` runs our host.
 
 With ``warm=True`` the shim runs ``warm_client`` (a small C program, copied beside it)
 instead, which takes a host from a warm server when one runs and otherwise starts the
-host as usual, leaving a server for the next session (``warm_start.py``); where no C
+host as usual, leaving a server for the next session (``serve/warm_socket.py``); where no C
 compiler is found the shim is the plain one."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def vendor_with_our_host(
     client = _place_client(dest / "bin" / CLIENT_NAME) if warm else None
     socket = None
     if client is not None:
-        from codemode.codex_host.warm_start import socket_path
+        from codemode.codex_host.serve.warm_socket import socket_path
 
         socket = socket_path(command)
     text = shim_text(command, client, socket).encode()

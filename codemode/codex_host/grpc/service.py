@@ -3,9 +3,9 @@
 Every bad request gets a gRPC status and nothing else changes: a body that is not the
 message (INVALID_ARGUMENT), an unknown session, cell or invocation (NOT_FOUND), a second
 observer of one cell (FAILED_PRECONDITION), a session or cell past the client's bounds
-(RESOURCE_EXHAUSTED, ``limits.py``). RPCs the service does not define are answered
-UNIMPLEMENTED by the server (``h2_connection.py``). A request that holds more fields than
-any real one (``decode_budget.py``) is refused RESOURCE_EXHAUSTED before it is decoded.
+(RESOURCE_EXHAUSTED, ``session/limits.py``). RPCs the service does not define are answered
+UNIMPLEMENTED by the server (``wire/h2_connection.py``). A request that holds more fields than
+any real one (``wire/decode_budget.py``) is refused RESOURCE_EXHAUSTED before it is decoded.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from codemode.codex_host import decode_budget
-from codemode.codex_host.grpc_outcomes import BUFFERED_FOR, missing, outcome_message
-from codemode.codex_host.grpc_session import GrpcSession, Subscription, next_or_heartbeat
-from codemode.codex_host.grpc_wire import Method, RpcError, Status, WithMetadata
-from codemode.codex_host.limits import ClientBounds, LimitReached, admit_session
-from codemode.codex_host.messages import SERVICE, pb
-from codemode.codex_host.metrics import process_figures
-from codemode.codex_host.runtime import CellBusy, SessionLimits
+from codemode.codex_host.grpc.outcomes import BUFFERED_FOR, missing, outcome_message
+from codemode.codex_host.grpc.session import GrpcSession, Subscription, next_or_heartbeat
+from codemode.codex_host.session.limits import ClientBounds, LimitReached, admit_session
+from codemode.codex_host.session.metrics import process_figures
+from codemode.codex_host.session.runtime import CellBusy, SessionLimits
+from codemode.codex_host.wire import decode_budget
+from codemode.codex_host.wire.grpc_status import Method, RpcError, Status, WithMetadata
+from codemode.codex_host.wire.messages import SERVICE, pb
 
 _SERVER = pb.enums["OutputTruncation"]["OUTPUT_TRUNCATION_SERVER"]
 _TRUNCATION_MODES = frozenset(pb.enums["OutputTruncation"].values())
@@ -55,7 +55,7 @@ def _deserializer(cls: Any) -> Callable[[bytes], Any]:
 
 class CodeModeHostService:
     """The service for one connection: its sessions are that client's alone, and end
-    with it (``tcp_clients.py``, and ``server.py`` over stdio, close them when the
+    with it (``serve/tcp_clients.py``, and ``serve/server.py`` over stdio, close them when the
     connection ends)."""
 
     def __init__(self, limits: SessionLimits, bounds: ClientBounds | None = None) -> None:

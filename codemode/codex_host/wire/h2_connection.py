@@ -15,7 +15,7 @@ ends a connection that opens more), ``MAX_MESSAGE`` bytes a request and
 ``MAX_HEADER_LIST`` bytes, resets of unanswered streams at ``RESET_RATE`` a second after
 a burst of ``RESET_BURST`` (the rapid-reset attack: each reset RPC was work begun), and
 what the server has to write back (it stops reading while the client does not read).
-A request's fields are counted before it is decoded (``decode_budget.py``). A peer that
+A request's fields are counted before it is decoded (``wire/decode_budget.py``). A peer that
 breaks HTTP/2 gets GOAWAY and the connection ends; a bad request gets its gRPC status
 and nothing else changes; ``grpc-timeout`` ends an RPC with DEADLINE_EXCEEDED.
 """
@@ -43,7 +43,7 @@ from h2.events import (
 from h2.exceptions import H2Error
 from h2.settings import SettingCodes, Settings
 
-from codemode.codex_host.grpc_wire import (
+from codemode.codex_host.wire.grpc_status import (
     MAX_MESSAGE,
     RESPONSE,
     Headers,
@@ -53,7 +53,7 @@ from codemode.codex_host.grpc_wire import (
     status_headers,
     timeout_s,
 )
-from codemode.codex_host.h2_stream import Stream, answer_now, serve
+from codemode.codex_host.wire.h2_stream import Stream, answer_now, serve
 
 MAX_WINDOW = (1 << 31) - 1
 # As many open streams as hyper's server allows by default; with the cap on request

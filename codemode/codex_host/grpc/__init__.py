@@ -1,0 +1,1 @@
+"""The gRPC protocol (Codex 0.169 and later): the CodeModeHost service on sessions."""

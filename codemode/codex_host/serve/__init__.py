@@ -1,0 +1,1 @@
+"""Serving the host: where it listens (stdio, TCP), its TCP clients, its start and end."""
