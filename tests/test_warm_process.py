@@ -67,10 +67,38 @@ def test_a_warm_run_has_exactly_what_a_cold_one_would(tmp_path: Path) -> None:
     assert warm["path0"] == os.path.dirname(os.path.realpath(INTERPRETER))
     assert warm["comm"] == "interpreter"  # what pgrep and top show
     for field in ("argv", "env", "cwd", "umask", "rlimits", "ignored", "int_handler",
-                  "blocked", "ttys", "line_buffered", "fds", "stdin"):  # fmt: skip
+                  "blocked", "ttys", "line_buffered", "fds", "stdin", "affinity", "nice",
+                  "oom_score_adj", "cgroup"):  # fmt: skip
         assert warm[field] == cold[field], field
     # A process group of its own (docs/warm.md: as a shell's foreground job would be).
     assert warm["own_group"]
+
+
+def _narrowed() -> None:
+    """As ``taskset -c 0`` and a raised OOM score (``choom``) would start a command."""
+    _limits()
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    with open("/proc/self/oom_score_adj", "w") as f:
+        f.write("500")
+
+
+def test_a_caller_pinned_to_a_cpu_or_with_another_oom_score_is_not_run_as_the_server(
+    tmp_path: Path,
+) -> None:
+    """A forked process has the server's CPU affinity, memory nodes, OOM score and
+    control group, not the caller's: a caller that differs in any of them must not be
+    run by that server (it reaches another, or starts cold)."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: no narrower affinity to start the caller with")
+    env = warm_env(tmp_path)
+    # Run cold, `run state` is this program (the probe server's run reports its process).
+    (tmp_path / "state").write_text('console.log("started cold")\n')
+    with probe_server(env, tmp_path / "log") as sock:
+        done = subprocess.run([INTERPRETER, "run", "state"], env=env, cwd=tmp_path,
+                              capture_output=True, timeout=120, preexec_fn=_narrowed)  # fmt: skip
+        assert served(sock) == 0, "the server ran a caller it could not pass for"
+    assert done.returncode == 0, done
+    assert b"started cold" in done.stdout
 
 
 def test_a_folder_the_caller_cannot_name_any_more_is_still_its_folder(tmp_path: Path) -> None:

@@ -53,6 +53,10 @@ def state(stdin):
         "tz": list(time.tzname),
         "path0": sys.path[0] if sys.path else None,
         "comm": open("/proc/self/comm").read().strip(),
+        "affinity": sorted(os.sched_getaffinity(0)),
+        "nice": os.getpriority(os.PRIO_PROCESS, 0),
+        "oom_score_adj": open("/proc/self/oom_score_adj").read().strip(),
+        "cgroup": open("/proc/self/cgroup").read(),
     }
 
 def run(args):

@@ -3,7 +3,7 @@
 A forked process has the server's credentials, namespaces and confinement, not the
 caller's. So the caller must be of this user (``SO_PEERCRED``) and have exactly the
 server's groups, capabilities, namespaces and confinement (seccomp filters, no-new-
-privileges): a process inside a sandbox (its own namespaces, a seccomp filter) that
+privileges), CPU and memory-node affinity, control group, OOM score and personality: a process inside a sandbox (its own namespaces, a seccomp filter) that
 reached the socket gets refused, and starts cold, still confined, as it would have
 without a server. The same for a process that dropped a group or a capability.
 """
@@ -16,7 +16,12 @@ import struct
 
 # The lines of /proc/PID/status that a forked process would take from the server.
 _STATUS_FIELDS = ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb",
-                  "NoNewPrivs", "Seccomp", "Seccomp_filters")  # fmt: skip
+                  "NoNewPrivs", "Seccomp", "Seccomp_filters", "Cpus_allowed_list",
+                  "Mems_allowed_list")  # fmt: skip
+# Other files of /proc/PID that a fork inherits: the control group (its memory and CPU
+# limits), the OOM score (`choom`), the personality (`setarch -R`: no address
+# randomisation).
+_PROC_FILES = ("cgroup", "oom_score_adj", "personality")
 _NAMESPACES = ("cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts")
 _SO_PEERPIDFD = 77  # Linux 6.5: a pidfd of the peer, which its pid's reuse cannot fool
 
@@ -27,6 +32,12 @@ def facts(pid: int | str) -> dict[str, str] | None:
         with open(f"/proc/{pid}/status") as f:
             lines = dict(line.rstrip("\n").split(":", 1) for line in f if ":" in line)
         found = {k: lines.get(k, "").strip() for k in _STATUS_FIELDS}
+        for name in _PROC_FILES:
+            try:
+                with open(f"/proc/{pid}/{name}") as f:
+                    found[name] = f.read(4096)
+            except PermissionError:  # personality: readable by the process's owner only
+                found[name] = "?"
         for ns in _NAMESPACES:
             try:
                 found["ns:" + ns] = os.readlink(f"/proc/{pid}/ns/{ns}")

@@ -7,8 +7,9 @@ The socket lives in a folder only this user may enter (``$XDG_RUNTIME_DIR/codemo
 else ``/tmp/codemode-UID``, the code-mode host's folder). Its name is a digest of
 everything a process takes from its start that a forked one could not change: the
 Python executable, the installed package (its folder, and the identity of the files
-an upgrade rewrites), the user's ids and groups, the priority, and the environment
-variables Python reads at start (``PYTHON*``, the locale). A caller differing in any of
+an upgrade rewrites), the user's ids and groups, the priority, the CPU affinity, the
+control group, the OOM score, and the environment variables Python reads at start
+(``PYTHON*``, the locale). A caller differing in any of
 these reaches another server (or starts one); it never reaches one started otherwise.
 """
 
@@ -118,12 +119,22 @@ def facts(environ: os._Environ[str] | dict[str, str] = os.environ) -> str:
         files,
         os.getuid(), os.geteuid(), os.getgid(), os.getegid(), sorted(os.getgroups()),
         os.getpriority(os.PRIO_PROCESS, 0),
+        sorted(os.sched_getaffinity(0)),
+        _proc_self("cgroup"), _proc_self("oom_score_adj"),
         start,
         # Python's own options (-X, -O, -B...): ``python -X dev interpreter`` is another
         # process than a plain one.
         list(sys.flags), sorted(sys._xoptions.items()),
     ]  # fmt: skip
     return json.dumps(facts, ensure_ascii=True)
+
+
+def _proc_self(name: str) -> str:
+    try:
+        with open(f"/proc/self/{name}") as f:
+            return f.read(4096)
+    except OSError:
+        return ""
 
 
 def key(environ: os._Environ[str] | dict[str, str] = os.environ) -> str:
