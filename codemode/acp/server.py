@@ -88,6 +88,11 @@ class _Live:
         """Running a turn or being loaded: not a session to close to make room."""
         return self.turn is not None or self.loading
 
+    @property
+    def recorded(self) -> bool:
+        rollout = self.session.rollout if self.session is not None else None
+        return rollout is not None and rollout.path.exists()
+
     def attach(self, session: Session) -> None:
         self.session = session
         self.mapper.tools = session.runner.registry

@@ -6,9 +6,9 @@ sessions in a loop holds processes and memory without end. At most ``acp_max_ses
 are open at once. A session past that closes the one least recently used that is not
 running a turn, rather than being refused, because editors that never send
 ``session/close`` (most of them, before ACP stabilised it) would otherwise be locked out
-after that many threads; the closed session is recorded, and ``session/load`` continues
-it. When every open session is running a turn, the new one is refused with
-``SESSION_LIMIT`` and nothing changes.
+after that many threads; a closed session that had a turn is recorded, and
+``session/load`` continues it. When every open session is running a turn, the new one is
+refused with ``SESSION_LIMIT`` and nothing changes.
 """
 
 from __future__ import annotations
@@ -30,6 +30,11 @@ class Closable(Protocol):
 
     @property
     def busy(self) -> bool: ...
+
+    @property
+    def recorded(self) -> bool:
+        """Whether its session file exists (a session never prompted has none)."""
+        ...
 
 
 def invalid(message: str) -> RequestError:
@@ -80,10 +85,15 @@ class SessionTable(Generic[T]):
         for session_id, live in self._open.items():  # least recently used first
             if not live.busy:
                 del self._open[session_id]
+                then = (
+                    "session/load continues it"
+                    if live.recorded
+                    else "it had no turn, so there is nothing to continue"
+                )
                 self._forget(
                     session_id,
                     f"was closed to make room: at most {limit} sessions are open at once "
-                    "(acp_max_sessions); session/load continues it",
+                    f"(acp_max_sessions); {then}",
                 )
                 self._opening += 1
                 return live
