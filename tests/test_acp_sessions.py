@@ -121,7 +121,14 @@ async def test_sessions_opened_in_a_loop_stay_bounded(dirs: dict[str, Path]) -> 
                 await conn.new_session(cwd=str(work), mcp_servers=[])
             with pytest.raises(RequestError, match="session/load continues it"):
                 await conn.prompt(session_id=kept, prompt=[text_block("still there?")])
-            await conn.load_session(cwd=str(work), session_id=kept, mcp_servers=[])
+            # Loaded twice at once: one load opens it, the other is told it is open.
+            loads = await asyncio.gather(
+                *(conn.load_session(cwd=str(work), session_id=kept, mcp_servers=[])
+                  for _ in range(2)),
+                return_exceptions=True,
+            )  # fmt: skip
+            refused = [x for x in loads if isinstance(x, RequestError)]
+            assert len(refused) == 1 and "is open" in str(refused[0].data), loads
             again = await asyncio.wait_for(
                 conn.prompt(session_id=kept, prompt=[text_block("again")]), 60
             )

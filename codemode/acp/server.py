@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,15 +32,13 @@ from acp.schema import (
     SessionCloseCapabilities,
 )
 from acp.schema import StopReason as AcpStopReason
-from pydantic import BaseModel
 
 from codemode.acp.client import AcpApprover, AcpToolClient
 from codemode.acp.history import replay_updates
+from codemode.acp.live import LiveSession
 from codemode.acp.notices import WORKSPACE_RECOVERED, notice_update
 from codemode.acp.table import SessionTable, invalid
-from codemode.acp.updates import Update, UpdateMapper
-from codemode.agent.loop import Session
-from codemode.agent.turn_result import StopReason, TurnResult
+from codemode.agent.turn_result import StopReason
 from codemode.providers.base import ImageInput
 
 if TYPE_CHECKING:
@@ -60,94 +57,6 @@ class AcpOptions:
     sandbox_mode: str | None = None
     approval_policy: str | None = None
     full_auto: bool = False
-
-
-class _Live:
-    """One ACP session: our session, its update sender, and the running turn.
-
-    Made before the session it carries (whose approver and editor client need the
-    sender's ``flush`` and the mapper's open calls); ``attach`` hands it the session.
-    """
-
-    def __init__(self, conn: Any, session_id: str, cwd: str) -> None:
-        self.conn = conn
-        self.session_id = session_id
-        self.session: Session | None = None
-        # Its tools come with the session (``attach``): a call's ACP kind is its tool's.
-        self.mapper = UpdateMapper(cwd)
-        self.queue: asyncio.Queue[Update] = asyncio.Queue()
-        self.sender = asyncio.create_task(self._send())
-        self.turn: asyncio.Task[TurnResult] | None = None
-        # Updates made before the client has the session's id (its notices while it
-        # opens): an update for a session it does not know yet would be dropped.
-        self.held: list[Update] | None = []
-        self.loading = False  # its recorded conversation is being sent (session/load)
-
-    @property
-    def busy(self) -> bool:
-        """Running a turn or being loaded: not a session to close to make room."""
-        return self.turn is not None or self.loading
-
-    @property
-    def recorded(self) -> bool:
-        rollout = self.session.rollout if self.session is not None else None
-        return rollout is not None and rollout.path.exists()
-
-    def attach(self, session: Session) -> None:
-        self.session = session
-        self.mapper.tools = session.runner.registry
-
-    def on_event(self, event: BaseModel) -> None:
-        for update in self.mapper.updates(event):
-            self.put(update)
-
-    def put(self, update: Update) -> None:
-        if self.held is not None:
-            self.held.append(update)
-        else:
-            self.queue.put_nowait(update)
-
-    def announce(self) -> None:
-        """The client knows the session now: what was held goes out."""
-        held, self.held = self.held or [], None
-        for update in held:
-            self.queue.put_nowait(update)
-
-    async def _send(self) -> None:
-        while True:
-            update = await self.queue.get()
-            try:
-                await self.conn.session_update(session_id=self.session_id, update=update)
-            except Exception:  # a client that went away: nothing left to tell
-                pass
-            finally:
-                self.queue.task_done()
-
-    async def flush(self) -> None:
-        await self.queue.join()
-
-    async def close(self) -> None:
-        """Cancel the running turn (its prompt answers ``cancelled``), send what it said,
-        then stop the session: engine worker, command server, MCP servers, provider."""
-        if self.turn is not None:
-            self.turn.cancel()
-            with contextlib.suppress(BaseException):
-                await self.turn
-        if not self.sender.done():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.flush(), _LAST_UPDATES_S)
-        self.sender.cancel()
-        with contextlib.suppress(BaseException):
-            await self.sender
-        while not self.queue.empty():  # not sent: nobody waits on them (flush returns)
-            self.queue.get_nowait()
-            self.queue.task_done()
-        if self.session is not None:
-            await self.session.aclose()
-
-
-# How long a closing session's last updates may take to reach a client that reads slowly.
-_LAST_UPDATES_S = 5.0
 
 
 # How a turn's stop reason reads in ACP; the others fail the prompt request.
@@ -191,7 +100,9 @@ class CodemodeAcpAgent:
         self.options = options
         self.conn: Any = None
         self.capabilities = ClientCapabilities()
-        self.sessions: SessionTable[_Live] = SessionTable()
+        self.sessions: SessionTable[LiveSession] = SessionTable()
+        # Ids being loaded: two loads of one session at once would open it twice.
+        self._loading: set[str] = set()
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -232,13 +143,17 @@ class CodemodeAcpAgent:
         from codemode.agent.rollout import SESSIONS_DIR, RolloutError, find_session, read_session
         from codemode.config import codemode_home
 
-        if session_id in self.sessions:
+        if session_id in self.sessions or session_id in self._loading:
             raise invalid(f"session {session_id} is open")
         try:
             recorded = read_session(find_session(codemode_home() / SESSIONS_DIR, session_id))
         except RolloutError as exc:
             raise invalid(str(exc)) from None
-        live = await self._open(cwd, mcp_servers, recorded)
+        self._loading.add(session_id)
+        try:
+            live = await self._open(cwd, mcp_servers, recorded)
+        finally:
+            self._loading.discard(session_id)
         live.loading = True
         try:
             for update in replay_updates(recorded.path, live.mapper.cwd, live.mapper.tools):
@@ -260,7 +175,7 @@ class CodemodeAcpAgent:
         await live.close()
         return CloseSessionResponse()
 
-    async def _open(self, cwd: str, mcp_servers: list[Any] | None, recorded: Any) -> _Live:
+    async def _open(self, cwd: str, mcp_servers: list[Any] | None, recorded: Any) -> LiveSession:
         """Open a session in a slot of the table (closing an idle one to make room)."""
         from codemode.config import ConfigError, load_config
 
@@ -283,7 +198,7 @@ class CodemodeAcpAgent:
 
     def _build(
         self, config: Config, cwd: str, mcp_servers: list[Any] | None, recorded: Any
-    ) -> _Live:
+    ) -> LiveSession:
         from codemode.agent.rollout import new_session_id
         from codemode.assembly.options import SessionOptions, SessionSpec
         from codemode.assembly.session import build_session
@@ -304,7 +219,7 @@ class CodemodeAcpAgent:
         for line in recover_at_start(workspace.resolve()):
             notices.append(notice_update(line, WORKSPACE_RECOVERED))
         session_id = recorded.meta.id if recorded is not None else new_session_id()
-        live = _Live(self.conn, session_id, str(workspace.resolve()))
+        live = LiveSession(self.conn, session_id, str(workspace.resolve()))
         for update in notices:
             live.put(update)
         # Commands the execpolicy marks `prompt`, and file edits, are asked about in the
