@@ -1,4 +1,5 @@
-"""Fixtures shared by the agent-level tests: a private CODEMODE_HOME and a workspace."""
+"""Fixtures shared by the tests: a private CODEMODE_HOME for every test (autouse), an
+empty one to hand a subprocess, and a workspace."""
 
 from __future__ import annotations
 
@@ -30,6 +31,20 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 # handler here means the processes it starts begin with the default again.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.fixture(autouse=True)
+def own_codemode_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Every test gets a CODEMODE_HOME of its own, not yet created (as a new user's): a
+    session built in this process, or a program started with this environment, would
+    otherwise write sessions, journals and ``writable-roots`` into the real
+    ``~/.codemode``, and read what other runs left there. A test that wants another home
+    sets it itself (``monkeypatch.setenv``, or its subprocess's environment)."""
+    h = tmp_path_factory.mktemp("codemode-home") / "home"
+    monkeypatch.setenv("CODEMODE_HOME", str(h))
+    return h
 
 
 @pytest.fixture

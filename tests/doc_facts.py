@@ -183,6 +183,9 @@ FACTS: dict[str, Callable[[], Any]] = {
     "mcp_server.max_running": lambda: _constant("codemode.mcp.server", "MAX_RUNNING"),
     "mcp_server.memory_mb": lambda: _constant("codemode.commands.mcp", "MEMORY_MB"),
     "config.exec_timeout_s": lambda: _config_default("exec_timeout_s"),
+    # interpreter acp
+    "config.acp_max_sessions": lambda: _config_default("acp_max_sessions"),
+    "acp.session_limit_code": lambda: _constant("codemode.acp.table", "SESSION_LIMIT"),
     # the runtime's Limits and ToolHost (docs/embedding.md)
     "limits.timeout_s": lambda: _limits("timeout_s"),
     "limits.memory_mb": lambda: _limits("memory_mb"),

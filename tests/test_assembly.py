@@ -109,7 +109,8 @@ def test_acp_session_gets_its_editor_and_approver_at_build(env_home: Path, work:
         agent = CodemodeAcpAgent(AcpOptions(overrides=scripted(server), model="m"))
         agent.on_connect(Conn())
         opened = await agent.new_session(cwd=str(work), mcp_servers=[])
-        live = agent.sessions[opened.session_id]
+        live = agent.sessions.find(opened.session_id)
+        assert live is not None
         session = live.session
         assert session is not None and session.id == opened.session_id == live.session_id
         context = session.runner.context

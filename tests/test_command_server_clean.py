@@ -90,7 +90,11 @@ attempt("param pid 1", lambda: os.sched_setparam(1, os.sched_param(0)))
 attempt("affinity pid 1", lambda: os.sched_setaffinity(1, {min(os.sched_getaffinity(0))}))
 attempt("ioprio pid 1", lambda: ioprio_set(1, 1))
 attempt("ioprio user", lambda: ioprio_set(3, 0))
-attempt("own nice", lambda: os.setpriority(os.PRIO_PROCESS, 0, 5))
+# Its own nice value: raising it (5 more, up to 19: less CPU) is anyone's right; lowering it
+# below what it inherited needs CAP_SYS_NICE, which no command has (under `nice` too).
+own = os.getpriority(os.PRIO_PROCESS, 0)
+attempt("own nice below inherited", lambda: os.setpriority(os.PRIO_PROCESS, 0, own - 1))
+attempt("own nice", lambda: os.setpriority(os.PRIO_PROCESS, 0, min(own + 5, 19)))
 attempt("own affinity", lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
 attempt("own ioprio", lambda: ioprio_set(1, 0))
 rt = ctypes.CDLL("librt.so.1", use_errno=True)
@@ -174,6 +178,9 @@ def test_the_next_command_starts_clean_with_the_server_on_and_off(
         assert f"{name} refused 1" in attack, (name, attack)
     for name in ("own nice", "own affinity", "own ioprio"):
         assert f"{name} allowed" in attack, (name, attack)
+    # A command may lower its own priority, never raise it above what the session was
+    # started with (the nice value it inherited, whatever that is: tests run under nice).
+    assert "own nice below inherited refused 13" in attack, attack
 
 
 def test_remove_all_empties_folders_of_any_mode(tmp_path: Path) -> None:

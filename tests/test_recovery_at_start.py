@@ -241,11 +241,18 @@ def test_batch_after_a_killed_exec(place: dict[str, Path]) -> None:
 
 
 class AcpClient:
+    def __init__(self) -> None:
+        self.notices: list[str] = []  # what the editor was told beside the conversation
+
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        pass
+        notice = ((getattr(update, "field_meta", None) or {}).get("codemode") or {}).get("notice")
+        if notice is not None:
+            self.notices.append(f"{notice['kind']}: {notice['message']}")
 
 
-async def acp_turn(place: dict[str, Path], code: str, env: dict[str, str]) -> tuple[str, int]:
+async def acp_turn(
+    place: dict[str, Path], code: str, env: dict[str, str], client: AcpClient | None = None
+) -> tuple[str, int]:
     """One turn of `interpreter acp` in the workspace whose model runs ``code``: what the
     model was shown last, and the agent's exit status (its stderr goes to ``acp.err``)."""
     from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
@@ -254,7 +261,7 @@ async def acp_turn(place: dict[str, Path], code: str, env: dict[str, str]) -> tu
     script = [{"tool_calls": [call("exec", {"code": code})]}, {"text": "done"}]
     with ScriptedModelServer(script) as server, (place["tmp"] / "acp.err").open("w") as errlog:
         async with spawn_agent_process(
-            AcpClient(), str(INTERPRETER), "acp", "--code-mode", "--full-auto",
+            client or AcpClient(), str(INTERPRETER), "acp", "--code-mode", "--full-auto",
             *provider_flags(server.base_url, "chat"), env=env, cwd=place["ws"],
             transport_kwargs={"stderr": errlog},
         ) as (conn, process):  # fmt: skip
@@ -278,12 +285,16 @@ def kill_acp(place: dict[str, Path]) -> None:
 
 def test_acp_after_a_killed_mcp_server(place: dict[str, Path]) -> None:
     kill_mcp_server(place)
+    editor = AcpClient()
     seen, status = asyncio.run(
-        asyncio.wait_for(acp_turn(place, READ_BOTH, cli_env(place["home"])), 120)
+        asyncio.wait_for(acp_turn(place, READ_BOTH, cli_env(place["home"]), editor), 120)
     )
     assert status == 0
     assert "alpha" in seen and "ALPHA" not in seen  # the model was shown the whole before
     check_recovered(place, (place["tmp"] / "acp.err").read_text())
+    # The editor is told too (its log has the stderr line).
+    told = [n for n in editor.notices if n.startswith("workspace.recovered: ")]
+    assert told and RECOVERED in told[0], editor.notices
 
 
 def test_interactive_after_a_killed_acp(place: dict[str, Path]) -> None:

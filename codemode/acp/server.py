@@ -3,39 +3,46 @@
 One ACP session is one of our ``Session`` objects (recorded like any other, so
 ``interpreter resume`` can continue it). Its events are mapped to session updates and
 sent in order by one sender task per session; a prompt returns only after everything
-its turn produced has been sent.
+its turn produced has been sent. What a session says while it opens (notices) waits
+until the client knows the session: its first prompt, or the end of its replay.
+``session/close`` ends one; at most ``acp_max_sessions`` are open (``table.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp import PROTOCOL_VERSION, RequestError
 from acp.schema import (
     AgentCapabilities,
     ClientCapabilities,
+    CloseSessionResponse,
     Implementation,
     InitializeResponse,
     LoadSessionResponse,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    SessionCapabilities,
+    SessionCloseCapabilities,
 )
 from acp.schema import StopReason as AcpStopReason
-from pydantic import BaseModel
 
 from codemode.acp.client import AcpApprover, AcpToolClient
 from codemode.acp.history import replay_updates
-from codemode.acp.updates import Update, UpdateMapper
-from codemode.agent.loop import Session
-from codemode.agent.turn_result import StopReason, TurnResult
+from codemode.acp.live import LiveSession
+from codemode.acp.notices import WORKSPACE_RECOVERED, notice_update
+from codemode.acp.table import SessionTable, invalid
+from codemode.agent.turn_result import StopReason
 from codemode.providers.base import ImageInput
+
+if TYPE_CHECKING:
+    from codemode.config import Config
 
 
 @dataclass
@@ -52,56 +59,6 @@ class AcpOptions:
     full_auto: bool = False
 
 
-class _Live:
-    """One ACP session: our session, its update sender, and the running turn.
-
-    Made before the session it carries (whose approver and editor client need the
-    sender's ``flush`` and the mapper's open calls); ``attach`` hands it the session.
-    """
-
-    def __init__(self, conn: Any, session_id: str, cwd: str) -> None:
-        self.conn = conn
-        self.session_id = session_id
-        self.session: Session | None = None
-        # Its tools come with the session (``attach``): a call's ACP kind is its tool's.
-        self.mapper = UpdateMapper(cwd)
-        self.queue: asyncio.Queue[Update] = asyncio.Queue()
-        self.sender = asyncio.create_task(self._send())
-        self.turn: asyncio.Task[TurnResult] | None = None
-
-    def attach(self, session: Session) -> None:
-        self.session = session
-        self.mapper.tools = session.runner.registry
-
-    def on_event(self, event: BaseModel) -> None:
-        for update in self.mapper.updates(event):
-            self.queue.put_nowait(update)
-
-    async def _send(self) -> None:
-        while True:
-            update = await self.queue.get()
-            try:
-                await self.conn.session_update(session_id=self.session_id, update=update)
-            except Exception:  # a client that went away: nothing left to tell
-                pass
-            finally:
-                self.queue.task_done()
-
-    async def flush(self) -> None:
-        await self.queue.join()
-
-    async def close(self) -> None:
-        if self.turn is not None:
-            self.turn.cancel()
-            with contextlib.suppress(BaseException):
-                await self.turn
-        self.sender.cancel()
-        with contextlib.suppress(BaseException):
-            await self.sender
-        if self.session is not None:
-            await self.session.aclose()
-
-
 # How a turn's stop reason reads in ACP; the others fail the prompt request.
 _ACP_STOP_REASONS: dict[StopReason, AcpStopReason] = {
     "completed": "end_turn",
@@ -111,11 +68,6 @@ _ACP_STOP_REASONS: dict[StopReason, AcpStopReason] = {
     "prompt_blocked": "refusal",
     "hook_stopped": "end_turn",
 }
-
-
-def _invalid(message: str) -> RequestError:
-    """Invalid params, with the specific problem as the error message."""
-    return RequestError(-32602, message, {"message": message})
 
 
 def prompt_input(blocks: list[Any]) -> tuple[str, list[ImageInput]]:
@@ -148,7 +100,9 @@ class CodemodeAcpAgent:
         self.options = options
         self.conn: Any = None
         self.capabilities = ClientCapabilities()
-        self.sessions: dict[str, _Live] = {}
+        self.sessions: SessionTable[LiveSession] = SessionTable()
+        # Ids being loaded: two loads of one session at once would open it twice.
+        self._loading: set[str] = set()
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -168,6 +122,7 @@ class CodemodeAcpAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
+                session_capabilities=SessionCapabilities(close=SessionCloseCapabilities()),
             ),
             agent_info=Implementation(name="codemode", title="codemode", version=package_version()),
         )
@@ -178,7 +133,7 @@ class CodemodeAcpAgent:
     async def new_session(
         self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: object
     ) -> NewSessionResponse:
-        live = self._open(cwd, mcp_servers, None)
+        live = await self._open(cwd, mcp_servers, None)
         return NewSessionResponse(session_id=live.session_id)
 
     async def load_session(
@@ -188,39 +143,85 @@ class CodemodeAcpAgent:
         from codemode.agent.rollout import SESSIONS_DIR, RolloutError, find_session, read_session
         from codemode.config import codemode_home
 
-        if session_id in self.sessions:
-            raise _invalid(f"session {session_id} is open")
+        if session_id in self.sessions or session_id in self._loading:
+            raise invalid(f"session {session_id} is open")
         try:
             recorded = read_session(find_session(codemode_home() / SESSIONS_DIR, session_id))
         except RolloutError as exc:
-            raise _invalid(str(exc)) from None
-        live = self._open(cwd, mcp_servers, recorded)
-        for update in replay_updates(recorded.path, live.mapper.cwd, live.mapper.tools):
-            live.queue.put_nowait(update)
-        await live.flush()
+            raise invalid(str(exc)) from None
+        self._loading.add(session_id)
+        try:
+            live = await self._open(cwd, mcp_servers, recorded)
+        finally:
+            self._loading.discard(session_id)
+        live.loading = True
+        try:
+            for update in replay_updates(recorded.path, live.mapper.cwd, live.mapper.tools):
+                live.queue.put_nowait(update)
+            live.announce()  # after the conversation: what it said as it opened again
+            await live.flush()
+        finally:
+            live.loading = False
         return LoadSessionResponse()
 
-    def _open(self, cwd: str, mcp_servers: list[Any] | None, recorded: Any) -> _Live:
+    async def close_session(self, session_id: str, **kwargs: object) -> CloseSessionResponse:
+        """End a session (a running turn is cancelled first); closing one already closed
+        is not an error."""
+        live = self.sessions.close(session_id)
+        if live is None:
+            if self.sessions.closed(session_id):
+                return CloseSessionResponse()
+            raise invalid(f"no session {session_id!r}")
+        await live.close()
+        return CloseSessionResponse()
+
+    async def _open(self, cwd: str, mcp_servers: list[Any] | None, recorded: Any) -> LiveSession:
+        """Open a session in a slot of the table (closing an idle one to make room)."""
+        from codemode.config import ConfigError, load_config
+
+        if not Path(cwd).is_dir():
+            raise invalid(f"cwd is not a directory: {cwd}")
+        try:
+            config = load_config(self.options.overrides)
+        except ConfigError as exc:
+            raise invalid(str(exc)) from None
+        room = self.sessions.reserve(config.acp_max_sessions)
+        try:
+            if room is not None:
+                await room.close()
+            live = self._build(config, cwd, mcp_servers, recorded)
+        except BaseException:
+            self.sessions.release()
+            raise
+        self.sessions.opened(live)
+        return live
+
+    def _build(
+        self, config: Config, cwd: str, mcp_servers: list[Any] | None, recorded: Any
+    ) -> LiveSession:
         from codemode.agent.rollout import new_session_id
         from codemode.assembly.options import SessionOptions, SessionSpec
         from codemode.assembly.session import build_session
-        from codemode.config import ConfigError, load_config
+        from codemode.config import ConfigError
         from codemode.harnesses.catalog import UnknownHarnessError
         from codemode.providers.base import AuthenticationError
         from codemode.tools.store.recovery import recover_at_start
 
         workspace = Path(cwd)
+        notices = []
         if mcp_servers:
             names = ", ".join(str(getattr(m, "name", "?")) for m in mcp_servers)
+            notices.append(notice_update(f"MCP servers from the client are not started: {names}"))
             print(f"codemode acp: MCP servers from the client are not started: {names}",
                   file=sys.stderr)
-        if not workspace.is_dir():
-            raise _invalid(f"cwd is not a directory: {cwd}")
-        # ACP has no update for it: a rolled-back write is said on stderr (the editor's
-        # log of the agent), before the session reads anything.
-        recover_at_start(workspace.resolve())
+        # Before the session reads anything: a rolled-back write is said on stderr (the
+        # editor's log of the agent) and, once the client knows the session, to it.
+        for line in recover_at_start(workspace.resolve()):
+            notices.append(notice_update(line, WORKSPACE_RECOVERED))
         session_id = recorded.meta.id if recorded is not None else new_session_id()
-        live = _Live(self.conn, session_id, str(workspace.resolve()))
+        live = LiveSession(self.conn, session_id, str(workspace.resolve()))
+        for update in notices:
+            live.put(update)
         # Commands the execpolicy marks `prompt`, and file edits, are asked about in the
         # editor; file reads and writes go through its buffers.
         approver = AcpApprover(
@@ -239,7 +240,6 @@ class CodemodeAcpAgent:
             untrusted_hooks_hint=": trust them with `interpreter hooks trust`",
         )
         try:
-            config = load_config(self.options.overrides)
             session = build_session(
                 config,
                 SessionOptions(
@@ -256,28 +256,25 @@ class CodemodeAcpAgent:
             )
         except (ConfigError, UnknownHarnessError) as exc:
             live.sender.cancel()
-            raise _invalid(str(exc)) from None
+            raise invalid(str(exc)) from None
         except AuthenticationError as exc:  # no key: ACP's "authentication required"
             live.sender.cancel()
             raise RequestError(-32000, str(exc), {"message": str(exc)}) from None
+        except BaseException:
+            live.sender.cancel()
+            raise
         live.attach(session)
-        self.sessions[session.id] = live
-        return live
-
-    def _live(self, session_id: str) -> _Live:
-        live = self.sessions.get(session_id)
-        if live is None:
-            raise _invalid(f"no session {session_id!r}")
         return live
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: object) -> PromptResponse:
-        live = self._live(session_id)
+        live = self.sessions.use(session_id)
         if live.turn is not None:
             raise RequestError(-32600, "a turn is already running")
         text, images = prompt_input(prompt)
         if not text.strip() and not images:
-            raise _invalid("the prompt has no text or image content")
+            raise invalid("the prompt has no text or image content")
         assert live.session is not None  # attached when it was opened
+        live.announce()
         turn = asyncio.create_task(live.session.run_turn(text, images))
         live.turn = turn
         try:
@@ -293,7 +290,7 @@ class CodemodeAcpAgent:
         raise RequestError(-32603, (result.error if result else None) or "the turn failed")
 
     async def cancel(self, session_id: str, **kwargs: object) -> None:
-        live = self.sessions.get(session_id)
+        live = self.sessions.find(session_id)
         if live is not None and live.turn is not None:
             live.turn.cancel()
 
@@ -307,9 +304,9 @@ class CodemodeAcpAgent:
         return None
 
     async def close(self) -> None:
-        for live in list(self.sessions.values()):
+        for live in self.sessions.values():
+            self.sessions.close(live.session_id)
             await live.close()
-        self.sessions.clear()
 
 
 async def serve(options: AcpOptions) -> None:
@@ -322,6 +319,8 @@ async def serve(options: AcpOptions) -> None:
     agent = CodemodeAcpAgent(options)
     try:
         writer, reader = await stdio_streams(DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
-        await run_agent(agent, writer, reader)
+        # The SDK (0.12) still routes session/close only under its "unstable" flag; ACP
+        # stabilised it (sessionCapabilities.close). Nothing else we serve is unstable.
+        await run_agent(agent, writer, reader, use_unstable_protocol=True)
     finally:
         await agent.close()

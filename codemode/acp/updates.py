@@ -4,8 +4,9 @@ Text and reasoning deltas become message and thought chunks; every tool item (a
 classic call, a code-mode program, and each call a program makes) becomes an ACP tool
 call whose status follows the item; so does each run of the user's hooks (a
 ``hook_run`` item: ``_meta.codemode.hook`` has its event, decision and reason). ACP has
-no nesting, so a program's calls carry
-their program's id in ``_meta.codemode.parent_id`` and say so in their title.
+no nesting, so a program's calls carry their program's id in ``_meta.codemode.parent_id``
+and say so in their title. Notices (a retry, a failed hook, a rolled-back write) are
+message chunks set apart (``codemode.acp.notices``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from acp.schema import (
 )
 from pydantic import BaseModel
 
+from codemode.acp.notices import notice_update
 from codemode.agent.events import (
     AgentMessageItem,
     CodeExecutionItem,
@@ -45,12 +47,14 @@ from codemode.agent.events import (
     ItemCompleted,
     ItemStarted,
     McpToolCallItem,
+    Notice,
     OutputDeltaEvent,
     ReasoningDeltaEvent,
     ReasoningItem,
     TextDeltaEvent,
     TodoListItem,
     ToolCallItem,
+    WorkspaceRecovered,
 )
 
 if TYPE_CHECKING:
@@ -221,6 +225,8 @@ class UpdateMapper:
                     event.item_id, content=[tool_content(text_block("\n".join(lines)))]
                 )
             ]
+        if isinstance(event, Notice | WorkspaceRecovered):
+            return [notice_update(event.message, event.type)]
         if isinstance(event, ItemStarted):
             return self._started(event.item)
         if isinstance(event, ItemCompleted):

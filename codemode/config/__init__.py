@@ -73,6 +73,8 @@ class Config(BaseModel):
     # turn is interrupted.
     engine: Literal["quickjs", "v8"] | None = None
     max_turns: int = Field(default=50, gt=0)
+    # Sessions one `interpreter acp` client may hold open at once (docs/acp.md).
+    acp_max_sessions: int = Field(default=8, gt=0)
     sandbox_mode: Literal["read-only", "workspace-write", "danger-full-access"] = "workspace-write"
     approval_policy: Literal["untrusted", "on-request", "never"] = "on-request"
     # Seconds one code-mode program may run (wall clock, across yields).
