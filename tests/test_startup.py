@@ -1,5 +1,5 @@
-"""What makes `interpreter exec` start fast, checked for keeping behaviour: httpx without
-its command line, no CA bundle for a plain-HTTP model service, pathspec on first use."""
+"""What makes `interpreter exec` start fast, checked for keeping behaviour: no CA bundle
+for a plain-HTTP model service, pathspec on first use."""
 
 from __future__ import annotations
 
@@ -22,47 +22,6 @@ def _python(code: str, tmp_path: Path) -> str:
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
-
-
-def test_httpx_imports_without_its_command_line(tmp_path: Path) -> None:
-    out = _python(
-        "import sys; from codemode.process import entry; entry.claim()\n"
-        "print('before', 'httpx._main' in sys.modules)\n"
-        "import httpx\n"
-        "print('cli', sorted({m.split('.')[0] for m in sys.modules} & {'rich', 'pygments'}))\n"
-        "print('client', httpx.AsyncClient is not None)\n",
-        tmp_path,
-    )
-    assert "before False\n" in out  # nothing registered before httpx is imported
-    assert "cli []\n" in out, out
-    assert "client True\n" in out
-
-
-def test_httpx_command_line_still_works(tmp_path: Path) -> None:
-    # httpx.main and the module's other names load the real httpx._main on first use.
-    out = _python(
-        "import sys; from codemode.process import entry; entry.claim(); import httpx\n"
-        "fn = httpx._main.print_response\n"
-        "print('real', type(sys.modules['httpx._main']).__name__, fn.__module__,\n"
-        "      httpx._main is sys.modules['httpx._main'], 'rich' in sys.modules)\n"
-        "sys.argv = ['httpx', '--help']\n"
-        "try:\n"
-        "    httpx.main()\n"
-        "except SystemExit as exc:\n"
-        "    print('exit', exc.code)\n",
-        tmp_path,
-    )
-    assert "real module httpx._main True True\n" in out, out
-    assert "Usage: httpx <URL>" in out, out
-
-
-def test_httpx_imported_first_is_left_alone(tmp_path: Path) -> None:
-    out = _python(
-        "import sys, httpx; from codemode.process import entry; entry.claim()\n"
-        "print(type(sys.modules['httpx._main']).__name__, 'rich' in sys.modules)\n",
-        tmp_path,
-    )
-    assert out == "module True\n"
 
 
 def test_plain_http_service_gets_a_verifying_context_without_certificates(

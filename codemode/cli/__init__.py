@@ -13,11 +13,6 @@ import re
 import sys
 from typing import NoReturn
 
-from codemode.process import entry
-
-if not entry.claimed():
-    entry.claim()  # this process is the command's own: its start-up work, before httpx loads
-
 if sys.argv[1:2] == ["run"]:
     # Before anything heavy: `interpreter run`'s engine worker boots meanwhile.
     from codemode.js_runtime.early import prestart_for
@@ -51,6 +46,9 @@ INTERNAL_ERROR_STATUS = 70
 
 
 def main(argv: list[str] | None = None) -> None:
+    from codemode.process import entry
+
+    entry.claim()  # this process is the command's own (pyseccomp_import)
     from codemode.js_runtime.early import run_and_exit  # a fast exit after `run`
 
     run_and_exit(_main, argv)
