@@ -18,11 +18,6 @@ if sys.argv[1:2] == ["run"]:
     from codemode.js_runtime.early import prestart_for
 
     prestart_for(sys.argv[1:])
-elif sys.argv[1:2] == ["exec"]:
-    # Before anything heavy: the first program's engine worker boots meanwhile.
-    from codemode.commands.exec_early import prestart_for as prestart_exec
-
-    prestart_exec(sys.argv[1:])
 elif sys.argv[1:2] == ["code-mode-host"]:
     # Before click and the commands: Codex waits for its host's start on every session.
     from codemode.cli.fast_host import serve_if_asked
