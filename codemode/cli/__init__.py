@@ -13,12 +13,7 @@ import re
 import sys
 from typing import NoReturn
 
-if sys.argv[1:2] == ["run"]:
-    # Before anything heavy: `interpreter run`'s engine worker boots meanwhile.
-    from codemode.js_runtime.early import prestart_for
-
-    prestart_for(sys.argv[1:])
-elif sys.argv[1:2] == ["code-mode-host"]:
+if sys.argv[1:2] == ["code-mode-host"]:
     # Before click and the commands: Codex waits for its host's start on every session.
     from codemode.cli.fast_host import serve_if_asked
 
@@ -41,20 +36,14 @@ INTERNAL_ERROR_STATUS = 70
 
 
 def main(argv: list[str] | None = None) -> None:
-    from codemode.process import entry
-
-    entry.claim()  # this process is the command's own (pyseccomp_import)
-    from codemode.js_runtime.early import run_and_exit  # a fast exit after `run`
-
-    run_and_exit(_main, argv)
-
-
-def _main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors are one line on stderr and exit status 2, other click
     errors one line and their own status; an unexpected exception is one line naming
     the log file its traceback went to, never a traceback on the terminal."""
     from codemode.cli.crash import install_thread_hooks
+    from codemode.process import entry
     from codemode.sandbox.confinement.grpc_fork import quiet_grpc_fork
+
+    entry.claim()  # this process is the command's own (pyseccomp_import)
 
     quiet_grpc_fork()  # before anything loads gRPC (Ray, an embedder's code)
     install_thread_hooks(argv if argv is not None else sys.argv[1:])
