@@ -13,12 +13,6 @@ import re
 import sys
 from typing import NoReturn
 
-if sys.argv[1:2] == ["code-mode-host"]:
-    # Before click and the commands: Codex waits for its host's start on every session.
-    from codemode.cli.fast_host import serve_if_asked
-
-    serve_if_asked(sys.argv[1:])
-
 import click
 
 from codemode.cli.root import cli
