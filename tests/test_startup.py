@@ -119,7 +119,7 @@ def test_command_process_is_the_console_script_only(tmp_path: Path) -> None:
         assert out == "True\n", entry
 
 
-def test_exec_exits_early_with_its_session_log_complete(tmp_path: Path) -> None:
+def test_exec_exits_with_its_session_log_complete(tmp_path: Path) -> None:
     code = "const r = await tools.shell({command: 'echo hi-there'});\nconsole.log(r.output);\n"
     script: list[dict[str, object]] = [
         {"tool_calls": [{"name": "exec", "freeform": True, "arguments": code}]},

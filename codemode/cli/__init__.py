@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> None:
             exc.possibilities = near_options(exc.option_name, exc.possibilities or [])
         name = exc.ctx.command_path if exc.ctx else "interpreter"
         echo(f"{name}: error: {exc.format_message()}", err=True)
-        _exit_early(2)
+        sys.exit(2)
     except click.ClickException as exc:
         from codemode.cli.crash import one_line
 
@@ -77,19 +77,6 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # the last stop before a traceback
         _crash(exc, argv)
     sys.exit(status if isinstance(status, int) else 0)
-
-
-def _exit_early(status: int) -> NoReturn:
-    """Exit after a usage error, which comes before the command has done anything:
-    without the interpreter's teardown where this is the command's own process (the
-    teardown of a full import once in a few hundred exits ended in a segmentation fault
-    in C code, after the message, turning status 2 into -11; none of it is needed here:
-    ``fast_exit`` still runs the atexit handlers and flushes the streams)."""
-    from codemode.process.fast_exit import exit_now, is_command_process
-
-    if is_command_process():
-        exit_now(status)
-    sys.exit(status)
 
 
 def _crash(exc: Exception, argv: list[str] | None) -> NoReturn:
