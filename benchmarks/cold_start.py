@@ -14,7 +14,8 @@ alike; each figure is the median wall time in ms of N rounds:
 - ``exec_no_calls``: one ``interpreter exec --code-mode`` turn against the scripted
   model server (an ``http://`` service on 127.0.0.1) whose program makes no call;
 - ``mcp_initialize``: from starting ``interpreter mcp-server`` to its ``initialize``
-  answer;
+  answer; ``mcp_tools_list``: to its answer to the ``tools/list`` sent right after the
+  handshake (what a client waits for before it can offer ``execute``);
 - ``code_mode_host``: from starting ``interpreter code-mode-host --listen
   grpc+stdio://`` to its first byte after an HTTP/2 preface (it can serve);
 - ``help``: ``interpreter --help``;
@@ -52,6 +53,8 @@ INTERPRETER = str(Path(sys.executable).parent / "interpreter")
 _INITIALIZE = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {},
     "clientInfo": {"name": "bench", "version": "1"}}}) + "\n").encode()  # fmt: skip
+_LIST_TOOLS = (json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"
+               + json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}) + "\n").encode()
 # The HTTP/2 client preface and an empty SETTINGS frame.
 _PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
 
@@ -110,6 +113,27 @@ def mcp_initialize(env: dict[str, str], ws: str) -> float:
     return took
 
 
+def mcp_tools_list(env: dict[str, str], ws: str) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([INTERPRETER, "mcp-server"], env=env, cwd=ws, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(_INITIALIZE)
+        proc.stdin.flush()
+        proc.stdout.readline()
+        proc.stdin.write(_LIST_TOOLS)
+        proc.stdin.flush()
+        got = proc.stdout.readline()
+        took = (time.perf_counter() - t0) * 1000
+    finally:
+        proc.stdin.close()
+        proc.wait(60)
+    if b'"execute"' not in got:
+        raise SystemExit(f"mcp-server listed {got[:300]!r}")
+    return took
+
+
 def code_mode_host(env: dict[str, str], ws: str) -> float:
     argv = [INTERPRETER, "code-mode-host", "--listen", "grpc+stdio://"]
     took, got = _first_line(argv, env, ws, _PREFACE)
@@ -128,6 +152,7 @@ def usage_error(env: dict[str, str], ws: str) -> float:
 
 PATHS: dict[str, Measure] = {
     "run_hello": run_hello, "exec_no_calls": exec_no_calls, "mcp_initialize": mcp_initialize,
+    "mcp_tools_list": mcp_tools_list,
     "code_mode_host": code_mode_host, "help": help_text, "usage_error": usage_error,
 }  # fmt: skip
 
@@ -143,11 +168,17 @@ def unpack(commit: str, into: Path) -> Path:
     return tree
 
 
+# Usage errors after more or less of the command line has loaded.
+_USAGE_ERRORS = (["--bogus"], ["exec", "--no-such-option"], ["exec", "--code-mode", "--bogus", "hi"],
+                 ["run", "--no-such-option", "hello.js"], ["run", "--memory", "0", "hello.js"])  # fmt: skip
+
+
 def _statuses(env: dict[str, str], ws: str, runs: int) -> dict[str, int]:
     seen: Counter[int] = Counter()
-    for _ in range(runs):
-        argv = [INTERPRETER, "exec", "--no-such-option"]
-        seen[subprocess.run(argv, env=env, cwd=ws, capture_output=True, timeout=120).returncode] += 1
+    for i in range(runs):
+        argv = [INTERPRETER, *_USAGE_ERRORS[i % len(_USAGE_ERRORS)]]
+        done = subprocess.run(argv, env=env, cwd=ws, capture_output=True, timeout=120)
+        seen[done.returncode] += 1
     return {str(status): count for status, count in sorted(seen.items())}
 
 
