@@ -53,8 +53,12 @@ INTERPRETER = str(Path(sys.executable).parent / "interpreter")
 _INITIALIZE = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {},
     "clientInfo": {"name": "bench", "version": "1"}}}) + "\n").encode()  # fmt: skip
-_LIST_TOOLS = (json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"
-               + json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}) + "\n").encode()
+_LIST_TOOLS = (
+    json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    + "\n"
+    + json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    + "\n"
+).encode()
 # The HTTP/2 client preface and an empty SETTINGS frame.
 _PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
 
@@ -169,8 +173,13 @@ def unpack(commit: str, into: Path) -> Path:
 
 
 # Usage errors after more or less of the command line has loaded.
-_USAGE_ERRORS = (["--bogus"], ["exec", "--no-such-option"], ["exec", "--code-mode", "--bogus", "hi"],
-                 ["run", "--no-such-option", "hello.js"], ["run", "--memory", "0", "hello.js"])  # fmt: skip
+_USAGE_ERRORS = (
+    ["--bogus"],
+    ["exec", "--no-such-option"],
+    ["exec", "--code-mode", "--bogus", "hi"],
+    ["run", "--no-such-option", "hello.js"],
+    ["run", "--memory", "0", "hello.js"],
+)
 
 
 def _statuses(env: dict[str, str], ws: str, runs: int) -> dict[str, int]:
@@ -218,7 +227,7 @@ def main() -> None:
             for measure in paths.values():
                 measure(envs[label], str(ws))
         for i in range(args.runs):
-            order = labels[i % len(labels):] + labels[: i % len(labels)]
+            order = labels[i % len(labels) :] + labels[: i % len(labels)]
             if node and "run_hello" in paths:
                 node_samples.append(_timed([node, "hello.js"], base, str(ws)))
             for name, measure in paths.items():
