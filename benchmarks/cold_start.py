@@ -8,7 +8,9 @@ into a temporary folder and byte-compiled, and run with this virtual environment
 tree first on ``PYTHONPATH``). ``now`` is always the working tree. Every command starts
 cold (``CODEMODE_WARM=0``), in a fresh workspace, home and runtime folder. Within each
 round the trees take turns (in a rotating order), so the machine's load falls on each
-alike; each figure is the median wall time in ms of N rounds:
+alike; each figure is the median wall time in ms of N rounds (``medians_ms``), and the
+median CPU time of the whole process and everything it started (``cpu_medians_ms``,
+orphans reaped here as the child subreaper: steadier than wall time on a busy machine):
 
 - ``run_hello``: ``interpreter run hello.js`` (and ``node hello.js`` when node is here);
 - ``exec_no_calls``: one ``interpreter exec --code-mode`` turn against the scripted
@@ -21,7 +23,8 @@ alike; each figure is the median wall time in ms of N rounds:
 - ``help``: ``interpreter --help``;
 - ``usage_error``: ``interpreter exec --no-such-option`` (status 2).
 
-``ratios`` divides each tree's median by the first ``--at`` tree's. With
+``ratios_to_LABEL`` (and ``cpu_ratios_to_LABEL``) divides each tree's median by the first
+``--at`` tree's. With
 ``--teardown-runs N``, ``usage_error_statuses`` counts the exit statuses of N more
 usage errors per tree (a status other than 2, such as -11, is a crash at exit).
 ``load_average`` says how busy the machine was.
@@ -44,7 +47,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from exec_startup import program, script
+from exec_startup import _adopt_orphans, _children_cpu_ms, _reap_orphans, program, script
 
 from codemode_testkit.scripted_server import ScriptedModelServer
 
@@ -191,6 +194,18 @@ def _statuses(env: dict[str, str], ws: str, runs: int) -> dict[str, int]:
     return {str(status): count for status, count in sorted(seen.items())}
 
 
+Figures = dict[str, dict[str, float]]
+
+
+def _medians(samples: dict[str, dict[str, list[float]]], first: str) -> tuple[Figures, Figures]:
+    """Each path's median per tree, and each tree's median over the ``first`` tree's."""
+    medians = {name: {label: round(statistics.median(v), 1) for label, v in by.items()}
+               for name, by in samples.items()}  # fmt: skip
+    ratios = {name: {label: round(m / by[first], 2) for label, m in by.items() if label != first}
+              for name, by in medians.items()}  # fmt: skip
+    return medians, ratios
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=15)
@@ -219,6 +234,8 @@ def main() -> None:
                            XDG_RUNTIME_DIR=str(runtime))  # fmt: skip
     paths = {name: PATHS[name] for name in args.only or PATHS}
     samples: dict[str, dict[str, list[float]]] = {n: {t: [] for t in trees} for n in paths}
+    cpu: dict[str, dict[str, list[float]]] = {n: {t: [] for t in trees} for n in paths}
+    _adopt_orphans()
     labels = list(trees)
     node = shutil.which("node")
     node_samples: list[float] = []
@@ -226,26 +243,29 @@ def main() -> None:
         for label in labels:  # untimed: each tree's first start (page cache, bytecode)
             for measure in paths.values():
                 measure(envs[label], str(ws))
+        _reap_orphans()  # what those left behind is not counted below
         for i in range(args.runs):
             order = labels[i % len(labels) :] + labels[: i % len(labels)]
             if node and "run_hello" in paths:
                 node_samples.append(_timed([node, "hello.js"], base, str(ws)))
             for name, measure in paths.items():
                 for label in order:
+                    cpu0 = _children_cpu_ms()
                     samples[name][label].append(measure(envs[label], str(ws)))
+                    _reap_orphans()
+                    cpu[name][label].append(_children_cpu_ms() - cpu0)
         statuses = {label: _statuses(envs[label], str(ws), args.teardown_runs)
                     for label in labels} if args.teardown_runs else None  # fmt: skip
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    medians = {name: {label: round(statistics.median(v), 1) for label, v in by.items()}
-               for name, by in samples.items()}  # fmt: skip
     first = labels[0]
-    ratios = {name: {label: round(m / by[first], 2) for label, m in by.items() if label != first}
-              for name, by in medians.items()}  # fmt: skip
+    medians, ratios = _medians(samples, first)
+    cpu_medians, cpu_ratios = _medians(cpu, first)
     result: dict[str, object] = {
         "runs": args.runs, "trees": {label: spec for label, spec in
                                      zip(labels, [*args.at, "working tree"], strict=True)},
         "medians_ms": medians, "ratios_to_" + first: ratios,
+        "cpu_medians_ms": cpu_medians, "cpu_ratios_to_" + first: cpu_ratios,
     }  # fmt: skip
     if node_samples:
         result["node_hello_ms"] = round(statistics.median(node_samples), 1)

@@ -42,7 +42,7 @@ def test_plain_http_service_gets_a_verifying_context_without_certificates(
     assert _tls_verify("http://127.0.0.1:8080/v1") is True
 
 
-async def test_plain_http_transport_streams_from_the_scripted_server() -> None:
+async def test_an_http_service_streams_through_httpx() -> None:
     with ScriptedModelServer([{"text": "hello"}]) as server:
         transport = Transport(
             provider="scripted", base_url=server.base_url, api_key=None, env_key=None
