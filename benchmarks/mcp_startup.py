@@ -6,8 +6,8 @@ Each run starts a fresh `interpreter mcp-server` in an empty workspace and write
 `initialize` at once (as a client does); medians of N runs, in milliseconds from the
 process start:
 
-- ``initialize_ms``: its answer (target: within 400 ms; the server answers it before the
-  MCP SDK has loaded, see codemode/mcp/early.py);
+- ``initialize_ms``: its answer (the MCP SDK's, once it and the host have loaded: a
+  cold start pays for both; a warm one answers at once, docs/warm.md);
 - ``tools_list_ms``: the answer to the `tools/list` sent right after the handshake
   (served by the SDK, once it and the host have loaded);
 - ``client_connect_ms``: the official `mcp` client's ``Client(stdio_client(...))``

@@ -1,7 +1,6 @@
 """`interpreter mcp-server` as an embedder meets it, driven by the official MCP client
-over stdio: the handshake answered early (and the same as the SDK's own answer), a
-per-call time limit, a short description with the rest behind describe_tool, and the
-output cap the docs state."""
+over stdio: the handshake as the SDK answers it, a per-call time limit, a short
+description with the rest behind describe_tool, and the output cap the docs state."""
 
 from __future__ import annotations
 
@@ -58,7 +57,7 @@ def test_official_client_runs_programs_with_a_per_call_time_limit(tmp_path: Path
     (listed, quick, limited, limited_s, described, big), stderr = asyncio.run(
         _with_server(home, work, "-c", "exec_timeout_s=60", body=body)
     )
-    assert client_saw_same_initialize(stderr)
+    assert "Traceback" not in stderr, stderr
     tools = {t.name: t for t in listed.tools}
     execute = tools["execute"]
     props = execute.input_schema["properties"]
@@ -80,11 +79,6 @@ def test_official_client_runs_programs_with_a_per_call_time_limit(tmp_path: Path
     assert len(big.structured_content["output"]) < RESULT_FIELD_CHARS + 200
     assert len(big.structured_content["value"]) < RESULT_FIELD_CHARS + 200
     assert len(big.structured_content["output"]) > RESULT_FIELD_CHARS - 200
-
-
-def client_saw_same_initialize(stderr: str) -> bool:
-    """The server checks its early answer against the SDK's and says so if they differ."""
-    return "early handshake answer differs" not in stderr
 
 
 def test_docs_state_the_cap_the_server_uses() -> None:
@@ -152,8 +146,7 @@ def test_initialize_is_answered_as_the_sdk_answers_it(tmp_path: Path) -> None:
         assert result["protocolVersion"] == expected
         assert result["serverInfo"]["name"] == "codemode"
         assert "tools" in result["capabilities"]
-        # the SDK answered the same request too (dropped from the wire): no difference
-        assert client_saw_same_initialize(stderr), stderr
+        assert "Traceback" not in stderr, stderr
 
 
 def test_requests_written_before_the_input_ends_are_all_answered(tmp_path: Path) -> None:

@@ -220,18 +220,17 @@ async def test_acp_session_cancel_stops_a_busy_program(
             assert again.stop_reason == "end_turn"
 
 
-def test_run_starts_its_worker_before_parsing_the_command_line() -> None:
+def test_the_pool_adopts_a_worker_started_ahead() -> None:
+    # The Codex host's warm spare boots its worker while it waits for a client.
     from codemode.js_runtime import prestart
-    from codemode.js_runtime.early import prestart_for
     from codemode.js_runtime.worker_process import POOL
 
     memory = 77 * 1024 * 1024
     try:
-        prestart_for(["run", "x.js", "--memory", "77"])
-        assert [(e, m) for e, m, _ in prestart._early] == [("quickjs", memory)]
+        prestart.one_program = True
+        prestart.spawn_early("quickjs", memory)
         pid = prestart._early[0][2].pid
-        prestart_for(["run", "x.js", "--memory=77", "--repos", "r"])  # batch: not here
-        prestart_for(["exec", "--memory", "77"])
+        assert POOL.take("quickjs", memory + 1).pid != pid  # another cap: not this one
         assert len(prestart._early) == 1
         worker = POOL.take("quickjs", memory)  # the pool adopts the early one
         assert worker.pid == pid and worker.alive() and not prestart._early

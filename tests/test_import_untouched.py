@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 _EMBEDDER = r"""
 import asyncio, sys, types
 
@@ -78,21 +80,40 @@ def test_import_and_a_sandboxed_program_leave_the_import_machinery_alone(
     assert "PROBLEMS []" in proc.stdout, proc.stdout + proc.stderr
 
 
-def test_the_command_entry_still_defers_httpx_command_line(tmp_path: Path) -> None:
-    # The `interpreter` command's own process keeps the start-up saving (a library may
-    # not): claimed before httpx loads, httpx's command line is not imported.
+_CLI_IMPORTER = r"""
+import os, sys
+
+meta, hooks = list(sys.meta_path), list(sys.path_hooks)
+import codemode.cli
+
+problems = []
+try:
+    os.waitpid(-1, os.WNOHANG)
+    problems.append("a child process was started")
+except ChildProcessError:
+    pass
+if [id(f) for f in sys.meta_path] != [id(f) for f in meta]:
+    problems.append(f"sys.meta_path changed: {sys.meta_path!r}")
+if [id(h) for h in sys.path_hooks] != [id(h) for h in hooks]:
+    problems.append("sys.path_hooks changed")
+print("PROBLEMS", problems)
+"""
+
+
+@pytest.mark.parametrize("argv", [["run", "x.js"], ["exec", "--code-mode", "hi"]])
+def test_importing_the_command_line_reads_no_argv_and_patches_nothing(
+    argv: list[str], tmp_path: Path
+) -> None:
+    # A program whose own arguments happen to look like a command imports the CLI
+    # (to call ``main`` itself, or for its click group): nothing may start or change
+    # until it calls something.
+    (tmp_path / "x.js").write_text("1\n")
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from codemode.process import entry; entry.claim()\n"
-            "import httpx\n"
-            "print('cli', sorted({m.split('.')[0] for m in sys.modules} & {'rich', 'pygments'}))",
-        ],
+        [sys.executable, "-c", _CLI_IMPORTER, *argv],
         cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "cli []" in proc.stdout, proc.stdout
+    assert "PROBLEMS []" in proc.stdout, proc.stdout + proc.stderr

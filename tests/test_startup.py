@@ -1,5 +1,5 @@
-"""What makes `interpreter exec` start fast, checked for keeping behaviour: httpx without
-its command line, no CA bundle for a plain-HTTP model service, pathspec on first use."""
+"""What makes `interpreter exec` start fast, checked for keeping behaviour: no CA bundle
+for a plain-HTTP model service, pathspec on first use."""
 
 from __future__ import annotations
 
@@ -24,47 +24,6 @@ def _python(code: str, tmp_path: Path) -> str:
     return proc.stdout
 
 
-def test_httpx_imports_without_its_command_line(tmp_path: Path) -> None:
-    out = _python(
-        "import sys; from codemode.process import entry; entry.claim()\n"
-        "print('before', 'httpx._main' in sys.modules)\n"
-        "import httpx\n"
-        "print('cli', sorted({m.split('.')[0] for m in sys.modules} & {'rich', 'pygments'}))\n"
-        "print('client', httpx.AsyncClient is not None)\n",
-        tmp_path,
-    )
-    assert "before False\n" in out  # nothing registered before httpx is imported
-    assert "cli []\n" in out, out
-    assert "client True\n" in out
-
-
-def test_httpx_command_line_still_works(tmp_path: Path) -> None:
-    # httpx.main and the module's other names load the real httpx._main on first use.
-    out = _python(
-        "import sys; from codemode.process import entry; entry.claim(); import httpx\n"
-        "fn = httpx._main.print_response\n"
-        "print('real', type(sys.modules['httpx._main']).__name__, fn.__module__,\n"
-        "      httpx._main is sys.modules['httpx._main'], 'rich' in sys.modules)\n"
-        "sys.argv = ['httpx', '--help']\n"
-        "try:\n"
-        "    httpx.main()\n"
-        "except SystemExit as exc:\n"
-        "    print('exit', exc.code)\n",
-        tmp_path,
-    )
-    assert "real module httpx._main True True\n" in out, out
-    assert "Usage: httpx <URL>" in out, out
-
-
-def test_httpx_imported_first_is_left_alone(tmp_path: Path) -> None:
-    out = _python(
-        "import sys, httpx; from codemode.process import entry; entry.claim()\n"
-        "print(type(sys.modules['httpx._main']).__name__, 'rich' in sys.modules)\n",
-        tmp_path,
-    )
-    assert out == "module True\n"
-
-
 def test_plain_http_service_gets_a_verifying_context_without_certificates(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -83,7 +42,7 @@ def test_plain_http_service_gets_a_verifying_context_without_certificates(
     assert _tls_verify("http://127.0.0.1:8080/v1") is True
 
 
-async def test_plain_http_transport_streams_from_the_scripted_server() -> None:
+async def test_an_http_service_streams_through_httpx() -> None:
     with ScriptedModelServer([{"text": "hello"}]) as server:
         transport = Transport(
             provider="scripted", base_url=server.base_url, api_key=None, env_key=None
@@ -160,7 +119,7 @@ def test_command_process_is_the_console_script_only(tmp_path: Path) -> None:
         assert out == "True\n", entry
 
 
-def test_exec_exits_early_with_its_session_log_complete(tmp_path: Path) -> None:
+def test_exec_exits_with_its_session_log_complete(tmp_path: Path) -> None:
     code = "const r = await tools.shell({command: 'echo hi-there'});\nconsole.log(r.output);\n"
     script: list[dict[str, object]] = [
         {"tool_calls": [{"name": "exec", "freeform": True, "arguments": code}]},

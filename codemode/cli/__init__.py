@@ -13,27 +13,6 @@ import re
 import sys
 from typing import NoReturn
 
-from codemode.process import entry
-
-if not entry.claimed():
-    entry.claim()  # this process is the command's own: its start-up work, before httpx loads
-
-if sys.argv[1:2] == ["run"]:
-    # Before anything heavy: `interpreter run`'s engine worker boots meanwhile.
-    from codemode.js_runtime.early import prestart_for
-
-    prestart_for(sys.argv[1:])
-elif sys.argv[1:2] == ["exec"]:
-    # Before anything heavy: the first program's engine worker boots meanwhile.
-    from codemode.commands.exec_early import prestart_for as prestart_exec
-
-    prestart_exec(sys.argv[1:])
-elif sys.argv[1:2] == ["code-mode-host"]:
-    # Before click and the commands: Codex waits for its host's start on every session.
-    from codemode.cli.fast_host import serve_if_asked
-
-    serve_if_asked(sys.argv[1:])
-
 import click
 
 from codemode.cli.root import cli
@@ -51,17 +30,14 @@ INTERNAL_ERROR_STATUS = 70
 
 
 def main(argv: list[str] | None = None) -> None:
-    from codemode.js_runtime.early import run_and_exit  # a fast exit after `run`
-
-    run_and_exit(_main, argv)
-
-
-def _main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors are one line on stderr and exit status 2, other click
     errors one line and their own status; an unexpected exception is one line naming
     the log file its traceback went to, never a traceback on the terminal."""
     from codemode.cli.crash import install_thread_hooks
+    from codemode.process import entry
     from codemode.sandbox.confinement.grpc_fork import quiet_grpc_fork
+
+    entry.claim()  # this process is the command's own (pyseccomp_import)
 
     quiet_grpc_fork()  # before anything loads gRPC (Ray, an embedder's code)
     install_thread_hooks(argv if argv is not None else sys.argv[1:])
@@ -74,7 +50,7 @@ def _main(argv: list[str] | None = None) -> None:
             exc.possibilities = near_options(exc.option_name, exc.possibilities or [])
         name = exc.ctx.command_path if exc.ctx else "interpreter"
         echo(f"{name}: error: {exc.format_message()}", err=True)
-        _exit_early(2)
+        sys.exit(2)
     except click.ClickException as exc:
         from codemode.cli.crash import one_line
 
@@ -101,19 +77,6 @@ def _main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # the last stop before a traceback
         _crash(exc, argv)
     sys.exit(status if isinstance(status, int) else 0)
-
-
-def _exit_early(status: int) -> NoReturn:
-    """Exit after a usage error, which comes before the command has done anything:
-    without the interpreter's teardown where this is the command's own process (the
-    teardown of a full import once in a few hundred exits ended in a segmentation fault
-    in C code, after the message, turning status 2 into -11; none of it is needed here:
-    ``fast_exit`` still runs the atexit handlers and flushes the streams)."""
-    from codemode.process.fast_exit import exit_now, is_command_process
-
-    if is_command_process():
-        exit_now(status)
-    sys.exit(status)
 
 
 def _crash(exc: Exception, argv: list[str] | None) -> NoReturn:

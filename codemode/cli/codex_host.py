@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from typing import NoReturn
+
 import click
 
 from codemode.cli.root import cli
@@ -106,9 +109,7 @@ def code_mode_host(
     `codex-code-mode-host` (docs/codex-host.md).
     """
     if warm_server:  # what a host with --warm starts (codex_host/warm/server.py)
-        from codemode.cli.fast_host import warm_server_command
-
-        warm_server_command(list(ctx.args))
+        _warm_server(list(ctx.args))
     if ctx.args:  # as click says it when it parses all options itself
         if ctx.args[0].startswith("-"):
             raise click.NoSuchOption(ctx.args[0], ctx=ctx)
@@ -125,3 +126,13 @@ def code_mode_host(
     bounds = ClientBounds(max_sessions, max_connections)
     options = HostOptions(where, engine, timeout_s, memory_mb, warm or None, max_cells, bounds)
     serve_and_exit(options, command_process=is_command_process())
+
+
+def _warm_server(args: list[str]) -> NoReturn:
+    """`code-mode-host --warm-server SOCKET [...]` (``args`` after the flag): the warm
+    server a host with ``--warm`` leaves behind (``codex_host/warm/server.py``; not for
+    people to run, so hidden from --help)."""
+    from codemode.cli.crash import install_thread_hooks
+    from codemode.codex_host.warm.server import main
+
+    sys.exit(main(args, on_serve=lambda: install_thread_hooks(sys.argv[1:])))

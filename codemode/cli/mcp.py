@@ -57,14 +57,6 @@ def mcp_server(
     call that would need a human's approval is refused with the reason, since none is
     attached.
     """
-    early = None
-    if http_port is None:
-        # The wire first, before the heavy imports: `initialize` is answered while the
-        # rest loads (codemode/mcp/early.py).
-        from codemode.mcp.early import EarlyStdio
-        from codemode.version import package_version
-
-        early = EarlyStdio.start(package_version())
     from codemode.assembly.options import SessionOptions
     from codemode.commands.mcp import serve
     from codemode.config import ConfigError, load_config
@@ -73,7 +65,7 @@ def mcp_server(
         cwd=cwd, sandbox_mode=sandbox_mode, approval_policy=approval_policy, full_auto=full_auto
     )
     try:
-        status = serve(load_config(overrides), options, http_port=http_port, early=early)
+        status = serve(load_config(overrides), options, http_port=http_port)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     sys.exit(status)

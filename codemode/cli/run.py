@@ -153,6 +153,11 @@ def run(
         max_tool_calls=max_tool_calls,
         output_chars=RUN_OUTPUT_CHARS,
     )
+    from codemode.js_runtime import prestart
+
+    # One program, then the process exits: no spare worker boots behind its own, on the
+    # core the program could use.
+    prestart.one_program = True
     try:
         status = run_script(
             source,

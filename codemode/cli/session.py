@@ -31,7 +31,11 @@ def _read_prompt(prompt: str | None) -> str | None:
 
 def _run_agent(**kwargs: Any) -> None:
     from codemode.commands.exec import ExecOptions, UsageProblem, run_exec
+    from codemode.js_runtime import prestart
 
+    # One turn, then the process exits: its programs run one after another in one
+    # worker, so no spare boots behind it (a program beside another starts its own).
+    prestart.one_program = True
     try:
         status = run_exec(ExecOptions(**kwargs))
     except UsageProblem as exc:

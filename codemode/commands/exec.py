@@ -53,12 +53,7 @@ UNTRUSTED_HOOKS_HINT = (
 
 
 def run_exec(options: ExecOptions) -> int:
-    """Run the command; returns its exit status. Raises UsageProblem for bad input.
-
-    In the ``interpreter`` process itself a finished run exits here, without the
-    interpreter's teardown (``codemode.process.fast_exit``): by now the session log is fsynced
-    and closed, the engine workers and the model client are closed, and the event loop
-    is gone."""
+    """Run the command; returns its exit status. Raises UsageProblem for bad input."""
     try:
         status = asyncio.run(_run(options))
     except (
@@ -70,10 +65,6 @@ def run_exec(options: ExecOptions) -> int:
         AuthenticationError,
     ) as exc:
         raise UsageProblem(str(exc)) from None
-    from codemode.process import fast_exit
-
-    if fast_exit.is_command_process():
-        fast_exit.exit_now(status)
     return status
 
 

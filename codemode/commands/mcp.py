@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from codemode.assembly.options import SessionOptions
-    from codemode.mcp.early import EarlyStdio
     from codemode.sandbox.session import SandboxSession
     from codemode.tools.registry import ToolRegistry
 
@@ -82,16 +81,16 @@ def serve(
     options: SessionOptions,
     *,
     http_port: int | None,
-    early: EarlyStdio | None = None,
 ) -> int:
-    """Serve the tool host over stdio (the wire ``early`` took at start-up, if given),
-    or streamable HTTP on 127.0.0.1:PORT, in the workspace ``options.cwd``, sandboxed
-    as the config and ``options`` say."""
-    if early is None and http_port is None:
-        from codemode.mcp.early import EarlyStdio
-        from codemode.version import package_version
+    """Serve the tool host over stdio, or streamable HTTP on 127.0.0.1:PORT, in the
+    workspace ``options.cwd``, sandboxed as the config and ``options`` say."""
+    wire = None
+    if http_port is None:
+        from codemode.mcp.stdio_wire import StdioWire
 
-        early = EarlyStdio.start(package_version())
+        # Before anything is built: nothing a part prints while it starts reaches the
+        # client's wire (fd 1 goes to stderr from here).
+        wire = StdioWire.start()
     # lazy: the MCP server stack, for mcp-server only
     from codemode.assembly.parts import sandbox_for
     from codemode.assembly.program import ProgramParts
@@ -138,10 +137,10 @@ def serve(
     )
     server = build_server(service)
     if http_port is None:
-        assert early is not None
+        assert wire is not None
         # At the end of the input, requests still running get this long to finish.
-        early.drain_s = config.exec_timeout_s + 30
-        run_stdio(server, early)
+        wire.drain_s = config.exec_timeout_s + 30
+        run_stdio(server, wire)
     else:
         from codemode.mcp.http_serve import run_http
 

@@ -15,8 +15,7 @@ from typing import Any, Literal
 
 LimitName = Literal["timeout", "memory", "tool_calls"]
 
-# The memory cap an agent session gives its programs' isolates: the session's (assembly)
-# and the worker `exec` starts before its imports (commands/exec_early), which must agree.
+# The memory cap an agent session gives its programs' isolates (assembly/session.py).
 AGENT_MEMORY_MB = 512
 
 

@@ -1,10 +1,9 @@
-"""Starting an engine worker process with nothing imported but ``os``, ``sys``, ``json``.
+"""Starting an engine worker process (``spawn``), and workers started ahead of the pool.
 
-``interpreter run`` calls ``spawn`` (through ``early.py``) before the command line's
-own imports, so that the worker's boot (a Python process importing its engine and
-confining itself) overlaps them instead of following them; the pool in
-``worker_process.py`` adopts what it started. Every worker is started here, so there
-is one way a worker comes to be.
+Every worker is started here, so there is one way a worker comes to be. A process may
+start one before its pool exists (``spawn_early``: the Codex host's warm spare boots
+its worker while it waits for a client), and the pool in ``worker_process.py`` adopts
+it (``adopt``).
 
 The worker gets fd 0 (requests), 1 (replies), 2 (diagnostics) and its control pipe;
 it closes anything else it inherited before it imports anything (``worker.py``).
@@ -101,10 +100,10 @@ def spawn(engine: str, memory_bytes: int) -> Spawned:
     return Spawned(pid, req_w, rep_r, err_r, ctl_w)
 
 
-# Started before the pool existed (``early.py``), waiting to be adopted by it.
+# Started before the pool existed (``spawn_early``), waiting to be adopted by it.
 _early: list[tuple[str, int, Spawned]] = []
-# Set by ``early.py`` for a process that runs one program and exits: the pool then
-# starts no spare behind the worker it hands out.
+# Set by a process that runs one program and exits: the pool then starts no spare
+# behind the worker it hands out.
 one_program = False
 
 

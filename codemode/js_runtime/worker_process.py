@@ -350,7 +350,7 @@ class Pool:
         if worker is None:
             worker = Worker(engine, memory_bytes, prestart.adopt(engine, memory_bytes))
         # A spare behind it, except in a process that runs one program and exits
-        # (``interpreter run``), where a spare's boot would only compete for the CPU.
+        # (the Codex host's warm spare), where a spare's boot would only compete for the CPU.
         if not prestart.one_program:
             self.prestart(engine, memory_bytes)
         return worker

@@ -22,7 +22,7 @@ from codemode.harnesses.render import render_exec_result
 from codemode.js_runtime.models import ExecResult, Limits
 from codemode.mcp.approval import Decider, approving_registry
 from codemode.mcp.description import execute_description
-from codemode.mcp.early import INSTRUCTIONS, EarlyStdio
+from codemode.mcp.stdio_wire import StdioWire
 from codemode.tools.context import ToolContext
 from codemode.tools.doc_text import first_sentence
 from codemode.tools.registry import ToolRegistry, code_name
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
     from mcp.types import CallToolResult
 
+INSTRUCTIONS = "Run JavaScript programs against the host's tools with `execute`."
 # "More than a handful": beyond this many tools, declarations move behind search_tools.
 DISCLOSURE_THRESHOLD = 8
 # An execute result is sent once, as structuredContent, with a short text beside it:
@@ -265,15 +266,14 @@ def build_server(service: HostService) -> MCPServer:
     return server
 
 
-def run_stdio(server: MCPServer, early: EarlyStdio) -> None:
-    """Serve ``server`` on the stdio wire ``early`` took at start-up (and on which it
-    may have answered ``initialize`` already)."""
+def run_stdio(server: MCPServer, wire: StdioWire) -> None:
+    """Serve ``server`` on the stdio ``wire``."""
     import anyio
     from mcp.server.stdio import stdio_server
 
     async def main() -> None:
-        stdin = anyio.wrap_file(early.reader())  # type: ignore[arg-type]
-        stdout = anyio.wrap_file(early.writer())  # type: ignore[arg-type]
+        stdin = anyio.wrap_file(wire.reader())  # type: ignore[arg-type]
+        stdout = anyio.wrap_file(wire.writer())  # type: ignore[arg-type]
         async with stdio_server(stdin=stdin, stdout=stdout) as (read, write):
             lowlevel = server._lowlevel_server
             await lowlevel.run(read, write, lowlevel.create_initialization_options())

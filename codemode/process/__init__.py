@@ -1,3 +1,3 @@
-"""codemode's own Python process: started without importing what it will not use
-(``httpx_cli``) and ended without the interpreter's teardown (``fast_exit``).
-docs/startup.md says what each saves. Nothing is imported at package import."""
+"""codemode's own Python process: which process is the command's own (``entry``) and
+ending it without the interpreter's teardown (``fast_exit``). docs/startup.md says
+what each is for. Nothing is imported at package import."""

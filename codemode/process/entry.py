@@ -1,16 +1,12 @@
-"""The `interpreter` command's own process, and what only it may do at start.
+"""The `interpreter` command's own process, and what only it may do.
 
 A library must not change how its host's process imports third-party code: an embedder
 that imports ``codemode`` keeps its ``sys.meta_path``, its ``sys.modules`` and the
-libraries it loads exactly as they were. The console script's entry (``codemode.cli``)
-calls ``claim()`` before anything else; from then on the process is codemode's own, and
-two start-up savings that would be patches in anyone else's process are allowed:
-
-- httpx's command line (rich, pygments) is put off until something runs it
-  (``httpx_cli``);
-- pyseccomp is imported without its two ``ldconfig`` runs (``pyseccomp_import``).
-
-The engine worker, a process codemode starts for itself, claims too.
+libraries it loads exactly as they were. The command's ``main`` (``codemode.cli.main``)
+calls ``claim()``; from then on the process is codemode's own, and pyseccomp may be
+imported without its two ``ldconfig`` runs (``pyseccomp_import``), a module swap that
+would be a patch in anyone else's process. The engine worker, a process codemode starts
+for itself, claims too.
 """
 
 from __future__ import annotations
@@ -19,12 +15,9 @@ _claimed = False
 
 
 def claim() -> None:
-    """Mark this process as the `interpreter` command's own and do its start-up work."""
+    """Mark this process as the `interpreter` command's own."""
     global _claimed
     _claimed = True
-    from codemode.process import httpx_cli
-
-    httpx_cli.defer()
 
 
 def claimed() -> bool:

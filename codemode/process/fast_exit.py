@@ -1,14 +1,14 @@
-"""Ending a finished `interpreter exec` without the interpreter's teardown.
+"""Ending a process without the interpreter's teardown: `interpreter code-mode-host`'s
+(``codex_host/serve/start.py``: Codex waits for its host to exit at the end of every turn).
 
 Python's own exit frees every module and object one by one: with the ~500 modules a
-session imports that is 20-35 ms of CPU and, on a busy machine, over 100 ms of wall
-time after the answer was printed. ``exit_now`` does what an exit must do, in the same
-order as ``sys.exit`` would, and skips only that teardown: non-daemon threads are
-joined (after the hooks that tell executor threads to stop), ``atexit`` handlers run
-(engine workers are killed there, ``weakref.finalize`` callbacks such as temporary
-folders run there), and the standard streams are flushed. Whatever the command itself
-must leave behind (the session log, fsynced and closed; its child processes) is done
-before it returns, so nothing depends on garbage collection at exit.
+command imports that is tens of ms after its work is done. ``exit_now`` does what an
+exit must do, in the same order as ``sys.exit`` would, and skips only that teardown:
+non-daemon threads are joined (after the hooks that tell executor threads to stop),
+``atexit`` handlers run (engine workers are killed there, ``weakref.finalize``
+callbacks such as temporary folders run there), and the standard streams are flushed.
+The other commands exit as Python does (issue 41: their cold start carries no such
+saving; a warm start skips the teardown anyway).
 """
 
 from __future__ import annotations

@@ -68,8 +68,6 @@ class Transport:
         self._http_transport = http_transport
         self._client: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        # A plain http:// service without a proxy: requested without httpx (plain_http).
-        self._plain = http_transport is None and _plain_applies(self.base_url)
 
     def context(self, model: str) -> ErrorContext:
         return ErrorContext(self.provider, model, self.env_key, self.base_url)
@@ -92,10 +90,6 @@ class Transport:
         self, path: str, body: dict[str, Any], *, model: str
     ) -> AsyncGenerator[SseEvent, None]:
         """POST ``body`` to ``base_url + path`` and yield its server-sent events."""
-        if self._plain:
-            async for event in self._plain_events(path, body, model=model):
-                yield event
-            return
         import httpx  # lazy: httpx loads with the first request
         import httpx_sse  # lazy: httpx loads with the first request
 
@@ -121,9 +115,7 @@ class Transport:
             ) from exc
 
     async def _expect_stream(self, ctx: ErrorContext, url: str, response: Any) -> None:
-        """Raise what an error status, or a reply that is not an event stream, means;
-        ``response`` is httpx's or ``plain_http``'s (both have ``status_code``,
-        ``headers`` and ``aread``)."""
+        """Raise what an error status, or a reply that is not an event stream, means."""
         if response.status_code >= 300:
             text = (await response.aread()).decode("utf-8", "replace")
             raise classify(ctx, status=response.status_code, payload=parse_body(text),
@@ -138,36 +130,6 @@ class Transport:
                 f"{self.provider}: expected an event stream from {url}, got "
                 f"{ctype or 'no content type'}: {text[:300]}"
             )
-
-    async def _plain_events(
-        self, path: str, body: dict[str, Any], *, model: str
-    ) -> AsyncGenerator[SseEvent, None]:
-        """``events`` for a plain ``http://`` service without a proxy (``plain_http``):
-        the same requests, replies and errors, without loading httpx."""
-        from codemode.providers import plain_http, sse
-
-        url = f"{self.base_url}/{path.lstrip('/')}"
-        ctx = self.context(model)
-        # As httpx encodes a json= body.
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        headers = {**self._headers, "Accept": "text/event-stream",
-                   "Content-Type": "application/json"}  # fmt: skip
-        try:
-            async with plain_http.post(
-                url, data.encode(), headers=headers, params=self._params or None,
-                timeout_s=self._timeout_s, connect_timeout_s=self._connect_timeout_s,
-            ) as response:  # fmt: skip
-                await self._expect_stream(ctx, url, response)
-                async for event, event_data in sse.events(response.aiter_text()):
-                    yield SseEvent(event, event_data)
-        except plain_http.PlainHttpError as exc:
-            if exc.timeout:
-                raise TransientError(
-                    f"{self.provider}: request to {url} timed out ({exc.kind})"
-                ) from exc
-            raise TransientError(
-                f"{self.provider}: connection to {url} failed: {exc.kind}: {exc}"
-            ) from exc
 
     async def post_json(self, path: str, body: dict[str, Any], *, model: str) -> dict[str, Any]:
         """POST ``body`` and return the JSON object of a successful, non-streamed reply."""
@@ -218,12 +180,6 @@ _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
 
 def _proxied() -> bool:
     return any(os.environ.get(v) or os.environ.get(v.upper()) for v in _PROXY_VARIABLES)
-
-
-def _plain_applies(base_url: str) -> bool:
-    from codemode.providers import plain_http
-
-    return plain_http.applies(base_url, _proxied())
 
 
 def _tls_verify(base_url: str) -> ssl.SSLContext | bool:

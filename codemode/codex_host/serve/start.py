@@ -1,6 +1,6 @@
 """Starting a code-mode host from its command-line options, and serving until its
 client goes: what `interpreter code-mode-host` does once its arguments are read, whether
-the command line read them (``cli/fast_host.py``, ``cli/codex_host.py``) or a warm
+the command line read them (``cli/codex_host.py``) or a warm
 server's spare did (``warm/server.py``)."""
 
 from __future__ import annotations
