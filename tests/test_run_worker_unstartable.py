@@ -18,12 +18,6 @@ from pathlib import Path
 import pytest
 from confinement_support import REPO, _as_nobody, _site_packages, nobody_unavailable
 
-pytestmark = pytest.mark.xfail(
-    strict=True,
-    reason="the fix is in codemode/js_runtime (prestart.py, early.py) and codemode/cli/run.py, "
-    "outside the hardening branch's area: see its report; remove this mark with it",
-)
-
 
 @pytest.fixture
 def public() -> Iterator[Path]:

@@ -75,6 +75,11 @@ def main(argv: list[str] | None = None) -> None:
         )
         sys.exit(1)
     except Exception as exc:  # the last stop before a traceback
+        from codemode.js_runtime.prestart import WorkerStartError
+
+        if isinstance(exc, WorkerStartError):  # the machine's, not ours: it says why
+            echo(f"interpreter: error: {exc}", err=True)
+            sys.exit(1)
         _crash(exc, argv)
     sys.exit(status if isinstance(status, int) else 0)
 

@@ -12,6 +12,7 @@ Its environment holds nothing of ours but the import path.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -28,6 +29,22 @@ def _search_path() -> str:
     entries = [e for e in sys.path if e and os.path.exists(e)]
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
     return json.dumps([package_root, *entries])
+
+
+class WorkerStartError(OSError):
+    """The engine worker's process could not be started; the message says which program
+    and why (as uid 65534, a Python inside a folder only root may enter)."""
+
+
+def _start_error(exc: OSError) -> WorkerStartError:
+    why = exc.strerror or str(exc)
+    hint = ""
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        hint = (f": uid {os.getuid()} may not run it (is it, or a folder above it, "
+                "private to another user?)")
+    error = WorkerStartError(f"cannot start the engine worker {sys.executable} ({why}){hint}")
+    error.errno = exc.errno
+    return error
 
 
 class Spawned:
@@ -91,9 +108,11 @@ def spawn(engine: str, memory_bytes: int) -> Spawned:
             setsigmask=(),
             setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
         )
-    except BaseException:
+    except BaseException as exc:
         for fd in ours:
             os.close(fd)
+        if isinstance(exc, OSError):
+            raise _start_error(exc) from None
         raise
     for fd in theirs:
         os.close(fd)
