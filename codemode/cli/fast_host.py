@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import NoReturn
-
 from codemode.codex_host.serve.start import host_options, serve_and_exit
 
 
@@ -33,8 +31,6 @@ def serve_if_asked(argv: list[str]) -> None:
     with arguments parsed here; otherwise return (click parses them)."""
     if argv[:1] != ["code-mode-host"] or not _launched_as_command():
         return
-    if argv[1:2] == ["--warm-server"]:
-        warm_server_command(argv[2:])
     options = host_options(argv[1:])
     if options is None:
         return
@@ -63,12 +59,3 @@ def serve_if_asked(argv: list[str]) -> None:
     install_thread_hooks(argv)
     serve_and_exit(options, command_process=True)
 
-
-def warm_server_command(args: list[str]) -> NoReturn:
-    """`code-mode-host --warm-server SOCKET [...]` (``args`` after the flag): the warm
-    server a host with ``--warm`` leaves behind (``codex_host/warm/server.py``; not for
-    people to run, so hidden from --help)."""
-    from codemode.cli.crash import install_thread_hooks
-    from codemode.codex_host.warm.server import main
-
-    sys.exit(main(args, on_serve=lambda: install_thread_hooks(sys.argv[1:])))

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from codemode.warm import protocol
+from codemode.warm import protocol, spare
 
 # The status of a process that could not become the caller's after all (nothing of the
 # command ran; the caller has been told to start cold).
@@ -41,11 +41,13 @@ def close_all_but(keep: set[int]) -> None:
                 pass  # the listing's own descriptor, closed by now
 
 
-def wait_as_spare(channel: socket.socket) -> tuple[socket.socket, int]:
-    """A spare forked ahead of its caller: wait for the caller's connection and the
-    server's gate (exits when the server closes the channel instead)."""
+def wait_as_spare(channel: socket.socket, prepare: Callable[[], None]) -> tuple[socket.socket, int]:
+    """A spare forked ahead of its caller: make ready what its command will want
+    (``prepare``, ``spare.py``), then wait for the caller's connection and the server's
+    gate (exits when the server closes the channel instead)."""
     end_with_server()
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the server's handler, not ours
+    prepare()
     try:
         _, fds, _, _ = socket.recv_fds(channel, 1, 2)
     except OSError:
@@ -56,10 +58,12 @@ def wait_as_spare(channel: socket.socket) -> tuple[socket.socket, int]:
     return socket.socket(fileno=fds[0]), fds[1]
 
 
-def become_caller(conn: socket.socket, facts: str, gate: int) -> protocol.Request:
+def become_caller(conn: socket.socket, facts: str, gate: int,
+                  kind: Callable[[list[str]], bytes] = spare.no_kind) -> protocol.Request:  # fmt: skip
     """Read and apply the caller's request on ``conn``; say ``A`` to the caller and
-    write a byte to ``gate`` (the server then listens to the caller). Exits, having
-    said ``R``, when the request cannot be served exactly."""
+    write the command's kind (one byte, ``spare.py``) to ``gate`` (the server then
+    listens to the caller). Exits, having said ``R``, when the request cannot be served
+    exactly."""
     end_with_server()
     conn.settimeout(10)  # a caller sends its request at once
     try:
@@ -75,7 +79,7 @@ def become_caller(conn: socket.socket, facts: str, gate: int) -> protocol.Reques
     conn.settimeout(None)
     try:
         conn.sendall(protocol.accepted(os.getpid()))
-        os.write(gate, b"1")
+        os.write(gate, spare.one_byte(kind(request.argv)))
     except OSError:
         os._exit(REFUSED_STATUS)  # the caller went: nothing to serve
     os.close(gate)

@@ -1,7 +1,8 @@
 """Starting a code-mode host from its command-line options, and serving until its
-client goes: what `interpreter code-mode-host` does once its arguments are read, whether
-the command line read them (``cli/fast_host.py``, ``cli/codex_host.py``) or a warm
-server's spare did (``warm/server.py``)."""
+client goes: what `interpreter code-mode-host` does once its arguments are read
+(``cli/fast_host.py``, ``cli/codex_host.py``), cold or in a process the warm server forked
+(``codemode.warm``: its spare for a host calls ``host_options([])`` for the engine worker
+it boots ahead)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ _COUNTS = ("--max-sessions", "--max-cells", "--max-connections")
 def _parse(args: list[str]) -> dict[str, str] | None:
     """``{option: value}`` for ``--name value`` / ``--name=value`` pairs (and
     ``NETWORK_FLAG``, which takes none), or None."""
-    known = ("--listen", "--engine", "--timeout", "--memory-mb", "--warm", *_COUNTS)
+    known = ("--listen", "--engine", "--timeout", "--memory-mb", *_COUNTS)
     found: dict[str, str] = {}
     i = 0
     while i < len(args):
@@ -50,7 +51,6 @@ class HostOptions(NamedTuple):
     engine: str
     timeout_s: float
     memory_mb: int
-    warm: str | None  # the warm server's socket to leave behind (``warm/server.py``)
     max_cells: int = DEFAULT_MAX_CELLS
     bounds: ClientBounds = ClientBounds()
 
@@ -87,7 +87,6 @@ def host_options(args: list[str]) -> HostOptions | None:
         engine,
         timeout_s,
         memory_mb,
-        options.get("--warm") or None,
         max_cells,
         ClientBounds(max_sessions, max_connections),
     )
@@ -110,10 +109,6 @@ def serve_and_exit(options: HostOptions, *, command_process: bool) -> NoReturn:
         memory_mb=options.memory_mb,
         max_cells=options.max_cells,
     )
-    if options.warm:
-        from codemode.codex_host.serve.warm_socket import leave_warm_server
-
-        leave_warm_server(options.warm)
     try:
         status = asyncio.run(serve(options.where, limits, options.bounds))
     except KeyboardInterrupt:
