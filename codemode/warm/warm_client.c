@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -173,6 +174,11 @@ int main(int argc, char **argv) {
 
     /* What the request says of this process, read before anything here changes it. */
     sigprocmask(SIG_BLOCK, NULL, &original);
+    /* CODEMODE_WARM=0 (place.py's words for off) opts out here too. */
+    const char *wanted = getenv("CODEMODE_WARM");
+    static const char *const off[] = {"0", "false", "no", "off", ""};
+    for (size_t i = 0; wanted && i < COUNT(off); i++)
+        if (strcasecmp(wanted, off[i]) == 0) run_it_ourselves();
     mode_t mask = umask(022);
     umask(mask);
     sigemptyset(&forwarded);
