@@ -300,8 +300,8 @@ def test_the_cover_list_holds_sockets_renamed_beside_their_bound_name(tmp_path: 
 def test_codemodes_runtime_folders_are_where_the_warm_server_puts_its_socket(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from codemode.warm.place import socket_path
     from codemode.sandbox.protection.own_paths import own_paths
+    from codemode.warm.place import socket_path
 
     for runtime in (str(tmp_path), None):
         if runtime is None:

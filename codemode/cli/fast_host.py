@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+
 from codemode.codex_host.serve.start import host_options, serve_and_exit
 
 

@@ -41,7 +41,9 @@ def close_all_but(keep: set[int]) -> None:
                 pass  # the listing's own descriptor, closed by now
 
 
-def wait_as_spare(channel: socket.socket, prepare: Callable[[], None]) -> tuple[socket.socket, int]:
+def wait_as_spare(
+    channel: socket.socket, prepare: Callable[[], None]
+) -> tuple[socket.socket, int]:
     """A spare forked ahead of its caller: make ready what its command will want
     (``prepare``, ``spare.py``), then wait for the caller's connection and the server's
     gate (exits when the server closes the channel instead)."""
@@ -58,8 +60,9 @@ def wait_as_spare(channel: socket.socket, prepare: Callable[[], None]) -> tuple[
     return socket.socket(fileno=fds[0]), fds[1]
 
 
-def become_caller(conn: socket.socket, facts: str, gate: int,
-                  kind: Callable[[list[str]], bytes] = spare.no_kind) -> protocol.Request:  # fmt: skip
+def become_caller(
+    conn: socket.socket, facts: str, gate: int, kind: spare.Kind = spare.no_kind
+) -> protocol.Request:
     """Read and apply the caller's request on ``conn``; say ``A`` to the caller and
     write the command's kind (one byte, ``spare.py``) to ``gate`` (the server then
     listens to the caller). Exits, having said ``R``, when the request cannot be served

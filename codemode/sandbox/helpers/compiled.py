@@ -2,9 +2,10 @@
 
 ``dropcaps`` (root's capability drop) and ``subreaper`` (the command server's per-command
 start), both here, and ``warm_client`` (the compiled client of the warm server, beside it
-in ``codemode/warm/``; ``SOURCES`` names each source's package) are compiled with the C compiler (keyed by a hash of their source) into
-``helpers_dir()`` — ``$CODEMODE_CACHE/helpers``, by default ``~/.cache/codemode/helpers``:
-build products, so they live with the caches and not in the codemode home, and a fresh
+in ``codemode/warm/``; ``SOURCES`` names each source's package) are compiled with the C
+compiler (keyed by a hash of their source) into ``helpers_dir()`` —
+``$CODEMODE_CACHE/helpers``, by default ``~/.cache/codemode/helpers``: build products,
+so they live with the caches and not in the codemode home, and a fresh
 ``$CODEMODE_HOME`` (a test, a CI job, a second profile) does not pay the ~60 ms compile
 again. Where no compiler works, ``path()`` is None and the caller does without.
 
