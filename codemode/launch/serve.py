@@ -74,12 +74,29 @@ def _prepare_spare(kind: bytes) -> None:
 def _run(args: list[str]) -> int:
     from codemode.cli import main as cold
 
-    if args[:1] != ["code-mode-host"]:
+    if args[:1] == ["code-mode-host"]:
+        _serve_host(args)  # returns only where click must read the options
+    else:
         from codemode.js_runtime import prestart
 
         prestart.discard_early()  # a host's spare, taken by another command
     cold(args)
     return 0
+
+
+def _serve_host(args: list[str]) -> None:
+    """Serve a code-mode host whose options parse here (``host_options``: what the click
+    command ends in, with the same values), without click: Codex waits for its host at
+    every session, and click's parse is a millisecond of that wait. `--help`, a bad
+    value or an unknown option return, for click to answer."""
+    from codemode.cli.crash import install_thread_hooks
+    from codemode.codex_host.serve.start import host_options, serve_and_exit
+
+    options = host_options(args[1:])
+    if options is None:
+        return
+    install_thread_hooks(args)
+    serve_and_exit(options, command_process=True)
 
 
 def main(argv: list[str]) -> int:

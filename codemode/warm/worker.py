@@ -49,6 +49,9 @@ def wait_as_spare(
     gate (exits when the server closes the channel instead)."""
     end_with_server()
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the server's handler, not ours
+    # Its own session now, not once a caller waits: setsid costs milliseconds on a busy
+    # machine (the kernel makes the session's scheduling group).
+    os.setsid()
     prepare()
     try:
         _, fds, _, _ = socket.recv_fds(channel, 1, 2)
@@ -114,7 +117,8 @@ def _refuse(conn: socket.socket, why: str) -> NoReturn:
 
 
 def _take(request: protocol.Request, fds: list[int]) -> None:
-    os.setsid()  # a group of its own: the caller's signals reach it and its children
+    if os.getsid(0) != os.getpid():  # (a spare is a session leader already)
+        os.setsid()  # a group of its own: the caller's signals reach it and its children
     for name, (soft, hard) in request.rlimits.items():
         if resource.getrlimit(name) != (soft, hard):
             resource.setrlimit(name, (soft, hard))  # raising a hard limit fails: cold
