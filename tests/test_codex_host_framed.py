@@ -393,7 +393,6 @@ def test_the_host_starts_without_the_rest_of_the_command_line() -> None:
             proc.kill()
     assert "codemode.codex_host.framed.protocol" in imported  # (the lines are there to read)
     assert not {"click", "codemode.cli.run", "importlib.abc"} & imported, imported
-    assert "_ssl" not in imported  # asyncio without TLS: OpenSSL is never loaded
     for args, said in [
         (["--engine", "nope"], "'nope' is not one of"),
         (["--memory-mb", "8"], "8 is not in the range"),

@@ -7,7 +7,6 @@ it boots ahead)."""
 from __future__ import annotations
 
 import sys
-from types import ModuleType
 from typing import NamedTuple, NoReturn
 
 from codemode.codex_host.serve.listen import NETWORK_FLAG, Listen
@@ -98,7 +97,7 @@ def serve_and_exit(options: HostOptions, *, command_process: bool) -> NoReturn:
     ``command_process``: this process is the `interpreter` command, so it ends without
     Python's teardown of every module (``fast_exit``): Codex waits for its host to exit
     at the end of each turn, and that teardown was most of the 19 ms it waited."""
-    asyncio = asyncio_without_tls()
+    import asyncio
 
     from codemode.codex_host.serve.server import serve
     from codemode.codex_host.session.runtime import SessionLimits
@@ -124,25 +123,3 @@ def serve_and_exit(options: HostOptions, *, command_process: bool) -> NoReturn:
         exit_now(status)
     sys.exit(status)
 
-
-def asyncio_without_tls() -> ModuleType:
-    """``asyncio``, imported without ``ssl`` when nothing has loaded it yet.
-
-    ``asyncio`` imports ``ssl`` only to offer TLS, and ``ssl`` (OpenSSL's library and
-    its enums) costs about 20 ms on a small machine when imported alone, 11 ms of the
-    ~90 ms from spawn to serving that Codex waits for before its first exec. The host
-    speaks plain HTTP/2 over stdio or a loopback socket and never asks asyncio for TLS,
-    so ``asyncio`` is loaded as it is on a Python built without ``ssl`` (its own
-    fallback: TLS then says the module is not available). The block is lifted at once:
-    a later ``import ssl`` in this process works as usual.
-    """
-    if "asyncio" in sys.modules or "ssl" in sys.modules:
-        import asyncio
-
-        return asyncio
-    sys.modules["ssl"] = None  # type: ignore[assignment]  # import ssl -> ImportError
-    try:
-        import asyncio
-    finally:
-        del sys.modules["ssl"]
-    return asyncio
