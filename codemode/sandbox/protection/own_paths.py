@@ -5,7 +5,7 @@ Two kinds, both read or run later on the host with the user's full authority:
 - its **state**: ``$CODEMODE_HOME`` (config, rules, hooks, sessions, logs) and its cache
   (``$CODEMODE_CACHE``: the compiled helpers root's commands start through, models),
   plus the user's git configuration (``~/.gitconfig``, ``$XDG_CONFIG_HOME/git``), which
-  git on the host reads, and its runtime folder (the warm host's socket);
+  git on the host reads, and its runtime folder (the warm server's socket);
 - its **installation**: the ``codemode`` package, the environment it runs from
   (``sys.prefix``, and the base one), the user site when this Python reads it, and the
   folder of its console scripts.
