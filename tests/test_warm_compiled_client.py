@@ -8,6 +8,7 @@ reference."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import resource
@@ -134,3 +135,37 @@ def test_what_it_cannot_hand_over_it_runs_itself(client: str, tmp_path: Path) ->
                               capture_output=True, timeout=60)  # fmt: skip
         assert (done.returncode, done.stdout) == (0, b"itself:in\n"), done
         assert served(sock) == 0
+
+
+_LOOKUP = (
+    "import json, sys\n"
+    "from codemode.sandbox.helpers import compiled\n"
+    "print(json.dumps(compiled.path(sys.argv[1])))\n"
+)
+
+
+def _lookup(cache: Path, source: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CODEMODE_CACHE": str(cache)}
+    return subprocess.run([sys.executable, "-c", _LOOKUP, source], capture_output=True,
+                          text=True, timeout=120, env=env)  # fmt: skip
+
+
+def test_the_client_is_built_and_checked_as_every_compiled_helper(tmp_path: Path) -> None:
+    """Compiled from ``codemode/warm`` by the sandbox's builder, with its digest
+    recorded: a program planted in its place (here: one that would run anything) is
+    compiled again, never run; and a source the builder does not list is refused."""
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    done = _lookup(cache, "warm_client.c")
+    built = json.loads(done.stdout)
+    if built is None:
+        pytest.skip("no C compiler here: no compiled warm client")
+    program = Path(built)
+    assert program.parent == cache / "helpers" and compiled.record_path(program).exists()
+    recorded = json.loads(compiled.record_path(program).read_bytes())["sha256"]
+    program.write_text('#!/bin/sh\nexec "$@"\n')  # planted: no record names it
+    again = json.loads(_lookup(cache, "warm_client.c").stdout)
+    assert again == built
+    assert hashlib.sha256(program.read_bytes()).hexdigest() == recorded
+    refused = _lookup(cache, "../../etc/passwd.c")
+    assert refused.returncode != 0 and "no C source" in refused.stderr

@@ -95,6 +95,14 @@ def _serve_host(args: list[str]) -> None:
     options = host_options(args[1:])
     if options is None:
         return
+    defaults = host_options([])
+    if defaults is None or (options.engine, options.memory_mb) != (
+        defaults.engine, defaults.memory_mb
+    ):  # fmt: skip
+        from codemode.js_runtime import prestart
+
+        prestart.discard_early()  # booted for another engine or cap: the pool starts its own
+        prestart.one_program = True
     install_thread_hooks(args)
     serve_and_exit(options, command_process=True)
 
