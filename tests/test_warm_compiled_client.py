@@ -113,9 +113,10 @@ def test_signals_reach_the_run_and_it_ends_as_the_run_did(client: str, tmp_path:
 
 
 def test_what_it_cannot_hand_over_it_runs_itself(client: str, tmp_path: Path) -> None:
-    """No server, another installation's key, bytes that are not UTF-8 in the
-    environment, CODEMODE_WARM=0: the command runs as the client's own exec, nothing
-    reaches the server, and the command still gets the whole of stdin."""
+    """No server, another installation's key, another locale or priority than the
+    server's (whatever key it was given), bytes that are not UTF-8 in the environment,
+    CODEMODE_WARM=0: the command runs as the client's own exec, nothing reaches the
+    server, and the command still gets the whole of stdin."""
     env = warm_env(tmp_path)
     key = _key(env)
     echo = ["/bin/sh", "-c", 'echo "$0:$(cat)"', "itself"]
@@ -124,6 +125,10 @@ def test_what_it_cannot_hand_over_it_runs_itself(client: str, tmp_path: Path) ->
             "no server": ([client, str(tmp_path / "none.sock"), key], env),
             "another key": ([client, sock, key.replace("[", "[1, ", 1)], env),
             "opted out": ([client, sock, key], dict(env, CODEMODE_WARM="0")),
+            # The key it was given is the server's, but not what its own start would be:
+            # another locale, or another priority, than the server started with.
+            "another locale": ([client, sock, key], dict(env, LC_ALL="C")),
+            "another priority": (["nice", "-n", "3", client, sock, key], env),
         }
         for what, (head, with_env) in cases.items():
             done = subprocess.run([*head, "3", *echo], env=with_env, input=b"in",

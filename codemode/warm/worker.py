@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from codemode.warm import protocol, spare
+from codemode.warm import place, protocol, spare
 
 # The status of a process that could not become the caller's after all (nothing of the
 # command ran; the caller has been told to start cold).
@@ -78,6 +78,11 @@ def become_caller(
         _refuse(conn, str(exc))
     if request.key != facts:
         _refuse(conn, "another installation's or process's key")
+    # The key as the caller sent it, and as its environment makes it: a caller that did
+    # not compute its key (the compiled client is given one) may run with other start
+    # variables (locale, PYTHON*) than the server was started with.
+    if place.facts(request.env) != facts:
+        _refuse(conn, "another environment's start variables (locale, PYTHON*, TZ)")
     try:
         _take(request, fds)
     except (OSError, ValueError) as exc:
