@@ -66,8 +66,6 @@ def _prepare_spare(kind: bytes) -> None:
     defaults = host_options([])
     assert defaults is not None
     prestart.spawn_early(defaults.engine, defaults.memory_mb * 1024 * 1024)
-    # A session keeps the workers its execs used: no spare worker behind each one.
-    prestart.one_program = True
     own_pages()
 
 
@@ -95,14 +93,16 @@ def _serve_host(args: list[str]) -> None:
     options = host_options(args[1:])
     if options is None:
         return
+    from codemode.js_runtime import prestart
+
     defaults = host_options([])
     if defaults is None or (options.engine, options.memory_mb) != (
         defaults.engine, defaults.memory_mb
     ):  # fmt: skip
-        from codemode.js_runtime import prestart
-
         prestart.discard_early()  # booted for another engine or cap: the pool starts its own
-        prestart.one_program = True
+    # A session keeps the workers its execs used: no spare worker behind each one (a host
+    # forked without a spare, beside another session, too).
+    prestart.one_program = True
     install_thread_hooks(args)
     serve_and_exit(options, command_process=True)
 
