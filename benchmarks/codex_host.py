@@ -9,9 +9,11 @@
    (``parallel``); the second is a final message. The same Codex binary runs it with its
    own ``codex-code-mode-host`` and with ours beside it (``codemode.codex_host.warm.beside``),
    alternating, fresh workspace and home each run. Ours twice: ``ours``, the plain shim
-   (every session starts a Python host), and ``ours_warm``, the warm shim
-   (``beside(..., warm=True)``: a host taken from a warm server, ``warm_server.py``;
-   the untimed first turn starts that server, as a user's first session would).
+   (every session starts a Python host, cold: ``CODEMODE_WARM=0``), and ``ours_warm``,
+   the warm shim (``beside(..., warm=True)``: the compiled client hands the session to
+   this user's warm server, ``codemode.warm``, whose spare for a host has its engine
+   worker booted; ``CODEMODE_WARM=1``, and a runtime folder of the benchmark's own; the
+   untimed first turn starts that server, as a user's first session would).
    Turns start ``GAP_S`` apart. ``ratio`` / ``ratio_warm`` is ours / Codex's median
    wall time (target <= 1.0: ours no slower); ``paired_difference_ms``: ours minus
    Codex's within each round (the sides run back to back), its median and how many
@@ -44,16 +46,19 @@ import json
 import math
 import os
 import select
-import signal
+import shutil
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from codemode.codex_host.warm.beside import CLIENT_NAME, vendor_with_our_host
+from codemode.warm import place
+from codemode.warm import start as start_warm
 from codemode_testkit.scripted_server import ScriptedModelServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -64,8 +69,10 @@ VENDOR = "node_modules/@openai/codex/vendor/x86_64-unknown-linux-musl"
 INTERPRETER = str(Path(sys.executable).parent / "interpreter")
 SIDES = ("codex_host", "ours", "ours_warm")
 # Between two turns, whichever sides: what one turn leaves running (the warm server
-# makes its next spare a second after a session ends) must not land in the next.
+# makes its next spare half a second after a session ends) must not land in the next.
 GAP_S = 2.0
+# Each side's environment beside the benchmark's: ours cold, ours warm.
+SIDE_ENV = {"codex_host": {}, "ours": {"CODEMODE_WARM": "0"}, "ours_warm": {"CODEMODE_WARM": "1"}}
 
 
 def program(calls: int, parallel: bool, tool: str = "exec_command") -> str:
@@ -82,7 +89,7 @@ def program(calls: int, parallel: bool, tool: str = "exec_command") -> str:
     return '// @exec: {"yield_time_ms": 600000}\n' + body + "text(`${rs.length} calls`);\n"
 
 
-def run_turn(codex: Path, code: str) -> float:
+def run_turn(codex: Path, code: str, side: str) -> float:
     with homes() as (ws, home), ScriptedModelServer(script(code)) as server:
         (home / "config.toml").write_text(
             'model = "gpt-5.5"\nmodel_provider = "scripted"\n'
@@ -98,7 +105,8 @@ def run_turn(codex: Path, code: str) -> float:
         ]  # fmt: skip
         t0 = time.perf_counter()
         done = subprocess.run(
-            argv, env=dict(os.environ, CODEX_HOME=str(home)), stdin=subprocess.DEVNULL,
+            argv, env=dict(os.environ, CODEX_HOME=str(home), **SIDE_ENV[side]),
+            stdin=subprocess.DEVNULL,
             capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         elapsed = (time.perf_counter() - t0) * 1000
@@ -120,12 +128,12 @@ def whole_process(vendor: Path, ours: Path, warm: Path, calls: int, runs: int) -
     for mode, parallel in (("sequential", False), ("parallel", True)):
         code = program(calls, parallel)
         for side in SIDES:  # warm the caches, untimed
-            run_turn(binaries[side], code)
+            run_turn(binaries[side], code, side)
         times: dict[str, list[float]] = {side: [] for side in SIDES}
         for _ in range(runs):
             for side in SIDES:
                 time.sleep(GAP_S)
-                times[side].append(run_turn(binaries[side], code))
+                times[side].append(run_turn(binaries[side], code, side))
         medians = {side: round(statistics.median(times[side]), 1) for side in SIDES}
         # Each round ran the sides back to back: the difference within a round is
         # steadier than the medians' ratio when the machine's speed drifts.
@@ -244,10 +252,10 @@ async def _host_durations(
     return {k: statistics.median(v) for k, v in found.items()}, cpu_us
 
 
-def host_time(argv: list[str], calls: int, runs: int) -> dict[str, Any]:
+def host_time(argv: list[str], calls: int, runs: int, side: str) -> dict[str, Any]:
     port = _free_port()
     proc = subprocess.Popen(
-        [*argv, "--listen", f"grpc://127.0.0.1:{port}"],
+        [*argv, "--listen", f"grpc://127.0.0.1:{port}"], env={**os.environ, **SIDE_ENV[side]},
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -268,11 +276,12 @@ def host_time(argv: list[str], calls: int, runs: int) -> dict[str, Any]:
 _PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
 
 
-def first_byte(argv: list[str]) -> tuple[float, float]:
+def first_byte(argv: list[str], side: str) -> tuple[float, float]:
     """(ms from spawn to the host's first byte on stdout, its CPU ms by then)."""
+    env = {**os.environ, **SIDE_ENV[side]}
     started = time.perf_counter()
     proc = subprocess.Popen(
-        [*argv, "--listen", "grpc+stdio://"],
+        [*argv, "--listen", "grpc+stdio://"], env=env,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     assert proc.stdin is not None and proc.stdout is not None
@@ -295,7 +304,7 @@ def start(hosts: dict[str, list[str]], runs: int) -> dict[str, Any]:
     for i in range(runs + 1):
         for side, argv in hosts.items():
             time.sleep(GAP_S)  # as between turns: the warm server's spare is ready
-            measured = first_byte(argv)
+            measured = first_byte(argv, side)
             if i:  # the first round warms the page cache
                 found[side].append(measured)
     result: dict[str, Any] = {}
@@ -331,12 +340,15 @@ def main() -> None:
     # checkouts share the cache.
     key = hashlib.sha256(INTERPRETER.encode()).hexdigest()[:12]
     command = [INTERPRETER, "code-mode-host"]
+    # A warm server of the benchmark's own (the shim names its socket), stopped at the end.
+    runtime = tempfile.mkdtemp(prefix="cmb-")
+    os.environ["XDG_RUNTIME_DIR"] = runtime
     ours = vendor_with_our_host(vendor, vendor.parent / f"ours-bench-{key}", command)
     warm = vendor_with_our_host(
         vendor, vendor.parent / f"ours-bench-warm-{key}", command, warm=True
     )
     warm_shim = warm / "bin" / "codex-code-mode-host"
-    if "--warm" not in warm_shim.read_text():
+    if CLIENT_NAME not in warm_shim.read_text():
         raise SystemExit("no C compiler: the warm shim could not be made")
     hosts = {
         "codex_host": [str(vendor / "bin" / "codex-code-mode-host")],
@@ -353,7 +365,7 @@ def main() -> None:
             "whole_process": whole_process(vendor, ours, warm, args.calls, args.runs),
             # on TCP, where a host is never taken warm
             "host_time": {
-                side: host_time(hosts[side], args.calls, args.runs)
+                side: host_time(hosts[side], args.calls, args.runs, side)
                 for side in ("codex_host", "ours")
             },
             "load_average": {
@@ -362,16 +374,10 @@ def main() -> None:
             },
         }
     finally:
-        _stop_warm_server(warm_shim.read_text().split()[3])
+        # The warm server the benchmark's first warm turn left (it would idle 15 minutes).
+        start_warm.stop(place.socket_path())
+        shutil.rmtree(runtime, ignore_errors=True)
     print(json.dumps(report, indent=2))
-
-
-def _stop_warm_server(sock: str) -> None:
-    """The warm server the benchmark's first warm turn left (it would idle 15 minutes)."""
-    try:
-        os.kill(int(Path(sock + ".lock").read_text()), signal.SIGTERM)
-    except (OSError, ValueError):
-        pass
 
 
 if __name__ == "__main__":

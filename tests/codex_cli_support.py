@@ -93,7 +93,8 @@ def installed_codex(version: str) -> Path:
 
 def with_our_host(version: str, *host_args: str, warm: bool = False) -> Path:
     """A copy of Codex's vendor folder whose ``codex-code-mode-host`` execs ours (with
-    ``warm``: the shim that takes a host from a warm server, ``warm_start.py``)."""
+    ``warm``: the shim whose compiled client hands the session to the warm server,
+    ``codemode.warm``)."""
     vendor = codex_vendor(version)
     tag = "-".join(host_args) or "default"
     command = [INTERPRETER, "code-mode-host", *host_args]

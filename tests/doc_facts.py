@@ -139,7 +139,6 @@ def _mcp_config(name: str) -> Any:
     return _field_default(McpServerConfig, name)
 
 
-WARM = "codemode.codex_host.warm.server"
 WARM_SERVER = "codemode.warm.server"
 SPIN = "codemode.js_runtime.spin"
 WORKER = "codemode.js_runtime.worker"
@@ -159,6 +158,7 @@ FACTS: dict[str, Callable[[], Any]] = {
     "warm.grace_s": lambda: _constant(WARM_SERVER, "GRACE_S"),
     "warm.max_runs": lambda: _constant(WARM_SERVER, "MAX_RUNS"),
     "warm.lost_status": lambda: _constant("codemode.warm.client", "LOST_STATUS"),
+    "warm.quiet_s": lambda: _constant(WARM_SERVER, "QUIET_S"),
     # interpreter code-mode-host (docs/codex-host.md)
     "codex_host.listen": lambda: _codex_host("--listen"),
     "codex_host.engine": lambda: _codex_host("--engine"),
@@ -167,8 +167,6 @@ FACTS: dict[str, Callable[[], Any]] = {
     "codex_host.max_sessions": lambda: _codex_host("--max-sessions"),
     "codex_host.max_cells": lambda: _codex_host("--max-cells"),
     "codex_host.max_connections": lambda: _codex_host("--max-connections"),
-    "codex_host.warm_idle_min": lambda: _constant(WARM, "IDLE_S") / 60,
-    "codex_host.warm_quiet_s": lambda: _constant(WARM, "QUIET_S"),
     # the engine worker's pipe (docs/engine-host.md)
     "engine.spin_us": lambda: _same(_us(WORKER, "_SPIN_S"), _us(PARENT, "SPIN_S")),
     "engine.preempted_us": lambda: _us(SPIN, "_PREEMPTED_S"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -19,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from codemode.codex_host.warm.beside import CLIENT_NAME
+from codemode.warm.place import serving
 from tests.codex_cli_support import (
     INTERPRETER,
     Step,
@@ -37,7 +40,7 @@ from tests.codex_cli_support import (
     wait_call,
     with_our_host,
 )
-from tests.codex_host_support import answers, free_port, short_private_folder, wait_port
+from tests.codex_host_support import free_port, short_private_folder, wait_port
 
 # A 1x1 PNG: Codex checks that an image decodes.
 PNG = (
@@ -226,21 +229,22 @@ def test_codex_0169_through_a_warm_host_matches_its_own_host(
     the second turn's host is one that server had ready. Both turns as with Codex's."""
     runtime = short_private_folder()
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("CODEMODE_WARM", "1")  # the launcher the client falls back to
     vendor = with_our_host("0.169.0", warm=True)
     shim = (vendor / "bin" / "codex-code-mode-host").read_text()
-    if "--warm" not in shim:
+    if CLIENT_NAME not in shim:
         pytest.skip("no C compiler here: the warm shim is the plain one")
-    sock = shim.split()[3]
+    sock = shlex.split(shim.splitlines()[1])[2]
     theirs = baseline("0.169.0")
     server = 0
     try:
         cold = run_turn(vendor, steps())
         check_turn(cold)
         deadline = time.monotonic() + 60
-        while not answers(sock):
+        while not serving(sock):  # (a connection would take the spare)
             assert time.monotonic() < deadline, "the first host left no warm server"
             time.sleep(0.1)
-        server = int(Path(sock + ".lock").read_text())
+        server = int(Path(sock + ".lock").read_text().split()[0])
         while not (spares := _children(server)):  # the spare (and its worker) being made
             assert time.monotonic() < deadline, "the warm server made no spare"
             time.sleep(0.1)

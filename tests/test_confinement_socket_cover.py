@@ -203,8 +203,8 @@ def test_a_socket_bound_after_the_sandbox_started_is_covered(
 
 WARM = """
 import sys, time
-from codemode.codex_host.warm.server import Server
-Server(sys.argv[1], 60.0, [])
+from codemode.warm.server import Server
+Server(sys.argv[1], lambda argv: 0, 60.0, [])
 print("listening", flush=True)
 time.sleep(60)
 """
@@ -297,18 +297,18 @@ def test_the_cover_list_holds_sockets_renamed_beside_their_bound_name(tmp_path: 
             s.close()
 
 
-def test_codemodes_runtime_folders_are_where_the_warm_host_puts_its_socket(
+def test_codemodes_runtime_folders_are_where_the_warm_server_puts_its_socket(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from codemode.codex_host.serve.warm_socket import socket_path
     from codemode.sandbox.protection.own_paths import own_paths
+    from codemode.warm.place import socket_path
 
     for runtime in (str(tmp_path), None):
         if runtime is None:
             monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
         else:
             monkeypatch.setenv("XDG_RUNTIME_DIR", runtime)
-        folder = Path(socket_path(["interpreter", "code-mode-host"])).parent
+        folder = Path(socket_path()).parent
         assert folder in {o.path for o in own_paths()}, folder
 
 

@@ -79,11 +79,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("codex_host/warm/beside.py", "_place_client", ".write_bytes"): _CODEX_INSTALL,
     ("codex_host/warm/beside.py", "_place_client", ".chmod"): _CODEX_INSTALL,
     ("codex_host/warm/beside.py", "_place_client", ".replace"): _CODEX_INSTALL,
-    ("codex_host/warm/server.py", "Server._stop_listening", "os.unlink"): _RUNTIME,
-    ("codex_host/warm/server.py", "main", "os.open"): _RUNTIME + " (the server's lock)",
-    ("codex_host/serve/warm_socket.py", "socket_path", ".mkdir"): _RUNTIME + " (made 0700)",
-    ("codex_host/serve/warm_socket.py", "serving", "os.open"): _RUNTIME + " (O_NOFOLLOW)",
-    ("codex_host/serve/warm_socket.py", "leave_warm_server", "os.open"): _RUNTIME,
     # --- the sandbox: codemode's own state, or writes made inside the sandbox ----------------
     ("sandbox/execpolicy/rules_file.py", "_append_line", ".mkdir"): _OWN_HOME
     + " (rules/default.rules, or the rules file the embedder named)",

@@ -26,9 +26,6 @@ ALLOWED = {
     "js_runtime/prestart.py":
         "codemode's own interpreter (sys.executable -I -S: its installation, kept "
         "read-only to commands) as the engine worker, confined by seccomp",
-    "codex_host/serve/warm_socket.py":
-        "codemode's own warm client/server (its installation); codex_host is another "
-        "area's, not yet routed",
     "warm/start.py":
         "codemode's own interpreter (sys.executable, its installation, kept read-only to "
         "commands) started as this user's warm server",

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from typing import NoReturn
-
 import click
 
 from codemode.cli.root import cli
@@ -16,10 +13,7 @@ from codemode.codex_host.session.limits import (
 )
 
 
-# The warm server's own options (``--warm-server SOCKET --after PID``) pass through.
-@cli.command(
-    "code-mode-host", context_settings={"ignore_unknown_options": True, "allow_extra_args": True}
-)
+@cli.command("code-mode-host")
 @click.option(
     "--listen",
     default="stdio",
@@ -52,14 +46,6 @@ from codemode.codex_host.session.limits import (
     help="Heap cap per program (a session's max_heap_size_bytes overrides it).",
 )
 @click.option(
-    "--warm",
-    metavar="SOCKET",
-    default=None,
-    help="Leave a warm host server on this Unix socket, for the next start to take a "
-    "host from (it starts once this host ends; the warm shim passes this; "
-    "docs/codex-host.md).",
-)
-@click.option(
     "--max-sessions",
     type=click.IntRange(min=1),
     default=DEFAULT_MAX_SESSIONS,
@@ -87,33 +73,23 @@ from codemode.codex_host.session.limits import (
     help="Let grpc://HOST:PORT listen beyond loopback. UNSAFE: the protocol has no "
     "authentication, so anyone who can reach the port runs programs here.",
 )
-@click.option("--warm-server", is_flag=True, hidden=True)
-@click.pass_context
 def code_mode_host(
-    ctx: click.Context,
     listen: str,
     engine: str,
     timeout_s: float,
     memory_mb: int,
-    warm: str | None,
     max_sessions: int,
     max_cells: int,
     max_connections: int,
     beyond_loopback: bool,
-    warm_server: bool,
 ) -> None:
     """Serve Codex's code-mode host protocol: Codex (or any client) runs programs here.
 
     Nested tool calls go back to the client, which runs them; programs run in this
     host's confined engine workers. Put it beside Codex's binary in place of
-    `codex-code-mode-host` (docs/codex-host.md).
+    `codex-code-mode-host` (docs/codex-host.md); served warm like any command
+    (docs/warm.md).
     """
-    if warm_server:  # what a host with --warm starts (codex_host/warm/server.py)
-        _warm_server(list(ctx.args))
-    if ctx.args:  # as click says it when it parses all options itself
-        if ctx.args[0].startswith("-"):
-            raise click.NoSuchOption(ctx.args[0], ctx=ctx)
-        raise click.UsageError(f"Got unexpected extra argument ({ctx.args[0]})", ctx=ctx)
     from codemode.codex_host.serve.listen import parse_listen
     from codemode.codex_host.serve.start import HostOptions, serve_and_exit
     from codemode.codex_host.session.limits import ClientBounds
@@ -124,15 +100,5 @@ def code_mode_host(
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--listen") from None
     bounds = ClientBounds(max_sessions, max_connections)
-    options = HostOptions(where, engine, timeout_s, memory_mb, warm or None, max_cells, bounds)
+    options = HostOptions(where, engine, timeout_s, memory_mb, max_cells, bounds)
     serve_and_exit(options, command_process=is_command_process())
-
-
-def _warm_server(args: list[str]) -> NoReturn:
-    """`code-mode-host --warm-server SOCKET [...]` (``args`` after the flag): the warm
-    server a host with ``--warm`` leaves behind (``codex_host/warm/server.py``; not for
-    people to run, so hidden from --help)."""
-    from codemode.cli.crash import install_thread_hooks
-    from codemode.codex_host.warm.server import main
-
-    sys.exit(main(args, on_serve=lambda: install_thread_hooks(sys.argv[1:])))

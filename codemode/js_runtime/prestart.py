@@ -137,3 +137,20 @@ def adopt(engine: str, memory_bytes: int) -> Spawned | None:
             del _early[i]
             return spawned
     return None
+
+
+def discard_early() -> None:
+    """Kill the workers ``spawn_early`` started that no pool adopted (a warm server's
+    spare booted one for a code-mode host, and its command turned out to be another),
+    and let the pool start spares again."""
+    global one_program
+    one_program = False
+    while _early:
+        spawned = _early.pop()[2]
+        for fd in (spawned.requests, spawned.replies, spawned.errors, spawned.control):
+            os.close(fd)
+        try:
+            os.kill(spawned.pid, signal.SIGKILL)
+            os.waitpid(spawned.pid, 0)
+        except OSError:
+            pass

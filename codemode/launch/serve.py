@@ -1,5 +1,7 @@
-"""``python -m codemode.launch serve SOCKET PID``: the warm server of `interpreter`
-commands (``codemode.warm.start.serve``), given what commands import and how one runs.
+"""``python -m codemode.launch serve SOCKET PID [COMMAND]``: the warm server of
+`interpreter` commands (``codemode.warm.start.serve``), given what commands import, how
+one runs, and what a spare makes ready for each kind of command (``codemode.warm.spare``).
+COMMAND: the name of the command that started it (its first spare's kind).
 """
 
 from __future__ import annotations
@@ -7,6 +9,10 @@ from __future__ import annotations
 import os
 import sys
 from types import ModuleType
+
+# The kind of command a spare is made ready for: Codex's code-mode host, started for
+# every session and waited for, gets a spare whose engine worker is booted already.
+HOST = b"h"
 
 
 def _prepare() -> None:
@@ -43,18 +49,71 @@ _LIBRARIES = ("asyncio", "httpx", "pydantic", "rich.console", "prompt_toolkit", 
 _NOT_IMPORTED = ("codemode.eval.tasks",)
 
 
+def _kind(argv: list[str]) -> bytes:
+    return HOST if argv[1:2] == ["code-mode-host"] else b"c"
+
+
+def _prepare_spare(kind: bytes) -> None:
+    """In a spare, before it waits: for a code-mode host, its engine worker (with the
+    host's default options, which Codex uses) booting now, and the pages it will write
+    copied now (``spare.own_pages``) rather than on its first use, while Codex waits."""
+    if kind != HOST:
+        return
+    from codemode.codex_host.serve.start import host_options
+    from codemode.js_runtime import prestart
+    from codemode.warm.spare import own_pages
+
+    defaults = host_options([])
+    assert defaults is not None
+    prestart.spawn_early(defaults.engine, defaults.memory_mb * 1024 * 1024)
+    own_pages()
+
+
 def _run(args: list[str]) -> int:
     from codemode.cli import main as cold
 
+    if args[:1] == ["code-mode-host"]:
+        _serve_host(args)  # returns only where click must read the options
+    else:
+        from codemode.js_runtime import prestart
+
+        prestart.discard_early()  # a host's spare, taken by another command
     cold(args)
     return 0
+
+
+def _serve_host(args: list[str]) -> None:
+    """Serve a code-mode host whose options parse here (``host_options``: what the click
+    command ends in, with the same values), without click: Codex waits for its host at
+    every session, and click's parse is a millisecond of that wait. `--help`, a bad
+    value or an unknown option return, for click to answer."""
+    from codemode.cli.crash import install_thread_hooks
+    from codemode.codex_host.serve.start import host_options, serve_and_exit
+
+    options = host_options(args[1:])
+    if options is None:
+        return
+    from codemode.js_runtime import prestart
+
+    defaults = host_options([])
+    if defaults is None or (options.engine, options.memory_mb) != (
+        defaults.engine, defaults.memory_mb
+    ):  # fmt: skip
+        prestart.discard_early()  # booted for another engine or cap: the pool starts its own
+    # A session keeps the workers its execs used: no spare worker behind each one (a host
+    # forked without a spare, beside another session, too).
+    prestart.one_program = True
+    install_thread_hooks(args)
+    serve_and_exit(options, command_process=True)
 
 
 def main(argv: list[str]) -> int:
     from codemode.warm import start
 
-    if len(argv) != 2 or not argv[1].isdigit():
-        print("usage: python -m codemode.launch serve SOCKET PID", file=sys.stderr)
+    if len(argv) not in (2, 3) or not argv[1].isdigit():
+        print("usage: python -m codemode.launch serve SOCKET PID [COMMAND]", file=sys.stderr)
         return 2
     idle = float(os.environ.get(start.IDLE_ENV, "0") or 0)
-    return start.serve(argv[0], int(argv[1]), _prepare, _run, idle)
+    first = _kind(["", *argv[2:3]])
+    return start.serve(argv[0], int(argv[1]), _prepare, _run, idle, kind=_kind,
+                       prepare_spare=_prepare_spare, first_kind=first)  # fmt: skip

@@ -69,7 +69,7 @@ def run(argv: list[str]) -> int | None:
     except OSError:
         return None
     if not place.serving(path):
-        _start_server(path)
+        _start_server(path, argv[1] if len(argv) > 1 else "")
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
     try:
@@ -132,12 +132,12 @@ def _die_of(number: int) -> None:
     os.kill(os.getpid(), number)
 
 
-def _start_server(path: str) -> None:
+def _start_server(path: str, command: str) -> None:
     """Leave a server on ``path`` for the next command; it loads nothing until this
     one has ended (the cold start has the machine to itself). Never raises."""
     try:
         from codemode.warm import start
 
-        start.leave_server(path)
+        start.leave_server(path, command)
     except Exception:
         return

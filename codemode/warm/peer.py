@@ -2,8 +2,8 @@
 
 A forked process has the server's credentials, namespaces and confinement, not the
 caller's. So the caller must be of this user (``SO_PEERCRED``) and have exactly the
-server's groups, capabilities, namespaces and confinement (seccomp filters, no-new-
-privileges), CPU and memory-node affinity, control group, OOM score and personality:
+server's groups, capabilities, priority, namespaces and confinement (seccomp filters,
+no-new-privileges), CPU and memory-node affinity, control group, OOM score and personality:
 a process inside a sandbox (its own namespaces, a seccomp filter) that reached the
 socket gets refused, and starts cold, still confined, as it would have without a
 server. The same for a process that dropped a group or a capability, or was started
@@ -40,6 +40,9 @@ def facts(pid: int | str) -> dict[str, str] | None:
                     found[name] = f.read(4096)
             except PermissionError:  # personality: readable by the process's owner only
                 found[name] = "?"
+        with open(f"/proc/{pid}/stat") as f:
+            # Its priority (nice), which a fork would take from the server too.
+            found["nice"] = f.read().rsplit(")", 1)[1].split()[16]
         for ns in _NAMESPACES:
             try:
                 found["ns:" + ns] = os.readlink(f"/proc/{pid}/ns/{ns}")

@@ -3,7 +3,9 @@ forking a process per command (``worker``) and watching over it for its caller.
 
 For each connection: the peer is checked (``peer``: this user, not confined beyond the
 server), and the spare (a process forked ahead once no command has run for
-``QUIET_S``) or a process forked now reads the request and becomes the caller's; the
+``QUIET_S``, made ready for the kind of command last run: ``spare``; Codex's code-mode
+host gets one with its engine worker booted) or a process forked now reads the request
+and becomes the caller's; the
 server then reads the caller's signals off the connection and delivers them (the run
 is the caller's process group's stand-in), and reports the run's wait status. A caller
 that goes away (killed) ends its run: SIGTERM to the run's group, SIGKILL after
@@ -29,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from codemode.warm import peer, place, protocol, watch, worker
+from codemode.warm import peer, place, protocol, spare, watch, worker
 
 IDLE_S = 900.0
 GRACE_S = 3.0
@@ -60,8 +62,12 @@ class _Run:
 
 class Server:
     def __init__(self, path: str, run: Callable[[list[str]], int], idle_s: float,
-                 folders: list[Path], lock: int = -1) -> None:  # fmt: skip
+                 folders: list[Path], lock: int = -1, kind: spare.Kind = spare.no_kind,
+                 prepare: spare.Prepare = spare.prepare_nothing,
+                 first_kind: bytes = spare.PLAIN) -> None:  # fmt: skip
         self.path = path
+        # What a spare makes ready: for the kind of the last command run (``spare.py``).
+        self.kind, self.prepare, self.spare_kind = kind, prepare, spare.one_byte(first_kind)
         self.lock = lock  # its pid and how many commands it ran, for `warm status`
         self.served = 0
         self.run_command = run
@@ -153,7 +159,7 @@ class Server:
 
     def _in_child(self, conn: socket.socket, gate_r: int, gate_w: int) -> None:
         self._forget_the_server({conn.fileno(), gate_w})
-        worker.become_caller(conn, self.facts, gate_w)
+        worker.become_caller(conn, self.facts, gate_w, self.kind)
         worker.run_and_exit(self.run_command)
 
     def _fork_spare(self) -> None:
@@ -165,8 +171,9 @@ class Server:
             try:
                 ours.detach()
                 self._forget_the_server({theirs.fileno()})
-                conn, gate_w = worker.wait_as_spare(theirs)
-                worker.become_caller(conn, self.facts, gate_w)
+                kind = self.spare_kind
+                conn, gate_w = worker.wait_as_spare(theirs, lambda: self.prepare(kind))
+                worker.become_caller(conn, self.facts, gate_w, self.kind)
                 worker.run_and_exit(self.run_command)
             except BaseException as exc:  # never back into the server's loop
                 print(f"warm: a spare failed: {exc!r}", file=sys.stderr, flush=True)
@@ -188,6 +195,7 @@ class Server:
             run.state = "refused"
             return
         run.state = "caller"
+        self.spare_kind = taken  # the next spare makes ready for this kind of command
         self.selector.register(run.conn, selectors.EVENT_READ, ("caller", pid))
 
     def _from_caller(self, pid: int) -> None:

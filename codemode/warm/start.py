@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from codemode.warm import place
+from codemode.warm import place, spare
 
 # Seconds an idle server waits for a command before it ends (default: 900).
 IDLE_ENV = "CODEMODE_WARM_IDLE"
@@ -33,8 +33,10 @@ def server_environment(environ: os._Environ[str] | dict[str, str] = os.environ) 
     }
 
 
-def leave_server(path: str) -> None:
-    """Start a server on ``path`` unless one holds it already."""
+def leave_server(path: str, command: str = "") -> None:
+    """Start a server on ``path`` unless one holds it already; ``command`` (the name of
+    the command that starts it, e.g. ``code-mode-host``) says what its first spare makes
+    ready (``spare.py``)."""
     import subprocess
 
     if not place.private(os.path.dirname(path)) or place.serving(path):
@@ -43,7 +45,8 @@ def leave_server(path: str) -> None:
     log = os.open(path + ".log", flags, 0o600)
     try:
         subprocess.Popen(
-            [sys.executable, "-m", "codemode.launch", "serve", path, str(os.getpid())],
+            [sys.executable, "-m", "codemode.launch", "serve", path, str(os.getpid()),
+             *([command] if command else [])],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             close_fds=True, start_new_session=True, cwd="/",
             env=server_environment(),
@@ -54,9 +57,13 @@ def leave_server(path: str) -> None:
 
 def serve(path: str, after: int, prepare: Callable[[], None],
           run: Callable[[list[str]], int], idle_s: float,
-          folders: list[Path] | None = None) -> int:  # fmt: skip
+          folders: list[Path] | None = None, kind: spare.Kind = spare.no_kind,
+          prepare_spare: spare.Prepare = spare.prepare_nothing,
+          first_kind: bytes = spare.PLAIN) -> int:  # fmt: skip
     """The server's life: ``prepare`` imports what commands use; ``run`` runs one;
-    ``folders``: the code to watch (by default codemode's and the installed packages')."""
+    ``folders``: the code to watch (by default codemode's and the installed packages');
+    ``kind``, ``prepare_spare`` and ``first_kind`` (the kind of the command that started
+    it): what its spares make ready (``spare.py``)."""
     flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
     lock = os.open(path + ".lock", flags, 0o600)
     try:
@@ -74,7 +81,8 @@ def serve(path: str, after: int, prepare: Callable[[], None],
     from codemode.warm.watch import code_folders
 
     watched = folders if folders is not None else code_folders(Path(place.package_folder()))
-    server = Server(path, run, idle_s if idle_s > 0 else IDLE_S, watched, lock)
+    server = Server(path, run, idle_s if idle_s > 0 else IDLE_S, watched, lock, kind,
+                    prepare_spare, first_kind)  # fmt: skip
     return server.serve()
 
 

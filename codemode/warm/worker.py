@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from codemode.warm import protocol
+from codemode.warm import place, protocol, spare
 
 # The status of a process that could not become the caller's after all (nothing of the
 # command ran; the caller has been told to start cold).
@@ -41,11 +41,18 @@ def close_all_but(keep: set[int]) -> None:
                 pass  # the listing's own descriptor, closed by now
 
 
-def wait_as_spare(channel: socket.socket) -> tuple[socket.socket, int]:
-    """A spare forked ahead of its caller: wait for the caller's connection and the
-    server's gate (exits when the server closes the channel instead)."""
+def wait_as_spare(
+    channel: socket.socket, prepare: Callable[[], None]
+) -> tuple[socket.socket, int]:
+    """A spare forked ahead of its caller: make ready what its command will want
+    (``prepare``, ``spare.py``), then wait for the caller's connection and the server's
+    gate (exits when the server closes the channel instead)."""
     end_with_server()
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the server's handler, not ours
+    # Its own session now, not once a caller waits: setsid costs milliseconds on a busy
+    # machine (the kernel makes the session's scheduling group).
+    os.setsid()
+    prepare()
     try:
         _, fds, _, _ = socket.recv_fds(channel, 1, 2)
     except OSError:
@@ -56,10 +63,13 @@ def wait_as_spare(channel: socket.socket) -> tuple[socket.socket, int]:
     return socket.socket(fileno=fds[0]), fds[1]
 
 
-def become_caller(conn: socket.socket, facts: str, gate: int) -> protocol.Request:
+def become_caller(
+    conn: socket.socket, facts: str, gate: int, kind: spare.Kind = spare.no_kind
+) -> protocol.Request:
     """Read and apply the caller's request on ``conn``; say ``A`` to the caller and
-    write a byte to ``gate`` (the server then listens to the caller). Exits, having
-    said ``R``, when the request cannot be served exactly."""
+    write the command's kind (one byte, ``spare.py``) to ``gate`` (the server then
+    listens to the caller). Exits, having said ``R``, when the request cannot be served
+    exactly."""
     end_with_server()
     conn.settimeout(10)  # a caller sends its request at once
     try:
@@ -68,6 +78,11 @@ def become_caller(conn: socket.socket, facts: str, gate: int) -> protocol.Reques
         _refuse(conn, str(exc))
     if request.key != facts:
         _refuse(conn, "another installation's or process's key")
+    # The key as the caller sent it, and as its environment makes it: a caller that did
+    # not compute its key (the compiled client is given one) may run with other start
+    # variables (locale, PYTHON*) than the server was started with.
+    if place.facts(request.env) != facts:
+        _refuse(conn, "another environment's start variables (locale, PYTHON*, TZ)")
     try:
         _take(request, fds)
     except (OSError, ValueError) as exc:
@@ -75,7 +90,7 @@ def become_caller(conn: socket.socket, facts: str, gate: int) -> protocol.Reques
     conn.settimeout(None)
     try:
         conn.sendall(protocol.accepted(os.getpid()))
-        os.write(gate, b"1")
+        os.write(gate, spare.one_byte(kind(request.argv)))
     except OSError:
         os._exit(REFUSED_STATUS)  # the caller went: nothing to serve
     os.close(gate)
@@ -107,7 +122,8 @@ def _refuse(conn: socket.socket, why: str) -> NoReturn:
 
 
 def _take(request: protocol.Request, fds: list[int]) -> None:
-    os.setsid()  # a group of its own: the caller's signals reach it and its children
+    if os.getsid(0) != os.getpid():  # (a spare is a session leader already)
+        os.setsid()  # a group of its own: the caller's signals reach it and its children
     for name, (soft, hard) in request.rlimits.items():
         if resource.getrlimit(name) != (soft, hard):
             resource.setrlimit(name, (soft, hard))  # raising a hard limit fails: cold

@@ -1,12 +1,12 @@
 """Starting a code-mode host from its command-line options, and serving until its
-client goes: what `interpreter code-mode-host` does once its arguments are read, whether
-the command line read them (``cli/codex_host.py``) or a warm
-server's spare did (``warm/server.py``)."""
+client goes: what `interpreter code-mode-host` does once its arguments are read
+(``cli/codex_host.py``), cold or in a process the warm server forked
+(``codemode.warm``: its spare for a host calls ``host_options([])`` for the engine worker
+it boots ahead)."""
 
 from __future__ import annotations
 
 import sys
-from types import ModuleType
 from typing import NamedTuple, NoReturn
 
 from codemode.codex_host.serve.listen import NETWORK_FLAG, Listen
@@ -24,7 +24,7 @@ _COUNTS = ("--max-sessions", "--max-cells", "--max-connections")
 def _parse(args: list[str]) -> dict[str, str] | None:
     """``{option: value}`` for ``--name value`` / ``--name=value`` pairs (and
     ``NETWORK_FLAG``, which takes none), or None."""
-    known = ("--listen", "--engine", "--timeout", "--memory-mb", "--warm", *_COUNTS)
+    known = ("--listen", "--engine", "--timeout", "--memory-mb", *_COUNTS)
     found: dict[str, str] = {}
     i = 0
     while i < len(args):
@@ -50,7 +50,6 @@ class HostOptions(NamedTuple):
     engine: str
     timeout_s: float
     memory_mb: int
-    warm: str | None  # the warm server's socket to leave behind (``warm/server.py``)
     max_cells: int = DEFAULT_MAX_CELLS
     bounds: ClientBounds = ClientBounds()
 
@@ -87,7 +86,6 @@ def host_options(args: list[str]) -> HostOptions | None:
         engine,
         timeout_s,
         memory_mb,
-        options.get("--warm") or None,
         max_cells,
         ClientBounds(max_sessions, max_connections),
     )
@@ -99,7 +97,7 @@ def serve_and_exit(options: HostOptions, *, command_process: bool) -> NoReturn:
     ``command_process``: this process is the `interpreter` command, so it ends without
     Python's teardown of every module (``fast_exit``): Codex waits for its host to exit
     at the end of each turn, and that teardown was most of the 19 ms it waited."""
-    asyncio = asyncio_without_tls()
+    import asyncio
 
     from codemode.codex_host.serve.server import serve
     from codemode.codex_host.session.runtime import SessionLimits
@@ -110,10 +108,6 @@ def serve_and_exit(options: HostOptions, *, command_process: bool) -> NoReturn:
         memory_mb=options.memory_mb,
         max_cells=options.max_cells,
     )
-    if options.warm:
-        from codemode.codex_host.serve.warm_socket import leave_warm_server
-
-        leave_warm_server(options.warm)
     try:
         status = asyncio.run(serve(options.where, limits, options.bounds))
     except KeyboardInterrupt:
@@ -129,25 +123,3 @@ def serve_and_exit(options: HostOptions, *, command_process: bool) -> NoReturn:
         exit_now(status)
     sys.exit(status)
 
-
-def asyncio_without_tls() -> ModuleType:
-    """``asyncio``, imported without ``ssl`` when nothing has loaded it yet.
-
-    ``asyncio`` imports ``ssl`` only to offer TLS, and ``ssl`` (OpenSSL's library and
-    its enums) costs about 20 ms on a small machine when imported alone, 11 ms of the
-    ~90 ms from spawn to serving that Codex waits for before its first exec. The host
-    speaks plain HTTP/2 over stdio or a loopback socket and never asks asyncio for TLS,
-    so ``asyncio`` is loaded as it is on a Python built without ``ssl`` (its own
-    fallback: TLS then says the module is not available). The block is lifted at once:
-    a later ``import ssl`` in this process works as usual.
-    """
-    if "asyncio" in sys.modules or "ssl" in sys.modules:
-        import asyncio
-
-        return asyncio
-    sys.modules["ssl"] = None  # type: ignore[assignment]  # import ssl -> ImportError
-    try:
-        import asyncio
-    finally:
-        del sys.modules["ssl"]
-    return asyncio

@@ -1,1 +1,2 @@
-"""The warm host server (a host ready before Codex asks) and the shim beside Codex."""
+"""The shim beside a Codex binary (``beside``): our host in place of Codex's, warm
+through the one warm server (``codemode.warm``)."""

@@ -105,7 +105,7 @@ def decide_backend(settings: SandboxSettings) -> BackendChoice:
             # user would be reachable, not only the listed ones
             reasons.append(
                 "Landlock cannot tell socket files apart, so with allow_unix_sockets set "
-                "every Unix socket of yours would be reachable (the warm code-mode host's "
+                "every Unix socket of yours would be reachable (the warm server's "
                 "among them, which hands out a process outside the sandbox): remove "
                 "allow_unix_sockets, or install bubblewrap, which covers all but the listed"
             )

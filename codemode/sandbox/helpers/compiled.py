@@ -1,9 +1,11 @@
-"""Small static C programs the sandbox runs, compiled once per machine and user.
+"""Small static C programs codemode runs, compiled once per machine and user.
 
 ``dropcaps`` (root's capability drop) and ``subreaper`` (the command server's per-command
-start) are compiled with the C compiler (keyed by a hash of their source) into
-``helpers_dir()`` — ``$CODEMODE_CACHE/helpers``, by default ``~/.cache/codemode/helpers``:
-build products, so they live with the caches and not in the codemode home, and a fresh
+start), both here, and ``warm_client`` (the compiled client of the warm server, beside it
+in ``codemode/warm/``; ``SOURCES`` names each source's package) are compiled with the C
+compiler (keyed by a hash of their source) into ``helpers_dir()`` —
+``$CODEMODE_CACHE/helpers``, by default ``~/.cache/codemode/helpers``: build products,
+so they live with the caches and not in the codemode home, and a fresh
 ``$CODEMODE_HOME`` (a test, a CI job, a second profile) does not pay the ~60 ms compile
 again. Where no compiler works, ``path()`` is None and the caller does without.
 
@@ -78,10 +80,23 @@ def helpers_dir() -> Path:
     return cache_home() / "helpers"
 
 
+# Every source compiled here, and the package it lives in (read as a resource, never
+# imported): a program's record names its source by the program's name, so a name this
+# table lacks is never built, accepted or run.
+SOURCES = {
+    "dropcaps.c": "codemode.sandbox.helpers",
+    "subreaper.c": "codemode.sandbox.helpers",
+    "warm_client.c": "codemode.warm",
+}
+
+
 def _source(source: str) -> bytes:
     from importlib import resources
 
-    return resources.files("codemode.sandbox.helpers").joinpath(source).read_bytes()
+    package = SOURCES.get(source)
+    if package is None:
+        raise FileNotFoundError(f"no C source {source!r} among codemode's helpers")
+    return resources.files(package).joinpath(source).read_bytes()
 
 
 @functools.cache

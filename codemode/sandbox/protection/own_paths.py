@@ -5,7 +5,7 @@ Two kinds, both read or run later on the host with the user's full authority:
 - its **state**: ``$CODEMODE_HOME`` (config, rules, hooks, sessions, logs) and its cache
   (``$CODEMODE_CACHE``: the compiled helpers root's commands start through, models),
   plus the user's git configuration (``~/.gitconfig``, ``$XDG_CONFIG_HOME/git``), which
-  git on the host reads, and its runtime folder (the warm host's socket);
+  git on the host reads, and its runtime folder (the warm server's socket);
 - its **installation**: the ``codemode`` package, the environment it runs from
   (``sys.prefix``, and the base one), the user site when this Python reads it, and the
   folder of its console scripts.
@@ -75,10 +75,10 @@ def _own_paths(_env: tuple[str | None, ...]) -> tuple[OwnPath, ...]:
         OwnPath.of(home() / ".gitconfig", "your git configuration", False),
         OwnPath.of(config_home() / "git", "your git configuration", False),
     ]
-    # The folders the warm code-mode host's socket may live in, as
-    # ``codex_host.warm_start.socket_path`` chooses them (a test keeps the two the same):
-    # a command that could replace that socket would be handed the next client's stdio.
-    what = "codemode's runtime folder (the warm code-mode host's socket)"
+    # The folders the warm server's socket may live in, as ``warm.place.runtime_folder``
+    # chooses them (a test keeps the two the same): a command that could replace that
+    # socket would be handed the next caller's stdio (a command's, a Codex session's).
+    what = "codemode's runtime folder (the warm server's socket)"
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
     if os.path.isabs(runtime):
         out.append(OwnPath.of(Path(runtime) / "codemode", what, False))

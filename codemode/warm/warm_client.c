@@ -1,0 +1,307 @@
+/* warm_client SOCKET KEY N COMMAND... [ARG...]: run COMMAND ARG... through this user's
+ * warm server (codemode/warm/), or exec it when none serves it.
+ *
+ * The compiled twin of ``codemode.warm.client`` (docs/warm.md), for callers that start
+ * a command often and wait for it: the shim beside Codex's binary
+ * (``codemode.codex_host.warm.beside``) execs it for every session's code-mode host. It
+ * speaks the warm protocol (``codemode/warm/protocol.py``): one request with the
+ * command's argv, this process's whole environment, umask, resource limits, ignored and
+ * blocked signals, and its descriptors 0-2 and working folder (SCM_RIGHTS); then it
+ * passes on the signals it gets, one byte each, and ends as the run ended.
+ *
+ * SOCKET and KEY are the server's place and its installation's facts (``place.py``),
+ * as the shim's writer found them. Whenever anything is off before the server accepts
+ * (no server, one of another user, a refusal: another installation, environment or
+ * anything it could not take over exactly), this program execs COMMAND ARG... itself:
+ * that is the `interpreter` launcher, which goes warm by the standard library client or
+ * starts cold. N counts the words of COMMAND. No byte of stdin is read before the
+ * server accepts, so the exec'd command gets the whole stream.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAGIC "codemode-warm/1" /* and its NUL: 16 bytes, as protocol.MAGIC */
+#define FIRST_CHUNK 65536       /* what the server reads with the descriptors */
+#define LOST_STATUS 70          /* client.LOST_STATUS: the server ended mid-run */
+
+extern char **environ;
+
+static char **command;
+static int sock = -1;
+static sigset_t forwarded, original; /* original: the caller's mask */
+/* protocol.INHERITED: dispositions a cold process would inherit. */
+static const int inherited[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE,
+                                SIGUSR1, SIGUSR2, SIGTSTP, SIGTTIN, SIGTTOU};
+/* protocol.FORWARDED: signals passed on to the run. */
+static const int passed_on[] = {SIGINT, SIGQUIT, SIGHUP, SIGWINCH, SIGTSTP,
+                                SIGCONT, SIGTERM, SIGUSR1, SIGUSR2};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static void __attribute__((noreturn)) run_it_ourselves(void) {
+    if (sock >= 0) close(sock);
+    sigprocmask(SIG_SETMASK, &original, NULL); /* what came meanwhile is the exec's */
+    execv(command[0], command);
+    fprintf(stderr, "%s: %s\n", command[0], strerror(errno));
+    _exit(errno == ENOENT ? 127 : 126);
+}
+
+/* A growing buffer for the request; any allocation failure runs the command cold. */
+static char *buf;
+static size_t used, room;
+
+static void put(const char *data, size_t n) {
+    if (used + n > room) {
+        size_t want = room ? room : 65536;
+        while (used + n > want) want *= 2;
+        char *grown = realloc(buf, want);
+        if (grown == NULL) run_it_ourselves();
+        buf = grown;
+        room = want;
+    }
+    memcpy(buf + used, data, n);
+    used += n;
+}
+
+static void puts_(const char *s) { put(s, strlen(s)); }
+
+static void put_number(long long n) {
+    char text[32];
+    int w = snprintf(text, sizeof text, "%lld", n);
+    put(text, (size_t)w);
+}
+
+/* A JSON string. Bytes over 0x7f pass as they are: UTF-8 for the server, which refuses
+ * (and this program then runs the command itself) what is not. */
+static void put_string(const char *s, size_t n) {
+    put("\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            char esc[2] = {'\\', (char)c};
+            put(esc, 2);
+        } else if (c < 0x20 || c == 0x7f) {
+            char esc[8];
+            snprintf(esc, sizeof esc, "\\u%04x", c);
+            put(esc, 6);
+        } else {
+            put((const char *)&c, 1);
+        }
+    }
+    put("\"", 1);
+}
+
+static int read_all(int fd, void *to, size_t n) {
+    char *p = to;
+    while (n) {
+        ssize_t got = read(fd, p, n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return 0;
+        p += got;
+        n -= (size_t)got;
+    }
+    return 1;
+}
+
+/* A reply: KIND and a big-endian 32-bit number; 0 when something else came. */
+static int read_reply(char kind, int32_t *number) {
+    unsigned char data[5];
+    if (!read_all(sock, data, sizeof data) || data[0] != (unsigned char)kind) return 0;
+    *number = (int32_t)((uint32_t)data[1] << 24 | (uint32_t)data[2] << 16 |
+                        (uint32_t)data[3] << 8 | (uint32_t)data[4]);
+    return 1;
+}
+
+static void pass_on(int number) {
+    int saved = errno;
+    unsigned char byte = (unsigned char)number;
+    send(sock, &byte, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (number == SIGTSTP) {
+        /* Stop as a cold process would (the run is being stopped); `fg` sends SIGCONT,
+         * which is passed on, and this handler is back. */
+        sigset_t tstp;
+        sigemptyset(&tstp);
+        sigaddset(&tstp, SIGTSTP);
+        signal(SIGTSTP, SIG_DFL);
+        sigprocmask(SIG_UNBLOCK, &tstp, NULL);
+        raise(SIGTSTP);
+        struct sigaction again = {.sa_handler = pass_on, .sa_flags = SA_RESTART};
+        sigaction(SIGTSTP, &again, NULL);
+    }
+    errno = saved;
+}
+
+static void __attribute__((noreturn)) die_of(int number) {
+    signal(number, SIG_DFL);
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, number);
+    sigprocmask(SIG_UNBLOCK, &only, NULL);
+    raise(number);
+    _exit(128 + number);
+}
+
+static int ignored(int number) {
+    struct sigaction now;
+    return sigaction(number, NULL, &now) == 0 && now.sa_handler == SIG_IGN;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 5) {
+        fputs("usage: warm_client SOCKET KEY N COMMAND... [ARG...]\n", stderr);
+        return 125;
+    }
+    long n = strtol(argv[3], NULL, 10);
+    if (n < 1 || n > argc - 4) {
+        fputs("warm_client: N must count the COMMAND words\n", stderr);
+        return 125;
+    }
+    command = argv + 4; /* COMMAND... ARG...: the run's argv, and the exec's */
+    int words = argc - 4;
+
+    /* What the request says of this process, read before anything here changes it. */
+    sigprocmask(SIG_BLOCK, NULL, &original);
+    /* CODEMODE_WARM=0 (place.py's words for off) opts out here too. */
+    const char *wanted = getenv("CODEMODE_WARM");
+    static const char *const off[] = {"0", "false", "no", "off", ""};
+    for (size_t i = 0; wanted && i < COUNT(off); i++)
+        if (strcasecmp(wanted, off[i]) == 0) run_it_ourselves();
+    mode_t mask = umask(022);
+    umask(mask);
+    sigemptyset(&forwarded);
+    for (size_t i = 0; i < COUNT(passed_on); i++) sigaddset(&forwarded, passed_on[i]);
+    /* Held until the server has the command (then passed on) or not (then the exec's). */
+    sigprocmask(SIG_BLOCK, &forwarded, NULL);
+
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(argv[1]) >= sizeof addr.sun_path) run_it_ourselves();
+    strcpy(addr.sun_path, argv[1]);
+    sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (sock < 0 || connect(sock, (struct sockaddr *)&addr, sizeof addr) != 0) run_it_ourselves();
+    /* Only a server of this user gets our descriptors and environment. */
+    struct ucred peer;
+    socklen_t len = sizeof peer;
+    if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || len != sizeof peer ||
+        peer.uid != geteuid())
+        run_it_ourselves();
+
+    put(MAGIC, sizeof MAGIC); /* with its NUL */
+    put("\0\0\0\0", 4);       /* the body's length, filled in below */
+    size_t body = used;
+    puts_("{\"key\": ");
+    put_string(argv[2], strlen(argv[2]));
+    puts_(", \"argv\": [");
+    for (int i = 0; i < words; i++) {
+        if (i) puts_(", ");
+        put_string(command[i], strlen(command[i]));
+    }
+    puts_("], \"env\": {");
+    int first = 1;
+    for (char **e = environ; *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (eq == NULL || eq == *e) continue;
+        if (!first) puts_(", ");
+        first = 0;
+        put_string(*e, (size_t)(eq - *e));
+        puts_(": ");
+        put_string(eq + 1, strlen(eq + 1));
+    }
+    puts_("}, \"umask\": ");
+    put_number(mask);
+    puts_(", \"rlimits\": {");
+    for (int r = 0; r < RLIM_NLIMITS; r++) {
+        struct rlimit limit;
+        if (getrlimit(r, &limit) != 0) continue;
+        if (r) puts_(", ");
+        puts_("\"");
+        put_number(r);
+        puts_("\": [");
+        put_number((long long)limit.rlim_cur); /* RLIM_INFINITY: -1, as Python says */
+        puts_(", ");
+        put_number((long long)limit.rlim_max);
+        puts_("]");
+    }
+    puts_("}, \"ignored\": [");
+    first = 1;
+    for (size_t i = 0; i < COUNT(inherited); i++) {
+        if (!ignored(inherited[i])) continue;
+        if (!first) puts_(", ");
+        first = 0;
+        put_number(inherited[i]);
+    }
+    puts_("], \"blocked\": [");
+    first = 1;
+    for (int s = 1; s < NSIG; s++) {
+        if (sigismember(&original, s) != 1) continue;
+        if (!first) puts_(", ");
+        first = 0;
+        put_number(s);
+    }
+    puts_("]}");
+    uint32_t length = (uint32_t)(used - body);
+    unsigned char be[4] = {length >> 24, length >> 16, length >> 8, length};
+    memcpy(buf + body - 4, be, 4);
+
+    int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (cwd < 0) run_it_ourselves();
+    int fds[4] = {0, 1, 2, cwd};
+    union {
+        char space[CMSG_SPACE(sizeof fds)];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof control);
+    size_t chunk = used < FIRST_CHUNK ? used : FIRST_CHUNK;
+    struct iovec iov = {.iov_base = buf, .iov_len = chunk};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.space,
+                         .msg_controllen = sizeof control.space};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof fds);
+    memcpy(CMSG_DATA(c), fds, sizeof fds);
+    ssize_t sent;
+    do sent = sendmsg(sock, &msg, MSG_NOSIGNAL);
+    while (sent < 0 && errno == EINTR);
+    close(cwd);
+    if (sent <= 0) run_it_ourselves();
+    for (size_t at = (size_t)sent; at < used;) {
+        ssize_t more = send(sock, buf + at, used - at, MSG_NOSIGNAL);
+        if (more < 0 && errno == EINTR) continue;
+        if (more <= 0) run_it_ourselves();
+        at += (size_t)more;
+    }
+    free(buf);
+    int32_t pid;
+    if (!read_reply('A', &pid)) run_it_ourselves(); /* refused: nothing ran */
+
+    /* The run has our descriptors: ours go, so that its ends alone decide when a
+     * reader of our stdout sees its end. */
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd = 0; fd < 3; fd++) {
+        if (null >= 0) dup2(null, fd);
+        else close(fd);
+    }
+    for (size_t i = 0; i < COUNT(passed_on); i++) {
+        if (ignored(passed_on[i])) continue; /* ignored here: the run ignores it too */
+        struct sigaction act = {.sa_handler = pass_on, .sa_flags = SA_RESTART};
+        sigaction(passed_on[i], &act, NULL);
+    }
+    sigprocmask(SIG_SETMASK, &original, NULL); /* what came meanwhile is passed on now */
+    int32_t status;
+    if (!read_reply('S', &status)) return LOST_STATUS;
+    if (WIFSIGNALED(status)) die_of(WTERMSIG(status));
+    return WIFEXITED(status) ? WEXITSTATUS(status) : LOST_STATUS;
+}
