@@ -8,7 +8,8 @@ code-mode-host`; docs/codex-host.md is the user's page). Read it top-down:
   truncation, the per-client bounds, the process metrics;
 - ``grpc/`` and ``framed/``: each protocol's semantics on a session (Codex 0.169+ speaks
   gRPC, 0.148 the framed JSON protocol);
-- ``serve/``: where the host listens, its process's start and end, and the socket a
-  warm host server listens on;
-- ``warm/``: the warm host server, and the shim put beside a Codex binary.
+- ``serve/``: where the host listens, and its process's start and end;
+- ``warm/``: the shim put beside a Codex binary, which reaches a host through the one
+  warm server of every `interpreter` command (``codemode.warm``, where its compiled
+  client lives too).
 """
