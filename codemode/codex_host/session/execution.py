@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from codemode.codex_host.session.bounded_output import BoundedItems
 from codemode.codex_host.session.items import parse_image
 from codemode.codex_host.session.model import ContentItem, TextItem, ToolFailed, ToolSpec
+from codemode.codex_host.session.store import Store
 from codemode.js_runtime.delegate import NestedCall
 from codemode.js_runtime.models import ExecEvent, HostEvent
 from codemode.tool_terms.errors import ToolError
@@ -39,7 +40,7 @@ ITEMS_CHARS = 64 * 1024 * 1024
 class CodexSession(Protocol):
     """What an execution needs of its session (``runtime.CodexSession``)."""
 
-    store: dict[str, str]
+    store: Store
 
     def started(self, execution: CodexExecution) -> None: ...
 
@@ -105,7 +106,8 @@ class CodexExecution:
         elif kind == "store":
             with contextlib.suppress(ValueError, TypeError):
                 key, value = json.loads(data)
-                self.session.store[str(key)] = str(value)
+                # The program's store() checked the bound already (``session/store.py``).
+                self.session.store.keep(str(key), str(value))
         elif kind == "yield":
             self.session.request_yield(self.cell_id)
 

@@ -31,6 +31,7 @@ from codemode.codex_host.session.catalog import ToolCatalog
 from codemode.codex_host.session.items import error_text
 from codemode.codex_host.session.limits import DEFAULT_MAX_CELLS, admit_cell
 from codemode.codex_host.session.model import DEFAULT_YIELD_MS, ContentItem, TextItem
+from codemode.codex_host.session.store import Store
 from codemode.codex_host.session.truncation import cut_items
 from codemode.js_runtime.models import Limits
 from codemode.js_runtime.outcome import (
@@ -108,7 +109,7 @@ class CodexSession:
 
     def __init__(self, limits: SessionLimits | None = None) -> None:
         self.limits = limits or SessionLimits()
-        self.store: dict[str, str] = {}  # key -> value as JSON text
+        self.store = Store()  # what its programs keep for its later execs
         self.catalog = ToolCatalog()
         self.executions: dict[str, CodexExecution] = {}  # by cell id, until reported ended
         self._held: set[CodexExecution] = set()  # started, its end not yet reported
@@ -158,7 +159,7 @@ class CodexSession:
         self.check_room()
         tools = list(execution.tools.values())
         config = {
-            "store": {k: json.loads(v) for k, v in self.store.items()},
+            "store": self.store.for_program(),
             "tools": [{"name": t.global_name, "description": t.description} for t in tools],
             "exitName": self._exit_name,
         }
