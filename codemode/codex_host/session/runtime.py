@@ -14,9 +14,10 @@ a session holds; which cell an Execute or a Wait is observing now (Codex's
 ``YieldObservation`` and ``CancelWait`` end an observation early; a second observer is
 refused); and telling each execution's client when its cell's end was reported.
 
-The runtime's session is built here, not through ``codemode.host``: that package brings
-the tools, the sandbox and the hooks, which this host never uses (its nested calls go
-back to the client), and Codex waits for this host's start (``docs/codex-host.md``).
+The runtime's session is ``codemode.host``'s ``delegated_session``: one for a host whose
+every tool call goes to its client. Importing it loads the runtime alone, none of the
+tools, sandbox and hooks ``ToolHost`` brings (this host's nested calls go back to the
+client, and Codex waits for its start: ``docs/codex-host.md``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from codemode.codex_host.session.limits import DEFAULT_MAX_CELLS, admit_cell
 from codemode.codex_host.session.model import DEFAULT_YIELD_MS, ContentItem, TextItem
 from codemode.codex_host.session.store import Store
 from codemode.codex_host.session.truncation import cut_items
+from codemode.host.sessions import delegated_session
 from codemode.js_runtime.models import Limits
 from codemode.js_runtime.outcome import (
     AlreadyWaiting,
@@ -124,14 +126,13 @@ class CodexSession:
 
     def _runtime(self) -> CodeSession:
         if self._session is None:
-            self._session = CodeSession(
+            self._session = delegated_session(
                 limits=Limits(
                     timeout_s=self.limits.timeout_s,
                     memory_mb=self.limits.memory_mb,
                     max_tool_calls=self.limits.max_tool_calls,
                 ),
                 engine=self.limits.engine,
-                persistent=False,
                 setup_scripts=[_globals_js()],
             )
         return self._session
