@@ -213,7 +213,9 @@ def test_codex_0171_with_heartbeats_matches_its_own_host(codex_args: tuple[str, 
     carry no tool list) goes as with its own host."""
     turn_steps = [exec_call(PAUSES), exec_call(TOOLS), exec_call(LOAD)]
     theirs = run_turn(codex_vendor("0.171.0"), turn_steps, codex_args=HEARTBEATS + codex_args)
-    ours = run_turn(with_our_host("0.171.0"), list(turn_steps), codex_args=HEARTBEATS + codex_args)
+    ours = run_turn(
+        with_our_host("0.171.0"), list(turn_steps), codex_args=HEARTBEATS + codex_args
+    )
     for turn in (theirs, ours):
         assert turn.rc == 0, turn.stderr[-2000:]
         first = output_text(turn.outputs[0])
