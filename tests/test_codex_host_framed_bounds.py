@@ -252,11 +252,13 @@ def _marker(omitted: int, segments: int) -> str:
     )
 
 
-def _report(source: str, **open_extra: Any) -> dict[str, Any]:
+def _report(
+    source: str, max_output_tokens: int | None = 100_000_000, **open_extra: Any
+) -> dict[str, Any]:
     with framed_host() as peer:
         granted = peer.open(["bounded-output-v1", "tool-catalog-revision-v1"], **open_extra)
         assert "bounded-output-v1" in granted
-        peer.execute(2, source, max_output_tokens=100_000_000)
+        peer.execute(2, source, max_output_tokens=max_output_tokens)
         while (message := peer.read(60)) is not None:
             if message["type"] == "execute/initialResponse":
                 return _outcome(message)
@@ -304,3 +306,35 @@ def test_a_flood_of_output_costs_the_bound_not_the_flood() -> None:
     texts = _texts(outcome)
     assert texts[1] == _marker(103809024, 99)
     assert sum(len(t) for t in texts) < 2 << 20
+
+
+def test_truncation_keeps_the_marker_between_the_cut_head_and_tail() -> None:
+    """The same 3 MB with the default budget (10,000 tokens): the bounded text is cut as
+    one, and Codex's host sends the cut head, the marker, then the cut tail."""
+    outcome = _report(
+        "for (let i = 0; i < 30; i++) text(String(i % 10).repeat(100000));",
+        max_output_tokens=None,
+        outputTruncation="server",
+    )
+    texts = _texts(outcome)
+    assert len(texts) == 3
+    head = (
+        "Warning: truncated output (original token count: 262147)\n"
+        "Total output lines: 12\n\n" + "0" * 20000 + "\u2026252147 tokens truncated\u2026"
+    )
+    assert texts == [head, _marker(1951424, 19), "9" * 20000]
+
+
+def test_a_thrown_error_is_bounded_with_the_output() -> None:
+    """The error a truncating host reports among the items comes last in the bounded
+    text, as from Codex's host: 51 more bytes leave the tail (its marker's count)."""
+    outcome = _report(
+        "for (let i = 0; i < 100; i++) text('x'.repeat(1 << 20));\nthrow new Error('late');",
+        max_output_tokens=None,
+        outputTruncation="server",
+    )
+    texts = _texts(outcome)
+    assert texts[0].startswith("Warning: truncated output (original token count: 262145)\n")
+    assert texts[1] == _marker(103809075, 99)
+    # (the column is the engine's: docs/codex-host.md, "Known differences")
+    assert "\nScript error:\nError: late\n    at exec_main.mjs:2:" in texts[2][-60:]

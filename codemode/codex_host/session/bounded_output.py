@@ -9,7 +9,8 @@ text dropped on both sides of a kept image gets a marker on each side. A text it
 at the head's end goes on, its rest the tail's first segment; the tail drops its
 oldest segments whole (each one counted) and cuts the front of the one that crosses
 the bound (its bytes counted, not the segment). Those are the rules Codex's host was
-seen to follow (its answers to the same programs: tests/test_codex_host_framed_bounds.py).
+seen to follow (its answers to the same programs: tests/test_codex_host_framed_bounds.py);
+the truncation that follows keeps the marker in its place (``truncation.py``).
 
 It is kept as it comes, so the memory one report holds is the bound whatever a program
 writes.
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from codemode.codex_host.session.model import ContentItem, TextItem
+from codemode.codex_host.session.model import ContentItem, LimitMarker, TextItem
 
 HALF = 512 * 1024  # bytes of UTF-8 kept at each end
 
@@ -33,8 +34,8 @@ class _Omitted:
         self.bytes = 0
         self.segments = 0
 
-    def item(self) -> TextItem:
-        return TextItem(
+    def item(self) -> LimitMarker:
+        return LimitMarker(
             f"[Code Mode session output limit reached: omitted {self.bytes} text bytes; "
             f"discarded {self.segments} text segments, 0 images, 0 audio items]"
         )

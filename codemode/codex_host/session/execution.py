@@ -127,6 +127,10 @@ class CodexExecution:
             self.items.append(item)
         self._chars += chars
 
+    def add_item(self, item: TextItem) -> None:
+        """A text item of the host's own at the end of the report (bounded with the rest)."""
+        self._add(item, len(item.text))
+
     def take_items(self) -> list[ContentItem]:
         """What the program produced since the client was last told: whole, or when the
         host truncates, bounded as Codex's host bounds it (``session/bounded_output.py``;

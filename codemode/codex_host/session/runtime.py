@@ -283,15 +283,16 @@ class CodexSession:
     # -- plumbing ---------------------------------------------------------------------------
 
     def _reported(self, execution: CodexExecution, outcome: Outcome) -> Reported:
+        if execution.cut_to is not None and outcome.kind == "completed":
+            # A host that truncates reports the error among the items, bounded and cut
+            # with them (as Codex's does; the client then shows the items alone).
+            error = self.error_text(outcome)
+            if error is not None:
+                execution.add_item(TextItem(f"Script error:\n{error}"))
         items = execution.take_items()
         if outcome.kind != "yielded":
             self._retire(execution)
         if execution.cut_to is not None:
-            # A host that truncates reports the error among the items, cut with them (as
-            # Codex's does; the client then shows the items alone).
-            error = self.error_text(outcome) if outcome.kind == "completed" else None
-            if error is not None:
-                items.append(TextItem(f"Script error:\n{error}"))
             items = cut_items(items, execution.cut_to)
         return Reported(outcome, items, execution.finished_ns)
 
