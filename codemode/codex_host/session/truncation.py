@@ -102,7 +102,11 @@ def cut_items(items: list[ContentItem], max_tokens: int) -> list[ContentItem]:
         markers = [item for item in items if isinstance(item, LimitMarker)]
         if len(markers) > 1:  # text dropped on both sides of an image that is gone now
             return _cut_each(items, max_tokens)
-        texts = [item.text for item in items if not isinstance(item, LimitMarker)]
+        texts = [
+            item.text
+            for item in items
+            if isinstance(item, TextItem) and not isinstance(item, LimitMarker)
+        ]
         cut = _cut_joined(texts, max_tokens)
         if cut is None:
             return items
