@@ -51,6 +51,8 @@ if TYPE_CHECKING:
     from codemode.codex_host.session.execution import CodexExecution
 
 _MAX_YIELD_MS = 3_600_000
+# Reaps of killed workers under way (``CodexSession.close``): held until done.
+_REAPING: set[asyncio.Task[None]] = set()
 
 
 class Reported(NamedTuple):
@@ -274,9 +276,13 @@ class CodexSession:
         self.closed = True
         if self._session is not None:
             await self._session.close()  # every cell stopped, awaited
-            # Its workers were killed: reaped now, so a client that went leaves not even
-            # a zombie behind (else the next worker's start reaps them).
-            await reap_killed()
+            # Its workers were killed: reaped soon, so a client that went leaves not even
+            # a zombie behind (else the next worker's start reaps them). Not awaited: a
+            # CloseSession (Codex waits for it at a turn's end) is answered once the
+            # workers are killed, not once the kernel has seen them go (10 ms and more).
+            reaping = asyncio.ensure_future(reap_killed())
+            _REAPING.add(reaping)
+            reaping.add_done_callback(_REAPING.discard)
         for execution in list(self._held):
             self._retire(execution)
 
