@@ -208,6 +208,18 @@ FACTS: dict[str, Callable[[], Any]] = {
     "codex_host.max_tool_calls": lambda: _constant(
         "codemode.codex_host.session.runtime", "SessionLimits"
     )._field_defaults["max_tool_calls"],
+    "codex_host.delegate_capacity": lambda: _constant(
+        "codemode.codex_host.framed.protocol", "CAPACITY"),
+    "codex_host.delegate_capacity_granted": lambda: _constant(
+        "codemode.codex_host.framed.protocol", "CAPACITY_GRANTED"),
+    "codex_host.queued_notifications": lambda: _constant(
+        "codemode.codex_host.grpc.session", "QUEUED_NOTIFICATIONS"),
+    "codex_host.unacknowledged_kept": lambda: _constant(
+        "codemode.codex_host.grpc.session", "UNACKNOWLEDGED_KEPT"),
+    "codex_host.store_chars": lambda: _constant(
+        "codemode.codex_host.session.store", "STORE_CHARS"),
+    "codex_host.output_half_bytes": lambda: _constant(
+        "codemode.codex_host.session.bounded_output", "HALF"),
     "mcp_server.engine": lambda: _constant("codemode.commands.mcp", "SERVER_ENGINE"),
     "providers.count": lambda: len(_catalog_file("catalog.json")["providers"]),
     "providers.models": lambda: sum(len(m) for m in _catalog_file("models.json").values()),

@@ -206,7 +206,7 @@ ENTRY_POINTS = [
     "codemode/tui/app.py",
     "codemode/tui/commands.py",
     "codemode/commands/run.py",
-    "codemode/host/__init__.py",
+    "codemode/host/tool_host.py",
     "codemode/commands/mcp.py",
 ]
 # What belongs to a built session or host: an entry point may read these, never set them

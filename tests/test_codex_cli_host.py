@@ -175,6 +175,29 @@ def test_codex_0171_over_the_framed_protocol_matches_its_own_host() -> None:
     compare(ours, theirs)
 
 
+# 3 MB of text in one report, the host truncating to a budget that would keep it all:
+# Codex 0.171's host keeps its first and last 512 KiB (framed: bounded-output-v1).
+FLOOD = (
+    '// @exec: {"max_output_tokens": 1000000}\n'
+    "for (let i = 0; i < 30; i++) text(String(i % 10).repeat(100000));\n"
+)
+
+
+@pytest.mark.parametrize("codex_args", [(), FRAMED], ids=["grpc", "framed"])
+def test_codex_0171_output_past_the_bound_matches_its_own_host(
+    codex_args: tuple[str, ...],
+) -> None:
+    turn_steps = [exec_call(FLOOD)]
+    theirs = run_turn(codex_vendor("0.171.0"), turn_steps, codex_args=codex_args)
+    ours = run_turn(with_our_host("0.171.0"), list(turn_steps), codex_args=codex_args)
+    for turn in (theirs, ours):
+        assert turn.rc == 0, turn.stderr[-2000:]
+        # 13 items reach Codex (5 + 1 cut, the marker, 1 cut + 5: unbounded, 30), and
+        # Codex shows the model the first alone.
+        assert "[omitted 12 text items ...]" in output_text(turn.outputs[0])
+    compare(ours, theirs)
+
+
 # Two nested calls 3.5 s apart: with [code_mode] heartbeat_interval_s = 1, three idle
 # intervals pass on both streams in between.
 PAUSES = (

@@ -24,7 +24,7 @@ def _probe() -> dict[str, str]:
     import shutil
 
     missing: dict[str, str] = {"node": platform.node()}
-    for module in ("codemode.batch.worker", "codemode.host", "quickjs", "pydantic"):
+    for module in ("codemode.batch.worker", "codemode.host.tool_host", "quickjs", "pydantic"):
         try:
             __import__(module)
         except Exception as exc:

@@ -28,7 +28,12 @@ from codemode.codex_host.framed.frames import (
     encode_frame,
     read_frame,
 )
-from codemode.codex_host.framed.session import FramedExecution, FramedSession
+from codemode.codex_host.framed.session import (
+    OVER_CAPACITY,
+    FramedExecution,
+    FramedSession,
+    OverCapacity,
+)
 from codemode.codex_host.session.limits import ClientBounds, LimitReached, admit_session
 from codemode.codex_host.session.model import ImageItem
 from codemode.codex_host.session.runtime import CellBusy, CodexSession, Reported, SessionLimits
@@ -55,9 +60,16 @@ def _err(message: str) -> dict[str, Any]:
     return {"status": "error", "message": message}
 
 
-# The optional capabilities the host grants a client that offers them: tool catalog
+# The optional capabilities the host grants a client that offers them: output bounded as
+# Codex's host bounds it (``session/bounded_output.py``, with the host truncating), the
+# client's word that it takes 4,096 delegate requests at once, and tool catalog
 # revisions (``session/catalog.py``; an execute's sixth field, ``catalog_revision``).
-GRANTED = ("tool-catalog-revision-v1",)
+GRANTED = ("bounded-output-v1", "delegate-capacity-4096", "tool-catalog-revision-v1")
+# Delegate requests (tool calls and notifications) the host leaves unanswered with its
+# client at once, across the connection's sessions, as Codex 0.171's host holds them:
+# 4,096 for a client granted ``delegate-capacity-4096``, else 1,024.
+CAPACITY_GRANTED = 4096
+CAPACITY = 1024
 
 
 def knows_timings(hello: dict[str, Any]) -> bool:
@@ -109,6 +121,7 @@ class FramedConnection:
         self.ids = itertools.count(1)
         self.tasks: set[asyncio.Task[Any]] = set()
         self.timed = False  # outcomes carry the timings (``knows_timings``)
+        self.capacity = CAPACITY  # delegate requests unanswered at once (``delegate``)
 
     def send(self, message: dict[str, Any]) -> None:
         data = memoryview(encode_frame(message))
@@ -122,7 +135,10 @@ class FramedConnection:
 
     def delegate(self, session_id: str, request: dict[str, Any], *, eager: bool = False) -> Any:
         """The client's answer to a delegate request; ``eager``: the request is sent
-        now, not when the returned coroutine first runs."""
+        now, not when the returned coroutine first runs. ``OverCapacity`` (at once) when
+        the client already has ``capacity`` requests unanswered: nothing more is queued."""
+        if len(self.waiting) >= self.capacity:
+            raise OverCapacity(OVER_CAPACITY)
         delegate_id = next(self.ids)
         future = asyncio.get_running_loop().create_future()
         self.waiting[delegate_id] = future
@@ -210,6 +226,8 @@ class FramedConnection:
         self.timed = knows_timings(hello)
         offered = hello.get("optionalCapabilities")
         granted = [c for c in GRANTED if isinstance(offered, list) and c in offered]
+        if "delegate-capacity-4096" in granted:
+            self.capacity = CAPACITY_GRANTED
         self.send({"type": "connection/ready", "selectedVersion": VERSION, "capabilities": granted})
         return True
 

@@ -28,6 +28,15 @@ class FramedConnection(Protocol):
     ) -> Awaitable[dict[str, Any]]: ...
 
 
+# What a program's call past the connection's delegate capacity fails with (the
+# capacity: ``framed/protocol.py``): Codex's host's words.
+OVER_CAPACITY = "code-mode host has too many pending delegate calls"
+
+
+class OverCapacity(Exception):
+    """The client has its capacity of delegate requests unanswered: this one is not sent."""
+
+
 # How long an outcome waits for the client to acknowledge the cell's notifications.
 _NOTE_WAIT_S = 2.0
 
@@ -124,9 +133,13 @@ class FramedExecution(CodexExecution):
             "input": input,
         }
         session = self.framed
-        result = await session.conn.delegate(
-            session.id, {"type": "tool/invoke", "invocation": invocation}
-        )
+        try:
+            answer = session.conn.delegate(
+                session.id, {"type": "tool/invoke", "invocation": invocation}
+            )
+        except OverCapacity:
+            raise ToolFailed(OVER_CAPACITY) from None
+        result = await answer
         if result.get("status") != "ok":
             raise ToolFailed(str(result.get("message", "the tool failed")))
         value = result.get("value") or {}
@@ -143,7 +156,14 @@ class FramedExecution(CodexExecution):
         # Sent now, before anything the program does next; the cell's next outcome waits
         # for the client to say it delivered it (Codex 0.148 drops a notification that
         # arrives after its exec's result).
-        task = asyncio.ensure_future(session.conn.delegate(session.id, request, eager=True))
+        try:
+            answer = session.conn.delegate(session.id, request, eager=True)
+        except OverCapacity:
+            # Not queued: the client has its capacity of requests unanswered (Codex's host
+            # stops the program here; this one goes on, and its report says so).
+            self.unsent_notification("the client has not answered the host's earlier requests")
+            return
+        task = asyncio.ensure_future(answer)
         session.notes.setdefault(self.cell_id, []).append(task)
 
     def closed(self) -> None:

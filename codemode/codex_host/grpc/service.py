@@ -139,6 +139,7 @@ class CodeModeHostService:
             yield pb.SessionEvent(opened=opened)
             while (event := await next_or_heartbeat(session.events, interval, beat)) is not None:
                 yield event
+                session.sent(event)
         finally:
             # The lease ends with the stream: its cells are terminated.
             await asyncio.shield(session.close())

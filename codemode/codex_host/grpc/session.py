@@ -21,6 +21,10 @@ from codemode.codex_host.wire.messages import pb
 
 FUNCTION = pb.enums["ToolKind"]["TOOL_KIND_FUNCTION"]
 FREEFORM = pb.enums["ToolKind"]["TOOL_KIND_FREEFORM"]
+# Notifications a session queues for a client that does not read its stream, and those
+# whose ids it keeps for an acknowledgement (docs/codex-host.md, "Bounds").
+QUEUED_NOTIFICATIONS = 4096
+UNACKNOWLEDGED_KEPT = 4096
 # Invocations cancelled or finished recently: a late CompleteToolCall for one of them is
 # answered OK and ignored (it crossed the cancellation on another stream).
 _RETIRED_KEPT = 4096
@@ -64,7 +68,12 @@ class GrpcSession:
         self.unrouted: list[_Pending] = []
         self.pending: dict[str, _Pending] = {}
         self.retired: dict[str, None] = {}
-        self.notifications: set[str] = set()
+        # Notifications not acknowledged yet, the newest ``UNACKNOWLEDGED_KEPT`` (Codex's
+        # client need not acknowledge them; an older id is then NOT_FOUND).
+        self.notifications: dict[str, None] = {}
+        # Notifications queued on ``events`` that its stream has not sent yet (a client
+        # that does not read it): past ``QUEUED_NOTIFICATIONS`` a program's are not queued.
+        self.queued_notifications = 0
         self.code = CodexSession(limits)
         self.closed = asyncio.Event()
         self._closing: asyncio.Future[None] | None = None
@@ -120,9 +129,14 @@ class GrpcSession:
 
     def acknowledge(self, notification_id: str) -> bool:
         if notification_id in self.notifications:
-            self.notifications.discard(notification_id)
+            del self.notifications[notification_id]
             return True
         return False
+
+    def sent(self, event: Any) -> None:
+        """``event`` left on the session's stream."""
+        if event.HasField("notification"):
+            self.queued_notifications -= 1
 
     async def close(self) -> None:
         """Ends the session; a second caller (the lease's stream ending while its
@@ -248,8 +262,18 @@ class GrpcExecution(CodexExecution):
 
     def send_notification(self, text: str) -> None:
         grpc = self.grpc
+        if grpc.queued_notifications >= QUEUED_NOTIFICATIONS:
+            self.unsent_notification(
+                f"the client has not read the session's {grpc.queued_notifications} "
+                "notifications queued before them"
+            )
+            return
         notification_id = _new_id()
-        grpc.notifications.add(notification_id)
+        notes = grpc.notifications
+        notes[notification_id] = None
+        if len(notes) > UNACKNOWLEDGED_KEPT:
+            del notes[next(iter(notes))]
+        grpc.queued_notifications += 1
         grpc.events.put_nowait(
             pb.SessionEvent(
                 notification=pb.Notification(

@@ -21,8 +21,10 @@ import json
 import time
 from typing import Any, Protocol
 
+from codemode.codex_host.session.bounded_output import BoundedItems
 from codemode.codex_host.session.items import parse_image
 from codemode.codex_host.session.model import ContentItem, TextItem, ToolFailed, ToolSpec
+from codemode.codex_host.session.store import Store
 from codemode.js_runtime.delegate import NestedCall
 from codemode.js_runtime.models import ExecEvent, HostEvent
 from codemode.tool_terms.errors import ToolError
@@ -30,13 +32,15 @@ from codemode.tool_terms.errors import ToolError
 # The items of one cell kept for the client between two reports, in characters: they
 # are cut to max_output_tokens when reported (by the host or the client: ``cut_to``);
 # beyond this the program's later items are dropped, said by one text item in their place.
+# When the host truncates, text is bounded far lower as it comes (``bounded_output``),
+# and this bounds the images.
 ITEMS_CHARS = 64 * 1024 * 1024
 
 
 class CodexSession(Protocol):
     """What an execution needs of its session (``runtime.CodexSession``)."""
 
-    store: dict[str, str]
+    store: Store
 
     def started(self, execution: CodexExecution) -> None: ...
 
@@ -56,8 +60,11 @@ class CodexExecution:
         self.cell_id = ""  # the runtime's, from the cell's start
         self.sequence = 0  # nested calls made so far
         self.items: list[ContentItem] = []
+        self._bounded: BoundedItems | None = None  # the items, when the host truncates
         self._chars = 0
         self._dropped = 0
+        self._unsent = 0  # notifications not sent since the last report
+        self._unsent_why = ""
         self.started = asyncio.Event()
         # The execute's max_output_tokens (or the default) when the session asked the host
         # to truncate (output_truncation SERVER); None: the client cuts the output itself.
@@ -99,25 +106,53 @@ class CodexExecution:
         elif kind == "store":
             with contextlib.suppress(ValueError, TypeError):
                 key, value = json.loads(data)
-                self.session.store[str(key)] = str(value)
+                # The program's store() checked the bound already (``session/store.py``).
+                self.session.store.keep(str(key), str(value))
         elif kind == "yield":
             self.session.request_yield(self.cell_id)
 
     def _add(self, item: ContentItem, chars: int) -> None:
+        bounded = self._bounded
+        if bounded is None and self.cut_to is not None:
+            bounded = self._bounded = BoundedItems()
+        if bounded is not None and type(item) is TextItem:
+            bounded.add(item)  # its text costs at most its bound
+            return
         if self._dropped or self._chars + chars > ITEMS_CHARS:
             self._dropped += chars
             return
-        self.items.append(item)
+        if bounded is not None:
+            bounded.add(item)
+        else:
+            self.items.append(item)
         self._chars += chars
 
+    def add_item(self, item: TextItem) -> None:
+        """A text item of the host's own at the end of the report (bounded with the rest)."""
+        self._add(item, len(item.text))
+
     def take_items(self) -> list[ContentItem]:
-        """What the program produced since the client was last told, whole (the session
-        cuts a report when the host truncates: ``runtime.CodexSession``)."""
+        """What the program produced since the client was last told: whole, or when the
+        host truncates, bounded as Codex's host bounds it (``session/bounded_output.py``;
+        the session then cuts the report: ``runtime.CodexSession``)."""
+        if self._bounded is not None:
+            self.items = self._bounded.take()
         items, self.items, self._chars = self.items, [], 0
         if self._dropped:
             items.append(TextItem(f"[{self._dropped} more characters of output dropped]"))
             self._dropped = 0
+        if self._unsent:
+            items.append(
+                TextItem(f"[{self._unsent} notifications were not sent: {self._unsent_why}]")
+            )
+            self._unsent = 0
         return items
+
+    def unsent_notification(self, why: str) -> None:
+        """A ``notify()`` the host did not queue (its client holds too many already): the
+        cell's next report counts it."""
+        self._unsent += 1
+        self._unsent_why = why
 
     # -- the protocol's part ----------------------------------------------------------------
 

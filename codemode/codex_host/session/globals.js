@@ -4,7 +4,8 @@
 // handed out once: the runtime takes it after this, before any program runs): the kinds are
 // this host's own ("text", "image" (JSON), "notify", "store" (JSON [key, value JSON]),
 // "yield"), and Codex's programs have no console (`console` and `print` go).
-// `__codex` (set by the host just before this runs): {store: {...}, tools: [{name, description}]}.
+// `__codex` (set by the host just before this runs): {store: {values, sizes, limit},
+// tools: [{name, description}], exitName}.
 (function __cm_codex(global, config) {
   "use strict";
   const stringify = JSON.stringify;
@@ -56,12 +57,27 @@
   __cm_define("image", __cm_image);
 
   // store/load: the session's values, as they stood when this exec started, plus what
-  // this program stores (which the host keeps for later execs).
-  const stored = new Map(Object.entries(config.store || {}));
+  // this program stores (which the host keeps for later execs), within the session's
+  // bound in characters of keys and JSON text (the host's session/store.py).
+  const kept = config.store || { values: {}, sizes: {}, limit: Infinity };
+  const stored = new Map(Object.entries(kept.values));
+  const sizes = new Map(Object.entries(kept.sizes));
+  let storedChars = 0;
+  for (const size of sizes.values()) storedChars += size;
   __cm_define("store", function store(key, value) {
     if (typeof key !== "string") throw new TypeError("store(key, value): key must be a string");
     const json = stringify(value === undefined ? null : value);
+    const size = key.length + json.length;
+    const total = storedChars - (sizes.get(key) || 0) + size;
+    if (total > kept.limit) {
+      throw new RangeError(
+        `store(): the session's stored values would hold ${total} characters, past its `
+        + `bound of ${kept.limit} (${kept.limit / 1048576} Mi): nothing was stored; store less, `
+        + "or replace a value");
+    }
     stored.set(key, parseJSON(json));
+    sizes.set(key, size);
+    storedChars = total;
     send("store", stringify([key, json]));
   });
   __cm_define("load", function load(key) {

@@ -47,6 +47,13 @@ class TextItem(NamedTuple):
     text: str
 
 
+class LimitMarker(TextItem):
+    """The text item that says where a report's bounded output dropped its middle
+    (``bounded_output.py``); truncation keeps it in its place (``truncation.py``)."""
+
+    __slots__ = ()
+
+
 class ImageItem(NamedTuple):
     image_url: str
     detail: ImageDetail | None = None

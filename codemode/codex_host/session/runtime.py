@@ -14,9 +14,10 @@ a session holds; which cell an Execute or a Wait is observing now (Codex's
 ``YieldObservation`` and ``CancelWait`` end an observation early; a second observer is
 refused); and telling each execution's client when its cell's end was reported.
 
-The runtime's session is built here, not through ``codemode.host``: that package brings
-the tools, the sandbox and the hooks, which this host never uses (its nested calls go
-back to the client), and Codex waits for this host's start (``docs/codex-host.md``).
+The runtime's session is ``codemode.host``'s ``delegated_session``: one for a host whose
+every tool call goes to its client. Importing it loads the runtime alone, none of the
+tools, sandbox and hooks ``ToolHost`` brings (this host's nested calls go back to the
+client, and Codex waits for its start: ``docs/codex-host.md``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from codemode.codex_host.session.catalog import ToolCatalog
 from codemode.codex_host.session.items import error_text
 from codemode.codex_host.session.limits import DEFAULT_MAX_CELLS, admit_cell
 from codemode.codex_host.session.model import DEFAULT_YIELD_MS, ContentItem, TextItem
+from codemode.codex_host.session.store import Store
 from codemode.codex_host.session.truncation import cut_items
+from codemode.host.sessions import delegated_session
 from codemode.js_runtime.models import Limits
 from codemode.js_runtime.outcome import (
     AlreadyWaiting,
@@ -48,6 +51,8 @@ if TYPE_CHECKING:
     from codemode.codex_host.session.execution import CodexExecution
 
 _MAX_YIELD_MS = 3_600_000
+# Reaps of killed workers under way (``CodexSession.close``): held until done.
+_REAPING: set[asyncio.Task[None]] = set()
 
 
 class Reported(NamedTuple):
@@ -108,7 +113,7 @@ class CodexSession:
 
     def __init__(self, limits: SessionLimits | None = None) -> None:
         self.limits = limits or SessionLimits()
-        self.store: dict[str, str] = {}  # key -> value as JSON text
+        self.store = Store()  # what its programs keep for its later execs
         self.catalog = ToolCatalog()
         self.executions: dict[str, CodexExecution] = {}  # by cell id, until reported ended
         self._held: set[CodexExecution] = set()  # started, its end not yet reported
@@ -123,14 +128,13 @@ class CodexSession:
 
     def _runtime(self) -> CodeSession:
         if self._session is None:
-            self._session = CodeSession(
+            self._session = delegated_session(
                 limits=Limits(
                     timeout_s=self.limits.timeout_s,
                     memory_mb=self.limits.memory_mb,
                     max_tool_calls=self.limits.max_tool_calls,
                 ),
                 engine=self.limits.engine,
-                persistent=False,
                 setup_scripts=[_globals_js()],
             )
         return self._session
@@ -158,7 +162,7 @@ class CodexSession:
         self.check_room()
         tools = list(execution.tools.values())
         config = {
-            "store": {k: json.loads(v) for k, v in self.store.items()},
+            "store": self.store.for_program(),
             "tools": [{"name": t.global_name, "description": t.description} for t in tools],
             "exitName": self._exit_name,
         }
@@ -272,24 +276,29 @@ class CodexSession:
         self.closed = True
         if self._session is not None:
             await self._session.close()  # every cell stopped, awaited
-            # Its workers were killed: reaped now, so a client that went leaves not even
-            # a zombie behind (else the next worker's start reaps them).
-            await reap_killed()
+            # Its workers were killed: reaped soon, so a client that went leaves not even
+            # a zombie behind (else the next worker's start reaps them). Not awaited: a
+            # CloseSession (Codex waits for it at a turn's end) is answered once the
+            # workers are killed, not once the kernel has seen them go (10 ms and more).
+            reaping = asyncio.ensure_future(reap_killed())
+            _REAPING.add(reaping)
+            reaping.add_done_callback(_REAPING.discard)
         for execution in list(self._held):
             self._retire(execution)
 
     # -- plumbing ---------------------------------------------------------------------------
 
     def _reported(self, execution: CodexExecution, outcome: Outcome) -> Reported:
+        if execution.cut_to is not None and outcome.kind == "completed":
+            # A host that truncates reports the error among the items, bounded and cut
+            # with them (as Codex's does; the client then shows the items alone).
+            error = self.error_text(outcome)
+            if error is not None:
+                execution.add_item(TextItem(f"Script error:\n{error}"))
         items = execution.take_items()
         if outcome.kind != "yielded":
             self._retire(execution)
         if execution.cut_to is not None:
-            # A host that truncates reports the error among the items, cut with them (as
-            # Codex's does; the client then shows the items alone).
-            error = self.error_text(outcome) if outcome.kind == "completed" else None
-            if error is not None:
-                items.append(TextItem(f"Script error:\n{error}"))
             items = cut_items(items, execution.cut_to)
         return Reported(outcome, items, execution.finished_ns)
 
