@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import warm_suite
 from cpu_burners import Burners
 
 from codemode.sandbox.confinement.grpc_fork import quiet_grpc_fork
@@ -30,6 +31,8 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 # handler here means the processes it starts begin with the default again.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+# The run's warm servers: in a folder of the run's own, stopped when it ends.
+warm_suite.begin()
 
 
 @pytest.fixture
@@ -149,3 +152,4 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     run = getattr(config.option, "testrunuid", None)
     if run and not os.environ.get("PYTEST_XDIST_WORKER"):
         timing_lock(run).unlink(missing_ok=True)
+    warm_suite.end()

@@ -322,18 +322,6 @@ def test_the_warm_commands_are_every_command_but_the_interactive_ones() -> None:
     assert WARM_COMMANDS == set(COMMAND_MODULES) - {"resume", "warm"}
 
 
-def test_opting_out(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    assert not place.enabled({"CODEMODE_HOME": str(home)})  # off by default
-    assert place.enabled({"CODEMODE_HOME": str(home), "CODEMODE_WARM": "1"})
-    (home / "config.toml").write_text("warm = true\n")
-    assert place.enabled({"CODEMODE_HOME": str(home)})
-    assert not place.enabled({"CODEMODE_HOME": str(home), "CODEMODE_WARM": "0"})
-    (home / "config.toml").write_text("warm = [\n")  # broken: the cold start says why
-    assert not place.enabled({"CODEMODE_HOME": str(home)})
-
-
 def test_callers_beyond_the_bound_start_cold(tmp_path: Path) -> None:
     """A client holds a process per connection: past the bound (1 here), a caller is
     refused and starts cold (the real `run`, which finds no script "exit")."""

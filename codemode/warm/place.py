@@ -20,11 +20,10 @@ import socket
 import stat
 import sys
 
-# CODEMODE_WARM: "1" asks for warm starts, "0" refuses them; unset, the config file's
-# top-level ``warm`` key decides (default: off).
+# CODEMODE_WARM: "0" (or false/no/off) refuses warm starts, anything else asks for them;
+# unset, the config file's top-level ``warm`` key decides (default: on).
 ENV = "CODEMODE_WARM"
-_ON = frozenset({"1", "true", "yes", "on"})
-_OFF = frozenset({"0", "false", "no", "off", ""})
+_OFF = frozenset({"0", "false", "no", "off"})
 # A Unix socket's path has room for 107 bytes (sun_path).
 _MAX_PATH = 107
 # What Python reads from the environment while it starts (before any module of ours):
@@ -34,10 +33,10 @@ START_PREFIXES = ("PYTHON", "LC_")
 
 
 def enabled(environ: os._Environ[str] | dict[str, str] = os.environ) -> bool:
-    """Whether this command should try the warm server."""
+    """Whether this command should try the warm server: yes, unless turned off."""
     value = environ.get(ENV)
-    if value is not None:
-        return value.strip().lower() in _ON
+    if value is not None and value.strip():
+        return value.strip().lower() not in _OFF
     return _config_says(environ)
 
 
@@ -47,16 +46,16 @@ def _config_says(environ: os._Environ[str] | dict[str, str]) -> bool:
         with open(os.path.join(home, "config.toml"), "rb") as f:
             data = f.read(1 << 20)
     except OSError:
-        return False
+        return True  # no config file: the default
     if b"warm" not in data:
-        return False  # the common case, without loading tomllib
+        return True  # the common case, without loading tomllib
     import tomllib
 
     try:
         value = tomllib.loads(data.decode()).get("warm")
     except (ValueError, UnicodeDecodeError):
         return False  # the cold start says what is wrong with the file
-    return value is True
+    return value is not False  # not a boolean: the command's config check says so
 
 
 def private(folder: str | os.PathLike[str]) -> bool:

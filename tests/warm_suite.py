@@ -1,0 +1,67 @@
+"""The test run's warm servers (docs/warm.md: warm starts are on by default).
+
+The run's `interpreter` commands share servers of the run's own: the controller (the one
+process of ``-n 0``, or xdist's controller, whose environment its workers inherit) points
+``XDG_RUNTIME_DIR`` at a fresh private folder, so no test reaches the servers of the user
+running the suite (nor another run's), and an idle server ends after a minute rather
+than fifteen; when the run ends the controller stops every server in that folder and
+removes it. A server holds none of its callers' descriptors (tests/test_warm_default.py),
+so the pipes a test reads close when its command ends.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+# Set by the controller for its workers: the run's runtime folder.
+RUN_FOLDER = "CODEMODE_TEST_RUNTIME"
+IDLE_S = "60"
+
+
+def begin() -> None:
+    """In the controller (a worker finds the folder set): the run's runtime folder."""
+    if os.environ.get(RUN_FOLDER):
+        return
+    folder = tempfile.mkdtemp(prefix="cmt-")  # 0700, short: a socket's path is bounded
+    os.environ[RUN_FOLDER] = folder
+    os.environ["XDG_RUNTIME_DIR"] = folder
+    os.environ.setdefault("CODEMODE_WARM_IDLE", IDLE_S)
+
+
+def end() -> None:
+    """In the controller, once every worker is down: stop the run's servers (SIGTERM:
+    each ends once its runs have) and remove the folder."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    folder = os.environ.get(RUN_FOLDER)
+    if not folder or not folder.startswith(tempfile.gettempdir()):
+        return
+    pids = [
+        pid for lock in Path(folder).glob("codemode/warm-*.sock.lock") if (pid := _holder(lock))
+    ]
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _holder(lock: Path) -> int:
+    """The pid of the server holding ``lock``, if it is still that server."""
+    from codemode.warm import place
+
+    pid = place.serving(str(lock)[: -len(".lock")])
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes() if pid > 0 else b""
+    except OSError:
+        return 0
+    return pid if b"codemode.launch\0serve\0" in cmdline else 0
