@@ -17,7 +17,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from warm_support import AS_NOBODY, INTERPRETER, NOBODY, served, socket_of, wait_for_server
+from warm_support import (
+    AS_NOBODY,
+    INTERPRETER,
+    NOBODY,
+    probe_server,
+    served,
+    socket_of,
+    wait_for_server,
+    warm_env,
+)  # fmt: skip
 
 from codemode.warm import place, start
 
@@ -299,3 +308,24 @@ def test_the_suites_servers_end_with_the_suite(tmp_path: Path) -> None:
         not Path(f"/proc/{pid}").exists()
         or b"serve" not in Path(f"/proc/{pid}/cmdline").read_bytes()
     )
+
+
+def test_a_caller_killed_outright_takes_its_run_with_it_at_once(tmp_path: Path) -> None:
+    """SIGKILL to a cold command ends it there: nothing it started writing goes on once
+    the caller is reaped (a test, or CI's timeout, then inspects the files; a crash-
+    consistency check runs the next command). A warm caller cannot pass SIGKILL on, so
+    its end must be the run's: not a SIGTERM it may handle by writing on."""
+    env = warm_env(tmp_path)
+    out = tmp_path / "written"
+    with probe_server(env, tmp_path / "log") as sock:
+        proc = subprocess.Popen([INTERPRETER, "run", "writer", str(out)], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == b"ready\n"
+        assert served(sock) == 0  # (counted once it ended)
+        proc.kill()
+        proc.wait(60)
+        time.sleep(0.2)  # the server's SIGKILL follows the caller's end within milliseconds
+        size = out.stat().st_size
+        time.sleep(1)
+        assert out.stat().st_size == size, "the run wrote on after its caller was killed"
