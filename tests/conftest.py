@@ -146,6 +146,12 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.testrunuid = config.option.testrunuid or uuid.uuid4().hex
 
 
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    line = warm_suite.summary()
+    if line:
+        terminalreporter.write_line(line)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The controller removes the run's timing lock once every worker is down (xdist's
     loop ends only then): none can hold it, or open it again and lock another file."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -54,6 +53,23 @@ def end() -> None:
     while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.02)
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def summary() -> str | None:
+    """A line for the run's report: how many commands its servers ran warm."""
+    folder = os.environ.get(RUN_FOLDER)
+    if os.environ.get("PYTEST_XDIST_WORKER") or not folder:
+        return None
+    from codemode.warm import place
+
+    locks = _locks(folder)
+    running = sum(1 for lock in locks if _holder(lock))
+    runs = sum(place.served(str(lock)[: -len(".lock")]) for lock in locks)
+    return f"warm servers: {running} running, {runs} commands served warm (docs/warm.md)"
+
+
+def _locks(folder: str) -> list[Path]:
+    return sorted(Path(folder).glob("codemode/warm-*.sock.lock"))
 
 
 def _holder(lock: Path) -> int:
