@@ -40,6 +40,9 @@ def _rehearse() -> None:
     from codemode.version import package_version
 
     package_version()  # (an upgrade changes it: the server ends on any change of code)
+    from codemode.warm import worker
+
+    worker.prepare()
     for name, command in cli.commands.items():
         try:
             with cli.make_context("interpreter", [name], resilient_parsing=True) as parent:
