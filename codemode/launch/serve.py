@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from types import ModuleType
 
 
@@ -32,17 +33,40 @@ def _prepare() -> None:
 def _rehearse() -> None:
     """Work every run of a kind would repeat, done once here for all of them: the
     installed version (a search of every folder on the path, ~5 ms; what `mcp-server`
-    says in its first answer), and click's parse of each command's options (its first
-    checks of abstract classes fill caches a fork then shares)."""
+    says in its first answer), the tools' JSON schemas, the C library the worker calls,
+    and click's parse of each command's options (its first checks of abstract classes
+    fill caches a fork then shares)."""
+    from codemode.version import package_version
+    from codemode.warm import worker
+
+    package_version()  # (an upgrade changes it: the server ends on any change of code)
+    worker.prepare()
+    _try(_tool_schemas)
+    _try(_parse_each_command)
+
+
+def _try(step: Callable[[], object]) -> None:
+    try:
+        step()
+    except Exception:  # a rehearsal only: the run does it again and says what is wrong
+        pass
+
+
+def _tool_schemas() -> None:
+    """The JSON schemas of the built-in tools' arguments and of `exec`'s (built anew by
+    pydantic on each call; ``codemode.tools.surfaces`` keeps them once found)."""
+    from codemode.harnesses.program_tools import exec_tool
+    from codemode.tools.builtin import builtin_registry
+    from codemode.tools.surfaces import function_specs
+
+    function_specs([*builtin_registry(), exec_tool("")])
+
+
+def _parse_each_command() -> None:
     import click
 
     from codemode.cli.root import cli
-    from codemode.version import package_version
 
-    package_version()  # (an upgrade changes it: the server ends on any change of code)
-    from codemode.warm import worker
-
-    worker.prepare()
     for name, command in cli.commands.items():
         try:
             with cli.make_context("interpreter", [name], resilient_parsing=True) as parent:
