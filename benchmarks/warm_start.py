@@ -12,6 +12,9 @@ Runs alternate (node, cold, warm, ...) so that the machine's load falls on each 
   (``calls``), cold and warm;
 - ``mcp_initialize``: from starting ``interpreter mcp-server`` to its ``initialize``
   answer, cold and warm;
+- ``run_hello_first``: ``interpreter run hello.js`` with warm starts on (the default) and
+  no server yet: the cold start that leaves one (each in a runtime folder of its own,
+  the server stopped after);
 - ``server``: the idle server's memory (RSS and PSS) and what its first start costs
   (the seconds from its start to listening, and its CPU);
 - ``python_floor``: ``python -c pass`` and ``python -I -S -c pass`` (no site, no path
@@ -135,6 +138,32 @@ def _start_server(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str, fl
     return proc, path, (time.perf_counter() - t0) * 1000
 
 
+def _first_start(env: dict[str, str], ws: str) -> float:
+    """A cold command that finds no server and leaves one (then stopped)."""
+    from codemode.warm import place
+
+    runtime = tempfile.mkdtemp(prefix="cmw-first-")
+    first = {k: v for k, v in env.items() if k != "CODEMODE_WARM"}  # the default: on
+    first["XDG_RUNTIME_DIR"] = runtime
+    try:
+        took = _timed([INTERPRETER, "run", "hello.js"], first, ws)
+        locks = list(Path(runtime).glob("codemode/warm-*.sock.lock"))
+        if len(locks) != 1:
+            raise SystemExit("the first command left no server")
+        path = str(locks[0])[: -len(".lock")]
+        deadline = time.monotonic() + 60
+        while not os.path.exists(path) and time.monotonic() < deadline:
+            time.sleep(0.02)  # (it imports once the first command has ended)
+        pid = place.serving(path)
+        if pid > 0:
+            os.kill(pid, 15)
+            while place.serving(path) and time.monotonic() < deadline:
+                time.sleep(0.02)
+        return took
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
 def _median(samples: list[float]) -> float:
     return round(statistics.median(samples), 1)
 
@@ -176,6 +205,7 @@ def main() -> None:
                     take("node_hello", _timed([node, "hello.js"], env, ws))
                 take("run_hello_cold", _timed([INTERPRETER, "run", "hello.js"], cold, ws))
                 take("run_hello_warm", _timed([INTERPRETER, "run", "hello.js"], env, ws))
+                take("run_hello_first", _first_start(env, ws))
             if "mcp" in only:
                 take("mcp_initialize_cold", _mcp_initialize(cold, ws))
                 time.sleep(0.6)  # the spare is forked once the server has been quiet 0.5 s
@@ -199,6 +229,9 @@ def main() -> None:
         if f"{name}_warm" in figures:
             ratios[f"{name}_warm_over_cold"] = round(
                 figures[f"{name}_warm"] / figures[f"{name}_cold"], 2)  # fmt: skip
+    if "run_hello_first" in figures:
+        ratios["run_hello_first_over_cold"] = round(
+            figures["run_hello_first"] / figures["run_hello_cold"], 2)  # fmt: skip
     if "node_hello" in figures:
         for mode in ("warm", "cold"):
             over = figures[f"run_hello_{mode}"] / figures["node_hello"]
