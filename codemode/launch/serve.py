@@ -42,6 +42,7 @@ def _rehearse() -> None:
     package_version()  # (an upgrade changes it: the server ends on any change of code)
     worker.prepare()
     _try(_tool_schemas)
+    _try(_git_key_patterns)
     _try(_parse_each_command)
 
 
@@ -60,6 +61,19 @@ def _tool_schemas() -> None:
     from codemode.tools.surfaces import function_specs
 
     function_specs([*builtin_registry(), exec_tool("")])
+
+
+def _git_key_patterns() -> None:
+    """The git config keys that name files or programs, compiled by ``fnmatch`` as the
+    sandbox's set-up matches them (its cache is per process: each `exec` compiled ~40
+    patterns again, ~10 ms)."""
+    import fnmatch
+
+    from codemode.sandbox.git import git_named
+
+    paths, programs = git_named._keys()
+    for pattern in (*paths, *programs):
+        fnmatch.fnmatchcase("", pattern)
 
 
 def _parse_each_command() -> None:
