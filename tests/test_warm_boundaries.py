@@ -286,6 +286,10 @@ def test_the_launcher_imports_the_standard_library_only(tmp_path: Path) -> None:
               and m not in ("sitecustomize", "usercustomize")]  # the machine's own  # fmt: skip
     assert others == [], others
     assert "codemode.cli" not in imported
+    # Nor the standard library's pure-Python modules that cost the most to import (with
+    # what they import, about half of the launcher's start): compiled ones only.
+    assert not {"json", "socket", "signal", "enum", "re", "functools", "subprocess",
+                "selectors", "collections"} & set(imported), imported  # fmt: skip
 
 
 def test_a_first_start_is_cold_and_leaves_a_server_holding_none_of_its_pipes(
