@@ -54,13 +54,14 @@ def _try(step: Callable[[], object]) -> None:
 
 
 def _tool_schemas() -> None:
-    """The JSON schemas of the built-in tools' arguments and of `exec`'s (built anew by
-    pydantic on each call; ``codemode.tools.surfaces`` keeps them once found)."""
-    from codemode.harnesses.program_tools import exec_tool
+    """The JSON schemas of the built-in tools' arguments and of `exec`'s and `wait`'s
+    (built anew by pydantic on each call; ``codemode.tools.surfaces`` keeps them once
+    found)."""
+    from codemode.harnesses.program_tools import exec_tool, wait_tool
     from codemode.tools.builtin import builtin_registry
     from codemode.tools.surfaces import function_specs
 
-    function_specs([*builtin_registry(), exec_tool("")])
+    function_specs([*builtin_registry(), exec_tool(""), wait_tool()])
 
 
 def _git_key_patterns() -> None:
