@@ -5,7 +5,9 @@ process of ``-n 0``, or xdist's controller, whose environment its workers inheri
 ``XDG_RUNTIME_DIR`` at a fresh private folder, so no test reaches the servers of the user
 running the suite (nor another run's), and an idle server ends after a minute rather
 than fifteen; when the run ends the controller stops every server in that folder and
-removes it. A server holds none of its callers' descriptors (tests/test_warm_default.py),
+removes it (and this installation's servers that commands of another user, who cannot
+use that folder, started in their own ``/tmp/codemode-UID`` during the run). A server
+holds none of its callers' descriptors (tests/test_warm_default.py),
 so the pipes a test reads close when its command ends.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,10 +26,14 @@ RUN_FOLDER = "CODEMODE_TEST_RUNTIME"
 IDLE_S = "60"
 
 
+_STARTED: list[float] = []
+
+
 def begin() -> None:
     """In the controller (a worker finds the folder set): the run's runtime folder."""
     if os.environ.get(RUN_FOLDER):
         return
+    _STARTED.append(time.time())
     folder = tempfile.mkdtemp(prefix="cmt-")  # 0700, short: a socket's path is bounded
     os.environ[RUN_FOLDER] = folder
     os.environ["XDG_RUNTIME_DIR"] = folder
@@ -70,6 +77,20 @@ def summary() -> str | None:
 
 def _locks(folder: str) -> list[Path]:
     return sorted(Path(folder).glob("codemode/warm-*.sock.lock"))
+
+
+def _ours_since(lock: Path) -> int:
+    """The pid of the server holding ``lock`` if it is this installation's (its Python)
+    and was started during the run."""
+    try:
+        if not _STARTED or lock.stat().st_mtime < _STARTED[0]:
+            return 0
+        pid = int(lock.read_text().split()[0])
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (OSError, ValueError, IndexError):
+        return 0
+    ours = argv[:1] == [os.fsencode(sys.executable)] and b"serve" in argv
+    return pid if ours and _holder(lock) == pid else 0
 
 
 def _holder(lock: Path) -> int:
