@@ -22,6 +22,7 @@ from warm_support import (
     INTERPRETER,
     NOBODY,
     probe_server,
+    real_server,
     served,
     socket_of,
     wait_for_server,
@@ -329,3 +330,33 @@ def test_a_caller_killed_outright_takes_its_run_with_it_at_once(tmp_path: Path) 
         size = out.stat().st_size
         time.sleep(1)
         assert out.stat().st_size == size, "the run wrote on after its caller was killed"
+
+
+def test_the_code_mode_hosts_warm_server_is_never_a_warm_run(tmp_path: Path) -> None:
+    """`code-mode-host --warm-server` (what the Codex host leaves for its next session) is
+    a long-lived server of its own: served warm, it would be a child of this server
+    (which would then never be idle) beside a launcher waiting on it, and its own spares
+    the children of neither process its starter knows."""
+    env = warm_env(tmp_path)
+    host_sock = Path(tempfile.mkdtemp(prefix="cmh-")) / "h.sock"
+    with real_server(env, tmp_path / "server.log") as sock:
+        host = subprocess.Popen([INTERPRETER, "code-mode-host", "--warm-server", str(host_sock)],
+                                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)  # fmt: skip
+        try:
+            deadline = time.monotonic() + 120
+            while not host_sock.exists():
+                assert host.poll() is None and time.monotonic() < deadline, host.stderr
+                time.sleep(0.05)
+            assert _runs(place.serving(sock)) == [], "the host's warm server is a warm run"
+        finally:
+            host.terminate()
+            host.wait(30)
+            shutil.rmtree(host_sock.parent, ignore_errors=True)
+
+
+def _runs(server: int) -> list[int]:
+    """The server's runs in progress: its children named as the caller's script is (its
+    spare keeps the server's name)."""
+    return [pid for pid in _children(server)
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "interpreter"]  # fmt: skip

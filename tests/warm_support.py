@@ -67,6 +67,8 @@ def run(args):
         # Writes until killed; SIGTERM makes it finish gracefully, writing on a while
         # (as a command ends a write it has begun).
         path = args[2]
+        with open(path, "a") as f:
+            f.write("x")  # (before "ready": a kill right after it finds the file)
         def finish(number, frame):
             end = time.monotonic() + 2
             while time.monotonic() < end:

@@ -29,7 +29,7 @@ WARM_COMMANDS = frozenset({
 
 def main() -> None:
     argv = sys.argv
-    if argv[1:2] and argv[1] in WARM_COMMANDS:
+    if argv[1:2] and argv[1] in WARM_COMMANDS and not _a_server(argv):
         from codemode.warm import place
 
         if place.enabled():
@@ -40,6 +40,13 @@ def main() -> None:
     from codemode.cli import main as cold
 
     cold()
+
+
+def _a_server(argv: list[str]) -> bool:
+    """`code-mode-host --warm-server`: the Codex host's own warm server, a long-lived
+    process of its own (served warm, it would be a child of this server, which would then
+    never be idle, beside a launcher waiting on it)."""
+    return argv[1] == "code-mode-host" and "--warm-server" in argv[2:3]
 
 
 def _warm(argv: list[str]) -> int | None:
