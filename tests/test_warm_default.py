@@ -360,3 +360,39 @@ def _runs(server: int) -> list[int]:
     spare keeps the server's name)."""
     return [pid for pid in _children(server)
             if Path(f"/proc/{pid}/comm").read_text().strip() == "interpreter"]  # fmt: skip
+
+
+def test_a_server_left_by_a_command_that_ignores_sigterm_still_stops(tmp_path: Path) -> None:
+    """A first command started under `nohup` (SIGTERM ignored) leaves the server; the
+    server must not inherit that: `interpreter warm stop` (SIGTERM) ends it at once, even
+    while it still waits for that first command to end."""
+    env = _default_env(tmp_path)
+    try:
+        sock = socket_of(env)
+        first = subprocess.Popen(
+            [INTERPRETER, "run", "-"], env=env, stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN),
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not place.serving(sock):
+            assert time.monotonic() < deadline, "no server left"
+            time.sleep(0.02)
+        server = place.serving(sock)
+        os.kill(server, signal.SIGTERM)  # what `interpreter warm stop` sends
+        deadline = time.monotonic() + 5
+        while Path(f"/proc/{server}").exists() and _state(server) != "Z":
+            assert time.monotonic() < deadline, "the server ignored SIGTERM"
+            time.sleep(0.02)
+        assert first.stdin is not None
+        first.stdin.close()
+        first.wait(60)
+    finally:
+        _stop_all(env)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
