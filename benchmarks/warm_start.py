@@ -12,8 +12,17 @@ Runs alternate (node, cold, warm, ...) so that the machine's load falls on each 
   (``calls``), cold and warm;
 - ``mcp_initialize``: from starting ``interpreter mcp-server`` to its ``initialize``
   answer, cold and warm;
+- ``run_hello_first``: ``interpreter run hello.js`` with warm starts on (the default) and
+  no server yet: the cold start that leaves one (each in a runtime folder of its own,
+  the server stopped after);
 - ``server``: the idle server's memory (RSS and PSS) and what its first start costs
-  (the seconds from its start to listening, and its CPU).
+  (the seconds from its start to listening, and its CPU);
+- ``python_floor``: ``python -c pass`` and ``python -I -S -c pass`` (no site, no path
+  set-up), the start every launcher pays before its first line;
+- ``launcher_imports``: ``python -c`` importing what the launcher imports before it
+  connects (``codemode.launch``, ``codemode.warm.place``, ``codemode.warm.client``).
+
+``--only hello,mcp`` measures some of them (``hello``, ``mcp``, ``exec``).
 
 Each figure is the median wall time in ms; ``ratios`` divides them. ``load_average`` says
 how busy the machine was.
@@ -129,6 +138,32 @@ def _start_server(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str, fl
     return proc, path, (time.perf_counter() - t0) * 1000
 
 
+def _first_start(env: dict[str, str], ws: str) -> float:
+    """A cold command that finds no server and leaves one (then stopped)."""
+    from codemode.warm import place
+
+    runtime = tempfile.mkdtemp(prefix="cmw-first-")
+    first = {k: v for k, v in env.items() if k != "CODEMODE_WARM"}  # the default: on
+    first["XDG_RUNTIME_DIR"] = runtime
+    try:
+        took = _timed([INTERPRETER, "run", "hello.js"], first, ws)
+        locks = list(Path(runtime).glob("codemode/warm-*.sock.lock"))
+        if len(locks) != 1:
+            raise SystemExit("the first command left no server")
+        path = str(locks[0])[: -len(".lock")]
+        deadline = time.monotonic() + 60
+        while not os.path.exists(path) and time.monotonic() < deadline:
+            time.sleep(0.02)  # (it imports once the first command has ended)
+        pid = place.serving(path)
+        if pid > 0:
+            os.kill(pid, 15)
+            while place.serving(path) and time.monotonic() < deadline:
+                time.sleep(0.02)
+        return took
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
 def _median(samples: list[float]) -> float:
     return round(statistics.median(samples), 1)
 
@@ -137,7 +172,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--calls", type=int, default=50)
+    parser.add_argument("--only", default="hello,mcp,exec")
     args = parser.parse_args()
+    only = set(args.only.split(","))
     load_before = os.getloadavg()
     runtime = tempfile.mkdtemp(prefix="cmw-bench-")
     ws = tempfile.mkdtemp(prefix="warm-bench-ws-")
@@ -157,17 +194,27 @@ def main() -> None:
         node = shutil.which("node")
         _timed([INTERPRETER, "run", "hello.js"], env, ws)  # first use of each path
         _timed([INTERPRETER, "run", "hello.js"], cold, ws)
+        python = [sys.executable]
+        launcher = "import codemode.launch, codemode.warm.place, codemode.warm.client"
         for _ in range(args.runs):
-            if node:
-                take("node_hello", _timed([node, "hello.js"], env, ws))
-            take("run_hello_cold", _timed([INTERPRETER, "run", "hello.js"], cold, ws))
-            take("run_hello_warm", _timed([INTERPRETER, "run", "hello.js"], env, ws))
-            take("mcp_initialize_cold", _mcp_initialize(cold, ws))
-            take("mcp_initialize_warm", _mcp_initialize(env, ws))
-            take("exec_no_calls_cold", _exec_turn(0, cold, ws))
-            take("exec_no_calls_warm", _exec_turn(0, env, ws))
-            take("exec_calls_cold", _exec_turn(args.calls, cold, ws))
-            take("exec_calls_warm", _exec_turn(args.calls, env, ws))
+            take("python_pass", _timed([*python, "-c", "pass"], env, ws))
+            take("python_isolated_pass", _timed([*python, "-I", "-S", "-c", "pass"], env, ws))
+            take("launcher_imports", _timed([*python, "-c", launcher], env, ws))
+            if "hello" in only:
+                if node:
+                    take("node_hello", _timed([node, "hello.js"], env, ws))
+                take("run_hello_cold", _timed([INTERPRETER, "run", "hello.js"], cold, ws))
+                take("run_hello_warm", _timed([INTERPRETER, "run", "hello.js"], env, ws))
+                take("run_hello_first", _first_start(env, ws))
+            if "mcp" in only:
+                take("mcp_initialize_cold", _mcp_initialize(cold, ws))
+                time.sleep(0.6)  # the spare is forked once the server has been quiet 0.5 s
+                take("mcp_initialize_warm", _mcp_initialize(env, ws))
+            if "exec" in only:
+                take("exec_no_calls_cold", _exec_turn(0, cold, ws))
+                take("exec_no_calls_warm", _exec_turn(0, env, ws))
+                take("exec_calls_cold", _exec_turn(args.calls, cold, ws))
+                take("exec_calls_warm", _exec_turn(args.calls, env, ws))
         from codemode.warm import place
 
         served = place.served(path)
@@ -177,13 +224,14 @@ def main() -> None:
         for folder in (runtime, ws, home):
             shutil.rmtree(folder, ignore_errors=True)
     figures = {name: _median(values) for name, values in samples.items()}
-    ratios = {
-        "run_hello_warm_over_cold": round(figures["run_hello_warm"] / figures["run_hello_cold"], 2),
-        "exec_no_calls_warm_over_cold":
-            round(figures["exec_no_calls_warm"] / figures["exec_no_calls_cold"], 2),
-        "exec_calls_warm_over_cold":
-            round(figures["exec_calls_warm"] / figures["exec_calls_cold"], 2),
-    }  # fmt: skip
+    ratios = {}
+    for name in ("run_hello", "exec_no_calls", "exec_calls", "mcp_initialize"):
+        if f"{name}_warm" in figures:
+            ratios[f"{name}_warm_over_cold"] = round(
+                figures[f"{name}_warm"] / figures[f"{name}_cold"], 2)  # fmt: skip
+    if "run_hello_first" in figures:
+        ratios["run_hello_first_over_cold"] = round(
+            figures["run_hello_first"] / figures["run_hello_cold"], 2)  # fmt: skip
     if "node_hello" in figures:
         for mode in ("warm", "cold"):
             over = figures[f"run_hello_{mode}"] / figures["node_hello"]

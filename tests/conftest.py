@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import warm_suite
 from cpu_burners import Burners
 
 from codemode.sandbox.confinement.grpc_fork import quiet_grpc_fork
@@ -31,6 +32,8 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 # handler here means the processes it starts begin with the default again.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+# The run's warm servers: in a folder of the run's own, stopped when it ends.
+warm_suite.begin()
 
 
 @pytest.fixture(autouse=True)
@@ -158,9 +161,16 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.testrunuid = config.option.testrunuid or uuid.uuid4().hex
 
 
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    line = warm_suite.summary()
+    if line:
+        terminalreporter.write_line(line)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The controller removes the run's timing lock once every worker is down (xdist's
     loop ends only then): none can hold it, or open it again and lock another file."""
     run = getattr(config.option, "testrunuid", None)
     if run and not os.environ.get("PYTEST_XDIST_WORKER"):
         timing_lock(run).unlink(missing_ok=True)
+    warm_suite.end()

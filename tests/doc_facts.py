@@ -155,7 +155,6 @@ def _ms(module: str, name: str) -> float:
 
 FACTS: dict[str, Callable[[], Any]] = {
     "warm.idle_min": lambda: _constant(WARM_SERVER, "IDLE_S") / 60,
-    "warm.grace_s": lambda: _constant(WARM_SERVER, "GRACE_S"),
     "warm.max_runs": lambda: _constant(WARM_SERVER, "MAX_RUNS"),
     "warm.lost_status": lambda: _constant("codemode.warm.client", "LOST_STATUS"),
     "warm.quiet_s": lambda: _constant(WARM_SERVER, "QUIET_S"),

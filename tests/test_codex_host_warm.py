@@ -8,6 +8,7 @@ launcher starts it (``python -m codemode.launch serve``)."""
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import json
 import os
@@ -310,12 +311,12 @@ def test_a_client_of_another_installation_is_refused_and_runs_the_command_itself
     package's files changed) is refused by the server, nothing of it runs there, and
     the client runs its command itself (here: a marker)."""
     _warm_up(shim)
-    facts = json.loads(shim.key)
+    facts = ast.literal_eval(shim.key)  # place.facts: ascii() of a list
     facts[3][0][1] += 1  # __init__.py's inode: another installation's files
     marker = tmp_path / "ran"
     before = served(shim.sock)
     done = subprocess.run(
-        [shim.client, shim.sock, json.dumps(facts), "3", "/bin/sh", "-c",
+        [shim.client, shim.sock, ascii(facts), "3", "/bin/sh", "-c",
          f'echo "$0" > {shlex.quote(str(marker))}', "itself"],
         env=shim.env, capture_output=True, timeout=60, stdin=subprocess.DEVNULL,
     )  # fmt: skip

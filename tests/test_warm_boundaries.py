@@ -118,6 +118,10 @@ def test_a_socket_or_folder_of_another_user_is_never_used(public: Path) -> None:
     assert key
     for folder in (lair, Path(f"/tmp/codemode-{NOBODY}")):
         if folder.exists() and folder != lair:
+            st = folder.lstat()
+            if st.st_uid == NOBODY and not st.st_mode & 0o077 and folder.is_dir():
+                continue  # 65534's own private folder (an earlier command made it): its
+                # launcher may use it, and no one else can plant anything in it
             pytest.skip(f"{folder} exists already")
         folder.mkdir(exist_ok=True)
         folder.chmod(0o777)
@@ -286,6 +290,10 @@ def test_the_launcher_imports_the_standard_library_only(tmp_path: Path) -> None:
               and m not in ("sitecustomize", "usercustomize")]  # the machine's own  # fmt: skip
     assert others == [], others
     assert "codemode.cli" not in imported
+    # Nor the standard library's pure-Python modules that cost the most to import (with
+    # what they import, about half of the launcher's start): compiled ones only.
+    assert not {"json", "socket", "signal", "enum", "re", "functools", "subprocess",
+                "selectors", "collections"} & set(imported), imported  # fmt: skip
 
 
 def test_a_first_start_is_cold_and_leaves_a_server_holding_none_of_its_pipes(
@@ -320,18 +328,6 @@ def test_the_warm_commands_are_every_command_but_the_interactive_ones() -> None:
     from codemode.launch import WARM_COMMANDS
 
     assert WARM_COMMANDS == set(COMMAND_MODULES) - {"resume", "warm"}
-
-
-def test_opting_out(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    assert not place.enabled({"CODEMODE_HOME": str(home)})  # off by default
-    assert place.enabled({"CODEMODE_HOME": str(home), "CODEMODE_WARM": "1"})
-    (home / "config.toml").write_text("warm = true\n")
-    assert place.enabled({"CODEMODE_HOME": str(home)})
-    assert not place.enabled({"CODEMODE_HOME": str(home), "CODEMODE_WARM": "0"})
-    (home / "config.toml").write_text("warm = [\n")  # broken: the cold start says why
-    assert not place.enabled({"CODEMODE_HOME": str(home)})
 
 
 def test_callers_beyond_the_bound_start_cold(tmp_path: Path) -> None:

@@ -28,7 +28,8 @@ INTERPRETER = str(Path(sys.executable).with_name("interpreter"))
 
 # A run reporting its own process (mode after `run`): "state" prints it as JSON;
 # "signals" prints "ready" and writes each signal it gets to the file named next;
-# "sleep" prints "ready" and sleeps; "exit N" exits with N.
+# "sleep" prints "ready" and sleeps; "exit N" exits with N; "writer" appends to the file
+# named next until killed (SIGTERM: for 2 s more).
 PROBE = r'''
 import json, os, resource, signal, sys, time
 
@@ -66,6 +67,25 @@ def run(args):
         return 0
     if mode == "exit":
         sys.exit(int(args[2]))
+    if mode == "writer":
+        # Writes until killed; SIGTERM makes it finish gracefully, writing on a while
+        # (as a command ends a write it has begun).
+        path = args[2]
+        with open(path, "a") as f:
+            f.write("x")  # (before "ready": a kill right after it finds the file)
+        def finish(number, frame):
+            end = time.monotonic() + 2
+            while time.monotonic() < end:
+                with open(path, "a") as f:
+                    f.write("x")
+                time.sleep(0.01)
+            sys.exit(0)
+        signal.signal(signal.SIGTERM, finish)
+        print("ready", flush=True)
+        while True:
+            with open(path, "a") as f:
+                f.write("x")
+            time.sleep(0.01)
     if mode == "signals":
         path = args[2]
         def note(number, frame):

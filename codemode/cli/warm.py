@@ -11,7 +11,8 @@ from codemode.terminal.control_chars import echo
 @cli.group("warm")
 def warm() -> None:
     """The warm server: commands started from a process with everything imported
-    (CODEMODE_WARM=1 or `warm = true` in config.toml; docs/warm.md)."""
+    (on by default; CODEMODE_WARM=0 or `warm = false` in config.toml turns them off;
+    docs/warm.md)."""
 
 
 @warm.command("status")

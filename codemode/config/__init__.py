@@ -50,7 +50,7 @@ class Config(BaseModel):
     model_provider: str | None = None
     # Warm starts (docs/warm.md): read by the launcher itself, before this model loads
     # (``codemode.warm.place``); CODEMODE_WARM overrides it.
-    warm: bool = False
+    warm: bool = True
     # Extra or overriding providers, merged over the built-in catalog by name.
     model_providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     model_reasoning_effort: str | None = None

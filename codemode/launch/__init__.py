@@ -1,7 +1,8 @@
-"""The `interpreter` and `i` console scripts: warm when asked, else cold.
+"""The `interpreter` and `i` console scripts: warm where a server can be had, else cold.
 
-Standard library only until it knows which: with warm starts on (``CODEMODE_WARM=1``
-or ``warm = true`` in the config file) a command is handed to this user's warm server
+Standard library only until it knows which: with warm starts on (the default;
+``CODEMODE_WARM=0`` or ``warm = false`` in the config file turns them off) a command is
+handed to this user's warm server
 (``codemode.warm``), which runs it in a process forked with everything imported;
 without one (or when the server refuses) the command runs here, cold, as it always did
 (``codemode.cli.main``). docs/warm.md is the user's page.

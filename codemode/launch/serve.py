@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from types import ModuleType
 
 # The kind of command a spare is made ready for: Codex's code-mode host, started for
@@ -32,6 +33,67 @@ def _prepare() -> None:
         if module.name.endswith("__main__") or module.name.startswith(_NOT_IMPORTED):
             continue
         _try_import(importlib, module.name)
+    _rehearse()
+
+
+def _rehearse() -> None:
+    """Work every run of a kind would repeat, done once here for all of them: the
+    installed version (a search of every folder on the path, ~5 ms; what `mcp-server`
+    says in its first answer), the tools' JSON schemas, the C library the worker calls,
+    and click's parse of each command's options (its first checks of abstract classes
+    fill caches a fork then shares)."""
+    from codemode.version import package_version
+    from codemode.warm import worker
+
+    package_version()  # (an upgrade changes it: the server ends on any change of code)
+    worker.prepare()
+    _try(_tool_schemas)
+    _try(_git_key_patterns)
+    _try(_parse_each_command)
+
+
+def _try(step: Callable[[], object]) -> None:
+    try:
+        step()
+    except Exception:  # a rehearsal only: the run does it again and says what is wrong
+        pass
+
+
+def _tool_schemas() -> None:
+    """The JSON schemas of the built-in tools' arguments and of `exec`'s and `wait`'s
+    (built anew by pydantic on each call; ``codemode.tools.surfaces`` keeps them once
+    found)."""
+    from codemode.harnesses.program_tools import exec_tool, wait_tool
+    from codemode.tools.builtin import builtin_registry
+    from codemode.tools.surfaces import function_specs
+
+    function_specs([*builtin_registry(), exec_tool(""), wait_tool()])
+
+
+def _git_key_patterns() -> None:
+    """The git config keys that name files or programs, compiled by ``fnmatch`` as the
+    sandbox's set-up matches them (its cache is per process: each `exec` compiled ~40
+    patterns again, ~10 ms)."""
+    import fnmatch
+
+    from codemode.sandbox.git import git_named
+
+    paths, programs = git_named._keys()
+    for pattern in (*paths, *programs):
+        fnmatch.fnmatchcase("", pattern)
+
+
+def _parse_each_command() -> None:
+    import click
+
+    from codemode.cli.root import cli
+
+    for name, command in cli.commands.items():
+        try:
+            with cli.make_context("interpreter", [name], resilient_parsing=True) as parent:
+                command.make_context(name, [], parent=parent, resilient_parsing=True)
+        except (click.ClickException, click.exceptions.Exit, OSError, ValueError):
+            pass  # a command that wants arguments: its rehearsal parsed what it could
 
 
 def _try_import(importlib: ModuleType, name: str) -> None:

@@ -14,6 +14,7 @@ Nothing here, nor anywhere else, keys a tool by its name.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -43,9 +44,17 @@ def parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
     Several providers reject ``$defs``/``$ref`` in function parameters, and titles
     only cost the model tokens.
     """
-    schema = model.model_json_schema()
-    inlined: dict[str, Any] = _inline(schema, schema.get("$defs", {}))
+    text = _SCHEMAS.get(model)
+    if text is None:
+        schema = model.model_json_schema()
+        text = _SCHEMAS[model] = json.dumps(_inline(schema, schema.get("$defs", {})))
+    inlined: dict[str, Any] = json.loads(text)  # a copy of its own for each caller
     return inlined
+
+
+# A model's schema, found once a process: pydantic builds it anew on every call (~5 ms for
+# `exec`'s on every session's start); a warm server's runs share what it found.
+_SCHEMAS: dict[type[BaseModel], str] = {}
 
 
 def parameters(tool: Tool) -> dict[str, Any]:

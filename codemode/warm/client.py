@@ -10,14 +10,18 @@ server's to finish: a server that ends mid-run is an error, never a second run.
 
 from __future__ import annotations
 
+# Compiled modules only (``_signal``, ``_socket``): see ``protocol``'s doc.
+import _signal as signal  # type: ignore[import-not-found]  # (no stub: the same names as signal)
+import _socket as socket
 import os
-import signal
-import socket
 import struct
 import sys
-from types import FrameType
 
 from codemode.warm import place, protocol
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import FrameType
 
 # The status when the server ended without reporting the run's (sysexits' EX_SOFTWARE,
 # as an internal error).
@@ -28,7 +32,7 @@ class _Forwarder:
     """Signal handlers that pass each signal on to the run (queued until it runs)."""
 
     def __init__(self, ignored: list[int]) -> None:
-        self.conn: socket.socket | None = None
+        self.conn: socket.socket | None = None  # (``_socket``'s: ``socket.socket``'s base)
         self.pending: list[int] = []
         self.previous: dict[int, object] = {}
         for number in protocol.FORWARDED:
@@ -90,9 +94,10 @@ def run(argv: list[str]) -> int | None:
     request = protocol.Request.of_this_process(place.facts(), argv, ignored)
     try:
         data = request.encode()
-        sent = socket.send_fds(sock, [data[:65536]], [0, 1, 2, folder])
+        rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("4i", 0, 1, 2, folder))]
+        sent = sock.sendmsg([data[:65536]], rights)
         sock.sendall(data[sent:])
-    except OSError:
+    except (OSError, ValueError):
         _cold(sock, folder, forwarder)
         return None
     os.close(folder)
@@ -119,7 +124,7 @@ def _cold(sock: socket.socket, folder: int, forwarder: _Forwarder) -> None:
     if folder >= 0:
         os.close(folder)
     for number, previous in forwarder.previous.items():
-        signal.signal(number, previous)  # type: ignore[arg-type]
+        signal.signal(number, previous)
     for number in forwarder.pending:  # what arrived meanwhile, now the cold run's
         os.kill(os.getpid(), number)
 

@@ -8,8 +8,9 @@ host gets one with its engine worker booted) or a process forked now reads the r
 and becomes the caller's; the
 server then reads the caller's signals off the connection and delivers them (the run
 is the caller's process group's stand-in), and reports the run's wait status. A caller
-that goes away (killed) ends its run: SIGTERM to the run's group, SIGKILL after
-``GRACE_S``.
+that goes away before its run's status ends its run at once (SIGKILL to the run's group):
+every signal a caller can catch it passes on and waits, so it went because of one it
+could not (SIGKILL, or a crash), which would have ended a cold command there.
 
 The server holds none of a caller's descriptors once it has forked (a server that
 outlives a command keeps nothing of the command's pipes), no caller's environment (it
@@ -34,7 +35,6 @@ from pathlib import Path
 from codemode.warm import peer, place, protocol, spare, watch, worker
 
 IDLE_S = 900.0
-GRACE_S = 3.0
 # Commands running at once, beyond which a caller is refused (and starts cold): a
 # client holds a process per connection.
 MAX_RUNS = 256
@@ -57,7 +57,6 @@ class _Run:
     # "gate": becoming the caller's; "refused": it did not; "caller": the caller's
     # signals are read; "gone": the caller ended (the run is being ended)
     state: str = "gate"
-    kill_at: float | None = None
 
 
 class Server:
@@ -204,12 +203,10 @@ class Server:
             data = run.conn.recv(64)
         except OSError:
             data = b""
-        if not data:  # the caller ended: so does its run
+        if not data:  # the caller ended: so does its run, as a cold one would have with it
             self.selector.unregister(run.conn)
             run.state = "gone"
-            _signal(pid, signal.SIGTERM, group=True)
-            _signal(pid, signal.SIGCONT, group=True)  # a stopped run acts on it (as bash does)
-            run.kill_at = time.monotonic() + GRACE_S
+            _signal(pid, signal.SIGKILL, group=True)  # (stopped by Ctrl-Z too)
             return
         for number in data:
             if number in protocol.TO_GROUP:
@@ -285,7 +282,7 @@ class Server:
             if not listening and not self.runs and self.spare is None:
                 return 0
             now = time.monotonic()
-            deadlines = [r.kill_at for r in self.runs.values() if r.kill_at is not None]
+            deadlines = []
             if listening and not self.runs:
                 deadlines.append(idle_since + self.idle_s)
             if listening:
@@ -308,10 +305,6 @@ class Server:
                     self._stop_listening()  # stale: never serve older code
             self._reap()
             now = time.monotonic()
-            for pid, run in self.runs.items():
-                if run.kill_at is not None and now >= run.kill_at:
-                    _signal(pid, signal.SIGKILL, group=True)
-                    run.kill_at = None
             if self.runs:
                 idle_since = now
             due = self.spare_due

@@ -64,6 +64,11 @@ def serve(path: str, after: int, prepare: Callable[[], None],
     ``folders``: the code to watch (by default codemode's and the installed packages');
     ``kind``, ``prepare_spare`` and ``first_kind`` (the kind of the command that started
     it): what its spares make ready (``spare.py``)."""
+    import signal
+
+    # Started by a command that ignores SIGTERM (under `nohup`, or a job control's
+    # background), it would ignore `interpreter warm stop` until it serves.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
     lock = os.open(path + ".lock", flags, 0o600)
     try:

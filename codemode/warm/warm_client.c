@@ -33,7 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MAGIC "codemode-warm/1" /* and its NUL: 16 bytes, as protocol.MAGIC */
+#define MAGIC "codemode-warm/2" /* and its NUL: 16 bytes, as protocol.MAGIC */
 #define FIRST_CHUNK 65536       /* what the server reads with the descriptors */
 #define LOST_STATUS 70          /* client.LOST_STATUS: the server ended mid-run */
 
@@ -84,24 +84,33 @@ static void put_number(long long n) {
     put(text, (size_t)w);
 }
 
-/* A JSON string. Bytes over 0x7f pass as they are: UTF-8 for the server, which refuses
- * (and this program then runs the command itself) what is not. */
-static void put_string(const char *s, size_t n) {
-    put("\"", 1);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') {
-            char esc[2] = {'\\', (char)c};
-            put(esc, 2);
-        } else if (c < 0x20 || c == 0x7f) {
-            char esc[8];
-            snprintf(esc, sizeof esc, "\\u%04x", c);
-            put(esc, 6);
-        } else {
-            put((const char *)&c, 1);
-        }
+/* A field of the request and the NUL that ends it (protocol.Request.encode: no field
+ * can hold a NUL, so none needs escaping). */
+static void put_field(const char *s) { put(s, strlen(s) + 1); }
+
+/* Whether codemode's config file (place._config_says: $CODEMODE_HOME/config.toml, else
+ * ~/.codemode/config.toml) holds the word "warm" anywhere in its first MiB. */
+static int config_mentions_warm(void) {
+    const char *home = getenv("CODEMODE_HOME");
+    char path[4096];
+    int w;
+    if (home && *home) {
+        w = snprintf(path, sizeof path, "%s/config.toml", home);
+    } else {
+        const char *user = getenv("HOME");
+        if (!user || !*user) return 1; /* the launcher finds the home its own way */
+        w = snprintf(path, sizeof path, "%s/.codemode/config.toml", user);
     }
-    put("\"", 1);
+    if (w < 0 || (size_t)w >= sizeof path) return 1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return errno != ENOENT; /* no file: the default (on) */
+    static char data[1 << 20];
+    size_t have = 0;
+    ssize_t got;
+    while (have < sizeof data && (got = read(fd, data + have, sizeof data - have)) > 0)
+        have += (size_t)got;
+    close(fd);
+    return memmem(data, have, "warm", 4) != NULL;
 }
 
 static int read_all(int fd, void *to, size_t n) {
@@ -174,11 +183,16 @@ int main(int argc, char **argv) {
 
     /* What the request says of this process, read before anything here changes it. */
     sigprocmask(SIG_BLOCK, NULL, &original);
-    /* CODEMODE_WARM=0 (place.py's words for off) opts out here too. */
+    /* CODEMODE_WARM=0 (place.py's words for off) opts out here too; unset or empty, a
+     * config file that so much as mentions warm is left to the launcher to read. */
     const char *wanted = getenv("CODEMODE_WARM");
-    static const char *const off[] = {"0", "false", "no", "off", ""};
-    for (size_t i = 0; wanted && i < COUNT(off); i++)
-        if (strcasecmp(wanted, off[i]) == 0) run_it_ourselves();
+    static const char *const off[] = {"0", "false", "no", "off"};
+    if (wanted && *wanted) {
+        for (size_t i = 0; i < COUNT(off); i++)
+            if (strcasecmp(wanted, off[i]) == 0) run_it_ourselves();
+    } else if (config_mentions_warm()) {
+        run_it_ourselves();
+    }
     mode_t mask = umask(022);
     umask(mask);
     sigemptyset(&forwarded);
@@ -201,56 +215,44 @@ int main(int argc, char **argv) {
     put(MAGIC, sizeof MAGIC); /* with its NUL */
     put("\0\0\0\0", 4);       /* the body's length, filled in below */
     size_t body = used;
-    puts_("{\"key\": ");
-    put_string(argv[2], strlen(argv[2]));
-    puts_(", \"argv\": [");
-    for (int i = 0; i < words; i++) {
-        if (i) puts_(", ");
-        put_string(command[i], strlen(command[i]));
-    }
-    puts_("], \"env\": {");
-    int first = 1;
-    for (char **e = environ; *e; e++) {
-        const char *eq = strchr(*e, '=');
-        if (eq == NULL || eq == *e) continue;
-        if (!first) puts_(", ");
-        first = 0;
-        put_string(*e, (size_t)(eq - *e));
-        puts_(": ");
-        put_string(eq + 1, strlen(eq + 1));
-    }
-    puts_("}, \"umask\": ");
+    put_field(argv[2]); /* the key */
     put_number(mask);
-    puts_(", \"rlimits\": {");
-    for (int r = 0; r < RLIM_NLIMITS; r++) {
+    put("", 1);
+    for (int r = 0, first = 1; r < RLIM_NLIMITS; r++) {
         struct rlimit limit;
         if (getrlimit(r, &limit) != 0) continue;
-        if (r) puts_(", ");
-        puts_("\"");
+        if (!first) puts_(";");
+        first = 0;
         put_number(r);
-        puts_("\": [");
+        puts_(",");
         put_number((long long)limit.rlim_cur); /* RLIM_INFINITY: -1, as Python says */
-        puts_(", ");
+        puts_(",");
         put_number((long long)limit.rlim_max);
-        puts_("]");
     }
-    puts_("}, \"ignored\": [");
-    first = 1;
-    for (size_t i = 0; i < COUNT(inherited); i++) {
+    put("", 1);
+    for (size_t i = 0, first = 1; i < COUNT(inherited); i++) {
         if (!ignored(inherited[i])) continue;
-        if (!first) puts_(", ");
+        if (!first) puts_(",");
         first = 0;
         put_number(inherited[i]);
     }
-    puts_("], \"blocked\": [");
-    first = 1;
-    for (int s = 1; s < NSIG; s++) {
+    put("", 1);
+    for (int s = 1, first = 1; s < NSIG; s++) {
         if (sigismember(&original, s) != 1) continue;
-        if (!first) puts_(", ");
+        if (!first) puts_(",");
         first = 0;
         put_number(s);
     }
-    puts_("]}");
+    put("", 1);
+    put_number(words);
+    put("", 1);
+    for (int i = 0; i < words; i++) put_field(command[i]);
+    for (char **e = environ; *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (eq == NULL || eq == *e) continue;
+        put_field(*e);
+    }
+    used--; /* fields are separated by NULs: none after the last */
     uint32_t length = (uint32_t)(used - body);
     unsigned char be[4] = {length >> 24, length >> 16, length >> 8, length};
     memcpy(buf + body - 4, be, 4);

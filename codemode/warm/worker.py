@@ -30,6 +30,11 @@ from codemode.warm import place, protocol, spare
 REFUSED_STATUS = 75
 
 
+def prepare() -> None:
+    """In the server, before it forks: what every run would otherwise do again."""
+    _libc()
+
+
 def close_all_but(keep: set[int]) -> None:
     """Close every descriptor above 2 not in ``keep`` (0-2 are replaced later)."""
     for name in os.listdir("/proc/self/fd"):
@@ -103,11 +108,8 @@ def end_with_server() -> None:
     than leave them writing to a caller that has gone. SIGKILL, not SIGTERM: a run
     stopped by Ctrl-Z would hold a SIGTERM until continued, and nobody is left to
     continue it."""
-    import ctypes
-
     server = os.getppid()
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    _libc().prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     if os.getppid() != server:
         os._exit(REFUSED_STATUS)
 
@@ -160,10 +162,19 @@ def _take(request: protocol.Request, fds: list[int]) -> None:
 def _name(name: str) -> None:
     """The process's name (``comm``: what ``ps``, ``pgrep`` and ``top`` show) as a cold
     start's would be: the script's name, not the server's ``python``."""
-    import ctypes
+    _libc().prctl(15, os.fsencode(name)[:15], 0, 0, 0)  # PR_SET_NAME
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(15, os.fsencode(name)[:15], 0, 0, 0)  # PR_SET_NAME
+
+_LIBC: list[Any] = []
+
+
+def _libc() -> Any:
+    """The C library, opened once in the server (every run and spare shares it)."""
+    if not _LIBC:
+        import ctypes
+
+        _LIBC.append(ctypes.CDLL(None, use_errno=True))
+    return _LIBC[0]
 
 
 def _default(number: int) -> Any:
