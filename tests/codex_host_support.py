@@ -85,7 +85,10 @@ def host_process(transport: str, engine: str, *extra: str) -> Iterator[str]:
 
     ``tcp``: ``--listen grpc://127.0.0.1:PORT``. ``stdio``: ``--listen grpc+stdio://``, its
     stdin/stdout joined to a unix socket here (the test's side of the relay)."""
-    env = dict(os.environ, CODEMODE_HOST_TRACE=os.environ.get("CODEMODE_HOST_TRACE", ""))
+    # Cold (CODEMODE_WARM=0): tests read the process tree below the host's pid, and a
+    # warm host is the warm server's child (tests/test_codex_host_warm.py drives that path).
+    env = dict(os.environ, CODEMODE_WARM="0",
+               CODEMODE_HOST_TRACE=os.environ.get("CODEMODE_HOST_TRACE", ""))  # fmt: skip
     if transport == "tcp":
         port = free_port()
         proc = subprocess.Popen(

@@ -41,6 +41,12 @@ class Client:
         raise AssertionError("no permission is asked in these tests")
 
 
+def _cold(home: Path) -> dict[str, str]:
+    """The agent started cold (CODEMODE_WARM=0): these tests count the processes below
+    its pid, and a warm agent is the warm server's child (tests/test_warm_*.py)."""
+    return {**cli_env(home), "CODEMODE_WARM": "0"}
+
+
 def descendants(pid: int) -> set[int]:
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
@@ -92,7 +98,7 @@ async def test_sessions_opened_in_a_loop_stay_bounded(dirs: dict[str, Path]) -> 
     with ScriptedModelServer([{"text": "first"}, {"text": "continued"}]) as server:
         async with spawn_agent_process(
             client, str(INTERPRETER), "acp", *provider_flags(server.base_url, "chat"),
-            env=cli_env(dirs["home"]), cwd=work,
+            env=_cold(dirs["home"]), cwd=work,
         ) as (conn, process):  # fmt: skip
             init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
             ids = []
@@ -145,7 +151,7 @@ async def test_busy_sessions_past_the_bound_are_refused_and_close_frees_one(
     with ScriptedModelServer([HANG, HANG]) as server:
         async with spawn_agent_process(
             client, str(INTERPRETER), "acp", "--code-mode", "-c", "acp_max_sessions=2",
-            *provider_flags(server.base_url, "chat"), env=cli_env(dirs["home"]), cwd=work,
+            *provider_flags(server.base_url, "chat"), env=_cold(dirs["home"]), cwd=work,
         ) as (conn, process):  # fmt: skip
             await conn.initialize(protocol_version=PROTOCOL_VERSION)
             idle = settled(process.pid)
@@ -198,7 +204,7 @@ async def test_notices_reach_the_editor_once_it_knows_the_session(
     with ScriptedModelServer(script) as server:
         async with spawn_agent_process(
             client, str(INTERPRETER), "acp", *provider_flags(server.base_url, "chat"),
-            env=cli_env(dirs["home"]), cwd=work,
+            env=_cold(dirs["home"]), cwd=work,
         ) as (conn, _process):  # fmt: skip
             await conn.initialize(protocol_version=PROTOCOL_VERSION)
             opened = await conn.new_session(cwd=str(work), mcp_servers=[mcp])
@@ -208,8 +214,11 @@ async def test_notices_reach_the_editor_once_it_knows_the_session(
                 conn.prompt(session_id=opened.session_id, prompt=[text_block("hi")]), 60
             )
     assert done.stop_reason == "end_turn"
-    chunks = [u for sid, u in client.updates
-              if sid == opened.session_id and u.session_update == "agent_message_chunk"]
+    chunks = [
+        u
+        for sid, u in client.updates
+        if sid == opened.session_id and u.session_update == "agent_message_chunk"
+    ]
     notices = [(u.field_meta or {}).get("codemode", {}).get("notice") for u in chunks]
     kinds = [n["kind"] if n else "model" for n in notices]
     assert kinds[:2] == ["notice", "notice"] and set(kinds[2:]) == {"model"}, kinds

@@ -187,7 +187,13 @@ def probe_server(env: dict[str, str], log: Path, idle: float = 120, watch: Path 
                  user: list[str] | None = None,
                  max_runs: int | None = None) -> AbstractContextManager[str]:  # fmt: skip
     after = [str(idle)] + ([f"max_runs={max_runs}"] if max_runs else [])
-    after += [str(watch)] if watch else []
+    # A folder of its own to watch unless the test names one: the installation's folders
+    # change while other tests run beside it (a first run writes bytecode and caches
+    # there), and a server that sees a change stops, which is not what these tests ask.
+    if watch is None:
+        watch = Path(tempfile.mkdtemp(prefix="cmw-watch-"))
+        atexit.register(shutil.rmtree, watch, True)
+    after += [str(watch)]
     return _server([sys.executable, "-c", _PROBE_SERVER], env, log, after, user or [])
 
 

@@ -66,8 +66,19 @@ class _Forwarder:
         self.pending.clear()
 
 
+def _standard_streams_open() -> bool:
+    try:
+        for fd in (0, 1, 2):
+            os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
 def run(argv: list[str]) -> int | None:
     """The command's exit status, or None: start cold."""
+    if not _standard_streams_open():
+        return None  # a closed 0-2 would be the socket's number: only a cold start keeps it
     try:
         path = place.socket_path()
     except OSError:

@@ -203,6 +203,10 @@ int main(int argc, char **argv) {
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     if (strlen(argv[1]) >= sizeof addr.sun_path) run_it_ourselves();
     strcpy(addr.sun_path, argv[1]);
+    /* A closed 0, 1 or 2 would be the socket's number, and the run's stream: a cold
+     * start (the exec) keeps it closed, as it is. */
+    for (int fd = 0; fd < 3; fd++)
+        if (fcntl(fd, F_GETFD) < 0) run_it_ourselves();
     sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (sock < 0 || connect(sock, (struct sockaddr *)&addr, sizeof addr) != 0) run_it_ourselves();
     /* Only a server of this user gets our descriptors and environment. */

@@ -30,15 +30,15 @@ async def serve_tcp(
     listen: Listen, limits: SessionLimits, bounds: ClientBounds, ready: Callable[[int], None]
 ) -> None:
     """Serve until cancelled; ``ready(port)`` once listening."""
+    if not is_loopback(listen.host):  # said before the port opens, not after a client came
+        _say(
+            f"listening beyond loopback on {listen.host}: any client that can reach "
+            "this port runs programs here, unauthenticated"
+        )
     listeners = _listeners(listen.host, listen.port)
     clients: set[asyncio.Task[None]] = set()
     try:
         ready(listeners[0].getsockname()[1])
-        if not is_loopback(listen.host):
-            _say(
-                f"listening beyond loopback on {listen.host}: any client that can reach "
-                "this port runs programs here, unauthenticated"
-            )
         await asyncio.gather(*(_accept(s, limits, bounds, clients) for s in listeners))
     finally:
         for listener in listeners:
