@@ -415,7 +415,10 @@ def test_apply_patch_killed_at_random_points(tmp_path: Path) -> None:
     patch_file.write_text(text)
     before = tree_state(base)
     home = tmp_path / "home"
-    env = env_for(home)
+    # Cold (CODEMODE_WARM=0): the test reads the tree the moment its SIGKILL'd process is
+    # reaped, and a warm run, the warm server's child, is killed by the server just after
+    # (tests/test_warm_default.py holds that it is killed at once and writes no more).
+    env = {**env_for(home), "CODEMODE_WARM": "0"}
     command = [str(INTERPRETER), "apply-patch", str(patch_file), "--cwd"]
     # One whole run: the "after" state, how long it takes and when its commit starts.
     done = tmp_path / "done"

@@ -40,10 +40,8 @@ def _start_error(exc: OSError) -> WorkerStartError:
     why = exc.strerror or str(exc)
     hint = ""
     if exc.errno in (errno.EACCES, errno.EPERM):
-        hint = (
-            f": uid {os.getuid()} may not run it (is it, or a folder above it, "
-            "private to another user?)"
-        )
+        hint = (f": uid {os.getuid()} may not run it (is it, or a folder above it, "
+                "private to another user?)")
     error = WorkerStartError(f"cannot start the engine worker {sys.executable} ({why}){hint}")
     error.errno = exc.errno
     return error
@@ -133,15 +131,11 @@ def spawn_early(engine: str, memory_bytes: int) -> None:
 
 
 def adopt(engine: str, memory_bytes: int) -> Spawned | None:
-    """A worker ``spawn_early`` started for this engine and cap, handed over once. The
-    first program decides: workers started early for another engine or cap (a warm
-    spare's, booted with the defaults) are killed then, never left booting beside it."""
+    """A worker ``spawn_early`` started for this engine and cap, handed over once."""
     for i, (e, m, spawned) in enumerate(_early):
         if (e, m) == (engine, memory_bytes):
             del _early[i]
             return spawned
-    while _early:
-        _kill(_early.pop()[2])
     return None
 
 
@@ -152,14 +146,11 @@ def discard_early() -> None:
     global one_program
     one_program = False
     while _early:
-        _kill(_early.pop()[2])
-
-
-def _kill(spawned: Spawned) -> None:
-    for fd in (spawned.requests, spawned.replies, spawned.errors, spawned.control):
-        os.close(fd)
-    try:
-        os.kill(spawned.pid, signal.SIGKILL)
-        os.waitpid(spawned.pid, 0)
-    except OSError:
-        pass
+        spawned = _early.pop()[2]
+        for fd in (spawned.requests, spawned.replies, spawned.errors, spawned.control):
+            os.close(fd)
+        try:
+            os.kill(spawned.pid, signal.SIGKILL)
+            os.waitpid(spawned.pid, 0)
+        except OSError:
+            pass
