@@ -14,6 +14,7 @@ import select
 import shutil
 import signal
 import struct
+import subprocess
 import sys
 import termios
 import time
@@ -27,11 +28,18 @@ pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash
 
 class _Terminal:
     def __init__(self, env: dict[str, str], cwd: Path) -> None:
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:
-            os.chdir(cwd)
-            os.execve("/bin/bash", ["bash", "--norc", "--noprofile", "-i"],
-                      dict(env, PS1="$ ", TERM="dumb"))  # fmt: skip
+        # Not pty.fork(): a fork of this threaded test process that runs Python before its
+        # exec was once seen spinning for ever. subprocess execs from C; `setsid --ctty`
+        # makes the terminal bash's controlling one, as pty.fork did.
+        self.fd, terminal = pty.openpty()
+        bash = subprocess.Popen(
+            ["setsid", "--ctty", "/bin/bash", "--norc", "--noprofile", "-i"],
+            stdin=terminal, stdout=terminal, stderr=terminal, cwd=cwd,
+            env=dict(env, PS1="$ ", TERM="dumb"),
+        )  # fmt: skip
+        os.close(terminal)
+        self.bash = bash
+        self.pid = bash.pid
         self.seen = b""
 
     def send(self, data: bytes) -> None:
@@ -56,11 +64,8 @@ class _Terminal:
         fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
     def close(self) -> None:
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        os.waitpid(self.pid, 0)
+        self.bash.kill()
+        self.bash.wait()
         os.close(self.fd)
 
 
