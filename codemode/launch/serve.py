@@ -103,9 +103,18 @@ def _try_import(importlib: ModuleType, name: str) -> None:
         pass
 
 
-# Libraries the commands import inside their functions (so a cold `--help` stays fast).
-_LIBRARIES = ("asyncio", "httpx", "pydantic", "rich.console", "prompt_toolkit", "mcp",
-              "tree_sitter", "tree_sitter_bash", "lark", "h2.connection")  # fmt: skip
+# Libraries the commands import inside their functions (so a cold `--help` stays fast),
+# and the modules those libraries import only when first used (httpx its transport,
+# anyio its event loop's backend, asyncio its thread pool): a module a run imports
+# after the fork costs every run its import (httpcore alone: ~25 ms of each `exec`).
+# tests/test_warm_imports.py runs the entry points after this preparation and fails
+# on any module they still import.
+_LIBRARIES = (
+    "asyncio", "concurrent.futures.thread", "httpx", "httpcore", "h11", "httpx_sse",
+    "pydantic", "rich.console", "rich.logging", "prompt_toolkit", "mcp", "mcp.server.stdio",
+    "anyio._backends._asyncio", "anyio.streams.stapled", "anyio.streams.tls",
+    "tree_sitter", "tree_sitter_bash", "lark", "h2.connection", "pyseccomp",
+)  # fmt: skip
 # Fixtures, not code (the eval tasks' workspaces), and the V8 engine's binding, whose
 # library is loaded by the engine worker that uses it.
 _NOT_IMPORTED = ("codemode.eval.tasks",)
