@@ -42,7 +42,8 @@ def _imported(args: list[str], cwd: Path, stdin: bytes = b"") -> tuple[list[str]
 
 
 def test_run_imports_nothing(tmp_path: Path) -> None:
-    (tmp_path / "hello.js").write_text('console.log("hi " + (await tools.shell({command: "echo x"})).output)\n')
+    program = 'console.log("hi " + (await tools.shell({command: "echo x"})).output)\n'
+    (tmp_path / "hello.js").write_text(program)
     imported, out = _imported(["run", "--full-auto", "hello.js"], tmp_path)
     assert "hi x" in out
     assert imported == []
