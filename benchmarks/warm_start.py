@@ -22,6 +22,10 @@ Runs alternate (node, cold, warm, ...) so that the machine's load falls on each 
 - ``launcher_imports``: ``python -c`` importing what the launcher imports before it
   connects (``codemode.launch``, ``codemode.warm.place``, ``codemode.warm.client``).
 
+Each warm figure is taken as a command typed after a pause is served: the server has
+had time to make its spare ready (``_quiet``); ``*_warm_back_to_back`` is the same
+command run again at once, as a script's loop runs them (no spare: a fork per caller).
+
 ``--only hello,mcp`` measures some of them (``hello``, ``mcp``, ``exec``).
 
 Each figure is the median wall time in ms; ``ratios`` divides them. ``load_average`` says
@@ -43,6 +47,7 @@ from pathlib import Path
 
 from exec_startup import program, script
 
+from codemode.warm.server import QUIET_S
 from codemode_testkit.scripted_server import ScriptedModelServer
 
 VENV_BIN = Path(sys.executable).parent
@@ -164,6 +169,13 @@ def _first_start(env: dict[str, str], ws: str) -> float:
         shutil.rmtree(runtime, ignore_errors=True)
 
 
+def _quiet() -> None:
+    """As between two commands a person (or an agent) runs: the server has been quiet
+    long enough to fork its spare (``codemode.warm.server.QUIET_S``) and make it ready.
+    A ``*_back_to_back`` figure is the same command again at once: no spare, a fork."""
+    time.sleep(QUIET_S + 0.5)
+
+
 def _median(samples: list[float]) -> float:
     return round(statistics.median(samples), 1)
 
@@ -201,19 +213,26 @@ def main() -> None:
             take("python_isolated_pass", _timed([*python, "-I", "-S", "-c", "pass"], env, ws))
             take("launcher_imports", _timed([*python, "-c", launcher], env, ws))
             if "hello" in only:
+                hello = [INTERPRETER, "run", "hello.js"]
                 if node:
                     take("node_hello", _timed([node, "hello.js"], env, ws))
-                take("run_hello_cold", _timed([INTERPRETER, "run", "hello.js"], cold, ws))
-                take("run_hello_warm", _timed([INTERPRETER, "run", "hello.js"], env, ws))
+                take("run_hello_cold", _timed(hello, cold, ws))
+                _quiet()
+                take("run_hello_warm", _timed(hello, env, ws))
+                take("run_hello_warm_back_to_back", _timed(hello, env, ws))
                 take("run_hello_first", _first_start(env, ws))
             if "mcp" in only:
                 take("mcp_initialize_cold", _mcp_initialize(cold, ws))
-                time.sleep(0.6)  # the spare is forked once the server has been quiet 0.5 s
+                _quiet()
                 take("mcp_initialize_warm", _mcp_initialize(env, ws))
+                take("mcp_initialize_warm_back_to_back", _mcp_initialize(env, ws))
             if "exec" in only:
                 take("exec_no_calls_cold", _exec_turn(0, cold, ws))
+                _quiet()
                 take("exec_no_calls_warm", _exec_turn(0, env, ws))
+                take("exec_no_calls_warm_back_to_back", _exec_turn(0, env, ws))
                 take("exec_calls_cold", _exec_turn(args.calls, cold, ws))
+                _quiet()
                 take("exec_calls_warm", _exec_turn(args.calls, env, ws))
         from codemode.warm import place
 

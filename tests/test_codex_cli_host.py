@@ -264,7 +264,9 @@ def test_codex_0169_through_a_warm_host_matches_its_own_host(
         cold = run_turn(vendor, steps())
         check_turn(cold)
         deadline = time.monotonic() + 60
-        while not serving(sock):  # (a connection would take the spare)
+        # Listening (its socket bound; a connection would take the spare): until then a
+        # child of the server is a program its preparation runs, not a spare.
+        while not (serving(sock) and os.path.exists(sock)):
             assert time.monotonic() < deadline, "the first host left no warm server"
             time.sleep(0.1)
         server = int(Path(sock + ".lock").read_text().split()[0])

@@ -111,7 +111,10 @@ class Shim:
         return place.serving(self.sock)
 
     def wait_for_spare(self) -> set[int]:
-        """The server's spare, once made (a spare for a host has its engine worker)."""
+        """The server's spare, once made (a spare for a host has its engine worker).
+        Once the server listens: before, while it prepares, a child of the server is a
+        program its preparation runs, not a spare."""
+        _until(lambda: os.path.exists(self.sock), 60, "the server's socket")
         pid = self.server_pid()
         _until(lambda: _children(pid), 60, "a spare")
         return _children(pid)

@@ -122,7 +122,7 @@ def test_the_exit_status_is_the_runs(tmp_path: Path) -> None:
         for status in (0, 1, 7, 255):
             done = subprocess.run([INTERPRETER, "run", "exit", str(status)], env=env,
                                   capture_output=True, timeout=120)  # fmt: skip
-            assert done.returncode == status, done
+            assert done.returncode == status, (done, (tmp_path / "log").read_text())
         assert served(sock) == 4
 
 

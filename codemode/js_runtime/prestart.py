@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import resource
 import signal
 import sys
 
@@ -40,8 +41,10 @@ def _start_error(exc: OSError) -> WorkerStartError:
     why = exc.strerror or str(exc)
     hint = ""
     if exc.errno in (errno.EACCES, errno.EPERM):
-        hint = (f": uid {os.getuid()} may not run it (is it, or a folder above it, "
-                "private to another user?)")
+        hint = (
+            f": uid {os.getuid()} may not run it (is it, or a folder above it, "
+            "private to another user?)"
+        )
     error = WorkerStartError(f"cannot start the engine worker {sys.executable} ({why}){hint}")
     error.errno = exc.errno
     return error
@@ -131,12 +134,45 @@ def spawn_early(engine: str, memory_bytes: int) -> None:
 
 
 def adopt(engine: str, memory_bytes: int) -> Spawned | None:
-    """A worker ``spawn_early`` started for this engine and cap, handed over once."""
+    """A worker ``spawn_early`` started for this engine and cap, handed over once, with
+    this process's resource limits (``_given_ours``). The first program decides: workers
+    started early for another engine or cap (a warm spare's, booted with the defaults)
+    are killed then, never left booting beside it."""
+    found = None
     for i, (e, m, spawned) in enumerate(_early):
         if (e, m) == (engine, memory_bytes):
             del _early[i]
-            return spawned
-    return None
+            found = spawned
+            break
+    while _early:
+        _kill(_early.pop()[2])
+    if found is not None and not _given_ours(found):
+        _kill(found)
+        return None
+    return found
+
+
+# The limits a worker sets on itself when it boots (its memory backstop, no core file).
+_OWN_LIMITS = (resource.RLIMIT_DATA, resource.RLIMIT_CORE)
+
+
+def _given_ours(spawned: Spawned) -> bool:
+    """Give a worker started ahead this process's resource limits, as a worker started
+    now would inherit them: a warm spare boots one before its caller is known, and the
+    caller's limits (open files, CPU, processes...) are applied to the spare only once
+    it becomes the caller's process. False where one cannot be given (the pool then
+    starts its own)."""
+    for name in dir(resource):
+        number = getattr(resource, name)
+        if not name.startswith("RLIMIT_") or number in _OWN_LIMITS:
+            continue
+        try:
+            wanted = resource.getrlimit(number)
+            if resource.prlimit(spawned.pid, number) != wanted:
+                resource.prlimit(spawned.pid, number, wanted)
+        except (OSError, ValueError):
+            return False
+    return True
 
 
 def discard_early() -> None:
@@ -146,11 +182,14 @@ def discard_early() -> None:
     global one_program
     one_program = False
     while _early:
-        spawned = _early.pop()[2]
-        for fd in (spawned.requests, spawned.replies, spawned.errors, spawned.control):
-            os.close(fd)
-        try:
-            os.kill(spawned.pid, signal.SIGKILL)
-            os.waitpid(spawned.pid, 0)
-        except OSError:
-            pass
+        _kill(_early.pop()[2])
+
+
+def _kill(spawned: Spawned) -> None:
+    for fd in (spawned.requests, spawned.replies, spawned.errors, spawned.control):
+        os.close(fd)
+    try:
+        os.kill(spawned.pid, signal.SIGKILL)
+        os.waitpid(spawned.pid, 0)
+    except OSError:
+        pass
