@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from codemode.assembly.options import SessionOptions
+    from codemode.mcp.server import HostService
     from codemode.sandbox.session import SandboxSession
     from codemode.tools.registry import ToolRegistry
 
@@ -83,7 +84,12 @@ def serve(
     http_port: int | None,
 ) -> int:
     """Serve the tool host over stdio, or streamable HTTP on 127.0.0.1:PORT, in the
-    workspace ``options.cwd``, sandboxed as the config and ``options`` say."""
+    workspace ``options.cwd``, sandboxed as the config and ``options`` say. Over stdio
+    the handshake is answered before the host is set up (``SetUpOnFirstUse``)."""
+    if config.mcp_servers:
+        from codemode.mcp.config import parse_mcp_servers
+
+        parse_mcp_servers(config.mcp_servers)  # a bad table is a usage error now, not later
     wire = None
     if http_port is None:
         from codemode.mcp.stdio_wire import StdioWire
@@ -91,14 +97,39 @@ def serve(
         # Before anything is built: nothing a part prints while it starts reaches the
         # client's wire (fd 1 goes to stderr from here).
         wire = StdioWire.start()
-    # lazy: the MCP server stack, for mcp-server only
+    from codemode.mcp.server import SetUpOnFirstUse, new_server, run_stdio
+
+    server = new_server()
+    setup = SetUpOnFirstUse(server, lambda: _host_service(config, options))
+    server.middleware.append(setup)
+    try:
+        if http_port is None:
+            assert wire is not None
+            # At the end of the input, requests still running get this long to finish.
+            wire.drain_s = config.exec_timeout_s + 30
+            run_stdio(server, wire)
+        else:
+            from codemode.mcp.http_serve import run_http
+
+            setup.service()  # a server that cannot serve says so before it listens
+            echo(f"serving MCP on http://127.0.0.1:{http_port}/mcp (to this user only)",
+                 err=True)  # fmt: skip
+            run_http(server, http_port)
+    finally:
+        setup.close()
+    return 0
+
+
+def _host_service(config: Config, options: SessionOptions) -> HostService:
+    """The tool host ``mcp-server`` serves: the built-in tools and the configured MCP
+    servers' (started now), the sandbox, the hooks a session in the workspace runs."""
     from codemode.assembly.parts import sandbox_for
     from codemode.assembly.program import ProgramParts
     from codemode.host import ToolHost
     from codemode.js_runtime.models import Limits
     from codemode.mcp.adapter import add_configured_servers
     from codemode.mcp.approval import policy_decider
-    from codemode.mcp.server import RESULT_FIELD_CHARS, HostService, build_server, run_stdio
+    from codemode.mcp.server import RESULT_FIELD_CHARS, HostService
     from codemode.tools.builtin import builtin_registry
     from codemode.tools.context import ToolContext
     from codemode.tools.store.recovery import recover_at_start
@@ -123,7 +154,7 @@ def serve(
         return ToolHost.from_parts(ProgramParts(guarded, context, None), engine=engine,
                                    limits=limits)  # fmt: skip
 
-    service = HostService(
+    return HostService(
         registry,
         cwd,
         decide=policy_decider(settings.approval_policy, settings.sandbox_mode),
@@ -135,15 +166,3 @@ def serve(
         ),
         sandbox=sandbox,
     )
-    server = build_server(service)
-    if http_port is None:
-        assert wire is not None
-        # At the end of the input, requests still running get this long to finish.
-        wire.drain_s = config.exec_timeout_s + 30
-        run_stdio(server, wire)
-    else:
-        from codemode.mcp.http_serve import run_http
-
-        echo(f"serving MCP on http://127.0.0.1:{http_port}/mcp (to this user only)", err=True)
-        run_http(server, http_port)
-    return 0

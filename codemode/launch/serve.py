@@ -51,6 +51,7 @@ def _rehearse() -> None:
     package_version()  # (an upgrade changes it: the server ends on any change of code)
     worker.prepare()
     _try(_tool_schemas)
+    _try(_complete_models)
     _try(_git_key_patterns)
     _try(_parse_each_command)
 
@@ -71,6 +72,23 @@ def _tool_schemas() -> None:
     from codemode.tools.surfaces import function_specs
 
     function_specs([*builtin_registry(), exec_tool(""), wait_tool()])
+
+
+def _complete_models() -> None:
+    """Build the pydantic models whose build was put off until their first use (a
+    forward reference at class creation): the tools' results, the MCP SDK's settings and
+    requests. Each run would build them again, a few ms apiece."""
+    from pydantic import BaseModel
+
+    pending = list(BaseModel.__subclasses__())
+    while pending:
+        model = pending.pop()
+        pending.extend(model.__subclasses__())
+        if not model.__pydantic_complete__:
+            try:
+                model.model_rebuild()
+            except Exception:  # a name it names is not defined yet: its first use says
+                pass
 
 
 def _git_key_patterns() -> None:

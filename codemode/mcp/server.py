@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
@@ -199,16 +199,27 @@ class HostService:
         return declaration(tool)
 
 
-def build_server(service: HostService) -> MCPServer:
-    """The MCP server exposing ``service``: execute, and search_tools/describe_tool if many."""
+def new_server() -> MCPServer:
+    """The MCP server, with no tool yet (``add_tools``): what answers the handshake."""
     # lazy: the mcp SDK is heavy; loaded when the server is built
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError as McpToolError
-    from mcp.types import CallToolResult
 
     from codemode.version import package_version
 
-    server = MCPServer("codemode", version=package_version(), instructions=INSTRUCTIONS)
+    return MCPServer("codemode", version=package_version(), instructions=INSTRUCTIONS)
+
+
+def build_server(service: HostService) -> MCPServer:
+    """The MCP server exposing ``service``: execute, and search_tools/describe_tool if many."""
+    server = new_server()
+    add_tools(server, service)
+    return server
+
+
+def add_tools(server: MCPServer, service: HostService) -> None:
+    """Give ``server`` the tools that expose ``service``."""
+    from mcp.server.mcpserver.exceptions import ToolError as McpToolError
+    from mcp.types import CallToolResult
 
     async def execute(code: str, timeout_ms: int | None = None) -> CallToolResult:
         return await service.execute(code, timeout_ms)
@@ -263,7 +274,53 @@ def build_server(service: HostService) -> MCPServer:
         description="The TypeScript declaration of one tool: its arguments and result.",
         structured_output=False,
     )
-    return server
+
+
+# What a client may send before the host is set up: the handshake, pings, cancellations.
+_BEFORE_SET_UP = frozenset(
+    {"initialize", "notifications/initialized", "ping", "notifications/cancelled"}
+)
+
+
+class SetUpOnFirstUse:
+    """The host behind ``server`` set up by the first request that needs it (the SDK's
+    middleware), so that the handshake is answered at once: the set-up (the tools, the
+    sandbox, the hooks, the configured MCP servers, each started) takes tens of
+    milliseconds, and seconds where a configured server is slow to start. A failed set-up
+    fails every request that needs it with its error (it is not tried again)."""
+
+    def __init__(self, server: MCPServer, make: Callable[[], HostService]) -> None:
+        self._server, self._make = server, make
+        self._service: HostService | None = None
+        self._failed: str | None = None
+
+    def service(self) -> HostService:
+        if self._service is None:
+            if self._failed is not None:
+                raise RuntimeError(self._failed)
+            try:
+                service = self._make()
+                add_tools(self._server, service)
+            except Exception as exc:
+                self._failed = f"the tool host could not be set up: {exc}"
+                raise RuntimeError(self._failed) from None
+            self._service = service
+        return self._service
+
+    def close(self) -> None:
+        if self._service is not None:
+            self._service.close()
+
+    async def __call__(self, ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+        if ctx.method not in _BEFORE_SET_UP:
+            try:
+                self.service()  # (no await inside: one request sets it up, whole)
+            except RuntimeError as exc:
+                from mcp.shared.exceptions import MCPError
+                from mcp.types import INTERNAL_ERROR
+
+                raise MCPError(INTERNAL_ERROR, str(exc)) from None
+        return await call_next(ctx)
 
 
 def run_stdio(server: MCPServer, wire: StdioWire) -> None:
