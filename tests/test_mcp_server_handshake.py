@@ -114,3 +114,4 @@ def test_a_set_up_that_fails_fails_the_requests_that_need_it_not_the_server(
         assert error == "the tool host could not be set up: the workspace is gone", answers
     assert count.read_text() == "x", "a failed set-up is not tried again"
     assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    assert b"mcp-server: the tool host could not be set up: the workspace is gone" in done.stderr

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Protocol
@@ -276,10 +277,12 @@ def add_tools(server: MCPServer, service: HostService) -> None:
     )
 
 
-# What a client may send before the host is set up: the handshake, pings, cancellations.
-_BEFORE_SET_UP = frozenset(
-    {"initialize", "notifications/initialized", "ping", "notifications/cancelled"}
-)
+# What is answered without the host set up: the handshake (`initialize`, or
+# `server/discover`, which the official client sends first), pings, cancellations.
+_BEFORE_SET_UP = frozenset({
+    "initialize", "server/discover", "notifications/initialized", "ping",
+    "notifications/cancelled",
+})  # fmt: skip
 
 
 class SetUpOnFirstUse:
@@ -303,6 +306,7 @@ class SetUpOnFirstUse:
                 add_tools(self._server, service)
             except Exception as exc:
                 self._failed = f"the tool host could not be set up: {exc}"
+                print(f"mcp-server: {self._failed}", file=sys.stderr, flush=True)
                 raise RuntimeError(self._failed) from None
             self._service = service
         return self._service
