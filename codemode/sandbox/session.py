@@ -19,9 +19,9 @@ import asyncio
 import contextlib
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from codemode.locations import host_programs
 from codemode.sandbox.approvals.gate import CommandGate
@@ -31,6 +31,8 @@ from codemode.sandbox.modes import APPROVAL_POLICIES, SANDBOX_MODES
 from codemode.sandbox.protection.paths import write_refusal
 from codemode.sandbox.shell_command import shell_argv
 from codemode.tool_terms.errors import ToolError
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from codemode.sandbox.approvals.approval import Approver
@@ -282,7 +284,7 @@ class SandboxSession:
         request is out (``prewarm``)."""
         s = self.settings
         try:  # (a probe may be running: wait off the loop)
-            backend = await asyncio.to_thread(self.runner.backend, s, "shell")
+            backend = await _in_daemon_thread(self.runner.backend, s, "shell")
         except ToolError:
             return
         if backend.name == "bubblewrap":
@@ -295,6 +297,33 @@ class SandboxSession:
         if self._runner is not None:
             self._runner.close()
         host_programs.unregister_roots(self._roots_token)
+
+
+async def _in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a daemon thread of its own, not asyncio's executor, whose threads
+    the loop joins when it closes: a session that ends before the backends' probe has
+    (a turn whose program ran no command) does not wait for it at its exit."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: T | None, error: BaseException | None) -> None:
+        if done.done():
+            return  # cancelled meanwhile
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(result)  # type: ignore[arg-type]
+
+    def work() -> None:
+        try:
+            result, error = fn(*args), None
+        except BaseException as exc:  # the caller's to see, on the loop
+            result, error = None, exc
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=work, name="codemode-sandbox-backend", daemon=True).start()
+    return await done
 
 
 def _check_modes(settings: Mapping[str, Any]) -> None:
