@@ -17,6 +17,9 @@ from types import ModuleType
 HOST = b"h"
 PROGRAMS = b"p"
 _PROGRAM_COMMANDS = (["run"], ["exec"])
+# And an MCP server (`mcp-server`), which a client starts for each of its sessions and
+# waits for at its handshake: its spare has its pages copied ahead (``spare.own_pages``).
+MCP = b"m"
 
 
 def _prepare() -> None:
@@ -52,6 +55,7 @@ def _rehearse() -> None:
     worker.prepare()
     _try(_tool_schemas)
     _try(_complete_models)
+    _try(_request_state_cipher)
     _try(_git_key_patterns)
     _try(_parse_each_command)
 
@@ -89,6 +93,15 @@ def _complete_models() -> None:
                 model.model_rebuild()
             except Exception:  # a name it names is not defined yet: its first use says
                 pass
+
+
+def _request_state_cipher() -> None:
+    """The MCP SDK's server seals request state under a key it makes when it is built
+    (HKDF and AES-GCM): the cipher library's first use, ~1 ms of every `mcp-server`'s
+    handshake, done here once (the key made here is dropped; each server makes its own)."""
+    from mcp.server.request_state import RequestStateSecurity
+
+    RequestStateSecurity.ephemeral()
 
 
 def _git_key_patterns() -> None:
@@ -144,6 +157,8 @@ _NOT_IMPORTED = ("codemode.eval.tasks",)
 def _kind(argv: list[str]) -> bytes:
     if argv[1:2] == ["code-mode-host"]:
         return HOST
+    if argv[1:2] == ["mcp-server"]:
+        return MCP
     return PROGRAMS if argv[1:2] in _PROGRAM_COMMANDS else b"c"
 
 
@@ -151,14 +166,18 @@ def _prepare_spare(kind: bytes) -> None:
     """In a spare, before it waits: for a code-mode host or a command that runs
     programs, its engine worker (with the defaults: the host's options, which Codex uses;
     `run`'s and `exec`'s engine and memory cap) booting now. A command that asks for
-    another engine or cap has it discarded (``prestart.adopt``). For a host, the pages it
-    will write are copied now too (``spare.own_pages``: Codex waits for its host at every
-    session; the ~85 MB that costs is not spent on other spares: a plain command measured
-    no faster with it)."""
+    another engine or cap has it discarded (``prestart.adopt``). For a host and an MCP
+    server, which their clients start for every session and wait for, the pages the run
+    will write are copied now too (``spare.own_pages``: a few ms of a fork's first use;
+    the ~85 MB that costs is not spent on other spares)."""
+    from codemode.warm.spare import own_pages
+
+    if kind == MCP:
+        own_pages()
+        return
     if kind not in (HOST, PROGRAMS):
         return
     from codemode.js_runtime import prestart
-    from codemode.warm.spare import own_pages
 
     if kind == HOST:
         from codemode.codex_host.serve.start import host_options

@@ -333,8 +333,10 @@ def run_stdio(server: MCPServer, wire: StdioWire) -> None:
     from mcp.server.stdio import stdio_server
 
     async def main() -> None:
-        stdin = anyio.wrap_file(wire.reader())  # type: ignore[arg-type]
-        stdout = anyio.wrap_file(wire.writer())  # type: ignore[arg-type]
+        # Duck-typed as the SDK's AsyncFile: what its transport uses of one (``async
+        # for`` lines; awaited ``write`` and ``flush``), without a thread per call.
+        stdin: Any = wire.reader()
+        stdout: Any = wire.writer()
         async with stdio_server(stdin=stdin, stdout=stdout) as (read, write):
             lowlevel = server._lowlevel_server
             await lowlevel.run(read, write, lowlevel.create_initialization_options())

@@ -2,8 +2,10 @@
 
 Like the SDK's own stdio transport, fds 0 and 1 are taken off the process while it
 serves: 0 reads the null device and 1 goes to stderr, so a stray ``print`` or a child
-process cannot corrupt the wire. A thread reads the client's lines for the SDK
-(``reader()``); what the SDK writes goes to the client (``writer()``). At the end of
+process cannot corrupt the wire. A thread reads the client's lines; the SDK's transport
+awaits them (``reader()``) and writes its answers (``writer()``) on its event loop, with
+no thread hop per message (the SDK's own files hop to a worker thread for every line
+read and every write: milliseconds of a warm start's handshake). At the end of
 the input the SDK hears of it only once every request read has been answered (or
 cancelled, or ``drain_s`` has passed), so a client that writes its last request and
 closes its end at once (a pipe) still gets every answer.
@@ -11,19 +13,23 @@ closes its end at once (a pipe) still gets every answer.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
-import queue
 import re
 import threading
-from collections.abc import Callable
+from collections import deque
 
 
 class StdioWire:
     """The stdio wire; see the module's docstring."""
 
     def __init__(self) -> None:
-        self._lines: queue.Queue[str | None] = queue.Queue()
+        # Lines read and not yet taken (None: the end of the input), and the future the
+        # SDK's reader awaits when there are none (resolved on its loop by the thread).
+        self._lines: deque[str | None] = deque()
+        self._lines_lock = threading.Lock()
+        self._waiter: asyncio.Future[None] | None = None
         # Requests read and not answered yet (their ids as JSON text): at the end of
         # the input the SDK hears of it only once they are, so a client that writes
         # its last request and closes its end still gets every answer.
@@ -61,11 +67,30 @@ class StdioWire:
                 *lines, pending = pending.split(b"\n")
                 for raw in lines:
                     self._track(raw)
-                    self._lines.put(raw.decode("utf-8", "replace") + "\n")
+                    self._put(raw.decode("utf-8", "replace") + "\n")
             if pending:
-                self._lines.put(pending.decode("utf-8", "replace"))
+                self._put(pending.decode("utf-8", "replace"))
         finally:
-            self._lines.put(None)
+            self._put(None)
+
+    def _put(self, line: str | None) -> None:
+        with self._lines_lock:
+            self._lines.append(line)
+            waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            try:
+                waiter.get_loop().call_soon_threadsafe(_wake, waiter)
+            except RuntimeError:  # its loop has closed: nobody reads any more
+                pass
+
+    async def _take(self) -> str | None:
+        """The next line (None at the end of the input), awaited on the running loop."""
+        while True:
+            with self._lines_lock:
+                if self._lines:
+                    return self._lines.popleft()
+                waiter = self._waiter = asyncio.get_running_loop().create_future()
+            await waiter
 
     def _track(self, raw: bytes) -> None:
         try:
@@ -89,11 +114,13 @@ class StdioWire:
             self._settled.wait_for(lambda: not self._open, timeout=self.drain_s)
 
     def reader(self) -> _LineReader:
-        """Text lines for the SDK's transport (``anyio.wrap_file``)."""
-        return _LineReader(self._lines, self._drained)
+        """Text lines for the SDK's transport (its ``stdin``: ``async for``)."""
+        return _LineReader(self)
 
     def writer(self) -> _Writer:
-        """Where the SDK's transport writes."""
+        """Where the SDK's transport writes (its ``stdout``: awaited ``write``, ``flush``).
+        Written at once, from the loop: a client that does not read its answers holds up
+        only its own server."""
         return _Writer(self)
 
     def _from_sdk(self, text: str) -> None:
@@ -124,29 +151,29 @@ def _reply_id(text: str) -> str | None:
     return None
 
 
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 class _LineReader:
-    def __init__(self, lines: queue.Queue[str | None], drained: Callable[[], None]) -> None:
-        self._lines = lines
-        self._drained = drained
+    def __init__(self, wire: StdioWire) -> None:
+        self._wire = wire
         self._done = False
 
-    def readline(self) -> str:
-        if self._done:
-            return ""
-        line = self._lines.get()
-        if line is None:
-            self._drained()  # the end of the input, once what was asked is answered
-            self._done = True
-            return ""
-        return line
-
-    def __iter__(self) -> _LineReader:
+    def __aiter__(self) -> _LineReader:
         return self
 
-    def __next__(self) -> str:
-        line = self.readline()
-        if not line:
-            raise StopIteration
+    async def __anext__(self) -> str:
+        if self._done:
+            raise StopAsyncIteration
+        line = await self._wire._take()
+        if line is None:
+            # The end of the input, once what was asked is answered (a wait off the
+            # loop, which is answering meanwhile).
+            await asyncio.to_thread(self._wire._drained)
+            self._done = True
+            raise StopAsyncIteration
         return line
 
 
@@ -155,12 +182,12 @@ class _Writer:
         self._wire = wire
         self._buffer = ""
 
-    def write(self, text: str) -> int:
+    async def write(self, text: str) -> int:
         self._buffer += text
         while "\n" in self._buffer:
             line, self._buffer = self._buffer.split("\n", 1)
             self._wire._from_sdk(line + "\n")
         return len(text)
 
-    def flush(self) -> None:
+    async def flush(self) -> None:
         pass
