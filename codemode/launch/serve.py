@@ -17,9 +17,6 @@ from types import ModuleType
 HOST = b"h"
 PROGRAMS = b"p"
 _PROGRAM_COMMANDS = (["run"], ["exec"])
-# And an MCP server (`mcp-server`), which a client starts for each of its sessions and
-# waits for at its handshake: its spare has its pages copied ahead (``spare.own_pages``).
-MCP = b"m"
 
 
 def _prepare() -> None:
@@ -157,45 +154,38 @@ _NOT_IMPORTED = ("codemode.eval.tasks",)
 def _kind(argv: list[str]) -> bytes:
     if argv[1:2] == ["code-mode-host"]:
         return HOST
-    if argv[1:2] == ["mcp-server"]:
-        return MCP
     return PROGRAMS if argv[1:2] in _PROGRAM_COMMANDS else b"c"
 
 
 def _prepare_spare(kind: bytes) -> None:
     """In a spare, before it waits: for a code-mode host or a command that runs
     programs, its engine worker (with the defaults: the host's options, which Codex uses;
-    `run`'s and `exec`'s engine and memory cap) booting now. A command that asks for
-    another engine or cap has it discarded (``prestart.adopt``). For a host and an MCP
-    server, which their clients start for every session and wait for, the pages the run
-    will write are copied now too (``spare.own_pages``: a few ms of a fork's first use;
-    the ~85 MB that costs is not spent on other spares)."""
+    `run`'s and `exec`'s engine and memory cap) booting now; a command that asks for
+    another engine or cap has it discarded (``prestart.adopt``). Then, for every kind,
+    the pages the run will write are copied now (``spare.own_pages``): otherwise a
+    fork's first use of them costs its caller a few ms (a warm `mcp-server`'s handshake
+    22 -> 16 ms), at the price of the spare's ~85 MB of its own while it waits."""
     from codemode.warm.spare import own_pages
 
-    if kind == MCP:
-        own_pages()
-        return
-    if kind not in (HOST, PROGRAMS):
-        return
-    from codemode.js_runtime import prestart
+    if kind in (HOST, PROGRAMS):
+        from codemode.js_runtime import prestart
 
-    if kind == HOST:
-        from codemode.codex_host.serve.start import host_options
+        if kind == HOST:
+            from codemode.codex_host.serve.start import host_options
 
-        defaults = host_options([])
-        assert defaults is not None
-        engine, memory_mb = defaults.engine, defaults.memory_mb
-    else:
-        import dataclasses
+            defaults = host_options([])
+            assert defaults is not None
+            engine, memory_mb = defaults.engine, defaults.memory_mb
+        else:
+            import dataclasses
 
-        from codemode.assembly.options import SessionSpec
-        from codemode.js_runtime.models import AGENT_MEMORY_MB
+            from codemode.assembly.options import SessionSpec
+            from codemode.js_runtime.models import AGENT_MEMORY_MB
 
-        spec = {f.name: f.default for f in dataclasses.fields(SessionSpec)}
-        engine, memory_mb = str(spec["default_engine"]), AGENT_MEMORY_MB
-    prestart.spawn_early(engine, memory_mb * 1024 * 1024)
-    if kind == HOST:
-        own_pages()
+            spec = {f.name: f.default for f in dataclasses.fields(SessionSpec)}
+            engine, memory_mb = str(spec["default_engine"]), AGENT_MEMORY_MB
+        prestart.spawn_early(engine, memory_mb * 1024 * 1024)
+    own_pages()
 
 
 def _run(args: list[str]) -> int:
