@@ -185,7 +185,12 @@ async def test_a_command_inherits_only_its_own_stdio_and_default_signals(shell: 
     await shell("true")
     beside = asyncio.create_task(shell("sleep 1; echo beside"))
     await asyncio.sleep(0.3)
-    r = await shell("sleep 0.3 & ls /proc/$!/fd; wait")
+    # Listed once the background command is `sleep`: until its exec, bash's child holds
+    # a descriptor of bash's own for a moment (its stdin made /dev/null: open, dup2, close).
+    r = await shell(
+        "sleep 0.5 & p=$!; for i in $(seq 2000); do "
+        '[ "$(cat /proc/$p/comm 2>/dev/null)" = sleep ] && break; done; ls /proc/$p/fd; wait'
+    )
     assert r["output"].split() == ["0", "1", "2"], r["output"]
     r = await shell("yes | head -1; echo ${PIPESTATUS[@]}; cd /; cat; echo rc=$?")
     assert r["output"] == "y\n141 0\nrc=0\n", r["output"]  # killed by SIGPIPE; stdin empty
