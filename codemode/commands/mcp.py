@@ -111,7 +111,10 @@ def serve(
         else:
             from codemode.mcp.http_serve import run_http
 
-            setup.service()  # a server that cannot serve says so before it listens
+            try:
+                setup.service()  # a server that cannot serve says so before it listens
+            except RuntimeError:
+                return 1  # (said on stderr by the set-up)
             echo(f"serving MCP on http://127.0.0.1:{http_port}/mcp (to this user only)",
                  err=True)  # fmt: skip
             run_http(server, http_port)
