@@ -11,10 +11,9 @@ import sys
 from collections.abc import Callable
 from types import ModuleType
 
-# The kind of command a spare boots an engine worker for: Codex's code-mode host,
-# started for every session and waited for. (A `run`/`exec` spare that booted one too
-# was taken out twice: with it, a command's whole output was printed twice in one CI
-# rehearsal in four, a race not found yet.)
+# The kind of command a spare is made ready for: Codex's code-mode host, started for
+# every session and waited for, gets a spare whose engine worker is booted already and
+# whose pages are its own (``_prepare_spare``).
 HOST = b"h"
 
 
@@ -156,20 +155,23 @@ def _kind(argv: list[str]) -> bytes:
 
 def _prepare_spare(kind: bytes) -> None:
     """In a spare, before it waits: for a code-mode host, its engine worker (with the
-    host's default options, which Codex uses) booting now; a host asking for another
-    engine or cap has it discarded. Then, for every kind, the pages the run will write
-    are copied now (``spare.own_pages``): otherwise a fork's first use of them costs
-    its caller a few ms (a warm `mcp-server`'s handshake 22 -> 16 ms), at the price of
-    the spare's ~85 MB of its own while it waits."""
+    host's default options, which Codex uses) booting now (a host asking for another
+    engine or cap has it discarded), and the pages it will write copied now
+    (``spare.own_pages``) rather than on its first use, while Codex waits.
+
+    Not for other kinds: with every spare copying its pages ahead (a warm `mcp-server`'s
+    handshake 22 -> 16 ms), two CI rehearsals in five printed a quick command's whole
+    output twice, as one did in the stop that gave `run`/`exec` spares an engine worker
+    and copied pages; never with this. The race behind it is not found yet."""
+    if kind != HOST:
+        return
+    from codemode.codex_host.serve.start import host_options
+    from codemode.js_runtime import prestart
     from codemode.warm.spare import own_pages
 
-    if kind == HOST:
-        from codemode.codex_host.serve.start import host_options
-        from codemode.js_runtime import prestart
-
-        defaults = host_options([])
-        assert defaults is not None
-        prestart.spawn_early(defaults.engine, defaults.memory_mb * 1024 * 1024)
+    defaults = host_options([])
+    assert defaults is not None
+    prestart.spawn_early(defaults.engine, defaults.memory_mb * 1024 * 1024)
     own_pages()
 
 
