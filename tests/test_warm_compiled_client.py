@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -19,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from warm_support import probe_cold, probe_server, served, warm_env
+from warm_support import probe_cold, probe_server, probe_state, served, warm_env
 
 from codemode.sandbox.helpers import compiled
 
@@ -42,23 +41,6 @@ def _key(env: dict[str, str]) -> str:
     return done.stdout.strip()
 
 
-def _limits() -> None:
-    os.umask(0o027)
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 777), min(hard, 9999)))
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under nohup
-    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR2])
-
-
-def _state(argv: list[str], env: dict[str, str], cwd: Path) -> dict:
-    done = subprocess.run(argv, env=env, cwd=cwd, input=b"from stdin\n", capture_output=True,
-                          timeout=120, preexec_fn=_limits)  # fmt: skip
-    assert done.returncode == 0, done
-    return json.loads(done.stdout)
-
-
 def test_a_run_it_hands_over_is_what_a_cold_start_would_be(client: str, tmp_path: Path) -> None:
     env = warm_env(tmp_path)
     key = _key(env)
@@ -70,9 +52,11 @@ def test_a_run_it_hands_over_is_what_a_cold_start_would_be(client: str, tmp_path
         work = tmp_path / "work folder"
         work.mkdir()
         args = ["run", "state", "stdin", 'an "argument"\\ with\nlines']
-        warm = _state([client, sock, key, "1", "interpreter", *args], caller, work)
+        warm = probe_state(
+            [client, sock, key, "1", "interpreter", *args], caller, work, b"from stdin\n"
+        )
         assert served(sock) == 1, "the warm server ran it"
-        cold = _state(probe_cold(args), caller, work)
+        cold = probe_state(probe_cold(args), caller, work, b"from stdin\n")
     assert warm["env"] == caller  # exactly: nothing of the server's environment
     assert warm["cwd"] == str(work) and warm["umask"] == 0o027
     assert warm["stdin"] == "from stdin\n"

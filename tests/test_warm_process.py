@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -22,28 +21,13 @@ from warm_support import (
     AS_NOBODY,
     INTERPRETER,
     NOBODY,
+    caller_limits,
     probe_cold,
     probe_server,
+    probe_state,
     served,
     warm_env,
 )  # fmt: skip
-
-
-def _limits() -> None:
-    os.umask(0o027)
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 777), min(hard, 9999)))
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under nohup
-    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR2])
-
-
-def _state(argv: list[str], env: dict[str, str], cwd: Path, stdin: bytes = b"") -> dict:
-    done = subprocess.run(argv, env=env, cwd=cwd, input=stdin, capture_output=True,
-                          timeout=120, preexec_fn=_limits)  # fmt: skip
-    assert done.returncode == 0, done
-    return json.loads(done.stdout)
 
 
 def test_a_warm_run_has_exactly_what_a_cold_one_would(tmp_path: Path) -> None:
@@ -55,9 +39,9 @@ def test_a_warm_run_has_exactly_what_a_cold_one_would(tmp_path: Path) -> None:
         caller.pop("HOME", None)
         work = tmp_path / "work folder"
         work.mkdir()
-        warm = _state([INTERPRETER, "run", "state", "stdin"], caller, work, b"from stdin\n")
+        warm = probe_state([INTERPRETER, "run", "state", "stdin"], caller, work, b"from stdin\n")
         assert served(sock) == 1, "the warm server ran it"
-        cold = _state(probe_cold(["run", "state", "stdin"]), caller, work, b"from stdin\n")
+        cold = probe_state(probe_cold(["run", "state", "stdin"]), caller, work, b"from stdin\n")
     assert warm["env"] == caller  # exactly: nothing of the server's environment
     assert warm["cwd"] == str(work)
     assert warm["umask"] == 0o027
@@ -76,7 +60,7 @@ def test_a_warm_run_has_exactly_what_a_cold_one_would(tmp_path: Path) -> None:
 
 def _narrowed() -> None:
     """As ``taskset -c 0`` and a raised OOM score (``choom``) would start a command."""
-    _limits()
+    caller_limits()
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     with open("/proc/self/oom_score_adj", "w") as f:
         f.write("500")
@@ -268,9 +252,11 @@ def test_as_uid_65534_a_warm_run_is_a_cold_one_too(tmp_path: Path) -> None:
         os.chown(env["XDG_RUNTIME_DIR"], NOBODY, NOBODY)
         with probe_server(env, tmp_path / "log", user=AS_NOBODY) as sock:
             assert os.stat(sock).st_uid == NOBODY
-            warm = _state([*AS_NOBODY, INTERPRETER, "run", "state", "stdin"], env, work, b"x")
+            warm = probe_state([*AS_NOBODY, INTERPRETER, "run", "state", "stdin"], env, work, b"x")
             assert served(sock) == 1, (tmp_path / "log").read_text()
-            cold = _state([*AS_NOBODY, *probe_cold(["run", "state", "stdin"])], env, work, b"x")
+            cold = probe_state(
+                [*AS_NOBODY, *probe_cold(["run", "state", "stdin"])], env, work, b"x"
+            )
             proc = subprocess.Popen(
                 [*AS_NOBODY, INTERPRETER, "run", "sleep"], env=env, cwd=work,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -291,9 +277,9 @@ def test_nothing_of_one_command_reaches_the_next(tmp_path: Path) -> None:
     spare holds no descriptor but the server's /dev/null and log and its channel."""
     env = warm_env(tmp_path)
     with probe_server(env, tmp_path / "log") as sock:
-        first = _state([INTERPRETER, "run", "state"], dict(env, FIRST_SECRET="s1"), tmp_path)
+        first = probe_state([INTERPRETER, "run", "state"], dict(env, FIRST_SECRET="s1"), tmp_path)
         assert first["env"]["FIRST_SECRET"] == "s1"
-        second = _state([INTERPRETER, "run", "state"], env, tmp_path)
+        second = probe_state([INTERPRETER, "run", "state"], env, tmp_path)
         assert "FIRST_SECRET" not in second["env"] and served(sock) == 2
         from codemode.warm import place
 

@@ -10,8 +10,11 @@ tests can compare it field by field with a cold process set up the same way.
 from __future__ import annotations
 
 import atexit
+import json
 import os
+import resource
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -225,3 +228,24 @@ def wait_for_server(path: str, timeout: float = 120) -> None:
 
 def served(path: str) -> int:
     return place.served(path)
+
+
+def caller_limits() -> None:
+    """A caller's process state that differs from the server's in every inherited way
+    (a ``preexec_fn``): umask, core and open-file limits, SIGHUP ignored as under
+    `nohup`, SIGUSR1 ignored, SIGUSR2 blocked."""
+    os.umask(0o027)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 777), min(hard, 9999)))
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under nohup
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR2])
+
+
+def probe_state(argv: list[str], env: dict[str, str], cwd: Path, stdin: bytes = b"") -> dict:
+    """What a probe run (``PROBE``) reports of its process, started with ``caller_limits``."""
+    done = subprocess.run(argv, env=env, cwd=cwd, input=stdin, capture_output=True,
+                          timeout=120, preexec_fn=caller_limits)  # fmt: skip
+    assert done.returncode == 0, done
+    return json.loads(done.stdout)
