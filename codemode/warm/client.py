@@ -107,12 +107,19 @@ def run(argv: list[str]) -> int | None:
         data = request.encode()
         rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("4i", 0, 1, 2, folder))]
         sent = sock.sendmsg([data[:65536]], rights)
-        sock.sendall(data[sent:])
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # nothing went: nothing can run
         _cold(sock, folder, forwarder)
         return None
     os.close(folder)
     folder = -1
+    if sent < len(data):
+        try:
+            sock.sendall(data[sent:])
+        except OSError:
+            # Whether the command started is the reply's to say, not this error's: a
+            # quick run can end, and its server close the connection, before a late
+            # send returns. A request cut short is refused.
+            _shut_writing(sock)
     pid = protocol.read_reply(sock, protocol.ACCEPTED)
     if pid is None:
         _cold(sock, folder, forwarder)
@@ -128,6 +135,13 @@ def run(argv: list[str]) -> int | None:
         _die_of(number)
         return 128 + number
     return os.waitstatus_to_exitcode(wait_status)
+
+
+def _shut_writing(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
 
 
 def _cold(sock: socket.socket, folder: int, forwarder: _Forwarder) -> None:

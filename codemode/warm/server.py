@@ -112,6 +112,7 @@ class Server:
             _say_refused(conn)
             return
         gate_r, gate_w = os.pipe2(os.O_CLOEXEC)
+        os.set_blocking(gate_r, False)  # (read at a run's end too: never wait on it)
         if self.spare is not None:
             pid, channel = self.spare
             self.spare = None
@@ -226,18 +227,18 @@ class Server:
             if self.spare is not None and pid == self.spare[0]:
                 self._spare_died()
                 continue
-            run = self.runs.pop(pid, None)
+            run = self.runs.get(pid)
             if run is None:
                 continue
+            if run.state == "gate":  # it ended before its gate was read: read it now
+                self._gate_opened(pid)
+            del self.runs[pid]
             if run.state in ("caller", "gone"):  # it ran a command
                 self.served += 1
             if self.lock >= 0:
                 os.pwrite(self.lock, f"{os.getpid()} {self.served}\n".encode(), 0)
             if run.state == "caller":
                 self.selector.unregister(run.conn)
-            elif run.state == "gate":
-                self.selector.unregister(run.gate)
-                os.close(run.gate)
             try:
                 run.conn.send(protocol.status(wait_status), socket.MSG_NOSIGNAL)
             except OSError:

@@ -286,7 +286,13 @@ int main(int argc, char **argv) {
     for (size_t at = (size_t)sent; at < used;) {
         ssize_t more = send(sock, buf + at, used - at, MSG_NOSIGNAL);
         if (more < 0 && errno == EINTR) continue;
-        if (more <= 0) run_it_ourselves();
+        if (more <= 0) {
+            /* Whether the command started is the reply's to say: a quick run can end,
+             * and the server close the connection, before a late send returns. A
+             * request cut short is refused. */
+            shutdown(sock, SHUT_WR);
+            break;
+        }
         at += (size_t)more;
     }
     free(buf);
