@@ -11,10 +11,12 @@ import sys
 from collections.abc import Callable
 from types import ModuleType
 
-# The kind of command a spare is made ready for: Codex's code-mode host, started for
-# every session and waited for, gets a spare whose engine worker is booted already and
-# whose pages are its own (``_prepare_spare``).
+# The kinds of command a spare is made ready for: Codex's code-mode host, started for
+# every session and waited for, and a command that runs programs (`run`, `exec`) get a
+# spare whose engine worker is booted already.
 HOST = b"h"
+PROGRAMS = b"p"
+_PROGRAM_COMMANDS = (["run"], ["exec"])
 
 
 def _prepare() -> None:
@@ -150,28 +152,39 @@ _NOT_IMPORTED = ("codemode.eval.tasks",)
 
 
 def _kind(argv: list[str]) -> bytes:
-    return HOST if argv[1:2] == ["code-mode-host"] else b"c"
+    if argv[1:2] == ["code-mode-host"]:
+        return HOST
+    return PROGRAMS if argv[1:2] in _PROGRAM_COMMANDS else b"c"
 
 
 def _prepare_spare(kind: bytes) -> None:
-    """In a spare, before it waits: for a code-mode host, its engine worker (with the
-    host's default options, which Codex uses) booting now (a host asking for another
-    engine or cap has it discarded), and the pages it will write copied now
-    (``spare.own_pages``) rather than on its first use, while Codex waits.
-
-    Not for other kinds: with every spare copying its pages ahead (a warm `mcp-server`'s
-    handshake 22 -> 16 ms), two CI rehearsals in five printed a quick command's whole
-    output twice, as one did in the stop that gave `run`/`exec` spares an engine worker
-    and copied pages; never with this. The race behind it is not found yet."""
-    if kind != HOST:
-        return
-    from codemode.codex_host.serve.start import host_options
-    from codemode.js_runtime import prestart
+    """In a spare, before it waits: for a code-mode host or a command that runs
+    programs, its engine worker (with the defaults: the host's options, which Codex uses;
+    `run`'s and `exec`'s engine and memory cap) booting now; a command that asks for
+    another engine or cap has it discarded (``prestart.adopt``). Then, for every kind,
+    the pages the run will write are copied now (``spare.own_pages``): otherwise a
+    fork's first use of them costs its caller a few ms (a warm `mcp-server`'s handshake
+    22 -> 16 ms), at the price of the spare's ~85 MB of its own while it waits."""
     from codemode.warm.spare import own_pages
 
-    defaults = host_options([])
-    assert defaults is not None
-    prestart.spawn_early(defaults.engine, defaults.memory_mb * 1024 * 1024)
+    if kind in (HOST, PROGRAMS):
+        from codemode.js_runtime import prestart
+
+        if kind == HOST:
+            from codemode.codex_host.serve.start import host_options
+
+            defaults = host_options([])
+            assert defaults is not None
+            engine, memory_mb = defaults.engine, defaults.memory_mb
+        else:
+            import dataclasses
+
+            from codemode.assembly.options import SessionSpec
+            from codemode.js_runtime.models import AGENT_MEMORY_MB
+
+            spec = {f.name: f.default for f in dataclasses.fields(SessionSpec)}
+            engine, memory_mb = str(spec["default_engine"]), AGENT_MEMORY_MB
+        prestart.spawn_early(engine, memory_mb * 1024 * 1024)
     own_pages()
 
 
@@ -180,10 +193,10 @@ def _run(args: list[str]) -> int:
 
     if args[:1] == ["code-mode-host"]:
         _serve_host(args)  # returns only where click must read the options
-    else:
+    elif args[:1] not in _PROGRAM_COMMANDS:
         from codemode.js_runtime import prestart
 
-        prestart.discard_early()  # a host's spare, taken by another command
+        prestart.discard_early()  # a spare's worker, taken by a command that runs none
     cold(args)
     return 0
 

@@ -6,7 +6,8 @@ pays for after that is the launcher's to say, by the *kind* of the command. Each
 tells the server its command's kind (one byte, through the gate: ``worker``), and the
 next spare makes ready for the kind of the last command run, so a user who starts
 code-mode hosts all day (Codex: one per session) gets spares with a host's engine worker
-booted, and one who runs other commands gets plain forks.
+booted, and one who runs other commands gets spares without one (codemode's launcher
+has every spare copy its pages ahead as well: ``codemode/launch/serve.py``).
 
 A launcher gives the server two functions (``codemode.launch.serve`` gives codemode's):
 ``kind(argv)`` (a byte) and ``prepare(kind)``, run in the spare before it waits. A
