@@ -56,7 +56,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from codemode.codex_host.warm.beside import CLIENT_NAME, vendor_with_our_host
+from codemode.codex_host.warm.beside import vendor_with_our_host, warm_words
 from codemode.warm import place
 from codemode.warm import start as start_warm
 from codemode_testkit.scripted_server import ScriptedModelServer
@@ -292,7 +292,9 @@ def first_byte(argv: list[str], side: str) -> tuple[float, float]:
             raise SystemExit(f"{argv[0]}: no answer to an HTTP/2 preface")
         elapsed = (time.perf_counter() - started) * 1000
         # A warm shim's process is the client; the host it was handed is the server's.
-        warm = os.readlink(f"/proc/{proc.pid}/exe").endswith(CLIENT_NAME)
+        warm = warm_words(Path(argv[0])) is not None and os.readlink(
+            f"/proc/{proc.pid}/exe"
+        ) == os.path.realpath(argv[0])  # (not gone cold: the launcher, a Python)
         return elapsed, (math.nan if warm else _cpu_ms(proc.pid, children=False))
     finally:
         proc.stdin.close()
@@ -348,7 +350,7 @@ def main() -> None:
         vendor, vendor.parent / f"ours-bench-warm-{key}", command, warm=True
     )
     warm_shim = warm / "bin" / "codex-code-mode-host"
-    if CLIENT_NAME not in warm_shim.read_text():
+    if warm_words(warm_shim) is None:
         raise SystemExit("no C compiler: the warm shim could not be made")
     hosts = {
         "codex_host": [str(vendor / "bin" / "codex-code-mode-host")],

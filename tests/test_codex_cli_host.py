@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import signal
 import subprocess
@@ -20,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from codemode.codex_host.warm.beside import CLIENT_NAME
+from codemode.codex_host.warm.beside import warm_words
 from codemode.warm.place import serving
 from tests.codex_cli_support import (
     INTERPRETER,
@@ -254,10 +253,10 @@ def test_codex_0169_through_a_warm_host_matches_its_own_host(
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("CODEMODE_WARM", "1")  # the launcher the client falls back to
     vendor = with_our_host("0.169.0", warm=True)
-    shim = (vendor / "bin" / "codex-code-mode-host").read_text()
-    if CLIENT_NAME not in shim:
+    words = warm_words(vendor / "bin" / "codex-code-mode-host")
+    if words is None:
         pytest.skip("no C compiler here: the warm shim is the plain one")
-    sock = shlex.split(shim.splitlines()[1])[2]
+    sock = words[0]
     theirs = baseline("0.169.0")
     server = 0
     try:

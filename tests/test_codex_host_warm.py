@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from warm_support import AS_NOBODY, INTERPRETER, served, socket_of, warm_env
 
-from codemode.codex_host.warm.beside import CLIENT_NAME, HOST_NAME, vendor_with_our_host
+from codemode.codex_host.warm.beside import HOST_NAME, vendor_with_our_host, warm_words
 from codemode.warm import place, start
 
 HELLO = {
@@ -81,7 +81,7 @@ class Shim:
 
     def __init__(self, host: Path, env: dict[str, str], sock: str, key: str) -> None:
         self.host, self.env, self.sock, self.key = host, env, sock, key
-        self.client = str(host.with_name(CLIENT_NAME))
+        self.client = str(host)  # the compiled client itself, its words beside it
 
     def start(self, *args: str, **env: str) -> subprocess.Popen[bytes]:
         return subprocess.Popen([str(self.host), *args], stdin=subprocess.PIPE,
@@ -131,10 +131,10 @@ def shim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Shim]:
     dest = vendor_with_our_host(vendor, tmp_path / "ours", [INTERPRETER, "code-mode-host"],
                                 warm=True)  # fmt: skip
     host = dest / "bin" / HOST_NAME
-    if not (dest / "bin" / CLIENT_NAME).exists():
+    words = warm_words(host)
+    if words is None:
         pytest.skip("no C compiler here: the warm shim is the plain one")
-    words = shlex.split(host.read_text().splitlines()[1])
-    sock, key = words[2], words[3]
+    sock, key = words[0], words[1]
     assert sock == socket_of(env), "the shim names the server `interpreter` would reach"
     made = Shim(host, env, sock, key)
     try:

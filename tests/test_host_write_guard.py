@@ -73,12 +73,10 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("codex_host/warm/beside.py", "vendor_with_our_host", "shutil.rmtree"): _CODEX_INSTALL,
     ("codex_host/warm/beside.py", "vendor_with_our_host", ".rename"): _CODEX_INSTALL,
     ("codex_host/warm/beside.py", "vendor_with_our_host", ".unlink"): _CODEX_INSTALL,
-    ("codex_host/warm/beside.py", "vendor_with_our_host", ".write_bytes"): _CODEX_INSTALL,
-    ("codex_host/warm/beside.py", "vendor_with_our_host", ".chmod"): _CODEX_INSTALL,
-    ("codex_host/warm/beside.py", "_place_client", ".unlink"): _CODEX_INSTALL,
-    ("codex_host/warm/beside.py", "_place_client", ".write_bytes"): _CODEX_INSTALL,
-    ("codex_host/warm/beside.py", "_place_client", ".chmod"): _CODEX_INSTALL,
-    ("codex_host/warm/beside.py", "_place_client", ".replace"): _CODEX_INSTALL,
+    ("codex_host/warm/beside.py", "_put", ".unlink"): _CODEX_INSTALL,
+    ("codex_host/warm/beside.py", "_put", ".write_bytes"): _CODEX_INSTALL,
+    ("codex_host/warm/beside.py", "_put", ".chmod"): _CODEX_INSTALL,
+    ("codex_host/warm/beside.py", "_put", ".replace"): _CODEX_INSTALL,
     # --- the sandbox: codemode's own state, or writes made inside the sandbox ----------------
     ("sandbox/execpolicy/rules_file.py", "_append_line", ".mkdir"): _OWN_HOME
     + " (rules/default.rules, or the rules file the embedder named)",

@@ -160,3 +160,31 @@ def test_the_client_is_built_and_checked_as_every_compiled_helper(tmp_path: Path
     assert hashlib.sha256(program.read_bytes()).hexdigest() == recorded
     refused = _lookup(cache, "../../etc/passwd.c")
     assert refused.returncode != 0 and "no C source" in refused.stderr
+
+
+def test_beside_codex_it_takes_its_words_from_the_file_beside_it(
+    client: str, tmp_path: Path
+) -> None:
+    """Started as Codex starts its host (no argument, or `--listen ...`), the client
+    reads SOCKET KEY N COMMAND from ``<its executable>.args`` and passes its own
+    arguments on; without a whole file it runs nothing."""
+    host = tmp_path / "codex-code-mode-host"
+    host.write_bytes(Path(client).read_bytes())
+    host.chmod(0o755)
+    words = host.with_name(host.name + ".args")
+    env = warm_env(tmp_path)
+    # No server on this socket: the client runs the command itself, with its arguments.
+    said = [str(tmp_path / "no-server.sock"), _key(env), "2", "/bin/echo", "from-words"]
+    words.write_bytes(b"".join(w.encode() + b"\0" for w in said))
+    for args, out in (([], b"from-words\n"), (["--listen", "grpc+stdio://"],
+                                               b"from-words --listen grpc+stdio://\n")):
+        done = subprocess.run([str(host), *args], env=env, capture_output=True, timeout=60)
+        assert (done.returncode, done.stdout) == (0, out), done.stderr
+    for broken in (None, words.read_bytes()[:-1]):  # no file; a file cut short
+        if broken is None:
+            words.unlink()
+        else:
+            words.write_bytes(broken)
+        done = subprocess.run([str(host)], env=env, capture_output=True, timeout=60)
+        assert done.returncode == 127 and b".args" in done.stderr, done
+        assert done.stdout == b""

@@ -1,6 +1,13 @@
 /* warm_client SOCKET KEY N COMMAND... [ARG...]: run COMMAND ARG... through this user's
  * warm server (codemode/warm/), or exec it when none serves it.
  *
+ * Started with a first argument that is not an absolute path (as Codex starts its host:
+ * `codex-code-mode-host --listen grpc+stdio://`, or with no argument), it takes SOCKET
+ * KEY N COMMAND... from the file named as its own executable plus ".args" (each word
+ * ended by a NUL), and ARG... from its own arguments: beside Codex
+ * (``codemode.codex_host.warm.beside``) this program is the host itself, with no shell
+ * started in front of it. That file is written by whoever wrote the program there.
+ *
  * The compiled twin of ``codemode.warm.client`` (docs/warm.md), for callers that start
  * a command often and wait for it: the shim beside Codex's binary
  * (``codemode.codex_host.warm.beside``) execs it for every session's code-mode host. It
@@ -168,7 +175,42 @@ static int ignored(int number) {
     return sigaction(number, NULL, &now) == 0 && now.sa_handler == SIG_IGN;
 }
 
+/* argv with the words of the file beside this program put after argv[0] (see the top
+ * of this file), or NULL when it cannot be read. */
+static char **with_words_beside(int argc, char **argv, int *count) {
+    static char path[4096 + 8], data[1 << 16];
+    ssize_t n = readlink("/proc/self/exe", path, 4096);
+    if (n <= 0 || n >= 4096) return NULL;
+    memcpy(path + n, ".args", sizeof ".args");
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return NULL;
+    size_t have = 0;
+    ssize_t got;
+    while (have < sizeof data && (got = read(fd, data + have, sizeof data - have)) > 0)
+        have += (size_t)got;
+    close(fd);
+    if (have == 0 || have == sizeof data || data[have - 1] != '\0') return NULL;
+    int words = 0;
+    for (size_t i = 0; i < have; i++) words += data[i] == '\0';
+    char **out = calloc((size_t)words + (size_t)argc + 1, sizeof *out);
+    if (out == NULL) return NULL;
+    int k = 0;
+    out[k++] = argv[0];
+    for (char *word = data; word < data + have; word += strlen(word) + 1) out[k++] = word;
+    for (int i = 1; i < argc; i++) out[k++] = argv[i];
+    out[k] = NULL;
+    *count = k;
+    return out;
+}
+
 int main(int argc, char **argv) {
+    if (argc < 2 || argv[1][0] != '/') {
+        argv = with_words_beside(argc, argv, &argc);
+        if (argv == NULL) {
+            fputs("codemode: cannot read the .args file beside this program\n", stderr);
+            return 127;
+        }
+    }
     if (argc < 5) {
         fputs("usage: warm_client SOCKET KEY N COMMAND... [ARG...]\n", stderr);
         return 125;

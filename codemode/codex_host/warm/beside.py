@@ -3,13 +3,15 @@ where the file system allows, so no space is used) whose ``codex-code-mode-host`
 one-line shim that execs ``interpreter code-mode-host``. Codex starts the host from the
 folder of its own binary, so running the copy's ``bin/codex`` runs our host.
 
-With ``warm=True`` the shim execs the warm server's compiled client
-(``codemode/warm/warm_client.c``, copied beside it) instead: it hands the session to this
-user's warm server (docs/warm.md), whose spare for a host has its engine worker booted,
-and where no server takes it, execs ``interpreter code-mode-host`` (the launcher, which
-goes warm by its standard library client when warm starts are on, and leaves a server
-for the next session). Where no C compiler is found the shim is the plain one, which
-goes warm the same way through the launcher."""
+With ``warm=True`` the host is the warm server's compiled client itself
+(``codemode/warm/warm_client.c``, copied there; no shell in front of it), with its words
+in ``codex-code-mode-host.args`` beside it: the server's socket, the installation's key
+and the command. It hands the session to this user's warm server (docs/warm.md), whose
+spare for a host has its engine worker booted, and where no server takes it, execs
+``interpreter code-mode-host`` (the launcher, which goes warm by its standard library
+client when warm starts are on, and leaves a server for the next session). Where no C
+compiler is found the host is the plain shim, which goes warm the same way through the
+launcher."""
 
 from __future__ import annotations
 
@@ -20,19 +22,24 @@ import tempfile
 from pathlib import Path
 
 HOST_NAME = "codex-code-mode-host"
+# The compiled client's words beside it (``warm_client.c``: its executable's name plus
+# this).
+WORDS_SUFFIX = ".args"
 
 
-CLIENT_NAME = "codemode-warm-client"
+def shim_text(command: list[str]) -> str:
+    """The plain shim: ``command`` "$@"."""
+    return f'#!/bin/sh\nexec {shlex.join(command)} "$@"\n'
 
 
-def shim_text(command: list[str], client: str | None = None, socket: str = "",
-              key: str = "") -> str:  # fmt: skip
-    """The shim: ``command`` "$@", or with ``client``, that client given the warm
-    server's ``socket`` and installation ``key`` (``codemode.warm.place``)."""
-    if client is None:
-        return f'#!/bin/sh\nexec {shlex.join(command)} "$@"\n'
-    words = [client, socket, key, str(len(command)), *command]
-    return f'#!/bin/sh\nexec {shlex.join(words)} "$@"\n'
+def warm_words(host: Path) -> list[str] | None:
+    """The words a warm host was given (the server's socket, the installation's key, the
+    number of command words, the command), or None for the plain shim."""
+    try:
+        data = host.with_name(host.name + WORDS_SUFFIX).read_bytes()
+    except FileNotFoundError:
+        return None
+    return [os.fsdecode(w) for w in data.split(b"\0")[:-1]]
 
 
 def vendor_with_our_host(
@@ -58,38 +65,41 @@ def vendor_with_our_host(
                 (building / "v").rename(dest)
         finally:
             shutil.rmtree(building, ignore_errors=True)
-    shim = dest / "bin" / HOST_NAME
-    client = _place_client(dest / "bin" / CLIENT_NAME) if warm else None
-    socket = key = ""
+    host = dest / "bin" / HOST_NAME
+    words = dest / "bin" / (HOST_NAME + WORDS_SUFFIX)
+    client = _client() if warm else None
     if client is not None:
         from codemode.warm import place
 
         try:
-            socket, key = place.socket_path(), place.facts()
+            said = [place.socket_path(), place.facts(), str(len(command)), *command]
         except OSError:  # no private folder for a socket: the plain shim
             client = None
-    text = shim_text(command, client, socket, key).encode()
-    if not shim.exists() or shim.read_bytes() != text:
-        # Unlinked first: it may be a hard link to Codex's own host, never written through.
-        shim.unlink(missing_ok=True)
-        shim.write_bytes(text)
-        shim.chmod(0o755)
+    if client is None:
+        _put(host, shim_text(command).encode(), 0o755)
+        words.unlink(missing_ok=True)
+    else:
+        # The words first: a host started meanwhile finds the new words or none.
+        _put(words, b"".join(os.fsencode(w) + b"\0" for w in said), 0o644)
+        _put(host, client, 0o755)
     return dest
 
 
-def _place_client(target: Path) -> str | None:
-    """The warm client compiled (once per machine) and copied to ``target``, or None
-    where no C compiler works."""
+def _client() -> bytes | None:
+    """The warm client compiled (once per machine), or None where no C compiler works."""
     from codemode.sandbox.helpers import compiled
 
     built = compiled.path("warm_client.c")
-    if built is None:
-        return None
-    data = Path(built).read_bytes()
-    if not target.exists() or target.read_bytes() != data:
-        target.unlink(missing_ok=True)
-        building = target.with_name(f".{target.name}.{os.getpid()}")
-        building.write_bytes(data)
-        building.chmod(0o755)
-        building.replace(target)
-    return str(target)
+    return None if built is None else Path(built).read_bytes()
+
+
+def _put(target: Path, data: bytes, mode: int) -> None:
+    """``target`` holds ``data``: written whole under another name and renamed over it
+    (never written through: it may be a hard link to one of Codex's own files)."""
+    if target.is_file() and not target.is_symlink() and target.read_bytes() == data:
+        return
+    building = target.with_name(f".{target.name}.{os.getpid()}")
+    building.unlink(missing_ok=True)
+    building.write_bytes(data)
+    building.chmod(mode)
+    building.replace(target)
