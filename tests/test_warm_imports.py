@@ -1,6 +1,7 @@
 """A warm run imports nothing: every module an entry point needs is imported by the warm
 server before it forks (``codemode.launch.serve._prepare``), so no run pays for an
-import. Each entry point runs here in a process prepared as the server prepares itself,
+import; nor does it parse the built-in command rules (the server judged a command line
+with them). Each entry point runs here in a process prepared as the server prepares itself,
 which then lists the modules the command imported; the list must be empty (a library
 that imports a module only on first use, such as httpx its transport, shows up here).
 """
@@ -22,12 +23,18 @@ PREPARED = """
 import json, os, sys
 from codemode.launch.serve import _prepare
 _prepare()
+from codemode.sandbox.execpolicy import policy
+parsed = []  # rules files parsed by the run: the built-in ones were parsed by the server
+real_parse = policy.parse_rules
+policy.parse_rules = lambda text, source, *rest: (parsed.append(source),
+                                                  real_parse(text, source, *rest))[1]
 before = set(sys.modules)
 from codemode.cli import main
 try:
     main(sys.argv[1:])
 except SystemExit:
     pass
+os.write(2, ("PARSED " + json.dumps(parsed) + "\\n").encode())
 os.write(2, ("IMPORTED " + json.dumps(sorted(set(sys.modules) - before)) + "\\n").encode())
 """
 
@@ -38,6 +45,8 @@ def _imported(args: list[str], cwd: Path, stdin: bytes = b"") -> tuple[list[str]
     err = done.stderr.decode(errors="replace")
     lines = [line for line in err.splitlines() if line.startswith("IMPORTED ")]
     assert lines, err[-3000:]
+    parsed = [line for line in err.splitlines() if line.startswith("PARSED ")]
+    assert json.loads(parsed[-1].removeprefix("PARSED ")) == [], "a run parsed rules again"
     return json.loads(lines[-1].removeprefix("IMPORTED ")), done.stdout.decode()
 
 

@@ -43,8 +43,8 @@ def _rehearse() -> None:
     """Work every run of a kind would repeat, done once here for all of them: the
     installed version (a search of every folder on the path, ~5 ms; what `mcp-server`
     says in its first answer), the tools' JSON schemas, the C library the worker calls,
-    and click's parse of each command's options (its first checks of abstract classes
-    fill caches a fork then shares)."""
+    the built-in command rules, and click's parse of each command's options (its first
+    checks of abstract classes fill caches a fork then shares)."""
     from codemode.version import package_version
     from codemode.warm import worker
 
@@ -54,6 +54,7 @@ def _rehearse() -> None:
     _try(_complete_models)
     _try(_request_state_cipher)
     _try(_git_key_patterns)
+    _try(_command_policy)
     _try(_parse_each_command)
 
 
@@ -112,6 +113,21 @@ def _git_key_patterns() -> None:
     paths, programs = git_named._keys()
     for pattern in (*paths, *programs):
         fnmatch.fnmatchcase("", pattern)
+
+
+def _command_policy() -> None:
+    """The built-in command rules parsed and a command line judged by them: the shell
+    grammar's first parse, and the rules' patterns compiled (caches keyed by the pattern
+    alone), ~40 ms of the first confined command of every run. Only the installation's
+    rules: a user's and a repository's are read by each run, as cold."""
+    from pathlib import Path
+
+    from codemode.sandbox.execpolicy.policy import Policy
+    from codemode.sandbox.execpolicy.verdicts import PolicyContext
+
+    nowhere = Path("/nonexistent")
+    ctx = PolicyContext(cwd=nowhere, writable_roots=(nowhere,), home=nowhere, path="")
+    Policy().evaluate("echo a | grep -c a > /dev/null && git status && ls -la; cat x", ctx)
 
 
 def _parse_each_command() -> None:

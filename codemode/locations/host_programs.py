@@ -56,31 +56,57 @@ def unregister_roots(token: int) -> None:
     _ended.append(token)
 
 
+# The last answer of ``writable_roots``: the live roots and the record it was made of
+# (the record's tuple as ``written_roots.recorded`` keeps it while the file is unchanged).
+_last: list[tuple[tuple[tuple[str, ...], ...], tuple[str, ...], tuple[str, ...]]] = []
+
+
 def writable_roots() -> tuple[str, ...]:
     """Every folder a command could have written: the roots of live sessions and those
-    recorded by earlier ones (real paths)."""
+    recorded by earlier ones (real paths), sorted."""
     with _lock:
         _drop_ended()
         # A copy first: a finalizer run during the set's allocations only appends to
         # _ended, but the copy keeps this independent of that.
-        live = list(_roots.values())
-    return tuple(sorted({r for rs in live for r in rs} | set(written_roots.recorded())))
+        live = tuple(_roots.values())
+    recorded = written_roots.recorded()
+    last = _last[:1]
+    if last and last[0][0] == live and last[0][1] is recorded:
+        return last[0][2]  # (asked before every program codemode starts: a record grows)
+    found = tuple(sorted({r for rs in live for r in rs} | set(recorded)))
+    _last[:] = [(live, recorded, found)]
+    return found
 
 
 def writable_root_of(path: str, roots: Iterable[str] | None = None) -> str | None:
-    """The writable root ``path`` (as given, or after its symlinks) lies in, or None;
-    codemode's own state and installation are never in one (kept read-only)."""
+    """The writable root ``path`` (as given, or after its symlinks) lies in, or None
+    (the outermost, if several hold it); codemode's own state and installation are never
+    in one (kept read-only)."""
     roots = writable_roots() if roots is None else tuple(roots)
     if not roots:
         return None
     exempt = written_roots.exempt()
+    by_folder = _by_folder(roots)
     for p in dict.fromkeys((os.path.abspath(path), os.path.realpath(path))):
         if any(_under(p, e) for e in exempt):
             continue
-        for r in roots:
-            if _under(p, r):
-                return r
+        # Its folders from the top down, each looked up: as many steps as ``p`` is deep,
+        # however many roots there are.
+        parts = p.split("/")
+        for depth in range(1, len(parts) + 1):
+            root = by_folder.get("/".join(parts[:depth]))
+            if root is not None:
+                return root
     return None
+
+
+@functools.lru_cache(maxsize=4)
+def _by_folder(roots: tuple[str, ...]) -> dict[str, str]:
+    """Each root by its path without a final slash ("" for "/")."""
+    found: dict[str, str] = {}
+    for r in roots:
+        found.setdefault(r.rstrip("/"), r)
+    return found
 
 
 def inside_writable(path: str, roots: Iterable[str] | None = None) -> bool:
