@@ -1,9 +1,10 @@
 """A warm run imports nothing: every module an entry point needs is imported by the warm
 server before it forks (``codemode.launch.serve._prepare``), so no run pays for an
 import; nor does it parse the built-in command rules (the server judged a command line
-with them). Each entry point runs here in a process prepared as the server prepares itself,
-which then lists the modules the command imported; the list must be empty (a library
-that imports a module only on first use, such as httpx its transport, shows up here).
+with them) or probe bubblewrap where the server found it works. Each entry point runs
+here in a process prepared as the server prepares itself, which then lists the modules
+the command imported; the list must be empty (a library that imports a module only on
+first use, such as httpx its transport, shows up here).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from agent_support import provider_flags
 
+from codemode.sandbox.confinement import bwrap
 from codemode_testkit.scripted_server import ScriptedModelServer
 
 # The warm server's preparation, then the command as a warm run runs it (``codemode.cli.
@@ -28,6 +30,10 @@ parsed = []  # rules files parsed by the run: the built-in ones were parsed by t
 real_parse = policy.parse_rules
 policy.parse_rules = lambda text, source, *rest: (parsed.append(source),
                                                   real_parse(text, source, *rest))[1]
+from codemode.sandbox.confinement import bwrap
+# bubblewrap probed by the run (the server's verdict, where it works, serves it)
+probed, real_probe = [], bwrap._probe
+bwrap._probe = lambda: (probed.append(1), real_probe())[1]
 before = set(sys.modules)
 from codemode.cli import main
 try:
@@ -35,6 +41,7 @@ try:
 except SystemExit:
     pass
 os.write(2, ("PARSED " + json.dumps(parsed) + "\\n").encode())
+os.write(2, ("PROBED " + json.dumps(len(probed)) + "\\n").encode())
 os.write(2, ("IMPORTED " + json.dumps(sorted(set(sys.modules) - before)) + "\\n").encode())
 """
 
@@ -47,6 +54,9 @@ def _imported(args: list[str], cwd: Path, stdin: bytes = b"") -> tuple[list[str]
     assert lines, err[-3000:]
     parsed = [line for line in err.splitlines() if line.startswith("PARSED ")]
     assert json.loads(parsed[-1].removeprefix("PARSED ")) == [], "a run parsed rules again"
+    probed = [line for line in err.splitlines() if line.startswith("PROBED ")]
+    if bwrap.available() is None:  # bubblewrap works here: the server found so
+        assert json.loads(probed[-1].removeprefix("PROBED ")) == 0, "a run probed it again"
     return json.loads(lines[-1].removeprefix("IMPORTED ")), done.stdout.decode()
 
 

@@ -43,8 +43,9 @@ def _rehearse() -> None:
     """Work every run of a kind would repeat, done once here for all of them: the
     installed version (a search of every folder on the path, ~5 ms; what `mcp-server`
     says in its first answer), the tools' JSON schemas, the C library the worker calls,
-    the built-in command rules, and click's parse of each command's options (its first
-    checks of abstract classes fill caches a fork then shares)."""
+    the built-in command rules, whether bubblewrap works, and click's parse of each
+    command's options (its first checks of abstract classes fill caches a fork then
+    shares)."""
     from codemode.version import package_version
     from codemode.warm import worker
 
@@ -55,6 +56,7 @@ def _rehearse() -> None:
     _try(_request_state_cipher)
     _try(_git_key_patterns)
     _try(_command_policy)
+    _try(_confinement_probe)
     _try(_parse_each_command)
 
 
@@ -128,6 +130,29 @@ def _command_policy() -> None:
     nowhere = Path("/nonexistent")
     ctx = PolicyContext(cwd=nowhere, writable_roots=(nowhere,), home=nowhere, path="")
     Policy().evaluate("echo a | grep -c a > /dev/null && git status && ls -la; cat x", ctx)
+
+
+# The PATH the server probes bubblewrap with (it is started without the caller's): where
+# most systems keep it, so that most runs find the very programs it probed.
+_USUAL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def _confinement_probe() -> None:
+    """Whether bubblewrap (with, as root, the helper that drops capabilities) works here:
+    probed once (bubblewrap started, ~8 ms of the first confined command of every run).
+    A run takes this verdict only while it would run the very same files; one whose
+    PATH or cache folder finds others probes them itself (``bwrap.available``). A
+    verdict that bubblewrap does not work is not kept: each run asks again, as cold."""
+    from codemode.sandbox.confinement import bwrap, confine
+
+    had = os.environ.get("PATH")
+    os.environ["PATH"] = _USUAL_PATH if had is None else had
+    try:
+        confine.probe()
+    finally:
+        if had is None:
+            del os.environ["PATH"]
+        bwrap.forget_failures()
 
 
 def _parse_each_command() -> None:

@@ -13,7 +13,6 @@ left behind, ``setsid`` and double-forked ones included.
 
 from __future__ import annotations
 
-import functools
 import os
 import subprocess
 from collections.abc import Iterable, Sequence
@@ -62,9 +61,8 @@ def isolation() -> tuple[list[str], list[str]]:
     return [*_UNPRIVILEGED, *_COMMON], []
 
 
-@functools.cache
 def _setpriv() -> str | None:
-    return host_program("setpriv")
+    return host_program("setpriv")  # (cached by PATH: ``host_programs``)
 
 
 def executable() -> str | None:
@@ -72,9 +70,58 @@ def executable() -> str | None:
     return host_program("bwrap")
 
 
-@functools.cache
+# ``available``'s verdicts (and whether the helper passed), by the programs the probe
+# ran (``_probed_programs``): a process probes once for the same programs. A warm server
+# probes before it forks (``codemode.launch.serve``), and its runs take that verdict
+# only while they would run the very same files (their PATH, cache folder and the files
+# themselves unchanged); a run that would find others probes them itself.
+_verdicts: dict[tuple[object, ...], tuple[str | None, bool]] = {}
+
+
 def available() -> str | None:
-    """None when bubblewrap works here, else why not (tried once per process)."""
+    """None when bubblewrap works here, else why not (tried once per process for the
+    same programs)."""
+    global _helper_allowed
+    key = _probed_programs()
+    if key not in _verdicts:
+        _helper_allowed = True
+        why = _probe()
+        _verdicts[key] = (why, _helper_allowed)
+    why, _helper_allowed = _verdicts[key]
+    return why
+
+
+def forget_failures() -> None:
+    """Drop the verdicts that bubblewrap does not work: what a warm server found before
+    a fix (bubblewrap installed, user namespaces allowed) is not its runs' answer."""
+    global _helper_allowed
+    for key, (why, helper) in list(_verdicts.items()):
+        if why is not None or not helper:
+            del _verdicts[key]
+    _helper_allowed = True
+
+
+def _probed_programs() -> tuple[object, ...]:
+    """The files the probe runs (bubblewrap; as root, the helper and setpriv), each by
+    its real path and identity, and who runs them."""
+    names: list[str | None] = [executable()]
+    if os.geteuid() == 0:
+        names += [dropcaps.path(), _setpriv()]
+    return (os.geteuid(), *(_identity(n) for n in names))
+
+
+def _identity(path: str | None) -> tuple[object, ...] | None:
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (path,)
+    real = os.path.realpath(path)
+    return (real, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+
+
+def _probe() -> str | None:
     exe = executable()
     if exe is None:
         return "bubblewrap (bwrap) is not installed"

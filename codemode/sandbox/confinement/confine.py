@@ -48,19 +48,20 @@ _probe_lock = threading.Lock()
 
 
 def probe() -> Backends:
-    """Find out (once per process) which confinement backends work here."""
+    """Find out which confinement backends work here: bubblewrap once per process for
+    the same programs (``bwrap.available``), the kernel's and libseccomp's answers once."""
     with _probe_lock:  # a session's warm-up thread may be probing: wait for its answer
-        return _probe()
+        found = Backends(bwrap.available(), *_kernel())
+        if found.bubblewrap is None:
+            # The command server's helper, compiled once per machine: here, before any
+            # command, so that the helpers folder is there (and protected) from the first.
+            compiled.path("subreaper.c")
+        return found
 
 
 @functools.cache
-def _probe() -> Backends:
-    found = Backends(bwrap.available(), landlock.available(), seccomp.available())
-    if found.bubblewrap is None:
-        # The command server's helper, compiled once per machine: here, before any
-        # command, so that the helpers folder is there (and protected) from the first.
-        compiled.path("subreaper.c")
-    return found
+def _kernel() -> tuple[str | None, str | None]:
+    return landlock.available(), seccomp.available()
 
 
 BackendName = Literal["none", "bubblewrap", "landlock"]
