@@ -2,7 +2,8 @@
 server probes before it forks, so its runs take that verdict, but only while they would
 run the very files it probed. A run whose PATH finds another bubblewrap, or whose
 bubblewrap was replaced at the same path, probes again: a verdict on one program never
-vouches for another. (Fails with a verdict cached once per process.)"""
+vouches for another. (Fails with a verdict cached once per process.) Within one process
+the files are looked at once per PATH and cache folder, as a cold process probes once."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ import pytest
 from codemode.sandbox.confinement import bwrap
 
 # Prints the verdict with PATH as given, then with FOLDER first on it, then as given
-# again; then with FOLDER's bwrap replaced by a refusing one at the same path.
+# again; then, in a forked process, with FOLDER's bwrap replaced by a refusing one at the
+# same path.
 _PROBES = r"""
 import os, shutil, sys
 from codemode.sandbox.confinement import bwrap
@@ -30,7 +32,12 @@ os.environ["PATH"] = usual
 print(repr(bwrap.available()))
 os.environ["PATH"] = folder + ":" + usual
 os.replace(refusing, os.path.join(folder, "bwrap"))
-print(repr(bwrap.available()))
+sys.stdout.flush()
+pid = os.fork()  # as a warm server forks a run: the run looks at the files again
+if pid == 0:
+    print(repr(bwrap.available()), flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
 """
 
 _REFUSING = '#!/bin/sh\necho "this bwrap refuses" >&2\nexit 1\n'

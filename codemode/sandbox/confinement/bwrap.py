@@ -78,11 +78,21 @@ def executable() -> str | None:
 _verdicts: dict[tuple[object, ...], tuple[str | None, bool]] = {}
 
 
+# The programs' key as this process found it, by what finds them (PATH, the helpers'
+# cache folder): asked before every command, and looked up once per process and
+# setting; a forked process (a warm run) looks again.
+_found: dict[tuple[object, ...], tuple[object, ...]] = {}
+_FINDING = ("PATH", "CODEMODE_CACHE", "XDG_CACHE_HOME", "HOME")
+
+
 def available() -> str | None:
     """None when bubblewrap works here, else why not (tried once per process for the
     same programs)."""
     global _helper_allowed
-    key = _probed_programs()
+    where = (os.getpid(), *(os.environ.get(name) for name in _FINDING))
+    key = _found.get(where)
+    if key is None:
+        key = _found[where] = _probed_programs()
     if key not in _verdicts:
         _helper_allowed = True
         why = _probe()
