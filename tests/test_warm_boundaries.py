@@ -176,6 +176,51 @@ def test_a_caller_confined_further_than_the_server_is_refused(
         assert "the peer differs from the server" in (tmp_path / "log").read_text()
 
 
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        return []
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_a_confined_caller_that_reaches_a_ready_spare_gets_nothing_of_it(
+    tmp_path: Path,
+) -> None:
+    """A spare is handed a connection of this user before the rest of the peer's check
+    (its /proc, made while the spare reads the request): a caller that fails it gets no
+    run (it starts cold, still confined), the spare is killed, and the server makes
+    another and serves on."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv is not installed")
+    env = warm_env(tmp_path)
+    with probe_server(env, tmp_path / "log") as sock:
+        assert subprocess.run([INTERPRETER, "run", "exit", "4"], env=env,
+                              timeout=60).returncode == 4  # fmt: skip
+        server = place.serving(sock)
+        _until(lambda: len(_children(server)) == 1, 30, "a spare")  # made once quiet
+        (spare,) = _children(server)
+        confined = ["setpriv", "--no-new-privs", "--", INTERPRETER, "run", "exit", "5"]
+        done = subprocess.run(confined, env=env, capture_output=True, text=True,
+                              timeout=120)  # fmt: skip
+        assert done.returncode == 2 and "exit" in done.stderr, done  # the cold CLI's usage error
+        _until(lambda: _gone(spare), 30, "the spare killed")
+        assert served(sock) == 1
+        assert "the peer differs from the server" in (tmp_path / "log").read_text()
+        _until(lambda: len(_children(server)) == 1, 30, "another spare")
+        assert subprocess.run([INTERPRETER, "run", "exit", "6"], env=env,
+                              timeout=60).returncode == 6  # fmt: skip
+        assert served(sock) == 2
+
+
 @pytest.mark.parametrize("garbage", [
     b"GET / HTTP/1.1\r\n\r\n",
     protocol.MAGIC + b"\xff\xff\xff\xff",  # a length past the bound

@@ -60,14 +60,24 @@ def peer_pid(conn: socket.socket) -> tuple[int, int]:
     return pid, uid
 
 
-def why_not(conn: socket.socket, ours: dict[str, str]) -> str | None:
-    """None when the peer may be served; else why not."""
+def other_user(conn: socket.socket) -> str | None:
+    """Why the peer may not be served by its user alone (one call: asked first, before
+    anything of the connection is handed on), or None."""
     try:
-        pid, uid = peer_pid(conn)
+        _, uid = peer_pid(conn)
     except OSError as exc:
         return f"no peer credentials ({exc})"
-    if uid != os.geteuid():
-        return f"another user (uid {uid})"
+    return None if uid == os.geteuid() else f"another user (uid {uid})"
+
+
+def why_not(conn: socket.socket, ours: dict[str, str]) -> str | None:
+    """None when the peer may be served; else why not."""
+    if (why := other_user(conn)) is not None:
+        return why
+    try:
+        pid, _ = peer_pid(conn)
+    except OSError as exc:
+        return f"no peer credentials ({exc})"
     pidfd = _peer_pidfd(conn)
     try:
         theirs = facts(pid)

@@ -5,7 +5,9 @@ For each connection: the peer is checked (``peer``: this user, not confined beyo
 server), and the spare (a process forked ahead once no command has run for
 ``QUIET_S``, made ready for the kind of command last run: ``spare``; Codex's code-mode
 host gets one with its engine worker booted) or a process forked now reads the request
-and becomes the caller's; the
+and becomes the caller's (a spare is handed a connection of this user at once, and the
+rest of the check, the peer's ``/proc``, is made while it reads: it answers the caller
+only once told the peer passed, and is killed if not); the
 server then reads the caller's signals off the connection and delivers them (the run
 is the caller's process group's stand-in), and reports the run's wait status. A caller
 that goes away before its run's status ends its run at once (SIGKILL to the run's group):
@@ -104,28 +106,22 @@ class Server:
             conn, _ = self.listener.accept()
         except OSError:  # gone before it was taken, or out of descriptors
             return
-        why = peer.why_not(conn, self.ours)
+        # Another user's connection, or one past the bound, goes no further.
+        why = peer.other_user(conn)
         if why is None and len(self.runs) >= MAX_RUNS:
             why = f"{MAX_RUNS} commands run already"
         if why is not None:
-            print(f"warm: refused a connection: {why}", file=sys.stderr, flush=True)
-            _say_refused(conn)
+            _refuse(conn, why)
             return
         gate_r, gate_w = os.pipe2(os.O_CLOEXEC)
         os.set_blocking(gate_r, False)  # (read at a run's end too: never wait on it)
-        if self.spare is not None:
-            pid, channel = self.spare
-            self.spare = None
-            try:
-                socket.send_fds(channel, [b"c"], [conn.fileno(), gate_w])
-                handed = True
-            except OSError:
-                handed = False
-            channel.close()  # the spare has what it needs (or, if not, ends)
-            if handed:
-                os.close(gate_w)
-                self._started(pid, conn, gate_r)
-                return
+        if self.spare is not None and self._to_spare(conn, gate_r, gate_w):
+            return
+        if (why := peer.why_not(conn, self.ours)) is not None:
+            os.close(gate_r)
+            os.close(gate_w)
+            _refuse(conn, why)
+            return
         sys.stderr.flush()
         if threading.active_count() > 1:  # a fork copies no thread: say so, serve anyway
             print("warm: forking beside threads", file=sys.stderr, flush=True)
@@ -139,6 +135,37 @@ class Server:
                 os._exit(worker.REFUSED_STATUS)
         os.close(gate_w)
         self._started(pid, conn, gate_r)
+
+    def _to_spare(self, conn: socket.socket, gate_r: int, gate_w: int) -> bool:
+        """Hand ``conn`` to the spare, then check the peer while the spare reads its
+        request and takes on its state: the spare says ``A``, and runs anything, only
+        once told here that the peer passed; one that did not is killed. False when the
+        spare could not take it (it had ended)."""
+        assert self.spare is not None
+        pid, channel = self.spare
+        self.spare = None
+        try:
+            socket.send_fds(channel, [b"c"], [conn.fileno(), gate_w])
+        except OSError:
+            channel.close()  # it ended: a process is forked for the caller instead
+            return False
+        os.close(gate_w)
+        why = peer.why_not(conn, self.ours)
+        if why is not None:
+            _signal(pid, signal.SIGKILL, group=True)  # its worker too; reaped, not a run
+            channel.close()
+            os.close(gate_r)
+            _refuse(conn, why)
+            if not self.runs:
+                self.spare_due = time.monotonic() + QUIET_S
+            return True
+        try:
+            channel.send(spare.GO)
+        except OSError:
+            pass  # it ended: its end is reported as a run's
+        channel.close()
+        self._started(pid, conn, gate_r)
+        return True
 
     def _started(self, pid: int, conn: socket.socket, gate_r: int) -> None:
         self.runs[pid] = _Run(conn, gate_r)
@@ -173,7 +200,7 @@ class Server:
                 self._forget_the_server({theirs.fileno()})
                 kind = self.spare_kind
                 conn, gate_w = worker.wait_as_spare(theirs, lambda: self.prepare(kind))
-                worker.become_caller(conn, self.facts, gate_w, self.kind)
+                worker.become_caller(conn, self.facts, gate_w, self.kind, go=theirs)
                 worker.run_and_exit(self.run_command)
             except BaseException as exc:  # never back into the server's loop
                 print(f"warm: a spare failed: {exc!r}", file=sys.stderr, flush=True)
@@ -334,6 +361,11 @@ def _signal(pid: int, number: int, group: bool) -> None:
             os.kill(pid, number)
     except OSError:
         pass
+
+
+def _refuse(conn: socket.socket, why: str) -> None:
+    print(f"warm: refused a connection: {why}", file=sys.stderr, flush=True)
+    _say_refused(conn)
 
 
 def _say_refused(conn: socket.socket) -> None:

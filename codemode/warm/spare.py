@@ -21,6 +21,9 @@ from collections.abc import Callable
 
 # The kind of a command nothing is prepared for.
 PLAIN = b"c"
+# What the server tells a spare once the caller it was handed passed the checks it makes
+# meanwhile (``server.Server._to_spare``).
+GO = b"y"
 
 Kind = Callable[[list[str]], bytes]
 Prepare = Callable[[bytes], None]

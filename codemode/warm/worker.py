@@ -51,7 +51,8 @@ def wait_as_spare(
 ) -> tuple[socket.socket, int]:
     """A spare forked ahead of its caller: make ready what its command will want
     (``prepare``, ``spare.py``), then wait for the caller's connection and the server's
-    gate (exits when the server closes the channel instead)."""
+    gate (exits when the server closes the channel instead). The channel stays open: the
+    server's word that the caller may be served comes on it (``become_caller``)."""
     end_with_server()
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the server's handler, not ours
     # Its own session now, not once a caller waits: setsid costs milliseconds on a busy
@@ -64,17 +65,19 @@ def wait_as_spare(
         fds = []
     if len(fds) != 2:
         os._exit(0)  # the server stopped, or made no sense: nothing ran
-    channel.close()
     return socket.socket(fileno=fds[0]), fds[1]
 
 
 def become_caller(
-    conn: socket.socket, facts: str, gate: int, kind: spare.Kind = spare.no_kind
-) -> protocol.Request:
+    conn: socket.socket, facts: str, gate: int, kind: spare.Kind = spare.no_kind,
+    go: socket.socket | None = None,
+) -> protocol.Request:  # fmt: skip
     """Read and apply the caller's request on ``conn``; say ``A`` to the caller and
     write the command's kind (one byte, ``spare.py``) to ``gate`` (the server then
     listens to the caller). Exits, having said ``R``, when the request cannot be served
-    exactly."""
+    exactly. ``go``: a spare's channel, on which the server says the caller passed its
+    checks (made while this reads and applies the request); nothing is said to the
+    caller, nor run, before that."""
     end_with_server()
     conn.settimeout(10)  # a caller sends its request at once
     try:
@@ -93,6 +96,14 @@ def become_caller(
     except (OSError, ValueError) as exc:
         _refuse(conn, f"cannot become the caller: {exc}")
     conn.settimeout(None)
+    if go is not None:
+        try:
+            said = go.recv(1)
+        except OSError:
+            said = b""
+        go.close()
+        if said != spare.GO:  # (a caller that failed them: the server kills this first)
+            _refuse(conn, "the server did not clear the caller")
     try:
         conn.sendall(protocol.accepted(os.getpid()))
         os.write(gate, spare.one_byte(kind(request.argv)))
