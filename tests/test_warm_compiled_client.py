@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from warm_support import probe_cold, probe_server, probe_state, served, warm_env
+from warm_support import key_of, probe_cold, probe_server, probe_state, served, warm_env
 
 from codemode.sandbox.helpers import compiled
 
@@ -31,19 +31,9 @@ def client() -> str:
     return built
 
 
-def _key(env: dict[str, str]) -> str:
-    """The installation's key as a process started with ``env`` has it."""
-    done = subprocess.run(
-        [sys.executable, "-c", "from codemode.warm import place; print(place.facts())"],
-        env=env, capture_output=True, text=True, timeout=60, cwd="/",
-    )  # fmt: skip
-    assert done.returncode == 0, done
-    return done.stdout.strip()
-
-
 def test_a_run_it_hands_over_is_what_a_cold_start_would_be(client: str, tmp_path: Path) -> None:
     env = warm_env(tmp_path)
-    key = _key(env)
+    key = key_of(env)
     with probe_server(env, tmp_path / "log") as sock:
         # Every byte a JSON string must escape, and text beyond ASCII.
         caller = dict(env, SECRET_TOKEN="s3cr3t", WEIRD='a\nb="c"\\d\te\x01\x7f',
@@ -67,7 +57,7 @@ def test_a_run_it_hands_over_is_what_a_cold_start_would_be(client: str, tmp_path
 
 def test_the_exit_status_is_the_runs(client: str, tmp_path: Path) -> None:
     env = warm_env(tmp_path)
-    key = _key(env)
+    key = key_of(env)
     with probe_server(env, tmp_path / "log") as sock:
         for code in (0, 3, 255):
             argv = [client, sock, key, "1", "interpreter", "run", "exit", str(code)]
@@ -78,7 +68,7 @@ def test_the_exit_status_is_the_runs(client: str, tmp_path: Path) -> None:
 
 def test_signals_reach_the_run_and_it_ends_as_the_run_did(client: str, tmp_path: Path) -> None:
     env = warm_env(tmp_path)
-    key = _key(env)
+    key = key_of(env)
     notes = tmp_path / "notes"
     with probe_server(env, tmp_path / "log") as sock:
         proc = subprocess.Popen([client, sock, key, "1", "interpreter", "run", "signals",
@@ -102,7 +92,7 @@ def test_what_it_cannot_hand_over_it_runs_itself(client: str, tmp_path: Path) ->
     config file: the command runs as the client's own exec, nothing reaches the server,
     and the command still gets the whole of stdin."""
     env = warm_env(tmp_path)
-    key = _key(env)
+    key = key_of(env)
     off = tmp_path / "home-off"
     off.mkdir()
     (off / "config.toml").write_text("warm = false\n")
@@ -174,7 +164,7 @@ def test_beside_codex_it_takes_its_words_from_the_file_beside_it(
     words = host.with_name(host.name + ".args")
     env = warm_env(tmp_path)
     # No server on this socket: the client runs the command itself, with its arguments.
-    said = [str(tmp_path / "no-server.sock"), _key(env), "2", "/bin/echo", "from-words"]
+    said = [str(tmp_path / "no-server.sock"), key_of(env), "2", "/bin/echo", "from-words"]
     words.write_bytes(b"".join(w.encode() + b"\0" for w in said))
     for args, out in (([], b"from-words\n"), (["--listen", "grpc+stdio://"],
                                                b"from-words --listen grpc+stdio://\n")):

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from warm_support import INTERPRETER, socket_of, warm_env
+from warm_support import INTERPRETER, key_of, socket_of, warm_env
 
 from codemode.sandbox.helpers import compiled
 from codemode.warm import protocol
@@ -104,15 +104,6 @@ def test_the_launcher_runs_cold_what_the_server_refused(
     assert done.returncode == 2 and b"nothing-here.js" in done.stderr, done.stderr
 
 
-def _key(env: dict[str, str]) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", "from codemode.warm import place; print(place.facts())"],
-        env=env, capture_output=True, text=True, timeout=60, cwd="/",
-    )  # fmt: skip
-    assert done.returncode == 0, done
-    return done.stdout.strip()
-
-
 @pytest.mark.parametrize("answer, status, out", [
     (_accepted_then_ended(7), 7, b""),  # taken: the server's status, nothing run here
     (protocol.REFUSED, 0, b"itself\n"),  # refused: run here
@@ -122,7 +113,7 @@ def test_the_compiled_client_runs_itself_only_what_the_server_refused(
 ) -> None:
     path = socket_of(env)
     with _fake_server(path, answer) as seen:
-        done = subprocess.run([client, path, _key(env), "1", "/bin/echo", "itself"], env=env,
+        done = subprocess.run([client, path, key_of(env), "1", "/bin/echo", "itself"], env=env,
                               capture_output=True, timeout=60)  # fmt: skip
     assert seen, "the request reached the server"
     assert (done.returncode, done.stdout) == (status, out), done.stderr

@@ -143,6 +143,17 @@ def socket_of(env: dict[str, str]) -> str:
     return done.stdout.strip()
 
 
+def key_of(env: dict[str, str]) -> str:
+    """The installation's key (``place.facts``) as a process started with ``env`` has
+    it: what a compiled client is given."""
+    done = subprocess.run(
+        [sys.executable, "-c", "from codemode.warm import place; print(place.facts())"],
+        env=env, capture_output=True, text=True, timeout=60, cwd="/",
+    )  # fmt: skip
+    assert done.returncode == 0, done
+    return done.stdout.strip()
+
+
 def _answers(path: str) -> bool:
     """Whether a server listens on ``path`` (the connection, closed at once, runs
     nothing)."""
