@@ -132,22 +132,22 @@ def warm_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def socket_of(env: dict[str, str]) -> str:
-    """Asked of a process started with ``env``: its Python options (-B from
-    PYTHONDONTWRITEBYTECODE...) are part of the key, and this one's may differ."""
-    done = subprocess.run(
-        [sys.executable, "-c", "from codemode.warm import place; print(place.socket_path())"],
-        env=env, capture_output=True, text=True, timeout=60, cwd="/",
-    )  # fmt: skip
-    assert done.returncode == 0, done
-    return done.stdout.strip()
+def socket_of(env: dict[str, str], user: list[str] | None = None) -> str:
+    """Asked of a process started with ``env`` (as ``user``: a command prefix such as
+    ``AS_NOBODY``): its Python options (-B from PYTHONDONTWRITEBYTECODE...) are part of
+    the key, and this one's may differ."""
+    return _asked(env, "place.socket_path()", user or [])
 
 
 def key_of(env: dict[str, str]) -> str:
     """The installation's key (``place.facts``) as a process started with ``env`` has
     it: what a compiled client is given."""
+    return _asked(env, "place.facts()", [])
+
+
+def _asked(env: dict[str, str], expression: str, user: list[str]) -> str:
     done = subprocess.run(
-        [sys.executable, "-c", "from codemode.warm import place; print(place.facts())"],
+        [*user, sys.executable, "-c", f"from codemode.warm import place; print({expression})"],
         env=env, capture_output=True, text=True, timeout=60, cwd="/",
     )  # fmt: skip
     assert done.returncode == 0, done
@@ -170,7 +170,7 @@ def _answers(path: str) -> bool:
 @contextmanager
 def _server(argv: list[str], env: dict[str, str], log: Path, after: list[str],
             user: list[str]) -> Iterator[str]:  # fmt: skip
-    path = socket_of(env) if not user else _socket_as_nobody(env)
+    path = socket_of(env, user)
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             user + argv + [path] + after,
@@ -213,16 +213,6 @@ def probe_server(env: dict[str, str], log: Path, idle: float = 120, watch: Path 
 
 NOBODY = 65534
 AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-
-
-def _socket_as_nobody(env: dict[str, str]) -> str:
-    done = subprocess.run(
-        [*AS_NOBODY, sys.executable, "-c",
-         "from codemode.warm import place; print(place.socket_path())"],
-        env=env, capture_output=True, text=True, timeout=60, cwd="/",
-    )  # fmt: skip
-    assert done.returncode == 0, done
-    return done.stdout.strip()
 
 
 def probe_cold(args: list[str]) -> list[str]:
