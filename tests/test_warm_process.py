@@ -39,6 +39,7 @@ def test_a_warm_run_has_exactly_what_a_cold_one_would(tmp_path: Path) -> None:
         caller.pop("HOME", None)
         work = tmp_path / "work folder"
         work.mkdir()
+        caller["TMPDIR"] = str(work)  # (the server worked out its own at start)
         warm = probe_state([INTERPRETER, "run", "state", "stdin"], caller, work, b"from stdin\n")
         assert served(sock) == 1, "the warm server ran it"
         cold = probe_state(probe_cold(["run", "state", "stdin"]), caller, work, b"from stdin\n")
@@ -47,12 +48,13 @@ def test_a_warm_run_has_exactly_what_a_cold_one_would(tmp_path: Path) -> None:
     assert warm["umask"] == 0o027
     assert warm["stdin"] == "from stdin\n"
     assert warm["tz"] == cold["tz"]
+    assert warm["tempdir"] == cold["tempdir"] == str(work)
     # The console script's folder, as Python puts it first for a script.
     assert warm["path0"] == os.path.dirname(os.path.realpath(INTERPRETER))
     assert warm["comm"] == "interpreter"  # what pgrep and top show
     for field in ("argv", "env", "cwd", "umask", "rlimits", "ignored", "int_handler",
                   "blocked", "ttys", "line_buffered", "fds", "stdin", "affinity", "nice",
-                  "oom_score_adj", "cgroup"):  # fmt: skip
+                  "oom_score_adj", "cgroup", "tempdir"):  # fmt: skip
         assert warm[field] == cold[field], field
     # A process group of its own (docs/warm.md: as a shell's foreground job would be).
     assert warm["own_group"]

@@ -34,7 +34,7 @@ INTERPRETER = str(Path(sys.executable).with_name("interpreter"))
 # "sleep" prints "ready" and sleeps; "exit N" exits with N; "writer" appends to the file
 # named next until killed (SIGTERM: for 2 s more).
 PROBE = r'''
-import json, os, resource, signal, sys, time
+import json, os, resource, signal, sys, tempfile, time
 
 def state(stdin):
     return {
@@ -54,6 +54,7 @@ def state(stdin):
         "line_buffered": sys.stdout.line_buffering,
         "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
         "stdin": sys.stdin.read() if stdin else None,
+        "tempdir": tempfile.gettempdir(),
         "tz": list(time.tzname),
         "path0": sys.path[0] if sys.path else None,
         "comm": open("/proc/self/comm").read().strip(),
@@ -103,6 +104,7 @@ def run(args):
 
 _PROBE_SERVER = PROBE + r'''
 from pathlib import Path
+tempfile.gettempdir()  # as codemode's server has: Python keeps the answer in the module
 from codemode.warm import start
 import codemode.warm.server
 idle, rest = float(sys.argv[2]), sys.argv[3:]

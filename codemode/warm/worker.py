@@ -161,6 +161,7 @@ def _take(request: protocol.Request, fds: list[int]) -> None:
     os.environ.clear()  # unsetenv for each: the C environment follows
     os.environ.update(request.env)
     time.tzset()
+    _forget_what_the_environment_gave()
     sys.argv = list(request.argv)
     _name(os.path.basename(sys.argv[0]))
     if not sys.flags.safe_path and sys.path:
@@ -168,6 +169,16 @@ def _take(request: protocol.Request, fds: list[int]) -> None:
         # its own working folder, from ``-m``).
         sys.path[0] = os.path.dirname(os.path.realpath(sys.argv[0]))
     _new_standard_streams()
+
+
+def _forget_what_the_environment_gave() -> None:
+    """What the standard library worked out from the server's environment and keeps:
+    worked out again from the caller's on first use, as in a cold process (the
+    temporary folder, from TMPDIR; the default encoding's locale is the caller's by the
+    socket's key)."""
+    tempfile = sys.modules.get("tempfile")
+    if tempfile is not None:
+        tempfile.tempdir = None
 
 
 def _name(name: str) -> None:
