@@ -19,6 +19,7 @@ import resource
 import signal
 import socket
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -176,9 +177,7 @@ def _forget_what_the_environment_gave() -> None:
     worked out again from the caller's on first use, as in a cold process (the
     temporary folder, from TMPDIR; the default encoding's locale is the caller's by the
     socket's key)."""
-    tempfile = sys.modules.get("tempfile")
-    if tempfile is not None:
-        tempfile.tempdir = None
+    tempfile.tempdir = None
 
 
 def _name(name: str) -> None:
