@@ -13,7 +13,10 @@ every session keeps them read-only to commands (``sandbox.protection.own_paths``
 The record lives in codemode's home, which commands cannot write, so a program cannot
 erase its own traces. Lines are appended with one ``O_APPEND`` write under a lock; a
 root that no longer exists is skipped when read (nothing can be run from it) and
-dropped when the file is compacted.
+dropped when the file is compacted. A process reads the file again whenever it changed,
+and checks only the lines appended since its last read when nothing before them changed
+(a root removed meanwhile is then still listed until the next whole read: only
+stricter).
 """
 
 from __future__ import annotations
@@ -34,8 +37,9 @@ RECORD_FILE = "writable-roots"
 _COMPACT_BYTES = 64 * 1024
 
 _lock = threading.Lock()
-# path of the record -> (its identity when read, the roots it held)
-_read_cache: dict[str, tuple[tuple[int, int, int], tuple[str, ...]]] = {}
+# path of the record -> (its identity when read, the roots it held, the text they were
+# read from)
+_read_cache: dict[str, tuple[tuple[int, int, int], tuple[str, ...], bytes]] = {}
 # path of the record -> roots this process has recorded there (or found recorded)
 _noted: dict[str, set[str]] = {}
 
@@ -84,13 +88,22 @@ def recorded() -> tuple[str, ...]:
         if cached is not None and cached[0] == ident:
             return cached[1]
     try:
-        text = path.read_bytes().decode("utf-8", "surrogateescape")
+        data = path.read_bytes()
     except OSError:
         return ()
-    roots = tuple(sorted({line for line in text.splitlines()
-                          if line.startswith("/") and os.path.lexists(line)}))
+    # Whole lines are remembered as read; a last line without its newline (being
+    # appended, or written by hand) is read now and again next time.
+    whole = data[: data.rfind(b"\n") + 1]
+    known: frozenset[str] = frozenset()
+    if cached is not None and whole.startswith(cached[2]):
+        # Appended to since (each session appends its new roots): only the new lines
+        # are checked, not hundreds of old ones again before every program started.
+        known, data = frozenset(cached[1]), data[len(cached[2]) :]
+    text = data.decode("utf-8", "surrogateescape")
+    found = {line for line in text.splitlines() if line.startswith("/") and os.path.lexists(line)}
+    roots = tuple(sorted(known | found))
     with _lock:
-        _read_cache[str(path)] = (ident, roots)
+        _read_cache[str(path)] = (ident, roots, whole)
     return roots
 
 
