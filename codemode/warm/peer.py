@@ -70,10 +70,10 @@ def other_user(conn: socket.socket) -> str | None:
     return None if uid == os.geteuid() else f"another user (uid {uid})"
 
 
-def why_not(conn: socket.socket, ours: dict[str, str]) -> str | None:
-    """None when the peer may be served; else why not."""
-    if (why := other_user(conn)) is not None:
-        return why
+def differs(conn: socket.socket, ours: dict[str, str]) -> str | None:
+    """Why a peer of this user (``other_user`` found none) may not be served: its
+    process differs from the server's in what a fork would take from the server; else
+    None."""
     try:
         pid, _ = peer_pid(conn)
     except OSError as exc:

@@ -117,7 +117,7 @@ class Server:
         os.set_blocking(gate_r, False)  # (read at a run's end too: never wait on it)
         if self.spare is not None and self._to_spare(conn, gate_r, gate_w):
             return
-        if (why := peer.why_not(conn, self.ours)) is not None:
+        if (why := peer.differs(conn, self.ours)) is not None:
             os.close(gate_r)
             os.close(gate_w)
             _refuse(conn, why)
@@ -150,7 +150,7 @@ class Server:
             channel.close()  # it ended: a process is forked for the caller instead
             return False
         os.close(gate_w)
-        why = peer.why_not(conn, self.ours)
+        why = peer.differs(conn, self.ours)
         if why is not None:
             _signal(pid, signal.SIGKILL, group=True)  # its worker too; reaped, not a run
             channel.close()

@@ -53,15 +53,21 @@ def probe() -> Backends:
     with _probe_lock:  # a session's warm-up thread may be probing: wait for its answer
         found = Backends(bwrap.available(), *_kernel())
         if found.bubblewrap is None:
-            # The command server's helper, compiled once per machine: here, before any
-            # command, so that the helpers folder is there (and protected) from the first.
-            compiled.path("subreaper.c")
+            _command_server_helper(str(compiled.helpers_dir()))
         return found
 
 
 @functools.cache
 def _kernel() -> tuple[str | None, str | None]:
     return landlock.available(), seccomp.available()
+
+
+@functools.lru_cache(maxsize=4)
+def _command_server_helper(helpers: str) -> None:
+    """The command server's helper, compiled once per machine: here, before any command,
+    so that the helpers folder is there (and protected) from the first. Once per process
+    and helpers folder (``probe`` is asked before every command)."""
+    compiled.path("subreaper.c")
 
 
 BackendName = Literal["none", "bubblewrap", "landlock"]
