@@ -21,7 +21,11 @@ from codemode.sandbox.helpers import compiled
 from codemode.sandbox.server import pidfd_process
 from codemode.sandbox.server.command_servers import CommandServers
 from codemode.sandbox.server.pidfd_process import ChildProcess
-from codemode.sandbox.server.server_handle import CommandServer, ServerUnavailable
+from codemode.sandbox.server.server_handle import (
+    CommandServer,
+    CoversChanged,
+    ServerUnavailable,
+)
 from codemode.sandbox.server.server_key import ServerKey
 
 if TYPE_CHECKING:
@@ -160,6 +164,30 @@ def server_key(
     return ServerKey.of(opts, prefix, program)
 
 
+# Times a key is made again because a socket it covers went away before bubblewrap
+# bound over it (each time a program removed a socket in the few ms between)
+_COVER_RETRIES = 3
+
+
+def _fresh_key(
+    settings: SandboxSettings,
+    backend: BackendChoice,
+    writable: Sequence[Path],
+    read_only: Sequence[Path],
+    nested_git: Sequence[Path],
+) -> ServerKey:
+    """``server_key``, made again while a socket file it covers has gone meanwhile.
+
+    A socket removed after this check and before bubblewrap binds over it still fails
+    a sandbox of its own with bubblewrap's "Can't create file" (a window of a few ms);
+    a command server's start is retried instead (``CoversChanged``)."""
+    for _ in range(_COVER_RETRIES):
+        key = server_key(settings, backend, writable, read_only, nested_git)
+        if not key.covers_gone():
+            break
+    return key
+
+
 async def spawn_confined(
     argv: Sequence[str],
     *,
@@ -196,19 +224,17 @@ async def spawn_confined(
     if backend.name == "none":
         return await start(argv)
     if backend.name == "bubblewrap":
-        key = server_key(settings, backend, writable, read_only, nested_git)
-        opts, prefix, program = list(key.options), list(key.prefix), key.seccomp
+        key = _fresh_key(settings, backend, writable, read_only, nested_git)
         if servers is not None and settings.command_server:
-            try:
-                return await servers.run(
-                    key,
-                    argv,
-                    cwd=cwd,
-                    env=env,
-                    output_fd=output_fd,
-                )
-            except ServerUnavailable:
-                pass  # this command (or this session) gets a sandbox of its own
+            for _ in range(_COVER_RETRIES):
+                try:
+                    return await servers.run(key, argv, cwd=cwd, env=env, output_fd=output_fd)
+                except CoversChanged:  # a covered socket went away while it started
+                    key = _fresh_key(settings, backend, writable, read_only, nested_git)
+                except ServerUnavailable:
+                    break  # this command (or this session) gets a sandbox of its own
+            key = _fresh_key(settings, backend, writable, read_only, nested_git)
+        opts, prefix, program = list(key.options), list(key.prefix), key.seccomp
         pass_fds: tuple[int, ...] = ()
         read_fd = None
         if program is not None:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from codemode.sandbox.server.server_handle import (
     CommandServer,
+    CoversChanged,
     ServerProcess,
     ServerUnavailable,
 )
@@ -88,6 +89,8 @@ class CommandServers:
             try:
                 server = await CommandServer.start(key)
             except ServerUnavailable as exc:
+                if key.covers_gone():
+                    raise CoversChanged(str(exc)) from None
                 self.broken = str(exc)
                 log.warning("sandbox: %s; one bubblewrap per command instead", exc)
                 raise

@@ -49,6 +49,11 @@ class ServerUnavailable(RuntimeError):
     """A command server cannot be used here (or for this command); run it on its own."""
 
 
+class CoversChanged(ServerUnavailable):
+    """A server could not start because a socket file its key covers went away while it
+    started (``ServerKey.covers_gone``): make the key again and retry; nothing is broken."""
+
+
 class ServerProcess:
     """One command running in a server: what ``pidfd_process.ChildProcess`` offers.
 

@@ -38,3 +38,17 @@ class ServerKey:
     def of(cls, options: Sequence[str], prefix: Sequence[str], seccomp: bytes | None) -> ServerKey:
         paths = [options[i + 1] for i, o in enumerate(options[:-1]) if o in _PATH_OPTIONS]
         return cls(tuple(options), tuple(prefix), seccomp, tuple(_identity(p) for p in paths))
+
+    def covers_gone(self) -> bool:
+        """Whether a socket file this key covers has gone since the key was made.
+
+        bubblewrap must then create the file to bind over, in a tree that is read-only
+        by then, and fails: the sandbox cannot start, for a reason that is no fault of
+        the machine (a program removed its socket meanwhile). A key made again lists
+        only the sockets there now."""
+        opts = self.options
+        return any(
+            opts[i] == "--ro-bind" and opts[i + 1] == "/dev/null"
+            and not os.path.lexists(opts[i + 2])
+            for i in range(len(opts) - 2)
+        )  # fmt: skip
