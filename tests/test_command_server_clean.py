@@ -8,6 +8,7 @@ bubblewrap, as root and as uid 65534 where the machine allows, server on and off
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import subprocess
 import sys
@@ -249,8 +250,8 @@ FLAG = "force-dirty"
 def _faulty_program(flag: Path) -> bytes:
     from codemode.sandbox.server import server_program
 
-    texts = json.loads(server_program.program())
-    (baseline,) = [t for t in texts if t[0] == "codemode.sandbox.server.baseline"]
+    texts = [list(t) for t in server_program.texts()]
+    (baseline,) = [t for t in texts if t[0] == "baseline"]
     source = baseline[1]
     hook = (
         "    def restore(self) -> list[str]:\n"
@@ -263,7 +264,8 @@ def _faulty_program(flag: Path) -> bytes:
         "            problems.append('forced by the test')\n"
     )
     baseline[1] = source.replace(hook, fault)
-    return json.dumps(texts).encode()
+    pkg = server_program.PACKAGE
+    return marshal.dumps([(f"{pkg}.{n}", compile(t, f"{n}.py", "exec")) for n, t in texts])
 
 
 async def test_a_server_that_cannot_be_made_clean_is_replaced(

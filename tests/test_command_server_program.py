@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
+import marshal
 import os
 import shutil
 import signal
@@ -52,12 +53,13 @@ def test_each_module_imports_the_standard_library_and_modules_sent_before_it() -
 
 
 def test_the_program_is_every_module_whole_and_fits_its_pipe() -> None:
-    texts = json.loads(server_program.program())
-    assert [name for name, _ in texts] == [
+    codes = marshal.loads(server_program.program())
+    assert [name for name, _ in codes] == [
         f"{server_program.PACKAGE}.{m}" for m in server_program.MODULES
     ]
-    for (_, text), module in zip(texts, server_program.MODULES, strict=True):
-        assert text == (SERVER / f"{module}.py").read_text(encoding="utf-8")
+    for (_, code), module in zip(codes, server_program.MODULES, strict=True):
+        text = (SERVER / f"{module}.py").read_text(encoding="utf-8")
+        assert code == compile(text, f"{module}.py", "exec")
     # The host writes it into a pipe before anything reads it: past 64 KiB it would block.
     assert len(server_program.program()) < 60 << 10
 
@@ -79,6 +81,7 @@ async def test_a_piece_rewritten_by_a_command_does_not_run_in_a_later_server(
         server_program, "resources", types.SimpleNamespace(files=lambda _package: checkout)
     )
     server_program.program.cache_clear()
+    server_program.texts.cache_clear()
     marker = tmp_path / "planted-ran"
     shell = Shell(tmp_path)
     try:
@@ -107,3 +110,35 @@ async def test_a_piece_rewritten_by_a_command_does_not_run_in_a_later_server(
         shell.close()
         monkeypatch.undo()
         server_program.program.cache_clear()
+        server_program.texts.cache_clear()
+
+
+def test_the_servers_json_reads_back_as_it_was_sent() -> None:
+    from codemode.sandbox.server.command_server import to_json
+
+    odd = ["", "plain", 'a "quote" and a \\', "\x00\x1f\x7f", "é", "😀", "\udc80", "\u2028"]
+    message = {"id": 7, "exit": -9, "stuck": False, "unstarted": True, "dirty": odd}
+    out = to_json(message)
+    assert out.isascii()
+    assert json.loads(out) == message
+    with pytest.raises(TypeError):
+        to_json({"id": 1.5})
+
+
+# Modules whose import builds classes and enums (or pulls in ``re``): each cost the
+# server's start, which is on the way to a session's first command.
+_HEAVY = {"json", "socket", "selectors", "signal", "subprocess", "contextlib", "enum", "re"}
+
+
+def test_the_program_imports_nothing_heavy_at_its_start() -> None:
+    for name in server_program.MODULES:
+        tree = ast.parse((SERVER / f"{name}.py").read_text(encoding="utf-8"))
+        top = {
+            alias.name.split(".")[0]
+            for node in tree.body
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        } | {node.module.split(".")[0] for node in tree.body
+             if isinstance(node, ast.ImportFrom) and node.module}  # fmt: skip
+        assert not top & _HEAVY, f"{name}.py imports {top & _HEAVY} at its start"
+    assert "json" not in server_program.BOOT and "types" not in server_program.BOOT

@@ -26,7 +26,8 @@ guards what it does hold, the socket to the host and the requests on it:
   behind: when a command exits the server kills and reaps every such child (repeatedly,
   as their own children are reparented in turn) before it reports the exit.
 
-Protocol (a SOCK_SEQPACKET socket, one JSON object a message):
+Protocol (a SOCK_SEQPACKET socket, one object a message: ``marshal`` from the host,
+which the server trusts, JSON from the server, which the host does not):
 host → server ``{"op": "run", "id": N, "argv": [...], "cwd": "...", "env": {...}}``
 with the command's output descriptor attached (SCM_RIGHTS), ``{"op": "kill", "id": N}``;
 server → host ``{"ready": true}`` once, then ``{"id": N, "exit": CODE, "stuck": BOOL}``
@@ -51,14 +52,16 @@ a new server and ends this one.
 
 from __future__ import annotations
 
-import contextlib
+# Its start is on the way to a session's first command: the C modules beneath
+# ``socket``, ``signal`` and ``selectors`` (which build enums and classes on import), no
+# ``json`` or ``contextlib``, and ``subprocess`` only where no ``subreaper`` helper was
+# compiled. Half the server's start was imports.
+import _signal
+import _socket
 import ctypes
-import json
+import marshal
 import os
-import selectors
-import signal
-import socket
-import subprocess
+import select
 import sys
 import time
 
@@ -77,7 +80,35 @@ _SWEEP_INTERVAL_S = 0.02
 # is swept again every interval afterwards.
 _SWEEP_BUDGET_S = 0.5
 # What Python ignores and a command must not inherit ignored (as ``subprocess`` restores).
-_DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
+_DEFAULT_SIGNALS = (_signal.SIGPIPE, _signal.SIGXFSZ)
+_SIGKILL = _signal.SIGKILL
+_ESCAPES = {'"': '\\"', "\\": "\\\\"}
+
+
+def to_json(value: object) -> str:
+    """JSON of what the server sends (objects of integers, booleans, strings and lists
+    of strings), ASCII only: the ``json`` module would cost its import at every start."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return '"' + "".join(_escaped(ch) for ch in value) + '"'
+    if isinstance(value, list):
+        return "[" + ",".join(to_json(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{to_json(str(k))}:{to_json(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"not sent: {type(value).__name__}")
+
+
+def _escaped(ch: str) -> str:
+    code = ord(ch)
+    if 0x20 <= code < 0x7F:
+        return _ESCAPES.get(ch, ch)
+    if code > 0xFFFF:  # a surrogate pair, as JSON spells characters past the BMP
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
 
 
 _Command = tuple[list[str], str, dict[str, str]]
@@ -101,14 +132,15 @@ class Server:
     """The loop: requests from the host, the ends of the commands it started."""
 
     def __init__(
-        self, sock: socket.socket, subreaper: str | None, oom_fd: int | None = None
+        self, sock: _socket.socket, subreaper: str | None, oom_fd: int | None = None
     ) -> None:
         self.sock = sock
         self.subreaper = subreaper
         self.libc = ctypes.CDLL(None, use_errno=True)
         self.prctl = self.libc.prctl
-        self.selector = selectors.DefaultSelector()
-        self.selector.register(sock, selectors.EVENT_READ, None)
+        self.epoll = select.epoll(flags=select.EPOLL_CLOEXEC)
+        self.epoll.register(sock.fileno(), select.EPOLLIN)
+        self.pidfds: dict[int, int] = {}  # pidfd -> command pid
         self.devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         self.mains: dict[int, tuple[int, int]] = {}  # command pid -> (request id, pidfd)
         self.by_id: dict[int, int] = {}  # request id -> command pid
@@ -119,18 +151,22 @@ class Server:
         self.dirty: list[str] = []
 
     def send(self, message: dict[str, object]) -> None:
-        self.sock.send(json.dumps(message).encode())
+        self.sock.send(to_json(message).encode())
 
     def serve(self) -> None:
         self.send({"ready": True})
         while True:
-            events = self.selector.select(_SWEEP_INTERVAL_S if self.sweep else None)
-            for key, _ in events:
-                if key.data is None:
+            try:
+                events = self.epoll.poll(_SWEEP_INTERVAL_S if self.sweep else -1)
+            except InterruptedError:
+                continue
+            for fd, _ in events:
+                pid = self.pidfds.get(fd)
+                if pid is None:
                     if not self.receive():
                         return
                 else:
-                    self.finished(key.data)
+                    self.finished(pid)
             if self.sweep:
                 self.sweep_left(0.0)
 
@@ -138,25 +174,25 @@ class Server:
         try:
             # (close-on-exec at once: no command may inherit another's descriptor)
             data, ancdata, flags, _ = self.sock.recvmsg(
-                MAX_MESSAGE, socket.CMSG_SPACE(4 * 4), socket.MSG_CMSG_CLOEXEC
+                MAX_MESSAGE, _socket.CMSG_SPACE(4 * 4), _socket.MSG_CMSG_CLOEXEC
             )
         except InterruptedError:
             return True
         fds = [
             fd
             for level, kind, payload in ancdata
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS
             for fd in memoryview(payload).cast("i")[: len(payload) // 4]
         ]
         if not data:
             return False  # the host is gone: PID 1 exits and the namespace ends
         try:
-            request = json.loads(data)
+            request = marshal.loads(data)
             op, job = request["op"], int(request["id"])
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, EOFError):
             op, job = None, -1
         command = _command(request) if op == "run" else None
-        whole = not flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC)
+        whole = not flags & (_socket.MSG_TRUNC | _socket.MSG_CTRUNC)
         if op == "run" and not self.dirty:
             self.dirty = self.baseline.restore()
         if op == "run" and self.dirty:
@@ -185,6 +221,8 @@ class Server:
                 # exec'd through it (it takes a path): no fork of this process
                 pid = self._spawn([self.subreaper, *argv], cwd, env, out_fd)
             else:
+                import subprocess  # (only without the helper: a C compiler was lacking)
+
                 proc = subprocess.Popen(
                     argv,
                     cwd=cwd,
@@ -208,7 +246,8 @@ class Server:
         pidfd = os.pidfd_open(pid)
         self.mains[pid] = (job, pidfd)
         self.by_id[job] = pid
-        self.selector.register(pidfd, selectors.EVENT_READ, pid)
+        self.pidfds[pidfd] = pid
+        self.epoll.register(pidfd, select.EPOLLIN)
 
     def _spawn(self, argv: list[str], cwd: str, env: dict[str, str], out_fd: int) -> int:
         """Start ``argv`` as ``subprocess.Popen`` would (new session, stdin /dev/null,
@@ -234,8 +273,10 @@ class Server:
             os.chdir("/")
 
     def failed(self, job: int, out_fd: int, message: str, exc: Exception) -> None:
-        with contextlib.suppress(OSError):
+        try:
             os.write(out_fd, f"{message}\n".encode())
+        except OSError:
+            pass
         code = 126 if isinstance(exc, PermissionError) else 127
         self.send({"id": job, "exit": code, "stuck": False})
 
@@ -244,20 +285,24 @@ class Server:
         if pid is not None:
             # The group first (most of what it started), then the command itself: what
             # is left is reparented here and swept when it has exited.
-            with contextlib.suppress(OSError):
-                os.killpg(pid, signal.SIGKILL)
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(pid, _SIGKILL)
+                except OSError:
+                    pass
 
     def finished(self, pid: int) -> None:
         job, pidfd = self.mains.pop(pid)
         self.by_id.pop(job, None)
-        self.selector.unregister(pidfd)
+        self.pidfds.pop(pidfd, None)
+        self.epoll.unregister(pidfd)
         os.close(pidfd)
-        with contextlib.suppress(OSError):
+        try:
             # its background jobs; before the reap, while the zombie keeps its pid (and
             # so its group id) from being reused
-            os.killpg(pid, signal.SIGKILL)
+            os.killpg(pid, _SIGKILL)
+        except OSError:
+            pass
         _, status = os.waitpid(pid, 0)
         swept = self.sweep_left(_SWEEP_BUDGET_S)
         last = not self.mains and swept and not self.dirty
@@ -286,11 +331,15 @@ class Server:
         while True:
             left = [pid for pid in children(os.getpid()) if pid not in self.mains]
             for pid in left:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
+                try:
+                    os.kill(pid, _SIGKILL)
+                except OSError:
+                    pass
             for pid in left:
-                with contextlib.suppress(ChildProcessError):
+                try:
                     os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
             self.sweep = bool(left)
             if not left or time.monotonic() >= deadline:
                 return not left
@@ -311,14 +360,16 @@ def main() -> None:
         except OSError:
             continue
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)  # no handlers: PID 1 is then unkillable
+    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)  # no handlers: PID 1 is then unkillable
     # Nothing the server was started with (its socket, anything bubblewrap left open)
     # passes to a command: commands are started with every other descriptor closed.
     for name in os.listdir("/proc/self/fd"):
-        with contextlib.suppress(OSError):
+        try:
             if int(name) > 2:
                 os.set_inheritable(int(name), False)
-    sock = socket.socket(fileno=int(sys.argv[1]))
+        except OSError:
+            pass
+    sock = _socket.socket(fileno=int(sys.argv[1]))
     Server(sock, sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] else None, oom_fd).serve()
     # The host closed the socket: exit now (no interpreter teardown to wait for); as
     # PID 1 this ends every process left in the namespace.
