@@ -56,7 +56,7 @@ from __future__ import annotations
 # ``socket``, ``signal`` and ``selectors`` (which build enums and classes on import), no
 # ``json`` or ``contextlib``, and ``subprocess`` only where no ``subreaper`` helper was
 # compiled. Half the server's start was imports.
-import _signal
+import _signal  # type: ignore[import-not-found]  # (no stub: the C module under signal)
 import _socket
 import ctypes
 import marshal
