@@ -355,19 +355,32 @@ def test_as_an_unprivileged_user_too(tmp_path: Path) -> None:
 
 
 async def test_prewarm_in_a_running_loop_starts_the_server_the_first_command_uses(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from codemode.sandbox.server import server_launch
+
+    launched: list[int] = []
+    real = server_launch.launch
+
+    def launch(key: Any, *a: Any) -> Any:
+        out = real(key, *a)
+        launched.append(out._spawned[0].pid)
+        return out
+
+    monkeypatch.setattr(server_launch, "launch", launch)
     s = Shell(tmp_path)
     try:
         s.session.prewarm()
         task = s.session._prestarting
         assert task is not None
         await task
-        started = s.server
-        assert started is not None and started.alive
+        assert len(launched) == 1 and s.server is None  # started, left for the command
         r = await s("echo first")
         assert r["output"] == "first\n"
-        assert s.server is started  # no second start for the first command
+        started = s.server
+        assert started is not None and started.alive and started.pid == launched[0]
+        assert (await s("echo second"))["output"] == "second\n"
+        assert s.server is started and len(launched) == 1  # no second start
     finally:
         s.close()
     assert not started.alive  # closing the session ended it: bubblewrap exited and reaped

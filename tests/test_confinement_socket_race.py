@@ -18,9 +18,8 @@ from typing import Any
 import pytest
 
 from codemode.sandbox.confinement import confine, unix_sockets
-from codemode.sandbox.server import server_handle
+from codemode.sandbox.server import server_launch
 from codemode.sandbox.server.command_servers import CommandServers
-from codemode.sandbox.server.server_handle import CommandServer
 from codemode.sandbox.session import SandboxSession
 from codemode.sandbox.settings import SandboxSettings
 from codemode.tools import ToolContext, builtin_registry
@@ -74,14 +73,14 @@ async def test_a_socket_removed_while_the_command_server_starts_is_retried(
     ws = tmp_path / "ws"
     ws.mkdir()
     starts: list[tuple[str, ...]] = []
-    real_start = CommandServer.start.__func__  # type: ignore[attr-defined]
+    real_start = server_launch.start
 
-    async def start_after_removing(cls: type[CommandServer], key: Any, *a: Any) -> Any:
+    async def start_after_removing(key: Any, *a: Any) -> Any:
         starts.append(key.options)
         remove()  # after the key was made, before bubblewrap binds over the socket
-        return await real_start(cls, key, *a)
+        return await real_start(key, *a)
 
-    monkeypatch.setattr(server_handle.CommandServer, "start", classmethod(start_after_removing))
+    monkeypatch.setattr(server_launch, "start", start_after_removing)
     broken: list[str | None] = []
     real_close = CommandServers.close
 

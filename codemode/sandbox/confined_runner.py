@@ -6,6 +6,8 @@ state (``own_paths``). ``SandboxSession`` holds one, made with its first command
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import tempfile
 import weakref
@@ -23,7 +25,10 @@ from codemode.sandbox.confinement.confine import (
 )
 from codemode.sandbox.git.keeper import Keeper
 from codemode.sandbox.protection import own_paths
+from codemode.sandbox.server import server_launch
 from codemode.sandbox.server.command_servers import CommandServers
+from codemode.sandbox.server.server_handle import ServerUnavailable
+from codemode.sandbox.server.server_launch import Launch
 from codemode.tool_terms.errors import ToolError
 
 if TYPE_CHECKING:
@@ -137,6 +142,45 @@ class ConfinedRunner:
         key = server_key(settings, backend, writable, deeper, nested)
         with contextlib.suppress(Exception):  # the first command says what went wrong
             await self._command_servers().prestart(key)
+
+    def launch(
+        self,
+        settings: SandboxSettings,
+        backend: BackendChoice,
+        roots: Sequence[Path],
+        future: concurrent.futures.Future[Launch | None],
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        """Start the command server the first command will likely use, without waiting
+        for it, and set ``future`` to it (None: not started): its layout guessed without
+        walking the roots (``Keeper.guess_layout``), it is used only if that command's
+        own key is the same. The key is made here, in the session's warm-up thread (the
+        scratch folder made first, on the loop's); bubblewrap is started on ``loop``'s
+        thread, which it dies with (``--die-with-parent`` is the *thread's* death)."""
+        try:
+            writable, guarded = self._roots(roots)
+            deeper = self._keeper.guess_layout(writable, guarded)
+            key = server_key(settings, backend, writable, deeper, [])
+        except Exception:  # the first command says what went wrong
+            future.set_result(None)
+            return
+
+        def start() -> None:
+            launch = None
+            try:
+                with contextlib.suppress(ServerUnavailable):
+                    launch = server_launch.launch(key)
+            finally:
+                future.set_result(launch)
+
+        try:
+            loop.call_soon_threadsafe(start)
+        except RuntimeError:  # the loop has closed: no session to start it for
+            future.set_result(None)
+
+    def launching(self) -> concurrent.futures.Future[Launch | None] | None:
+        """``CommandServers.launching`` for this session's servers."""
+        return self._command_servers().launching()
 
     def after(self, proc: ChildProcess) -> list[str]:
         """What the keeper put back once ``proc`` has exited; one line per repair."""

@@ -20,6 +20,7 @@ import contextlib
 import threading
 import weakref
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from codemode.sandbox.confined_runner import ConfinedRunner
     from codemode.sandbox.execpolicy.policy import Evaluation, Policy, PolicyContext
     from codemode.sandbox.server.pidfd_process import ChildProcess
+    from codemode.sandbox.server.server_launch import Launch
     from codemode.sandbox.settings import SandboxSettings
 
 # How long prewarm's thread waits for the event loop to let it load the rules (a loop
@@ -244,40 +246,72 @@ class SandboxSession:
     def prewarm(self) -> None:
         """Get ready for the first command in the background, for a session that will
         likely run commands: in a thread, the backends probed (bubblewrap started once;
-        as root the ``dropcaps`` helper compiled the first time) and the rules loaded
-        with the shell parser; called in a running event loop, the command server
-        started. Tens of milliseconds that then pass while the first model request is
-        out instead of before the first command.
+        as root the ``dropcaps`` helper compiled the first time), then, called in a
+        running event loop, the command server started, and the rules loaded with the
+        shell parser. Tens of milliseconds that then pass while the first model request
+        is out instead of before the first command.
 
-        The rules and the parser (tens of milliseconds of Python, holding the GIL) wait
-        until the event loop next waits, which in a new session is the first model
-        request: done while the session is still being built, they delay that request
-        by as much. The probe goes first (mostly a wait on bubblewrap), so that the
-        command server starts meanwhile."""
+        The command server is started from the thread with a guessed layout (the roots
+        not walked: ``ConfinedRunner.launch``), so that it is ready by the first command
+        even when the model answers at once; ``_prestart`` walks the roots on the loop
+        meanwhile and starts another if the guess was wrong. The rules and the parser
+        (tens of milliseconds of Python, holding the GIL) wait until the event loop next
+        waits, which in a new session is the first model request: done while the
+        session is still being built, they delay that request by as much."""
+        s = self.settings
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        launch = None
+        if loop is not None and s.restricted and s.command_server and s.backend != "landlock":
+            self.runner.scratch_dir()  # (made here: the thread and the loop see one)
+            launch = self.runner.launching()
         rules = threading.Event()
         threading.Thread(
-            target=self._warm, args=(rules,), name="codemode-sandbox-warm", daemon=True
-        ).start()
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
+            target=self._warm, args=(rules, launch, loop), name="codemode-sandbox-warm",
+            daemon=True,
+        ).start()  # fmt: skip
+        if loop is None:
             rules.set()
             return
         loop.call_soon(rules.set)
-        s = self.settings
-        if not (s.restricted and s.command_server and s.backend != "landlock"):
-            return
-        self._prestarting = loop.create_task(self._prestart())
+        if launch is not None:
+            self._prestarting = loop.create_task(self._prestart())
 
-    def _warm(self, rules: threading.Event) -> None:
-        if self.settings.restricted:
-            # lazy: the confinement backends load with the first command (here, early)
-            from codemode.sandbox.confinement.confine import probe
+    def _warm(
+        self,
+        rules: threading.Event,
+        launch: Future[Launch | None] | None,
+        loop: asyncio.AbstractEventLoop | None,
+    ) -> None:
+        handed = False  # ``launch`` is the runner's to settle
+        try:
+            if self.settings.restricted:
+                # lazy: the confinement backends load with the first command (here, early)
+                from codemode.sandbox.confinement.confine import probe
 
-            probe()
+                probe()
+            if launch is not None and loop is not None:
+                handed = self._launch(launch, loop)
+        finally:
+            if launch is not None and not handed:
+                launch.set_result(None)  # (its first command starts a server itself)
         rules.wait(_RULES_WAIT_S)
         with contextlib.suppress(Exception):  # a broken rules file: the first command says so
             self.gate.warm()
+
+    def _launch(self, launch: Future[Launch | None], loop: asyncio.AbstractEventLoop) -> bool:
+        """Have the runner start the command server ahead; whether it took ``launch``."""
+        s = self.settings
+        try:
+            backend = self.runner.backend(s, "shell")
+        except ToolError:
+            return False  # (the first command says why)
+        if backend.name != "bubblewrap":
+            return False
+        self.runner.launch(s, backend, self.writable_roots() or [], launch, loop)
+        return True
 
     async def _prestart(self) -> None:
         """Start the command server the first command will use, while the first model

@@ -18,14 +18,10 @@ from typing import TYPE_CHECKING, Literal
 
 from codemode.sandbox.confinement import bwrap, landlock, seccomp, unix_sockets
 from codemode.sandbox.helpers import compiled
-from codemode.sandbox.server import pidfd_process
+from codemode.sandbox.server import pidfd_process, server_launch
 from codemode.sandbox.server.command_servers import CommandServers
 from codemode.sandbox.server.pidfd_process import ChildProcess
-from codemode.sandbox.server.server_handle import (
-    CommandServer,
-    CoversChanged,
-    ServerUnavailable,
-)
+from codemode.sandbox.server.server_handle import CoversChanged, ServerUnavailable
 from codemode.sandbox.server.server_key import ServerKey
 
 if TYPE_CHECKING:
@@ -275,7 +271,7 @@ def command_server_check() -> str | None:
         return f"needs bubblewrap ({probe().bubblewrap})"
 
     async def run_one(root: Path) -> str | None:
-        server = await CommandServer.start(server_key(settings, backend, [root]))
+        server = await server_launch.start(server_key(settings, backend, [root]))
         r, w = os.pipe()
         try:
             try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,29 +50,49 @@ class Keeper:
         made first. ``guarded``: the roots whose entries are kept (the scratch folder is
         writable but not guarded)."""
         if backend == "bubblewrap":
-            from codemode.sandbox.confinement.bwrap import placeholders
-
-            # bubblewrap needs a mount point to keep a missing .codemode/ or .git from
-            # being created, and would leave it behind as an empty folder: made here
-            # instead; removed at close() when still empty. Made and removed from the
-            # root's descriptor (``writer``), no link followed.
-            for root in writable:
-                writer = Writer(root)
-                for p in placeholders(root):
-                    with contextlib.suppress(OSError, ToolError):  # (bubblewrap makes it)
-                        writer.mkdir(p.name, 0o755)
-                    self._placeholders.add((root, p.name))
+            self._make_placeholders(writable)
         if backend == "none" or not guarded:
             return [], []
-        from codemode.sandbox.git.git_named import named_paths
-
         watch = self._codemode_watch(guarded)
         nested = sorted(g for g in watch.git if os.path.lexists(g))
+        return self._read_only(writable, guarded, watch.existing, nested), nested
+
+    def guess_layout(self, writable: list[Path], guarded: list[Path]) -> list[Path]:
+        """``layout``'s read-only folders for bubblewrap, guessed without walking the
+        roots: those of a workspace with no ``.codemode/`` or repository below its top,
+        as most are. For a command server started ahead of the first command; that
+        command's own ``layout`` says whether it can be used."""
+        self._make_placeholders(writable)
+        return self._read_only(writable, guarded, (), []) if guarded else []
+
+    def _make_placeholders(self, writable: list[Path]) -> None:
+        from codemode.sandbox.confinement.bwrap import placeholders
+
+        # bubblewrap needs a mount point to keep a missing .codemode/ or .git from being
+        # created, and would leave it behind as an empty folder: made here instead;
+        # removed at close() when still empty. Made and removed from the root's
+        # descriptor (``writer``), no link followed.
+        for root in writable:
+            missing = placeholders(root)
+            if not missing:
+                continue
+            writer = Writer(root)
+            for p in missing:
+                with contextlib.suppress(OSError, ToolError):  # (bubblewrap makes it)
+                    writer.mkdir(p.name, 0o755)
+                self._placeholders.add((root, p.name))
+
+    @staticmethod
+    def _read_only(
+        writable: list[Path], guarded: list[Path], existing: Iterable[Path], nested: list[Path]
+    ) -> list[Path]:
+        from codemode.sandbox.git.git_named import named_paths
+
         # files of the work tree git's configuration reads or runs (``git_named``)
         named = [
             p for r in [*guarded, *(g.parent for g in nested)] for p in named_paths(r, writable)
         ]
-        return sorted({*watch.existing, *named}), nested
+        return sorted({*existing, *named})
 
     def before(
         self, backend: str, guarded: list[Path], deeper: list[Path], nested: list[Path]

@@ -24,12 +24,15 @@ session falls back to one bubblewrap per command, as before, and says why once.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import functools
 import logging
 import signal
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from codemode.sandbox.server import server_launch
 from codemode.sandbox.server.server_handle import (
     CommandServer,
     CoversChanged,
@@ -37,6 +40,7 @@ from codemode.sandbox.server.server_handle import (
     ServerUnavailable,
 )
 from codemode.sandbox.server.server_key import ServerKey
+from codemode.sandbox.server.server_launch import Launch
 
 log = logging.getLogger("codemode.sandbox")
 
@@ -48,6 +52,11 @@ class CommandServers:
     def __init__(self) -> None:
         self._current: CommandServer | None = None
         self._retired: list[CommandServer] = []
+        # A server being started in another thread ahead of the first command, for the
+        # key that command will likely have (``launching``): used when its key is the
+        # same, else stopped.
+        self._launch: concurrent.futures.Future[Launch | None] | None = None
+        self._waiting: Launch | None = None  # what ``_launched_for`` waits for
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self.broken: str | None = None  # why servers are not used in this session
         self.closed = False
@@ -70,36 +79,91 @@ class CommandServers:
         return await server.run(argv, cwd=cwd, env=env, output_fd=output_fd)
 
     async def prestart(self, key: ServerKey) -> None:
-        """Start the server for ``key`` now, before a command needs it."""
-        if self.broken is None:
-            await self._server(key)
+        """Start the server for ``key`` now, before a command needs it; one started
+        ahead for the same key (``launching``) is left for the first command to take."""
+        if self.broken is not None:
+            return
+        if self._launch is not None:
+            await asyncio.wrap_future(self._launch)  # (the thread starting it)
+            launched = self._launch.result() if self._launch is not None else None
+            if launched is not None and launched.key == key:
+                return
+        await self._server(key)
+
+    def launching(self) -> concurrent.futures.Future[Launch | None] | None:
+        """Where no server is started yet, a future for another thread to set to the
+        server it starts ahead of the first command (``server_launch.launch``; None:
+        it did not), which that command then uses if its key is the same."""
+        if self.broken is not None or self._current is not None or self._launch is not None:
+            return None
+        self._launch = concurrent.futures.Future()
+        return self._launch
+
+    async def _launched_for(self, key: ServerKey) -> CommandServer | None:
+        """The server started ahead (``launching``) when it was for ``key``; waits for
+        the thread starting it, then for the server."""
+        future, self._launch = self._launch, None
+        if future is None:
+            return None
+        launch = future.result() if future.done() else await asyncio.wrap_future(future)
+        if launch is None:
+            return None
+        if launch.key != key:
+            launch.discard()
+            return None
+        self._waiting = launch
+        try:
+            return await launch.ready()
+        finally:
+            self._waiting = None
 
     async def _server(self, key: ServerKey) -> CommandServer:
         loop = asyncio.get_running_loop()
+        current = self._current
+        if current is not None and self._serves(current, key, loop):
+            return current
+        # A command that comes while the first waits for the server started ahead looks
+        # for its word itself: many come in one turn of the loop (``Promise.all``), and
+        # the waiting one only hears it once the loop has seen to them all.
+        waiting = self._waiting
+        if waiting is not None and waiting.key == key:
+            with contextlib.suppress(ServerUnavailable):  # (the waiting one says why)
+                server = waiting.poll()
+                if server is not None:
+                    return self._adopt(server, key)
         if self._lock is None or self._lock[0] is not loop:
             self._lock = (loop, asyncio.Lock())
         async with self._lock[1]:
             current = self._current
-            if current is not None and current.alive and current.key == key and (
-                current.loop is loop and not current.dirty
-            ):
+            if current is not None and self._serves(current, key, loop):
                 return current
             if current is not None:
                 self._retire(current)
             try:
-                server = await CommandServer.start(key)
+                server = await self._launched_for(key) or await server_launch.start(key)
             except ServerUnavailable as exc:
                 if key.covers_gone():
                     raise CoversChanged(str(exc)) from None
                 self.broken = str(exc)
                 log.warning("sandbox: %s; one bubblewrap per command instead", exc)
                 raise
-            if self.closed:  # the session ended while it started
-                server.close()
-                raise ServerUnavailable("the session has ended")
-            server.on_unstarted = functools.partial(self._rerun, key)
-            self._current = server
+            return self._adopt(server, key)
+
+    @staticmethod
+    def _serves(server: CommandServer, key: ServerKey, loop: asyncio.AbstractEventLoop) -> bool:
+        return server.alive and server.key == key and server.loop is loop and not server.dirty
+
+    def _adopt(self, server: CommandServer, key: ServerKey) -> CommandServer:
+        """``server`` becomes the current one (already, when a command took it while it
+        was being waited for)."""
+        if server is self._current:
             return server
+        if self.closed:  # the session ended while it started
+            server.close()
+            raise ServerUnavailable("the session has ended")
+        server.on_unstarted = functools.partial(self._rerun, key)
+        self._current = server
+        return server
 
     def _rerun(self, key: ServerKey, proc: ServerProcess) -> None:
         """Run a command its server did not start (it could not be made clean) in a
@@ -128,8 +192,16 @@ class CommandServers:
 
     def close(self) -> None:
         self.closed = True
+        if self._launch is not None:  # stopped once its thread has started it
+            self._launch.add_done_callback(_discard)
+            self._launch = None
         for server in [*self._retired, *([self._current] if self._current else [])]:
             server.close()
         self._retired.clear()
         self._current = None
 
+
+def _discard(future: concurrent.futures.Future[Launch | None]) -> None:
+    launch = future.result()
+    if launch is not None:
+        launch.discard()

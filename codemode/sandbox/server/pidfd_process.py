@@ -130,16 +130,35 @@ async def start(
     if preexec_fn is not None:
         kwargs["preexec_fn"] = preexec_fn
     if _pidfd_works():
-        popen = subprocess.Popen(list(argv), **kwargs)
-        try:
-            pidfd = os.pidfd_open(popen.pid)
-        except OSError:
-            with contextlib.suppress(OSError):
-                popen.kill()
-            popen.wait()
-            raise
-        return PidfdProcess(popen, pidfd)
+        return PidfdProcess(*_spawn(argv, kwargs))
     return await asyncio.create_subprocess_exec(*argv, **kwargs)
+
+
+def spawn(
+    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], output_fd: int,
+    pass_fds: Sequence[int] = (),
+) -> tuple[subprocess.Popen[bytes], int] | None:
+    """``start`` from any thread, without an event loop (a fork and an exec, here and
+    now): the process and its pidfd, for ``PidfdProcess`` on the loop's thread; None
+    where this kernel offers no pidfds (then ``start`` it)."""
+    if not _pidfd_works():
+        return None
+    return _spawn(argv, {
+        "cwd": cwd, "env": dict(env), "stdin": subprocess.DEVNULL, "stdout": output_fd,
+        "stderr": output_fd, "start_new_session": True, "pass_fds": tuple(pass_fds),
+    })  # fmt: skip
+
+
+def _spawn(argv: Sequence[str], kwargs: dict[str, Any]) -> tuple[subprocess.Popen[bytes], int]:
+    popen = subprocess.Popen(list(argv), **kwargs)
+    try:
+        pidfd = os.pidfd_open(popen.pid)
+    except OSError:
+        with contextlib.suppress(OSError):
+            popen.kill()
+        popen.wait()
+        raise
+    return popen, pidfd
 
 
 _works: bool | None = None

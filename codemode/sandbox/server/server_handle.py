@@ -1,11 +1,11 @@
 """The host's handle on one running command server, and the commands running in it.
 
-``CommandServer.start`` starts ``command_server`` in bubblewrap (``bwrap.options``: the
-sandbox a command would have had of its own) and waits for it to say it is ready;
-``run`` sends it a command and returns a ``ServerProcess``, which the shell tool waits
-on and kills like any child. What the server says is not trusted: it is parsed as the
-small JSON it must be, a job id the host did not hand out is ignored, and nothing it
-reports is used as a host pid.
+``server_launch`` starts ``command_server`` in bubblewrap (``bwrap.options``: the
+sandbox a command would have had of its own) and makes a ``CommandServer`` of it once
+it says it is ready; ``run`` sends it a command and returns a ``ServerProcess``, which
+the shell tool waits on and kills like any child. What the server says is not trusted:
+it is parsed as the small JSON it must be, a job id the host did not hand out is
+ignored, and nothing it reports is used as a host pid.
 """
 
 from __future__ import annotations
@@ -18,13 +18,11 @@ import marshal
 import os
 import signal
 import socket
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codemode.sandbox.helpers import compiled
-from codemode.sandbox.server import pidfd_process, server_program
+from codemode.sandbox.server import pidfd_process
 
 if TYPE_CHECKING:
     from codemode.sandbox.server.server_key import ServerKey
@@ -32,7 +30,6 @@ if TYPE_CHECKING:
 # The largest request sent to a server (a SOCK_SEQPACKET message must fit the socket
 # buffer); a command whose argv and environment are larger runs in a sandbox of its own.
 MAX_REQUEST = 160 << 10  # (one argument can be 128 KiB: MAX_ARG_STRLEN)
-_READY_TIMEOUT_S = 10.0
 # After a kill request, how long the server gets to report the command's end before the
 # whole server (and whatever still runs in it) is killed instead.
 _KILL_GRACE_S = 1.0
@@ -124,61 +121,6 @@ class CommandServer:
         self.on_unstarted: Callable[[ServerProcess], None] | None = None
         self.loop.add_reader(sock.fileno(), self._readable)
 
-    @classmethod
-    async def start(cls, key: ServerKey, python: str = sys.executable) -> CommandServer:
-        """Start a server; raises ServerUnavailable saying why it could not."""
-        subreaper = compiled.path("subreaper.c") or ""  # "": the server uses a preexec_fn
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        passed: list[int] = []
-        try:
-            source_fd = _pipe_holding(server_program.program())
-            passed.append(source_fd)
-            opts = list(key.options)
-            if key.seccomp is not None:
-                passed.append(_pipe_holding(key.seccomp))
-                opts += ["--seccomp", str(passed[-1])]
-            argv = [
-                *opts, "--as-pid-1", "--chdir", "/", "--", *key.prefix,
-                python, "-I", "-S", "-c", server_program.BOOT,
-                str(theirs.fileno()), str(source_fd), subreaper,
-            ]  # fmt: skip
-            err_r, err_w = os.pipe()  # the server's own stderr: read if it fails to start
-            try:
-                proc = await pidfd_process.start(
-                    argv,
-                    cwd=Path("/"),
-                    env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-                    output_fd=err_w,
-                    pass_fds=[theirs.fileno(), *passed],
-                )
-            finally:
-                os.close(err_w)
-        except OSError as exc:
-            ours.close()
-            raise ServerUnavailable(f"cannot start bubblewrap: {exc}") from None
-        finally:
-            theirs.close()
-            for fd in passed:
-                os.close(fd)
-        if not isinstance(proc, pidfd_process.PidfdProcess):
-            _stop(proc)
-            ours.close()
-            os.close(err_r)
-            raise ServerUnavailable("this kernel offers no pidfds")
-        ours.setblocking(False)
-        loop = asyncio.get_running_loop()
-        try:
-            async with asyncio.timeout(_READY_TIMEOUT_S):
-                hello = await loop.sock_recv(ours, 4096)
-            if json.loads(hello or b"null") != {"ready": True}:
-                raise ValueError(hello)
-        except (TimeoutError, ValueError, OSError):
-            _stop(proc)
-            ours.close()
-            raise ServerUnavailable(_failure(err_r)) from None
-        finally:
-            os.close(err_r)
-        return cls(key, proc, ours)
 
     async def run(
         self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], output_fd: int
@@ -320,7 +262,7 @@ class CommandServer:
         self._sock.close()
         if not (graceful and self._proc.wait_blocking(_CLOSE_GRACE_S)):
             # In a running loop the process's own reader reaps it once it is gone.
-            _stop(self._proc, wait=not self.loop.is_running())
+            stop(self._proc, wait=not self.loop.is_running())
         for proc in self._jobs.values():
             proc.exited(-signal.SIGKILL)
         self._jobs.clear()
@@ -330,29 +272,9 @@ class CommandServer:
         self._lost(graceful=True)
 
 
-def _pipe_holding(data: bytes) -> int:
-    """The read end of a pipe that holds ``data`` (at most the pipe buffer, 64 KiB)."""
-    r, w = os.pipe()
-    try:
-        os.write(w, data)
-    finally:
-        os.close(w)
-    return r
-
-
-def _stop(proc: pidfd_process.ChildProcess, wait: bool = True) -> None:
+def stop(proc: pidfd_process.ChildProcess, wait: bool = True) -> None:
     """Kill bubblewrap (its sandbox dies with it); reap it now when ``wait``."""
     with contextlib.suppress(ProcessLookupError):
         proc.kill()
     if wait and isinstance(proc, pidfd_process.PidfdProcess):
         proc.reap_now()
-
-
-def _failure(err_fd: int) -> str:
-    os.set_blocking(err_fd, False)
-    try:
-        text = os.read(err_fd, 4096).decode(errors="replace").strip()
-    except OSError:
-        text = ""
-    last = text.splitlines()[-1] if text else "it did not answer"
-    return f"the command server did not start ({last})"

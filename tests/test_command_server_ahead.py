@@ -1,0 +1,170 @@
+"""The command server a session starts ahead of its first command (``prewarm``).
+
+It is started from the warm-up thread with a *guessed* layout (the roots not walked), so
+the question for each test is whether anything a command does could differ from a
+session without it: a guess that misses a protected entry below the top must never be
+used, the server must outlive the thread that asked for it (bubblewrap's
+``--die-with-parent`` follows the *thread* that started it), many calls at once must all
+run, and a session closed before its first command leaves nothing running. Real
+bubblewrap, real commands, real files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codemode import ToolHost
+from codemode.sandbox.confinement.confine import probe
+from codemode.sandbox.server import server_launch
+from tests.test_command_server import Shell
+
+pytestmark = pytest.mark.skipif(
+    probe().bubblewrap is not None, reason=f"bubblewrap: {probe().bubblewrap}"
+)
+
+
+@pytest.fixture
+def launched(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, Any]]]:
+    """The (bubblewrap pid, key) of every server started, ahead or on demand."""
+    found: list[tuple[int, Any]] = []
+    real = server_launch.launch
+
+    def launch(key: Any, *a: Any) -> Any:
+        out = real(key, *a)
+        found.append((out._spawned[0].pid, key))
+        return out
+
+    monkeypatch.setattr(server_launch, "launch", launch)
+    yield found
+
+
+def _gone(pid: int, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not os.path.exists(f"/proc/{pid}"):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+async def _ahead(s: Shell) -> None:
+    """prewarm, and wait until the server started ahead is there (the warm-up thread
+    has made its key and the loop has started it)."""
+    s.session.prewarm()
+    assert s.session._prestarting is not None
+    await s.session._prestarting
+
+
+async def test_a_guess_that_misses_a_nested_repository_is_not_used(
+    tmp_path: Path, launched: list[tuple[int, Any]]
+) -> None:
+    """The attack: the guessed layout knows nothing below the top, so its sandbox
+    leaves a nested repository's ``.git`` and a ``.codemode/`` below the top writable. A
+    first command run there could plant a hook git runs later."""
+    subprocess.run(["git", "init", "-q", str(tmp_path / "sub")], check=True)
+    (tmp_path / "deep" / ".codemode").mkdir(parents=True)
+    s = Shell(tmp_path)
+    try:
+        s.session.prewarm()
+        # Only the guess is there when the first command comes: the walk that would
+        # replace it beforehand (``_prestart``) is stopped.
+        assert s.session._prestarting is not None
+        s.session._prestarting.cancel()
+        servers = s.session.runner._command_servers()
+        assert servers._launch is not None
+        await asyncio.wrap_future(servers._launch)
+        r = await s(
+            "echo evil > sub/.git/hooks/pre-commit; echo rc1=$?; "
+            "echo evil > deep/.codemode/config.toml; echo rc2=$?"
+        )
+        assert "rc1=0" not in r["output"] and "rc2=0" not in r["output"], r
+        assert not (tmp_path / "sub/.git/hooks/pre-commit").exists()
+        assert not (tmp_path / "deep/.codemode/config.toml").exists()
+        # the guessed server was stopped; the command ran in one built from the walk
+        assert len(launched) == 2 and launched[0][1] != launched[1][1], launched
+        assert _gone(launched[0][0])
+        assert s.server is not None and s.server.pid == launched[1][0]
+    finally:
+        s.close()
+
+
+async def test_a_right_guess_serves_commands_after_the_warm_up_thread_has_ended(
+    tmp_path: Path, launched: list[tuple[int, Any]]
+) -> None:
+    """bubblewrap's ``--die-with-parent`` is the death of the *thread* that started it:
+    the server is started on the loop's thread, so it lives on after the warm-up
+    thread has loaded the rules and ended."""
+    s = Shell(tmp_path)
+    try:
+        await _ahead(s)
+        first = await s("echo one")
+        deadline = time.monotonic() + 30
+        while any(t.name == "codemode-sandbox-warm" for t in threading.enumerate()):
+            assert time.monotonic() < deadline, "the warm-up thread never ended"
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)
+        second = await s("echo two")
+        assert (first["output"], second["output"]) == ("one\n", "two\n")
+        assert len(launched) == 1  # the one started ahead, still alive
+        assert s.server is not None and s.server.alive and s.server.pid == launched[0][0]
+    finally:
+        s.close()
+
+
+async def test_many_calls_at_once_all_run_in_the_server_started_ahead(
+    tmp_path: Path, launched: list[tuple[int, Any]]
+) -> None:
+    """``Promise.all``: the calls arrive in one turn of the loop while the first waits for
+    the server; each that comes after it said it is ready takes it at once."""
+    host = ToolHost(tmp_path, sandbox={"sandbox_mode": "workspace-write",
+                                       "approval_policy": "never"})  # fmt: skip
+    async with host:
+        host.context.sandbox.prewarm()  # type: ignore[attr-defined]
+        result = await host.execute(
+            "const rs = await Promise.all(Array.from({length: 40}, (_, i) =>"
+            " tools.shell({command: `echo call-${i}`})));"
+            "return rs.map((r) => r.output.trim() + ':' + r.exit_code).join(',');"
+        )
+        assert result.error is None, result.error
+        assert result.value == ",".join(f"call-{i}:0" for i in range(40))
+        assert len(launched) == 1, launched
+
+
+def test_a_session_closed_before_its_first_command_leaves_nothing_running(
+    tmp_path: Path, launched: list[tuple[int, Any]]
+) -> None:
+    async def session_that_runs_nothing(wait: float) -> Shell:
+        s = Shell(tmp_path)
+        s.session.prewarm()
+        await asyncio.sleep(wait)
+        s.close()  # in the loop: the server (started or still being started) is stopped
+        return s
+
+    for wait in (0.0, 0.5):
+        before = len(launched)
+        asyncio.run(session_that_runs_nothing(wait))
+        time.sleep(0.5)  # (a thread still making its key finds the loop gone)
+        for pid, _ in launched[before:]:
+            assert _gone(pid), f"bubblewrap {pid} outlived its session"
+
+    async def closed_after_its_loop() -> Shell:
+        s = Shell(tmp_path)
+        s.session.prewarm()
+        await asyncio.sleep(0.5)
+        return s
+
+    before = len(launched)
+    shell = asyncio.run(closed_after_its_loop())
+    shell.close()  # the loop is gone: stopped here, at once
+    assert len(launched) > before
+    for pid, _ in launched[before:]:
+        assert _gone(pid), f"bubblewrap {pid} outlived its session"
