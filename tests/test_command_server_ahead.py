@@ -140,16 +140,17 @@ async def test_many_calls_at_once_all_run_in_the_server_started_ahead(
 
 
 def test_a_session_closed_before_its_first_command_leaves_nothing_running(
-    tmp_path: Path, launched: list[tuple[int, Any]]
+    tmp_path: Path, launched: list[tuple[int, Any]], caplog: pytest.LogCaptureFixture
 ) -> None:
     async def session_that_runs_nothing(wait: float) -> Shell:
         s = Shell(tmp_path)
         s.session.prewarm()
         await asyncio.sleep(wait)
         s.close()  # in the loop: the server (started or still being started) is stopped
+        await asyncio.sleep(0.3)  # (the thread hands over what it started meanwhile)
         return s
 
-    for wait in (0.0, 0.5):
+    for wait in (0.0, 0.001, 0.01, 0.5):
         before = len(launched)
         asyncio.run(session_that_runs_nothing(wait))
         time.sleep(0.5)  # (a thread still making its key finds the loop gone)
@@ -168,3 +169,37 @@ def test_a_session_closed_before_its_first_command_leaves_nothing_running(
     assert len(launched) > before
     for pid, _ in launched[before:]:
         assert _gone(pid), f"bubblewrap {pid} outlived its session"
+    # nothing went wrong on the way (a hand-over to a wait cancelled by the close)
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
+
+
+async def test_a_session_closed_while_its_walk_waits_for_the_guess_stops_it_quietly(
+    tmp_path: Path,
+    launched: list[tuple[int, Any]],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The walk (``_prestart``) waits for the warm-up thread's server; the session closes
+    meanwhile, cancelling that wait. The server the thread then hands over is stopped,
+    and nothing fails on the way (the hand-over once found its future cancelled with
+    the wait, and raised in the event loop)."""
+    from codemode.sandbox.git.keeper import Keeper
+
+    real = Keeper.guess_layout
+
+    def slow_guess(self: Keeper, *a: Any) -> Any:
+        time.sleep(0.4)  # (the walk gets to its wait first)
+        return real(self, *a)
+
+    monkeypatch.setattr(Keeper, "guess_layout", slow_guess)
+    s = Shell(tmp_path)
+    s.session.prewarm()
+    servers = s.session.runner._command_servers()
+    await asyncio.sleep(0.2)
+    assert servers._launch is not None and not servers._launch.done()
+    assert s.session._prestarting is not None and not s.session._prestarting.done()
+    s.close()
+    await asyncio.sleep(0.8)  # the thread hands its server over
+    assert len(launched) == 1
+    assert _gone(launched[0][0]), "the server started ahead outlived its session"
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text

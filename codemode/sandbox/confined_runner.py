@@ -162,7 +162,7 @@ class ConfinedRunner:
             deeper = self._keeper.guess_layout(writable, guarded)
             key = server_key(settings, backend, writable, deeper, [])
         except Exception:  # the first command says what went wrong
-            future.set_result(None)
+            server_launch.settle(future, None)
             return
 
         def start() -> None:
@@ -171,12 +171,12 @@ class ConfinedRunner:
                 with contextlib.suppress(ServerUnavailable):
                     launch = server_launch.launch(key)
             finally:
-                future.set_result(launch)
+                server_launch.settle(future, launch)
 
         try:
             loop.call_soon_threadsafe(start)
         except RuntimeError:  # the loop has closed: no session to start it for
-            future.set_result(None)
+            server_launch.settle(future, None)
 
     def launching(self) -> concurrent.futures.Future[Launch | None] | None:
         """``CommandServers.launching`` for this session's servers."""

@@ -296,7 +296,10 @@ class SandboxSession:
                 handed = self._launch(launch, loop)
         finally:
             if launch is not None and not handed:
-                launch.set_result(None)  # (its first command starts a server itself)
+                # (its first command starts a server itself)
+                from codemode.sandbox.server.server_launch import settle
+
+                settle(launch, None)
         rules.wait(_RULES_WAIT_S)
         with contextlib.suppress(Exception):  # a broken rules file: the first command says so
             self.gate.warm()

@@ -84,7 +84,8 @@ class CommandServers:
         if self.broken is not None:
             return
         if self._launch is not None:
-            await asyncio.wrap_future(self._launch)  # (the thread starting it)
+            # (the thread starting it; shielded: a cancelled wait leaves it to close())
+            await asyncio.shield(asyncio.wrap_future(self._launch))
             launched = self._launch.result() if self._launch is not None else None
             if launched is not None and launched.key == key:
                 return
@@ -105,7 +106,13 @@ class CommandServers:
         future, self._launch = self._launch, None
         if future is None:
             return None
-        launch = future.result() if future.done() else await asyncio.wrap_future(future)
+        if not future.done():
+            try:
+                await asyncio.shield(asyncio.wrap_future(future))
+            except asyncio.CancelledError:
+                future.add_done_callback(_discard)  # (nobody else will take it)
+                raise
+        launch = future.result()
         if launch is None:
             return None
         if launch.key != key:
@@ -202,6 +209,8 @@ class CommandServers:
 
 
 def _discard(future: concurrent.futures.Future[Launch | None]) -> None:
+    if future.cancelled():
+        return
     launch = future.result()
     if launch is not None:
         launch.discard()

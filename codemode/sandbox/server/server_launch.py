@@ -11,6 +11,7 @@ takes it: the command waiting for it, or one arriving meanwhile (``CommandServer
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -29,6 +30,16 @@ if TYPE_CHECKING:
     from codemode.sandbox.server.server_key import ServerKey
 
 _READY_TIMEOUT_S = 10.0
+
+
+def settle(future: concurrent.futures.Future[Launch | None], launch: Launch | None) -> None:
+    """Hand ``launch`` (None: none was started) to whoever waits on ``future``, from any
+    thread; stopped instead when nobody will (the future was cancelled)."""
+    try:
+        future.set_result(launch)
+    except concurrent.futures.InvalidStateError:
+        if launch is not None:
+            launch.discard()
 
 
 async def start(key: ServerKey, python: str = sys.executable) -> CommandServer:
