@@ -155,21 +155,28 @@ class ConfinedRunner:
         for it, and set ``future`` to it (None: not started): its layout guessed without
         walking the roots (``Keeper.guess_layout``), it is used only if that command's
         own key is the same. The key is made here, in the session's warm-up thread (the
-        scratch folder made first, on the loop's); bubblewrap is started on ``loop``'s
-        thread, which it dies with (``--die-with-parent`` is the *thread's* death)."""
-        try:
-            writable, guarded = self._roots(roots)
-            deeper = self._keeper.guess_layout(writable, guarded)
-            key = server_key(settings, backend, writable, deeper, [])
-        except Exception:  # the first command says what went wrong
+        scratch folder made first, on the loop's; none is made here, and nothing once
+        the session has closed); bubblewrap is started on ``loop``'s thread, which it
+        dies with (``--die-with-parent`` is the *thread's* death)."""
+        key = None
+        scratch = self.scratch
+        with contextlib.suppress(Exception):  # the first command says what went wrong
+            if scratch is not None:
+                writable, guarded = [*roots, scratch], list(roots)
+                deeper = self._keeper.guess_layout(writable, guarded)
+                if deeper is not None:
+                    key = server_key(settings, backend, writable, deeper, [])
+        if key is None:
             server_launch.settle(future, None)
             return
 
         def start() -> None:
             launch = None
             try:
-                with contextlib.suppress(ServerUnavailable):
-                    launch = server_launch.launch(key)
+                servers = self._servers
+                if servers is not None and not servers.closed:
+                    with contextlib.suppress(ServerUnavailable):
+                        launch = server_launch.launch(key)
             finally:
                 server_launch.settle(future, launch)
 

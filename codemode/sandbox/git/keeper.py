@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,6 +42,10 @@ class Keeper:
         # checked again after every later command (one that was running when the check
         # ran could have planted something since, ``Promise.all``)
         self._created: dict[Path, tuple[object, ...]] = {}
+        # ``guess_layout`` runs in the session's warm-up thread, ``close`` on the loop's:
+        # placeholders are made and removed under this lock, none by a guess once closed.
+        self._lock = threading.Lock()
+        self._closed = False
 
     def layout(
         self, backend: str, writable: list[Path], guarded: list[Path]
@@ -57,30 +62,37 @@ class Keeper:
         nested = sorted(g for g in watch.git if os.path.lexists(g))
         return self._read_only(writable, guarded, watch.existing, nested), nested
 
-    def guess_layout(self, writable: list[Path], guarded: list[Path]) -> list[Path]:
+    def guess_layout(self, writable: list[Path], guarded: list[Path]) -> list[Path] | None:
         """``layout``'s read-only folders for bubblewrap, guessed without walking the
         roots: those of a workspace with no ``.codemode/`` or repository below its top,
-        as most are. For a command server started ahead of the first command; that
-        command's own ``layout`` says whether it can be used."""
-        self._make_placeholders(writable)
+        as most are. For a command server started ahead of the first command, from
+        another thread; that command's own ``layout`` says whether it can be used.
+        None once the keeper is closed."""
+        if not self._make_placeholders(writable, unless_closed=True):
+            return None
         return self._read_only(writable, guarded, (), []) if guarded else []
 
-    def _make_placeholders(self, writable: list[Path]) -> None:
+    def _make_placeholders(self, writable: list[Path], unless_closed: bool = False) -> bool:
+        """Whether they were made (not: ``unless_closed`` and the keeper is closed)."""
         from codemode.sandbox.confinement.bwrap import placeholders
 
         # bubblewrap needs a mount point to keep a missing .codemode/ or .git from being
         # created, and would leave it behind as an empty folder: made here instead;
         # removed at close() when still empty. Made and removed from the root's
         # descriptor (``writer``), no link followed.
-        for root in writable:
-            missing = placeholders(root)
-            if not missing:
-                continue
-            writer = Writer(root)
-            for p in missing:
-                with contextlib.suppress(OSError, ToolError):  # (bubblewrap makes it)
-                    writer.mkdir(p.name, 0o755)
-                self._placeholders.add((root, p.name))
+        with self._lock:
+            if unless_closed and self._closed:
+                return False
+            for root in writable:
+                missing = placeholders(root)
+                if not missing:
+                    continue
+                writer = Writer(root)
+                for p in missing:
+                    with contextlib.suppress(OSError, ToolError):  # (bubblewrap makes it)
+                        writer.mkdir(p.name, 0o755)
+                    self._placeholders.add((root, p.name))
+        return True
 
     @staticmethod
     def _read_only(
@@ -162,8 +174,10 @@ class Keeper:
         if self._watch is not None:
             self._watch.close()
             self._watch = None
-        for root, name in self._placeholders:
-            writer = Writer(root)
-            with contextlib.suppress(OSError, ToolError):  # gone, or not empty: kept
-                writer.rmdir(name)
-        self._placeholders.clear()
+        with self._lock:
+            self._closed = True
+            for root, name in self._placeholders:
+                writer = Writer(root)
+                with contextlib.suppress(OSError, ToolError):  # gone, or not empty: kept
+                    writer.rmdir(name)
+            self._placeholders.clear()
