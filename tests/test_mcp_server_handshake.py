@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from agent_support import INTERPRETER, cli_env
 from mcp_support import server_command
 
@@ -115,3 +116,27 @@ def test_a_set_up_that_fails_fails_the_requests_that_need_it_not_the_server(
     assert count.read_text() == "x", "a failed set-up is not tried again"
     assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
     assert b"mcp-server: the tool host could not be set up: the workspace is gone" in done.stderr
+
+
+def test_a_host_made_but_not_served_is_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The host was made (its sandbox session, its MCP servers started) and then its
+    tools could not be added: it is closed, not left running behind a failed set-up."""
+    from codemode.mcp import server as mcp_server
+
+    closed: list[str] = []
+
+    class Host:
+        def close(self) -> None:
+            closed.append("closed")
+
+    def refuse(_server: object, _service: object) -> None:
+        raise ValueError("a tool name the SDK refuses")
+
+    monkeypatch.setattr(mcp_server, "add_tools", refuse)
+    setup = mcp_server.SetUpOnFirstUse(mcp_server.new_server(), Host)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="could not be set up: a tool name the SDK refuses"):
+        setup.service()
+    assert closed == ["closed"]
+    with pytest.raises(RuntimeError):
+        setup.service()  # not tried again
+    assert closed == ["closed"]

@@ -301,10 +301,16 @@ class SetUpOnFirstUse:
         if self._service is None:
             if self._failed is not None:
                 raise RuntimeError(self._failed)
+            service = None
             try:
                 service = self._make()
                 add_tools(self._server, service)
             except Exception as exc:
+                if service is not None:  # made, then not servable: its sandbox and servers end
+                    try:
+                        service.close()
+                    except Exception:  # (the set-up's own error is the one said)
+                        pass
                 self._failed = f"the tool host could not be set up: {exc}"
                 print(f"mcp-server: {self._failed}", file=sys.stderr, flush=True)
                 raise RuntimeError(self._failed) from None
