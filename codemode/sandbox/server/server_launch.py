@@ -107,6 +107,7 @@ class Launch:
         self._proc: pidfd_process.PidfdProcess | None = None
         self._waiter: asyncio.Future[None] | None = None
         self.server: CommandServer | None = None
+        self._why = "the command server was stopped"  # (said again by a later poll)
 
     def poll(self) -> CommandServer | None:
         """The server, if it has said it is ready (read now: no wait, no turn of the
@@ -118,7 +119,7 @@ class Launch:
             self._proc = pidfd_process.PidfdProcess(*self._spawned)
             self._spawned = None
         if self._proc is None:
-            raise ServerUnavailable("the command server was stopped")
+            raise ServerUnavailable(self._why)
         try:
             hello = self.sock.recv(4096)
         except (BlockingIOError, InterruptedError):
@@ -164,9 +165,10 @@ class Launch:
             self._waiter = None
 
     def _fail(self) -> NoReturn:
-        why = _failure(self.err_r) if self.err_r >= 0 else "the command server was stopped"
+        if self.err_r >= 0:
+            self._why = _failure(self.err_r)
         self.discard()
-        raise ServerUnavailable(why)
+        raise ServerUnavailable(self._why)
 
     def discard(self) -> None:
         """Stop it, from any thread, while no server was made of it: nothing uses it."""
