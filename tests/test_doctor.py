@@ -50,6 +50,7 @@ def test_doctor_reports_locations_and_problems_with_fixes(tmp_path: Path) -> Non
     assert f"{d['home'] / 'config.toml'}: found" in out
     assert f"{d['home'] / 'rules'}: 1 .rules file" in out
     assert f"{d['home'] / 'sessions'}: 1 recorded" in out
+    assert f"{d['home'] / 'writable-roots'}: none recorded yet" in out
     assert f"{d['user'] / '.agents' / 'skills'}: none (folder absent)" in out
     assert "~/.codemode/AGENTS.md (10 characters)" in out
     assert "AGENTS.md (30 characters)" in out
@@ -221,3 +222,20 @@ def test_doctor_s_landlock_line_is_what_the_kernel_does(home: Path, tmp_path: Pa
     assert line["detail"].startswith("works (ABI ") if works else "not available" in line["detail"]
     policy = run_cli(["policy", "confinement", "--json"], home=home, cwd=tmp_path)
     assert (json.loads(policy.stdout)["backends"]["landlock"] is None) == works
+
+
+def test_doctor_names_the_folders_commands_could_write(tmp_path: Path) -> None:
+    """The record of written roots (``locations.written_roots``) grows with each new
+    workspace; doctor says how many it holds, whether this folder is one, and how to
+    trust one again."""
+    d = setup_home(tmp_path)
+    gone = tmp_path / "gone"
+    record = d["home"] / "writable-roots"
+    record.write_text(f"{os.path.realpath(d['repo'])}\n{tmp_path / 'user'}\n{gone}\n")
+    run = run_cli(["doctor"], home=d["home"], cwd=d["repo"], HOME=str(d["user"]))
+    line = next(x for x in run.stdout.splitlines() if "writable-roots" in x)
+    assert f"{record}: 2 folders that commands of earlier sessions could write" in line
+    assert "this folder is one" in line and "remove its line from that file" in line
+    run = run_cli(["doctor"], home=d["home"], cwd=tmp_path, HOME=str(d["user"]))
+    line = next(x for x in run.stdout.splitlines() if "writable-roots" in x)
+    assert "2 folders" in line and "this folder is one" not in line

@@ -58,6 +58,7 @@ def user_data(report: Report, cwd: Path) -> None:
     sessions = home / SESSIONS_DIR
     n = _count(sessions, "*.jsonl")
     report.add("data", "sessions", "info", f"{sessions}: {n} recorded")
+    _written_roots(report, cwd)
 
     skills = discover_skills(cwd)
     for directory, scope in skills.searched:
@@ -83,6 +84,29 @@ def user_data(report: Report, cwd: Path) -> None:
             "data", "AGENTS.md", "info",
             f"none found (looked in {home / DOC_NAME} and from {root or cwd} down to {cwd})",
         )
+
+
+def _written_roots(report: Report, cwd: Path) -> None:
+    """The folders commands of earlier sessions could write, which codemode runs no
+    program from (``locations.written_roots``): how many, and how to trust one again."""
+    from codemode.locations import written_roots
+
+    record = written_roots.record_path()
+    roots = written_roots.recorded()
+    try:
+        size = record.stat().st_size
+    except OSError:
+        report.add("data", "written roots", "info", f"{record}: none recorded yet")
+        return
+    here = os.path.realpath(cwd)
+    mine = [r for r in roots if here == r or here.startswith(r.rstrip("/") + "/")]
+    report.add(
+        "data", "written roots", "info",
+        f"{record}: {len(roots)} folder{'s' if len(roots) != 1 else ''} that commands of "
+        f"earlier sessions could write ({size} bytes), codemode runs no program from "
+        f"under them{'; this folder is one' if mine else ''}. To trust one again once "
+        "you have checked it, remove its line from that file",
+    )  # fmt: skip
 
 
 # --- environment -----------------------------------------------------------------------
