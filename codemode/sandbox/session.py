@@ -251,10 +251,11 @@ class SandboxSession:
         shell parser. Tens of milliseconds that then pass while the first model request
         is out instead of before the first command.
 
-        The command server is started from the thread with a guessed layout (the roots
-        not walked: ``ConfinedRunner.launch``), so that it is ready by the first command
-        even when the model answers at once; ``_prestart`` walks the roots on the loop
-        meanwhile and starts another if the guess was wrong. The rules and the parser
+        The command server's key is made in the thread from a guessed layout (the roots
+        not walked: ``ConfinedRunner.launch``) and its bubblewrap started on the loop's
+        thread, so that it is ready by the first command even when the model answers at
+        once; ``_prestart`` walks the roots on the loop meanwhile, and a server started
+        for a wrong guess is stopped and never used. The rules and the parser
         (tens of milliseconds of Python, holding the GIL) wait until the event loop next
         waits, which in a new session is the first model request: done while the
         session is still being built, they delay that request by as much."""

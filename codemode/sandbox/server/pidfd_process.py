@@ -118,15 +118,7 @@ async def start(
 
     Returns a PidfdProcess, or an ``asyncio.subprocess.Process`` where pidfds are not
     available; both have ``pid``, ``returncode`` and ``wait()``."""
-    kwargs: dict[str, Any] = {
-        "cwd": cwd,
-        "env": dict(env),
-        "stdin": subprocess.DEVNULL,
-        "stdout": output_fd,
-        "stderr": output_fd,
-        "start_new_session": True,
-        "pass_fds": tuple(pass_fds),
-    }
+    kwargs = _options(cwd, env, output_fd, pass_fds)
     if preexec_fn is not None:
         kwargs["preexec_fn"] = preexec_fn
     if _pidfd_works():
@@ -143,10 +135,23 @@ def spawn(
     where this kernel offers no pidfds (then ``start`` it)."""
     if not _pidfd_works():
         return None
-    return _spawn(argv, {
-        "cwd": cwd, "env": dict(env), "stdin": subprocess.DEVNULL, "stdout": output_fd,
-        "stderr": output_fd, "start_new_session": True, "pass_fds": tuple(pass_fds),
-    })  # fmt: skip
+    return _spawn(argv, _options(cwd, env, output_fd, pass_fds))
+
+
+def _options(
+    cwd: Path, env: Mapping[str, str], output_fd: int, pass_fds: Sequence[int]
+) -> dict[str, Any]:
+    """``Popen``'s options for a child of ours: a new session, stdin /dev/null, stdout
+    and stderr ``output_fd``."""
+    return {
+        "cwd": cwd,
+        "env": dict(env),
+        "stdin": subprocess.DEVNULL,
+        "stdout": output_fd,
+        "stderr": output_fd,
+        "start_new_session": True,
+        "pass_fds": tuple(pass_fds),
+    }
 
 
 def _spawn(argv: Sequence[str], kwargs: dict[str, Any]) -> tuple[subprocess.Popen[bytes], int]:
