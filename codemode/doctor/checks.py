@@ -90,6 +90,7 @@ def _written_roots(report: Report, cwd: Path) -> None:
     """The folders commands of earlier sessions could write, which codemode runs no
     program from (``locations.written_roots``): how many, and how to trust one again."""
     from codemode.locations import written_roots
+    from codemode.locations.host_programs import writable_root_of
 
     record = written_roots.record_path()
     roots = written_roots.recorded()
@@ -98,8 +99,7 @@ def _written_roots(report: Report, cwd: Path) -> None:
     except OSError:
         report.add("data", "written roots", "info", f"{record}: none recorded yet")
         return
-    here = os.path.realpath(cwd)
-    mine = [r for r in roots if here == r or here.startswith(r.rstrip("/") + "/")]
+    mine = writable_root_of(str(cwd), roots) is not None
     report.add(
         "data", "written roots", "info",
         f"{record}: {len(roots)} folder{'s' if len(roots) != 1 else ''} that commands of "
