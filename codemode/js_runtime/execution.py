@@ -8,8 +8,9 @@ the same for every engine:
    console lines streaming ahead of it;
 2. start each new call as an asyncio task (the delegate runs it), so ``Promise.all``
    really overlaps;
-3. wait for the first results, send them all in one frame, and go back to 2 until the
-   program finishes or a limit stops it.
+3. wait for the first results, send them all in one frame (the moment the first one
+   arrives: ``NestedCalls.settled``), and go back to 2 until the program finishes or
+   a limit stops it.
 
 Every limit is enforced here, outside the isolate: the wall clock (the worker is
 stopped and killed when it runs out), tool calls, console output and the return value
@@ -81,6 +82,14 @@ class Execution:
         self.output = CappedOutput(limits.output_chars)
         self.calls = NestedCalls(cell_id, call_tool, on_event, limits.max_tool_calls)
         self.value_truncated = False
+        self._worker: Worker | None = None  # while the program runs
+
+    def results_coming(self) -> None:
+        """A result the program waits on may be on its way: its worker is told to be
+        ready for it (``protocol.WAKE``). The delegate says when (the Codex host, as
+        its client's bytes arrive); at most once per wait."""
+        if self._worker is not None and self.calls.waiting:
+            self._worker.wake()
 
     async def run(self) -> ExecResult:
         loop = asyncio.get_running_loop()
@@ -180,6 +189,13 @@ class Execution:
         return None
 
     async def _drive(self, worker: Worker) -> tuple[object, ExecError | None]:
+        self._worker = worker
+        try:
+            return await self._run_program(worker)
+        finally:
+            self._worker = None
+
+    async def _run_program(self, worker: Worker) -> tuple[object, ExecError | None]:
         program = self.program
         # A persistent isolate set up for other tools (or another call cap) is told now.
         configure = "" if worker.configured == self.configure else self.configure
@@ -216,10 +232,12 @@ class Execution:
                     message="the program is waiting on a Promise that nothing will settle",
                     hint="await only tool calls, timers, or Promises your code resolves",
                 )
-            calls = self.calls
-            results = calls.take() if calls.ready else await calls.results()
+            sent = await self.calls.settled(
+                lambda results: worker.send(p.SETTLE, encode_results(results))
+            )
+            got = worker.poll(self._log) if sent else None
             try:
-                state = await self._request(worker, p.SETTLE, encode_results(results))
+                state = self._state(got if got is not None else await worker.reply(self._log))
             except ScriptError as exc:
                 return None, errors.from_script_error(exc.text, program, self.tool_names)
 
@@ -228,7 +246,12 @@ class Execution:
 
     async def _request(self, worker: Worker, op: int, text: str) -> dict[str, Any]:
         got = worker.request_now(op, text, self._log)
-        reply, payload = got if got is not None else await worker.reply(self._log)
+        return self._state(got if got is not None else await worker.reply(self._log))
+
+    def _state(self, got: tuple[int, bytes]) -> dict[str, Any]:
+        """A reply's drained state (a thrown ScriptError, LimitReached or WorkerCrashed
+        for what stopped the engine instead)."""
+        reply, payload = got
         if reply == p.STATE:
             return parse_state(p.decode(payload))
         kind = payload[0] if payload else p.INTERNAL

@@ -15,7 +15,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from codemode.js_runtime.delegate import NestedCall, ToolError
 from codemode.js_runtime.eager import resume
@@ -31,6 +31,7 @@ from codemode.js_runtime.state import Tampered
 CallTool = Callable[[NestedCall], Awaitable[object]]
 EventSink = Callable[[ExecEvent], None]
 Done = tuple[bool, object]  # a finished call or timer: (ok, payload)
+T = TypeVar("T")
 # How long cancelled tool calls get to clean up (a shell call kills and reaps its
 # process group in well under this) before a program's result is returned anyway.
 _CLEANUP_S = 2.0
@@ -57,10 +58,13 @@ class NestedCalls:
         self.on_event = on_event
         self.max_calls = max_calls
         self.records: dict[int, ToolCallRecord] = {}
-        self.tasks: dict[int, asyncio.Task[Done]] = {}
+        self.tasks: dict[int, asyncio.Task[Done | None]] = {}
         # Finished calls whose results the isolate has not seen yet: (id, (ok, payload)).
         self.ready: list[tuple[int, Done]] = []
-        self.wakeup: asyncio.Future[None] | None = None
+        # While the program waits (``settled``): what its results are sent with, and
+        # the future that hands back what that returned.
+        self._waiter: asyncio.Future[object] | None = None
+        self._send: Callable[[list[list[object]]], object] = _unset
         self.calls_made = 0
         self.seen_ids: set[int] = set()
         self.timers: set[int] = set()  # timers waiting
@@ -68,6 +72,11 @@ class NestedCalls:
     def pending(self) -> bool:
         """Whether anything will still settle one of the program's Promises."""
         return bool(self.tasks or self.ready)
+
+    @property
+    def waiting(self) -> bool:
+        """Whether the program waits on its calls now (in ``settled``)."""
+        return self._waiter is not None and not self._waiter.done()
 
     def too_many(self) -> LimitReached:
         return LimitReached(
@@ -124,7 +133,8 @@ class NestedCalls:
         try:
             waiting_on = coro.send(None)
         except StopIteration as finished:
-            self.ready.append((call_id, finished.value))
+            if finished.value is not None:  # a timer's; a call's delivers its own
+                self._deliver(call_id, finished.value)
             return
         self._carry_on(call_id, coro, waiting_on)
 
@@ -134,7 +144,7 @@ class NestedCalls:
         self.tasks[call_id] = task
         task.add_done_callback(partial(self._on_done, call_id))
 
-    async def _invoke(self, record: ToolCallRecord) -> Done:
+    async def _invoke(self, record: ToolCallRecord) -> None:
         started = time.perf_counter()
         try:
             payload = await self.call_tool(NestedCall(self.cell_id, record.name, record.args))
@@ -148,25 +158,42 @@ class NestedCalls:
         record.error = None if ok else str(payload)
         if self.on_event is not None:
             self.on_event(ToolCallFinished(record))
-        return ok, payload
+        self._deliver(record.id, (ok, payload))
 
-    def _on_done(self, call_id: int, task: asyncio.Task[Done]) -> None:
+    def _on_done(self, call_id: int, task: asyncio.Task[Done | None]) -> None:
         self.tasks.pop(call_id, None)
         if task.cancelled():
             return
-        self.ready.append((call_id, task.result()))
-        if self.wakeup is not None and not self.wakeup.done():
-            self.wakeup.set_result(None)
+        done = task.result()
+        if done is not None:
+            self._deliver(call_id, done)
 
-    async def results(self) -> list[list[object]]:
-        """The results finished so far, once there is at least one."""
-        if not self.ready:
-            self.wakeup = asyncio.get_running_loop().create_future()
+    def _deliver(self, call_id: int, done: Done) -> None:
+        self.ready.append((call_id, done))
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
             try:
-                await self.wakeup
-            finally:
-                self.wakeup = None
-        return self.take()
+                waiter.set_result(self._send(self.take()))
+            except Exception as exc:  # the engine's pipe broke: the program's to hear
+                waiter.set_exception(exc)
+
+    async def settled(self, send: Callable[[list[list[object]]], T]) -> T:
+        """What ``send`` returns, given the results finished so far once there is one.
+
+        When the program is waiting, ``send`` runs as the result arrives, in the step
+        of the call that finished, not a turn of the loop later in the program's own
+        task: the engine worker then runs the program on while this process goes on
+        with whatever else that result's arrival set going (the Codex host answers the
+        client that sent it, ``codex_host/wire/h2_connection.py``)."""
+        if self.ready:
+            return send(self.take())
+        self._waiter = waiter = asyncio.get_running_loop().create_future()
+        self._send = send
+        try:
+            return cast(T, await waiter)
+        finally:
+            self._waiter = None
+            self._send = _unset
 
     def take(self) -> list[list[object]]:
         """The results finished so far (``ready``), now."""
@@ -191,6 +218,10 @@ class NestedCalls:
         self.tasks.clear()
         if cancelled:
             await asyncio.wait(cancelled, timeout=_CLEANUP_S)
+
+
+def _unset(results: list[list[object]]) -> object:
+    raise AssertionError("results sent while the program was not waiting")
 
 
 async def _sleep(ms: float) -> Done:

@@ -71,6 +71,7 @@ class Worker:
         os.set_blocking(self._out, False)
         os.set_blocking(self.proc.errors, False)
         self._spinner = Spinner(SPIN_S, busy=RUN_QUEUE.busy)
+        self._woken = False
         self._buffer = bytearray()
         self._ended = False  # the worker's end of the reply pipe is closed
         self._unsent = False  # a request could not be written: the worker is gone
@@ -99,8 +100,24 @@ class Worker:
         """Send one request, and return its reply when it comes while this process polls
         for it (``spin.py``: a tool call's usual case, which then costs no coroutine);
         None: the reply is ``await reply(on_log)``'s."""
+        return self.poll(on_log) if self.send(op, text) else None
+
+    def wake(self) -> None:
+        """Tell the worker a request is coming (``protocol.WAKE``), once per request.
+        Never blocks: a worker whose pipe is full (it stopped reading) is not told."""
+        if self.dead or self._woken:
+            return
+        self._woken = True
+        with contextlib.suppress(OSError):
+            # Writable means PIPE_BUF bytes free, and a write that fits is whole.
+            if select.select([], [self._in], [], 0)[1]:
+                os.write(self._in, p.HEADER.pack(0, p.WAKE))
+
+    def send(self, op: int, text: str) -> bool:
+        """Send one request (False: the pipe is broken, ``reply`` says why)."""
         if self.dead:
             raise WorkerCrashed("the engine process is gone")
+        self._woken = False
         payload = p.encode(text)
         data = p.HEADER.pack(len(payload), op) + payload
         try:
@@ -111,7 +128,12 @@ class Worker:
                     view = view[os.write(self._in, view) :]
         except OSError:
             self._unsent = True
-            return None
+            return False
+        return True
+
+    def poll(self, on_log: LogSink | None) -> tuple[int, bytes] | None:
+        """The reply to the request just sent, if it comes while this process polls for
+        it; None: it is ``await reply(on_log)``'s."""
         while True:
             got = self._take_frame()
             if got is None:

@@ -19,7 +19,8 @@ import itertools
 import os
 import sys
 import time
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, SupportsIndex
 
 from codemode.codex_host.framed.frames import (
     MAX_FRAME,
@@ -127,6 +128,13 @@ class FramedConnection:
         data = memoryview(encode_frame(message))
         while data:
             data = data[os.write(self.out_fd, data) :]
+
+    def arriving(self) -> None:
+        """The client's bytes are arriving, before they are read: with delegate requests
+        out, they may carry a result a program waits on (``CodexSession.results_coming``)."""
+        if self.waiting:
+            for session in self.sessions.values():
+                session.code.results_coming()
 
     def spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
@@ -343,11 +351,25 @@ async def serve_framed(
     in_fd: int, out_fd: int, limits: SessionLimits, bounds: ClientBounds | None = None
 ) -> int:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=MAX_FRAME + 4)
+    reader = _Reader(limit=MAX_FRAME + 4)
+    connection = FramedConnection(reader, out_fd, limits, bounds)
+    reader.arriving = connection.arriving
     if pollable(in_fd):
         await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(in_fd, "rb", buffering=0)
         )
     else:  # a regular file or /dev/null: read on a thread
         pump(loop, in_fd, reader.feed_data, reader.feed_eof)
-    return await FramedConnection(reader, out_fd, limits, bounds).run()
+    return await connection.run()
+
+
+class _Reader(asyncio.StreamReader):
+    """A stream reader that says when bytes arrive, before anyone reads them."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(limit=limit)
+        self.arriving: Callable[[], object] = lambda: None
+
+    def feed_data(self, data: Iterable[SupportsIndex]) -> None:
+        self.arriving()
+        super().feed_data(data)

@@ -53,7 +53,7 @@ from codemode.codex_host.wire.grpc_status import (
     status_headers,
     timeout_s,
 )
-from codemode.codex_host.wire.h2_stream import Stream, answer_now, serve
+from codemode.codex_host.wire.h2_stream import Stream, answer, answer_now, serve
 
 MAX_WINDOW = (1 << 31) - 1
 # As many open streams as hyper's server allows by default; with the cap on request
@@ -67,8 +67,11 @@ RESET_BURST, RESET_RATE = 200, 100.0
 class Connection(asyncio.Protocol):
     """One HTTP/2 connection's server side; ``done`` resolves when it has ended."""
 
-    def __init__(self, methods: dict[str, Method]) -> None:
+    def __init__(
+        self, methods: dict[str, Method], arriving: Callable[[], object] = lambda: None
+    ) -> None:
         self.methods = methods
+        self.arriving = arriving  # called as the client's bytes arrive, before h2 reads them
         # What we send is checked where it is made (lowercase names, percent-encoded
         # grpc-message, digits in our metadata), so h2 need not check it again on every
         # answer (a fifth of a CompleteToolCall's cost in h2); what the client sends is.
@@ -96,6 +99,7 @@ class Connection(asyncio.Protocol):
         self.waiting: list[asyncio.Future[None]] = []  # answers waiting for window
         self.reset_allowance, self.reset_at = float(RESET_BURST), time.monotonic()
         self._flushing = False
+        self._owed: list[tuple[Stream, bytes]] = []  # answers made at the next write
         self._reader: asyncio.ReadTransport | None = None
         self._write: Callable[[bytes], object] = lambda data: None
         self._close: Callable[[], object] = lambda: None
@@ -130,6 +134,8 @@ class Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.ended:
             return
+        self.arriving()
+
         try:
             events = self.h2.receive_data(data)
         except H2Error as exc:  # ProtocolError and its kinds: the peer broke HTTP/2
@@ -375,7 +381,22 @@ class Connection(asyncio.Protocol):
             self._flushing = True
             self.loop.call_soon(self._flush)
 
+    def owe(self, stream: Stream, reply: bytes) -> None:
+        """Answer ``stream`` with ``reply`` when this turn's frames are written (``emit``).
+
+        The RPCs answered so (``CompleteToolCall``, one per nested call) have handed a
+        waiting program its tool's result by then: the engine worker runs the program
+        on while the answer's frames are made here, instead of after them. Each nested
+        call of a program that awaits them one by one waits for this process twice,
+        here and for the next call's frames; the first wait no longer includes the
+        answer."""
+        self._owed.append((stream, reply))
+        self.emit()
+
     def _flush(self) -> None:
+        owed, self._owed = self._owed, []
+        for stream, reply in owed:
+            answer(self, stream, reply)  # its emit() finds this flush under way
         self._flushing = False
         if not self.ended:
             data = self.h2.data_to_send()

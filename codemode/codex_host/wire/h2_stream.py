@@ -58,9 +58,12 @@ class Sender(Protocol):
 
     def trailers(self, stream: Stream, code: Status, message: str) -> None: ...
 
+    def owe(self, stream: Stream, reply: bytes) -> None: ...
+
 
 def answer_now(conn: Sender, stream: Stream, method: Method, request: Any) -> None:
-    """An RPC that never waits, answered without a task: one write, or a status."""
+    """An RPC that never waits, answered without a task: its handler runs now, its
+    answer leaves with the connection's next write (``Sender.owe``), or a status."""
     try:
         reply = method.handler(request).SerializeToString()
     except RpcError as exc:
@@ -69,6 +72,11 @@ def answer_now(conn: Sender, stream: Stream, method: Method, request: Any) -> No
     except Exception as exc:  # a bug: a status, never a traceback on the wire
         conn.trailers(stream, Status.INTERNAL, failed(exc))
         return
+    conn.owe(stream, reply)
+
+
+def answer(conn: Sender, stream: Stream, reply: bytes) -> None:
+    """``reply`` and OK trailers: in one write, or sent as the peer's windows open."""
     if conn.send_whole(stream, reply):
         conn.trailers(stream, Status.OK, "")
     else:  # no room in the windows now: sent as they open
