@@ -71,7 +71,7 @@ class Connection(asyncio.Protocol):
         self, methods: dict[str, Method], arriving: Callable[[], object] = lambda: None
     ) -> None:
         self.methods = methods
-        self.arriving = arriving  # called as the client's bytes arrive, before h2 reads them
+        self.arriving = arriving  # told as the client's bytes arrive, before h2 reads them
         # What we send is checked where it is made (lowercase names, percent-encoded
         # grpc-message, digits in our metadata), so h2 need not check it again on every
         # answer (a fifth of a CompleteToolCall's cost in h2); what the client sends is.
@@ -382,14 +382,9 @@ class Connection(asyncio.Protocol):
             self.loop.call_soon(self._flush)
 
     def owe(self, stream: Stream, reply: bytes) -> None:
-        """Answer ``stream`` with ``reply`` when this turn's frames are written (``emit``).
-
-        The RPCs answered so (``CompleteToolCall``, one per nested call) have handed a
-        waiting program its tool's result by then: the engine worker runs the program
-        on while the answer's frames are made here, instead of after them. Each nested
-        call of a program that awaits them one by one waits for this process twice,
-        here and for the next call's frames; the first wait no longer includes the
-        answer."""
+        """Answer ``stream`` with ``reply`` when this turn's frames are written (``emit``):
+        by then a ``CompleteToolCall`` has handed a waiting program its result, and the
+        engine worker runs it on while the answer's frames are made (docs/codex-host.md)."""
         self._owed.append((stream, reply))
         self.emit()
 
