@@ -29,15 +29,21 @@ from codemode.js_runtime.worker_process import Worker
 PATH = "/test.Service/Complete"
 
 
-async def test_a_result_is_sent_in_the_step_of_the_call_that_finished() -> None:
-    loop = asyncio.get_running_loop()
-    gate: asyncio.Future[object] = loop.create_future()
+def _one_call_waiting_on_a_gate() -> tuple[NestedCalls, asyncio.Future[object]]:
+    """A program's one call, whose tool waits on the gate returned (the client's answer)."""
+    gate: asyncio.Future[object] = asyncio.get_running_loop().create_future()
 
     async def call_tool(call: NestedCall) -> object:
         return await gate
 
     calls = NestedCalls("1", call_tool, None, max_calls=10)
     calls.start([], [[1, "t", "{}"]])
+    return calls, gate
+
+
+async def test_a_result_is_sent_in_the_step_of_the_call_that_finished() -> None:
+    loop = asyncio.get_running_loop()
+    calls, gate = _one_call_waiting_on_a_gate()
     order: list[object] = []
 
     def send(results: list[list[object]]) -> str:
@@ -66,14 +72,7 @@ async def test_results_ready_before_the_program_waits_go_at_once() -> None:
 
 
 async def test_a_broken_engine_pipe_reaches_the_waiting_program() -> None:
-    loop = asyncio.get_running_loop()
-    gate: asyncio.Future[object] = loop.create_future()
-
-    async def call_tool(call: NestedCall) -> object:
-        return await gate
-
-    calls = NestedCalls("1", call_tool, None, max_calls=10)
-    calls.start([], [[1, "t", "{}"]])
+    calls, gate = _one_call_waiting_on_a_gate()
 
     def send(results: list[list[object]]) -> bool:
         raise BrokenPipeError("the engine is gone")
@@ -203,19 +202,23 @@ def test_a_wake_is_sent_once_per_request_and_never_blocks() -> None:
     worker = Worker.__new__(Worker)
     read_end, write_end = os.pipe()
     try:
-        worker.dead, worker._woken, worker._in = False, False, write_end
+        os.set_blocking(write_end, False)  # as a Worker's request pipe is
+        worker.dead, worker._woken, worker._rest, worker._in = False, False, None, write_end
         worker.wake()
         worker.wake()
         os.set_blocking(read_end, False)
         assert os.read(read_end, 100) == p.HEADER.pack(0, p.WAKE)
-        worker._woken = False  # as sending a request does
+        # Never in the middle of a request the worker has not taken whole.
+        worker._woken, worker._rest = False, memoryview(b"rest of a request")
+        worker.wake()
+        with contextlib.suppress(BlockingIOError):
+            assert os.read(read_end, 100) == b""
         # A worker that stopped reading, its pipe full: the WAKE is dropped, not
         # waited on (this process's event loop calls wake()).
-        os.set_blocking(write_end, False)
+        worker._woken, worker._rest = False, None
         with contextlib.suppress(BlockingIOError):
             while True:
                 os.write(write_end, b"x" * 4096)
-        os.set_blocking(write_end, True)
         started = time.monotonic()
         worker.wake()
         assert time.monotonic() - started < 1

@@ -223,7 +223,7 @@ async def test_acp_session_cancel_stops_a_busy_program(
 def test_the_pool_adopts_a_worker_started_ahead() -> None:
     # The Codex host's warm spare boots its worker while it waits for a client.
     from codemode.js_runtime import prestart
-    from codemode.js_runtime.worker_process import POOL
+    from codemode.js_runtime.worker_pool import POOL
 
     memory = 77 * 1024 * 1024
     try:

@@ -108,7 +108,7 @@ def run(
     sandbox = configured_sandbox(raw, sandbox_mode, approval_policy, full_auto)
     batch_run = bool(repos) or batch.get("resume") is not None
     if not batch_run:
-        from codemode.js_runtime.worker_process import POOL
+        from codemode.js_runtime.worker_pool import POOL
 
         # The engine worker boots while the rest of the command imports.
         POOL.prestart(engine, memory * 1024 * 1024)

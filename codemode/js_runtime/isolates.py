@@ -14,7 +14,8 @@ from typing import Any
 
 from codemode.js_runtime.delegate import ToolNames
 from codemode.js_runtime.models import Limits
-from codemode.js_runtime.worker_process import POOL, Worker
+from codemode.js_runtime.worker_pool import POOL
+from codemode.js_runtime.worker_process import Worker
 from codemode.process.package_data import read_text
 
 _IDLE_KEPT = 4  # not persistent: warm workers kept for the next program

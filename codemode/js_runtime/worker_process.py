@@ -1,4 +1,4 @@
-"""The parent's side of an engine worker, and the pool that keeps workers warm.
+"""The parent's side of an engine worker (``worker_pool.py`` keeps them warm).
 
 ``Worker.request`` sends one frame and returns the reply, passing console lines to
 ``on_log`` as they arrive. Everything that comes back is untrusted: frame sizes are
@@ -9,21 +9,20 @@ printed so far, then kills it, within ``STOP_GRACE_S`` whatever the program does
 A reply is waited for first by reading the pipe without blocking, again and again, for
 up to ``SPIN_S`` while that pays (``spin.py``), then with a blocking ``select`` on the
 loop's thread for up to ``BLOCK_S``, and then through the event loop, so the loop is
-never held much longer.
+never held much longer. Requests are written without blocking as well: a worker that
+stops reading (a compromised engine) holds its own program, up to that program's
+deadline, never the loop (``tests/test_engine_stops_reading.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import os
 import select
 import signal
-import threading
 from collections.abc import Callable
 
-from codemode.js_runtime import prestart
 from codemode.js_runtime import protocol as p
 from codemode.js_runtime.prestart import Spawned, spawn
 from codemode.js_runtime.spin import RUN_QUEUE, Spinner
@@ -68,6 +67,10 @@ class Worker:
         self._in = self.proc.requests
         self._out = self.proc.replies
         self._control = self.proc.control
+        # Requests are written without blocking too: a worker that stops reading its
+        # pipe (a compromised engine) must not hold this process's event loop, only
+        # its own program, until that program's deadline.
+        os.set_blocking(self._in, False)
         os.set_blocking(self._out, False)
         os.set_blocking(self.proc.errors, False)
         self._spinner = Spinner(SPIN_S, busy=RUN_QUEUE.busy)
@@ -75,6 +78,7 @@ class Worker:
         self._buffer = bytearray()
         self._ended = False  # the worker's end of the reply pipe is closed
         self._unsent = False  # a request could not be written: the worker is gone
+        self._rest: memoryview | None = None  # what the worker has not taken of a request
         self._spun = False  # the reply was polled for in vain: its wait sleeps at once
         # A forked child (a batch pool's worker) inherits this object; the worker
         # process is still its parent's to use and to kill.
@@ -105,16 +109,15 @@ class Worker:
     def wake(self) -> None:
         """Tell the worker a request is coming (``protocol.WAKE``), once per request.
         Never blocks: a worker whose pipe is full (it stopped reading) is not told."""
-        if self.dead or self._woken:
+        if self.dead or self._woken or self._rest is not None:
             return
         self._woken = True
-        with contextlib.suppress(OSError):
-            # Writable means PIPE_BUF bytes free, and a write that fits is whole.
-            if select.select([], [self._in], [], 0)[1]:
-                os.write(self._in, p.HEADER.pack(0, p.WAKE))
+        with contextlib.suppress(OSError):  # full (it stopped reading): not told
+            os.write(self._in, p.HEADER.pack(0, p.WAKE))  # under PIPE_BUF: whole or not at all
 
     def send(self, op: int, text: str) -> bool:
-        """Send one request (False: the pipe is broken, ``reply`` says why)."""
+        """Send one request, or begin to: what the pipe does not take now follows as the
+        worker reads (``poll``, ``reply``). False: the pipe is broken (``reply`` says why)."""
         if self.dead:
             raise WorkerCrashed("the engine process is gone")
         self._woken = False
@@ -122,18 +125,36 @@ class Worker:
         data = p.HEADER.pack(len(payload), op) + payload
         try:
             written = os.write(self._in, data)
-            if written < len(data):
-                view = memoryview(data)[written:]
-                while view:
-                    view = view[os.write(self._in, view) :]
+        except BlockingIOError:
+            written = 0
         except OSError:
             self._unsent = True
             return False
+        if written < len(data):  # the rest as the worker takes it (``_push``)
+            self._rest = memoryview(data)[written:]
+        return True
+
+    def _push(self) -> bool:
+        """Write what the pipe takes now of the request's rest; whether none is left."""
+        rest = self._rest
+        while rest:
+            try:
+                rest = rest[os.write(self._in, rest) :]
+            except BlockingIOError:
+                self._rest = rest
+                return False
+            except OSError:
+                self._unsent = True
+                break
+        self._rest = None
         return True
 
     def poll(self, on_log: LogSink | None) -> tuple[int, bytes] | None:
         """The reply to the request just sent, if it comes while this process polls for
         it; None: it is ``await reply(on_log)``'s."""
+        if self._rest is not None and not self._push():
+            self._spun = True
+            return None  # the worker has not even taken the request yet
         while True:
             got = self._take_frame()
             if got is None:
@@ -148,6 +169,8 @@ class Worker:
     async def reply(self, on_log: LogSink | None) -> tuple[int, bytes]:
         """The reply to the request ``request_now`` sent, the console lines before it
         passed to ``on_log``."""
+        while self._rest is not None and not self._push():
+            await _ready(self._in, write=True)
         if self._unsent:
             raise await self._crashed()
         while True:
@@ -204,18 +227,9 @@ class Worker:
             if self._spun or not self._spinner.wait(self._read):
                 self._spun = False
                 if not select.select([self._out], [], [], BLOCK_S)[0]:
-                    await self._readable()
+                    await _ready(self._out)
                 self._read()
                 self._spinner.woke()
-
-    async def _readable(self) -> None:
-        loop = asyncio.get_running_loop()
-        ready: asyncio.Future[None] = loop.create_future()
-        loop.add_reader(self._out, _settle_once, ready)
-        try:
-            await ready
-        finally:
-            loop.remove_reader(self._out)
 
     async def stop(self, on_log: LogSink | None) -> None:
         """Collect the output printed so far (for ``STOP_GRACE_S`` at most), then kill."""
@@ -274,6 +288,7 @@ class Worker:
 
     def kill(self) -> None:
         self.dead = True
+        self._rest = None
         if os.getpid() != self._owner:
             return
         if self.proc.poll() is None:
@@ -306,6 +321,17 @@ def _log_frame(frame: tuple[int, bytes], on_log: LogSink | None) -> None:
         on_log(name, p.decode(payload[1:]))
 
 
+async def _ready(fd: int, write: bool = False) -> None:
+    """Until the event loop finds ``fd`` readable (or writable)."""
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+    (loop.add_writer if write else loop.add_reader)(fd, _settle_once, ready)
+    try:
+        await ready
+    finally:
+        (loop.remove_writer if write else loop.remove_reader)(fd)
+
+
 def _settle_once(ready: asyncio.Future[None]) -> None:
     if not ready.done():
         ready.set_result(None)
@@ -328,63 +354,3 @@ async def reap_killed(within_s: float = 0.5) -> None:
     while _UNREAPED and loop.time() < deadline:
         await asyncio.sleep(0.01)
         _reap()
-
-
-class Pool:
-    """Warm workers, one spare per (engine, memory) in use, started ahead of need."""
-
-    def __init__(self) -> None:
-        self._spares: dict[tuple[str, int], list[Worker]] = {}
-        self._lock = threading.Lock()
-        self._owner = os.getpid()
-
-    def _forked(self) -> None:
-        # In a forked child the spares are the parent's: forget them, start our own.
-        if os.getpid() != self._owner:
-            self._owner = os.getpid()
-            self._spares = {}
-            self._lock = threading.Lock()
-
-    def prestart(self, engine: str, memory_bytes: int) -> None:
-        self._forked()
-        key = (engine, memory_bytes)
-        with self._lock:
-            spares = self._spares.setdefault(key, [])
-            spares[:] = [w for w in spares if w.alive()]
-            if spares:
-                return
-        worker = Worker(engine, memory_bytes, prestart.adopt(engine, memory_bytes))
-        with self._lock:
-            self._spares[key].append(worker)
-
-    def take(self, engine: str, memory_bytes: int) -> Worker:
-        """A started worker (booting, or booted and waiting), and a new spare behind it."""
-        self._forked()
-        key = (engine, memory_bytes)
-        worker = None
-        with self._lock:
-            spares = self._spares.get(key, [])
-            while spares:
-                candidate = spares.pop()
-                if candidate.alive():
-                    worker = candidate
-                    break
-        if worker is None:
-            worker = Worker(engine, memory_bytes, prestart.adopt(engine, memory_bytes))
-        # A spare behind it, except in a process that runs one program and exits
-        # (the Codex host's warm spare), where a spare's boot would only compete for the CPU.
-        if not prestart.one_program:
-            self.prestart(engine, memory_bytes)
-        return worker
-
-    def close(self) -> None:
-        self._forked()
-        with self._lock:
-            workers = [w for spares in self._spares.values() for w in spares]
-            self._spares.clear()
-        for worker in workers:
-            worker.kill()
-
-
-POOL = Pool()
-atexit.register(POOL.close)

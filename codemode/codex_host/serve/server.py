@@ -35,7 +35,7 @@ def take_stdout() -> int:
 
 
 async def serve(listen: Listen, limits: SessionLimits, bounds: ClientBounds | None = None) -> int:
-    from codemode.js_runtime.worker_process import POOL
+    from codemode.js_runtime.worker_pool import POOL
 
     bounds = bounds or ClientBounds()
 
