@@ -16,6 +16,11 @@ import pytest
 from h2.config import H2Configuration
 from h2.connection import H2Connection
 
+from codemode.codex_host.framed.protocol import ArrivalReader, FramedConnection
+from codemode.codex_host.framed.session import FramedSession
+from codemode.codex_host.grpc.service import CodeModeHostService
+from codemode.codex_host.grpc.session import GrpcSession
+from codemode.codex_host.session.runtime import CodexSession, SessionLimits
 from codemode.codex_host.wire.grpc_status import Method
 from codemode.codex_host.wire.h2_connection import Connection
 from codemode.host.sessions import delegated_session
@@ -273,3 +278,39 @@ async def test_a_waiting_program_is_woken_once_and_a_running_one_never(
         assert len(woken) == 1
     finally:
         await session.close()
+
+
+async def test_both_protocols_tell_a_session_with_calls_out_as_bytes_arrive(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    told: list[CodexSession] = []
+    monkeypatch.setattr(CodexSession, "results_coming", lambda self: told.append(self))
+    loop = asyncio.get_running_loop()
+
+    # gRPC: the connection says so before h2 reads the bytes; the service asks each
+    # session, which passes it on only with calls out.
+    service = CodeModeHostService(SessionLimits())
+    session = GrpcSession(SessionLimits(), 0, False)
+    service.sessions[session.id] = session
+    heard: list[bytes] = []
+    conn = Connection(service.methods(), lambda: (heard.append(b""), service.arriving()))
+    transport = _Transport()
+    conn.attach(transport.write, transport.close)
+    conn.data_received(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+    assert heard and told == []  # no call out: nobody is told
+    session.pending["call"] = object()  # type: ignore[assignment]
+    conn.data_received(b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")  # SETTINGS
+    assert told == [session.code]
+
+    # Framed: the same, as the reader is fed, with delegate requests out.
+    told.clear()
+    with open(os.devnull, "wb") as out:
+        reader = ArrivalReader(limit=1 << 20)
+        framed = FramedConnection(reader, out.fileno(), SessionLimits())
+        reader.arriving = framed.arriving
+        framed.sessions["s"] = FramedSession(framed, "s", SessionLimits())
+        reader.feed_data(b"{")
+        assert told == []
+        framed.waiting[1] = loop.create_future()
+        reader.feed_data(b"}")
+        assert told == [framed.sessions["s"].code]

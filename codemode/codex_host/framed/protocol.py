@@ -351,7 +351,7 @@ async def serve_framed(
     in_fd: int, out_fd: int, limits: SessionLimits, bounds: ClientBounds | None = None
 ) -> int:
     loop = asyncio.get_running_loop()
-    reader = _Reader(limit=MAX_FRAME + 4)
+    reader = ArrivalReader(limit=MAX_FRAME + 4)
     connection = FramedConnection(reader, out_fd, limits, bounds)
     reader.arriving = connection.arriving
     if pollable(in_fd):
@@ -363,7 +363,7 @@ async def serve_framed(
     return await connection.run()
 
 
-class _Reader(asyncio.StreamReader):
+class ArrivalReader(asyncio.StreamReader):
     """A stream reader that says when bytes arrive, before anyone reads them."""
 
     def __init__(self, limit: int) -> None:
