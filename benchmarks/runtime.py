@@ -147,7 +147,7 @@ def _spares_booted(timeout_s: float = 10.0) -> None:
     spare a session starts behind its worker boots while the session's first programs
     run, and on two cores its boot makes both ends of the pipe stop polling (a third
     runnable process), which is the boot's cost, not the call's."""
-    from codemode.js_runtime.worker_process import POOL
+    from codemode.js_runtime.worker_pool import POOL
 
     pids = [w.pid for spares in POOL._spares.values() for w in spares]
     deadline = time.monotonic() + timeout_s
