@@ -79,7 +79,11 @@ def test_signals_reach_the_run_and_it_ends_as_the_run_did(client: str, tmp_path:
             proc.send_signal(number)
             deadline = time.monotonic() + 30
             while str(int(number)) not in (notes.read_text() if notes.exists() else ""):
-                assert time.monotonic() < deadline, f"{number!r} never arrived"
+                # (It failed once in CI, not since: what the server said is kept.)
+                assert time.monotonic() < deadline, (
+                    f"{number!r} never arrived; the server said: "
+                    f"{(tmp_path / 'log').read_text(errors='replace')[-3000:]!r}"
+                )
                 time.sleep(0.02)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(60) == -signal.SIGTERM  # killed by it, as the run was
