@@ -135,7 +135,6 @@ class Connection(asyncio.Protocol):
         if self.ended:
             return
         self.arriving()
-
         try:
             events = self.h2.receive_data(data)
         except H2Error as exc:  # ProtocolError and its kinds: the peer broke HTTP/2
