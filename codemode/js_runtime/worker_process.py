@@ -167,8 +167,9 @@ class Worker:
             _log_frame(got, on_log)
 
     async def reply(self, on_log: LogSink | None) -> tuple[int, bytes]:
-        """The reply to the request ``request_now`` sent, the console lines before it
-        passed to ``on_log``."""
+        """The reply to the request ``send`` (or ``request_now``) sent, the console lines
+        before it passed to ``on_log``; the rest of the request is written first, as the
+        worker takes it."""
         while self._rest is not None and not self._push():
             await _ready(self._in, write=True)
         if self._unsent:
