@@ -54,6 +54,7 @@ from codemode.codex_host.wire.grpc_status import (
     timeout_s,
 )
 from codemode.codex_host.wire.h2_stream import Stream, answer, answer_now, serve
+from codemode.codex_host.wire.header_blocks import RepeatedBlocks
 
 MAX_WINDOW = (1 << 31) - 1
 # As many open streams as hyper's server allows by default; with the cap on request
@@ -91,6 +92,7 @@ class Connection(asyncio.Protocol):
                 SettingCodes.MAX_HEADER_LIST_SIZE: MAX_HEADER_LIST,
             },
         )
+        self.h2.decoder = RepeatedBlocks(self.h2.decoder.max_header_list_size)  # see its module
         self.streams: dict[int, Stream] = {}
         self.buffered = 0  # request bytes held for streams not yet dispatched
         self.ended = False
