@@ -38,7 +38,7 @@ from codemode.codex_host.framed.session import (
 from codemode.codex_host.session.limits import ClientBounds, LimitReached, admit_session
 from codemode.codex_host.session.model import ImageItem
 from codemode.codex_host.session.runtime import CellBusy, CodexSession, Reported, SessionLimits
-from codemode.codex_host.wire.stdin_reader import pollable, pump
+from codemode.codex_host.wire.stdio import Write, pollable, pump, writer
 
 VERSION = 1
 _KIND = {"yielded": "Yielded", "terminated": "Terminated", "completed": "Result"}
@@ -109,12 +109,12 @@ class FramedConnection:
     def __init__(
         self,
         reader: asyncio.StreamReader,
-        out_fd: int,
+        write: Write,
         limits: SessionLimits,
         bounds: ClientBounds | None = None,
     ) -> None:
         self.reader = reader
-        self.out_fd = out_fd
+        self.write = write
         self.limits = limits
         self.bounds = bounds or ClientBounds()
         self.sessions: dict[str, FramedSession] = {}
@@ -125,9 +125,7 @@ class FramedConnection:
         self.capacity = CAPACITY  # delegate requests unanswered at once (``delegate``)
 
     def send(self, message: dict[str, Any]) -> None:
-        data = memoryview(encode_frame(message))
-        while data:
-            data = data[os.write(self.out_fd, data) :]
+        self.write(encode_frame(message))
 
     def arriving(self) -> None:
         """The client's bytes are arriving, before they are read: with delegate requests
@@ -352,12 +350,27 @@ async def serve_framed(
 ) -> int:
     loop = asyncio.get_running_loop()
     reader = ArrivalReader(limit=MAX_FRAME + 4)
-    connection = FramedConnection(reader, out_fd, limits, bounds)
+    reading: list[asyncio.ReadTransport] = []
+
+    # A client that does not read its answers is not read from until it does; the loop
+    # goes on meanwhile (its programs' time limits, its other sessions): ``wire/stdio.py``.
+    def pause() -> None:
+        for transport in reading:
+            transport.pause_reading()
+
+    def resume() -> None:
+        for transport in reading:
+            transport.resume_reading()
+
+    # (The client closing its end ends the connection.)
+    write, _ = await writer(out_fd, lambda exc: reader.feed_eof(), pause, resume)
+    connection = FramedConnection(reader, write, limits, bounds)
     reader.arriving = connection.arriving
     if pollable(in_fd):
-        await loop.connect_read_pipe(
+        transport, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(in_fd, "rb", buffering=0)
         )
+        reading.append(transport)
     else:  # a regular file or /dev/null: read on a thread
         pump(loop, in_fd, reader.feed_data, reader.feed_eof)
     return await connection.run()

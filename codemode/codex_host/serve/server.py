@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from codemode.codex_host.serve.listen import Listen
 from codemode.codex_host.session.limits import ClientBounds
 from codemode.codex_host.session.runtime import SessionLimits
-from codemode.codex_host.wire.stdin_reader import pollable, pump
+from codemode.codex_host.wire.stdio import pollable, pump, writer
 
 if TYPE_CHECKING:
     from codemode.codex_host.wire.h2_connection import Connection
@@ -103,40 +103,13 @@ def _collect_later() -> None:
 
 async def _attach_stdio(connection: Connection, in_fd: int, out_fd: int) -> None:
     """``connection`` reads stdin and writes ``out_fd`` (the protocol's stdout) through
-    the loop; a file the loop cannot wait on is read by a thread (``stdin_reader``) and
-    written directly instead."""
+    the loop, not reading while its client does not read (``wire/stdio.py``)."""
     loop = asyncio.get_running_loop()
-    if pollable(out_fd):
-        writer, _ = await loop.connect_write_pipe(
-            lambda: _WriteEnd(connection), os.fdopen(out_fd, "wb", buffering=0)
-        )
-        connection.attach(writer.write, writer.close)
-    else:
-        connection.attach(lambda data: _write_all(out_fd, data), lambda: None)
+    write, close = await writer(
+        out_fd, connection.connection_lost, connection.pause_writing, connection.resume_writing
+    )
+    connection.attach(write, close)
     if pollable(in_fd):
         await loop.connect_read_pipe(lambda: connection, os.fdopen(in_fd, "rb", buffering=0))
     else:
         pump(loop, in_fd, connection.data_received, lambda: connection.connection_lost(None))
-
-
-class _WriteEnd(asyncio.BaseProtocol):
-    """stdout's end: the client closing it ends the connection."""
-
-    def __init__(self, connection: Connection) -> None:
-        self.connection = connection
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.connection.connection_lost(exc)
-
-    # A client that does not read stdout: stop reading stdin until it does.
-    def pause_writing(self) -> None:
-        self.connection.pause_writing()
-
-    def resume_writing(self) -> None:
-        self.connection.resume_writing()
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]

@@ -1,0 +1,72 @@
+"""A client that stops reading its host's stdout holds only the bytes written for it:
+the host's loop goes on (here: a program's time limit still stops it), and the host
+stops reading that client until it reads again. Both stdio protocols."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from tests.codex_host_support import INTERPRETER
+from tests.test_codex_host_framed_bounds import RawPeer, _outcome, _texts
+
+LIMIT_S = 4
+
+
+def _children(pid: int) -> dict[int, float]:
+    """``pid``'s children and the CPU seconds each has used."""
+    found = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    return found
+
+
+def _spinning(pid: int) -> list[int]:
+    """``pid``'s children that used a fifth of a CPU or more over the next second."""
+    before = _children(pid)
+    time.sleep(1)
+    after = _children(pid)
+    return [child for child in after if after[child] - before.get(child, after[child]) > 0.2]
+
+
+def test_a_framed_client_that_does_not_read_still_has_its_programs_stopped_on_time() -> None:
+    proc = subprocess.Popen(
+        [INTERPRETER, "code-mode-host", "--timeout", str(LIMIT_S)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0,
+    )  # fmt: skip
+    peer = RawPeer(proc)
+    try:
+        peer.open([], session="spin")
+        peer.request(2, {"method": "session/open", "sessionId": "big"})
+        assert peer.read()["result"]["status"] == "ok"
+        peer.execute(3, "while (true) {}", session="spin")
+        deadline = time.monotonic() + 60
+        while not _spinning(proc.pid):
+            assert time.monotonic() < deadline, "the program never started"
+        # An answer far larger than the pipe holds, which this client does not read, while
+        # the spinning program's limit passes: its worker must be stopped on time anyway.
+        peer.execute(4, 'text("x".repeat(1 << 20));', session="big")
+        time.sleep(LIMIT_S + 3)
+        assert _spinning(proc.pid) == [], "a program ran on past its time limit"
+        # Now it reads: both answers are there, whole.
+        answers = {}
+        while len(answers) < 2:
+            message = peer.read(60)
+            assert message is not None, answers
+            if message.get("type") == "execute/initialResponse":
+                answers[message["id"]] = _outcome(message)
+        assert "time limit" in str(answers[3]), answers[3]
+        assert _texts(answers[4]) == ["x" * (1 << 20)]
+    finally:
+        proc.kill()
+        proc.wait(10)
