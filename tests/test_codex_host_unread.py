@@ -1,11 +1,16 @@
 """A client that stops reading its host's stdout holds only the bytes written for it:
 the host's loop goes on (here: a program's time limit still stops it), and the host
-stops reading that client until it reads again. Both stdio protocols."""
+stops reading that client until it reads again; and what it was answered reaches it
+even when its input ended first. The framed protocol (gRPC's stdio shares the writer:
+`wire/stdio.py`; its own floods are in test_codex_host_h2.py)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
+import struct
 import subprocess
+import termios
 import time
 from pathlib import Path
 
@@ -13,6 +18,7 @@ from tests.codex_host_support import INTERPRETER
 from tests.test_codex_host_framed_bounds import RawPeer, _outcome, _texts
 
 LIMIT_S = 4
+ANSWER = 100_000
 
 
 def _children(pid: int) -> dict[int, float]:
@@ -70,3 +76,41 @@ def test_a_framed_client_that_does_not_read_still_has_its_programs_stopped_on_ti
     finally:
         proc.kill()
         proc.wait(10)
+
+
+def test_what_a_framed_client_was_answered_still_reaches_it_after_its_input_ends() -> None:
+    """A client that sends its requests and closes its end before it reads (a script
+    piping frames in) still gets every answer whole, the one the pipe could not hold
+    when its input ended too (100 kB: more than the pipe holds, less than what makes
+    the host stop reading its client, so the end of its input is read at once)."""
+    proc = subprocess.Popen(
+        [INTERPRETER, "code-mode-host"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0,
+    )  # fmt: skip
+    peer = RawPeer(proc)
+    try:
+        peer.open([])
+        peer.execute(2, f'text("x".repeat({ANSWER}));')
+        started = peer.read()
+        assert started["result"]["value"]["type"] == "execution/started", started
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 60
+        while _unread(proc.stdout.fileno()) < 60_000:  # the answer fills the pipe
+            assert time.monotonic() < deadline, "the program never answered"
+            time.sleep(0.02)
+        assert proc.stdin is not None
+        proc.stdin.close()  # the rest of the answer is still the host's to write
+        time.sleep(2)  # and the host has ended its sessions before this reads
+        message = peer.read(60)
+        assert message is not None and message["type"] == "execute/initialResponse"
+        assert _texts(_outcome(message)) == ["x" * ANSWER]
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+
+
+def _unread(fd: int) -> int:
+    """Bytes waiting in the pipe ``fd`` reads."""
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]

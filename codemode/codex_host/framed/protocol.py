@@ -363,8 +363,8 @@ async def serve_framed(
             transport.resume_reading()
 
     # (The client closing its end ends the connection.)
-    write, _ = await writer(out_fd, lambda exc: reader.feed_eof(), pause, resume)
-    connection = FramedConnection(reader, write, limits, bounds)
+    out = await writer(out_fd, lambda exc: reader.feed_eof(), pause, resume)
+    connection = FramedConnection(reader, out.write, limits, bounds)
     reader.arriving = connection.arriving
     if pollable(in_fd):
         transport, _ = await loop.connect_read_pipe(
@@ -373,7 +373,9 @@ async def serve_framed(
         reading.append(transport)
     else:  # a regular file or /dev/null: read on a thread
         pump(loop, in_fd, reader.feed_data, reader.feed_eof)
-    return await connection.run()
+    status = await connection.run()
+    await out.flushed()  # (its end of input came first: what it was answered still goes)
+    return status
 
 
 class ArrivalReader(asyncio.StreamReader):

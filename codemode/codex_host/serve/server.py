@@ -105,10 +105,10 @@ async def _attach_stdio(connection: Connection, in_fd: int, out_fd: int) -> None
     """``connection`` reads stdin and writes ``out_fd`` (the protocol's stdout) through
     the loop, not reading while its client does not read (``wire/stdio.py``)."""
     loop = asyncio.get_running_loop()
-    write, close = await writer(
+    out = await writer(
         out_fd, connection.connection_lost, connection.pause_writing, connection.resume_writing
     )
-    connection.attach(write, close)
+    connection.attach(out.write, out.close)
     if pollable(in_fd):
         await loop.connect_read_pipe(lambda: connection, os.fdopen(in_fd, "rb", buffering=0))
     else:

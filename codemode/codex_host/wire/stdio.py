@@ -18,7 +18,8 @@ import asyncio
 import os
 import select
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import NamedTuple
 
 Write = Callable[[bytes], object]
 
@@ -58,20 +59,40 @@ def pump(
     threading.Thread(target=run, name="stdin", daemon=True).start()
 
 
+class Out(NamedTuple):
+    """How to write stdout, close it, and wait until what was written has left."""
+
+    write: Write
+    close: Callable[[], object]
+    flushed: Callable[[], Awaitable[None]]
+
+
 async def writer(
     fd: int,
     lost: Callable[[Exception | None], object],
     pause: Callable[[], object],
     resume: Callable[[], object],
-) -> tuple[Write, Callable[[], object]]:
-    """How to write ``fd`` and close it; ``lost`` runs when the reader closes its end."""
+) -> Out:
+    """``fd``'s ``Out``; ``lost`` runs when the reader closes its end."""
     if not pollable(fd):
-        return (lambda data: _write_all(fd, data)), (lambda: None)
+        return Out(lambda data: _write_all(fd, data), lambda: None, _nothing)
     loop = asyncio.get_running_loop()
     transport, _ = await loop.connect_write_pipe(
         lambda: _WriteEnd(lost, pause, resume), os.fdopen(fd, "wb", buffering=0)
     )
-    return transport.write, transport.close
+
+    async def flushed() -> None:
+        # Once, at the end (no event says a buffer emptied): what the client has not
+        # read yet still reaches it, as a blocking write would have; a client that has
+        # closed its end is written no more.
+        while transport.get_write_buffer_size() and not transport.is_closing():
+            await asyncio.sleep(0.01)
+
+    return Out(transport.write, transport.close, flushed)
+
+
+async def _nothing() -> None:
+    pass
 
 
 class _WriteEnd(asyncio.BaseProtocol):
