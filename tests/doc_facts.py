@@ -172,6 +172,7 @@ FACTS: dict[str, Callable[[], Any]] = {
     "engine.busy_check_ms": lambda: _ms(SPIN, "_BUSY_CHECK_S"),
     "engine.near_ms": lambda: _ms(SPIN, "_NEAR_S"),
     "engine.block_us": lambda: _us(PARENT, "BLOCK_S"),
+    "engine.wake_ms": lambda: _ms(WORKER, "_WAKE_S"),
     "engine.flush_ms": lambda: _ms(WORKER, "_FLUSH_S"),
     "engine.stop_grace_ms": lambda: _ms(PARENT, "STOP_GRACE_S"),
     # interpreter mcp-server

@@ -11,6 +11,12 @@ Parent to worker, one request at a time, each answered by exactly one reply fram
 - ``STEP``: evaluate a script, run its jobs, return the drained state.
 - ``SETTLE``: pass finished tool calls (JSON text) to the isolate, then as ``STEP``.
 
+And one that is not answered: ``WAKE`` (no payload), sent at most once while the program
+waits on its calls, when a result may be on its way (the Codex host heard from its
+client). The worker polls for the request that follows for up to a millisecond instead
+of sleeping: a process that went to sleep takes a few hundred microseconds to wake on a
+virtual machine, and this way that happens while the parent is still reading the result.
+
 Worker to parent: ``LOG`` (one byte, the level's index, then the text; the last level
 is not the console's but a host event's, ``[kind, data]`` as JSON, which shares the
 console's path so that it keeps its place among the program's output), ``STATE`` (the
@@ -25,7 +31,7 @@ import struct
 
 HEADER = struct.Struct("<IB")
 
-OPEN, STEP, SETTLE = b"O"[0], b"S"[0], b"T"[0]
+OPEN, STEP, SETTLE, WAKE = b"O"[0], b"S"[0], b"T"[0], b"W"[0]
 LOG, STATE, ERROR, STOPPED = b"L"[0], b"D"[0], b"E"[0], b"X"[0]
 
 # The prelude's LEVELS, same order: the console's, then the host channel's (``HOST``).

@@ -48,6 +48,8 @@ _FLUSH_BYTES = 64 * 1024
 # About what sleeping and being woken costs on a virtual machine (a pipe round trip
 # with both ends asleep measured 70-200 us), so a poll that misses costs no more.
 _SPIN_S = 150e-6
+# How long a WAKE keeps the worker polling for the request it announces.
+_WAKE_S = 1e-3
 _READ_BYTES = 1 << 16  # what a pipe holds: a bigger read only allocates more
 
 
@@ -109,6 +111,20 @@ class Requests:
 
     def next(self) -> tuple[int, bytes] | None:
         """The next request's (op, payload); None at end of file."""
+        while True:
+            got = self._next()
+            if got is None or got[0] != p.WAKE:
+                return got
+            # The parent expects a request soon (``protocol.py``): poll for it a while,
+            # unless the machine has no CPU to spare for that.
+            now = time.perf_counter()
+            if RUN_QUEUE.busy(now):
+                continue
+            deadline = now + _WAKE_S
+            while not self._buffer and not self._ended and time.perf_counter() < deadline:
+                self._read()
+
+    def _next(self) -> tuple[int, bytes] | None:
         buffer = self._buffer
         if not buffer:
             # A new request is read at once when it comes within the spin budget (the

@@ -74,6 +74,7 @@ class Worker:
         os.set_blocking(self._out, False)
         os.set_blocking(self.proc.errors, False)
         self._spinner = Spinner(SPIN_S, busy=RUN_QUEUE.busy)
+        self._woken = False
         self._buffer = bytearray()
         self._ended = False  # the worker's end of the reply pipe is closed
         self._unsent = False  # a request could not be written: the worker is gone
@@ -105,11 +106,21 @@ class Worker:
         None: the reply is ``await reply(on_log)``'s."""
         return self.poll(on_log) if self.send(op, text) else None
 
+    def wake(self) -> None:
+        """Tell the worker a request is coming (``protocol.WAKE``), once per request.
+        Never blocks: a worker whose pipe is full (it stopped reading) is not told."""
+        if self.dead or self._woken or self._rest is not None:
+            return
+        self._woken = True
+        with contextlib.suppress(OSError):  # full (it stopped reading): not told
+            os.write(self._in, p.HEADER.pack(0, p.WAKE))  # under PIPE_BUF: whole or not at all
+
     def send(self, op: int, text: str) -> bool:
         """Send one request, or begin to: what the pipe does not take now follows as the
         worker reads (``poll``, ``reply``). False: the pipe is broken (``reply`` says why)."""
         if self.dead:
             raise WorkerCrashed("the engine process is gone")
+        self._woken = False
         payload = p.encode(text)
         data = p.HEADER.pack(len(payload), op) + payload
         try:
