@@ -7,7 +7,9 @@ even when its input ended first. The framed protocol (gRPC's stdio shares the wr
 from __future__ import annotations
 
 import fcntl
+import json
 import os
+import select
 import struct
 import subprocess
 import termios
@@ -116,3 +118,36 @@ def test_what_a_framed_client_was_answered_still_reaches_it_after_its_input_ends
 def _unread(fd: int) -> int:
     """Bytes waiting in the pipe ``fd`` reads."""
     return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+
+
+def test_a_terminal_as_stdout_is_left_blocking_for_the_shell_after_the_host() -> None:
+    """Writing a terminal through the loop would set it non-blocking for good (the flag is
+    shared by every process on that terminal): the host writes a terminal directly."""
+    import pty
+
+    main, terminal = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [INTERPRETER, "code-mode-host"], stdin=subprocess.PIPE, stdout=terminal,
+            stderr=subprocess.DEVNULL, env={**os.environ, "CODEMODE_WARM": "0"},
+        )  # fmt: skip
+        hello = json.dumps(
+            {"type": "connection/hello", "supportedVersions": [1],
+             "requiredCapabilities": [], "optionalCapabilities": []}
+        ).encode()  # fmt: skip
+        assert proc.stdin is not None
+        proc.stdin.write(struct.pack("<I", len(hello)) + hello)
+        proc.stdin.flush()
+        deadline = time.monotonic() + 60
+        seen = b""
+        while b"connection/ready" not in seen:  # it answered on the terminal
+            assert time.monotonic() < deadline, seen
+            if select.select([main], [], [], 1)[0]:
+                seen += os.read(main, 4096)
+        assert os.get_blocking(terminal)
+        proc.stdin.close()
+        assert proc.wait(30) == 0
+        assert os.get_blocking(terminal)
+    finally:
+        os.close(main)
+        os.close(terminal)

@@ -9,7 +9,8 @@ then the end of input.
 ``writer`` writes stdout through the loop when it can wait on it: a client that stops
 reading then holds only the bytes written for it, and the loop goes on (time limits,
 other sessions), told to stop reading that client (``pause``) until it reads again
-(``resume``). A file the loop cannot wait on is written directly (it never blocks long).
+(``resume``). A file the loop cannot wait on is written directly (it never blocks long),
+and so is a terminal.
 """
 
 from __future__ import annotations
@@ -73,8 +74,9 @@ async def writer(
     pause: Callable[[], object],
     resume: Callable[[], object],
 ) -> Out:
-    """``fd``'s ``Out``; ``lost`` runs when the reader closes its end."""
-    if not pollable(fd):
+    """``fd``'s ``Out``; ``lost`` runs when the reader closes its end. A terminal is
+    written directly too: the loop would leave it non-blocking for the shell after us."""
+    if not pollable(fd) or os.isatty(fd):
         return Out(lambda data: _write_all(fd, data), lambda: None, _nothing)
     loop = asyncio.get_running_loop()
     transport, _ = await loop.connect_write_pipe(
