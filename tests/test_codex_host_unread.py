@@ -151,3 +151,32 @@ def test_a_terminal_as_stdout_is_left_blocking_for_the_shell_after_the_host() ->
     finally:
         os.close(main)
         os.close(terminal)
+
+
+def test_a_terminal_as_stdin_is_left_blocking_too() -> None:
+    """The same for a terminal the host reads its requests from (frames typed through a
+    terminal in raw mode, as a program driving a pty would send them)."""
+    import pty
+    import tty
+
+    main, terminal = pty.openpty()
+    tty.setraw(terminal)
+    try:
+        proc = subprocess.Popen(
+            [INTERPRETER, "code-mode-host"], stdin=terminal, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, env={**os.environ, "CODEMODE_WARM": "0"},
+        )  # fmt: skip
+        peer = RawPeer(proc)
+        hello = json.dumps(
+            {"type": "connection/hello", "supportedVersions": [1],
+             "requiredCapabilities": [], "optionalCapabilities": []}
+        ).encode()  # fmt: skip
+        os.write(main, struct.pack("<I", len(hello)) + hello)
+        ready = peer.read(60)
+        assert ready is not None and ready["type"] == "connection/ready", ready
+        assert os.get_blocking(terminal)
+    finally:
+        os.close(main)  # the terminal hangs up: the host's input ends
+        assert proc.wait(30) == 0
+        assert os.get_blocking(terminal)
+        os.close(terminal)

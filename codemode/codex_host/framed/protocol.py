@@ -38,7 +38,7 @@ from codemode.codex_host.framed.session import (
 from codemode.codex_host.session.limits import ClientBounds, LimitReached, admit_session
 from codemode.codex_host.session.model import ImageItem
 from codemode.codex_host.session.runtime import CellBusy, CodexSession, Reported, SessionLimits
-from codemode.codex_host.wire.stdio import Write, pollable, pump, writer
+from codemode.codex_host.wire.stdio import Write, pump, through_loop, writer
 
 VERSION = 1
 _KIND = {"yielded": "Yielded", "terminated": "Terminated", "completed": "Result"}
@@ -366,12 +366,12 @@ async def serve_framed(
     out = await writer(out_fd, lambda exc: reader.feed_eof(), pause, resume)
     connection = FramedConnection(reader, out.write, limits, bounds)
     reader.arriving = connection.arriving
-    if pollable(in_fd):
+    if through_loop(in_fd):
         transport, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(in_fd, "rb", buffering=0)
         )
         reading.append(transport)
-    else:  # a regular file or /dev/null: read on a thread
+    else:  # a regular file, /dev/null or a terminal: read on a thread
         pump(loop, in_fd, reader.feed_data, reader.feed_eof)
     status = await connection.run()
     await out.flushed()  # (its end of input came first: what it was answered still goes)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from codemode.codex_host.serve.listen import Listen
 from codemode.codex_host.session.limits import ClientBounds
 from codemode.codex_host.session.runtime import SessionLimits
-from codemode.codex_host.wire.stdio import pollable, pump, writer
+from codemode.codex_host.wire.stdio import pump, through_loop, writer
 
 if TYPE_CHECKING:
     from codemode.codex_host.wire.h2_connection import Connection
@@ -109,7 +109,7 @@ async def _attach_stdio(connection: Connection, in_fd: int, out_fd: int) -> None
         out_fd, connection.connection_lost, connection.pause_writing, connection.resume_writing
     )
     connection.attach(out.write, out.close)
-    if pollable(in_fd):
+    if through_loop(in_fd):
         await loop.connect_read_pipe(lambda: connection, os.fdopen(in_fd, "rb", buffering=0))
     else:
         pump(loop, in_fd, connection.data_received, lambda: connection.connection_lost(None))

@@ -2,15 +2,16 @@
 
 The event loop can wait on a pipe, a socket or a terminal; not on a regular file or
 ``/dev/null``, which epoll refuses (asyncio then prints a traceback from inside the loop
-and never reads at all: the host hung). ``pollable`` tells which it is before anything is
-registered; ``pump`` reads the others on a thread, handing what it reads to the loop,
-then the end of input.
+and never reads at all: the host hung). Nor is a terminal left to it: asyncio makes what
+it waits on non-blocking and leaves it so, and a terminal's flag is shared by every
+process on it, the shell after us included. ``through_loop`` tells which it is before
+anything is registered; ``pump`` reads the others on a thread, handing what it reads to
+the loop, then the end of input.
 
 ``writer`` writes stdout through the loop when it can wait on it: a client that stops
 reading then holds only the bytes written for it, and the loop goes on (time limits,
 other sessions), told to stop reading that client (``pause``) until it reads again
-(``resume``). A file the loop cannot wait on is written directly (it never blocks long),
-and so is a terminal.
+(``resume``). A file the loop cannot wait on, or a terminal, is written directly.
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ from typing import NamedTuple
 Write = Callable[[bytes], object]
 
 
-def pollable(fd: int) -> bool:
+def through_loop(fd: int) -> bool:
+    """Whether the host reads or writes ``fd`` through the event loop: a pipe or socket
+    (not a file the loop cannot wait on, nor a terminal)."""
+    return _pollable(fd) and not os.isatty(fd)
+
+
+def _pollable(fd: int) -> bool:
     """Whether the event loop can wait on ``fd`` (a pipe, socket or terminal)."""
     probe = select.epoll()
     try:
@@ -74,9 +81,8 @@ async def writer(
     pause: Callable[[], object],
     resume: Callable[[], object],
 ) -> Out:
-    """``fd``'s ``Out``; ``lost`` runs when the reader closes its end. A terminal is
-    written directly too: the loop would leave it non-blocking for the shell after us."""
-    if not pollable(fd) or os.isatty(fd):
+    """``fd``'s ``Out``; ``lost`` runs when the reader closes its end."""
+    if not through_loop(fd):
         return Out(lambda data: _write_all(fd, data), lambda: None, _nothing)
     loop = asyncio.get_running_loop()
     transport, _ = await loop.connect_write_pipe(
