@@ -38,6 +38,8 @@ class RepeatedBlocks(Decoder):
         self._kept: dict[tuple[object, ...], tuple[HeaderTuple, ...]] = {}
 
     def decode(self, data: bytes, raw: bool = False) -> Iterable[HeaderTuple]:
+        if len(data) > BLOCK_BYTES:  # never kept: not worth its key
+            return super().decode(data, raw)
         table = self.header_table
         entries = tuple(table.dynamic_entries)
         key = (
@@ -49,7 +51,7 @@ class RepeatedBlocks(Decoder):
             return list(known)
         headers = list(super().decode(data, raw))
         unchanged = table.maxsize == key[2] and tuple(table.dynamic_entries) == entries
-        if unchanged and len(data) <= BLOCK_BYTES and len(headers) <= HEADERS:
+        if unchanged and len(headers) <= HEADERS:
             if len(self._kept) >= KEPT:
                 del self._kept[next(iter(self._kept))]
             self._kept[key] = tuple(headers)
