@@ -25,6 +25,7 @@ from warm_support import (
     probe_cold,
     probe_server,
     probe_state,
+    processes_of,
     served,
     warm_env,
 )  # fmt: skip
@@ -153,7 +154,10 @@ def test_a_signal_to_the_caller_ends_the_run_as_it_would_a_cold_one(
                                     stderr=subprocess.PIPE)  # fmt: skip
             _ready(proc)
             proc.send_signal(number)
-            proc.wait(60)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                raise AssertionError(processes_of(proc.pid, sock, tmp_path / "log")) from None
             outcomes.append(proc.returncode)
         assert outcomes == [status, status]
         assert served(sock) == 1
@@ -172,7 +176,9 @@ def test_winch_hup_usr1_and_cont_reach_the_run(tmp_path: Path) -> None:
             proc.send_signal(number)
             deadline = time.monotonic() + 30
             while str(int(number)) not in (notes.read_text() if notes.exists() else ""):
-                assert time.monotonic() < deadline, f"{number!r} never arrived"
+                assert time.monotonic() < deadline, (
+                    f"{number!r} never arrived:\n{processes_of(proc.pid, sock, tmp_path / 'log')}"
+                )
                 time.sleep(0.02)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(60) == -signal.SIGTERM

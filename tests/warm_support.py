@@ -252,3 +252,41 @@ def probe_state(argv: list[str], env: dict[str, str], cwd: Path, stdin: bytes = 
                           timeout=120, preexec_fn=caller_limits)  # fmt: skip
     assert done.returncode == 0, done
     return json.loads(done.stdout)
+
+
+_SIGNAL_FIELDS = ("State", "Threads", "SigQ", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")
+
+
+def _process_line(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            fields = dict(line.split(":\t", 1) for line in f.read().splitlines() if ":\t" in line)
+        with open(f"/proc/{pid}/wchan") as f:
+            wchan = f.read()
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().replace(b"\0", b" ")[:80].decode(errors="replace")
+    except OSError as exc:
+        return f"{pid}: {exc}"
+    shown = " ".join(f"{k}={fields.get(k, '?').strip()}" for k in _SIGNAL_FIELDS)
+    return f"{pid} [{argv}] {shown} wchan={wchan}"
+
+
+def processes_of(caller: int, sock: str, log: Path) -> str:
+    """What a signal test says when a run did not end or hear a signal: the caller, the
+    server and each of its children (state, signals pending, blocked, ignored, caught,
+    where each waits) and the end of the server's log."""
+    lines = [f"caller {_process_line(caller)}"]
+    server = place.serving(sock)
+    if server > 0:
+        lines.append(f"server {_process_line(server)}")
+        try:
+            with open(f"/proc/{server}/task/{server}/children") as f:
+                children = [int(p) for p in f.read().split()]
+        except OSError:
+            children = []
+        lines += [f"child {_process_line(child)}" for child in children]
+    try:
+        lines.append("server log: " + log.read_text(errors="replace")[-3000:])
+    except OSError:
+        pass
+    return "\n".join(lines)

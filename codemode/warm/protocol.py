@@ -204,13 +204,17 @@ def status(wait_status: int) -> bytes:
     return STATUS + _INT.pack(wait_status)
 
 
+# A reply: its kind (one byte) and a number.
+REPLY_SIZE = 1 + _INT.size
+
+
 def read_reply(conn: Socket, kind: bytes) -> int | None:
     """The number after a ``kind`` reply, or None if something else (or nothing)
     came."""
     data = b""
-    while len(data) < 1 + _INT.size:
+    while len(data) < REPLY_SIZE:
         try:
-            chunk = conn.recv(1 + _INT.size - len(data))
+            chunk = conn.recv(REPLY_SIZE - len(data))
         except InterruptedError:
             continue
         except OSError:  # reset: the other end was killed
@@ -220,4 +224,8 @@ def read_reply(conn: Socket, kind: bytes) -> int | None:
         data += chunk
         if data[:1] != kind:
             return None
+    return reply_number(data)
+
+
+def reply_number(data: bytes) -> int:
     return int(_INT.unpack_from(data, 1)[0])

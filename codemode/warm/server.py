@@ -327,8 +327,7 @@ class Server:
                 elif what == "caller":
                     self._from_caller(pid)
                 elif what == "child":
-                    while len(os.read(self.wake_r, 512)) == 512:
-                        pass
+                    _drain(self.wake_r)
                 elif what == "watch" and self.watch.changed():
                     self._stop_listening()  # stale: never serve older code
             self._reap()
@@ -350,6 +349,16 @@ class Server:
             return os.stat(self.path).st_ino == self.identity
         except OSError:
             return False
+
+
+def _drain(fd: int) -> None:
+    """Empty the non-blocking wake-up pipe (a multiple of the read's size raises at the
+    end: that ended the server once 512 signals had come between two turns)."""
+    try:
+        while len(os.read(fd, 512)) == 512:
+            pass
+    except BlockingIOError:
+        pass
 
 
 def _signal(pid: int, number: int, group: bool) -> None:
