@@ -4,7 +4,10 @@ runtime's one API (``CodeSession``) with the registry's path for every nested ca
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,3 +46,21 @@ async def run_program(session: CodeSession, source: str, **kw: Any) -> ExecResul
     outcome = await session.execute(source, **kw)
     assert isinstance(outcome, Completed), outcome  # no yield time: it ran to its end
     return outcome.result
+
+
+@contextmanager
+def loop_ticks(period: float) -> Iterator[list[float]]:
+    """The times at which a task on the running event loop woke, every ``period`` s,
+    while the block ran: too few of them, or a long gap between two, is the loop held."""
+    ticks: list[float] = []
+
+    async def tick() -> None:
+        while True:
+            ticks.append(time.monotonic())
+            await asyncio.sleep(period)
+
+    task = asyncio.ensure_future(tick())
+    try:
+        yield ticks
+    finally:
+        task.cancel()

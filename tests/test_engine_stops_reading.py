@@ -10,6 +10,8 @@ import os
 import signal
 import threading
 
+from runtime_support import loop_ticks
+
 from codemode.host.sessions import delegated_session
 from codemode.js_runtime.delegate import NestedCall, ToolSet
 from codemode.js_runtime.models import Limits
@@ -48,42 +50,33 @@ async def test_a_worker_that_stops_reading_holds_only_its_own_program(
         def notify(self, cell_id: str, event: object) -> None:
             pass
 
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.05)
-            ticks += 1
-
     session = delegated_session(engine="quickjs", limits=Limits(timeout_s=2))
-    beating = asyncio.ensure_future(ticker())
     try:
         loop = asyncio.get_running_loop()
         started = loop.time()
-        outcome = await asyncio.wait_for(
-            session.execute(
-                "const r = await tools.t(); r.length",
-                ToolSet(("t",)),
-                yield_time=60,
-                delegate=Delegate(),
-            ),
-            60,
-        )
+        with loop_ticks(0.05) as ticks:
+            outcome = await asyncio.wait_for(
+                session.execute(
+                    "const r = await tools.t(); r.length",
+                    ToolSet(("t",)),
+                    yield_time=60,
+                    delegate=Delegate(),
+                ),
+                60,
+            )
         elapsed = loop.time() - started
         assert isinstance(outcome, Completed)
         error = outcome.result.error
         assert error is not None and error.limit == "timeout", outcome.result
         assert elapsed < 15, "the program was not stopped at its deadline"
         # The loop ran all along: about 2 s of 50 ms ticks (half, on a loaded machine).
-        assert ticks >= 15, f"the event loop was held: {ticks} ticks in {elapsed:.1f} s"
+        assert len(ticks) >= 16, f"the event loop was held: {len(ticks)} ticks in {elapsed:.1f} s"
         monkeypatch.undo()  # type: ignore[attr-defined]
         again = await asyncio.wait_for(
             session.execute("6 * 7", ToolSet(()), yield_time=60, delegate=Delegate()), 60
         )
         assert isinstance(again, Completed) and again.result.value == 42
     finally:
-        beating.cancel()
         for timer in watchdog:
             timer.cancel()
         for worker in workers:

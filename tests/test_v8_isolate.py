@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import os
@@ -14,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from runtime_support import registry_session, run_program
+from runtime_support import loop_ticks, registry_session, run_program
 
 from codemode.js_runtime import CodeSession, ExecEvent, Limits, LogEvent
 from codemode.js_runtime.v8_isolate import Isolate, V8Error
@@ -110,22 +109,15 @@ async def test_the_event_loop_keeps_running_while_v8_computes(tmp_path: Path) ->
     # is awaited, so other tasks (output, a TUI, other sessions) keep running. A loop
     # blocked for the computation would show one gap of 600 ms; the bound leaves room
     # for a loaded machine descheduling the loop now and then.
-    ticks: list[float] = []
-
-    async def ticker() -> None:
-        while True:
-            ticks.append(time.monotonic())
-            await asyncio.sleep(0.01)
-
     session = _v8(tmp_path)
-    task = asyncio.ensure_future(ticker())
     try:
-        result = await run_program(
-            session,
-            "const end = Date.now() + 600; let n = 0; while (Date.now() < end) n++; return n > 0",
-        )
+        with loop_ticks(0.01) as ticks:
+            result = await run_program(
+                session,
+                "const end = Date.now() + 600; let n = 0; while (Date.now() < end) n++; "
+                "return n > 0",
+            )
     finally:
-        task.cancel()
         await session.close()
     assert result.ok and result.value is True, result.error
     gaps = [b - a for a, b in itertools.pairwise(ticks)]
