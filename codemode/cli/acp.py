@@ -29,9 +29,8 @@ def acp(
     Sessions, streamed messages and tool calls, permission requests, file reads and
     writes through the editor when it offers them, cancellation. Logs go to stderr.
     """
-    import asyncio
-
     from codemode.acp.server import AcpOptions, serve
+    from codemode.process import interruptible
 
     # A bad value (-c sandbox_mode=bogus) is a usage error now, not at the first session
     # (sandbox_options has refused contradictory flags already).
@@ -46,6 +45,6 @@ def acp(
         full_auto=full_auto,
     )
     try:
-        asyncio.run(serve(options))
+        interruptible.run(serve(options))
     except KeyboardInterrupt:
         pass

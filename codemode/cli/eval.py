@@ -50,8 +50,6 @@ def eval_command(
 ) -> None:
     """Run the task suite against the model in each harness and dialect; print success
     rate, requests, tokens, time and errors, and recommend one."""
-    import asyncio
-
     from codemode.config import ConfigError, codemode_home
     from codemode.eval.command import (
         PROVIDER_FAILED,
@@ -64,6 +62,7 @@ def eval_command(
     from codemode.eval.report import save_report, table, to_json
     from codemode.eval.runner import Prices
     from codemode.eval.suite import SuiteError
+    from codemode.process import interruptible
 
     if (price_input is None) != (price_output is None):
         raise click.UsageError("give both --price-input and --price-output")
@@ -91,7 +90,7 @@ def eval_command(
         f"({cells}) × {report.repeats} = {report.planned()} runs; report: "
         f"{the_plan.report_path} (Ctrl-C stops; --resume goes on)")
     try:
-        report = asyncio.run(run_plan(settings, the_plan, say))
+        report = interruptible.run(run_plan(settings, the_plan, say))
     except KeyboardInterrupt:
         say(f"interrupted after {len(report.runs)} of {report.planned()} runs; the report is "
             f"in {the_plan.report_path}; go on with the same command and --resume")

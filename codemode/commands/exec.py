@@ -21,6 +21,7 @@ from codemode.assembly.options import SessionOptions, SessionSpec
 from codemode.assembly.session import REPLAY_PROVIDER, build_session
 from codemode.config import ConfigError, codemode_home, load_config
 from codemode.harnesses.catalog import UnknownHarnessError
+from codemode.process import interruptible
 from codemode.providers.base import AuthenticationError, ImageInput
 from codemode.terminal.control_chars import echo
 
@@ -55,7 +56,7 @@ UNTRUSTED_HOOKS_HINT = (
 def run_exec(options: ExecOptions) -> int:
     """Run the command; returns its exit status. Raises UsageProblem for bad input."""
     try:
-        status = asyncio.run(_run(options))
+        status = interruptible.run(_run(options))
     except (
         ConfigError,
         RolloutError,

@@ -6,7 +6,6 @@ says how it ended: 0 finished, 1 the script failed, 3 a limit stopped it.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import Mapping
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from codemode.assembly.program import program_parts
 from codemode.js_runtime.models import ExecEvent, ExecResult, Limits
+from codemode.process import interruptible
 from codemode.terminal.control_chars import echo, json_text
 from codemode.tools.registry import ToolRegistry, code_name
 
@@ -186,6 +186,7 @@ def run_script(
     try:
         for notice in notices:
             echo(f"warning: {notice}", file=options.get("err", sys.stderr))
-        return asyncio.run(run_source(source, registry=registry, hooks=loaded.engine, **options))
+        program = run_source(source, registry=registry, hooks=loaded.engine, **options)
+        return interruptible.run(program)
     finally:
         registry.close()

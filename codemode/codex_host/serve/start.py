@@ -97,10 +97,9 @@ def serve_and_exit(options: HostOptions, *, command_process: bool) -> NoReturn:
     ``command_process``: this process is the `interpreter` command, so it ends without
     Python's teardown of every module (``fast_exit``): Codex waits for its host to exit
     at the end of each turn, and that teardown was most of the 19 ms it waited."""
-    import asyncio
-
     from codemode.codex_host.serve.server import serve
     from codemode.codex_host.session.runtime import SessionLimits
+    from codemode.process import interruptible
 
     limits = SessionLimits(
         engine=options.engine,
@@ -109,7 +108,7 @@ def serve_and_exit(options: HostOptions, *, command_process: bool) -> NoReturn:
         max_cells=options.max_cells,
     )
     try:
-        status = asyncio.run(serve(options.where, limits, options.bounds))
+        status = interruptible.run(serve(options.where, limits, options.bounds))
     except KeyboardInterrupt:
         status = 130
     except OSError as exc:
