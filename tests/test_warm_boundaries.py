@@ -173,7 +173,8 @@ def test_a_caller_confined_further_than_the_server_is_refused(
                               capture_output=True, text=True, timeout=120)  # fmt: skip
         assert done.returncode != 5, done
         assert served(sock) == 0
-        assert "the peer differs from the server" in (tmp_path / "log").read_text()
+        log = (tmp_path / "log").read_text()
+        assert "the peer differs from the server" in log, (log, done)
 
 
 def _children(pid: int) -> list[int]:
@@ -214,7 +215,8 @@ def test_a_confined_caller_that_reaches_a_ready_spare_gets_nothing_of_it(
         assert done.returncode == 2 and "exit" in done.stderr, done  # the cold CLI's usage error
         _until(lambda: _gone(spare), 30, "the spare killed")
         assert served(sock) == 1
-        assert "the peer differs from the server" in (tmp_path / "log").read_text()
+        log = (tmp_path / "log").read_text()
+        assert "the peer differs from the server" in log, (log, done)
         _until(lambda: len(_children(server)) == 1, 30, "another spare")
         assert subprocess.run([INTERPRETER, "run", "exit", "6"], env=env,
                               timeout=60).returncode == 6  # fmt: skip

@@ -67,23 +67,17 @@ class _Forwarder:
         poller = select.poll()
         poller.register(conn.fileno(), select.POLLIN)
         poller.register(self.wake, select.POLLIN)
-        data = b""
-        while len(data) < protocol.REPLY_SIZE:
-            for fd, _ in poller.poll():
-                if fd == self.wake:
+
+        def until_readable() -> None:
+            while True:
+                ready = [fd for fd, _ in poller.poll()]
+                if self.wake in ready:
                     for number in self.received():
                         self._send(conn, number)
-                    continue
-                try:
-                    chunk = conn.recv(protocol.REPLY_SIZE - len(data))
-                except OSError:  # reset: the other end was killed
-                    return None
-                if not chunk:
-                    return None
-                data += chunk
-                if data[:1] != kind:
-                    return None
-        return protocol.reply_number(data)
+                if conn.fileno() in ready:
+                    return
+
+        return protocol.read_reply(conn, kind, until_readable)
 
     def _send(self, conn: socket.socket, number: int) -> None:
         try:

@@ -31,6 +31,7 @@ import struct
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from _socket import socket as Socket
+    from collections.abc import Callable
     from socket import socket as ServerSocket
 
 MAGIC = b"codemode-warm/2\0"
@@ -208,11 +209,16 @@ def status(wait_status: int) -> bytes:
 REPLY_SIZE = 1 + _INT.size
 
 
-def read_reply(conn: Socket, kind: bytes) -> int | None:
+def read_reply(
+    conn: Socket, kind: bytes, until_readable: Callable[[], None] | None = None
+) -> int | None:
     """The number after a ``kind`` reply, or None if something else (or nothing)
-    came."""
+    came. ``until_readable``: waits before each read (the caller's, passing signals on
+    meanwhile)."""
     data = b""
     while len(data) < REPLY_SIZE:
+        if until_readable is not None:
+            until_readable()
         try:
             chunk = conn.recv(REPLY_SIZE - len(data))
         except InterruptedError:
@@ -224,8 +230,4 @@ def read_reply(conn: Socket, kind: bytes) -> int | None:
         data += chunk
         if data[:1] != kind:
             return None
-    return reply_number(data)
-
-
-def reply_number(data: bytes) -> int:
     return int(_INT.unpack_from(data, 1)[0])
