@@ -284,17 +284,26 @@ def test_a_change_to_the_code_it_serves_stops_it_at_once(tmp_path: Path) -> None
         assert done.returncode != 3  # cold: the real `run`
 
 
-def test_an_upgraded_installation_never_reaches_the_old_server() -> None:
-    """The files an upgrade rewrites are part of the socket's key."""
-    version = Path(place.package_folder()) / "version.py"
-    st = os.stat(version)
+def test_an_upgraded_installation_never_reaches_the_old_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The files an upgrade rewrites are part of the socket's key. (On a copy of them:
+    touching the installation's own would, for that moment, send every command of the
+    tests running beside this one to another socket, and stop the run's servers.)"""
+    package = tmp_path / "codemode"
+    for name in ("__init__.py", "version.py", "warm/server.py"):
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(Path(place.package_folder()) / name, package / name)
+    monkeypatch.setattr(place, "package_folder", lambda: str(package))
     before = place.key()
-    try:
-        os.utime(version, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
-        assert place.key() != before
-    finally:
-        os.utime(version, ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert place.key() == before
+    for name in ("__init__.py", "version.py", "warm/server.py"):
+        st = os.stat(package / name)
+        os.utime(package / name, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        assert place.key() != before, name
+        os.utime(package / name, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert place.key() == before
+    (package / "version.py").write_text('__version__ = "99.0"\n')  # a rewrite: another size
+    assert place.key() != before
 
 
 def test_an_idle_server_ends(tmp_path: Path) -> None:
