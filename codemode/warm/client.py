@@ -136,7 +136,11 @@ def run(argv: list[str]) -> int | None:
         sock.close()
         return None
     ignored = [int(n) for n in protocol.INHERITED if signal.getsignal(n) == signal.SIG_IGN]
-    forwarder = _Forwarder(ignored)
+    try:
+        forwarder = _Forwarder(ignored)
+    except OSError:  # no descriptor left for its pipe: nothing was sent yet
+        sock.close()
+        return None
     try:
         folder = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:  # (O_PATH needs no permission: this is rare) the cold start says
