@@ -23,6 +23,7 @@ from warm_support import (
     AS_NOBODY,
     INTERPRETER,
     NOBODY,
+    children,
     probe_server,
     served,
     socket_of,
@@ -177,14 +178,6 @@ def test_a_caller_confined_further_than_the_server_is_refused(
         assert "the peer differs from the server" in log, (log, done)
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(p) for p in f.read().split()]
-    except OSError:
-        return []
-
-
 def _gone(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -207,8 +200,8 @@ def test_a_confined_caller_that_reaches_a_ready_spare_gets_nothing_of_it(
         assert subprocess.run([INTERPRETER, "run", "exit", "4"], env=env,
                               timeout=60).returncode == 4  # fmt: skip
         server = place.serving(sock)
-        _until(lambda: len(_children(server)) == 1, 30, "a spare")  # made once quiet
-        (spare,) = _children(server)
+        _until(lambda: len(children(server)) == 1, 30, "a spare")  # made once quiet
+        (spare,) = children(server)
         confined = ["setpriv", "--no-new-privs", "--", INTERPRETER, "run", "exit", "5"]
         done = subprocess.run(confined, env=env, capture_output=True, text=True,
                               timeout=120)  # fmt: skip
@@ -217,7 +210,7 @@ def test_a_confined_caller_that_reaches_a_ready_spare_gets_nothing_of_it(
         assert served(sock) == 1
         log = (tmp_path / "log").read_text()
         assert "the peer differs from the server" in log, (log, done)
-        _until(lambda: len(_children(server)) == 1, 30, "another spare")
+        _until(lambda: len(children(server)) == 1, 30, "another spare")
         assert subprocess.run([INTERPRETER, "run", "exit", "6"], env=env,
                               timeout=60).returncode == 6  # fmt: skip
         assert served(sock) == 2

@@ -275,6 +275,15 @@ def _process_line(pid: int) -> str:
     return f"{pid} [{argv}] {shown} wchan={wchan}"
 
 
+def children(pid: int) -> list[int]:
+    """The pids of ``pid``'s children (none once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        return []
+
+
 def processes_of(caller: int, sock: str, log: Path) -> str:
     """What a signal test says when a run did not end or hear a signal: the caller, the
     server and each of its children (state, signals pending, blocked, ignored, caught,
@@ -283,12 +292,7 @@ def processes_of(caller: int, sock: str, log: Path) -> str:
     server = place.serving(sock)
     if server > 0:
         lines.append(f"server {_process_line(server)}")
-        try:
-            with open(f"/proc/{server}/task/{server}/children") as f:
-                children = [int(p) for p in f.read().split()]
-        except OSError:
-            children = []
-        lines += [f"child {_process_line(child)}" for child in children]
+        lines += [f"child {_process_line(child)}" for child in children(server)]
     try:
         lines.append("server log: " + log.read_text(errors="replace")[-3000:])
     except OSError:
