@@ -14,11 +14,16 @@ import asyncio
 import inspect
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from codemode.codex_host.grpc.outcomes import BUFFERED_FOR, missing, outcome_message
-from codemode.codex_host.grpc.session import GrpcSession, Subscription, next_or_heartbeat
+from codemode.codex_host.grpc.session import (
+    GrpcSession,
+    Pushable,
+    Subscription,
+    next_or_heartbeat,
+)
 from codemode.codex_host.session.limits import ClientBounds, LimitReached, admit_session
 from codemode.codex_host.session.metrics import process_figures
 from codemode.codex_host.session.runtime import CellBusy, SessionLimits
@@ -164,21 +169,28 @@ class CodeModeHostService:
             (n.name, n.namespace if n.HasField("namespace") else None) for n in request.tool_names
         ]
         interval = request.heartbeat_interval_s if request.HasField("heartbeat_interval_s") else 0
-        return self._tool_calls(session, session.subscribe(filters), interval)
+        sub = session.subscribe(filters)
+        return Pushable(self._tool_calls(session, sub, interval), sub)
 
     async def _tool_calls(
         self, session: GrpcSession, sub: Subscription, interval: int
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[Any, None]:
         # A heartbeat carries the session's id and nothing else (Codex refuses one that
         # carries a tool invocation).
         beat = pb.ToolCall(session_id=session.id, heartbeat=pb.Heartbeat())
         try:
-            while (pending := await next_or_heartbeat(sub.queue, interval, beat)) is not None:
+            while True:
+                sub.idle = sub.queue.empty()  # calls made meanwhile are pushed at once
+                pending = await next_or_heartbeat(sub.queue, interval, beat)
+                sub.idle = False
+                if pending is None:
+                    return
                 if pending is beat:
                     yield beat
                 elif not pending.future.done():  # else cancelled while queued
                     yield pending.message
         finally:
+            sub.idle = False
             session.unsubscribe(sub)
 
     def CompleteToolCall(self, request: Any) -> Any:

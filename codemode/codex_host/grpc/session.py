@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from codemode.codex_host.session.execution import CodexExecution
@@ -32,14 +33,42 @@ _RETIRED_KEPT = 4096
 
 # Plain classes, not dataclasses: see ``session/model.py``.
 class Subscription:
-    __slots__ = ("filters", "queue")
+    """One ``SubscribeToToolCalls`` stream: the calls queued for it, and, while its
+    stream waits idle on an empty queue, how a call is sent on it at once (``push``,
+    from ``h2_stream.Pushed``): in the step the program made it, not a turn later."""
+
+    __slots__ = ("filters", "idle", "push", "queue")
 
     def __init__(self, filters: list[tuple[str, str | None]]) -> None:
         self.filters = filters
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.idle = False  # its stream waits on the queue, with no message in flight
+        self.push: Callable[[Any], bool] | None = None
 
     def matches(self, tool: ToolSpec) -> bool:
         return not self.filters or (tool.tool_name, tool.namespace) in self.filters
+
+
+class Pushable:
+    """A subscription's stream of calls (``_tool_calls``), with the way to push a call
+    on it directly (``h2_stream.Pushed``) kept on its ``Subscription``."""
+
+    def __init__(self, calls: AsyncGenerator[Any, None], sub: Subscription) -> None:
+        self._calls = calls
+        self._sub = sub
+
+    def __aiter__(self) -> Pushable:
+        return self
+
+    def __anext__(self) -> Awaitable[Any]:
+        return self._calls.__anext__()
+
+    async def aclose(self) -> None:
+        self._sub.push = None
+        await self._calls.aclose()
+
+    def push_with(self, push: Callable[[Any], bool]) -> None:
+        self._sub.push = push
 
 
 class _Pending:
@@ -167,6 +196,12 @@ class GrpcSession:
     def _route(self, pending: _Pending) -> None:
         for sub in self.subscriptions:
             if sub.matches(pending.tool):
+                push = sub.push
+                # Sent now only behind nothing: ``idle`` holds while the stream's
+                # sender waits on the empty queue, so no earlier call is in flight.
+                if sub.idle and push is not None and push(pending.message):
+                    return
+                sub.idle = False  # queued: the calls after it queue behind it
                 sub.queue.put_nowait(pending)
                 return
         self.unrouted.append(pending)

@@ -101,7 +101,8 @@ class Connection(asyncio.Protocol):
         self.waiting: list[asyncio.Future[None]] = []  # answers waiting for window
         self.reset_allowance, self.reset_at = float(RESET_BURST), time.monotonic()
         self._flushing = False
-        self._owed: list[tuple[Stream, bytes]] = []  # answers made at the next write
+        self._owed: list[tuple[Stream, bytes]] = []  # answers made at a later write (owe)
+        self._owed_waited = False  # the owed answers have let a turn of the loop pass
         self._reader: asyncio.ReadTransport | None = None
         self._write: Callable[[bytes], object] = lambda data: None
         self._close: Callable[[], object] = lambda: None
@@ -312,6 +313,10 @@ class Connection(asyncio.Protocol):
                 self.h2.send_headers(stream.id, response_headers(stream.metadata))
             self.emit()
 
+    def live(self, stream: Stream) -> bool:
+        """Whether ``stream`` can still be answered (not reset, ended or timed out)."""
+        return not self.ended and self.streams.get(stream.id) is stream
+
     def send_whole(self, stream: Stream, message: bytes) -> bool:
         """One gRPC message on ``stream`` in one DATA frame, if the peer's windows have
         room for it now (as they nearly always do); False, with nothing sent, if not."""
@@ -383,16 +388,34 @@ class Connection(asyncio.Protocol):
             self.loop.call_soon(self._flush)
 
     def owe(self, stream: Stream, reply: bytes) -> None:
-        """Answer ``stream`` with ``reply`` when this turn's frames are written (``emit``):
-        by then a ``CompleteToolCall`` has handed a waiting program its result, and the
-        engine worker runs it on while the answer's frames are made (docs/codex-host.md)."""
+        """Answer ``stream`` with ``reply`` after the frames already queued: a
+        ``CompleteToolCall`` has handed a waiting program its result, and the program's
+        next call (its ``ToolCall``) should not wait while the answer's frames are made.
+        So the answers are made a turn of the loop later than the write they came with,
+        once the program has had its turn to reply (``Execution``'s step, which polls
+        the engine worker briefly), and after that turn's frames are written
+        (docs/codex-host.md)."""
         self._owed.append((stream, reply))
         self.emit()
 
     def _flush(self) -> None:
+        self._flushing = False
+        if self.ended:
+            return
+        data = self.h2.data_to_send()
+        if data:
+            self._write(data)
+        if not self._owed:
+            return
+        if not self._owed_waited:  # the program's turn first
+            self._owed_waited = self._flushing = True
+            self.loop.call_soon(self._flush)
+            return
+        self._owed_waited = False
         owed, self._owed = self._owed, []
+        self._flushing = True  # their emit()s find this flush under way
         for stream, reply in owed:
-            answer(self, stream, reply)  # its emit() finds this flush under way
+            answer(self, stream, reply)
         self._flushing = False
         if not self.ended:
             data = self.h2.data_to_send()

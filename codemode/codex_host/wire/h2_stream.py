@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 from codemode.codex_host.wire.grpc_status import (
     Headers,
@@ -60,6 +61,19 @@ class Sender(Protocol):
 
     def owe(self, stream: Stream, reply: bytes) -> None: ...
 
+    def live(self, stream: Stream) -> bool: ...
+
+
+@runtime_checkable
+class Pushed(Protocol):
+    """A streaming handler's replies that may also be sent as they are made: given a
+    ``push`` that sends one message now, when the stream's windows have room, and says
+    whether it did. A message made while the stream waits idle for its next one then
+    leaves in the step that made it, not a turn of the event loop later (a nested
+    call's ``ToolCall``: docs/codex-host.md)."""
+
+    def push_with(self, push: Callable[[Any], bool]) -> None: ...
+
 
 def answer_now(conn: Sender, stream: Stream, method: Method, request: Any) -> None:
     """An RPC that never waits, answered without a task: its handler runs now, its
@@ -97,6 +111,12 @@ async def serve(conn: Sender, stream: Stream, method: Method, request: Any) -> N
         # The response headers leave now: a client (Codex) waits for them on a stream
         # that may carry no message for a long time (a tool-call subscription).
         conn.headers(stream)
+        if isinstance(replies, Pushed):
+            replies.push_with(
+                lambda message: (
+                    conn.live(stream) and conn.send_whole(stream, message.SerializeToString())
+                )
+            )
         async for message in replies:
             await conn.send(stream, message.SerializeToString())
         conn.trailers(stream, Status.OK, "")
