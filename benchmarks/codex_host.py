@@ -8,11 +8,12 @@
    awaited one after another (``sequential``) or all in one ``Promise.all``
    (``parallel``); the second is a final message. The same Codex binary runs it with its
    own ``codex-code-mode-host`` and with ours beside it (``codemode.codex_host.warm.beside``),
-   alternating, fresh workspace and home each run. Ours twice: ``ours``, the plain shim
-   (every session starts a Python host, cold: ``CODEMODE_WARM=0``), and ``ours_warm``,
-   the warm shim (``beside(..., warm=True)``: the compiled client hands the session to
-   this user's warm server, ``codemode.warm``, whose spare for a host has its engine
-   worker booted; ``CODEMODE_WARM=1``, and a runtime folder of the benchmark's own; the
+   the sides in another order each round (``rotated``), fresh workspace and home each
+   run. Ours twice: ``ours``, the plain shim (every session starts a Python host, cold:
+   ``CODEMODE_WARM=0``), and ``ours_warm``, the warm shim (``beside(..., warm=True)``:
+   the compiled client hands the session to this user's warm server, ``codemode.warm``,
+   whose spare for a host has its engine worker booted; ``CODEMODE_WARM=1``, and a
+   runtime folder of the benchmark's own; the
    untimed first turn starts that server, as a user's first session would).
    Turns start ``GAP_S`` apart. ``ratio`` / ``ratio_warm`` is ours / Codex's median
    wall time (target <= 1.0: ours no slower); ``paired_difference_ms``: ours minus
@@ -30,7 +31,7 @@
 3. The host's start (``start``): spawned with ``--listen grpc+stdio://`` and sent an
    HTTP/2 preface, how long until its first byte comes back (its SETTINGS, sent once
    it can serve: Codex starts its host at the turn's first exec and waits for it), and
-   the CPU the host process had used by then (10 ms clock ticks), medians, alternating;
+   the CPU the host process had used by then (10 ms clock ticks), medians, rotated;
    for ``ours_warm`` the process spawned is the client, so no CPU is given.
 
 Needs the Codex 0.169 linux x64 build that scripts/setup-test-servers.sh caches (else
@@ -89,6 +90,14 @@ def program(calls: int, parallel: bool, tool: str = "exec_command") -> str:
     return '// @exec: {"yield_time_ms": 600000}\n' + body + "text(`${rs.length} calls`);\n"
 
 
+def rotated(sides: tuple[str, ...], round_number: int) -> tuple[str, ...]:
+    """The sides in round ``round_number``'s order: each takes each place in turn. With
+    Codex's own host as two sides, the later turn of a round came out ~100 ms slower
+    (11 rounds, 5.5 s turns): a fixed order charges that to the same side every round."""
+    k = round_number % len(sides)
+    return sides[k:] + sides[:k]
+
+
 def run_turn(codex: Path, code: str, side: str) -> float:
     with homes() as (ws, home), ScriptedModelServer(script(code)) as server:
         (home / "config.toml").write_text(
@@ -130,8 +139,8 @@ def whole_process(vendor: Path, ours: Path, warm: Path, calls: int, runs: int) -
         for side in SIDES:  # warm the caches, untimed
             run_turn(binaries[side], code, side)
         times: dict[str, list[float]] = {side: [] for side in SIDES}
-        for _ in range(runs):
-            for side in SIDES:
+        for r in range(runs):
+            for side in rotated(SIDES, r):
                 time.sleep(GAP_S)
                 times[side].append(run_turn(binaries[side], code, side))
         medians = {side: round(statistics.median(times[side]), 1) for side in SIDES}
@@ -304,7 +313,8 @@ def first_byte(argv: list[str], side: str) -> tuple[float, float]:
 def start(hosts: dict[str, list[str]], runs: int) -> dict[str, Any]:
     found: dict[str, list[tuple[float, float]]] = {side: [] for side in hosts}
     for i in range(runs + 1):
-        for side, argv in hosts.items():
+        for side in rotated(tuple(hosts), i):
+            argv = hosts[side]
             time.sleep(GAP_S)  # as between turns: the warm server's spare is ready
             measured = first_byte(argv, side)
             if i:  # the first round warms the page cache
