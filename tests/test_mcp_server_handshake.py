@@ -140,3 +140,27 @@ def test_a_host_made_but_not_served_is_closed(monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(RuntimeError):
         setup.service()  # not tried again
     assert closed == ["closed"]
+
+
+def test_ctrl_c_ends_a_stdio_server_waiting_on_its_client(tmp_path: Path) -> None:
+    # Its loop waits on the client's next line; a Ctrl-C ends that wait
+    # (``process/interruptible.py``): exit 130, no traceback, stdin still open.
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    proc = subprocess.Popen([INTERPRETER, "mcp-server"], cwd=work, env=cli_env(home),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(_INITIALIZE)
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        proc.send_signal(2)
+        proc.wait(timeout=30)
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        assert proc.returncode == 130, err
+        assert "Traceback" not in err
+    finally:
+        proc.kill()
+        proc.wait()

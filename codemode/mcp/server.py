@@ -334,9 +334,11 @@ class SetUpOnFirstUse:
 
 
 def run_stdio(server: MCPServer, wire: StdioWire) -> None:
-    """Serve ``server`` on the stdio ``wire``."""
-    import anyio
+    """Serve ``server`` on the stdio ``wire`` (its loop woken by every signal: a Ctrl-C
+    never waits for the client's next request, ``process/interruptible.py``)."""
     from mcp.server.stdio import stdio_server
+
+    from codemode.process import interruptible
 
     async def main() -> None:
         # Duck-typed as the SDK's AsyncFile: what its transport uses of one (``async
@@ -347,4 +349,4 @@ def run_stdio(server: MCPServer, wire: StdioWire) -> None:
             lowlevel = server._lowlevel_server
             await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
-    anyio.run(main)
+    interruptible.run(main())

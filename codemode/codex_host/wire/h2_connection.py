@@ -4,16 +4,14 @@ events into RPCs.
 
 Why ``h2``: HTTP/2's stream states, flow control, HPACK (with its header-list limit)
 and the CONTINUATION and SETTINGS rules are h2's, kept as the protocol moves; what
-stays here is gRPC's part and the bounds on one client. Why not grpcio's server:
-over stdio it needed a unix socket and relay threads, so each message crossed three
-threads; here the frames are read from stdin (or a TCP connection) and written to
-stdout by the loop that runs the programs, one wake-up per message.
+stays here is gRPC's part and the bounds on one client. Why not grpcio's server: over
+stdio it needed a unix socket and relay threads (a message crossed three threads); here
+the loop that runs the programs reads and writes the frames, one wake-up per message.
 
 What one client can hold is bounded: ``MAX_STREAMS`` open streams (advertised; h2
 ends a connection that opens more), ``MAX_MESSAGE`` bytes a request and
 ``MAX_BUFFERED`` bytes held for all unanswered requests together, a header list of
-``MAX_HEADER_LIST`` bytes, resets of unanswered streams at ``RESET_RATE`` a second after
-a burst of ``RESET_BURST`` (the rapid-reset attack: each reset RPC was work begun), and
+``MAX_HEADER_LIST`` bytes, resets of unanswered streams (``wire/reset_budget.py``), and
 what the server has to write back (it stops reading while the client does not read).
 A request's fields are counted before it is decoded (``wire/decode_budget.py``). A peer that
 breaks HTTP/2 gets GOAWAY and the connection ends; a bad request gets its gRPC status
@@ -24,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -55,6 +52,7 @@ from codemode.codex_host.wire.grpc_status import (
 )
 from codemode.codex_host.wire.h2_stream import Stream, answer, answer_now, serve
 from codemode.codex_host.wire.header_blocks import RepeatedBlocks
+from codemode.codex_host.wire.reset_budget import ResetBudget
 
 MAX_WINDOW = (1 << 31) - 1
 # As many open streams as hyper's server allows by default; with the cap on request
@@ -62,7 +60,6 @@ MAX_WINDOW = (1 << 31) - 1
 MAX_STREAMS = 200
 MAX_BUFFERED = 64 << 20
 MAX_HEADER_LIST = 64 << 10  # h2's default, advertised (CVE-2016-6581)
-RESET_BURST, RESET_RATE = 200, 100.0
 
 
 class Connection(asyncio.Protocol):
@@ -99,7 +96,7 @@ class Connection(asyncio.Protocol):
         self.loop = asyncio.get_running_loop()
         self.done: asyncio.Future[None] = self.loop.create_future()
         self.waiting: list[asyncio.Future[None]] = []  # answers waiting for window
-        self.reset_allowance, self.reset_at = float(RESET_BURST), time.monotonic()
+        self.resets = ResetBudget()  # of streams not yet answered
         self._flushing = False
         self._owed: list[tuple[Stream, bytes]] = []  # answers made at a later write (owe)
         self._owed_waited = False  # the owed answers have let a turn of the loop pass
@@ -230,7 +227,7 @@ class Connection(asyncio.Protocol):
             return
         self._release(stream)
         stream.cancel()
-        if not self._may_reset():
+        if not self.resets.spend():
             self.h2.close_connection(
                 error_code=ErrorCodes.ENHANCE_YOUR_CALM, additional_data=b"too many resets"
             )
@@ -238,18 +235,6 @@ class Connection(asyncio.Protocol):
             with contextlib.suppress(Exception):
                 self._close()
             self.connection_lost(None)
-
-    def _may_reset(self) -> bool:
-        """A token bucket: ``RESET_BURST`` resets of streams not yet answered, then
-        ``RESET_RATE`` a second (a client that cancels now and then never comes near it;
-        one that opens streams only to reset them is doing nothing else)."""
-        now = time.monotonic()
-        self.reset_allowance = min(
-            RESET_BURST, self.reset_allowance + (now - self.reset_at) * RESET_RATE
-        )
-        self.reset_at = now
-        self.reset_allowance -= 1
-        return self.reset_allowance >= 0
 
     def _deadline(self, stream: Stream) -> None:
         stream.timer = None
@@ -379,45 +364,37 @@ class Connection(asyncio.Protocol):
                 waiter.set_result(None)
 
     def emit(self) -> None:
-        """Write what h2 has queued at the end of this turn of the event loop, with
-        whatever else is queued in the same turn: the tool calls of a ``Promise.all`` (or
-        the answers to a batch of completions) leave in one write, one wake-up of the
-        client."""
+        """Write what h2 has queued at the end of this turn of the loop, with what else
+        the turn queues: a ``Promise.all``'s tool calls leave in one write."""
         if not self._flushing:
             self._flushing = True
             self.loop.call_soon(self._flush)
 
     def owe(self, stream: Stream, reply: bytes) -> None:
-        """Answer ``stream`` with ``reply`` after the frames already queued: a
-        ``CompleteToolCall`` has handed a waiting program its result, and the program's
-        next call (its ``ToolCall``) should not wait while the answer's frames are made.
-        So the answers are made a turn of the loop later than the write they came with,
-        once the program has had its turn to reply (``Execution``'s step, which polls
-        the engine worker briefly), and after that turn's frames are written
-        (docs/codex-host.md)."""
+        """Answer ``stream`` with ``reply`` a turn of the loop after the write it came
+        with, behind that turn's frames: a ``CompleteToolCall`` handed a program its
+        result, and the program's next ``ToolCall`` (made in its own step, which polls the
+        engine worker briefly) need not wait while this answer is made (docs/codex-host.md)."""
         self._owed.append((stream, reply))
         self.emit()
 
+    def _write_queued(self) -> None:
+        data = self.h2.data_to_send()
+        if data and not self.ended:
+            self._write(data)
+
     def _flush(self) -> None:
         self._flushing = False
-        if self.ended:
-            return
-        data = self.h2.data_to_send()
-        if data:
-            self._write(data)
-        if not self._owed:
+        self._write_queued()
+        if not self._owed or self.ended:
             return
         if not self._owed_waited:  # the program's turn first
             self._owed_waited = self._flushing = True
             self.loop.call_soon(self._flush)
             return
-        self._owed_waited = False
-        owed, self._owed = self._owed, []
+        owed, self._owed, self._owed_waited = self._owed, [], False
         self._flushing = True  # their emit()s find this flush under way
         for stream, reply in owed:
             answer(self, stream, reply)
         self._flushing = False
-        if not self.ended:
-            data = self.h2.data_to_send()
-            if data:
-                self._write(data)
+        self._write_queued()
