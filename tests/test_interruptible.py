@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -40,10 +41,27 @@ except KeyboardInterrupt:
 """
 
 
+def _until_waiting(pid: int) -> None:
+    """Until the main thread sleeps in the loop's epoll wait: a signal that lands before
+    (while it still runs Python) is handled by any loop, and shows nothing."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/wchan") as f:
+            wchan = f.read()
+        if wchan in ("", "0"):  # not shown to us: give it time instead
+            time.sleep(0.5)
+            return
+        if "epoll" in wchan:
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"the loop never waited (wchan {wchan!r})")
+
+
 def _interrupted(how: str, within: float) -> tuple[int, str] | None:
     proc = subprocess.Popen([sys.executable, "-c", _PROGRAM, how], stdout=subprocess.PIPE,
                             text=True)  # fmt: skip
     assert proc.stdout is not None and proc.stdout.readline() == "waiting\n"
+    _until_waiting(proc.pid)
     proc.send_signal(2)
     try:
         out, _ = proc.communicate(timeout=within)
