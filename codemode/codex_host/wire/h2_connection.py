@@ -238,7 +238,7 @@ class Connection(asyncio.Protocol):
 
     def _deadline(self, stream: Stream) -> None:
         stream.timer = None
-        if self.streams.get(stream.id) is stream and not self.ended:
+        if self.live(stream):
             self.trailers(stream, Status.DEADLINE_EXCEEDED, "the deadline passed")
             stream.cancel()
             self.emit()
@@ -292,21 +292,21 @@ class Connection(asyncio.Protocol):
 
     def headers(self, stream: Stream) -> None:
         """The response headers, once, before the first message."""
-        if not stream.replied and self.streams.get(stream.id) is stream:
+        if not stream.replied and self.live(stream):
             stream.replied = True
             with contextlib.suppress(H2Error):
                 self.h2.send_headers(stream.id, response_headers(stream.metadata))
             self.emit()
 
     def live(self, stream: Stream) -> bool:
-        """Whether ``stream`` can still be answered (not reset, ended or timed out)."""
-        return not self.ended and self.streams.get(stream.id) is stream
+        """Whether ``stream`` can still be answered (not reset, timed out or ended)."""
+        return self.streams.get(stream.id) is stream
 
     def send_whole(self, stream: Stream, message: bytes) -> bool:
         """One gRPC message on ``stream`` in one DATA frame, if the peer's windows have
         room for it now (as they nearly always do); False, with nothing sent, if not."""
         data = b"\x00" + len(message).to_bytes(4, "big") + message
-        if self.streams.get(stream.id) is not stream:
+        if not self.live(stream):
             return True  # reset or ended meanwhile: nobody to send it to
         try:
             room = min(
@@ -328,7 +328,7 @@ class Connection(asyncio.Protocol):
             data = memoryview(b"\x00" + len(message).to_bytes(4, "big") + message)
             self.headers(stream)
             while data:
-                if self.streams.get(stream.id) is not stream:
+                if not self.live(stream):
                     return  # reset, past its deadline, or the connection ended
                 try:
                     room = min(
