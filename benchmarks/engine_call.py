@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 
 from codemode.js_runtime.engine import ENGINE_CLASSES, ENGINES, Engine
-from codemode.js_runtime.isolates import prelude
+from codemode.js_runtime.setup_head import head as prelude
 from codemode.js_runtime.source import prepare
 
 

@@ -198,7 +198,7 @@ async def test_more_console_output_than_the_live_buffer_holds(tmp_path: Path) ->
 
 
 def test_without_a_log_sink_live_lines_come_back_in_the_state() -> None:
-    from codemode.js_runtime.isolates import prelude as _prelude
+    from codemode.js_runtime.setup_head import head as _prelude
     from codemode.js_runtime.v8_engine import V8Engine
 
     engine = V8Engine(64 * 1024 * 1024)

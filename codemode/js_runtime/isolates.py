@@ -9,22 +9,15 @@ limit (or a crash) costs the globals, and the next one starts afresh.
 from __future__ import annotations
 
 import json
-from functools import cache
 from typing import Any
 
 from codemode.js_runtime.delegate import ToolNames
 from codemode.js_runtime.models import Limits
+from codemode.js_runtime.setup_head import head
 from codemode.js_runtime.worker_pool import POOL
 from codemode.js_runtime.worker_process import Worker
-from codemode.process.package_data import read_text
 
 _IDLE_KEPT = 4  # not persistent: warm workers kept for the next program
-
-
-@cache
-def prelude() -> str:
-    # inspect.js first: the prelude's console takes its formatter from it.
-    return "".join(read_text(__file__, n) for n in ("inspect.js", "prelude.js"))
 
 
 def memory_bytes(limits: Limits) -> int:
@@ -71,8 +64,10 @@ class Isolates:
             POOL.prestart(engine, prestart_memory)
 
     def setup_script(self, configure: str) -> str:
-        """What a fresh isolate runs first: the prelude, the tools, globals, setup."""
-        setup = [prelude(), "\n//# sourceURL=codemode-prelude.js\n", configure]
+        """What a fresh isolate runs first: the prelude (the head every isolate shares,
+        which a worker has evaluated ahead: ``setup_head.py``), then the tools, globals,
+        setup."""
+        setup = [configure]
         for name, value in self.globals.items():
             setup.append(
                 f"Object.defineProperty(globalThis, {json.dumps(name)}, "
@@ -81,7 +76,7 @@ class Isolates:
         setup.extend(self.setup_scripts)
         # The host channel is the setup scripts' to take (prelude.js): out of reach now.
         setup.append("__cm.hostChannel();")
-        return "\n".join(setup)
+        return head() + "\n".join(setup)
 
     def checkout(self, limits: Limits) -> Worker:
         memory = memory_bytes(limits)

@@ -2,8 +2,9 @@
 
 Started by ``prestart.py`` as ``python -I -S -c ...`` with the parent's ``sys.path``;
 it closes every file descriptor it inherited but its own, imports its engine,
-confines itself (``worker_confine.py``: memory backstop, seccomp) and only then reads
-its first request. File descriptors:
+confines itself (``worker_confine.py``: memory backstop, seccomp), evaluates the
+JavaScript every isolate's setup begins with in an isolate of its own
+(``setup_head.py``) and only then reads its first request. File descriptors:
 0 requests, 1 replies (``protocol.py``), 2 diagnostics (read by the parent after a
 crash), and a control pipe named in argv: any byte is a stop request (send the output
 printed so far, then ``STOPPED``); its end of file means the parent is gone, and the
@@ -40,6 +41,7 @@ from codemode.js_runtime.engine import (
     EngineTimeout,
     ScriptError,
 )
+from codemode.js_runtime.setup_head import Primed, head
 from codemode.js_runtime.spin import RUN_QUEUE, Spinner
 
 _FLUSH_S = 0.02  # how often console output leaves while a step runs
@@ -225,6 +227,8 @@ def _boot(engine_name: str, memory_bytes: int) -> type[Engine]:
 
     RUN_QUEUE.open()  # read while waiting on the pipe (``spin.py``); no file opens later
 
+    head()  # read now (no file opens once confined); evaluated once confined (``Primed``)
+
     # A throwaway isolate first, so that the memory backstop is measured with the
     # engine's own start-up already counted.
     engine_class(memory_bytes).close()
@@ -250,6 +254,10 @@ def serve(engine_name: str, memory_bytes: int, control_fd: int) -> None:
     threading.Thread(target=_flusher, args=(out,), daemon=True).start()
     threading.Thread(target=_controller, args=(out, control_fd), daemon=True).start()
     engine: Engine | None = None
+    # The head every isolate's setup begins with, evaluated before the first request is
+    # read: the parent's first OPEN then evaluates only the rest (``setup_head.py``).
+    primed = Primed(partial(engine_class, memory_bytes), head())
+    primed.prime()
     requests = Requests()
     pending: tuple[int, bytes] | None = None
     while True:
@@ -263,8 +271,9 @@ def serve(engine_name: str, memory_bytes: int, control_fd: int) -> None:
                 out.poll_live = None
                 engine.close()
                 engine = None
+            taken = primed.take(text)
             try:
-                engine = engine_class(memory_bytes)
+                engine, text = taken or (engine_class(memory_bytes), text)
             except Exception as exc:
                 out.send(*_failed(exc))
                 continue

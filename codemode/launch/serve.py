@@ -223,7 +223,12 @@ def _prepare_spare(kind: bytes) -> None:
 
         if kind == HOST:
             from codemode.codex_host.serve.start import host_options
+            from codemode.codex_host.session.runtime import globals_js
+            from codemode.js_runtime.setup_head import head
 
+            # Read now, not by each session: the JavaScript its isolates begin with.
+            head()
+            globals_js()
             defaults = host_options([])
             assert defaults is not None
             engine, memory_mb = defaults.engine, defaults.memory_mb

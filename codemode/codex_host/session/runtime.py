@@ -74,7 +74,9 @@ class Reported(NamedTuple):
 
 
 @cache
-def _globals_js() -> str:
+def globals_js() -> str:
+    """The globals Codex's exec promises a program, run in each of its isolates (read
+    once; a warm spare reads it before it is forked: ``launch/serve.py``)."""
     return read_text(__file__, "globals.js")
 
 
@@ -135,7 +137,7 @@ class CodexSession:
                     max_tool_calls=self.limits.max_tool_calls,
                 ),
                 engine=self.limits.engine,
-                setup_scripts=[_globals_js()],
+                setup_scripts=[globals_js()],
             )
         return self._session
 

@@ -1,0 +1,144 @@
+"""An engine worker evaluates the head of every isolate's setup (inspect.js, prelude.js)
+before its first request, and the first OPEN that begins with it takes that isolate
+(codemode/js_runtime/setup_head.py). Real workers, both engines."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import ClassVar
+
+import pytest
+from test_runtime import ENGINES
+
+from codemode.js_runtime import protocol as p
+from codemode.js_runtime.delegate import ToolSet
+from codemode.js_runtime.isolates import Isolates, configure_call
+from codemode.js_runtime.setup_head import Primed, head
+from codemode.js_runtime.worker_process import Worker
+
+
+def _setup(engine: str, extra: str = "") -> str:
+    script = Isolates(engine, persistent=False).setup_script(configure_call(ToolSet(), 10))
+    return script + extra
+
+
+async def _logs(worker: Worker, op: int, text: str) -> list[str]:
+    lines: list[str] = []
+    got, payload = await asyncio.wait_for(
+        worker.request(op, text, lambda level, line: lines.append(line)), 60
+    )
+    assert got == p.STATE, payload
+    return lines
+
+
+def _cpu_ns(pid: int) -> int:
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[0])
+
+
+async def _open_cpu_ns(script: str) -> int:
+    """The CPU a fresh worker spends on one OPEN of ``script``, once it has booted."""
+    worker = Worker("quickjs", 64 << 20)
+    try:
+        await asyncio.wait_for(worker.request(p.STEP, "1", None), 60)  # booted (no isolate)
+        await asyncio.sleep(0.05)
+        before = _cpu_ns(worker.pid)
+        op, payload = await asyncio.wait_for(worker.request(p.OPEN, script, None), 60)
+        assert op == p.STATE, payload
+        return _cpu_ns(worker.pid) - before
+    finally:
+        worker.kill()
+
+
+def test_the_setup_script_begins_with_the_head() -> None:
+    script = _setup("quickjs")
+    assert script.startswith(head())
+    assert "__cm.configure(" in script[len(head()) :]
+    assert "sourceURL=codemode-prelude.js" in head()
+
+
+async def test_an_open_that_begins_with_the_head_evaluates_only_the_rest() -> None:
+    # The same JavaScript either way; a leading space is all that keeps the second
+    # from beginning with the head, so its worker evaluates the head on the OPEN.
+    rounds = [(await _open_cpu_ns(_setup("quickjs")), await _open_cpu_ns(" " + _setup("quickjs")))
+              for _ in range(3)]  # fmt: skip
+    primed = sorted(r[0] for r in rounds)[1]
+    whole = sorted(r[1] for r in rounds)[1]
+    assert primed < 0.6 * whole, (primed, whole)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_primed_isolate_serves_one_open_and_no_program_sees_another(engine: str) -> None:
+    worker = Worker(engine, 64 << 20)
+    try:
+        # The first OPEN takes the primed isolate; what its program leaves there...
+        await _logs(worker, p.OPEN, _setup(engine))
+        await _logs(worker, p.STEP, "globalThis.left = 42;")
+        assert await _logs(worker, p.STEP, "console.log(typeof left)") == ["number"]
+        # ...no later OPEN sees: each one after it gets an isolate of its own.
+        for script in (_setup(engine), " " + _setup(engine)):
+            await _logs(worker, p.OPEN, script)
+            assert await _logs(worker, p.STEP, "console.log(typeof left)") == ["undefined"]
+    finally:
+        worker.kill()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_an_open_without_the_head_gets_a_fresh_isolate(engine: str) -> None:
+    worker = Worker(engine, 64 << 20)
+    try:
+        # No prelude at all: the primed isolate (which has it) must not be used.
+        op, payload = await asyncio.wait_for(
+            worker.request(p.OPEN, "typeof __cm === 'undefined' ? 1 : thrown()", None), 60
+        )
+        # No prelude means no drain: the step fails, and it fails for that reason.
+        assert op == p.ERROR and b"__cm" in payload, payload
+        await _logs(worker, p.OPEN, _setup(engine))  # the worker is still usable
+        assert await _logs(worker, p.STEP, "console.log(1 + 1)") == ["2"]
+    finally:
+        worker.kill()
+
+
+class _Engine:
+    """A stand-in engine that records what it evaluates."""
+
+    made: ClassVar[list[_Engine]] = []
+
+    def __init__(self, fail: str = "") -> None:
+        self.steps: list[str] = []
+        self.closed = False
+        self.fail = fail
+        _Engine.made.append(self)
+
+    def step(self, script: str) -> str:
+        if self.fail and self.fail in script:
+            raise RuntimeError("boom")
+        self.steps.append(script)
+        return json.dumps({})
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_primed_takes_only_a_script_that_begins_with_its_head() -> None:
+    _Engine.made.clear()
+    primed = Primed(_Engine, "HEAD;")  # type: ignore[arg-type]
+    primed.prime()
+    primed.prime()  # one waits already: no second one
+    assert len(_Engine.made) == 1 and _Engine.made[0].steps == ["HEAD;"]
+    assert primed.take("OTHER; HEAD;") is None
+    assert _Engine.made[0].closed  # dropped, not kept for later
+    assert primed.take("HEAD;REST") is None  # nothing primed any more
+    primed.prime()
+    taken = primed.take("HEAD;REST")
+    assert taken is not None and taken[0] is _Engine.made[1] and taken[1] == "REST"
+    assert primed.take("HEAD;REST") is None  # taken once
+
+
+def test_a_head_that_fails_primes_nothing() -> None:
+    _Engine.made.clear()
+    primed = Primed(lambda: _Engine(fail="HEAD"), "HEAD;")  # type: ignore[arg-type,return-value]
+    primed.prime()
+    assert _Engine.made[0].closed
+    assert primed.take("HEAD;REST") is None
