@@ -37,18 +37,28 @@ def _cpu_ns(pid: int) -> int:
         return int(f.read().split()[0])
 
 
-async def _open_cpu_ns(script: str) -> int:
-    """The CPU a fresh worker spends on one OPEN of ``script``, once it has booted."""
+async def _open_cpu_ns(script: str, *, after_a_program: bool = False, prime: bool = False) -> int:
+    """The CPU a fresh worker spends on one OPEN of ``script``, once it has booted
+    (``after_a_program``: and run one program; ``prime``: then been told PRIME)."""
     worker = Worker("quickjs", 64 << 20)
     try:
         await asyncio.wait_for(worker.request(p.STEP, "1", None), 60)  # booted (no isolate)
-        await asyncio.sleep(0.05)
+        if after_a_program:
+            await _logs(worker, p.OPEN, _setup("quickjs"))
+            await _logs(worker, p.STEP, "globalThis.before = 1;")
+        if prime:
+            worker.prime()
+        await asyncio.sleep(0.1)
         before = _cpu_ns(worker.pid)
         op, payload = await asyncio.wait_for(worker.request(p.OPEN, script, None), 60)
         assert op == p.STATE, payload
         return _cpu_ns(worker.pid) - before
     finally:
         worker.kill()
+
+
+def _middle(values: list[int]) -> int:
+    return sorted(values)[len(values) // 2]
 
 
 def test_the_setup_script_begins_with_the_head() -> None:
@@ -61,11 +71,71 @@ def test_the_setup_script_begins_with_the_head() -> None:
 async def test_an_open_that_begins_with_the_head_evaluates_only_the_rest() -> None:
     # The same JavaScript either way; a leading space is all that keeps the second
     # from beginning with the head, so its worker evaluates the head on the OPEN.
-    rounds = [(await _open_cpu_ns(_setup("quickjs")), await _open_cpu_ns(" " + _setup("quickjs")))
-              for _ in range(3)]  # fmt: skip
-    primed = sorted(r[0] for r in rounds)[1]
-    whole = sorted(r[1] for r in rounds)[1]
+    primed = _middle([await _open_cpu_ns(_setup("quickjs")) for _ in range(3)])
+    whole = _middle([await _open_cpu_ns(" " + _setup("quickjs")) for _ in range(3)])
     assert primed < 0.6 * whole, (primed, whole)
+
+
+async def test_a_worker_told_prime_between_programs_has_the_next_isolate_ready() -> None:
+    script = _setup("quickjs")
+    primed = _middle([await _open_cpu_ns(script, after_a_program=True, prime=True)
+                      for _ in range(3)])  # fmt: skip
+    whole = _middle([await _open_cpu_ns(script, after_a_program=True) for _ in range(3)])
+    assert primed < 0.6 * whole, (primed, whole)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_prime_drops_the_old_isolate_and_nothing_of_it_reaches_the_next(
+    engine: str,
+) -> None:
+    worker = Worker(engine, 64 << 20)
+    try:
+        await _logs(worker, p.OPEN, _setup(engine))
+        await _logs(worker, p.STEP, "globalThis.left = 42;")
+        worker.prime()
+        # Unanswered: the next request's reply is the next one read.
+        op, payload = await asyncio.wait_for(worker.request(p.STEP, "1", None), 60)
+        assert op == p.ERROR and b"unknown request" in payload, payload  # no isolate now
+        await _logs(worker, p.OPEN, _setup(engine))
+        assert await _logs(worker, p.STEP, "console.log(typeof left)") == ["undefined"]
+    finally:
+        worker.kill()
+
+
+class _Idle:
+    """A worker as ``Isolates.checkin`` sees it."""
+
+    def __init__(self) -> None:
+        self.primed = 0
+        self.killed = False
+        self.dead = False
+        self.memory_bytes = 64 << 20
+
+    def alive(self) -> bool:
+        return not self.killed
+
+    def prime(self) -> None:
+        self.primed += 1
+
+    def kill(self) -> None:
+        self.killed = True
+
+
+def test_a_worker_kept_between_programs_is_told_to_prime_and_only_then() -> None:
+    fresh = Isolates("quickjs", persistent=False)
+    kept = _Idle()
+    fresh.checkin(kept)  # type: ignore[arg-type]
+    assert kept.primed == 1 and not kept.killed
+    # A persistent session's worker keeps its isolate (the globals live on in it).
+    persistent = Isolates("quickjs", persistent=True)
+    holding = _Idle()
+    persistent.checkin(holding)  # type: ignore[arg-type]
+    assert holding.primed == 0
+    # One not kept (the session closed) is killed, not primed.
+    fresh.close()
+    gone = _Idle()
+    fresh.checkin(gone)  # type: ignore[arg-type]
+    assert gone.killed and gone.primed == 0
 
 
 @pytest.mark.parametrize("engine", ENGINES)

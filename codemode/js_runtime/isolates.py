@@ -102,6 +102,7 @@ class Isolates:
             return
         if worker.alive() and not self._closed and len(self._idle) < _IDLE_KEPT:
             self._idle.append(worker)
+            worker.prime()  # its next program's isolate made while it waits (setup_head.py)
         else:
             worker.kill()
 

@@ -7,12 +7,14 @@ fresh QuickJS isolate 2.5-4 ms, and the Codex host pays it at the first exec of 
 turn, while Codex waits for the exec's calls.
 
 So an engine worker makes one isolate and evaluates the head in it as soon as it has
-booted, before it reads its first request (``Primed``), and an ``OPEN`` whose script
-begins with the head takes that isolate and evaluates only the rest. The parent need
-not know: the script it sends is the same either way. Nothing of any program has run
-in a primed isolate, only the head, so taking it is the same as making a fresh isolate
-and evaluating the head there; one whose script does not begin with the head (never
-ours) gets a fresh isolate, and the primed one is dropped.
+booted, before it reads its first request (``Primed``), and again when its parent
+tells it that its program has ended and it waits for the next (``protocol.PRIME``: a
+worker kept idle between a session's programs; its old isolate is dropped first). An
+``OPEN`` whose script begins with the head takes that isolate and evaluates only the
+rest. The parent need not know: the script it sends is the same either way. Nothing
+of any program has run in a primed isolate, only the head, so taking it is the same as
+making a fresh isolate and evaluating the head there; one whose script does not begin
+with the head (never ours) gets a fresh isolate, and the primed one is dropped.
 
 The head is evaluated as a script of its own, then the rest as another: top-level
 declarations of the two share the global scope as before; only a function declared in

@@ -280,6 +280,12 @@ def serve(engine_name: str, memory_bytes: int, control_fd: int) -> None:
             engine.on_log = out.add
             out.poll_live = engine.read_live
             out.send(*_reply(partial(engine.step, text)))
+        elif op == p.PRIME:  # idle between programs: the next OPEN's head, evaluated now
+            if engine is not None:
+                out.poll_live = None
+                engine.close()
+                engine = None
+            primed.prime()
         elif engine is None or op not in (p.STEP, p.SETTLE):
             out.send(p.ERROR, bytes((p.INTERNAL,)) + b"unknown request")
         elif op == p.STEP:

@@ -115,6 +115,15 @@ class Worker:
         with contextlib.suppress(OSError):  # full (it stopped reading): not told
             os.write(self._in, p.HEADER.pack(0, p.WAKE))  # under PIPE_BUF: whole or not at all
 
+    def prime(self) -> None:
+        """Tell a worker that waits idle for its next program to make that program's
+        isolate ready now (``protocol.PRIME``). Never blocks, and is not answered."""
+        if self.dead or self._rest is not None:
+            return
+        self.has_isolate = False  # the worker drops it
+        with contextlib.suppress(OSError):  # full (it stopped reading): not told
+            os.write(self._in, p.HEADER.pack(0, p.PRIME))  # under PIPE_BUF: whole or not at all
+
     def send(self, op: int, text: str) -> bool:
         """Send one request, or begin to: what the pipe does not take now follows as the
         worker reads (``poll``, ``reply``). False: the pipe is broken (``reply`` says why)."""
