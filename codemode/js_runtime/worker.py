@@ -266,11 +266,11 @@ def serve(engine_name: str, memory_bytes: int, control_fd: int) -> None:
             return
         op, payload = request
         text = p.decode(payload)
+        if op in (p.OPEN, p.PRIME) and engine is not None:  # the old isolate goes
+            out.poll_live = None
+            engine.close()
+            engine = None
         if op == p.OPEN:
-            if engine is not None:
-                out.poll_live = None
-                engine.close()
-                engine = None
             taken = primed.take(text)
             try:
                 engine, text = taken or (engine_class(memory_bytes), text)
@@ -281,10 +281,6 @@ def serve(engine_name: str, memory_bytes: int, control_fd: int) -> None:
             out.poll_live = engine.read_live
             out.send(*_reply(partial(engine.step, text)))
         elif op == p.PRIME:  # idle between programs: the next OPEN's head, evaluated now
-            if engine is not None:
-                out.poll_live = None
-                engine.close()
-                engine = None
             primed.prime()
         elif engine is None or op not in (p.STEP, p.SETTLE):
             out.send(p.ERROR, bytes((p.INTERNAL,)) + b"unknown request")

@@ -112,8 +112,7 @@ class Worker:
         if self.dead or self._woken or self._rest is not None:
             return
         self._woken = True
-        with contextlib.suppress(OSError):  # full (it stopped reading): not told
-            os.write(self._in, p.HEADER.pack(0, p.WAKE))  # under PIPE_BUF: whole or not at all
+        self._tell(p.WAKE)
 
     def prime(self) -> None:
         """Tell a worker that waits idle for its next program to make that program's
@@ -121,8 +120,13 @@ class Worker:
         if self.dead or self._rest is not None:
             return
         self.has_isolate = False  # the worker drops it
-        with contextlib.suppress(OSError):  # full (it stopped reading): not told
-            os.write(self._in, p.HEADER.pack(0, p.PRIME))  # under PIPE_BUF: whole or not at all
+        self._tell(p.PRIME)
+
+    def _tell(self, op: int) -> None:
+        """An unanswered frame with no payload, written whole (under PIPE_BUF) or not at
+        all: a worker whose pipe is full (it stopped reading) is not told."""
+        with contextlib.suppress(OSError):
+            os.write(self._in, p.HEADER.pack(0, op))
 
     def send(self, op: int, text: str) -> bool:
         """Send one request, or begin to: what the pipe does not take now follows as the
