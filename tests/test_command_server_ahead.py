@@ -241,6 +241,30 @@ def test_a_session_closed_while_the_guess_is_being_made_leaves_the_workspace_as_
     assert list(temp.iterdir()) == []  # every scratch folder made was removed
     for pid, _ in launched:
         assert _gone(pid)
+    # Nor anything of bubblewrap's: its first process in the sandbox, killed before it
+    # had set itself to die with bubblewrap, once stayed for good (test_command_server_stop).
+    deadline = time.monotonic() + 5
+    while left := _naming(tmp_path):
+        assert time.monotonic() < deadline, f"still running: {left}"
+        time.sleep(0.05)
+
+
+def _naming(folder: Path) -> list[int]:
+    """The processes (but zombies) whose command line names ``folder``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+            with open(f"/proc/{entry}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and os.fsencode(folder) in cmdline:
+            found.append(int(entry))
+    return found
 
 
 async def _closed_early(ws: Path, wait: float) -> None:

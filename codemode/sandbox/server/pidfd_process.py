@@ -105,6 +105,18 @@ class PidfdProcess:
         self.send_signal(signal.SIGTERM)
 
 
+def kill_group(leader: PidfdProcess | subprocess.Popen[bytes]) -> None:
+    """SIGKILL what is still in the process group a child of ours leads (``start`` and
+    ``spawn`` make each the leader of a session of its own), while that child is not yet
+    reaped, so its number cannot have gone to another group. What it forked and that has
+    not left the group yet dies with it: bubblewrap's first process in its sandbox, killed
+    before it has set itself to die with bubblewrap (a SIGKILL to bubblewrap alone left
+    that one waiting, for ever, on bubblewrap's word to go on)."""
+    if leader.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(leader.pid, signal.SIGKILL)
+
+
 async def start(
     argv: Sequence[str],
     *,

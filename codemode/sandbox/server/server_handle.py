@@ -273,7 +273,11 @@ class CommandServer:
 
 
 def stop(proc: pidfd_process.ChildProcess, wait: bool = True) -> None:
-    """Kill bubblewrap (its sandbox dies with it); reap it now when ``wait``."""
+    """Kill bubblewrap (its sandbox dies with it) and what is still in its process group
+    (``kill_group``; with a pidfd only: without one a reaped pid is not known for sure);
+    reap it now when ``wait``."""
+    if isinstance(proc, pidfd_process.PidfdProcess):
+        pidfd_process.kill_group(proc)
     with contextlib.suppress(ProcessLookupError):
         proc.kill()
     if wait and isinstance(proc, pidfd_process.PidfdProcess):

@@ -181,6 +181,7 @@ class Launch:
         elif self._spawned is not None:
             popen, pidfd = self._spawned
             self._spawned = None
+            pidfd_process.kill_group(popen)  # (not yet reaped: waited for below)
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(pidfd, signal.SIGKILL)
             popen.wait()  # (killed: at once)
