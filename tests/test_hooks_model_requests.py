@@ -67,6 +67,13 @@ def wait_for(log: Path, event: str, count: int = 1) -> list[dict[str, Any]]:
     raise AssertionError(f"no {event} hook ran ({count} wanted); the log: {logged(log)}")
 
 
+def _until_received(server: ScriptedModelServer, count: int) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while len(server.requests) < count:
+        assert time.monotonic() < deadline, f"the model server got {len(server.requests)} requests"
+        time.sleep(0.02)
+
+
 @pytest.fixture
 def terms() -> Iterator[list[Terminal]]:
     opened: list[Terminal] = []
@@ -119,7 +126,11 @@ def drive_interactive(home: Path, work: Path, log: Path, terms: list[Terminal]) 
         term.prompt()
         term.send_line("go")
         wait_for(log, "PreModelRequest")
-        time.sleep(0.2)
+        # Interrupted once the server has the request, so that the hanging answer is
+        # its: a hook logged 0.2 s earlier was not enough (the first request of a
+        # session also loads httpx and makes its TLS context), and the next turn's
+        # request then got the hanging answer instead.
+        _until_received(server, 1)
         term.child.sendintr()
         wait_for(log, "Interrupt")
         term.prompt()
