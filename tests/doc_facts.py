@@ -174,6 +174,7 @@ FACTS: dict[str, Callable[[], Any]] = {
     "engine.block_us": lambda: _us(PARENT, "BLOCK_S"),
     "engine.wake_ms": lambda: _ms(WORKER, "_WAKE_S"),
     "engine.flush_ms": lambda: _ms(WORKER, "_FLUSH_S"),
+    "engine.park_s": lambda: _constant(WORKER, "_PARK_S"),
     "engine.stop_grace_ms": lambda: _ms(PARENT, "STOP_GRACE_S"),
     # interpreter mcp-server
     "mcp_server.result_chars": lambda: _constant("codemode.mcp.server", "RESULT_FIELD_CHARS"),

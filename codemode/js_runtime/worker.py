@@ -45,6 +45,9 @@ from codemode.js_runtime.setup_head import Primed, head
 from codemode.js_runtime.spin import RUN_QUEUE, Spinner
 
 _FLUSH_S = 0.02  # how often console output leaves while a step runs
+# How long a worker waits for a request before its flusher stops waking (``Requests.park``):
+# a warm spare's worker can wait 15 minutes, and 50 wake-ups a second for nothing.
+_PARK_S = 1.0
 _FLUSH_BYTES = 64 * 1024
 # How long the next request is polled for before the worker sleeps on it (``spin.py``).
 # About what sleeping and being woken costs on a virtual machine (a pipe round trip
@@ -110,9 +113,38 @@ class Requests:
         self._spinner = Spinner(_SPIN_S, busy=RUN_QUEUE.busy)
         self._ended = False
         self._whole = b""  # what ``_read_whole`` read
+        # When ``next`` began to wait (None: a request is being served), and whether the
+        # flusher sleeps on ``_wake`` until one comes (``park``).
+        self._waiting_since: float | None = None
+        self._parked = False
+        self._wake = threading.Event()
 
     def next(self) -> tuple[int, bytes] | None:
         """The next request's (op, payload); None at end of file."""
+        self._waiting_since = time.monotonic()
+        try:
+            return self._next_not_wake()
+        finally:
+            # Written before ``_parked`` is read, as ``park`` writes ``_parked`` before
+            # it reads this: one of the two sees the other's write, so a flusher never
+            # sleeps through a request.
+            self._waiting_since = None
+            if self._parked:
+                self._wake.set()
+
+    def park(self) -> None:
+        """(The flusher's thread) Sleep until the next request comes, if the worker has
+        waited for one ``_PARK_S`` already; else return at once."""
+        since = self._waiting_since
+        if since is None or time.monotonic() - since < _PARK_S:
+            return
+        self._wake.clear()
+        self._parked = True
+        if self._waiting_since is not None:
+            self._wake.wait()
+        self._parked = False
+
+    def _next_not_wake(self) -> tuple[int, bytes] | None:
         while True:
             got = self._next()
             if got is None or got[0] != p.WAKE:
@@ -187,13 +219,16 @@ class Requests:
         return True
 
 
-def _flusher(out: Output) -> None:
+def _flusher(out: Output, requests: Requests) -> None:
+    """Send the console lines of the step that runs every ``_FLUSH_S``; asleep while the
+    worker waits for a request (no step runs then, so nothing is printed)."""
     while True:
         time.sleep(_FLUSH_S)
         try:
             out.flush()
         except OSError:
             return
+        requests.park()
 
 
 def _controller(out: Output, fd: int) -> None:
@@ -251,14 +286,14 @@ def serve(engine_name: str, memory_bytes: int, control_fd: int) -> None:
         # The type only: its message could carry a host path.
         raise _BootFailed(f"{engine_name}: {type(exc).__name__}") from None
     out = Output()
-    threading.Thread(target=_flusher, args=(out,), daemon=True).start()
+    requests = Requests()
+    threading.Thread(target=_flusher, args=(out, requests), daemon=True).start()
     threading.Thread(target=_controller, args=(out, control_fd), daemon=True).start()
     engine: Engine | None = None
     # The head every isolate's setup begins with, evaluated before the first request is
     # read: the parent's first OPEN then evaluates only the rest (``setup_head.py``).
     primed = Primed(partial(engine_class, memory_bytes), head())
     primed.prime()
-    requests = Requests()
     pending: tuple[int, bytes] | None = None
     while True:
         request, pending = pending or requests.next(), None
