@@ -14,6 +14,7 @@ import pytest
 from agent_support import INTERPRETER, cli_env
 from cpu_burners import Burners
 from pydantic import BaseModel
+from warm_support import real_server, served, warm_env
 
 from codemode.agent.events import ItemCompleted
 from codemode.agent.runner import ToolRunner
@@ -30,9 +31,23 @@ def engine(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
+@pytest.mark.parametrize("start", ["cold", "warm"])
 def test_ctrl_c_stops_interpreter_run_and_keeps_its_output(
-    engine: str, tmp_path: Path, burners_later: Burners
+    engine: str, start: str, tmp_path: Path, burners_later: Burners
 ) -> None:
+    # Both starts, each for sure: a cold process used to spend 100-350 ms (beside the
+    # burners) freeing its modules after the program had stopped; a warm run never did.
+    if start == "cold":
+        _interrupt_a_run(engine, tmp_path, cli_env(tmp_path, CODEMODE_WARM="0"), burners_later)
+        return
+    env = warm_env(tmp_path)
+    with real_server(env, tmp_path / "warm.log") as path:
+        before = served(path)
+        _interrupt_a_run(engine, tmp_path, env, burners_later)
+        assert served(path) == before + 1  # it ran warm
+
+
+def _interrupt_a_run(engine: str, tmp_path: Path, env: dict[str, str], burners: Burners) -> None:
     script = tmp_path / "loop.js"
     script.write_text('console.log("start"); while (true) {}\n')
     proc = subprocess.Popen(
@@ -40,18 +55,19 @@ def test_ctrl_c_stops_interpreter_run_and_keeps_its_output(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=cli_env(tmp_path),
+        env=env,
         cwd=tmp_path,
     )
     assert proc.stdout is not None
     assert proc.stdout.readline() == "start\n"
-    burners_later.start()
+    burners.start()
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
     try:
         _, err = proc.communicate(timeout=10)
     finally:
         proc.kill()
+        burners.stop()
     elapsed = time.monotonic() - sent
     assert proc.returncode == 130, err
     assert "Traceback" not in err

@@ -1,5 +1,6 @@
 """Ending a process without the interpreter's teardown: `interpreter code-mode-host`'s
-(``codex_host/serve/start.py``: Codex waits for its host to exit at the end of every turn).
+(``codex_host/serve/start.py``: Codex waits for its host to exit at the end of every turn),
+and any command's that Ctrl-C stopped (``cli.main``: Ctrl-C ends a command within 200 ms).
 
 Python's own exit frees every module and object one by one: with the ~500 modules a
 command imports that is tens of ms after its work is done. ``exit_now`` does what an
@@ -7,8 +8,8 @@ exit must do, in the same order as ``sys.exit`` would, and skips only that teard
 non-daemon threads are joined (after the hooks that tell executor threads to stop),
 ``atexit`` handlers run (engine workers are killed there, ``weakref.finalize``
 callbacks such as temporary folders run there), and the standard streams are flushed.
-The other commands exit as Python does (issue 41: their cold start carries no such
-saving; a warm start skips the teardown anyway).
+Other commands exit as Python does (issue 41: their cold start carries no such saving;
+a warm start skips the teardown anyway).
 """
 
 from __future__ import annotations
