@@ -9,7 +9,7 @@ messages) translates that to and from its own JSON and SSE; nothing outside
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -249,3 +249,11 @@ class Provider(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class Preparable(Protocol):
+    """A provider that can load what its first request needs ahead of it (the wire
+    clients: httpx and a TLS context), on any thread, failing silently."""
+
+    def prepare(self) -> None: ...

@@ -7,9 +7,11 @@ httpx, timeouts, authentication headers and the HTTP error mapping.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import os
 import ssl  # asyncio has imported it already
+import threading
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -68,23 +70,53 @@ class Transport:
         self._http_transport = http_transport
         self._client: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._verify: ssl.SSLContext | bool | None = None  # made ahead (``prepare``)
+        self._lock = threading.Lock()  # ``prepare``'s thread and the loop's
 
     def context(self, model: str) -> ErrorContext:
         return ErrorContext(self.provider, model, self.env_key, self.base_url)
+
+    def prepare(self) -> None:
+        """Make, on any thread, what the first request needs: httpx imported (~0.3 s of
+        a process started cold, as is the event-loop backend httpcore loads at the first
+        request's first lock), and the client, with its TLS context (httpx's default
+        for a TLS service: its CA bundle loaded). An interactive session does this while
+        its user types. A failure here is left for the first request to meet again."""
+        try:
+            import httpx
+            import httpx_sse  # noqa: F401  (imported for the first stream)
+
+            importlib.import_module("anyio._backends._asyncio")  # httpcore's, on first use
+            verify = _tls_verify(self.base_url)
+            # What httpx makes of ``verify=True`` for each client it opens.
+            self._verify = httpx.create_ssl_context() if verify is True else verify
+            client = self._new_client(httpx)
+        except Exception:  # (a CA bundle that cannot be read, say)
+            return
+        with self._lock:
+            if self._client is None:  # (else a request made its own meanwhile)
+                # No connection yet, so no event loop's: the first to use it takes it.
+                self._client, self._loop = client, None
+
+    def _new_client(self, httpx: Any) -> Any:
+        verify = self._verify
+        return httpx.AsyncClient(
+            timeout=httpx.Timeout(self._timeout_s, connect=self._connect_timeout_s),
+            headers=self._headers,
+            transport=self._http_transport,
+            verify=_tls_verify(self.base_url) if verify is None else verify,
+        )
 
     def _http(self) -> Any:
         import httpx  # lazy: httpx loads with the first request
 
         loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self._timeout_s, connect=self._connect_timeout_s),
-                headers=self._headers,
-                transport=self._http_transport,
-                verify=_tls_verify(self.base_url),
-            )
-            self._loop = loop
-        return self._client
+        with self._lock:
+            if self._client is not None and self._loop is None:
+                self._loop = loop  # made ahead (``prepare``), never used
+            elif self._client is None or self._loop is not loop:
+                self._client, self._loop = self._new_client(httpx), loop
+            return self._client
 
     async def events(
         self, path: str, body: dict[str, Any], *, model: str

@@ -53,6 +53,13 @@ class WireProvider:
             http_transport=http_transport,
         )
 
+    def prepare(self) -> None:
+        """(``Preparable``) What the first request needs, made ahead, on any thread:
+        the transport's client, and the retrying stream every request goes through."""
+        import codemode.providers.retry  # noqa: F401  (imported by the first request)
+
+        self.transport.prepare()
+
     async def aclose(self) -> None:
         await self.transport.aclose()
 

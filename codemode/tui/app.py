@@ -22,6 +22,7 @@ from codemode.assembly.parts import prompt_env
 from codemode.assembly.session import build_session, live_provider
 from codemode.config import Config, ConfigError, codemode_home, load_config
 from codemode.harnesses.catalog import get_harness
+from codemode.providers.base import Preparable
 from codemode.tui.approval import TerminalApprover
 from codemode.tui.mentions import expand_mentions
 from codemode.tui.render import TerminalRenderer, make_console
@@ -78,6 +79,7 @@ class InteractiveApp:
         self.done = False
         self._foreground: asyncio.Task[None] | None = None
         self._prepared: asyncio.Future[None] | None = None
+        self._client_loading: asyncio.Future[None] | None = None
         self._told_disabled = False
         # A turn failed: with input piped in (no one watching), the exit status says so.
         self.turn_failed = False
@@ -130,8 +132,13 @@ class InteractiveApp:
             or "?"
         )
         self.session = session
-        # The first snapshot for /undo is taken while the user types.
+        # The first snapshot for /undo is taken while the user types, and the model
+        # client loads then too (a cold process's first request would wait for httpx).
         self._prepared = asyncio.ensure_future(asyncio.to_thread(self.snapshots.prepare))
+        if isinstance(session.provider, Preparable):
+            self._client_loading = asyncio.ensure_future(
+                asyncio.to_thread(session.provider.prepare)
+            )
         session.emit(ThreadStarted(thread_id=session.id))
         self.renderer.note(
             f"{session.model} via {self.provider_name()} · {session.harness.name} harness, "
