@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from codemode.providers.transport import Transport
-from codemode_testkit.scripted_server import ScriptedModelServer
 
 _PROXIES = ("http_proxy", "https_proxy", "all_proxy")
 
@@ -87,20 +86,6 @@ async def test_a_prepared_client_loads_no_ca_bundle_when_its_first_request_opens
     assert made is not None and prepared._http() is made  # the client made ahead
     assert len(loads) == 2  # not again
     await prepared.aclose()
-
-
-async def test_a_prepared_transport_streams() -> None:
-    with ScriptedModelServer([{"text": "hello"}]) as server:
-        transport = Transport(
-            provider="scripted", base_url=server.base_url, api_key=None, env_key=None
-        )
-        transport.prepare()
-        try:
-            body = {"model": "m", "input": "hi", "stream": True}
-            events = [e async for e in transport.events("responses", body, model="m")]
-        finally:
-            await transport.aclose()
-    assert any("hello" in e.data for e in events)
 
 
 def test_an_interactive_session_loads_the_model_client_while_its_user_types(

@@ -42,11 +42,14 @@ def test_plain_http_service_gets_a_verifying_context_without_certificates(
     assert _tls_verify("http://127.0.0.1:8080/v1") is True
 
 
-async def test_an_http_service_streams_through_httpx() -> None:
+@pytest.mark.parametrize("prepared", [False, True])
+async def test_an_http_service_streams_through_httpx(prepared: bool) -> None:
     with ScriptedModelServer([{"text": "hello"}]) as server:
         transport = Transport(
             provider="scripted", base_url=server.base_url, api_key=None, env_key=None
         )
+        if prepared:  # its client made ahead (tests/test_first_request_ahead.py)
+            transport.prepare()
         try:
             body = {"model": "m", "input": "hi", "stream": True}
             events = [e async for e in transport.events("responses", body, model="m")]

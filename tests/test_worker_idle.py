@@ -10,17 +10,12 @@ import os
 import time
 
 import pytest
+from test_isolate_priming import _logs, _setup
 from test_runtime import ENGINES
 
 from codemode.js_runtime import protocol as p
 from codemode.js_runtime import worker as worker_module
-from codemode.js_runtime.delegate import ToolSet
-from codemode.js_runtime.isolates import Isolates, configure_call
 from codemode.js_runtime.worker_process import Worker
-
-
-def _setup(engine: str) -> str:
-    return Isolates(engine, persistent=False).setup_script(configure_call(ToolSet(), 10))
 
 
 def _wakeups(pid: int) -> int:
@@ -37,17 +32,12 @@ def _wakeups(pid: int) -> int:
     return total
 
 
-async def _ran(worker: Worker, op: int, text: str, on_log: object = None) -> None:
-    got, payload = await asyncio.wait_for(worker.request(op, text, on_log), 60)  # type: ignore[arg-type]
-    assert got == p.STATE, payload
-
-
 @pytest.mark.parametrize("engine", ENGINES)
 async def test_a_worker_waiting_for_a_request_does_not_wake(engine: str) -> None:
     worker = Worker(engine, 64 << 20)
     try:
-        await _ran(worker, p.OPEN, _setup(engine))
-        await _ran(worker, p.STEP, "console.log('ran')")
+        await _logs(worker, p.OPEN, _setup(engine))
+        await _logs(worker, p.STEP, "console.log('ran')")
         # Past the park time, then one second: the flusher alone woke 50 times in it.
         await asyncio.sleep(worker_module._PARK_S + 0.5)
         before = _wakeups(worker.pid)
@@ -55,9 +45,7 @@ async def test_a_worker_waiting_for_a_request_does_not_wake(engine: str) -> None
         woke = _wakeups(worker.pid) - before
         assert woke < 10, woke
         # And the next request is served as before.
-        lines: list[str] = []
-        await _ran(worker, p.STEP, "console.log('again')", lambda level, line: lines.append(line))
-        assert lines == ["again"]
+        assert await _logs(worker, p.STEP, "console.log('again')") == ["again"]
     finally:
         worker.kill()
 
@@ -66,16 +54,18 @@ async def test_a_worker_waiting_for_a_request_does_not_wake(engine: str) -> None
 async def test_a_step_after_a_long_wait_shows_its_output_while_it_runs(engine: str) -> None:
     worker = Worker(engine, 64 << 20)
     try:
-        await _ran(worker, p.OPEN, _setup(engine))
+        await _logs(worker, p.OPEN, _setup(engine))
         await asyncio.sleep(worker_module._PARK_S + 0.5)  # the flusher sleeps now
         seen: list[tuple[str, float]] = []
         program = (
             "console.log('early'); const t0 = Date.now();"
             "while (Date.now() - t0 < 1500) {} console.log('late')"
         )
-        await _ran(
-            worker, p.STEP, program, lambda level, line: seen.append((line, time.monotonic()))
-        )
+        def note(level: str, line: str) -> None:
+            seen.append((line, time.monotonic()))
+
+        got, payload = await asyncio.wait_for(worker.request(p.STEP, program, note), 60)
+        assert got == p.STATE, payload
         ended = time.monotonic()
         assert [line for line, _ in seen] == ["early", "late"]
         # 'early' left while the loop ran, not with the step's reply.
