@@ -87,19 +87,15 @@ if ! { { [ -n "$uv" ] && fill "$uv" pip install -q --python .venv/bin/python; } 
 fi
 .venv/bin/python -c 'import codemode, quickjs, py_mini_racer' \
   || { echo "setup: installing codemode failed" >&2; exit 1; }
-# Bytecode for codemode and every module it imports, written now (~2 s of CPU): the
-# installs above compile nothing ahead, and where PYTHONDONTWRITEBYTECODE is set (CI
-# machines, containers, this project's own) Python would otherwise compile them again
-# at every start, about 150 ms of CPU more per `interpreter exec`. Never fails the setup.
+# Bytecode for codemode, every module it imports and the libraries its commands import
+# on first use (httpx, anyio's event-loop backend, prompt_toolkit...), written now (~3 s
+# of CPU): the installs above compile nothing ahead, and where PYTHONDONTWRITEBYTECODE is
+# set (CI machines, containers, this project's own) Python would otherwise compile them
+# again at every start: about 150 ms of CPU more per `interpreter exec`, and ~350 ms
+# more before an interactive session's first request. Never fails the setup.
 env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -c '
-import importlib, pkgutil, codemode
-for module in pkgutil.walk_packages(codemode.__path__, "codemode."):
-    if module.name.endswith(".__main__"):  # importing it would run the command line
-        continue
-    try:
-        importlib.import_module(module.name)
-    except Exception:
-        pass
+from codemode.launch.serve import import_everything
+import_everything()
 ' >/dev/null 2>&1 || echo "setup: could not compile the bytecode ahead (starts are slower)" >&2
 echo "$want" > "$stamp"
 [ "$extras" = agent,test ] && echo "$want" > .venv/.codemode-installed

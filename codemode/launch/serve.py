@@ -20,9 +20,17 @@ _PROGRAM_COMMANDS = (["run"], ["exec"])
 
 
 def _prepare() -> None:
-    """Import every module of codemode (what any command could need: a command that
-    imports one more module pays for it in every run) and the libraries commands load
-    on first use. Never runs a module's ``__main__`` or the eval tasks' fixtures."""
+    """Import everything (``import_everything``: a command that imports one more module
+    pays for it in every run), then rehearse what every run would repeat."""
+    import_everything()
+    _rehearse()
+
+
+def import_everything() -> None:
+    """Import every module of codemode (what any command could need) and the libraries
+    commands load on first use (``LAZY_LIBRARIES``). Never runs a module's ``__main__``
+    or the eval tasks' fixtures. Also what ``scripts/setup-runtime.sh`` runs with
+    bytecode writing on, so that each of those modules is compiled once, at set-up."""
     import importlib
     import pkgutil
 
@@ -30,13 +38,12 @@ def _prepare() -> None:
     from codemode.cli.root import load_command_modules
 
     load_command_modules()
-    for name in _LIBRARIES:
+    for name in LAZY_LIBRARIES:
         _try_import(importlib, name)
     for module in pkgutil.walk_packages(codemode.__path__, "codemode.", onerror=lambda _: None):
         if module.name.endswith("__main__") or module.name.startswith(_NOT_IMPORTED):
             continue
         _try_import(importlib, module.name)
-    _rehearse()
 
 
 def _rehearse() -> None:
@@ -190,8 +197,9 @@ def _try_import(importlib: ModuleType, name: str) -> None:
 # anyio its event loop's backend, asyncio its thread pool): a module a run imports
 # after the fork costs every run its import (httpcore alone: ~25 ms of each `exec`).
 # tests/test_warm_imports.py runs the entry points after this preparation and fails
-# on any module they still import.
-_LIBRARIES = (
+# on any module they still import. scripts/setup-runtime.sh compiles them all ahead
+# (``import_everything``).
+LAZY_LIBRARIES = (
     "asyncio", "concurrent.futures.thread", "httpx", "httpcore", "h11", "httpx_sse",
     "pydantic", "rich.console", "rich.logging", "prompt_toolkit", "mcp", "mcp.server.stdio",
     "anyio._backends._asyncio", "anyio.streams.stapled", "anyio.streams.tls",
