@@ -64,6 +64,24 @@ def test_undo_restores_changed_removed_and_deletes_added_files(tree: Path) -> No
     assert not snaps.store.exists()
 
 
+def test_a_symbolic_link_is_never_read_into_a_snapshot(tree: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "secret.txt"
+    outside.write_text("not the workspace's\n")
+    (tree / "link.txt").symlink_to(outside)  # to a file: the walk yields it
+    snaps = Snapshots(tree)
+    try:
+        snaps.begin_turn()
+        outside.write_text("changed outside\n")  # through no path of the workspace
+        (tree / "src" / "a.py").write_text("a = 2\n")
+        changes = snaps.end_turn()
+        stored = sorted(p.read_bytes() for p in snaps.store.iterdir())
+    finally:
+        snaps.close()
+    assert changes is not None and changes.paths() == ["src/a.py"]
+    assert not any(b"workspace's" in blob for blob in stored)  # never copied in
+    assert (tree / "link.txt").is_symlink()
+
+
 def test_turns_undo_newest_first_and_quiet_turns_are_not_recorded(tree: Path) -> None:
     snaps = Snapshots(tree)
     try:

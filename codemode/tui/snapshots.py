@@ -158,17 +158,18 @@ class Snapshots:
         """The workspace's files now; None (and snapshots off) when there are too many."""
         entries: dict[str, _Entry] = {}
         racy_after = time.time_ns() - _CLOCK_SLACK_NS
+        root = str(self.root)  # joined as text: a Path per file was half of a rescan
         for rel in walk_files(self.root):
             if len(entries) >= self.max_files:
                 self.disabled = f"the workspace has more than {self.max_files} files"
                 self._last, self._start = {}, None
                 return None
-            path = self.root / rel
+            path = os.path.join(root, rel)
             try:
-                st = path.lstat()
+                st = os.lstat(path)
             except OSError:
                 continue
-            if not path.is_file() or path.is_symlink():
+            if not stat.S_ISREG(st.st_mode):  # (lstat: a symbolic link is not one)
                 continue
             old = known.get(rel)
             same = old is not None and (old.size, old.mtime_ns) == (st.st_size, st.st_mtime_ns)
@@ -176,7 +177,7 @@ class Snapshots:
             if old is not None and same and not old.racy and stored:
                 entries[rel] = old
                 continue
-            blob = self._hash_and_store(path, st.st_size, store=store)
+            blob = self._hash_and_store(Path(path), st.st_size, store=store)
             racy = st.st_mtime_ns >= racy_after
             entries[rel] = _Entry(st.st_size, st.st_mtime_ns, blob, racy)
         return entries
