@@ -220,8 +220,8 @@ class Requests:
 
 
 def _flusher(out: Output, requests: Requests) -> None:
-    """Send the console lines of the step that runs every ``_FLUSH_S``; asleep while the
-    worker waits for a request (no step runs then, so nothing is printed)."""
+    """Every ``_FLUSH_S``, send what the running step printed; parked while the worker
+    waits for a request (no step runs then, so nothing is printed)."""
     while True:
         time.sleep(_FLUSH_S)
         try:
