@@ -127,9 +127,9 @@ def drive_interactive(home: Path, work: Path, log: Path, terms: list[Terminal]) 
         term.send_line("go")
         wait_for(log, "PreModelRequest")
         # Interrupted once the server has the request, so that the hanging answer is
-        # its: a hook logged 0.2 s earlier was not enough (the first request of a
-        # session also loads httpx and makes its TLS context), and the next turn's
-        # request then got the hanging answer instead.
+        # its: 0.2 s after the hook logged was not always enough (under a CI run the
+        # request reached the server 0.57 s after), and the next turn's request then
+        # got the hanging answer instead.
         _until_received(server, 1)
         term.child.sendintr()
         wait_for(log, "Interrupt")
