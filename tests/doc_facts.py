@@ -172,7 +172,6 @@ FACTS: dict[str, Callable[[], Any]] = {
     "engine.busy_check_ms": lambda: _ms(SPIN, "_BUSY_CHECK_S"),
     "engine.near_ms": lambda: _ms(SPIN, "_NEAR_S"),
     "engine.block_us": lambda: _us(PARENT, "BLOCK_S"),
-    "engine.wake_ms": lambda: _ms(WORKER, "_WAKE_S"),
     "engine.flush_ms": lambda: _ms(WORKER, "_FLUSH_S"),
     "engine.park_s": lambda: _constant(WORKER, "_PARK_S"),
     "engine.stop_grace_ms": lambda: _ms(PARENT, "STOP_GRACE_S"),

@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import json
 import re
-from collections.abc import Callable
 from typing import Literal
 
 from codemode.js_runtime.models import ExecResult
@@ -52,10 +51,6 @@ def yield_time_ms(code: str, default: int) -> int:
     return default
 
 
-def _nothing() -> None:
-    pass
-
-
 class Cell:
     """One running (or finished) program and the output its caller has not seen yet.
 
@@ -81,8 +76,6 @@ class Cell:
         self.changed = asyncio.Event()
         self.yielded = False  # the caller has been handed part of its output already
         self.waiting = False  # someone waits on it now
-        # Its execution's (``Execution.results_coming``), set by the session.
-        self.results_coming: Callable[[], None] = _nothing
 
     def add(self, text: str) -> None:
         self.unseen.append(text)

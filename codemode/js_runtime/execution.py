@@ -82,14 +82,6 @@ class Execution:
         self.output = CappedOutput(limits.output_chars)
         self.calls = NestedCalls(cell_id, call_tool, on_event, limits.max_tool_calls)
         self.value_truncated = False
-        self._worker: Worker | None = None  # while the program runs
-
-    def results_coming(self) -> None:
-        """A result the program waits on may be on its way: its worker is told to be
-        ready for it (``protocol.WAKE``). The delegate says when (the Codex host, as
-        its client's bytes arrive); at most once per wait."""
-        if self._worker is not None and self.calls.waiting:
-            self._worker.wake()
 
     async def run(self) -> ExecResult:
         loop = asyncio.get_running_loop()
@@ -121,7 +113,7 @@ class Execution:
                 # One deadline for the whole program, measured here: engine steps and
                 # tool waits alike. When it passes, the worker is stopped and killed.
                 async with asyncio.timeout_at(loop.time() + self.limits.timeout_s):
-                    value, error = await self._drive(worker)
+                    value, error = await self._run_program(worker)
         except TimeoutError:
             await worker.stop(self._log)
             error = self._timeout_error()
@@ -187,13 +179,6 @@ class Execution:
         worker.has_isolate = True
         worker.configured = self.configure
         return None
-
-    async def _drive(self, worker: Worker) -> tuple[object, ExecError | None]:
-        self._worker = worker
-        try:
-            return await self._run_program(worker)
-        finally:
-            self._worker = None
 
     async def _run_program(self, worker: Worker) -> tuple[object, ExecError | None]:
         program = self.program

@@ -73,11 +73,6 @@ class NestedCalls:
         """Whether anything will still settle one of the program's Promises."""
         return bool(self.tasks or self.ready)
 
-    @property
-    def waiting(self) -> bool:
-        """Whether the program waits on its calls now (in ``settled``)."""
-        return self._waiter is not None and not self._waiter.done()
-
     def too_many(self) -> LimitReached:
         return LimitReached(
             "tool_calls", f"program stopped: more than {self.max_calls} tool calls"

@@ -11,15 +11,10 @@ Parent to worker, one request at a time, each answered by exactly one reply fram
 - ``STEP``: evaluate a script, run its jobs, return the drained state.
 - ``SETTLE``: pass finished tool calls (JSON text) to the isolate, then as ``STEP``.
 
-And two that are not answered: ``WAKE`` (no payload), sent at most once while the
-program waits on its calls, when a result may be on its way (the Codex host heard from
-its client). The worker polls for the request that follows for up to a millisecond
-instead of sleeping: a process that went to sleep takes a few hundred microseconds to
-wake on a virtual machine, and this way that happens while the parent is still reading
-the result. And ``PRIME`` (no payload), sent when a worker whose program has ended
-waits idle for the next one: the worker drops its isolate and evaluates the head of the
-next one's setup in a fresh isolate (``setup_head.py``), so the next ``OPEN`` evaluates
-only the rest.
+And one that is not answered: ``PRIME`` (no payload), sent when a worker whose
+program has ended waits idle for the next one: the worker drops its isolate and
+evaluates the head of the next one's setup in a fresh isolate (``setup_head.py``), so
+the next ``OPEN`` evaluates only the rest.
 
 Worker to parent: ``LOG`` (one byte, the level's index, then the text; the last level
 is not the console's but a host event's, ``[kind, data]`` as JSON, which shares the
@@ -35,7 +30,7 @@ import struct
 
 HEADER = struct.Struct("<IB")
 
-OPEN, STEP, SETTLE, WAKE, PRIME = b"O"[0], b"S"[0], b"T"[0], b"W"[0], b"P"[0]
+OPEN, STEP, SETTLE, PRIME = b"O"[0], b"S"[0], b"T"[0], b"P"[0]
 LOG, STATE, ERROR, STOPPED = b"L"[0], b"D"[0], b"E"[0], b"X"[0]
 
 # The prelude's LEVELS, same order: the console's, then the host channel's (``HOST``).

@@ -171,12 +171,6 @@ class CodeSession:
         if cell is not None:
             cell.request_yield()
 
-    def results_coming(self) -> None:
-        """Results of nested calls may be on their way (the delegate heard from whoever
-        runs them): the programs waiting on calls have their engines ready for them."""
-        for cell in self._cells.values():
-            cell.results_coming()
-
     async def terminate(self, cell_id: str) -> Outcome:
         """Stop the cell; ``Completed`` instead if it finished first."""
         cell = self._cell(cell_id)
@@ -251,7 +245,6 @@ class CodeSession:
             cap=limits.output_chars,
             yield_when=yield_when,
         )
-        cell.results_coming = execution.results_coming
         holder.append(cell)
         self._cells[cell_id] = cell
         return cell

@@ -53,8 +53,6 @@ _FLUSH_BYTES = 64 * 1024
 # About what sleeping and being woken costs on a virtual machine (a pipe round trip
 # with both ends asleep measured 70-200 us), so a poll that misses costs no more.
 _SPIN_S = 150e-6
-# How long a WAKE keeps the worker polling for the request it announces.
-_WAKE_S = 1e-3
 _READ_BYTES = 1 << 16  # what a pipe holds: a bigger read only allocates more
 
 
@@ -123,7 +121,7 @@ class Requests:
         """The next request's (op, payload); None at end of file."""
         self._waiting_since = time.monotonic()
         try:
-            return self._next_not_wake()
+            return self._next()
         finally:
             # Written before ``_parked`` is read, as ``park`` writes ``_parked`` before
             # it reads this: one of the two sees the other's write, so a flusher never
@@ -143,20 +141,6 @@ class Requests:
         if self._waiting_since is not None:
             self._wake.wait()
         self._parked = False
-
-    def _next_not_wake(self) -> tuple[int, bytes] | None:
-        while True:
-            got = self._next()
-            if got is None or got[0] != p.WAKE:
-                return got
-            # The parent expects a request soon (``protocol.py``): poll for it a while,
-            # unless the machine has no CPU to spare for that.
-            now = time.perf_counter()
-            if RUN_QUEUE.busy(now):
-                continue
-            deadline = now + _WAKE_S
-            while not self._buffer and not self._ended and time.perf_counter() < deadline:
-                self._read()
 
     def _next(self) -> tuple[int, bytes] | None:
         buffer = self._buffer

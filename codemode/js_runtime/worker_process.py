@@ -74,7 +74,6 @@ class Worker:
         os.set_blocking(self._out, False)
         os.set_blocking(self.proc.errors, False)
         self._spinner = Spinner(SPIN_S, busy=RUN_QUEUE.busy)
-        self._woken = False
         self._buffer = bytearray()
         self._ended = False  # the worker's end of the reply pipe is closed
         self._unsent = False  # a request could not be written: the worker is gone
@@ -106,14 +105,6 @@ class Worker:
         None: the reply is ``await reply(on_log)``'s."""
         return self.poll(on_log) if self.send(op, text) else None
 
-    def wake(self) -> None:
-        """Tell the worker a request is coming (``protocol.WAKE``), once per request.
-        Never blocks: a worker whose pipe is full (it stopped reading) is not told."""
-        if self.dead or self._woken or self._rest is not None:
-            return
-        self._woken = True
-        self._tell(p.WAKE)
-
     def prime(self) -> None:
         """Tell a worker that waits idle for its next program to make that program's
         isolate ready now (``protocol.PRIME``). Never blocks, and is not answered."""
@@ -133,7 +124,6 @@ class Worker:
         worker reads (``poll``, ``reply``). False: the pipe is broken (``reply`` says why)."""
         if self.dead:
             raise WorkerCrashed("the engine process is gone")
-        self._woken = False
         payload = p.encode(text)
         data = p.HEADER.pack(len(payload), op) + payload
         try:

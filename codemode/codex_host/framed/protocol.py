@@ -19,8 +19,7 @@ import itertools
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable
-from typing import Any, SupportsIndex
+from typing import Any
 
 from codemode.codex_host.framed.frames import (
     MAX_FRAME,
@@ -126,13 +125,6 @@ class FramedConnection:
 
     def send(self, message: dict[str, Any]) -> None:
         self.write(encode_frame(message))
-
-    def arriving(self) -> None:
-        """The client's bytes are arriving, before they are read: with delegate requests
-        out, they may carry a result a program waits on (``CodexSession.results_coming``)."""
-        if self.waiting:
-            for session in self.sessions.values():
-                session.code.results_coming()
 
     def spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
@@ -349,7 +341,7 @@ async def serve_framed(
     in_fd: int, out_fd: int, limits: SessionLimits, bounds: ClientBounds | None = None
 ) -> int:
     loop = asyncio.get_running_loop()
-    reader = ArrivalReader(limit=MAX_FRAME + 4)
+    reader = asyncio.StreamReader(limit=MAX_FRAME + 4)
     reading: list[asyncio.ReadTransport] = []
 
     # A client that does not read its answers is not read from until it does; the loop
@@ -365,7 +357,6 @@ async def serve_framed(
     # (The client closing its end ends the connection.)
     out = await writer(out_fd, lambda exc: reader.feed_eof(), pause, resume)
     connection = FramedConnection(reader, out.write, limits, bounds)
-    reader.arriving = connection.arriving
     if through_loop(in_fd):
         transport, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(in_fd, "rb", buffering=0)
@@ -377,14 +368,3 @@ async def serve_framed(
     await out.flushed()  # (its end of input came first: what it was answered still goes)
     return status
 
-
-class ArrivalReader(asyncio.StreamReader):
-    """A stream reader that says when bytes arrive, before anyone reads them."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(limit=limit)
-        self.arriving: Callable[[], object] = lambda: None
-
-    def feed_data(self, data: Iterable[SupportsIndex]) -> None:
-        self.arriving()
-        super().feed_data(data)

@@ -98,13 +98,6 @@ class CodeModeHostService:
             raise RpcError(Status.NOT_FOUND, f"unknown session {session_id!r}")
         return session
 
-    def arriving(self) -> None:
-        """The client's bytes are arriving (before they are read): those may complete
-        a tool call that a program waits on, whose engine worker should be awake for
-        it by the time the result is read (``GrpcSession.results_coming``)."""
-        for session in self.sessions.values():
-            session.results_coming()
-
     async def close(self) -> None:
         """Every session ends, its cells and their workers with it (those a lease's end
         is closing already are waited for: a session leaves ``sessions`` once closed)."""

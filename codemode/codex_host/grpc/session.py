@@ -156,12 +156,6 @@ class GrpcSession:
                 pending.future.set_exception(ToolFailed(str(value)))
         return True
 
-    def results_coming(self) -> None:
-        """The client sent something: when this session has calls out, it may be one's
-        result (``CodexSession.results_coming``)."""
-        if self.pending:
-            self.code.results_coming()
-
     def acknowledge(self, notification_id: str) -> bool:
         if notification_id in self.notifications:
             del self.notifications[notification_id]

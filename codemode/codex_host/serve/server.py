@@ -82,7 +82,7 @@ async def serve(listen: Listen, limits: SessionLimits, bounds: ClientBounds | No
 
     service = CodeModeHostService(limits, bounds)
     try:
-        connection = Connection(service.methods(), service.arriving)
+        connection = Connection(service.methods())
         await _attach_stdio(connection, 0, out_fd)
         prestart()
         _collect_later()

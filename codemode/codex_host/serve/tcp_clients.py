@@ -108,7 +108,7 @@ async def _serve_client(conn: socket.socket, limits: SessionLimits, bounds: Clie
     transport = None
     try:
         transport, connection = await loop.connect_accepted_socket(
-            lambda: Connection(service.methods(), service.arriving), conn
+            lambda: Connection(service.methods()), conn
         )
         await connection.done
     finally:

@@ -141,11 +141,6 @@ class CodexSession:
             )
         return self._session
 
-    def results_coming(self) -> None:
-        """The client sent something, maybe a tool's result: ``CodeSession.results_coming``."""
-        if self._session is not None:
-            self._session.results_coming()
-
     def check_room(self) -> None:
         """``LimitReached`` when the session already holds ``max_cells`` cells."""
         admit_cell(len(self._held), self.limits.max_cells)

@@ -65,11 +65,8 @@ MAX_HEADER_LIST = 64 << 10  # h2's default, advertised (CVE-2016-6581)
 class Connection(asyncio.Protocol):
     """One HTTP/2 connection's server side; ``done`` resolves when it has ended."""
 
-    def __init__(
-        self, methods: dict[str, Method], arriving: Callable[[], object] = lambda: None
-    ) -> None:
+    def __init__(self, methods: dict[str, Method]) -> None:
         self.methods = methods
-        self.arriving = arriving  # told as the client's bytes arrive, before h2 reads them
         # What we send is checked where it is made (lowercase names, percent-encoded
         # grpc-message, digits in our metadata), so h2 need not check it again on every
         # answer (a fifth of a CompleteToolCall's cost in h2); what the client sends is.
@@ -134,7 +131,6 @@ class Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.ended:
             return
-        self.arriving()
         try:
             events = self.h2.receive_data(data)
         except H2Error as exc:  # ProtocolError and its kinds: the peer broke HTTP/2
