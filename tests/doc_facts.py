@@ -143,6 +143,7 @@ WARM_SERVER = "codemode.warm.server"
 SPIN = "codemode.js_runtime.spin"
 WORKER = "codemode.js_runtime.worker"
 PARENT = "codemode.js_runtime.worker_process"
+ISOLATES = "codemode.js_runtime.isolates"
 
 
 def _us(module: str, name: str) -> float:
@@ -174,6 +175,7 @@ FACTS: dict[str, Callable[[], Any]] = {
     "engine.block_us": lambda: _us(PARENT, "BLOCK_S"),
     "engine.flush_ms": lambda: _ms(WORKER, "_FLUSH_S"),
     "engine.park_s": lambda: _constant(WORKER, "_PARK_S"),
+    "engine.prime_after_ms": lambda: _ms(ISOLATES, "PRIME_AFTER_S"),
     "engine.stop_grace_ms": lambda: _ms(PARENT, "STOP_GRACE_S"),
     # interpreter mcp-server
     "mcp_server.result_chars": lambda: _constant("codemode.mcp.server", "RESULT_FIELD_CHARS"),

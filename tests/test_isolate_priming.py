@@ -13,7 +13,8 @@ from test_runtime import ENGINES
 
 from codemode.js_runtime import protocol as p
 from codemode.js_runtime.delegate import ToolSet
-from codemode.js_runtime.isolates import Isolates, configure_call
+from codemode.js_runtime.isolates import PRIME_AFTER_S, Isolates, configure_call
+from codemode.js_runtime.models import Limits
 from codemode.js_runtime.setup_head import Primed, head
 from codemode.js_runtime.worker_process import Worker
 
@@ -136,6 +137,37 @@ def test_a_worker_kept_between_programs_is_told_to_prime_and_only_then() -> None
     gone = _Idle()
     fresh.checkin(gone)  # type: ignore[arg-type]
     assert gone.killed and gone.primed == 0
+
+
+async def test_a_kept_worker_primes_after_its_programs_end_is_reported_not_before() -> None:
+    # In an event loop, the caller reports the program's end first: the PRIME that
+    # wakes the worker (and can take this process's CPU) waits PRIME_AFTER_S.
+    isolates = Isolates("quickjs", persistent=False)
+    kept = _Idle()
+    isolates.checkin(kept)  # type: ignore[arg-type]
+    await asyncio.sleep(0)
+    assert kept.primed == 0
+    await asyncio.sleep(PRIME_AFTER_S * 4)
+    assert kept.primed == 1 and not kept.killed
+    # Taken for the next program before that: never told (a PRIME behind its OPEN would
+    # drop the isolate that program runs in).
+    taken = _Idle()
+    isolates.checkin(taken)  # type: ignore[arg-type]
+    assert isolates.checkout(Limits(memory_mb=64)) is taken
+    await asyncio.sleep(PRIME_AFTER_S * 4)
+    assert taken.primed == 0
+    # Checked in again: told once, by the later check-in's timer.
+    isolates.checkin(taken)  # type: ignore[arg-type]
+    isolates.checkout(Limits(memory_mb=64))
+    isolates.checkin(taken)  # type: ignore[arg-type]
+    await asyncio.sleep(PRIME_AFTER_S * 4)
+    assert taken.primed == 1
+    # The session closes first: killed, never told.
+    last = _Idle()
+    isolates.checkin(last)  # type: ignore[arg-type]
+    isolates.close()
+    await asyncio.sleep(PRIME_AFTER_S * 4)
+    assert last.killed and last.primed == 0
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -8,6 +8,7 @@ limit (or a crash) costs the globals, and the next one starts afresh.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -18,6 +19,13 @@ from codemode.js_runtime.worker_pool import POOL
 from codemode.js_runtime.worker_process import Worker
 
 _IDLE_KEPT = 4  # not persistent: warm workers kept for the next program
+# How long after its program ends a kept worker is told to prime (``Worker.prime``):
+# whoever ran the program reports its end first. A pipe's write wakes its reader on the
+# writer's CPU, and there the worker took the CPU from this process for the 2-4 ms that
+# dropping the old isolate and priming take: in half the turns of a real Codex session,
+# between the program's last reply and its outcome leaving. A program that comes sooner
+# loses nothing: its OPEN would have waited behind the priming anyway.
+PRIME_AFTER_S = 0.005
 
 
 def memory_bytes(limits: Limits) -> int:
@@ -59,6 +67,7 @@ class Isolates:
         self.setup_scripts = list(setup_scripts or [])
         self._worker: Worker | None = None  # persistent: the one holding the isolate
         self._idle: list[Worker] = []  # not persistent: workers free for the next program
+        self._priming: dict[Worker, asyncio.TimerHandle] = {}  # idle ones told to prime soon
         self._closed = False
         if prestart_memory is not None:
             POOL.prestart(engine, prestart_memory)
@@ -90,6 +99,7 @@ class Isolates:
             return self._worker
         while self._idle:
             worker = self._idle.pop()
+            self._unprime(worker)
             if worker.alive() and worker.memory_bytes == memory:
                 return worker
             worker.kill()
@@ -102,13 +112,33 @@ class Isolates:
             return
         if worker.alive() and not self._closed and len(self._idle) < _IDLE_KEPT:
             self._idle.append(worker)
-            worker.prime()  # its next program's isolate made while it waits (setup_head.py)
+            # Its next program's isolate made while it waits (setup_head.py), once the
+            # end of this one has been reported.
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                worker.prime()
+                return
+            self._unprime(worker)
+            self._priming[worker] = loop.call_later(PRIME_AFTER_S, self._prime, worker)
         else:
             worker.kill()
+
+    def _prime(self, worker: Worker) -> None:
+        self._priming.pop(worker, None)
+        if worker in self._idle:  # still waiting for a program: not taken, not killed
+            worker.prime()
+
+    def _unprime(self, worker: Worker) -> None:
+        handle = self._priming.pop(worker, None)
+        if handle is not None:
+            handle.cancel()
 
     def close(self) -> None:
         """Kill the workers (a persistent one holds the isolate)."""
         self._closed = True
+        for worker in list(self._priming):
+            self._unprime(worker)
         workers, self._idle = self._idle, []
         if self._worker is not None:
             workers.append(self._worker)
