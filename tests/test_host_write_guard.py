@@ -55,7 +55,8 @@ _RUNTIME = (
 )
 _CODEX_INSTALL = (
     "Codex's install folder the user named (a copy beside it, made with a private "
-    "mkdtemp), not a workspace: no confined command writes there"
+    "mkdtemp), not a workspace: no confined command writes there (one in a writable "
+    "root is refused: beside._refusal)"
 )
 _IN_SANDBOX = (
     "runs inside the sandbox, in the confined command server (same user, mounts and "
@@ -73,10 +74,11 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("codex_host/warm/beside.py", "vendor_with_our_host", "shutil.rmtree"): _CODEX_INSTALL,
     ("codex_host/warm/beside.py", "vendor_with_our_host", ".rename"): _CODEX_INSTALL,
     ("codex_host/warm/beside.py", "vendor_with_our_host", ".unlink"): _CODEX_INSTALL,
-    ("codex_host/warm/beside.py", "_put", ".unlink"): _CODEX_INSTALL,
-    ("codex_host/warm/beside.py", "_put", ".write_bytes"): _CODEX_INSTALL,
-    ("codex_host/warm/beside.py", "_put", ".chmod"): _CODEX_INSTALL,
-    ("codex_host/warm/beside.py", "_put", ".replace"): _CODEX_INSTALL,
+    ("codex_host/warm/beside.py", "_put", "os.fchmod"): _CODEX_INSTALL
+    + " (the mode set on the descriptor of a new mkstemp file)",
+    ("codex_host/warm/beside.py", "_put", "os.replace"): _CODEX_INSTALL,
+    ("codex_host/warm/beside.py", "_put", "os.unlink"): _CODEX_INSTALL
+    + " (its own mkstemp file, after a failed write)",
     # --- the sandbox: codemode's own state, or writes made inside the sandbox ----------------
     ("sandbox/execpolicy/rules_file.py", "_append_line", ".mkdir"): _OWN_HOME
     + " (rules/default.rules, or the rules file the embedder named)",
@@ -119,7 +121,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("warm/place.py", "runtime_folder", "os.mkdir"): _RUNTIME,
     ("warm/place.py", "serving", "os.open"): _RUNTIME + " (the server's lock, read-only probe)",
     ("warm/place.py", "listen_at", "os.unlink"): _RUNTIME + " (a dead server's socket)",
-    ("warm/place.py", "listen_at", "os.chmod"): _RUNTIME + " (a warm server's socket)",
     ("warm/server.py", "Server._stop_listening", "os.unlink"): _RUNTIME + " (its socket)",
     ("warm/start.py", "leave_server", "os.open"): _RUNTIME + " (the server's log)",
     ("warm/start.py", "serve", "os.open"): _RUNTIME + " (the server's lock)",

@@ -13,6 +13,7 @@ from __future__ import annotations
 # Compiled modules only (``_signal``, ``_socket``): see ``protocol``'s doc.
 import _signal as signal  # type: ignore[import-not-found]  # (no stub: the same names as signal)
 import _socket as socket
+import errno
 import os
 import struct
 import sys
@@ -130,8 +131,10 @@ def run(argv: list[str]) -> int | None:
     try:
         sock.connect(path)
         creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
-        if struct.unpack("3i", creds)[1] != os.geteuid():
-            return None  # a socket of another user: never used
+        server, uid, _ = struct.unpack("3i", creds)
+        if uid != os.geteuid() or _unlike_us(sock, server):
+            sock.close()
+            return None  # another user's socket, or a process unlike ours: never used
     except OSError:
         sock.close()
         return None
@@ -179,6 +182,38 @@ def run(argv: list[str]) -> int | None:
         _die_of(number)
         return 128 + number
     return os.waitstatus_to_exitcode(wait_status)
+
+
+_SO_PEERPIDFD = 77  # Linux 6.5: a pidfd of the peer, which its pid's reuse cannot fool
+
+
+def _unlike_us(sock: socket.socket, pid: int) -> bool:
+    """Whether the process that listens (``pid``) differs from this one in what the
+    server compares of its callers (``place.process_facts``): its confinement
+    (no-new-privileges, seccomp, namespaces, capabilities), groups, priority, control
+    group... A real server refuses such a caller anyway; a program confined further
+    that could write the runtime folder (a sandbox leaving /tmp writable) and listens
+    on the socket's name is handed nothing: not this command's environment, nor its
+    descriptors. Pid 0 (a listener in another pid namespace), a process that is gone
+    or cannot be read: unlike."""
+    pidfd = -1
+    try:
+        pidfd = struct.unpack("i", sock.getsockopt(socket.SOL_SOCKET, _SO_PEERPIDFD, 4))[0]
+    except OSError as exc:
+        if exc.errno != errno.ENOPROTOOPT:  # (a kernel before 6.5: the pid alone)
+            return True  # the listener has ended
+    try:
+        theirs = place.process_facts(pid) if pid > 0 else None
+        if theirs is None or theirs != place.process_facts("self"):
+            return True
+        if pidfd >= 0:
+            signal.pidfd_send_signal(pidfd, 0)  # still that process: its pid not reused
+        return False
+    except OSError:
+        return True
+    finally:
+        if pidfd >= 0:
+            os.close(pidfd)
 
 
 def _shut_writing(sock: socket.socket) -> None:

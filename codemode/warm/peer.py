@@ -16,41 +16,12 @@ import os
 import socket
 import struct
 
-# The lines of /proc/PID/status that a forked process would take from the server.
-_STATUS_FIELDS = ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb",
-                  "NoNewPrivs", "Seccomp", "Seccomp_filters", "Cpus_allowed_list",
-                  "Mems_allowed_list")  # fmt: skip
-# Other files of /proc/PID that a fork inherits: the control group (its memory and CPU
-# limits), the OOM score (`choom`), the personality (`setarch -R`: no address
-# randomisation).
-_PROC_FILES = ("cgroup", "oom_score_adj", "personality")
-_NAMESPACES = ("cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts")
+from codemode.warm import place
+
 _SO_PEERPIDFD = 77  # Linux 6.5: a pidfd of the peer, which its pid's reuse cannot fool
-
-
-def facts(pid: int | str) -> dict[str, str] | None:
-    """What of process ``pid`` a server compares with itself, or None if unreadable."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            lines = dict(line.rstrip("\n").split(":", 1) for line in f if ":" in line)
-        found = {k: lines.get(k, "").strip() for k in _STATUS_FIELDS}
-        for name in _PROC_FILES:
-            try:
-                with open(f"/proc/{pid}/{name}") as f:
-                    found[name] = f.read(4096)
-            except PermissionError:  # personality: readable by the process's owner only
-                found[name] = "?"
-        with open(f"/proc/{pid}/stat") as f:
-            # Its priority (nice), which a fork would take from the server too.
-            found["nice"] = f.read().rsplit(")", 1)[1].split()[16]
-        for ns in _NAMESPACES:
-            try:
-                found["ns:" + ns] = os.readlink(f"/proc/{pid}/ns/{ns}")
-            except FileNotFoundError:
-                found["ns:" + ns] = ""  # a namespace this kernel lacks
-    except OSError:
-        return None
-    return found
+# What of a process is compared (``place.process_facts``: the caller's client compares
+# the server's with its own likewise).
+facts = place.process_facts
 
 
 def peer_pid(conn: socket.socket) -> tuple[int, int]:

@@ -88,10 +88,61 @@ def listen_at(path: str) -> tuple[Socket, int]:
         os.unlink(path)
     except FileNotFoundError:
         pass
-    sock.bind(path)
-    os.chmod(path, 0o600)  # (in a folder only this user may enter meanwhile)
+    # Made 0600 by the bind itself, never changed by its name afterwards: a folder whose
+    # parent others may write can be swapped for theirs after the check above, and a
+    # chmod by name would then follow the link they put in the socket's place.
+    mask = os.umask(0o177)
+    try:
+        sock.bind(path)
+    finally:
+        os.umask(mask)
+    st = os.lstat(path)
+    if not private(folder) or not stat.S_ISSOCK(st.st_mode) or st.st_mode & 0o077:
+        sock.close()
+        raise SystemExit(f"warm: {folder} changed while the server bound its socket")
     sock.listen(64)
-    return sock, os.stat(path).st_ino
+    return sock, st.st_ino
+
+
+# The lines of /proc/PID/status that a forked process would take from its parent.
+_STATUS_FIELDS = ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb",
+                  "NoNewPrivs", "Seccomp", "Seccomp_filters", "Cpus_allowed_list",
+                  "Mems_allowed_list")  # fmt: skip
+# Other files of /proc/PID that a fork inherits: the control group (its memory and CPU
+# limits), the OOM score (`choom`), the personality (`setarch -R`: no address
+# randomisation).
+_PROC_FILES = ("cgroup", "oom_score_adj", "personality")
+_NAMESPACES = ("cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts")
+
+
+def process_facts(pid: int | str) -> dict[str, str] | None:
+    """What of process ``pid`` a server and its caller compare with their own (each
+    serves, or is served by, only a process it could not tell from itself: ``peer``
+    on the server's side, ``client`` on the caller's), or None if unreadable."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            lines = dict(line.rstrip("\n").split(":", 1) for line in f if ":" in line)
+        found = {k: lines.get(k, "").strip() for k in _STATUS_FIELDS}
+        for name in _PROC_FILES:
+            try:
+                with open(f"/proc/{pid}/{name}") as f:
+                    found[name] = f.read(4096)
+            except PermissionError:  # personality: readable by the process's owner only
+                found[name] = "?"
+        with open(f"/proc/{pid}/stat") as f:
+            stat_fields = f.read().rsplit(")", 1)[1].split()
+        # Its priority (nice) and scheduling policy (`chrt`: SCHED_IDLE, SCHED_BATCH;
+        # and the real-time priority), which a fork would take from the server too.
+        found["nice"] = stat_fields[16]
+        found["policy"] = f"{stat_fields[38]} {stat_fields[37]}"
+        for ns in _NAMESPACES:
+            try:
+                found["ns:" + ns] = os.readlink(f"/proc/{pid}/ns/{ns}")
+            except FileNotFoundError:
+                found["ns:" + ns] = ""  # a namespace this kernel lacks
+    except (OSError, IndexError):
+        return None
+    return found
 
 
 def package_folder() -> str:

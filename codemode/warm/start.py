@@ -115,14 +115,42 @@ def stop(path: str, wait_s: float = 5.0) -> int:
     pid = place.serving(path)
     if pid <= 0:
         return 0
+    # The pid is what the lock file says: signalled only if that process holds the lock
+    # file open (a server does, for its life), pinned by a pidfd meanwhile. Whoever
+    # could write the folder could otherwise name any process.
     try:
-        os.kill(pid, signal.SIGTERM)
+        pidfd = os.pidfd_open(pid)
     except OSError:
         return 0
+    try:
+        if not _holds(pid, path + ".lock"):
+            return 0
+        signal.pidfd_send_signal(pidfd, signal.SIGTERM)
+    except OSError:
+        return 0
+    finally:
+        os.close(pidfd)
     deadline = time.monotonic() + wait_s
     while place.serving(path) and time.monotonic() < deadline:
         time.sleep(0.02)
     return pid
+
+
+def _holds(pid: int, lock: str) -> bool:
+    """Whether process ``pid`` has the file ``lock`` open."""
+    try:
+        st = os.stat(lock, follow_symlinks=False)
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            there = os.stat(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if (there.st_dev, there.st_ino) == (st.st_dev, st.st_ino):
+            return True
+    return False
 
 
 def servers(folder: str) -> list[tuple[str, int]]:

@@ -18,8 +18,11 @@
  *
  * SOCKET and KEY are the server's place and its installation's facts (``place.py``),
  * as the shim's writer found them. Whenever anything is off before the server accepts
- * (no server, one of another user, a refusal: another installation, environment or
- * anything it could not take over exactly), this program execs COMMAND ARG... itself:
+ * (no server, one of another user or unlike this process (confined further, another
+ * priority...: ``place.process_facts``), a refusal: another installation, environment
+ * or anything it could not take over exactly), this program execs COMMAND ARG... itself
+ * (an absolute path: a name without a folder is not run, it would be the working
+ * folder's):
  * that is the `interpreter` launcher, which goes warm by the standard library client or
  * starts cold. N counts the words of COMMAND. No byte of stdin is read before the
  * server accepts, so the exec'd command gets the whole stream.
@@ -36,6 +39,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -61,9 +65,138 @@ static const int passed_on[] = {SIGINT, SIGQUIT, SIGHUP, SIGWINCH, SIGTSTP,
 static void __attribute__((noreturn)) run_it_ourselves(void) {
     if (sock >= 0) close(sock);
     sigprocmask(SIG_SETMASK, &original, NULL); /* what came meanwhile is the exec's */
+    if (command[0][0] != '/') {
+        /* execv does not search PATH: a name without a folder would be the working
+         * folder's (Codex starts its host in the workspace). */
+        fprintf(stderr, "%s: not an absolute path: not run\n", command[0]);
+        _exit(127);
+    }
     execv(command[0], command);
     fprintf(stderr, "%s: %s\n", command[0], strerror(errno));
     _exit(errno == ENOENT ? 127 : 126);
+}
+
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+#define PEERPIDFD 77 /* SO_PEERPIDFD, Linux 6.5: the listener's pidfd */
+
+/* place.process_facts: what the server compares of its callers, compared here of the
+ * server. */
+static const char *const status_fields[] = {
+    "Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb",
+    "NoNewPrivs", "Seccomp", "Seccomp_filters", "Cpus_allowed_list", "Mems_allowed_list"};
+static const char *const proc_files[] = {"cgroup", "oom_score_adj", "personality"};
+static const char *const namespaces[] = {"cgroup", "ipc", "mnt", "net",
+                                         "pid", "time", "user", "uts"};
+
+/* The file's first room - 1 bytes, NUL-ended; their count, or -1. */
+static ssize_t slurp(const char *path, char *out, size_t room) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    size_t have = 0;
+    ssize_t got = 0;
+    while (have < room - 1 && (got = read(fd, out + have, room - 1 - have)) > 0)
+        have += (size_t)got;
+    close(fd);
+    out[have] = '\0';
+    return got < 0 ? -1 : (ssize_t)have;
+}
+
+/* The value of the line "NAME:" of a /proc status text (its length in *len), or NULL. */
+static const char *status_field(const char *text, const char *name, size_t *len) {
+    size_t n = strlen(name);
+    for (const char *line = text; *line;) {
+        const char *end = strchrnul(line, '\n');
+        if ((size_t)(end - line) > n && strncmp(line, name, n) == 0 && line[n] == ':') {
+            const char *v = line + n + 1;
+            *len = (size_t)(end - v);
+            return v;
+        }
+        line = *end ? end + 1 : end;
+    }
+    return NULL;
+}
+
+/* Fields 40 and 41 of a /proc/PID/stat (the real-time priority and scheduling policy)
+ * into OUT, as text; 0 when unreadable. */
+static int sched_of(const char *path, char *out, size_t room) {
+    static char text[4096];
+    if (slurp(path, text, sizeof text) < 0) return 0;
+    char *p = strrchr(text, ')'), *save = NULL, *rt = NULL, *policy = NULL;
+    if (p == NULL) return 0;
+    int i = 0; /* field 3 (the state) first */
+    for (char *t = strtok_r(p + 1, " \n", &save); t; t = strtok_r(NULL, " \n", &save), i++) {
+        if (i == 37) rt = t;
+        if (i == 38) policy = t;
+    }
+    if (rt == NULL || policy == NULL) return 0;
+    snprintf(out, room, "%s %s", policy, rt);
+    return 1;
+}
+
+/* Whether the process that listens on SOCK (PID) differs from this one in what the
+ * server compares of its callers (its confinement: no-new-privileges, seccomp,
+ * namespaces, capabilities; its groups, priority and scheduling policy, control
+ * group...). A real server
+ * refuses such a caller anyway; a program confined further that could write the
+ * runtime folder and listens there is handed nothing (neither this environment nor
+ * our descriptors). Gone, unreadable or pid 0 (another pid namespace): unlike. */
+static int unlike_us(int fd, pid_t pid) {
+    int pidfd = -1;
+    socklen_t len = sizeof pidfd;
+    if (getsockopt(fd, SOL_SOCKET, PEERPIDFD, &pidfd, &len) != 0) {
+        if (errno != ENOPROTOOPT) return 1; /* the listener has ended */
+        pidfd = -1;
+    }
+    int unlike = 1;
+    static char ours[16384], theirs[16384];
+    char path[64];
+    if (pid <= 0) goto done;
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    if (slurp("/proc/self/status", ours, sizeof ours) < 0 ||
+        slurp(path, theirs, sizeof theirs) < 0)
+        goto done;
+    for (size_t i = 0; i < COUNT(status_fields); i++) {
+        size_t a = 0, b = 0;
+        const char *x = status_field(ours, status_fields[i], &a);
+        const char *y = status_field(theirs, status_fields[i], &b);
+        if ((x == NULL) != (y == NULL) || a != b || (x && memcmp(x, y, a) != 0)) goto done;
+    }
+    for (size_t i = 0; i < COUNT(proc_files); i++) {
+        char mine[64];
+        snprintf(mine, sizeof mine, "/proc/self/%s", proc_files[i]);
+        snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, proc_files[i]);
+        ssize_t a = slurp(mine, ours, 4097), b = slurp(path, theirs, 4097);
+        if (a < 0 || b < 0 || a != b || memcmp(ours, theirs, (size_t)a) != 0) goto done;
+    }
+    errno = 0;
+    int nice_ours = getpriority(PRIO_PROCESS, 0);
+    int nice_theirs = getpriority(PRIO_PROCESS, (id_t)pid);
+    if (errno != 0 || nice_ours != nice_theirs) goto done;
+    char sched_ours[64], sched_theirs[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if (!sched_of("/proc/self/stat", sched_ours, sizeof sched_ours) ||
+        !sched_of(path, sched_theirs, sizeof sched_theirs) ||
+        strcmp(sched_ours, sched_theirs) != 0)
+        goto done;
+    for (size_t i = 0; i < COUNT(namespaces); i++) {
+        char mine[64];
+        snprintf(mine, sizeof mine, "/proc/self/ns/%s", namespaces[i]);
+        snprintf(path, sizeof path, "/proc/%d/ns/%s", (int)pid, namespaces[i]);
+        ssize_t a = readlink(mine, ours, 255);
+        int a_missing = a < 0 && errno == ENOENT;
+        ssize_t b = readlink(path, theirs, 255);
+        int b_missing = b < 0 && errno == ENOENT;
+        if (a_missing && b_missing) continue;
+        if (a < 0 || b < 0 || a != b || memcmp(ours, theirs, (size_t)a) != 0) goto done;
+    }
+    /* Still that process: its pid was not reused while we read. */
+    if (pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) != 0) goto done;
+    unlike = 0;
+done:
+    if (pidfd >= 0) close(pidfd);
+    return unlike;
 }
 
 /* A growing buffer for the request; any allocation failure runs the command cold. */
@@ -255,7 +388,7 @@ int main(int argc, char **argv) {
     struct ucred peer;
     socklen_t len = sizeof peer;
     if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || len != sizeof peer ||
-        peer.uid != geteuid())
+        peer.uid != geteuid() || unlike_us(sock, peer.pid))
         run_it_ourselves();
 
     put(MAGIC, sizeof MAGIC); /* with its NUL */

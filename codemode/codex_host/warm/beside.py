@@ -15,6 +15,7 @@ launcher."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -51,7 +52,15 @@ def vendor_with_our_host(
     ``warm``: the server's place and key are this process's (its environment's locale
     and Python variables, its installation); a Codex started otherwise reaches the
     server through the launcher instead, and an upgrade of codemode is served once the
-    shim is written again."""
+    shim is written again.
+
+    Raises ValueError, writing nothing, where the host's program is not named by an
+    absolute path (the compiled client's exec would take it from the folder Codex runs
+    in: the workspace), or where it, ``vendor`` or ``dest`` lies in a folder a confined
+    command of this or an earlier session could have written (``writable-roots``)."""
+    why = _refusal(vendor, dest, command)
+    if why is not None:
+        raise ValueError(why)
     if not (dest / "bin" / "codex").is_file():
         dest.parent.mkdir(parents=True, exist_ok=True)
         building = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}-"))
@@ -85,6 +94,22 @@ def vendor_with_our_host(
     return dest
 
 
+def _refusal(vendor: Path, dest: Path, command: list[str]) -> str | None:
+    from codemode.locations.host_programs import writable_root_of
+
+    if not command or not os.path.isabs(command[0]):
+        word = command[0] if command else ""
+        return (f"the host's program must be an absolute path, not {word!r} (it would be "
+                "looked up where Codex runs the host: the workspace)")  # fmt: skip
+    for what, p in (("the host's program", command[0]), ("Codex's folder", str(vendor)),
+                    ("the copy of Codex", str(dest))):  # fmt: skip
+        root = writable_root_of(p)
+        if root is not None:
+            return (f"{what} {p} lies in {root}, which a confined command could have "
+                    "written (codemode's writable-roots): not put beside Codex")  # fmt: skip
+    return None
+
+
 def _client() -> bytes | None:
     """The warm client compiled (once per machine), or None where no C compiler works."""
     from codemode.sandbox.helpers import compiled
@@ -98,8 +123,15 @@ def _put(target: Path, data: bytes, mode: int) -> None:
     (never written through: it may be a hard link to one of Codex's own files)."""
     if target.is_file() and not target.is_symlink() and target.read_bytes() == data:
         return
-    building = target.with_name(f".{target.name}.{os.getpid()}")
-    building.unlink(missing_ok=True)
-    building.write_bytes(data)
-    building.chmod(mode)
-    building.replace(target)
+    # A new name of its own (O_EXCL: nothing planted there is followed), its mode set on
+    # the descriptor.
+    fd, building = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            os.fchmod(f.fileno(), mode)
+        os.replace(building, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(building)
+        raise
