@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from codemode.agent.events import HookRunItem, ItemCompleted, ItemStarted, Notice
 from codemode.agent.turn_result import TurnFailure
+from codemode.hooks.definitions import INTERRUPT_TIMEOUT_S
 from codemode.hooks.engine import Combined, HookEngine, HookRun
 
 Emit = Callable[[BaseModel], None]
@@ -218,15 +219,20 @@ class SessionHooks:
         """PreCompact or PostCompact (``when``); trigger: manual or auto."""
         await self._fire(when, {"trigger": trigger}, (trigger,))
 
-    async def session_end(self, reason: str) -> None:
-        await self._fire("SessionEnd", {"reason": reason}, (reason,))
+    async def session_end(self, reason: str, hurried: bool = False) -> None:
+        """SessionEnd. ``hurried``: the session closes because the person interrupted
+        it (``exec``'s Ctrl-C): its hooks get at most an Interrupt hook's time, as Codex
+        gives them always, so that a slow one does not hold the interrupt."""
+        await self._fire("SessionEnd", {"reason": reason}, (reason,),
+                         timeout_cap=INTERRUPT_TIMEOUT_S if hurried else None)
 
     async def _fire(
-        self, event: str, fields: dict[str, Any], subjects: tuple[str, ...] = ()
+        self, event: str, fields: dict[str, Any], subjects: tuple[str, ...] = (),
+        timeout_cap: float | None = None,
     ) -> Combined:
         if not self.engine.has(event):
             return Combined()
-        answer = await self.engine.fire(event, fields, subjects)
+        answer = await self.engine.fire(event, fields, subjects, timeout_cap=timeout_cap)
         if answer.stop and self.engine.stop_request is None:
             self.engine.stop_request = answer.stop_reason or f"a {event} hook asked to stop"
         return answer

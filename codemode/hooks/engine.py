@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from codemode.hooks.definitions import EVENTS, TOOL_EVENTS, HookDef
 from codemode.hooks.outcome import HookOutcome, read_outcome
-from codemode.hooks.process import run_command
+from codemode.hooks.process import project_env, run_command
 
 # What an event does when one of its hooks fails: "deny" the call (PreToolUse), or
 # "continue" as if the hook had said nothing (a PermissionRequest hook that fails
@@ -99,11 +99,8 @@ class HookEngine:
         trusted_files: dict[str, dict[str, str]] | None = None,
     ) -> None:
         self.facts = facts
-        self.env = dict(env if env is not None else os.environ)
-        project = str(facts.cwd)
         # Scripts written for Claude Code find their project this way.
-        self.env.setdefault("CODEMODE_PROJECT_DIR", project)
-        self.env.setdefault("CLAUDE_PROJECT_DIR", project)
+        self.env = project_env(env if env is not None else os.environ, facts.cwd)
         self.listeners: list[Listener] = list(listeners)
         self._ids = itertools.count(1)
         self.set_hooks(hooks, trusted_files)
@@ -168,9 +165,11 @@ class HookEngine:
         *,
         hooks: tuple[HookDef, ...] | None = None,
         parent_id: str | None = None,
+        timeout_cap: float | None = None,
     ) -> Combined:
         """Run the matching hooks of ``event`` with ``fields`` added to the common input,
-        and combine their answers."""
+        and combine their answers. ``timeout_cap``: no hook of this firing runs longer
+        (a SessionEnd after an interrupt)."""
         chosen = self.matching(event, subjects) if hooks is None else hooks
         combined = Combined()
         if not chosen:
@@ -178,21 +177,22 @@ class HookEngine:
         data = json.dumps({**self.base_input(event), **fields}, default=_jsonable,
                           ensure_ascii=False).encode()
         if len(chosen) == 1:  # (no task to make: this runs around every hooked call)
-            outcomes = [await self._run(chosen[0], data, parent_id)]
+            outcomes = [await self._run(chosen[0], data, parent_id, timeout_cap)]
         else:
-            outcomes = list(
-                await asyncio.gather(*(self._run(hook, data, parent_id) for hook in chosen))
-            )
+            outcomes = list(await asyncio.gather(
+                *(self._run(hook, data, parent_id, timeout_cap) for hook in chosen)))
         for hook, outcome in zip(chosen, outcomes, strict=True):
             _merge(combined, hook, outcome)
         return combined
 
-    async def _run(self, hook: HookDef, data: bytes, parent_id: str | None) -> HookOutcome:
+    async def _run(self, hook: HookDef, data: bytes, parent_id: str | None,
+                   timeout_cap: float | None = None) -> HookOutcome:
         run = HookRun(id=f"hook_{next(self._ids)}", event=hook.event, hook=hook,
                       parent_id=parent_id)
         self._tell(run)
+        timeout_s = hook.timeout_s if timeout_cap is None else min(hook.timeout_s, timeout_cap)
         done = await run_command(
-            hook.command, data, cwd=self.facts.cwd, env=self.env, timeout_s=hook.timeout_s,
+            hook.command, data, cwd=self.facts.cwd, env=self.env, timeout_s=timeout_s,
             trusted=self.trusted_files.get(hook.key, {}),
         )
         outcome = read_outcome(hook.event, done)

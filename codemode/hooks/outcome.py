@@ -8,8 +8,8 @@
 - exit 2: it blocks, with stderr as the reason (a tool call is denied, a prompt
   refused, a stop refused, a PostToolUse reason goes to the model).
 - anything else (another exit status, a signal, a timeout, a flood, output that starts
-  like JSON and is not, fields of the wrong type): a *failure*, one notice, and the
-  event's safe default (``engine.FAILURE_DEFAULTS``).
+  like JSON and is not or is nested too deeply to decode, fields of the wrong type): a
+  *failure*, one notice, and the event's safe default (``engine.FAILURE_DEFAULTS``).
 """
 
 from __future__ import annotations
@@ -71,6 +71,8 @@ def read_outcome(event: str, run: ProcessResult) -> HookOutcome:
         data = json.loads(text)
     except ValueError as exc:
         return HookOutcome(failure=f"printed invalid JSON ({exc})")
+    except RecursionError:  # ([[[[... under the output cap: the decoder's own limit)
+        return HookOutcome(failure="printed JSON nested too deeply")
     try:
         return _from_json(event, data)
     except _Bad as exc:

@@ -7,12 +7,15 @@ its own process group, and starts through the subreaper helper (``hook_tree``), 
 a timeout stops it *and everything it started*, ``setsid`` and double forks included. What it
 prints is read up to ``OUTPUT_CAP`` bytes a stream: a hook that prints more is stopped
 (its output could not be trusted whole anyway). A hook that exits while something it
-left behind still holds its output open is not waited for past a short grace.
+left behind still holds its output open is not waited for past a short grace. A hook
+still running when codemode's process exits (a third Ctrl-C, the event loop closed
+under it) is stopped whole too, at exit: no hook outlives the session that started it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import os
 import signal
@@ -30,6 +33,8 @@ OUTPUT_CAP = 1 << 20
 # After the hook's own process exits: how long its output may stay open (a background
 # child it left) before its process group is stopped.
 EXIT_GRACE_S = 0.5
+# The hooks started and not yet stopped or reaped, by pid: stopped at exit.
+_RUNNING: dict[int, subprocess.Popen[bytes]] = {}
 # Characters that make a command line need a shell.
 _SHELL_CHARS = set("|&;<>()$`\\\"'*?[]#~=%{}\n")
 
@@ -43,6 +48,16 @@ class ProcessResult:
     flooded: bool = False
     error: str | None = None  # it could not be started
     duration_ms: float = 0.0
+
+
+def project_env(env: Mapping[str, str], cwd: Path | str) -> dict[str, str]:
+    """``env`` with the variables that name the project for a hook (Claude Code's scripts
+    find their project this way): what a hook in ``cwd`` gets, and what a ``$VAR`` of
+    its command line is read from when the files it names are looked for."""
+    out = dict(env)
+    out.setdefault("CODEMODE_PROJECT_DIR", str(cwd))
+    out.setdefault("CLAUDE_PROJECT_DIR", str(cwd))
+    return out
 
 
 def argv_for(command: str) -> list[str]:
@@ -89,6 +104,7 @@ async def run_command(
             error=f"cannot start it: {exc.strerror or exc}",
             duration_ms=_ms(started),
         )
+    _RUNNING[proc.pid] = proc
     # Driven from the event loop by its file descriptors (a pidfd says when it exits):
     # no thread, and its exit is seen even while a child it left holds its output.
     watch = _Watch(proc, stdin)
@@ -120,6 +136,7 @@ async def run_command(
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
             proc.wait()  # killed: reaped at once
+        _RUNNING.pop(proc.pid, None)
     result.stdout = b"".join(watch.out).decode("utf-8", "replace")
     result.stderr = b"".join(watch.err).decode("utf-8", "replace")
     result.duration_ms = _ms(started)
@@ -260,6 +277,18 @@ class _Watch:
         assert self.proc.stdout is not None and self.proc.stderr is not None
         self.proc.stdout.close()
         self.proc.stderr.close()
+
+
+@atexit.register
+def _stop_running() -> None:
+    """At exit: every hook still running (its coroutine never resumed: the event loop
+    was closed under it) is stopped with what it started."""
+    for pid, proc in list(_RUNNING.items()):
+        if proc.poll() is None:
+            hook_tree.stop_tree(pid)
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            proc.wait(timeout=1)
+    _RUNNING.clear()
 
 
 def _stop_group(pid: int) -> None:

@@ -75,11 +75,13 @@ class TrustStore:
         """The files ``hook``'s command names that a command could have written (any in
         the workspace, which sessions there let commands write), each
         with its sha256 now ("" when it cannot be read)."""
-        from codemode.hooks.process import argv_for
+        from codemode.hooks.process import argv_for, project_env
 
         out: dict[str, str] = {}
         inside = self.cwd.resolve() if self.cwd is not None else None
-        for name in launcher.named_files(argv_for(hook.command), self.cwd):
+        # (its $VARs as the hook will get them: "$CLAUDE_PROJECT_DIR"/x.sh names x.sh)
+        env = project_env(os.environ, self.cwd if self.cwd is not None else Path.cwd())
+        for name in launcher.named_files(argv_for(hook.command), self.cwd, env):
             real_path = Path(name).resolve()
             if writable_root_of(name) is not None or (
                     inside is not None and real_path.is_relative_to(inside)):

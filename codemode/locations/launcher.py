@@ -9,8 +9,11 @@ user's full authority. Before it starts, ``resolve`` checks
   (``host_programs``, ``written_roots``); a path must lie outside them;
 - every file its command line names (``named_files``): an argument that is an existing
   file (``./x``, ``scripts/fmt.sh``, ``--config=tools/c.json``), the words of a
-  ``sh -c`` string, and the files a named build tool reads as what to run from its
-  working folder (``make``: the Makefile, ``npm``/``yarn``: package.json, ...). One
+  ``sh -c`` string (and of a shell's ``-c`` string inside it), with its ``$VAR`` and
+  ``${VAR}`` expanded from the environment the program gets, its globs expanded, and
+  looked up from every folder it ``cd``s to as well, and the files a named build tool
+  reads as what to run from its working folder (``make``: the Makefile,
+  ``npm``/``yarn``: package.json, ...). One
   inside such a folder is refused unless the caller vouches for its content:
   ``trusted`` maps its real path to the sha256 the person accepted (hooks record it
   when trusted), and the file is hashed again just before the start.
@@ -30,8 +33,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import glob
 import hashlib
 import os
+import re
 import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -65,31 +70,49 @@ def resolve(
     names_files: bool = True,
     trusted: Mapping[str, str] | None = None,
     path: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> list[str]:
     """``argv`` with its program as an absolute path, once every check passed; raises
-    ``LaunchRefused``. ``path``: the search path (default ``$PATH``)."""
+    ``LaunchRefused``. ``path``: the search path (default ``$PATH``); ``env``: the
+    environment the program gets (default ``os.environ``: a shell string's variables)."""
     if not argv or not argv[0]:
         raise LaunchRefused("no program to start")
     roots = writable_roots()
     program = _program(argv[0], cwd, path, roots, trusted or {})
     if names_files:
-        for name in named_files(argv, cwd):
+        for name in named_files(argv, cwd, env):
             _check_named(name, roots, trusted or {})
     return [program, *argv[1:]]
 
 
-def named_files(argv: Sequence[str], cwd: str | Path | None = None) -> list[str]:
+def named_files(argv: Sequence[str], cwd: str | Path | None = None,
+                env: Mapping[str, str] | None = None) -> list[str]:
     """The existing files ``argv`` names, as absolute paths (not yet resolved: the
     check looks at both spellings), its program's own file included when it has a
-    slash. Words of a ``sh -c`` string count as arguments."""
+    slash. Words of a ``sh -c`` string count as arguments, and so do those of a shell's
+    ``-c`` string inside it, with ``$VAR`` and ``${VAR}`` expanded from ``env`` (default
+    ``os.environ``) and globs expanded; a word is also looked up from each folder the
+    string ``cd``s to. What a shell string can name is not bounded (a loop, ``$(...)``):
+    these are the spellings hooks are written with."""
     base = Path(cwd) if cwd is not None else Path.cwd()
     words: list[str] = []
+    shell: list[str] = []  # words of a shell string: expanded as the shell will
+    string = _command_string(argv, 0)
     for i, word in enumerate(argv):
         words.append(word)
         if "=" in word and not word.startswith("="):
             words.append(word.split("=", 1)[1])
-        if i == 2 and argv[1] == "-c" and os.path.basename(argv[0]) in _SHELLS:
-            words += _shell_words(word)
+        if i == string:
+            shell += _shell_words(word, os.environ if env is None else env)
+    bases = [base]
+    for before, word in zip(["", *shell], shell, strict=False):
+        if before in ("cd", "pushd") and word and not word.startswith("-"):
+            folder = Path(os.path.expanduser(word))
+            bases.append(folder if folder.is_absolute() else base / folder)
+    for word in shell:
+        words.append(word)
+        if "=" in word and not word.startswith("="):
+            words.append(word.split("=", 1)[1])
     found: list[str] = []
     for word in list(words):
         words += _IMPLIED.get(os.path.basename(word), ())
@@ -97,9 +120,11 @@ def named_files(argv: Sequence[str], cwd: str | Path | None = None) -> list[str]
         if not word or (word.startswith("-") and "=" not in word):
             continue
         candidate = os.path.expanduser(word)
-        full = candidate if os.path.isabs(candidate) else str(base / candidate)
-        if os.path.isfile(full):
-            found.append(os.path.normpath(full))
+        for folder in bases if not os.path.isabs(candidate) else [base]:
+            full = candidate if os.path.isabs(candidate) else str(folder / candidate)
+            for match in _globbed(full) if word in shell else [full]:
+                if os.path.isfile(match):
+                    found.append(os.path.normpath(match))
     return list(dict.fromkeys(found))
 
 
@@ -134,7 +159,7 @@ def run(argv: Sequence[str], *, cwd: str | Path | None = None, env: Mapping[str,
     """``subprocess.run`` of the checked ``argv``; raises ``LaunchRefused`` before
     anything starts."""
     checked = resolve(argv, cwd=cwd, names_files=names_files, trusted=trusted,
-                      path=(env or os.environ).get("PATH"))
+                      path=(env or os.environ).get("PATH"), env=env)
     return subprocess.run(checked, cwd=cwd, env=safe_env(env), **kwargs)
 
 
@@ -146,7 +171,7 @@ def popen(argv: Sequence[str], *, cwd: str | Path | None = None,
     that starts it (the subreaper helper, from its protected cache), put in front once
     ``argv`` passed."""
     checked = resolve(argv, cwd=cwd, names_files=names_files, trusted=trusted,
-                      path=(env or os.environ).get("PATH"))
+                      path=(env or os.environ).get("PATH"), env=env)
     return subprocess.Popen([*prefix, *checked], cwd=cwd, env=safe_env(env), **kwargs)
 
 
@@ -155,7 +180,7 @@ async def start(argv: Sequence[str], *, cwd: str | Path | None = None,
                 **kwargs: Any) -> asyncio.subprocess.Process:
     """``asyncio.create_subprocess_exec`` of the checked ``argv``."""
     checked = resolve(argv, cwd=cwd, names_files=names_files,
-                      path=(env or os.environ).get("PATH"))
+                      path=(env or os.environ).get("PATH"), env=env)
     return await asyncio.create_subprocess_exec(*checked, cwd=cwd, env=safe_env(env), **kwargs)
 
 
@@ -195,10 +220,49 @@ def _where(name: str, root: str) -> str:
     return f"{name} lies in {root}, where a confined command could have written it"
 
 
-def _shell_words(text: str) -> list[str]:
+def _command_string(words: Sequence[str], at: int) -> int | None:
+    """Where the script string is when ``words[at]`` is a shell run with ``-c``
+    (``sh -c S``, ``bash -lc S``, ``sh -e -c S``), else None."""
+    if os.path.basename(words[at]) not in _SHELLS:
+        return None
+    i = at + 1
+    while i < len(words) - 1 and words[i].startswith("-") and not words[i].startswith("--"):
+        if "c" in words[i][1:]:
+            return i + 1
+        i += 1
+    return None
+
+
+# A variable as the shell expands it: $NAME or ${NAME} (its value, or nothing).
+_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+# Globs expanded per word, at most (a word naming more is not a hook's spelling).
+_GLOB_LIMIT = 256
+
+
+def _shell_words(text: str, env: Mapping[str, str], depth: int = 0) -> list[str]:
+    """The words of a shell string, their variables expanded from ``env``; the string of
+    a shell's ``-c`` among them is split too (``bash -c 'sh x.sh'``)."""
+    expanded = _VARIABLE.sub(lambda m: env.get(m.group(1) or m.group(2), ""), text)
     try:
-        lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+        lexer = shlex.shlex(expanded, posix=True, punctuation_chars=True)
         lexer.whitespace_split = True
-        return [w for w in lexer if w and not set(w) <= set("();<>|&")]
+        words = [w for w in lexer if w and not set(w) <= set("();<>|&")]
     except ValueError:
-        return text.split()
+        words = expanded.split()
+    if depth < 4:
+        for i in range(len(words)):
+            string = _command_string(words, i)
+            if string is not None:
+                words += _shell_words(words[string], env, depth + 1)
+    return words
+
+
+def _globbed(path: str) -> list[str]:
+    if not glob.has_magic(path):
+        return [path]
+    found = []
+    for match in glob.iglob(path):
+        found.append(match)
+        if len(found) >= _GLOB_LIMIT:
+            break
+    return found or [path]
