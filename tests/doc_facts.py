@@ -216,6 +216,10 @@ FACTS: dict[str, Callable[[], Any]] = {
         "codemode.codex_host.framed.protocol", "CAPACITY_GRANTED"),
     "codex_host.queued_notifications": lambda: _constant(
         "codemode.codex_host.grpc.session", "QUEUED_NOTIFICATIONS"),
+    "codex_host.held_for_client_bytes": lambda: _constant(
+        "codemode.codex_host.session.limits", "HELD_FOR_CLIENT"),
+    "codex_host.items_kept": lambda: _constant(
+        "codemode.codex_host.session.execution", "ITEMS_KEPT"),
     "codex_host.unacknowledged_kept": lambda: _constant(
         "codemode.codex_host.grpc.session", "UNACKNOWLEDGED_KEPT"),
     "codex_host.store_chars": lambda: _constant(

@@ -38,6 +38,11 @@ _CLEANUP_S = 2.0
 # Timers a program may have waiting at once (they are not tool calls, but each costs
 # the host a task).
 _MAX_TIMERS = 10_000
+# The arguments a program's finished calls keep in its records (``ExecResult.tool_calls``),
+# in characters of their JSON: past this, a call lets go of its arguments once it has
+# finished (its record's ``args`` becomes None), else a program passing one megabyte
+# string to each of its calls made its host hold a megabyte per call until it ended.
+_KEPT_ARGS_CHARS = 16 * 1024 * 1024
 _CANCELLED = "cancelled: the program ended before this call finished"
 
 
@@ -66,6 +71,7 @@ class NestedCalls:
         self._waiter: asyncio.Future[object] | None = None
         self._send: Callable[[list[list[object]]], object] = _unset
         self.calls_made = 0
+        self.args_chars = 0  # of the calls' arguments, for ``_KEPT_ARGS_CHARS``
         self.seen_ids: set[int] = set()
         self.timers: set[int] = set()  # timers waiting
 
@@ -118,9 +124,11 @@ class NestedCalls:
             return
         record = ToolCallRecord(call_id, name, args)
         self.records[call_id] = record
+        self.args_chars += len(args_json)
+        keep = self.args_chars <= _KEPT_ARGS_CHARS
         if self.on_event is not None:
             self.on_event(ToolCallStarted(record))
-        self._start(call_id, self._invoke(record))
+        self._start(call_id, self._invoke(record, keep))
 
     def _start(self, call_id: int, coro: Any) -> None:
         # Start the handler eagerly (what Python 3.12 calls an eager task): most tools
@@ -139,7 +147,7 @@ class NestedCalls:
         self.tasks[call_id] = task
         task.add_done_callback(partial(self._on_done, call_id))
 
-    async def _invoke(self, record: ToolCallRecord) -> None:
+    async def _invoke(self, record: ToolCallRecord, keep: bool = True) -> None:
         started = time.perf_counter()
         try:
             payload = await self.call_tool(NestedCall(self.cell_id, record.name, record.args))
@@ -153,6 +161,8 @@ class NestedCalls:
         record.error = None if ok else str(payload)
         if self.on_event is not None:
             self.on_event(ToolCallFinished(record))
+        if not keep:
+            record.args = None
         self._deliver(record.id, (ok, payload))
 
     def _on_done(self, call_id: int, task: asyncio.Task[Done | None]) -> None:

@@ -32,6 +32,8 @@ class Unreadable(NamedTuple):
 # The envelope's own fields, before its first nested value: Codex writes "type" and
 # "id" ahead of the request or result they carry.
 _ENVELOPE_TYPE = re.compile(rb'"type"\s*:\s*"([a-zA-Z/]{1,40})"')
+# A UTF-16 surrogate on its own, which UTF-8 cannot carry: sent as U+FFFD.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _ENVELOPE_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,19})[\s,}]')
 
 
@@ -72,5 +74,9 @@ async def read_frame(reader: asyncio.StreamReader) -> Any | None:
 
 
 def encode_frame(message: Any) -> bytes:
-    payload = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    try:
+        payload = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate (a client's id, a tool's input)
+        payload = _SURROGATE.sub("\ufffd", text).encode()
     return struct.pack("<I", len(payload)) + payload

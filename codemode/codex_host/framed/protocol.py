@@ -34,7 +34,12 @@ from codemode.codex_host.framed.session import (
     FramedSession,
     OverCapacity,
 )
-from codemode.codex_host.session.limits import ClientBounds, LimitReached, admit_session
+from codemode.codex_host.session.limits import (
+    ClientBounds,
+    HeldForClient,
+    LimitReached,
+    admit_session,
+)
 from codemode.codex_host.session.model import ImageItem
 from codemode.codex_host.session.runtime import CellBusy, CodexSession, Reported, SessionLimits
 from codemode.codex_host.wire.stdio import Write, pump, through_loop, writer
@@ -118,6 +123,9 @@ class FramedConnection:
         self.bounds = bounds or ClientBounds()
         self.sessions: dict[str, FramedSession] = {}
         self.waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        # The bytes of the delegate requests in ``waiting``, bounded across the sessions.
+        self.held = HeldForClient()
+        self.costs: dict[int, int] = {}
         self.ids = itertools.count(1)
         self.tasks: set[asyncio.Task[Any]] = set()
         self.timed = False  # outcomes carry the timings (``knows_timings``)
@@ -138,31 +146,48 @@ class FramedConnection:
         if len(self.waiting) >= self.capacity:
             raise OverCapacity(OVER_CAPACITY)
         delegate_id = next(self.ids)
+        frame = encode_frame(
+            {
+                "type": "delegate/request",
+                "id": delegate_id,
+                "sessionId": session_id,
+                "request": request,
+            }
+        )
+        # Held until answered, written or not (a client that does not read leaves them
+        # in the writer): bounded in bytes as well as in count.
+        cost = self.held.take(len(frame))
+        if not cost:
+            raise OverCapacity(self.held.refusal())
         future = asyncio.get_running_loop().create_future()
         self.waiting[delegate_id] = future
-        frame = {
-            "type": "delegate/request",
-            "id": delegate_id,
-            "sessionId": session_id,
-            "request": request,
-        }
+        self.costs[delegate_id] = cost
         if eager:
-            self.send(frame)
+            self.write(frame)
         return self._answer(delegate_id, future, None if eager else frame)
+
+    def settle(self, delegate_id: Any) -> asyncio.Future[dict[str, Any]] | None:
+        """The delegate request's future, no longer waiting (None if it was not)."""
+        if type(delegate_id) is not int:  # a client's id may be any JSON value: ours are ints
+            return None
+        future = self.waiting.pop(delegate_id, None)
+        if future is not None:
+            self.held.give(self.costs.pop(delegate_id))
+        return future
 
     async def _answer(
         self,
         delegate_id: int,
         future: asyncio.Future[dict[str, Any]],
-        frame: dict[str, Any] | None,
+        frame: bytes | None,
     ) -> dict[str, Any]:
         if frame is not None:
-            self.send(frame)
+            self.write(frame)
         try:
             result: dict[str, Any] = await future
             return result
         except asyncio.CancelledError:
-            if self.waiting.pop(delegate_id, None) is not None:
+            if self.settle(delegate_id) is not None:
                 self.send({"type": "delegate/cancel", "id": delegate_id})
             raise
 
@@ -203,7 +228,7 @@ class FramedConnection:
         if frame.kind == "operation/request":
             self._respond(frame.id, _err(f"refused: {frame.reason}"))
         elif frame.kind == "delegate/response":
-            future = self.waiting.pop(frame.id, None)
+            future = self.settle(frame.id)
             if future is not None and not future.done():
                 future.set_result(_err(f"the tool's result was refused: {frame.reason}"))
 
@@ -232,7 +257,7 @@ class FramedConnection:
     def _dispatch(self, message: Any) -> None:
         kind = message.get("type") if isinstance(message, dict) else None
         if kind == "delegate/response":
-            future = self.waiting.pop(message.get("id"), None)
+            future = self.settle(message.get("id"))
             if future is not None and not future.done():
                 result = message.get("result")
                 future.set_result(result if isinstance(result, dict) else _err("bad response"))
@@ -261,13 +286,9 @@ class FramedConnection:
         except (CellBusy, LimitReached) as exc:
             self._respond(request_id, _err(str(exc)))
         except (KeyError, TypeError, ValueError) as exc:
-            self.send(
-                {
-                    "type": "operation/response",
-                    "id": request_id,
-                    "result": _err(f"bad request: {exc}"),
-                }
-            )
+            self._respond(request_id, _err(f"bad request: {exc}"))
+        except Exception as exc:  # a field of an unexpected type: an answer, not a traceback
+            self._respond(request_id, _err(f"bad request: {type(exc).__name__}: {exc}"))
 
     async def _operate(self, request_id: Any, request: dict[str, Any]) -> None:
         method = request.get("method")

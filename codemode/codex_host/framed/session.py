@@ -137,8 +137,8 @@ class FramedExecution(CodexExecution):
             answer = session.conn.delegate(
                 session.id, {"type": "tool/invoke", "invocation": invocation}
             )
-        except OverCapacity:
-            raise ToolFailed(OVER_CAPACITY) from None
+        except OverCapacity as exc:
+            raise ToolFailed(str(exc)) from None
         result = await answer
         if result.get("status") != "ok":
             raise ToolFailed(str(result.get("message", "the tool failed")))
@@ -158,10 +158,11 @@ class FramedExecution(CodexExecution):
         # arrives after its exec's result).
         try:
             answer = session.conn.delegate(session.id, request, eager=True)
-        except OverCapacity:
+        except OverCapacity as exc:
             # Not queued: the client has its capacity of requests unanswered (Codex's host
             # stops the program here; this one goes on, and its report says so).
-            self.unsent_notification("the client has not answered the host's earlier requests")
+            why = "the client has not answered the host's earlier requests"
+            self.unsent_notification(why if str(exc) == OVER_CAPACITY else str(exc))
             return
         task = asyncio.ensure_future(answer)
         session.notes.setdefault(self.cell_id, []).append(task)

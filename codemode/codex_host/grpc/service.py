@@ -24,7 +24,12 @@ from codemode.codex_host.grpc.session import (
     Subscription,
     next_or_heartbeat,
 )
-from codemode.codex_host.session.limits import ClientBounds, LimitReached, admit_session
+from codemode.codex_host.session.limits import (
+    ClientBounds,
+    HeldForClient,
+    LimitReached,
+    admit_session,
+)
 from codemode.codex_host.session.metrics import process_figures
 from codemode.codex_host.session.runtime import CellBusy, SessionLimits
 from codemode.codex_host.wire import decode_budget
@@ -67,6 +72,7 @@ class CodeModeHostService:
         self.limits = limits
         self.bounds = bounds or ClientBounds()
         self.sessions: dict[str, GrpcSession] = {}
+        self.held = HeldForClient()  # what its sessions hold for this client, in bytes
 
     def methods(self) -> dict[str, Method]:
         """The server's methods by HTTP/2 path (``/codex.code_mode.v1.CodeModeHost/Execute``).
@@ -130,7 +136,10 @@ class CodeModeHostService:
                 changes["memory_mb"] = max(1, -(-given.max_heap_size_bytes // (1 << 20)))
             limits = limits._replace(**changes)
         session = GrpcSession(
-            limits, request.max_pending_delegate_calls, request.output_truncation == _SERVER
+            limits,
+            request.max_pending_delegate_calls,
+            request.output_truncation == _SERVER,
+            self.held,
         )
         self.sessions[session.id] = session
         return session

@@ -11,10 +11,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from codemode.codex_host.session.execution import CodexExecution
+from codemode.codex_host.session.items import well_formed
+from codemode.codex_host.session.limits import HeldForClient
 from codemode.codex_host.session.model import ToolFailed, ToolSpec
 from codemode.codex_host.session.runtime import CodexSession, SessionLimits
 from codemode.codex_host.session.truncation import DEFAULT_MAX_TOKENS
@@ -72,21 +75,34 @@ class Pushable:
 
 
 class _Pending:
-    __slots__ = ("future", "message", "tool")
+    __slots__ = ("cost", "future", "message", "tool")
 
-    def __init__(self, tool: ToolSpec, message: Any, future: asyncio.Future[Any]) -> None:
+    def __init__(
+        self, tool: ToolSpec, message: Any, future: asyncio.Future[Any], cost: int = 0
+    ) -> None:
         self.tool = tool
         self.message = message  # the pb.ToolCall
         self.future = future
+        self.cost = cost  # held for the client (``HeldForClient``) until it completes
 
 
 class GrpcSession:
     """A session lease: lives as long as the client's OpenSession stream."""
 
     def __init__(
-        self, limits: SessionLimits, max_pending: int = 0, truncates: bool = False
+        self,
+        limits: SessionLimits,
+        max_pending: int = 0,
+        truncates: bool = False,
+        held: HeldForClient | None = None,
     ) -> None:
         self.id = _new_id()
+        # What the connection's sessions hold for its client (tool calls' inputs,
+        # notifications not yet sent), bounded in bytes across them; this session's part.
+        self.held = held or HeldForClient()
+        self._holding = 0
+        self._released = False
+        self._note_costs: deque[int] = deque()  # of the notifications queued, in order
         # The client asked the host to cut each report to its execute's max_output_tokens.
         self.truncates = truncates
         # The client's max_pending_delegate_calls (0: it set none): the calls it has not
@@ -148,6 +164,7 @@ class GrpcSession:
         pending = self.pending.pop(invocation_id, None)
         if pending is None:
             return invocation_id in self.retired
+        self.let_go(pending.cost)
         self._retire(invocation_id)
         if not pending.future.done():
             if ok:
@@ -166,6 +183,19 @@ class GrpcSession:
         """``event`` left on the session's stream."""
         if event.HasField("notification"):
             self.queued_notifications -= 1
+            if self._note_costs:
+                self.let_go(self._note_costs.popleft())
+
+    def hold(self, size: int) -> int:
+        """Hold ``size`` bytes for the client: the cost, or 0 past the connection's bound."""
+        cost = 0 if self._released else self.held.take(size)
+        self._holding += cost
+        return cost
+
+    def let_go(self, cost: int) -> None:
+        if not self._released:
+            self._holding -= cost
+            self.held.give(cost)
 
     async def close(self) -> None:
         """Ends the session; a second caller (the lease's stream ending while its
@@ -181,6 +211,9 @@ class GrpcSession:
             if not pending.future.done():
                 pending.future.cancel()
         self.pending.clear()
+        # Nothing is held for the client any more (queued events go with the stream).
+        self.held.give(self._holding)
+        self._holding, self._released = 0, True
         for sub in self.subscriptions:
             sub.queue.put_nowait(None)
         self.events.put_nowait(None)
@@ -277,8 +310,11 @@ class GrpcExecution(CodexExecution):
             sequence=sequence,
         )
         if input is not None:
-            message.input_json = json.dumps(input, ensure_ascii=False).encode()
-        pending = _Pending(tool, message, asyncio.get_running_loop().create_future())
+            message.input_json = well_formed(json.dumps(input, ensure_ascii=False)).encode()
+        cost = grpc.hold(len(message.input_json))
+        if not cost:
+            raise ToolFailed(f"{grpc.held.refusal()}: this call was not made")
+        pending = _Pending(tool, message, asyncio.get_running_loop().create_future(), cost)
         grpc.pending[invocation_id] = pending
         grpc._route(pending)
         try:
@@ -286,6 +322,7 @@ class GrpcExecution(CodexExecution):
         except asyncio.CancelledError:
             # The program ended (terminated, a limit) while the client ran the tool.
             if grpc.pending.pop(invocation_id, None) is not None:
+                grpc.let_go(cost)
                 grpc._retire(invocation_id)
                 grpc._unroute(pending)
                 grpc.events.put_nowait(
@@ -303,6 +340,11 @@ class GrpcExecution(CodexExecution):
                 "notifications queued before them"
             )
             return
+        cost = grpc.hold(len(text))
+        if not cost:
+            self.unsent_notification(grpc.held.refusal())
+            return
+        grpc._note_costs.append(cost)
         notification_id = _new_id()
         notes = grpc.notifications
         notes[notification_id] = None

@@ -23,6 +23,10 @@ from collections import deque
 from codemode.codex_host.session.model import ContentItem, LimitMarker, TextItem
 
 HALF = 512 * 1024  # bytes of UTF-8 kept at each end
+# Text items kept at each end: a flood of empty or tiny items costs the host far more than
+# their bytes (a kept item is a Python object), so past this many the head is full and the
+# tail drops its oldest whole, counted as any dropped segment is.
+HALF_ITEMS = 32_768
 
 
 class _Omitted:
@@ -68,6 +72,7 @@ class BoundedItems:
         self.head_bytes = 0
         self.tail: deque[Entry] = deque()
         self.tail_bytes = 0
+        self.tail_texts = 0  # text items in the tail
         # Every tail entry before this index is a marker or an image: the oldest text is
         # at it or after it (kept so that a flood of tiny items costs no rescans).
         self._first = 0
@@ -78,7 +83,7 @@ class BoundedItems:
             return
         data = item.text.encode()
         room = HALF - self.head_bytes
-        if room > 0 and not self.tail:
+        if room > 0 and not self.tail and len(self.head) < HALF_ITEMS:
             if len(data) <= room:
                 self.head.append(item)
                 self.head_bytes += len(data)
@@ -89,11 +94,15 @@ class BoundedItems:
             data = data[cut:]
         self.tail.append(TextItem(data.decode()))
         self.tail_bytes += len(data)
+        self.tail_texts += 1
         while self.tail_bytes > HALF:
             self._drop_oldest(self.tail_bytes - HALF)
+        while self.tail_texts > HALF_ITEMS:
+            self._drop_oldest(0, whole=True)
 
-    def _drop_oldest(self, excess: int) -> None:
-        """Drop ``excess`` bytes (or more, to a character) from the oldest text."""
+    def _drop_oldest(self, excess: int, whole: bool = False) -> None:
+        """Drop ``excess`` bytes (or more, to a character) from the oldest text; with
+        ``whole``, that text whatever its size."""
         tail = self.tail
         index = self._first
         while not isinstance(tail[index], TextItem):
@@ -109,11 +118,12 @@ class BoundedItems:
             index += 1
         self._first = index
         data = text.text.encode()
-        if len(data) <= excess:  # the whole segment goes
+        if whole or len(data) <= excess:  # the whole segment goes
             del tail[index]
             omitted.bytes += len(data)
             omitted.segments += 1
             self.tail_bytes -= len(data)
+            self.tail_texts -= 1
         else:  # its front goes
             cut = _front_cut(data, excess)
             tail[index] = TextItem(data[cut:].decode())
@@ -125,5 +135,5 @@ class BoundedItems:
         for entry in self.tail:
             items.append(entry.item() if isinstance(entry, _Omitted) else entry)
         self.head, self.tail, self.head_bytes, self.tail_bytes = [], deque(), 0, 0
-        self._first = 0
+        self.tail_texts = self._first = 0
         return items

@@ -22,7 +22,7 @@ import time
 from typing import Any, Protocol
 
 from codemode.codex_host.session.bounded_output import BoundedItems
-from codemode.codex_host.session.items import parse_image
+from codemode.codex_host.session.items import parse_image, well_formed
 from codemode.codex_host.session.model import ContentItem, TextItem, ToolFailed, ToolSpec
 from codemode.codex_host.session.store import Store
 from codemode.js_runtime.delegate import NestedCall
@@ -35,6 +35,9 @@ from codemode.tool_terms.errors import ToolError
 # When the host truncates, text is bounded far lower as it comes (``bounded_output``),
 # and this bounds the images.
 ITEMS_CHARS = 64 * 1024 * 1024
+# And in items: an empty or one-character item costs the host far more than its
+# characters (``text("")`` in a loop held a gigabyte within minutes).
+ITEMS_KEPT = 65_536
 
 
 class CodexSession(Protocol):
@@ -62,7 +65,9 @@ class CodexExecution:
         self.items: list[ContentItem] = []
         self._bounded: BoundedItems | None = None  # the items, when the host truncates
         self._chars = 0
-        self._dropped = 0
+        self._kept = 0  # items counted against ITEMS_KEPT since the last report
+        self._dropped = 0  # characters
+        self._dropped_items = 0
         self._unsent = 0  # notifications not sent since the last report
         self._unsent_why = ""
         self.started = asyncio.Event()
@@ -95,6 +100,8 @@ class CodexExecution:
             self.finished_ns = time.monotonic_ns()
 
     def _heard(self, kind: str, data: str) -> None:
+        if kind != "store":  # (a stored value is JSON text: escaped)
+            data = well_formed(data)  # what the client is sent must be UTF-8
         if kind == "text":
             self._add(TextItem(data), len(data))
         elif kind == "image":
@@ -118,14 +125,16 @@ class CodexExecution:
         if bounded is not None and type(item) is TextItem:
             bounded.add(item)  # its text costs at most its bound
             return
-        if self._dropped or self._chars + chars > ITEMS_CHARS:
+        if self._dropped_items or self._chars + chars > ITEMS_CHARS or self._kept >= ITEMS_KEPT:
             self._dropped += chars
+            self._dropped_items += 1
             return
         if bounded is not None:
             bounded.add(item)
         else:
             self.items.append(item)
         self._chars += chars
+        self._kept += 1
 
     def add_item(self, item: TextItem) -> None:
         """A text item of the host's own at the end of the report (bounded with the rest)."""
@@ -137,10 +146,15 @@ class CodexExecution:
         the session then cuts the report: ``runtime.CodexSession``)."""
         if self._bounded is not None:
             self.items = self._bounded.take()
-        items, self.items, self._chars = self.items, [], 0
-        if self._dropped:
-            items.append(TextItem(f"[{self._dropped} more characters of output dropped]"))
-            self._dropped = 0
+        items, self.items, self._chars, self._kept = self.items, [], 0, 0
+        if self._dropped_items:
+            items.append(
+                TextItem(
+                    f"[{self._dropped} more characters of output dropped, "
+                    f"in {self._dropped_items} items]"
+                )
+            )
+            self._dropped = self._dropped_items = 0
         if self._unsent:
             items.append(
                 TextItem(f"[{self._unsent} notifications were not sent: {self._unsent_why}]")

@@ -25,6 +25,42 @@ class ClientBounds(NamedTuple):
     max_connections: int = DEFAULT_MAX_CONNECTIONS  # TCP clients served at once
 
 
+# What one client's sessions hold for it at once while it has not taken them: the inputs
+# of tool calls it has not completed, and notifications its stream has not carried yet
+# (gRPC) or it has not answered (framed). Each counts its bytes and ``HELD_EACH`` more
+# (the objects around it): counts alone (4,096 notifications, 100,000 calls) let a
+# program make the host hold a megabyte string thousands of times over.
+HELD_FOR_CLIENT = 64 << 20
+HELD_EACH = 1024
+
+
+class HeldForClient:
+    """One connection's account of ``HELD_FOR_CLIENT``, across its sessions."""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        self.held = 0
+
+    def take(self, size: int) -> int:
+        """Hold ``size`` bytes more: what it costs (give it back with ``give``), or 0
+        (nothing held) past the bound."""
+        cost = size + HELD_EACH
+        if self.held + cost > HELD_FOR_CLIENT:
+            return 0
+        self.held += cost
+        return cost
+
+    def give(self, cost: int) -> None:
+        self.held -= cost
+
+    def refusal(self) -> str:
+        return (
+            f"the client has not taken {self.held} bytes of tool calls and notifications "
+            f"the host holds for it (its limit: {HELD_FOR_CLIENT})"
+        )
+
+
 class LimitReached(Exception):
     """A client asked for more than its bound allows (``RESOURCE_EXHAUSTED``)."""
 

@@ -175,16 +175,26 @@ class CodexSession:
             "{plainRejections: true}); "
             f"globalThis.__codex = JSON.parse({json.dumps(json.dumps(config))});"
         )
-        self._held.add(execution)
-        return asyncio.ensure_future(
-            self._runtime().execute(
-                source,
-                _ExecTools(names, setup),
-                self.yield_ms(yield_ms) / 1000,
-                delegate=execution,
-                yield_when="request",
-            )
+        # What can fail on a request's values fails before the cell is held.
+        program = self._runtime().execute(
+            source,
+            _ExecTools(names, setup),
+            self.yield_ms(yield_ms) / 1000,
+            delegate=execution,
+            yield_when="request",
         )
+        self._held.add(execution)
+        task = asyncio.ensure_future(program)
+        task.add_done_callback(lambda done: self._abandoned(execution, done))
+        return task
+
+    def _abandoned(self, execution: CodexExecution, task: asyncio.Task[Outcome]) -> None:
+        """The request that started the cell went before its first outcome (its client
+        reset the stream, its ``grpc-timeout`` passed, the connection ended): the runtime
+        stopped the program, and the cell no longer counts against ``max_cells``, else a
+        session would be refused every later exec after ``max_cells`` such requests."""
+        if task.cancelled() or task.exception() is not None:
+            self._retire(execution)
 
     async def opened(self, execution: CodexExecution, task: asyncio.Task[Outcome]) -> None:
         """Until the execution's cell has its id (or its start failed: ``first`` says)."""

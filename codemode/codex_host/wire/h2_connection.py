@@ -60,6 +60,9 @@ MAX_WINDOW = (1 << 31) - 1
 MAX_STREAMS = 200
 MAX_BUFFERED = 64 << 20
 MAX_HEADER_LIST = 64 << 10  # h2's default, advertised (CVE-2016-6581)
+# Bytes of messages handed to h2 in one turn of the loop before they are written at once:
+# then the writer can say it is full (``pause_writing``) before more are made.
+WRITE_SOON = 64 << 10
 
 
 class Connection(asyncio.Protocol):
@@ -95,6 +98,10 @@ class Connection(asyncio.Protocol):
         self.waiting: list[asyncio.Future[None]] = []  # answers waiting for window
         self.resets = ResetBudget()  # of streams not yet answered
         self._flushing = False
+        # The writer holds more than its high-water mark (the client does not read):
+        # messages wait, as for a closed window, instead of growing its buffer.
+        self._paused = False
+        self._unwritten = 0  # message bytes handed to h2 since the last write
         self._owed: list[tuple[Stream, bytes]] = []  # answers made at a later write (owe)
         self._owed_waited = False  # the owed answers have let a turn of the loop pass
         self._reader: asyncio.ReadTransport | None = None
@@ -113,13 +120,18 @@ class Connection(asyncio.Protocol):
     # A client that sends (PINGs, SETTINGS, requests) without reading what we answer
     # would grow our write buffer without end: while the writer is over its high-water
     # mark, we stop reading, so the client waits on its own send buffer instead.
+    # Nor may a client that opened its flow-control windows wide (2 GiB) and then stopped
+    # reading: while the writer is over its mark, messages wait as for a closed window.
     def pause_writing(self) -> None:
+        self._paused = True
         if self._reader is not None and not self.ended:
             self._reader.pause_reading()
 
     def resume_writing(self) -> None:
+        self._paused = False
         if self._reader is not None and not self.ended:
             self._reader.resume_reading()
+        self._wake()
 
     def attach(self, write: Callable[[bytes], object], close: Callable[[], object]) -> None:
         """Where frames go (the connection's writer) and how it is closed; sends our SETTINGS."""
@@ -304,6 +316,8 @@ class Connection(asyncio.Protocol):
         data = b"\x00" + len(message).to_bytes(4, "big") + message
         if not self.live(stream):
             return True  # reset or ended meanwhile: nobody to send it to
+        if self._paused:
+            return False
         try:
             room = min(
                 self.h2.local_flow_control_window(stream.id), self.h2.max_outbound_frame_size
@@ -314,6 +328,9 @@ class Connection(asyncio.Protocol):
             self.h2.send_data(stream.id, data)
         except H2Error:
             return True  # the stream closed under us: the message has nowhere to go
+        self._unwritten += len(data)
+        if self._unwritten > WRITE_SOON:
+            self._write_queued()  # now: the writer may say it is full
         self.emit()
         return True
 
@@ -327,7 +344,7 @@ class Connection(asyncio.Protocol):
                 if not self.live(stream):
                     return  # reset, past its deadline, or the connection ended
                 try:
-                    room = min(
+                    room = 0 if self._paused else min(
                         len(data), self.h2.local_flow_control_window(stream.id),
                         self.h2.max_outbound_frame_size,
                     )  # fmt: skip
@@ -339,6 +356,7 @@ class Connection(asyncio.Protocol):
                     await self._window()
                     continue
                 data = data[room:]
+                self._write_queued()  # frame by frame: the writer may say it is full
             self.emit()
         if last:
             self.trailers(stream, Status.OK, "")
@@ -375,6 +393,7 @@ class Connection(asyncio.Protocol):
         self.emit()
 
     def _write_queued(self) -> None:
+        self._unwritten = 0
         data = self.h2.data_to_send()
         if data and not self.ended:
             self._write(data)
