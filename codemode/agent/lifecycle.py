@@ -13,6 +13,7 @@ turn is interrupted (Codex's two events, in the shape Codex 0.169 and 0.171 give
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -219,10 +220,12 @@ class SessionHooks:
         """PreCompact or PostCompact (``when``); trigger: manual or auto."""
         await self._fire(when, {"trigger": trigger}, (trigger,))
 
-    async def session_end(self, reason: str, hurried: bool = False) -> None:
-        """SessionEnd. ``hurried``: the session closes because the person interrupted
-        it (``exec``'s Ctrl-C): its hooks get at most an Interrupt hook's time, as Codex
-        gives them always, so that a slow one does not hold the interrupt."""
+    async def session_end(self, reason: str) -> None:
+        """SessionEnd. Fired from a task being cancelled (``exec``'s Ctrl-C closes the
+        session): the person waits for the interrupt, so its hooks get at most an
+        Interrupt hook's time, as Codex gives them always."""
+        task = asyncio.current_task()
+        hurried = task is not None and task.cancelling() > 0
         await self._fire("SessionEnd", {"reason": reason}, (reason,),
                          timeout_cap=INTERRUPT_TIMEOUT_S if hurried else None)
 

@@ -165,11 +165,7 @@ class Session:
         self._closed = True
         try:
             if self.hooks is not None and self.hooks.started:
-                # Closed by a task that was cancelled (exec's Ctrl-C): the person is
-                # waiting for the interrupt, not for a slow SessionEnd hook.
-                task = asyncio.current_task()
-                hurried = task is not None and task.cancelling() > 0
-                await self.hooks.session_end(reason, hurried)
+                await self.hooks.session_end(reason)
         finally:
             await self._release()
 

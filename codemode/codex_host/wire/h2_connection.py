@@ -8,11 +8,12 @@ stays here is gRPC's part and the bounds on one client. Why not grpcio's server:
 stdio it needed a unix socket and relay threads (a message crossed three threads); here
 the loop that runs the programs reads and writes the frames, one wake-up per message.
 
-What one client can hold is bounded: ``MAX_STREAMS`` open streams (advertised; h2
-ends a connection that opens more), ``MAX_MESSAGE`` bytes a request and
+What one client can hold is bounded: ``MAX_STREAMS`` open streams (``wire/h2_config.py``,
+advertised; h2 ends a connection that opens more), ``MAX_MESSAGE`` bytes a request and
 ``MAX_BUFFERED`` bytes held for all unanswered requests together, a header list of
-``MAX_HEADER_LIST`` bytes, resets of unanswered streams (``wire/reset_budget.py``), and
-what the server has to write back (it stops reading while the client does not read).
+``MAX_HEADER_LIST`` bytes (advertised too), resets of unanswered streams
+(``wire/reset_budget.py``), and what the server has to write back (it stops reading,
+and its messages wait, while the client does not read).
 A request's fields are counted before it is decoded (``wire/decode_budget.py``). A peer that
 breaks HTTP/2 gets GOAWAY and the connection ends; a bad request gets its gRPC status
 and nothing else changes; ``grpc-timeout`` ends an RPC with DEADLINE_EXCEEDED.
@@ -25,8 +26,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from h2.config import H2Configuration
-from h2.connection import ConnectionState, H2Connection
+from h2.connection import ConnectionState
 from h2.errors import ErrorCodes
 from h2.events import (
     ConnectionTerminated,
@@ -38,7 +38,6 @@ from h2.events import (
     WindowUpdated,
 )
 from h2.exceptions import H2Error
-from h2.settings import SettingCodes, Settings
 
 from codemode.codex_host.wire.grpc_status import (
     MAX_MESSAGE,
@@ -50,16 +49,11 @@ from codemode.codex_host.wire.grpc_status import (
     status_headers,
     timeout_s,
 )
+from codemode.codex_host.wire.h2_config import MAX_WINDOW, server_h2
 from codemode.codex_host.wire.h2_stream import Stream, answer, answer_now, serve
-from codemode.codex_host.wire.header_blocks import RepeatedBlocks
 from codemode.codex_host.wire.reset_budget import ResetBudget
 
-MAX_WINDOW = (1 << 31) - 1
-# As many open streams as hyper's server allows by default; with the cap on request
-# bytes held for all of them, a client holds a bounded amount of this process's memory.
-MAX_STREAMS = 200
 MAX_BUFFERED = 64 << 20
-MAX_HEADER_LIST = 64 << 10  # h2's default, advertised (CVE-2016-6581)
 # Bytes of messages handed to h2 in one turn of the loop before they are written at once:
 # then the writer can say it is full (``pause_writing``) before more are made.
 WRITE_SOON = 64 << 10
@@ -70,26 +64,7 @@ class Connection(asyncio.Protocol):
 
     def __init__(self, methods: dict[str, Method]) -> None:
         self.methods = methods
-        # What we send is checked where it is made (lowercase names, percent-encoded
-        # grpc-message, digits in our metadata), so h2 need not check it again on every
-        # answer (a fifth of a CompleteToolCall's cost in h2); what the client sends is.
-        self.h2 = H2Connection(
-            H2Configuration(
-                client_side=False,
-                header_encoding=None,
-                validate_outbound_headers=False,
-                normalize_outbound_headers=False,
-            )
-        )
-        self.h2.local_settings = Settings(
-            client=False,
-            initial_values={
-                SettingCodes.MAX_CONCURRENT_STREAMS: MAX_STREAMS,
-                SettingCodes.INITIAL_WINDOW_SIZE: MAX_WINDOW,
-                SettingCodes.MAX_HEADER_LIST_SIZE: MAX_HEADER_LIST,
-            },
-        )
-        self.h2.decoder = RepeatedBlocks(self.h2.decoder.max_header_list_size)  # see its module
+        self.h2 = server_h2()
         self.streams: dict[int, Stream] = {}
         self.buffered = 0  # request bytes held for streams not yet dispatched
         self.ended = False
