@@ -157,3 +157,15 @@ def _run(
 
     result = asyncio.run(go())
     return Run(events, result, model)
+
+
+async def acp_session(conn: Any, work: Path) -> str:
+    """Initialize an ACP connection (a client that reads and writes no files itself) and
+    open a session in ``work``: its id."""
+    from acp import PROTOCOL_VERSION
+    from acp.schema import ClientCapabilities, FileSystemCapabilities
+
+    await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities(
+        fs=FileSystemCapabilities(read_text_file=False, write_text_file=False)))
+    session = await conn.new_session(cwd=str(work), mcp_servers=[])
+    return str(session.session_id)

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
-from acp.schema import ClientCapabilities, FileSystemCapabilities
+from acp import spawn_agent_process, text_block
 from agent_support import INTERPRETER, cli_env, provider_flags
 from hooks_support import (
     PYTHON,
     RECORDER,
+    acp_session,
     hooks_table,
     logged,
     merge,
@@ -147,16 +147,12 @@ def drive_acp(home: Path, work: Path, log: Path, terms: list[Terminal]) -> None:
             client, str(INTERPRETER), "acp", *provider_flags(base_url, "chat"),
             env=cli_env(home, HOOK_LOG=str(log)), cwd=work,
         ) as (conn, _process):
-            await conn.initialize(protocol_version=PROTOCOL_VERSION,
-                                  client_capabilities=ClientCapabilities(
-                                      fs=FileSystemCapabilities(read_text_file=False,
-                                                                write_text_file=False)))
-            session = await conn.new_session(cwd=str(work), mcp_servers=[])
+            sid = await acp_session(conn, work)
             turn = asyncio.ensure_future(
-                conn.prompt(session_id=session.session_id, prompt=[text_block("go")]))
+                conn.prompt(session_id=sid, prompt=[text_block("go")]))
             await asyncio.to_thread(wait_for, log, "PreModelRequest")
             await asyncio.sleep(0.2)
-            await conn.cancel(session_id=session.session_id)
+            await conn.cancel(session_id=sid)
             result = await asyncio.wait_for(turn, WAIT_S)
             return str(result.stop_reason)
 

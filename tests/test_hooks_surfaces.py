@@ -10,10 +10,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
-from acp.schema import ClientCapabilities, FileSystemCapabilities
+from acp import spawn_agent_process, text_block
 from agent_support import INTERPRETER, cli_env, provider_flags
-from hooks_support import PYTHON, hooks_table, logged, merge, script, write_hooks
+from hooks_support import (
+    PYTHON,
+    acp_session,
+    hooks_table,
+    logged,
+    merge,
+    script,
+    write_hooks,
+)
 from test_acp import RecordingClient
 from test_tui import Terminal, start
 
@@ -104,13 +111,9 @@ async def test_acp_reports_hook_runs_as_tool_calls(home: Path, work: Path, tmp_p
             *provider_flags(server.base_url, "chat"),
             env=cli_env(home, HOOK_LOG=str(tmp_path / "hook.log")), cwd=work,
         ) as (conn, _process):
-            await conn.initialize(protocol_version=PROTOCOL_VERSION,
-                                  client_capabilities=ClientCapabilities(
-                                      fs=FileSystemCapabilities(read_text_file=False,
-                                                                write_text_file=False)))
-            session = await conn.new_session(cwd=str(work), mcp_servers=[])
+            sid = await acp_session(conn, work)
             result = await asyncio.wait_for(
-                conn.prompt(session_id=session.session_id, prompt=[text_block("go")]), 60)
+                conn.prompt(session_id=sid, prompt=[text_block("go")]), 60)
     assert result.stop_reason == "end_turn"
     starts = [u for u in client.updates if u.session_update == "tool_call"
               and u.title.startswith("PreToolUse hook")]

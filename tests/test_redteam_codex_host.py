@@ -19,7 +19,7 @@ import struct
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,18 @@ MIB = 1 << 20
 # makes it hold several times that if unbounded; its peak may grow by no more than this.
 GROWTH_MIB = 250
 COLD = {**os.environ, "CODEMODE_WARM": "0"}  # this checkout's code, in a child of ours
+# A program making 300 calls with a megabyte input each, not awaited: what failed, and why.
+MEGABYTE_CALLS = """
+const s = "x".repeat(1 << 20);
+let failed = 0, why = "";
+for (let i = 0; i < 300; i++) {
+  tools.t(s).catch((e) => { failed++; why = String(e); });
+  await new Promise((r) => setTimeout(r, 0));
+}
+await new Promise((r) => setTimeout(r, 100));
+text(`${failed} ${why}`);
+exit();
+"""
 
 
 def _hwm_mib(pid: int) -> float:
@@ -272,17 +284,6 @@ async def test_tool_call_inputs_held_for_a_client_are_bounded_in_bytes(tcp_host:
     # Now calls past 64 MiB of inputs held for the client fail at once, and it goes on.
     pb2 = generated().pb2
     pid = HOST_PIDS[tcp_host]
-    program = """
-const s = "x".repeat(1 << 20);
-let failed = 0, why = "";
-for (let i = 0; i < 300; i++) {
-  tools.t(s).catch((e) => { failed++; why = String(e); });
-  await new Promise((r) => setTimeout(r, 0));
-}
-await new Promise((r) => setTimeout(r, 100));
-text(`${failed} ${why}`);
-exit();
-"""
     async with grpc.aio.insecure_channel(tcp_host, options=CHANNEL_OPTIONS) as channel:
         stub = generated().grpc.CodeModeHostStub(channel)
         for max_pending in (0, (1 << 64) - 1):
@@ -293,7 +294,7 @@ exit();
             before = _hwm_mib(pid)
             # No subscription: the calls stay with the host.
             request = pb2.ExecuteRequest(
-                session_id=session_id, execution_id="e", tool_call_id="c", source=program,
+                session_id=session_id, execution_id="e", tool_call_id="c", source=MEGABYTE_CALLS,
                 enabled_tools=_tools("t"), yield_time_ms=600_000,
             )  # fmt: skip
             got = [e async for e in stub.Execute(request, timeout=300)]
@@ -355,18 +356,7 @@ def test_framed_delegate_requests_are_bounded_in_bytes() -> None:
     # The framed capacity (1,024 or 4,096 unanswered requests) was a count too.
     with _framed() as (peer, _):
         peer.open(["delegate-capacity-4096"])
-        program = """
-const s = "x".repeat(1 << 20);
-let failed = 0, why = "";
-for (let i = 0; i < 300; i++) {
-  tools.t(s).catch((e) => { failed++; why = String(e); });
-  await new Promise((r) => setTimeout(r, 0));
-}
-await new Promise((r) => setTimeout(r, 100));
-text(`${failed} ${why}`);
-exit();
-"""
-        peer.execute(2, program, yield_time_ms=600_000)
+        peer.execute(2, MEGABYTE_CALLS, yield_time_ms=600_000)
         outcome = None
         while outcome is None:
             message = peer.read(300)
@@ -391,43 +381,43 @@ async def test_an_execute_abandoned_before_its_outcome_frees_its_cell(
     pb2 = generated().pb2
     pid = HOST_PIDS[tcp_host]
     async with session(tcp_host) as client:
+
+        async def abandon(request: Any) -> None:
+            if how == "deadline":
+                with pytest.raises(grpc.aio.AioRpcError) as failed:
+                    _ = [e async for e in client.stub.Execute(request, timeout=1.0)]
+                if failed.value.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
+                    raise failed.value
+            else:
+                call = client.stub.Execute(request)
+                assert (await call.read()).HasField("started")
+                call.cancel()
+
         for n in range(4):
             request = pb2.ExecuteRequest(
                 session_id=client.session_id, execution_id=f"spin-{n}", tool_call_id="c",
                 source="while (true) {}", yield_time_ms=600_000,
             )  # fmt: skip
-            # (A cell is let go once its program is stopped: a moment after the request.)
-            deadline = time.monotonic() + 15
-            while True:
-                try:
-                    if how == "deadline":
-                        with pytest.raises(grpc.aio.AioRpcError) as failed:
-                            _ = [e async for e in client.stub.Execute(request, timeout=1.0)]
-                        if failed.value.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
-                            raise failed.value
-                    else:
-                        call = client.stub.Execute(request)
-                        assert (await call.read()).HasField("started")
-                        call.cancel()
-                    break
-                except grpc.aio.AioRpcError as exc:
-                    refused = exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-                    if not refused or time.monotonic() > deadline:
-                        raise
-                    await asyncio.sleep(0.2)
-        # The last ones are let go a moment after their cancel too (under load, later).
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                _, outcome = await client.execute('text("free")')
-                break
-            except grpc.aio.AioRpcError as exc:
-                refused = exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-                if not refused or time.monotonic() > deadline:
-                    raise
-                await asyncio.sleep(0.2)
+            # (A cell is let go once its program is stopped: a moment after the request,
+            # later under load; the same for the last ones before the exec below.)
+            await _admitted(lambda request=request: abandon(request))
+        _, outcome = await _admitted(lambda: client.execute('text("free")'))
         assert texts(outcome) == ["free"]
     assert _spinning(pid) == []
+
+
+async def _admitted(attempt: Callable[[], Awaitable[Any]], most_s: float = 15.0) -> Any:
+    """``attempt()``'s result, tried again while the host refuses it for its cells
+    (``RESOURCE_EXHAUSTED``), for ``most_s`` at most."""
+    deadline = time.monotonic() + most_s
+    while True:
+        try:
+            return await attempt()
+        except grpc.aio.AioRpcError as exc:
+            refused = exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            if not refused or time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
 
 
 def test_a_framed_execute_refused_for_its_values_holds_no_cell() -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from agent_support import INTERPRETER, cli_env, provider_flags
 from hooks_support import (
+    acp_session,
     hooks_table,
     logged,
     merge,
@@ -227,8 +228,7 @@ def test_acp_cancels_in_a_row_and_after_the_turn_fire_interrupt_once(
     """``session/cancel`` three times while the turn is interrupted (the second and third
     while its Interrupt hook runs), then once more after the next turn completed: one
     Interrupt, and the session still answers."""
-    from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
-    from acp.schema import ClientCapabilities, FileSystemCapabilities
+    from acp import spawn_agent_process, text_block
     from test_acp import RecordingClient
 
     log = tmp_path / "hooks.log"
@@ -242,12 +242,7 @@ def test_acp_cancels_in_a_row_and_after_the_turn_fire_interrupt_once(
             client, str(INTERPRETER), "acp", *provider_flags(base_url, "chat"),
             env=cli_env(home, HOOK_LOG=str(log)), cwd=work,
         ) as (conn, _process):
-            await conn.initialize(protocol_version=PROTOCOL_VERSION,
-                                  client_capabilities=ClientCapabilities(
-                                      fs=FileSystemCapabilities(read_text_file=False,
-                                                                write_text_file=False)))
-            session = await conn.new_session(cwd=str(work), mcp_servers=[])
-            sid = session.session_id
+            sid = await acp_session(conn, work)
             turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("go")]))
             await asyncio.to_thread(_wait_event, log, "PreModelRequest")
             await asyncio.sleep(0.3)
