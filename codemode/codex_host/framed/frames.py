@@ -12,6 +12,8 @@ import re
 import struct
 from typing import Any, NamedTuple
 
+from codemode.codex_host.session.items import well_formed
+
 MAX_FRAME = 64 * 1024 * 1024
 
 
@@ -32,8 +34,6 @@ class Unreadable(NamedTuple):
 # The envelope's own fields, before its first nested value: Codex writes "type" and
 # "id" ahead of the request or result they carry.
 _ENVELOPE_TYPE = re.compile(rb'"type"\s*:\s*"([a-zA-Z/]{1,40})"')
-# A UTF-16 surrogate on its own, which UTF-8 cannot carry: sent as U+FFFD.
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _ENVELOPE_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,19})[\s,}]')
 
 
@@ -78,5 +78,5 @@ def encode_frame(message: Any) -> bytes:
     try:
         payload = text.encode()
     except UnicodeEncodeError:  # a lone surrogate (a client's id, a tool's input)
-        payload = _SURROGATE.sub("\ufffd", text).encode()
+        payload = well_formed(text).encode()  # each sent as U+FFFD
     return struct.pack("<I", len(payload)) + payload
