@@ -48,7 +48,7 @@ class ToolCallRecord:
 
     id: int
     name: str
-    args: Any
+    args: Any  # None once finished, for calls past 16 Mi characters of them (nested.py)
     ok: bool | None = None  # None while running, or when the program stopped first
     duration_ms: float | None = None
     error: str | None = None
