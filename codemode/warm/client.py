@@ -184,9 +184,6 @@ def run(argv: list[str]) -> int | None:
     return os.waitstatus_to_exitcode(wait_status)
 
 
-_SO_PEERPIDFD = 77  # Linux 6.5: a pidfd of the peer, which its pid's reuse cannot fool
-
-
 def _unlike_us(sock: socket.socket, pid: int) -> bool:
     """Whether the process that listens (``pid``) differs from this one in what the
     server compares of its callers (``place.process_facts``): its confinement
@@ -198,7 +195,7 @@ def _unlike_us(sock: socket.socket, pid: int) -> bool:
     or cannot be read: unlike."""
     pidfd = -1
     try:
-        pidfd = struct.unpack("i", sock.getsockopt(socket.SOL_SOCKET, _SO_PEERPIDFD, 4))[0]
+        pidfd = struct.unpack("i", sock.getsockopt(socket.SOL_SOCKET, place.SO_PEERPIDFD, 4))[0]
     except OSError as exc:
         if exc.errno != errno.ENOPROTOOPT:  # (a kernel before 6.5: the pid alone)
             return True  # the listener has ended

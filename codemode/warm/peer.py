@@ -18,7 +18,6 @@ import struct
 
 from codemode.warm import place
 
-_SO_PEERPIDFD = 77  # Linux 6.5: a pidfd of the peer, which its pid's reuse cannot fool
 # What of a process is compared (``place.process_facts``: the caller's client compares
 # the server's with its own likewise).
 facts = place.process_facts
@@ -72,7 +71,7 @@ def differs(conn: socket.socket, ours: dict[str, str]) -> str | None:
 
 def _peer_pidfd(conn: socket.socket) -> int | None:
     try:
-        raw = conn.getsockopt(socket.SOL_SOCKET, _SO_PEERPIDFD, 4)
+        raw = conn.getsockopt(socket.SOL_SOCKET, place.SO_PEERPIDFD, 4)
     except OSError:
         return None
     (fd,) = struct.unpack("i", raw)

@@ -104,6 +104,9 @@ def listen_at(path: str) -> tuple[Socket, int]:
     return sock, st.st_ino
 
 
+# (getsockopt) Linux 6.5: a pidfd of a Unix socket's peer, which its pid's reuse cannot
+# fool: what the server and its callers pin each other by while they compare.
+SO_PEERPIDFD = 77
 # The lines of /proc/PID/status that a forked process would take from its parent.
 _STATUS_FIELDS = ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb",
                   "NoNewPrivs", "Seccomp", "Seccomp_filters", "Cpus_allowed_list",
