@@ -366,10 +366,9 @@ def test_publish_branch_commit_and_push_to_a_bare_remote(tmp_path: Path) -> None
 
 def test_a_failed_push_restores_the_branch_and_the_files(tmp_path: Path) -> None:
     repos = _publish_repos(tmp_path)
-    # b's remote refuses every update.
-    refuse = tmp_path / "remotes" / "b.git" / "hooks" / "pre-receive"
-    refuse.write_text("#!/bin/sh\necho no pushes here >&2\nexit 1\n")
-    refuse.chmod(0o755)
+    # b's remote refuses the branch (a hidden ref); not with a hook: a local target's
+    # hooks never run (publish.LOCAL_RECEIVE_PACK).
+    git(tmp_path / "remotes" / "b.git", "config", "receive.hideRefs", "refs/heads/bump-v")
     (tmp_path / "bump.js").write_text('await tools.write_file({path: "v.txt", content: "2\\n"});\n')
     proc = interp(
         "run", "bump.js", "--repos", "repos", "--branch", "bump-v", "--commit-message", "Bump",

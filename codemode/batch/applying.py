@@ -153,7 +153,12 @@ def _apply_one(change: Change, writer: Writer, tag: str) -> None:
             symlink_atomic(spot, os.fsdecode(change.data), tag)
             return
         old = spot.lstat()
-        mode = stat.S_IMODE(old.st_mode) if old and stat.S_ISREG(old.st_mode) else default_mode()
+        # Permission bits only: a setuid/setgid bit kept on new bytes would make the
+        # program's content a set-id binary of the user running the batch (the kernel
+        # drops both bits when anyone writes to such a file).
+        mode = stat.S_IMODE(old.st_mode) & 0o777 if old and stat.S_ISREG(old.st_mode) else (
+            default_mode()
+        )
         executable = (mode & 0o444) >> 2  # x wherever r is, as git checks files out
         bits = (mode | executable) if change.executable else (mode & ~0o111)
         write_atomic(spot, change.data, bits, tag=tag)

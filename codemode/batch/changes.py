@@ -17,13 +17,25 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import zip_longest
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from codemode.batch.workcopy import VCS_DIRS
 
 Kind = Literal["file", "symlink", "deleted", "mkdir", "rmdir"]
+
+# The most new bytes one journal may carry. It travels whole, in memory, from the worker
+# to the driver (pickled: twice, for a moment), and the driver holds it until it is
+# applied: a script that wrote more (a multi-gigabyte file, sparse so that it cost no
+# disk) would otherwise have the host hold all of it.
+JOURNAL_BYTES = 1 << 30
+
+
+class TooLarge(ValueError):
+    """What a script wrote is more than a journal may carry (``JOURNAL_BYTES``)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +84,17 @@ def _walk(root: Path) -> dict[str, _Entry]:
     return found
 
 
+def _chunks(path: Path) -> Iterator[bytes]:
+    """A regular file's bytes a MiB at a time (a file of any size costs no more memory),
+    never through a symlink or from a FIFO swapped in since it was looked at."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as source:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: no longer a regular file")
+        while chunk := source.read(1 << 20):
+            yield chunk
+
+
 def fingerprint(path: Path) -> str | None:
     """What ``path`` holds, as a journal's ``base``: None when nothing (or a directory)."""
     try:
@@ -81,7 +104,10 @@ def fingerprint(path: Path) -> str | None:
     if stat.S_ISLNK(st.st_mode):
         return "link:" + hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()
     if stat.S_ISREG(st.st_mode):
-        return "file:" + hashlib.sha256(path.read_bytes()).hexdigest()
+        digest = hashlib.sha256()
+        for chunk in _chunks(path):
+            digest.update(chunk)
+        return "file:" + digest.hexdigest()
     if stat.S_ISDIR(st.st_mode):
         return None
     return "other"
@@ -95,6 +121,7 @@ def compute(base: Path, work: Path) -> list[Change]:
     """The journal that turns ``base`` into ``work``: deletions (deepest first), then
     new directories (shallowest first), then files and symlinks."""
     before, after = _walk(base), _walk(work)
+    budget = JOURNAL_BYTES  # new bytes the journal may still take (TooLarge past it)
     deleted: list[Change] = []
     made: list[Change] = []
     written: list[Change] = []
@@ -119,11 +146,30 @@ def compute(base: Path, work: Path) -> list[Change]:
             target = os.fsencode(os.readlink(work / path))
             written.append(Change(path, "symlink", target, base=old_print))
         else:
-            data = (work / path).read_bytes()
+            data = _read(work, path, new.st, budget)
+            budget -= len(data)
             written.append(Change(path, "file", data, _exec_bit(new.st), base=old_print))
     deleted.sort(key=lambda c: c.path.count("/"), reverse=True)
     made.sort(key=lambda c: c.path.count("/"))
     return deleted + made + written
+
+
+def _read(work: Path, path: str, st: os.stat_result, budget: int) -> bytes:
+    """The bytes of ``path`` in the copy; TooLarge (before reading, or once it grew past
+    that) when they are more than ``budget``."""
+    chunks: list[bytes] = []
+    size = st.st_size
+    if size <= budget:
+        size = 0
+        for chunk in _chunks(work / path):  # (it may have grown since the walk)
+            size += len(chunk)
+            if size > budget:
+                break
+            chunks.append(chunk)
+    if size > budget:
+        raise TooLarge(f"the changes are too large to apply: more than {JOURNAL_BYTES >> 20} "
+                       f"MiB of new file contents (at {path})")  # fmt: skip
+    return b"".join(chunks)
 
 
 def _same(a: Path, old: _Entry, b: Path, new: _Entry) -> bool:
@@ -137,7 +183,8 @@ def _same(a: Path, old: _Entry, b: Path, new: _Entry) -> bool:
         return False
     if old.st.st_mtime_ns == new.st.st_mtime_ns:
         return True  # the copy keeps timestamps; a write changes them
-    return a.read_bytes() == b.read_bytes()
+    # A MiB at a time: a large file touched but not changed costs no memory.
+    return all(x == y for x, y in zip_longest(_chunks(a), _chunks(b)))
 
 
 def changed_files(changes: list[Change]) -> list[str]:

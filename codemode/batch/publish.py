@@ -27,28 +27,22 @@ from pathlib import Path
 from codemode.batch import changes
 from codemode.batch.applying import apply
 from codemode.batch.changes import Change
+from codemode.batch.git_overrides import SAFE_GIT
 from codemode.locations import launcher
 from codemode.sandbox.git.repo_config import RepoConfigRefused, clean_env
 from codemode.sandbox.git.repo_config import check as check_config
 
-# Defence in depth: the settings known to start a program, off on the command line too
-# (``repo_config.check`` has already refused a repository that sets any of them).
-SAFE_GIT = (
-    "git",
-    "-c", "core.hooksPath=/dev/null",
-    "-c", "core.fsmonitor=false",
-    "-c", "commit.gpgSign=false",
-    "-c", "tag.gpgSign=false",
-    "-c", "core.untrackedCache=false",
-    "-c", "credential.helper=",
-    "-c", "core.askPass=",
-    "-c", "core.pager=cat",
-    "-c", "core.editor=false",
-    "-c", "core.alternateRefsCommand=",
-    "-c", "diff.external=",
-    "-c", "uploadpack.packObjectsHook=",
-    "-c", "protocol.ext.allow=never",
-)  # fmt: skip
+# A push to a local path (or file:// URL) runs `git receive-pack` in the target
+# repository, which the repository's config names (it may lie in its own working tree,
+# hooks and all), and git passes no `-c` setting to a local transport: its hooks, its
+# own core.hooksPath, an updateInstead checkout with its filters would run. So that
+# receive-pack gets the overrides on its own command line (a network remote runs its
+# own server's, which is not this machine's to configure).
+LOCAL_RECEIVE_PACK = (
+    "git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c receive.autogc=false"
+    " -c receive.denyCurrentBranch=refuse -c core.alternateRefsCommand= receive-pack"
+)
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 
 
 @dataclass(frozen=True)
@@ -126,7 +120,7 @@ def publish(repo: Path, journal: list[Change], options: PublishOptions) -> Publi
     request: str | None = None
     try:
         if options.push:
-            _git(repo, "push", "--no-verify", "--porcelain", options.push, f"{ref}:{ref}")
+            _git(repo, *_push(repo, options.push), f"{ref}:{ref}")
             pushed = True
             if options.pull_request:
                 request = _pull_request(repo, options, current.removeprefix("refs/heads/"))
@@ -141,6 +135,33 @@ def publish(repo: Path, journal: list[Change], options: PublishOptions) -> Publi
         _git(repo, "symbolic-ref", "HEAD", current)
         raise
     return Published(options.branch, commit, pushed, request)
+
+
+def _push(repo: Path, remote: str) -> list[str]:
+    """``git push`` to ``remote``, a local target's receive-pack overridden as well."""
+    try:
+        urls = _git(repo, "remote", "get-url", "--push", "--all", remote).splitlines()
+    except PublishError:
+        urls = [remote]  # no remote of that name: a URL or path, as git takes it
+    args = ["push", "--no-verify", "--porcelain"]
+    # Any one local is enough: a network URL beside it then refuses that command, and
+    # the push fails (nothing of the target's runs).
+    if any(_is_local(url) for url in urls):
+        args.append(f"--receive-pack={LOCAL_RECEIVE_PACK}")
+    return [*args, remote]
+
+
+def _is_local(url: str) -> bool:
+    """Whether git reaches ``url`` by starting receive-pack on this machine itself, by
+    git's own rules (transport.c, connect.c): a ``file://`` URL, or no ``scheme://``,
+    ``helper::`` or ``host:`` prefix (a path, where a slash comes before any colon)."""
+    scheme = _SCHEME.match(url)
+    if scheme and url.startswith("::", scheme.end()):
+        return False  # a remote helper (git-remote-NAME)
+    if scheme and url.startswith("://", scheme.end()):
+        return url.startswith("file://")
+    colon, slash = url.find(":"), url.find("/")
+    return colon < 0 or 0 <= slash < colon
 
 
 def _pull_request(repo: Path, options: PublishOptions, base: str) -> str:
@@ -215,7 +236,7 @@ def _commit(repo: Path, journal: list[Change], head: str, message: str, env: dic
 def _undo(repo: Path, ref: str, pushed_to: str | None) -> None:
     try:
         if pushed_to:
-            _git(repo, "push", "--no-verify", "--porcelain", pushed_to, f":{ref}")
+            _git(repo, *_push(repo, pushed_to), f":{ref}")
     except PublishError:
         pass
     finally:

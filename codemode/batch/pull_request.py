@@ -17,7 +17,6 @@ against the real services.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -61,7 +60,14 @@ def open_pull_request(
     else:
         argv = ["gh", "pr", "create", "--head", branch, "--base", base, "--title", title,
                 "--body", body]  # fmt: skip
-    env = {**os.environ, "GH_PROMPT_DISABLED": "1", "NO_PROMPT": "1", "GIT_TERMINAL_PROMPT": "0"}
+    from codemode.batch.git_overrides import safe_config_env
+    from codemode.sandbox.git.repo_config import clean_env
+
+    # The tool runs git in the repository itself (gh pr create: `git status`, which may
+    # rewrite the index and so run a post-index-change hook): that git gets codemode's
+    # overrides (no hook, no fsmonitor...) and no GIT_* variable from outside, as
+    # codemode's own git does.
+    env = {**clean_env(), **safe_config_env(), "GH_PROMPT_DISABLED": "1", "NO_PROMPT": "1"}
     try:
         # (its arguments are a title and a description: data, not programs)
         proc = launcher.run(argv, cwd=repo, stdin=subprocess.DEVNULL, capture_output=True,

@@ -13,6 +13,7 @@ import atexit
 import os
 import queue
 import shutil
+import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -30,7 +31,23 @@ def _remover() -> None:
         # A script shaped the folder: only a removal that walks it by descriptor, never
         # following a link it planted, may run (on Linux rmtree is one).
         if shutil.rmtree.avoids_symlink_attacks:
-            shutil.rmtree(path, ignore_errors=True)
+            try:
+                shutil.rmtree(path, ignore_errors=True)
+            except RecursionError:
+                # Python 3.11's rmtree recurses once per level, past ignore_errors: a
+                # tree a script made 1000 deep killed this thread, and every later copy
+                # stayed. rm walks any depth by descriptor, following no link either.
+                _rm_rf(path)
+
+
+def _rm_rf(path: Path) -> None:
+    from codemode.locations import launcher
+
+    try:
+        launcher.run(["rm", "-rf", "--", str(path)], names_files=False,
+                     stdin=subprocess.DEVNULL, capture_output=True, timeout=600)  # fmt: skip
+    except (OSError, subprocess.SubprocessError, launcher.LaunchRefused):
+        pass  # left in the temporary folder, as a worker killed with SIGKILL leaves one
 
 
 def finish_removing() -> None:

@@ -76,7 +76,9 @@ def _copy_file(source: str, target: str, info: os.stat_result) -> None:
                 if sent == 0:  # shrunk meanwhile
                     break
                 offset += sent
-            os.fchmod(dst, stat.S_IMODE(info.st_mode))
+            # No setuid/setgid bit: the copy is owned by the user running the batch, its
+            # bytes are the repository's (another user's, perhaps).
+            os.fchmod(dst, stat.S_IMODE(info.st_mode) & 0o777)
             os.utime(dst, ns=(info.st_atime_ns, info.st_mtime_ns))
         finally:
             os.close(dst)

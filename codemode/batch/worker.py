@@ -117,7 +117,12 @@ async def _run_in_copy(
 
     make_copy(base, work)
     outcome = await _execute(task, root, work, started)
-    journal = changes.compute(base, work)
+    try:
+        journal = changes.compute(base, work)
+    except changes.TooLarge as exc:  # a limit, as a script's time or memory is
+        outcome.status, outcome.error_kind, outcome.error = "failed", "limit", str(exc)
+        outcome.rolled_back = True
+        return outcome
     outcome.set_changes(changes.changed_files(journal), diff_text.render(base, journal))
     outcome.rolled_back = not outcome.ok and bool(journal)
     if outcome.ok:
