@@ -50,8 +50,11 @@ def test_a_trusted_project_hook_does_not_run_its_script_once_a_command_rewrote_i
     write_hooks(work / ".codemode" / "hooks.json",
                 hooks_table("PostToolUse", "sh scripts/fmt.sh", "Bash|shell"))
     _trust_all(home, work)
+    # Under Landlock, which cannot keep the file read-only, the command's rewrite lands
+    # and the launcher's digest check is what stops it (with bubblewrap the rewrite
+    # itself is refused: tests/test_redteam_hooks.py).
     rewrite = f"printf 'echo evil >> {marker}\\n' > scripts/fmt.sh"
-    run = run_session(home, work, _shell_then(rewrite))
+    run = run_session(home, work, _shell_then(rewrite), overrides=["sandbox.backend=landlock"])
     assert (work / "scripts" / "fmt.sh").read_text().startswith("echo evil")  # it was written
     ran = marker.read_text() if marker.exists() else ""
     assert "evil" not in ran, "the hook ran what the command wrote"
@@ -110,8 +113,8 @@ def test_a_users_guard_naming_a_workspace_script_holds_after_a_command_rewrote_i
     assert guard.exists()
     write_hooks(home / "hooks.json", hooks_table("PreToolUse", "./scripts/guard.sh", "Bash|shell"))
     _trust_all(home, work)
-    # The first call rewrites the guard (were the guard to block it, nothing is shown);
-    # the second must not be let through by the rewritten one.
+    # The first call tries to rewrite the guard (were the guard to block it, nothing is
+    # shown); the second must not be let through by a rewritten one.
     code = ("await tools.apply_patch({input: '*** Begin Patch\\n"
             "*** Update File: scripts/guard.sh\\n"
             "@@\\n-#!/bin/sh\\n+#!/bin/sh\\n+echo x >> " + str(marker) + "\\n*** End Patch\\n'})\n"
@@ -119,7 +122,8 @@ def test_a_users_guard_naming_a_workspace_script_holds_after_a_command_rewrote_i
             "catch (e) { console.log('refused: ' + e.message) }\n")
     run = run_session(home, work, [{"tool_calls": [{"name": "exec", "arguments": {"code": code}}]},
                                    {"text": "done"}])
-    assert str(marker) in (work / "scripts" / "guard.sh").read_text()  # the rewrite landed
+    # the file tools refuse a file a trusted hook runs (``hook_files``)
+    assert str(marker) not in (work / "scripts" / "guard.sh").read_text()
     assert not marker.exists(), "the rewritten guard ran"
     assert not (work / "made.txt").exists()  # the call was still denied
     assert "guard.sh" in str(run.events)
@@ -213,8 +217,11 @@ def test_a_trusted_make_hook_stops_when_a_command_rewrites_the_makefile(
     write_hooks(work / ".codemode" / "hooks.json",
                 hooks_table("PostToolUse", "make -s fmt", "Bash|shell"))
     _trust_all(home, work)
+    # Under Landlock, which cannot keep the file read-only, the command's rewrite lands
+    # and the launcher's digest check is what stops it (with bubblewrap the rewrite
+    # itself is refused: tests/test_redteam_hooks.py).
     rewrite = f"printf 'fmt:\\n\\ttouch {marker}\\n' > Makefile"
-    run = run_session(home, work, _shell_then(rewrite))
+    run = run_session(home, work, _shell_then(rewrite), overrides=["sandbox.backend=landlock"])
     assert "touch" in (work / "Makefile").read_text()
     assert not marker.exists(), "the hook ran the Makefile a command wrote"
     assert "Makefile changed since it was trusted" in str(run.events)

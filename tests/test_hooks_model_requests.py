@@ -412,7 +412,9 @@ def test_a_program_that_rewrites_the_script_a_hook_names_does_not_get_it_run(
     run = run_session(home, work, [
         {"tool_calls": [{"name": "exec", "arguments": {"code": program}}]},
         {"text": "done"},
-    ], run_untrusted=True)
+    ], run_untrusted=True, overrides=["sandbox.backend=landlock"])
+    # (under Landlock, which cannot keep the script read-only as bubblewrap does, the
+    # rewrite lands: the launcher's digest check is what stops it)
     assert run.result.ok
     assert f"touch {pwned}" in budget.read_text()  # the program did rewrite it
     assert [d["hook_event_name"] for d in logged(log)] == ["PreModelRequest"]  # the first

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -66,25 +67,35 @@ SPELLINGS = {
 }
 
 
+@pytest.mark.parametrize("backend", ["bubblewrap", "landlock"])
 @pytest.mark.parametrize("scope", ["user", "project"])
 @pytest.mark.parametrize("spelling", list(SPELLINGS))
 def test_a_pre_model_request_hook_script_rewritten_by_the_program_does_not_run(
-    spelling: str, scope: str, home: Path, work: Path, tmp_path: Path
+    spelling: str, scope: str, backend: str, home: Path, work: Path, tmp_path: Path
 ) -> None:
     """The program rewrites the workspace script a trusted PreModelRequest hook runs,
     named through a variable, after a ``cd``, inside a nested shell or by a glob: the
-    next request must not run the program's version outside the sandbox."""
+    next request must not run the program's version outside the sandbox. With
+    bubblewrap the script, found through that spelling, is read-only to the command
+    (``hook_files``); under Landlock, which cannot keep it, the rewrite lands and the
+    launcher's digest check refuses it."""
     pwned = tmp_path / "pwned"
     ran = tmp_path / "ran"
     (work / "scripts").mkdir()
-    script(work / "scripts", "budget.sh", f"#!/bin/sh\necho ok >> {ran}\n")
+    original = f"#!/bin/sh\necho ok >> {ran}\n"
+    script(work / "scripts", "budget.sh", original)
     table = hooks_table("PreModelRequest", SPELLINGS[spelling])
     write_hooks(home / "hooks.json" if scope == "user" else work / ".codemode" / "hooks.json",
                 table)
     _trust_all(home, work)
     rewrite = f"printf '#!/bin/sh\\ntouch {pwned}\\n' > scripts/budget.sh"
-    run = run_session(home, work, _rewrite_then_answer(rewrite))
-    assert f"touch {pwned}" in (work / "scripts" / "budget.sh").read_text()  # rewritten
+    run = run_session(home, work, _rewrite_then_answer(rewrite),
+                      overrides=[f"sandbox.backend={backend}"])
+    now = (work / "scripts" / "budget.sh").read_text()
+    if backend == "bubblewrap":
+        assert now == original, "a confined command rewrote a trusted hook's script"
+    else:
+        assert f"touch {pwned}" in now  # rewritten
     assert ran.exists(), f"the trusted hook did not run at all: {run.notices()}"
     assert not pwned.exists(), "the hook ran the program's script outside the sandbox"
     assert run.result.ok and len(run.model.requests) == 2
@@ -332,26 +343,47 @@ def test_a_module_the_hook_script_imports_rewritten_by_the_program_does_not_run(
     assert not pwned.exists(), "the hook imported the program's module outside the sandbox"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "not fixed: the launcher hashes a named file, then the interpreter opens it by path; "
-    "a confined command running at the same time (a program's Promise.all) swaps it in "
-    "between. Closing it needs the hook run from a sealed copy, or confined commands "
-    "paused while such a hook starts"))
-def test_a_script_swapped_between_its_digest_check_and_its_start_does_not_run(
-    home: Path, work: Path, tmp_path: Path
-) -> None:
+# The program's attacker: a Python loop in a confined command that puts the evil script,
+# then the good one, at scripts/guard.sh for 8 seconds: by writing the file in place,
+# each content kept for 2 ms (a file being rewritten fails its check: each must stay
+# whole a while), or by renaming a fresh copy over it, as fast as it can (each rename
+# leaves a whole file).
+_SWAPPER = """import os, sys, time
+good, evil = open('good', 'rb').read(), open('evil', 'rb').read()
+end = time.time() + 8
+while time.time() < end:
+    for data in (evil, good):
+        if sys.argv[1] == 'in-place':
+            fd = os.open('scripts/guard.sh', os.O_WRONLY | os.O_TRUNC)
+            os.write(fd, data)
+            os.close(fd)
+            time.sleep(0.002)
+        else:
+            with open('scripts/.new', 'wb') as f:
+                f.write(data)
+            os.rename('scripts/.new', 'scripts/guard.sh')
+with open('scripts/.new', 'wb') as f:
+    f.write(good)
+os.rename('scripts/.new', 'scripts/guard.sh')
+"""
+
+
+def _swap_while_hooks_start(home: Path, work: Path, tmp_path: Path, how: str) -> Path:
+    """A trusted PreToolUse guard runs ``sh scripts/guard.sh`` around each of the
+    program's read_file calls while a confined command of the same program (a
+    ``Promise.all``) swaps the script ``how``; returns the file the evil script appends
+    to."""
     pwned = tmp_path / "pwned"
     (work / "scripts").mkdir()
     (work / "scripts" / "guard.sh").write_text("exit 0\n")
     (work / "good").write_text("exit 0\n")
     (work / "evil").write_text(f"echo x >> {pwned}\nexit 0\n")
+    (work / "swap.py").write_text(_SWAPPER)
     write_hooks(home / "hooks.json",
                 hooks_table("PreToolUse", "sh scripts/guard.sh", "Read|read_file"))
     _trust_all(home, work)
-    swap = ("end=$(($(date +%s)+8)); while [ $(date +%s) -lt $end ]; do "
-            "cp evil scripts/.a && mv scripts/.a scripts/guard.sh; "
-            "cp good scripts/.b && mv scripts/.b scripts/guard.sh; done; "
-            "cp good scripts/guard.sh")
+    python = os.path.realpath(sys.executable)
+    swap = f"{python} swap.py {how}"
     code = (f"const swap = tools.shell({{command: {swap!r}, timeout_ms: 30000}});\n"
             "const t0 = Date.now();\n"
             "while (Date.now() - t0 < 7000) {\n"
@@ -360,5 +392,105 @@ def test_a_script_swapped_between_its_digest_check_and_its_start_does_not_run(
             "await swap;\n")
     run_session(home, work, [{"tool_calls": [{"name": "exec", "arguments": {"code": code}}]},
                              {"text": "done"}])
+    return pwned
+
+
+def test_a_script_rewritten_in_place_between_its_digest_check_and_its_start_does_not_run(
+    home: Path, work: Path, tmp_path: Path
+) -> None:
+    """While the session's hooks are trusted with it, the script is bound read-only in
+    every command's sandbox (``sandbox/protection/hook_files.py``): no confined command
+    rewrites it, before the start or while the shell reads it."""
+    pwned = _swap_while_hooks_start(home, work, tmp_path, "in-place")
     assert not pwned.exists(), (
         f"the guard ran the program's script {pwned.read_text().count('x')} times")
+
+
+def test_a_script_swapped_between_its_digest_check_and_its_start_does_not_run(
+    home: Path, work: Path, tmp_path: Path
+) -> None:
+    """Nor renames another file over it: the folders between the workspace and it are
+    bound onto themselves and it is a mount point in each sandbox (renaming over it, or
+    its folder aside, fails with EBUSY)."""
+    pwned = _swap_while_hooks_start(home, work, tmp_path, "rename")
+    assert not pwned.exists(), (
+        f"the guard ran the program's script {pwned.read_text().count('x')} times")
+
+
+def test_a_trusted_script_s_folder_moved_aside_does_not_give_the_hook_another_script(
+    home: Path, work: Path, tmp_path: Path
+) -> None:
+    """The folder between the workspace and the script is bound onto itself in each
+    sandbox: moving it aside and making a new one with the program's script fails, so
+    the next hook runs the trusted script."""
+    pwned, ran = tmp_path / "pwned", tmp_path / "ran"
+    (work / "scripts").mkdir()
+    (work / "scripts" / "guard.sh").write_text(f"echo ok >> {ran}\n")
+    write_hooks(home / "hooks.json", hooks_table("PreModelRequest", "sh scripts/guard.sh"))
+    _trust_all(home, work)
+    move = (f"mv scripts scripts.old; mkdir -p scripts; echo 'echo x >> {pwned}' > "
+            "scripts/guard.sh; ls -la scripts scripts.old")
+    run = run_session(home, work, _rewrite_then_answer(move))
+    assert not (work / "scripts.old").exists(), "the folder was moved aside"
+    assert (work / "scripts" / "guard.sh").read_text() == f"echo ok >> {ran}\n"
+    assert ran.exists() and ran.read_text().count("ok") == 2, run.notices()  # both requests
+    assert not pwned.exists()
+
+
+@pytest.mark.parametrize("tool", ["write_file", "apply_patch"])
+def test_the_file_tools_refuse_a_trusted_hook_s_script(
+    home: Path, work: Path, tmp_path: Path, tool: str
+) -> None:
+    """The file tools write on the host, outside the sandbox: they refuse the file as
+    they refuse codemode's own paths, with a message that says why."""
+    ran = tmp_path / "ran"
+    (work / "scripts").mkdir()
+    original = f"echo ok >> {ran}\n"
+    (work / "scripts" / "guard.sh").write_text(original)
+    write_hooks(home / "hooks.json", hooks_table("PreModelRequest", "sh scripts/guard.sh"))
+    _trust_all(home, work)
+    if tool == "write_file":
+        call = "await tools.write_file({path: 'scripts/guard.sh', content: 'echo evil\\n'})"
+    else:
+        patch = ("*** Begin Patch\n*** Update File: scripts/guard.sh\n@@\n-" + original
+                 + "+echo evil\n*** End Patch\n")
+        call = f"await tools.apply_patch({{input: {json.dumps(patch)}}})"
+    # (the markers are built, so that the program's own text in the events does not match)
+    code = (f"try {{ {call}; console.log('WR' + 'OTE') }} "
+            "catch (e) { console.log('REF' + 'USED: ' + e) }\n")
+    run = run_session(home, work, [{"tool_calls": [{"name": "exec", "arguments": {"code": code}}]},
+                                   {"text": "done"}])
+    assert (work / "scripts" / "guard.sh").read_text() == original
+    said = json.dumps(run.events)
+    assert "REFUSED" in said and "trusted hook" in said, said[-2000:]
+    assert "WROTE" not in said
+
+
+def test_held_hook_files_are_kept_while_their_owner_lives_and_not_refused_under_landlock(
+    tmp_path: Path,
+) -> None:
+    import gc
+
+    from codemode.sandbox.protection import hook_files, own_paths
+
+    root = tmp_path / "ws"
+    (root / "scripts").mkdir(parents=True)
+    script = root / "scripts" / "guard.sh"
+    script.write_text("exit 0\n")
+
+    class Owner:
+        pass
+
+    owner = Owner()
+    hook_files.hold(owner, [str(script)])
+    assert script in hook_files.held()
+    assert own_paths.file_refusal(script, script, [root]) is not None
+    pins, ro = own_paths.pin_and_protect([root])
+    assert ["--bind", str(root / "scripts"), str(root / "scripts")] == pins
+    assert ro == ["--ro-bind", str(script), str(script)]
+    # Landlock cannot keep it: the workspace is not refused for it (the gap is documented)
+    assert own_paths.root_refusal(root, "landlock") is None
+    del owner
+    gc.collect()
+    assert script not in hook_files.held()
+    assert own_paths.file_refusal(script, script, [root]) is None

@@ -28,6 +28,7 @@ from typing import Any, Literal
 from codemode.hooks.definitions import EVENTS, TOOL_EVENTS, HookDef
 from codemode.hooks.outcome import HookOutcome, read_outcome
 from codemode.hooks.process import project_env, run_command
+from codemode.sandbox.protection import hook_files
 
 # What an event does when one of its hooks fails: "deny" the call (PreToolUse), or
 # "continue" as if the hook had said nothing (a PermissionRequest hook that fails
@@ -118,6 +119,9 @@ class HookEngine:
         command could have written (the launcher refuses one that changed)."""
         self.hooks = list(hooks)
         self.trusted_files = dict(trusted_files or {})
+        # Kept read-only for commands while this engine runs these hooks: a confined
+        # command could otherwise swap one between the launcher's check and the start.
+        hook_files.hold(self, (f for files in self.trusted_files.values() for f in files))
         self._by_event: dict[str, list[HookDef]] = {}
         for hook in self.hooks:
             self._by_event.setdefault(hook.event, []).append(hook)

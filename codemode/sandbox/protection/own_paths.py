@@ -22,7 +22,9 @@ its target. The file tools refuse all of them wherever they are (``paths``).
 What the user's *other* programs run or trust in a root that contains the home (its
 dot-entries, the PATH folders in it, the folders the environment names: ``user_trust``)
 is kept the same way, except that a root inside one of them is no refusal (a workspace
-in ``~/.config/nvim`` is the user editing that).
+in ``~/.config/nvim`` is the user editing that). So are the workspace files trusted
+hooks run (``hook_files``), except under Landlock, where they are not kept rather than
+their root refused.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codemode.locations.user_dirs import cache_home, codemode_home, config_home, home
-from codemode.sandbox.protection import user_trust
+from codemode.sandbox.protection import hook_files, user_trust
 
 
 @dataclass(frozen=True)
@@ -50,12 +52,16 @@ class OwnPath:
     forms: tuple[Path, ...] = ()
     # a root inside it is allowed (the user's other programs' settings, ``user_trust``)
     inside_ok: bool = False
+    # under Landlock (which cannot keep it) its root is allowed, the path not kept
+    # (a trusted hook's file: ``hook_files``)
+    landlock_ok: bool = False
 
     @classmethod
-    def of(cls, path: Path, what: str, state: bool, inside_ok: bool = False) -> OwnPath:
+    def of(cls, path: Path, what: str, state: bool, inside_ok: bool = False,
+           landlock_ok: bool = False) -> OwnPath:
         named = Path(os.path.abspath(path))
         forms = tuple(dict.fromkeys([named, Path(os.path.realpath(named))]))
-        return cls(named, what, state, forms, inside_ok)
+        return cls(named, what, state, forms, inside_ok, landlock_ok)
 
 
 def own_paths() -> tuple[OwnPath, ...]:
@@ -87,12 +93,18 @@ def _own_paths(_env: tuple[str | None, ...]) -> tuple[OwnPath, ...]:
 
 
 def kept_paths(roots: Sequence[Path]) -> tuple[OwnPath, ...]:
-    """``own_paths`` and what the user's other programs trust in ``roots``
-    (``user_trust``): everything kept off those roots."""
+    """``own_paths``, what the user's other programs trust in ``roots``
+    (``user_trust``) and the files trusted hooks run (``hook_files``): everything kept
+    off those roots."""
     trusted = user_trust.trusted(roots)
-    if not trusted:
+    hooks = hook_files.held()
+    if not trusted and not hooks:
         return own_paths()
-    return own_paths() + tuple(OwnPath.of(p, what, False, True) for p, what in trusted)
+    return (
+        own_paths()
+        + tuple(OwnPath.of(p, what, False, True) for p, what in trusted)
+        + tuple(OwnPath.of(p, hook_files.WHAT, False, True, True) for p in hooks)
+    )
 
 
 @functools.cache
@@ -131,7 +143,8 @@ def root_refusal(root: Path, backend: str) -> str | None:
                 )
             # (state folders count when absent too: codemode makes them)
             there = os.path.lexists(p) or own.state
-            if backend == "landlock" and p != root and _inside(p, root) and there:
+            if (backend == "landlock" and p != root and _inside(p, root) and there
+                    and not own.landlock_ok):
                 return (
                     f"the writable root {root} contains {own.what} ({p}), which Landlock "
                     "cannot keep read-only inside it. Install bubblewrap (which binds it "
