@@ -10,13 +10,14 @@ Each test is the attack; it fails where the attack works."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -91,13 +92,18 @@ def _until(predicate, timeout: float = 60, what: str = "") -> None:  # type: ign
         time.sleep(0.05)
 
 
+_NO_NEW_PRIVS = ("setpriv", "--no-new-privs", "--")
+
+
 @contextlib.contextmanager
-def _impostor(sock: str, report: Path, env: dict[str, str],
-              pid_to_name: int | None = None) -> Iterator[subprocess.Popen[bytes]]:  # fmt: skip
+def _impostor(sock: str, report: Path, env: dict[str, str], pid_to_name: int | None = None,
+              unlike: tuple[str, ...] = _NO_NEW_PRIVS,
+              ) -> Iterator[subprocess.Popen[bytes]]:  # fmt: skip
+    """``unlike``: the command prefix that makes it other than its callers."""
     argv = [sys.executable, "-I", "-c", _IMPOSTOR, sock, str(report)]
     if pid_to_name is not None:
         argv.append(str(pid_to_name))
-    proc = subprocess.Popen(["setpriv", "--no-new-privs", "--", *argv], env=env, cwd="/",
+    proc = subprocess.Popen([*unlike, *argv], env=env, cwd="/",
                             stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
     try:
         _until(lambda: report.exists() or proc.poll() is not None, 60, "the impostor")
@@ -414,6 +420,204 @@ def test_a_caller_under_sched_idle_is_not_run_at_the_servers_priority(tmp_path: 
                               capture_output=True, text=True, timeout=180)  # fmt: skip
         assert f"policy {os.SCHED_OTHER}" not in done.stdout, "it ran at the server's priority"
         assert served(sock) == 0, done
+
+
+# -- the I/O priority a run takes from the server -----------------------------------------
+# (No /proc file says it: ``ioprio_get`` does, and `ionice -p` here.)
+
+needs_ionice = pytest.mark.skipif(shutil.which("ionice") is None, reason="needs ionice")
+_IDLE_IO = ("ionice", "-c", "3", "--")
+
+# What a command says of its own I/O priority: `ionice -p` of itself.
+_SAY_IOPRIO = r"""
+import os, subprocess
+def say_ioprio(how):
+    said = subprocess.run(["ionice", "-p", str(os.getpid())], capture_output=True, text=True)
+    print(how, said.stdout.strip(), flush=True)
+"""
+# A server whose runs say it, warm; "idle-the-server" first puts the server itself (the
+# run's parent) in the idle I/O class, as any process of the user may.
+_IOPRIO_SERVER = (
+    _SAY_IOPRIO
+    + r"""
+import sys
+from pathlib import Path
+from codemode.warm import start
+def run(args):
+    if "idle-the-server" in args:
+        subprocess.run(["ionice", "-c", "3", "-p", str(os.getppid())], check=True)
+    say_ioprio("warm")
+    return 0
+sys.exit(start.serve(sys.argv[1], 0, lambda: None, run, float(sys.argv[2]),
+                     [Path(sys.argv[3])]))
+"""
+)
+# The command started cold: the same words, of itself.
+_IOPRIO_COLD = _SAY_IOPRIO + 'say_ioprio("cold")\n'
+# The launcher's client in front of that cold command; "trusting" skips the client's
+# check of the server, so that what is left is the server's check of its caller.
+_IOPRIO_CALLER = (
+    _SAY_IOPRIO
+    + r"""
+import sys
+from codemode.warm import client
+if sys.argv[1] == "trusting":
+    client._unlike_us = lambda sock, pid: False
+status = client.run(["interpreter", "run", *sys.argv[2:]])
+if status is None:
+    say_ioprio("cold")
+sys.exit(status or 0)
+"""
+)
+
+
+@contextlib.contextmanager
+def _ioprio_server(env: dict[str, str], tmp_path: Path) -> Iterator[str]:
+    from warm_support import _server
+
+    watch = tmp_path / "watched"
+    watch.mkdir()
+    with _server([sys.executable, "-c", _IOPRIO_SERVER], env, tmp_path / "log",
+                 ["120", str(watch)], []) as sock:  # fmt: skip
+        yield sock
+
+
+def _through_launcher_client(env: dict[str, str], *words: str, prefix: tuple[str, ...] = (),
+                             trusting: bool = False) -> str:  # fmt: skip
+    done = subprocess.run([*prefix, sys.executable, "-c", _IOPRIO_CALLER,
+                           "trusting" if trusting else "checking", *words],
+                          env=env, capture_output=True, text=True, timeout=180)  # fmt: skip
+    assert done.returncode == 0, done
+    return done.stdout.strip()
+
+
+def _through_compiled_client(client: str, env: dict[str, str], sock: str,
+                             prefix: tuple[str, ...] = ()) -> str:  # fmt: skip
+    done = subprocess.run([*prefix, client, sock, key_of(env), "3", sys.executable, "-c",
+                           _IOPRIO_COLD], env=env, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done
+    return done.stdout.strip()
+
+
+@needs_ionice
+def test_a_caller_at_idle_io_priority_is_not_run_at_the_servers(tmp_path: Path) -> None:
+    """`ionice -c 3 interpreter ...` is a command the user wants at idle I/O priority; a
+    fork of the server would run it at the server's. It starts cold, at its own, through
+    either client; and the server, handed such a caller by a client that did not check
+    (a client of another version), refuses it itself."""
+    env = warm_env(tmp_path)
+    with _ioprio_server(env, tmp_path) as sock:
+        assert _through_launcher_client(env) == "warm none: prio 0", "the server is not as ours"
+        assert served(sock) == 1
+        said = _through_launcher_client(env, prefix=_IDLE_IO)
+        assert said == "cold idle", said
+        client = compiled.path("warm_client.c")
+        if client is not None:
+            said = _through_compiled_client(client, env, sock, prefix=_IDLE_IO)
+            assert said == "cold idle", said
+        said = _through_launcher_client(env, prefix=_IDLE_IO, trusting=True)
+        assert said == "cold idle", said
+        assert "the peer differs from the server: ioprio" in (tmp_path / "log").read_text()
+        assert served(sock) == 1
+
+
+@needs_setpriv
+@needs_ionice
+def test_neither_client_hands_anything_to_a_server_at_another_io_priority(
+    tmp_path: Path,
+) -> None:
+    """A program of the user started at idle I/O priority listens on the socket's name
+    (a server left by a command under `ionice -c 3`, or one that means to slow every
+    later command down): neither client hands it the command."""
+    env = warm_env(tmp_path)
+    sock = socket_of(env)
+    report = tmp_path / "report.json"
+    with _impostor(sock, report, env, unlike=_IDLE_IO):
+        said = _through_launcher_client(dict(env, API_TOKEN=SECRET))
+        assert said == "cold none: prio 0", said
+        client = compiled.path("warm_client.c")
+        if client is not None:
+            said = _through_compiled_client(client, dict(env, API_TOKEN=SECRET), sock)
+            assert said == "cold none: prio 0", said
+        _until(lambda: _report(report), 30, "the clients' connections")
+        got = _report(report)
+    assert not any(c["secret"] or c["fds"] or c["bytes"] for c in got), got
+
+
+@needs_ionice
+def test_a_command_that_idles_the_servers_io_does_not_idle_the_next_command(
+    tmp_path: Path,
+) -> None:
+    """A run's parent is the server, and a fork takes its I/O priority: one command that
+    puts the server in the idle I/O class (`ionice -c 3 -p $PPID`) must not have every
+    later command of the user run at idle I/O priority. The next caller starts cold."""
+    env = warm_env(tmp_path)
+    with _ioprio_server(env, tmp_path) as sock:
+        said = _through_launcher_client(env, "idle-the-server")
+        assert said == "warm none: prio 0" and served(sock) == 1, said
+        server = place.serving(sock)
+        idle = subprocess.run(["ionice", "-p", str(server)], capture_output=True, text=True)
+        assert idle.stdout.strip() == "idle", idle
+        said = _through_launcher_client(env)
+        assert said == "cold none: prio 0", said
+        client = compiled.path("warm_client.c")
+        if client is not None:
+            said = _through_compiled_client(client, env, sock)
+            assert said == "cold none: prio 0", said
+        assert served(sock) == 1
+
+
+def test_an_io_priority_that_cannot_be_read_is_never_taken_for_ours(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where ``ioprio_get`` cannot be made (a machine whose number for it is not known
+    here) or fails (a process gone, a security module's no), the process's facts cannot
+    be read, and a caller starts cold; only a kernel without I/O priorities (ENOSYS:
+    nothing to inherit) gives a fact, which both sides must then share."""
+    import _ctypes
+
+    assert place.ioprio(0) is not None and place.process_facts("self") is not None
+    assert place.ioprio(2**22 + 1) is None  # (past pid_max: no such process)
+
+    def fails(number: int) -> Callable[[int, int, int], int]:
+        def call(*_: int) -> int:
+            _ctypes.set_errno(number)
+            return -1
+
+        return call
+
+    monkeypatch.setattr(place, "_syscall", fails(errno.EACCES))
+    assert place.ioprio(0) is None and place.process_facts("self") is None
+    monkeypatch.setattr(place, "_syscall", fails(errno.ENOSYS))
+    assert place.ioprio(0) == "none" and place.process_facts("self")["ioprio"] == "none"
+    monkeypatch.setattr(place, "_IOPRIO_GET", {})
+    assert place.ioprio(0) is None and place.process_facts("self") is None
+
+
+_BLIND_SERVER = r"""
+import sys
+from pathlib import Path
+from codemode.warm import place, start
+place._IOPRIO_GET = {}  # a machine whose number for ioprio_get is not known here
+def prepare():
+    print("imported everything", flush=True)
+sys.exit(start.serve(sys.argv[1], 0, prepare, lambda args: 0, 60, [Path(sys.argv[2])]))
+"""
+
+
+def test_a_server_that_cannot_read_its_own_io_priority_ends_before_its_imports(
+    tmp_path: Path,
+) -> None:
+    """It could serve no caller (each would find it unreadable, and start cold): it
+    ends at once, rather than after the imports every command that starts it pays."""
+    folder = tmp_path / "rt"
+    folder.mkdir(mode=0o700)
+    done = subprocess.run([sys.executable, "-c", _BLIND_SERVER, str(folder / "s.sock"),
+                           str(tmp_path)], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 1 and "imported everything" not in done.stdout, done
+    assert "cannot read this process's own facts" in done.stderr, done
+    assert not (folder / "s.sock").exists()
 
 
 # -- what is planted in the runtime folder ------------------------------------------------

@@ -212,6 +212,7 @@ def probe_server(env: dict[str, str], log: Path, idle: float = 120, watch: Path 
     # there), and a server that sees a change stops, which is not what these tests ask.
     if watch is None:
         watch = Path(tempfile.mkdtemp(prefix="cmw-watch-"))
+        watch.chmod(0o755)  # (a server of uid 65534 must be able to watch it, or not serve)
         atexit.register(shutil.rmtree, watch, True)
     after += [str(watch)]
     return _server([sys.executable, "-c", _PROBE_SERVER], env, log, after, user or [])

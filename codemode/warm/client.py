@@ -187,12 +187,12 @@ def run(argv: list[str]) -> int | None:
 def _unlike_us(sock: socket.socket, pid: int) -> bool:
     """Whether the process that listens (``pid``) differs from this one in what the
     server compares of its callers (``place.process_facts``): its confinement
-    (no-new-privileges, seccomp, namespaces, capabilities), groups, priority, control
-    group... A real server refuses such a caller anyway; a program confined further
-    that could write the runtime folder (a sandbox leaving /tmp writable) and listens
-    on the socket's name is handed nothing: not this command's environment, nor its
-    descriptors. Pid 0 (a listener in another pid namespace), a process that is gone
-    or cannot be read: unlike."""
+    (no-new-privileges, seccomp, namespaces, capabilities), groups, priority, I/O
+    priority, control group... A real server refuses such a caller anyway; a program
+    confined further that could write the runtime folder (a sandbox leaving /tmp
+    writable) and listens on the socket's name is handed nothing: not this command's
+    environment, nor its descriptors. Pid 0 (a listener in another pid namespace), a
+    process that is gone or cannot be read: unlike."""
     pidfd = -1
     try:
         pidfd = struct.unpack("i", sock.getsockopt(socket.SOL_SOCKET, place.SO_PEERPIDFD, 4))[0]

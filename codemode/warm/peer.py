@@ -2,12 +2,12 @@
 
 A forked process has the server's credentials, namespaces and confinement, not the
 caller's. So the caller must be of this user (``SO_PEERCRED``) and have exactly the
-server's groups, capabilities, priority, namespaces and confinement (seccomp filters,
-no-new-privileges), CPU and memory-node affinity, control group, OOM score and personality:
-a process inside a sandbox (its own namespaces, a seccomp filter) that reached the
-socket gets refused, and starts cold, still confined, as it would have without a
-server. The same for a process that dropped a group or a capability, or was started
-with `taskset`, `choom` or `setarch -R`.
+server's groups, capabilities, priority, scheduling policy, I/O priority, namespaces and
+confinement (seccomp filters, no-new-privileges), CPU and memory-node affinity, control
+group, OOM score and personality: a process inside a sandbox (its own namespaces, a
+seccomp filter) that reached the socket gets refused, and starts cold, still confined, as
+it would have without a server. The same for a process that dropped a group or a
+capability, or was started with `taskset`, `choom`, `chrt`, `ionice` or `setarch -R`.
 """
 
 from __future__ import annotations

@@ -63,7 +63,8 @@ class _Run:
 
 class Server:
     def __init__(self, path: str, run: Callable[[list[str]], int], idle_s: float,
-                 folders: list[Path], lock: int = -1, kind: spare.Kind = spare.no_kind,
+                 folders: list[Path] | watch.Watch, lock: int = -1,
+                 kind: spare.Kind = spare.no_kind,
                  prepare: spare.Prepare = spare.prepare_nothing,
                  first_kind: bytes = spare.PLAIN) -> None:  # fmt: skip
         self.path = path
@@ -78,7 +79,7 @@ class Server:
         if ours is None:
             raise SystemExit("warm: cannot read this process's own /proc entry")
         self.ours = ours
-        self.watch = watch.Watch(folders)
+        self.watch = folders if isinstance(folders, watch.Watch) else watch.Watch(folders)
         self.runs: dict[int, _Run] = {}
         self.spare: tuple[int, socket.socket] | None = None  # its pid and channel
         self.spare_born = 0.0

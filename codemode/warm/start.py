@@ -79,14 +79,21 @@ def serve(path: str, after: int, prepare: Callable[[], None],
     os.write(lock, f"{os.getpid()} 0\n".encode())  # who serves it, for `warm stop`
     if after > 0:
         wait_for_end(after)
+    # Watched before anything is imported: a change made while it imports makes it stale
+    # too; and one that cannot watch (SystemExit: its log says why) ends before it has
+    # paid for its imports, as every command that starts it would pay again. Likewise
+    # one whose own facts cannot be read (``place.ioprio``): it could serve no caller.
+    if place.process_facts("self") is None:
+        raise SystemExit("warm: cannot read this process's own facts: it does not serve")
+    from codemode.warm.watch import Watch, code_folders
+
+    watch = Watch(folders if folders is not None else code_folders(Path(place.package_folder())))
     prepare()
     gc.collect()
     gc.freeze()  # shared with every run, never copied by a collection
     from codemode.warm.server import IDLE_S, Server
-    from codemode.warm.watch import code_folders
 
-    watched = folders if folders is not None else code_folders(Path(place.package_folder()))
-    server = Server(path, run, idle_s if idle_s > 0 else IDLE_S, watched, lock, kind,
+    server = Server(path, run, idle_s if idle_s > 0 else IDLE_S, watch, lock, kind,
                     prepare_spare, first_kind)  # fmt: skip
     return server.serve()
 

@@ -135,10 +135,24 @@ static int sched_of(const char *path, char *out, size_t room) {
     return 1;
 }
 
+/* The I/O priority (`ionice`) of PID (0: this process), which a fork takes and no /proc
+ * file says (place.ioprio): -2 where this kernel has none (ENOSYS), -1 where it cannot
+ * be read (then unlike: nothing compared is nothing handed over). */
+static long ioprio_of(pid_t pid) {
+#ifdef SYS_ioprio_get
+    long got = syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, (int)pid);
+    if (got >= 0) return got;
+    return errno == ENOSYS ? -2 : -1;
+#else
+    (void)pid;
+    return -1;
+#endif
+}
+
 /* Whether the process that listens on SOCK (PID) differs from this one in what the
  * server compares of its callers (its confinement: no-new-privileges, seccomp,
- * namespaces, capabilities; its groups, priority and scheduling policy, control
- * group...). A real server
+ * namespaces, capabilities; its groups, priority, scheduling policy and I/O priority,
+ * control group...). A real server
  * refuses such a caller anyway; a program confined further that could write the
  * runtime folder and listens there is handed nothing (neither this environment nor
  * our descriptors). Gone, unreadable or pid 0 (another pid namespace): unlike. */
@@ -180,6 +194,8 @@ static int unlike_us(int fd, pid_t pid) {
         !sched_of(path, sched_theirs, sizeof sched_theirs) ||
         strcmp(sched_ours, sched_theirs) != 0)
         goto done;
+    long io_ours = ioprio_of(0), io_theirs = ioprio_of(pid);
+    if (io_ours == -1 || io_theirs == -1 || io_ours != io_theirs) goto done;
     for (size_t i = 0; i < COUNT(namespaces); i++) {
         char mine[64];
         snprintf(mine, sizeof mine, "/proc/self/ns/%s", namespaces[i]);

@@ -4,6 +4,7 @@ and a stale server stops listening (an upgrade is never served by older code).""
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import struct
 import sysconfig
@@ -20,14 +21,27 @@ def code_folders(package: Path) -> list[Path]:
     return [*folders, Path(sysconfig.get_paths()["purelib"])]
 
 
+# The limit each error says is spent, named in the log as the setting that raises it.
+_LIMITS = {
+    errno.EMFILE: "fs.inotify.max_user_instances, or the open files'",
+    errno.ENOSPC: "fs.inotify.max_user_watches",
+}
+
+
 class Watch:
+    """Every one of ``folders`` watched, or SystemExit (a line for the server's log): a
+    server blind to a folder would serve the old code of an upgrade that changed it."""
+
     def __init__(self, folders: list[Path]) -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         self.fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
         if self.fd < 0:
-            raise OSError(ctypes.get_errno(), "inotify_init1")
+            raise SystemExit(_cannot("inotify_init1", ctypes.get_errno()))
         for folder in folders:
-            libc.inotify_add_watch(self.fd, os.fsencode(folder), _MASK)
+            if libc.inotify_add_watch(self.fd, os.fsencode(folder), _MASK) < 0:
+                number = ctypes.get_errno()
+                os.close(self.fd)
+                raise SystemExit(_cannot(str(folder), number))
 
     def changed(self) -> bool:
         """Whether what was read names a change of code (not bytecode, not a dot file)."""
@@ -44,3 +58,10 @@ class Watch:
                 continue
             return True
         return False
+
+
+def _cannot(what: str, number: int) -> str:
+    limit = _LIMITS.get(number)
+    raised = f" (a limit spent: {limit})" if limit else ""
+    return (f"warm: cannot watch the code it serves: {what}: {os.strerror(number)}{raised}; "
+            "an upgrade would go unseen, so it does not serve (commands start cold)")  # fmt: skip
