@@ -203,3 +203,47 @@ async def test_allow_list_copes_with_sockets_it_cannot_reach(
         assert "allowed connected" in r["output"], r["output"]
     finally:
         hidden.close()
+
+
+SET_ID = textwrap.dedent(
+    """
+    import ctypes, os, shutil, stat
+    libc = ctypes.CDLL(None, use_errno=True)
+    shutil.copy("/bin/sh", "sh-copy")
+    tries = {
+        "chmod": lambda: os.chmod("sh-copy", 0o4755),
+        "chmod-gid": lambda: os.chmod("sh-copy", 0o2755),
+        "fchmod": lambda: os.fchmod(os.open("sh-copy", os.O_RDONLY), 0o6755),
+        "open-creat": lambda: os.close(os.open("made", os.O_CREAT | os.O_WRONLY, 0o4755)),
+        "mknod": lambda: os.mknod("node", stat.S_IFREG | 0o4755),
+        "fchmodat2": lambda: libc.syscall(452, -100, b"sh-copy", 0o4755, 0) == 0 or 1 / 0,
+    }
+    for name, attempt in tries.items():
+        try:
+            attempt()
+        except Exception:
+            pass
+    for name in ("sh-copy", "made", "node"):
+        if os.path.exists(name) and os.stat(name).st_mode & 0o6000:
+            print("set-id:", name, oct(os.stat(name).st_mode))
+    os.chmod("sh-copy", 0o755)  # plain modes still change
+    print("done", oct(os.stat("sh-copy").st_mode & 0o7777))
+    """
+)
+
+
+async def test_no_command_leaves_a_set_id_file_in_the_workspace(
+    ws: Path, user: str, backend: str
+) -> None:
+    """A command running as root (capabilities dropped, files still root's) must not leave
+    a set-user-ID shell in the workspace, which outlives the sandbox: chmod, fchmod,
+    fchmodat2, a creating open and mknod with set-id bits all fail (EPERM)."""
+    skip_unless(user, backend)
+    _seccomp()
+    (ws / "probe.py").write_text(SET_ID)
+    r = run_shell(user, ws, "python3 probe.py", backend=backend)
+    assert "set-id:" not in r["output"], r["output"]
+    assert r["output"].strip().endswith("done 0o755"), r["output"]
+    for name in ("sh-copy", "made", "node"):
+        if (ws / name).exists():
+            assert not (ws / name).stat().st_mode & 0o6000, name

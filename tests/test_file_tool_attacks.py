@@ -581,3 +581,23 @@ def test_the_attacks_fail_the_same_for_an_unprivileged_user() -> None:
         assert sorted(os.listdir(ws)) == [".git", "a.txt", "sub"]
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+# --- set-id bits ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tool", ["write_file", "apply_patch"])
+def test_a_rewritten_set_id_file_does_not_keep_its_set_id_bits(ws: Path, tool: str) -> None:
+    """The file tools write on the host, as the user (as root: root's files): new bytes
+    under a set-user-ID bit would be a set-id program with the model's content. The
+    permission bits stay, the set-id ones go (as the kernel drops them on a write)."""
+    target = ws / "tool"
+    target.write_text("old\n")
+    os.chmod(target, 0o6755)
+    if tool == "write_file":
+        asyncio.run(call(ws, "write_file", path="tool", content="#!/bin/sh\necho new\n"))
+    else:
+        patch = "*** Begin Patch\n*** Update File: tool\n@@\n-old\n+new\n*** End Patch\n"
+        asyncio.run(call(ws, "apply_patch", input=patch))
+    assert "new" in target.read_text()
+    assert target.stat().st_mode & 0o7777 == 0o755

@@ -298,14 +298,16 @@ def write_atomic(
 ) -> bool:
     """Replace the spot's file with ``data`` (a temporary file renamed over it in the
     same held directory); returns True if it did not exist. ``mode`` None keeps an
-    existing file's permission bits (else the umask default). ``tag`` names the
-    temporary file (``tmp_name``), random when None."""
+    existing file's permission bits, not its set-user-ID or set-group-ID bit (else the
+    umask default). ``tag`` names the temporary file (``tmp_name``), random when None."""
     old = spot.lstat()
     if old is not None and stat.S_ISDIR(old.st_mode):
         raise IsADirectoryError(errno.EISDIR, "is a directory", str(spot.real))
     if mode is None:
+        # (new bytes under a set-id bit would be a set-id program of whoever owns it:
+        # the kernel drops both bits when a file is written, so does this)
         mode = (
-            stat.S_IMODE(old.st_mode)
+            stat.S_IMODE(old.st_mode) & 0o777
             if old is not None and stat.S_ISREG(old.st_mode)
             else default_mode()
         )

@@ -8,7 +8,8 @@ scheduling (nice value, policy, affinity, I/O priority), new POSIX message queue
 io_uring (its operations would bypass the socket rule); and, behind the capability
 drop, everything that changes the host: mounts, host and domain names, the clocks,
 kernel modules, kexec, reboot, swap, raw port I/O, process accounting, BPF, the kernel
-keyrings, and new user namespaces (``clone3`` fails with ENOSYS, so the C library falls
+keyrings, set-user-ID and set-group-ID bits on files (``_add_no_set_id``), and new user
+namespaces (``clone3`` fails with ENOSYS, so the C library falls
 back to ``clone``).
 
 The filter is compiled once with pyseccomp (libseccomp) into a classic BPF program and
@@ -26,6 +27,7 @@ nothing else, so nothing that could hold a lock runs between fork and exec.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import functools
@@ -138,6 +140,7 @@ def bpf_program(deny_network: bool, deny_unix: bool = True) -> bytes:
     flt.add_rule(deny, "prlimit64", pyseccomp.Arg(0, pyseccomp.NE, 0),
                  pyseccomp.Arg(2, pyseccomp.NE, 0))
     _add_own_process_only(flt, deny)
+    _add_no_set_id(flt, deny)
     if deny_network and deny_unix:
         flt.add_rule(deny, "socket")
     elif deny_network:
@@ -182,6 +185,38 @@ def _add_own_process_only(flt: Any, deny: Any) -> None:
     # server's commands share, and without mounting mqueue (a capability) nothing can
     # list them to remove it.
     flt.add_rule(deny, "mq_open", pyseccomp.Arg(1, pyseccomp.MASKED_EQ, _O_CREAT, _O_CREAT))
+
+
+# No set-user-ID or set-group-ID bit on a file a command makes or changes: the workspace
+# outlives the sandbox, and a command running as root (its capabilities dropped, but the
+# files still root's) could leave a copy of a shell there that runs as root for anyone
+# who can reach it (chmod u+s needs no capability on one's own file). For each call that
+# sets a mode, by the argument that holds it: chmod's, and a file created with one
+# (O_CREAT or O_TMPFILE: only then is open's mode argument read, so only then is it
+# compared), mknod's regular files included. openat2 passes its mode in memory a filter
+# cannot read: it reports ENOSYS, and callers fall back to openat.
+_SET_ID = (0o4000, 0o2000)
+_MODE_ARG = {"chmod": 1, "fchmod": 1, "fchmodat": 2, "fchmodat2": 2, "creat": 1,
+             "mknod": 1, "mknodat": 2}  # fmt: skip
+_CREATING_OPEN = {"open": (1, 2), "openat": (2, 3)}  # (flags argument, mode argument)
+_O_TMPFILE_BIT = 0o20000000  # __O_TMPFILE (O_TMPFILE adds O_DIRECTORY)
+
+
+def _add_no_set_id(flt: Any, deny: Any) -> None:
+    import pyseccomp
+
+    for bit in _SET_ID:
+        for name, arg in _MODE_ARG.items():
+            with contextlib.suppress(RuntimeError, ValueError, OSError):  # not a call here
+                flt.add_rule(deny, name, pyseccomp.Arg(arg, pyseccomp.MASKED_EQ, bit, bit))
+        for name, (flags, mode) in _CREATING_OPEN.items():
+            for creating in (_O_CREAT, _O_TMPFILE_BIT):
+                with contextlib.suppress(RuntimeError, ValueError, OSError):
+                    flt.add_rule(deny, name,
+                                 pyseccomp.Arg(flags, pyseccomp.MASKED_EQ, creating, creating),
+                                 pyseccomp.Arg(mode, pyseccomp.MASKED_EQ, bit, bit))  # fmt: skip
+    with contextlib.suppress(RuntimeError, ValueError, OSError):
+        flt.add_rule(pyseccomp.ERRNO(errno.ENOSYS), "openat2")
 
 
 class _SockFprog(ctypes.Structure):

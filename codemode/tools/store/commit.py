@@ -77,7 +77,9 @@ def commit(
                     write.path, make_parents=True, created=created, shown=write.shown
                 ) as spot:
                     _check_unchanged(spot, originals.get(write.path), write.shown)
-                    write_atomic(spot, write.data, write.mode, tag=tag)
+                    # New bytes never keep a set-id bit (``write_atomic``); an undo
+                    # puts back the original's mode whole, with its own bytes.
+                    write_atomic(spot, write.data, write.mode & 0o777, tag=tag)
             finally:
                 for directory in created:
                     undo.append(partial(_rmdir, tree, directory))
