@@ -166,6 +166,7 @@ FACTS: dict[str, Callable[[], Any]] = {
     "codex_host.memory_mb": lambda: _codex_host("--memory-mb"),
     "codex_host.max_sessions": lambda: _codex_host("--max-sessions"),
     "codex_host.max_cells": lambda: _codex_host("--max-cells"),
+    "codex_host.max_connection_cells": lambda: _codex_host("--max-cells-per-connection"),
     "codex_host.max_connections": lambda: _codex_host("--max-connections"),
     # the engine worker's pipe (docs/engine-host.md)
     "engine.spin_us": lambda: _same(_us(WORKER, "_SPIN_S"), _us(PARENT, "SPIN_S")),
@@ -218,6 +219,10 @@ FACTS: dict[str, Callable[[], Any]] = {
         "codemode.codex_host.grpc.session", "QUEUED_NOTIFICATIONS"),
     "codex_host.held_for_client_bytes": lambda: _constant(
         "codemode.codex_host.session.limits", "HELD_FOR_CLIENT"),
+    "codex_host.output_for_client_bytes": lambda: _constant(
+        "codemode.codex_host.session.limits", "OUTPUT_FOR_CLIENT"),
+    "codex_host.output_each_bytes": lambda: _constant(
+        "codemode.codex_host.session.limits", "OUTPUT_EACH"),
     "codex_host.items_kept": lambda: _constant(
         "codemode.codex_host.session.execution", "ITEMS_KEPT"),
     "codex_host.unacknowledged_kept": lambda: _constant(

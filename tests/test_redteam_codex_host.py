@@ -1,9 +1,10 @@
 """The code-mode host's servers attacked from a hostile client's side (over gRPC on TCP
 and over the framed protocol on stdio): what one client can make the host hold (items,
-notifications, tool-call inputs, bytes written to a client that never reads), requests
-abandoned before their outcome, a program's lone surrogates, malformed framed requests,
-and the newer mechanisms (catalog revisions, heartbeats, ``GetProcessMetrics``,
-``grpc-timeout``, output truncation's extremes, another session's cells).
+notifications, tool-call inputs, bytes written to a client that never reads, its cells and
+their output across its sessions), requests abandoned before their outcome, a program's
+lone surrogates, malformed framed requests, and the newer mechanisms (catalog revisions,
+heartbeats, ``GetProcessMetrics``, ``grpc-timeout``, output truncation's extremes, another
+session's cells).
 
 Memory is the host process's peak resident set (``VmHWM``), CPU is read from /proc: the
 bounds hold under a machine's load, where wall time would not."""
@@ -27,7 +28,8 @@ import pytest
 
 from codemode.codex_host.session.bounded_output import HALF_ITEMS, BoundedItems
 from codemode.codex_host.session.execution import ITEMS_KEPT
-from codemode.codex_host.session.model import TextItem
+from codemode.codex_host.session.limits import OUTPUT_EACH, OUTPUT_FOR_CLIENT, output_cost
+from codemode.codex_host.session.model import ImageItem, TextItem
 from tests.codex_host_support import (
     CHANNEL_OPTIONS,
     HOST_PIDS,
@@ -766,3 +768,245 @@ def test_grpc_timeouts_malformed_huge_and_tiny(tcp_host: str, timeout: str, ends
         peer.send(peer.request(5, EXECUTE, execute))
         events = [pb2.ExecuteEvent.FromString(m) for m in _messages(peer, 5, seconds=60)]
         assert texts(events[-1].outcome) == ["on"]
+
+
+# -- what one connection's cells hold, across its sessions ------------------------------------
+
+# The figures docs/codex-host.md states (session/limits.py): the output one connection's
+# cells hold for their client at once, in bytes of the host's memory, and the cells.
+OUTPUT_FOR_CLIENT_MIB = OUTPUT_FOR_CLIENT // MIB
+_LOOP = "while (true) { await new Promise((r) => setTimeout(r, 20)); }"
+# A cell that yields at once, then writes {mib} items of 1 Mi characters and ends, saying
+# so by notify() (sent at once, whatever the cell holds). Its items wait in the host until
+# the client asks for them: 16 sessions of 16 such cells, each up to its own bound (64 Mi
+# characters), made the host hold 16 GiB for one connection that never asked.
+_HOLDING = """
+yield_control();
+await new Promise((r) => setTimeout(r, 100));
+const s = {unit}.repeat(1 << 20);
+for (let i = 0; i < {mib}; i++) text(s);
+notify("done");
+"""
+_HOLDING_CELLS = 8
+_HOLDING_MIB = 48  # items a cell writes, each 1 Mi characters: 384 Mi in all
+
+
+def _dropped(said: list[str]) -> int:
+    """The characters a report says were dropped (its last item, when any were)."""
+    if said and said[-1].startswith("[") and "characters of output dropped" in said[-1]:
+        return int(said[-1][1:].split(" ", 1)[0])
+    return 0
+
+
+def _kept(said: list[str]) -> int:
+    return sum(len(t) for t in said) - (len(said[-1]) if _dropped(said) else 0)
+
+
+def _check_held(reports: list[list[str]], wide: bool) -> None:
+    """What the cells' reports (taken once every program had ended) say of what the host
+    held at once: within the connection's bound, and the rest dropped and counted."""
+    per_char = 4 if wide else 1  # a str of astral characters: 4 bytes each in the host
+    kept = sum(_kept(said) for said in reports)
+    dropped = sum(_dropped(said) for said in reports)
+    assert kept + dropped == _HOLDING_CELLS * _HOLDING_MIB * MIB, (kept, dropped)
+    assert kept * per_char <= OUTPUT_FOR_CLIENT_MIB * MIB, f"{kept * per_char / MIB:.0f} MiB"
+    # Most of the bound was used: nothing was dropped while there was room.
+    assert kept * per_char >= (OUTPUT_FOR_CLIENT_MIB - 16) * MIB, f"{kept / MIB:.0f} Mi"
+    assert dropped > 0
+
+
+# (A report of 48 Mi characters is more than grpcio's client takes by default.)
+_WIDE_MESSAGES = [*CHANNEL_OPTIONS, ("grpc.max_receive_message_length", -1)]
+
+
+def _holding(wide: bool = False) -> str:
+    unit = '"\\u{1F600}"' if wide else '"x"'
+    return _HOLDING.replace("{unit}", unit).replace("{mib}", str(_HOLDING_MIB))
+
+
+async def _hold(client: Any, source: str) -> list[str]:
+    """The ids of ``_HOLDING_CELLS`` cells of ``source``, once each program has ended."""
+    cells = []
+    for _ in range(_HOLDING_CELLS):
+        started, outcome = await client.execute(source, yield_time_ms=600_000)
+        assert outcome.HasField("yielded"), outcome
+        cells.append(started.cell_id)
+    done = 0
+    while done < _HOLDING_CELLS:  # every program wrote all it would
+        event = await asyncio.wait_for(client.events.read(), 300)
+        done += event.HasField("notification") and event.notification.text == "done"
+    return cells
+
+
+async def _reports(client: Any, cells: list[str]) -> list[list[str]]:
+    """Each cell's report, asked for now: every program ran to its end without error."""
+    pb2 = generated().pb2
+    reports = []
+    for cell in cells:
+        wait = pb2.WaitRequest(session_id=client.session_id, cell_id=cell, yield_time_ms=60_000)
+        reply = await client.stub.Wait(wait, timeout=300)
+        assert reply.live_cell.HasField("completed"), reply.live_cell.WhichOneof("outcome")
+        assert not reply.live_cell.completed.HasField("error_text")
+        reports.append(texts(reply.live_cell))
+    return reports
+
+
+@pytest.mark.parametrize("wide", [False, True], ids=["ascii", "astral"])
+async def test_output_one_connections_cells_hold_is_bounded_in_bytes(wide: bool) -> None:
+    # Eight cells of one session each hold 48 Mi characters the client never asks for:
+    # 384 MiB held for one connection in ASCII, 1.5 GiB in astral characters (each a
+    # Python str's 4 bytes). Now the connection's cells hold 256 MiB at most; a program's
+    # items past it are dropped and counted, as a cell's own bound does, and it runs on.
+    with host_process("tcp", "quickjs") as address:
+        pid = HOST_PIDS[address]
+        async with (
+            grpc.aio.insecure_channel(address, options=_WIDE_MESSAGES) as channel,
+            session(channel) as client,
+        ):
+            before = _hwm_mib(pid)
+            cells = await _hold(client, _holding(wide))
+            grown = _hwm_mib(pid) - before
+            reports = await _reports(client, cells)
+    print(f"peak grew by {grown:.0f} MiB")
+    _check_held(reports, wide)
+    # (Each item passes through a few copies on its way in: a generous margin.)
+    assert grown < OUTPUT_FOR_CLIENT_MIB + GROWTH_MIB, f"the host's peak grew by {grown:.0f} MiB"
+
+
+async def test_output_held_for_a_client_is_let_go_when_reported_or_its_session_closes() -> None:
+    # The connection's account of its cells' output is given back when a report takes
+    # the items and when a session closes with cells nobody asked about: else the
+    # connection's later cells would keep nothing.
+    pb2 = generated().pb2
+    with host_process("tcp", "quickjs") as address:
+        async with grpc.aio.insecure_channel(address, options=_WIDE_MESSAGES) as channel:
+            async with session(channel) as client:
+                _check_held(await _reports(client, await _hold(client, _holding())), False)
+            async with session(channel) as client:
+                await _hold(client, _holding())
+                await client.stub.CloseSession(
+                    pb2.CloseSessionRequest(session_id=client.session_id)
+                )
+            async with session(channel) as client:
+                _check_held(await _reports(client, await _hold(client, _holding())), False)
+
+
+def test_bounded_output_says_what_it_holds() -> None:
+    # What the connection's account is charged for a cell's bounded output (the host
+    # truncating): what its entries cost now, as the tail drops its oldest.
+    items = BoundedItems()
+    for n in range(3000):
+        size = n * 7919 % 40_000
+        items.add(TextItem(("\U0001f600" if n % 3 else "y") * (size // 2) + "x" * size))
+        if n % 50 == 0:
+            items.add(ImageItem(f"data:image/png;base64,{'A' * n}"))
+        costs = [
+            OUTPUT_EACH if not isinstance(e, TextItem | ImageItem)
+            else output_cost(e.text if isinstance(e, TextItem) else e.image_url)
+            for e in [*items.head, *items.tail]
+        ]  # fmt: skip
+        assert items.held == sum(costs), n
+    assert items.held < 8 * MIB
+    items.take()
+    assert items.held == 0
+
+
+def test_output_a_framed_connections_cells_hold_is_bounded_in_bytes() -> None:
+    source = _holding()
+    with _framed() as (peer, _):
+        peer.open([])
+        for n in range(_HOLDING_CELLS):
+            peer.execute(10 + n, source, yield_time_ms=600_000)
+        cells: list[str] = []
+        done = 0
+        while done < _HOLDING_CELLS or len(cells) < _HOLDING_CELLS:
+            message = peer.read(300)
+            assert message is not None, (cells, done)
+            if message.get("type") == "delegate/request":
+                done += message["request"].get("text") == "done"
+                peer.answer(message)
+            elif message.get("type") == "execute/initialResponse":
+                assert "Yielded" in message["result"]["value"], message
+                cells.append(_outcome(message)["cell_id"])
+        reports = []
+        for n, cell in enumerate(cells):
+            wait = {"cell_id": cell, "yield_time_ms": 60_000}
+            peer.request(100 + n, {"method": "session/wait", "sessionId": "s", "request": wait})
+            answer = _next(peer)
+            while answer.get("id") != 100 + n:
+                answer = _next(peer)
+            outcome = _outcome(answer)
+            assert outcome["error_text"] is None, outcome["error_text"]
+            reports.append(_texts(outcome))
+    _check_held(reports, wide=False)
+
+
+@pytest.mark.parametrize("transport", ["tcp", "stdio"])
+async def test_cells_one_connection_holds_are_capped_across_its_sessions(transport: str) -> None:
+    # A session holds --max-cells cells, but a connection held that many in each of its
+    # --max-sessions sessions: 256 engine worker processes by default, for one client.
+    # Now the connection holds --max-cells-per-connection at most; the one past it is
+    # refused as a session's is, and nothing else changes.
+    pb2 = generated().pb2
+    bounds = ("--max-cells", "2", "--max-cells-per-connection", "3")
+    with host_process(transport, "quickjs", *bounds) as address:
+        pid = HOST_PIDS[address]
+        async with (
+            grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) as channel,
+            session(channel) as first,
+            session(channel) as second,
+        ):
+            held = []
+            for client in (first, first, second):
+                started, outcome = await client.execute(_LOOP, yield_time_ms=10)
+                assert outcome.HasField("yielded"), outcome
+                held.append((client, started.cell_id))
+            request = pb2.ExecuteRequest(
+                session_id=second.session_id, execution_id="one-too-many", tool_call_id="c",
+                source=_LOOP, yield_time_ms=10,
+            )  # fmt: skip
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                _ = [e async for e in second.stub.Execute(request)]
+            assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "--max-cells-per-connection 3" in (caught.value.details() or "")
+            await asyncio.sleep(1.0)  # a worker started for it would be up by now
+            assert len(_living(pid)) <= 3 + 1, "an engine worker for the refused cell"
+            if transport == "tcp":  # another connection has its own
+                async with session(address) as other:
+                    _, outcome = await other.execute('text("other")')
+                    assert texts(outcome) == ["other"]
+            # The cells held are untouched; ending one makes room.
+            for client, cell in held:
+                reply = await client.stub.Wait(
+                    pb2.WaitRequest(session_id=client.session_id, cell_id=cell, yield_time_ms=10)
+                )
+                assert reply.live_cell.HasField("yielded"), reply
+            client, cell = held[0]
+            await client.stub.Terminate(
+                pb2.TerminateRequest(session_id=client.session_id, cell_id=cell)
+            )
+            _, outcome = await _admitted(lambda: second.execute('text("room again")'))
+            assert texts(outcome) == ["room again"]
+
+
+def test_cells_a_framed_connection_holds_are_capped_across_its_sessions() -> None:
+    with _framed("--max-cells", "2", "--max-cells-per-connection", "3") as (peer, stderr):
+        peer.open([])
+        peer.request(2, {"method": "session/open", "sessionId": "t"})
+        assert _next(peer)["result"]["status"] == "ok"
+        cells = []
+        for n, where in enumerate(("s", "s", "t")):
+            peer.execute(10 + n, _LOOP, session=where, yield_time_ms=10)
+            assert _next(peer)["result"]["value"]["type"] == "execution/started"
+            cells.append((where, _outcome(_next(peer))["cell_id"]))
+        peer.execute(20, _LOOP, session="t", yield_time_ms=10)
+        answer = _next(peer)
+        assert answer["id"] == 20 and answer["result"]["status"] == "error", answer
+        assert "--max-cells-per-connection 3" in answer["result"]["message"], answer
+        where, cell = cells[0]
+        peer.request(21, {"method": "session/terminate", "sessionId": where, "cellId": cell})
+        assert _next(peer)["result"]["value"]["type"] == "wait/completed"
+        peer.execute(22, 'text("room again")', session="t")
+        assert _next(peer)["result"]["value"]["type"] == "execution/started"
+        assert _texts(_outcome(_next(peer))) == ["room again"]
+        assert "Traceback" not in _ended(peer, stderr)

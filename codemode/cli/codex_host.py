@@ -8,6 +8,7 @@ from codemode.cli.root import cli
 from codemode.codex_host.serve.listen import NETWORK_FLAG
 from codemode.codex_host.session.limits import (
     DEFAULT_MAX_CELLS,
+    DEFAULT_MAX_CONNECTION_CELLS,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_SESSIONS,
 )
@@ -60,6 +61,14 @@ from codemode.codex_host.session.limits import (
     help="Cells one session may hold at once (running, or ended and not yet reported).",
 )
 @click.option(
+    "--max-cells-per-connection",
+    "max_connection_cells",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_CONNECTION_CELLS,
+    show_default=True,
+    help="Cells one client (connection) may hold at once, across its sessions.",
+)
+@click.option(
     "--max-connections",
     type=click.IntRange(min=1),
     default=DEFAULT_MAX_CONNECTIONS,
@@ -80,6 +89,7 @@ def code_mode_host(
     memory_mb: int,
     max_sessions: int,
     max_cells: int,
+    max_connection_cells: int,
     max_connections: int,
     beyond_loopback: bool,
 ) -> None:
@@ -99,6 +109,6 @@ def code_mode_host(
         where = parse_listen(listen, beyond_loopback=beyond_loopback)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--listen") from None
-    bounds = ClientBounds(max_sessions, max_connections)
+    bounds = ClientBounds(max_sessions, max_connections, max_connection_cells)
     options = HostOptions(where, engine, timeout_s, memory_mb, max_cells, bounds)
     serve_and_exit(options, command_process=is_command_process())

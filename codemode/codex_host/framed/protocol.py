@@ -36,6 +36,7 @@ from codemode.codex_host.framed.session import (
 )
 from codemode.codex_host.session.limits import (
     ClientBounds,
+    ConnectionCells,
     HeldForClient,
     LimitReached,
     admit_session,
@@ -126,6 +127,7 @@ class FramedConnection:
         # The bytes of the delegate requests in ``waiting``, bounded across the sessions.
         self.held = HeldForClient()
         self.costs: dict[int, int] = {}
+        self.cells = ConnectionCells(self.bounds.max_connection_cells)  # across the sessions
         self.ids = itertools.count(1)
         self.tasks: set[asyncio.Task[Any]] = set()
         self.timed = False  # outcomes carry the timings (``knows_timings``)

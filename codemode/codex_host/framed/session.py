@@ -11,6 +11,7 @@ from collections.abc import Awaitable
 from typing import Any, Protocol
 
 from codemode.codex_host.session.execution import CodexExecution
+from codemode.codex_host.session.limits import ConnectionCells
 from codemode.codex_host.session.model import ToolFailed, ToolSpec
 from codemode.codex_host.session.runtime import CodexSession, SessionLimits
 from codemode.codex_host.session.truncation import DEFAULT_MAX_TOKENS
@@ -18,6 +19,8 @@ from codemode.codex_host.session.truncation import DEFAULT_MAX_TOKENS
 
 class FramedConnection(Protocol):
     """What a session needs of its connection (``framed.FramedConnection``)."""
+
+    cells: ConnectionCells  # what its sessions' cells hold, across them
 
     def send(self, message: dict[str, Any]) -> None: ...
 
@@ -69,7 +72,7 @@ class FramedSession:
         # session/open's "outputTruncation": "server": the host cuts each report to its
         # execute's max_output_tokens.
         self.truncates = truncates
-        self.code = CodexSession(limits)
+        self.code = CodexSession(limits, conn.cells)  # its cells count on the connection's too
         self.notes: dict[str, list[asyncio.Future[Any]]] = {}
         # Cells that ended whose ``cell/closed`` is not sent yet (see ``cell_closed``).
         self.closing: set[str] = set()

@@ -26,6 +26,7 @@ from codemode.codex_host.grpc.session import (
 )
 from codemode.codex_host.session.limits import (
     ClientBounds,
+    ConnectionCells,
     HeldForClient,
     LimitReached,
     admit_session,
@@ -73,6 +74,7 @@ class CodeModeHostService:
         self.bounds = bounds or ClientBounds()
         self.sessions: dict[str, GrpcSession] = {}
         self.held = HeldForClient()  # what its sessions hold for this client, in bytes
+        self.cells = ConnectionCells(self.bounds.max_connection_cells)  # and their cells
 
     def methods(self) -> dict[str, Method]:
         """The server's methods by HTTP/2 path (``/codex.code_mode.v1.CodeModeHost/Execute``).
@@ -140,6 +142,7 @@ class CodeModeHostService:
             request.max_pending_delegate_calls,
             request.output_truncation == _SERVER,
             self.held,
+            self.cells,
         )
         self.sessions[session.id] = session
         return session

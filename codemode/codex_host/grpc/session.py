@@ -17,7 +17,7 @@ from typing import Any
 
 from codemode.codex_host.session.execution import CodexExecution
 from codemode.codex_host.session.items import well_formed
-from codemode.codex_host.session.limits import HeldForClient
+from codemode.codex_host.session.limits import ConnectionCells, HeldForClient
 from codemode.codex_host.session.model import ToolFailed, ToolSpec
 from codemode.codex_host.session.runtime import CodexSession, SessionLimits
 from codemode.codex_host.session.truncation import DEFAULT_MAX_TOKENS
@@ -95,6 +95,7 @@ class GrpcSession:
         max_pending: int = 0,
         truncates: bool = False,
         held: HeldForClient | None = None,
+        cells: ConnectionCells | None = None,
     ) -> None:
         self.id = _new_id()
         # What the connection's sessions hold for its client (tool calls' inputs,
@@ -119,7 +120,7 @@ class GrpcSession:
         # Notifications queued on ``events`` that its stream has not sent yet (a client
         # that does not read it): past ``QUEUED_NOTIFICATIONS`` a program's are not queued.
         self.queued_notifications = 0
-        self.code = CodexSession(limits)
+        self.code = CodexSession(limits, cells)  # its cells count on the connection's too
         self.closed = asyncio.Event()
         self._closing: asyncio.Future[None] | None = None
 

@@ -12,13 +12,14 @@ from typing import NamedTuple, NoReturn
 from codemode.codex_host.serve.listen import NETWORK_FLAG, Listen
 from codemode.codex_host.session.limits import (
     DEFAULT_MAX_CELLS,
+    DEFAULT_MAX_CONNECTION_CELLS,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_SESSIONS,
     ClientBounds,
 )
 
 _ENGINES = ("quickjs", "v8")  # the click command's choices
-_COUNTS = ("--max-sessions", "--max-cells", "--max-connections")
+_COUNTS = ("--max-sessions", "--max-cells", "--max-connections", "--max-cells-per-connection")
 
 
 def _parse(args: list[str]) -> dict[str, str] | None:
@@ -67,11 +68,14 @@ def host_options(args: list[str]) -> HostOptions | None:
         max_sessions = int(options.get("--max-sessions", str(DEFAULT_MAX_SESSIONS)))
         max_cells = int(options.get("--max-cells", str(DEFAULT_MAX_CELLS)))
         max_connections = int(options.get("--max-connections", str(DEFAULT_MAX_CONNECTIONS)))
+        connection_cells = int(
+            options.get("--max-cells-per-connection", str(DEFAULT_MAX_CONNECTION_CELLS))
+        )
     except ValueError:
         return None
     if engine not in _ENGINES or not timeout_s >= 0.1 or memory_mb < 16:
         return None
-    if min(max_sessions, max_cells, max_connections) < 1:
+    if min(max_sessions, max_cells, max_connections, connection_cells) < 1:
         return None
     from codemode.codex_host.serve.listen import parse_listen
 
@@ -87,7 +91,7 @@ def host_options(args: list[str]) -> HostOptions | None:
         timeout_s,
         memory_mb,
         max_cells,
-        ClientBounds(max_sessions, max_connections),
+        ClientBounds(max_sessions, max_connections, connection_cells),
     )
 
 

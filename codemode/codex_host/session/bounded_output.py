@@ -13,14 +13,16 @@ seen to follow (its answers to the same programs: tests/test_codex_host_framed_b
 the truncation that follows keeps the marker in its place (``truncation.py``).
 
 It is kept as it comes, so the memory one report holds is the bound whatever a program
-writes.
+writes; ``held`` says what that is now, in the host's memory (``limits.output_cost``), for
+the connection's account of its cells' output.
 """
 
 from __future__ import annotations
 
 from collections import deque
 
-from codemode.codex_host.session.model import ContentItem, LimitMarker, TextItem
+from codemode.codex_host.session.limits import OUTPUT_EACH, output_cost
+from codemode.codex_host.session.model import ContentItem, ImageItem, LimitMarker, TextItem
 
 HALF = 512 * 1024  # bytes of UTF-8 kept at each end
 # Text items kept at each end: a flood of empty or tiny items costs the host far more than
@@ -48,6 +50,14 @@ class _Omitted:
 Entry = ContentItem | _Omitted
 
 
+def _cost(entry: Entry) -> int:
+    if isinstance(entry, TextItem):
+        return output_cost(entry.text)
+    if isinstance(entry, ImageItem):
+        return output_cost(entry.image_url)
+    return OUTPUT_EACH
+
+
 def _head_bytes(data: bytes, room: int) -> int:
     """The most bytes of ``data``'s start, at most ``room``, ending on a character."""
     cut = min(room, len(data))
@@ -73,6 +83,7 @@ class BoundedItems:
         self.tail: deque[Entry] = deque()
         self.tail_bytes = 0
         self.tail_texts = 0  # text items in the tail
+        self.held = 0  # bytes of the host's memory its entries cost (``_cost``)
         # Every tail entry before this index is a marker or an image: the oldest text is
         # at it or after it (kept so that a flood of tiny items costs no rescans).
         self._first = 0
@@ -80,6 +91,7 @@ class BoundedItems:
     def add(self, item: ContentItem) -> None:
         if not isinstance(item, TextItem):
             (self.head if not self.tail and self.head_bytes < HALF else self.tail).append(item)
+            self.held += _cost(item)
             return
         data = item.text.encode()
         room = HALF - self.head_bytes
@@ -87,12 +99,15 @@ class BoundedItems:
             if len(data) <= room:
                 self.head.append(item)
                 self.head_bytes += len(data)
+                self.held += _cost(item)
                 return
             cut = _head_bytes(data, room)
             self.head.append(TextItem(data[:cut].decode()))
+            self.held += _cost(self.head[-1])
             self.head_bytes = HALF  # full, even when a character did not fit
             data = data[cut:]
         self.tail.append(TextItem(data.decode()))
+        self.held += _cost(self.tail[-1])
         self.tail_bytes += len(data)
         self.tail_texts += 1
         while self.tail_bytes > HALF:
@@ -115,9 +130,11 @@ class BoundedItems:
         else:  # a marker in its place, just before it
             omitted = _Omitted()
             tail.insert(index, omitted)
+            self.held += OUTPUT_EACH
             index += 1
         self._first = index
         data = text.text.encode()
+        self.held -= _cost(text)
         if whole or len(data) <= excess:  # the whole segment goes
             del tail[index]
             omitted.bytes += len(data)
@@ -127,6 +144,7 @@ class BoundedItems:
         else:  # its front goes
             cut = _front_cut(data, excess)
             tail[index] = TextItem(data[cut:].decode())
+            self.held += _cost(tail[index])
             omitted.bytes += cut
             self.tail_bytes -= cut
 
@@ -135,5 +153,5 @@ class BoundedItems:
         for entry in self.tail:
             items.append(entry.item() if isinstance(entry, _Omitted) else entry)
         self.head, self.tail, self.head_bytes, self.tail_bytes = [], deque(), 0, 0
-        self.tail_texts = self._first = 0
+        self.tail_texts = self._first = self.held = 0
         return items

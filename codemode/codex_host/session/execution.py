@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from codemode.codex_host.session.bounded_output import BoundedItems
 from codemode.codex_host.session.items import parse_image, well_formed
+from codemode.codex_host.session.limits import ConnectionCells, output_cost
 from codemode.codex_host.session.model import ContentItem, TextItem, ToolFailed, ToolSpec
 from codemode.codex_host.session.store import Store
 from codemode.js_runtime.delegate import NestedCall
@@ -38,12 +39,14 @@ ITEMS_CHARS = 64 * 1024 * 1024
 # And in items: an empty or one-character item costs the host far more than its
 # characters (``text("")`` in a loop held a gigabyte within minutes).
 ITEMS_KEPT = 65_536
+# And across the cells of one connection, in bytes: ``limits.OUTPUT_FOR_CLIENT``.
 
 
 class CodexSession(Protocol):
     """What an execution needs of its session (``runtime.CodexSession``)."""
 
     store: Store
+    client: ConnectionCells  # its connection's, shared by its other sessions
 
     def started(self, execution: CodexExecution) -> None: ...
 
@@ -68,6 +71,8 @@ class CodexExecution:
         self._kept = 0  # items counted against ITEMS_KEPT since the last report
         self._dropped = 0  # characters
         self._dropped_items = 0
+        self._holding = 0  # bytes of the connection's output account its items cost
+        self._let_go = False  # its end was reported, or its session closed: keeps nothing
         self._unsent = 0  # notifications not sent since the last report
         self._unsent_why = ""
         self.started = asyncio.Event()
@@ -100,6 +105,8 @@ class CodexExecution:
             self.finished_ns = time.monotonic_ns()
 
     def _heard(self, kind: str, data: str) -> None:
+        if self._let_go and kind in ("text", "image"):
+            return  # its end was reported, or its session closed: it keeps nothing more
         if kind != "store":  # (a stored value is JSON text: escaped)
             data = well_formed(data)  # what the client is sent must be UTF-8
         if kind == "text":
@@ -122,19 +129,54 @@ class CodexExecution:
         bounded = self._bounded
         if bounded is None and self.cut_to is not None:
             bounded = self._bounded = BoundedItems()
+        # Past the connection's bound an item is dropped as past the cell's own: an item
+        # that fits its cell may not fit what the connection's other cells hold already.
+        cost = output_cost(item.text if isinstance(item, TextItem) else item.image_url)
+        room = self.session.client.fits(cost)
         if bounded is not None and type(item) is TextItem:
-            bounded.add(item)  # its text costs at most its bound
+            if room:
+                self._keep(bounded, item)  # its text costs at most its bound
+            else:
+                self._drop(chars)
             return
-        if self._dropped_items or self._chars + chars > ITEMS_CHARS or self._kept >= ITEMS_KEPT:
-            self._dropped += chars
-            self._dropped_items += 1
+        if (
+            self._dropped_items
+            or not room
+            or self._chars + chars > ITEMS_CHARS
+            or self._kept >= ITEMS_KEPT
+        ):
+            self._drop(chars)
             return
         if bounded is not None:
-            bounded.add(item)
+            self._keep(bounded, item)
         else:
             self.items.append(item)
+            self._charge(cost)
         self._chars += chars
         self._kept += 1
+
+    def _drop(self, chars: int) -> None:
+        self._dropped += chars
+        self._dropped_items += 1
+
+    def _keep(self, bounded: BoundedItems, item: ContentItem) -> None:
+        """``item`` to the bounded items: what they hold grows by its cost at most (and
+        shrinks when the tail drops its oldest)."""
+        before = bounded.held
+        bounded.add(item)
+        self._charge(bounded.held - before)
+
+    def _charge(self, change: int) -> None:
+        self._holding += change
+        self.session.client.charge(change)
+
+    def let_go(self) -> None:
+        """The cell's end was reported, or its session closed: what it keeps for its
+        client no longer counts on the connection's account (a report took it already,
+        or an Execute still observing the cell reports it now, or it goes with this
+        execution), and it keeps no more of its program's items."""
+        self._let_go = True
+        self._charge(-self._holding)
 
     def add_item(self, item: TextItem) -> None:
         """A text item of the host's own at the end of the report (bounded with the rest)."""
@@ -147,6 +189,7 @@ class CodexExecution:
         if self._bounded is not None:
             self.items = self._bounded.take()
         items, self.items, self._chars, self._kept = self.items, [], 0, 0
+        self._charge(-self._holding)  # the client has them now
         if self._dropped_items:
             items.append(
                 TextItem(

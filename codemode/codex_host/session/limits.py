@@ -11,11 +11,16 @@ it starts the engine worker.
 
 from __future__ import annotations
 
+import sys
 from typing import NamedTuple
 
 DEFAULT_MAX_SESSIONS = 16
 DEFAULT_MAX_CELLS = 16
 DEFAULT_MAX_CONNECTIONS = 8
+# Cells one connection holds at once across its sessions: each keeps an engine worker
+# process (up to --memory-mb of heap), and --max-sessions times --max-cells was 256 of
+# them for one client; this is four sessions' worth.
+DEFAULT_MAX_CONNECTION_CELLS = 64
 
 
 class ClientBounds(NamedTuple):
@@ -23,6 +28,7 @@ class ClientBounds(NamedTuple):
 
     max_sessions: int = DEFAULT_MAX_SESSIONS  # open at once on one connection
     max_connections: int = DEFAULT_MAX_CONNECTIONS  # TCP clients served at once
+    max_connection_cells: int = DEFAULT_MAX_CONNECTION_CELLS  # across one connection's sessions
 
 
 # What one client's sessions hold for it at once while it has not taken them: the inputs
@@ -61,6 +67,25 @@ class HeldForClient:
         )
 
 
+# The output one connection's cells hold for its client at once, across its sessions:
+# the items of its programs it has not been given yet (``session/execution.py``). Each
+# cell's own bound (64 Mi characters) let 16 sessions of 16 cells hold 16 GiB (64 GiB in
+# astral characters). Its own account, not ``HELD_FOR_CLIENT``'s: output is the normal
+# payload, and one cell's ordinary output (64 MiB of ASCII) would leave no room there for
+# the tool calls and notifications a client must see to get on; four such cells fit here.
+#
+# Measured in bytes of this process's memory, not characters: a str costs 1, 2 or 4
+# bytes a character by its widest one (``sys.getsizeof``, which is O(1)), and each item
+# ``OUTPUT_EACH`` more (its record and its place in a list).
+OUTPUT_FOR_CLIENT = 256 << 20
+OUTPUT_EACH = 128
+
+
+def output_cost(text: str) -> int:
+    """What an item whose text (or image URL) is ``text`` costs the host to keep."""
+    return sys.getsizeof(text) + OUTPUT_EACH
+
+
 class LimitReached(Exception):
     """A client asked for more than its bound allows (``RESOURCE_EXHAUSTED``)."""
 
@@ -81,3 +106,31 @@ def admit_cell(held_now: int, max_cells: int) -> None:
             f"this session holds {held_now} cells, its limit (--max-cells {max_cells}): "
             "wait for one to finish or terminate one first"
         )
+
+
+class ConnectionCells:
+    """What one connection's cells hold across its sessions: how many there are (each
+    keeps an engine worker), and its account of ``OUTPUT_FOR_CLIENT``."""
+
+    __slots__ = ("cells", "max_cells", "output")
+
+    def __init__(self, max_cells: int = DEFAULT_MAX_CONNECTION_CELLS) -> None:
+        self.max_cells = max_cells
+        self.cells = 0  # started, their end not yet reported (as ``admit_cell`` counts)
+        self.output = 0  # bytes (``output_cost``)
+
+    def admit(self) -> None:
+        if self.cells >= self.max_cells:
+            raise LimitReached(
+                f"this connection holds {self.cells} cells across its sessions, its limit "
+                f"(--max-cells-per-connection {self.max_cells}): wait for one to finish "
+                "or terminate one first"
+            )
+
+    def fits(self, cost: int) -> bool:
+        """Whether an item of ``cost`` bytes may be kept (else it is dropped, counted)."""
+        return self.output + cost <= OUTPUT_FOR_CLIENT
+
+    def charge(self, change: int) -> None:
+        """What the cells hold changed by ``change`` bytes (negative: let go)."""
+        self.output += change

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from codemode.codex_host.session.catalog import ToolCatalog
 from codemode.codex_host.session.items import error_text
-from codemode.codex_host.session.limits import DEFAULT_MAX_CELLS, admit_cell
+from codemode.codex_host.session.limits import DEFAULT_MAX_CELLS, ConnectionCells, admit_cell
 from codemode.codex_host.session.model import DEFAULT_YIELD_MS, ContentItem, TextItem
 from codemode.codex_host.session.store import Store
 from codemode.codex_host.session.truncation import cut_items
@@ -113,8 +113,12 @@ class SessionLimits(NamedTuple):
 class CodexSession:
     """One client session: its runtime session, its store, the cells it holds."""
 
-    def __init__(self, limits: SessionLimits | None = None) -> None:
+    def __init__(
+        self, limits: SessionLimits | None = None, client: ConnectionCells | None = None
+    ) -> None:
         self.limits = limits or SessionLimits()
+        # What its connection's cells hold, across its sessions: its cells count there too.
+        self.client = client or ConnectionCells()
         self.store = Store()  # what its programs keep for its later execs
         self.catalog = ToolCatalog()
         self.executions: dict[str, CodexExecution] = {}  # by cell id, until reported ended
@@ -142,8 +146,10 @@ class CodexSession:
         return self._session
 
     def check_room(self) -> None:
-        """``LimitReached`` when the session already holds ``max_cells`` cells."""
+        """``LimitReached`` when the session already holds ``max_cells`` cells, or its
+        connection its ``max_cells`` across its sessions."""
         admit_cell(len(self._held), self.limits.max_cells)
+        self.client.admit()
 
     def yield_ms(self, requested: int | None) -> int:
         ms = DEFAULT_YIELD_MS if requested is None else requested
@@ -184,6 +190,7 @@ class CodexSession:
             yield_when="request",
         )
         self._held.add(execution)
+        self.client.cells += 1
         task = asyncio.ensure_future(program)
         task.add_done_callback(lambda done: self._abandoned(execution, done))
         return task
@@ -318,6 +325,8 @@ class CodexSession:
         if execution not in self._held:
             return
         self._held.discard(execution)
+        self.client.cells -= 1
+        execution.let_go()  # what it keeps for the client now goes (or went with a report)
         if self.executions.get(execution.cell_id) is execution:
             del self.executions[execution.cell_id]
         if execution.cell_id:
