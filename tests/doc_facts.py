@@ -223,6 +223,8 @@ FACTS: dict[str, Callable[[], Any]] = {
         "codemode.codex_host.session.limits", "OUTPUT_FOR_CLIENT"),
     "codex_host.output_each_bytes": lambda: _constant(
         "codemode.codex_host.session.limits", "OUTPUT_EACH"),
+    "codex_host.max_unsent_bytes": lambda: _constant(
+        "codemode.codex_host.wire.h2_config", "MAX_UNSENT"),
     "codex_host.items_kept": lambda: _constant(
         "codemode.codex_host.session.execution", "ITEMS_KEPT"),
     "codex_host.unacknowledged_kept": lambda: _constant(

@@ -83,6 +83,14 @@ def _hwm_mib(pid: int) -> float:
     raise AssertionError("no VmHWM")
 
 
+def _rss_mib(pid: int) -> float:
+    """The process's resident set now, in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
 def _cpu_s(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -1010,3 +1018,55 @@ def test_cells_a_framed_connection_holds_are_capped_across_its_sessions() -> Non
         assert _next(peer)["result"]["value"]["type"] == "execution/started"
         assert _texts(_outcome(_next(peer))) == ["room again"]
         assert "Traceback" not in _ended(peer, stderr)
+
+
+# -- answers waiting on windows a client keeps shut ----------------------------------------
+
+RST_STREAM = 3
+_REPORT_24_MIB = 'text("x".repeat(24 << 20)); exit();'
+
+
+def test_answers_waiting_on_windows_a_client_keeps_shut_are_bounded() -> None:
+    """A client that reads its socket (the host's writer never fills) but gives each
+    stream a window for its first messages only, and asks for report after report: each
+    report left the cells' output account when it was taken, then waited for a window
+    that never opened (12 reports of 24 MiB: ~1 GiB held). Now what waits is bounded
+    (``h2_config.MAX_UNSENT``): past it the stream that would wait is reset with
+    ENHANCE_YOUR_CALM."""
+    pb2 = generated().pb2
+    with host_process("tcp", "quickjs") as address:
+        pid = HOST_PIDS[address]
+        with Peer(address, preface=False) as peer:
+            wide = ((1 << 31) - 1 - 65535).to_bytes(4, "big")
+            shut = frame(SETTINGS, 0, 0, _window(0))  # every stream's window closed
+            peer.send(PREFACE + shut + frame(WINDOW_UPDATE, 0, 0, wide))
+            peer.send(peer.request(1, SERVICE + "OpenSession"))
+            peer.send(frame(WINDOW_UPDATE, 0, 1, (1 << 20).to_bytes(4, "big")))  # this one only
+            (opened,) = _messages(peer, 1, count=1)
+            session_id = pb2.SessionEvent.FromString(opened).opened.session_id
+            before = _rss_mib(pid)
+            streams = range(3, 27, 2)  # 12 cells (a session holds 16)
+            for sid in streams:
+                request = pb2.ExecuteRequest(
+                    session_id=session_id, execution_id=f"e{sid}", tool_call_id=f"c{sid}",
+                    source=_REPORT_24_MIB, yield_time_ms=60_000,
+                ).SerializeToString()  # fmt: skip
+                # room for the messages before the report: the report is taken off the
+                # cells' account, and waits
+                peer.send(peer.request(sid, EXECUTE, request)
+                          + frame(WINDOW_UPDATE, 0, sid, (4096).to_bytes(4, "big")))
+            resets: set[int] = set()
+            deadline = time.monotonic() + 120
+            while len(resets) < 10 and time.monotonic() < deadline:
+                for kind, _flags, sid, payload in peer.frames(1):
+                    if kind == RST_STREAM and int.from_bytes(payload, "big") == 0xB:
+                        resets.add(sid)
+            _quiet(pid)
+            # (what it holds now, not its peak: the programs make a few copies of their
+            # 24 MiB each on the way, let go once sent or reset)
+            grown = _rss_mib(pid) - before
+    print(f"resident set grew by {grown:.0f} MiB; {len(resets)} of 12 streams reset")
+    # Two reports wait (4 copies of 24 MiB each: 192 MiB of MAX_UNSENT's 256), the
+    # others are reset.
+    assert len(resets) == 10, f"{len(resets)} of 12 streams reset"
+    assert grown < 600, f"the host holds {grown:.0f} MiB more"

@@ -1,5 +1,6 @@
 """The ``h2`` connection as the host's server sets it up: what it advertises (streams,
-window, header-list limit) and what it leaves unchecked because the host makes it."""
+window, header-list limit), what it leaves unchecked because the host makes it, and the
+bounds ``wire/h2_connection.py`` keeps on one client."""
 
 from __future__ import annotations
 
@@ -14,6 +15,21 @@ MAX_WINDOW = (1 << 31) - 1
 # bytes held for all of them, a client holds a bounded amount of this process's memory.
 MAX_STREAMS = 200
 MAX_HEADER_LIST = 64 << 10  # h2's default, advertised (CVE-2016-6581)
+MAX_BUFFERED = 64 << 20  # request bytes held for all of a connection's unanswered streams
+# Bytes of messages handed to h2 in one turn of the loop before they are written at once:
+# then the writer can say it is full (``pause_writing``) before more are made.
+WRITE_SOON = 64 << 10
+# Answer bytes one connection may hold while they wait for its client (its windows
+# closed, or its writer full), across its streams, each counted as the copies of it that
+# wait (``UNSENT_COPIES``). A report of output left the cells' own account when it was taken
+# (``session/limits.OUTPUT_FOR_CLIENT``); a client that keeps its windows shut and asks
+# for reports on stream after stream would otherwise make them pile up here. Past it
+# the stream that would wait is reset (ENHANCE_YOUR_CALM): its client was not reading.
+MAX_UNSENT = 256 << 20
+# What a waiting answer holds, in copies of its bytes: the items it reports, the message
+# made of them, its serialized bytes, and the framed copy (measured: 24 waiting reports
+# of 16 MiB held 1,248 MiB).
+UNSENT_COPIES = 4
 
 
 def server_h2() -> H2Connection:

@@ -8,15 +8,14 @@ stays here is gRPC's part and the bounds on one client. Why not grpcio's server:
 stdio it needed a unix socket and relay threads (a message crossed three threads); here
 the loop that runs the programs reads and writes the frames, one wake-up per message.
 
-What one client can hold is bounded: ``MAX_STREAMS`` open streams (``wire/h2_config.py``,
-advertised; h2 ends a connection that opens more), ``MAX_MESSAGE`` bytes a request and
-``MAX_BUFFERED`` bytes held for all unanswered requests together, a header list of
-``MAX_HEADER_LIST`` bytes (advertised too), resets of unanswered streams
-(``wire/reset_budget.py``), and what the server has to write back (it stops reading,
-and its messages wait, while the client does not read).
-A request's fields are counted before it is decoded (``wire/decode_budget.py``). A peer that
-breaks HTTP/2 gets GOAWAY and the connection ends; a bad request gets its gRPC status
-and nothing else changes; ``grpc-timeout`` ends an RPC with DEADLINE_EXCEEDED.
+What one client can hold is bounded: open streams, a header list and what answers
+waiting on it hold (``MAX_STREAMS``, ``MAX_HEADER_LIST``, ``MAX_UNSENT``: h2_config.py),
+``MAX_MESSAGE`` bytes a request, ``MAX_BUFFERED`` for all unanswered requests, resets
+(``wire/reset_budget.py``), and what it has to write back (it stops reading, and its
+messages wait, while the client does not read). A request's fields are counted before
+it is decoded (``wire/decode_budget.py``). A peer that breaks HTTP/2 gets GOAWAY and the
+connection ends; a bad request gets its gRPC status and nothing else changes;
+``grpc-timeout`` ends an RPC with DEADLINE_EXCEEDED.
 """
 
 from __future__ import annotations
@@ -39,6 +38,7 @@ from h2.events import (
 )
 from h2.exceptions import H2Error
 
+from codemode.codex_host.wire import h2_config as config
 from codemode.codex_host.wire.grpc_status import (
     MAX_MESSAGE,
     RESPONSE,
@@ -49,14 +49,8 @@ from codemode.codex_host.wire.grpc_status import (
     status_headers,
     timeout_s,
 )
-from codemode.codex_host.wire.h2_config import MAX_WINDOW, server_h2
 from codemode.codex_host.wire.h2_stream import Stream, answer, answer_now, serve
 from codemode.codex_host.wire.reset_budget import ResetBudget
-
-MAX_BUFFERED = 64 << 20
-# Bytes of messages handed to h2 in one turn of the loop before they are written at once:
-# then the writer can say it is full (``pause_writing``) before more are made.
-WRITE_SOON = 64 << 10
 
 
 class Connection(asyncio.Protocol):
@@ -64,13 +58,14 @@ class Connection(asyncio.Protocol):
 
     def __init__(self, methods: dict[str, Method]) -> None:
         self.methods = methods
-        self.h2 = server_h2()
+        self.h2 = config.server_h2()
         self.streams: dict[int, Stream] = {}
         self.buffered = 0  # request bytes held for streams not yet dispatched
         self.ended = False
         self.loop = asyncio.get_running_loop()
         self.done: asyncio.Future[None] = self.loop.create_future()
         self.waiting: list[asyncio.Future[None]] = []  # answers waiting for window
+        self.unsent = 0  # what those answers hold, against MAX_UNSENT
         self.resets = ResetBudget()  # of streams not yet answered
         self._flushing = False
         # The writer holds more than its high-water mark (the client does not read):
@@ -112,7 +107,7 @@ class Connection(asyncio.Protocol):
         """Where frames go (the connection's writer) and how it is closed; sends our SETTINGS."""
         self._write, self._close = write, close
         self.h2.initiate_connection()
-        self.h2.increment_flow_control_window(MAX_WINDOW - 65535)
+        self.h2.increment_flow_control_window(config.MAX_WINDOW - 65535)
         self._write(self.h2.data_to_send())
 
     def data_received(self, data: bytes) -> None:
@@ -196,7 +191,7 @@ class Connection(asyncio.Protocol):
         stream = self.streams.get(sid)
         if stream is None or stream.answered:
             return  # a stream already answered or reset: its data goes nowhere
-        if self.buffered + len(body) > MAX_BUFFERED:
+        if self.buffered + len(body) > config.MAX_BUFFERED:
             self._refuse(stream, Status.RESOURCE_EXHAUSTED, "too many request bytes held at once")
             return
         stream.body += body
@@ -304,7 +299,7 @@ class Connection(asyncio.Protocol):
         except H2Error:
             return True  # the stream closed under us: the message has nowhere to go
         self._unwritten += len(data)
-        if self._unwritten > WRITE_SOON:
+        if self._unwritten > config.WRITE_SOON:
             self._write_queued()  # now: the writer may say it is full
         self.emit()
         return True
@@ -328,7 +323,11 @@ class Connection(asyncio.Protocol):
                 except H2Error:
                     return  # the stream closed under us: the rest has nowhere to go
                 if room <= 0:
-                    await self._window()
+                    if not await self._window(config.UNSENT_COPIES * len(data)):
+                        self.streams.pop(stream.id, None)
+                        with contextlib.suppress(H2Error):
+                            self.h2.reset_stream(stream.id, ErrorCodes.ENHANCE_YOUR_CALM)
+                        return self.emit()
                     continue
                 data = data[room:]
                 self._write_queued()  # frame by frame: the writer may say it is full
@@ -336,15 +335,24 @@ class Connection(asyncio.Protocol):
         if last:
             self.trailers(stream, Status.OK, "")
 
-    async def _window(self) -> None:
+    async def _window(self, held: int) -> bool:
+        """Until the windows or the writer may have room, holding ``held`` bytes; False
+        at once when that would pass ``MAX_UNSENT`` (the stream is then reset)."""
         if self.ended:
             raise asyncio.CancelledError
+        if self.unsent + held > config.MAX_UNSENT:
+            return False
         self.emit()
         waiter = self.loop.create_future()
         self.waiting.append(waiter)
-        await waiter
+        self.unsent += held
+        try:
+            await waiter
+        finally:
+            self.unsent -= held
         if self.ended:
             raise asyncio.CancelledError
+        return True
 
     def _wake(self) -> None:
         waiting, self.waiting = self.waiting, []
