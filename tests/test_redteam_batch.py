@@ -292,3 +292,36 @@ def test_a_publish_killed_between_apply_and_head_leaves_before_or_after(tmp_path
     before = (head, (repo / "v.txt").read_text(), git(repo, "branch", "--list", "b"))
     assert before in (("main", "1\n", ""), ("b", "2\n", "* b")), before
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_a_huge_file_the_script_removes_fails_its_repository_instead_of_filling_memory(
+    tmp_path: Path,
+) -> None:
+    """Fixed (applying.py): to put a file back, the journal keeps what it replaces or
+    removes, read whole into the driver's memory; a script that deleted (or emptied) a
+    50 GB file had the host read all of it. Now that is bounded as new bytes are
+    (``changes.JOURNAL_BYTES``): the repository fails, nothing applied, nothing read."""
+    repo = make_repo(tmp_path / "repos" / "r", {"v.txt": "1\n"})
+    with open(repo / "big.bin", "wb") as f:
+        f.truncate(3 << 29)  # 1.5 GiB, sparse: no disk
+    done = _run(tmp_path, 'await tools.shell({command: "rm big.bin"});\n', "--repos", repo)
+    assert done.returncode == 1, done.stderr
+    line = read_report(tmp_path / "r.jsonl")["r"]
+    assert line["status"] == "failed" and "too much to keep" in line["error"], line
+    assert (repo / "big.bin").stat().st_size == 3 << 29
+
+
+def test_a_sparse_file_in_a_repository_is_copied_sparse(tmp_path: Path) -> None:
+    """Fixed (workcopy.py): the copy the script runs on wrote every byte of a sparse
+    file, so a repository holding a terabyte of holes (a command of an earlier session
+    can leave one) filled the disk. Now holes stay holes."""
+    repo = make_repo(tmp_path / "repos" / "r", {"v.txt": "1\n"})
+    with open(repo / "holes.bin", "wb") as f:
+        f.write(b"head")
+        f.truncate(4 << 30)  # 4 GiB, four bytes of data
+    done = _run(tmp_path, 'await tools.shell({command: "du -k holes.bin > usage.txt"});\n',
+                "--repos", repo, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    used_kib = int((repo / "usage.txt").read_text().split()[0])
+    assert used_kib < 1024, f"the copy of a 4 GiB sparse file used {used_kib} KiB"
+    assert (repo / "holes.bin").stat().st_size == 4 << 30

@@ -17,12 +17,13 @@ writable): nothing is applied.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
 from pathlib import Path
 
-from codemode.batch.changes import ApplyError, Change, check
+from codemode.batch.changes import JOURNAL_BYTES, ApplyError, Change, check
 from codemode.hostfs.beneath import mkdir, symlink_atomic, write_atomic
 from codemode.hostfs.writer import Refused, Writer, default_mode
 from codemode.tool_terms.errors import ToolError
@@ -68,6 +69,10 @@ def _entries(writer: Writer, root: Path, changes: list[Change], tag: str) -> lis
     removed: list[Entry] = []
     entries: list[Entry] = []
     folders: list[Entry] = []
+    # What the journal keeps of the files it replaces or removes, to put them back, is
+    # held too: bounded as their new bytes are (a script that empties or deletes a
+    # 50 GB file would have the host read all of it).
+    budget = [JOURNAL_BYTES]
     for change in changes:
         path = root / change.path
         if change.kind == "mkdir":
@@ -82,21 +87,29 @@ def _entries(writer: Writer, root: Path, changes: list[Change], tag: str) -> lis
                 mode = stat.S_IMODE(now.st_mode)
                 removed.append(Entry(path, before_mode=mode, unknown=True, removed_dir=True))
         else:
-            entries.append(_file_entry(writer, root, change, tag))
+            entries.append(_file_entry(writer, root, change, tag, budget))
     # Undone in reverse: the folders made are removed first, the files put back, and
     # the empty folders removed made again last (a file may have taken one's name).
     return [*removed, *entries, *reversed(folders)]
 
 
-def _file_entry(writer: Writer, root: Path, change: Change, tag: str) -> Entry:
+def _file_entry(
+    writer: Writer, root: Path, change: Change, tag: str, budget: list[int]
+) -> Entry:
     rel, path = change.path, root / change.path
     try:
-        st, before, link = writer.look(rel)
+        st, before, link = writer.look(rel, most=budget[0])
     except Refused:
         # A link on the way: nothing is there as far as the journal goes.
         st, before, link = None, None, None
     except OSError as exc:
+        if exc.errno == errno.EFBIG:
+            raise ApplyError(
+                f"the changes replace or remove more than {JOURNAL_BYTES >> 20} MiB of "
+                f"files ({rel} among them): too much to keep for putting back; nothing "
+                "was applied") from None
         raise ApplyError(f"cannot read {rel} in the repository: {exc}") from None
+    budget[0] -= len(before or b"")
     mode = stat.S_IMODE(st.st_mode) if before is not None and st else default_mode()
     if _fingerprint(st, before, link) != change.base:
         raise ApplyError(f"{rel} changed in the repository while the batch ran")

@@ -17,6 +17,7 @@ and devices are not copied.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -70,12 +71,7 @@ def _copy_file(source: str, target: str, info: os.stat_result) -> None:
     try:
         dst = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
-            offset, size = 0, info.st_size
-            while offset < size:
-                sent = os.sendfile(dst, src, offset, size - offset)
-                if sent == 0:  # shrunk meanwhile
-                    break
-                offset += sent
+            _copy_data(src, dst, info.st_size)
             # No setuid/setgid bit: the copy is owned by the user running the batch, its
             # bytes are the repository's (another user's, perhaps).
             os.fchmod(dst, stat.S_IMODE(info.st_mode) & 0o777)
@@ -84,6 +80,29 @@ def _copy_file(source: str, target: str, info: os.stat_result) -> None:
             os.close(dst)
     finally:
         os.close(src)
+
+
+def _copy_data(src: int, dst: int, size: int) -> None:
+    """The file's data, hole for hole: a sparse file of terabytes in a repository (a
+    command of an earlier session can leave one) costs the copy no disk, where copying
+    every byte would fill it."""
+    offset = 0
+    while offset < size:
+        try:
+            start = os.lseek(src, offset, os.SEEK_DATA)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:
+                break  # a hole to the end
+            raise
+        end = min(os.lseek(src, start, os.SEEK_HOLE), size)
+        os.lseek(dst, start, os.SEEK_SET)
+        while start < end:
+            sent = os.sendfile(dst, src, start, end - start)
+            if sent == 0:  # shrunk meanwhile
+                return
+            start += sent
+        offset = end
+    os.ftruncate(dst, size)
 
 
 def _copy_stat(path: str | Path, info: os.stat_result) -> None:

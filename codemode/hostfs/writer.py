@@ -92,9 +92,12 @@ class Writer:
         except (Missing, NotADirectoryError):
             return None
 
-    def look(self, rel: str) -> tuple[os.stat_result | None, bytes | None, str | None]:
+    def look(
+        self, rel: str, most: int | None = None
+    ) -> tuple[os.stat_result | None, bytes | None, str | None]:
         """What is at ``rel``, in one walk: its ``lstat`` (None: nothing, or a folder on
-        the way missing), a regular file's bytes, a symlink's target."""
+        the way missing), a regular file's bytes, a symlink's target. A file of more
+        than ``most`` bytes is not read: ``OSError(EFBIG)``."""
         try:
             spot = self.spot(rel)
         except (Missing, NotADirectoryError):
@@ -105,12 +108,17 @@ class Writer:
                 return st, None, os.readlink(spot.name, dir_fd=spot.parent)
             if st is None or not stat.S_ISREG(st.st_mode):
                 return st, None, None
+            if most is not None and st.st_size > most:
+                raise OSError(errno.EFBIG, f"more than {most} bytes", rel)
             fd = os.open(spot.name, _FLAGS_NOFOLLOW, dir_fd=spot.parent)
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped since the look
                 raise OSError(errno.EINVAL, "not a regular file", rel)
-            chunks = []
+            chunks, size = [], 0
             while chunk := os.read(fd, 1 << 20):
+                size += len(chunk)
+                if most is not None and size > most:  # (it may have grown since the lstat)
+                    raise OSError(errno.EFBIG, f"more than {most} bytes", rel)
                 chunks.append(chunk)
             return st, b"".join(chunks), None
         finally:
