@@ -260,38 +260,60 @@ from pathlib import Path
 from codemode.batch import publish
 from codemode.batch.changes import Change, fingerprint
 
-repo = Path(sys.argv[1])
-real = publish._git
+repo, where = Path(sys.argv[1]), sys.argv[2]
+real_git, real_apply = publish._git, publish.apply
 
-def dying(where, *args, **kwargs):
-    if args[:2] == ("symbolic-ref", "HEAD") and len(args) == 3:
-        os.kill(os.getpid(), signal.SIGKILL)  # applied, HEAD not yet moved
-    return real(where, *args, **kwargs)
+def die():
+    os.kill(os.getpid(), signal.SIGKILL)
 
-publish._git = dying
-change = Change("v.txt", "file", b"2\n", base=fingerprint(repo / "v.txt"))
+def dying_git(at, *args, **kwargs):
+    if where == "before-head" and args[:2] == ("symbolic-ref", "HEAD") and len(args) == 3:
+        die()  # applied, HEAD not yet moved
+    if where == "before-index" and args[:1] == ("reset",):
+        die()  # HEAD moved, the index still the old branch's
+    return real_git(at, *args, **kwargs)
+
+def dying_apply(*args, **kwargs):
+    if where == "before-apply":
+        die()  # the branch made, nothing applied
+    return real_apply(*args, **kwargs)
+
+publish._git, publish.apply = dying_git, dying_apply
+changes = [Change("v.txt", "file", b"2\n", base=fingerprint(repo / "v.txt")),
+           Change("new.txt", "file", b"new\n"),
+           Change("old.txt", "deleted", base=fingerprint(repo / "old.txt"))]
 options = publish.PublishOptions(branch="b", message="m", author="Bot <bot@example.com>")
-publish.publish(repo, [change], options)
+publish.publish(repo, changes, options)
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="publish keeps no journal of its own steps: a driver killed after the apply "
-    "and before HEAD moves leaves the old branch checked out with the changes applied "
-    "(docs/batch.md, Publish)",
-)
-def test_a_publish_killed_between_apply_and_head_leaves_before_or_after(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repos" / "r", {"v.txt": "1\n"})
-    killed = subprocess.run([sys.executable, "-c", KILLED_PUBLISH, str(repo)],
+@pytest.mark.parametrize(("where", "after"), [
+    ("before-apply", False), ("before-head", True), ("before-index", True)])
+def test_a_publish_killed_partway_is_finished_or_undone_at_the_next_start(
+    tmp_path: Path, where: str, after: bool
+) -> None:
+    """Fixed (tools/store/publish_marker.py): a driver killed after the apply and before
+    HEAD moved left the old branch checked out with the changes applied (and the branch
+    made); killed before the apply, a branch that blocked the next run with the same
+    --branch. Now the next start finishes it (the changes are in place) or undoes it
+    (they are not): the whole before or the whole after, and a clean status."""
+    repo = make_repo(tmp_path / "repos" / "r", {"v.txt": "1\n", "old.txt": "old\n"})
+    killed = subprocess.run([sys.executable, "-c", KILLED_PUBLISH, str(repo), where],
                             capture_output=True, text=True, timeout=120)  # fmt: skip
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     done = _run(tmp_path, "return 1;\n", "--repos", repo)  # the next start
     assert done.returncode == 0, done.stderr
+    assert "interrupted" in done.stderr, done.stderr
     head = git(repo, "symbolic-ref", "--short", "HEAD")
-    before = (head, (repo / "v.txt").read_text(), git(repo, "branch", "--list", "b"))
-    assert before in (("main", "1\n", ""), ("b", "2\n", "* b")), before
+    files = sorted(p.name for p in repo.iterdir() if p.name != ".git")
+    state = (head, (repo / "v.txt").read_text(), files, git(repo, "branch", "--list", "b"))
+    if after:
+        assert state == ("b", "2\n", ["new.txt", "v.txt"], "* b"), state
+    else:
+        assert state == ("main", "1\n", ["old.txt", "v.txt"], ""), state
     assert git(repo, "status", "--porcelain") == ""
+    done = _run(tmp_path, "return 1;\n", "--repos", repo)  # nothing more to say
+    assert "interrupted" not in done.stderr, done.stderr
 
 
 def test_a_huge_file_the_script_removes_fails_its_repository_instead_of_filling_memory(

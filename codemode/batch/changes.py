@@ -14,16 +14,15 @@ its copy's ``.git`` (an index, a commit) stays in the copy.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
-from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from codemode.batch.workcopy import VCS_DIRS
+from codemode.hostfs.fingerprint import chunks, fingerprint
 
 Kind = Literal["file", "symlink", "deleted", "mkdir", "rmdir"]
 
@@ -84,35 +83,6 @@ def _walk(root: Path) -> dict[str, _Entry]:
     return found
 
 
-def _chunks(path: Path) -> Iterator[bytes]:
-    """A regular file's bytes a MiB at a time (a file of any size costs no more memory),
-    never through a symlink or from a FIFO swapped in since it was looked at."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as source:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path}: no longer a regular file")
-        while chunk := source.read(1 << 20):
-            yield chunk
-
-
-def fingerprint(path: Path) -> str | None:
-    """What ``path`` holds, as a journal's ``base``: None when nothing (or a directory)."""
-    try:
-        st = path.lstat()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    if stat.S_ISLNK(st.st_mode):
-        return "link:" + hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()
-    if stat.S_ISREG(st.st_mode):
-        digest = hashlib.sha256()
-        for chunk in _chunks(path):
-            digest.update(chunk)
-        return "file:" + digest.hexdigest()
-    if stat.S_ISDIR(st.st_mode):
-        return None
-    return "other"
-
-
 def _exec_bit(st: os.stat_result) -> bool:
     return bool(st.st_mode & stat.S_IXUSR)
 
@@ -157,19 +127,19 @@ def compute(base: Path, work: Path) -> list[Change]:
 def _read(work: Path, path: str, st: os.stat_result, budget: int) -> bytes:
     """The bytes of ``path`` in the copy; TooLarge (before reading, or once it grew past
     that) when they are more than ``budget``."""
-    chunks: list[bytes] = []
+    kept: list[bytes] = []
     size = st.st_size
     if size <= budget:
         size = 0
-        for chunk in _chunks(work / path):  # (it may have grown since the walk)
+        for chunk in chunks(work / path):  # (it may have grown since the walk)
             size += len(chunk)
             if size > budget:
                 break
-            chunks.append(chunk)
+            kept.append(chunk)
     if size > budget:
         raise TooLarge(f"the changes are too large to apply: more than {JOURNAL_BYTES >> 20} "
                        f"MiB of new file contents (at {path})")  # fmt: skip
-    return b"".join(chunks)
+    return b"".join(kept)
 
 
 def _same(a: Path, old: _Entry, b: Path, new: _Entry) -> bool:
@@ -184,7 +154,7 @@ def _same(a: Path, old: _Entry, b: Path, new: _Entry) -> bool:
     if old.st.st_mtime_ns == new.st.st_mtime_ns:
         return True  # the copy keeps timestamps; a write changes them
     # A MiB at a time: a large file touched but not changed costs no memory.
-    return all(x == y for x, y in zip_longest(_chunks(a), _chunks(b)))
+    return all(x == y for x, y in zip_longest(chunks(a), chunks(b)))
 
 
 def changed_files(changes: list[Change]) -> list[str]:

@@ -18,6 +18,7 @@ so the repository is left on its own branch exactly as it was.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import subprocess
 import tempfile
@@ -27,10 +28,11 @@ from pathlib import Path
 from codemode.batch import changes
 from codemode.batch.applying import apply
 from codemode.batch.changes import Change
-from codemode.batch.git_overrides import SAFE_GIT
 from codemode.locations import launcher
+from codemode.sandbox.git.git_overrides import SAFE_GIT
 from codemode.sandbox.git.repo_config import RepoConfigRefused, clean_env
 from codemode.sandbox.git.repo_config import check as check_config
+from codemode.tools.store import publish_marker
 
 # A push to a local path (or file:// URL) runs `git receive-pack` in the target
 # repository, which the repository's config names (it may lie in its own working tree,
@@ -115,7 +117,15 @@ def publish(repo: Path, journal: list[Change], options: PublishOptions) -> Publi
         raise PublishError("HEAD is detached: --branch starts from a branch") from None
     env = _identity(options.author)
     commit = _commit(repo, journal, head, options.message, env)
-    _git(repo, "update-ref", ref, commit, "")  # "": the branch must not exist yet
+    # Until HEAD and the index are the branch's, a kill leaves this marker for the next
+    # start to finish the publish or undo it (``tools/store/publish_marker.py``).
+    publish_marker.begin(repo, ref=ref, commit=commit, start_ref=current, push=options.push,
+                         paths=[_states(c) for c in journal if c.kind not in ("mkdir", "rmdir")])
+    try:
+        _git(repo, "update-ref", ref, commit, "")  # "": the branch must not exist yet
+    except BaseException:
+        publish_marker.end(repo)
+        raise
     pushed = False
     request: str | None = None
     try:
@@ -127,14 +137,24 @@ def publish(repo: Path, journal: list[Change], options: PublishOptions) -> Publi
         apply(repo, journal)
     except BaseException:
         _undo(repo, ref, options.push if pushed else None)
+        publish_marker.end(repo)
         raise
     try:
         _git(repo, "symbolic-ref", "HEAD", ref)
         _git(repo, "reset", "-q", "--no-refresh")  # the index as the new branch has it
     except PublishError:
         _git(repo, "symbolic-ref", "HEAD", current)
-        raise
+        raise  # (the marker stays: the next start finishes it, the files being applied)
+    publish_marker.end(repo)
     return Published(options.branch, commit, pushed, request)
+
+
+def _states(change: Change) -> tuple[str, str | None, str | None]:
+    """The path, what it holds before the publish and after (``hostfs.fingerprint``)."""
+    if change.kind == "deleted":
+        return change.path, change.base, None
+    kind = "link:" if change.kind == "symlink" else "file:"
+    return change.path, change.base, kind + hashlib.sha256(change.data).hexdigest()
 
 
 def _push(repo: Path, remote: str) -> list[str]:

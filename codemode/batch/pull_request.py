@@ -60,7 +60,7 @@ def open_pull_request(
     else:
         argv = ["gh", "pr", "create", "--head", branch, "--base", base, "--title", title,
                 "--body", body]  # fmt: skip
-    from codemode.batch.git_overrides import safe_config_env
+    from codemode.sandbox.git.git_overrides import safe_config_env
     from codemode.sandbox.git.repo_config import clean_env
 
     # The tool runs git in the repository itself (gh pr create: `git status`, which may

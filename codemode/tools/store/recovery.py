@@ -8,7 +8,9 @@ half-patched workspace and could turn the mix into the new state. So ``interpret
 ``ToolHost`` and batch workers (``codemode.assembly.program``), the batch driver (every
 repository, before any is copied or shipped) and ``mcp-server`` call
 ``recover_at_start`` before anything reads the workspace. The journal itself, and what
-rolling back does to each path, is ``codemode.tools.store.journal``'s.
+rolling back does to each path, is ``codemode.tools.store.journal``'s; a publish killed
+partway (``interpreter run --branch``) is finished or undone after it
+(``publish_marker``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 from codemode.terminal.control_chars import visible
 from codemode.tool_terms.errors import ToolError
-from codemode.tools.store import journal
+from codemode.tools.store import journal, publish_marker
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +41,8 @@ def recover_at_start(workspace: str | Path, say: Callable[[str], None] = to_stde
     tries again), and the entry point goes on."""
     try:
         lines = journal.recover(Path(workspace))
+        # then a publish killed partway, decided by what those files now hold
+        lines += publish_marker.recover(Path(workspace))
     except (OSError, ToolError) as exc:
         log.info("recovery in %s failed: %s", workspace, exc)
         lines = [

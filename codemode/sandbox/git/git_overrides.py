@@ -1,5 +1,7 @@
 """The settings codemode's own git runs with in a repository it publishes from
-(``publish.py``), and in the programs that run git there for it (``pull_request.py``)."""
+(``batch/publish.py``, and the recovery of a publish killed partway:
+``tools/store/publish_marker.py``), and in the programs that run git there for it
+(``batch/pull_request.py``)."""
 
 from __future__ import annotations
 
