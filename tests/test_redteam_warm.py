@@ -373,12 +373,13 @@ sys.exit(start.serve(sys.argv[1], 0, lambda: None, run, float(sys.argv[2]),
 
 
 @contextlib.contextmanager
-def _sched_server(env: dict[str, str], tmp_path: Path) -> Iterator[str]:
+def _program_server(program: str, env: dict[str, str], tmp_path: Path) -> Iterator[str]:
+    """A warm server running ``program`` (``_SCHED_SERVER``, ``_IOPRIO_SERVER``)."""
     from warm_support import _server
 
     watch = tmp_path / "watched"
     watch.mkdir()
-    with _server([sys.executable, "-c", _SCHED_SERVER], env, tmp_path / "log",
+    with _server([sys.executable, "-c", program], env, tmp_path / "log",
                  ["120", str(watch)], []) as sock:  # fmt: skip
         yield sock
 
@@ -391,7 +392,7 @@ def test_a_command_that_changes_the_server_does_not_change_the_next_command(
     started) must not have every later command of the user run at idle priority. The
     next caller, which is not under SCHED_IDLE, starts cold instead."""
     env = warm_env(tmp_path)
-    with _sched_server(env, tmp_path) as sock:
+    with _program_server(_SCHED_SERVER, env, tmp_path) as sock:
         first = subprocess.run([INTERPRETER, "run", "idle-the-server"], env=env,
                                capture_output=True, text=True, timeout=120)  # fmt: skip
         assert first.stdout.strip() == f"policy {os.SCHED_OTHER}" and served(sock) == 1, first
@@ -415,7 +416,7 @@ def test_a_caller_under_sched_idle_is_not_run_at_the_servers_priority(tmp_path: 
     if shutil.which("chrt") is None:
         pytest.skip("chrt is not installed")
     env = warm_env(tmp_path)
-    with _sched_server(env, tmp_path) as sock:
+    with _program_server(_SCHED_SERVER, env, tmp_path) as sock:
         done = subprocess.run(["chrt", "--idle", "0", INTERPRETER, "run", "state"], env=env,
                               capture_output=True, text=True, timeout=180)  # fmt: skip
         assert f"policy {os.SCHED_OTHER}" not in done.stdout, "it ran at the server's priority"
@@ -471,17 +472,6 @@ sys.exit(status or 0)
 )
 
 
-@contextlib.contextmanager
-def _ioprio_server(env: dict[str, str], tmp_path: Path) -> Iterator[str]:
-    from warm_support import _server
-
-    watch = tmp_path / "watched"
-    watch.mkdir()
-    with _server([sys.executable, "-c", _IOPRIO_SERVER], env, tmp_path / "log",
-                 ["120", str(watch)], []) as sock:  # fmt: skip
-        yield sock
-
-
 def _through_launcher_client(env: dict[str, str], *words: str, prefix: tuple[str, ...] = (),
                              trusting: bool = False) -> str:  # fmt: skip
     done = subprocess.run([*prefix, sys.executable, "-c", _IOPRIO_CALLER,
@@ -507,7 +497,7 @@ def test_a_caller_at_idle_io_priority_is_not_run_at_the_servers(tmp_path: Path) 
     either client; and the server, handed such a caller by a client that did not check
     (a client of another version), refuses it itself."""
     env = warm_env(tmp_path)
-    with _ioprio_server(env, tmp_path) as sock:
+    with _program_server(_IOPRIO_SERVER, env, tmp_path) as sock:
         assert _through_launcher_client(env) == "warm none: prio 0", "the server is not as ours"
         assert served(sock) == 1
         said = _through_launcher_client(env, prefix=_IDLE_IO)
@@ -553,7 +543,7 @@ def test_a_command_that_idles_the_servers_io_does_not_idle_the_next_command(
     puts the server in the idle I/O class (`ionice -c 3 -p $PPID`) must not have every
     later command of the user run at idle I/O priority. The next caller starts cold."""
     env = warm_env(tmp_path)
-    with _ioprio_server(env, tmp_path) as sock:
+    with _program_server(_IOPRIO_SERVER, env, tmp_path) as sock:
         said = _through_launcher_client(env, "idle-the-server")
         assert said == "warm none: prio 0" and served(sock) == 1, said
         server = place.serving(sock)
