@@ -25,6 +25,8 @@ WRITE_SOON = 64 << 10
 # (``session/limits.OUTPUT_FOR_CLIENT``); a client that keeps its windows shut and asks
 # for reports on stream after stream would otherwise make them pile up here. Past it
 # the stream that would wait is reset (ENHANCE_YOUR_CALM): its client was not reading.
+# One answer may always wait, whatever its size (a cell's whole report, 64 Mi characters
+# of astral text, counts past this by itself, and a client reading slowly still gets it).
 MAX_UNSENT = 256 << 20
 # What a waiting answer holds, in copies of its bytes: the items it reports, the message
 # made of them, its serialized bytes, and the framed copy (measured: 24 waiting reports

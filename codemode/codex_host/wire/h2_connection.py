@@ -337,11 +337,12 @@ class Connection(asyncio.Protocol):
 
     async def _window(self, held: int) -> bool:
         """Until the windows or the writer may have room, holding ``held`` bytes; False
-        at once when that would pass ``MAX_UNSENT`` (the stream is then reset)."""
+        at once when others wait and that would pass ``MAX_UNSENT`` (the stream is then
+        reset)."""
         if self.ended:
             raise asyncio.CancelledError
-        if self.unsent + held > config.MAX_UNSENT:
-            return False
+        if self.unsent and self.unsent + held > config.MAX_UNSENT:
+            return False  # (one answer may always wait: a report of any size the host allows)
         self.emit()
         waiter = self.loop.create_future()
         self.waiting.append(waiter)

@@ -107,7 +107,7 @@ class Recording:
             self.fd = -1
 
 
-def _open_dir() -> Path:
+def open_dir() -> Path:
     folder = journal_dir()
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     return folder
@@ -118,7 +118,7 @@ def begin(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry], tag:
     None when no journal could be written (codemode's home not writable): the commit
     then goes ahead as before, unprotected against a kill, and says so in the log."""
     try:
-        folder = _open_dir()
+        folder = open_dir()
         name = f"{workspace_key(workspace)}-{tag}"
         tmp = folder / f"{name}.tmp"
         final = folder / f"{name}{JOURNAL_SUFFIX}"

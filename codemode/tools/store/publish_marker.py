@@ -35,7 +35,7 @@ from codemode.hostfs.fingerprint import fingerprint
 from codemode.locations import launcher
 from codemode.sandbox.git.git_overrides import SAFE_GIT
 from codemode.sandbox.git.repo_config import clean_env
-from codemode.tools.store.journal import journal_dir, own_file, workspace_key
+from codemode.tools.store.journal import journal_dir, open_dir, own_file, workspace_key
 
 SUFFIX = ".publish"
 _MOST = 256 << 20  # a marker of a million paths: anything larger is not ours
@@ -51,8 +51,7 @@ def _path(repo: Path) -> Path:
 def begin(repo: Path, *, ref: str, commit: str, start_ref: str, push: str | None,
           paths: Sequence[Path3]) -> None:  # fmt: skip
     """Write the marker (whole, then renamed into place) before the branch is made."""
-    folder = journal_dir()
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    folder = open_dir()
     data = json.dumps({"version": 1, "repo": os.path.realpath(repo), "ref": ref,
                        "commit": commit, "start_ref": start_ref, "push": push,
                        "paths": [list(p) for p in paths]}).encode()  # fmt: skip
