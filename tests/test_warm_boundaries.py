@@ -386,7 +386,13 @@ def test_callers_beyond_the_bound_start_cold(tmp_path: Path) -> None:
     with probe_server(env, tmp_path / "log", max_runs=1) as sock:
         first = subprocess.Popen([INTERPRETER, "run", "sleep"], env=env,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
-        assert first.stdout is not None and first.stdout.readline() == b"ready\n"
+        assert first.stdout is not None and first.stderr is not None
+        line = first.stdout.readline()
+        # (seen once in CI, not again: the first caller was not served warm; what the
+        # server logged and the command said tell why)
+        assert line == b"ready\n", (
+            f"{line!r}; server log: {(tmp_path / 'log').read_text(errors='replace')}; "
+            f"stderr: {first.stderr.read(4000) if first.poll() is not None else ''!r}")
         second = subprocess.run([INTERPRETER, "run", "exit", "6"], env=env,
                                 capture_output=True, timeout=120)  # fmt: skip
         assert second.returncode != 6 and b"Traceback" not in second.stderr
