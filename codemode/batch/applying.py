@@ -25,6 +25,7 @@ from pathlib import Path
 
 from codemode.batch.changes import JOURNAL_BYTES, ApplyError, Change, check
 from codemode.hostfs.beneath import mkdir, symlink_atomic, write_atomic
+from codemode.hostfs.fingerprint import of_bytes
 from codemode.hostfs.writer import Refused, Writer, default_mode
 from codemode.tool_terms.errors import ToolError
 from codemode.tools.store import journal
@@ -134,9 +135,9 @@ def _fingerprint(st: os.stat_result | None, data: bytes | None, link: str | None
     if st is None or stat.S_ISDIR(st.st_mode):
         return None
     if link is not None:
-        return "link:" + hashlib.sha256(os.fsencode(link)).hexdigest()
+        return of_bytes(os.fsencode(link), symlink=True)
     if data is not None:
-        return "file:" + hashlib.sha256(data).hexdigest()
+        return of_bytes(data)
     return "other"
 
 

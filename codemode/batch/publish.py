@@ -18,7 +18,6 @@ so the repository is left on its own branch exactly as it was.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import subprocess
 import tempfile
@@ -28,6 +27,7 @@ from pathlib import Path
 from codemode.batch import changes
 from codemode.batch.applying import apply
 from codemode.batch.changes import Change
+from codemode.hostfs.fingerprint import of_bytes
 from codemode.locations import launcher
 from codemode.sandbox.git.git_overrides import SAFE_GIT
 from codemode.sandbox.git.repo_config import RepoConfigRefused, clean_env
@@ -153,8 +153,7 @@ def _states(change: Change) -> tuple[str, str | None, str | None]:
     """The path, what it holds before the publish and after (``hostfs.fingerprint``)."""
     if change.kind == "deleted":
         return change.path, change.base, None
-    kind = "link:" if change.kind == "symlink" else "file:"
-    return change.path, change.base, kind + hashlib.sha256(change.data).hexdigest()
+    return change.path, change.base, of_bytes(change.data, change.kind == "symlink")
 
 
 def _push(repo: Path, remote: str) -> list[str]:

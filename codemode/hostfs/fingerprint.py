@@ -22,6 +22,12 @@ def chunks(path: Path) -> Iterator[bytes]:
             yield chunk
 
 
+def of_bytes(data: bytes, symlink: bool = False) -> str:
+    """What ``fingerprint`` says of a file holding ``data`` (a symlink's: its target,
+    ``os.fsencode``d)."""
+    return ("link:" if symlink else "file:") + hashlib.sha256(data).hexdigest()
+
+
 def fingerprint(path: Path) -> str | None:
     """What ``path`` holds, as a journal's ``base``: None when nothing (or a directory)."""
     try:
@@ -29,7 +35,7 @@ def fingerprint(path: Path) -> str | None:
     except (FileNotFoundError, NotADirectoryError):
         return None
     if stat.S_ISLNK(st.st_mode):
-        return "link:" + hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()
+        return of_bytes(os.fsencode(os.readlink(path)), symlink=True)
     if stat.S_ISREG(st.st_mode):
         digest = hashlib.sha256()
         for chunk in chunks(path):
