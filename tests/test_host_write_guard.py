@@ -84,6 +84,8 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     + " (rules/default.rules, or the rules file the embedder named)",
     ("sandbox/execpolicy/rules_file.py", "_append_line", ".open"): _OWN_HOME
     + " (rules/default.rules, or the rules file the embedder named)",
+    ("hooks/script_folders.py", "pycache_prefix", ".mkdir"): _OWN_CACHE
+    + " (hook-pycache, where hooks' Pythons keep byte code)",
     ("sandbox/helpers/compiled.py", "_build", ".write_bytes"): _OWN_CACHE,
     ("sandbox/helpers/compiled.py", "_build", ".chmod"): _OWN_CACHE,
     ("sandbox/helpers/compiled.py", "_build", "os.replace"): _OWN_CACHE,

@@ -315,34 +315,6 @@ def test_a_pre_model_request_hook_sees_no_key_and_cannot_rewrite_the_request(
     assert any("budget ok" in n for n in run.notices())
 
 
-# --- holes found and not fixed here (see the reasons) ---------------------------------------
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "not fixed: trust covers the files a hook's command line names, not what the script "
-    "it runs imports or sources (tools/helper.py of `python3 tools/check.py`); covering "
-    "that needs the interpreter's own search path kept out of writable roots"))
-def test_a_module_the_hook_script_imports_rewritten_by_the_program_does_not_run(
-    home: Path, work: Path, tmp_path: Path
-) -> None:
-    pwned = tmp_path / "pwned"
-    ran = tmp_path / "ran"
-    (work / "tools").mkdir()
-    (work / "tools" / "check.py").write_text("import helper\nhelper.check()\n")
-    (work / "tools" / "helper.py").write_text(
-        f"def check():\n    open({str(ran)!r}, 'a').write('ok')\n")
-    write_hooks(home / "hooks.json",
-                hooks_table("PreModelRequest", f"{os.path.realpath(INTERPRETER.parent / 'python')}"
-                            " tools/check.py"))
-    _trust_all(home, work)
-    rewrite = (f"printf 'import os\\ndef check():\\n    open(\"{pwned}\", \"a\").write(\"x\")\\n'"
-               " > tools/helper.py")
-    run = run_session(home, work, _rewrite_then_answer(rewrite))
-    assert str(pwned) in (work / "tools" / "helper.py").read_text()  # rewritten
-    assert ran.exists(), run.notices()
-    assert not pwned.exists(), "the hook imported the program's module outside the sandbox"
-
-
 # The program's attacker: a Python loop in a confined command that puts the evil script,
 # then the good one, at scripts/guard.sh for 8 seconds: by writing the file in place,
 # each content kept for 2 ms (a file being rewritten fails its check: each must stay

@@ -82,5 +82,7 @@ def _decide(cwd: Path, overrides: tuple[str, ...], names: list[str], *, trust: b
     verb = "trusted" if trust else "disabled"
     for hook in picked:
         echo(visible(f"{verb}: {hook.key}  {hook.describe()}"))
+        for line in found.trusted_lines(hook) if trust else ():
+            echo(line)
     if not picked:
         echo("nothing to do: no project hook waits for trust")

@@ -88,8 +88,10 @@ def _changed_notice(hook: HookDef, changed: list[str], was_trusted: bool) -> str
 
     what = ("which is not the content that was trusted" if was_trusted
             else "whose content was never trusted")
+    # (a folder: the one its script loads modules from, ``script_folders``)
+    shown = [f"{c}/ (its script's folder)" if os.path.isdir(c) else c for c in changed]
     return visible(
-        f"hook {hook.key} ({hook.describe()}) not run: it names {', '.join(changed)}, which "
+        f"hook {hook.key} ({hook.describe()}) not run: it names {', '.join(shown)}, which "
         f"a command could have written and {what}; check it, then `interpreter hooks trust "
         f"{hook.key}`")
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from codemode.hooks import hook_tree
+from codemode.hooks import hook_tree, script_folders
 from codemode.locations import launcher
 
 # Bytes kept of a hook's stdout, and of its stderr.
@@ -83,6 +83,13 @@ async def run_command(
     it names that a command could have written; the launcher refuses any other such file
     (and a program found in such a folder) before anything starts."""
     started = time.perf_counter()
+    moved = script_folders.changed(trusted or {})
+    if moved:
+        return ProcessResult(exit_code=None, duration_ms=_ms(started), error=(
+            f"not started: {', '.join(moved)} changed since it was trusted (a command may "
+            "have written a module there): not run until it is trusted again"))
+    # Byte code from codemode's own cache, never a .pyc a command left beside a source.
+    env = {**env, script_folders.PYCACHE_VARIABLE: str(script_folders.pycache_prefix())}
     try:
         proc = launcher.popen(
             argv_for(command),

@@ -46,6 +46,13 @@ class Review:
                            else ""))
                 for n, (hook, state) in enumerate(self.rows, start=1)]
 
+    def trusted_lines(self, hook: HookDef) -> list[str]:
+        """What trusting ``hook`` does not cover, one line each (shown once it is
+        trusted): the folder of a script that cannot be kept (``script_folders``)."""
+        if self.store is None:
+            return []
+        return [visible(f"  note: not covered: {why}") for why in self.store.not_covered(hook)]
+
     def problem_lines(self) -> list[str]:
         return [visible(f"problem: {p}") for p in self.problems]
 

@@ -11,10 +11,12 @@ program cannot trust its own hooks.
 Trust covers content, not only the line: a hook whose command names files lying where a
 confined command of this or an earlier session could have written them (``sh
 scripts/fmt.sh``, ``./scripts/guard.sh`` in a workspace; ``codemode.locations.launcher``)
-is trusted together with the sha256 of each, recorded when the person trusts it. A
-changed file makes it untrusted again (``changed`` names the file), the launcher checks
-the digests once more just before each start, and a user's own hook naming such a file
-needs trusting too: the user wrote the line, not what a program left in the file.
+is trusted together with the sha256 of each, recorded when the person trusts it, and
+with the folder each loads from (``script_folders``: a module beside a Python script
+runs as much as the script does). A changed file or folder makes it untrusted again
+(``changed`` names it), the launcher checks the digests once more just before each
+start, and a user's own hook naming such a file needs trusting too: the user wrote the
+line, not what a program left in the file.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
+from codemode.hooks import script_folders
 from codemode.hooks.definitions import HookDef
 from codemode.locations import launcher
 from codemode.locations.host_programs import writable_root_of
@@ -73,33 +76,55 @@ class TrustStore:
 
     def named(self, hook: HookDef) -> dict[str, str]:
         """The files ``hook``'s command names that a command could have written (any in
-        the workspace, which sessions there let commands write), each
-        with its sha256 now ("" when it cannot be read)."""
+        the workspace, which sessions there let commands write), each with its sha256
+        now ("" when it cannot be read), and the folder each loads from where it can be
+        kept, with its manifest (``script_folders``)."""
+        return self._covered(hook)[0]
+
+    def not_covered(self, hook: HookDef) -> list[str]:
+        """Why the folder of a file ``hook`` names is not covered, one line each."""
+        return self._covered(hook)[1]
+
+    def _covered(self, hook: HookDef) -> tuple[dict[str, str], list[str]]:
         from codemode.hooks.process import argv_for, project_env
 
         out: dict[str, str] = {}
+        notes: list[str] = []
         inside = self.cwd.resolve() if self.cwd is not None else None
         # (its $VARs as the hook will get them: "$CLAUDE_PROJECT_DIR"/x.sh names x.sh)
         env = project_env(os.environ, self.cwd if self.cwd is not None else Path.cwd())
+        folders: dict[str, str] = {}
         for name in launcher.named_files(argv_for(hook.command), self.cwd, env):
             real_path = Path(name).resolve()
-            if writable_root_of(name) is not None or (
-                    inside is not None and real_path.is_relative_to(inside)):
-                real = str(Path(name).resolve())
-                try:
-                    out[real] = launcher.digest(real)
-                except OSError:
-                    out[real] = ""
-        return out
+            root = writable_root_of(name)
+            if root is None and not (inside is not None and real_path.is_relative_to(inside)):
+                continue
+            real = str(real_path)
+            try:
+                out[real] = launcher.digest(real)
+            except OSError:
+                out[real] = ""
+            try:
+                folder = script_folders.folder_for(real, inside, root)
+                if str(folder) not in folders:
+                    folders[str(folder)] = script_folders.manifest(folder)
+            except script_folders.NotKept as why:
+                notes.append(f"{real}: {why}, so what it loads from beside it is not "
+                             "covered (a command could put a module there); keep hook "
+                             "scripts in a folder of their own, such as .codemode/hooks/")
+        return {**out, **folders}, list(dict.fromkeys(notes))
 
     def changed(self, hook: HookDef, files: dict[str, str] | None = None) -> list[str]:
-        """The named files whose content is not what was trusted (all of them when the
-        hook was never trusted with its files)."""
+        """The named files and folders whose content is not what was trusted (all of
+        them when the hook was never trusted with its files)."""
         files = self.named(hook) if files is None else files
         recorded = self._trusted.get(hook.key, {}).get("files")
         if not isinstance(recorded, dict):
             return sorted(files)
-        return sorted(f for f, d in files.items() if not d or recorded.get(f) != d)
+        # (a folder trusted once and not kept now: a command filled it past the bounds)
+        gone = [f for f, d in recorded.items()
+                if isinstance(d, str) and script_folders.is_folder(d) and f not in files]
+        return sorted([f for f, d in files.items() if not d or recorded.get(f) != d] + gone)
 
     def has_files(self, hook: HookDef) -> bool:
         """Whether ``hook`` was trusted together with the content of its files."""

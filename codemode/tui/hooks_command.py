@@ -44,5 +44,7 @@ async def _hooks(app: App, arg: str) -> None:
     done = "trusted" if verb == "trust" else "disabled"
     for hook in picked:
         app.console.print(Text(f"{done}: {hook.describe()}", style="green"))
+        for line in found.trusted_lines(hook) if verb == "trust" else ():
+            app.console.print(Text(line, style="yellow"))
     if not picked:
         app.console.print(Text("no project hook waits for trust"))
