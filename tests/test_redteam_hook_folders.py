@@ -18,6 +18,7 @@ import importlib.util
 import json
 import marshal
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -225,3 +226,24 @@ def test_a_module_an_unprivileged_confined_command_put_beside_the_script_is_not_
     fields = {"tool_name": "Bash", "tool_input": {"command": "x"}, "tool_response": {}}
     asyncio.run(before.engine.fire("PostToolUse", fields, ("Bash", "shell")))
     assert not marker.exists(), "the hook imported a module a command put beside it"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "not fixed: a hook that runs a project's own tool (make, npx, uv run, pytest) runs "
+    "what that tool loads from the workspace: trust covers the Makefile `make fmt` names "
+    "and its folder, not the scripts its recipes run (docs/hooks.md, 'What is not "
+    "covered'); closing it needs such hooks confined like commands"))
+def test_a_script_a_makefile_recipe_runs_rewritten_by_the_program_does_not_run(
+    home: Path, work: Path, tmp_path: Path
+) -> None:
+    if shutil.which("make") is None:
+        pytest.skip("no make on this machine")
+    pwned, ran = tmp_path / "pwned", tmp_path / "ran"
+    (work / "Makefile").write_text("fmt:\n\t@sh scripts/fmt.sh\n")
+    (work / "scripts").mkdir()
+    (work / "scripts" / "fmt.sh").write_text(f"echo ok >> {ran}\n")
+    write_hooks(home / "hooks.json", hooks_table("PreModelRequest", "make -s fmt"))
+    _trust_all(home, work)
+    run = run_session(home, work, _program(f"echo 'touch {pwned}' > scripts/fmt.sh"))
+    assert ran.exists(), run.notices()
+    assert not pwned.exists(), "a recipe of the trusted Makefile ran the program's script"
