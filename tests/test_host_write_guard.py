@@ -171,11 +171,12 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         ".unlink",
     ): "the report this run created (a run that never started)",
     (
-        "batch/scratch.py",
-        "_remover",
+        "hostfs/removal.py",
+        "remove_tree",
         "shutil.rmtree",
-    ): "a scratch folder this process made; rmtree walks it by descriptor and follows no "
-    "link (shutil.rmtree.avoids_symlink_attacks, checked in scratch.py)",
+    ): "a temporary folder this process made (a batch copy, an eval run's workspace); "
+    "rmtree walks it by descriptor and follows no link (shutil.rmtree.avoids_symlink_"
+    "attacks, checked in removal.py; rm -rf after it, through the launcher)",
     ("batch/shipping.py", "unpack", ".mkdir"): "a Ray worker's private temporary folder",
     ("batch/workcopy.py", "make_copy", "os.makedirs"): _PRIVATE_TMP,
     ("batch/workcopy.py", "make_copy", "os.mkdir"): _PRIVATE_TMP,

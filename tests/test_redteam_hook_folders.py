@@ -247,3 +247,38 @@ def test_a_script_a_makefile_recipe_runs_rewritten_by_the_program_does_not_run(
     run = run_session(home, work, _program(f"echo 'touch {pwned}' > scripts/fmt.sh"))
     assert ran.exists(), run.notices()
     assert not pwned.exists(), "a recipe of the trusted Makefile ran the program's script"
+
+
+@pytest.mark.parametrize(("command", "named"), [
+    ("make -s fmt", "`make` runs code from the Makefile's recipes"),
+    ("npx prettier --write src", "`npx` runs code from the workspace's node_modules"),
+    ("bash -c 'cd app && uv run ruff check'", "`uv` runs code from"),
+    ("if true; then python3 -m black .; fi", "`python3 -m` runs code from"),
+])
+def test_trusting_a_hook_that_runs_a_projects_tool_says_what_it_does_not_cover(
+    command: str, named: str, home: Path, work: Path
+) -> None:
+    """What such a tool runs lies in the workspace, which trust cannot cover (the strict
+    xfail above): the person trusting it is told, naming the tool."""
+    (work / ".codemode").mkdir()
+    write_hooks(work / ".codemode" / "hooks.json",
+                hooks_table("PostToolUse", command, "Edit|Write"))
+    out = subprocess.run([str(INTERPRETER), "hooks", "trust", "all", "--cwd", str(work)],
+                         capture_output=True, text=True, env=cli_env(home), timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "note: not covered:" in out.stdout and named in out.stdout, out.stdout
+    assert "runs outside the sandbox" in out.stdout, out.stdout
+
+
+def test_trusting_a_hook_whose_script_has_a_folder_of_its_own_notes_nothing(
+    home: Path, work: Path
+) -> None:
+    (work / ".claude" / "hooks").mkdir(parents=True)
+    (work / ".claude" / "hooks" / "fmt.sh").write_text("exit 0\n")
+    (work / ".codemode").mkdir()
+    write_hooks(work / ".codemode" / "hooks.json", hooks_table(
+        "PostToolUse", 'sh "$CLAUDE_PROJECT_DIR"/.claude/hooks/fmt.sh', "Edit|Write"))
+    out = subprocess.run([str(INTERPRETER), "hooks", "trust", "all", "--cwd", str(work)],
+                         capture_output=True, text=True, env=cli_env(home), timeout=60)
+    assert out.returncode == 0 and "trusted:" in out.stdout, out.stderr
+    assert "not covered" not in out.stdout, out.stdout

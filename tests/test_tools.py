@@ -15,7 +15,7 @@ from codemode.tool_terms.elide import elide_middle
 from codemode.tools import ToolContext, ToolError, builtin_registry
 from codemode.tools.builtin import builtin_tools
 from codemode.tools.glob_pattern import compile_glob
-from codemode.tools.shell import MAX_OUTPUT_CHARS, _Capture
+from codemode.tools.shell import MAX_OUTPUT_CHARS, OutputCapture
 
 
 @pytest.fixture
@@ -171,7 +171,7 @@ async def test_shell_huge_output_stays_bounded(ws: Path) -> None:
 
 
 def test_capture_counts_characters_not_bytes() -> None:
-    capture = _Capture()
+    capture = OutputCapture()
     chars = 3 * MAX_OUTPUT_CHARS  # 2 bytes each: 6 MB, more than both windows hold
     for _ in range(chars // 1000):
         capture.add(("é" * 1000).encode())

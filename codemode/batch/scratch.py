@@ -12,13 +12,13 @@ from __future__ import annotations
 import atexit
 import os
 import queue
-import shutil
-import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from codemode.hostfs.removal import remove_tree
 
 _PREFIX = "codemode-batch-"
 _queue: queue.SimpleQueue[Path | None] = queue.SimpleQueue()
@@ -28,26 +28,9 @@ _lock = threading.Lock()
 
 def _remover() -> None:
     while (path := _queue.get()) is not None:
-        # A script shaped the folder: only a removal that walks it by descriptor, never
-        # following a link it planted, may run (on Linux rmtree is one).
-        if shutil.rmtree.avoids_symlink_attacks:
-            try:
-                shutil.rmtree(path, ignore_errors=True)
-            except RecursionError:
-                # Python 3.11's rmtree recurses once per level, past ignore_errors: a
-                # tree a script made 1000 deep killed this thread, and every later copy
-                # stayed. rm walks any depth by descriptor, following no link either.
-                _rm_rf(path)
-
-
-def _rm_rf(path: Path) -> None:
-    from codemode.locations import launcher
-
-    try:
-        launcher.run(["rm", "-rf", "--", str(path)], names_files=False,
-                     stdin=subprocess.DEVNULL, capture_output=True, timeout=600)  # fmt: skip
-    except (OSError, subprocess.SubprocessError, launcher.LaunchRefused):
-        pass  # left in the temporary folder, as a worker killed with SIGKILL leaves one
+        # A script shaped the folder: removed by descriptor, whatever its depth and
+        # modes, never following a link it planted.
+        remove_tree(path)
 
 
 def finish_removing() -> None:

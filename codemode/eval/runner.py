@@ -3,15 +3,18 @@ a real session against the configured provider, the task's check at the end."""
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from codemode.eval.check import run_check
 from codemode.eval.report import RunRecord
 from codemode.eval.suite import Task
+from codemode.hostfs.removal import remove_tree
 
 if TYPE_CHECKING:
     from codemode.config import Config
@@ -86,8 +89,8 @@ async def run_task(
 
     record = RunRecord(task=task.name, harness=cell.harness, dialect=cell.dialect,
                        repeat=repeat, ok=False)
-    with tempfile.TemporaryDirectory(prefix=f"codemode-eval-{task.name}-") as tmp:
-        root = Path(tmp) / "workspace"
+    with _workspace_folder(task.name) as tmp:
+        root = tmp / "workspace"
         root.mkdir()
         task.setup(root)
         options = SessionOptions(cwd=root, provider=provider, model=model,
@@ -96,11 +99,17 @@ async def run_task(
                                  sandbox_mode="workspace-write")
         started = time.perf_counter()
         timed: TimedProvider | None = None
+        rejected: str | None = None
         try:
             session = build_session(config, options, SessionSpec(record=False))
             session.provider = timed = TimedProvider(session.provider)
             try:
                 result = await session.run_turn(task.prompt)
+                if result.ok:
+                    # In the session's sandbox: the check reads (and may run) what the
+                    # model wrote.
+                    rejected = await run_check(session.runner.context.sandbox,
+                                               task.folder / "verify.py", root)
             finally:
                 await session.aclose()
         except Exception as exc:  # a run that could not start or died: counted, not fatal
@@ -117,11 +126,19 @@ async def run_task(
         if not result.ok:
             record.error_kind, record.error = result.stop_reason, result.error
             return record
-        try:
-            task.verify(root)
-        except Exception as exc:  # the task's check refused the workspace
-            record.error_kind = "wrong_result"
-            record.error = f"{type(exc).__name__}: {exc}"[:500]
+        if rejected is not None:  # the task's check refused the workspace
+            record.error_kind, record.error = "wrong_result", rejected
             return record
         record.ok = True
         return record
+
+
+@contextlib.contextmanager
+def _workspace_folder(name: str) -> Iterator[Path]:
+    """A fresh private folder for one run, removed afterwards however the model left it
+    (a tree too deep for ``rmtree``, folders made read-only: ``remove_tree``)."""
+    path = Path(tempfile.mkdtemp(prefix=f"codemode-eval-{name}-"))
+    try:
+        yield path
+    finally:
+        remove_tree(path)

@@ -82,8 +82,15 @@ class TrustStore:
         return self._covered(hook)[0]
 
     def not_covered(self, hook: HookDef) -> list[str]:
-        """Why the folder of a file ``hook`` names is not covered, one line each."""
-        return self._covered(hook)[1]
+        """What ``hook`` runs that its trust does not cover, one line each: the folder of
+        a file it names that cannot be kept, a project's tool (``project_runners``)."""
+        from codemode.hooks import project_runners
+        from codemode.hooks.process import argv_for
+
+        runs = [f"{note}, which a command could have written: that code runs outside the "
+                "sandbox when the hook does"
+                for note in project_runners.notes(argv_for(hook.command))]
+        return self._covered(hook)[1] + runs
 
     def _covered(self, hook: HookDef) -> tuple[dict[str, str], list[str]]:
         from codemode.hooks.process import argv_for, project_env

@@ -83,7 +83,7 @@ async def spawn(
     )
 
 
-class _Capture:
+class OutputCapture:
     """Keeps the start and end of a byte stream, counting what falls in between.
 
     Memory stays bounded however much a command prints. The windows are kept in bytes
@@ -130,7 +130,8 @@ def _count_continuations(data: bytes | bytearray) -> int:
 
 
 
-def _kill_group(proc: ChildProcess) -> None:
+def kill_group(proc: ChildProcess) -> None:
+    """Stop a confined command and everything it started."""
     kill_tree = getattr(proc, "kill_tree", None)
     if kill_tree is not None:  # a command in the sandbox's command server
         kill_tree()
@@ -140,14 +141,14 @@ def _kill_group(proc: ChildProcess) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-class _OutputReader:
+class OutputReader:
     """Reads the output pipe from the event loop as it becomes readable, into a
-    ``_Capture`` (and the live display, when the caller has one); ``eof`` is done once
+    ``OutputCapture`` (and the live display, when the caller has one); ``eof`` is done once
     every writer has closed its end. Bounded like the capture: each chunk is taken in
     as it is read (no buffer, no task of its own: a command's whole output often
     arrives in one read)."""
 
-    def __init__(self, fd: int, capture: _Capture, live: Feed | None) -> None:
+    def __init__(self, fd: int, capture: OutputCapture, live: Feed | None) -> None:
         self._fd = fd
         self._capture = capture
         self._live = live
@@ -209,28 +210,28 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ShellResult:
     finally:
         os.close(write_fd)  # the child has its copy; ours would keep EOF from arriving
 
-    capture = _Capture()
-    reader: _OutputReader | None = None
+    capture = OutputCapture()
+    reader: OutputReader | None = None
     timed_out = False
     finished = False
     try:
-        reader = _OutputReader(read_fd, capture, ctx.live_output)
+        reader = OutputReader(read_fd, capture, ctx.live_output)
         try:
             async with asyncio.timeout(args.timeout_ms / 1000):
                 await proc.wait()
                 if not await reader.drained(_DRAIN_GRACE_S):
                     # The shell is gone but something it started still holds the pipe.
-                    _kill_group(proc)
+                    kill_group(proc)
         except TimeoutError:
             timed_out = True
-            _kill_group(proc)
+            kill_group(proc)
         # After a kill the pipe closes promptly; collect what was written up to then.
         await reader.drained(_DRAIN_GRACE_S)
         await proc.wait()
         finished = True
     finally:
         if not finished:  # cancelled (or failed): leave nothing running behind us
-            _kill_group(proc)
+            kill_group(proc)
             # Reap it too: a child still unreaped when the event loop closes makes
             # asyncio's child watcher complain on stderr ("Loop ... is closed").
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):

@@ -71,41 +71,64 @@ class CodemodeWatch:
                 target=self._finalizer, name="codemode-inotify-close", daemon=True
             ).start()
 
-    def _watch(self, d: Path) -> None:
+    def _watch(self, d: Path, fd: int) -> None:
         if not self.complete or self._fd < 0:
             return
-        wd = _libc().inotify_add_watch(self._fd, os.fsencode(d), _MASK)
+        # By the open descriptor (the folder just checked), not by its path again.
+        wd = _libc().inotify_add_watch(self._fd, f"/proc/self/fd/{fd}".encode(),
+                                       _MASK & ~IN_DONT_FOLLOW)
         if wd < 0:
             self.complete = False  # out of watches: fall back to walking
             return
         self._wd[wd] = d
 
     def _walk(self, top: Path, *, watch: bool) -> Iterator[Path]:
-        """``.codemode`` entries at or below ``top`` (not the roots' own), adding watches."""
-        stack = [top]
+        """``.codemode`` entries at or below ``top`` (not the roots' own), adding watches.
+
+        Each folder is opened by its path and kept only if it is the very folder its
+        parent's listing showed (device and inode): one swapped meanwhile for a symlink,
+        or reached through a folder above it that was, is never walked. (Resolving each
+        path's links instead costs a look at every folder above it: a tree a command
+        made 1500 deep took a million lstat calls, 35 s after each command.)"""
+        if os.path.islink(top) or os.path.realpath(top) != str(top):
+            return  # swapped for a symlink meanwhile: never follow one out
+        stack: list[tuple[Path, tuple[int, int] | None]] = [(top, None)]
         while stack:
-            d = stack.pop()
-            if os.path.islink(d) or os.path.realpath(d) != str(d):
-                continue  # swapped for a symlink meanwhile: never follow one out
-            if watch:
-                self._watch(d)
+            d, expected = stack.pop()
             try:
-                entries = list(os.scandir(d))
+                fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
             except OSError:
                 continue
-            for e in entries:
+            try:
+                st = os.fstat(fd)
+                if expected is not None and (st.st_dev, st.st_ino) != expected:
+                    continue
+                if watch:
+                    self._watch(d, fd)
+                yield from self._entries(d, fd, stack)
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
+
+    def _entries(self, d: Path, fd: int, stack: list[tuple[Path, tuple[int, int] | None]],
+                 ) -> Iterator[Path]:
+        with os.scandir(fd) as listing:
+            for e in listing:
+                path = d / e.name
                 if e.name == CODEMODE_DIR:
                     if d not in self.roots:
-                        yield Path(e.path)
+                        yield path
                     continue
                 if e.name == GIT_DIR:
-                    if d not in self.roots and Path(e.path) not in self.git:
-                        self.git.add(Path(e.path))
-                        self.new_git.add(Path(e.path))
+                    if d not in self.roots and path not in self.git:
+                        self.git.add(path)
+                        self.new_git.add(path)
                     continue  # .codemode is never read from inside a git directory
                 with contextlib.suppress(OSError):
                     if e.is_dir(follow_symlinks=False):
-                        stack.append(Path(e.path))
+                        st = e.stat(follow_symlinks=False)
+                        stack.append((path, (st.st_dev, st.st_ino)))
 
     def drain(self) -> list[Path]:
         """New ``.codemode`` entries since the last call (folders created since are
