@@ -18,7 +18,6 @@ import importlib.util
 import json
 import marshal
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -228,27 +227,6 @@ def test_a_module_an_unprivileged_confined_command_put_beside_the_script_is_not_
     assert not marker.exists(), "the hook imported a module a command put beside it"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "not fixed: a hook that runs a project's own tool (make, npx, uv run, pytest) runs "
-    "what that tool loads from the workspace: trust covers the Makefile `make fmt` names "
-    "and its folder, not the scripts its recipes run (docs/hooks.md, 'What is not "
-    "covered'); closing it needs such hooks confined like commands"))
-def test_a_script_a_makefile_recipe_runs_rewritten_by_the_program_does_not_run(
-    home: Path, work: Path, tmp_path: Path
-) -> None:
-    if shutil.which("make") is None:
-        pytest.skip("no make on this machine")
-    pwned, ran = tmp_path / "pwned", tmp_path / "ran"
-    (work / "Makefile").write_text("fmt:\n\t@sh scripts/fmt.sh\n")
-    (work / "scripts").mkdir()
-    (work / "scripts" / "fmt.sh").write_text(f"echo ok >> {ran}\n")
-    write_hooks(home / "hooks.json", hooks_table("PreModelRequest", "make -s fmt"))
-    _trust_all(home, work)
-    run = run_session(home, work, _program(f"echo 'touch {pwned}' > scripts/fmt.sh"))
-    assert ran.exists(), run.notices()
-    assert not pwned.exists(), "a recipe of the trusted Makefile ran the program's script"
-
-
 @pytest.mark.parametrize(("command", "named"), [
     ("make -s fmt", "`make` runs code from the Makefile's recipes"),
     ("npx prettier --write src", "`npx` runs code from the workspace's node_modules"),
@@ -258,8 +236,9 @@ def test_a_script_a_makefile_recipe_runs_rewritten_by_the_program_does_not_run(
 def test_trusting_a_hook_that_runs_a_projects_tool_says_what_it_does_not_cover(
     command: str, named: str, home: Path, work: Path
 ) -> None:
-    """What such a tool runs lies in the workspace, which trust cannot cover (the strict
-    xfail above): the person trusting it is told, naming the tool."""
+    """What such a tool runs lies in the workspace, which trust cannot cover: the person
+    trusting it is told, naming the tool, and that the hook runs confined
+    (tests/test_hooks_confined.py)."""
     (work / ".codemode").mkdir()
     write_hooks(work / ".codemode" / "hooks.json",
                 hooks_table("PostToolUse", command, "Edit|Write"))
@@ -267,7 +246,7 @@ def test_trusting_a_hook_that_runs_a_projects_tool_says_what_it_does_not_cover(
                          capture_output=True, text=True, env=cli_env(home), timeout=60)
     assert out.returncode == 0, out.stderr
     assert "note: not covered:" in out.stdout and named in out.stdout, out.stdout
-    assert "runs outside the sandbox" in out.stdout, out.stdout
+    assert "runs in the session's sandbox" in out.stdout, out.stdout
 
 
 def test_trusting_a_hook_whose_script_has_a_folder_of_its_own_notes_nothing(

@@ -23,12 +23,17 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from codemode.hooks import project_runners
+from codemode.hooks.confined import run_confined
 from codemode.hooks.definitions import EVENTS, TOOL_EVENTS, HookDef
 from codemode.hooks.outcome import HookOutcome, read_outcome
-from codemode.hooks.process import project_env, run_command
+from codemode.hooks.process import argv_for, project_env, run_command
 from codemode.sandbox.protection import hook_files
+
+if TYPE_CHECKING:
+    from codemode.sandbox.session import SandboxSession
 
 # What an event does when one of its hooks fails: "deny" the call (PreToolUse), or
 # "continue" as if the hook had said nothing (a PermissionRequest hook that fails
@@ -104,6 +109,9 @@ class HookEngine:
         self.env = project_env(env if env is not None else os.environ, facts.cwd)
         self.listeners: list[Listener] = list(listeners)
         self._ids = itertools.count(1)
+        # The session's sandbox, where hooks that run a project's tool run
+        # (``hooks.confined``); None: every hook runs outside, as the user's commands do.
+        self.sandbox: SandboxSession | None = None
         self.set_hooks(hooks, trusted_files)
         # Context hooks added for the model outside a program (a classic call's
         # PostToolUse): the session delivers it with the next request.
@@ -195,10 +203,13 @@ class HookEngine:
                       parent_id=parent_id)
         self._tell(run)
         timeout_s = hook.timeout_s if timeout_cap is None else min(hook.timeout_s, timeout_cap)
-        done = await run_command(
-            hook.command, data, cwd=self.facts.cwd, env=self.env, timeout_s=timeout_s,
-            trusted=self.trusted_files.get(hook.key, {}),
-        )
+        trusted = self.trusted_files.get(hook.key, {})
+        if self.sandbox is not None and project_runners.notes(argv_for(hook.command)):
+            done = await run_confined(self.sandbox, hook.command, data, cwd=self.facts.cwd,
+                                      env=self.env, timeout_s=timeout_s, trusted=trusted)
+        else:
+            done = await run_command(hook.command, data, cwd=self.facts.cwd, env=self.env,
+                                     timeout_s=timeout_s, trusted=trusted)
         outcome = read_outcome(hook.event, done)
         if outcome.failure is not None and FAILURE_DEFAULTS[hook.event] == "deny":
             outcome.decision = "deny"

@@ -70,6 +70,16 @@ def argv_for(command: str) -> list[str]:
     return ["/bin/sh", "-c", command]
 
 
+def folders_refusal(trusted: Mapping[str, str] | None) -> str | None:
+    """Why the hook may not start: a folder its scripts load from changed since it was
+    trusted (``script_folders``); None when none did."""
+    moved = script_folders.changed(trusted or {})
+    if not moved:
+        return None
+    return (f"not started: {', '.join(moved)} changed since it was trusted (a command may "
+            "have written a module there): not run until it is trusted again")
+
+
 async def run_command(
     command: str,
     stdin: bytes,
@@ -83,11 +93,9 @@ async def run_command(
     it names that a command could have written; the launcher refuses any other such file
     (and a program found in such a folder) before anything starts."""
     started = time.perf_counter()
-    moved = script_folders.changed(trusted or {})
-    if moved:
-        return ProcessResult(exit_code=None, duration_ms=_ms(started), error=(
-            f"not started: {', '.join(moved)} changed since it was trusted (a command may "
-            "have written a module there): not run until it is trusted again"))
+    refused = folders_refusal(trusted)
+    if refused is not None:
+        return ProcessResult(exit_code=None, duration_ms=_ms(started), error=refused)
     # Byte code from codemode's own cache, never a .pyc a command left beside a source.
     env = {**env, script_folders.PYCACHE_VARIABLE: str(script_folders.pycache_prefix())}
     try:

@@ -243,9 +243,11 @@ def install(
     registry: ToolRegistry, engine: HookEngine, sandbox: SandboxSession | None = None
 ) -> None:
     """Hook every call ``registry`` runs; with ``sandbox``, its approvals go to the
-    PermissionRequest hooks first."""
+    PermissionRequest hooks first, and hooks that run a project's tool run in it
+    (``hooks.confined``)."""
     registry.use(hooks_interceptor(engine), "hooks")
     if sandbox is not None:
+        engine.sandbox = sandbox
         watch_approvals(engine, sandbox)
 
 

@@ -87,8 +87,8 @@ class TrustStore:
         from codemode.hooks import project_runners
         from codemode.hooks.process import argv_for
 
-        runs = [f"{note}, which a command could have written: that code runs outside the "
-                "sandbox when the hook does"
+        runs = [f"{note}, which a command could have written: the hook runs in the "
+                "session's sandbox, as commands do"
                 for note in project_runners.notes(argv_for(hook.command))]
         return self._covered(hook)[1] + runs
 

@@ -225,6 +225,25 @@ class SandboxSession:
             tool=tool,
         )
 
+    async def spawn_trusted(
+        self, argv: list[str], *, cwd: Path, env: Mapping[str, str], output_fd: int, tool: str
+    ) -> ChildProcess:
+        """Start ``argv`` confined as the commands are (backend, roots, withheld
+        environment), without the policy or approvals: a command the person trusted
+        (a hook running a project's tool, ``hooks.confined``) that must not get more
+        rights than a command. Raises ToolError where it cannot be confined."""
+        s = self.settings
+        return await self.runner.start(
+            list(argv),
+            cwd=cwd,
+            env=scrub_environment(env, allow=s.env_allowlist, deny=s.env_denylist),
+            output_fd=output_fd,
+            settings=s,
+            backend=self.runner.backend(s, tool),
+            roots=self.writable_roots() or [],
+            tool=tool,
+        )
+
     def after_command(self, proc: ChildProcess) -> list[str]:
         """Call once ``proc`` (from ``spawn``) has exited: puts back any protected git
         or ``.codemode/`` entry the command changed; one line per repair."""
