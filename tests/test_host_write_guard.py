@@ -84,6 +84,10 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     + " (rules/default.rules, or the rules file the embedder named)",
     ("sandbox/execpolicy/rules_file.py", "_append_line", ".open"): _OWN_HOME
     + " (rules/default.rules, or the rules file the embedder named)",
+    ("hooks/confined.py", "run_confined", "os.unlink"): "the hook's input file this "
+    "process made with mkstemp in the sandbox's scratch folder (a confined command may "
+    "have renamed another over it: unlink removes that entry, following no link, in a "
+    "folder commands may write anyway)",
     ("hooks/script_folders.py", "pycache_prefix", ".mkdir"): _OWN_CACHE
     + " (hook-pycache, where hooks' Pythons keep byte code)",
     ("sandbox/helpers/compiled.py", "_build", ".write_bytes"): _OWN_CACHE,
