@@ -261,3 +261,23 @@ def test_trusting_a_hook_whose_script_has_a_folder_of_its_own_notes_nothing(
                          capture_output=True, text=True, env=cli_env(home), timeout=60)
     assert out.returncode == 0 and "trusted:" in out.stdout, out.stderr
     assert "not covered" not in out.stdout, out.stdout
+
+
+@pytest.mark.parametrize("which", ["named_script", "module_beside_it"])
+def test_a_file_with_another_name_a_command_can_write_is_not_trusted(
+    which: str, home: Path, work: Path, tmp_path: Path
+) -> None:
+    """A hard link made by an earlier session: ``tools/helper.py`` (or the script
+    itself) is also ``notes/h.py``. Keeping ``tools/`` read-only does not keep that
+    inode: a command could rewrite it through the other name between the check and the
+    start. So such a hook is not trusted, and the notice says why."""
+    ran = tmp_path / "ran"
+    _checker(work, ran)
+    (work / "notes").mkdir()
+    target = work / "tools" / ("check.py" if which == "named_script" else "helper.py")
+    os.link(target, work / "notes" / "h.py")
+    _hook(home, work)
+    run = run_session(home, work, [{"text": "answered"}])
+    assert not ran.exists(), "a hook ran a file a command can rewrite through another name"
+    said = " ".join(run.notices())
+    assert "not run" in said and "hard link" in said, said

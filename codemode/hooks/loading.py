@@ -63,7 +63,8 @@ def load_hooks(
             running.append(hook)
             files[hook.key] = store.named(hook)
         elif state == "untrusted" and (changed := store.changed(hook)):
-            out.notices.append(_changed_notice(hook, changed, store.has_files(hook)))
+            out.notices.append(_changed_notice(hook, changed, store.has_files(hook),
+                                               store.never(hook)))
         elif state == "untrusted":
             skipped += 1
     if skipped:
@@ -83,8 +84,12 @@ def load_hooks(
     return out
 
 
-def _changed_notice(hook: HookDef, changed: list[str], was_trusted: bool) -> str:
+def _changed_notice(hook: HookDef, changed: list[str], was_trusted: bool,
+                    never: list[str]) -> str:
     from codemode.terminal.control_chars import visible
+
+    if never:  # (trusting it again would not help)
+        return visible(f"hook {hook.key} ({hook.describe()}) not run: {'; '.join(never)}")
 
     what = ("which is not the content that was trusted" if was_trusted
             else "whose content was never trusted")

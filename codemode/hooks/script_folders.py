@@ -17,8 +17,10 @@ A folder that cannot be kept that way is left out, and trusting says so
 (``not_covered``): the workspace's top folder or a folder above it, a writable root
 itself (keeping either would make the whole workspace read-only), one over
 ``MAX_ENTRIES`` entries or ``MAX_BYTES`` of files, or one holding anything but files,
-folders and links that stay inside it. The file the command names stays covered by its
-own digest, as before. Keeping hook scripts in a folder of their own
+folders and links that stay inside it, or a file with another name (a hard link: a
+command could rewrite it through that name, read-only folder or not). The file the
+command names stays covered by its own digest, as before (unless it has another name
+too: then it cannot be trusted at all, ``trust``). Keeping hook scripts in a folder of their own
 (``.codemode/hooks/``, Claude Code's ``.claude/hooks/``) is what makes this work.
 
 ``__pycache__`` folders are not in the manifest: Python writes them as a hook runs. A
@@ -45,7 +47,13 @@ _SKIPPED = "__pycache__"
 
 
 class NotKept(Exception):
-    """Why a folder cannot be covered (said when a hook is trusted)."""
+    """Why a folder cannot be covered (said when a hook is trusted). ``refuse``: the
+    hook cannot be trusted at all while it holds (a hard link), rather than trusted
+    without its folder."""
+
+    def __init__(self, why: str, refuse: bool = False) -> None:
+        super().__init__(why)
+        self.refuse = refuse
 
 
 def folder_for(named: str, top: Path | None, root_of: str | None) -> Path:
@@ -98,6 +106,9 @@ def _entries(folder: Path) -> Iterable[tuple[str, str, str]]:
                 found.append((path, "d", ""))
                 stack.append(path)
             elif stat.S_ISREG(st.st_mode):
+                if st.st_nlink > 1:
+                    raise NotKept(f"{path} in its folder has another name (a hard link), "
+                                  "through which a command could rewrite it", refuse=True)
                 size += st.st_size
                 if size > MAX_BYTES:
                     raise NotKept(f"its folder holds more than {MAX_BYTES >> 20} MiB")

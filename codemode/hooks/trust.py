@@ -81,6 +81,11 @@ class TrustStore:
         kept, with its manifest (``script_folders``)."""
         return self._covered(hook)[0]
 
+    def never(self, hook: HookDef) -> list[str]:
+        """Why ``hook`` cannot be trusted as its files are now (a hard link), one line
+        each."""
+        return self._covered(hook)[2]
+
     def not_covered(self, hook: HookDef) -> list[str]:
         """What ``hook`` runs that its trust does not cover, one line each: the folder of
         a file it names that cannot be kept, a project's tool (``project_runners``)."""
@@ -90,13 +95,15 @@ class TrustStore:
         runs = [f"{note}, which a command could have written: the hook runs in the "
                 "session's sandbox, as commands do"
                 for note in project_runners.notes(argv_for(hook.command))]
-        return self._covered(hook)[1] + runs
+        covered = self._covered(hook)
+        return covered[2] + covered[1] + runs
 
-    def _covered(self, hook: HookDef) -> tuple[dict[str, str], list[str]]:
+    def _covered(self, hook: HookDef) -> tuple[dict[str, str], list[str], list[str]]:
         from codemode.hooks.process import argv_for, project_env
 
         out: dict[str, str] = {}
         notes: list[str] = []
+        never: list[str] = []
         inside = self.cwd.resolve() if self.cwd is not None else None
         # (its $VARs as the hook will get them: "$CLAUDE_PROJECT_DIR"/x.sh names x.sh)
         env = project_env(os.environ, self.cwd if self.cwd is not None else Path.cwd())
@@ -108,18 +115,28 @@ class TrustStore:
                 continue
             real = str(real_path)
             try:
-                out[real] = launcher.digest(real)
+                # A file with another name (a hard link) could be rewritten through it,
+                # kept read-only or not: never trusted ("" never matches).
+                linked = os.stat(real).st_nlink > 1
+                out[real] = "" if linked else launcher.digest(real)
             except OSError:
-                out[real] = ""
+                linked, out[real] = False, ""
+            if linked:
+                never.append(f"{real} has another name (a hard link), through which a "
+                             "command could rewrite it: the hook is not run while it has")
             try:
                 folder = script_folders.folder_for(real, inside, root)
                 if str(folder) not in folders:
                     folders[str(folder)] = script_folders.manifest(folder)
             except script_folders.NotKept as why:
-                notes.append(f"{real}: {why}, so what it loads from beside it is not "
-                             "covered (a command could put a module there); keep hook "
-                             "scripts in a folder of their own, such as .codemode/hooks/")
-        return {**out, **folders}, list(dict.fromkeys(notes))
+                if why.refuse:  # (recorded as nothing that can match: never trusted)
+                    folders[str(real_path.parent)] = ""
+                    never.append(f"{real}: {why}: the hook is not run while it has")
+                else:
+                    notes.append(f"{real}: {why}, so what it loads from beside it is not "
+                                 "covered (a command could put a module there); keep hook "
+                                 "scripts in a folder of their own, such as .codemode/hooks/")
+        return {**out, **folders}, list(dict.fromkeys(notes)), list(dict.fromkeys(never))
 
     def changed(self, hook: HookDef, files: dict[str, str] | None = None) -> list[str]:
         """The named files and folders whose content is not what was trusted (all of
