@@ -118,3 +118,29 @@ def _cmdline(pid: str) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b"").decode()
     except OSError:
         return ""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="no node on this machine")
+def test_a_node_script_named_by_its_path_runs_confined(home: Path, work: Path) -> None:
+    """``./node_modules/.bin/fmt`` (a ``#!/usr/bin/env node`` script) is covered by its
+    digest and its folder, not what it requires from ``node_modules``: the program
+    rewrites that, and the hook, run by node, runs in the sandbox."""
+    pwned = home / "pwned"
+    bin_dir, lib = work / "node_modules" / ".bin", work / "node_modules" / "fmtlib"
+    bin_dir.mkdir(parents=True)
+    lib.mkdir()
+    (bin_dir / "fmt").write_text("#!/usr/bin/env node\nrequire('../fmtlib/index.js');\n")
+    (bin_dir / "fmt").chmod(0o755)
+    (lib / "index.js").write_text(
+        "require('fs').appendFileSync('ran.txt', 'ok\\n');\n")
+    write_hooks(home / "hooks.json",
+                hooks_table("PreModelRequest", "./node_modules/.bin/fmt"))
+    _trust_all(home, work)
+    evil = (f"require('fs').writeFileSync({json.dumps(str(pwned))}, 'x');\n"
+            "require('fs').appendFileSync('ran.txt', 'evil\\n');\n")
+    run = run_session(home, work, _program(
+        f"await tools.write_file({{path: 'node_modules/fmtlib/index.js', "
+        f"content: {json.dumps(evil)}}})\n"))
+    assert run.result.ok, run.notices()
+    assert (work / "ran.txt").read_text().startswith("ok\n"), run.notices()
+    assert not pwned.exists(), "a trusted node script required the program's code outside"

@@ -204,7 +204,8 @@ class HookEngine:
         self._tell(run)
         timeout_s = hook.timeout_s if timeout_cap is None else min(hook.timeout_s, timeout_cap)
         trusted = self.trusted_files.get(hook.key, {})
-        if self.sandbox is not None and project_runners.notes(argv_for(hook.command)):
+        if self.sandbox is not None and project_runners.notes(
+                argv_for(hook.command), self.facts.cwd, self.env):
             done = await run_confined(self.sandbox, hook.command, data, cwd=self.facts.cwd,
                                       env=self.env, timeout_s=timeout_s, trusted=trusted)
         else:

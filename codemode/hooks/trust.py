@@ -90,11 +90,13 @@ class TrustStore:
         """What ``hook`` runs that its trust does not cover, one line each: the folder of
         a file it names that cannot be kept, a project's tool (``project_runners``)."""
         from codemode.hooks import project_runners
-        from codemode.hooks.process import argv_for
+        from codemode.hooks.process import argv_for, project_env
 
+        cwd = self.cwd if self.cwd is not None else Path.cwd()
         runs = [f"{note}, which a command could have written: the hook runs in the "
                 "session's sandbox, as commands do"
-                for note in project_runners.notes(argv_for(hook.command))]
+                for note in project_runners.notes(argv_for(hook.command), cwd,
+                                                  project_env(os.environ, cwd))]
         covered = self._covered(hook)
         return covered[2] + covered[1] + runs
 
