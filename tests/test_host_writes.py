@@ -30,7 +30,8 @@ const pidMax = Number(argv[1]);
 const planted = await tools.shell({command:
   "perl -e 'for my $i (1..$ARGV[1]) " +
   `{ symlink($ARGV[0], ".x.txt.codemode-$i-new") or die "$i: $!" }' ` +
-  `'${outside}' ${pidMax} && ls -A | grep -c '^.x.txt.codemode-'`});
+  `'${outside}' ${pidMax} && ls -A | grep -c '^.x.txt.codemode-'`,
+  timeout_ms: 300000});  // (pid_max links: past the default 10 s on a busy machine)
 await tools.write_file({path: "x.txt", content: "planted text\n"});
 return planted.output.trim();
 """

@@ -31,7 +31,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import shutil
 import stat
 from collections.abc import Sequence
 from functools import cache
@@ -184,7 +183,7 @@ class Writer:
             if st is None:
                 return
             if stat.S_ISDIR(st.st_mode):
-                shutil.rmtree(spot.name, dir_fd=spot.parent)
+                remove_folder(spot.parent, spot.name)
             else:
                 beneath.unlink(spot)
 
@@ -302,3 +301,69 @@ def _rename_noreplace(dir_fd: int, old: str, new: str) -> None:
         os.rename(old, new, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         return
     raise FileExistsError(errno.EEXIST, "exists", new)
+
+
+def remove_folder(parent: int, name: str) -> None:
+    """Remove the folder ``name`` in the directory open as ``parent``, everything below
+    it included, walked by descriptor with no link followed (a link inside is removed).
+
+    Not ``shutil.rmtree``: in Python 3.11 it recurses once per level, and a program can
+    make a tree deeper than the interpreter's recursion limit (``RecursionError``).
+    Here a loop holds one descriptor, that of the folder being emptied, and climbs back
+    by ``..``, checking that it reached the very folder it came down from (a program
+    that moves a folder meanwhile makes the removal fail, never act elsewhere). Each
+    folder is listed once: its subfolders are remembered by name. Raises OSError (a
+    folder that cannot be emptied, one filled again meanwhile: ENOTEMPTY)."""
+    fd = os.open(name, _DIR_NOFOLLOW, dir_fd=parent)
+    # from the top down: (name, (st_dev, st_ino), subfolders still to remove)
+    levels: list[tuple[str, tuple[int, int], list[str]]] = []
+    try:
+        levels.append((name, _identity(fd), _empty_but_folders(fd)))
+        while levels:
+            below = levels[-1][2]
+            if below:
+                child = below.pop()
+                try:
+                    inner = os.open(child, _DIR_NOFOLLOW, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                        raise
+                    os.unlink(child, dir_fd=fd)  # swapped for a link or file meanwhile
+                    continue
+                os.close(fd)
+                fd = inner
+                levels.append((child, _identity(fd), _empty_but_folders(fd)))
+                continue
+            done = levels.pop()[0]
+            if not levels:
+                os.close(fd)
+                fd = -1
+                os.rmdir(done, dir_fd=parent)
+                return
+            up = os.open("..", _DIR_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = up
+            if _identity(fd) != levels[-1][1]:
+                raise OSError(errno.ESTALE, "a folder was moved while it was being removed")
+            os.rmdir(done, dir_fd=fd)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return (st.st_dev, st.st_ino)
+
+
+def _empty_but_folders(fd: int) -> list[str]:
+    """Remove every entry of the folder open as ``fd`` but its subfolders; their names."""
+    with os.scandir(fd) as listing:
+        entries = list(listing)  # listed whole first: a folder changing under getdents
+    folders: list[str] = []  # can skip entries
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            folders.append(entry.name)
+        else:
+            os.unlink(entry.name, dir_fd=fd)
+    return folders

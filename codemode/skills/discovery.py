@@ -24,6 +24,8 @@ MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 # Folders inside a skill that never hold helpers worth offering.
 _SKIP_DIRS = {"node_modules", ".git"}
+# How deep below a skill's folder its helpers are looked for.
+_MAX_HELPER_DEPTH = 16
 
 Scope = Literal["repo", "user"]
 
@@ -127,12 +129,31 @@ def parse_skill_file(path: Path) -> tuple[str, str]:
 def find_helpers(directory: Path) -> dict[str, Path]:
     """``.js`` files in a skill folder, named by their path without the extension."""
     helpers: dict[str, Path] = {}
-    for root, dirs, files in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
-        for name in sorted(files):
-            if name.endswith(".js"):
-                path = Path(root) / name
-                helpers[path.relative_to(directory).with_suffix("").as_posix()] = path
+    # A loop, not ``os.walk`` (which recurses once per level in Python 3.11), and only
+    # ``_MAX_HELPER_DEPTH`` levels down: a repository's skills lie in the workspace,
+    # where a command can leave a chain of folders thousands deep, walked at the start
+    # of the next session.
+    stack: list[tuple[str, str, int]] = [(str(directory), "", 0)]  # path, relative, depth
+    while stack:
+        top, rel, depth = stack.pop()
+        try:
+            with os.scandir(top) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError:
+            continue  # as os.walk: an unreadable folder is passed over
+        below: list[tuple[str, str, int]] = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()  # (as os.walk: a link to a folder is not entered)
+            except OSError:
+                is_dir = False
+            if is_dir:
+                wanted = entry.name not in _SKIP_DIRS and not entry.name.startswith(".")
+                if wanted and not entry.is_symlink() and depth < _MAX_HELPER_DEPTH:
+                    below.append((entry.path, f"{rel}{entry.name}/", depth + 1))
+            elif entry.name.endswith(".js"):
+                helpers[rel + Path(entry.name).with_suffix("").name] = Path(entry.path)
+        stack.extend(reversed(below))
     return helpers
 
 

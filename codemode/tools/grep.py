@@ -25,7 +25,7 @@ from codemode.tools.fs.reading import kind_of, read_resolved
 from codemode.tools.fs.text import decode, is_binary
 from codemode.tools.glob_pattern import compile_glob, pattern_depth
 from codemode.tools.ignore import walk_files
-from codemode.tools.overlaid_walk import Overlay, holds, shown_below, walked
+from codemode.tools.overlaid_walk import Overlay, holds, resolved_below, shown_below, walked
 from codemode.tools.store import MAX_READ_BYTES
 
 MAX_LINE_CHARS = 500
@@ -113,10 +113,14 @@ def _compile_re2(pattern: str, case_insensitive: bool, *, multiline: bool) -> An
         ) from None
 
 
-def _read_text(path: str, overlay: Overlay) -> tuple[bytes, bool] | None:
+def _read_text(
+    path: str, overlay: Overlay, key: Path | None = None
+) -> tuple[bytes, bool] | None:
     """A file's text as UTF-8 bytes and whether it was Latin-1, or None for files grep
-    passes over (binary, huge, unreadable, not regular, removed in the store)."""
-    key = Path(path).resolve() if overlay else None
+    passes over (binary, huge, unreadable, not regular, removed in the store). ``key``:
+    the path resolved, when the caller knows it (``resolved_below``)."""
+    if key is None and overlay:
+        key = Path(path).resolve()
     if key is not None and key in overlay:
         held = overlay[key]
         if held is None or len(held) > MAX_READ_BYTES:
@@ -209,12 +213,18 @@ def _grep_sync(
         # Each file's path and name as strings made from the folder's: parsing them anew
         # costs the file's depth, which over a tree thousands of folders deep adds up.
         base, shown_base = str(target), ctx.display(target)
-        files: Iterator[tuple[str, str]] = (
-            (os.path.join(base, r), shown_below(shown_base, r)) for r in wanted
+        real = target.resolve() if overlay else target
+        files: Iterator[tuple[str, str, Path | None]] = (
+            (
+                os.path.join(base, r),
+                shown_below(shown_base, r),
+                resolved_below(real, base, r) if overlay else None,
+            )
+            for r in wanted
         )
     elif stat.S_ISREG(st_mode):
         # Naming a file is explicit: search it even if .gitignore covers it.
-        files = iter([(str(target), ctx.display(target))])
+        files = iter([(str(target), ctx.display(target), None)])
     else:
         raise ToolError(
             f"grep: {ctx.display(target)} is {kind_of(st_mode)}, not a regular file or "
@@ -223,10 +233,10 @@ def _grep_sync(
 
     result = GrepResult(matches=[], truncated=False, files_searched=0)
     most = min(args.max_results, MAX_GREP_MATCHES)
-    for path, shown in files:
+    for path, shown, file_key in files:
         if stop.is_set():
             break
-        read = _read_text(path, overlay)
+        read = _read_text(path, overlay, file_key)
         if read is None:
             continue
         data, latin1 = read

@@ -39,6 +39,12 @@ from codemode.tool_terms.errors import ToolError
 
 # A copy larger than this is not kept: the entry is then only checked, not restored.
 _MAX_COPY_BYTES = 4 << 20
+# Nor one deeper than this, or of more entries: a command shapes the tree a repair
+# copies, and a chain thousands of folders deep would end the (recursive) copy in
+# RecursionError and cost the square of its depth; no hooks/, info/ or .codemode/ a
+# user keeps comes near either.
+_MAX_COPY_DEPTH = 32
+_MAX_COPY_ENTRIES = 10_000
 _MUST_STAY_ABSENT = ("config", "config.worktree", "commondir")
 
 # what an entry was: None (absent), bytes (a file), str (a symlink's target),
@@ -242,7 +248,14 @@ def _identity(p: Path) -> tuple[int, int, int] | None:
     return (st.st_dev, st.st_ino, st.st_mode)
 
 
-def _copy(p: Path, budget: list[int]) -> Copy:
+def _copy(p: Path, budget: list[int], depth: int = 0) -> Copy:
+    """What ``p`` holds (see ``Copy``); ``budget``: bytes still to copy, then entries
+    still to copy (both set at the top when only the bytes are given)."""
+    if len(budget) == 1:
+        budget.append(_MAX_COPY_ENTRIES)
+    budget[1] -= 1
+    if budget[1] < 0 or depth > _MAX_COPY_DEPTH:
+        return "?"
     try:
         st = os.lstat(p)
     except OSError:
@@ -253,7 +266,7 @@ def _copy(p: Path, budget: list[int]) -> Copy:
         if st.st_size > budget[0]:
             return "?"
         budget[0] -= st.st_size
-        return _read_regular(p)
+        return _read_regular(p, st.st_size)
     if stat.S_ISDIR(st.st_mode):
         out: dict[str, Copy] = {}
         try:
@@ -261,7 +274,7 @@ def _copy(p: Path, budget: list[int]) -> Copy:
         except OSError:
             return "?"
         for name in sorted(names):
-            c = _copy(p / name, budget)
+            c = _copy(p / name, budget, depth + 1)
             if c == "?":
                 return "?"
             out[name] = c
@@ -269,9 +282,11 @@ def _copy(p: Path, budget: list[int]) -> Copy:
     return "?"  # a device, FIFO or socket: nothing to keep
 
 
-def _read_regular(p: Path) -> Copy:
+def _read_regular(p: Path, size: int) -> Copy:
     """The bytes of the regular file ``p``; "?" for anything else by the time it is
-    opened (a command running beside may swap it for a FIFO: never waited on)."""
+    opened (a command running beside may swap it for a FIFO: never waited on), or when
+    it holds more than the ``size`` it was budgeted for (it may have grown since, or
+    been made a sparse file of terabytes)."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
         fd = os.open(p, flags)
@@ -281,9 +296,11 @@ def _read_regular(p: Path) -> Copy:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return "?"
         chunks = []
-        while chunk := os.read(fd, 1 << 20):
+        total = 0
+        while total <= size and (chunk := os.read(fd, min(1 << 20, size + 1 - total))):
             chunks.append(chunk)
-        return b"".join(chunks)
+            total += len(chunk)
+        return "?" if total > size else b"".join(chunks)
     except OSError:
         return "?"
     finally:

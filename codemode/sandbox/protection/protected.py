@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePath
 
@@ -124,9 +125,10 @@ def git_dirs(root: Path, within: Sequence[Path] = ()) -> Iterator[Path]:
         seen.add(d)
         yield d
         common = d / "commondir"
-        if common.is_file() and not common.is_symlink():
+        text = _pointer_text(common) if not common.is_symlink() else None
+        if text is not None:
             try:
-                c = (d / common.read_text().strip()).resolve()
+                c = (d / text.strip()).resolve()
             except OSError:
                 c = None
             if c is not None and _inside_any(c, within or [root]) and c.is_dir():
@@ -158,9 +160,8 @@ def _nested_git_dirs(folder: Path, depth: int = 0) -> list[Path]:
 
 def gitfile_target(gitfile: Path) -> Path | None:
     """The directory a ``.git`` file (``gitdir: PATH``) names, resolved; None if unreadable."""
-    try:
-        text = gitfile.read_text(errors="replace")
-    except OSError:
+    text = _pointer_text(gitfile)
+    if text is None:
         return None
     for line in text.splitlines():
         if line.startswith("gitdir:"):
@@ -169,6 +170,34 @@ def gitfile_target(gitfile: Path) -> Path | None:
                 target = gitfile.parent / target
             return Path(os.path.normpath(target))
     return None
+
+
+# git refuses a gitfile larger than this (``read_gitfile_gently``); a pointer is a line.
+_MAX_POINTER_BYTES = 4 * 4096
+
+
+def _pointer_text(path: Path) -> str | None:
+    """The text of the small regular file ``path`` (a ``.git`` file, a ``commondir``);
+    None if it is anything else or larger than a pointer is. A command made it: it may
+    be a sparse file of terabytes (read whole, it would take as much memory) or a FIFO
+    put there after the caller's look (opened without ``O_NONBLOCK``, it would wait
+    for a writer for good). A symlink is not followed."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, _MAX_POINTER_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > _MAX_POINTER_BYTES:
+        return None
+    return data.decode("utf-8", errors="replace")
 
 
 def _inside(path: Path, root: Path) -> bool:
