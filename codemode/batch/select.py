@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -48,19 +49,36 @@ def _matches(repo: Path, pattern: str) -> bool:
 
 
 def _contains(repo: Path, pattern: re.Pattern[bytes]) -> bool:
-    for top, dirs, files in os.walk(repo):
-        dirs[:] = [d for d in dirs if d not in VCS_DIRS]
-        for name in files:
-            path = os.path.join(top, name)
+    # A loop (os.walk recurses once per level in Python 3.11: a repository an earlier
+    # session's command made thousands of folders deep ended it in RecursionError), and
+    # each file opened without following a link or waiting on a FIFO.
+    stack = [str(repo)]
+    while stack:
+        top = stack.pop()
+        try:
+            with os.scandir(top) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
             try:
-                if os.path.islink(path) or os.path.getsize(path) > CONTENT_BYTES:
-                    continue
-                with open(path, "rb") as file:
-                    if pattern.search(file.read()):
-                        return True
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in VCS_DIRS:
+                        stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False) and _search(entry.path, pattern):
+                    return True
             except OSError:
                 continue
     return False
+
+
+def _search(path: str, pattern: re.Pattern[bytes]) -> bool:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as file:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > CONTENT_BYTES:
+            return False
+        return pattern.search(file.read(CONTENT_BYTES + 1)) is not None
 
 
 def apply_filters(repos: list[Path], filters: Filters) -> tuple[list[Path], dict[str, int]]:
