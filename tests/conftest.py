@@ -12,10 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import _pytest.pathlib
 import pytest
 import warm_suite
 from cpu_burners import Burners
 
+from codemode.hostfs.removal import remove_tree
 from codemode.sandbox.confinement.grpc_fork import quiet_grpc_fork
 
 # Tests load gRPC in this process (the code-mode host's client, Ray) and also start
@@ -34,6 +36,20 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 # The run's warm servers: in a folder of the run's own, stopped when it ends.
 warm_suite.begin()
+# pytest removes the temporary folders of older runs with Python 3.11's rmtree, which
+# recurses once per level: the trees some tests build on purpose (1500 folders deep)
+# would end a later run in RecursionError. The project's own removal has no such limit.
+_pytest_rm_rf = _pytest.pathlib.rm_rf
+
+
+def _rm_rf_any_depth(path: Path) -> None:
+    try:
+        _pytest_rm_rf(path)
+    except RecursionError:
+        remove_tree(path)
+
+
+_pytest.pathlib.rm_rf = _rm_rf_any_depth
 
 
 @pytest.fixture(autouse=True)

@@ -6,8 +6,9 @@ neither crash the selection, nor hang it, nor be followed out of the repository.
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
+
+from bounded_calls import bounded
 
 from codemode.batch.select import Filters, apply_filters
 
@@ -24,14 +25,9 @@ def _chain(top: Path, depth: int) -> int:
 
 
 def _select(repos: list[Path], needle: str) -> list[Path]:
-    found: list[list[Path]] = []
-    worker = threading.Thread(
-        target=lambda: found.append(apply_filters(repos, Filters(contains=needle))[0]),
-        daemon=True)
-    worker.start()
-    worker.join(60)
-    assert not worker.is_alive(), "the selection hung"
-    return found[0]
+    found = bounded(lambda: apply_filters(repos, Filters(contains=needle))[0])
+    assert not isinstance(found, BaseException), found
+    return found
 
 
 def test_a_needle_at_the_bottom_of_a_1500_deep_chain_is_found(tmp_path: Path) -> None:

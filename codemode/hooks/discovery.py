@@ -27,6 +27,7 @@ from typing import Any
 
 from codemode.hooks.definitions import HookDef, parse_table
 from codemode.hooks.places import Scope, hook_files
+from codemode.locations import small_files
 from codemode.locations.host_programs import writable_root_of
 
 
@@ -84,7 +85,7 @@ def read_file(path: Path, scope: Scope) -> tuple[list[HookDef], list[str]]:
     """The hooks in a JSON file whose ``hooks`` key is a hooks table (none when the file
     does not exist or has no ``hooks`` key: a Claude Code settings file may have none)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = small_files.read_text(path)
     except FileNotFoundError:
         return [], []
     except (OSError, UnicodeDecodeError) as exc:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 # Re-exported: the one expansion of paths from the environment (``user_dirs``).
+from codemode.locations import small_files
 from codemode.locations.user_dirs import codemode_home as codemode_home
 
 CONFIG_FILE = "config.toml"
@@ -56,7 +57,7 @@ def set_path(data: dict[str, Any], path: list[str], value: Any, source: str) -> 
 def read_config_file(path: Path) -> dict[str, Any]:
     """The TOML table in ``path``, or an empty one when the file does not exist."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = small_files.read_text(path)
     except FileNotFoundError:
         return {}
     except OSError as exc:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from codemode.locations import small_files
 from codemode.locations.repository import repository_root
 
 SKILL_FILE = "SKILL.md"
@@ -47,7 +48,7 @@ class Skill:
 
     def body(self) -> str:
         """The instructions after the front matter."""
-        text = self.skill_file.read_text(encoding="utf-8", errors="replace")
+        text = small_files.read_text(self.skill_file, errors="replace")
         return split_front_matter(text)[1].strip()
 
 
@@ -92,7 +93,7 @@ def parse_skill_file(path: Path) -> tuple[str, str]:
     import yaml  # lazy: PyYAML, only for a skill file
 
     try:
-        text = path.read_text(encoding="utf-8")
+        text = small_files.read_text(path)
     except UnicodeDecodeError:
         raise FrontMatterError("not UTF-8 text") from None
     front, _ = split_front_matter(text)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from codemode.locations import small_files
 from codemode.sandbox.execpolicy.rules import (
     DECISIONS,
     ExactRule,
@@ -179,7 +180,8 @@ def _host_executable(kw: dict[str, Any], path: str, line: int) -> tuple[str, tup
 def load_rules_file(path: Path, layer: Layer = "user") -> RuleSet:
     """Load one ``.rules`` file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        # (a rule per approval "always": years of them stay far below this)
+        text = small_files.read_text(path, cap=8 << 20)
     except OSError as exc:
         raise RulesError(str(path), 0, f"cannot read rules file: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
