@@ -144,3 +144,31 @@ def test_a_node_script_named_by_its_path_runs_confined(home: Path, work: Path) -
     assert run.result.ok, run.notices()
     assert (work / "ran.txt").read_text().startswith("ok\n"), run.notices()
     assert not pwned.exists(), "a trusted node script required the program's code outside"
+
+
+def test_a_permission_hook_running_a_projects_tool_can_refuse_but_never_grant(
+    home: Path, work: Path
+) -> None:
+    """A PermissionRequest hook ``make -s approve``: the Makefile's recipe is the
+    workspace's, which the program can rewrite to approve whatever it asks. Run
+    confined, the program still steers its answer: its "deny" holds, its "allow" is not
+    taken (the call goes to the person; with nobody to ask, it is refused)."""
+    answer = ("echo '{\"hookSpecificOutput\": {\"hookEventName\": \"PermissionRequest\", "
+              "\"decision\": {\"behavior\": \"%s\", \"message\": \"RECIPE-SAYS\"}}}'")
+    (work / "tool.sh").write_text("#!/bin/sh\necho ran-$1\n")
+    (work / "tool.sh").chmod(0o755)
+    _makefile(work, {"approve": answer % "allow"})
+    write_hooks(home / "hooks.json", hooks_table("PermissionRequest", "make -s approve", "Bash"))
+    _trust_all(home, work)
+    code = ("try { const a = await tools.shell({command: './tool.sh one'});"
+            " console.log('A:' + a.output.trim()) }\n"
+            "catch (e) { console.log('A-refused:' + e.message) }\n")
+    # untrusted: a command no rule allows needs approval; nobody else can give it here.
+    run = run_session(home, work, _program(code), approval_policy="untrusted")
+    out = run.items("code_execution")[0]["output"]
+    assert "A:ran-one" not in out and "A-refused:" in out, out
+    _makefile(work, {"approve": answer % "deny"})
+    _trust_all(home, work)
+    run = run_session(home, work, _program(code), approval_policy="untrusted")
+    out = run.items("code_execution")[0]["output"]
+    assert "A-refused:" in out and "RECIPE-SAYS" in out, out

@@ -204,14 +204,19 @@ class HookEngine:
         self._tell(run)
         timeout_s = hook.timeout_s if timeout_cap is None else min(hook.timeout_s, timeout_cap)
         trusted = self.trusted_files.get(hook.key, {})
-        if self.sandbox is not None and project_runners.notes(
-                argv_for(hook.command), self.facts.cwd, self.env):
+        # A project's tool (``make``, ``npx``...): it runs what the workspace holds.
+        project = bool(project_runners.notes(argv_for(hook.command), self.facts.cwd, self.env))
+        if self.sandbox is not None and project:
             done = await run_confined(self.sandbox, hook.command, data, cwd=self.facts.cwd,
                                       env=self.env, timeout_s=timeout_s, trusted=trusted)
         else:
             done = await run_command(hook.command, data, cwd=self.facts.cwd, env=self.env,
                                      timeout_s=timeout_s, trusted=trusted)
         outcome = read_outcome(hook.event, done)
+        if project and outcome.decision == "allow":
+            # Its answer is the workspace's code, which a command could rewrite to
+            # approve whatever it asks: it may refuse, never grant.
+            outcome.decision = None
         if outcome.failure is not None and FAILURE_DEFAULTS[hook.event] == "deny":
             outcome.decision = "deny"
             outcome.reason = f"the hook failed: {outcome.failure}"
