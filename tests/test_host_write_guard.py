@@ -174,13 +174,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "ReportWriter.discard_if_empty",
         ".unlink",
     ): "the report this run created (a run that never started)",
-    (
-        "hostfs/removal.py",
-        "remove_tree",
-        "shutil.rmtree",
-    ): "a temporary folder this process made (a batch copy, an eval run's workspace); "
-    "rmtree walks it by descriptor and follows no link (shutil.rmtree.avoids_symlink_"
-    "attacks, checked in removal.py; rm -rf after it, through the launcher)",
     ("batch/shipping.py", "unpack", ".mkdir"): "a Ray worker's private temporary folder",
     ("batch/workcopy.py", "make_copy", "os.makedirs"): _PRIVATE_TMP,
     ("batch/workcopy.py", "make_copy", "os.mkdir"): _PRIVATE_TMP,

@@ -47,6 +47,9 @@ class TrustStore:
         self._trusted: dict[str, dict[str, Any]] = {}
         self._disabled: dict[str, dict[str, Any]] = {}
         self.problem: str | None = None
+        # What each hook's trust covers, by key: hashed once a store (a session's start,
+        # a listing and the trust that follows it), not once for each question asked.
+        self._coverage: dict[str, tuple[dict[str, str], list[str], list[str]]] = {}
         self._load()
 
     def _load(self) -> None:
@@ -101,6 +104,11 @@ class TrustStore:
         return covered[2] + covered[1] + runs
 
     def _covered(self, hook: HookDef) -> tuple[dict[str, str], list[str], list[str]]:
+        if hook.key not in self._coverage:
+            self._coverage[hook.key] = self._cover(hook)
+        return self._coverage[hook.key]
+
+    def _cover(self, hook: HookDef) -> tuple[dict[str, str], list[str], list[str]]:
         from codemode.hooks.process import argv_for, project_env
 
         out: dict[str, str] = {}

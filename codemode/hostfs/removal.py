@@ -2,30 +2,34 @@
 from codemode's own process, once nothing confined runs in it any more.
 
 Only removals that walk by descriptor, following no link planted in the tree, are used:
-Python's ``rmtree`` on Linux, then ``rm -rf``. The program may have made the tree deeper
-than Python 3.11's ``rmtree`` recurses (it raises ``RecursionError`` past
-``ignore_errors``) or left folders without write permission (0555: an unprivileged
-remover cannot take their entries out): for those the tree's permissions are opened
-(``chmod -R u+rwx``, which follows no link it meets on the way) and ``rm -rf`` removes
-it. What still cannot be removed is left, as a process killed midway would leave it.
+the writer's ``remove_folder`` (a loop, whatever the tree's depth), then ``rm -rf``. The
+program may have left folders without write permission (0555: an unprivileged remover
+cannot take their entries out): for those the tree's permissions are opened (``chmod -R
+u+rwx``, which follows no link it meets on the way) and ``rm -rf`` removes it. What
+still cannot be removed is left, as a process killed midway would leave it.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 
 def remove_tree(path: Path) -> None:
     """Remove ``path`` and everything under it, as far as it can be."""
-    if not shutil.rmtree.avoids_symlink_attacks:  # (not Linux: never a path walk)
+    from codemode.hostfs.writer import remove_folder
+
+    try:
+        parent = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
         return
     try:
-        shutil.rmtree(path, ignore_errors=True)
-    except RecursionError:
-        pass
+        remove_folder(parent, path.name)
+    except OSError:
+        pass  # (a folder it may not empty: below)
+    finally:
+        os.close(parent)
     if os.path.lexists(path):
         _by_commands(path)
 
