@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -93,13 +94,18 @@ def test_a_confined_guards_decision_holds(how: str, home: Path, work: Path) -> N
 def test_a_confined_hook_that_hangs_is_stopped_with_what_it_started(
     home: Path, work: Path
 ) -> None:
-    _makefile(work, {"slow": "(sleep 300 &) ; sleep 300"})
+    # (a duration of its own: other tests' hooks sleep 300 s beside this one)
+    _makefile(work, {"slow": "(sleep 311.7 &) ; sleep 311.7"})
     write_hooks(home / "hooks.json", hooks_table("PreModelRequest", "make -s slow", timeout=2))
     _trust_all(home, work)
     run = run_session(home, work, [{"text": "answered"}])
     assert run.result.ok and run.result.final_message == "answered"
     assert any("timed out" in n for n in run.notices()), run.notices()
-    left = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p) == "sleep300"]
+    deadline = time.monotonic() + 10  # (a killed process is gone a moment later)
+    while (left := [p for p in os.listdir("/proc")
+                    if p.isdigit() and _cmdline(p) == "sleep311.7"]) and (
+            time.monotonic() < deadline):
+        time.sleep(0.1)
     assert not left, "the confined hook's processes outlived it"
 
 
