@@ -212,26 +212,20 @@ class SandboxSession:
         """Authorize and start the shell command line ``command`` confined; raises
         CommandRefused / ToolError."""
         tool = tool or "shell"
-        s = self.settings
         await self.gate.authorize(command, cwd=cwd, tool=tool, program=program)
-        return await self.runner.start(
-            shell_argv(command, login=s.login_shell),
-            cwd=cwd,
-            env=scrub_environment(env, allow=s.env_allowlist, deny=s.env_denylist),
-            output_fd=output_fd,
-            settings=s,
-            backend=self.runner.backend(s, tool),
-            roots=self.writable_roots() or [],
-            tool=tool,
+        return await self.spawn_trusted(
+            shell_argv(command, login=self.settings.login_shell),
+            cwd=cwd, env=env, output_fd=output_fd, tool=tool,
         )
 
     async def spawn_trusted(
         self, argv: list[str], *, cwd: Path, env: Mapping[str, str], output_fd: int, tool: str
     ) -> ChildProcess:
         """Start ``argv`` confined as the commands are (backend, roots, withheld
-        environment), without the policy or approvals: a command the person trusted
-        (a hook running a project's tool, ``hooks.confined``) that must not get more
-        rights than a command. Raises ToolError where it cannot be confined."""
+        environment), without the policy or approvals: ``spawn`` once authorized, and
+        a command the person trusted (a hook running a project's tool,
+        ``hooks.confined``) that must not get more rights than a command. Raises
+        ToolError where it cannot be confined."""
         s = self.settings
         return await self.runner.start(
             list(argv),
