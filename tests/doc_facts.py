@@ -219,6 +219,12 @@ FACTS: dict[str, Callable[[], Any]] = {
         "codemode.codex_host.grpc.session", "QUEUED_NOTIFICATIONS"),
     "codex_host.held_for_client_bytes": lambda: _constant(
         "codemode.codex_host.session.limits", "HELD_FOR_CLIENT"),
+    "codex_host.framed_max_elements": lambda: _constant(
+        "codemode.codex_host.framed.frames", "MAX_ELEMENTS"),
+    "codex_host.catalogs_for_client_bytes": lambda: _constant(
+        "codemode.codex_host.session.limits", "CATALOGS_FOR_CLIENT"),
+    "codex_host.catalog_revisions_kept": lambda: _constant(
+        "codemode.codex_host.session.catalog", "KEPT"),
     "codex_host.output_for_client_bytes": lambda: _constant(
         "codemode.codex_host.session.limits", "OUTPUT_FOR_CLIENT"),
     "codex_host.output_each_bytes": lambda: _constant(

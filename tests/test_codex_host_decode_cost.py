@@ -1,5 +1,5 @@
-"""What one request can cost the host to read (THREATS.md 6: decoding cost, not only
-bytes): a client sends 4 MiB requests shaped to make a decoder work per element
+"""What one request can cost the host to read (docs/threat-model.md, family 6: decoding
+cost, not only bytes): a client sends 4 MiB requests shaped to make a decoder work per element
 (empty repeated entries, deep nesting, many tiny strings, many map-like entries, huge
 and many unknown fields) to a real host on TCP, and the host process's own CPU time
 (/proc/PID/stat: user + system) is read around each one.

@@ -19,6 +19,7 @@ from typing import Any
 
 from codemode.codex_host.grpc.outcomes import BUFFERED_FOR, missing, outcome_message
 from codemode.codex_host.grpc.session import (
+    GrpcExecution,
     GrpcSession,
     Pushable,
     Subscription,
@@ -224,17 +225,17 @@ class CodeModeHostService:
     async def Execute(self, request: Any) -> AsyncIterator[Any]:
         started = time.monotonic_ns()
         session = self._session(request.session_id)
-        try:
-            session.code.check_room()  # refused before the stream answers anything
+        try:  # refused before the stream answers anything
+            session.code.check_room()
+            execution = session.execution(request)  # its catalog revision kept, or refused
         except LimitReached as exc:
             raise RpcError(Status.RESOURCE_EXHAUSTED, str(exc)) from None
-        return self._execute(session, request, started)
+        return self._execute(session, execution, request, started)
 
     async def _execute(
-        self, session: GrpcSession, request: Any, started: int
+        self, session: GrpcSession, execution: GrpcExecution, request: Any, started: int
     ) -> AsyncIterator[Any]:
         code = session.code
-        execution = session.execution(request)
         yield_ms = request.yield_time_ms if request.HasField("yield_time_ms") else None
         try:  # checked again: another Execute may have taken the room since
             task = code.start(execution, request.source, yield_ms)

@@ -86,6 +86,14 @@ def output_cost(text: str) -> int:
     return sys.getsizeof(text) + OUTPUT_EACH
 
 
+# The tool lists one connection's sessions keep by catalog revision (``session/catalog.py``),
+# across its sessions. A session keeps 8 revisions and a request may carry 4 MiB of tools,
+# so 16 sessions held 512 MiB for one client without it: a revision a client may name
+# later is a promise of memory, kept only while it fits. Codex's lists are tens of KB.
+CATALOGS_FOR_CLIENT = 64 << 20
+CATALOG_EACH = 256  # a tool's record and its place in its list
+
+
 class LimitReached(Exception):
     """A client asked for more than its bound allows (``RESOURCE_EXHAUSTED``)."""
 
@@ -112,12 +120,13 @@ class ConnectionCells:
     """What one connection's cells hold across its sessions: how many there are (each
     keeps an engine worker), and its account of ``OUTPUT_FOR_CLIENT``."""
 
-    __slots__ = ("cells", "max_cells", "output")
+    __slots__ = ("catalogs", "cells", "max_cells", "output")
 
     def __init__(self, max_cells: int = DEFAULT_MAX_CONNECTION_CELLS) -> None:
         self.max_cells = max_cells
         self.cells = 0  # started, their end not yet reported (as ``admit_cell`` counts)
         self.output = 0  # bytes (``output_cost``)
+        self.catalogs = 0  # bytes of kept catalog revisions (``session/catalog.py``)
 
     def admit(self) -> None:
         if self.cells >= self.max_cells:
@@ -134,3 +143,15 @@ class ConnectionCells:
     def charge(self, change: int) -> None:
         """What the cells hold changed by ``change`` bytes (negative: let go)."""
         self.output += change
+
+    def keep_catalog(self, cost: int, freed: int) -> None:
+        """Keep a catalog revision of ``cost`` bytes in place of ``freed`` bytes of
+        others; ``LimitReached``, nothing changed, past ``CATALOGS_FOR_CLIENT``."""
+        after = self.catalogs - freed + cost
+        if after > CATALOGS_FOR_CLIENT:
+            raise LimitReached(
+                f"this connection's sessions keep {self.catalogs} bytes of tool catalog "
+                f"revisions, and this one is {cost} more (the limit: {CATALOGS_FOR_CLIENT}): "
+                "send the tools without a revision, or close a session first"
+            )
+        self.catalogs = after

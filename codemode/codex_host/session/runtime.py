@@ -120,7 +120,7 @@ class CodexSession:
         # What its connection's cells hold, across its sessions: its cells count there too.
         self.client = client or ConnectionCells()
         self.store = Store()  # what its programs keep for its later execs
-        self.catalog = ToolCatalog()
+        self.catalog = ToolCatalog(self.client)  # kept revisions count there too
         self.executions: dict[str, CodexExecution] = {}  # by cell id, until reported ended
         self._held: set[CodexExecution] = set()  # started, its end not yet reported
         # cell id -> ("execution", execution id) or ("wait", wait id): who observes it.
@@ -293,6 +293,7 @@ class CodexSession:
 
     async def close(self) -> None:
         self.closed = True
+        self.catalog.clear()
         if self._session is not None:
             await self._session.close()  # every cell stopped, awaited
             # Its workers were killed: reaped soon, so a client that went leaves not even

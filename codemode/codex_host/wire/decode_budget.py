@@ -1,5 +1,6 @@
-"""How many fields a request message may hold before it is decoded (THREATS.md 6:
-decoding cost counts elements and nesting, not only bytes).
+"""How many fields a request message may hold before it is decoded
+(docs/threat-model.md, family 6: decoding cost counts elements and nesting, not only
+bytes).
 
 protobuf's runtime (upb) decodes in C, but what it makes grows with the element count:
 4 MiB of empty ``enabled_tools`` entries are two million messages (about 100 ms and
