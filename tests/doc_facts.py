@@ -220,7 +220,7 @@ FACTS: dict[str, Callable[[], Any]] = {
     "codex_host.held_for_client_bytes": lambda: _constant(
         "codemode.codex_host.session.limits", "HELD_FOR_CLIENT"),
     "codex_host.framed_max_elements": lambda: _constant(
-        "codemode.codex_host.framed.frames", "MAX_ELEMENTS"),
+        "codemode.process.json_cost", "MAX_ELEMENTS"),
     "codex_host.catalogs_for_client_bytes": lambda: _constant(
         "codemode.codex_host.session.limits", "CATALOGS_FOR_CLIENT"),
     "codex_host.catalog_revisions_kept": lambda: _constant(
@@ -239,6 +239,9 @@ FACTS: dict[str, Callable[[], Any]] = {
         "codemode.codex_host.session.store", "STORE_CHARS"),
     "codex_host.output_half_bytes": lambda: _constant(
         "codemode.codex_host.session.bounded_output", "HALF"),
+    "mcp_server.max_line_bytes": lambda: _constant("codemode.mcp.stdio_wire", "MAX_LINE"),
+    "mcp_server.max_json_elements": lambda: _constant(
+        "codemode.process.json_cost", "MAX_ELEMENTS"),
     "mcp_server.engine": lambda: _constant("codemode.commands.mcp", "SERVER_ENGINE"),
     "providers.count": lambda: len(_catalog_file("catalog.json")["providers"]),
     "providers.models": lambda: sum(len(m) for m in _catalog_file("models.json").values()),

@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from codemode.codex_host.framed.frames import MAX_ELEMENTS
+from codemode.process.json_cost import MAX_ELEMENTS
 from tests.codex_host_support import INTERPRETER
 from tests.test_codex_host_framed import HELLO, Peer, tool_def
 

@@ -9,6 +9,12 @@ read and every write: milliseconds of a warm start's handshake). At the end of
 the input the SDK hears of it only once every request read has been answered (or
 cancelled, or ``drain_s`` has passed), so a client that writes its last request and
 closes its end at once (a pipe) still gets every answer.
+
+What a client can make it hold is bounded: a line of more than ``MAX_LINE`` bytes, or
+one holding more JSON elements than ``process/json_cost.py`` allows, is refused before
+anything decodes it (answered with an error where its id can be read, said on stderr);
+lines read and not yet taken are held up to ``QUEUED`` bytes, past which the thread stops
+reading and the client waits on its pipe.
 """
 
 from __future__ import annotations
@@ -20,6 +26,11 @@ import re
 import threading
 from collections import deque
 
+from codemode.process.json_cost import elements_over, refusal
+
+MAX_LINE = 64 << 20  # bytes in one message
+QUEUED = 64 << 20  # bytes of lines read and not yet taken by the SDK
+
 
 class StdioWire:
     """The stdio wire; see the module's docstring."""
@@ -29,6 +40,8 @@ class StdioWire:
         # SDK's reader awaits when there are none (resolved on its loop by the thread).
         self._lines: deque[str | None] = deque()
         self._lines_lock = threading.Lock()
+        self._queued = 0  # their bytes, against QUEUED
+        self._room = threading.Condition(self._lines_lock)
         self._waiter: asyncio.Future[None] | None = None
         # Requests read and not answered yet (their ids as JSON text): at the end of
         # the input the SDK hears of it only once they are, so a client that writes
@@ -57,25 +70,64 @@ class StdioWire:
                 view = view[os.write(self._out, view) :]
 
     def _read(self) -> None:
-        pending = b""
+        # A line is looked for in what came since the last look (a long line costs its
+        # bytes once, not once per chunk), and one past MAX_LINE is dropped as it comes.
+        buffer, looked, skipping = bytearray(), 0, False
         try:
             while True:
                 chunk = os.read(self._in, 65536)
                 if not chunk:
                     break
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
-                for raw in lines:
-                    self._track(raw)
-                    self._put(raw.decode("utf-8", "replace") + "\n")
-            if pending:
-                self._put(pending.decode("utf-8", "replace"))
+                buffer += chunk
+                while (end := buffer.find(b"\n", looked)) >= 0:
+                    raw = bytes(buffer[:end])
+                    del buffer[: end + 1]
+                    looked = 0
+                    if skipping:  # the end of a line already refused
+                        skipping = False
+                    else:
+                        self._line(raw)
+                looked = len(buffer)
+                if len(buffer) > MAX_LINE:
+                    if not skipping:
+                        self._refuse(bytes(buffer[:4096]), f"longer than {MAX_LINE} bytes")
+                    buffer, looked, skipping = bytearray(), 0, True
+            if buffer and not skipping:
+                self._line(bytes(buffer))
         finally:
             self._put(None)
 
+    def _line(self, raw: bytes) -> None:
+        if elements_over(raw):
+            self._refuse(raw[:4096], f"holding {refusal()}")
+            return
+        self._track(raw)
+        self._put(raw.decode("utf-8", "replace") + "\n")
+
+    def _refuse(self, head: bytes, why: str) -> None:
+        """A message refused unread: its request answered with an error, where its id
+        comes before its first nested value (as JSON-RPC clients write it)."""
+        os.write(2, f"mcp-server: refused a message {why}\n".encode())
+        nested = min((at for at in (head.find(b"{", 1), head.find(b"[")) if at >= 0), default=-1)
+        envelope = head[:nested] if nested >= 0 else head
+        found = _REQUEST_ID.search(envelope)
+        if found is None or b'"method"' not in head:
+            return
+        answer = {
+            "jsonrpc": "2.0",
+            "id": json.loads(found.group(1)),
+            "error": {"code": -32600, "message": f"the request was refused: {why}"},
+        }
+        self._send(json.dumps(answer).encode() + b"\n")
+
     def _put(self, line: str | None) -> None:
         with self._lines_lock:
+            # Past QUEUED the reader waits for the SDK to take lines (the end of input,
+            # None, is never held back).
+            while line is not None and self._queued > QUEUED:
+                self._room.wait()
             self._lines.append(line)
+            self._queued += len(line) if line is not None else 0
             waiter, self._waiter = self._waiter, None
         if waiter is not None:
             try:
@@ -88,7 +140,11 @@ class StdioWire:
         while True:
             with self._lines_lock:
                 if self._lines:
-                    return self._lines.popleft()
+                    line = self._lines.popleft()
+                    if line is not None:
+                        self._queued -= len(line)
+                        self._room.notify()
+                    return line
                 waiter = self._waiter = asyncio.get_running_loop().create_future()
             await waiter
 
@@ -136,6 +192,8 @@ class StdioWire:
         self._send(text.encode("utf-8"))
 
 
+# A request's id in its envelope (before its first nested value).
+_REQUEST_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,19}|"(?:[^"\\]|\\.){0,1000}")\s*[,}]')
 # How the SDK writes an answer: its id comes first (checked without parsing the result).
 _REPLY = re.compile(r'\{"jsonrpc":"2\.0","id":(-?\d+|"(?:[^"\\]|\\.)*"),"(?:result|error)"')
 

@@ -1,15 +1,10 @@
 """The framed stdio protocol's frames: a JSON message after its length as four
 little-endian bytes (``framed/protocol.py`` serves the protocol). A frame is read whole before it
 is decoded, so its size is capped (``MAX_FRAME``); one nested too deeply to decode, or
-holding more JSON elements than ``MAX_ELEMENTS``, is an ``Unreadable`` its sender can
+holding more JSON elements than ``json_cost.MAX_ELEMENTS``, is an ``Unreadable`` its sender can
 still be answered for.
 
-Why count elements (docs/threat-model.md, family 6: decoding cost counts elements, not
-only bytes): the decoder makes an object of every one, so 64 MiB of ``[],[],...`` cost
-8 s of CPU and 2 GB of memory, where a frame of strings that size costs its bytes. They are counted
-before decoding: every ``,``, ``[`` and ``{`` is an upper bound found at the bytes'
-speed; only a frame past it is scanned again with its strings skipped (a command's
-output full of commas is one string), and that scan stops at the bound.
+Why count elements: the decoder makes an object of every one (``process/json_cost.py``).
 """
 
 from __future__ import annotations
@@ -21,15 +16,9 @@ import struct
 from typing import Any, NamedTuple
 
 from codemode.codex_host.session.items import well_formed
+from codemode.process.json_cost import elements_over, refusal
 
 MAX_FRAME = 64 * 1024 * 1024
-# Commas, brackets and braces outside strings: far above a real message (a tool list's
-# schemas, a tool's JSON result: thousands), and what the decoder makes of that many
-# stays about 20 MB and 0.2 s (counting them costs about as much again, at worst).
-MAX_ELEMENTS = 200_000
-# With escaped backslashes and quotes taken out, a string is a quote to the next quote:
-# one match whatever its length (a command's output full of commas is one string).
-_TOKEN = re.compile(rb'"[^"]*"|[,\[{]')
 
 
 class FrameError(Exception):
@@ -80,33 +69,14 @@ async def read_frame(reader: asyncio.StreamReader) -> Any | None:
         payload = await reader.readexactly(length)
     except asyncio.IncompleteReadError:
         raise FrameError("the input ended inside a frame") from None
-    if _elements_over(payload, MAX_ELEMENTS):
-        return _unreadable(
-            payload, f"the frame holds more than {MAX_ELEMENTS} JSON elements (its limit)"
-        )
+    if elements_over(payload):
+        return _unreadable(payload, f"the frame holds {refusal()}")
     try:
         return json.loads(payload)
     except ValueError as exc:
         raise FrameError(f"a frame is not JSON: {exc}") from None
     except RecursionError:  # the decoder's own depth limit: a thousand levels or so
         return _unreadable(payload, "the frame is nested too deeply to read")
-
-
-def _elements_over(payload: bytes, limit: int) -> bool:
-    """Whether ``payload`` holds more than ``limit`` commas, brackets and braces outside
-    its strings (or is no JSON a frame could be: more than twice as many strings as
-    those)."""
-    if payload.count(b",") + payload.count(b"[") + payload.count(b"{") <= limit:
-        return False
-    plain = payload.replace(b"\\\\", b"").replace(b'\\"', b"")
-    found = tokens = 0
-    for token in _TOKEN.finditer(plain):
-        tokens += 1
-        if plain[token.start()] != 0x22:  # not a string
-            found += 1
-        if found > limit or tokens > 3 * limit:
-            return True
-    return False
 
 
 def encode_frame(message: Any) -> bytes:
