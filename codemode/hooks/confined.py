@@ -91,6 +91,8 @@ for r in readers:
     r.join(1)
 frame(b"X", str(code).encode())
 """
+# Characters of an exit status frame at most (the trampoline's: "-9", "255").
+_STATUS_DIGITS = 12
 # Bytes of frames read at most: both streams to the cap, and the frames' heads.
 _MOST = 2 * OUTPUT_CAP + (1 << 20)
 
@@ -199,7 +201,9 @@ def _fill(result: ProcessResult, frames: bytes) -> None:
             err += body
         elif kind == b"F":
             result.flooded = True
-        elif kind == b"X" and body.lstrip(b"-").isdigit():
+        elif kind == b"X" and len(body) <= _STATUS_DIGITS and body.lstrip(b"-").isdigit():
+            # (bounded: the hook can write frames itself, through its parent's fd 1 in
+            # /proc, and `int` refuses thousands of digits with an exception)
             result.exit_code = int(body)
     result.stdout = out.decode("utf-8", "replace")
     result.stderr = err.decode("utf-8", "replace")

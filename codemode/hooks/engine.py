@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from codemode.hooks import project_runners
+from codemode.hooks import project_runners, script_scan
 from codemode.hooks.confined import run_confined
 from codemode.hooks.definitions import EVENTS, TOOL_EVENTS, HookDef
 from codemode.hooks.outcome import HookOutcome, read_outcome
 from codemode.hooks.process import argv_for, project_env, run_command
+from codemode.locations import launcher
 from codemode.sandbox.protection import hook_files
 
 if TYPE_CHECKING:
@@ -134,6 +135,9 @@ class HookEngine:
         for hook in self.hooks:
             self._by_event.setdefault(hook.event, []).append(hook)
         self._matching: dict[tuple[str, tuple[str, ...]], tuple[HookDef, ...]] = {}
+        # Why each hook's scripts start what its trust does not cover (``script_scan``),
+        # by key: read once, from content that matched what was trusted.
+        self._scanned: dict[str, list[str]] = {}
         # Read on every tool call: a call with no tool hook at all pays one lookup.
         self.tool_hooks = any(e in self._by_event for e in TOOL_EVENTS)
 
@@ -204,8 +208,10 @@ class HookEngine:
         self._tell(run)
         timeout_s = hook.timeout_s if timeout_cap is None else min(hook.timeout_s, timeout_cap)
         trusted = self.trusted_files.get(hook.key, {})
-        # A project's tool (``make``, ``npx``...): it runs what the workspace holds.
-        project = bool(project_runners.notes(argv_for(hook.command), self.facts.cwd, self.env))
+        # A project's tool (``make``, ``npx``...), named by the hook or started by its
+        # scripts: it runs what the workspace holds.
+        project = bool(project_runners.notes(argv_for(hook.command), self.facts.cwd, self.env)
+                       or self._scripts_start(hook, trusted))
         if self.sandbox is not None and project:
             done = await run_confined(self.sandbox, hook.command, data, cwd=self.facts.cwd,
                                       env=self.env, timeout_s=timeout_s, trusted=trusted)
@@ -223,6 +229,16 @@ class HookEngine:
         run.outcome, run.duration_ms = outcome, done.duration_ms
         self._tell(run)
         return outcome
+
+    def _scripts_start(self, hook: HookDef, trusted: dict[str, str]) -> bool:
+        found = self._scanned.get(hook.key)
+        if found is None:
+            named = launcher.named_files(argv_for(hook.command), self.facts.cwd, self.env)
+            got = script_scan.scan(named, trusted, self.facts.cwd, self.env)
+            if got.exact:  # (else read again next time: it is refused or confined now)
+                self._scanned[hook.key] = got.reasons
+            found = got.reasons
+        return bool(found)
 
     def _tell(self, run: HookRun) -> None:
         for listener in self.listeners:

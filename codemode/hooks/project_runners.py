@@ -21,7 +21,8 @@ _WRAPPERS = ("then", "do", "else", "exec", "env", "time", "nohup", "command", "!
 
 
 @functools.cache
-def _table() -> dict[str, Any]:
+def table() -> dict[str, Any]:
+    """``project_runners.toml``, read once."""
     with open(Path(__file__).with_name("project_runners.toml"), "rb") as f:
         return tomllib.load(f)
 
@@ -33,29 +34,82 @@ def notes(argv: list[str], cwd: Path | None = None,
     named by its path (``./node_modules/.bin/prettier``, ``$CLAUDE_PROJECT_DIR/x.js``,
     looked up from ``cwd`` with ``env``'s variables) counts by the interpreter its
     ``#!`` line names."""
-    table = _table()
-    runners: dict[str, str] = table["runners"]
-    module = table["module_flag"]
+    table_ = table()
+    runners: dict[str, str] = table_["runners"]
+    module = table_["module_flag"]
     out: list[str] = []
     for words in _commands(argv):
+        # Every word, not only the command's name: `timeout 5 make`, `xargs make`,
+        # `nice make` start it too (a word that only names it costs a confined run).
         for i, word in enumerate(words):
             name = os.path.basename(word)
             if name in runners:
                 out.append(f"`{name}` runs code from {runners[name]}")
-            elif (re.sub(r"[\d.]+$", "", name) in module["programs"]
-                  and "-m" in words[i + 1:]):
-                out.append(f"`{name} -m` runs code from {module['loads']}")
-            elif "/" in word and (by := _interpreter(word, cwd, env)) in runners:
+            elif _versionless(name) in module["programs"]:
+                if reads_cwd(words[i + 1:]):
+                    out.append(f"`{name} {_how(words[i + 1:])}` runs code from "
+                               f"{module['loads']}")
+            elif (by := _interpreter(word, cwd, env)) in runners:
                 out.append(f"`{name}` is run by `{by}`, which runs code from {runners[by]}")
-            if "=" not in word:  # (past VAR=value words, the command's own name)
-                break
     return list(dict.fromkeys(out))
+
+
+def reads_cwd(args: list[str]) -> bool:
+    """Whether a Python given ``args`` puts its working folder first on its module path:
+    ``-m``, ``-c``, a script read from stdin (``-``, a here-document, none named). Not
+    with ``-I`` or ``-P``, which leave it off."""
+    safe = found = False
+    skip = False
+    for word in args:
+        if skip:
+            skip = False
+            continue
+        if word in ("-W", "-X", "--check-hash-based-pycs"):  # (its value is the next word)
+            skip = True
+            continue
+        if word == "-":
+            found = True
+            break
+        if word.startswith("--") or not word.startswith("-") or len(word) < 2:
+            if not word.startswith("-"):
+                break  # (the script: its own folder goes on the path, not ours)
+            continue
+        flags = word[1:]
+        safe = safe or bool({"I", "P"} & set(flags.split("m")[0].split("c")[0]))
+        if any(f in flags for f in "mc"):
+            found = True
+            break
+        if flags[-1] in "WX":
+            skip = True
+    else:
+        found = True  # (no script named: it reads one from stdin)
+    return found and not safe
+
+
+def _how(args: list[str]) -> str:
+    return next((w for w in args if w in ("-m", "-c", "-")), "with no script")
+
+
+def _versionless(name: str) -> str:
+    return re.sub(r"[\d.]+$", "", name)
 
 
 def _interpreter(word: str, cwd: Path | None, env: Mapping[str, str] | None) -> str | None:
     """The program the ``#!`` line of the script ``word`` names (``env``'s argument
-    for ``#!/usr/bin/env [-S] node``), its version digits dropped; None if none."""
-    path = Path(_expand(word, env or os.environ))
+    for ``#!/usr/bin/env [-S] node``), its version digits dropped; None if none. A word
+    without a slash is the program ``PATH`` finds (a global ``eslint`` is a Node script,
+    and loads its config and plugins from the workspace)."""
+    env = os.environ if env is None else env
+    if not word or word.startswith("-") or "=" in word:
+        return None
+    if "/" not in word:
+        from codemode.locations.host_programs import host_program
+
+        found = host_program(word, env.get("PATH", ""))
+        if found is None:
+            return None
+        word = found
+    path = Path(_expand(word, env))
     if not path.is_absolute():
         path = (cwd or Path.cwd()) / path
     try:  # (not blocking on a FIFO put in its place)
@@ -75,7 +129,7 @@ def _interpreter(word: str, cwd: Path | None, env: Mapping[str, str] | None) -> 
     words = first[2:].decode("utf-8", "replace").split()
     if words and os.path.basename(words[0]) == "env":
         words = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
-    return re.sub(r"[\d.]+$", "", os.path.basename(words[0])) if words else None
+    return _versionless(os.path.basename(words[0])) if words else None
 
 
 def _expand(word: str, env: Mapping[str, str]) -> str:

@@ -68,13 +68,15 @@ def folder_for(named: str, top: Path | None, root_of: str | None) -> Path:
     return folder
 
 
-def manifest(folder: Path) -> str:
-    """``PREFIX`` and the sha256 of what ``folder`` holds; raises NotKept."""
+def manifest(folder: Path, keep: dict[str, bytes] | None = None) -> str:
+    """``PREFIX`` and the sha256 of what ``folder`` holds; raises NotKept. ``keep``: filled
+    with each file's content, by relative path, as it was hashed (what ``script_scan``
+    reads is then what the manifest says)."""
     entries = sorted(_entries(folder))
     h = hashlib.sha256()
     for rel, kind, content in entries:
         h.update(f"{kind}\0{rel}\0".encode("utf-8", "surrogateescape"))
-        h.update(_file_digest(folder / rel) if kind == "f" else content.encode(
+        h.update(_file_digest(folder / rel, keep, rel) if kind == "f" else content.encode(
             "utf-8", "surrogateescape"))
         h.update(b"\n")
     return PREFIX + h.hexdigest()
@@ -123,7 +125,7 @@ def _entries(folder: Path) -> Iterable[tuple[str, str, str]]:
     return found
 
 
-def _file_digest(path: Path) -> bytes:
+def _file_digest(path: Path, keep: dict[str, bytes] | None = None, rel: str = "") -> bytes:
     # Not following a link, not blocking on a FIFO put in its place since the listing.
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -134,11 +136,16 @@ def _file_digest(path: Path) -> bytes:
             raise NotKept(f"{path.name} in its folder changed while it was read")
         h = hashlib.sha256()
         left = MAX_BYTES
+        kept: list[bytes] = []
         for block in iter(lambda: f.read(1 << 20), b""):
             left -= len(block)
             if left < 0:  # (grown since the listing)
                 raise NotKept(f"its folder holds more than {MAX_BYTES >> 20} MiB")
             h.update(block)
+            if keep is not None:
+                kept.append(block)
+    if keep is not None:
+        keep[rel] = b"".join(kept)
     return h.digest()
 
 

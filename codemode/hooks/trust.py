@@ -92,14 +92,18 @@ class TrustStore:
     def not_covered(self, hook: HookDef) -> list[str]:
         """What ``hook`` runs that its trust does not cover, one line each: the folder of
         a file it names that cannot be kept, a project's tool (``project_runners``)."""
-        from codemode.hooks import project_runners
+        from codemode.hooks import project_runners, script_scan
         from codemode.hooks.process import argv_for, project_env
 
         cwd = self.cwd if self.cwd is not None else Path.cwd()
+        env = project_env(os.environ, cwd)
+        argv = argv_for(hook.command)
+        # (what its scripts start, read as they are now: the files the person trusts)
+        started = script_scan.scan(launcher.named_files(argv, cwd, env), self.named(hook),
+                                   cwd, env).reasons
         runs = [f"{note}, which a command could have written: the hook runs in the "
                 "session's sandbox, as commands do"
-                for note in project_runners.notes(argv_for(hook.command), cwd,
-                                                  project_env(os.environ, cwd))]
+                for note in [*project_runners.notes(argv, cwd, env), *started]]
         covered = self._covered(hook)
         return covered[2] + covered[1] + runs
 
