@@ -13,6 +13,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from codemode.locations import small_files
+
 
 class SchemaProblem(ValueError):
     """The schema file cannot be used; the message names it and says why."""
@@ -23,9 +25,11 @@ def load_schema(path: Path) -> dict[str, Any]:
     from jsonschema.validators import validator_for
 
     try:
-        schema = json.loads(path.read_text(encoding="utf-8"))
+        # Regular files only, read at once and capped: the path may lie in a repository
+        # a command shaped (a FIFO there would hang the start, /dev/zero fill memory).
+        schema = json.loads(small_files.read_text(path))
     except OSError as exc:
-        raise SchemaProblem(f"--output-schema {path}: {exc.strerror}") from None
+        raise SchemaProblem(f"--output-schema {path}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise SchemaProblem(f"--output-schema {path}: not valid JSON: {exc}") from None
     if not isinstance(schema, dict):

@@ -11,10 +11,15 @@ import asyncio
 
 from pydantic import Field
 
+from codemode.locations import small_files
 from codemode.skills.discovery import SkillSet
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
 
 MAX_HELPER_BYTES = 512 * 1024
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
 
 
 class LoadSkillArgs(StrictArgs):
@@ -48,10 +53,14 @@ def skill_tool(skills: SkillSet) -> Tool:
             raise ToolError(f"load_skill: no skill named {args.name!r} (skills: {known})")
         helpers = sorted(skill.helpers)
         if args.helper is None:
+            try:
+                instructions = skill.body()
+            except OSError as exc:  # changed since the session started (a FIFO now...)
+                raise ToolError(f"load_skill: {skill.skill_file}: {_why(exc)}") from None
             return LoadSkillResult(
                 name=skill.name,
                 path=str(skill.skill_file),
-                instructions=skill.body(),
+                instructions=instructions,
                 helpers=helpers,
             )
         helper = args.helper.removesuffix(".js")
@@ -61,14 +70,13 @@ def skill_tool(skills: SkillSet) -> Tool:
             raise ToolError(
                 f"load_skill: skill {skill.name!r} has no helper {helper!r} (helpers: {listed})"
             )
-        if path.stat().st_size > MAX_HELPER_BYTES:
-            raise ToolError(f"load_skill: {path} is over {MAX_HELPER_BYTES} bytes")
-        return LoadSkillResult(
-            name=skill.name,
-            path=str(path),
-            helpers=helpers,
-            source=path.read_text(encoding="utf-8", errors="replace"),
-        )
+        try:
+            # A skill of the repository lies where a command may write: the helper may be
+            # a FIFO, or a link to /dev/zero or to this process's environment by now.
+            source = small_files.read_text(path, cap=MAX_HELPER_BYTES, errors="replace")
+        except OSError as exc:
+            raise ToolError(f"load_skill: {path}: {_why(exc)}") from None
+        return LoadSkillResult(name=skill.name, path=str(path), helpers=helpers, source=source)
 
     async def handler(args: LoadSkillArgs, ctx: ToolContext) -> LoadSkillResult:
         return await asyncio.to_thread(load, args)

@@ -1,5 +1,11 @@
 """``list_dir``: a directory's entries as the session's file store has them
-(``codemode.tools.context.store_for``), symlinks not followed."""
+(``codemode.tools.context.store_for``), symlinks not followed.
+
+The listing runs in codemode's own process over folders a command may have filled: it
+reads at most ``MAX_SCANNED_ENTRIES`` directory entries in all (a folder of millions
+costs that much, not its size) and returns at most ``MAX_LIST_ENTRIES``; ``note`` says
+which limit cut it.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +23,10 @@ from codemode.tools.store import (
 )
 
 MAX_LIST_ENTRIES = 2000
+# The most directory entries one listing reads, all its folders together: ten times
+# what it lists leaves room for hidden entries and the tail of the last folder, so a
+# listing cut by it is one of a folder flooded with entries.
+MAX_SCANNED_ENTRIES = 20_000
 
 
 EntryType = EntryKind
@@ -47,8 +57,13 @@ class DirEntry(ToolResult):
 class ListDirResult(ToolResult):
     entries: list[DirEntry] = Field(description="The entries found, sorted by path.")
     truncated: bool = Field(
-        description=f"True when listing stopped at {MAX_LIST_ENTRIES} entries; "
-        "list a subdirectory or lower the depth to see the rest."
+        description=f"True when the listing is incomplete: it stopped at {MAX_LIST_ENTRIES} "
+        f"entries, or the folders held more than {MAX_SCANNED_ENTRIES} entries in all "
+        "(only that many are read); note says which. List a subdirectory or lower the "
+        "depth to see the rest."
+    )
+    note: str | None = Field(
+        default=None, description="Why the listing is incomplete; null when it is whole."
     )
 
 
@@ -60,13 +75,22 @@ def _list_dir_sync(args: ListDirArgs, ctx: ToolContext, store: FileStore) -> Lis
     if info.kind != "dir":
         raise ToolError(f"list_dir: {ctx.display(root)} is not a directory; use tools.read_file")
     entries: list[DirEntry] = []
+    left = MAX_SCANNED_ENTRIES  # directory entries still to be read
+    crowded: list[Path] = []  # the folder read only in part
 
     def visit(directory: Path, prefix: str, level: int) -> bool:
         """Add the entries under ``directory``; False once the cap is reached."""
+        nonlocal left
         try:
-            found = sorted(store.entries(directory), key=lambda e: e.name)
+            # One more than may be read: that one says the folder holds more.
+            found = store.entries(directory, limit=left + 1)
         except OSError:
             return True  # an unreadable subdirectory should not sink the whole listing
+        if len(found) > left:
+            del found[left:]
+            crowded.append(directory)
+        left -= len(found)
+        found.sort(key=lambda e: e.name)
         for e in found:
             if e.name == ".git" or (not args.include_hidden and e.name.startswith(".")):
                 continue
@@ -80,7 +104,16 @@ def _list_dir_sync(args: ListDirArgs, ctx: ToolContext, store: FileStore) -> Lis
 
     complete = visit(root, "", 1)
     entries.sort(key=lambda e: e.path)
-    return ListDirResult(entries=entries, truncated=not complete)
+    notes = [] if complete else [f"stopped at {MAX_LIST_ENTRIES} entries"]
+    if crowded:
+        notes.append(
+            f"the folders listed hold more than {MAX_SCANNED_ENTRIES} entries in all and "
+            f"only that many were read: {ctx.display(crowded[0])} was read in part, so "
+            "what is listed of it is not its first entries by name"
+        )
+    return ListDirResult(
+        entries=entries, truncated=bool(notes), note="; ".join(notes) if notes else None
+    )
 
 
 async def list_dir(args: ListDirArgs, ctx: ToolContext) -> ListDirResult:

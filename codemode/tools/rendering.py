@@ -133,9 +133,10 @@ def apply_patch(r: dict[str, Any]) -> str:
 
 
 def list_dir(r: dict[str, Any]) -> str:
-    return "\n".join(
-        e["path"] + ("/" if e["type"] == "dir" else "") for e in r["entries"]
-    ) or "(empty directory)"
+    listed = "\n".join(e["path"] + ("/" if e["type"] == "dir" else "") for e in r["entries"])
+    # A cut listing says so: the model would otherwise take it for the whole folder.
+    note = f"({r['note']})" if r.get("note") else ""
+    return "\n".join(p for p in (listed, note) if p) or "(empty directory)"
 
 
 def edit(r: dict[str, object]) -> str:

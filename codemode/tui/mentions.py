@@ -4,6 +4,10 @@ A mention is ``@`` at the start of a word followed by a path relative to the wor
 (``@src/app.py``); an e-mail address is not one. The message keeps its words and gets
 each mentioned file's content appended, fenced and labelled with its path. Paths that
 are not files, binary files and files over the size limit are reported, not attached.
+
+The file is read as ``read_file`` reads one (``codemode.tools.fs.reading``): a command may
+have left a FIFO, a link to ``/dev/zero`` or to ``/proc/self/environ``, or a sparse file
+of terabytes under the name, and the read is codemode's own, before the message is sent.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codemode.tool_terms.errors import ToolError
+from codemode.tools.fs.reading import NotRegular, TooBig, read_regular
 from codemode.tools.fs.text import decode, is_binary
 
 MAX_MENTION_BYTES = 200_000
@@ -31,20 +37,10 @@ def expand_mentions(message: str, cwd: Path) -> Expanded:
     blocks: list[str] = []
     for match in _MENTION.finditer(message):
         rel = match.group(1).rstrip(".,;:!?)'\"")
-        path = (cwd / rel).resolve() if not Path(rel).is_absolute() else Path(rel)
         if rel in result.attached:
             continue
-        if not path.is_file():
-            if path.exists() or "/" in rel or "." in rel:
-                result.problems.append(f"@{rel}: not a file")
-            continue
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            result.problems.append(f"@{rel}: {exc.strerror}")
-            continue
-        if len(data) > MAX_MENTION_BYTES:
-            result.problems.append(f"@{rel}: {len(data)} bytes, over {MAX_MENTION_BYTES}")
+        data = _read(cwd / rel, rel, result.problems)  # (an absolute ``rel`` stays one)
+        if data is None:
             continue
         text, _ = decode(data)  # UTF-8, or UTF-16/32 by its byte order mark
         if is_binary(text):
@@ -56,3 +52,22 @@ def expand_mentions(message: str, cwd: Path) -> Expanded:
     if blocks:
         result.text = message + "\n\nAttached files:\n\n" + "\n\n".join(blocks)
     return result
+
+
+def _read(path: Path, rel: str, problems: list[str]) -> bytes | None:
+    """The mentioned file's bytes; None, with the reason added to ``problems`` (for
+    what is plainly meant as a path), when it cannot be attached."""
+    try:
+        return read_regular(path, MAX_MENTION_BYTES, rel)
+    except (FileNotFoundError, NotADirectoryError):
+        if "/" in rel or "." in rel:  # "@someone" is a name, not a missing file
+            problems.append(f"@{rel}: not a file")
+    except NotRegular:  # a directory, FIFO, device: never opened for reading
+        problems.append(f"@{rel}: not a file")
+    except TooBig:
+        problems.append(f"@{rel}: over {MAX_MENTION_BYTES} bytes")
+    except ToolError as exc:  # refused (this process's /proc entries), or kept changing
+        problems.append(f"@{rel}: {exc}")
+    except OSError as exc:
+        problems.append(f"@{rel}: {exc.strerror or exc}")
+    return None

@@ -49,7 +49,9 @@ from codemode.agent.events import (
     WorkspaceRecovered,
 )
 from codemode.agent.printers import describe_args
+from codemode.locations import small_files
 from codemode.terminal.control_chars import safe_console
+from codemode.tools.store import MAX_READ_BYTES
 from codemode.tui.activity import Activity, label_for
 from codemode.tui.diffs import diff_renderable, unified_diff
 from codemode.tui.live_stream import LiveStream
@@ -68,6 +70,18 @@ def make_console() -> Console:
     # Piped: lines as long as they are, not folded at an assumed 80 columns.
     console.soft_wrap = not console.is_terminal
     return console
+
+
+def _text_before(target: Path) -> str:
+    """The text a whole-file write is about to replace ("" for a new file), read here,
+    in codemode's own process, before the write runs: a command may have left a FIFO, a
+    sparse file of terabytes or a link to ``/proc/self/environ`` under the name, so it
+    is read as a settings file is (``small_files``: at once, a regular file that is not
+    the kernel's, capped); OSError when it is none of those."""
+    try:
+        return small_files.read_text(target, cap=MAX_READ_BYTES)
+    except FileNotFoundError:
+        return ""
 
 
 class TerminalRenderer:
@@ -293,11 +307,10 @@ class TerminalRenderer:
         path = args.get("path")
         if self.workspace is None or not isinstance(path, str):
             return
-        target = self.workspace / path
         try:
-            before = target.read_text(encoding="utf-8") if target.is_file() else ""
+            before = _text_before(self.workspace / path)
         except (OSError, UnicodeDecodeError):
-            return
+            return  # no diff: the call is shown as any other
         self._writes[item.id] = (path, before)
 
     def _done_tool_call(self, item: ToolCallItem, depth: int) -> None:

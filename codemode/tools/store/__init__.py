@@ -93,9 +93,11 @@ class FileStore(Protocol):
         search there sees the saved files)."""
         ...
 
-    def entries(self, path: Path) -> list[DirItem]:
-        """The entries of the directory at ``path``, in no particular order. Raises
-        OSError (FileNotFoundError, NotADirectoryError, PermissionError...)."""
+    def entries(self, path: Path, limit: int | None = None) -> list[DirItem]:
+        """The entries of the directory at ``path``, in no particular order; no more
+        than ``limit`` of them read from the disk (a folder a command filled with
+        millions of entries costs no more). Raises OSError (FileNotFoundError,
+        NotADirectoryError, PermissionError...)."""
         ...
 
     def writable(self, path: Path, shown: str, *, grant: Path | None = None) -> None:

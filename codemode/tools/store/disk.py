@@ -11,6 +11,7 @@ meanwhile cannot send a write elsewhere and no protected path is ever written.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -91,9 +92,11 @@ class DiskStore:
     def overlaid(self) -> Mapping[Path, bytes | None]:
         return {}
 
-    def entries(self, path: Path) -> list[DirItem]:
+    def entries(self, path: Path, limit: int | None = None) -> list[DirItem]:
+        # Read as they come (the kernel hands them over a block at a time) and no
+        # further than ``limit``: each one read costs memory, and a file's a stat.
         with os.scandir(path) as found:
-            return [_item(entry) for entry in found]
+            return [_item(entry) for entry in itertools.islice(found, limit)]
 
     def writable(self, path: Path, shown: str, *, grant: Path | None = None) -> None:
         # The refusal names the path as the caller did when ``shown`` is that path.

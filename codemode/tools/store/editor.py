@@ -83,8 +83,8 @@ class EditorStore:
     def overlaid(self) -> Mapping[Path, bytes | None]:
         return {}
 
-    def entries(self, path: Path) -> list[DirItem]:
-        return self.base.entries(path)
+    def entries(self, path: Path, limit: int | None = None) -> list[DirItem]:
+        return self.base.entries(path, limit)
 
     def read(self, path: Path, shown: str) -> bytes:
         info = self.base.stat(path)
@@ -95,6 +95,7 @@ class EditorStore:
         if (
             info.kind != "file"
             or guard.read_refusal(info.real) is not None
+            or info.size > MAX_READ_BYTES  # (a sparse terabyte: the editor would try)
             or not self.client.reads_files
         ):
             return self.base.read(path, shown)  # its own refusal, or the disk's bytes

@@ -72,12 +72,13 @@ class DryRunStore:
         mine = {key: self.changes.content(key) for key in self.changes.recorded()}
         return {**below, **mine}
 
-    def entries(self, path: Path) -> list[DirItem]:
-        """The store below's entries with the recorded changes applied: files written
-        appear (with the folders made on the way), files removed are gone."""
+    def entries(self, path: Path, limit: int | None = None) -> list[DirItem]:
+        """The store below's entries (``limit`` of them at most) with the recorded
+        changes applied: files written appear (with the folders made on the way), files
+        removed are gone."""
         key = path.resolve()
         try:
-            found = {item.name: item for item in self.base.entries(path)}
+            found = {item.name: item for item in self.base.entries(path, limit)}
         except FileNotFoundError:
             if not self._holds_records(key):
                 raise
