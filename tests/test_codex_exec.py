@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import struct
 import zlib
 from pathlib import Path
@@ -69,6 +70,33 @@ def test_image_that_is_not_an_image_is_refused(home: Path, work: Path) -> None:
     )
     assert run.code == 2
     assert "--image notes.txt: not an image file" in run.stderr
+
+
+@pytest.mark.parametrize("shape", ["fifo", "zero", "environ", "sparse"])
+def test_an_image_a_command_could_have_shaped_is_refused_without_reading_it(
+    shape: str, home: Path, work: Path
+) -> None:
+    """``--image shot.png`` names a file in the workspace, which a command may have made
+    a FIFO (it never ends), a link to /dev/zero or /proc/self/environ, or a sparse
+    terabyte: refused, not read until memory or time runs out."""
+    image = work / "shot.png"
+    if shape == "fifo":
+        os.mkfifo(image)
+    elif shape == "zero":
+        image.symlink_to("/dev/zero")
+    elif shape == "environ":
+        image.symlink_to("/proc/self/environ")
+    else:
+        with open(image, "wb") as f:
+            f.truncate(1 << 40)
+    run = run_cli(
+        ["exec", *provider_flags("http://127.0.0.1:9/v1", "chat"), "-i", "shot.png", "hi"],
+        home=home,
+        cwd=work,
+        timeout=60,
+    )
+    assert run.code == 2, run.stderr
+    assert "--image shot.png: " in run.stderr and "Traceback" not in run.stderr, run.stderr
 
 
 SCHEMA = {
