@@ -242,6 +242,10 @@ FACTS: dict[str, Callable[[], Any]] = {
     "mcp_server.max_line_bytes": lambda: _constant("codemode.mcp.stdio_wire", "MAX_LINE"),
     "mcp_server.max_json_elements": lambda: _constant(
         "codemode.process.json_cost", "MAX_ELEMENTS"),
+    "skills.max_entries_read": lambda: _constant(
+        "codemode.skills.discovery", "MAX_ENTRIES_READ"),
+    "skills.max_skills": lambda: _constant("codemode.skills.discovery", "MAX_SKILLS"),
+    "skills.max_helpers": lambda: _constant("codemode.skills.discovery", "MAX_HELPERS"),
     "mcp_server.engine": lambda: _constant("codemode.commands.mcp", "SERVER_ENGINE"),
     "providers.count": lambda: len(_catalog_file("catalog.json")["providers"]),
     "providers.models": lambda: sum(len(m) for m in _catalog_file("models.json").values()),

@@ -282,3 +282,37 @@ async def test_wizard_lists_a_local_servers_models() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_path_completion_in_a_flooded_folder_reads_a_bounded_part(tmp_path: Path) -> None:
+    """Completion runs at each key, over a folder a command may have filled: it reads
+    ``COMPLETION_ENTRIES`` entries at most, so a folder ten times that size costs about
+    what that many cost (it listed and sorted all of them)."""
+    import time
+
+    from codemode.tui.input import COMPLETION_ENTRIES
+
+    def flood(folder: Path, count: int) -> Path:
+        folder.mkdir()
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for i in range(count):
+                os.symlink("nowhere", f"f{i:07d}", dir_fd=fd)  # (an entry, made fast)
+        finally:
+            os.close(fd)
+        return folder
+
+    small, big = flood(tmp_path / "small", COMPLETION_ENTRIES), flood(
+        tmp_path / "big", COMPLETION_ENTRIES * 10
+    )
+
+    def cost(folder: Path) -> float:
+        times = []
+        for _ in range(5):
+            started = time.process_time()
+            complete_path(folder, "f")
+            times.append(time.process_time() - started)
+        return sorted(times)[2]
+
+    assert len(complete_path(big, "f")) == 50
+    assert cost(big) < 3 * cost(small) + 0.01, (cost(big), cost(small))

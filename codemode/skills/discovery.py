@@ -9,6 +9,7 @@ the file and what is wrong, and the other skills still load.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from dataclasses import dataclass, field
@@ -27,6 +28,13 @@ MAX_DESCRIPTION = 1024
 _SKIP_DIRS = {"node_modules", ".git"}
 # How deep below a skill's folder its helpers are looked for.
 _MAX_HELPER_DEPTH = 16
+# A repository's skills lie in the workspace, where a command can fill a folder with
+# millions of entries; each is read at every session's start and listed to the model.
+# Entries read of one skills folder, and of one skill's folders in all (for helpers):
+MAX_ENTRIES_READ = 2_000
+# Skills listed to the model, and helpers offered of one skill (names in its prompt).
+MAX_SKILLS = 128
+MAX_HELPERS = 128
 
 Scope = Literal["repo", "user"]
 
@@ -128,20 +136,23 @@ def parse_skill_file(path: Path) -> tuple[str, str]:
 
 
 def find_helpers(directory: Path) -> dict[str, Path]:
-    """``.js`` files in a skill folder, named by their path without the extension."""
+    """``.js`` files in a skill folder, named by their path without the extension: at
+    most ``MAX_HELPERS``, found among ``MAX_ENTRIES_READ`` entries."""
     helpers: dict[str, Path] = {}
     # A loop, not ``os.walk`` (which recurses once per level in Python 3.11), and only
     # ``_MAX_HELPER_DEPTH`` levels down: a repository's skills lie in the workspace,
     # where a command can leave a chain of folders thousands deep, walked at the start
     # of the next session.
     stack: list[tuple[str, str, int]] = [(str(directory), "", 0)]  # path, relative, depth
-    while stack:
+    left = MAX_ENTRIES_READ
+    while stack and left > 0 and len(helpers) < MAX_HELPERS:
         top, rel, depth = stack.pop()
         try:
             with os.scandir(top) as listing:
-                entries = sorted(listing, key=lambda e: e.name)
+                entries = sorted(itertools.islice(listing, left), key=lambda e: e.name)
         except OSError:
             continue  # as os.walk: an unreadable folder is passed over
+        left -= len(entries)
         below: list[tuple[str, str, int]] = []
         for entry in entries:
             try:
@@ -152,7 +163,7 @@ def find_helpers(directory: Path) -> dict[str, Path]:
                 wanted = entry.name not in _SKIP_DIRS and not entry.name.startswith(".")
                 if wanted and not entry.is_symlink() and depth < _MAX_HELPER_DEPTH:
                     below.append((entry.path, f"{rel}{entry.name}/", depth + 1))
-            elif entry.name.endswith(".js"):
+            elif entry.name.endswith(".js") and len(helpers) < MAX_HELPERS:
                 helpers[rel + Path(entry.name).with_suffix("").name] = Path(entry.path)
         stack.extend(reversed(below))
     return helpers
@@ -183,7 +194,25 @@ def discover_skills(cwd: Path, *, user_dir: Path | None = None) -> SkillSet:
         found.searched.append((base, scope))
         if not base.is_dir():
             continue
-        for entry in sorted(base.iterdir()):
+        try:
+            with os.scandir(base) as listing:
+                entries = sorted(
+                    (Path(e.path) for e in itertools.islice(listing, MAX_ENTRIES_READ + 1)),
+                    key=lambda p: p.name,
+                )
+        except OSError as exc:
+            found.problems.append(SkillProblem(base, exc.strerror or str(exc)))
+            continue
+        if len(entries) > MAX_ENTRIES_READ:
+            del entries[MAX_ENTRIES_READ:]
+            found.problems.append(
+                SkillProblem(
+                    base,
+                    f"more than {MAX_ENTRIES_READ} entries: only that many were read, "
+                    "so some skills here may be missing",
+                )
+            )
+        for entry in entries:
             skill_file = entry / SKILL_FILE
             if not entry.is_dir() or not skill_file.is_file():
                 continue
@@ -194,4 +223,15 @@ def discover_skills(cwd: Path, *, user_dir: Path | None = None) -> SkillSet:
                 continue
             by_name[name] = Skill(name, description, entry, scope, find_helpers(entry))
     found.skills = sorted(by_name.values(), key=lambda s: s.name)
+    if len(found.skills) > MAX_SKILLS:
+        # (each is a line of the model's instructions at every turn)
+        left_out = [s.name for s in found.skills[MAX_SKILLS:]]
+        found.skills = found.skills[:MAX_SKILLS]
+        found.problems.append(
+            SkillProblem(
+                places[-1][0],
+                f"more than {MAX_SKILLS} skills: {len(left_out)} not listed to the model "
+                f"({', '.join(left_out[:5])}{', ...' if len(left_out) > 5 else ''})",
+            )
+        )
     return found

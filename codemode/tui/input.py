@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -192,20 +193,32 @@ class _Completer(Completer):
                 yield Completion("@" + candidate, start_position=-len(word))
 
 
+# Entries of a folder looked at for one completion.
+COMPLETION_ENTRIES = 20_000
+
+
 def complete_path(cwd: Path, partial: str, limit: int = 50) -> list[str]:
-    """Workspace paths starting with ``partial`` (directories end with ``/``)."""
+    """Workspace paths starting with ``partial`` (directories end with ``/``), among the
+    first ``COMPLETION_ENTRIES`` entries of the folder: completion runs at each key, and
+    a command can fill a folder with millions."""
     head, _, tail = partial.rpartition("/")
     base = (cwd / head) if head else cwd
+    matched: list[tuple[str, bool]] = []
     try:
-        names = sorted(os.listdir(base))
+        with os.scandir(base) as listing:
+            for entry in itertools.islice(listing, COMPLETION_ENTRIES):
+                name = entry.name
+                if not name.startswith(tail) or (name.startswith(".") and not tail.startswith(".")):
+                    continue
+                try:
+                    is_dir = entry.is_dir()  # (the listing's type, or one stat)
+                except OSError:
+                    is_dir = False
+                matched.append((name, is_dir))
     except OSError:
         return []
     out = []
-    for name in names:
-        if not name.startswith(tail) or (name.startswith(".") and not tail.startswith(".")):
-            continue
+    for name, is_dir in sorted(matched)[:limit]:
         rel = f"{head}/{name}" if head else name
-        out.append(rel + "/" if (base / name).is_dir() else rel)
-        if len(out) >= limit:
-            break
+        out.append(rel + "/" if is_dir else rel)
     return out
