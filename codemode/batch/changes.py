@@ -16,145 +16,24 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
-from itertools import zip_longest
 from pathlib import Path, PurePosixPath
-from typing import Literal
 
+from codemode.batch.compare import compute as by_descriptor
+from codemode.batch.journal_entry import JOURNAL_BYTES, Change, Kind, TooLarge
 from codemode.batch.workcopy import VCS_DIRS
-from codemode.hostfs.fingerprint import chunks, fingerprint
-
-Kind = Literal["file", "symlink", "deleted", "mkdir", "rmdir"]
-
-# The most new bytes one journal may carry. It travels whole, in memory, from the worker
-# to the driver (pickled: twice, for a moment), and the driver holds it until it is
-# applied: a script that wrote more (a multi-gigabyte file, sparse so that it cost no
-# disk) would otherwise have the host hold all of it.
-JOURNAL_BYTES = 1 << 30
-
-
-class TooLarge(ValueError):
-    """What a script wrote is more than a journal may carry (``JOURNAL_BYTES``)."""
-
-
-@dataclass(frozen=True)
-class Change:
-    """One path's change; ``path`` is relative to the repository, in POSIX form."""
-
-    path: str
-    kind: Kind
-    data: bytes = b""  # a file's new contents; a symlink's target (os.fsencode)
-    executable: bool = False
-    base: str | None = None  # fingerprint of what the repository held; None: nothing
+from codemode.hostfs.fingerprint import fingerprint
+from codemode.hostfs.writer import Refused, Writer
 
 
 class ApplyError(RuntimeError):
     """The journal could not be applied; the repository is as it was."""
 
 
-@dataclass(frozen=True)
-class _Entry:
-    kind: Literal["file", "symlink", "dir"]
-    st: os.stat_result
-
-
-def _walk(root: Path) -> dict[str, _Entry]:
-    """Every file, symlink and directory under ``root`` (VCS metadata left out)."""
-    found: dict[str, _Entry] = {}
-    stack = [""]
-    while stack:
-        rel = stack.pop()
-        try:
-            entries = list(os.scandir(root / rel if rel else root))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.name in VCS_DIRS:
-                continue
-            path = f"{rel}/{entry.name}" if rel else entry.name
-            st = entry.stat(follow_symlinks=False)
-            if stat.S_ISLNK(st.st_mode):
-                found[path] = _Entry("symlink", st)
-            elif stat.S_ISDIR(st.st_mode):
-                found[path] = _Entry("dir", st)
-                stack.append(path)
-            elif stat.S_ISREG(st.st_mode):
-                found[path] = _Entry("file", st)
-    return found
-
-
-def _exec_bit(st: os.stat_result) -> bool:
-    return bool(st.st_mode & stat.S_IXUSR)
-
-
 def compute(base: Path, work: Path) -> list[Change]:
     """The journal that turns ``base`` into ``work``: deletions (deepest first), then
-    new directories (shallowest first), then files and symlinks."""
-    before, after = _walk(base), _walk(work)
-    budget = JOURNAL_BYTES  # new bytes the journal may still take (TooLarge past it)
-    deleted: list[Change] = []
-    made: list[Change] = []
-    written: list[Change] = []
-    for path in sorted(set(before) | set(after)):
-        old, new = before.get(path), after.get(path)
-        if old is not None and new is not None and _same(base / path, old, work / path, new):
-            continue
-        if old is not None and (new is None or new.kind != old.kind or old.kind != "dir"):
-            if old.kind == "dir":
-                if new is None or new.kind != "dir":
-                    deleted.append(Change(path, "rmdir"))
-            elif new is None or new.kind == "dir":
-                deleted.append(Change(path, "deleted", base=fingerprint(base / path)))
-        if new is None:
-            continue
-        if new.kind == "dir":
-            if old is None or old.kind != "dir":
-                made.append(Change(path, "mkdir"))
-            continue
-        old_print = fingerprint(base / path) if old is not None and old.kind != "dir" else None
-        if new.kind == "symlink":
-            target = os.fsencode(os.readlink(work / path))
-            written.append(Change(path, "symlink", target, base=old_print))
-        else:
-            data = _read(work, path, new.st, budget)
-            budget -= len(data)
-            written.append(Change(path, "file", data, _exec_bit(new.st), base=old_print))
-    deleted.sort(key=lambda c: c.path.count("/"), reverse=True)
-    made.sort(key=lambda c: c.path.count("/"))
-    return deleted + made + written
-
-
-def _read(work: Path, path: str, st: os.stat_result, budget: int) -> bytes:
-    """The bytes of ``path`` in the copy; TooLarge (before reading, or once it grew past
-    that) when they are more than ``budget``."""
-    kept: list[bytes] = []
-    size = st.st_size
-    if size <= budget:
-        size = 0
-        for chunk in chunks(work / path):  # (it may have grown since the walk)
-            size += len(chunk)
-            if size > budget:
-                break
-            kept.append(chunk)
-    if size > budget:
-        raise TooLarge(f"the changes are too large to apply: more than {JOURNAL_BYTES >> 20} "
-                       f"MiB of new file contents (at {path})")  # fmt: skip
-    return b"".join(kept)
-
-
-def _same(a: Path, old: _Entry, b: Path, new: _Entry) -> bool:
-    if old.kind != new.kind:
-        return False
-    if old.kind == "dir":
-        return True
-    if old.kind == "symlink":
-        return os.readlink(a) == os.readlink(b)
-    if _exec_bit(old.st) != _exec_bit(new.st) or old.st.st_size != new.st.st_size:
-        return False
-    if old.st.st_mtime_ns == new.st.st_mtime_ns:
-        return True  # the copy keeps timestamps; a write changes them
-    # A MiB at a time: a large file touched but not changed costs no memory.
-    return all(x == y for x, y in zip_longest(chunks(a), chunks(b)))
+    new directories (shallowest first), then files and symlinks; ``TooLarge`` past a
+    bound (``compare.py``: a walk by descriptor, of any depth up to its bound)."""
+    return by_descriptor(base, work)
 
 
 def changed_files(changes: list[Change]) -> list[str]:
@@ -175,28 +54,115 @@ def _check_path(rel: str) -> None:
         raise ApplyError(f"refusing a change inside VCS metadata: {rel}")
 
 
-def _check_link(change: Change, root: Path) -> None:
-    """Refuse a symlink whose target leads outside the repository: in the repository it
-    would be a door to the user's files (a script's copy lives elsewhere, so no link a
-    script needs points out of it)."""
-    target = os.fsdecode(change.data)
-    if target.startswith("/"):
-        norm = os.path.normpath(target)
-        inside = norm == str(root) or norm.startswith(f"{root}/")
-    else:
-        where = os.path.normpath(os.path.join(os.path.dirname(change.path), target))
-        inside = where != ".." and not where.startswith("../")
-    if not inside:
-        raise ApplyError(
-            f"refusing {change.path}: a symlink that leads outside the repository (-> {target})"
-        )
+# Components a journal's symlinks may take to resolve, all together (a repository
+# lookup costs its depth): far more than a real tree's links need, and a bound on what a
+# journal of links chained through deep folders can cost the driver.
+_LINK_STEPS = 2_000_000
+# Links followed in resolving one, as the kernel's ELOOP limit.
+_LINK_HOPS = 40
+
+
+class _Links:
+    """Where the journal's symlinks lead once it is applied, each followed as the kernel
+    would follow it: through the links the journal makes and those the repository
+    holds. A target is not judged by its text alone: ``a/s -> ..`` and
+    ``a/up -> s/..`` are each inside the repository as written, and ``up`` leads to
+    the folder above it."""
+
+    def __init__(self, root: Path, changes: list[Change]) -> None:
+        self.root = root
+        self.after = {c.path: c for c in changes}  # the last entry of a path is its end
+        self.writer = Writer(root)
+        self.seen: dict[str, str | None] = {}
+        self.steps = _LINK_STEPS
+
+    def check(self, change: Change) -> None:
+        target = os.fsdecode(change.data)
+        if not self._inside(change.path.split("/")[:-1], target):
+            raise ApplyError(f"refusing {change.path}: a symlink that leads outside the "
+                             f"repository (-> {target})")  # fmt: skip
+
+    def _inside(self, at: list[str], target: str) -> bool:
+        cur = list(at)
+        pending = self._start(target, cur)
+        if pending is None:
+            return False
+        hops = 0
+        while pending:
+            comp = pending.pop()
+            self._step(1)
+            if comp in ("", "."):
+                continue
+            if comp == "..":
+                if not cur:
+                    return False
+                cur.pop()
+                continue
+            cur.append(comp)
+            link = self._link_at(cur)
+            if link is None:
+                continue
+            hops += 1
+            if hops > _LINK_HOPS:
+                return False  # the kernel gives up (ELOOP): no use for such a link
+            cur.pop()
+            more = self._start(link, cur)
+            if more is None:
+                return False
+            pending.extend(more)
+        return True
+
+    def _start(self, target: str, cur: list[str]) -> list[str] | None:
+        """The components of ``target`` still to walk, last first, ``cur`` moved to
+        where the walk starts; None: an absolute target outside the repository."""
+        if target.startswith("/"):
+            top = str(self.root).rstrip("/") + "/"
+            if not (target + "/").startswith(top):
+                return None
+            cur.clear()
+            target = target[len(top) :]
+        return target.split("/")[::-1]
+
+    def _link_at(self, parts: list[str]) -> str | None:
+        """The target of the symlink at ``parts`` once the journal is applied; None
+        when something else (or nothing) is there."""
+        path = "/".join(parts)
+        change = self.after.get(path)
+        if change is not None:
+            return os.fsdecode(change.data) if change.kind == "symlink" else None
+        if path not in self.seen:
+            self._step(len(parts))
+            try:
+                with self.writer.spot(path) as spot:
+                    st = spot.lstat()
+                    link = None
+                    if st is not None and stat.S_ISLNK(st.st_mode):
+                        link = os.readlink(spot.name, dir_fd=spot.parent)
+            except (Refused, OSError):
+                link = None  # (a link on the way: the journal makes a folder of it)
+            self.seen[path] = link
+        return self.seen[path]
+
+    def _step(self, cost: int) -> None:
+        self.steps -= cost
+        if self.steps < 0:
+            raise ApplyError("the changes hold too many symlinks, or too deep, to check "
+                             "where they lead: nothing applied")  # fmt: skip
 
 
 def check(root: Path, changes: list[Change]) -> None:
     """Refuse (ApplyError) a journal with a path outside the repository or in VCS
-    metadata, or a symlink leading outside it; nothing is read or written."""
+    metadata, or a symlink leading outside it once applied; nothing is written."""
     root = root.resolve()
     for change in changes:
         _check_path(change.path)
+    links = _Links(root, changes)
+    for change in changes:
         if change.kind == "symlink":
-            _check_link(change, root)
+            links.check(change)
+
+
+__all__ = [
+    "JOURNAL_BYTES", "ApplyError", "Change", "Kind", "TooLarge", "changed_files", "check",
+    "compute", "fingerprint",
+]  # fmt: skip

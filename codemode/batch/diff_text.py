@@ -8,22 +8,36 @@ diff. The whole text is capped at ``cap`` characters, head and tail kept.
 from __future__ import annotations
 
 import difflib
+import stat
 from pathlib import Path
 
 from codemode.batch.changes import Change
+from codemode.hostfs.writer import Writer
+from codemode.tool_terms.errors import ToolError
 from codemode.tools.dry_run import NO_NEWLINE
 
 TEXT_BYTES = 1_000_000
 DIFF_CHARS = 50_000
 
 
-def _old(base: Path, change: Change) -> bytes | None:
+def _old(repo: Writer, change: Change) -> tuple[int, bytes | None]:
+    """The size of the file the repository holds at the change's path, and its bytes
+    when there are few enough to diff. Read from its folder's descriptor, no link
+    followed, never more than ``TEXT_BYTES``: a script that deletes a terabyte sparse
+    file must not have the worker read a terabyte of zeros into memory to diff it."""
     if change.base is None or not change.base.startswith("file:"):
-        return None
+        return 0, None
     try:
-        return (base / change.path).read_bytes()
-    except OSError:
-        return None
+        with repo.spot(change.path) as spot:
+            st = spot.lstat()
+        if st is None or not stat.S_ISREG(st.st_mode):
+            return 0, None
+        if st.st_size > TEXT_BYTES:
+            return st.st_size, None
+        _, data, _ = repo.look(change.path, most=TEXT_BYTES)
+    except (OSError, ToolError):
+        return 0, None
+    return len(data or b""), data
 
 
 def _text(data: bytes | None) -> list[str] | None:
@@ -42,11 +56,12 @@ def _text(data: bytes | None) -> list[str] | None:
 def render(base: Path, changes: list[Change], cap: int = DIFF_CHARS) -> str:
     """The unified diff of ``changes`` against the repository at ``base``, capped."""
     parts: list[str] = []
+    repo = Writer(base)
     for change in changes:
         if change.kind in ("mkdir", "rmdir"):
             continue
         name = change.path
-        old = _old(base, change)
+        old_size, old = _old(repo, change)
         created, removed = change.base is None, change.kind == "deleted"
         parts.append(f"diff --git a/{name} b/{name}\n")
         if created:
@@ -57,8 +72,8 @@ def render(base: Path, changes: list[Change], cap: int = DIFF_CHARS) -> str:
             parts.append(f"symbolic link changed: {name}\n")
             continue
         new = None if removed else change.data
-        if max(len(old or b""), len(new or b"")) > TEXT_BYTES:
-            sizes = f"{len(old or b'')} -> {len(new or b'')} bytes"
+        if max(old_size, len(new or b"")) > TEXT_BYTES:
+            sizes = f"{old_size} -> {len(new or b'')} bytes"
             parts.append(f"Large files a/{name} and b/{name} differ ({sizes}, not diffed)\n")
             continue
         old_lines, new_lines = _text(old), _text(new)

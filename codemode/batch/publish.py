@@ -18,6 +18,7 @@ so the repository is left on its own branch exactly as it was.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import tempfile
@@ -27,6 +28,8 @@ from pathlib import Path
 from codemode.batch import changes
 from codemode.batch.applying import apply
 from codemode.batch.changes import Change
+from codemode.batch.push_target import is_local as _is_local
+from codemode.batch.push_target import reaches_this_machine
 from codemode.hostfs.fingerprint import of_bytes
 from codemode.locations import launcher
 from codemode.sandbox.git.git_overrides import SAFE_GIT
@@ -34,17 +37,15 @@ from codemode.sandbox.git.repo_config import RepoConfigRefused, clean_env
 from codemode.sandbox.git.repo_config import check as check_config
 from codemode.tools.store import publish_marker
 
-# A push to a local path (or file:// URL) runs `git receive-pack` in the target
-# repository, which the repository's config names (it may lie in its own working tree,
-# hooks and all), and git passes no `-c` setting to a local transport: its hooks, its
-# own core.hooksPath, an updateInstead checkout with its filters would run. So that
-# receive-pack gets the overrides on its own command line (a network remote runs its
-# own server's, which is not this machine's to configure).
+# A push whose receive-pack runs on this machine (a local path, a file:// URL, ssh to
+# this machine: ``push_target.py``) gets these overrides on receive-pack's own command
+# line: git passes no `-c` setting to it, and the target repository's config (its hooks,
+# its own core.hooksPath, an updateInstead checkout with its filters) is the
+# repository's to choose.
 LOCAL_RECEIVE_PACK = (
     "git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c receive.autogc=false"
     " -c receive.denyCurrentBranch=refuse -c core.alternateRefsCommand= receive-pack"
 )
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 
 
 @dataclass(frozen=True)
@@ -163,24 +164,11 @@ def _push(repo: Path, remote: str) -> list[str]:
     except PublishError:
         urls = [remote]  # no remote of that name: a URL or path, as git takes it
     args = ["push", "--no-verify", "--porcelain"]
-    # Any one local is enough: a network URL beside it then refuses that command, and
+    # Any one here is enough: a network URL beside it then refuses that command, and
     # the push fails (nothing of the target's runs).
-    if any(_is_local(url) for url in urls):
+    if any(_is_local(url) or reaches_this_machine(url) for url in urls):
         args.append(f"--receive-pack={LOCAL_RECEIVE_PACK}")
     return [*args, remote]
-
-
-def _is_local(url: str) -> bool:
-    """Whether git reaches ``url`` by starting receive-pack on this machine itself, by
-    git's own rules (transport.c, connect.c): a ``file://`` URL, or no ``scheme://``,
-    ``helper::`` or ``host:`` prefix (a path, where a slash comes before any colon)."""
-    scheme = _SCHEME.match(url)
-    if scheme and url.startswith("::", scheme.end()):
-        return False  # a remote helper (git-remote-NAME)
-    if scheme and url.startswith("://", scheme.end()):
-        return url.startswith("file://")
-    colon, slash = url.find(":"), url.find("/")
-    return colon < 0 or 0 <= slash < colon
 
 
 def _pull_request(repo: Path, options: PublishOptions, base: str) -> str:
@@ -247,7 +235,10 @@ def _commit(repo: Path, journal: list[Change], head: str, message: str, env: dic
             lines.append(f"{mode} {blob}\t{change.path}")
         index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         _git(repo, "read-tree", head, env=index)
-        _git(repo, "update-index", "--index-info", env=index, data="\n".join(lines).encode())
+        # NUL-separated: a path may hold a newline, which would start an entry of the
+        # script's choosing (any blob, a removal) in the commit but not in the files.
+        _git(repo, "update-index", "-z", "--index-info", env=index,
+             data=b"".join(os.fsencode(line) + b"\0" for line in lines))  # fmt: skip
         tree = _git(repo, "write-tree", env=index)
     return _git(repo, "commit-tree", tree, "-p", head, "-m", message, env=env)
 

@@ -9,7 +9,9 @@ no repository, is an error that names it, before anything runs:
   directory;
 - a DIR that is itself a working copy is that one repository; any other DIR stands
   for its immediate subdirectories that are working copies, in name order; a DIR that
-  is neither is *skipped*: reported by name, never silently dropped.
+  is neither is *skipped*: reported by name, never silently dropped. A subdirectory
+  that is a symbolic link is skipped and reported too, never followed: only a path the
+  user names (an argument, a line of a FILE) is taken through a link.
 
 A working copy is a directory holding ``.git`` (a directory, or the file that git
 worktrees and submodules use), ``.hg``, ``.svn`` or ``.jj``. Paths are resolved
@@ -18,6 +20,7 @@ worktrees and submodules use), ``.hg``, ``.svn`` or ``.jj``. Paths are resolved
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,13 +84,37 @@ NOT_A_REPOSITORY = (
 )
 
 
-def _from_dir(directory: Path) -> list[Path]:
+def _from_dir(directory: Path) -> tuple[list[Path], list[Skipped]]:
+    """The working copies ``directory`` stands for, and its subfolders that are
+    symbolic links: those are reported, never followed. Whoever can put a link in a
+    folder of repositories (a script given one of them writes links, and the apply
+    makes them; an unpacked archive holds them) would otherwise point the batch, and
+    its apply, commits and pushes, at any folder: one outside ``DIR`` (a repository
+    under the user's home), ``/``, or the same repository twice."""
     if is_working_copy(directory):
-        return [directory]
+        return [directory], []
     try:
-        return sorted(p for p in directory.iterdir() if is_working_copy(p))
+        children = sorted(directory.iterdir())
     except OSError:
-        return []
+        return [], []
+    found: list[Path] = []
+    links: list[Skipped] = []
+    for child in children:
+        if child.is_symlink():
+            if not child.is_file():  # (a link to a file is a file: no repository)
+                links.append(Skipped(directory.resolve() / child.name, _linked(child)))
+        elif is_working_copy(child):
+            found.append(child)
+    return found, links
+
+
+def _linked(link: Path) -> str:
+    try:
+        target = f" to {os.readlink(link)}"
+    except OSError:
+        target = ""
+    return (f"a symbolic link{target}: links inside a --repos DIR are not followed (name "
+            "the link itself, or its target, to run it)")  # fmt: skip
 
 
 def select_repositories(specs: Iterable[str | Path]) -> RepoSelection:
@@ -104,8 +131,9 @@ def select_repositories(specs: Iterable[str | Path]) -> RepoSelection:
                 "or exec's PROMPT, before --repos or after `--`)"
             )
         for directory in [path] if path.is_dir() else _from_file(path):
-            found = _from_dir(directory)
-            if not found:
+            found, links = _from_dir(directory)
+            selection.skipped.extend(links)
+            if not found and not links:
                 selection.skipped.append(Skipped(directory.resolve(), NOT_A_REPOSITORY))
             for repo in found:
                 seen.setdefault(repo.resolve(), None)
