@@ -20,8 +20,10 @@ the workspace: a confined command cannot write there (codemode's home is never a
 writable root, ``codemode.sandbox.protection.protected``). A journal is still validated strictly
 before it is used: our own uid, a regular file, then the format's own checks
 (``journal_format``: a SHA-256 of the content, absolute normalised paths under the roots
-it names), and the same race-free walk and protected-path check as every other write
-(``codemode.tools.fs``). The writer holds
+it names), and every path is walked from the folder the journal recorded for it, its
+identity checked, with no link followed and the protected-path check of every other
+write (``journal_walk``): a link a program put on the way since is reported, never
+acted through. The writer holds
 an ``flock`` on its journal for the commit's lifetime, so ``recover`` never touches a
 commit still in progress in another process. Nothing is fsynced: the guarantee is
 against a process killed, not against power loss.
@@ -43,20 +45,21 @@ from pathlib import Path
 from codemode.hostfs.beneath import (
     Missing,
     Spot,
-    Tree,
     mkdir,
     rmdir,
-    symlink,
+    symlink_atomic,
     tmp_name,
     unlink,
     write_atomic,
 )
 from codemode.locations.config_file import codemode_home
+from codemode.terminal.control_chars import visible
 from codemode.tool_terms.errors import ToolError
 from codemode.tools.fs import guard
 from codemode.tools.fs.reading import NotRegular, TooBig, read_spot
-from codemode.tools.store import MAX_READ_BYTES
+from codemode.tools.store import MAX_READ_BYTES, journal_walk
 from codemode.tools.store.journal_format import BadJournal, Entry, decode, encode
+from codemode.tools.store.journal_walk import Blocked, Moved, reach
 
 JOURNAL_SUFFIX = ".journal"
 MAX_JOURNAL_BYTES = 4 * 1024 * 1024 * 1024
@@ -74,17 +77,8 @@ def workspace_key(workspace: Path) -> str:
 
 def missing_dirs(path: Path, roots: Sequence[Path]) -> list[Path]:
     """The folders above ``path`` (below its root) that do not exist yet, deepest
-    last: a write there will create them."""
-    below = [r for r in roots if Path(os.path.normpath(path)).is_relative_to(r)]
-    root = max(below, key=lambda r: len(r.parts)) if below else None
-    made: list[Path] = []
-    for parent in Path(os.path.normpath(path)).parents:
-        if root is None or parent == root or not parent.is_relative_to(root):
-            break
-        if os.path.lexists(parent):
-            break
-        made.append(parent)
-    return list(reversed(made))
+    last: a write there will create them (looked at by descriptor, ``journal_walk``)."""
+    return journal_walk.missing_dirs(path, roots)
 
 
 # --- writing --------------------------------------------------------------------------
@@ -130,8 +124,11 @@ def begin(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry], tag:
         return Recording(None, -1)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        # Where each path really is, and the folder it is reached from (a recovery acts
+        # only if a walk that follows no link still reaches that folder).
+        anchored = journal_walk.anchored(roots, entries)
         with os.fdopen(os.dup(fd), "wb") as out:
-            out.writelines(encode(workspace, roots, entries))
+            out.writelines(encode(workspace, roots, anchored))
         os.rename(tmp, final)
     except OSError as exc:
         os.close(fd)
@@ -178,14 +175,15 @@ def recover(workspace: Path) -> list[str]:
     reports: list[str] = []
     for path in _journals(workspace):
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            # O_NONBLOCK: a FIFO in its place must not hang every start (then refused).
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
             continue
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
-                continue  # its commit is still running
+                continue  # its commit (or another process's recovery) is still running
             with contextlib.suppress(OSError):
                 # Finished and removed meanwhile, or replaced: not ours to act on.
                 if os.stat(path, follow_symlinks=False).st_ino != os.fstat(fd).st_ino:
@@ -203,21 +201,41 @@ def recover(workspace: Path) -> list[str]:
     return reports
 
 
+def shown(path: Path | str) -> str:
+    """A path a program may have named, for a line on a terminal: on one line (a newline
+    in a name cannot forge a line of the notice), control characters and bytes that
+    are not UTF-8 written out."""
+    text = os.fsencode(path).decode("utf-8", "backslashreplace")
+    return visible(text.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t"))
+
+
+def _load(fd: int) -> bytes:
+    """The journal's bytes, never more than a journal may hold (a file that grows while
+    read, or one swapped for something else, is refused)."""
+    if not own_file(fd):
+        raise BadJournal("not a regular file of this user")
+    chunks, size = [], 0
+    while chunk := os.read(fd, 1 << 20):
+        size += len(chunk)
+        if size >= MAX_JOURNAL_BYTES:
+            raise BadJournal("larger than any journal")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def _recover_one(path: Path, fd: int, workspace: Path) -> str | None:
     try:
-        if not own_file(fd):
-            raise BadJournal("not a regular file of this user")
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        loaded = decode(b"".join(chunks), workspace)
+        loaded = decode(_load(fd), workspace)
     except (BadJournal, ValueError, KeyError, TypeError, OSError) as exc:
         aside = path.with_name(path.name + ".bad")
         with contextlib.suppress(OSError):
             os.rename(path, aside)
         log.info("ignored the journal %s: %s", path, exc)
-        return f"codemode: ignored a damaged write journal ({exc}); it was moved to {aside}."
-    tree = Tree(loaded.roots, refuse=guard.write_refusal)
+        return (
+            f"codemode: ignored a damaged write journal ({shown(str(exc))}); it was moved "
+            f"to {shown(aside)}."
+        )
+    undo = _Undo(loaded.roots, loaded.entries, _tag_of(path, workspace))
     restored = 0
     conflicts: list[str] = []
     # A path where the commit made a folder (a link replaced by a real folder) is put
@@ -225,33 +243,23 @@ def _recover_one(path: Path, fd: int, workspace: Path) -> str | None:
     made = {folder for entry in loaded.entries for folder in entry.made_dirs}
     later: list[Entry] = []
     for entry in reversed(loaded.entries):
-        try:
-            outcome = _undo(tree, entry)
-        except (OSError, ToolError) as exc:
-            conflicts.append(f"{entry.path}: {exc}")
-            continue
+        outcome = undo.run(entry)
         if outcome == "restored":
             restored += 1
         elif outcome == "conflict" and entry.path in made:
             later.append(entry)
-        elif outcome == "conflict":
-            conflicts.append(f"{entry.path}: changed since; left as it is")
+        elif outcome not in _FINE:
+            conflicts.append(_why(entry, outcome))
     for entry in loaded.entries:
         for folder in reversed(entry.made_dirs):
-            with (
-                contextlib.suppress(OSError, ToolError),
-                tree.locate(folder, follow_last=False) as spot,
-            ):
+            with contextlib.suppress(OSError, ToolError), undo.reach(entry, folder) as spot:
                 rmdir(spot)
     for entry in later:
-        try:
-            outcome = _undo(tree, entry)
-        except (OSError, ToolError) as exc:
-            outcome = str(exc)
+        outcome = undo.run(entry)
         if outcome == "restored":
             restored += 1
-        elif outcome != "unchanged":
-            conflicts.append(f"{entry.path}: changed since; left as it is")
+        elif outcome not in _FINE:
+            conflicts.append(_why(entry, outcome))
     if conflicts:
         # The originals of what was not put back stay readable (no file is lost).
         kept = path.with_name(path.name + ".kept")
@@ -267,30 +275,72 @@ def _recover_one(path: Path, fd: int, workspace: Path) -> str | None:
     )
     if conflicts:
         line += " Not restored:\n  " + "\n  ".join(conflicts)
-        line += f"\n  (their contents before the write are kept in {kept})"
+        line += f"\n  (their contents before the write are kept in {shown(kept)})"
     log.info("%s", line)
     return line
 
 
-def _undo(tree: Tree, entry: Entry) -> str:
-    if entry.removed_dir:
-        return _make_again(tree, entry)
+_FINE = ("unchanged", "absent", "done")
+
+
+def _why(entry: Entry, outcome: str) -> str:
+    if outcome == "conflict":
+        return f"{shown(entry.path)}: changed since; left as it is"
+    return outcome
+
+
+def _tag_of(path: Path, workspace: Path) -> str:
+    """The journal's tag (in its name): a restore goes through the same temporary name
+    as the commit's, so a recovery killed partway leaves nothing the next one misses."""
+    tag = path.name.removeprefix(f"{workspace_key(workspace)}-").removesuffix(JOURNAL_SUFFIX)
+    return tag if tag and all(c in "0123456789abcdef" for c in tag) else new_tag()
+
+
+class _Undo:
+    """Puts back the entries of one journal, each walked from where the journal says its
+    commit stood, no link followed (``journal_walk``)."""
+
+    def __init__(self, roots: Sequence[Path], entries: Sequence[Entry], tag: str) -> None:
+        self.roots = journal_walk.real_roots(roots)
+        self.tag = tag
+        # The links this journal replaces or removes, by where they are and what they
+        # point at: one still there was not replaced yet (nothing of ours lies below).
+        self.links = {(e.path, e.before_link) for e in entries if e.before_link is not None}
+
+    def reach(self, entry: Entry, path: Path, *, make_parents: bool = False) -> Spot:
+        return reach(self.roots, entry, path, refuse=guard.write_refusal,
+                     make_parents=make_parents)  # fmt: skip
+
+    def run(self, entry: Entry) -> str:
+        """ "restored", "unchanged", "absent", "done", "conflict", or the line that says
+        why the entry was left as it is."""
+        try:
+            return _make_again(self, entry) if entry.removed_dir else _undo(self, entry)
+        except Blocked as exc:
+            if (exc.link, exc.target) in self.links:
+                return "absent"  # the commit's own link, not replaced yet
+            return (f"{shown(entry.path)}: {shown(exc.link)} is a symlink now (to "
+                    f"{shown(exc.target)}); left as it is")  # fmt: skip
+        except Moved as exc:
+            return f"{shown(entry.path)}: {shown(str(exc))}; left as it is"
+        except (OSError, ToolError) as exc:
+            return f"{shown(entry.path)}: {shown(str(exc))}"
+
+
+def _undo(undo: _Undo, entry: Entry) -> str:
     try:
-        spot = tree.locate(entry.path, follow_last=False)
+        spot = undo.reach(entry, entry.path)
     except Missing:
         if not entry.parent_dirs or entry.after is not None or _was_nothing(entry):
             return "absent"  # its folder is gone: nothing of the commit is left there
         # A removal that went on to remove the folders it emptied: they come back with
         # the file (they were there when the journal was written).
-        for folder in entry.parent_dirs:
-            with tree.locate(folder, follow_last=False) as above:
-                if above.lstat() is None:
-                    mkdir(above)
-        spot = tree.locate(entry.path, follow_last=False)
+        spot = undo.reach(entry, entry.path, make_parents=True)
     with spot:
-        if entry.tmp is not None:
-            with contextlib.suppress(FileNotFoundError):
-                unlink(spot, entry.tmp)
+        for tmp in {entry.tmp, tmp_name(spot.name, undo.tag)}:
+            if tmp is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    unlink(spot, tmp)
         if entry.unknown:
             return "done"
         state = _state(spot)
@@ -300,21 +350,21 @@ def _undo(tree: Tree, entry: Entry) -> str:
         if not is_after and not (state is not None and state[0] == "link" and entry.after
                                  == link_after(state[1])):  # fmt: skip
             return "conflict"
+        # Each put back in one rename (through the journal's temporary name): a
+        # recovery killed here leaves the path as after or as before, never empty.
         if entry.before_link is not None:
-            if state is not None:
-                unlink(spot)
-            symlink(spot, entry.before_link)
+            symlink_atomic(spot, entry.before_link, undo.tag)
         elif entry.before is None:
             unlink(spot)
         else:
-            write_atomic(spot, entry.before, entry.before_mode)
+            write_atomic(spot, entry.before, entry.before_mode, tag=undo.tag)
         return "restored"
 
 
-def _make_again(tree: Tree, entry: Entry) -> str:
+def _make_again(undo: _Undo, entry: Entry) -> str:
     """An empty folder the commit removed: made again (with the folders above it the
     commit removed too) when nothing is there."""
-    with tree.locate(entry.path, follow_last=False, make_parents=True) as spot:
+    with undo.reach(entry, entry.path, make_parents=True) as spot:
         st = spot.lstat()
         if st is None:
             mkdir(spot, entry.before_mode, exact=True)

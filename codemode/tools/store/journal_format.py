@@ -5,7 +5,9 @@ A journal is ``codemode-journal 1 <SHA-256 of the rest>``, a newline, one JSON l
 ``tmp``, ``before`` as [offset, length] into the bytes that follow, ``mode``, ``link``,
 ``after`` as a SHA-256, ``made`` folders, ``unknown``, and ``parents``: for a removal
 that may also remove the folders it empties, those folders, absent from older
-journals), then the original bytes.
+journals), ``base`` and ``id``: the deepest folder on the path's way that existed when the
+journal was written, links resolved, and its device and inode (absent from older
+journals: the path's root then), then the original bytes.
 ``decode`` accepts nothing else: a checksum that fails, a path that is not absolute and
 normalised or lies outside the roots, a blob out of range, a temporary name with a
 slash are a ``BadJournal``.
@@ -46,6 +48,12 @@ class Entry:
     # An empty folder the commit removes (a batch's ``rmdir``): made again, with
     # ``before_mode``, when missing.
     removed_dir: bool = False
+    # Where the commit's walk stood when the journal was written (``journal_walk``): the
+    # deepest folder of ``path`` that existed, every link resolved, and its (st_dev,
+    # st_ino). ``path`` and ``made_dirs`` lie below it; a recovery walks from it, no
+    # link followed, and acts only if it is still that folder. None: an older journal.
+    base: Path | None = None
+    base_id: tuple[int, int] | None = None
 
 
 def encode(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry]) -> list[bytes]:
@@ -71,6 +79,8 @@ def encode(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry]) -> 
                 "made": [os.fsdecode(d) for d in e.made_dirs],
                 "parents": [os.fsdecode(d) for d in e.parent_dirs],
                 "dir": e.removed_dir,
+                "base": None if e.base is None else os.fsdecode(e.base),
+                "id": None if e.base_id is None else list(e.base_id),
             }
         )
     header = {
@@ -108,6 +118,23 @@ def _abs_path(raw: object, roots: Sequence[Path] | None = None) -> Path:
     return path
 
 
+def _base(
+    row: dict[str, Any], roots: Sequence[Path], path: Path
+) -> tuple[Path | None, tuple[int, int] | None]:
+    raw = row.get("base")
+    if raw is None:
+        return None, None
+    base = Path(raw) if raw in [os.fsdecode(r) for r in roots] else _abs_path(raw, roots)
+    if not path.is_relative_to(base) or path == base:
+        raise BadJournal(f"{row['path']!r} is not below its base")
+    ident = row.get("id")
+    if ident is None:
+        return base, None
+    if not isinstance(ident, list) or len(ident) != 2 or not all(type(n) is int for n in ident):
+        raise BadJournal("bad folder identity")
+    return base, (ident[0], ident[1])
+
+
 def decode(data: bytes, workspace: Path) -> Loaded:
     first, sep, body = data.partition(b"\n")
     if not sep or not first.startswith(MAGIC):
@@ -136,9 +163,11 @@ def decode(data: bytes, workspace: Path) -> Loaded:
         after = row["after"]
         if after is not None and (not isinstance(after, str) or len(after) != 64):
             raise BadJournal("bad digest")
+        path = _abs_path(row["path"], roots)
+        base, base_id = _base(row, roots, path)
         entries.append(
             Entry(
-                path=_abs_path(row["path"], roots),
+                path=path,
                 tmp=tmp,
                 before=before,
                 before_mode=int(row["mode"]) & 0o7777,
@@ -148,6 +177,8 @@ def decode(data: bytes, workspace: Path) -> Loaded:
                 made_dirs=[_abs_path(d, roots) for d in row["made"]],
                 parent_dirs=[_abs_path(d, roots) for d in row.get("parents", [])],
                 removed_dir=row.get("dir") is True,
+                base=base,
+                base_id=base_id,
             )
         )
     return Loaded(roots, entries, int(header["pid"]), float(header["time"]))

@@ -24,21 +24,32 @@ rollback (so a half-applied copy is back to its before), decides by those paths:
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
 import json
 import os
+import stat
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from codemode.hostfs.fingerprint import fingerprint
+from codemode.hostfs.beneath import Missing
+from codemode.hostfs.fingerprint import of_bytes
+from codemode.hostfs.writer import Writer
 from codemode.locations import launcher
 from codemode.sandbox.git.git_overrides import SAFE_GIT
 from codemode.sandbox.git.repo_config import clean_env
+from codemode.tool_terms.errors import ToolError
 from codemode.tools.store.journal import journal_dir, open_dir, own_file, workspace_key
 
 SUFFIX = ".publish"
 _MOST = 256 << 20  # a marker of a million paths: anything larger is not ours
+# What one decision reads of the repository's files, all paths together: a publish's
+# files were held in memory (a batch journal's, ``JOURNAL_BYTES``, their bases as much),
+# so files that hold more are not what it wrote, and a program's 50 GB sparse file at a
+# published path must not be hashed at every start.
+_MOST_READ = 2 << 30
 
 # (path relative to the repository, its fingerprint before, after; None: nothing there)
 Path3 = tuple[str, str | None, str | None]
@@ -90,8 +101,10 @@ def _read(repo: Path) -> dict[str, Any] | None:
     if not isinstance(found, dict) or not all(isinstance(found.get(k), str) for k in keys):
         return None
     paths = found.get("paths")
-    if found["repo"] != os.path.realpath(repo) or not isinstance(paths, list) or not all(
-        isinstance(p, list) and len(p) == 3 and isinstance(p[0], str) for p in paths
+    if (
+        found["repo"] != os.path.realpath(repo)
+        or not isinstance(paths, list)
+        or not all(isinstance(p, list) and len(p) == 3 and isinstance(p[0], str) for p in paths)
     ):
         return None
     return found
@@ -107,14 +120,50 @@ def _head(repo: Path) -> str:
 
 
 def _all_as(repo: Path, paths: list[list[str | None]], after: bool) -> bool:
-    """Whether every path holds what it held before the publish (or will after it)."""
+    """Whether every path holds what it held before the publish (or will after it),
+    each looked at by descriptor from the repository with no link followed: a link a
+    program put on the way (``src`` -> a folder holding the published bytes) is not
+    what the publish wrote, and says neither."""
+    writer = Writer(repo)
+    budget = [_MOST_READ]
     for rel, before, later in paths:
         try:
-            if fingerprint(repo / str(rel)) != (later if after else before):
+            if _held(writer, str(rel), budget) != (later if after else before):
                 return False
-        except OSError:
+        except (OSError, ToolError):
             return False
     return True
+
+
+def _held(writer: Writer, rel: str, budget: list[int]) -> str | None:
+    """What ``hostfs.fingerprint`` says of ``rel``, read through the held folder (a
+    FIFO or device swapped in is not read), ``budget`` bytes at most in all."""
+    try:
+        spot = writer.spot(rel)
+    except (Missing, NotADirectoryError):
+        return None
+    with spot:
+        st = spot.lstat()
+        if st is None or stat.S_ISDIR(st.st_mode):
+            return None
+        if stat.S_ISLNK(st.st_mode):
+            return of_bytes(os.fsencode(os.readlink(spot.name, dir_fd=spot.parent)), True)
+        if not stat.S_ISREG(st.st_mode):
+            return "other"
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        fd = os.open(spot.name, flags, dir_fd=spot.parent)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "other"
+        digest = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            budget[0] -= len(chunk)
+            if budget[0] < 0:
+                raise OSError(errno.EFBIG, "more than a publish writes", rel)
+            digest.update(chunk)
+        return "file:" + digest.hexdigest()
+    finally:
+        os.close(fd)
 
 
 def recover(repo: Path) -> list[str]:
@@ -142,11 +191,15 @@ def recover(repo: Path) -> list[str]:
             end(repo)
             pushed = (f" (it may have been pushed to {found['push']}: remove it there too)"
                       if found.get("push") else "")  # fmt: skip
-            return [f"codemode: undid a publish that was interrupted before its changes were "
-                    f"applied: branch {branch} removed{pushed}."]
+            return [
+                f"codemode: undid a publish that was interrupted before its changes were "
+                f"applied: branch {branch} removed{pushed}."
+            ]
     except (launcher.LaunchRefused, OSError, subprocess.SubprocessError) as exc:
         return [f"codemode: could not finish or undo an interrupted publish of {branch} "
                 f"({exc}); the next start tries again."]  # fmt: skip
-    return [f"codemode: a publish of {branch} was interrupted and its files changed since: "
-            f"nothing was touched; check out {branch} or remove it, then delete "
-            f"{_path(repo)}."]
+    return [
+        f"codemode: a publish of {branch} was interrupted and its files changed since: "
+        f"nothing was touched; check out {branch} or remove it, then delete "
+        f"{_path(repo)}."
+    ]
