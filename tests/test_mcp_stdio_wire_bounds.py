@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import select
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -54,19 +56,35 @@ def _server() -> subprocess.Popen[bytes]:
     )  # fmt: skip
 
 
-def _answer(proc: subprocess.Popen[bytes], want_id: int, timeout_s: float = 60) -> Any:
-    assert proc.stdout is not None
+def _answer(proc: subprocess.Popen[bytes], want_id: int, timeout_s: float = 120) -> Any:
+    """The answer to ``want_id``, read by a thread of the process's own: a line already
+    in the reader's buffer is not seen by ``select`` on its descriptor."""
+    lines = _READERS.get(proc.pid)
+    if lines is None:
+        lines = _READERS[proc.pid] = queue.Queue()
+        stream = proc.stdout
+        assert stream is not None
+
+        def read() -> None:
+            for line in iter(stream.readline, b""):
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=read, daemon=True).start()
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], deadline - time.monotonic())
-        if not ready:
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=left)
+        except queue.Empty:
             break
-        line = proc.stdout.readline()
-        assert line, "the server closed its output"
+        assert line is not None, "the process closed its output"
         message = json.loads(line)
         if message.get("id") == want_id:
             return message
     raise AssertionError(f"no answer to {want_id} within {timeout_s} s")
+
+
+_READERS: dict[int, queue.Queue[bytes | None]] = {}
 
 
 def test_a_line_with_no_end_costs_its_bytes_once_and_is_dropped_past_the_bound() -> None:

@@ -312,13 +312,12 @@ class CodemodeAcpAgent:
 async def serve(options: AcpOptions) -> None:
     """Run the agent on stdin/stdout until the client closes the connection."""
     from acp import run_agent
-    from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
 
     from codemode.acp.stdio import stdio_streams
 
     agent = CodemodeAcpAgent(options)
     try:
-        writer, reader = await stdio_streams(DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
+        writer, reader = await stdio_streams()
         # The SDK (0.12) still routes session/close only under its "unstable" flag; ACP
         # stabilised it (sessionCapabilities.close). Nothing else we serve is unstable.
         await run_agent(agent, writer, reader, use_unstable_protocol=True)

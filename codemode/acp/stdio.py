@@ -4,17 +4,86 @@ The SDK's own helper hands both to the event loop's pipe transports, which refus
 regular file and cannot poll ``/dev/null`` (epoll says EPERM): ``interpreter acp
 </dev/null`` then printed an asyncio traceback and hung. Pipes, sockets and terminals
 still go through the loop; anything else is read by a thread and written directly.
+
+What the client can make the agent hold is bounded (docs/threat-model.md, family 6):
+the SDK gathers a line longer than its reader's limit piece by piece with no end, and
+decodes whatever it gathered. ``BoundedLines`` hands it lines of at most ``MAX_LINE``
+bytes that ``json_cost.too_costly`` lets pass (elements, an integer's digits); another
+is answered with a JSON-RPC error where its id can be read (said on stderr) and the SDK
+sees an empty line.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
 import stat
 import threading
+from collections.abc import Callable
 from typing import Any
 
+from codemode.process.json_cost import too_costly
+
 _CHUNK = 1 << 16
+MAX_LINE = 64 << 20  # bytes in one message
+# What the reader holds before it stops reading (the pipe then holds the client): the
+# unit a long line is gathered in, not a bound on the line.
+_READ_AHEAD = 1 << 20
+# A request's id in its envelope (before its first nested value).
+_REQUEST_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,19}|"(?:[^"\\]|\\.){0,1000}")\s*[,}]')
+
+
+class BoundedLines(asyncio.StreamReader):
+    """A stream reader whose ``readuntil`` gives no line past ``MAX_LINE`` bytes or the
+    element bound: such a line is refused (``answer`` gets the error response, when its
+    id can be read) and an empty line is given in its place."""
+
+    answer: Callable[[bytes], object] = staticmethod(lambda data: None)
+
+    async def readuntil(self, separator: Any = b"\n") -> bytes:
+        separator = bytes(separator)
+        parts: list[bytes] = []
+        size, head, over, ended = 0, b"", False, False
+        while True:
+            try:
+                piece = await super().readuntil(separator)
+                done = True
+            except asyncio.LimitOverrunError as exc:
+                piece, done = await super().readexactly(exc.consumed), False
+            except asyncio.IncompleteReadError as exc:
+                piece, done, ended = exc.partial, True, True
+            if len(head) < 4096:
+                head += piece[: 4096 - len(head)]  # (what a refusal reads the id from)
+            size += len(piece)
+            over = over or size > MAX_LINE
+            if over:
+                parts.clear()  # past the bound: dropped as it comes
+            else:
+                parts.append(piece)
+            if done:
+                break
+        line = separator
+        if over:
+            self._refuse(head, f"longer than {MAX_LINE} bytes")
+        elif (why := too_costly(joined := b"".join(parts))) is not None:
+            self._refuse(head, f"holding {why}")
+        else:
+            line = joined
+        if ended:
+            raise asyncio.IncompleteReadError(b"" if line == separator else line, None)
+        return line
+
+    def _refuse(self, head: bytes, why: str) -> None:
+        os.write(2, f"acp: refused a message {why}\n".encode())
+        nested = min((at for at in (head.find(b"{", 1), head.find(b"[")) if at >= 0), default=-1)
+        found = _REQUEST_ID.search(head[:nested] if nested >= 0 else head)
+        if found is None or b'"method"' not in head:
+            return
+        error = {"code": -32600, "message": f"the request was refused: {why}"}
+        answer = {"jsonrpc": "2.0", "id": json.loads(found.group(1)), "error": error}
+        self.answer(json.dumps(answer).encode() + b"\n")
 _STDIN, _STDOUT = 0, 1  # the descriptors, not sys.stdin/stdout: those are None when closed
 
 
@@ -105,10 +174,10 @@ class _DirectWriter(asyncio.WriteTransport):
         return 0
 
 
-async def stdio_streams(limit: int) -> tuple[asyncio.StreamWriter, asyncio.StreamReader]:
+async def stdio_streams() -> tuple[asyncio.StreamWriter, asyncio.StreamReader]:
     """(writer to stdout, reader from stdin), in the order ``acp.run_agent`` takes them."""
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=limit)
+    reader = BoundedLines(limit=_READ_AHEAD)
     if not _open(_STDIN):
         reader.feed_eof()  # started with stdin closed: nothing will ever come
     elif _pollable(_STDIN):
@@ -124,4 +193,5 @@ async def stdio_streams(limit: int) -> tuple[asyncio.StreamWriter, asyncio.Strea
     else:
         transport = _DirectWriter(_STDOUT)
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    reader.answer = writer.write
     return writer, reader

@@ -9,11 +9,18 @@ ACP's stdio lines) asks ``elements_over`` first.
 Every ``,``, ``[`` and ``{`` is an upper bound on the elements, counted at the bytes'
 speed; only a text past the bound is scanned again with its strings skipped (a command's
 output full of commas is one string), and that scan stops at the bound.
+
+One element costs more than its bytes: an integer, whose digits Python converts in time
+that grows with their square (60 MiB of 4,000-digit numbers, 16,000 elements, cost 2 s).
+``loads`` decodes with integers held to ``MAX_INT_DIGITS`` digits; it looks at them one
+by one only when the text has so long a run of digits somewhere (a string's, mostly).
 """
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 # Commas, brackets and braces outside strings: far above a real message (a tool list's
 # schemas, a tool's JSON result: thousands), and what the decoder makes of that many
@@ -23,6 +30,17 @@ MAX_ELEMENTS = 200_000
 # With escaped backslashes and quotes taken out, a string is a quote to the next quote:
 # one match whatever its length.
 _TOKEN = re.compile(rb'"[^"]*"|[,\[{]')
+
+# Digits of one integer: far past any id or count (2**256 has 78), and the whole frame
+# of such numbers decodes in about the time the element bound allows (0.2 s).
+MAX_INT_DIGITS = 128
+_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_RUN = b"0" * (MAX_INT_DIGITS + 1)
+
+
+class TooCostly(Exception):
+    """A text refused by ``loads`` for what decoding it would cost (not a ValueError:
+    callers that pass on undecodable text refuse this one)."""
 
 
 def elements_over(text: bytes, limit: int = MAX_ELEMENTS) -> bool:
@@ -44,3 +62,34 @@ def elements_over(text: bytes, limit: int = MAX_ELEMENTS) -> bool:
 
 def refusal(limit: int = MAX_ELEMENTS) -> str:
     return f"more than {limit} JSON elements (its limit)"
+
+
+def loads(text: bytes) -> Any:
+    """``json.loads(text)``, refusing (``TooCostly``) an integer of more than
+    ``MAX_INT_DIGITS`` digits before converting it; raises ValueError and RecursionError
+    as ``json.loads`` does. Ask ``elements_over`` first."""
+    if _RUN not in text.translate(_AS_ZERO):
+        return json.loads(text)
+    return json.loads(text, parse_int=_bounded_int)
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise TooCostly(f"an integer of more than {MAX_INT_DIGITS} digits (its limit)")
+    return int(digits)
+
+
+def too_costly(text: bytes) -> str | None:
+    """Why decoding ``text`` would cost too much (for a reader that hands the text on to
+    a decoder of its own), or None: the element bound, then an integer's digits (a text
+    with so long a run of digits is decoded here once to look)."""
+    if elements_over(text):
+        return refusal()
+    if _RUN in text.translate(_AS_ZERO):
+        try:
+            loads(text)
+        except TooCostly as exc:
+            return str(exc)
+        except (ValueError, RecursionError):
+            return None  # (its own decoder answers it)
+    return None
