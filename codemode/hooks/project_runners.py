@@ -49,9 +49,46 @@ def notes(argv: list[str], cwd: Path | None = None,
                 if reads_cwd(words[i + 1:]):
                     out.append(f"`{name} {_how(words[i + 1:])}` runs code from "
                                f"{module['loads']}")
-            elif (by := _interpreter(word, cwd, env)) in runners:
-                out.append(f"`{name}` is run by `{by}`, which runs code from {runners[by]}")
+            elif (found := program_note(word, cwd, env)) is not None:
+                out.append(found)
     return list(dict.fromkeys(out))
+
+
+def program_note(word: str, cwd: Path | None = None,
+                 env: Mapping[str, str] | None = None) -> str | None:
+    """Why the program ``word`` names runs project code though its name is no runner's:
+    its ``#!`` names one, or it is a toolchain proxy (``proxied``); None if neither."""
+    runners: dict[str, str] = table()["runners"]
+    if (by := _interpreter(word, cwd, env)) in runners:
+        return (f"`{os.path.basename(word)}` is run by `{by}`, which runs code from "
+                f"{runners[by]}")
+    return proxied(word, env)
+
+
+def proxied(word: str, env: Mapping[str, str] | None = None) -> str | None:
+    """Why the program ``PATH`` finds for ``word`` runs what files of the workspace
+    choose (a version manager's shim reading ``.tool-versions``, rustup's ``rustfmt``
+    reading ``rust-toolchain.toml``, whose ``path = ...`` can name the workspace's own
+    binaries: ``toolchain_proxies.toml``), or None."""
+    if not word or "/" in word or word.startswith("-") or "=" in word:
+        return None
+    from codemode.locations.host_programs import host_program
+    from codemode.sandbox.execpolicy.program_source import _proxy_reason
+
+    env = os.environ if env is None else env
+    found = host_program(word, env.get("PATH", ""))
+    if found is None or _pyenv_shim(found):
+        return None
+    why = _proxy_reason(word, found)
+    return f"{why}, a file a command could have written" if why else None
+
+
+def _pyenv_shim(path: str) -> bool:
+    """pyenv's shims: its ``.python-version`` names an installed version, never a path
+    (``pyenv-version-file-read`` ignores one with ``/`` or ``..``), where asdf's and
+    mise's ``path:`` runs the workspace's own."""
+    folder = Path(path).parent
+    return folder.name == "shims" and (folder.parent / "libexec" / "pyenv").exists()
 
 
 def reads_cwd(args: list[str]) -> bool:

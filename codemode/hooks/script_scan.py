@@ -65,7 +65,42 @@ _CODE_SUFFIXES = (
     ".mk",
     ".env",
     ".envrc",
+    ".awk",
+    ".sed",
+    ".jq",
 )
+# Words after which a bare word naming a file of the working folder is run or read as
+# code (``sh configure``, ``php artisan``, ``perl Makefile.PL``).
+_FILE_NEXT = frozenset(
+    {
+        "source",
+        ".",
+        "sh",
+        "bash",
+        "dash",
+        "zsh",
+        "ksh",
+        "python",
+        "python3",
+        "perl",
+        "ruby",
+        "php",
+        "lua",
+        "Rscript",
+        "pwsh",
+        "tclsh",
+    }
+)
+# Programs whose ``-f FILE`` is their program (``awk -f fix.awk``: awk's ``system()``,
+# GNU sed's ``e``; jq's filter decides what the hook prints, its answer).
+_FILE_FLAG_PROGRAMS = frozenset({"awk", "gawk", "mawk", "nawk", "sed", "gsed", "jq", "gojq", "yq"})
+_FILE_FLAGS = frozenset({"-f", "--file", "--from-file"})
+# Interpreters that ``xargs`` or ``find -exec`` give the files another command lists.
+_INTERPRETERS = frozenset(
+    {"sh", "bash", "dash", "zsh", "ksh", "python", "python3", "perl", "ruby", "php", "source"}
+)
+# A word that could be a program's name (looked up on PATH for its ``#!`` or a proxy).
+_PROGRAM_NAME = re.compile(r"[A-Za-z][\w.+-]{0,63}")
 # Words after which the next one is a file the script runs or reads as code.
 _RUNS_NEXT = frozenset(
     {
@@ -209,10 +244,15 @@ def _findings(
         for variant in {line, line.replace("\\", ""), re.sub(r"[\\'\"]", "", line)}:
             plain = _substitute(variant, env)
             tokens = [t for t in _SPLIT.split(plain) if t]
+            file_flag = any(os.path.basename(t) in _FILE_FLAG_PROGRAMS for t in tokens)
             for i, token in enumerate(tokens):
                 name = _ALIASES.get(token, os.path.basename(token.rstrip("/")))
                 if name in runners:
                     out.append(f"`{name}` runs code from {runners[name]}")
+                elif _PROGRAM_NAME.fullmatch(token) and (
+                    note := project_runners.program_note(token, top, env)
+                ):
+                    out.append(note)
                 if not full:
                     continue
                 if (
@@ -228,6 +268,8 @@ def _findings(
                     if part in words:
                         out.append(f"`{part}`: {words[part]}, which the script uses")
                 before = tokens[i - 1] if i else ""
+                if file_flag and before in _FILE_FLAGS:
+                    before = "source"  # (awk -f FILE: FILE is its program)
                 why = _path(token, before, where, covered, top)
                 if why is not None:
                     out.append(why)
@@ -280,12 +322,16 @@ def _path(token: str, before: str, where: Path, covered: list[Path], top: Path) 
         if (
             path.is_absolute()
             or token.startswith(("./", "../", "~"))
-            or token.endswith(_CODE_SUFFIXES)
+            or token.lower().endswith(_CODE_SUFFIXES)
             or os.path.lexists(full)
             or os.path.lexists(top / token.split("/", 1)[0])
         ):
             candidates.append(full)
-    elif token.endswith(_CODE_SUFFIXES) or before in ("source", "."):
+    elif (
+        token.lower().endswith(_CODE_SUFFIXES)
+        or before in ("source", ".")
+        or (before in _FILE_NEXT and os.path.lexists(_under(top, token)))
+    ):
         candidates.append(_under(top, token))
     for path in candidates:
         for spelt in dict.fromkeys((path, Path(os.path.realpath(path)))):
@@ -318,11 +364,21 @@ def _unknown_programs(line: str) -> list[str]:
         while tokens and "=" in tokens[0] and not tokens[0].startswith(_UNKNOWN):
             tokens.pop(0)  # (VAR=value before the command)
         for i, token in enumerate(tokens):
-            lead = i == 0 or tokens[i - 1] in _RUNS_NEXT
+            before = tokens[i - 1] if i else ""
+            lead = i == 0 or before in _RUNS_NEXT
             if token == _UNKNOWN and lead:
                 out.append(
                     "it runs a program or file that a variable or a command's "
                     "output names, which could lie where a command writes"
+                )
+                break
+            # (`xargs sh`, `find . -exec sh {} ;`, `-exec {} ;`: the files another
+            # command lists, which a command could have written)
+            execs = before in ("-exec", "-execdir", "-ok", "-okdir") or "xargs" in tokens[:i]
+            if (execs and (token in _INTERPRETERS or token == "{}")) or (lead and token == "{}"):
+                out.append(
+                    "it runs files that another command lists (xargs, find -exec), "
+                    "which a command could have written"
                 )
                 break
     return out

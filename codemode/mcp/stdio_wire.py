@@ -11,10 +11,11 @@ cancelled, or ``drain_s`` has passed), so a client that writes its last request 
 closes its end at once (a pipe) still gets every answer.
 
 What a client can make it hold is bounded: a line of more than ``MAX_LINE`` bytes, or
-one holding more JSON elements than ``process/json_cost.py`` allows, is refused before
-anything decodes it (answered with an error where its id can be read, said on stderr);
-lines read and not yet taken are held up to ``QUEUED`` bytes, past which the thread stops
-reading and the client waits on its pipe.
+one holding more JSON elements or a longer integer than ``process/json_cost.py`` allows,
+is refused before the SDK decodes it (answered with an error where its id can be read,
+said on stderr); lines read and not yet taken are held up to ``QUEUED`` bytes of memory
+(a line with one character past U+FFFF takes four for each character), past which the
+thread stops reading and the client waits on its pipe.
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ import asyncio
 import json
 import os
 import re
+import sys
 import threading
 from collections import deque
 
-from codemode.process.json_cost import elements_over, refusal
+from codemode.process.json_cost import TooCostly, elements_over, loads, refusal
 
 MAX_LINE = 64 << 20  # bytes in one message
 QUEUED = 64 << 20  # bytes of lines read and not yet taken by the SDK
@@ -101,7 +103,14 @@ class StdioWire:
         if elements_over(raw):
             self._refuse(raw[:4096], f"holding {refusal()}")
             return
-        self._track(raw)
+        try:
+            message = loads(raw)
+        except TooCostly as exc:  # (the SDK's decoder would pay for it too, and the tool)
+            self._refuse(raw[:4096], f"holding {exc}")
+            return
+        except (ValueError, RecursionError):  # (the SDK answers it: not JSON-RPC)
+            message = None
+        self._track(message)
         self._put(raw.decode("utf-8", "replace") + "\n")
 
     def _refuse(self, head: bytes, why: str) -> None:
@@ -127,7 +136,7 @@ class StdioWire:
             while line is not None and self._queued > QUEUED:
                 self._room.wait()
             self._lines.append(line)
-            self._queued += len(line) if line is not None else 0
+            self._queued += _held(line)
             waiter, self._waiter = self._waiter, None
         if waiter is not None:
             try:
@@ -142,17 +151,13 @@ class StdioWire:
                 if self._lines:
                     line = self._lines.popleft()
                     if line is not None:
-                        self._queued -= len(line)
+                        self._queued -= _held(line)
                         self._room.notify()
                     return line
                 waiter = self._waiter = asyncio.get_running_loop().create_future()
             await waiter
 
-    def _track(self, raw: bytes) -> None:
-        try:
-            message = json.loads(raw)
-        except ValueError:
-            return
+    def _track(self, message: object) -> None:
         if not isinstance(message, dict):
             return
         with self._settled:
@@ -207,6 +212,12 @@ def _reply_id(text: str) -> str | None:
     if isinstance(message, dict) and "id" in message and ({"result", "error"} & message.keys()):
         return json.dumps(message["id"])
     return None
+
+
+def _held(line: str | None) -> int:
+    """What ``line`` holds of memory: a line with one character past U+FFFF takes four
+    bytes for each of its characters."""
+    return sys.getsizeof(line) if line is not None else 0
 
 
 def _wake(waiter: asyncio.Future[None]) -> None:

@@ -35,6 +35,14 @@ MAX_ENTRIES_READ = 2_000
 # Skills listed to the model, and helpers offered of one skill (names in its prompt).
 MAX_SKILLS = 128
 MAX_HELPERS = 128
+# Front matter is YAML, whose parser costs far more than its bytes (8 KiB of ``[a,a,...]``
+# is 150 ms in PyYAML's Python loader): bytes of one skill's front matter (its name and
+# description fit many times over), and of every skill's in one discovery. A skill past
+# either is a problem, not a skill.
+MAX_FRONT_MATTER = 8 << 10
+MAX_FRONT_MATTER_ALL = 256 << 10
+# Bytes of a SKILL.md read to find its front matter (the body is read when asked for).
+_HEAD = MAX_FRONT_MATTER + (1 << 10)
 
 Scope = Literal["repo", "user"]
 
@@ -96,19 +104,44 @@ def split_front_matter(text: str) -> tuple[str | None, str]:
     raise FrontMatterError("front matter starts with --- but never ends (no closing --- line)")
 
 
-def parse_skill_file(path: Path) -> tuple[str, str]:
-    """(name, description) from ``path``; raises FrontMatterError saying what is wrong."""
+def parse_skill_file(path: Path, budget: list[int] | None = None) -> tuple[str, str]:
+    """(name, description) from ``path``; raises FrontMatterError saying what is wrong.
+    ``budget``: bytes of front matter still to be parsed in this discovery (taken from)."""
     import yaml  # lazy: PyYAML, only for a skill file
 
+    raw = small_files.read_bytes(path, _HEAD, truncate=True)
+    cut = len(raw) == _HEAD
+    if cut:  # (a character cut at the end is no UTF-8 error)
+        raw = raw[: raw.rfind(b"\n") + 1]
     try:
-        text = small_files.read_text(path)
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise FrontMatterError("not UTF-8 text") from None
-    front, _ = split_front_matter(text)
+    try:
+        front, _ = split_front_matter(text)
+    except FrontMatterError:
+        if not cut:
+            raise
+        raise FrontMatterError(f"front matter is over {MAX_FRONT_MATTER} bytes") from None
     if front is None:
         raise FrontMatterError("no front matter: the file must start with a --- line")
+    size = len(front.encode())
+    if size > MAX_FRONT_MATTER:
+        raise FrontMatterError(f"front matter is over {MAX_FRONT_MATTER} bytes")
+    if budget is not None:
+        if size > budget[0]:
+            raise FrontMatterError(
+                f"not read: the skills found before it had {MAX_FRONT_MATTER_ALL} bytes of "
+                "front matter in all (the most read at a session's start)"
+            )
+        budget[0] -= size
+    # libyaml's loader where PyYAML has it: several times faster, and it refuses deep
+    # nesting itself, where the Python loader recurses until RecursionError.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        data = yaml.safe_load(front)
+        data = yaml.load(front, Loader=loader)
+    except RecursionError:
+        raise FrontMatterError("front matter is nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 2})" if mark is not None else ""
@@ -190,6 +223,9 @@ def discover_skills(cwd: Path, *, user_dir: Path | None = None) -> SkillSet:
     places: list[tuple[Path, Scope]] = [(user_dir or user_skills_dir(), "user")]
     places += [(d, "repo") for d in repo_skills_dirs(cwd)]
     by_name: dict[str, Skill] = {}
+    # Front matter bytes left to parse; the user's skills come first, so a repository's
+    # flood cannot crowd them out.
+    budget = [MAX_FRONT_MATTER_ALL]
     for base, scope in places:
         found.searched.append((base, scope))
         if not base.is_dir():
@@ -217,7 +253,7 @@ def discover_skills(cwd: Path, *, user_dir: Path | None = None) -> SkillSet:
             if not entry.is_dir() or not skill_file.is_file():
                 continue
             try:
-                name, description = parse_skill_file(skill_file)
+                name, description = parse_skill_file(skill_file, budget)
             except (FrontMatterError, OSError) as exc:
                 found.problems.append(SkillProblem(skill_file, str(exc)))
                 continue

@@ -1,8 +1,8 @@
 """The framed stdio protocol's frames: a JSON message after its length as four
 little-endian bytes (``framed/protocol.py`` serves the protocol). A frame is read whole before it
 is decoded, so its size is capped (``MAX_FRAME``); one nested too deeply to decode, or
-holding more JSON elements than ``json_cost.MAX_ELEMENTS``, is an ``Unreadable`` its sender can
-still be answered for.
+holding more JSON elements than ``json_cost.MAX_ELEMENTS`` or an integer longer than
+``json_cost.MAX_INT_DIGITS``, is an ``Unreadable`` its sender can still be answered for.
 
 Why count elements: the decoder makes an object of every one (``process/json_cost.py``).
 """
@@ -16,7 +16,7 @@ import struct
 from typing import Any, NamedTuple
 
 from codemode.codex_host.session.items import well_formed
-from codemode.process.json_cost import elements_over, refusal
+from codemode.process.json_cost import TooCostly, elements_over, loads, refusal
 
 MAX_FRAME = 64 * 1024 * 1024
 
@@ -72,7 +72,9 @@ async def read_frame(reader: asyncio.StreamReader) -> Any | None:
     if elements_over(payload):
         return _unreadable(payload, f"the frame holds {refusal()}")
     try:
-        return json.loads(payload)
+        return loads(payload)
+    except TooCostly as exc:  # (an integer of thousands of digits: seconds to convert)
+        return _unreadable(payload, f"the frame holds {exc}")
     except ValueError as exc:
         raise FrameError(f"a frame is not JSON: {exc}") from None
     except RecursionError:  # the decoder's own depth limit: a thousand levels or so
