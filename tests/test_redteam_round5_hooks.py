@@ -136,3 +136,22 @@ def test_a_shim_hook_runs_the_workspaces_program_confined(
 def test_an_ordinary_script_still_runs_on_the_host(home: Path, work: Path) -> None:
     """What these checks add must not confine a plain hook: no tool, no workspace file."""
     assert _confined(home, work, 'rm -f out.txt\necho "python is great"\n') == []
+
+
+def test_a_file_a_command_makes_after_the_first_run_is_seen_at_the_next(
+    home: Path, work: Path
+) -> None:
+    """What the scan finds in the workspace can change between two runs of a hook: its
+    script runs ``sh configure`` when there is one, and there was none at the first run
+    (before the first model request). The program then writes ``configure``; the run
+    before the next request must see it (an answer of "nothing found" is not kept)."""
+    pwned = home / "pwned"
+    _trusted(home, work, "[ -f configure ] && sh configure\necho ok >> ran.txt\n",
+             "sh .codemode/hooks/fmt.sh")  # fmt: skip
+    plant = f"printf 'touch {pwned}\\necho evil >> ran.txt\\n' > configure"
+    code = f"await tools.shell({{command: {plant!r}}});\n"
+    model = [{"tool_calls": [{"name": "exec", "arguments": {"code": code}}]}, {"text": "done"}]
+    run = run_session(home, work, model)
+    assert run.result.ok, run.notices()
+    assert "evil" in (work / "ran.txt").read_text(), run.notices()
+    assert not pwned.exists(), "a file the program wrote after the first run ran on the host"

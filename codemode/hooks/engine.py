@@ -136,7 +136,9 @@ class HookEngine:
             self._by_event.setdefault(hook.event, []).append(hook)
         self._matching: dict[tuple[str, tuple[str, ...]], tuple[HookDef, ...]] = {}
         # Why each hook's scripts start what its trust does not cover (``script_scan``),
-        # by key: read once, from content that matched what was trusted.
+        # by key, from content that matched what was trusted: only a finding is kept.
+        # "Nothing found" depends on the workspace too (``sh configure`` counts once a
+        # ``configure`` exists), which a command may change before the next run.
         self._scanned: dict[str, list[str]] = {}
         # Read on every tool call: a call with no tool hook at all pays one lookup.
         self.tool_hooks = any(e in self._by_event for e in TOOL_EVENTS)
@@ -235,7 +237,7 @@ class HookEngine:
         if found is None:
             named = launcher.named_files(argv_for(hook.command), self.facts.cwd, self.env)
             got = script_scan.scan(named, trusted, self.facts.cwd, self.env)
-            if got.exact:  # (else read again next time: it is refused or confined now)
+            if got.exact and got.reasons:  # (else read again next time)
                 self._scanned[hook.key] = got.reasons
             found = got.reasons
         return bool(found)
