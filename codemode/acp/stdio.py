@@ -16,23 +16,19 @@ sees an empty line.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import re
 import stat
 import threading
 from collections.abc import Callable
 from typing import Any
 
-from codemode.process.json_cost import too_costly
+from codemode.process.json_cost import refused_answer, too_costly
 
 _CHUNK = 1 << 16
 MAX_LINE = 64 << 20  # bytes in one message
 # What the reader holds before it stops reading (the pipe then holds the client): the
 # unit a long line is gathered in, not a bound on the line.
 _READ_AHEAD = 1 << 20
-# A request's id in its envelope (before its first nested value).
-_REQUEST_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,19}|"(?:[^"\\]|\\.){0,1000}")\s*[,}]')
 
 
 class BoundedLines(asyncio.StreamReader):
@@ -77,13 +73,11 @@ class BoundedLines(asyncio.StreamReader):
 
     def _refuse(self, head: bytes, why: str) -> None:
         os.write(2, f"acp: refused a message {why}\n".encode())
-        nested = min((at for at in (head.find(b"{", 1), head.find(b"[")) if at >= 0), default=-1)
-        found = _REQUEST_ID.search(head[:nested] if nested >= 0 else head)
-        if found is None or b'"method"' not in head:
-            return
-        error = {"code": -32600, "message": f"the request was refused: {why}"}
-        answer = {"jsonrpc": "2.0", "id": json.loads(found.group(1)), "error": error}
-        self.answer(json.dumps(answer).encode() + b"\n")
+        answer = refused_answer(head, why)
+        if answer is not None:
+            self.answer(answer)
+
+
 _STDIN, _STDOUT = 0, 1  # the descriptors, not sys.stdin/stdout: those are None when closed
 
 

@@ -28,7 +28,7 @@ import sys
 import threading
 from collections import deque
 
-from codemode.process.json_cost import TooCostly, elements_over, loads, refusal
+from codemode.process.json_cost import TooCostly, elements_over, loads, refusal, refused_answer
 
 MAX_LINE = 64 << 20  # bytes in one message
 QUEUED = 64 << 20  # bytes of lines read and not yet taken by the SDK
@@ -117,17 +117,9 @@ class StdioWire:
         """A message refused unread: its request answered with an error, where its id
         comes before its first nested value (as JSON-RPC clients write it)."""
         os.write(2, f"mcp-server: refused a message {why}\n".encode())
-        nested = min((at for at in (head.find(b"{", 1), head.find(b"[")) if at >= 0), default=-1)
-        envelope = head[:nested] if nested >= 0 else head
-        found = _REQUEST_ID.search(envelope)
-        if found is None or b'"method"' not in head:
-            return
-        answer = {
-            "jsonrpc": "2.0",
-            "id": json.loads(found.group(1)),
-            "error": {"code": -32600, "message": f"the request was refused: {why}"},
-        }
-        self._send(json.dumps(answer).encode() + b"\n")
+        answer = refused_answer(head, why)
+        if answer is not None:
+            self._send(answer)
 
     def _put(self, line: str | None) -> None:
         with self._lines_lock:
@@ -197,8 +189,6 @@ class StdioWire:
         self._send(text.encode("utf-8"))
 
 
-# A request's id in its envelope (before its first nested value).
-_REQUEST_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,19}|"(?:[^"\\]|\\.){0,1000}")\s*[,}]')
 # How the SDK writes an answer: its id comes first (checked without parsing the result).
 _REPLY = re.compile(r'\{"jsonrpc":"2\.0","id":(-?\d+|"(?:[^"\\]|\\.)*"),"(?:result|error)"')
 

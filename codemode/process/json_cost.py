@@ -93,3 +93,20 @@ def too_costly(text: bytes) -> str | None:
         except (ValueError, RecursionError):
             return None  # (its own decoder answers it)
     return None
+
+
+# A request's id in its envelope (before its first nested value: JSON-RPC clients write
+# "jsonrpc", "id" and "method" ahead of "params").
+_REQUEST_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,19}|"(?:[^"\\]|\\.){0,1000}")\s*[,}]')
+
+
+def refused_answer(head: bytes, why: str) -> bytes | None:
+    """The JSON-RPC error line that answers a request refused unread, from its first
+    bytes ``head``; None when they name no request id (a notification, or no JSON-RPC)."""
+    nested = min((at for at in (head.find(b"{", 1), head.find(b"[")) if at >= 0), default=-1)
+    found = _REQUEST_ID.search(head[:nested] if nested >= 0 else head)
+    if found is None or b'"method"' not in head:
+        return None
+    error = {"code": -32600, "message": f"the request was refused: {why}"}
+    answer = {"jsonrpc": "2.0", "id": json.loads(found.group(1)), "error": error}
+    return json.dumps(answer).encode() + b"\n"
