@@ -43,7 +43,7 @@ def apply(root: Path, changes: list[Change]) -> None:
     writer = Writer(root)
     tag = journal.new_tag()
     entries = _entries(writer, root, changes, tag)
-    recording = journal.begin(root, [root], entries, tag)
+    recording = journal.begin(root, [root], entries, tag, follow=False)  # its writer: no link
     if recording.path is None:
         raise ApplyError("no write journal could be kept in codemode's home: nothing applied")
     try:

@@ -223,7 +223,7 @@ class Snapshots:
         tree = Tree([self.root], follow=False)
         tag = journal.new_tag()
         entries = _journal_entries(tree, self.root, changes, tag)
-        recording = journal.begin(self.root, [self.root], entries, tag)
+        recording = journal.begin(self.root, [self.root], entries, tag, follow=False)
         try:
             self._restore(tree, changes, tag, result)
         finally:

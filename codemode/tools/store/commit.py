@@ -12,6 +12,10 @@ A file is replaced or removed only while it still holds what the plan read (and 
 one is created only where nothing has appeared meanwhile): a shell writing the same
 file during the patch would otherwise lose its write to content computed from the
 older text. It is compared under the held directory just before the rename.
+
+Each path is also checked against the journal's entry for it (``journal_walk.reaches``)
+once its folder is held: a folder on the way swapped for a symlink between the journal
+and the commit fails the commit rather than sending the change where the link leads.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from codemode.tools.store.changes import Original as Original
 from codemode.tools.store.changes import Removal as Removal
 from codemode.tools.store.changes import Write as Write
 from codemode.tools.store.journal import Entry, missing_dirs, tmp_for
+from codemode.tools.store.journal_walk import reaches, real_roots
 
 
 class CommitFailed(ToolError):
@@ -54,28 +59,48 @@ def commit(
     originals: Mapping[Path, Original],
     tree: Tree,
     tag: str | None = None,
+    journaled: Sequence[Entry] | None = None,
 ) -> None:
     """Remove then write files under ``tree``'s roots; on any failure undo what was done
     and raise PatchError. Every path is walked again from the roots' descriptors
     (``codemode.tools.fs``): a directory swapped for a symlink since the plan cannot
     send a write, or a removal, outside them. On any failure raises CommitFailed.
-    ``tag`` names the temporary files (the journal's, ``journal_entries``)."""
+    ``tag`` names the temporary files (the journal's, ``journal_entries``);
+    ``journaled``, the entries as the journal recorded them (``Recording.entries``, in
+    the order of ``journal_entries``): each path must still be where its entry says."""
     undo: list[Callable[[], object]] = []
     current = ""
+    entries = list(journaled) if journaled is not None else []
+    if entries and len(entries) != len(removals) + len(writes):
+        raise ValueError("the journal's entries are not this commit's")
+    roots = real_roots(tree.roots if tree.roots is not None else [Path("/")])
+
+    def as_journaled(i: int, spot: Spot, shown: str) -> None:
+        # A folder on the way swapped for a link since the journal was written (a
+        # command run beside the patch) would send this change where the link leads,
+        # and a recovery after a kill would refuse it there: fail before acting.
+        if entries and not reaches(roots, entries[i], spot):
+            raise ToolError(
+                f"a folder on the way to {shown} was replaced (by a symlink, or moved) "
+                "since the patch began; nothing was written there"
+            )
+
     try:
-        for removal in removals:
+        for i, removal in enumerate(removals):
             current = removal.shown
             with tree.locate(removal.path, follow_last=False, shown=removal.shown) as spot:
+                as_journaled(i, spot, removal.shown)
                 _check_unchanged(spot, originals[removal.path], removal.shown)
                 unlink(spot)
             undo.append(partial(_restore, tree, removal.path, originals[removal.path], tag))
-        for write in writes:
+        for j, write in enumerate(writes, start=len(removals)):
             current = write.shown
             created: list[Path] = []
             try:
                 with tree.locate(
                     write.path, make_parents=True, created=created, shown=write.shown
                 ) as spot:
+                    as_journaled(j, spot, write.shown)  # (the folders it made: undone)
                     _check_unchanged(spot, originals.get(write.path), write.shown)
                     # New bytes never keep a set-id bit (``write_atomic``); an undo
                     # puts back the original's mode whole, with its own bytes.

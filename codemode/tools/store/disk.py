@@ -165,7 +165,7 @@ class DiskStore:
         recording = journal.begin(self.ctx.workspace, roots, entries, tag)
         keep = False
         try:
-            commit(removals, writes, originals, tree, tag)
+            commit(removals, writes, originals, tree, tag, recording.entries)
         except CommitFailed as failed:
             # Some change could not be undone here: the next touch tries again.
             keep = failed.partial

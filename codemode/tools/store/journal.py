@@ -59,7 +59,7 @@ from codemode.tools.fs import guard
 from codemode.tools.fs.reading import NotRegular, TooBig, read_spot
 from codemode.tools.store import MAX_READ_BYTES, journal_walk
 from codemode.tools.store.journal_format import BadJournal, Entry, decode, encode
-from codemode.tools.store.journal_walk import Blocked, Moved, reach
+from codemode.tools.store.journal_walk import Blocked, Moved, missing_dirs, reach  # (re-exported)
 
 JOURNAL_SUFFIX = ".journal"
 MAX_JOURNAL_BYTES = 4 * 1024 * 1024 * 1024
@@ -75,12 +75,6 @@ def workspace_key(workspace: Path) -> str:
     return hashlib.sha256(os.fsencode(real)).hexdigest()[:16]
 
 
-def missing_dirs(path: Path, roots: Sequence[Path]) -> list[Path]:
-    """The folders above ``path`` (below its root) that do not exist yet, deepest
-    last: a write there will create them (looked at by descriptor, ``journal_walk``)."""
-    return journal_walk.missing_dirs(path, roots)
-
-
 # --- writing --------------------------------------------------------------------------
 
 
@@ -88,9 +82,9 @@ class Recording:
     """A journal on disk, locked, until ``close`` removes it (or ``keep`` leaves it
     for the next ``recover``)."""
 
-    def __init__(self, path: Path | None, fd: int) -> None:
-        self.path = path
-        self.fd = fd
+    def __init__(self, path: Path | None, fd: int, entries: Sequence[Entry] = ()) -> None:
+        self.path, self.fd = path, fd
+        self.entries = list(entries)  # as recorded (``anchored``): the commit checks them
 
     def close(self, *, keep: bool = False) -> None:
         if self.path is not None and not keep:
@@ -107,10 +101,16 @@ def open_dir() -> Path:
     return folder
 
 
-def begin(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry], tag: str) -> Recording:
+def begin(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry], tag: str, *,
+          follow: bool = True) -> Recording:  # fmt: skip
     """Write and lock the journal of a commit about to start; a Recording whose path is
     None when no journal could be written (codemode's home not writable): the commit
-    then goes ahead as before, unprotected against a kill, and says so in the log."""
+    then goes ahead as before, unprotected against a kill, and says so in the log.
+    ``follow``: whether the commit follows links within the roots (the file tools) or
+    none (a batch, /undo); each path is recorded where such a walk reaches it."""
+    # Where each path really is, and the folder it is reached from (a recovery acts
+    # only if a walk that follows no link still reaches that folder).
+    anchored = journal_walk.anchored(roots, entries, follow=follow)
     try:
         folder = open_dir()
         name = f"{workspace_key(workspace)}-{tag}"
@@ -121,12 +121,9 @@ def begin(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry], tag:
         )
     except OSError as exc:
         log.info("no patch journal (%s): an interrupted write cannot be rolled back", exc)
-        return Recording(None, -1)
+        return Recording(None, -1, anchored)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        # Where each path really is, and the folder it is reached from (a recovery acts
-        # only if a walk that follows no link still reaches that folder).
-        anchored = journal_walk.anchored(roots, entries)
         with os.fdopen(os.dup(fd), "wb") as out:
             out.writelines(encode(workspace, roots, anchored))
         os.rename(tmp, final)
@@ -135,8 +132,8 @@ def begin(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry], tag:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         log.info("no patch journal (%s): an interrupted write cannot be rolled back", exc)
-        return Recording(None, -1)
-    return Recording(final, fd)
+        return Recording(None, -1, anchored)
+    return Recording(final, fd, anchored)
 
 
 def link_after(target: str) -> str:
@@ -306,6 +303,7 @@ class _Undo:
         # The links this journal replaces or removes, by where they are and what they
         # point at: one still there was not replaced yet (nothing of ours lies below).
         self.links = {(e.path, e.before_link) for e in entries if e.before_link is not None}
+        self.links |= {e.way_link for e in entries if e.way_link is not None}  # not followed
 
     def reach(self, entry: Entry, path: Path, *, make_parents: bool = False) -> Spot:
         return reach(self.roots, entry, path, refuse=guard.write_refusal,

@@ -7,7 +7,8 @@ A journal is ``codemode-journal 1 <SHA-256 of the rest>``, a newline, one JSON l
 that may also remove the folders it empties, those folders, absent from older
 journals), ``base`` and ``id``: the deepest folder on the path's way that existed when the
 journal was written, links resolved, and its device and inode (absent from older
-journals: the path's root then), then the original bytes.
+journals: the path's root then), ``way``: for a writer that follows no link, the link
+met on the path's way and its target (absent: none), then the original bytes.
 ``decode`` accepts nothing else: a checksum that fails, a path that is not absolute and
 normalised or lies outside the roots, a blob out of range, a temporary name with a
 slash are a ``BadJournal``.
@@ -54,6 +55,10 @@ class Entry:
     # link followed, and acts only if it is still that folder. None: an older journal.
     base: Path | None = None
     base_id: tuple[int, int] | None = None
+    # For a writer that follows no link (``anchored(follow=False)``): the link on the
+    # path's way when the journal was written, and its target. Nothing of the commit
+    # lies below it while it is still there: a recovery that meets it passes, silent.
+    way_link: tuple[Path, str] | None = None
 
 
 def encode(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry]) -> list[bytes]:
@@ -81,6 +86,7 @@ def encode(workspace: Path, roots: Sequence[Path], entries: Sequence[Entry]) -> 
                 "dir": e.removed_dir,
                 "base": None if e.base is None else os.fsdecode(e.base),
                 "id": None if e.base_id is None else list(e.base_id),
+                "way": None if e.way_link is None else [os.fsdecode(e.way_link[0]), e.way_link[1]],
             }
         )
     header = {
@@ -135,6 +141,14 @@ def _base(
     return base, (ident[0], ident[1])
 
 
+def _way(raw: object, roots: Sequence[Path]) -> tuple[Path, str] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or len(raw) != 2 or not isinstance(raw[1], str):
+        raise BadJournal("bad link on the way")
+    return _abs_path(raw[0], roots), raw[1]
+
+
 def decode(data: bytes, workspace: Path) -> Loaded:
     first, sep, body = data.partition(b"\n")
     if not sep or not first.startswith(MAGIC):
@@ -179,6 +193,7 @@ def decode(data: bytes, workspace: Path) -> Loaded:
                 removed_dir=row.get("dir") is True,
                 base=base,
                 base_id=base_id,
+                way_link=_way(row.get("way"), roots),
             )
         )
     return Loaded(roots, entries, int(header["pid"]), float(header["time"]))

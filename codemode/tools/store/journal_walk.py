@@ -7,7 +7,10 @@ where the bytes went. When the journal is written, ``anchored`` walks each path 
 commit will (links followed, within the roots) to the deepest folder on its way that
 exists, and records that folder with every link resolved (``base``) and its device and
 inode (``base_id``); the path and the folders the commit will make are recorded below
-it. The folders above an entry that this journal itself changes (a link the commit
+it. A writer that follows no link (a batch, /undo) is walked as it writes
+(``follow=False``): the walk stops at a link, and that link is recorded (``way_link``):
+the writer is refused there, so a recovery meeting the same link passes it, silent.
+The folders above an entry that this journal itself changes (a link the commit
 replaces or removes, then makes a folder in its place) are not walked into: the write
 lands in the folder made there.
 
@@ -17,6 +20,12 @@ way. A link a program planted on the way since (``src`` -> ``other``, the folder
 renamed and another put in its place) makes the entry ``Blocked`` or ``Moved``: it is
 left as it is and said, never acted on where the link leads. An older journal, without
 ``base``, is walked from its root the same way.
+
+The commit itself checks each path against its entry before it writes or removes it
+(``reaches``): a folder swapped for a link (within the roots) after the journal was
+written and before the commit walked it would send the write where the link leads,
+which a recovery then refuses, leaving a mix of before and after; the commit fails
+instead, and its own rollback leaves the whole before.
 """
 
 from __future__ import annotations
@@ -65,12 +74,15 @@ def root_of(path: Path, roots: Sequence[Path]) -> Path | None:
 # --- when the journal is written ------------------------------------------------------
 
 
-def anchored(roots: Sequence[Path], entries: Sequence[Entry]) -> list[Entry]:
+def anchored(
+    roots: Sequence[Path], entries: Sequence[Entry], *, follow: bool = True
+) -> list[Entry]:
     """``entries`` with ``base`` and ``base_id`` set, and their paths and made folders
     rewritten below the base (see the module docstring). The entries given are not
-    changed."""
+    changed. ``follow``: whether the writer follows links within the roots (the file
+    tools) or none (a batch, /undo: the walk stops at a link, recorded as ``way_link``)."""
     resolved = real_roots(roots)
-    tree = Tree(resolved)  # links followed within the roots, as the file tools' writes
+    tree = Tree(resolved, follow=follow)  # as the writer will walk
     touched = {e.path for e in entries} | {d for e in entries for d in e.made_dirs}
     out: list[Entry] = []
     for entry in entries:
@@ -84,6 +96,7 @@ def anchored(roots: Sequence[Path], entries: Sequence[Entry]) -> list[Entry]:
             named, real, ident = root, root, _ident_of_root(root)
         else:
             named, real, ident = _deepest(tree, root, entry.path, touched)
+        way = None if follow else _link_at(named, entry.path)
         out.append(
             dataclasses.replace(
                 entry,
@@ -91,9 +104,22 @@ def anchored(roots: Sequence[Path], entries: Sequence[Entry]) -> list[Entry]:
                 made_dirs=[_below(d, named, real) for d in entry.made_dirs],
                 base=real,
                 base_id=ident,
+                way_link=way,
             )
         )
     return out
+
+
+def _link_at(base: Path, path: Path) -> tuple[Path, str] | None:
+    """The link (and its target) that stopped a walk following no link at ``base`` on
+    ``path``'s way, if the next folder is one. Only what a recovery says depends on it
+    (it never walks through a link): a path past PATH_MAX is simply not recorded."""
+    parts = path.relative_to(base).parts if path.is_relative_to(base) else ()
+    if len(parts) < 2:
+        return None
+    with contextlib.suppress(OSError, ValueError):
+        return base / parts[0], os.readlink(base / parts[0])
+    return None
 
 
 def _below(path: Path, named: Path, real: Path) -> Path:
@@ -221,6 +247,23 @@ def reach(
     parts = list(path.relative_to(start).parts)
     inner = _walk(start, parts[:-1], make_parents=make_parents, fd=fd)  # (closes fd)
     return Spot(inner, parts[-1], start, parts)
+
+
+def reaches(roots: Sequence[Path], entry: Entry, spot: Spot) -> bool:
+    """Whether a recovery of ``entry`` (``reach``: from its recorded folder, identity
+    checked, no link followed) would land where the commit holds ``spot``: the same
+    folder, by device and inode, and the same name. False when a folder on the way was
+    swapped for a link, moved or replaced since the journal was written. An entry with
+    no recorded folder (outside the roots, an older journal) has nothing to compare."""
+    if entry.base is None:
+        return True
+    try:
+        with reach(roots, entry, entry.path) as there:
+            held, walked = os.fstat(spot.parent), os.fstat(there.parent)
+            same = (held.st_dev, held.st_ino) == (walked.st_dev, walked.st_ino)
+            return same and there.name == spot.name
+    except (OSError, ToolError):
+        return False
 
 
 def _walk(top: Path, parts: list[str], *, make_parents: bool, fd: int = -1) -> int:
