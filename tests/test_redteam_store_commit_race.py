@@ -195,3 +195,43 @@ def _fingerprint(data: bytes) -> str:
     from codemode.hostfs.fingerprint import of_bytes
 
     return of_bytes(data)
+
+
+# --- 3. a folder swapped for a link after a write, before the failed commit's rollback ---
+
+
+def test_a_rollback_acts_only_in_the_folder_its_write_was_made_in(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commit writes ``src/new.py``, then fails on a later file; meanwhile a command
+    made ``src`` a link to ``lib``, which holds a ``new.py`` of its own. Undoing the new
+    file must not remove ``lib/new.py``: the undo is left undone and named."""
+    from codemode.hostfs import beneath
+    from codemode.tools.store import commit as commit_module
+    from codemode.tools.store.commit import CommitFailed
+
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "lib").mkdir()
+    (ws / "lib" / "new.py").write_text("the user's own\n")
+    (ws / "z.txt").write_text("zed\n")
+    store, plan = _plan(
+        ws,
+        _patch("*** Add File: src/new.py\n+n\n", "*** Update File: z.txt\n@@\n-zed\n+ZED\n"),
+    )
+    real_write = beneath.write_atomic
+    calls: list[int] = []
+
+    def write_atomic(spot: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:  # the second file: the swap, then a failure
+            _to_link(ws / "src", "lib")
+            raise OSError(28, "No space left on device")
+        return real_write(spot, *args, **kwargs)
+
+    monkeypatch.setattr(commit_module, "write_atomic", write_atomic)
+    with pytest.raises(CommitFailed) as info:
+        store.commit(plan.removals, plan.writes, plan.originals)
+    assert (ws / "lib" / "new.py").read_text() == "the user's own\n"  # was: removed
+    assert info.value.partial and "src/new.py" in str(info.value), str(info.value)
+    assert (ws / "z.txt").read_text() == "zed\n"

@@ -92,7 +92,10 @@ def commit(
                 as_journaled(i, spot, removal.shown)
                 _check_unchanged(spot, originals[removal.path], removal.shown)
                 unlink(spot)
-            undo.append(partial(_restore, tree, removal.path, originals[removal.path], tag))
+                where = _folder(spot)
+            undo.append(
+                partial(_restore, tree, removal.path, originals[removal.path], where, tag)
+            )
         for j, write in enumerate(writes, start=len(removals)):
             current = write.shown
             created: list[Path] = []
@@ -105,14 +108,15 @@ def commit(
                     # New bytes never keep a set-id bit (``write_atomic``); an undo
                     # puts back the original's mode whole, with its own bytes.
                     write_atomic(spot, write.data, write.mode & 0o777, tag=tag)
+                    where = _folder(spot)
             finally:
                 for directory in created:
-                    undo.append(partial(_rmdir, tree, directory))
+                    undo.append(partial(_rmdir, tree, directory, _folder_at(directory.parent)))
             original = originals.get(write.path)
             undo.append(
-                partial(_restore, tree, write.path, original, tag)
+                partial(_restore, tree, write.path, original, where, tag)
                 if original is not None
-                else partial(_unlink, tree, write.path)
+                else partial(_unlink, tree, write.path, where)
             )
     except (OSError, ToolError) as exc:
         roll_back(undo, current, exc)
@@ -166,18 +170,51 @@ def _reason(exc: BaseException, *, with_name: bool = False) -> str:
     return str(exc)
 
 
-def _restore(tree: Tree, path: Path, original: Original, tag: str | None = None) -> None:
+# An undo step acts only in the folder its step acted in (its device and inode): a
+# folder on the way swapped for a link since (a command beside the patch) would send
+# the undo where the link leads, removing or overwriting a file the patch never
+# touched. Such a step is left undone and named (``roll_back``).
+Folder = tuple[int, int] | None
+
+
+def _folder(spot: Spot) -> Folder:
+    st = os.fstat(spot.parent)
+    return st.st_dev, st.st_ino
+
+
+def _folder_at(path: Path) -> Folder:
+    try:
+        st = os.stat(path)  # (as the walk that made it reached it: links followed)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _in_place(spot: Spot, where: Folder, path: Path) -> None:
+    if where is None or _folder(spot) != where:
+        raise ToolError(
+            f"{path}: a folder on its way was replaced since the patch wrote there; "
+            "left as it is"
+        )
+
+
+def _restore(
+    tree: Tree, path: Path, original: Original, where: Folder, tag: str | None = None
+) -> None:
     with tree.locate(path, make_parents=True) as spot:
+        _in_place(spot, where, path)
         write_atomic(spot, original.data, original.mode, tag=tag)
 
 
-def _unlink(tree: Tree, path: Path) -> None:
+def _unlink(tree: Tree, path: Path, where: Folder) -> None:
     with tree.locate(path, follow_last=False) as spot:
+        _in_place(spot, where, path)
         unlink(spot)
 
 
-def _rmdir(tree: Tree, path: Path) -> None:
+def _rmdir(tree: Tree, path: Path, where: Folder) -> None:
     with tree.locate(path, follow_last=False) as spot:
+        _in_place(spot, where, path)
         rmdir(spot)
 
 
