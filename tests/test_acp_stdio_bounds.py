@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import subprocess
-import threading
-import time
 from typing import Any
 
 import pytest
@@ -20,6 +17,8 @@ from agent_support import INTERPRETER
 
 from codemode.acp.stdio import MAX_LINE
 from codemode.process.json_cost import MAX_ELEMENTS
+from tests.stdio_peers import answer as _answer
+from tests.stdio_peers import peak_mb as _peak_mb
 
 _INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                "params": {"protocolVersion": 1, "clientCapabilities": {}}}  # fmt: skip
@@ -27,45 +26,6 @@ _INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
 
 def _line(message: dict[str, Any]) -> bytes:
     return json.dumps(message).encode() + b"\n"
-
-
-def _peak_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmHWM")
-
-
-def _answer(proc: subprocess.Popen[bytes], want_id: int, timeout_s: float = 120) -> Any:
-    """The answer to ``want_id``, read by a thread of the process's own: a line already
-    in the reader's buffer is not seen by ``select`` on its descriptor."""
-    lines = _READERS.get(proc.pid)
-    if lines is None:
-        lines = _READERS[proc.pid] = queue.Queue()
-        stream = proc.stdout
-        assert stream is not None
-
-        def read() -> None:
-            for line in iter(stream.readline, b""):
-                lines.put(line)
-            lines.put(None)
-
-        threading.Thread(target=read, daemon=True).start()
-    deadline = time.monotonic() + timeout_s
-    while (left := deadline - time.monotonic()) > 0:
-        try:
-            line = lines.get(timeout=left)
-        except queue.Empty:
-            break
-        assert line is not None, "the process closed its output"
-        message = json.loads(line)
-        if message.get("id") == want_id:
-            return message
-    raise AssertionError(f"no answer to {want_id} within {timeout_s} s")
-
-
-_READERS: dict[int, queue.Queue[bytes | None]] = {}
 
 
 def _agent() -> subprocess.Popen[bytes]:

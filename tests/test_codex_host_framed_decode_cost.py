@@ -14,23 +14,9 @@ from contextlib import contextmanager
 
 from codemode.process.json_cost import MAX_ELEMENTS
 from tests.codex_host_support import INTERPRETER
+from tests.stdio_peers import cpu_s as _cpu_s
+from tests.stdio_peers import peak_mb as _rss_mb
 from tests.test_codex_host_framed import HELLO, Peer, tool_def
-
-_TICK_S = 0.01
-
-
-def _cpu_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * _TICK_S
-
-
-def _rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):  # the peak: what decoding would have made
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmHWM")
 
 
 @contextmanager

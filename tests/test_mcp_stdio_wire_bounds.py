@@ -10,19 +10,18 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import select
 import subprocess
 import sys
-import threading
 import time
 from typing import Any
 
 from codemode.mcp.stdio_wire import MAX_LINE, QUEUED
 from codemode.process.json_cost import MAX_ELEMENTS
 from tests.codex_host_support import INTERPRETER
-
-_TICK_S = 0.01
+from tests.stdio_peers import answer as _answer
+from tests.stdio_peers import cpu_s as _cpu_s
+from tests.stdio_peers import peak_mb as _peak_mb
 
 
 def _line(message: dict[str, Any]) -> bytes:
@@ -35,56 +34,11 @@ _INITIALIZE = _line({"id": 1, "method": "initialize", "params": {
 }})  # fmt: skip
 
 
-def _cpu_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * _TICK_S
-
-
-def _peak_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmHWM")
-
-
 def _server() -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [INTERPRETER, "mcp-server"], env=dict(os.environ, CODEMODE_WARM="0"),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
-
-
-def _answer(proc: subprocess.Popen[bytes], want_id: int, timeout_s: float = 120) -> Any:
-    """The answer to ``want_id``, read by a thread of the process's own: a line already
-    in the reader's buffer is not seen by ``select`` on its descriptor."""
-    lines = _READERS.get(proc.pid)
-    if lines is None:
-        lines = _READERS[proc.pid] = queue.Queue()
-        stream = proc.stdout
-        assert stream is not None
-
-        def read() -> None:
-            for line in iter(stream.readline, b""):
-                lines.put(line)
-            lines.put(None)
-
-        threading.Thread(target=read, daemon=True).start()
-    deadline = time.monotonic() + timeout_s
-    while (left := deadline - time.monotonic()) > 0:
-        try:
-            line = lines.get(timeout=left)
-        except queue.Empty:
-            break
-        assert line is not None, "the process closed its output"
-        message = json.loads(line)
-        if message.get("id") == want_id:
-            return message
-    raise AssertionError(f"no answer to {want_id} within {timeout_s} s")
-
-
-_READERS: dict[int, queue.Queue[bytes | None]] = {}
 
 
 def test_a_line_with_no_end_costs_its_bytes_once_and_is_dropped_past_the_bound() -> None:
