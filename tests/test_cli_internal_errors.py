@@ -108,3 +108,32 @@ def test_an_exception_in_a_thread_is_one_line_and_a_log_file(tmp_path: Path) -> 
     ), line
     log = Path(line.rsplit("(see ", 1)[1].rstrip(")"))
     assert log.parent == tmp_path / "logs" and "in work" in log.read_text()
+
+
+# `interpreter code-mode-host` is served without click (``codemode.launch.host``): a bug
+# in the host is still one line and a log file.
+HOST_PROGRAM = """
+from codemode.codex_host.serve import server
+
+async def serve(*args, **kwargs):
+    raise RuntimeError("kaboom in the host")
+
+server.serve = serve  # (a bug, wherever it is: the host's serve raises)
+from codemode.launch.host import serve_host
+serve_host(["code-mode-host", "--listen", "grpc+stdio://"])
+"""
+
+
+def test_a_bug_in_the_code_mode_host_served_without_click_is_one_line(tmp_path: Path) -> None:
+    env = {**os.environ, "CODEMODE_HOME": str(tmp_path / "home")}
+    run = subprocess.run(
+        [sys.executable, "-c", HOST_PROGRAM], capture_output=True, text=True, env=env,
+        stdin=subprocess.DEVNULL, timeout=60,
+    )  # fmt: skip
+    assert run.returncode == INTERNAL_ERROR_STATUS, run.stderr
+    assert "Traceback" not in run.stderr + run.stdout
+    (line,) = run.stderr.strip().splitlines()
+    assert line.startswith("interpreter: internal error: RuntimeError: kaboom in the host"), line
+    log = Path(line.rsplit("(see ", 1)[1].rstrip(")"))
+    assert log.parent == tmp_path / "home" / "logs"
+    assert "interpreter code-mode-host --listen grpc+stdio://" in log.read_text()

@@ -17,16 +17,12 @@ import click
 
 from codemode.cli.root import cli
 from codemode.terminal.control_chars import echo
+from codemode.terminal.crash import INTERNAL_ERROR_STATUS
 
 __all__ = ["EXIT_INTERRUPTED", "INTERNAL_ERROR_STATUS", "cli", "main"]
 
 # Ctrl-C (or SIGINT) during any command: 128 + SIGINT, as shells report it.
 EXIT_INTERRUPTED = 130
-
-
-# An unexpected exception's exit status (sysexits' EX_SOFTWARE): not one a command
-# gives for its own failures.
-INTERNAL_ERROR_STATUS = 70
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -51,9 +47,9 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _main(argv: list[str] | None) -> None:
-    from codemode.cli.crash import install_thread_hooks
     from codemode.process import entry
     from codemode.sandbox.confinement.grpc_fork import quiet_grpc_fork
+    from codemode.terminal.crash import install_thread_hooks
 
     entry.claim()  # this process is the command's own (pyseccomp_import)
 
@@ -70,7 +66,7 @@ def _main(argv: list[str] | None) -> None:
         echo(f"{name}: error: {exc.format_message()}", err=True)
         sys.exit(2)
     except click.ClickException as exc:
-        from codemode.cli.crash import one_line
+        from codemode.terminal.crash import one_line
 
         echo(f"interpreter: error: {one_line(exc.format_message())}", err=True)
         sys.exit(exc.exit_code)
@@ -103,12 +99,9 @@ def _main(argv: list[str] | None) -> None:
 
 
 def _crash(exc: Exception, argv: list[str] | None) -> NoReturn:
-    from codemode.cli.crash import one_line, record_crash
+    from codemode.terminal.crash import crash_exit
 
-    where = record_crash(exc, argv if argv is not None else sys.argv[1:])
-    reason = one_line(f"{type(exc).__name__}: {exc}")
-    echo(f"interpreter: internal error: {reason} (see {where})", err=True)
-    sys.exit(INTERNAL_ERROR_STATUS)
+    crash_exit(exc, argv if argv is not None else sys.argv[1:])
 
 
 def _not_installed(exc: ModuleNotFoundError) -> str | None:

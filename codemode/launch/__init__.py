@@ -37,6 +37,10 @@ def main() -> None:
             if status is not None:
                 sys.stdout.flush()
                 os._exit(status & 0xFF)  # nothing of ours to tear down
+    if argv[1:2] == ["code-mode-host"]:
+        from codemode.launch.host import serve_host
+
+        serve_host(argv[1:])  # returns only where click must read the options
     from codemode.cli import main as cold
 
     cold()

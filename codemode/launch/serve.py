@@ -256,38 +256,15 @@ def _run(args: list[str]) -> int:
     from codemode.cli import main as cold
 
     if args[:1] == ["code-mode-host"]:
-        _serve_host(args)  # returns only where click must read the options
+        from codemode.launch.host import serve_host
+
+        serve_host(args)  # returns only where click must read the options
     elif args[:1] not in _PROGRAM_COMMANDS:
         from codemode.js_runtime import prestart
 
         prestart.discard_early()  # a spare's worker, taken by a command that runs none
     cold(args)
     return 0
-
-
-def _serve_host(args: list[str]) -> None:
-    """Serve a code-mode host whose options parse here (``host_options``: what the click
-    command ends in, with the same values), without click: Codex waits for its host at
-    every session, and click's parse is a millisecond of that wait. `--help`, a bad
-    value or an unknown option return, for click to answer."""
-    from codemode.cli.crash import install_thread_hooks
-    from codemode.codex_host.serve.start import host_options, serve_and_exit
-
-    options = host_options(args[1:])
-    if options is None:
-        return
-    from codemode.js_runtime import prestart
-
-    defaults = host_options([])
-    if defaults is None or (options.engine, options.memory_mb) != (
-        defaults.engine, defaults.memory_mb
-    ):  # fmt: skip
-        prestart.discard_early()  # booted for another engine or cap: the pool starts its own
-    # A session keeps the workers its execs used: no spare worker behind each one (a host
-    # forked without a spare, beside another session, too).
-    prestart.one_program = True
-    install_thread_hooks(args)
-    serve_and_exit(options, command_process=True)
 
 
 def main(argv: list[str]) -> int:

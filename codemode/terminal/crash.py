@@ -10,10 +10,14 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+# An unexpected exception's exit status (sysexits' EX_SOFTWARE): not one a command
+# gives for its own failures.
+INTERNAL_ERROR_STATUS = 70
 
 
 def record_crash(exc: BaseException, argv: list[str]) -> str:
@@ -55,6 +59,15 @@ def one_line(text: str) -> str:
     first, _, rest = text.strip().partition("\n")
     shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in first)
     return shown + (" ..." if rest.strip() else "")
+
+
+def crash_exit(exc: BaseException, argv: list[str]) -> NoReturn:
+    """``exc``'s traceback to a log file, one line on stderr naming it, and exit with
+    ``INTERNAL_ERROR_STATUS``: the last stop before a traceback on the terminal."""
+    where = record_crash(exc, argv)
+    reason = one_line(f"{type(exc).__name__}: {exc}")
+    _say(f"interpreter: internal error: {reason} (see {where})")
+    sys.exit(INTERNAL_ERROR_STATUS)
 
 
 def install_thread_hooks(argv: list[str]) -> None:
