@@ -139,14 +139,15 @@ def test_a_guard_printing_deeply_nested_json_denies_the_call(
 
 
 # Logs its event and pid; every event but PreModelRequest then hangs, holding its output
-# through a child as well.
+# through a child as well (a Python with -I: one that put the workspace, its working
+# folder, on its module path would make the hook run confined).
 SLOW = """\
 import json, os, subprocess, sys, time
 data = json.load(sys.stdin)
 with open(os.environ["HOOK_LOG"], "a") as log:
     log.write(json.dumps({"event": data["hook_event_name"], "pid": os.getpid()}) + "\\n")
 if data["hook_event_name"] != "PreModelRequest":
-    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    subprocess.Popen([sys.executable, "-I", "-c", "import time; time.sleep(120)"])
     time.sleep(120)
 """
 

@@ -2,15 +2,13 @@
 and the script's folder, not what the script runs from elsewhere.
 
 ``sh .codemode/hooks/fmt.sh`` whose script runs ``npx prettier --write .``, ``make
-lint``, ``python3 -m tool``, ``. ./scripts/env.sh`` or ``python3 tools/y.py`` runs code
-from the workspace that the trust did not cover, and that a confined command could have
-written. Such a hook runs in the session's sandbox, as one naming the tool itself does
-(``project_runners``), and its "allow" does not count. Which hooks: those whose
-covered files (each file its command names in the workspace, every file of each folder
-kept with them) say, anywhere in their text, in any language (the user's own scripts
-elsewhere, for the first only: how their Pythons and paths reach the workspace is the
-user's to write, but a ``~/.claude/hooks/fmt.sh`` running ``npx prettier`` runs the
-workspace's ``node_modules`` as the hook ``npx prettier`` would):
+lint``, ``python3 -m tool``, ``. ./scripts/env.sh``, ``python3 tools/y.py`` or
+``os.system(open(".fmtcmd").read())`` runs code from the workspace that the trust did
+not cover, and that a confined command could have written. Such a hook runs in the
+session's sandbox, as one naming the tool itself does (``project_runners``), and its
+"allow" does not count. Which hooks: those whose covered files (each file its command
+names in the workspace, every file of each folder kept with them) say, anywhere in
+their text, in any language:
 
 - a program of ``project_runners.toml`` as a word (``make``, ``env make``, ``m\\ake``,
   ``m''ake``, ``M=make``, ``["npx", ...]``, ``./node_modules/.bin/x``), or a Python that
@@ -21,16 +19,29 @@ workspace's ``node_modules`` as the hook ``npx prettier`` would):
   ``"$(dirname "$0")/../lib.sh"``, a file name with a script's suffix, any word after
   ``source`` or ``.``) or in a writable root;
 - a program or a sourced file named only by a variable or a command's output
-  (``$CMD``, ``. "$(cat f)"``, ``sh -c "$X"``): what it names is not known.
+  (``$CMD``, ``. "$(cat f)"``, ``sh -c "$X"``), and a call in code that starts a
+  program or runs code whose argument is not a literal (``os.system(cmd)``,
+  ``subprocess.run(f.read().split())``, ``exec(...)``, ``importlib.import_module(name)``,
+  ``child_process.execSync(...)``, ``require(name)``: ``script_runs``): what it names
+  is not known.
+
+The user's own scripts elsewhere (a ``~/.claude/hooks/fmt.sh`` the hook names), which
+no command wrote, are read for what they *run*, not what they mention: a program of the
+table (``npx prettier`` runs the workspace's ``node_modules`` as the hook ``npx
+prettier`` would), a Python reading its working folder (the workspace: ``python3 -c``
+imports its ``json.py``), a path in the workspace or a writable root that it runs or
+sources (a command's first word, the word after ``sh``, ``source``, ``exec``...), a
+program or call named only by a variable as above. Reading a workspace file, or passing
+its path to a program, does not count there; nor do the words of ``[script_words]``.
 
 This reads text, not programs: a word in a message or an inline comment counts too
 (whole-line ``#`` comments do not), and a script built to hide a name from it (``"ma" +
-"ke"``) would pass. The person trusting the hook reads the script, and its author is
-not who this guards against: the scan finds the ways scripts ordinarily reach the
-workspace, and errs toward running them confined, which costs a hook little. What is
-read is what was trusted: each file's bytes are hashed as they are read and must match
-the trusted digest (a folder's, its manifest), else the answer is not kept and the hook
-runs confined (it is refused anyway, having changed).
+"ke"``, ``import subprocess as sp``) would pass. The person trusting the hook reads the
+script, and its author is not who this guards against: the scan finds the ways scripts
+ordinarily reach the workspace, and errs toward running them confined, which costs a
+hook little. What is read is what was trusted: each file's bytes are hashed as they are
+read and must match the trusted digest (a folder's, its manifest), else the answer is
+not kept and the hook runs confined (it is refused anyway, having changed).
 """
 
 from __future__ import annotations
@@ -44,9 +55,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codemode.hooks import project_runners, script_folders
+from codemode.hooks.script_runs import (
+    ALIASES,
+    FILE_FLAG_PROGRAMS,
+    FILE_FLAGS,
+    calls,
+    run_words,
+    unknown_programs,
+)
+from codemode.hooks.script_runs import UNKNOWN as _UNKNOWN
 
-# A name that stands for a program in code (``[sys.executable, "-c", ...]``).
-_ALIASES = {"sys.executable": "python", "process.execPath": "node"}
 # Suffixes of files a script runs or loads: a bare file name with one is a file of the
 # working folder (the workspace), wherever it is mentioned.
 _CODE_SUFFIXES = (
@@ -91,56 +109,10 @@ _FILE_NEXT = frozenset(
         "tclsh",
     }
 )
-# Programs whose ``-f FILE`` is their program (``awk -f fix.awk``: awk's ``system()``,
-# GNU sed's ``e``; jq's filter decides what the hook prints, its answer).
-_FILE_FLAG_PROGRAMS = frozenset({"awk", "gawk", "mawk", "nawk", "sed", "gsed", "jq", "gojq", "yq"})
-_FILE_FLAGS = frozenset({"-f", "--file", "--from-file"})
-# Interpreters that ``xargs`` or ``find -exec`` give the files another command lists.
-_INTERPRETERS = frozenset(
-    {"sh", "bash", "dash", "zsh", "ksh", "python", "python3", "perl", "ruby", "php", "source"}
-)
 # A word that could be a program's name (looked up on PATH for its ``#!`` or a proxy).
 _PROGRAM_NAME = re.compile(r"[A-Za-z][\w.+-]{0,63}")
-# Words after which the next one is a file the script runs or reads as code.
-_RUNS_NEXT = frozenset(
-    {
-        "source",
-        ".",
-        "eval",
-        "exec",
-        "-c",
-        "xargs",
-        "command",
-        "env",
-        "sh",
-        "bash",
-        "dash",
-        "zsh",
-        "ksh",
-        "python",
-        "python3",
-        "node",
-        "perl",
-        "ruby",
-        "run_path",
-        "require",
-        "import",
-        "spawn",
-        "execSync",
-        "execFileSync",
-        "system",
-        "popen",
-        "run",
-        "call",
-        "check_call",
-        "check_output",
-        "Popen",
-    }
-)
 # Bytes looked at to tell a program (a NUL among them) from a script.
 _BINARY_PROBE = 8192
-# What stands for a part no reading of the text can know (a variable, a command's output).
-_UNKNOWN = "\x00"
 _SPLIT = re.compile(r"[\s'\"`;|&<>(){}\[\],=:!*?\\]+")
 _SUBST = (
     re.compile(r"\$\([^()]*\)"),  # $(...), innermost first
@@ -200,8 +172,8 @@ def scan(
                     f"{path}: a program whose text cannot be read, so what it starts is not known"
                 )
             continue  # (a program itself, as `/bin/sh` of `sh -c`: the user's, not read)
-        # (the user's own scripts elsewhere: for the tools they start, by name only; how
-        # their Pythons and paths reach the workspace is theirs to write)
+        # (the user's own scripts elsewhere: for what they run, not what they mention;
+        # no command wrote them, but one may have written what they run)
         full = path in trusted or any(Path(path).is_relative_to(c) for c in covered)
         text = data.decode("utf-8", "replace").replace(_UNKNOWN, " ")
         said = _findings(text, Path(path), covered, top, env, full)
@@ -232,6 +204,8 @@ def _findings(
     env: Mapping[str, str],
     full: bool = True,
 ) -> list[str]:
+    """Why ``text`` runs what its trust does not cover; ``full``: a file the trust
+    covers, where a word or a path that is only mentioned counts too."""
     table = project_runners.table()
     runners: dict[str, str] = table["runners"]
     pythons: list[str] = table["module_flag"]["programs"]
@@ -244,17 +218,15 @@ def _findings(
         for variant in {line, line.replace("\\", ""), re.sub(r"[\\'\"]", "", line)}:
             plain = _substitute(variant, env)
             tokens = [t for t in _SPLIT.split(plain) if t]
-            file_flag = any(os.path.basename(t) in _FILE_FLAG_PROGRAMS for t in tokens)
+            file_flag = any(os.path.basename(t) in FILE_FLAG_PROGRAMS for t in tokens)
             for i, token in enumerate(tokens):
-                name = _ALIASES.get(token, os.path.basename(token.rstrip("/")))
+                name = ALIASES.get(token, os.path.basename(token.rstrip("/")))
                 if name in runners:
                     out.append(f"`{name}` runs code from {runners[name]}")
                 elif _PROGRAM_NAME.fullmatch(token) and (
                     note := project_runners.program_note(token, top, env)
                 ):
                     out.append(note)
-                if not full:
-                    continue
                 if (
                     re.sub(r"[\d.]+$", "", name) in pythons
                     and not shebang
@@ -264,17 +236,56 @@ def _findings(
                         f"`{name}` (with `-m`, `-c` or a script from stdin) runs "
                         f"code from {table['module_flag']['loads']}"
                     )
+                if not full:
+                    continue
                 for part in {token, *token.split("/")}:
                     if part in words:
                         out.append(f"`{part}`: {words[part]}, which the script uses")
                 before = tokens[i - 1] if i else ""
-                if file_flag and before in _FILE_FLAGS:
+                if file_flag and before in FILE_FLAGS:
                     before = "source"  # (awk -f FILE: FILE is its program)
                 why = _path(token, before, where, covered, top)
                 if why is not None:
                     out.append(why)
-            if full:
-                out += _unknown_programs(plain)
+            out += _runs(plain, where, covered, top, full)
+    return out + _call_findings(text, where, covered, top, env)
+
+
+def _call_findings(
+    text: str, where: Path, covered: list[Path], top: Path, env: Mapping[str, str]
+) -> list[str]:
+    """Why the calls of ``text`` that start a program or run code (``script_runs``) run
+    what its trust does not cover: their program, file or code is not a literal, or is
+    a path where a command could write."""
+    out: list[str] = []
+    for call in calls(text):
+        if call.kind == "cut":
+            out.append("it has more calls than are read, so what the rest start is not known")
+            break
+        said = f"`{call.name}(…)`"
+        command = _substitute(call.command, env)
+        if call.kind == "code":
+            if _UNKNOWN in command:
+                out.append(
+                    f"{said} runs code, or a module, that it is given as the script "
+                    "runs (no literal), which could come from a file a command wrote"
+                )
+            continue
+        if call.kind == "file":
+            command = f"source {command}"  # (a file whose code runs)
+        out += [f"{said}: {why}" for why in _runs(command, where, covered, top, False)]
+    return out
+
+
+def _runs(line: str, where: Path, covered: list[Path], top: Path, full: bool) -> list[str]:
+    """Why the command line ``line`` runs what its trust does not cover: a program or
+    file a variable names, and (unless ``full`` looked at every path) a path it runs."""
+    out = unknown_programs(line)
+    if not full:
+        for word, before in run_words(line):
+            why = _path(word, before, where, covered, top)
+            if why is not None:
+                out.append(why)
     return out
 
 
@@ -314,7 +325,9 @@ def _path(token: str, before: str, where: Path, covered: list[Path], top: Path) 
             beside = _under(where.parent, rest.lstrip("/"))
             # (`"$(dirname "$0")"/lib.sh`: a file of its own covered folder, which is
             # what such a name is written for; else it may be the workspace's)
-            if not (os.path.isfile(beside) and any(beside.is_relative_to(c) for c in covered)):
+            # (the user's own script's folder, which no command reaches, is theirs too)
+            own = any(beside.is_relative_to(c) for c in covered) or not _reachable(beside, top)
+            if not (os.path.isfile(beside) and own):
                 candidates += [beside, _under(top, rest.lstrip("/"))]
     elif "/" in token or token.startswith("~"):
         path = Path(os.path.expanduser(token))
@@ -337,7 +350,7 @@ def _path(token: str, before: str, where: Path, covered: list[Path], top: Path) 
         for spelt in dict.fromkeys((path, Path(os.path.realpath(path)))):
             if any(spelt == c or spelt.is_relative_to(c) for c in covered):
                 continue
-            if spelt == top or spelt.is_relative_to(top) or _writable(spelt):
+            if _reachable(spelt, top):
                 return (
                     f"`{token.replace(_UNKNOWN, '$…')}` names {spelt}, outside the "
                     "folders its trust covers, where a command could write"
@@ -349,36 +362,12 @@ def _under(folder: Path, rel: str) -> Path:
     return Path(os.path.normpath(folder / rel))
 
 
+def _reachable(path: Path, top: Path) -> bool:
+    """Whether a command could write at ``path``: in the workspace or a writable root."""
+    return path == top or path.is_relative_to(top) or _writable(path)
+
+
 def _writable(path: Path) -> bool:
     from codemode.locations.host_programs import writable_root_of
 
     return writable_root_of(str(path)) is not None
-
-
-def _unknown_programs(line: str) -> list[str]:
-    """A program, or a file sourced or run, that only a variable or a command's output
-    names (``$CMD``, ``. "$(cat f)"``, ``sh -c "$X"``)."""
-    out = []
-    for segment in re.split(r"[;&|()]|\b(?:then|do|else)\b", line):
-        tokens = [t.strip("'\"") for t in segment.split()]
-        while tokens and "=" in tokens[0] and not tokens[0].startswith(_UNKNOWN):
-            tokens.pop(0)  # (VAR=value before the command)
-        for i, token in enumerate(tokens):
-            before = tokens[i - 1] if i else ""
-            lead = i == 0 or before in _RUNS_NEXT
-            if token == _UNKNOWN and lead:
-                out.append(
-                    "it runs a program or file that a variable or a command's "
-                    "output names, which could lie where a command writes"
-                )
-                break
-            # (`xargs sh`, `find . -exec sh {} ;`, `-exec {} ;`: the files another
-            # command lists, which a command could have written)
-            execs = before in ("-exec", "-execdir", "-ok", "-okdir") or "xargs" in tokens[:i]
-            if (execs and (token in _INTERPRETERS or token == "{}")) or (lead and token == "{}"):
-                out.append(
-                    "it runs files that another command lists (xargs, find -exec), "
-                    "which a command could have written"
-                )
-                break
-    return out
