@@ -154,6 +154,8 @@ def _ms(module: str, name: str) -> float:
     return round(_constant(module, name) * 1e3, 3)
 
 
+WALK = "codemode.tools.walk_bounds"
+
 FACTS: dict[str, Callable[[], Any]] = {
     "warm.idle_min": lambda: _constant(WARM_SERVER, "IDLE_S") / 60,
     "warm.max_runs": lambda: _constant(WARM_SERVER, "MAX_RUNS"),
@@ -168,6 +170,10 @@ FACTS: dict[str, Callable[[], Any]] = {
     "codex_host.max_cells": lambda: _codex_host("--max-cells"),
     "codex_host.max_connection_cells": lambda: _codex_host("--max-cells-per-connection"),
     "codex_host.max_connections": lambda: _codex_host("--max-connections"),
+    # the searches' walk (docs/file-tools.md)
+    "walk.folder_entries": lambda: _constant(WALK, "MAX_FOLDER_ENTRIES"),
+    "walk.total_entries": lambda: _constant(WALK, "MAX_WALK_ENTRIES"),
+    "walk.held_entries": lambda: _constant(WALK, "MAX_HELD_ENTRIES"),
     # the engine worker's pipe (docs/engine-host.md)
     "engine.spin_us": lambda: _same(_us(WORKER, "_SPIN_S"), _us(PARENT, "SPIN_S")),
     "engine.preempted_us": lambda: _us(SPIN, "_PREEMPTED_S"),

@@ -70,16 +70,18 @@ async def multiline_grep(r: dict[str, Any], invoke: Invoke) -> dict[str, Any]:
     pattern = compile_multiline(r["pattern"], bool(r.get("case_insensitive")))
     root = r.get("path") or "."
     named = False  # one file named outright, not a directory's files
+    note = None  # why glob's list was not whole (a walk bound): said, never silent
     try:
         listed = await invoke("glob", {"pattern": r.get("glob") or "**/*", "path": root})
         paths = [m if isinstance(m, str) else m["path"] for m in listed["matches"]]
+        note = listed.get("note")
     except ToolError:
         paths, named = [root], True  # a file, not a directory
     limit = int(r["limit"]) if r.get("limit") and int(r["limit"]) > 0 else 500
     limit = min(limit, MAX_MATCHES)
     matches: list[dict[str, Any]] = []
     searched = total = 0
-    truncated = len(paths) > MAX_FILES
+    truncated = len(paths) > MAX_FILES or bool(note)
     stop = threading.Event()
     try:
         for path in paths[:MAX_FILES]:
@@ -105,10 +107,12 @@ async def multiline_grep(r: dict[str, Any], invoke: Invoke) -> dict[str, Any]:
             for line, shown in found[:room]:
                 matches.append({"path": path, "line": line, "text": shown})
             if len(found) > room:
-                return {"matches": matches, "truncated": True, "files_searched": searched}
+                truncated = True
+                break
     finally:
         stop.set()  # a cancelled await: the worker stops at its next match
-    return {"matches": matches, "truncated": truncated, "files_searched": searched}
+    result = {"matches": matches, "truncated": truncated, "files_searched": searched}
+    return {**result, "note": note} if note else result
 
 
 def _starts(

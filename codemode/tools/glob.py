@@ -4,7 +4,9 @@ The walk skips ``.git`` and whatever ``.gitignore`` excludes, so a search of a p
 does not drown in ``node_modules`` or build output. It is blocking, so it runs in a
 worker thread. It sees the disk as the session's file store has it
 (``codemode.tools.overlaid_walk``): in a dry run, a file written earlier in the run is
-found and a removed one is not.
+found and a removed one is not. Its walk reads and holds a bounded number of entries
+(``codemode.tools.walk_bounds``); ``note`` names the folder a bound kept it from
+searching whole.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import stat
 import threading
+from typing import Any
 
 from pydantic import Field
 
@@ -46,8 +49,15 @@ class GlobResult(ToolResult):
         "not included."
     )
     truncated: bool = Field(
-        description=f"True when more than {MAX_GLOB_MATCHES} files matched and the rest "
-        "were left out; narrow the pattern."
+        description=f"True when the result is incomplete: more than {MAX_GLOB_MATCHES} "
+        "files matched and the rest were left out (narrow the pattern), or part of the "
+        "tree was not searched (a folder of more entries than a search reads, or paths "
+        "longer than the system takes); note says which."
+    )
+    note: str | None = Field(
+        default=None,
+        description="Why the result is incomplete, naming the folder not searched whole; "
+        "null when it is whole.",
     )
 
 
@@ -67,9 +77,8 @@ def _glob_sync(
         return GlobResult(matches=[], truncated=False)
     regex = compile_glob(rest)
     found: list[str] = []
-    truncated = False
-    walk = walked(
-        start,
+    notes = []
+    disk = (
         walk_files(
             start,
             respect_gitignore=not args.include_ignored,
@@ -78,19 +87,30 @@ def _glob_sync(
             max_depth=pattern_depth(rest),
         )
         if start.is_dir()
-        else iter(()),
-        overlay,
+        else None
     )
     shown = ctx.display(start)
     # Only regular files (and links to them) are walked: devices, FIFOs and sockets never
     # match.
-    for rel in walk:
+    for rel in walked(start, disk if disk is not None else iter(()), overlay):
         if regex.fullmatch(rel):
             if len(found) >= MAX_GLOB_MATCHES:
-                truncated = True
+                notes.append(f"more than {MAX_GLOB_MATCHES:,} files matched: narrow the pattern")
                 break
             found.append(shown_below(shown, rel))
-    return GlobResult(matches=sorted(found), truncated=truncated)
+    cut = disk.cuts.note(shown) if disk is not None else None
+    if cut:
+        notes.append(cut)
+    note = "; ".join(notes) or None
+    return GlobResult(matches=sorted(found), truncated=note is not None, note=note)
+
+
+def _render(r: dict[str, Any]) -> str:
+    """``rendering.glob``'s text, and the note that says why it is incomplete (a search
+    cut short must not read as a whole one)."""
+    if not r.get("note"):
+        return rendering.glob(r)
+    return f"{rendering.glob({**r, 'truncated': False})}\n[{r['note']}]"
 
 
 async def glob(args: GlobArgs, ctx: ToolContext) -> GlobResult:
@@ -115,6 +135,6 @@ GLOB = Tool(
     effects=frozenset({"read"}),
     acp_kind="search",
     hook_names=("Glob",),
-    render=rendering.glob,
+    render=_render,
     core=True,
 )

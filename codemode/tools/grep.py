@@ -3,7 +3,9 @@
 Like ``glob`` it skips ``.git`` and whatever ``.gitignore`` excludes, runs in a worker
 thread, and searches the disk as the session's file store has it
 (``codemode.tools.overlaid_walk``): in a dry run, a file written earlier in the run is
-searched with its new contents and a removed one is not.
+searched with its new contents and a removed one is not. Its walk reads and holds a
+bounded number of entries (``codemode.tools.walk_bounds``); ``note`` names the folder a
+bound kept it from searching whole.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from codemode.tools.context import store_for
 from codemode.tools.fs.reading import kind_of, read_resolved
 from codemode.tools.fs.text import decode, is_binary
 from codemode.tools.glob_pattern import compile_glob, pattern_depth
-from codemode.tools.ignore import walk_files
+from codemode.tools.ignore import FileWalk, walk_files
 from codemode.tools.overlaid_walk import Overlay, holds, resolved_below, shown_below, walked
 from codemode.tools.store import MAX_READ_BYTES
 
@@ -69,8 +71,15 @@ class GrepMatch(ToolResult):
 class GrepResult(ToolResult):
     matches: list[GrepMatch] = Field(description="Matching lines, file by file, in line order.")
     truncated: bool = Field(
-        description=f"True when max_results (or the cap of {MAX_GREP_MATCHES}) was reached "
-        "and further matches were left out."
+        description=f"True when the result is incomplete: max_results (or the cap of "
+        f"{MAX_GREP_MATCHES}) was reached and further matches were left out, or part of "
+        "the tree was not searched (a folder of more entries than a search reads, or "
+        "paths longer than the system takes); note says which."
+    )
+    note: str | None = Field(
+        default=None,
+        description="Why the result is incomplete, naming the folder not searched whole; "
+        "null when it is whole.",
     )
     files_searched: int = Field(description="How many text files were read.")
     latin1_files: list[str] = Field(
@@ -113,9 +122,7 @@ def _compile_re2(pattern: str, case_insensitive: bool, *, multiline: bool) -> An
         ) from None
 
 
-def _read_text(
-    path: str, overlay: Overlay, key: Path | None = None
-) -> tuple[bytes, bool] | None:
+def _read_text(path: str, overlay: Overlay, key: Path | None = None) -> tuple[bytes, bool] | None:
     """A file's text as UTF-8 bytes and whether it was Latin-1, or None for files grep
     passes over (binary, huge, unreadable, not regular, removed in the store). ``key``:
     the path resolved, when the caller knows it (``resolved_below``)."""
@@ -166,9 +173,7 @@ def matching_line_spans(
         pos = end + 1
 
 
-def _matching_lines(
-    data: bytes, regex: Any, stop: threading.Event
-) -> Iterator[tuple[int, str]]:
+def _matching_lines(data: bytes, regex: Any, stop: threading.Event) -> Iterator[tuple[int, str]]:
     """(line number, line text) of each line of ``data`` that ``regex`` matches."""
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n")  # "$" then matches before a CRLF ending too
@@ -193,6 +198,7 @@ def _grep_sync(
             if not holds(overlay, target):
                 raise ToolError(missing) from None
             st_mode = stat.S_IFDIR  # a directory only the store has (made in a dry run)
+    walk: FileWalk | None = None  # the disk's walk, when a directory is searched
     if stat.S_ISDIR(st_mode):
         only = None
         depth = None
@@ -201,14 +207,9 @@ def _grep_sync(
             wanted_glob = args.glob if "/" in args.glob else "**/" + args.glob
             only = compile_glob(wanted_glob)
             depth = pattern_depth(wanted_glob)
-        on_disk = target.is_dir()
-        rels = walked(
-            target,
-            walk_files(target, ignore_top=ctx.workspace, stop=stop.is_set, max_depth=depth)
-            if on_disk
-            else iter(()),
-            overlay,
-        )
+        if target.is_dir():
+            walk = walk_files(target, ignore_top=ctx.workspace, stop=stop.is_set, max_depth=depth)
+        rels = walked(target, walk if walk is not None else iter(()), overlay)
         wanted = (r for r in rels if only is None or only.fullmatch(r))
         # Each file's path and name as strings made from the folder's: parsing them anew
         # costs the file's depth, which over a tree thousands of folders deep adds up.
@@ -227,12 +228,37 @@ def _grep_sync(
         files = iter([(str(target), ctx.display(target), None)])
     else:
         raise ToolError(
-            f"grep: {ctx.display(target)} is {kind_of(st_mode)}, not a regular file or "
-            "a directory"
+            f"grep: {ctx.display(target)} is {kind_of(st_mode)}, not a regular file or a directory"
         )
 
     result = GrepResult(matches=[], truncated=False, files_searched=0)
     most = min(args.max_results, MAX_GREP_MATCHES)
+    try:
+        _search(files, regex, overlay, stop, most, result)
+    except _Full:
+        result.note = f"more matches left out past {most:,} lines: narrow the pattern"
+        if most < MAX_GREP_MATCHES:
+            result.note += " or raise max_results"
+    cut = walk.cuts.note(ctx.display(target)) if walk is not None else None
+    if cut:
+        result.note = f"{result.note}; {cut}" if result.note else cut
+    result.truncated = result.note is not None
+    return result
+
+
+class _Full(Exception):
+    """As many matching lines were found as the result takes."""
+
+
+def _search(
+    files: Iterator[tuple[str, str, Path | None]],
+    regex: Any,
+    overlay: Overlay,
+    stop: threading.Event,
+    most: int,
+    result: GrepResult,
+) -> None:
+    """Add to ``result`` the matching lines of ``files``; raises _Full past ``most``."""
     for path, shown, file_key in files:
         if stop.is_set():
             break
@@ -245,10 +271,16 @@ def _grep_sync(
             result.latin1_files.append(shown)
         for number, line in _matching_lines(data, regex, stop):
             if len(result.matches) >= most:
-                result.truncated = True
-                return result
+                raise _Full
             result.matches.append(GrepMatch(path=shown, line=number, text=line[:MAX_LINE_CHARS]))
-    return result
+
+
+def _render(r: dict[str, Any]) -> str:
+    """``rendering.grep``'s text, and the note that says why it is incomplete (a search
+    cut short must not read as a whole one)."""
+    if not r.get("note"):
+        return rendering.grep(r)
+    return f"{rendering.grep({**r, 'truncated': False})}\n[{r['note']}]"
 
 
 async def grep(args: GrepArgs, ctx: ToolContext) -> GrepResult:
@@ -279,6 +311,6 @@ GREP = Tool(
     effects=frozenset({"read"}),
     acp_kind="search",
     hook_names=("Grep",),
-    render=rendering.grep,
+    render=_render,
     core=True,
 )

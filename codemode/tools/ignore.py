@@ -9,12 +9,14 @@ rules in the project's top-level ``.gitignore``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from codemode.tools.folder_handles import FolderHandles
 from codemode.tools.ignore_rules import Rules, load, load_in
+from codemode.tools.walk_bounds import Cuts, WalkLimits, folder_cut
+from codemode.tools.walk_bounds import too_long as too_long_cut
 
 
 def _inherited_rules(root: Path, top: Path | None) -> list[Rules]:
@@ -48,19 +50,42 @@ def walk_files(
     ignore_top: Path | None = None,
     stop: Callable[[], bool] | None = None,
     max_depth: int | None = None,
-) -> Iterator[str]:
-    """Yield the files under ``root`` as posix paths relative to it, depth first.
+    limits: WalkLimits | None = None,
+) -> FileWalk:
+    """The files under ``root`` as posix paths relative to it, depth first, sorted by
+    name within each folder.
 
     ``.git`` directories are always skipped. With ``respect_gitignore``, paths ignored
     by ``.gitignore`` files (in ``root``, below it, or in its ancestors up to
     ``ignore_top``/the repository root) are skipped too. Symlinked directories are not
-    followed; symlinks to files are yielded. ``stop`` is polled at every entry so a long
-    walk can be abandoned. ``max_depth`` yields only files at most that many components
-    deep (and descends no further): a glob without ``**`` such as ``*.py`` or
-    ``src/*.ts`` need not walk the whole tree.
+    followed; symlinks to files are yielded. ``stop`` is polled at every entry read, so
+    a long walk (or the listing of a flooded folder) can be abandoned. ``max_depth``
+    yields only files at most that many components deep (and descends no further): a
+    glob without ``**`` such as ``*.py`` or ``src/*.ts`` need not walk the whole tree.
+
+    The walk reads and holds no more entries than ``limits`` allow (by default those of
+    ``codemode.tools.walk_bounds``); the folders it could not walk whole are in the
+    result's ``cuts``, complete once the walk has ended.
     """
-    inherited = _inherited_rules(root, ignore_top) if respect_gitignore else []
-    yield from _walk(root, "", inherited, respect_gitignore, stop, max_depth)
+    cuts = Cuts()
+    bounds = limits or WalkLimits()
+    walk = _walk(root, respect_gitignore, ignore_top, stop, max_depth, bounds, cuts)
+    return FileWalk(walk, cuts)
+
+
+class FileWalk(Iterator[str]):
+    """A walk's relative paths, and (``cuts``) the folders it did not walk whole."""
+
+    def __init__(self, paths: Generator[str, None, None], cuts: Cuts) -> None:
+        self._paths = paths
+        self.cuts = cuts
+
+    def __next__(self) -> str:
+        return next(self._paths)
+
+    def close(self) -> None:
+        """Let go of the walk's open folders now, not when it is collected."""
+        self._paths.close()
 
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
@@ -68,100 +93,211 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _PATH_MAX = 4096
 
 
-def _walk(
-    directory: Path,
-    rel_dir: str,
-    rules: list[Rules],
-    respect: bool,
-    stop: Callable[[], bool] | None,
-    max_depth: int | None = None,
-) -> Iterator[str]:
-    # A stack, not recursion: a tree thousands of folders deep (a hostile repository)
-    # must not end the walk with RecursionError. Order as before: depth first, sorted.
-    # What each folder costs does not grow with its depth either (else such a tree costs
-    # the square of its depth): its path, relative path and depth are carried down from
-    # its parent, and it is opened once, relative to its parent (``FolderHandles``), its
-    # .gitignore read and its entries listed through that descriptor.
-    root = _Folder(str(directory), rel_dir, rules, rel_dir.count("/"), None, "")
-    stack: list[_Folder | str] = [root]
-    handles = FolderHandles(_DIR_FLAGS)
-    try:
-        yield from _walk_stack(stack, handles, respect, stop, max_depth)
-    finally:
-        handles.close()
+class _Stopped(Exception):
+    """``stop`` said so while a folder was being read."""
 
 
-def _walk_stack(
-    stack: list[_Folder | str],
-    handles: FolderHandles,
-    respect: bool,
-    stop: Callable[[], bool] | None,
-    max_depth: int | None,
-) -> Iterator[str]:
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            yield item
-            continue
-        if stop is not None and stop():
-            return
-        here, rel_here, here_rules = item.path, item.rel, item.rules
-        if len(os.fsencode(here)) >= _PATH_MAX:
-            # Not walked, as when folders were opened by path: its files could only be
-            # read by a walk down their path in Python (``read_resolved``), each costing
-            # the depth again.
-            continue
-        try:
-            # A subfolder was listed as a folder, not a symlink: if it has been swapped
-            # for one since, it is skipped, not followed.
-            fd = handles.enter(item, item.parent, item.name, here)
-            if respect:
-                own = load_in(fd, here, "", len(rel_here) + 1 if rel_here else 0)
-                if own:
-                    here_rules = [*here_rules, own]
-            with os.scandir(fd) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError:
-            continue  # unreadable directories are skipped, as find and rg do
-        # A subfolder's depth: the number of "/" in its relative path.
-        below = item.depth + 1 if rel_here else 0
-        # A folder of k components holds files of k + 1.
-        descend = max_depth is None or below + 2 <= max_depth
-        todo: list[_Folder | str] = []
-        for entry in entries:
-            # Polled per entry too: a huge .gitignore over a huge folder is slow to match.
-            if stop is not None and stop():
-                return
-            if entry.name == ".git":
-                continue
-            rel = f"{rel_here}/{entry.name}" if rel_here else entry.name
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            if respect and _ignored(here_rules, rel + "/" if is_dir else rel):
-                continue
-            if is_dir:
-                if descend:
-                    path = os.path.join(here, entry.name)
-                    todo.append(_Folder(path, rel, here_rules, below, item, entry.name))
-            elif _is_file(entry):  # follows symlinks: broken links and sockets drop out here
-                todo.append(rel)
-        stack.extend(reversed(todo))
+@dataclass(frozen=True)
+class _RuleChain:
+    """The rules that apply in a folder, innermost first: each folder with a
+    ``.gitignore`` adds one link to its parent's chain, so a tree thousands deep, one in
+    each folder, costs one link a folder, not a list as long as its depth."""
+
+    rules: Rules
+    outer: _RuleChain | None
 
 
 @dataclass(frozen=True)
 class _Folder:
-    """A folder still to walk: its path, its path relative to the walk's root (whose
-    ``depth`` is the number of ``/`` in it), the rules that apply in it, and the folder
-    holding it (None for the walk's root) and its name there."""
+    """A folder to walk: its path (and that path's length in bytes), its path relative
+    to the walk's root (whose ``depth`` is the number of ``/`` in it), the rules that
+    apply above it, and the folder holding it (None for the walk's root) and its name
+    there."""
 
     path: str
+    size: int
     rel: str
-    rules: list[Rules]
+    rules: _RuleChain | None
     depth: int
     parent: _Folder | None
     name: str
+
+
+@dataclass
+class _Listed:
+    """A folder read: the rules in it, and the names of its files and subfolders still
+    to visit, each list sorted with the next last (popped, so a name visited is let go)."""
+
+    folder: _Folder
+    rules: _RuleChain | None
+    files: list[str]
+    dirs: list[str]
+
+    def pop(self) -> tuple[str, bool] | None:
+        """The next name by name, and whether it is a folder; None when all are visited."""
+        if self.files and (not self.dirs or self.files[-1] < self.dirs[-1]):
+            return self.files.pop(), False
+        if self.dirs:
+            return self.dirs.pop(), True
+        return None
+
+
+class _Walk:
+    """One walk's state: its open folders, what it has read and holds, and its cuts."""
+
+    def __init__(
+        self,
+        respect: bool,
+        stop: Callable[[], bool] | None,
+        max_depth: int | None,
+        limits: WalkLimits,
+        cuts: Cuts,
+    ) -> None:
+        self.respect, self.stop, self.max_depth = respect, stop, max_depth
+        self.limits, self.cuts = limits, cuts
+        self.handles = FolderHandles(_DIR_FLAGS)
+        self.read = 0  # directory entries read, all folders together
+        self.held = 0  # names read and not yet visited
+
+    def read_folder(self, folder: _Folder) -> _Listed | None:
+        """Read ``folder``: None when it cannot be (unreadable folders are skipped, as
+        find and rg skip them) or a bound left no room for it (then it is cut)."""
+        room = min(
+            self.limits.folder,
+            self.limits.held - self.held,
+            self.limits.total - self.read,
+        )
+        if room <= 0 and self.read >= self.limits.total:
+            # Nothing more is read: it is not even opened to see whether it is empty.
+            self.cuts.add(folder.rel, folder_cut(self.limits, 0, self.held, self.read))
+            return None
+        try:
+            # A subfolder was listed as a folder, not a symlink: if it has been swapped
+            # for one since, it is skipped, not followed.
+            fd = self.handles.enter(folder, folder.parent, folder.name, folder.path)
+            rules = folder.rules
+            if self.respect:
+                start = len(folder.rel) + 1 if folder.rel else 0
+                own = load_in(fd, folder.path, "", start)
+                if own:
+                    rules = _RuleChain(own, rules)
+            listed = _Listed(folder, rules, [], [])
+            with os.scandir(fd) as entries:
+                self._read(listed, entries, max(room, 0))
+        except OSError:
+            return None
+        listed.files.sort(reverse=True)
+        listed.dirs.sort(reverse=True)
+        self.held += len(listed.files) + len(listed.dirs)
+        return listed
+
+    def _read(self, listed: _Listed, entries: Iterator[os.DirEntry[str]], room: int) -> None:
+        # Each entry is kept as a name or let go as it is read: the folder is never held
+        # as DirEntry objects, and never past ``room`` entries.
+        folder, rules, stop, respect = listed.folder, listed.rules, self.stop, self.respect
+        prefix = folder.rel + "/" if folder.rel else ""
+        below = folder.depth + 1 if folder.rel else 0  # a subfolder's depth
+        # A folder of k components holds files of k + 1.
+        descend = self.max_depth is None or below + 2 <= self.max_depth
+        # Past this many characters a name may make a path the kernel refuses.
+        near = (_PATH_MAX - folder.size - 2) // 4
+        seen = 0
+        too_long = False
+        try:
+            for entry in entries:
+                # Polled per entry: a folder of millions, or a huge .gitignore, is slow.
+                if stop is not None and stop():
+                    raise _Stopped
+                if seen == room:  # one more than there is room for: it holds more
+                    why = folder_cut(self.limits, room, self.held, self.read)
+                    self.cuts.add(folder.rel, why)
+                    break
+                seen += 1
+                name = entry.name
+                if name == ".git":
+                    continue
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    continue
+                if respect and _ignored(rules, prefix + name + "/" if is_dir else prefix + name):
+                    continue
+                if len(name) > near and folder.size + 1 + len(os.fsencode(name)) >= _PATH_MAX:
+                    too_long = True  # neither opened nor read by path: the kernel refuses it
+                    continue
+                if is_dir:
+                    if descend:
+                        listed.dirs.append(name)
+                elif _is_file(entry):  # follows links: broken ones and sockets drop out here
+                    listed.files.append(name)
+        finally:
+            self.read += seen
+        if too_long:
+            self.cuts.add(folder.rel, too_long_cut(_PATH_MAX))
+
+    def child(self, listed: _Listed, name: str) -> _Folder:
+        parent = listed.folder
+        return _Folder(
+            os.path.join(parent.path, name),
+            parent.size + 1 + len(os.fsencode(name)),
+            f"{parent.rel}/{name}" if parent.rel else name,
+            listed.rules,
+            parent.depth + 1 if parent.rel else 0,
+            parent,
+            name,
+        )
+
+
+def _walk(
+    root: Path,
+    respect: bool,
+    ignore_top: Path | None,
+    stop: Callable[[], bool] | None,
+    max_depth: int | None,
+    limits: WalkLimits,
+    cuts: Cuts,
+) -> Generator[str, None, None]:
+    # A stack of folders being walked, not recursion: a tree thousands of folders deep
+    # (a hostile repository) must not end the walk with RecursionError. What each folder
+    # costs does not grow with its depth either (else such a tree costs the square of its
+    # depth): its path, relative path and depth are carried down from its parent, and it
+    # is opened once, relative to its parent (``FolderHandles``), its .gitignore read and
+    # its entries listed through that descriptor. Only names wait on the stack, not paths
+    # as long as their depth.
+    chain: _RuleChain | None = None
+    if respect:
+        for rules in _inherited_rules(root, ignore_top):
+            chain = _RuleChain(rules, chain)
+    walk = _Walk(respect, stop, max_depth, limits, cuts)
+    path = str(root)
+    top = _Folder(path, len(os.fsencode(path)), "", chain, 0, None, "")
+    try:
+        if top.size >= _PATH_MAX:
+            cuts.add("", too_long_cut(_PATH_MAX))
+            return
+        first = walk.read_folder(top)
+        stack = [first] if first else []
+        while stack:
+            listed = stack[-1]
+            step = listed.pop()
+            if step is None:
+                stack.pop()
+                continue
+            walk.held -= 1
+            name, is_dir = step
+            if not is_dir:
+                rel = listed.folder.rel
+                yield f"{rel}/{name}" if rel else name
+                continue
+            if stop is not None and stop():
+                return
+            inner = walk.read_folder(walk.child(listed, name))
+            if inner is not None:
+                stack.append(inner)
+    except _Stopped:
+        return
+    finally:
+        walk.handles.close()
 
 
 def _is_file(entry: os.DirEntry[str]) -> bool:
@@ -171,10 +307,11 @@ def _is_file(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def _ignored(rules: list[Rules], rel: str) -> bool:
+def _ignored(chain: _RuleChain | None, rel: str) -> bool:
     # Deeper .gitignore files take precedence over shallower ones.
-    for r in reversed(rules):
-        verdict = r.verdict(rel)
+    while chain is not None:
+        verdict = chain.rules.verdict(rel)
         if verdict is not None:
             return verdict
+        chain = chain.outer
     return False

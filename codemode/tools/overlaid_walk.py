@@ -24,13 +24,16 @@ def walked(start: Path, rels: Iterator[str], overlay: Overlay) -> Iterator[str]:
     if not overlay:
         yield from rels
         return
+    # Only the walked files the store also holds are remembered: a set of every file
+    # walked would grow with the tree, however large a command made it.
     seen: set[Path] = set()
     root = start.resolve()
     for rel in rels:
         key = resolved_below(root, start, rel)
-        if key in overlay and overlay[key] is None:
-            continue
-        seen.add(key)
+        if key in overlay:
+            if overlay[key] is None:
+                continue
+            seen.add(key)
         yield rel
     for key, data in sorted(overlay.items()):
         if data is not None and key not in seen and key.is_relative_to(root) and key != root:

@@ -18,7 +18,9 @@ A file that appears during a turn but is older than the turn (it was ignored whe
 turn began) is not taken for one the turn created. Files over ``max_file_bytes``, and
 files beyond ``max_total_bytes`` of content, are not copied: a turn that changes one
 of them says so, and ``undo`` leaves it alone. A workspace of more than ``max_files``
-files turns snapshots off (``disabled`` says why).
+files turns snapshots off (``disabled`` says why), and so does one the walk could not
+read whole (a folder of more entries than it reads, ``codemode.tools.walk_bounds``, or
+paths longer than the system takes): ``undo`` could not put back what it did not see.
 """
 
 from __future__ import annotations
@@ -159,11 +161,14 @@ class Snapshots:
         entries: dict[str, _Entry] = {}
         racy_after = time.time_ns() - _CLOCK_SLACK_NS
         root = str(self.root)  # joined as text: a Path per file was half of a rescan
-        for rel in walk_files(self.root):
+        walk = walk_files(self.root)
+        for rel in walk:
             if len(entries) >= self.max_files:
-                self.disabled = f"the workspace has more than {self.max_files} files"
-                self._last, self._start = {}, None
+                walk.close()
+                self._turn_off(f"the workspace has more than {self.max_files} files")
                 return None
+            if walk.cuts.first is not None:
+                break
             path = os.path.join(root, rel)
             try:
                 st = os.lstat(path)
@@ -180,7 +185,16 @@ class Snapshots:
             blob = self._hash_and_store(Path(path), st.st_size, store=store)
             racy = st.st_mtime_ns >= racy_after
             entries[rel] = _Entry(st.st_size, st.st_mtime_ns, blob, racy)
+        cut = walk.cuts.note(".", "scanned")
+        if cut is not None:
+            walk.close()
+            self._turn_off(cut)
+            return None
         return entries
+
+    def _turn_off(self, why: str) -> None:
+        self.disabled = why
+        self._last, self._start = {}, None
 
     def _hash_and_store(self, path: Path, size: int, *, store: bool) -> str | None:
         if size > self.max_file_bytes:
@@ -256,9 +270,7 @@ class Snapshots:
             shutil.rmtree(self.store, ignore_errors=True)
 
 
-def _journal_entries(
-    tree: Tree, root: Path, changes: TurnChanges, tag: str
-) -> list[journal.Entry]:
+def _journal_entries(tree: Tree, root: Path, changes: TurnChanges, tag: str) -> list[journal.Entry]:
     """The journal of an undo (``journal``): each path it will write or remove with what
     it holds now (the undo's "before") and the digest of what it will hold after."""
     entries: list[journal.Entry] = []
