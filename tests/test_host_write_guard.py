@@ -141,7 +141,10 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("tools/declarations_cache.py", "_store", ".unlink"): _OWN_HOME + " (cache/)",
     ("tools/store/journal.py", "Recording.close", "os.unlink"): _OWN_HOME + " (journal/)",
     ("tools/store/journal.py", "open_dir", ".mkdir"): _OWN_HOME + " (journal/, 0700)",
-    ("tools/store/journal.py", "begin", "os.open"): _OWN_HOME + " (journal/, O_EXCL)",
+    ("tools/store/journal.py", "_new_file", "os.open"): _OWN_HOME
+    + " (journal/: O_TMPFILE, else O_EXCL)",
+    ("tools/store/journal.py", "_name_it", "os.link"): _OWN_HOME
+    + " (journal/: the unnamed file, whole and locked)",
     ("tools/store/journal.py", "begin", "os.rename"): _OWN_HOME + " (journal/)",
     ("tools/store/journal.py", "begin", "os.unlink"): _OWN_HOME + " (journal/)",
     ("tools/store/journal.py", "recover", "os.unlink"): _OWN_HOME + " (journal/)",
