@@ -73,13 +73,13 @@ def proxied(word: str, env: Mapping[str, str] | None = None) -> str | None:
     if not word or "/" in word or word.startswith("-") or "=" in word:
         return None
     from codemode.locations.host_programs import host_program
-    from codemode.sandbox.execpolicy.program_source import _proxy_reason
+    from codemode.sandbox.execpolicy.program_source import proxy_reason
 
     env = os.environ if env is None else env
     found = host_program(word, env.get("PATH", ""))
     if found is None or _pyenv_shim(found):
         return None
-    why = _proxy_reason(word, found)
+    why = proxy_reason(word, found)
     return f"{why}, a file a command could have written" if why else None
 
 

@@ -53,7 +53,7 @@ def allow_problem(name: str, ctx: PolicyContext) -> str | None:
         full = os.path.normpath(os.path.join(ctx.cwd, name))
         if _inside(full, roots) or _inside(os.path.realpath(full), roots):
             return f"{name} lies in the writable roots: it is whatever a command wrote there"
-        return _proxy_reason(os.path.basename(name), full)
+        return proxy_reason(os.path.basename(name), full)
     found = resolve(name, ctx.path, str(ctx.cwd), roots)
     if found is None:
         return None  # nothing runs (127)
@@ -63,7 +63,7 @@ def allow_problem(name: str, ctx: PolicyContext) -> str | None:
             f"`{name}` here is {path}, in the writable roots: a program a command could "
             f"have written, not the {name} an allow means"
         )
-    return _proxy_reason(name, path)
+    return proxy_reason(name, path)
 
 
 def resolve(
@@ -120,8 +120,10 @@ def _risky(entry: str, full: str, roots: tuple[str, ...]) -> bool:
 
 
 @functools.lru_cache(maxsize=1024)
-def _proxy_reason(name: str, path: str) -> str | None:
-    # a function of files outside the writable roots (commands cannot change them)
+def proxy_reason(name: str, path: str) -> str | None:
+    """Why the program ``name`` found at ``path`` runs what a workspace file names (a
+    version manager's shim, a toolchain proxy: ``toolchain_proxies.toml``), or None. (Cached: a
+    function of files outside the writable roots, which commands cannot change.)"""
     real = os.path.realpath(path)
     folder = os.path.dirname(path)
     for p in _proxies():
