@@ -2,25 +2,33 @@
 (which decides what the names found there reach):
 
 - a shell command line's program, or a file it sources or runs, named only by a
-  variable or a command's output (``$CMD``, ``. "$(cat f)"``, ``sh -c "$X"``), and
-  files another command lists (``xargs sh``, ``find -exec``): ``unknown_programs``;
+  variable or a command's output (``$CMD``, ``. "$(cat f)"``, ``bash -lc "$X"``,
+  ``timeout 20 $FMT``), files another command lists (``xargs sh``, ``find -exec``), and
+  a shell or interpreter given no script, which runs its input (``cat f | sh``, ``sh <
+  f``, ``bash <<< "$X"``, ``. /dev/stdin``): ``unknown_programs``;
 - the words a command line runs or sources (its first, the one after ``sh``,
-  ``source``, ``exec``, ``awk -f``...): ``run_words``;
+  ``source``, ``exec``, ``timeout 20``, ``awk -f``...): ``run_words``;
 - a call in code that starts a program (``os.system``, ``subprocess.run``,
-  ``child_process.execSync``...) or runs code or a module it is given (``exec``,
-  ``eval``, ``runpy.run_path``, ``importlib.import_module``, ``require``,
-  ``import()``...), with its argument as a command line where each part no literal
+  ``child_process.execSync``...), runs code or a module it is given (``exec``, ``eval``,
+  ``runpy.run_path``, ``importlib.import_module``, ``require``, ``import()``,
+  ``exec_module``, ``pickle.load``...) or puts a folder on Python's module path
+  (``sys.path.insert``), with its argument as a command line where each part no literal
   spells is ``UNKNOWN``: ``calls``. ``os.system(open(".fmtcmd").read())`` runs what a
-  file says, as ``$CMD`` does; ``subprocess.run(["git", "add", path])`` runs git.
+  file says, as ``$CMD`` does; ``subprocess.run(["git", "add", path])`` runs git. A
+  name an import gives (``import subprocess as sp``, ``from os import system as sh``,
+  ``const { execSync: sh } = require(...)``) counts as the module's or the call's, and
+  such a call named but not called (``partial(subprocess.run)``) as one given a variable.
 
 A text rule, not a parser: a call is its name, a ``(`` and what follows to the matching
-``)``, in any language that spells calls so (a ``run(`` in a message counts too), and
-an alias it cannot see (``import subprocess as sp``) hides the call from it.
+``)``, in any language that spells calls so (a ``run(`` in a message counts too); a
+name it cannot follow (``sh = run`` after ``from subprocess import run``) hides it.
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 # What stands for a part no reading of the text can know (a variable, a command's output).
@@ -33,19 +41,30 @@ FILE_FLAGS = frozenset({"-f", "--file", "--from-file"})
 _INTERPRETERS = frozenset(
     {"sh", "bash", "dash", "zsh", "ksh", "python", "python3", "perl", "ruby", "php", "source"}
 )
-# Words after which the next one is a file the script runs or reads as code.
+# Words after which the next (options, ``VAR=value``, a duration skipped) is run or sourced.
 RUNS_NEXT = frozenset(
     {
-        *("source", ".", "eval", "exec", "-c", "xargs", "command", "env"),
+        *("source", ".", "eval", "exec", "-c", "xargs", "command", "env", "-exec", "-execdir"),
+        *("timeout", "nice", "nohup", "time", "stdbuf", "setsid", "trap", "run-parts"),
         *("sh", "bash", "dash", "zsh", "ksh", "python", "python3", "node", "perl", "ruby"),
         *("run_path", "require", "import", "spawn", "execSync", "execFileSync", "system"),
         *("popen", "run", "call", "check_call", "check_output", "Popen"),
     }
 )
+_SEARCH_PATH = re.compile(r"(?:PATH|PYTHONPATH|NODE_PATH|PERL5LIB|RUBYLIB|LD_\w+)=(.*)")
+_DURATION = re.compile(r"[\d.]+[smhd]?")  # (``timeout 20``, ``nice -n 10``)
+_REDIRECT = re.compile(r"[\d&]*[<>]+&?")  # (``2>&1``, ``<f``; a ``<`` alone: the file next)
+# Shells and interpreters that run their input given no script, and that input's names.
+_READS_INPUT = (_INTERPRETERS - {"source"}) | {"node"}
+_INPUT_FILES = re.compile(r"/dev/stdin|/dev/fd/\d+|/proc/self/fd/\d+")
+_VARIABLE = "it runs what only a variable or a command's output names, which a command could write"
+_LISTED = "it runs files another command lists (xargs, find -exec), which a command could write"
+_INPUT = "it runs what a shell reads from a pipe, `<` or `<<<`, which a command could write"
 
 # Calls, by name: what their argument is. "program": a command line or an argument list
-# (its program first); "file": a file whose code runs; "code": code, or a module's name.
-_PROGRAM, _FILE, _CODE, _CUT = "program", "file", "code", "cut"
+# (its program first); "file": a file whose code runs; "code": code, a module or its name,
+# pickled data; "path": a folder put on the module path. ("passed": named, not called)
+_PROGRAM, _FILE, _CODE, _PATH, _PASSED, _CUT = "program", "file", "code", "path", "passed", "cut"
 _OS_EXEC = [
     f"{p}{s}" for p in ("exec", "spawn") for s in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")
 ]
@@ -59,6 +78,9 @@ _KINDS: dict[str, str] = {
     **dict.fromkeys(["exec", "eval", "compile", "Function", "import_module"], _CODE),
     **dict.fromkeys(["__import__", "run_module", "require", "import"], _CODE),
     **dict.fromkeys(["runInThisContext", "runInNewContext", "runInContext"], _CODE),
+    **dict.fromkeys(["exec_module", "load_module", "unsafe_load", "unsafe_load_all"], _CODE),
+    **dict.fromkeys(["load", "loads", "Unpickler"], _CODE),
+    **dict.fromkeys(["insert", "append", "extend", "addsitedir"], _PATH),
 }
 # Names other code uses too (``asyncio.run``, ``re.compile``, ``regex.exec``): counted
 # bare (``from subprocess import run``) or after one of these modules only.
@@ -68,11 +90,30 @@ _COMMON = frozenset(
 _MODULES = frozenset(
     {"os", "subprocess", "child_process", "cp", "childProcess", "pty", "pexpect", "builtins"}
 )
-_CALL = re.compile(
-    r"(?<![\w$])(?P<name>"
-    + "|".join(sorted(map(re.escape, _KINDS), key=len, reverse=True))
-    + r")\("
+# Names counted only after one of these (``pickle.load``, never ``json.load``;
+# ``sys.path.append``, never ``lines.append``), or imported from one by name.
+_PICKLES = frozenset({"pickle", "cPickle", "_pickle", "dill"})
+_ONLY_AFTER = {
+    **dict.fromkeys(["load", "loads", "Unpickler"], _PICKLES),
+    **dict.fromkeys(["insert", "append", "extend"], frozenset({"sys.path"})),
+}
+# Where a script names a module, and what it takes from it under which name: ``import
+# subprocess as sp``, ``from os import system as sh``, ``const proc = require("cp")``,
+# ``import * as cp from "cp"``, ``const { execSync: sh } = require(...)``.
+_IMPORTS = (
+    re.compile(r"(?m)^[ \t]*import[ \t]+(?P<names>[^\n#;]*)"),
+    re.compile(r"\bfrom\s+(?P<module>[\w.]+)\s+import\s+(?P<names>\([^)]{0,999}\)|[\w., \t]+)"),
+    re.compile(
+        r"\b(?:import|const|let|var)\s+(?P<names>\{[^}]{0,999}\}|(?:\*\s*as\s+)?[\w$]+)\s*"
+        r"(?:from|=\s*require\()\s*['\"](?:node:)?(?P<module>[\w/]+)['\"]"
+    ),
 )
+# ``getattr(os, "system")``: ``os.system``.
+_GETATTR = re.compile(r"\bgetattr\(\s*([\w$]+)\s*,\s*(['\"])(\w+)\2\s*\)")
+# A module's call named but not called (``partial(subprocess.run, shell=True)``, ``sh =
+# os.system``, ``promisify(cp.exec)``; not ``Popen``, a class annotations name too).
+_NAMED = re.compile(r"(?<![\w$.])(?P<module>[\w$]+)\s*\.\s*(?P<name>(?!Popen\b)\w+)(?![\w$]|\s*\()")
+
 # What a call's name follows: ``os.``, ``require("child_process").``, ``x().``.
 _QUALIFIER = re.compile(
     r"(?:(?P<module>[A-Za-z_$][\w$]*)"
@@ -96,37 +137,83 @@ _SEGMENTS = re.compile(r"[;&|()]|(?<![\w./-])(?:then|do|else|if|while|until)(?![
 @dataclass(frozen=True)
 class Call:
     name: str  # as the script spells it: ``subprocess.run``
-    kind: str  # "program", "file", "code"; "cut": more calls than were read
+    kind: str  # "program", "file", "code", "path", "passed"; "cut": more than were read
     command: str  # its argument as a command line, ``UNKNOWN`` for what no literal spells
 
 
 def calls(text: str) -> list[Call]:
     """The calls of ``text`` (its whole-line ``#`` comments left out) that start a
-    program or run code, each with what it is given; a last one of kind "cut" if there
-    were more than could be read."""
+    program, run code or put a folder on the module path, each with what it is given
+    (the names imports give them followed); its calls named but not called; a last one
+    of kind "cut" if there were more than could be read."""
     text = re.sub(r"(?m)^[ \t]*#.*$", "", text)
-    found = []
+    text = _GETATTR.sub(r"\1.\3", text)
+    modules, renamed = _aliases(text)
+    found = [
+        Call(f"{m['module']}.{m['name']}", _PASSED, UNKNOWN)
+        for m in _NAMED.finditer(text)
+        if m["name"] in _KINDS and modules.get(m["module"]) in _MODULES | _PICKLES
+    ]
     budget = _READ_PER_CHAR * len(text) + _MAX_ARGUMENT
-    for match in _CALL.finditer(text):
+    names = "|".join(sorted(map(re.escape, {*_KINDS, *renamed}), key=len, reverse=True))
+    for match in re.finditer(rf"(?<![\w$])(?P<name>{names})\(", text):
         if budget <= 0:
             found.append(Call("", _CUT, ""))
             break
-        name, before = match.group("name"), text[max(0, match.start() - 64) : match.start()]
+        spelt, before = match.group("name"), text[max(0, match.start() - 64) : match.start()]
+        name = renamed.get(spelt, spelt)
         if _DEFINES.search(before):
             continue
         qualified = _QUALIFIER.search(before)
         # (None: called bare; "": a method of what an expression made)
         module = None if qualified is None else qualified["module"] or qualified["required"] or ""
-        if name in _COMMON and module is not None and module not in _MODULES:
+        allowed = _ONLY_AFTER.get(name)
+        dotted = re.search(r"(?<![\w$.])([A-Za-z_$][\w$.]*)\.\s*$", before) if allowed else None
+        if allowed and not (modules.get(dotted[1]) in allowed if dotted else spelt in renamed):
+            continue
+        if name in _COMMON and module is not None and modules.get(module) not in _MODULES:
             continue
         arguments, stop = _arguments(text, match.end())
         budget -= stop - match.end()
-        if name.startswith("spawn") and module == "os":
-            arguments = arguments[1:]  # (its mode first: os.spawnvp(os.P_WAIT, ...))
+        if _KINDS[name] == _PATH and _own_folder(text[match.end() : stop]):
+            continue
+        # (os.spawnvp's mode, sys.path.insert's index: first)
+        first = name == "insert" or (name.startswith("spawn") and modules.get(module or "") == "os")
         # (Function's arguments are its parameters' names and its body: each is code)
-        picked = " ".join(arguments) if name == "Function" else (arguments or [""])[0]
-        found.append(Call(f"{module}.{name}" if module else name, _KINDS[name], picked))
+        picked = " ".join(arguments) if name == "Function" else (arguments[first:] or [""])[0]
+        shown = dotted[1] if dotted else module  # (``sys.path.insert``, ``sp.run``)
+        found.append(Call(f"{shown}.{spelt}" if shown else spelt, _KINDS[name], picked))
     return found
+
+
+def _aliases(text: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The modules ``text`` names, each name it gives one with the module's (``sp``:
+    ``subprocess``), and the calls its imports rename (``sh``: ``system``)."""
+    modules = {m: m for m in (*_MODULES, *_PICKLES, "sys.path")}
+    renamed: dict[str, str] = {}
+    for pattern in _IMPORTS:
+        for found in pattern.finditer(text):
+            module = found.groupdict().get("module")
+            for part in re.split(r"[,{}()\n]", found["names"]):
+                words = [w for w in re.findall(r"[\w$.*]+", part) if w != "as"]
+                if not words:
+                    continue
+                if module is None:  # (``import subprocess as sp``)
+                    if len(words) == 2 and words[0] in modules:
+                        modules[words[1]] = modules[words[0]]
+                elif module not in modules and (words[0] in _COMMON or words[0] in _ONLY_AFTER):
+                    continue  # (``from asyncio import run``, ``from json import load``)
+                elif words[0] in _KINDS:
+                    renamed[words[-1]] = words[0]
+                elif module in modules:  # (``const proc = require(...)``)
+                    modules[words[-1]] = module
+    return modules, renamed
+
+
+def _own_folder(argument: str) -> bool:
+    """Whether a folder put on the module path is the script's own, not one above it."""
+    ups = argument.count("dirname") + argument.count(".parent")
+    return "__file__" in argument and ups <= 1 and not re.search(r"\.\.|parents", argument)
 
 
 def _arguments(text: str, start: int) -> tuple[list[str], int]:
@@ -228,52 +315,86 @@ def _string(text: str, i: int, prefix: str, end: int) -> tuple[str, int]:
     return "".join(out), i + len(quote)
 
 
-def unknown_programs(line: str) -> list[str]:
-    """A program, or a file sourced or run, that only a variable or a command's output
-    names (``$CMD``, ``. "$(cat f)"``, ``sh -c "$X"``)."""
+def unknown_programs(line: str, fed: bool = False) -> list[str]:
+    """What ``line`` runs that no word of it names: a program, or a file sourced or run,
+    that only a variable or a command's output names (``$CMD``, ``. "$(cat f)"``, ``sh
+    -c "$X"``), files another command lists, and the input of a shell or interpreter
+    given no script (``cat f | sh``, ``bash <<< "$X"``; ``fed``: ``line`` is what a call
+    starts, whose input the script gives it)."""
     out = []
-    for segment in _SEGMENTS.split(line):
-        tokens = [t.strip("'\"") for t in segment.split()]
-        while tokens and "=" in tokens[0] and not tokens[0].startswith(UNKNOWN):
-            tokens.pop(0)  # (VAR=value before the command)
+    for tokens, piped in _commands(line):
+        for i, _ in _run_positions(tokens):
+            if tokens[i] == UNKNOWN:
+                out.append(_VARIABLE)
+            elif _INPUT_FILES.fullmatch(tokens[i]) or (
+                os.path.basename(tokens[i]) in _READS_INPUT
+                and _runs_input(tokens[i + 1 :], fed or piped)
+            ):
+                out.append(_INPUT)
         for i, token in enumerate(tokens):
             before = tokens[i - 1] if i else ""
-            lead = i == 0 or before in RUNS_NEXT
-            if token == UNKNOWN and lead:
-                out.append(
-                    "it runs a program or file that a variable or a command's "
-                    "output names, which could lie where a command writes"
-                )
-                break
-            # (`xargs sh`, `find . -exec sh {} ;`, `-exec {} ;`, `sh -c '{}'`: the files
-            # another command lists, which a command could have written; a `{}` alone is
-            # code's empty table)
+            # (`xargs sh`, `find . -exec sh {} ;`, `sh -c '{}'`; a `{}` alone: code's table)
             execs = before in ("-exec", "-execdir", "-ok", "-okdir") or "xargs" in tokens[:i]
             if (execs and (token in _INTERPRETERS or token == "{}")) or (
-                i > 0 and lead and token == "{}"
+                before in RUNS_NEXT and token == "{}"
             ):
-                out.append(
-                    "it runs files that another command lists (xargs, find -exec), "
-                    "which a command could have written"
-                )
+                out.append(_LISTED)
                 break
-    return out
+    return list(dict.fromkeys(out))
+
+
+def _runs_input(after: list[str], fed: bool) -> bool:
+    """Whether a shell or interpreter given ``after`` (no script: options, redirects)
+    runs an input given it (``fed``, ``<``, ``<<<``; a here-document is read as lines)."""
+    target = arguments = False  # (the word after a redirect is its file or string)
+    for word in after:
+        if word.startswith("<<") and not word.startswith("<<<"):
+            return False
+        fed = fed or bool(re.match(r"\d*<", word))
+        arguments = arguments or word in ("-s", "-")  # (the script's input, then its arguments)
+        if not (target or arguments or word.startswith("-") or _REDIRECT.match(word)):
+            return False
+        target = bool(_REDIRECT.fullmatch(word))
+    return fed
+
+
+def _run_positions(tokens: list[str]) -> Iterator[tuple[int, str]]:
+    """Where one command's ``tokens`` name what is run or sourced, each with the word
+    before it: its first, and the first after a word of ``RUNS_NEXT`` (options,
+    ``VAR=value`` and a duration skipped: ``bash -e x.sh``, ``env A=1 ./x``, ``timeout
+    20 x``) or after ``awk -f``; ``command -v`` runs nothing, ``find .`` sources nothing."""
+    file_flag = any(t.rsplit("/", 1)[-1] in FILE_FLAG_PROGRAMS for t in tokens)
+    waiting, before, target = True, "", False
+    for i, token in enumerate(tokens):
+        lead = waiting and not before  # (the command's first word)
+        skipped = target or token.startswith("-") or "=" in token or _REDIRECT.match(token)
+        if waiting and before == "command" and token in ("-v", "-V"):
+            waiting = False
+        elif waiting and not (skipped or (before and _DURATION.fullmatch(token))):
+            yield i, before
+            waiting = False
+        target = bool(_REDIRECT.fullmatch(token))
+        if (token in RUNS_NEXT and (token != "." or lead)) or (file_flag and token in FILE_FLAGS):
+            waiting, before = True, "source" if token in FILE_FLAGS else token
 
 
 def run_words(line: str) -> list[tuple[str, str]]:
     """The words of ``line`` (a shell command line) that are run or sourced, each with
-    the word before it: each command's first, and the first after a word of
-    ``RUNS_NEXT`` (its options and ``VAR=value`` skipped: ``bash -e x.sh``, ``env A=1
-    ./x``) or after ``awk -f``."""
+    the word before it (``_run_positions``), and the folders ``PATH=`` and its kind put
+    first (``PATH="$CLAUDE_PROJECT_DIR/node_modules/.bin:$PATH"``), as sourced."""
     out = []
-    for segment in _SEGMENTS.split(line):
-        tokens = [t.strip("'\"") for t in segment.split()]
-        file_flag = any(t.rsplit("/", 1)[-1] in FILE_FLAG_PROGRAMS for t in tokens)
-        waiting, before = True, ""
-        for token in tokens:
-            if waiting and not (token.startswith("-") or "=" in token):
-                out.append((token, before))
-                waiting = False
-            if token in RUNS_NEXT or (file_flag and token in FILE_FLAGS):
-                waiting, before = True, "source" if token in FILE_FLAGS else token
+    for tokens, _ in _commands(line):
+        out += [(tokens[i], before) for i, before in _run_positions(tokens)]
+        found = (_SEARCH_PATH.fullmatch(t) for t in tokens)
+        out += [(p, "source") for m in found if m for p in m[1].split(":") if p]
     return out
+
+
+def _commands(line: str) -> list[tuple[list[str], bool]]:
+    """The commands of ``line``, each its words and whether a pipe feeds it; what
+    ``<(...)`` makes, a file no word names, is ``UNKNOWN``."""
+    pieces = re.split(f"({_SEGMENTS.pattern})", line.replace("<(", f"{UNKNOWN}("))
+    return [
+        ([t.strip("'\"") for t in pieces[n].split()], n > 0 and pieces[n - 1] == "|")
+        for n in range(0, len(pieces), 2)
+    ]

@@ -19,9 +19,10 @@ their text, in any language:
   ``"$(dirname "$0")/../lib.sh"``, a file name with a script's suffix, any word after
   ``source`` or ``.``) or in a writable root;
 - a program or a sourced file named only by a variable or a command's output
-  (``$CMD``, ``. "$(cat f)"``, ``sh -c "$X"``), and a call in code that starts a
-  program or runs code whose argument is not a literal (``os.system(cmd)``,
-  ``subprocess.run(f.read().split())``, ``exec(...)``, ``importlib.import_module(name)``,
+  (``$CMD``, ``. "$(cat f)"``, ``bash -lc "$X"``) or read from a shell's input (``cat f
+  | sh``), and a call in code that starts a program, runs code or puts a folder on the
+  module path, whose argument is not a literal (``os.system(cmd)``, ``sp.run(f.read())``,
+  ``exec(...)``, ``importlib.import_module(name)``, ``sys.path.insert(0, ".")``,
   ``child_process.execSync(...)``, ``require(name)``: ``script_runs``): what it names
   is not known.
 
@@ -30,13 +31,14 @@ no command wrote, are read for what they *run*, not what they mention: a program
 table (``npx prettier`` runs the workspace's ``node_modules`` as the hook ``npx
 prettier`` would), a Python reading its working folder (the workspace: ``python3 -c``
 imports its ``json.py``), a path in the workspace or a writable root that it runs or
-sources (a command's first word, the word after ``sh``, ``source``, ``exec``...), a
-program or call named only by a variable as above. Reading a workspace file, or passing
-its path to a program, does not count there; nor do the words of ``[script_words]``.
+sources (a command's first word, the word after ``sh``, ``source``, ``exec``..., a
+``PATH=`` folder), a program or call named only by a variable as above. Reading a
+workspace file, or passing its path to a program, does not count there; nor do the
+words of ``[script_words]``.
 
 This reads text, not programs: a word in a message or an inline comment counts too
 (whole-line ``#`` comments do not), and a script built to hide a name from it (``"ma" +
-"ke"``, ``import subprocess as sp``) would pass. The person trusting the hook reads the
+"ke"``, ``sub = subprocess``) would pass. The person trusting the hook reads the
 script, and its author is not who this guards against: the scan finds the ways scripts
 ordinarily reach the workspace, and errs toward running them confined, which costs a
 hook little. What is read is what was trusted: each file's bytes are hashed as they are
@@ -107,6 +109,7 @@ _FILE_NEXT = frozenset(
         "Rscript",
         "pwsh",
         "tclsh",
+        "run-parts",
     }
 )
 # A word that could be a program's name (looked up on PATH for its ``#!`` or a proxy).
@@ -264,6 +267,21 @@ def _call_findings(
             break
         said = f"`{call.name}(…)`"
         command = _substitute(call.command, env)
+        if call.kind == "passed":
+            out.append(
+                f"`{call.name}` is passed on or renamed, not called by its name, so what "
+                "it starts is not known"
+            )
+            continue
+        if call.kind == "path":  # (a relative folder is the working folder's: the workspace)
+            folder = _under(top, os.path.expanduser(command))
+            own = any(folder.is_relative_to(c) for c in covered)
+            if _UNKNOWN in command or (not own and _reachable(folder, top)):
+                out.append(
+                    f"{said} puts a folder on the module path that a command could "
+                    "write in (the workspace, or one it is given as it runs)"
+                )
+            continue
         if call.kind == "code":
             if _UNKNOWN in command:
                 out.append(
@@ -273,14 +291,18 @@ def _call_findings(
             continue
         if call.kind == "file":
             command = f"source {command}"  # (a file whose code runs)
-        out += [f"{said}: {why}" for why in _runs(command, where, covered, top, False)]
+        fed = call.kind == "program"  # (the script gives it its input)
+        out += [f"{said}: {why}" for why in _runs(command, where, covered, top, False, fed)]
     return out
 
 
-def _runs(line: str, where: Path, covered: list[Path], top: Path, full: bool) -> list[str]:
+def _runs(
+    line: str, where: Path, covered: list[Path], top: Path, full: bool, fed: bool = False
+) -> list[str]:
     """Why the command line ``line`` runs what its trust does not cover: a program or
-    file a variable names, and (unless ``full`` looked at every path) a path it runs."""
-    out = unknown_programs(line)
+    file a variable names, a shell's input (``fed``: a call's, which the script gives),
+    and (unless ``full`` looked at every path) a path it runs."""
+    out = unknown_programs(line, fed)
     if not full:
         for word, before in run_words(line):
             why = _path(word, before, where, covered, top)
