@@ -35,6 +35,23 @@ if answer:
 """
 
 
+def confined_reasons(home: Path, work: Path, store: Any) -> list[str]:
+    """Why the workspace's first hook runs confined, as the engine decides it (its
+    command's programs, then what its trusted scripts start, ``store`` being its
+    ``TrustStore``); empty: it runs on the host."""
+    from codemode.hooks import project_runners, script_scan
+    from codemode.hooks.discovery import discover
+    from codemode.hooks.process import argv_for, project_env
+    from codemode.locations import launcher
+
+    hook = discover(work, home).hooks[0]
+    env = project_env(os.environ, work)
+    argv = argv_for(hook.command)
+    named = launcher.named_files(argv, work, env)
+    scanned = script_scan.scan(named, store.trusted_files(hook), work, env)
+    return project_runners.notes(argv, work, env) + scanned.reasons
+
+
 def script(folder: Path, name: str, text: str) -> Path:
     """An executable script file (its first line says what runs it)."""
     path = folder / name

@@ -16,10 +16,10 @@ import os
 from pathlib import Path
 
 import pytest
-from hooks_support import hooks_table, run_session, write_hooks
+from hooks_support import confined_reasons, hooks_table, run_session, write_hooks
 from test_redteam_hooks_scripts import _program, _put
 
-from codemode.hooks import project_runners, script_scan
+from codemode.hooks import script_scan
 from codemode.hooks.discovery import discover
 from codemode.hooks.process import argv_for, project_env
 from codemode.hooks.trust import TrustStore
@@ -49,12 +49,7 @@ def _reasons(home: Path, work: Path, script: str, name: str = "fmt.py") -> list[
     """Why the hook runs confined, as the engine decides it (its command's programs,
     then what its trusted scripts start); empty: it runs on the host."""
     store = _trusted(home, work, script, name)
-    hook = discover(work, home).hooks[0]
-    env = project_env(os.environ, work)
-    argv = argv_for(hook.command)
-    named = launcher.named_files(argv, work, env)
-    scanned = script_scan.scan(named, store.trusted_files(hook), work, env)
-    return project_runners.notes(argv, work, env) + scanned.reasons
+    return confined_reasons(home, work, store)
 
 
 def _pwned(home: Path) -> Path:

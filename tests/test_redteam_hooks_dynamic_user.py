@@ -11,18 +11,14 @@ command may write. Real sessions, sandboxes and hook processes."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from hooks_support import hooks_table, run_session, write_hooks
+from hooks_support import confined_reasons, hooks_table, run_session, write_hooks
 from test_redteam_hooks_scripts import _program, _put
 
-from codemode.hooks import project_runners, script_scan
 from codemode.hooks.discovery import discover
-from codemode.hooks.process import argv_for, project_env
 from codemode.hooks.trust import TrustStore
-from codemode.locations import launcher
 
 
 @pytest.fixture(autouse=True)
@@ -47,12 +43,7 @@ def _reasons(
     """Why the hook runs confined, as the engine decides it; empty: on the host."""
     _user_hook(tmp_path, home, work, script, name)
     store = TrustStore(home, work)
-    hook = discover(work, home).hooks[0]
-    env = project_env(os.environ, work)
-    argv = argv_for(hook.command)
-    named = launcher.named_files(argv, work, env)
-    scanned = script_scan.scan(named, store.trusted_files(hook), work, env)
-    return project_runners.notes(argv, work, env) + scanned.reasons
+    return confined_reasons(home, work, store)
 
 
 # (the user's script, the workspace's files at first, the file the program writes and

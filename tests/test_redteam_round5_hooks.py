@@ -14,13 +14,10 @@ import os
 from pathlib import Path
 
 import pytest
-from hooks_support import hooks_table, run_session, write_hooks
+from hooks_support import confined_reasons, hooks_table, run_session, write_hooks
 
-from codemode.hooks import project_runners, script_scan
 from codemode.hooks.discovery import discover
-from codemode.hooks.process import argv_for, project_env
 from codemode.hooks.trust import TrustStore
-from codemode.locations import launcher
 
 
 @pytest.fixture(autouse=True)
@@ -44,12 +41,7 @@ def _confined(
     """Why the hook runs confined, as the engine decides it (its command's programs, then
     what its trusted scripts start); empty: it runs on the host."""
     store = _trusted(home, work, script, command)
-    hook = discover(work, home).hooks[0]
-    env = project_env(os.environ, work)
-    argv = argv_for(hook.command)
-    named = launcher.named_files(argv, work, env)
-    scanned = script_scan.scan(named, store.trusted_files(hook), work, env)
-    return project_runners.notes(argv, work, env) + scanned.reasons
+    return confined_reasons(home, work, store)
 
 
 SCRIPT_LINES = {
