@@ -50,9 +50,10 @@ class GlobResult(ToolResult):
     )
     truncated: bool = Field(
         description=f"True when the result is incomplete: more than {MAX_GLOB_MATCHES} "
-        "files matched and the rest were left out (narrow the pattern), or part of the "
+        "files matched and the rest were left out (narrow the pattern), part of the "
         "tree was not searched (a folder of more entries than a search reads, or paths "
-        "longer than the system takes); note says which."
+        "longer than the system takes), or a .gitignore was too costly to honour (files "
+        "it ignores may be listed); note says which."
     )
     note: str | None = Field(
         default=None,
@@ -93,14 +94,14 @@ def _glob_sync(
     # Only regular files (and links to them) are walked: devices, FIFOs and sockets never
     # match.
     for rel in walked(start, disk if disk is not None else iter(()), overlay):
-        if regex.fullmatch(rel):
+        # Timed with the walk's matching (a costly glob ends the walk, said in its note).
+        if disk.matches(regex, rel) if disk is not None else regex.fullmatch(rel):
             if len(found) >= MAX_GLOB_MATCHES:
                 notes.append(f"more than {MAX_GLOB_MATCHES:,} files matched: narrow the pattern")
                 break
             found.append(shown_below(shown, rel))
-    cut = disk.cuts.note(shown) if disk is not None else None
-    if cut:
-        notes.append(cut)
+    if disk is not None:
+        notes += [n for n in (disk.cuts.note(shown), disk.cuts.rules_note(shown)) if n]
     note = "; ".join(notes) or None
     return GlobResult(matches=sorted(found), truncated=note is not None, note=note)
 

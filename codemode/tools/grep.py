@@ -5,12 +5,15 @@ thread, and searches the disk as the session's file store has it
 (``codemode.tools.overlaid_walk``): in a dry run, a file written earlier in the run is
 searched with its new contents and a removed one is not. Its walk reads and holds a
 bounded number of entries (``codemode.tools.walk_bounds``); ``note`` names the folder a
-bound kept it from searching whole.
+bound kept it from searching whole. It reads at most ``MAX_GREP_BYTES`` of files in all:
+a command makes a folder of 50,000 hard links to one file of 20 MB in a second, and each
+one read cost ~50 ms.
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import os
 import stat
 import threading
@@ -24,17 +27,28 @@ from codemode.tools import rendering
 from codemode.tools.base import StrictArgs, Tool, ToolContext, ToolError, ToolResult
 from codemode.tools.context import store_for
 from codemode.tools.fs.reading import kind_of, read_resolved
-from codemode.tools.fs.text import decode, is_binary
+from codemode.tools.fs.text import BINARY_SNIFF_CHARS, MARKED, decode, is_binary
 from codemode.tools.glob_pattern import compile_glob, pattern_depth
 from codemode.tools.ignore import FileWalk, walk_files
 from codemode.tools.overlaid_walk import Overlay, holds, resolved_below, shown_below, walked
 from codemode.tools.store import MAX_READ_BYTES
+from codemode.tools.walk_bounds import shown_path
 
 MAX_LINE_CHARS = 500
 # The most lines one grep returns, whatever max_results asks: with each line cut to
 # MAX_LINE_CHARS, a result stays a few megabytes (a pattern such as "^" over a file of
 # millions of empty lines would otherwise build millions of matches).
 MAX_GREP_MATCHES = 10_000
+# The most bytes of files one grep reads, all files together: ~2 s of reading, decoding
+# and matching here, past the size of the source of the largest real projects searched
+# (the Linux kernel's is ~1.2 GB, most of it in files .gitignore does not cover).
+MAX_GREP_BYTES = 1 << 30
+# The most names ``latin1_files`` lists (a tree of a million such files would list them
+# all, each up to 4,096 bytes long); ``note`` says how many there were.
+MAX_LATIN1_LISTED = 100
+# UTF-8 is checked this many bytes at a time: decoding a file of 20 MB whole made a
+# string of 80 MB when one character was past U+FFFF.
+_CHECK_CHUNK = 1 << 20
 
 
 class GrepArgs(StrictArgs):
@@ -72,9 +86,10 @@ class GrepResult(ToolResult):
     matches: list[GrepMatch] = Field(description="Matching lines, file by file, in line order.")
     truncated: bool = Field(
         description=f"True when the result is incomplete: max_results (or the cap of "
-        f"{MAX_GREP_MATCHES}) was reached and further matches were left out, or part of "
-        "the tree was not searched (a folder of more entries than a search reads, or "
-        "paths longer than the system takes); note says which."
+        f"{MAX_GREP_MATCHES}) was reached and further matches were left out, part of "
+        "the tree was not searched (a folder of more entries than a search reads, paths "
+        "longer than the system takes, more bytes of files than a search reads), a "
+        ".gitignore was too costly to honour, or latin1_files is cut; note says which."
     )
     note: str | None = Field(
         default=None,
@@ -85,7 +100,8 @@ class GrepResult(ToolResult):
     latin1_files: list[str] = Field(
         default_factory=list,
         description="Searched files that are not valid UTF-8: they were read as Latin-1 "
-        "(one character per byte), as read_file reads them.",
+        f"(one character per byte), as read_file reads them. At most {MAX_LATIN1_LISTED}: "
+        "note says how many there were beyond.",
     )
 
 
@@ -122,22 +138,37 @@ def _compile_re2(pattern: str, case_insensitive: bool, *, multiline: bool) -> An
         ) from None
 
 
-def _read_text(path: str, overlay: Overlay, key: Path | None = None) -> tuple[bytes, bool] | None:
-    """A file's text as UTF-8 bytes and whether it was Latin-1, or None for files grep
-    passes over (binary, huge, unreadable, not regular, removed in the store). ``key``:
-    the path resolved, when the caller knows it (``resolved_below``)."""
+def _read_text(
+    path: str, overlay: Overlay, key: Path | None = None
+) -> tuple[int, tuple[bytes, bool] | None]:
+    """How many bytes were read, and the file's text as UTF-8 bytes and whether it was
+    Latin-1, or None for files grep passes over (binary, huge, unreadable, not regular,
+    removed in the store). ``key``: the path resolved, when the caller knows it
+    (``resolved_below``)."""
     if key is None and overlay:
         key = Path(path).resolve()
     if key is not None and key in overlay:
         held = overlay[key]
         if held is None or len(held) > MAX_READ_BYTES:
-            return None
+            return 0, None
         data = held
     else:
         try:
             data = read_resolved(path, MAX_READ_BYTES)
         except (OSError, ToolError):
+            return 0, None
+    return len(data), _text(data)
+
+
+def _text(data: bytes) -> tuple[bytes, bool] | None:
+    if not data.startswith(tuple(MARKED.values())):
+        # ``decode``'s answer, without a string of the whole file: valid UTF-8 is
+        # searched as it is, anything else is Latin-1.
+        utf8 = _is_utf8(data)
+        head = data[: 4 * BINARY_SNIFF_CHARS].decode("utf-8" if utf8 else "latin-1", "ignore")
+        if is_binary(head):
             return None
+        return (data, False) if utf8 else (data.decode("latin-1").encode("utf-8"), True)
     text, encoding = decode(data)
     if is_binary(text):
         return None
@@ -146,6 +177,17 @@ def _read_text(path: str, overlay: Overlay, key: Path | None = None) -> tuple[by
     # Searched as text whatever its encoding; only Latin-1 is reported (it may be a
     # guess), as a file with a byte order mark says what it is.
     return text.encode("utf-8"), encoding == "latin-1"
+
+
+def _is_utf8(data: bytes) -> bool:
+    check = codecs.getincrementaldecoder("utf-8")()
+    try:
+        for at in range(0, len(data), _CHECK_CHUNK):
+            check.decode(data[at : at + _CHECK_CHUNK])
+        check.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def matching_line_spans(
@@ -210,7 +252,9 @@ def _grep_sync(
         if target.is_dir():
             walk = walk_files(target, ignore_top=ctx.workspace, stop=stop.is_set, max_depth=depth)
         rels = walked(target, walk if walk is not None else iter(()), overlay)
-        wanted = (r for r in rels if only is None or only.fullmatch(r))
+        # Timed with the walk's matching (a costly glob ends the walk, said in its note).
+        match = walk.matches if walk is not None else (lambda rx, r: rx.fullmatch(r))
+        wanted = (r for r in rels if only is None or match(only, r))
         # Each file's path and name as strings made from the folder's: parsing them anew
         # costs the file's depth, which over a tree thousands of folders deep adds up.
         base, shown_base = str(target), ctx.display(target)
@@ -233,21 +277,31 @@ def _grep_sync(
 
     result = GrepResult(matches=[], truncated=False, files_searched=0)
     most = min(args.max_results, MAX_GREP_MATCHES)
+    latin1 = [0]  # files read as Latin-1, listed or not
     try:
-        _search(files, regex, overlay, stop, most, result)
+        _search(files, regex, overlay, stop, most, result, latin1)
     except _Full:
         result.note = f"more matches left out past {most:,} lines: narrow the pattern"
         if most < MAX_GREP_MATCHES:
             result.note += " or raise max_results"
-    cut = walk.cuts.note(ctx.display(target)) if walk is not None else None
-    if cut:
-        result.note = f"{result.note}; {cut}" if result.note else cut
+    shown = ctx.display(target)
+    notes = [result.note, *_latin1_note(result, latin1[0])]
+    if walk is not None:
+        notes += [walk.cuts.note(shown), walk.cuts.rules_note(shown)]
+    result.note = "; ".join(n for n in notes if n) or None
     result.truncated = result.note is not None
     return result
 
 
 class _Full(Exception):
     """As many matching lines were found as the result takes."""
+
+
+def _latin1_note(result: GrepResult, latin1: int) -> list[str]:
+    if latin1 <= len(result.latin1_files):
+        return []
+    listed = len(result.latin1_files)
+    return [f"latin1_files lists {listed} of the {latin1:,} files read as Latin-1"]
 
 
 def _search(
@@ -257,18 +311,31 @@ def _search(
     stop: threading.Event,
     most: int,
     result: GrepResult,
+    latin1: list[int],
 ) -> None:
-    """Add to ``result`` the matching lines of ``files``; raises _Full past ``most``."""
+    """Add to ``result`` the matching lines of ``files`` (``latin1[0]``: how many were
+    Latin-1); raises _Full past ``most``."""
+    total = 0
     for path, shown, file_key in files:
         if stop.is_set():
             break
-        read = _read_text(path, overlay, file_key)
+        if total >= MAX_GREP_BYTES:
+            result.note = (
+                f"not all files were searched: {shown_path(shown)} and the files after it were not "
+                f"read (a search reads at most {MAX_GREP_BYTES >> 20:,} MB of files): "
+                "narrow the path or glob"
+            )
+            return
+        size, read = _read_text(path, overlay, file_key)
+        total += size
         if read is None:
             continue
-        data, latin1 = read
+        data, was_latin1 = read
         result.files_searched += 1
-        if latin1:
-            result.latin1_files.append(shown)
+        if was_latin1:
+            latin1[0] += 1  # counted past the names kept: the note says how many
+            if len(result.latin1_files) < MAX_LATIN1_LISTED:
+                result.latin1_files.append(shown)
         for number, line in _matching_lines(data, regex, stop):
             if len(result.matches) >= most:
                 raise _Full

@@ -8,19 +8,23 @@ rules in the project's top-level ``.gitignore``.
 
 from __future__ import annotations
 
+import functools
 import os
+import time
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from codemode.tools.folder_handles import FolderHandles
 from codemode.tools.ignore_rules import Rules, load, load_in
-from codemode.tools.walk_bounds import Cuts, WalkLimits, folder_cut
+from codemode.tools.walk_bounds import Cuts, RulesBudget, WalkLimits, folder_cut, match_cut
 from codemode.tools.walk_bounds import too_long as too_long_cut
 
 
-def _inherited_rules(root: Path, top: Path | None) -> list[Rules]:
-    """Rules from ``.gitignore`` files in the ancestors of ``root``, outermost first.
+def _inherited_rules(root: Path, top: Path | None, budget: RulesBudget, cuts: Cuts) -> list[Rules]:
+    """Rules from ``.gitignore`` files in the ancestors of ``root``, outermost first
+    (within ``budget``: one it refuses is in ``cuts``).
 
     The ancestors considered run up to ``top`` or, if that lies inside a git repository,
     up to the repository root, but never past the filesystem root.
@@ -37,7 +41,9 @@ def _inherited_rules(root: Path, top: Path | None) -> list[Rules]:
     ancestors = [root, *root.parents]
     for directory in reversed(ancestors[1 : ancestors.index(top) + 1]):
         below = root.relative_to(directory).as_posix() + "/"
-        found = load(directory, below, 0)
+        shown = os.path.relpath(directory, root)
+        read = functools.partial(load, directory, below, 0)
+        found = budget.heeded(cuts, shown, directory / ".gitignore", None, read)
         if found:
             rules.append(found)
     return rules
@@ -68,17 +74,28 @@ def walk_files(
     result's ``cuts``, complete once the walk has ended.
     """
     cuts = Cuts()
-    bounds = limits or WalkLimits()
-    walk = _walk(root, respect_gitignore, ignore_top, stop, max_depth, bounds, cuts)
-    return FileWalk(walk, cuts)
+    state = _Walk(respect_gitignore, stop, max_depth, limits or WalkLimits(), cuts)
+    return FileWalk(_walk(root, ignore_top, state), cuts, state)
 
 
 class FileWalk(Iterator[str]):
     """A walk's relative paths, and (``cuts``) the folders it did not walk whole."""
 
-    def __init__(self, paths: Generator[str, None, None], cuts: Cuts) -> None:
+    def __init__(self, paths: Generator[str, None, None], cuts: Cuts, state: _Walk) -> None:
         self._paths = paths
         self.cuts = cuts
+        self._state = state
+
+    def matches(self, regex: _FullMatcher, rel: str) -> bool:
+        """Whether ``regex`` matches all of ``rel`` (a search's glob), its CPU time
+        counted with the walk's matching: past the limit the walk ends (said in
+        ``cuts``), as a glob such as ``**/*a??????????????c`` costs ~0.1 ms a name."""
+        clock = time.thread_time
+        started = clock()
+        try:
+            return regex.fullmatch(rel) is not None
+        finally:
+            self._state.spend(clock() - started)
 
     def __next__(self) -> str:
         return next(self._paths)
@@ -86,6 +103,12 @@ class FileWalk(Iterator[str]):
     def close(self) -> None:
         """Let go of the walk's open folders now, not when it is collected."""
         self._paths.close()
+
+
+class _FullMatcher(Protocol):
+    """A compiled RE2 regex, as far as ``FileWalk.matches`` uses it."""
+
+    def fullmatch(self, text: str, /) -> object: ...
 
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
@@ -158,6 +181,9 @@ class _Walk:
         self.handles = FolderHandles(_DIR_FLAGS)
         self.read = 0  # directory entries read, all folders together
         self.held = 0  # names read and not yet visited
+        self.budget = RulesBudget(limits)
+        self.matching = 0.0  # CPU seconds spent matching paths against .gitignore rules
+        self.matched_out = False  # ... past ``limits.match_seconds``: nothing more is read
 
     def read_folder(self, folder: _Folder) -> _Listed | None:
         """Read ``folder``: None when it cannot be (unreadable folders are skipped, as
@@ -178,7 +204,9 @@ class _Walk:
             rules = folder.rules
             if self.respect:
                 start = len(folder.rel) + 1 if folder.rel else 0
-                own = load_in(fd, folder.path, "", start)
+                read = functools.partial(load_in, fd, folder.path, "", start)
+                ignore = Path(folder.path, ".gitignore")
+                own = self.budget.heeded(self.cuts, folder.rel, ignore, fd, read)
                 if own:
                     rules = _RuleChain(own, rules)
             listed = _Listed(folder, rules, [], [])
@@ -220,8 +248,12 @@ class _Walk:
                     is_dir = entry.is_dir(follow_symlinks=False)
                 except OSError:
                     continue
-                if respect and _ignored(rules, prefix + name + "/" if is_dir else prefix + name):
-                    continue
+                if respect and rules is not None:
+                    ignored = self.ignored(rules, prefix + name + "/" if is_dir else prefix + name)
+                    if ignored is None:  # matching took the walk's time: it ends here
+                        break
+                    if ignored:
+                        continue
                 if len(name) > near and folder.size + 1 + len(os.fsencode(name)) >= _PATH_MAX:
                     too_long = True  # neither opened nor read by path: the kernel refuses it
                     continue
@@ -234,6 +266,35 @@ class _Walk:
             self.read += seen
         if too_long:
             self.cuts.add(folder.rel, too_long_cut(_PATH_MAX))
+
+    def ignored(self, chain: _RuleChain | None, rel: str) -> bool | None:
+        """Whether the rules ignore ``rel`` (deeper .gitignore files take precedence over
+        shallower ones); None once matching has taken the walk's time. The clock is read
+        between files' rules: a chain of thousands, each with costly patterns, is where
+        one path's match may take seconds."""
+        if self.matched_out:
+            return None
+        clock = time.thread_time
+        started = clock()
+        left = self.limits.match_seconds - self.matching
+        try:
+            while chain is not None:
+                verdict = chain.rules.verdict(rel)
+                if verdict is not None:
+                    return verdict
+                chain = chain.outer
+                if chain is not None and clock() - started > left:
+                    self.matched_out = True
+                    return None
+            return False
+        finally:
+            self.spend(clock() - started)
+
+    def spend(self, seconds: float) -> None:
+        """Count ``seconds`` of CPU spent matching paths against patterns."""
+        self.matching += seconds
+        if self.matching > self.limits.match_seconds:
+            self.matched_out = True
 
     def child(self, listed: _Listed, name: str) -> _Folder:
         parent = listed.folder
@@ -248,15 +309,7 @@ class _Walk:
         )
 
 
-def _walk(
-    root: Path,
-    respect: bool,
-    ignore_top: Path | None,
-    stop: Callable[[], bool] | None,
-    max_depth: int | None,
-    limits: WalkLimits,
-    cuts: Cuts,
-) -> Generator[str, None, None]:
+def _walk(root: Path, ignore_top: Path | None, walk: _Walk) -> Generator[str, None, None]:
     # A stack of folders being walked, not recursion: a tree thousands of folders deep
     # (a hostile repository) must not end the walk with RecursionError. What each folder
     # costs does not grow with its depth either (else such a tree costs the square of its
@@ -265,10 +318,10 @@ def _walk(
     # its entries listed through that descriptor. Only names wait on the stack, not paths
     # as long as their depth.
     chain: _RuleChain | None = None
-    if respect:
-        for rules in _inherited_rules(root, ignore_top):
+    cuts, stop = walk.cuts, walk.stop
+    if walk.respect:
+        for rules in _inherited_rules(root, ignore_top, walk.budget, cuts):
             chain = _RuleChain(rules, chain)
-    walk = _Walk(respect, stop, max_depth, limits, cuts)
     path = str(root)
     top = _Folder(path, len(os.fsencode(path)), "", chain, 0, None, "")
     try:
@@ -279,6 +332,9 @@ def _walk(
         stack = [first] if first else []
         while stack:
             listed = stack[-1]
+            if walk.matched_out:  # matching took the walk's time: it ends here
+                cuts.add(listed.folder.rel, match_cut(walk.limits))
+                return
             step = listed.pop()
             if step is None:
                 stack.pop()
@@ -305,13 +361,3 @@ def _is_file(entry: os.DirEntry[str]) -> bool:
         return entry.is_file()
     except OSError:  # a link the kernel will not let us follow (/proc/1/cwd)
         return False
-
-
-def _ignored(chain: _RuleChain | None, rel: str) -> bool:
-    # Deeper .gitignore files take precedence over shallower ones.
-    while chain is not None:
-        verdict = chain.rules.verdict(rel)
-        if verdict is not None:
-            return verdict
-        chain = chain.outer
-    return False
