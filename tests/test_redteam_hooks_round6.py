@@ -110,7 +110,7 @@ PYTHON = {
     ),
     "plugin_folder": (
         "import importlib.util, pathlib\n"
-        'for path in sorted(pathlib.Path("hookplugins").iterdir()):\n'
+        'for path in sorted(pathlib.Path("hookplugins").glob("*.py")):\n'
         "    spec = importlib.util.spec_from_file_location(path.stem, path)\n"
         "    module = importlib.util.module_from_spec(spec)\n"
         "    spec.loader.exec_module(module)\n",

@@ -15,9 +15,11 @@ files are as before the undo, never some restored and some not, and no temporary
 is left behind.
 
 A file that appears during a turn but is older than the turn (it was ignored when the
-turn began) is not taken for one the turn created. Files over ``max_file_bytes``, and
-files beyond ``max_total_bytes`` of content, are not copied: a turn that changes one
-of them says so, and ``undo`` leaves it alone. A workspace of more than ``max_files``
+turn began) is not taken for one the turn created. Files over ``max_file_bytes``, files
+beyond ``max_total_bytes`` of content, and files past ``max_hashed_bytes`` read in one
+scan (a command makes 50,000 hard links to one file of 4 MB in a second: reading each
+took 200 GB of hashing, ~8 minutes) are not copied: a turn that changes one of them
+says so, and ``undo`` leaves it alone. A workspace of more than ``max_files``
 files turns snapshots off (``disabled`` says why), and so does one the walk could not
 read whole (a folder of more entries than it reads, ``codemode.tools.walk_bounds``, or
 paths longer than the system takes): ``undo`` could not put back what it did not see.
@@ -44,6 +46,9 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_TOTAL_BYTES = 256 * 1024 * 1024
 # Beyond this many files a walk per turn costs seconds: snapshots are turned off.
 MAX_FILES = 50_000
+# The most bytes one scan reads to hash (~1 s here): twice what the store keeps, so
+# files of the same content, which are stored once, are still hashed.
+MAX_HASHED_BYTES = 2 * MAX_TOTAL_BYTES
 # File times come from a coarser clock than time.time_ns(): allow for the difference.
 _CLOCK_SLACK_NS = 50_000_000
 
@@ -92,6 +97,7 @@ class Snapshots:
         max_file_bytes: int = MAX_FILE_BYTES,
         max_total_bytes: int = MAX_TOTAL_BYTES,
         max_files: int = MAX_FILES,
+        max_hashed_bytes: int = MAX_HASHED_BYTES,
     ) -> None:
         self.root = root.resolve()
         self._own_store = store is None
@@ -99,6 +105,8 @@ class Snapshots:
         self.max_file_bytes = max_file_bytes
         self.max_total_bytes = max_total_bytes
         self.max_files = max_files
+        self.max_hashed_bytes = max_hashed_bytes
+        self._hashed = 0  # bytes read to hash in the scan under way
         # Why snapshots are off (too many files), or None while they work.
         self.disabled: str | None = None
         self._stored_bytes = 0
@@ -160,6 +168,7 @@ class Snapshots:
         """The workspace's files now; None (and snapshots off) when there are too many."""
         entries: dict[str, _Entry] = {}
         racy_after = time.time_ns() - _CLOCK_SLACK_NS
+        self._hashed = 0
         root = str(self.root)  # joined as text: a Path per file was half of a rescan
         walk = walk_files(self.root)
         for rel in walk:
@@ -197,7 +206,7 @@ class Snapshots:
         self._last, self._start = {}, None
 
     def _hash_and_store(self, path: Path, size: int, *, store: bool) -> str | None:
-        if size > self.max_file_bytes:
+        if size > self.max_file_bytes or self._hashed + size > self.max_hashed_bytes:
             return None
         try:
             # Regular files only, and no more than the cap even if it grew meanwhile;
@@ -207,6 +216,7 @@ class Snapshots:
             data = read_resolved(path, self.max_file_bytes)
         except (OSError, ToolError):
             return None
+        self._hashed += len(data)
         digest = hashlib.sha256(data).hexdigest()
         if store and digest not in self._blobs:
             if self._stored_bytes + len(data) > self.max_total_bytes:
