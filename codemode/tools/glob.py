@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import stat
 import threading
-from typing import Any
 
 from pydantic import Field
 
@@ -106,13 +105,6 @@ def _glob_sync(
     return GlobResult(matches=sorted(found), truncated=note is not None, note=note)
 
 
-def _render(r: dict[str, Any]) -> str:
-    """``rendering.glob``'s text, and the note that says why it is incomplete (a search
-    cut short must not read as a whole one)."""
-    if not r.get("note"):
-        return rendering.glob(r)
-    return f"{rendering.glob({**r, 'truncated': False})}\n[{r['note']}]"
-
 
 async def glob(args: GlobArgs, ctx: ToolContext) -> GlobResult:
     """Find files whose paths match a glob pattern."""
@@ -136,6 +128,6 @@ GLOB = Tool(
     effects=frozenset({"read"}),
     acp_kind="search",
     hook_names=("Glob",),
-    render=_render,
+    render=rendering.with_note(rendering.glob),
     core=True,
 )

@@ -342,13 +342,6 @@ def _search(
             result.matches.append(GrepMatch(path=shown, line=number, text=line[:MAX_LINE_CHARS]))
 
 
-def _render(r: dict[str, Any]) -> str:
-    """``rendering.grep``'s text, and the note that says why it is incomplete (a search
-    cut short must not read as a whole one)."""
-    if not r.get("note"):
-        return rendering.grep(r)
-    return f"{rendering.grep({**r, 'truncated': False})}\n[{r['note']}]"
-
 
 async def grep(args: GrepArgs, ctx: ToolContext) -> GrepResult:
     """Search file contents for lines matching a regular expression."""
@@ -378,6 +371,6 @@ GREP = Tool(
     effects=frozenset({"read"}),
     acp_kind="search",
     hook_names=("Grep",),
-    render=_render,
+    render=rendering.with_note(rendering.grep),
     core=True,
 )

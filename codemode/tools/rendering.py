@@ -8,6 +8,7 @@ tool's definition and takes that tool's JSON result.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 # The most of a file read_file's text shows a model at once (its structured result, which
@@ -112,6 +113,19 @@ def _with_context(matches: list[dict[str, Any]], context: list[dict[str, Any]]) 
         lines.append(f"{path}{mark}{n}{mark} {text}")
         last = (path, n)
     return lines
+
+
+def with_note(render: Callable[[dict[str, Any]], str]) -> Callable[[dict[str, Any]], str]:
+    """``render``'s text, and the result's ``note`` saying why it is incomplete after it
+    in place of ``render``'s own truncation line (a search cut short must not read as a
+    whole one)."""
+
+    def rendered(r: dict[str, Any]) -> str:
+        if not r.get("note"):
+            return render(r)
+        return f"{render({**r, 'truncated': False})}\n[{r['note']}]"
+
+    return rendered
 
 
 def glob(r: dict[str, Any]) -> str:
